@@ -1,0 +1,88 @@
+"""What sparktui knows about a node, as plain dataclasses (filled by probes.py, read by everyone).
+
+Field names follow the stable `--json` shape of `sparktui check` / `status`; None means unknown.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Gpu:
+    name: str | None = None
+    count: int = 0
+    memory_total_bytes: int | None = None  # None on GB10 (nvidia-smi says [N/A]); unified memory is in Memory
+    utilization: float | None = None  # percent, first GPU
+    unified: bool = False  # GPU shares system memory (GB10): usable memory comes from /proc/meminfo
+
+
+@dataclass
+class Memory:
+    total_bytes: int | None = None
+    available_bytes: int | None = None
+
+
+@dataclass
+class Interface:
+    name: str
+    ipv4: list[str] = field(default_factory=list)  # CIDRs, e.g. "192.168.100.10/24"
+    up: bool = False
+    rdma: str | None = None  # RoCE device mapped by ibdev2netdev, e.g. "rocep1s0f1"
+    speed_mbps: int | None = None
+
+
+@dataclass
+class Container:
+    id: str
+    name: str
+    image: str
+    state: str  # running | exited | ...
+    status: str  # docker's human text, e.g. "Up 3 minutes"
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ModelDir:
+    path: str
+    present: bool = False
+    bytes: int | None = None
+    files: int | None = None
+
+
+@dataclass
+class DockerInfo:
+    version: str | None = None
+    images: dict[str, str] = field(default_factory=dict)  # "repo:tag" -> image ID (sha256:...)
+
+
+@dataclass
+class NodeFacts:
+    name: str
+    host: str
+    reachable: bool = False
+    error: str | None = None
+    gpu: Gpu = field(default_factory=Gpu)
+    memory: Memory = field(default_factory=Memory)
+    disk_free_bytes: int | None = None  # free space at the model path (or its nearest existing parent)
+    interfaces: list[Interface] = field(default_factory=list)
+    docker: DockerInfo = field(default_factory=DockerInfo)
+    containers: list[Container] = field(default_factory=list)
+    model: ModelDir | None = None
+    infiniband: bool = False  # /dev/infiniband exists (pass it to containers)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["interfaces"] = [
+            {"name": i.name, "ipv4": i.ipv4, "up": i.up, "rdma": i.rdma} for i in self.interfaces
+        ]
+        d["gpu"] = {k: d["gpu"][k] for k in ("name", "count", "memory_total_bytes", "utilization")}
+        d["docker"] = {"version": self.docker.version}
+        return d
+
+    def usable_gpu_memory(self) -> int | None:
+        """Memory one GPU can use: its own on discrete cards, system memory on unified (GB10)."""
+        if self.gpu.memory_total_bytes:
+            return self.gpu.memory_total_bytes
+        if self.gpu.count and self.memory.total_bytes:
+            return self.memory.total_bytes
+        return None

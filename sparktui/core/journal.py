@@ -1,0 +1,100 @@
+"""Every remote command sparktui runs: node, start time, command (secrets masked), exit code, duration.
+
+Kept in memory for the UI and appended to a JSON-lines file so `sparktui journal` can show
+what earlier runs did.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+# An env assignment or flag whose name looks secret: NAME=value, --name value, --name=value.
+_SECRET_NAME = r"[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)[A-Za-z0-9_]*"
+_ASSIGN = re.compile(rf"(?i)(\b{_SECRET_NAME}=)('[^']*'|\"[^\"]*\"|\S+)")
+_FLAG = re.compile(
+    r"(?i)(--[a-z0-9-]*(?:token|secret|password|passwd|api-key|access-key|private-key|credential)[a-z0-9-]*[ =])"
+    r"('[^']*'|\"[^\"]*\"|\S+)"
+)
+MASK = "****"
+
+
+def mask_secrets(text: str, extra: tuple[str, ...] = ()) -> str:
+    """Replace the values of secret-looking variables and flags, and any literal extra secrets."""
+    text = _ASSIGN.sub(lambda m: m.group(1) + MASK, text)
+    text = _FLAG.sub(lambda m: m.group(1) + MASK, text)
+    for s in extra:
+        if s and len(s) >= 4:
+            text = text.replace(s, MASK)
+    return text
+
+
+def is_secret_name(name: str) -> bool:
+    return re.fullmatch(rf"(?i){_SECRET_NAME}", name) is not None
+
+
+def default_journal_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "sparktui" / "journal.jsonl"
+
+
+@dataclass
+class Entry:
+    node: str
+    started: float  # unix time
+    command: str  # secrets masked
+    exit_status: int | None = None  # None while running, -1 when it never ran (link down)
+    duration: float | None = None
+    error: str | None = None
+
+
+class Journal:
+    """In-memory list plus an optional append-only file; listeners hear about every change."""
+
+    def __init__(self, path: Path | None = None, keep: int = 5000):
+        self.path = path
+        self.keep = keep
+        self.entries: list[Entry] = []
+        self.listeners: list[Callable[[Entry], None]] = []
+
+    def start(self, node: str, command: str) -> Entry:
+        e = Entry(node=node, started=time.time(), command=mask_secrets(command))
+        self.entries.append(e)
+        if len(self.entries) > self.keep:
+            del self.entries[: len(self.entries) - self.keep]
+        return e
+
+    def finish(self, e: Entry, exit_status: int | None, error: str | None = None) -> None:
+        e.exit_status = exit_status
+        e.error = error
+        e.duration = time.time() - e.started
+        self._persist(e)
+        for cb in list(self.listeners):
+            cb(e)
+
+    def _persist(self, e: Entry) -> None:
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(asdict(e)) + "\n")
+        except OSError:
+            pass  # the journal must never break the operation it records
+
+
+def read_journal(path: Path, limit: int = 200) -> list[Entry]:
+    """The last `limit` entries of a journal file; unreadable lines are skipped."""
+    if not path.exists():
+        return []
+    out: list[Entry] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[-limit:]:
+        try:
+            out.append(Entry(**json.loads(line)))
+        except (ValueError, TypeError):
+            continue
+    return out
