@@ -86,3 +86,35 @@ class NodeFacts:
         if self.gpu.count and self.memory.total_bytes:
             return self.memory.total_bytes
         return None
+
+
+@dataclass
+class NodeAddr:
+    """A node's place on one subnet."""
+
+    iface: str
+    ip: str  # bare address, no prefix length
+    rdma: str | None = None  # RoCE device behind iface, if any
+
+
+@dataclass
+class Subnet:
+    """A subnet and how every node joins it (built by network.py)."""
+
+    subnet: str  # CIDR of the network, e.g. "192.168.100.0/24"
+    nodes: dict[str, NodeAddr] = field(default_factory=dict)  # node name -> address
+    rdma: bool = False  # every node reaches it through an RDMA-capable interface
+    up: bool = True  # every node's interface on it is up
+    speed_mbps: int | None = None  # slowest known link speed among the nodes
+    management: bool = False  # holds the addresses sparktui dials (the default route, not the fabric)
+
+    def joins(self, names: list[str]) -> bool:
+        return all(n in self.nodes for n in names)
+
+    def to_json(self) -> dict:
+        return {
+            "subnet": self.subnet,
+            "rdma": self.rdma,
+            "management": self.management,
+            "nodes": {k: {"iface": v.iface, "ip": v.ip, "rdma": v.rdma} for k, v in self.nodes.items()},
+        }
