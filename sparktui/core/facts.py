@@ -69,6 +69,7 @@ class NodeFacts:
     containers: list[Container] = field(default_factory=list)
     model: ModelDir | None = None
     infiniband: bool = False  # /dev/infiniband exists (pass it to containers)
+    notes: list[str] = field(default_factory=list)  # what the probe could not read, and why
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -107,6 +108,7 @@ class Subnet:
     up: bool = True  # every node's interface on it is up
     speed_mbps: int | None = None  # slowest known link speed among the nodes
     management: bool = False  # holds the addresses sparktui dials (the default route, not the fabric)
+    notes: list[str] = field(default_factory=list)  # problems on this subnet: twins, ignored overrides
 
     def joins(self, names: list[str]) -> bool:
         return all(n in self.nodes for n in names)
