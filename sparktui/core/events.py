@@ -52,3 +52,24 @@ class EventBus:
     def emit(self, event: Any) -> None:
         for fn in list(self._listeners):
             fn(event)
+
+
+@dataclass
+class TransferProgress:
+    """Where one transfer (model rsync or image save|load) between two nodes stands."""
+
+    id: str  # state directory name on the source node
+    kind: str  # model | image
+    source: str  # node sending
+    dest: str  # node receiving
+    state: str  # preparing | running | verifying | done | failed | cancelled | lost
+    bytes: int = 0  # bytes handled so far
+    total_bytes: int | None = None  # expected bytes, when known
+    percent: float | None = None  # 0-100
+    rate: float | None = None  # bytes per second
+    eta: float | None = None  # seconds left, when known
+    elapsed: float | None = None  # seconds since start
+    files_done: int | None = None  # files transferred (rsync xfr#)
+    files_left: int | None = None  # files still to check (rsync to-chk R)
+    files_total: int | None = None  # files known so far (rsync to-chk T; grows while listing)
+    message: str | None = None  # plain words: why it failed, what was verified, what to do
