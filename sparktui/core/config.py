@@ -1,23 +1,46 @@
 """Cluster configuration: YAML in, typed and validated objects out.
 
 Every error names FILE:LINE:COL, what is wrong and what was expected (ConfigError).
+Head rule: exactly one node may say `role: head`; when none does, the first node is the head.
 """
 from __future__ import annotations
 
+import ipaddress
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+import yaml
+
+from sparktui.core.yamlpos import EMPTY, NULL, STR, ConfigError, Source, at, did_you_mean, kind
+
+__all__ = [
+    "GPU_STYLES", "HOST_KEY_POLICIES", "ROLES", "ConfigError", "ConfigNotFound", "Config", "NodeConfig",
+    "ModelConfig", "ImagesConfig", "DockerConfig", "SshConfig", "EngineDefaults",
+    "load_config", "load_config_text", "find_config",
+]
 
 GPU_STYLES = ("gpus-all", "runtime-nvidia", "cdi", "none")
 HOST_KEY_POLICIES = ("strict", "accept-new")
+ROLES = ("head", "worker")
+# Node names become container and file names: a leading '-' or '.' would read as an option or a hidden file.
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+IFNAME = re.compile(r"[^\s/:]{1,15}\Z")  # what the Linux kernel accepts (IFNAMSIZ 16 with the NUL)
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+NO_SPACE = re.compile(r"\S+\Z")
+ULIMITS = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc",
+           "rss", "rtprio", "rttime", "sigpending", "stack")  # what docker run --ulimit knows
+ULIMIT_VALUE = re.compile(r"-?\d+(:-?\d+)?\Z")
+SIZE = re.compile(r"\d+(\.\d+)?\s*([kmgtpKMGTP]i?)?[bB]?\Z")  # docker's RAMInBytes units
 
 
-class ConfigError(Exception):
-    """A config problem at FILE:LINE:COL; str() is the full one-line message."""
+class ConfigNotFound(ConfigError):
+    """No config file at any of the places looked; .looked lists them in order."""
 
-    def __init__(self, file: str, line: int, col: int, what: str, expected: str = ""):
-        self.file, self.line, self.col, self.what, self.expected = file, line, col, what, expected
-        tail = f" ({expected})" if expected else ""
-        super().__init__(f"{file}:{line}:{col}: {what}{tail}")
+    def __init__(self, looked: list[str], why: str = "no config file found"):
+        self.looked = looked
+        super().__init__("sparktui", 0, 0, f"{why}; looked at: " + ", ".join(looked),
+                         "create one from config.example.yaml or pass --config FILE")
 
 
 @dataclass
@@ -46,8 +69,8 @@ class ModelConfig:
 class ImagesConfig:
     """Container image per engine."""
 
-    sglang: str = "lmsysorg/sglang:spark"
-    vllm: str = "nvcr.io/nvidia/vllm:25.11-py3"
+    sglang: str = "lmsysorg/sglang:spark"  # image that runs SGLang, same ID on every node
+    vllm: str = "nvcr.io/nvidia/vllm:25.11-py3"  # image that runs vLLM, same ID on every node
 
 
 @dataclass
@@ -57,7 +80,9 @@ class DockerConfig:
     gpu_style: str = "gpus-all"  # gpus-all | runtime-nvidia | cdi | none
     extra_args: list[str] = field(default_factory=list)  # appended to docker run
     env: dict[str, str] = field(default_factory=dict)  # passed with -e to every container
+    # --ulimit NAME=VALUE ("soft" or "soft:hard"; -1 = unlimited)
     ulimits: dict[str, str] = field(default_factory=lambda: {"memlock": "-1", "stack": "67108864"})
+    # -v SRC:DST[:OPTS] for every container; a leading ~ means the remote user's home
     volumes: list[str] = field(default_factory=lambda: ["~/.cache/huggingface:/root/.cache/huggingface"])
     shm_size: str | None = None  # --shm-size; None = not passed (ignored with --ipc host)
 
@@ -91,13 +116,13 @@ class EngineDefaults:
 class Config:
     """The whole cluster description."""
 
-    cluster: str
-    nodes: list[NodeConfig]
-    model: ModelConfig
-    images: ImagesConfig = field(default_factory=ImagesConfig)
-    docker: DockerConfig = field(default_factory=DockerConfig)
-    ssh: SshConfig = field(default_factory=SshConfig)
-    engine: EngineDefaults = field(default_factory=EngineDefaults)
+    cluster: str  # cluster name, shown in the UI and in --json output
+    nodes: list[NodeConfig]  # the machines; the head first is customary
+    model: ModelConfig  # what to serve
+    images: ImagesConfig = field(default_factory=ImagesConfig)  # container image per engine
+    docker: DockerConfig = field(default_factory=DockerConfig)  # how containers are run
+    ssh: SshConfig = field(default_factory=SshConfig)  # how the nodes are reached
+    engine: EngineDefaults = field(default_factory=EngineDefaults)  # launch defaults
     keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
     theme: str | None = None  # theme name; None = the default dark theme
     path: Path | None = None  # file it was read from
@@ -113,11 +138,197 @@ class Config:
         raise KeyError(name)
 
 
+CIDR_HINT = "a subnet such as 192.168.100.0/24"
+NAME_HINT = "letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def _cidr(src: Source, knode: yaml.Node) -> str:
+    raw = src.text(knode, "subnet", expected=CIDR_HINT)
+    if "/" in raw:
+        try:
+            return str(ipaddress.ip_network(raw))
+        except ValueError:
+            pass
+        try:  # an address with its prefix (192.168.100.10/24) is a common slip: name its network
+            net = ipaddress.ip_network(raw, strict=False)
+        except ValueError:
+            pass
+        else:
+            raise src.error(knode, f"subnet '{raw}' has host bits set", f"did you mean '{net}'?")
+    raise src.error(knode, f"subnet '{raw}' is not a CIDR", CIDR_HINT)
+
+
+def _node(src: Source, node: yaml.Node, index: int) -> tuple[NodeConfig, dict]:
+    label = f"nodes[#{index + 1}]"
+    name = lambda n, w: src.text(n, w, NODE_NAME, NAME_HINT)
+    if isinstance(node, yaml.MappingNode):  # once the name is known good, errors say which node
+        items = src.mapping(node, label)
+        if "name" in items and items["name"][1].tag != NULL:
+            label = f"nodes[{name(items['name'][1], label + '.name')}]"
+    ifname = lambda w: lambda v, k: src.text(v, f"{w}[{k}]", IFNAME, "an interface name such as enp1s0f1np1")
+    return src.section(NodeConfig, node, label, {
+        "name": name,
+        "host": lambda n, w: src.text(n, w, NO_SPACE, "an IP, hostname or ~/.ssh/config alias"),
+        "user": lambda n, w: src.opt_text(n, w, NO_SPACE, "a user name"),
+        "port": lambda n, w: src.opt_integer(n, w, 1, 65535),
+        "identity_file": lambda n, w: _local_path(src, n, w),
+        "role": lambda n, w: src.choice(n, w, ROLES),
+        "interfaces": lambda n, w: src.text_map(n, w, lambda k: _cidr(src, k), ifname(w)),
+    }, {"name": "name: spark1", "host": "host: 10.0.0.11"})
+
+
+def _local_path(src: Source, node: yaml.Node, what: str) -> str | None:
+    """A path on this machine; ~ is expanded here (remote paths never are)."""
+    value = src.opt_text(node, what, expected="a file path")
+    return os.path.expanduser(value) if value is not None else None
+
+
+def _env_value(src: Source, node: yaml.Node, what: str) -> str:
+    # An empty value is a legal environment value; only a missing one (null) is a mistake.
+    if isinstance(node, yaml.ScalarNode) and node.tag == STR and node.value == "":
+        return ""
+    return src.text(node, what, expected="a value; write '' for an empty one")
+
+
+def _keys(src: Source, node: yaml.Node, what: str) -> str:
+    expected = "key names such as ctrl+r or f5, comma-separated"
+    value = src.text(node, what, expected=expected)
+    if not all(NO_SPACE.match(k.strip()) for k in value.split(",")):
+        raise src.error(node, f"{what} '{value}' is not a key list", expected)
+    return value
+
+
+def _check_nodes(src: Source, nodes: list[tuple[NodeConfig, dict]]) -> None:
+    first: dict[str, yaml.Node] = {}
+    for n, items in nodes:
+        if n.name in first:
+            raise src.error(items["name"][1], f"duplicate node name '{n.name}'",
+                            f"unique names; first used at {at(first[n.name])}")
+        first[n.name] = items["name"][1]
+    heads = [(n, items["role"][1]) for n, items in nodes if n.role == "head"]
+    if len(heads) > 1:
+        (n0, r0), (n1, r1) = heads[:2]
+        raise src.error(r1, f"second head '{n1.name}'", f"exactly one head; '{n0.name}' at {at(r0)} is the head")
+    if not heads:
+        nodes[0][0].role = "head"  # the documented rule: without an explicit head, the first node leads
+
+
+def _check_ports(src: Source, engine: EngineDefaults, items: dict) -> None:
+    # The head binds these at once: the rendezvous, Ray's GCS and an engine's HTTP port must differ.
+    for a, b in (("dist_port", "sglang_port"), ("dist_port", "vllm_port"), ("dist_port", "ray_port"),
+                 ("ray_port", "vllm_port")):
+        if getattr(engine, a) == getattr(engine, b):
+            set_here = sorted((k for k in (a, b) if k in items), key=lambda k: items[k][1].start_mark.index)
+            later = set_here[-1]  # defaults never clash, so at least one of the two was written
+            raise src.error(items[later][1], f"engine.{later} {getattr(engine, later)} is also engine.{b if later == a else a}",
+                            "different ports for the rendezvous, Ray and the HTTP server")
+
+
+def _config(src: Source, root: yaml.Node | None) -> Config:
+    if root is None:
+        raise src.error(None, "the file is empty", "a mapping with cluster, nodes and model")
+    items = src.mapping(root, "the config")
+    src.check_keys(items, ["cluster", "nodes", "model", "images", "docker", "ssh", "engine", "keymap", "theme"],
+                   "the config")
+    src.require(root, items, {"cluster": "cluster: sparks", "nodes": "nodes:", "model": "model:"}, "the config")
+    val = lambda key: items[key][1] if key in items else EMPTY
+
+    cluster = src.text(val("cluster"), "cluster", expected="a cluster name")
+    seq = val("nodes")
+    if not isinstance(seq, yaml.SequenceNode) or not seq.value:
+        found = kind(seq) if not isinstance(seq, yaml.SequenceNode) else "an empty list"
+        raise src.error(seq, f"nodes is {found}", "a list of nodes, each with at least name and host")
+    nodes = [_node(src, n, i) for i, n in enumerate(seq.value)]
+    _check_nodes(src, nodes)
+    names = [n.name for n, _ in nodes]
+
+    model, m_items = src.section(ModelConfig, val("model"), "model", {
+        "name": lambda n, w: src.text(n, w),
+        "path": lambda n, w: src.text(n, w, re.compile("/"), "an absolute path, the same on every node"),
+        "source": lambda n, w: src.opt_text(n, w),
+    }, {"name": "name: Qwen3.5-122B-A10B-FP8", "path": "path: /models/Qwen3.5-122B-A10B-FP8"})
+    if model.source is not None and model.source not in names:
+        raise src.error(m_items["source"][1], f"model.source '{model.source}' is not a node", did_you_mean(model.source, names))
+
+    image = lambda n, w: src.text(n, w, NO_SPACE, "an image reference such as repo/name:tag")
+    images, _ = src.section(ImagesConfig, val("images"), "images", {"sglang": image, "vllm": image})
+    docker, _ = src.section(DockerConfig, val("docker"), "docker", {
+        "gpu_style": lambda n, w: src.choice(n, w, GPU_STYLES),
+        "extra_args": lambda n, w: src.text_list(n, w),
+        "env": lambda n, w: src.text_map(
+            n, w, lambda k: src.text(k, f"{w} name", ENV_NAME, "a variable name such as NCCL_DEBUG"),
+            lambda v, k: _env_value(src, v, f"{w}.{k}")),
+        "ulimits": lambda n, w: src.text_map(
+            n, w, lambda k: src.choice(k, f"{w} name", ULIMITS),
+            lambda v, k: src.text(v, f"{w}.{k}", ULIMIT_VALUE, "soft or soft:hard, -1 = unlimited")),
+        "volumes": lambda n, w: src.text_list(n, w, "SRC:DST[:OPTS]"),
+        "shm_size": lambda n, w: src.opt_text(n, w, SIZE, "a size such as 16g"),
+    })
+    ssh, _ = src.section(SshConfig, val("ssh"), "ssh", {
+        "host_key_policy": lambda n, w: src.choice(n, w, HOST_KEY_POLICIES),
+        "known_hosts": lambda n, w: _local_path(src, n, w),
+        "keepalive_interval": lambda n, w: src.number(n, w),
+        "connect_timeout": lambda n, w: src.number(n, w),
+        "max_channels": lambda n, w: src.integer(n, w, 1, 1024),
+        "ssh_config": lambda n, w: None if n.tag == NULL else [
+            os.path.expanduser(p) for p in src.text_list(n, w, "a file path")],
+    })
+    port = lambda n, w: src.integer(n, w, 1, 65535)
+    engine, e_items = src.section(EngineDefaults, val("engine"), "engine", {
+        "sglang_port": port, "vllm_port": port, "dist_port": port, "ray_port": port,
+        "mem_fraction": lambda n, w: src.number(n, w, 1.0),
+        "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
+        "hang_after": lambda n, w: src.number(n, w),
+    })
+    _check_ports(src, engine, e_items)
+    keymap = src.text_map(val("keymap"), "keymap",
+                          lambda k: src.text(k, "keymap binding id", NO_SPACE, "a binding id without spaces"),
+                          lambda v, k: _keys(src, v, f"keymap.{k}"))
+    theme = src.opt_text(val("theme"), "theme", NO_SPACE, "a theme name")
+    return Config(cluster, [n for n, _ in nodes], model, images, docker, ssh, engine, keymap, theme)
+
+
+def load_config_text(text: str, filename: str = "<config>") -> Config:
+    """Validate config YAML given as text; errors name `filename`. Config.path stays None."""
+    src = Source(text, filename)
+    return _config(src, src.compose())
+
+
 def load_config(path: str | Path) -> Config:
-    """Read and validate a config file; raises ConfigError."""
-    raise NotImplementedError
+    """Read and validate a config file; raises ConfigError. The file's Path lands in Config.path."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(str(path), 0, 0, f"cannot read: {e.strerror or e}", "expected a readable YAML file") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(str(path), line, col, "the file is not UTF-8 text", "expected UTF-8 YAML") from None
+    cfg = load_config_text(text, str(path))
+    cfg.path = path
+    return cfg
 
 
-def find_config(explicit: str | None = None) -> Path:
-    """--config, then $SPARKTUI_CONFIG, ./sparktui.yaml, the XDG config dir."""
-    raise NotImplementedError
+def find_config(explicit: str | Path | None = None) -> Path:
+    """--config, then $SPARKTUI_CONFIG, ./sparktui.yaml, $XDG_CONFIG_HOME/sparktui/config.yaml.
+
+    A file named explicitly (--config or the variable) must exist: falling back from it would
+    silently drive another cluster.
+    """
+    for label, value in (("--config", explicit), ("$SPARKTUI_CONFIG", os.environ.get("SPARKTUI_CONFIG"))):
+        if value:
+            p = Path(os.path.expanduser(str(value)))
+            if p.is_file():
+                return p
+            why = "is not a file" if p.exists() else "names a file that does not exist"
+            raise ConfigNotFound([f"{label} {p}"], f"{label} {why}")
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".config"  # XDG: relative values are ignored
+    places = [Path("sparktui.yaml"), base / "sparktui" / "config.yaml"]
+    for p in places:
+        if p.is_file():
+            return p
+    raise ConfigNotFound(["$SPARKTUI_CONFIG (unset)", "./sparktui.yaml", str(places[1])])

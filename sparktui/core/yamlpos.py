@@ -1,0 +1,204 @@
+"""YAML with positions: compose a document into nodes, read checked values, point errors at them.
+
+yaml.compose keeps each node's start_mark, so any error can name the key or value at fault.
+Marks are 0-based; everything reported here is 1-based (what editors show).
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import fields
+from typing import Callable
+
+import yaml
+
+STD_TAG = "tag:yaml.org,2002:"
+NULL, STR, INT, FLOAT, BOOL, MERGE = (STD_TAG + t for t in ("null", "str", "int", "float", "bool", "merge"))
+EMPTY = yaml.ScalarNode(NULL, "")  # stands for a key that is absent
+
+
+class ConfigError(Exception):
+    """A config problem at FILE:LINE:COL; str() is the full one-line message (line 0 = no position)."""
+
+    def __init__(self, file: str, line: int, col: int, what: str, expected: str = ""):
+        self.file, self.line, self.col, self.what, self.expected = file, line, col, what, expected
+        tail = f" ({expected})" if expected else ""
+        where = f"{file}:{line}:{col}" if line else file
+        super().__init__(f"{where}: {what}{tail}")
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    """A hint naming the closest choice, or listing them all when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return "expected one of: " + ", ".join(choices)
+
+
+def kind(node: yaml.Node) -> str:
+    """How a node reads in an error: 'a list', 'a mapping', 'an integer', ..."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return {NULL: "empty", INT: "an integer", FLOAT: "a number", BOOL: "a boolean"}.get(node.tag, "text")
+
+
+def at(node: yaml.Node) -> str:
+    """LINE:COL of a node, for hints that point at a second place."""
+    return f"{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+
+
+Items = dict[str, tuple[yaml.Node, yaml.Node]]  # key -> (key node, value node)
+
+
+class Source:
+    """One YAML text being read: knows its file name, reads checked values, builds errors at nodes."""
+
+    def __init__(self, text: str, filename: str):
+        self.doc, self.filename = text, filename
+        self._loader = yaml.SafeLoader("")  # only used to build scalars and flatten merge keys
+
+    def error(self, where: yaml.Node | yaml.Mark | None, what: str, expected: str = "") -> ConfigError:
+        mark = where.start_mark if isinstance(where, yaml.Node) else where
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        if expected and not expected.startswith(("expected", "did you mean")):
+            expected = "expected " + expected  # callers name the thing; the message says it was expected
+        return ConfigError(self.filename, line, col, what, expected)
+
+    def compose(self) -> yaml.Node | None:
+        """The document's root node (None for an empty file); YAML syntax errors become ConfigErrors."""
+        try:
+            return yaml.compose(self.doc, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            expected = "valid YAML"
+            if e.context:
+                c = e.context_mark
+                expected += f"; {e.context}" + (f" at {c.line + 1}:{c.column + 1}" if c and c is not mark else "")
+            raise self.error(mark, f"YAML syntax error: {e.problem or e.context}", expected) from None
+        except yaml.YAMLError as e:  # reader errors (control characters) carry a position, not a mark
+            pos = getattr(e, "position", 0)
+            line = self.doc.count("\n", 0, pos)
+            mark = yaml.Mark(self.filename, pos, line, pos - (self.doc.rfind("\n", 0, pos) + 1), None, None)
+            raise self.error(mark, f"YAML error: {getattr(e, 'reason', e)}", "printable YAML text") from None
+
+    # --- mappings -----------------------------------------------------------------------------
+
+    def mapping(self, node: yaml.Node, what: str) -> Items:
+        """The mapping's entries; rejects non-mappings, non-text keys and duplicate keys.
+
+        Merge keys (<<: *anchor) are honoured: the mapping's own keys win, as in YAML.
+        """
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, f"{what} is {kind(node)}", "expected a mapping of key: value")
+        seen: dict[str, yaml.Node] = {}
+        for k, _ in node.value:  # duplicates are checked before merging so merge overrides stay legal
+            if k.tag == MERGE:
+                continue
+            if not isinstance(k, yaml.ScalarNode) or k.tag == NULL:
+                raise self.error(k, f"a key in {what} is {kind(k)}", "a plain name as key")
+            if k.value in seen:
+                raise self.error(k, f"duplicate key '{k.value}' in {what}", f"each key once; first at {at(seen[k.value])}")
+            seen[k.value] = k
+        try:
+            self._loader.flatten_mapping(node)
+        except yaml.MarkedYAMLError as e:
+            raise self.error(e.problem_mark, f"bad merge in {what}: {e.problem}", "<<: *anchor of a mapping") from None
+        return {k.value: (k, v) for k, v in node.value}
+
+    def check_keys(self, items: Items, allowed: list[str], what: str) -> None:
+        """Unknown keys are errors with a did-you-mean, so a typo never silently falls back to a default."""
+        for key, (knode, _) in items.items():
+            if key not in allowed:
+                raise self.error(knode, f"unknown key '{key}' in {what}", did_you_mean(key, allowed))
+
+    def require(self, node: yaml.Node, items: Items, required: dict[str, str], what: str) -> None:
+        """Missing required keys (key -> example line) are reported at the mapping that lacks them."""
+        for key, example in required.items():
+            if key not in items or items[key][1].tag == NULL:
+                raise self.error(node, f"{what} lacks '{key}'", f"expected a line such as '{example}'")
+
+    def section(self, cls, node: yaml.Node, what: str, conv: dict[str, Callable], required: dict[str, str] | None = None):
+        """(dataclass cls built from a mapping node, its entries); conv maps field -> fn(value node, label).
+
+        An absent or empty optional section gives cls's defaults.
+        """
+        if node.tag == NULL and not required:
+            return cls(), {}
+        items = self.mapping(node, what)
+        self.check_keys(items, [f.name for f in fields(cls) if f.name in conv], what)
+        self.require(node, items, required or {}, what)
+        return cls(**{k: conv[k](v, f"{what}.{k}") for k, (_, v) in items.items()}), items
+
+    def text_map(self, node: yaml.Node, what: str, key: Callable, value: Callable) -> dict[str, str]:
+        """A mapping whose keys are checked by key(key node) and values by value(value node, key)."""
+        if node.tag == NULL:
+            return {}
+        out: dict[str, str] = {}
+        for knode, vnode in self.mapping(node, what).values():
+            name = key(knode)
+            if name in out:  # two spellings of one key, e.g. the same subnet written twice
+                raise self.error(knode, f"{what} names {name} twice", "each key once")
+            out[name] = value(vnode, name)
+        return out
+
+    # --- scalars --------------------------------------------------------------------------------
+
+    def _scalar(self, node: yaml.Node, what: str, expected: str) -> yaml.ScalarNode:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.error(node, f"{what} is {kind(node)}", expected)
+        if not node.tag.startswith(STD_TAG):
+            raise self.error(node, f"{what} has an unknown YAML tag {node.tag}", expected)
+        if node.tag == NULL or (node.tag == STR and not node.value.strip()):
+            raise self.error(node, f"{what} is empty", expected)
+        return node
+
+    def text(self, node: yaml.Node, what: str, pattern: re.Pattern | None = None, expected: str = "text") -> str:
+        """Non-empty text as written: 'yes', '1.10' or '0755' stay what was typed, not YAML's bool/float/int."""
+        value = self._scalar(node, what, expected).value
+        if pattern is not None and not pattern.match(value):
+            raise self.error(node, f"{what} {value!r} is not allowed", expected)
+        return value
+
+    def opt_text(self, node: yaml.Node, what: str, pattern=None, expected="text") -> str | None:
+        return None if node.tag == NULL else self.text(node, what, pattern, expected)
+
+    def text_list(self, node: yaml.Node, what: str, expected: str = "text") -> list[str]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, f"{what} is {kind(node)}", f"a list of {expected}")
+        return [self.text(item, f"{what} item", expected=expected) for item in node.value]
+
+    def choice(self, node: yaml.Node, what: str, choices: tuple[str, ...]) -> str:
+        value = self.text(node, what, expected="one of: " + ", ".join(choices))
+        if value not in choices:
+            raise self.error(node, f"{what} '{value}' is not known", did_you_mean(value, choices))
+        return value
+
+    def integer(self, node: yaml.Node, what: str, lo: int, hi: int | None = None) -> int:
+        expected = f"an integer {lo}-{hi}" if hi is not None else f"an integer >= {lo}"
+        node = self._scalar(node, what, expected)
+        if node.tag == INT:
+            value = self._loader.construct_object(node)
+        elif node.tag == STR and re.fullmatch(r"\s*[+-]?\d+\s*", node.value):
+            value = int(node.value)  # "22" quoted is still plainly a number
+        else:
+            raise self.error(node, f"{what} '{node.value}' is not an integer", expected)
+        if value < lo or (hi is not None and value > hi):
+            raise self.error(node, f"{what} {value} is out of range", expected)
+        return value
+
+    def opt_integer(self, node: yaml.Node, what: str, lo: int, hi: int | None = None) -> int | None:
+        return None if node.tag == NULL else self.integer(node, what, lo, hi)
+
+    def number(self, node: yaml.Node, what: str, hi: float | None = None) -> float:
+        """A finite number > 0 (and <= hi when given)."""
+        expected = "a number > 0" + (f" and <= {hi:g}" if hi is not None else "")
+        node = self._scalar(node, what, expected)
+        try:
+            value = float(self._loader.construct_object(node) if node.tag in (INT, FLOAT) else node.value)
+        except (ValueError, TypeError):
+            raise self.error(node, f"{what} '{node.value}' is not a number", expected) from None
+        if not 0 < value < float("inf") or (hi is not None and value > hi):
+            raise self.error(node, f"{what} {node.value.strip()} is out of range", expected)
+        return value
