@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 import yaml
 
@@ -173,8 +173,9 @@ def _node(src: Source, node: yaml.Node, index: int) -> tuple[NodeConfig, dict]:
         "port": lambda n, w: src.opt_integer(n, w, 1, 65535),
         "identity_file": lambda n, w: _local_path(src, n, w),
         "role": lambda n, w: src.choice(n, w, ROLES),
-        "interfaces": lambda n, w: src.text_map(n, w, lambda k: _cidr(src, k), ifname(w)),
-    }, {"name": "name: spark1", "host": "host: 10.0.0.11"})
+        "interfaces": lambda n, w: src.text_map(n, w, "subnet CIDR: interface name",
+                                                lambda k: _cidr(src, k), ifname(w)),
+    }, {"name": "'name: spark1', unique", "host": "'host: 10.0.0.11', an address or ssh alias"})
 
 
 def _local_path(src: Source, node: yaml.Node, what: str) -> str | None:
@@ -220,17 +221,71 @@ def _check_ports(src: Source, engine: EngineDefaults, items: dict) -> None:
         if getattr(engine, a) == getattr(engine, b):
             set_here = sorted((k for k in (a, b) if k in items), key=lambda k: items[k][1].start_mark.index)
             later = set_here[-1]  # defaults never clash, so at least one of the two was written
-            raise src.error(items[later][1], f"engine.{later} {getattr(engine, later)} is also engine.{b if later == a else a}",
+            other = b if later == a else a
+            raise src.error(items[later][1], f"engine.{later} {getattr(engine, later)} is also engine.{other}",
                             "different ports for the rendezvous, Ray and the HTTP server")
+
+
+def _model(src: Source, node: yaml.Node, names: list[str]) -> ModelConfig:
+    model, items = src.section(ModelConfig, node, "model", {
+        "name": lambda n, w: src.text(n, w),
+        "path": lambda n, w: src.text(n, w, re.compile("/"), "an absolute path, the same on every node"),
+        "source": lambda n, w: src.opt_text(n, w),
+    }, {"name": "the served name, e.g. 'name: Qwen3.5-122B-A10B-FP8'",
+        "path": "the checkpoint directory, e.g. 'path: /models/Qwen3.5-122B-A10B-FP8'"})
+    if model.source is not None and model.source not in names:
+        raise src.error(items["source"][1], f"model.source '{model.source}' is not a node",
+                        did_you_mean(model.source, names))
+    return model
+
+
+def _docker(src: Source, node: yaml.Node) -> DockerConfig:
+    env_name = lambda k, w: src.text(k, f"{w} name", ENV_NAME, "a variable name such as NCCL_DEBUG")
+    limit = lambda v, w: src.text(v, w, ULIMIT_VALUE, "soft or soft:hard, -1 = unlimited")
+    return src.section(DockerConfig, node, "docker", {
+        "gpu_style": lambda n, w: src.choice(n, w, GPU_STYLES),
+        "extra_args": lambda n, w: src.text_list(n, w),
+        "env": lambda n, w: src.text_map(n, w, "NAME: value", lambda k: env_name(k, w),
+                                         lambda v, k: _env_value(src, v, f"{w}.{k}")),
+        "ulimits": lambda n, w: src.text_map(n, w, "NAME: soft[:hard]", lambda k: src.choice(k, f"{w} name", ULIMITS),
+                                             lambda v, k: limit(v, f"{w}.{k}")),
+        "volumes": lambda n, w: src.text_list(n, w, "SRC:DST[:OPTS]"),
+        "shm_size": lambda n, w: src.opt_text(n, w, SIZE, "a size such as 16g"),
+    })[0]
+
+
+def _ssh(src: Source, node: yaml.Node) -> SshConfig:
+    return src.section(SshConfig, node, "ssh", {
+        "host_key_policy": lambda n, w: src.choice(n, w, HOST_KEY_POLICIES),
+        "known_hosts": lambda n, w: _local_path(src, n, w),
+        "keepalive_interval": lambda n, w: src.number(n, w),
+        "connect_timeout": lambda n, w: src.number(n, w),
+        "max_channels": lambda n, w: src.integer(n, w, 1, 1024),
+        # null keeps the default (~/.ssh/config); an empty list reads no ssh_config at all
+        "ssh_config": lambda n, w: None if n.tag == NULL else [
+            os.path.expanduser(p) for p in src.text_list(n, w, "a file path")],
+    })[0]
+
+
+def _engine(src: Source, node: yaml.Node) -> EngineDefaults:
+    port = lambda n, w: src.integer(n, w, 1, 65535)
+    engine, items = src.section(EngineDefaults, node, "engine", {
+        "sglang_port": port, "vllm_port": port, "dist_port": port, "ray_port": port,
+        "mem_fraction": lambda n, w: src.number(n, w, 1.0),
+        "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
+        "hang_after": lambda n, w: src.number(n, w),
+    })
+    _check_ports(src, engine, items)
+    return engine
 
 
 def _config(src: Source, root: yaml.Node | None) -> Config:
     if root is None:
         raise src.error(None, "the file is empty", "a mapping with cluster, nodes and model")
     items = src.mapping(root, "the config")
-    src.check_keys(items, ["cluster", "nodes", "model", "images", "docker", "ssh", "engine", "keymap", "theme"],
-                   "the config")
-    src.require(root, items, {"cluster": "cluster: sparks", "nodes": "nodes:", "model": "model:"}, "the config")
+    src.check_keys(items, [f.name for f in fields(Config) if f.name != "path"], "the config")
+    src.require(root, items, {"cluster": "'cluster: sparks'", "nodes": "a 'nodes:' list, each node with name and host",
+                              "model": "a 'model:' mapping with name and path"}, "the config")
     val = lambda key: items[key][1] if key in items else EMPTY
 
     cluster = src.text(val("cluster"), "cluster", expected="a cluster name")
@@ -240,52 +295,20 @@ def _config(src: Source, root: yaml.Node | None) -> Config:
         raise src.error(seq, f"nodes is {found}", "a list of nodes, each with at least name and host")
     nodes = [_node(src, n, i) for i, n in enumerate(seq.value)]
     _check_nodes(src, nodes)
-    names = [n.name for n, _ in nodes]
-
-    model, m_items = src.section(ModelConfig, val("model"), "model", {
-        "name": lambda n, w: src.text(n, w),
-        "path": lambda n, w: src.text(n, w, re.compile("/"), "an absolute path, the same on every node"),
-        "source": lambda n, w: src.opt_text(n, w),
-    }, {"name": "name: Qwen3.5-122B-A10B-FP8", "path": "path: /models/Qwen3.5-122B-A10B-FP8"})
-    if model.source is not None and model.source not in names:
-        raise src.error(m_items["source"][1], f"model.source '{model.source}' is not a node", did_you_mean(model.source, names))
-
     image = lambda n, w: src.text(n, w, NO_SPACE, "an image reference such as repo/name:tag")
-    images, _ = src.section(ImagesConfig, val("images"), "images", {"sglang": image, "vllm": image})
-    docker, _ = src.section(DockerConfig, val("docker"), "docker", {
-        "gpu_style": lambda n, w: src.choice(n, w, GPU_STYLES),
-        "extra_args": lambda n, w: src.text_list(n, w),
-        "env": lambda n, w: src.text_map(
-            n, w, lambda k: src.text(k, f"{w} name", ENV_NAME, "a variable name such as NCCL_DEBUG"),
-            lambda v, k: _env_value(src, v, f"{w}.{k}")),
-        "ulimits": lambda n, w: src.text_map(
-            n, w, lambda k: src.choice(k, f"{w} name", ULIMITS),
-            lambda v, k: src.text(v, f"{w}.{k}", ULIMIT_VALUE, "soft or soft:hard, -1 = unlimited")),
-        "volumes": lambda n, w: src.text_list(n, w, "SRC:DST[:OPTS]"),
-        "shm_size": lambda n, w: src.opt_text(n, w, SIZE, "a size such as 16g"),
-    })
-    ssh, _ = src.section(SshConfig, val("ssh"), "ssh", {
-        "host_key_policy": lambda n, w: src.choice(n, w, HOST_KEY_POLICIES),
-        "known_hosts": lambda n, w: _local_path(src, n, w),
-        "keepalive_interval": lambda n, w: src.number(n, w),
-        "connect_timeout": lambda n, w: src.number(n, w),
-        "max_channels": lambda n, w: src.integer(n, w, 1, 1024),
-        "ssh_config": lambda n, w: None if n.tag == NULL else [
-            os.path.expanduser(p) for p in src.text_list(n, w, "a file path")],
-    })
-    port = lambda n, w: src.integer(n, w, 1, 65535)
-    engine, e_items = src.section(EngineDefaults, val("engine"), "engine", {
-        "sglang_port": port, "vllm_port": port, "dist_port": port, "ray_port": port,
-        "mem_fraction": lambda n, w: src.number(n, w, 1.0),
-        "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
-        "hang_after": lambda n, w: src.number(n, w),
-    })
-    _check_ports(src, engine, e_items)
-    keymap = src.text_map(val("keymap"), "keymap",
-                          lambda k: src.text(k, "keymap binding id", NO_SPACE, "a binding id without spaces"),
-                          lambda v, k: _keys(src, v, f"keymap.{k}"))
-    theme = src.opt_text(val("theme"), "theme", NO_SPACE, "a theme name")
-    return Config(cluster, [n for n, _ in nodes], model, images, docker, ssh, engine, keymap, theme)
+    binding = lambda k: src.text(k, "keymap binding id", NO_SPACE, "a binding id without spaces")
+    return Config(
+        cluster=cluster,
+        nodes=[n for n, _ in nodes],
+        model=_model(src, val("model"), [n.name for n, _ in nodes]),
+        images=src.section(ImagesConfig, val("images"), "images", {"sglang": image, "vllm": image})[0],
+        docker=_docker(src, val("docker")),
+        ssh=_ssh(src, val("ssh")),
+        engine=_engine(src, val("engine")),
+        keymap=src.text_map(val("keymap"), "keymap", "binding id: keys", binding,
+                            lambda v, k: _keys(src, v, f"keymap.{k}")),
+        theme=src.opt_text(val("theme"), "theme", NO_SPACE, "a theme name"),
+    )
 
 
 def load_config_text(text: str, filename: str = "<config>") -> Config:

@@ -58,6 +58,7 @@ class Source:
     def __init__(self, text: str, filename: str):
         self.doc, self.filename = text, filename
         self._loader = yaml.SafeLoader("")  # only used to build scalars and flatten merge keys
+        self._read: dict[int, Items] = {}  # mappings already read, by node id (the nodes live as long as self)
 
     def error(self, where: yaml.Node | yaml.Mark | None, what: str, expected: str = "") -> ConfigError:
         mark = where.start_mark if isinstance(where, yaml.Node) else where
@@ -76,7 +77,8 @@ class Source:
             if e.context:
                 c = e.context_mark
                 expected += f"; {e.context}" + (f" at {c.line + 1}:{c.column + 1}" if c and c is not mark else "")
-            raise self.error(mark, f"YAML syntax error: {e.problem or e.context}", expected) from None
+            problem = (e.problem or e.context or "").removeprefix("but ")  # "but found another document"
+            raise self.error(mark, f"YAML syntax error: {problem}", expected) from None
         except yaml.YAMLError as e:  # reader errors (control characters) carry a position, not a mark
             pos = getattr(e, "position", 0)
             line = self.doc.count("\n", 0, pos)
@@ -85,13 +87,15 @@ class Source:
 
     # --- mappings -----------------------------------------------------------------------------
 
-    def mapping(self, node: yaml.Node, what: str) -> Items:
+    def mapping(self, node: yaml.Node, what: str, shape: str = "key: value") -> Items:
         """The mapping's entries; rejects non-mappings, non-text keys and duplicate keys.
 
         Merge keys (<<: *anchor) are honoured: the mapping's own keys win, as in YAML.
         """
         if not isinstance(node, yaml.MappingNode):
-            raise self.error(node, f"{what} is {kind(node)}", "expected a mapping of key: value")
+            raise self.error(node, f"{what} is {kind(node)}", f"expected a mapping of {shape}")
+        if id(node) in self._read:  # merging twice would see merged keys as duplicates
+            return self._read[id(node)]
         seen: dict[str, yaml.Node] = {}
         for k, _ in node.value:  # duplicates are checked before merging so merge overrides stay legal
             if k.tag == MERGE:
@@ -99,13 +103,18 @@ class Source:
             if not isinstance(k, yaml.ScalarNode) or k.tag == NULL:
                 raise self.error(k, f"a key in {what} is {kind(k)}", "a plain name as key")
             if k.value in seen:
-                raise self.error(k, f"duplicate key '{k.value}' in {what}", f"each key once; first at {at(seen[k.value])}")
+                raise self.error(k, f"duplicate key '{k.value}' in {what}",
+                                 f"each key once; first at {at(seen[k.value])}")
             seen[k.value] = k
         try:
             self._loader.flatten_mapping(node)
         except yaml.MarkedYAMLError as e:
             raise self.error(e.problem_mark, f"bad merge in {what}: {e.problem}", "<<: *anchor of a mapping") from None
-        return {k.value: (k, v) for k, v in node.value}
+        for k, v in node.value:
+            if v.tag == NULL and v.start_mark.index == v.end_mark.index:
+                v.start_mark = k.start_mark  # "key:" with nothing after it: point at the key, not past the colon
+        self._read[id(node)] = items = {k.value: (k, v) for k, v in node.value}
+        return items
 
     def check_keys(self, items: Items, allowed: list[str], what: str) -> None:
         """Unknown keys are errors with a did-you-mean, so a typo never silently falls back to a default."""
@@ -114,12 +123,13 @@ class Source:
                 raise self.error(knode, f"unknown key '{key}' in {what}", did_you_mean(key, allowed))
 
     def require(self, node: yaml.Node, items: Items, required: dict[str, str], what: str) -> None:
-        """Missing required keys (key -> example line) are reported at the mapping that lacks them."""
-        for key, example in required.items():
+        """Missing required keys (key -> what it should hold) are reported at the mapping that lacks them."""
+        for key, expected in required.items():
             if key not in items or items[key][1].tag == NULL:
-                raise self.error(node, f"{what} lacks '{key}'", f"expected a line such as '{example}'")
+                raise self.error(node, f"{what} lacks '{key}'", expected)
 
-    def section(self, cls, node: yaml.Node, what: str, conv: dict[str, Callable], required: dict[str, str] | None = None):
+    def section(self, cls, node: yaml.Node, what: str, conv: dict[str, Callable],
+                required: dict[str, str] | None = None):
         """(dataclass cls built from a mapping node, its entries); conv maps field -> fn(value node, label).
 
         An absent or empty optional section gives cls's defaults.
@@ -131,12 +141,12 @@ class Source:
         self.require(node, items, required or {}, what)
         return cls(**{k: conv[k](v, f"{what}.{k}") for k, (_, v) in items.items()}), items
 
-    def text_map(self, node: yaml.Node, what: str, key: Callable, value: Callable) -> dict[str, str]:
+    def text_map(self, node: yaml.Node, what: str, shape: str, key: Callable, value: Callable) -> dict[str, str]:
         """A mapping whose keys are checked by key(key node) and values by value(value node, key)."""
         if node.tag == NULL:
             return {}
         out: dict[str, str] = {}
-        for knode, vnode in self.mapping(node, what).values():
+        for knode, vnode in self.mapping(node, what, shape).values():
             name = key(knode)
             if name in out:  # two spellings of one key, e.g. the same subnet written twice
                 raise self.error(knode, f"{what} names {name} twice", "each key once")
@@ -165,6 +175,9 @@ class Source:
         return None if node.tag == NULL else self.text(node, what, pattern, expected)
 
     def text_list(self, node: yaml.Node, what: str, expected: str = "text") -> list[str]:
+        """A list of non-empty texts; "key:" with nothing after it is an empty list."""
+        if node.tag == NULL:
+            return []
         if not isinstance(node, yaml.SequenceNode):
             raise self.error(node, f"{what} is {kind(node)}", f"a list of {expected}")
         return [self.text(item, f"{what} item", expected=expected) for item in node.value]
