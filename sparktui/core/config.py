@@ -138,7 +138,7 @@ class Config:
         raise KeyError(name)
 
 
-CIDR_HINT = "a subnet such as 192.168.100.0/24"
+CIDR_HINT = "an IPv4 subnet such as 192.168.100.0/24"  # the network analysis reads IPv4 only
 NAME_HINT = "letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
@@ -146,11 +146,11 @@ def _cidr(src: Source, knode: yaml.Node) -> str:
     raw = src.text(knode, "subnet", expected=CIDR_HINT)
     if "/" in raw:
         try:
-            return str(ipaddress.ip_network(raw))
+            return str(ipaddress.IPv4Network(raw))
         except ValueError:
             pass
         try:  # an address with its prefix (192.168.100.10/24) is a common slip: name its network
-            net = ipaddress.ip_network(raw, strict=False)
+            net = ipaddress.IPv4Network(raw, strict=False)
         except ValueError:
             pass
         else:

@@ -213,6 +213,7 @@ CASES = [
     ("host-empty", "host: 127.0.0.1\n    port: 2202", "host: ''\n    port: 2202", "''", ["host is empty"]),
     ("cluster-empty", "cluster: lab", "cluster: '  '", "'  '", ["cluster is empty"]),
     ("cidr", "10.9.0.0/24: veth-a", "veth-a: 10.9.0.0/24", "veth-a", ["not a CIDR", "192.168.100.0/24"]),
+    ("cidr-v6", "10.9.0.0/24: veth-a", "'fd00::/64': veth-a", "'fd00", ["not a CIDR", "IPv4"]),
     ("cidr-no-prefix", "10.9.0.0/24: veth-a", "10.9.0.0: veth-a", "10.9.0.0", ["not a CIDR"]),
     ("cidr-host-bits", "10.9.0.0/24: veth-a", "10.9.0.7/24: veth-a", "10.9.0.7", ["host bits", "'10.9.0.0/24'"]),
     ("ifname-long", "10.9.0.0/24: veth-a", "10.9.0.0/24: a-very-long-interface", "a-very",
