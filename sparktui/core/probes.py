@@ -15,6 +15,7 @@ from .facts import Container, DockerInfo, Gpu, Interface, Memory, ModelDir, Node
 
 GPU_QUERY = "name,memory.total,memory.used,utilization.gpu"
 SECTION_TIMEOUT = 10  # seconds each tool may take, so one stuck tool never hangs the probe
+PROBE_TIMEOUT = 180.0  # a bound for the whole probe: every section stuck at once, plus slack
 LABEL = "sparktui.deployment"  # label on every container sparktui starts
 
 # Sections are `@@sparktui:out NAME@@` stdout `@@sparktui:err NAME@@` stderr `@@sparktui:rc NAME N@@`.
@@ -24,7 +25,9 @@ PATH=$PATH:/usr/sbin:/sbin:/usr/local/sbin
 M=__MODEL__
 case $M in "~") M=$HOME ;; "~/"*) M=$HOME/${M#"~/"} ;; esac
 T=
-if timeout 1 true >/dev/null 2>&1; then T="timeout __TIMEOUT__"; fi
+# -k: a tool that ignores SIGTERM gets SIGKILL 2 s later (old busybox timeout lacks -k).
+if timeout -k 2 1 true >/dev/null 2>&1; then T="timeout -k 2 __TIMEOUT__"
+elif timeout 1 true >/dev/null 2>&1; then T="timeout __TIMEOUT__"; fi
 E=$(mktemp 2>/dev/null) || E=${TMPDIR:-/tmp}/sparktui-probe.$$
 trap 'rm -f "$E"' EXIT
 trap 'exit 129' HUP INT TERM
@@ -98,6 +101,11 @@ def probe_script(model_path: str) -> str:
     )
 
 
+def probe_command(model_path: str) -> str:
+    """The probe as one command line for Node.run(): `sh -c SCRIPT`, whatever the login shell is."""
+    return "sh -c " + shlex.quote(probe_script(model_path))
+
+
 @dataclass
 class Section:
     """One tool's output in the probe: stdout, stderr (first 2000 bytes) and exit code."""
@@ -124,7 +132,7 @@ def split_sections(text: str) -> dict[str, Section]:
 
 def _why(name: str, sec: Section) -> str:
     """A one-line reason a tool failed, for notes."""
-    if sec.rc == 124:
+    if sec.rc in (124, 137):  # timeout's TERM, then KILL for a tool that ignored it
         return f"{name}: no answer within {SECTION_TIMEOUT} s"
     if sec.rc == 127:  # the shell's (or timeout's) "command not found"
         return f"{name}: not installed (exit 127)"
