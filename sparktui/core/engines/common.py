@@ -1,0 +1,344 @@
+"""What every engine's commands share: words that render three ways, docker run, per-node env, steps.
+
+A command is built once as a list of words and rendered three ways:
+- "run": the exact shell line sparktui executes (every value shlex-quoted, secrets in clear);
+- "show": the same line with secret values masked, for screens, JSON and logs;
+- "export": the line for a hand-run script, where secrets are read from the environment at run time.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..config import DockerConfig
+from ..journal import MASK, is_secret_name
+
+MODES = ("run", "show", "export")
+HOST_ALL = "0.0.0.0"  # only rank 0 serves HTTP, and other machines must reach it
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret value: real when run, masked when shown, taken from $name in exported scripts."""
+
+    name: str  # environment variable that carries it in exported scripts
+    value: str
+
+
+@dataclass(frozen=True)
+class Home:
+    """A path under the remote user's home: "$HOME" then the quoted rest, so only $HOME expands."""
+
+    rest: str = ""
+
+
+@dataclass(frozen=True)
+class EnvFlag:
+    """The value of one `-e`: NAME=value; a secret is masked when shown and inherited (`-e NAME`) in exports."""
+
+    name: str
+    value: Union[str, Secret]
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Several words glued into one (e.g. `--api-key=` + a secret)."""
+
+    parts: tuple
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A whole command line passed as one argument (to `sh -c`), with a raw shell suffix (redirections)."""
+
+    words: tuple
+    suffix: str = ""
+
+
+@dataclass(frozen=True)
+class ExportOnly:
+    """Words that appear only in exported scripts (e.g. `-e NAME` so a nested secret reaches the container)."""
+
+    words: tuple
+
+
+Word = Union[str, Secret, Home, EnvFlag, Joined, Nested, ExportOnly]
+
+
+def _secret(s: Secret, mode: str, nested: bool) -> str:
+    if mode == "run":
+        return shlex.quote(s.value)
+    if mode == "show":
+        return MASK
+    # Inside `sh -c '...'` the inner shell expands it from the container's env (docker exec -e NAME).
+    return f'"${s.name}"' if nested else f'"${{{s.name}:?set {s.name}}}"'
+
+
+def render_word(w: Word, mode: str = "run", nested: bool = False) -> str:
+    if isinstance(w, str):
+        return shlex.quote(w)
+    if isinstance(w, Secret):
+        return _secret(w, mode, nested)
+    if isinstance(w, Home):
+        return '"$HOME"' + (shlex.quote(w.rest) if w.rest else "")
+    if isinstance(w, EnvFlag):
+        if isinstance(w.value, Secret):
+            if mode == "show":
+                return shlex.quote(f"{w.name}={MASK}")
+            if mode == "export":
+                return shlex.quote(w.name)  # docker copies NAME from the script's environment
+            return shlex.quote(f"{w.name}={w.value.value}")
+        return shlex.quote(f"{w.name}={w.value}")
+    if isinstance(w, Joined):
+        return "".join(render_word(p, mode, nested) for p in w.parts)
+    if isinstance(w, Nested):
+        # In exports a nested secret stays "$NAME" for the inner shell (see ExportOnly for its -e).
+        return shlex.quote(render(list(w.words), mode, nested=True) + w.suffix)
+    if isinstance(w, ExportOnly):
+        return render(list(w.words), mode, nested) if mode == "export" else ""
+    raise TypeError(f"not a command word: {w!r}")
+
+
+def render(words: list[Word], mode: str = "run", nested: bool = False) -> str:
+    """One shell line; every value quoted."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    return " ".join(s for s in (render_word(w, mode, nested) for w in words) if s)
+
+
+def secrets_in(words) -> list[Secret]:
+    """Every secret inside a list of words, in order, without repeats."""
+    out: list[Secret] = []
+
+    def walk(w) -> None:
+        if isinstance(w, Secret):
+            if w not in out:
+                out.append(w)
+        elif isinstance(w, EnvFlag) and isinstance(w.value, Secret):
+            walk(w.value)
+        elif isinstance(w, (Joined,)):
+            for p in w.parts:
+                walk(p)
+        elif isinstance(w, (Nested, ExportOnly)):
+            for p in w.words:
+                walk(p)
+
+    for w in words:
+        walk(w)
+    return out
+
+
+# A flag whose value is secret: the same names journal.mask_secrets hides.
+_SECRET_FLAG = re.compile(
+    r"(?i)^--[a-z0-9-]*(?:token|secret|password|passwd|api-key|access-key|private-key|credential)[a-z0-9-]*$"
+)
+
+
+def _flag_env_name(flag: str) -> str:
+    return re.sub(r"[^A-Z0-9_]", "_", flag.lstrip("-").upper())
+
+
+def protect_args(args: list[str]) -> list[Word]:
+    """Extra engine args with the values of secret-looking flags (`--api-key X`, `--hf-token=X`) as Secrets."""
+    out: list[Word] = []
+    pending: str | None = None
+    for a in args:
+        if pending is not None:
+            out.append(Secret(_flag_env_name(pending), a))
+            pending = None
+            continue
+        if a.startswith("--") and "=" in a:
+            flag, value = a.split("=", 1)
+            if _SECRET_FLAG.match(flag):
+                out.append(Joined((flag + "=", Secret(_flag_env_name(flag), value))))
+                continue
+        elif _SECRET_FLAG.match(a):
+            pending = a
+        out.append(a)
+    return out
+
+
+def env_value(name: str, value: str) -> Union[str, Secret]:
+    return Secret(name, value) if is_secret_name(name) else value
+
+
+@dataclass
+class Step:
+    """One launch action on one node, exactly as it runs.
+
+    kind: "run" (docker run -d), "exec" (docker exec -d), "wait" (poll `command` until its stdout
+    matches `expect`, giving up after `timeout` seconds).
+    """
+
+    node: str
+    rank: int
+    kind: str
+    command: str  # the exact shell line (secrets in clear: give it to the node, never print it)
+    description: str
+    display: str = ""  # the same line with secrets masked
+    script: str = ""  # the line for an exported script (secrets read from the environment)
+    container: str = ""
+    expect: str | None = None  # wait: Python regex searched in stdout (re.M)
+    expect_ere: str | None = None  # wait: the same as a POSIX ERE, for `grep -cE` in exported scripts
+    expect_count: int = 1  # wait: how many lines must match
+    timeout: float | None = None  # wait: seconds before giving up
+    interval: float = 5.0  # wait: seconds between polls
+    secrets: list[str] = field(default_factory=list)  # env names an exported script must be given
+
+    @property
+    def argv(self) -> list[str]:
+        return shlex.split(self.command)
+
+    def matches(self, stdout: str) -> bool:
+        """A wait step's condition on one poll's output."""
+        return self.expect is not None and len(re.findall(self.expect, stdout, re.M)) >= self.expect_count
+
+    def to_json(self) -> dict:
+        d = {"node": self.node, "rank": self.rank, "kind": self.kind, "command": self.display,
+             "description": self.description, "container": self.container}
+        if self.kind == "wait":
+            d.update(expect=self.expect, expect_count=self.expect_count, timeout=self.timeout)
+        return d
+
+
+def make_step(node: str, rank: int, kind: str, words: list[Word], description: str, container: str,
+              **wait) -> Step:
+    return Step(node=node, rank=rank, kind=kind, command=render(words, "run"), description=description,
+                display=render(words, "show"), script=render(words, "export"), container=container,
+                secrets=[s.name for s in secrets_in(words)], **wait)
+
+
+@dataclass
+class Spot:
+    """One node's place in a plan."""
+
+    name: str
+    rank: int
+    role: str  # head | worker
+    iface: str | None
+    ip: str | None
+    rdma: str | None  # RoCE device behind iface
+    infiniband: bool  # /dev/infiniband exists: pass it to the container
+    env: dict[str, Union[str, Secret]] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """Everything an engine needs to write its commands; built and checked by plan.py."""
+
+    engine: str
+    mode: str
+    image: str
+    model_path: str
+    served_name: str | None
+    tp: int
+    pp: int
+    head_ip: str
+    dist_port: int
+    port: int
+    ray_port: int
+    mem_fraction: float | None
+    max_model_len: int | None
+    trust_remote_code: bool
+    extra_args: list[Word]
+    deployment: str
+    plan_id: str
+    docker: DockerConfig
+    nodes: list[Spot]
+
+    @property
+    def head(self) -> Spot:
+        return self.nodes[0]
+
+    @property
+    def workers(self) -> list[Spot]:
+        return self.nodes[1:]
+
+    def container(self, spot: Spot) -> str:
+        return container_name(self.deployment, self.engine, spot.rank)
+
+    def labels(self, spot: Spot) -> dict[str, str]:
+        return {
+            "sparktui.deployment": self.deployment,
+            "sparktui.engine": self.engine,
+            "sparktui.role": spot.role,
+            "sparktui.rank": str(spot.rank),
+            "sparktui.plan": self.plan_id,
+        }
+
+
+def container_name(deployment: str, engine: str, rank: int) -> str:
+    return f"sparktui-{deployment}-{engine}-{rank}"
+
+
+_DOCKER_NAME_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(name: str) -> str:
+    """A deployment name usable in container names: [A-Za-z0-9][A-Za-z0-9_.-]*."""
+    out = _DOCKER_NAME_BAD.sub("-", name).strip("-.")
+    return out or "default"
+
+
+def gpu_flags(style: str) -> list[str]:
+    return {
+        "gpus-all": ["--gpus", "all"],
+        "runtime-nvidia": ["--runtime", "nvidia"],
+        "cdi": ["--device", "nvidia.com/gpu=all"],
+    }.get(style, [])
+
+
+def volume_word(spec: str) -> Word:
+    """`-v` value; a leading ~ is the remote user's home (expanded there, not here)."""
+    if spec == "~" or spec.startswith("~/") or spec.startswith("~:"):
+        return Joined((Home(), spec[1:])) if len(spec) > 1 else Home()
+    return spec
+
+
+def interface_env(spot: Spot) -> dict[str, str]:
+    """Keep every library's sockets on the rendezvous interface of this node (names differ per node)."""
+    env: dict[str, str] = {}
+    if spot.iface:
+        for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
+                  "OMPI_MCA_btl_tcp_if_include"):
+            env[k] = spot.iface
+    if spot.rdma and spot.infiniband:
+        env["NCCL_IB_HCA"] = spot.rdma
+        env["NCCL_IB_DISABLE"] = "0"
+    elif spot.infiniband:
+        # HCAs exist but none is on the rendezvous subnet: keep NCCL off them, it would dial the wrong fabric.
+        env["NCCL_IB_DISABLE"] = "1"
+    # Without /dev/infiniband NCCL finds no IB device and falls back to sockets by itself: nothing to set.
+    return env
+
+
+def docker_run(ctx: Context, spot: Spot, command: list[Word]) -> list[Word]:
+    """`docker run -d` for one node's engine container."""
+    d = ctx.docker
+    w: list[Word] = ["docker", "run", "-d", "--name", ctx.container(spot)]
+    for k, v in ctx.labels(spot).items():
+        w += ["--label", f"{k}={v}"]
+    w += ["--network", "host", "--ipc", "host"]
+    w += gpu_flags(d.gpu_style)
+    for k, v in d.ulimits.items():
+        w += ["--ulimit", f"{k}={v}"]
+    w += ["--cap-add", "IPC_LOCK"]
+    if spot.infiniband:
+        w += ["--device", "/dev/infiniband"]
+    for vol in d.volumes:
+        w += ["-v", volume_word(vol)]
+    # Same path inside and out, so engine flags and config paths read the same; read-only keeps the checkpoint safe.
+    w += ["-v", f"{ctx.model_path}:{ctx.model_path}:ro"]
+    if d.shm_size:
+        w += ["--shm-size", d.shm_size]
+    w += protect_args(list(d.extra_args))
+    for k, v in spot.env.items():
+        w += ["-e", EnvFlag(k, v)]
+    return w + [ctx.image] + command
+
+
+def opt(flag: str, value) -> list[str]:
+    """[flag, value] when value is set, else nothing."""
+    return [] if value is None else [flag, str(value)]

@@ -1,0 +1,44 @@
+"""SGLang multi-node: every rank runs the same launch_server with its own --node-rank.
+
+Workers start first and the head last (SGLang's own multi-node recipe); only rank 0 serves HTTP.
+"""
+from __future__ import annotations
+
+from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
+
+NAME = "sglang"
+MODES = ("native",)
+HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
+READY_LINE = "The server is fired up and ready to roll!"
+
+
+def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
+    # Without it SGLang's cross-node message queue picks its own address (often the management NIC)
+    # and both ranks freeze after "Custom allreduce is disabled ...".
+    return {"SGLANG_HOST_IP": spot.ip} if spot.ip else {}
+
+
+def launch_words(ctx: Context, spot: Spot) -> list[Word]:
+    w: list[Word] = ["python3", "-m", "sglang.launch_server", "--model-path", ctx.model_path,
+                     "--tp", str(ctx.tp)]
+    if ctx.pp > 1:
+        w += ["--pp-size", str(ctx.pp)]
+    w += ["--nnodes", str(len(ctx.nodes)), "--node-rank", str(spot.rank),
+          "--dist-init-addr", f"{ctx.head_ip}:{ctx.dist_port}",
+          "--host", HOST_ALL, "--port", str(ctx.port)]
+    w += opt("--mem-fraction-static", ctx.mem_fraction)
+    w += opt("--context-length", ctx.max_model_len)
+    w += opt("--served-model-name", ctx.served_name)
+    if ctx.trust_remote_code:
+        w.append("--trust-remote-code")
+    return w + list(ctx.extra_args)
+
+
+def steps(ctx: Context) -> list[Step]:
+    """Workers first, head last: the head's rendezvous then finds every rank already waiting."""
+    out = []
+    for spot in ctx.workers + [ctx.head]:
+        what = "head, serves HTTP" if spot.rank == 0 else "worker"
+        out.append(make_step(spot.name, spot.rank, "run", docker_run(ctx, spot, launch_words(ctx, spot)),
+                             f"start SGLang rank {spot.rank} ({what})", ctx.container(spot)))
+    return out

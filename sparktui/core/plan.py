@@ -1,0 +1,438 @@
+"""A launch plan: engine, image, model, TP/PP, rendezvous, ports -> checked, per-node commands in order.
+
+make_plan is pure: it reads the config, the probed facts and the subnets, never a node. User
+mistakes become plain sentences in plan.errors / plan.warnings, never exceptions, so a screen or
+`sparktui plan` can show every problem at once next to the commands it would run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Union
+
+from .config import Config
+from .engines import ENGINES, get_engine
+from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
+from .facts import NodeFacts, Subnet
+from .fit import Fit, fit_from_facts
+from .journal import MASK
+from .network import TCP_VS_ROCE, describe, resolve
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Set by sparktui per node; overriding one from config or --env applies the same value on every node.
+_PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
+             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "SGLANG_HOST_IP", "VLLM_HOST_IP",
+             "RAY_NODE_IP_ADDRESS")
+
+
+@dataclass
+class PlanOptions:
+    """What the user chose; None means the config's default (or the engine's)."""
+
+    engine: str = "sglang"  # sglang | vllm
+    mode: str | None = None  # vllm: ray | native; sglang: native (its own multi-node)
+    image: str | None = None  # default: config.images.<engine>
+    model_path: str | None = None  # default: config.model.path
+    served_model_name: str | None = None  # default: config.model.name
+    tp: int | None = None  # default: GPUs per node x nodes
+    pp: int | None = None  # default: 1
+    nodes: list[str] | None = None  # order = ranks, rank 0 = head; default: config head, then the others
+    rendezvous: str | None = None  # subnet CIDR, interface name or IP; default: the best subnet joining all
+    dist_port: int | None = None  # --dist-init-addr / --master-port
+    port: int | None = None  # HTTP port on the head
+    ray_port: int | None = None  # Ray GCS port (vllm ray)
+    mem_fraction: float | None = None  # --mem-fraction-static / --gpu-memory-utilization
+    max_model_len: int | None = None  # --context-length / --max-model-len
+    trust_remote_code: bool | None = None  # None: when the model's config.json has auto_map
+    extra_args: list[str] = field(default_factory=list)  # appended to the engine command
+    env: dict[str, str] = field(default_factory=dict)  # extra container env (wins over computed values)
+    deployment: str | None = None  # default: config.cluster
+    model_config: dict | None = None  # the model's config.json, when it could be read
+
+
+@dataclass
+class NodePlan:
+    """One node's part, as shown (secrets masked)."""
+
+    name: str
+    rank: int
+    role: str
+    iface: str | None
+    ip: str | None
+    rdma: str | None
+    container: str
+    env: dict[str, str] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "rank": self.rank, "role": self.role, "iface": self.iface, "ip": self.ip,
+                "rdma": self.rdma, "env": dict(self.env), "commands": list(self.commands)}
+
+
+@dataclass
+class Plan:
+    engine: str
+    mode: str
+    image: str
+    model_path: str
+    served_model_name: str | None
+    tp: int
+    pp: int
+    deployment: str
+    plan_id: str = ""
+    subnet: str | None = None
+    head_ip: str | None = None
+    dist_port: int = 0
+    port: int = 0
+    ray_port: int = 0
+    nodes: list[NodePlan] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)  # global order
+    fit: Fit | None = None
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def rendezvous_port(self) -> int:
+        return self.ray_port if self.mode == "ray" else self.dist_port
+
+    def steps_for(self, node: str) -> list[Step]:
+        return [s for s in self.steps if s.node == node]
+
+    def to_json(self) -> dict:
+        return {
+            "engine": self.engine,
+            "mode": self.mode,
+            "tp": self.tp,
+            "pp": self.pp,
+            "rendezvous": {"subnet": self.subnet, "head_ip": self.head_ip, "port": self.rendezvous_port},
+            "nodes": [n.to_json() for n in self.nodes],
+            "fit": self.fit.to_json() if self.fit else {},
+            "warnings": list(self.warnings),
+            "errors": list(self.errors),
+        }
+
+
+def model_dims(cfg: dict | None) -> tuple[int | None, int | None]:
+    """(attention heads, KV heads) from a config.json; multimodal models nest them in text_config."""
+    if not isinstance(cfg, dict):
+        return None, None
+    for c in (cfg, cfg.get("text_config"), cfg.get("llm_config"), cfg.get("language_config")):
+        if isinstance(c, dict) and isinstance(c.get("num_attention_heads"), int):
+            kv = c.get("num_key_value_heads")
+            return c["num_attention_heads"], kv if isinstance(kv, int) else None
+    return None, None
+
+
+def _norm_image(ref: str) -> str:
+    """docker.io/library/x, docker.io/x and x name one image; no tag means :latest."""
+    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/", "index.docker.io/"):
+        if ref.startswith(prefix):
+            ref = ref[len(prefix):]
+            break
+    if "@" not in ref and ":" not in ref.rsplit("/", 1)[-1]:
+        ref += ":latest"
+    return ref
+
+
+def _image_id(images: dict[str, str], ref: str) -> str | None:
+    want = _norm_image(ref)
+    for k, v in images.items():
+        if _norm_image(k) == want:
+            return v
+    return None
+
+
+def _same_id(a: str, b: str) -> bool:
+    a, b = a.removeprefix("sha256:"), b.removeprefix("sha256:")
+    n = min(len(a), len(b))
+    return n > 0 and a[:n] == b[:n]  # `docker images` shows 12 characters, inspect all 64
+
+
+def _default_order(config: Config) -> list[str]:
+    head = next((n.name for n in config.nodes if n.role == "head"), config.nodes[0].name if config.nodes else None)
+    return ([head] if head else []) + [n.name for n in config.nodes if n.name != head]
+
+
+def _valid_port(p: int) -> bool:
+    return isinstance(p, int) and 0 < p < 65536
+
+
+class _Checks:
+    """Collects errors and warnings while a plan is built."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def error(self, msg: str) -> None:
+        if msg not in self.errors:
+            self.errors.append(msg)
+
+    def warn(self, msg: str) -> None:
+        if msg not in self.warnings:
+            self.warnings.append(msg)
+
+
+def _check_nodes(config: Config, order: list[str], facts: dict[str, NodeFacts], c: _Checks) -> list[int]:
+    """GPU count per node (0 when unknown), after checking names and reachability."""
+    known = {n.name for n in config.nodes}
+    if not order:
+        c.error("no nodes to plan for")
+    for name in order:
+        if name not in known:
+            c.error(f"node {name!r} is not in the config (known: {', '.join(sorted(known))})")
+    dupes = sorted({n for n in order if order.count(n) > 1})
+    if dupes:
+        c.error(f"node(s) listed twice: {', '.join(dupes)}")
+    counts = []
+    for name in order:
+        f = facts.get(name)
+        if f is None:
+            c.error(f"{name}: not probed (no facts)")
+            counts.append(0)
+        elif not f.reachable:
+            c.error(f"{name}: unreachable ({f.error or 'no answer'})")
+            counts.append(0)
+        elif f.gpu.count < 1:
+            c.error(f"{name}: no GPU found")
+            counts.append(0)
+        else:
+            counts.append(f.gpu.count)
+    seen = {x for x in counts if x}
+    if len(seen) > 1:
+        per = ", ".join(f"{n} {k}" for n, k in zip(order, counts))
+        c.error(f"nodes have different GPU counts ({per}): the engines expect the same on every node")
+    return counts
+
+
+def _check_parallel(tp: int, pp: int, gpus: int, cfg: dict | None, c: _Checks) -> None:
+    if tp < 1 or pp < 1:
+        c.error(f"TP and PP must be at least 1 (got TP {tp}, PP {pp})")
+        return
+    if gpus and tp * pp != gpus:
+        c.error(f"TP x PP must equal the GPUs in use: {tp} x {pp} = {tp * pp}, but the nodes have {gpus}")
+    heads, kv = model_dims(cfg)
+    if heads is not None and heads % tp:
+        good = [d for d in range(1, heads + 1) if heads % d == 0 and d <= max(gpus, tp)]
+        c.error(f"TP {tp} does not divide the model's {heads} attention heads (TP could be {', '.join(map(str, good))})")
+    if kv and tp and kv % tp and tp % kv:
+        c.error(f"TP {tp} and the model's {kv} KV heads do not divide one another (the engines need one to divide the other)")
+
+
+def _check_ports(engine: str, mode: str, ports: dict[str, int], c: _Checks) -> None:
+    used = {k: v for k, v in ports.items() if not (k == "ray port" and mode != "ray")
+            and not (k == "dist port" and mode == "ray")}
+    for what, p in used.items():
+        if not _valid_port(p):
+            c.error(f"{what} {p} is not a valid TCP port (1-65535)")
+    by_port: dict[int, list[str]] = {}
+    for what, p in used.items():
+        by_port.setdefault(p, []).append(what)
+    for p, whats in by_port.items():
+        if len(whats) > 1:
+            c.error(f"{' and '.join(whats)} are both {p}: they must differ")
+
+
+def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _Checks) -> Subnet | None:
+    if spec:
+        try:
+            s = resolve(subnets, spec, order)
+        except ValueError as e:
+            c.error(f"rendezvous {spec}: {e}")
+            return None
+    else:
+        joining = [s for s in subnets if s.joins(order)]  # network.subnets lists the best first
+        if not joining:
+            c.error("no subnet joins all nodes: give every node an address on one shared subnet (the fabric), "
+                    "or name one with --iface")
+            return None
+        s = joining[0]
+    if not s.up:
+        c.error(f"the rendezvous subnet {describe(s)} has an interface down")
+    if s.management:
+        c.warn(f"{s.subnet} is the management subnet: NCCL would run over TCP on it ({TCP_VS_ROCE}); "
+               f"pick the fabric link with --iface if there is one")
+    elif not s.rdma:
+        plain = [n for n in order if n in s.nodes and not s.nodes[n].rdma]
+        c.warn(f"{s.subnet} has no RDMA device on {', '.join(plain)}: NCCL falls back to TCP sockets "
+               f"(slower, still works)")
+    for note in s.notes:
+        c.warn(f"{s.subnet}: {note}")
+    return s
+
+
+def _check_model(path: str, order: list[str], facts: dict[str, NodeFacts], c: _Checks) -> None:
+    if not path.startswith("/"):
+        c.error(f"model path {path!r} must be absolute (it is mounted at the same path in the containers)")
+    if ":" in path or "," in path:
+        c.error(f"model path {path!r} contains ':' or ',', which docker -v cannot mount")
+    for name in order:
+        f = facts.get(name)
+        if f is None or not f.reachable:
+            continue
+        if f.model is None:
+            c.warn(f"{name}: model directory not checked")
+        elif f.model.path.rstrip("/") != path.rstrip("/"):
+            c.warn(f"{name}: probed {f.model.path}, not {path}: presence not checked")
+        elif not f.model.present:
+            c.error(f"{name}: model directory {path} is missing (copy the checkpoint there first)")
+
+
+def _check_image(image: str, order: list[str], facts: dict[str, NodeFacts], c: _Checks) -> None:
+    live = [n for n in order if n in facts and facts[n].reachable]
+    if live and not any(facts[n].docker.images for n in live):
+        c.warn(f"image {image} not checked: no node listed its images")
+        return
+    ids = {}
+    for n in live:
+        iid = _image_id(facts[n].docker.images, image)
+        if iid is None:
+            c.error(f"{n}: image {image} is not there (copy it first)")
+        else:
+            ids[n] = iid
+    names = list(ids)
+    if any(not _same_id(ids[names[0]], ids[n]) for n in names[1:]):
+        per = ", ".join(f"{n} {ids[n].removeprefix('sha256:')[:12]}" for n in names)
+        c.error(f"image {image} differs between nodes ({per}): copy one image to all")
+
+
+def _checkpoint_bytes(config: Config, order: list[str], facts: dict[str, NodeFacts]) -> int | None:
+    source = config.model.source or (order[0] if order else None)
+    for name in [source] + order:
+        f = facts.get(name) if name else None
+        if f is not None and f.model is not None and f.model.bytes:
+            return f.model.bytes
+    return None
+
+
+def _plan_id(content: dict) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _shown_env(env: dict[str, Union[str, Secret]]) -> dict[str, str]:
+    return {k: (MASK if isinstance(v, Secret) else v) for k, v in env.items()}
+
+
+def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot: Spot, c: _Checks) -> dict:
+    env: dict[str, Union[str, Secret]] = {}
+    env.update(interface_env(spot))
+    env.update(engine_mod.node_env(ctx, spot))
+    env["NCCL_DEBUG"] = "INFO"  # one line at init tells the transport (RoCE or sockets); diagnosis reads it
+    if config.docker.gpu_style == "runtime-nvidia":
+        env["NVIDIA_VISIBLE_DEVICES"] = "all"  # the nvidia runtime exposes no GPU without it
+    for source, extra in (("config docker.env", config.docker.env), ("--env", opts.env)):
+        for k, v in extra.items():
+            if k in _PER_NODE and k in env and env[k] != v:
+                c.warn(f"{source} sets {k}={v} on every node, replacing {spot.name}'s own {env[k]}")
+            env[k] = env_value(k, str(v))
+    return env
+
+
+def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet], opts: PlanOptions) -> Plan:
+    """Check the options against the cluster and write every node's commands."""
+    c = _Checks()
+    engine = opts.engine
+    engine_mod = ENGINES.get(engine)
+    if engine_mod is None:
+        c.error(f"unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})")
+        mode = opts.mode or ""
+    else:
+        mode = opts.mode or engine_mod.MODES[0]
+        if mode not in engine_mod.MODES:
+            c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
+    order = list(opts.nodes) if opts.nodes else _default_order(config)
+    counts = _check_nodes(config, order, facts, c)
+    per_node = max(counts) if counts else 0
+    gpus = per_node * len(order)
+    tp = opts.tp if opts.tp is not None else max(gpus, 1)
+    pp = opts.pp if opts.pp is not None else 1
+    _check_parallel(tp, pp, gpus, opts.model_config, c)
+
+    eng = config.engine
+    default_port = eng.vllm_port if engine == "vllm" else eng.sglang_port
+    port = opts.port if opts.port is not None else default_port
+    dist_port = opts.dist_port if opts.dist_port is not None else eng.dist_port
+    ray_port = opts.ray_port if opts.ray_port is not None else eng.ray_port
+    _check_ports(engine, mode, {"HTTP port": port, "dist port": dist_port, "ray port": ray_port}, c)
+
+    subnet = _pick_subnet(subnets, opts.rendezvous, order, c) if order else None
+    model_path = opts.model_path or config.model.path
+    _check_model(model_path, order, facts, c)
+    image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""
+    if not image:
+        c.error("no image given for the engine")
+    else:
+        _check_image(image, order, facts, c)
+
+    mem_fraction = opts.mem_fraction if opts.mem_fraction is not None else eng.mem_fraction
+    if not 0 < mem_fraction <= 1:
+        c.error(f"memory fraction {mem_fraction} must be above 0 and at most 1")
+    max_len = opts.max_model_len if opts.max_model_len is not None else eng.max_model_len
+    if max_len is not None and max_len < 1:
+        c.error(f"max model length {max_len} must be positive")
+    for k in list(config.docker.env) + list(opts.env):
+        if not _ENV_NAME.match(k):
+            c.error(f"environment variable name {k!r} is not valid")
+
+    fit = None
+    if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1:
+        fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction)
+        for e in fit.errors:
+            c.error(f"fit: {e}")
+        for w in fit.warnings:
+            c.warn(f"fit: {w}")
+
+    trust = opts.trust_remote_code
+    if trust is None:
+        trust = isinstance(opts.model_config, dict) and "auto_map" in opts.model_config
+    deployment = safe_name(opts.deployment or config.cluster)
+    served = opts.served_model_name or config.model.name or None
+    head_ip = subnet.nodes[order[0]].ip if subnet and order and order[0] in subnet.nodes else None
+
+    plan = Plan(engine=engine, mode=mode, image=image, model_path=model_path, served_model_name=served,
+                tp=tp, pp=pp, deployment=deployment, subnet=subnet.subnet if subnet else None, head_ip=head_ip,
+                dist_port=dist_port, port=port, ray_port=ray_port, fit=fit)
+    spots = []
+    for rank, name in enumerate(order):
+        addr = subnet.nodes.get(name) if subnet else None
+        f = facts.get(name)
+        ib = bool(f and f.infiniband)
+        if addr and addr.rdma and f is not None and not ib:
+            c.warn(f"{name}: {addr.iface} has RDMA device {addr.rdma} but no /dev/infiniband: NCCL will use TCP sockets")
+        spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
+                          iface=addr.iface if addr else None, ip=addr.ip if addr else None,
+                          rdma=addr.rdma if addr else None, infiniband=ib))
+    extra = protect_args(list(opts.extra_args))
+    ctx = Context(engine=engine, mode=mode, image=image, model_path=model_path, served_name=served, tp=tp, pp=pp,
+                  head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
+                  mem_fraction=mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
+                  extra_args=extra, deployment=deployment, plan_id="", docker=config.docker, nodes=spots)
+    if engine_mod is not None:
+        for spot in spots:
+            spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)
+    ctx.plan_id = plan.plan_id = _plan_id({
+        "engine": engine, "mode": mode, "image": image, "model": model_path, "served": served, "tp": tp, "pp": pp,
+        "ports": [port, dist_port, ray_port], "mem": mem_fraction, "max_len": max_len, "trust": trust,
+        "extra": render(extra, "show"), "docker": [config.docker.gpu_style, config.docker.ulimits,
+                                                     config.docker.volumes, config.docker.shm_size,
+                                                     render(protect_args(config.docker.extra_args), "show")],
+        "nodes": [[s.name, s.rank, s.iface, s.ip, s.rdma, s.infiniband, _shown_env(s.env)] for s in spots],
+    })
+    if engine_mod is not None and mode in engine_mod.MODES and head_ip and tp >= 1 and pp >= 1:
+        plan.steps = engine_mod.steps(ctx)
+    for spot in spots:
+        plan.nodes.append(NodePlan(name=spot.name, rank=spot.rank, role=spot.role, iface=spot.iface, ip=spot.ip,
+                                   rdma=spot.rdma, container=ctx.container(spot), env=_shown_env(spot.env),
+                                   commands=[s.display for s in plan.steps if s.node == spot.name]))
+    plan.errors, plan.warnings = c.errors, c.warnings
+    return plan
+
+
+def health_paths(engine: str) -> tuple[str, ...]:
+    return get_engine(engine).HEALTH_PATHS
