@@ -1,0 +1,119 @@
+"""Follow one detached transfer to its end: read its log from a byte offset, emit progress.
+
+Reading from an offset makes following resumable: a new sparktui process starts at 0 (or where a
+listing left off) and sees the same updates. The end is the rc file; a job that is gone without
+one was cancelled or lost.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from ..events import TransferProgress
+from . import remote
+from .options import TransferOptions
+from .rsync_progress import ProgressParser, RsyncUpdate
+from .state import CANCELLED, LOST, RUNNING, TransferMeta, describe_end, parse_poll
+
+Emit = Callable[[Any], None]
+
+
+@dataclass
+class Ended:
+    """How the job ended, before any verification."""
+
+    rc: int | None  # None when it ended without an exit status
+    state: str  # running (rc 0 or not: verification decides), cancelled, lost, failed
+    message: str | None
+    log_lines: list[str]  # non-progress lines of the log (errors and notes)
+    last: RsyncUpdate | None
+    count: int | None
+
+
+def progress_of(meta: TransferMeta, state: str, last: RsyncUpdate | None, count: int | None,
+                message: str | None = None) -> TransferProgress:
+    p = TransferProgress(id=meta.id, kind=meta.kind, source=meta.source, dest=meta.dest, state=state,
+                         total_bytes=meta.total_bytes, files_total=meta.total_files, message=message,
+                         elapsed=max(0.0, time.time() - meta.started))
+    if last is not None:
+        p.bytes, p.percent, p.rate, p.eta = last.bytes, float(last.percent), last.rate, last.eta
+        p.files_done, p.files_left = last.files_done, last.files_left
+        p.files_total = last.files_total or p.files_total
+    elif count is not None:
+        p.bytes = count
+        if meta.total_bytes:
+            # the tar stream runs a little over the image's size: hold below 100 until the end
+            p.percent = min(99.9, 100.0 * count / meta.total_bytes)
+    return p
+
+
+async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: TransferOptions | None = None,
+                 offset: int = 0) -> Ended:
+    """Poll the transfer on `node` (its source) until it ends; emits TransferProgress as it goes."""
+    opts = opts or TransferOptions()
+    emit = emit or (lambda e: None)
+    parser = ProgressParser()
+    count: int | None = None
+    rate_probe: tuple[float, int] | None = None  # (time, bytes) for the image byte rate
+    image_rate: float | None = None
+    unreachable_since: float | None = None
+    gone_once = False
+    delay = opts.poll
+    while True:
+        r = await node.run(remote.read_state(meta.id, offset), timeout=60)
+        if r.exit_status in (255, 124):
+            now = time.monotonic()
+            unreachable_since = unreachable_since or now
+            waited = now - unreachable_since
+            msg = (f"lost contact with {meta.source} ({r.stderr.strip() or 'no answer'}); the transfer keeps "
+                   f"running there, retrying ({waited:.0f}/{opts.lost_contact:.0f} s)")
+            emit(progress_of(meta, RUNNING, parser.latest(), count, msg))
+            if waited >= opts.lost_contact:
+                return Ended(None, LOST, f"gave up following: {meta.source} unreachable for {waited:.0f} s; "
+                             f"`sparktui sync status` shows the transfer once it answers again",
+                             parser.messages, parser.latest(), count)
+            await asyncio.sleep(min(5.0, delay))
+            delay = min(5.0, delay * 2)
+            continue
+        unreachable_since, delay = None, opts.poll
+        if r.exit_status == 3:
+            return Ended(None, LOST, f"the transfer's state directory on {meta.source} is gone", parser.messages,
+                         parser.latest(), count)
+        try:
+            poll = parse_poll(r.stdout)
+        except ValueError as e:
+            return Ended(None, LOST, f"unreadable answer from {meta.source}: {e}", parser.messages,
+                         parser.latest(), count)
+        if poll.nbytes:
+            parser.feed(poll.data)
+            offset += poll.nbytes
+        if poll.count is not None:
+            t = time.monotonic()
+            if rate_probe is not None and t > rate_probe[0] and poll.count >= rate_probe[1]:
+                image_rate = (poll.count - rate_probe[1]) / (t - rate_probe[0])
+            rate_probe, count = (t, poll.count), poll.count
+        more = offset < poll.size
+        if poll.rc is not None and not more:
+            state = CANCELLED if poll.cancelled else RUNNING
+            msg = describe_end(meta, "failed", poll.rc, "\n".join(parser.messages), None) if poll.rc else None
+            if poll.cancelled:
+                msg = describe_end(meta, CANCELLED, poll.rc, "", None)
+            return Ended(poll.rc, state if poll.rc == 0 or poll.cancelled else "failed", msg, parser.messages,
+                         parser.latest(), count)
+        if poll.rc is None and not poll.alive and not more:
+            if gone_once:  # asked twice: the rc file would be there by now if the job had ended normally
+                state = CANCELLED if poll.cancelled else LOST
+                return Ended(None, state, describe_end(meta, state, None, "", None), parser.messages,
+                             parser.latest(), count)
+            gone_once = True
+            continue
+        p = progress_of(meta, RUNNING, parser.latest(), count)
+        if meta.kind == "image" and image_rate is not None:
+            p = replace(p, rate=image_rate)
+            if meta.total_bytes and image_rate > 0 and count is not None:
+                p.eta = max(0.0, (meta.total_bytes - count) / image_rate)
+        emit(p)
+        if not more:
+            await asyncio.sleep(opts.poll)

@@ -1,0 +1,231 @@
+"""Copy the model directory from the node that holds it to the others, verified.
+
+The source node runs rsync itself, detached (so the copy survives sparktui exiting), towards
+each peer's fabric address; nodes that finished become senders for the rest (see schedule.py).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+import humanize
+
+from ..events import TransferProgress
+from . import remote, trust
+from .addresses import fabric_addresses
+from .errors import TransferBusy, TransferError, TrustMissing
+from .follow import follow
+from .options import TransferOptions
+from .runner import Outcome, run_fanout
+from .schedule import FanOut
+from .state import DONE, FAILED, RUNNING, UNVERIFIED, TransferMeta, new_id
+from .status import list_transfers, running_to
+
+Emit = Callable[[Any], None]
+
+
+def _kv(text: str) -> dict[str, str]:
+    return dict(w.split("=", 1) for w in text.split() if "=" in w)
+
+
+async def inventory(node, path: str) -> dict | None:
+    """{'files', 'links', 'bytes'} of path on node; None when the directory is not there."""
+    r = await node.run(remote.inventory(path), timeout=600)
+    if r.exit_status == 3:
+        return None
+    if not r.ok:
+        raise TransferError(f"{node.name}: cannot measure {path}: {r.stderr.strip() or f'exit {r.exit_status}'}")
+    kv = _kv(r.stdout)
+    return {k: int(kv.get(k, 0) or 0) for k in ("files", "links", "bytes")}
+
+
+def _size(n: int | None) -> str:
+    return humanize.naturalsize(n or 0, binary=True)
+
+
+async def _preflight_dest(node, path: str, need_bytes: int) -> None:
+    """Raise TransferError when dest cannot take the copy: unreachable, no rsync, no room."""
+    r = await node.run(remote.has_command("rsync"), timeout=30)
+    if r.exit_status == 255:
+        raise TransferError(f"{node.name} is unreachable: {r.stderr.strip()}")
+    if not r.ok:
+        raise TransferError(f"rsync is not installed on {node.name}; install it there (apt install rsync)")
+    have = await inventory(node, path)
+    f = await node.run(remote.free_space(path), timeout=30)
+    kv = _kv(f.stdout)
+    if f.ok and kv.get("avail", "").isdigit():
+        avail, missing = int(kv["avail"]), need_bytes - (have or {}).get("bytes", 0)
+        if missing > avail:
+            raise TransferError(
+                f"not enough space on {node.name}: {_size(avail)} free at {kv.get('at', path)}, "
+                f"the model needs {_size(missing)} more ({_size(need_bytes)} in all)")
+    m = await node.run(remote.make_dir(path), timeout=30)
+    if not m.ok:
+        raise TransferError(f"cannot create {path} on {node.name}: {m.stderr.strip() or m.exit_status}")
+
+
+async def start_model_transfer(cluster, source: str, dest: str, path: str, addr: str, user: str,
+                               opts: TransferOptions, total: dict | None = None,
+                               records: list | None = None) -> TransferMeta:
+    """Start rsync source -> user@addr:path detached on `source`; refuses a second one to `dest`."""
+    records = records if records is not None else await list_transfers(cluster)
+    busy = running_to(records, dest, "model")
+    if busy is not None:
+        raise TransferBusy(f"a model transfer to {dest} is already running ({busy.id} from {busy.meta.source}); "
+                           f"follow it with `sparktui sync status` or stop it with `sparktui sync cancel {busy.id}`",
+                           busy.id)
+    meta = TransferMeta(id=new_id("model", dest), kind="model", source=source, dest=dest, addr=addr, user=user,
+                        path=path, total_bytes=(total or {}).get("bytes"), total_files=(total or {}).get("files"))
+    job = remote.rsync_job(path, user, addr, path, opts.ssh, opts.connect_timeout, opts.io_timeout,
+                           opts.bwlimit)
+    r = await cluster[source].run(remote.start_detached(meta.id, meta.to_json(), job), timeout=60)
+    if not r.ok:
+        raise TransferError(f"could not start rsync on {source}: {r.stderr.strip() or f'exit {r.exit_status}'}")
+    return meta
+
+
+async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> dict:
+    """Compare file count and bytes on both sides (and contents by checksum when asked);
+    the result is stored in the transfer's state directory and returned."""
+    src, dst = cluster[meta.source], cluster[meta.dest]
+    a, b = await asyncio.gather(inventory(src, meta.path), inventory(dst, meta.path))
+    result: dict = {"ok": False, "at": time.time(), "checksum": False, "source": a, "dest": b}
+    if a is None or b is None:
+        result["message"] = f"{meta.path} is missing on {meta.source if a is None else meta.dest} after the copy"
+    elif (a["files"], a["bytes"]) != (b["files"], b["bytes"]):
+        result["message"] = (f"{meta.dest} has {b['files']} files / {b['bytes']} bytes, {meta.source} has "
+                             f"{a['files']} files / {a['bytes']} bytes (did the source change during the copy?)")
+    else:
+        result["ok"] = True
+        result["message"] = f"verified: {a['files']} files, {_size(a['bytes'])} on both nodes"
+    if result["ok"] and opts.checksum:
+        r = await src.run(remote.checksum_dry_run(meta.path, meta.user, meta.addr, meta.path, opts.ssh,
+                                                  opts.connect_timeout))
+        diffs = [ln for ln in r.stdout.splitlines() if ln[:1] in "<>ch*"]
+        result["checksum"] = True
+        if not r.ok:
+            result["ok"] = False
+            result["message"] = f"checksum pass failed (rsync exit {r.exit_status}): {r.stderr.strip()[-300:]}"
+        elif diffs:
+            result["ok"] = False
+            result["message"] = (f"{len(diffs)} files differ by checksum, e.g. "
+                                 + ", ".join(d.split(" ", 1)[-1] for d in diffs[:3]) + "; run the sync again")
+        else:
+            result["message"] += ", contents equal by checksum"
+    await src.run(remote.write_verified(meta.id, result), timeout=30)
+    return result
+
+
+async def _follow_and_verify(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
+                             already_ended: bool = False) -> Outcome:
+    if not already_ended:
+        ended = await follow(cluster[meta.source], meta, emit, opts)
+        if ended.rc != 0:
+            emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, ended.state, message=ended.message,
+                                  total_bytes=meta.total_bytes))
+            return Outcome(meta.dest, False, ended.message or ended.state, meta.source, meta.id)
+    emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, "verifying", total_bytes=meta.total_bytes,
+                          bytes=meta.total_bytes or 0, percent=100.0, message="comparing both sides"))
+    v = await verify_model(cluster, meta, opts)
+    state = DONE if v["ok"] else FAILED
+    emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, state, total_bytes=meta.total_bytes,
+                          bytes=meta.total_bytes or 0, percent=100.0 if v["ok"] else None,
+                          files_total=meta.total_files, message=v["message"]))
+    return Outcome(meta.dest, v["ok"], v["message"], meta.source, meta.id)
+
+
+async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: Emit | None = None,
+                     opts: TransferOptions | None = None, addrs: dict[str, str] | None = None,
+                     subnet: str | None = None) -> list[Outcome]:
+    """Bring config.model.path to `dests` (default: every other node), verified.
+
+    Transfers already running towards a destination (started by an earlier sparktui) are followed,
+    not started twice; a finished but unverified one is verified. Raises TransferError when nothing
+    can start (missing source directory, unreachable source); per-destination problems (no trust,
+    no room, rsync failure) come back as failed Outcomes with the reason.
+    """
+    opts = opts or TransferOptions()
+    emit = emit or (lambda e: None)
+    path = config.model.path
+    source = config.model.source or config.head.name
+    names = [n.name for n in config.nodes]
+    if source not in names:
+        raise TransferError(f"model.source names {source}, which is not a node")
+    targets = list(dict.fromkeys(dests or [n for n in names if n != source]))
+    unknown = [d for d in targets if d not in names]
+    if unknown:
+        raise TransferError(f"unknown node(s): {', '.join(unknown)} (nodes: {', '.join(names)})")
+    targets = [d for d in targets if d != source]
+    if not targets:
+        return []
+    src_node = cluster[source]
+    ok = await src_node.run(remote.has_command("rsync"), timeout=30)
+    if ok.exit_status == 255:
+        raise TransferError(f"{source} (the model's source) is unreachable: {ok.stderr.strip()}")
+    if not ok.ok:
+        raise TransferError(f"rsync is not installed on {source}; install it there (apt install rsync)")
+    total = await inventory(src_node, path)
+    if total is None:
+        raise TransferError(f"model directory {path} not found on {source} (model.source); "
+                            f"put the checkpoint there or set model.source to the node that holds it")
+    if addrs is None:
+        addrs, notes = await fabric_addresses(cluster, config, [source, *targets], subnet)
+        for note in notes:
+            emit(TransferProgress("-", "model", source, "-", "preparing", message=note))
+
+    records = await list_transfers(cluster)
+    outcomes: dict[str, Outcome] = {}
+    adopted: dict[str, Any] = {}
+    latest: dict[str, Any] = {}
+    for rec in records:
+        if rec.meta.kind == "model" and rec.meta.path == path:
+            latest[rec.meta.dest] = rec  # records are oldest first
+    todo: list[str] = []
+    for d in targets:
+        rec = latest.get(d)
+        if rec is not None and rec.state == RUNNING:
+            emit(TransferProgress(rec.id, "model", rec.meta.source, d, RUNNING, total_bytes=rec.meta.total_bytes,
+                                  message=f"following the transfer already running from {rec.meta.source}"))
+            adopted[d] = _follow_and_verify(cluster, rec.meta, emit, opts)
+        elif rec is not None and rec.state == UNVERIFIED:
+            adopted[d] = _follow_and_verify(cluster, rec.meta, emit, opts, already_ended=True)
+        else:
+            todo.append(d)
+
+    users: dict[str, str] = {}
+
+    async def prepare(d: str) -> None:
+        try:
+            users[d] = await trust.login_of(cluster[d])
+            await _preflight_dest(cluster[d], path, total["bytes"])
+            reason = await trust.check(src_node, users[d], addrs[d], opts)
+            if reason:
+                raise TrustMissing(source, d, remote.peer(users[d], addrs[d]), reason)
+        except (TransferError, RuntimeError) as e:
+            outcomes[d] = Outcome(d, False, str(e), source)
+            emit(TransferProgress("-", "model", source, d, FAILED, message=str(e)))
+
+    for d in todo:
+        emit(TransferProgress("-", "model", source, d, "preparing", total_bytes=total["bytes"],
+                              files_total=total["files"], message="checking the destination"))
+    await asyncio.gather(*(prepare(d) for d in todo))
+    todo = [d for d in todo if d not in outcomes]
+
+    async def transfer(sender: str, dest: str) -> Outcome:
+        if sender != source:  # a fresh copy as sender: it needs its own trust towards dest
+            reason = await trust.check(cluster[sender], users[dest], addrs[dest], opts)
+            if reason:
+                return Outcome(dest, False, str(TrustMissing(sender, dest, remote.peer(users[dest], addrs[dest]),
+                                                             reason)), sender, blocked=True)
+        try:
+            meta = await start_model_transfer(cluster, sender, dest, path, addrs[dest], users[dest], opts, total)
+        except TransferBusy as e:
+            return Outcome(dest, False, str(e), sender, e.running_id)
+        except TransferError as e:
+            return Outcome(dest, False, str(e), sender)
+        return await _follow_and_verify(cluster, meta, emit, opts)
+
+    fan = FanOut(source, todo, opts.streams_per_source)
+    outcomes.update(await run_fanout(fan, transfer, adopted))
+    return [outcomes[d] for d in targets if d in outcomes]

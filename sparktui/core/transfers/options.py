@@ -1,0 +1,16 @@
+"""Knobs of the transfer machinery (defaults fit real clusters; tests turn some of them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class TransferOptions:
+    ssh: str = "ssh"  # ssh client the SOURCE node runs towards its peers (split like a shell word list)
+    connect_timeout: int = 5  # seconds the source's ssh waits for a peer
+    poll: float = 1.0  # seconds between progress reads (rsync updates about once a second)
+    streams_per_source: int = 2  # concurrent outgoing transfers per sending node
+    checksum: bool = False  # after a model sync, also compare contents by checksum (reads everything)
+    lost_contact: float = 300.0  # seconds without reaching a source node before giving up following
+    bwlimit: str | None = None  # rsync --bwlimit, e.g. "200m": leave room on the fabric for a running job
+    io_timeout: int = 300  # rsync --timeout: seconds without any data before rsync gives up

@@ -1,0 +1,298 @@
+"""Shell snippets the nodes run for transfers. POSIX sh only (nodes may lack bash); every value
+that reaches the shell is quoted here.
+
+A transfer lives in a state directory on its SOURCE node,
+~/.local/state/sparktui/transfers/<id>/, so it survives sparktui exiting:
+  meta.json  what it is (kind, source, dest, path or image, started, sizes)
+  pid        the job's process id, which is also its process group (setsid)
+  log        rsync / docker output (rsync progress is \\r-separated)
+  count      image transfers: bytes through the pipe so far
+  save_rc    image transfers: docker save's exit status
+  rc         the job's exit status, written (atomically) when it ends
+  cancelled  present once `sync cancel` stopped it
+  verified   one JSON line written after verification
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+STATE_ROOT = ".local/state/sparktui/transfers"  # under $HOME of the source node's login
+READ_CHUNK = 1 << 20  # most log bytes fetched per poll; a flood of errors is read over several polls
+TAIL_BYTES = 2000  # log tail shown by listings (last progress update, last error lines)
+RS = "\x1e"  # stands in for \r and \n in a listing's log tail, so a record stays on one line
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+# alive PID: the process exists and is not a zombie (containers often have no init reaping them)
+_ALIVE_FN = (
+    'alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1; '
+    '[ -r "/proc/$1/stat" ] || return 0; '
+    '[ "$(sed "s/.*) //" "/proc/$1/stat" | cut -c1)" != Z ]; }'
+)
+
+
+# any live (non-zombie) process in group $1? /proc is read with the shell's own `read` (no fork
+# per process); without /proc, kill -0 on the group (which counts zombies, so it errs on "alive")
+_GROUP_ALIVE_FN = (
+    'galive() { if [ -d /proc/self ]; then for s in /proc/[0-9]*/stat; do '
+    'read -r l < "$s" 2>/dev/null || continue; r=${l##*) }; set -- $r; '
+    '[ "$1" != Z ] && [ "$3" = "$g" ] && return 0; done; return 1; fi; kill -0 -"$g" 2>/dev/null; }'
+)
+
+
+def check_id(tid: str) -> str:
+    """Transfer ids become directory names: refuse anything that is not a plain name."""
+    if not _ID.fullmatch(tid):
+        raise ValueError(f"not a transfer id: {tid!r}")
+    return tid
+
+
+def home_word(path: str) -> str:
+    """A shell word for `path`, expanding a leading ~/ to $HOME on the node that runs it."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+def rsync_remote_path(path: str) -> str:
+    """The destination path as rsync sends it: ~/x becomes x, which the remote side takes from $HOME."""
+    if path == "~":
+        return "."
+    return path[2:] if path.startswith("~/") else path
+
+
+def peer(user: str, addr: str) -> str:
+    """user@addr as rsync wants it (an IPv6 address in brackets)."""
+    return f"{user}@[{addr}]" if ":" in addr else f"{user}@{addr}"
+
+
+def state_dir_word(tid: str) -> str:
+    return f'"$HOME"/{STATE_ROOT}/{shlex.quote(check_id(tid))}'
+
+
+def ssh_command(ssh: str, connect_timeout: int) -> list[str]:
+    """The ssh client the source node uses towards its peers: never prompts, notices a dead link."""
+    return [
+        *shlex.split(ssh), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={int(connect_timeout)}",
+        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4",
+    ]
+
+
+def trust_check(ssh: str, user: str, addr: str, connect_timeout: int = 5) -> str:
+    """Can the node reach user@addr without any prompt? Prints ssh's complaint when not."""
+    return shlex.join([*ssh_command(ssh, connect_timeout), f"{user}@{addr}", "true"])
+
+
+def start_detached(tid: str, meta: dict, job: str) -> str:
+    """Create the state directory, write meta.json and start `job` detached; prints its pid.
+
+    setsid gives the job its own session and process group (so cancel can stop rsync, ssh and the
+    pipe together), nohup and the redirections cut it from the SSH channel. The job runs in the
+    state directory; its exit status lands in rc (through a rename, so a reader never sees half).
+    """
+    inner = f'echo $$ > pid; {{ {job}\n}}; echo $? > rc.tmp; mv rc.tmp rc'
+    return (
+        "set -e\n"
+        f"d={state_dir_word(tid)}\n"
+        '[ ! -e "$d" ] || { echo "transfer directory exists: $d" >&2; exit 17; }\n'
+        'mkdir -p "$d"\n'
+        'cd "$d"\n'
+        f"printf '%s\\n' {shlex.quote(json.dumps(meta, separators=(',', ':')))} > meta.json\n"
+        ": > log\n"
+        f"setsid nohup sh -c {shlex.quote(inner)} </dev/null >log 2>&1 &\n"
+        "echo $!\n"
+    )
+
+
+def rsync_job(src_path: str, user: str, addr: str, dest_path: str, ssh: str, connect_timeout: int,
+              io_timeout: int = 300, bwlimit: str | None = None) -> str:
+    """rsync from this node to user@addr; C locale keeps the progress numbers in one format."""
+    e = shlex.join(ssh_command(ssh, connect_timeout))
+    src = home_word(src_path.rstrip("/") or "/") + "/"
+    dst = f"{peer(user, addr)}:{rsync_remote_path(dest_path).rstrip('/')}/"
+    limit = f"--bwlimit={shlex.quote(bwlimit)} " if bwlimit else ""
+    return (
+        f"LC_ALL=C rsync -a --partial --info=progress2 -s --timeout={int(io_timeout)} {limit}"
+        f"-e {shlex.quote(e)} {src} {shlex.quote(dst)}"
+    )
+
+
+# Copies stdin to stdout and keeps the byte count in ./count (rewritten atomically twice a second).
+# python3 is on every DGX OS / Ubuntu node; where it is missing the pipe runs through cat and the
+# transfer shows no byte progress, only its end.
+COUNTER_PY = """import os, sys, time
+i, o, n, t = sys.stdin.buffer, sys.stdout.buffer, 0, 0.0
+def w():
+    with open("count.tmp", "w") as f:
+        f.write(str(n))
+    os.replace("count.tmp", "count")
+try:
+    while True:
+        b = i.read1(1 << 20)
+        if not b:
+            break
+        o.write(b)
+        n += len(b)
+        if time.monotonic() - t > 0.5:
+            w()
+            t = time.monotonic()
+    o.flush()
+except BrokenPipeError:
+    w()
+    sys.exit(1)
+w()
+"""
+
+
+def image_job(image: str, user: str, addr: str, ssh: str, connect_timeout: int) -> str:
+    """docker save | count | ssh peer docker load; the job's status is load's, else save's."""
+    remote = shlex.join([*ssh_command(ssh, connect_timeout), f"{user}@{addr}", "docker load"])
+    return (
+        f"if command -v python3 >/dev/null 2>&1; then c=python3; else c=cat; fi\n"
+        f'{{ docker save {shlex.quote(image)}; echo $? > save_rc; }} | '
+        f'if [ "$c" = python3 ]; then python3 -c {shlex.quote(COUNTER_PY)}; else cat; fi | {remote}\n'
+        'r=$?; s=$(cat save_rc 2>/dev/null || echo 1)\n'
+        '[ "$r" -ne 0 ] || r=$s\n'
+        '(exit "$r")'
+    )
+
+
+def read_state(tid: str, offset: int, limit: int = READ_CHUNK) -> str:
+    """One poll of a transfer: a header line, then log bytes [offset, offset+n).
+
+    rc is read before the log size, so when rc is there the bytes read are the whole log.
+    Header: `rc=<code|> alive=<0|1> size=<log bytes> count=<bytes|> now=<epoch> cancelled=<0|1> n=<bytes sent>`.
+    """
+    off = int(offset)
+    return (
+        f"{_ALIVE_FN}\n"
+        f"d={state_dir_word(tid)}\n"
+        'cd "$d" 2>/dev/null || { echo "no such transfer directory: $d" >&2; exit 3; }\n'
+        "rc=; [ ! -f rc ] || rc=$(cat rc)\n"
+        "a=0; alive \"$(cat pid 2>/dev/null)\" && a=1\n"
+        "size=$(wc -c < log | tr -d ' ')\n"
+        "count=$(cat count 2>/dev/null || true)\n"
+        "c=0; [ ! -e cancelled ] || c=1\n"
+        f"n=$((size - {off})); [ \"$n\" -gt 0 ] || n=0; [ \"$n\" -le {int(limit)} ] || n={int(limit)}\n"
+        'printf "rc=%s alive=%s size=%s count=%s now=%s cancelled=%s n=%s\\n" '
+        '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n"\n'
+        f'[ "$n" -eq 0 ] || tail -c +{off + 1} log | head -c "$n"\n'
+    )
+
+
+def list_states(tail_bytes: int = TAIL_BYTES) -> str:
+    """Every transfer on this node, one record each:
+    `@@ <id> rc=.. alive=.. cancelled=.. now=..` then `meta=<json>`, `verified=<json|>`,
+    `tail=<last log bytes, \\r and \\n replaced by \\x1e>`, `count=<bytes|>`."""
+    return (
+        f"{_ALIVE_FN}\n"
+        f'root="$HOME"/{STATE_ROOT}\n'
+        '[ -d "$root" ] || exit 0\n'
+        'now=$(date +%s)\n'
+        'for d in "$root"/*; do\n'
+        '  [ -f "$d/meta.json" ] || continue\n'
+        '  rc=; [ ! -f "$d/rc" ] || rc=$(cat "$d/rc")\n'
+        '  a=0; alive "$(cat "$d/pid" 2>/dev/null)" && a=1\n'
+        '  c=0; [ ! -e "$d/cancelled" ] || c=1\n'
+        '  printf "@@ %s rc=%s alive=%s cancelled=%s now=%s\\n" "${d##*/}" "$rc" "$a" "$c" "$now"\n'
+        '  printf "meta=%s\\n" "$(head -n 1 "$d/meta.json")"\n'
+        '  printf "verified=%s\\n" "$(head -n 1 "$d/verified" 2>/dev/null)"\n'
+        '  printf "count=%s\\n" "$(cat "$d/count" 2>/dev/null)"\n'
+        f"  printf 'tail=%s\\n' \"$(tail -c {int(tail_bytes)} \"$d/log\" 2>/dev/null | tr '\\r\\n' '{RS}{RS}')\"\n"
+        "done\n"
+    )
+
+
+def cancel(tid: str, grace: int = 10) -> str:
+    """Mark the transfer cancelled and stop its whole process group; partial files stay for a resume.
+
+    Prints `finished` when it had already ended, `stopped` otherwise. dash's kill takes no `--`,
+    so the group is named as `-PGID` right after the signal.
+    """
+    return (
+        f"{_GROUP_ALIVE_FN}\n"
+        f"d={state_dir_word(tid)}\n"
+        'cd "$d" 2>/dev/null || { echo "no such transfer directory: $d" >&2; exit 3; }\n'
+        "if [ -f rc ]; then echo finished; exit 0; fi\n"
+        ": > cancelled\n"
+        "g=$(cat pid 2>/dev/null)\n"
+        'if [ -z "$g" ]; then echo stopped; exit 0; fi\n'
+        'kill -TERM -"$g" 2>/dev/null || kill -TERM "$g" 2>/dev/null\n'
+        # rsync needs a moment after TERM to keep the partial file; only stragglers get KILL
+        f'i=0; while galive && [ "$i" -lt {int(grace) * 5} ]; do sleep 0.2 2>/dev/null || sleep 1; i=$((i + 1)); done\n'
+        'kill -KILL -"$g" 2>/dev/null\n'
+        "echo stopped\n"
+    )
+
+
+def write_verified(tid: str, result: dict) -> str:
+    return (
+        f"d={state_dir_word(tid)}\n"
+        f"printf '%s\\n' {shlex.quote(json.dumps(result, separators=(',', ':')))} > \"$d/verified.tmp\" "
+        '&& mv "$d/verified.tmp" "$d/verified"\n'
+    )
+
+
+def remove_state(tid: str) -> str:
+    return f"rm -rf -- {state_dir_word(tid)}\n"
+
+
+def inventory(path: str) -> str:
+    """`files=N links=N bytes=N` of a directory tree, or exit 3 when it is not there.
+
+    GNU find sums sizes with -printf; elsewhere wc -c per file (slower, same numbers).
+    """
+    return (
+        f"p={home_word(path)}\n"
+        '[ -d "$p" ] || { echo "missing: $p" >&2; exit 3; }\n'
+        'cd "$p" || exit 3\n'
+        "f=$(find . -type f | wc -l | tr -d ' ')\n"
+        "l=$(find . -type l | wc -l | tr -d ' ')\n"
+        "if find . -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"
+        "  b=$(find . -type f -printf '%s\\n' | awk '{s+=$1} END {printf \"%.0f\", s}')\n"
+        "else\n"
+        "  b=$(find . -type f -exec wc -c {} \\; | awk '{s+=$1} END {printf \"%.0f\", s}')\n"
+        "fi\n"
+        'printf "files=%s links=%s bytes=%s\\n" "$f" "$l" "$b"\n'
+    )
+
+
+def free_space(path: str) -> str:
+    """`avail=<bytes> at=<dir>` for the filesystem that holds (or would hold) path."""
+    return (
+        f"p={home_word(path)}\n"
+        'while [ ! -d "$p" ] && [ "$p" != / ] && [ -n "$p" ]; do p=$(dirname "$p"); done\n'
+        "a=$(df -Pk \"$p\" | awk 'NR==2 {print $4}')\n"
+        'printf "avail=%s at=%s\\n" "$((a * 1024))" "$p"\n'
+    )
+
+
+def make_dir(path: str) -> str:
+    return f"mkdir -p -- {home_word(path)}\n"
+
+
+def whoami() -> str:
+    return "id -un\n"
+
+
+def has_command(name: str) -> str:
+    return f"command -v {shlex.quote(name)} >/dev/null 2>&1\n"
+
+
+def checksum_dry_run(src_path: str, user: str, addr: str, dest_path: str, ssh: str, connect_timeout: int) -> str:
+    """Compare contents by checksum without changing anything: one itemized line per difference."""
+    e = shlex.join(ssh_command(ssh, connect_timeout))
+    src = home_word(src_path.rstrip("/") or "/") + "/"
+    dst = f"{peer(user, addr)}:{rsync_remote_path(dest_path).rstrip('/')}/"
+    return (
+        f"LC_ALL=C rsync -a --checksum --dry-run -s --out-format='%i %n' "
+        f"-e {shlex.quote(e)} {src} {shlex.quote(dst)}\n"
+    )
+
+
+def image_id(image: str) -> str:
+    return f"docker image inspect --format '{{{{.Id}}}} {{{{.Size}}}}' {shlex.quote(image)}\n"

@@ -1,0 +1,203 @@
+"""What a transfer is (meta.json) and where it stands (read back from its state directory)."""
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, fields
+
+from ..events import TransferProgress
+from .remote import RS
+from .rsync_progress import parse_log, rsync_exit_message, telling_lines
+
+# states a transfer can be in, as shown by `sync status` and carried by TransferProgress
+RUNNING, UNVERIFIED, DONE, FAILED, CANCELLED, LOST = "running", "unverified", "done", "failed", "cancelled", "lost"
+ENDED = (DONE, FAILED, CANCELLED, LOST)
+
+
+def new_id(kind: str, dest: str, now: float | None = None) -> str:
+    """model-node2-20250101T120000-3fa2: sortable by time, unique, safe as a directory name."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now if now is not None else time.time()))
+    return f"{kind}-{re.sub(r'[^A-Za-z0-9_.-]', '_', dest)[:40]}-{stamp}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class TransferMeta:
+    """Written once to meta.json when the transfer starts."""
+
+    id: str
+    kind: str  # model | image
+    source: str
+    dest: str
+    addr: str  # destination address the source dials (fabric)
+    user: str  # login on the destination
+    path: str | None = None  # model directory (same on both sides)
+    image: str | None = None  # image reference
+    image_id: str | None = None  # the source's image ID, which the destination must end with
+    started: float = field(default_factory=time.time)  # unix time on sparktui's clock
+    total_bytes: int | None = None
+    total_files: int | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TransferMeta":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class TransferRecord:
+    """A transfer as found in its state directory."""
+
+    meta: TransferMeta
+    rc: int | None = None
+    alive: bool = False
+    cancelled: bool = False
+    verified: dict | None = None
+    count: int | None = None  # image bytes through the pipe
+    tail: str = ""  # last bytes of the log, \r and \n restored
+    now: float | None = None  # the node's clock when read
+
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    @property
+    def state(self) -> str:
+        if self.rc is None:
+            if self.alive:
+                return RUNNING
+            return CANCELLED if self.cancelled else LOST
+        if self.rc == 0:
+            if self.verified is None:
+                return UNVERIFIED
+            return DONE if self.verified.get("ok") else FAILED
+        return CANCELLED if self.cancelled else FAILED
+
+    def message(self) -> str | None:
+        return describe_end(self.meta, self.state, self.rc, self.tail, self.verified)
+
+    def progress(self) -> TransferProgress:
+        m = self.meta
+        p = TransferProgress(id=m.id, kind=m.kind, source=m.source, dest=m.dest, state=self.state,
+                             total_bytes=m.total_bytes, files_total=m.total_files, message=self.message())
+        if self.state == RUNNING:
+            p.elapsed = max(0.0, time.time() - m.started)
+        if m.kind == "model":
+            updates, _ = parse_log(self.tail)
+            if updates:
+                u = updates[-1]
+                p.bytes, p.percent, p.rate, p.eta = u.bytes, float(u.percent), u.rate, u.eta
+                p.elapsed = u.elapsed if u.elapsed is not None else p.elapsed
+                p.files_done, p.files_left = u.files_done, u.files_left
+                p.files_total = u.files_total or p.files_total
+        elif self.count is not None:
+            p.bytes = self.count
+            if m.total_bytes:
+                p.percent = min(100.0, 100.0 * self.count / m.total_bytes)
+        if p.state == DONE:
+            p.percent = 100.0
+        return p
+
+    def to_dict(self) -> dict:
+        p = self.progress()
+        d = {
+            "id": self.id, "kind": self.meta.kind, "source": self.meta.source, "dest": self.meta.dest,
+            "state": self.state, "rc": self.rc, "started": self.meta.started,
+            "path": self.meta.path, "image": self.meta.image,
+            "bytes": p.bytes, "total_bytes": p.total_bytes, "percent": p.percent, "rate": p.rate,
+            "eta": p.eta, "elapsed": p.elapsed, "files_done": p.files_done, "files_total": p.files_total,
+            "message": p.message, "verified": self.verified,
+        }
+        return d
+
+
+def describe_end(meta: TransferMeta, state: str, rc: int | None, log: str, verified: dict | None) -> str | None:
+    """Plain words for how a transfer ended (None while it runs)."""
+    if state == RUNNING:
+        return None
+    if state == CANCELLED:
+        return "cancelled; partial files are kept and the next sync resumes from them" if meta.kind == "model" \
+            else "cancelled"
+    if state == LOST:
+        return ("the transfer process is gone without an exit status "
+                f"(was {meta.source} rebooted or the process killed?); run the sync again")
+    if state == UNVERIFIED:
+        return "copied; not verified yet"
+    if state == DONE:
+        return (verified or {}).get("message") or "verified"
+    if rc == 0 and verified is not None:
+        return verified.get("message") or "verification failed"
+    _, lines = parse_log(log)
+    why = telling_lines(lines)
+    if meta.kind == "model":
+        head = f"rsync exit {rc}: {rsync_exit_message(rc if rc is not None else -1)}"
+    elif rc == 255:
+        head = f"ssh from {meta.source} to {meta.dest} ({meta.addr}) failed"
+    else:
+        head = f"docker save | docker load failed (exit {rc})"
+    return head + (" — " + " | ".join(why) if why else "")
+
+
+def parse_listing(text: str) -> list[TransferRecord]:
+    """Records from remote.list_states() output; broken records are skipped."""
+    out: list[TransferRecord] = []
+    for chunk in text.split("@@ ")[1:]:
+        lines = chunk.split("\n")
+        head = dict(kv.split("=", 1) for kv in lines[0].split()[1:] if "=" in kv)
+        body: dict[str, str] = {}
+        for ln in lines[1:]:
+            if "=" in ln:
+                k, v = ln.split("=", 1)
+                body[k] = v
+        try:
+            meta = TransferMeta.from_json(json.loads(body.get("meta", "")))
+        except (ValueError, TypeError):
+            continue
+        verified = None
+        if body.get("verified"):
+            try:
+                verified = json.loads(body["verified"])
+            except ValueError:
+                verified = {"ok": False, "message": "unreadable verification record"}
+        out.append(TransferRecord(
+            meta=meta, rc=_int(head.get("rc")), alive=head.get("alive") == "1",
+            cancelled=head.get("cancelled") == "1", verified=verified, count=_int(body.get("count")),
+            tail=body.get("tail", "").replace(RS, "\n"), now=_int(head.get("now")),
+        ))
+    out.sort(key=lambda r: r.meta.started)
+    return out
+
+
+@dataclass
+class Poll:
+    """One read of a running transfer (remote.read_state)."""
+
+    rc: int | None
+    alive: bool
+    size: int  # log size on the node
+    count: int | None
+    now: int | None
+    cancelled: bool
+    data: str  # log text from the offset asked for
+    nbytes: int  # how many log bytes `data` stands for (advance the offset by this)
+
+
+def parse_poll(stdout: str) -> Poll:
+    header, _, data = stdout.partition("\n")
+    kv = dict(x.split("=", 1) for x in header.split() if "=" in x)
+    if "size" not in kv:
+        raise ValueError(f"unexpected answer: {header[:200]!r}")
+    return Poll(rc=_int(kv.get("rc")), alive=kv.get("alive") == "1", size=_int(kv.get("size")) or 0,
+                count=_int(kv.get("count")), now=_int(kv.get("now")), cancelled=kv.get("cancelled") == "1",
+                data=data, nbytes=_int(kv.get("n")) or 0)

@@ -1,0 +1,359 @@
+"""Transfers end to end on simulated nodes: in-process SSH servers on 127.0.0.1, one HOME per node.
+
+The nodes' own ssh (node to node) is a stand-in script that maps a "fabric" address to that node's
+HOME and behaves like `ssh -o BatchMode=yes`: it refuses an unknown host key or a key missing from
+authorized_keys. rsync is real; docker is a stand-in whose images are files. Nothing is dialled:
+the fabric addresses below are only labels the stand-in looks up.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.events import TransferProgress
+from sparktui.core.ssh import Cluster
+from sparktui.core.transfers import (
+    TransferBusy, TransferError, TransferOptions, cancel_transfer, list_transfers, setup_trust,
+    start_model_transfer, sync_image, sync_model, transfer_status, trust_plan,
+)
+from sparktui.core.transfers.trust import TrustPlan
+from sparktui.demo.sshserver import LocalSshServer
+
+pytestmark = pytest.mark.skipif(not shutil.which("rsync") or not shutil.which("ssh-keygen"),
+                                reason="needs rsync and ssh-keygen on this machine")
+
+FAKE_SSH = r"""#!/bin/sh
+user=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -l) user=$2; shift 2 ;;
+    -o|-p|-i|-F|-c|-m|-b|-e|-L|-R|-D|-J|-W) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "usage: ssh host command" >&2; exit 255; }
+case "$1" in *@*) user=${1%@*} ;; esac
+host=${1#*@}; shift
+home=$(awk -v h="$host" '$1 == h {print $2}' "$FAKE_SSH_MAP")
+[ -n "$home" ] || { echo "ssh: connect to host $host port 22: No route to host" >&2; exit 255; }
+ssh-keygen -F "$host" -f "$HOME/.ssh/known_hosts" >/dev/null 2>&1 || {
+  echo "No ED25519 host key is known for $host and you have requested strict checking." >&2
+  echo "Host key verification failed." >&2; exit 255; }
+ok=
+for k in "$HOME"/.ssh/id_*.pub; do
+  [ -f "$k" ] || continue
+  grep -qF "$(awk '{print $2}' "$k")" "$home/.ssh/authorized_keys" 2>/dev/null && ok=1
+done
+[ -n "$ok" ] || { echo "$user@$host: Permission denied (publickey)." >&2; exit 255; }
+cd "$home" || exit 255
+HOME=$home exec sh -c "$*"
+"""
+
+FAKE_KEYSCAN = r"""#!/bin/sh
+for a in "$@"; do last=$a; done
+awk -v h="$last" '$1 == h {found=1} END {exit !found}' "$FAKE_SSH_MAP" || exit 1
+for f in /etc/ssh/ssh_host_*_key.pub; do [ -f "$f" ] && awk -v h="$last" '{print h, $1, $2}' "$f"; done
+"""
+
+# images are files: first line "NAME ID", then the layers (random bytes)
+FAKE_DOCKER = r"""#!/bin/sh
+store="$HOME/.docker-sim"; mkdir -p "$store"
+key() { printf '%s' "$1" | tr '/:@' '___'; }
+case "$1" in
+  version) echo 24.0.7 ;;
+  save)
+    f="$store/$(key "$2").img"
+    [ -f "$f" ] || { echo "Error response from daemon: reference does not exist" >&2; exit 1; }
+    exec python3 -c 'import sys, time
+f = open(sys.argv[1], "rb")
+while True:
+    c = f.read(1 << 20)
+    if not c:
+        break
+    sys.stdout.buffer.write(c); sys.stdout.buffer.flush(); time.sleep(0.05)' "$f" ;;
+  load)
+    t="$store/load.$$"; cat > "$t"; read -r name id < "$t"
+    [ -n "$id" ] || { echo "Error: unexpected EOF" >&2; rm -f "$t"; exit 1; }
+    mv "$t" "$store/$(key "$name").img"; echo "Loaded image: $name" ;;
+  image)
+    f="$store/$(key "$5").img"
+    [ -f "$f" ] || { echo "Error: No such image: $5" >&2; exit 1; }
+    read -r name id < "$f"; echo "$id $(wc -c < "$f" | tr -d ' ')" ;;
+  *) echo "fake docker: $*" >&2; exit 1 ;;
+esac
+"""
+
+MODEL = "~/models/m"
+
+
+@dataclass
+class Env:
+    config: Config
+    homes: dict[str, Path]
+    addrs: dict[str, str]
+    opts: TransferOptions
+    servers: list[LocalSshServer]
+
+    def model_dir(self, node: str) -> Path:
+        return self.homes[node] / "models" / "m"
+
+
+def _keygen(home: Path) -> str:
+    (home / ".ssh").mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = home / ".ssh" / "id_ed25519"
+    if not key.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    return (home / ".ssh" / "id_ed25519.pub").read_text().strip()
+
+
+def trust_by_hand(env: Env, src: str, dst: str) -> None:
+    """What an admin would do: src's key in dst's authorized_keys, dst's host key in src's known_hosts."""
+    pub = _keygen(env.homes[src])
+    ak = env.homes[dst] / ".ssh" / "authorized_keys"
+    ak.parent.mkdir(parents=True, exist_ok=True)
+    with ak.open("a") as f:
+        f.write(pub + "\n")
+    hostkey = next(Path("/etc/ssh").glob("ssh_host_*_key.pub")).read_text().split()
+    with (env.homes[src] / ".ssh" / "known_hosts").open("a") as f:
+        f.write(f"{env.addrs[dst]} {hostkey[0]} {hostkey[1]}\n")
+
+
+@pytest.fixture(scope="module")
+def client_key() -> asyncssh.SSHKey:
+    return asyncssh.generate_private_key("ssh-ed25519")
+
+
+@pytest.fixture
+async def make_env(tmp_path: Path, client_key):
+    servers: list[LocalSshServer] = []
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("fake-ssh", FAKE_SSH), ("ssh-keyscan", FAKE_KEYSCAN), ("docker", FAKE_DOCKER)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+
+    async def make(n: int = 2, trust: bool = True) -> Env:
+        key_path = tmp_path / "client_key"
+        key_path.write_bytes(client_key.export_private_key())
+        key_path.chmod(0o600)
+        kh = tmp_path / "known_hosts"
+        names = [f"n{i + 1}" for i in range(n)]
+        homes = {nm: tmp_path / "nodes" / nm for nm in names}
+        addrs = {nm: f"127.0.0.{11 + i}" for i, nm in enumerate(names)}  # labels only, never dialled
+        (tmp_path / "ssh-map").write_text("".join(f"{addrs[nm]} {homes[nm]}\n" for nm in names))
+        nodes = []
+        for i, nm in enumerate(names):
+            homes[nm].mkdir(parents=True)
+            hk = asyncssh.generate_private_key("ssh-ed25519")
+            env = {"HOME": str(homes[nm]), "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                   "FAKE_SSH_MAP": str(tmp_path / "ssh-map")}
+            srv = await LocalSshServer(hk, [client_key], env=env, cwd=homes[nm]).start()
+            servers.append(srv)
+            with kh.open("a") as f:
+                f.write(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode()}")
+            nodes.append(NodeConfig(name=nm, host="127.0.0.1", port=srv.port, user="root",
+                                    identity_file=str(key_path), role="head" if i == 0 else "worker"))
+        cfg = Config(cluster="t", nodes=nodes, model=ModelConfig(name="m", path=MODEL),
+                     ssh=SshConfig(known_hosts=str(kh), connect_timeout=5, ssh_config=[]))
+        opts = TransferOptions(ssh=str(bin_dir / "fake-ssh"), poll=0.1, connect_timeout=2, lost_contact=20)
+        e = Env(cfg, homes, addrs, opts, servers)
+        if trust:
+            for s in names:
+                for d in names:
+                    if s != d:
+                        trust_by_hand(e, s, d)
+        return e
+
+    yield make
+    for s in servers:
+        await s.stop()
+    # detached jobs of a failed test must not outlive it
+    subprocess.run(["sh", "-c", f"for p in {tmp_path}/nodes/*/.local/state/sparktui/transfers/*/pid; do "
+                    "[ -f \"$p\" ] && kill -KILL -\"$(cat \"$p\")\" 2>/dev/null; done; true"], check=False)
+
+
+def write_model(d: Path, sizes: list[int]) -> None:
+    d.mkdir(parents=True)
+    (d / "sub").mkdir()
+    for i, size in enumerate(sizes):
+        (d / ("sub" if i == 0 else ".") / f"part-{i}.safetensors").write_bytes(os.urandom(size))
+    (d / "config.json").write_text('{"model_type": "test"}')
+
+
+def same_tree(a: Path, b: Path) -> bool:
+    fa = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    fb = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    return fa == fb and all((a / p).read_bytes() == (b / p).read_bytes() for p in fa)
+
+
+async def until(cond, timeout: float, what: str) -> None:
+    """Wait for a condition, at most `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+MB = 1 << 20
+
+
+async def test_model_sync_progress_rises_and_verifies(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [6 * MB, 6 * MB, 3 * MB])
+    env.opts.bwlimit = "6m"  # a few seconds: several progress reads
+    events: list[TransferProgress] = []
+    async with Cluster(env.config) as c:
+        outs = await asyncio.wait_for(
+            sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs), 60)
+        status = await transfer_status(c, env.config)
+    assert [(o.dest, o.ok, o.source) for o in outs] == [("n2", True, "n1")]
+    assert same_tree(env.model_dir("n1"), env.model_dir("n2"))
+    running = [e for e in events if e.state == "running" and e.bytes]
+    assert len({e.bytes for e in running}) >= 3, "progress should be seen moving"
+    assert [e.bytes for e in running] == sorted(e.bytes for e in running)
+    assert running[-1].percent == 100.0 or events[-1].percent == 100.0
+    assert events[-1].state == "done" and "4 files" in events[-1].message  # 3 parts + config.json
+    [st] = status
+    assert st["state"] == "done" and st["verified"]["ok"] and st["dest"] == "n2"
+
+
+async def test_killed_follower_reattaches_and_the_copy_runs_once(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [8 * MB, 8 * MB])
+    env.opts.bwlimit = "5m"
+    events: list[TransferProgress] = []
+    async with Cluster(env.config) as c:
+        task = asyncio.ensure_future(sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs))
+        await until(lambda: any(e.state == "running" and e.bytes > 0 for e in events), 30, "first progress")
+        task.cancel()  # sparktui goes away; the rsync on n1 does not
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    async with Cluster(env.config) as c2:  # a new sparktui
+        [rec] = await list_transfers(c2)
+        assert rec.state == "running" and rec.meta.dest == "n2"
+        with pytest.raises(TransferBusy):
+            await start_model_transfer(c2, "n1", "n2", MODEL, env.addrs["n2"], "root", env.opts)
+        again: list[TransferProgress] = []
+        outs = await asyncio.wait_for(
+            sync_model(c2, env.config, emit=again.append, opts=env.opts, addrs=env.addrs), 60)
+        recs = await list_transfers(c2)
+    assert outs[0].ok and outs[0].id == rec.id
+    assert "already running" in again[0].message
+    assert [r.id for r in recs] == [rec.id] and recs[0].state == "done"
+    assert same_tree(env.model_dir("n1"), env.model_dir("n2"))
+
+
+async def test_cancel_keeps_partial_files_and_the_next_sync_resumes(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [12 * MB])
+    env.opts.bwlimit = "3m"
+    events: list[TransferProgress] = []
+    async with Cluster(env.config) as c:
+        task = asyncio.ensure_future(sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs))
+        await until(lambda: any(e.state == "running" and e.bytes > 2 * MB for e in events), 30, "2 MB copied")
+        tid = next(e.id for e in events if e.state == "running")
+        said = await cancel_transfer(c, tid)
+        outs = await asyncio.wait_for(task, 30)
+        partial = env.model_dir("n2") / "sub" / "part-0.safetensors"
+        kept = partial.stat().st_size if partial.exists() else 0
+        [rec] = await list_transfers(c)
+        env.opts.bwlimit = None
+        outs2 = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 60)
+    assert "stopped" in said and rec.state == "cancelled"
+    assert not outs[0].ok and "cancelled" in outs[0].message
+    assert kept > 0, "the partial file should stay for the resume"
+    assert outs2[0].ok and same_tree(env.model_dir("n1"), env.model_dir("n2"))
+
+
+async def test_fan_out_uses_a_finished_node_as_second_source(make_env):
+    env = await make_env(3)
+    write_model(env.model_dir("n1"), [2 * MB, MB])
+    env.opts.streams_per_source = 1
+    async with Cluster(env.config) as c:
+        outs = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 60)
+    by_dest = {o.dest: o for o in outs}
+    assert by_dest["n2"].ok and by_dest["n3"].ok
+    assert (by_dest["n2"].source, by_dest["n3"].source) == ("n1", "n2")
+    assert same_tree(env.model_dir("n1"), env.model_dir("n3"))
+
+
+async def test_missing_source_directory_is_a_clear_error(make_env):
+    env = await make_env(2)
+    async with Cluster(env.config) as c:
+        with pytest.raises(TransferError, match=r"model directory ~/models/m not found on n1"):
+            await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 20)
+
+
+async def test_missing_trust_fails_fast_with_instructions_and_setup_fixes_it(make_env):
+    env = await make_env(2, trust=False)
+    write_model(env.model_dir("n1"), [MB])
+    async with Cluster(env.config) as c:
+        [out] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 20)
+        assert not out.ok
+        assert "n1 cannot log in to n2" in out.message and "sparktui setup trust" in out.message
+        assert not env.model_dir("n2").exists() or not any(env.model_dir("n2").iterdir())
+        plan = await trust_plan(c, env.config, addrs=env.addrs)
+        steps = await setup_trust(c, plan, env.opts)
+        assert all(s.ok for s in steps), [s.what for s in steps if not s.ok]
+        assert any("created a new ed25519 key" in s.what for s in steps)
+        assert sum("without a prompt" in s.what for s in steps) == 2  # n1->n2 and n2->n1
+        again = await setup_trust(c, plan, env.opts)  # idempotent
+        [out2] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 30)
+    assert all(s.ok for s in again) and not any("created" in s.what for s in again)
+    assert (env.homes["n2"] / ".ssh" / "authorized_keys").read_text().count("ssh-ed25519") == 1
+    assert out2.ok
+
+
+async def test_setup_trust_replaces_a_stale_host_key_only_when_the_peer_proves_it(make_env):
+    env = await make_env(2, trust=False)
+    _keygen(env.homes["n1"])
+    stale = asyncssh.generate_private_key("ssh-ed25519").export_public_key("openssh").decode().split()
+    kh = env.homes["n1"] / ".ssh" / "known_hosts"
+    kh.write_text(f"{env.addrs['n2']} {stale[0]} {stale[1]}\n")
+    async with Cluster(env.config) as c:
+        steps = await setup_trust(c, TrustPlan([("n1", "n2")], env.addrs), env.opts)
+    assert all(s.ok for s in steps), [s.what for s in steps]
+    assert any("replaced a stale host key" in s.what for s in steps)
+    assert stale[1] not in kh.read_text()
+
+
+async def test_image_sync_skips_equal_ids_and_ends_with_equal_ids(make_env):
+    env = await make_env(3)
+    img = "lmsysorg/sglang:spark"
+    store = {n: env.homes[n] / ".docker-sim" for n in env.homes}
+    for s in store.values():
+        s.mkdir()
+    payload = os.urandom(12 * MB)
+    (store["n1"] / "lmsysorg_sglang_spark.img").write_bytes(b"lmsysorg/sglang:spark sha256:aaa\n" + payload)
+    (store["n3"] / "lmsysorg_sglang_spark.img").write_bytes(b"lmsysorg/sglang:spark sha256:old\n" + b"x")
+    events: list[TransferProgress] = []
+    async with Cluster(env.config) as c:
+        outs = await asyncio.wait_for(
+            sync_image(c, env.config, "sglang", emit=events.append, opts=env.opts, addrs=env.addrs), 60)
+        outs2 = await asyncio.wait_for(sync_image(c, env.config, img, opts=env.opts, addrs=env.addrs), 30)
+    by = {o.dest: o for o in outs}
+    assert by["n1"].ok and by["n1"].id is None and "already has" in by["n1"].message
+    assert by["n2"].ok and by["n3"].ok and "sha256:aaa" in by["n3"].message
+    for n in ("n2", "n3"):
+        assert (store[n] / "lmsysorg_sglang_spark.img").read_bytes().startswith(b"lmsysorg/sglang:spark sha256:aaa")
+    moving = [e.bytes for e in events if e.state == "running" and e.dest == "n2" and e.bytes]
+    assert len(set(moving)) >= 2 and moving == sorted(moving)
+    assert all(o.ok and o.id is None for o in outs2)  # everyone has it now: nothing moves
+
+
+async def test_image_on_no_node_is_a_clear_error(make_env):
+    env = await make_env(2)
+    async with Cluster(env.config) as c:
+        with pytest.raises(TransferError, match="no node has the image nope:1"):
+            await sync_image(c, env.config, "nope:1", opts=env.opts, addrs=env.addrs)
