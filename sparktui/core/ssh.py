@@ -1,0 +1,363 @@
+"""One asyncssh connection per node: run(), stream(), forward(), reconnect with backoff.
+
+Every remote command passes through Node._open(), which journals it (secrets masked). Commands are
+argv lists quoted here, or strings built with sh()/script(), which quote every value they insert.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator, Callable, Sequence
+
+import asyncssh
+
+from .config import Config, NodeConfig, SshConfig
+from .journal import Journal
+
+RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)  # backoff; the last value repeats
+RECONNECT_ATTEMPTS = 40  # then the background loop gives up (about 15 minutes)
+
+
+def sh(*argv: str) -> str:
+    """A shell command line with every argument quoted."""
+    return shlex.join(str(a) for a in argv)
+
+
+def script(template: str, **values: object) -> str:
+    """str.format(template) with every inserted value shell-quoted (lists become quoted words)."""
+    quoted = {}
+    for k, v in values.items():
+        if isinstance(v, (list, tuple)):
+            quoted[k] = " ".join(shlex.quote(str(x)) for x in v)
+        else:
+            quoted[k] = shlex.quote(str(v))
+    return template.format(**quoted)
+
+
+class SshError(Exception):
+    """Something went wrong talking to a node; str() is a plain sentence for the user."""
+
+
+class NodeUnreachable(SshError):
+    pass
+
+
+class HostKeyError(SshError):
+    pass
+
+
+@dataclass
+class Result:
+    exit_status: int
+    stdout: str
+    stderr: str
+    duration: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+def _known_hosts_path(cfg: SshConfig) -> Path:
+    return Path(os.path.expanduser(cfg.known_hosts or "~/.ssh/known_hosts"))
+
+
+def _reason(e: BaseException) -> str:
+    """A plain sentence for a failed dial: the OS error's own words rather than asyncio's."""
+    import socket
+
+    if isinstance(e, socket.gaierror):
+        return f"cannot resolve the host name ({e.strerror})"
+    errno_ = getattr(e, "errno", None)
+    if errno_:
+        return os.strerror(errno_).lower()
+    return str(e) or type(e).__name__
+
+
+class _Client(asyncssh.SSHClient):
+    """Sees the host key when it is not in known_hosts, so errors can name its fingerprint."""
+
+    def __init__(self, node: "Node"):
+        self._node = node
+
+    def validate_host_public_key(self, host, addr, port, key) -> bool:
+        return self._node._unknown_host_key(host, addr, port, key)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._node._lost(exc)
+
+
+class Node:
+    """One node: a single SSH connection, a cap on concurrent channels, reconnect after a drop."""
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        ssh: SshConfig | None = None,
+        journal: Journal | None = None,
+        on_change: Callable[["Node"], None] | None = None,
+    ):
+        self.config = config
+        self.name = config.name
+        self.ssh = ssh or SshConfig()
+        self.journal = journal or Journal()
+        self.on_change = on_change
+        self.connected = False
+        self.error: str | None = None
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._lock = asyncio.Lock()
+        self._slots = asyncio.Semaphore(max(1, self.ssh.max_channels))
+        self._closing = False
+        self._reconnect_task: asyncio.Task | None = None
+        self._host_key_problem: str | None = None
+
+    # -- connection -------------------------------------------------------------------------
+    def _options(self) -> dict:
+        c, s = self.config, self.ssh
+        opts: dict = {
+            "keepalive_interval": s.keepalive_interval,
+            "keepalive_count_max": 3,
+            "connect_timeout": s.connect_timeout,
+            "login_timeout": s.connect_timeout,
+        }
+        if c.user:
+            opts["username"] = c.user
+        if c.port:
+            opts["port"] = c.port
+        if c.identity_file:
+            opts["client_keys"] = [os.path.expanduser(c.identity_file)]
+        if s.known_hosts:
+            opts["known_hosts"] = str(_known_hosts_path(s))
+        if s.ssh_config is not None:
+            opts["config"] = [os.path.expanduser(p) for p in s.ssh_config]
+        return opts
+
+    def _unknown_host_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        """Called by asyncssh for a key not in known_hosts: refuse (strict), or record a new host."""
+        path = _known_hosts_path(self.ssh)
+        fp = key.get_fingerprint("sha256")
+        alg = key.get_algorithm()
+        known = []
+        if path.exists():
+            with contextlib.suppress(Exception):
+                known = list(asyncssh.read_known_hosts(str(path)).match(host, addr, port)[0])
+        pflag = f"-p {port} " if port and port != 22 else ""
+        if known:
+            self._host_key_problem = (
+                f"host key for {self.name} ({host}) CHANGED: the node now shows {alg} {fp}, "
+                f"which differs from {path}. If the node was reinstalled, remove the old key with "
+                f"`ssh-keygen -R {shlex.quote(host)} -f {shlex.quote(str(path))}` and connect again; "
+                f"otherwise someone may be intercepting the connection."
+            )
+            return False
+        if self.ssh.host_key_policy == "accept-new":
+            pattern = host if not port or port == 22 else f"[{host}]:{port}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as f:
+                f.write(f"{pattern} {key.export_public_key('openssh').decode().strip()}\n")
+            return True
+        self._host_key_problem = (
+            f"host key for {self.name} ({host}) is unknown: {alg} {fp}. Check it on the node with "
+            f"`ssh-keygen -lf /etc/ssh/ssh_host_{alg.replace('ssh-', '').split('-')[0]}_key.pub`, then trust it with "
+            f"`ssh-keyscan {pflag}{shlex.quote(host)} >> {shlex.quote(str(path))}` "
+            f"(or set ssh.host_key_policy: accept-new)"
+        )
+        return False
+
+    async def connect(self) -> None:
+        """Open the connection (raises NodeUnreachable / HostKeyError with a plain reason)."""
+        async with self._lock:
+            if self._conn is not None and self.connected:
+                return
+            self._host_key_problem = None
+            try:
+                conn, _ = await asyncio.wait_for(
+                    asyncssh.create_connection(lambda: _Client(self), self.config.host, **self._options()),
+                    timeout=self.ssh.connect_timeout + 2,
+                )
+            except asyncssh.HostKeyNotVerifiable as e:
+                self._set(False, self._host_key_problem or f"{self.name}: host key not verified: {e}")
+                raise HostKeyError(self.error) from None
+            except (asyncio.TimeoutError, TimeoutError):
+                self._set(False, f"{self.name} ({self.config.host}): no answer within {self.ssh.connect_timeout:g} s")
+                raise NodeUnreachable(self.error) from None
+            except asyncssh.PermissionDenied:
+                self._set(False, f"{self.name} ({self.config.host}): login refused (check user and key)")
+                raise NodeUnreachable(self.error) from None
+            except (OSError, asyncssh.Error) as e:
+                reason = _reason(e)
+                self._set(False, f"{self.name} ({self.config.host}): {reason}")
+                raise NodeUnreachable(self.error) from None
+            self._conn = conn
+            self._set(True, None)
+
+    def _set(self, connected: bool, error: str | None) -> None:
+        changed = connected != self.connected or error != self.error
+        self.connected, self.error = connected, error
+        if changed and self.on_change:
+            self.on_change(self)
+
+    def _lost(self, exc: Exception | None) -> None:
+        self._conn = None
+        if self._closing:
+            self._set(False, None)
+            return
+        self._set(False, f"{self.name}: connection lost ({exc or 'closed by the node'})")
+        if self._reconnect_task is None or self._reconnect_task.done():
+            with contextlib.suppress(RuntimeError):
+                self._reconnect_task = asyncio.get_running_loop().create_task(self._reconnect_loop())
+
+    async def _reconnect_loop(self) -> None:
+        for attempt in range(RECONNECT_ATTEMPTS):
+            if self._closing or self.connected:
+                return
+            await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
+            with contextlib.suppress(SshError):
+                await self.connect()
+                return
+
+    async def _ensure(self) -> asyncssh.SSHClientConnection:
+        if self._conn is None or not self.connected:
+            if self._closing:
+                raise NodeUnreachable(f"{self.name}: connection closed")
+            await self.connect()
+        assert self._conn is not None
+        return self._conn
+
+    async def wait_connected(self, timeout: float) -> bool:
+        """Wait until the link is back (reconnecting as needed); False after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        attempt = 0
+        while time.monotonic() < deadline:
+            try:
+                await self._ensure()
+                return True
+            except SshError:
+                delay = RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)]
+                attempt += 1
+                await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        return self.connected
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._reconnect_task:
+            self._reconnect_task.cancel()
+        if self._conn is not None:
+            self._conn.close()
+            with contextlib.suppress(Exception):
+                await self._conn.wait_closed()
+        self._conn = None
+        self._set(False, None)
+
+    # -- commands ---------------------------------------------------------------------------
+    @staticmethod
+    def _line(cmd: str | Sequence[str]) -> str:
+        return cmd if isinstance(cmd, str) else sh(*cmd)
+
+    async def run(self, cmd: str | Sequence[str], timeout: float | None = None, input: str | None = None) -> Result:
+        """Run a command; exit 124 on timeout, 255 when the node cannot be reached (like ssh)."""
+        line = self._line(cmd)
+        entry = self.journal.start(self.name, line)
+        t0 = time.monotonic()
+        try:
+            conn = await self._ensure()
+        except SshError as e:
+            self.journal.finish(entry, 255, str(e))
+            return Result(255, "", str(e), time.monotonic() - t0)
+        async with self._slots:
+            try:
+                r = await conn.run(line, check=False, timeout=timeout, input=input, encoding="utf-8", errors="replace")
+            except asyncssh.TimeoutError as e:
+                self.journal.finish(entry, 124, "timed out")
+                return Result(124, str(e.stdout or ""), f"timed out after {timeout:g} s", time.monotonic() - t0)
+            except (asyncssh.Error, OSError) as e:
+                msg = f"{self.name}: {e}"
+                self.journal.finish(entry, 255, msg)
+                return Result(255, "", msg, time.monotonic() - t0)
+        status = r.exit_status if r.exit_status is not None else 128 + 15 if r.exit_signal else 255
+        self.journal.finish(entry, status)
+        return Result(status, str(r.stdout or ""), str(r.stderr or ""), time.monotonic() - t0)
+
+    async def stream(self, cmd: str | Sequence[str]) -> AsyncIterator[str]:
+        """Lines of a long-running command (stdout and stderr merged).
+
+        The remote command is stopped when the iterator is closed: a helper watches the channel's
+        stdin and kills it on EOF, because without a PTY sshd would leave it running.
+        """
+        line = self._line(cmd)
+        wrapped = (
+            "exec 3<&0; (" + line + ") </dev/null & p=$!; "
+            "{ cat <&3; kill -TERM $p; } >/dev/null 2>&1 & exec 3<&-; "
+            "wait $p; rc=$?; exit $rc"
+        )
+        entry = self.journal.start(self.name, line)
+        conn = await self._ensure()
+        status: int | None = None
+        async with self._slots:
+            proc = await conn.create_process(
+                sh("sh", "-c", wrapped), encoding="utf-8", errors="replace", stderr=asyncssh.STDOUT
+            )
+            try:
+                async for out in proc.stdout:
+                    if out == "":
+                        continue
+                    yield out.rstrip("\r\n")
+                await proc.wait_closed()
+                status = proc.exit_status
+            finally:
+                if status is None:
+                    with contextlib.suppress(Exception):
+                        proc.stdin.write_eof()
+                    proc.close()
+                self.journal.finish(entry, status, None if status is not None else "stopped")
+
+    async def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
+        """Forward a free local port on 127.0.0.1 to remote_host:remote_port as seen from the node."""
+        conn = await self._ensure()
+        entry = self.journal.start(self.name, f"# forward 127.0.0.1:<local> -> {remote_host}:{remote_port}")
+        listener = await conn.forward_local_port("127.0.0.1", 0, remote_host, remote_port)
+        self.journal.finish(entry, 0)
+        return listener.get_port()
+
+
+class Cluster:
+    """All nodes of a config, connected concurrently."""
+
+    def __init__(self, config: Config, journal: Journal | None = None,
+                 on_change: Callable[[Node], None] | None = None):
+        self.config = config
+        self.journal = journal or Journal()
+        self.nodes: dict[str, Node] = {
+            n.name: Node(n, config.ssh, self.journal, on_change) for n in config.nodes
+        }
+
+    def __getitem__(self, name: str) -> Node:
+        return self.nodes[name]
+
+    def __iter__(self):
+        return iter(self.nodes.values())
+
+    async def connect_all(self) -> dict[str, str | None]:
+        """Connect to every node at once; returns node -> error (None when connected)."""
+
+        async def one(node: Node) -> None:
+            with contextlib.suppress(SshError):
+                await node.connect()
+
+        await asyncio.gather(*(one(n) for n in self.nodes.values()))
+        return {name: n.error for name, n in self.nodes.items()}
+
+    async def close(self) -> None:
+        await asyncio.gather(*(n.close() for n in self.nodes.values()), return_exceptions=True)
+
+    async def __aenter__(self) -> "Cluster":
+        await self.connect_all()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
