@@ -1,0 +1,29 @@
+#!/bin/bash
+# First process of a lab node (run by tini, as PID 1's child, in the node's new mount, UTS and PID
+# namespaces, inside its network namespace). It gives the node its own /sys, /proc, /run, /root,
+# /models, /tmp, /var/lib/docker and /usr/local/sbin, prints "ready", then waits to be killed.
+# Usage: node_init.sh NODE_DIR NAME
+set -euo pipefail
+D=$1
+NAME=$2
+
+# A fresh sysfs shows this node's network devices; it would hide the cgroup hierarchies dockerd
+# needs (the trap of `ip netns exec`), so they are carried over with a recursive bind and a move.
+mount --rbind /sys/fs/cgroup "$D/cgroup"
+mount -t sysfs sysfs /sys
+mount --move "$D/cgroup" /sys/fs/cgroup
+mount -t proc proc /proc
+
+mount -t tmpfs -o mode=755,size=256m tmpfs /run
+mkdir -p /run/sshd /run/lab /run/nvidia-sim
+mount --bind "$D/lab" /run/lab
+cp /run/lab/gpu-uuid /run/nvidia-sim/uuid 2>/dev/null || true
+
+mount --bind "$D/root" /root
+mount --bind "$D/models" /models
+mount --bind "$D/docker" /var/lib/docker
+mount --bind "$D/sbin" /usr/local/sbin
+mount --bind "$D/tmp" /tmp  # last: $D lives under the host's /tmp
+hostname "$NAME"
+echo ready
+exec sleep infinity
