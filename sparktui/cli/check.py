@@ -1,0 +1,105 @@
+"""`sparktui check` and `sparktui status`: connect to every node at once, probe, show the facts."""
+from __future__ import annotations
+
+import argparse
+
+import humanize
+from rich.table import Table
+
+from ..core.config import Config
+from ..core.facts import NodeFacts
+from ..core.inventory import Inventory, take_inventory
+from ..core.ssh import Cluster
+from .common import add_config_arg, add_json_arg, console, get_config, journal, print_json
+
+# Extra sections of `status` (transfers, deployments): name -> async fn(cluster, config) -> list[dict].
+STATUS_SECTIONS: dict[str, object] = {}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="validate the config, connect to every node, probe and show the facts")
+    add_config_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("status", help="node facts, transfers and deployments")
+    add_config_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=cmd_status)
+
+
+def _size(n: int | None) -> str:
+    return humanize.naturalsize(n, binary=True) if n is not None else "?"
+
+
+def node_table(inv: Inventory) -> Table:
+    t = Table(title="nodes", title_justify="left")
+    for col in ("node", "host", "state", "GPU", "memory (avail/total)", "disk free", "docker", "model"):
+        t.add_column(col)
+    for f in inv.facts.values():
+        if not f.reachable:
+            t.add_row(f.name, f.host, f"[red]unreachable[/] {f.error or ''}", "", "", "", "", "")
+            continue
+        gpu = f"{f.gpu.count}× {f.gpu.name}" if f.gpu.count else "none"
+        mem = f"{_size(f.memory.available_bytes)} / {_size(f.memory.total_bytes)}"
+        model = "absent" if not f.model or not f.model.present else _size(f.model.bytes)
+        t.add_row(f.name, f.host, "[green]ok[/]", gpu, mem, _size(f.disk_free_bytes), f.docker.version or "-", model)
+    return t
+
+
+def fabric_table(inv: Inventory, names: list[str]) -> Table:
+    t = Table(title="subnets joining every node (best first)", title_justify="left")
+    t.add_column("subnet")
+    t.add_column("kind")
+    for n in names:
+        t.add_column(n)
+    for i, s in enumerate(inv.subnets):
+        kind = ("RoCE" if s.rdma else "TCP") + (" management" if s.management else "") + (" ← fabric" if i == 0 else "")
+        cells = []
+        for n in names:
+            a = s.nodes.get(n)
+            cells.append(f"{a.iface} {a.ip}" + (f" ({a.rdma})" if a and a.rdma else "") if a else "-")
+        t.add_row(s.subnet, kind, *cells)
+    return t
+
+
+def print_inventory(config: Config, inv: Inventory) -> None:
+    console.print(node_table(inv))
+    if inv.subnets:
+        console.print(fabric_table(inv, [n.name for n in config.nodes]))
+    for f in inv.facts.values():
+        for note in getattr(f, "notes", []):
+            console.print(f"[yellow]{f.name}:[/] {note}", markup=True)
+    for w in inv.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+
+
+async def gather(config: Config) -> tuple[Inventory, dict[str, list[dict]]]:
+    async with Cluster(config, journal=journal()) as cluster:
+        inv = await take_inventory(cluster, config)
+        extra = {}
+        for name, fn in STATUS_SECTIONS.items():
+            extra[name] = await fn(cluster, config)  # type: ignore[operator]
+    return inv, extra
+
+
+async def cmd_check(args: argparse.Namespace) -> int:
+    config = get_config(args)
+    async with Cluster(config, journal=journal()) as cluster:
+        inv = await take_inventory(cluster, config)
+    if args.json:
+        print_json(inv.to_json())
+    else:
+        print_inventory(config, inv)
+    return 0 if inv.all_reachable else 1
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    config = get_config(args)
+    inv, extra = await gather(config)
+    if args.json:
+        print_json({**inv.to_json(), **extra})
+    else:
+        print_inventory(config, inv)
+        for name, rows in extra.items():
+            console.print(f"[bold]{name}[/]: " + (", ".join(str(r.get("summary", r)) for r in rows) or "none"))
+    return 0 if inv.all_reachable else 1

@@ -1,0 +1,60 @@
+"""Pieces every CLI command shares: config loading with clean errors, JSON output, the journal."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from ..core.config import Config, ConfigError, find_config, load_config
+from ..core.journal import Journal, default_journal_path
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+class CliExit(Exception):
+    """Stop the command with an exit code after printing `message` to stderr."""
+
+    def __init__(self, code: int, message: str = ""):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def add_config_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", metavar="FILE", default=argparse.SUPPRESS,
+                   help="config file (default: $SPARKTUI_CONFIG, ./sparktui.yaml, ~/.config/sparktui/config.yaml)")
+
+
+def add_json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def get_config(args: argparse.Namespace) -> Config:
+    """The config named by --config (or found), or exit 2 with FILE:LINE:COL: message."""
+    try:
+        return load_config(find_config(getattr(args, "config", None)))
+    except ConfigError as e:
+        raise CliExit(2, str(e)) from None
+
+
+def journal() -> Journal:
+    return Journal(default_journal_path())
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def confirm(question: str, assume_yes: bool) -> bool:
+    """Ask on the terminal; refuse (False) when there is no terminal to ask on."""
+    if assume_yes:
+        return True
+    if not sys.stdin.isatty():
+        err_console.print(f"{question} — not confirmed (no terminal); pass --yes to proceed")
+        return False
+    return console.input(f"{question} [y/N] ").strip().lower() in ("y", "yes")

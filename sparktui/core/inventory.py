@@ -1,0 +1,66 @@
+"""Probe every node at once and analyse the network: the facts `check`, `status` and plans share."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from . import network, probes
+from .config import Config
+from .facts import NodeFacts, Subnet
+from .ssh import Cluster, Node
+
+
+async def probe_node(node: Node, model_path: str) -> NodeFacts:
+    """One round-trip: the probe script; an unreachable node gives facts with reachable=False."""
+    if not node.connected:
+        try:
+            await node.connect()
+        except Exception:  # noqa: BLE001 - the reason is in node.error
+            return NodeFacts(name=node.name, host=node.config.host, reachable=False, error=node.error)
+    r = await node.run(probes.probe_command(model_path), timeout=probes.PROBE_TIMEOUT)
+    if r.exit_status == 255 and not r.stdout:
+        return NodeFacts(name=node.name, host=node.config.host, reachable=False, error=r.stderr.strip() or node.error)
+    facts = probes.parse_probe(node.name, node.config.host, r.stdout)
+    facts.reachable = True
+    if r.exit_status == 124:
+        facts.notes.append(f"the probe timed out after {probes.PROBE_TIMEOUT:g} s; facts are partial")
+    return facts
+
+
+async def probe_all(cluster: Cluster, config: Config) -> dict[str, NodeFacts]:
+    """Facts for every node of the config, probed concurrently, in config order."""
+    results = await asyncio.gather(*(probe_node(n, config.model.path) for n in cluster))
+    return {f.name: f for f in results}
+
+
+@dataclass
+class Inventory:
+    facts: dict[str, NodeFacts]
+    subnets: list[Subnet] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def all_reachable(self) -> bool:
+        return all(f.reachable for f in self.facts.values())
+
+    def to_json(self) -> dict:
+        return {
+            "nodes": [f.to_json() for f in self.facts.values()],
+            "fabric": [s.to_json() for s in self.subnets],
+            "warnings": self.warnings,
+        }
+
+
+def overrides(config: Config) -> dict[str, dict[str, str]]:
+    return {n.name: dict(n.interfaces) for n in config.nodes if n.interfaces}
+
+
+def analyse(config: Config, facts: dict[str, NodeFacts]) -> Inventory:
+    reachable = [f for f in facts.values() if f.reachable]
+    dial = {n.name: n.host for n in config.nodes}
+    subs = network.subnets(reachable, overrides(config), dial) if reachable else []
+    return Inventory(facts=facts, subnets=subs, warnings=network.warnings(subs, list(facts.values())))
+
+
+async def take_inventory(cluster: Cluster, config: Config) -> Inventory:
+    return analyse(config, await probe_all(cluster, config))
