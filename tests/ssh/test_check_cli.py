@@ -1,0 +1,60 @@
+"""`sparktui check` end to end against in-process SSH servers (the probe runs on this machine)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def write_config(cfg, path: Path) -> Path:
+    data = {
+        "cluster": cfg.cluster,
+        "nodes": [
+            {"name": n.name, "host": n.host, "port": n.port, "user": "root", "identity_file": n.identity_file,
+             "role": n.role}
+            for n in cfg.nodes
+        ],
+        "model": {"name": "m", "path": cfg.model.path},
+        "ssh": {"known_hosts": cfg.ssh.known_hosts, "connect_timeout": 2},
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+async def sparktui(*args: str) -> tuple[int, str, str]:
+    p = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", *args,
+                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(p.communicate(), 60)
+    return p.returncode, out.decode(), err.decode()
+
+
+async def test_check_reports_every_node_and_exit_1_for_the_unreachable(ssh_env, tmp_path):
+    cfg, servers = await ssh_env(2)
+    Path(cfg.model.path).mkdir(parents=True)
+    (Path(cfg.model.path) / "model.safetensors").write_bytes(b"x" * 4096)
+    conf = write_config(cfg, tmp_path / "c.yaml")
+    rc, out, err = await sparktui("check", "--config", str(conf), "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert [n["name"] for n in doc["nodes"]] == ["n1", "n2"]
+    n1 = doc["nodes"][0]
+    assert n1["reachable"] and n1["error"] is None
+    assert n1["model"]["present"] and n1["model"]["bytes"] >= 4096
+    assert n1["memory"]["total_bytes"] > 0
+    await servers[1].stop()
+    rc, out, _ = await sparktui("check", "--config", str(conf), "--json")
+    doc = json.loads(out)
+    assert rc == 1
+    assert doc["nodes"][0]["reachable"] and not doc["nodes"][1]["reachable"]
+    assert "refused" in doc["nodes"][1]["error"]
+
+
+async def test_config_error_exits_2_with_position(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cluster: x\nnodes:\n  - name: a\n    host: h\n    prot: 22\nmodel: {name: m, path: /m}\n")
+    rc, out, err = await sparktui("check", "--config", str(bad))
+    assert rc == 2
+    assert f"{bad}:5:5:" in err and "port" in err and "Traceback" not in err
