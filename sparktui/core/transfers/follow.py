@@ -95,6 +95,14 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
                 image_rate = (poll.count - rate_probe[1]) / (t - rate_probe[0])
             rate_probe, count = (t, poll.count), poll.count
         more = offset < poll.size
+        if not more and (poll.rc is None or poll.nbytes or poll.count is not None):
+            # the last read before the end too: rsync's final update (100 %) belongs to the run
+            p = progress_of(meta, RUNNING, parser.latest(), count)
+            if meta.kind == "image" and image_rate is not None:
+                p = replace(p, rate=image_rate)
+                if meta.total_bytes and image_rate > 0 and count is not None:
+                    p.eta = max(0.0, (meta.total_bytes - count) / image_rate)
+            emit(p)
         if poll.rc is not None and not more:
             state = CANCELLED if poll.cancelled else RUNNING
             msg = describe_end(meta, "failed", poll.rc, "\n".join(parser.messages), None) if poll.rc else None
@@ -109,11 +117,5 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
                              parser.latest(), count)
             gone_once = True
             continue
-        p = progress_of(meta, RUNNING, parser.latest(), count)
-        if meta.kind == "image" and image_rate is not None:
-            p = replace(p, rate=image_rate)
-            if meta.total_bytes and image_rate > 0 and count is not None:
-                p.eta = max(0.0, (meta.total_bytes - count) / image_rate)
-        emit(p)
         if not more:
             await asyncio.sleep(opts.poll)

@@ -77,9 +77,11 @@ async def _finish(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions
 
 async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | None = None, *,
                      emit: Emit | None = None, opts: TransferOptions | None = None,
-                     addrs: dict[str, str] | None = None, subnet: str | None = None) -> list[Outcome]:
+                     addrs: dict[str, str] | None = None, subnet: str | None = None,
+                     wait: bool = True) -> list[Outcome]:
     """Make `dests` (default: every node) hold the same image ID as the node that has it (the head
-    first). Raises TransferError when no node has the image or a node cannot be asked."""
+    first). Raises TransferError when no node has the image or a node cannot be asked.
+    wait=False starts the transfers from that node and returns (ok = started)."""
     opts = opts or TransferOptions()
     emit = emit or (lambda e: None)
     image = resolve_image(config, image_or_engine)
@@ -115,7 +117,9 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
     fresh = []
     for d in todo:
         rec = latest.get(d)
-        if rec is not None and rec.state in (RUNNING, UNVERIFIED):
+        if rec is not None and rec.state == RUNNING and not wait:
+            outcomes[d] = Outcome(d, True, f"already running from {rec.meta.source}", rec.meta.source, rec.id)
+        elif rec is not None and (rec.state == UNVERIFIED or rec.state == RUNNING and wait):
             adopted[d] = _finish(cluster, rec.meta, emit, opts, already_ended=rec.state == UNVERIFIED)
         else:
             fresh.append(d)
@@ -135,12 +139,7 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
     await asyncio.gather(*(prepare(d) for d in fresh))
     fresh = [d for d in fresh if d not in outcomes]
 
-    async def transfer(sender: str, dest: str) -> Outcome:
-        target = remote.peer(users[dest], addrs[dest])
-        if sender != source:
-            reason = await trust.check(cluster[sender], users[dest], addrs[dest], opts)
-            if reason:
-                return Outcome(dest, False, str(TrustMissing(sender, dest, target, reason)), sender, blocked=True)
+    async def start(sender: str, dest: str) -> TransferMeta | Outcome:
         busy = running_to(await list_transfers(cluster), dest, "image")
         if busy is not None:
             e = TransferBusy(f"an image transfer to {dest} is already running ({busy.id})", busy.id)
@@ -152,7 +151,29 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
         if not r.ok:
             return Outcome(dest, False, f"could not start docker save on {sender}: {r.stderr.strip()}", sender)
         emit(TransferProgress(meta.id, "image", sender, dest, RUNNING, total_bytes=meta.total_bytes))
-        return await _finish(cluster, meta, emit, opts, already_ended=False)
+        return meta
+
+    async def transfer(sender: str, dest: str) -> Outcome:
+        target = remote.peer(users[dest], addrs[dest])
+        if sender != source:
+            reason = await trust.check(cluster[sender], users[dest], addrs[dest], opts)
+            if reason:
+                return Outcome(dest, False, str(TrustMissing(sender, dest, target, reason)), sender, blocked=True)
+        started = await start(sender, dest)
+        if isinstance(started, Outcome):
+            return started
+        return await _finish(cluster, started, emit, opts, already_ended=False)
+
+    if not wait:
+        async def start_only(d: str) -> None:
+            started = await start(source, d)
+            outcomes[d] = started if isinstance(started, Outcome) else \
+                Outcome(d, True, f"started {started.id}", source, started.id)
+
+        await asyncio.gather(*(start_only(d) for d in fresh))
+        checked = await asyncio.gather(*adopted.values())  # only finished ones wait for verification here
+        outcomes.update({o.dest: o for o in checked})
+        return [outcomes[d] for d in targets if d in outcomes]
 
     fan = FanOut(source, fresh, opts.streams_per_source)
     outcomes.update(await run_fanout(fan, transfer, adopted))

@@ -137,8 +137,11 @@ async def _follow_and_verify(cluster, meta: TransferMeta, emit: Emit, opts: Tran
 
 async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: Emit | None = None,
                      opts: TransferOptions | None = None, addrs: dict[str, str] | None = None,
-                     subnet: str | None = None) -> list[Outcome]:
+                     subnet: str | None = None, wait: bool = True) -> list[Outcome]:
     """Bring config.model.path to `dests` (default: every other node), verified.
+
+    wait=False starts every copy from the source and returns at once (ok = started; no fan-out,
+    nobody stays to chain it); a later sync_model (or `sync status`) finds them again.
 
     Transfers already running towards a destination (started by an earlier sparktui) are followed,
     not started twice; a finished but unverified one is verified. Raises TransferError when nothing
@@ -184,7 +187,9 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
     todo: list[str] = []
     for d in targets:
         rec = latest.get(d)
-        if rec is not None and rec.state == RUNNING:
+        if rec is not None and rec.state == RUNNING and not wait:
+            outcomes[d] = Outcome(d, True, f"already running from {rec.meta.source}", rec.meta.source, rec.id)
+        elif rec is not None and rec.state == RUNNING:
             emit(TransferProgress(rec.id, "model", rec.meta.source, d, RUNNING, total_bytes=rec.meta.total_bytes,
                                   message=f"following the transfer already running from {rec.meta.source}"))
             adopted[d] = _follow_and_verify(cluster, rec.meta, emit, opts)
@@ -225,6 +230,19 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
         except TransferError as e:
             return Outcome(dest, False, str(e), sender)
         return await _follow_and_verify(cluster, meta, emit, opts)
+
+    if not wait:
+        async def start_only(d: str) -> None:
+            try:
+                meta = await start_model_transfer(cluster, source, d, path, addrs[d], users[d], opts, total)
+                outcomes[d] = Outcome(d, True, f"started {meta.id}", source, meta.id)
+            except TransferError as e:
+                outcomes[d] = Outcome(d, False, str(e), source, getattr(e, "running_id", None))
+
+        await asyncio.gather(*(start_only(d) for d in todo))
+        checked = await asyncio.gather(*adopted.values())  # only finished ones wait for verification here
+        outcomes.update({o.dest: o for o in checked})
+        return [outcomes[d] for d in targets if d in outcomes]
 
     fan = FanOut(source, todo, opts.streams_per_source)
     outcomes.update(await run_fanout(fan, transfer, adopted))

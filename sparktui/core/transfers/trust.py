@@ -6,8 +6,8 @@ Setting it up, for a sender S and a peer P reached at address A:
   2. S's public key goes into P's ~/.ssh/authorized_keys (written through sparktui's connection
      to P, so no password is ever typed);
   3. P's host key, as `ssh-keyscan A` run on S sees it, goes into S's ~/.ssh/known_hosts, but
-     only when it equals a host key P itself holds in /etc/ssh (read through sparktui's
-     authenticated connection): whatever answers at A must be P.
+     only when it is a key P is known to hold: the one P presented to sparktui's own (verified)
+     connection, or one in P's /etc/ssh. Whatever answers at A must be P.
 """
 from __future__ import annotations
 
@@ -93,6 +93,18 @@ kh="$HOME/.ssh/known_hosts"
 """
 
 
+def presented_host_key(node) -> str | None:
+    """The host key (base64) the node showed sparktui's connection, which known_hosts verified.
+
+    Node has no public accessor for it yet, hence the guarded look at its connection."""
+    conn = getattr(node, "_conn", None)
+    try:
+        key = conn.get_server_host_key() if conn is not None else None
+        return key.export_public_key("openssh").decode().split()[1] if key is not None else None
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
 def _blob(line: str) -> str | None:
     """The base64 key of an authorized_keys / known_hosts / .pub line."""
     for word in line.split():
@@ -148,6 +160,9 @@ async def setup(cluster, plan: TrustPlan, users: dict[str, str], opts: TransferO
     async def read_host_keys(p: str) -> None:
         r = await cluster[p].run(_HOST_KEYS, timeout=30)
         host_keys[p] = {b for b in (_blob(ln) for ln in r.stdout.splitlines()) if b}
+        presented = presented_host_key(cluster[p])
+        if presented:
+            host_keys[p].add(presented)
 
     await asyncio.gather(*(read_host_keys(p) for p in sorted({p for _, p in plan.pairs})))
 
