@@ -73,3 +73,46 @@ class TransferProgress:
     files_left: int | None = None  # files still to check (rsync to-chk R)
     files_total: int | None = None  # files known so far (rsync to-chk T; grows while listing)
     message: str | None = None  # plain words: why it failed, what was verified, what to do
+
+
+DEPLOYMENT_STATES = ("starting", "loading", "ready", "failed", "hung", "stopping", "stopped")
+
+
+@dataclass
+class DeploymentChanged:
+    """Where a deployment (the engine containers of one launch) stands."""
+
+    id: str  # deployment name (container label sparktui.deployment)
+    engine: str  # sglang | vllm
+    mode: str  # native | ray
+    state: str  # one of DEPLOYMENT_STATES
+    detail: str = ""  # plain words: the step running, the problem and its hint, ...
+    endpoint: str | None = None  # http://HEAD:PORT/v1 once ready
+
+
+@dataclass
+class LaunchStep:
+    """One step of a launch plan on one node: started, done, skipped (already there) or failed."""
+
+    deployment: str
+    node: str
+    index: int  # 0-based position in the plan's global order
+    total: int
+    kind: str  # run | exec | wait
+    description: str
+    state: str  # running | done | skipped | failed
+    detail: str = ""  # the container id, why it was skipped, the error
+
+
+@dataclass
+class EndpointChecked:
+    """The OpenAI-compatible endpoint answered a short chat completion (readiness proof)."""
+
+    deployment: str
+    endpoint: str  # as the nodes see it: http://HEAD:PORT/v1
+    local: str  # through this machine's SSH forward: http://127.0.0.1:N/v1
+    model: str  # the id /v1/models listed
+    latency_s: float  # request to full answer
+    completion_tokens: int
+    tokens_per_s: float | None
+    reply: str = ""  # the answer's text (short)
