@@ -1,0 +1,525 @@
+"""`python3 -m sglang.launch_server`: one node's share of an SGLang deployment.
+
+Order of events, as SGLang prints them: server_args, per rank "Init torch distributed begin.",
+the rendezvous at --dist-init-addr, "CustomAllreduce is disabled ..." (multi-node), the cross-node
+message queue (where a wrong published address freezes every rank), "Init torch distributed ends.",
+weights, KV cache, CUDA graphs, then on node 0 only: uvicorn, warm-up, "fired up and ready to roll".
+A watchdog kills a rank that makes no progress for --watchdog-timeout engine seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import os
+import random
+import socket
+import sys
+import time
+
+from . import clock, gpu, httpapi, mesh, netinfo, runtime
+from .logfmt import SGLangLog, progress_bar
+from .model import GIB, ModelInfo, ModelNotFound, load_model
+from .store import StoreClient, StoreError, StoreServer, wait_complete
+
+VERSION = "0.5.4"
+NCCL_VERSION = "2.27.3"
+SHARD_S = 2.5  # engine seconds per safetensors shard, per node
+SLOW_SHARD_S = 25.0
+GRAPH_BS = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="launch_server", description="Launch an SGLang server (simulated engine).")
+    a = p.add_argument
+    a("--model-path", "--model", dest="model_path", required=True,
+      help="The path of the model weights. This can be a local folder or a Hugging Face repo ID.")
+    a("--tokenizer-path", help="The path of the tokenizer.")
+    a("--served-model-name", help="Override the model name returned by the v1/models endpoint.")
+    a("--host", default="127.0.0.1", help="The host of the HTTP server.")
+    a("--port", type=int, default=30000, help="The port of the HTTP server.")
+    a("--tensor-parallel-size", "--tp-size", "--tp", dest="tp_size", type=int, default=1,
+      help="The tensor parallelism size.")
+    a("--pipeline-parallel-size", "--pp-size", "--pp", dest="pp_size", type=int, default=1,
+      help="The pipeline parallelism size.")
+    a("--data-parallel-size", "--dp-size", "--dp", dest="dp_size", type=int, default=1,
+      help="The data parallelism size.")
+    a("--expert-parallel-size", "--ep-size", "--ep", dest="ep_size", type=int, default=1,
+      help="The expert parallelism size.")
+    a("--nnodes", type=int, default=1, help="The number of nodes.")
+    a("--node-rank", type=int, default=0, help="The node rank.")
+    a("--dist-init-addr", "--nccl-init-addr", dest="dist_init_addr",
+      help="The host address for initializing distributed backend (e.g., `192.168.0.2:25000`).")
+    a("--dist-timeout", type=int, default=None, help="Set timeout for torch.distributed initialization.")
+    a("--mem-fraction-static", type=float, default=None,
+      help="The fraction of the memory used for static allocation (model weights and KV cache memory pool).")
+    a("--context-length", type=int, default=None, help="The model's maximum context length.")
+    a("--max-running-requests", type=int, default=None, help="The maximum number of running requests.")
+    a("--max-total-tokens", type=int, default=None, help="The maximum number of tokens in the memory pool.")
+    a("--chunked-prefill-size", type=int, default=8192, help="The maximum number of tokens in a chunk.")
+    a("--max-prefill-tokens", type=int, default=16384, help="The maximum number of tokens in a prefill batch.")
+    a("--disable-cuda-graph", action="store_true", help="Disable cuda graph.")
+    a("--cuda-graph-max-bs", type=int, default=None, help="Set the maximum batch size for cuda graph.")
+    a("--disable-radix-cache", action="store_true", help="Disable RadixAttention for prefix caching.")
+    a("--trust-remote-code", action="store_true", help="Whether or not to allow custom models defined on the Hub.")
+    a("--watchdog-timeout", type=float, default=300, help="Set watchdog timeout in seconds.")
+    a("--dtype", default="auto", help="Data type for model weights and activations.")
+    a("--kv-cache-dtype", default="auto", help="Data type for kv cache storage.")
+    a("--quantization", default=None, help="The quantization method.")
+    a("--load-format", default="auto", help="The format of the model weights to load.")
+    a("--download-dir", default=None, help="Model download directory for huggingface.")
+    a("--attention-backend", default=None, help="Choose the kernels for attention layers.")
+    a("--tool-call-parser", default=None, help="Specify the parser for handling tool-call interactions.")
+    a("--reasoning-parser", default=None, help="Specify the parser for reasoning models.")
+    a("--enable-metrics", action="store_true", help="Enable log prometheus metrics.")
+    a("--enable-dp-attention", action="store_true", help="Enable data parallelism for attention.")
+    a("--skip-server-warmup", action="store_true", help="If set, skip warmup.")
+    a("--api-key", default=None, help="Set API key of the server.")
+    a("--random-seed", type=int, default=None, help="The random seed.")
+    a("--log-level", default="info", help="The logging level of all loggers.")
+    a("--decode-log-interval", type=int, default=40, help="The log interval of decode batch.")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, unknown = build_parser().parse_known_args(argv)
+    return runtime.run(lambda: SGLangNode(args, unknown).run())
+
+
+class SGLangNode:
+    def __init__(self, args: argparse.Namespace, unknown: list[str]) -> None:
+        self.args = args
+        self.unknown = unknown
+        self.log = SGLangLog()
+        self.group: StoreServer | StoreClient | None = None
+        self.endpoint: mesh.QueueEndpoint | None = None
+        self.watchdog = runtime.Watchdog(args.watchdog_timeout)
+        self.api: httpapi.ApiServer | None = None
+        self.state: httpapi.EngineState | None = None
+        self.model: ModelInfo | None = None
+        self.kv_tokens = 0
+        self.avail_after = 0.0
+        n = max(1, args.nnodes)
+        world = max(1, args.tp_size) * max(1, args.pp_size)
+        self.gpus_here = max(1, world // n)
+        first = args.node_rank * self.gpus_here
+        self.global_ranks = list(range(first, first + self.gpus_here))
+
+    # -- logging helpers ---------------------------------------------------------------------
+    def where(self, g: int) -> tuple[int, int | None]:
+        tp = max(1, self.args.tp_size)
+        return g % tp, (g // tp if self.args.pp_size > 1 else None)
+
+    def each(self, msg: str) -> None:
+        for g in self.global_ranks:
+            tp, pp = self.where(g)
+            self.log.rank(tp, msg, pp)
+
+    def first_rank(self, msg: str) -> None:
+        tp, pp = self.where(self.global_ranks[0])
+        self.log.rank(tp, msg, pp)
+
+    def crash(self, exc_line: str, frames: list[tuple[str, int, str, str]] | None = None) -> int:
+        """A scheduler raised: it reports, SIGQUITs the launcher, which kills the process tree."""
+        frames = frames or [(f"{runtime.PY}/sglang/srt/managers/scheduler.py", 2817, "run_scheduler_process",
+                             "scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, "
+                             "pp_rank, dp_rank)")]
+        self.first_rank("Scheduler hit an exception: " + runtime.traceback_text(frames, exc_line) + "\n")
+        self.log.main("Received sigquit from a child process. It usually means the child failed.")
+        return 137
+
+    # -- the run -----------------------------------------------------------------------------
+    async def run(self) -> int:
+        a = self.args
+        await clock.pause(4.0)  # importing torch and friends
+        if self.unknown:
+            self.log.main(f"WARNING: unrecognized arguments ignored: {' '.join(self.unknown)}")
+        self.log.main("server_args=" + self.server_args_repr())
+        try:
+            self.model = load_model(a.model_path)
+        except ModelNotFound:
+            self.log.raw(runtime.traceback_text([
+                ("<frozen runpy>", 198, "_run_module_as_main", ""),
+                (f"{runtime.PY}/sglang/launch_server.py", 29, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
+                (f"{runtime.PY}/transformers/configuration_utils.py", 721, "_get_config_dict",
+                 "raise EnvironmentError("),
+            ], f"OSError: Can't load the configuration of '{a.model_path}'. If you were trying to load it from "
+               f"'https://huggingface.co/models', make sure you don't have a local directory with the same name. "
+               f"Otherwise, make sure '{a.model_path}' is the correct path to a directory containing a config.json file"))
+            return 1
+        problem = self.check_layout()
+        if problem:
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/sglang/launch_server.py", 29, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
+            ], problem))
+            return 1
+        self.state = httpapi.EngineState(
+            "sglang", a.served_model_name or a.model_path, a.model_path, self.context_len(), VERSION,
+            {"tp_size": a.tp_size, "pp_size": a.pp_size, "nnodes": a.nnodes, "node_rank": a.node_rank,
+             "model_path": a.model_path, "dist_init_addr": a.dist_init_addr})
+        try:
+            return await self.lifecycle()
+        except asyncio.CancelledError:
+            self.shutdown_lines()
+            raise
+        finally:
+            await self.close()
+
+    async def lifecycle(self) -> int:
+        idx, result = await runtime.first(self.initialize(), self.watchdog.expired(), self.peer_gone())
+        if idx == 1:
+            return self.watchdog_kill()
+        if idx == 2:
+            return self.peer_lost_during_init()
+        if result != 0:
+            return int(result)  # type: ignore[arg-type]
+        if self.args.node_rank != 0:
+            await self.peer_gone()
+            return self.peer_lost_after_ready(exit_after=True)
+        code = await self.serve_http()
+        if code:
+            return code
+        await self.warmup()
+        await self.peer_gone()
+        self.peer_lost_after_ready(exit_after=False)
+        await runtime.forever()  # the HTTP server stays up with /health 503, as SGLang's can
+        return 0
+
+    async def peer_gone(self) -> None:
+        """Returns once another node of a complete group went away (never on a single node)."""
+        if self.args.nnodes <= 1:
+            await runtime.forever()
+        while self.group is None or not self.group.complete.is_set():
+            await asyncio.sleep(0.05)
+        await self.group.lost.wait()
+
+    # -- init ---------------------------------------------------------------------------------
+    async def initialize(self) -> int:
+        a = self.args
+        await clock.pause(3.0)
+        self.each("Init torch distributed begin.")
+        self.watchdog.feed()
+        if a.nnodes > 1:
+            code = await self.rendezvous()
+            if code:
+                return code
+        else:
+            await clock.pause(1.5)
+        self.each(f"sglang is using nccl=={NCCL_VERSION}")
+        if a.nnodes > 1:
+            self.each("CustomAllreduce is disabled because this process group spans across nodes.")
+            await self.message_queue()
+        await clock.pause(0.5)
+        self.each(f"Init torch distributed ends. mem usage={gpu.RUNTIME_OVERHEAD_GIB * 0.3:.2f} GB")
+        self.watchdog.feed()
+        code = await self.load_weights()
+        if code:
+            return code
+        code = await self.allocate_kv()
+        if code:
+            return code
+        if not a.disable_cuda_graph:
+            await self.capture_graphs()
+        self.first_rank(f"max_total_num_tokens={self.kv_tokens}, chunked_prefill_size={a.chunked_prefill_size}, "
+                        f"max_prefill_tokens={a.max_prefill_tokens}, max_running_requests={self.max_running()}, "
+                        f"context_len={self.context_len()}, available_gpu_mem={self.avail_after:.2f} GB")
+        if self.group is not None:
+            await self.group.barrier("ready")
+        self.watchdog.feed()
+        return 0
+
+    def dist_addr(self) -> tuple[str, int]:
+        raw = self.args.dist_init_addr
+        if not raw:
+            # SGLang falls back to a local address: fine on one node, a silent hang across several
+            return "127.0.0.1", self.args.port + 233
+        host, _, port = raw.rpartition(":")
+        return host.strip("[]") or "127.0.0.1", int(port)
+
+    async def rendezvous(self) -> int:
+        a = self.args
+        host, port = self.dist_addr()
+        deadline = time.monotonic() + clock.scaled(a.dist_timeout) if a.dist_timeout else None
+        nnodes = a.nnodes
+        if a.node_rank == 0:
+            server = StoreServer(nnodes)
+            try:
+                await server.start(host, port)
+            except OSError as e:
+                return self.crash(self.bind_error(host, port, e))
+            self.group = server
+            bind_addr = host
+        else:
+            client = StoreClient(nnodes, a.node_rank)
+            self.group = client
+            try:
+                await client.connect(host, port, deadline)
+            except StoreError:
+                return self.crash(
+                    f"torch.distributed.DistNetworkError: The client socket has timed out after "
+                    f"{a.dist_timeout * 1000}ms while trying to connect to ({host}, {port}).")
+            bind_addr = client.local_address
+        self.endpoint = mesh.QueueEndpoint(a.node_rank, set(range(nnodes)) - {a.node_rank})
+        try:
+            await self.endpoint.start(bind_addr)
+        except OSError as e:
+            return self.crash(f"OSError: [Errno {e.errno}] {e.strerror}")
+        info = {"host_ip": self.published_ip(bind_addr), "mq_port": self.endpoint.port,
+                "hostname": socket.gethostname()}
+        if isinstance(self.group, StoreServer):
+            await self.group.publish(info)
+        else:
+            await self.group.join(info)
+        try:
+            await wait_complete(self.group, deadline)
+        except StoreError:
+            if isinstance(self.group, StoreServer):
+                return self.crash(f"torch.distributed.DistStoreError: Timed out after {a.dist_timeout + 1} seconds "
+                                  f"waiting for clients. {self.group.joined()}/{nnodes} clients joined.")
+            return self.crash("torch.distributed.DistNetworkError: Connection reset by peer")
+        return 0
+
+    def bind_error(self, host: str, port: int, e: OSError) -> str:
+        if e.errno == errno.EADDRINUSE:
+            return (f"torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+                    f"network address. port: {port}, useIpv6: 0, code: -98, name: EADDRINUSE, message: address "
+                    "already in use")
+        return (f"torch.distributed.DistNetworkError: The server socket has failed to bind to {host}:{port} "
+                f"(errno: {e.errno} - {e.strerror}).")
+
+    def published_ip(self, bind_addr: str) -> str:
+        """The address this node announces for its message queue."""
+        if clock.active("sglang-host-ip"):
+            return netinfo.other_network_ip(bind_addr) or bind_addr
+        env = os.environ.get("SGLANG_HOST_IP") or os.environ.get("HOST_IP")
+        if env:
+            return env
+        ip = netinfo.auto_ip()
+        if ip:
+            return ip
+        self.log.raw(f"{runtime.PY}/sglang/srt/utils/common.py:1878: UserWarning: Failed to get the IP address, "
+                     "using 0.0.0.0 by default. The value can be set by the environment variable SGLANG_HOST_IP "
+                     "or HOST_IP.\n  warnings.warn(")
+        return "0.0.0.0"
+
+    async def message_queue(self) -> None:
+        """Connect to every peer's published address; frozen here while any is unreachable."""
+        assert self.group is not None and self.endpoint is not None
+        peers = {r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
+                 for r, m in self.group.members.items() if r != self.args.node_rank}
+        await mesh.join_mesh(self.endpoint, peers)
+
+    # -- weights, KV, graphs ------------------------------------------------------------------
+    def check_layout(self) -> str | None:
+        a = self.args
+        world = a.tp_size * a.pp_size
+        if a.nnodes < 1 or not 0 <= a.node_rank < a.nnodes:
+            return f"AssertionError: node_rank {a.node_rank} must be in [0, nnodes={a.nnodes})"
+        if world % a.nnodes:
+            return (f"AssertionError: tp_size * pp_size ({world}) must be divisible by nnodes ({a.nnodes})")
+        if self.gpus_here > gpu.gpus_per_node():
+            return (f"RuntimeError: This node needs {self.gpus_here} GPUs for tp_size={a.tp_size}, "
+                    f"pp_size={a.pp_size}, nnodes={a.nnodes} but only {gpu.gpus_per_node()} are visible.")
+        if a.nnodes > 1 and a.dist_init_addr and ":" not in a.dist_init_addr:
+            return f"ValueError: --dist-init-addr must be HOST:PORT, got {a.dist_init_addr!r}"
+        return None
+
+    def context_len(self) -> int:
+        assert self.model is not None or self.args.context_length
+        return int(self.args.context_length or (self.model.max_position if self.model else 32768))
+
+    def max_running(self) -> int:
+        return int(self.args.max_running_requests or max(1, min(4096, self.kv_tokens // 64)))
+
+    async def load_weights(self) -> int:
+        a, m = self.args, self.model
+        assert m is not None
+        total = gpu.total_gib()
+        avail = total - gpu.RUNTIME_OVERHEAD_GIB
+        self.each(f"Load weight begin. avail mem={avail:.2f} GB")
+        if not m.shards:
+            return self.crash(f"RuntimeError: Cannot find any model weights with `{a.model_path}`")
+        weights = gpu.weights_gib(m.total_bytes, a.tp_size, a.pp_size)
+        leader = 0 in self.global_ranks
+        n = len(m.shards)
+        # a handful of fixture shards still take as long as a small real checkpoint would
+        per = (SLOW_SHARD_S if clock.active("slow-load") else SHARD_S) * max(1.0, 8.0 / n)
+        oom_at = max(1, (n * 6 + 9) // 10) if clock.active("oom") else None
+        start = time.monotonic()
+        if leader:
+            self.log.raw(progress_bar("Loading safetensors checkpoint shards", 0, n, 0.0))
+        for k in range(1, n + 1):
+            await clock.pause(per * random.uniform(0.85, 1.15))
+            self.watchdog.feed()
+            loaded = weights * k / n
+            if (oom_at is not None and k == oom_at) or loaded > avail - 0.2:
+                free = max(0.05, avail - loaded * 0.98)
+                return self.crash("torch.OutOfMemoryError: " + gpu.torch_oom_message(
+                    weights / n * 1.3, free, total - free))
+            if leader:
+                elapsed = (time.monotonic() - start) * clock.speed()
+                self.log.raw(progress_bar("Loading safetensors checkpoint shards", k, n, elapsed))
+        self.avail_after = avail - weights
+        self.each(f"Load weight end. type={m.architecture}, dtype=torch.{m.dtype}, "
+                  f"avail mem={self.avail_after:.2f} GB, mem usage={weights:.2f} GB.")
+        return 0
+
+    async def allocate_kv(self) -> int:
+        a, m = self.args, self.model
+        assert m is not None
+        total = gpu.total_gib()
+        frac = a.mem_fraction_static if a.mem_fraction_static is not None else 0.835
+        rest = self.avail_after - total * (1 - frac)
+        await clock.pause(1.0)
+        if rest <= 0.05:
+            return self.crash("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+                              [(f"{runtime.PY}/sglang/srt/model_executor/model_runner.py", 1489,
+                                "init_memory_pool", 'raise RuntimeError(')])
+        self.kv_tokens = int(rest * GIB // m.kv_bytes_per_token(a.tp_size))
+        if a.max_total_tokens:
+            self.kv_tokens = min(self.kv_tokens, a.max_total_tokens)
+        kv_dtype = "torch.bfloat16" if a.kv_cache_dtype == "auto" else f"torch.{a.kv_cache_dtype}"
+        self.each(f"Using KV cache dtype: {kv_dtype}")
+        self.each(f"KV Cache is allocated. #tokens: {self.kv_tokens}, K size: {rest / 2:.2f} GB, "
+                  f"V size: {rest / 2:.2f} GB")
+        self.avail_after -= rest
+        self.each(f"Memory pool end. avail mem={self.avail_after:.2f} GB")
+        self.watchdog.feed()
+        return 0
+
+    async def capture_graphs(self) -> None:
+        bs = [b for b in GRAPH_BS if b <= (self.args.cuda_graph_max_bs or 160)]
+        self.each(f"Capture cuda graph begin. This can take up to several minutes. avail mem={self.avail_after:.2f} GB")
+        self.first_rank(f"Capture cuda graph bs {bs}")
+        leader = 0 in self.global_ranks
+        steps = 4
+        started = time.monotonic()
+        for i in range(steps + 1):
+            if i:
+                await clock.pause(2.4)
+                self.watchdog.feed()
+            if leader:
+                done = len(bs) * i // steps
+                label = f"Capturing batches (bs={bs[max(0, len(bs) - 1 - done)]} avail_mem={self.avail_after - 0.2 * i:.2f} GB)"
+                self.log.raw(progress_bar(label, done, len(bs), (time.monotonic() - started) * clock.speed(), bar=True))
+        took = (time.monotonic() - started) * clock.speed()
+        self.avail_after -= 0.86
+        self.each(f"Capture cuda graph end. Time elapsed: {took:.2f} s. mem usage=0.86 GB. "
+                  f"avail mem={self.avail_after:.2f} GB.")
+
+    # -- serving ------------------------------------------------------------------------------
+    async def serve_http(self) -> int:
+        a = self.args
+        assert self.state is not None
+        self.api = httpapi.ApiServer(self.state, lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"))
+        self.state.on_prefill = self._prefill_line
+        self.state.on_decode = self._decode_line
+        pid = os.getpid()
+        self.log.uvicorn("INFO", f"Started server process [{pid}]")
+        self.log.uvicorn("INFO", "Waiting for application startup.")
+        self.log.uvicorn("INFO", "Application startup complete.")
+        try:
+            netinfo.check_bindable(a.host)
+            await self.api.start(a.host, a.port)
+        except OSError as e:
+            self.log.uvicorn("ERROR", f"[Errno {e.errno}] error while attempting to bind on address "
+                                      f"('{a.host}', {a.port}): {(e.strerror or str(e)).lower()}")
+            self.log.uvicorn("INFO", "Waiting for application shutdown.")
+            self.log.uvicorn("INFO", "Application shutdown complete.")
+            self.api = None
+            return 1
+        self.log.uvicorn("INFO", f"Uvicorn running on http://{a.host}:{a.port} (Press CTRL+C to quit)")
+        return 0
+
+    async def warmup(self) -> None:
+        assert self.state is not None
+        await clock.pause(1.0)
+        client = f"127.0.0.1:{random.randint(32768, 60999)}"
+        self.log.uvicorn("INFO", f'{client} - "GET /get_model_info HTTP/1.1" 200 OK')
+        if not self.args.skip_server_warmup:
+            await httpapi.generate(self.state, 6, "The capital city of France is Paris.", 8)
+            self.log.uvicorn("INFO", f'{client} - "POST /generate HTTP/1.1" 200 OK')
+        self.state.status = "ready"
+        self.log.main("The server is fired up and ready to roll!")
+
+    def _prefill_line(self, new_tokens: int, running: int) -> None:
+        usage = new_tokens / max(1, self.kv_tokens)
+        self.first_rank(f"Prefill batch. #new-seq: 1, #new-token: {new_tokens}, #cached-token: 0, "
+                        f"token usage: {usage:.2f}, #running-req: {running - 1}, #queue-req: 0, ")
+
+    def _decode_line(self, tokens: int, running: int) -> None:
+        graph = "False" if self.args.disable_cuda_graph else "True"
+        self.first_rank(f"Decode batch. #running-req: {running}, #token: {tokens}, token usage: "
+                        f"{tokens / max(1, self.kv_tokens):.2f}, cuda graph: {graph}, gen throughput (token/s): "
+                        f"{httpapi.DECODE_TOK_S * random.uniform(0.92, 1.05):.2f}, #queue-req: 0, ")
+
+    # -- failures -----------------------------------------------------------------------------
+    def watchdog_kill(self) -> int:
+        t = self.args.watchdog_timeout
+        shown = int(t) if float(t).is_integer() else t
+        for g in self.global_ranks:
+            tp, pp = self.where(g)
+            self.log.rank(tp, f"Scheduler watchdog timeout (self.watchdog_timeout={shown}, self.soft=False)", pp)
+        self.log.main("Rank 0 scheduler is dead. Please check if there are relevant logs.")
+        self.log.main("Exit code: -9")
+        return 137
+
+    def peer_lost_during_init(self) -> int:
+        return self.crash("torch.distributed.DistNetworkError: failed to recv, got 0 bytes. "
+                          "Connection was likely closed. Did the remote server shutdown or crash?")
+
+    def peer_lost_after_ready(self, exit_after: bool) -> int:
+        assert self.group is not None
+        peer = self.group.lost_rank
+        for g in self.global_ranks:
+            self.log.raw(f"[rank{g}]:[E{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d} "
+                         f"ProcessGroupNCCL.cpp:1896] [PG ID 2 PG GUID 3 Rank {g}] Process group watchdog thread "
+                         f"terminated with exception: NCCL error: remote process exited or there was a network "
+                         f"error, NCCL version {NCCL_VERSION}\nncclRemoteError: A call failed possibly due to a "
+                         f"network error or a remote process exiting prematurely.\nLast error:\nsocketProgress: "
+                         f"Connection closed by remote peer (node rank {peer})")
+        if self.state is not None:
+            self.state.status = "dead"
+        self.log.main("Rank 0 scheduler is dead. Please check if there are relevant logs.")
+        self.log.main("Exit code: -6")
+        return 134 if exit_after else 0
+
+    def shutdown_lines(self) -> None:
+        if self.api is not None:
+            self.log.uvicorn("INFO", "Shutting down")
+            self.log.uvicorn("INFO", "Waiting for application shutdown.")
+            self.log.uvicorn("INFO", "Application shutdown complete.")
+            self.log.uvicorn("INFO", f"Finished server process [{os.getpid()}]")
+
+    async def close(self) -> None:
+        if self.api is not None:
+            await self.api.close()
+        if self.endpoint is not None:
+            await self.endpoint.close()
+        if self.group is not None:
+            await self.group.close()
+
+    def server_args_repr(self) -> str:
+        a = self.args
+        fields = [("model_path", a.model_path), ("tokenizer_path", a.tokenizer_path or a.model_path),
+                  ("tokenizer_mode", "auto"), ("load_format", a.load_format),
+                  ("trust_remote_code", a.trust_remote_code), ("dtype", a.dtype), ("kv_cache_dtype", a.kv_cache_dtype),
+                  ("quantization", a.quantization), ("context_length", a.context_length), ("device", "cuda"),
+                  ("served_model_name", a.served_model_name or a.model_path), ("host", a.host), ("port", a.port),
+                  ("mem_fraction_static", a.mem_fraction_static if a.mem_fraction_static is not None else 0.835),
+                  ("max_running_requests", a.max_running_requests), ("chunked_prefill_size", a.chunked_prefill_size),
+                  ("max_prefill_tokens", a.max_prefill_tokens), ("tp_size", a.tp_size), ("pp_size", a.pp_size),
+                  ("dp_size", a.dp_size), ("ep_size", a.ep_size), ("random_seed", a.random_seed),
+                  ("watchdog_timeout", a.watchdog_timeout), ("dist_timeout", a.dist_timeout),
+                  ("download_dir", a.download_dir), ("log_level", a.log_level), ("api_key", a.api_key and "***"),
+                  ("dist_init_addr", a.dist_init_addr), ("nnodes", a.nnodes), ("node_rank", a.node_rank),
+                  ("attention_backend", a.attention_backend), ("disable_radix_cache", a.disable_radix_cache),
+                  ("disable_cuda_graph", a.disable_cuda_graph), ("cuda_graph_max_bs", a.cuda_graph_max_bs),
+                  ("enable_dp_attention", a.enable_dp_attention), ("enable_metrics", a.enable_metrics),
+                  ("skip_server_warmup", a.skip_server_warmup), ("tool_call_parser", a.tool_call_parser),
+                  ("reasoning_parser", a.reasoning_parser)]
+        return "ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in fields) + ")"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

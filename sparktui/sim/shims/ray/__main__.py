@@ -1,0 +1,5 @@
+import sys
+
+from sparktui.sim.ray_cli import main
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,718 @@
+"""`vllm serve MODEL ...`: the OpenAI server of vLLM, single node, over Ray, or natively multi-node.
+
+Ray mode finds the cluster the way ray.init() does (RAY_ADDRESS, else the address `ray start` wrote
+to {TMPDIR}/ray/ray_current_cluster), asks for a placement group whose first bundle sits on the
+driver's IP (VLLM_HOST_IP), then links to every remote node's NCCL endpoint for real. Native mode
+(--nnodes/--node-rank/--master-addr/--master-port, --headless on other ranks) does the TCP rendezvous
+at the master address. A link that cannot be made hangs until the NCCL watchdog (600 engine s).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import os
+import random
+import socket
+import sys
+import time
+
+from . import clock, gpu, httpapi, mesh, netinfo, runtime, wire
+from .logfmt import VllmLog, emit, progress_bar, ray_cpp_line, ray_line
+from .model import GIB, ModelInfo, ModelNotFound, load_model
+from .ray_gcs import GcsClient, read_current_cluster, split_address
+from .store import StoreClient, StoreError, StoreServer, wait_complete
+
+VERSION = "0.11.0"
+NCCL_TIMEOUT_S = 600.0  # torch's default collective timeout for NCCL process groups
+PG_WAIT_TIMEOUT_S = 1800.0
+SHARD_S = 2.5
+SLOW_SHARD_S = 25.0
+STATS_INTERVAL_S = 10.0
+
+
+def add_serve_args(p: argparse.ArgumentParser, positional: bool) -> None:
+    a = p.add_argument
+    if positional:
+        a("model_tag", nargs="?", help="The model tag to serve (optional if specified in config)")
+    a("--model", help="Name or path of the Hugging Face model to use.")
+    a("--host", default=None, help="Host name.")
+    a("--port", type=int, default=8000, help="Port number.")
+    a("--served-model-name", nargs="+", default=None, help="The model name(s) used in the API.")
+    a("--tensor-parallel-size", "-tp", type=int, default=1, help="Number of tensor parallel groups.")
+    a("--pipeline-parallel-size", "-pp", type=int, default=1, help="Number of pipeline parallel groups.")
+    a("--data-parallel-size", "-dp", type=int, default=1, help="Number of data parallel groups.")
+    a("--distributed-executor-backend", choices=["ray", "mp", "uni", "external_launcher"], default=None,
+      help="Backend to use for distributed model workers, either \"ray\" or \"mp\" (multiprocessing).")
+    a("--nnodes", "-n", type=int, default=1, help="Number of nodes of the multi-node distributed inference.")
+    a("--node-rank", "-r", type=int, default=0, help="Distributed node rank for multi-node inference.")
+    a("--master-addr", default="127.0.0.1", help="Distributed master address for multi-node inference.")
+    a("--master-port", type=int, default=29501, help="Distributed master port for multi-node inference.")
+    a("--headless", action="store_true", help="Run in headless mode (no API server on this node).")
+    a("--gpu-memory-utilization", type=float, default=0.9,
+      help="The fraction of GPU memory to be used for the model executor.")
+    a("--max-model-len", type=int, default=None, help="Model context length.")
+    a("--max-num-seqs", type=int, default=None, help="Maximum number of sequences per iteration.")
+    a("--max-num-batched-tokens", type=int, default=None, help="Maximum number of batched tokens per iteration.")
+    a("--trust-remote-code", action="store_true", help="Trust remote code from huggingface.")
+    a("--enforce-eager", action="store_true", help="Always use eager-mode PyTorch.")
+    a("--dtype", default="auto", help="Data type for model weights and activations.")
+    a("--kv-cache-dtype", default="auto", help="Data type for kv cache storage.")
+    a("--quantization", "-q", default=None, help="Method used to quantize the weights.")
+    a("--load-format", default="auto", help="The format of the model weights to load.")
+    a("--download-dir", default=None, help="Directory to download and load the weights.")
+    a("--tokenizer", default=None, help="Name or path of the Hugging Face tokenizer to use.")
+    a("--api-key", default=None, help="If provided, the server will require this key.")
+    a("--enable-prefix-caching", action="store_true", help="Enable prefix caching.")
+    a("--enable-expert-parallel", action="store_true", help="Use expert parallelism for MoE layers.")
+    a("--swap-space", type=float, default=4, help="CPU swap space size (GiB) per GPU.")
+    a("--seed", type=int, default=None, help="Random seed for operations.")
+    a("--block-size", type=int, default=16, help="Token block size for contiguous chunks of tokens.")
+    a("--uvicorn-log-level", default="info", help="Log level for uvicorn.")
+    a("--disable-log-requests", action="store_true", help="Disable logging requests.")
+    a("--disable-log-stats", action="store_true", help="Disable logging statistics.")
+    a("--enable-auto-tool-choice", action="store_true", help="Enable auto tool choice.")
+    a("--tool-call-parser", default=None, help="Select the tool call parser.")
+    a("--reasoning-parser", default=None, help="Select the reasoning parser.")
+    a("--chat-template", default=None, help="The file path to the chat template.")
+    a("--limit-mm-per-prompt", default=None, help="Maximum number of input items per modality.")
+
+
+def build_cli_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vllm", description="vLLM CLI (simulated engine)")
+    p.add_argument("-v", "--version", action="version", version=VERSION)
+    sub = p.add_subparsers(dest="subparser")
+    serve = sub.add_parser("serve", help="Start the vLLM OpenAI Compatible API server.",
+                           usage="vllm serve [model_tag] [options]")
+    add_serve_args(serve, positional=True)
+    return p
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    parser = build_cli_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if args.subparser != "serve":
+        parser.print_help()
+        return 0 if args.subparser is None and not argv else 2
+    if args.model_tag and args.model and args.model_tag != args.model:
+        emit(f"WARNING: With `vllm serve`, you should provide the model as a positional argument or in a config "
+             f"file instead of via the `--model` option. The `--model` option will be removed in v0.13.")
+    args.model = args.model_tag or args.model
+    if not args.model:
+        parser.error("the following arguments are required: model_tag")
+    return runtime.run(lambda: VllmServer(args, unknown).run())
+
+
+def api_server_main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="api_server", description="vLLM OpenAI-Compatible RESTful API server.")
+    add_serve_args(p, positional=False)
+    args, unknown = p.parse_known_args(argv)
+    args.model = args.model or "facebook/opt-125m"
+    return runtime.run(lambda: VllmServer(args, unknown).run())
+
+
+class Placement:
+    """Where one worker (one GPU) runs: its global rank, node IP, and whether that node is remote."""
+
+    def __init__(self, rank: int, ip: str, remote: bool, node: dict | None = None) -> None:
+        self.rank, self.ip, self.remote, self.node = rank, ip, remote, node
+        self.pid = random.randint(2000, 60000)
+
+
+class VllmServer:
+    def __init__(self, args: argparse.Namespace, unknown: list[str]) -> None:
+        self.args = args
+        self.unknown = unknown
+        self.log = VllmLog()
+        self.model: ModelInfo | None = None
+        self.sock: socket.socket | None = None
+        self.api: httpapi.ApiServer | None = None
+        self.state: httpapi.EngineState | None = None
+        self.backend = "uni"
+        self.placements: list[Placement] = []
+        self.gcs: GcsClient | None = None
+        self.links: list[asyncio.StreamWriter] = []
+        self.group: StoreServer | StoreClient | None = None
+        self.endpoint: mesh.QueueEndpoint | None = None
+        self.driver_ip = ""
+        self.lost = asyncio.Event()
+        self.kv_tokens = 0
+        self.world = max(1, args.tensor_parallel_size) * max(1, args.pipeline_parallel_size)
+        self.headless = bool(args.headless or args.node_rank > 0)
+
+    # -- tags ---------------------------------------------------------------------------------
+    def worker_tag(self, p: Placement) -> str:
+        if self.backend == "ray":
+            return f"EngineCore_DP0 pid={self.log.pid + 1}) (RayWorkerWrapper pid={p.pid}, ip={p.ip}"
+        if self.args.pipeline_parallel_size > 1:
+            pp, tp = divmod(p.rank, self.args.tensor_parallel_size)
+            return f"Worker_PP{pp}_TP{tp} pid={p.pid}"
+        return f"Worker_TP{p.rank} pid={p.pid}" if self.world > 1 else f"EngineCore_DP0 pid={self.log.pid + 1}"
+
+    def wlog(self, p: Placement, level: str, where: str, msg: str) -> None:
+        self.log.worker(self.worker_tag(p), level, where, msg)
+
+    def api_or_core(self, level: str, where: str, msg: str) -> None:
+        """Engine-level lines: from EngineCore, or from the local worker on a headless node."""
+        if self.headless and self.placements:
+            self.wlog(self.placements[0], level, where, msg)
+        else:
+            self.log.core(level, where, msg)
+
+    # -- run ----------------------------------------------------------------------------------
+    async def run(self) -> int:
+        a = self.args
+        await clock.pause(3.0)
+        emit(f"INFO {time.strftime('%m-%d %H:%M:%S')} [__init__.py:216] Automatically detected platform cuda.",
+             self.log.stream)
+        self.log.api("INFO", "api_server.py:1839", f"vLLM API server version {VERSION}")
+        self.log.api("INFO", "utils.py:233", f"non-default args: {self.non_default_args()}")
+        if self.unknown:
+            self.log.api("WARNING", "argparse_utils.py:71", f"Found unrecognized arguments: {self.unknown}. "
+                                                             "They will be ignored.")
+        try:
+            self.model = load_model(a.model)
+        except ModelNotFound:
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
+                (f"{runtime.PY}/vllm/config/model.py", 537, "__post_init__", "hf_config = get_config(self.hf_config_path "
+                                                                             "or self.model, ...)"),
+                (f"{runtime.PY}/vllm/transformers_utils/config.py", 561, "get_config", "raise ValueError(error_message) from e"),
+            ], f"ValueError: Invalid repository ID or local directory specified: '{a.model}'.\nPlease verify the "
+               "following requirements:\n1. Provide a valid Hugging Face repository ID.\n2. Specify a local directory "
+               "that contains a recognized configuration file.\n   - For Hugging Face models: ensure the presence of a "
+               "'config.json'.\n   - For Mistral models: ensure the presence of a 'params.json'."),
+                who=f"APIServer pid={self.log.pid}")
+            return 1
+        if not self.headless:
+            code = self.bind_early()
+            if code:
+                return code
+        name = (a.served_model_name or [a.model])[0]
+        self.state = httpapi.EngineState("vllm", name, a.model, self.max_model_len(), VERSION)
+        try:
+            return await self.lifecycle()
+        except asyncio.CancelledError:
+            self.shutdown_lines()
+            raise
+        finally:
+            await self.close()
+
+    def bind_early(self) -> int:
+        """vLLM binds its API socket before building the engine, so a taken port fails at once."""
+        a = self.args
+        host = a.host or "0.0.0.0"
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            netinfo.check_bindable(host)
+            sock.bind((host, a.port))
+        except OSError as e:
+            sock.close()
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/vllm/entrypoints/openai/api_server.py", 1912, "run_server",
+                 "listen_address, sock = setup_server(args)"),
+                (f"{runtime.PY}/vllm/entrypoints/openai/api_server.py", 1891, "setup_server",
+                 "sock = create_server_socket(sock_addr)"),
+                (f"{runtime.PY}/vllm/entrypoints/openai/api_server.py", 1853, "create_server_socket",
+                 "sock.bind(addr)"),
+            ], f"OSError: [Errno {e.errno}] {e.strerror}"), who=f"APIServer pid={self.log.pid}")
+            return 1
+        self.sock = sock
+        return 0
+
+    async def lifecycle(self) -> int:
+        a, m = self.args, self.model
+        assert m is not None
+        self.log.api("INFO", "model.py:547", f"Resolved architecture: {m.architecture}")
+        self.log.api("INFO", "model.py:1510", f"Using max model len {self.max_model_len()}")
+        self.log.api("INFO", "scheduler.py:205",
+                     f"Chunked prefill is enabled with max_num_batched_tokens={a.max_num_batched_tokens or 8192}.")
+        await clock.pause(4.0)
+        self.log.core("INFO", "core.py:644", "Waiting for init message from front-end.")
+        self.log.core("INFO", "core.py:77", f"Initializing a V1 LLM engine (v{VERSION}) with config: "
+                                            f"model='{a.model}', tokenizer='{a.tokenizer or a.model}', "
+                                            f"trust_remote_code={a.trust_remote_code}, dtype=torch.{m.dtype}, "
+                                            f"max_seq_len={self.max_model_len()}, "
+                                            f"tensor_parallel_size={a.tensor_parallel_size}, "
+                                            f"pipeline_parallel_size={a.pipeline_parallel_size}, "
+                                            f"quantization={m.quantization or a.quantization}, "
+                                            f"enforce_eager={a.enforce_eager}, served_model_name={self.state.served_name}")
+        self.backend = self.pick_backend()
+        if self.backend == "ray":
+            code = await self.setup_ray()
+        elif a.nnodes > 1:
+            code = await self.setup_native()
+        else:
+            code = self.setup_local()
+        if code:
+            return code
+        idx, code = await runtime.first(self.connect_workers(), clock.pause(NCCL_TIMEOUT_S), self.lost.wait())
+        if idx == 1:
+            return self.nccl_timeout()
+        if idx == 2:
+            return self.peer_lost(during_init=True)
+        if code:
+            return int(code)  # type: ignore[arg-type]
+        idx, code = await runtime.first(self.build_engine(), self.lost.wait())
+        if idx == 1:
+            return self.peer_lost(during_init=True)
+        if code:
+            return int(code)  # type: ignore[arg-type]
+        if self.headless:
+            await self.lost.wait()
+            return self.peer_lost(during_init=False)
+        await self.serve()
+        stats = asyncio.ensure_future(self.stats_loop())
+        try:
+            await self.lost.wait()
+            self.peer_lost(during_init=False)
+            await runtime.forever()  # /health answers 503 from here on; the port stays open
+        finally:
+            stats.cancel()
+        return 0
+
+    def pick_backend(self) -> str:
+        a = self.args
+        if a.distributed_executor_backend:
+            return "mp" if a.distributed_executor_backend == "external_launcher" else a.distributed_executor_backend
+        if a.nnodes > 1:
+            return "mp"
+        if self.world > gpu.gpus_per_node():
+            self.log.api("INFO", "parallel.py:432", "Defaulting to use ray for distributed inference")
+            return "ray"
+        return "mp" if self.world > 1 else "uni"
+
+    def vllm_host_ip(self) -> str:
+        ip = os.environ.get("VLLM_HOST_IP") or os.environ.get("HOST_IP") or netinfo.auto_ip()
+        if ip:
+            return ip
+        self.log.raw(f"{runtime.PY}/vllm/utils/network_utils.py:63: UserWarning: Failed to get the IP address, using "
+                     "0.0.0.0 by default. The value can be set by the environment variable VLLM_HOST_IP or HOST_IP.\n"
+                     "  warnings.warn(")
+        return "0.0.0.0"
+
+    # -- single node --------------------------------------------------------------------------
+    def setup_local(self) -> int:
+        if self.world > gpu.gpus_per_node():
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/vllm/v1/worker/gpu_worker.py", 212, "init_device",
+                 "assert self.parallel_config.local_world_size <= visible_device_count, ("),
+            ], f"AssertionError: local_world_size ({self.world}) must be less than or equal to the number of visible "
+               f"devices ({gpu.gpus_per_node()})."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+            return self.engine_failed()
+        ip = self.vllm_host_ip() if self.world > 1 else "127.0.0.1"
+        self.placements = [Placement(r, ip, False) for r in range(self.world)]
+        return 0
+
+    # -- Ray ----------------------------------------------------------------------------------
+    def ray_address(self) -> str | None:
+        if clock.active("no-ray-cluster"):
+            return None
+        addr = os.environ.get("RAY_ADDRESS")
+        if addr and addr != "auto":
+            return addr
+        return read_current_cluster()
+
+    async def setup_ray(self) -> int:
+        self.driver_ip = self.vllm_host_ip()
+        address = self.ray_address()
+        if address is None:
+            await clock.pause(3.0)
+            ray_line("INFO", "worker.py:1951", "Started a local Ray instance.")
+            nodes = [{"node_id": "local", "ip": self.driver_ip, "resources": {"GPU": float(gpu.gpus_per_node())},
+                      "nccl_port": 0}]
+            return await self.wait_placement(lambda: self._local_nodes(nodes))
+        host, port = split_address(address)
+        ray_line("INFO", "worker.py:1778", f"Connecting to existing Ray cluster at address: {host}:{port}...")
+        self.gcs = GcsClient()
+        try:
+            await self.gcs.connect(host, port, time.monotonic() + clock.scaled(5.0))
+        except TimeoutError:
+            ray_cpp_line("W", "gcs_rpc_client.h:151", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
+            try:
+                await self.gcs.connect(host, port, time.monotonic() + clock.scaled(55.0))
+            except TimeoutError:
+                ray_cpp_line("W", "gcs_client.cc:183", "Failed to get cluster ID from GCS server: TimedOut: Timed out "
+                             "while waiting for GCS to become available.")
+                self.log.raw("ConnectionError: GCS has not started yet or is not reachable at "
+                             f"{host}:{port}.", who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+                return self.engine_failed()
+        ray_line("INFO", "worker.py:1951", "Connected to Ray cluster. View the dashboard at 127.0.0.1:8265 ")
+        return await self.wait_placement(self._cluster_nodes)
+
+    async def _local_nodes(self, nodes: list[dict]) -> tuple[list[dict], dict]:
+        return nodes, {}
+
+    async def _cluster_nodes(self) -> tuple[list[dict], dict]:
+        assert self.gcs is not None
+        reply = await self.gcs.request({"op": "nodes"})
+        return reply.get("nodes") or [], reply.get("used") or {}
+
+    def plan_bundles(self, nodes: list[dict], used: dict) -> list[dict] | None:
+        """First bundle on the driver's node (node:IP), the others packed onto free GPUs, driver first."""
+        free = {n["node_id"]: float(n["resources"].get("GPU", 0)) - float(used.get(n["node_id"], 0)) for n in nodes}
+        driver = [n for n in nodes if n["ip"] == self.driver_ip]
+        if not driver or free[driver[0]["node_id"]] < 1:
+            return None
+        order = driver + sorted((n for n in nodes if n is not driver[0]), key=lambda n: (not n.get("is_head"), n["ip"]))
+        picked = []
+        for n in order:
+            while free[n["node_id"]] >= 1 and len(picked) < self.world:
+                free[n["node_id"]] -= 1
+                picked.append(n)
+        return picked if len(picked) == self.world else None
+
+    async def wait_placement(self, fetch) -> int:
+        specs = [{"GPU": 1.0, f"node:{self.driver_ip}": 0.001}] + [{"GPU": 1.0}] * (self.world - 1)
+        nodes, used = await fetch()
+        total = sum(float(n["resources"].get("GPU", 0)) for n in nodes)
+        if self.world > total:
+            self.log.core("WARNING", "ray_utils.py:402", "The number of required GPUs exceeds the total number of "
+                                                          "available GPUs in the placement group.")
+        started = time.monotonic()
+        report_at, interval = 10.0, 10.0
+        while True:
+            picked = self.plan_bundles(nodes, used)
+            if picked is not None:
+                if self.gcs is None or (await self.gcs.request(
+                        {"op": "reserve", "bundles": [n["node_id"] for n in picked]})).get("ok"):
+                    break
+            waited = (time.monotonic() - started) * clock.speed()
+            if waited >= PG_WAIT_TIMEOUT_S:
+                self.log.raw(runtime.traceback_text([
+                    (f"{runtime.PY}/vllm/v1/executor/ray_utils.py", 323, "_wait_until_pg_ready",
+                     "raise ValueError("),
+                ], f"ValueError: Cannot provide a placement group of placement_group_specs={specs} within "
+                   f"{int(PG_WAIT_TIMEOUT_S)} seconds. See `ray status` and `ray list nodes` to make sure the cluster "
+                   "has enough resources."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+                return self.engine_failed()
+            if waited >= report_at:
+                interval *= 2
+                report_at += interval
+                self.log.core("INFO", "ray_utils.py:309", f"Waiting for creating a placement group of specs for "
+                              f"{int(waited)} seconds. specs={specs}. Check `ray status` and `ray list nodes` to see if "
+                              "you have enough resources, and make sure the IP addresses used by ray cluster are the "
+                              "same as VLLM_HOST_IP environment variable specified in each node if you are running on "
+                              "a multi-node.")
+            await asyncio.sleep(min(0.5, clock.scaled(1.0)))
+            nodes, used = await fetch()
+        self.placements = [Placement(r, n["ip"], n["ip"] != self.driver_ip, n) for r, n in enumerate(picked)]
+        return 0
+
+    # -- native multi-node ----------------------------------------------------------------------
+    async def setup_native(self) -> int:
+        a = self.args
+        per_node = max(1, self.world // a.nnodes)
+        if self.world % a.nnodes or per_node > gpu.gpus_per_node():
+            self.log.raw(f"ValueError: world size {self.world} cannot be split over {a.nnodes} nodes with "
+                         f"{gpu.gpus_per_node()} GPU(s) each.", who=f"APIServer pid={self.log.pid}")
+            return 1
+        deadline = time.monotonic() + clock.scaled(NCCL_TIMEOUT_S)
+        host, port = a.master_addr, a.master_port
+        if a.node_rank == 0:
+            server = StoreServer(a.nnodes)
+            try:
+                await server.start(host, port)
+            except OSError as e:
+                msg = ("The server socket has failed to listen on any local network address. port: "
+                       f"{port}, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"
+                       if e.errno == errno.EADDRINUSE else
+                       f"The server socket has failed to bind to {host}:{port} (errno: {e.errno} - {e.strerror}).")
+                self.log.raw(f"torch.distributed.DistNetworkError: {msg}", who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+                return self.engine_failed()
+            self.group, bind_addr = server, host
+        else:
+            client = StoreClient(a.nnodes, a.node_rank)
+            self.group = client
+            try:
+                await client.connect(host, port, deadline)
+            except StoreError:
+                self.log.raw(f"torch.distributed.DistNetworkError: The client socket has timed out after "
+                             f"{int(NCCL_TIMEOUT_S * 1000)}ms while trying to connect to ({host}, {port}).",
+                             who=f"Worker_TP{a.node_rank * per_node} pid={self.log.pid + 2}")
+                return self.engine_failed()
+            bind_addr = client.local_address
+        self.endpoint = mesh.QueueEndpoint(a.node_rank, set(range(a.nnodes)) - {a.node_rank})
+        await self.endpoint.start(bind_addr)
+        info = {"host_ip": self.vllm_host_ip(), "mq_port": self.endpoint.port}
+        if isinstance(self.group, StoreServer):
+            await self.group.publish(info)
+        else:
+            await self.group.join(info)
+        try:
+            await wait_complete(self.group, deadline)
+        except StoreError:
+            if isinstance(self.group, StoreServer):
+                self.log.raw(f"torch.distributed.DistStoreError: Timed out after {int(NCCL_TIMEOUT_S) + 1} seconds "
+                             f"waiting for clients. {self.group.joined()}/{a.nnodes} clients joined.",
+                             who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+            return self.engine_failed()
+        asyncio.ensure_future(self._watch_group())
+        first = a.node_rank * per_node
+        self.placements = [Placement(r, info["host_ip"], False) for r in range(first, first + per_node)]
+        return 0
+
+    async def _watch_group(self) -> None:
+        assert self.group is not None
+        await self.group.lost.wait()
+        self.lost.set()
+
+    # -- links between nodes ----------------------------------------------------------------------
+    async def connect_workers(self) -> int:
+        a = self.args
+        if self.backend == "ray":
+            self.api_or_core("INFO", "ray_distributed_executor.py:172", "non_carry_over_env_vars from config: set()")
+            names = sorted(k for k in os.environ if k.startswith(("VLLM_", "NCCL_", "GLOO_", "UCX_")))
+            self.api_or_core("INFO", "ray_distributed_executor.py:174",
+                             f"Copying the following environment variables to workers: {names}")
+            init_port = random.randint(30000, 60000)
+            for p in self.placements:
+                self.wlog(p, "INFO", "parallel_state.py:1208", f"world_size={self.world} rank={p.rank} local_rank=0 "
+                          f"distributed_init_method=tcp://{self.driver_ip}:{init_port} backend=nccl")
+            remote = {}
+            for p in self.placements:
+                if p.remote and p.node is not None:
+                    remote[p.node["node_id"]] = (p.ip, int(p.node.get("nccl_port", 0)))
+            self.links = list(await asyncio.gather(*(self._link(h, port) for h, port in remote.values())))
+            asyncio.ensure_future(self._watch_links())
+        elif self.group is not None and self.endpoint is not None:
+            peers = {r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
+                     for r, m in self.group.members.items() if r != a.node_rank}
+            for p in self.placements:
+                self.wlog(p, "INFO", "parallel_state.py:1208", f"world_size={self.world} rank={p.rank} local_rank="
+                          f"{p.rank % max(1, len(self.placements))} distributed_init_method=tcp://{a.master_addr}:"
+                          f"{a.master_port} backend=nccl")
+            await mesh.join_mesh(self.endpoint, peers)
+        else:
+            await clock.pause(2.0)
+        multi_node = self.backend == "ray" and any(p.remote for p in self.placements) or self.args.nnodes > 1
+        for p in self.placements:
+            pp, tp = divmod(p.rank, self.args.tensor_parallel_size)
+            self.wlog(p, "INFO", "parallel_state.py:1394", f"rank {p.rank} in world size {self.world} is assigned as "
+                      f"DP rank 0, PP rank {pp}, TP rank {tp}, EP rank {tp}")
+            if multi_node:
+                self.wlog(p, "WARNING", "custom_all_reduce.py:82", "Custom allreduce is disabled because this process "
+                          "group spans across nodes.")
+        return 0
+
+    async def _link(self, host: str, port: int) -> asyncio.StreamWriter:
+        """One NCCL connection to a remote node; retries until cancelled (the NCCL timeout bounds it)."""
+        while True:
+            reader, writer = await wire.connect_retrying(host, port, deadline=None)
+            await wire.send(writer, {"op": "hello"})
+            reply = await wire.recv(reader)
+            if reply and reply.get("op") == "welcome":
+                asyncio.ensure_future(self._hold(reader))
+                return writer
+            wire.close(writer)
+            await asyncio.sleep(wire.RETRY_GAP_S)
+
+    async def _hold(self, reader: asyncio.StreamReader) -> None:
+        await wire.recv(reader)
+        self.lost.set()
+
+    async def _watch_links(self) -> None:
+        if self.gcs is not None and self.gcs.reader is not None:
+            await self.gcs.wait_closed()
+            self.lost.set()
+
+    # -- engine -------------------------------------------------------------------------------
+    async def build_engine(self) -> int:
+        a, m = self.args, self.model
+        assert m is not None
+        if not m.shards:
+            self.log.raw(f"RuntimeError: Cannot find any model weights with `{a.model}`",
+                         who=self.worker_tag(self.placements[0]))
+            return self.engine_failed()
+        total = gpu.total_gib()
+        weights = gpu.weights_gib(m.total_bytes, a.tensor_parallel_size, a.pipeline_parallel_size)
+        for p in self.placements:
+            self.wlog(p, "INFO", "gpu_model_runner.py:2602", f"Starting to load model {a.model}...")
+        if clock.active("slow-load"):
+            for p in self.placements:
+                self.wlog(p, "INFO", "weight_utils.py:628", "Auto-prefetch is disabled because the checkpoint exceeds "
+                          "90% of available RAM")
+        n = len(m.shards)
+        per = (SLOW_SHARD_S if clock.active("slow-load") else SHARD_S) * max(1.0, 8.0 / n)
+        leader = self.placements[0].rank == 0
+        oom_at = max(1, (n * 6 + 9) // 10) if clock.active("oom") else None
+        started = time.monotonic()
+        avail = total - gpu.RUNTIME_OVERHEAD_GIB
+        if leader:
+            self.log.raw(progress_bar("Loading safetensors checkpoint shards", 0, n, 0.0))
+        for k in range(1, n + 1):
+            await clock.pause(per * random.uniform(0.85, 1.15))
+            loaded = weights * k / n
+            if (oom_at is not None and k == oom_at) or loaded > avail - 0.2:
+                free = max(0.05, avail - loaded * 0.98)
+                self.log.raw(runtime.traceback_text([
+                    (f"{runtime.PY}/vllm/model_executor/model_loader/default_loader.py", 305, "load_weights",
+                     "loaded_weights = model.load_weights("),
+                ], "torch.OutOfMemoryError: " + gpu.torch_oom_message(weights / n * 1.3, free, total - free)),
+                    who=self.worker_tag(self.placements[0]))
+                return self.engine_failed()
+            if leader:
+                elapsed = (time.monotonic() - started) * clock.speed()
+                self.log.raw(progress_bar("Loading safetensors checkpoint shards", k, n, elapsed))
+        took = (time.monotonic() - started) * clock.speed()
+        for p in self.placements:
+            self.wlog(p, "INFO", "default_loader.py:267", f"Loading weights took {took:.2f} seconds")
+            self.wlog(p, "INFO", "gpu_model_runner.py:2653", f"Model loading took {weights:.4f} GiB and "
+                      f"{took + 1.7:.6f} seconds")
+        await clock.pause(6.0)  # profiling run
+        kv_gib = total * a.gpu_memory_utilization - weights - gpu.ACTIVATION_PEAK_GIB - 0.5
+        if kv_gib <= 0:
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/vllm/v1/core/kv_cache_utils.py", 686, "check_enough_kv_cache_memory",
+                 "raise ValueError("),
+            ], "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+               "initializing the engine."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+            return self.engine_failed()
+        per_token = m.kv_bytes_per_token(a.tensor_parallel_size)
+        self.kv_tokens = int(kv_gib * GIB // per_token) // a.block_size * a.block_size
+        need_gib = self.max_model_len() * per_token / GIB
+        for p in self.placements:
+            self.wlog(p, "INFO", "gpu_worker.py:298", f"Available KV cache memory: {kv_gib:.2f} GiB")
+        if self.kv_tokens < self.max_model_len():
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/vllm/v1/core/kv_cache_utils.py", 700, "check_enough_kv_cache_memory",
+                 "raise ValueError("),
+            ], f"ValueError: To serve at least one request with the models's max seq len ({self.max_model_len()}), "
+               f"({need_gib:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+               f"({kv_gib:.2f} GiB). Based on the available memory, the estimated maximum model length is "
+               f"{self.kv_tokens}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+               "initializing the engine."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+            return self.engine_failed()
+        self.api_or_core("INFO", "kv_cache_utils.py:1087", f"GPU KV cache size: {self.kv_tokens:,} tokens")
+        self.api_or_core("INFO", "kv_cache_utils.py:1091", f"Maximum concurrency for {self.max_model_len():,} tokens "
+                         f"per request: {self.kv_tokens / self.max_model_len():.2f}x")
+        if not a.enforce_eager:
+            await clock.pause(8.0)
+            if leader:
+                self.log.raw(progress_bar("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67, 67, 8.0, bar=True))
+            for p in self.placements:
+                self.wlog(p, "INFO", "gpu_model_runner.py:3480", "Graph capturing finished in 9 secs, took 0.52 GiB")
+        self.api_or_core("INFO", "core.py:210", "init engine (profile, create kv cache, warmup model) took "
+                         f"{(time.monotonic() - started) * clock.speed():.2f} seconds")
+        return 0
+
+    def engine_failed(self) -> int:
+        """EngineCore died during start-up; the API process reports it and exits."""
+        if not self.headless:
+            self.log.core("ERROR", "core.py:708", "EngineCore failed to start.")
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/vllm/v1/engine/utils.py", 878, "wait_for_engine_startup", "raise RuntimeError("),
+            ], "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"),
+                who=f"APIServer pid={self.log.pid}")
+        return 1
+
+    # -- serving ------------------------------------------------------------------------------
+    async def serve(self) -> None:
+        a = self.args
+        assert self.state is not None
+        host = a.host or "0.0.0.0"
+        self.log.api("INFO", "api_server.py:1634", f"Supported_tasks: ['generate']")
+        self.log.api("INFO", "api_server.py:1912", f"Starting vLLM API server 0 on http://{host}:{a.port}")
+        self.log.api("INFO", "launcher.py:34", "Available routes are:")
+        for route, methods in (("/health", "GET"), ("/version", "GET"), ("/v1/models", "GET"),
+                               ("/v1/chat/completions", "POST"), ("/v1/completions", "POST")):
+            self.log.api("INFO", "launcher.py:42", f"Route: {route}, Methods: {methods}")
+        self.api = httpapi.ApiServer(self.state, lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"))
+        await self.api.start(sock=self.sock)
+        self.state.status = "ready"
+        self.log.uvicorn("INFO", f"Started server process [{self.log.pid}]")
+        self.log.uvicorn("INFO", "Waiting for application startup.")
+        self.log.uvicorn("INFO", "Application startup complete.")
+        self.log.uvicorn("INFO", f"Uvicorn running on http://{host}:{a.port} (Press CTRL+C to quit)")
+
+    async def stats_loop(self) -> None:
+        """vLLM's periodic engine stats line, printed while there is (or just was) traffic."""
+        st = self.state
+        assert st is not None
+        last_p, last_g, last_t, busy = st.prompt_tokens, st.generation_tokens, time.monotonic(), False
+        while not self.args.disable_log_stats:
+            await clock.pause(STATS_INTERVAL_S)
+            now = time.monotonic()
+            span = max(1e-6, (now - last_t) * clock.speed())
+            dp, dg = st.prompt_tokens - last_p, st.generation_tokens - last_g
+            if dp or dg or st.running or busy:
+                usage = 100.0 * (st.running * 512) / max(1, self.kv_tokens)
+                self.log.api("INFO", "loggers.py:123", f"Engine 000: Avg prompt throughput: {dp / span:.1f} tokens/s, "
+                             f"Avg generation throughput: {dg / span:.1f} tokens/s, Running: {st.running} reqs, "
+                             f"Waiting: 0 reqs, GPU KV cache usage: {usage:.1f}%, Prefix cache hit rate: 0.0%")
+            busy = bool(dp or dg or st.running)
+            last_p, last_g, last_t = st.prompt_tokens, st.generation_tokens, now
+
+    # -- failures -----------------------------------------------------------------------------
+    def nccl_timeout(self) -> int:
+        ms = int(NCCL_TIMEOUT_S * 1000)
+        for p in self.placements:
+            if p.remote:
+                continue
+            self.log.raw(f"[rank{p.rank}]:[E{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d} "
+                         f"ProcessGroupNCCL.cpp:685] [Rank {p.rank}] Watchdog caught collective operation timeout: "
+                         f"WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)={ms}) ran for "
+                         f"{ms + random.randint(3, 90)} milliseconds before timing out.",
+                         who=self.worker_tag(p))
+        self.log.raw("terminate called after throwing an instance of 'c10::DistBackendError'",
+                     who=self.worker_tag(self.placements[0]) if self.placements else None)
+        if not self.headless:
+            self.log.core("ERROR", "core.py:708", "EngineCore failed to start.")
+        return 134
+
+    def peer_lost(self, during_init: bool) -> int:
+        where = self.worker_tag(self.placements[0]) if self.placements else None
+        self.log.raw("RuntimeError: NCCL error: remote process exited or there was a network error, NCCL version "
+                     "2.27.3\nncclRemoteError: A call failed possibly due to a network error or a remote process "
+                     "exiting prematurely.", who=where)
+        if self.state is not None:
+            self.state.status = "dead"
+        if not self.headless:
+            self.log.core("ERROR", "core.py:790", "EngineCore encountered a fatal error.")
+        if during_init:
+            return self.engine_failed()
+        return 1 if self.headless else 0
+
+    def shutdown_lines(self) -> None:
+        if self.api is not None:
+            self.log.uvicorn("INFO", "Shutting down")
+            self.log.uvicorn("INFO", "Waiting for application shutdown.")
+            self.log.uvicorn("INFO", "Application shutdown complete.")
+
+    async def close(self) -> None:
+        if self.api is not None:
+            await self.api.close()
+        elif self.sock is not None:
+            self.sock.close()
+        for w in self.links:
+            wire.close(w)
+        if self.gcs is not None:
+            self.gcs.close()
+        if self.endpoint is not None:
+            await self.endpoint.close()
+        if self.group is not None:
+            await self.group.close()
+
+    # -- bits ---------------------------------------------------------------------------------
+    def max_model_len(self) -> int:
+        if self.args.max_model_len:
+            return int(self.args.max_model_len)
+        return self.model.max_position if self.model else 32768
+
+    def non_default_args(self) -> dict:
+        a = self.args
+        out = {"model_tag": a.model, "model": a.model} if hasattr(a, "model_tag") else {"model": a.model}
+        for key, default in (("host", None), ("port", 8000), ("served_model_name", None),
+                             ("tensor_parallel_size", 1), ("pipeline_parallel_size", 1),
+                             ("distributed_executor_backend", None), ("nnodes", 1), ("node_rank", 0),
+                             ("headless", False), ("gpu_memory_utilization", 0.9), ("max_model_len", None),
+                             ("trust_remote_code", False), ("enforce_eager", False)):
+            value = getattr(a, key)
+            if value != default:
+                out[key] = value
+        return out
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())
