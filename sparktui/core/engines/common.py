@@ -108,6 +108,15 @@ def render(words: list[Word], mode: str = "run", nested: bool = False) -> str:
     return " ".join(s for s in (render_word(w, mode, nested) for w in words) if s)
 
 
+def render_lines(words: list[Word], mode: str = "export", indent: str = "    ") -> str:
+    """Like render, one flag per line (backslash-continued): for scripts people read."""
+    parts = [s for s in (render_word(w, mode) for w in words) if s]
+    out = parts[:1]
+    for p in parts[1:]:
+        out.append((" \\\n" + indent if p.startswith("-") else " ") + p)
+    return "".join(out)
+
+
 def secrets_in(words) -> list[Secret]:
     """Every secret inside a list of words, in order, without repeats."""
     out: list[Secret] = []
@@ -186,6 +195,7 @@ class Step:
     timeout: float | None = None  # wait: seconds before giving up
     interval: float = 5.0  # wait: seconds between polls
     secrets: list[str] = field(default_factory=list)  # env names an exported script must be given
+    words: list = field(default_factory=list, repr=False, compare=False)  # what the lines were rendered from
 
     @property
     def argv(self) -> list[str]:
@@ -207,7 +217,7 @@ def make_step(node: str, rank: int, kind: str, words: list[Word], description: s
               **wait) -> Step:
     return Step(node=node, rank=rank, kind=kind, command=render(words, "run"), description=description,
                 display=render(words, "show"), script=render(words, "export"), container=container,
-                secrets=[s.name for s in secrets_in(words)], **wait)
+                secrets=[s.name for s in secrets_in(words)], words=list(words), **wait)
 
 
 @dataclass

@@ -1,0 +1,163 @@
+"""`sparktui plan`: probe the nodes, then show (or export) exactly what a launch would run, and why not.
+
+The I/O (config, SSH, probes, reading config.json) is in cmd_plan; turning arguments into options
+and a plan into text are plain functions, so they are tested with synthetic facts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..core.config import Config
+from ..core.engines import ENGINES
+from ..core.export import write_export
+from ..core.fit import gib
+from ..core.plan import Plan, PlanOptions, make_plan
+from ..core.recipe import RecipeError, apply_recipe, load_recipe
+from .common import CliExit, add_config_arg, console, get_config, journal, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="show the per-node commands a launch would run, with checks and a fit estimate")
+    add_config_arg(p)
+    p.add_argument("--engine", choices=sorted(ENGINES), help="inference engine (default: sglang, or the recipe's)")
+    p.add_argument("--mode", choices=["ray", "native"], help="vLLM multi-node mode (default: ray)")
+    p.add_argument("--tp", type=int, help="tensor parallel size (default: GPUs per node x nodes)")
+    p.add_argument("--pp", type=int, help="pipeline parallel size (default: 1)")
+    p.add_argument("--nodes", metavar="A,B,...", help="nodes in rank order, head first (default: all, head first)")
+    p.add_argument("--iface", metavar="SUBNET|IFNAME|IP", help="rendezvous network (default: the best subnet joining all)")
+    p.add_argument("--image", help="container image (default: images.<engine> in the config)")
+    p.add_argument("--port", type=int, help="HTTP port on the head")
+    p.add_argument("--dist-port", type=int, help="rendezvous port (--dist-init-addr / --master-port)")
+    p.add_argument("--ray-port", type=int, help="Ray GCS port (vLLM ray mode)")
+    p.add_argument("--mem-fraction", type=float, help="--mem-fraction-static / --gpu-memory-utilization")
+    p.add_argument("--max-model-len", type=int, help="context length cap")
+    p.add_argument("--served-model-name", help="model name in the API (default: model.name)")
+    p.add_argument("--deployment", help="deployment name in container names (default: the cluster name)")
+    p.add_argument("--arg", dest="extra_args", action="append", default=[], metavar="ARG",
+                   help="extra engine argument, repeatable (use --arg=--flag for flags)")
+    p.add_argument("--env", dest="extra_env", action="append", default=[], metavar="K=V",
+                   help="extra container environment, repeatable")
+    p.add_argument("--recipe", metavar="FILE", help="a sparkrun recipe to start from")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the plan as JSON")
+    out.add_argument("--export", metavar="DIR", help="write one shell script per node and README.txt into DIR")
+    p.set_defaults(func=cmd_plan)
+
+
+def _positive(name: str, v: int | float | None) -> None:
+    if v is not None and v <= 0:
+        raise CliExit(2, f"{name} must be positive (got {v})")
+
+
+def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOptions, list[str]]:
+    """Plan options from the command line (and the recipe under them); bad input exits 2."""
+    for name in ("tp", "pp", "port", "dist_port", "ray_port", "max_model_len", "mem_fraction"):
+        _positive("--" + name.replace("_", "-"), getattr(args, name, None))
+    if args.mem_fraction is not None and args.mem_fraction > 1:
+        raise CliExit(2, f"--mem-fraction must be at most 1 (got {args.mem_fraction})")
+    env = {}
+    for item in args.extra_env:
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            raise CliExit(2, f"--env takes NAME=VALUE (got {item!r})")
+        env[k] = v
+    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
+    if args.mode and (args.engine or "sglang") == "sglang" and not args.recipe:
+        raise CliExit(2, "--mode applies to --engine vllm only")
+    opts = PlanOptions(engine=args.engine or "sglang", mode=args.mode, image=args.image, tp=args.tp, pp=args.pp,
+                       nodes=nodes, rendezvous=args.iface, dist_port=args.dist_port, port=args.port,
+                       ray_port=args.ray_port, mem_fraction=args.mem_fraction, max_model_len=args.max_model_len,
+                       served_model_name=args.served_model_name, extra_args=list(args.extra_args), env=env,
+                       deployment=args.deployment)
+    notes: list[str] = []
+    if args.recipe:
+        try:
+            recipe = load_recipe(args.recipe)
+        except RecipeError as e:
+            raise CliExit(2, str(e)) from None
+        count = len(nodes) if nodes else len(config.nodes)
+        opts, found = apply_recipe(recipe, opts, config.model.path, count, engine_given=bool(args.engine))
+        notes = [f"recipe: {w}" for w in found]
+    return opts, notes
+
+
+async def read_model_config(cluster, config: Config, path: str) -> dict | None:
+    """The model's config.json from the node that holds it first (None when it cannot be read)."""
+    source = config.model.source or config.head.name
+    node = cluster.nodes.get(source)
+    if node is None or not node.connected:
+        return None
+    r = await node.run(["cat", path.rstrip("/") + "/config.json"], timeout=15)
+    if not r.ok:
+        return None
+    try:
+        data = json.loads(r.stdout)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+async def cmd_plan(args: argparse.Namespace) -> int:
+    config = get_config(args)
+    opts, notes = options_from_args(args, config)
+    from ..core.inventory import take_inventory  # the probe layer, only needed here
+    from ..core.ssh import Cluster
+
+    async with Cluster(config, journal=journal()) as cluster:
+        inv = await take_inventory(cluster, config)
+        opts.model_config = await read_model_config(cluster, config, opts.model_path or config.model.path)
+    plan = make_plan(config, inv.facts, inv.subnets, opts)
+    plan.warnings[:0] = notes
+    if args.json:
+        print_json(plan.to_json())
+    elif args.export:
+        for p in write_export(plan, args.export):
+            console.print(str(p), markup=False)
+    else:
+        console.print(render_plan(plan))
+    return 0 if plan.ok else 1
+
+
+def render_plan(plan: Plan) -> Group:
+    """The plan for people: summary, launch order, per-node env and commands, fit, warnings, errors."""
+    parts: list = []
+    head = Text.assemble(("plan ", "bold"), (plan.plan_id or "-", "cyan"), f"  {plan.engine} ({plan.mode})  ",
+                         f"TP {plan.tp} x PP {plan.pp}  deployment {plan.deployment}")
+    parts.append(head)
+    parts.append(Text(f"model {plan.model_path} as {plan.served_model_name or '-'}, image {plan.image}"))
+    parts.append(Text(f"rendezvous {plan.subnet or '?'} head {plan.head_ip or '?'}:{plan.rendezvous_port}, "
+                      f"HTTP port {plan.port}"))
+    if plan.steps:
+        order = Table(title="launch order", title_justify="left", show_edge=False)
+        for col in ("#", "node", "kind", "what"):
+            order.add_column(col)
+        for i, s in enumerate(plan.steps, 1):
+            order.add_row(str(i), s.node, s.kind, s.description)
+        parts.append(order)
+    for n in plan.nodes:
+        env = Table(show_header=False, show_edge=False, box=None)
+        env.add_column(style="dim")
+        env.add_column()
+        for k, v in n.env.items():
+            env.add_row(k, v)
+        cmds = [Text(c, style="green") for c in n.commands] or [Text("(no commands: fix the errors)", style="dim")]
+        title = f"{n.name}  rank {n.rank} {n.role}  {n.iface or '?'} {n.ip or '?'}  RDMA {n.rdma or 'none'}"
+        parts.append(Panel(Group(env, Text(""), *cmds), title=title, title_align="left"))
+    if plan.fit is not None:
+        f = plan.fit
+        style = "red" if f.errors else ("yellow" if f.warnings else "green")
+        detail = f.summary() if f.known else f"fit unknown (weights {gib(f.weights_per_gpu)}, memory {gib(f.memory_per_gpu)})"
+        parts.append(Text("fit: " + detail, style=style))
+    for w in plan.warnings:
+        parts.append(Text("warning: " + w, style="yellow"))
+    for e in plan.errors:
+        parts.append(Text("error: " + e, style="red"))
+    if plan.ok:
+        parts.append(Text("plan is valid", style="bold green"))
+    return Group(*parts)

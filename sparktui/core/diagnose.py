@@ -1,0 +1,419 @@
+"""Engine logs -> milestones (how far the start got) and problems (what went wrong, and what to do).
+
+Pure: feed it lines as they arrive (`feed`), tell it the time now and then (`tick`) so silence
+counts, and call `finish` when a log read from a file ends. Lines may carry docker's `-t`
+timestamp; it is stripped and used as the line's time. The signatures themselves live in
+engines/logsigns.py.
+
+Two judgements matter most:
+- silence inside distributed init is the cross-node hang (SGLang freezes after "Custom allreduce is
+  disabled ..." when its message queue picked the wrong address); a file ending there is suspect too;
+- a stack dump or an NCCL warning is only provisional: if the engine goes on loading or serving
+  afterwards, it was harmless and the problem is withdrawn.
+"""
+from __future__ import annotations
+
+import time
+from calendar import timegm
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Union
+
+from .engines import logsigns as S
+
+STATES = ("starting", "loading", "ready", "failed", "hung")
+
+
+@dataclass
+class Milestone:
+    kind: str  # container_started | dist_init_begin | dist_init_end | nccl_transport | weights_loading | ...
+    line: int
+    node: str | None = None
+    at: float | None = None  # unix time of the line: its docker timestamp, or the `now` it was fed with
+    data: dict = field(default_factory=dict)  # percent, transport, tokens, ...
+    text: str = ""
+
+    def to_json(self) -> dict:
+        d = {"kind": self.kind, "line": self.line, "node": self.node, "at": self.at}
+        d.update(self.data)
+        d["text"] = self.text
+        return d
+
+
+@dataclass
+class Problem:
+    kind: str
+    line: int
+    message: str
+    hint: str
+    node: str | None = None
+    at: float | None = None
+    text: str = ""
+    provisional: bool = False  # withdrawn if the engine goes on loading or serving
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "line": self.line, "message": self.message, "hint": self.hint, "node": self.node}
+
+
+@dataclass
+class ProblemCleared:
+    """An earlier problem turned out harmless (the engine went on) or a suspected hang resolved."""
+
+    problem: Problem
+    reason: str
+
+
+Event = Union[Milestone, Problem, ProblemCleared]
+
+
+def parse_docker_ts(line: str) -> tuple[float | None, str]:
+    """(unix time, rest) for a line with docker's RFC3339Nano prefix; (None, line) otherwise."""
+    m = S.DOCKER_TS.match(line)
+    if not m:
+        return None, line
+    base, frac, zone = m.group(1), m.group(2) or "", m.group(3)
+    t = timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
+    if zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        t -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    return t, line[m.end():]
+
+
+def strip_prefixes(text: str) -> str:
+    """The message without the process tags, logger headers and rank tags engines put first."""
+    changed = True
+    while changed:
+        changed = False
+        for p in S.PREFIXES:
+            m = p.match(text)
+            if m and m.end():
+                text, changed = text[m.end():], True
+    return text
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.lines = 0
+        self.last_at: float | None = None
+        self.dist: str | None = None  # None | "in" | "done"
+        self.dist_line = 0
+        self.allreduce_off = False
+        self.weights_pct: int | None = None
+        self.seen: set = set()  # milestone keys already emitted
+        self.tb: dict | None = None  # the traceback being read
+        self.recent: tuple[set, int] = (set(), 0)  # problem kinds of the last traceback, and where it ended
+
+
+class Diagnoser:
+    """Feed lines; read .milestones, .problems, .state."""
+
+    def __init__(self, engine: str, hang_after: float = 90.0, model_path: str | None = None,
+                 clock: Callable[[], float] = time.time):
+        if engine not in S.READY:
+            raise ValueError(f"unknown engine {engine!r} (expected one of: {', '.join(S.READY)})")
+        self.engine = engine
+        self.hang_after = hang_after
+        self.model_path = model_path
+        self.clock = clock
+        self.milestones: list[Milestone] = []
+        self.problems: list[Problem] = []  # active ones
+        self.cleared: list[ProblemCleared] = []
+        self.ready = False
+        self._loading = False
+        self._ray_local = False
+        self._nodes: dict[str | None, _Node] = {}
+
+    # ---- state ----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        # Only a suspected hang (silence) is "hung"; a rendezvous that timed out has failed.
+        if any(not (p.kind == "rendezvous_hang" and p.provisional) for p in self.problems):
+            return "failed"
+        if self.problems:
+            return "hung"
+        if self.ready:
+            return "ready"
+        return "loading" if self._loading else "starting"
+
+    def to_json(self) -> dict:
+        return {"engine": self.engine, "ready": self.state == "ready", "state": self.state,
+                "milestones": [m.to_json() for m in self.milestones],
+                "problems": [p.to_json() for p in self.ordered_problems()]}
+
+    def ordered_problems(self) -> list[Problem]:
+        """Causes first: "the engine died" follows whatever killed it even when it was printed first."""
+        return sorted(self.problems, key=lambda p: p.kind == "engine_died")
+
+    # ---- input ----------------------------------------------------------------------------
+
+    def feed_lines(self, lines: Iterable[str], node: str | None = None) -> list[Event]:
+        out: list[Event] = []
+        for line in lines:
+            out += self.feed(line, node)
+        return out
+
+    def feed(self, line: str, node: str | None = None, now: float | None = None) -> list[Event]:
+        """One log line (a trailing newline is fine; `\\r`-separated progress updates are read in turn)."""
+        ns = self._nodes.setdefault(node, _Node())
+        ns.lines += 1
+        at, text = parse_docker_ts(line.rstrip("\r\n"))
+        if at is None:
+            at = now  # reported time: None for a plain file read
+        t = at if at is not None else self.clock()  # silence is measured on this
+        out: list[Event] = []
+        if ns.dist == "in" and ns.last_at is not None and t - ns.last_at >= self.hang_after:
+            out += self._hang(ns, node, f"no output for {t - ns.last_at:.0f} s", ns.lines - 1, ns.last_at)
+        ns.last_at = t
+        for seg in text.split("\r"):
+            if seg.strip():
+                out += self._segment(ns, node, seg, at)
+        return out
+
+    def tick(self, now: float | None = None) -> list[Event]:
+        """Silence check: a node quiet for hang_after seconds inside distributed init is hung."""
+        now = self.clock() if now is None else now
+        out: list[Event] = []
+        for node, ns in self._nodes.items():
+            if ns.last_at is None:
+                continue
+            if ns.tb is not None and ns.tb["ended"] and now - ns.last_at >= 1.0:
+                out += self._flush_tb(ns, node)
+            if ns.dist == "in" and now - ns.last_at >= self.hang_after:
+                out += self._hang(ns, node, f"no output for {now - ns.last_at:.0f} s", ns.lines, ns.last_at)
+        return out
+
+    def finish(self) -> list[Event]:
+        """The log ended (a file read to its end): settle what was pending."""
+        out: list[Event] = []
+        for node, ns in self._nodes.items():
+            if ns.tb is not None:
+                out += self._flush_tb(ns, node)
+            # Ending inside init is suspect unless a real failure there already explains the end.
+            explained = any(p.node == node and not p.provisional and p.line >= ns.dist_line for p in self.problems)
+            if ns.dist == "in" and not explained:
+                marker = S.DIST_END[self.engine].pattern
+                out += self._hang(ns, node, f"the log ends inside distributed init (nothing like {marker!r} "
+                                            f"after line {ns.dist_line})", ns.lines, ns.last_at)
+        return out
+
+    # ---- one piece of a line ------------------------------------------------------------------
+
+    def _segment(self, ns: _Node, node: str | None, seg: str, at: float) -> list[Event]:
+        out: list[Event] = []
+        n = ns.lines
+        if "started" not in ns.seen:
+            ns.seen.add("started")
+            out.append(self._milestone("container_started", n, node, at, seg))
+        out += self._traceback(ns, node, seg, at)
+        out += self._progress(ns, node, seg, at)
+        out += self._problems(ns, node, seg, at)
+        return out
+
+    def _traceback(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
+        out: list[Event] = []
+        tb = ns.tb
+        body = strip_prefixes(seg)
+        if tb is not None and tb["ended"]:
+            if body[:1].isspace():
+                return out  # the exception's message goes on (pydantic errors put the cause here)
+            if S.CHAINED.search(body):
+                tb["chained"] = True
+                return out
+            if S.TRACEBACK.search(body) and tb["chained"]:
+                tb.update(ended=False, chained=False)  # the same failure, told again one level up
+                return out
+            out += self._flush_tb(ns, node)
+            tb = None
+        if tb is None and S.TRACEBACK.search(body):
+            ns.tb = {"line": ns.lines, "at": at, "classified": False, "ended": False, "chained": False, "msg": None,
+                     "kinds": set()}
+        elif tb is not None and not tb["ended"] and S.EXCEPTION_LINE.match(body):
+            tb.update(ended=True, msg=body.strip())
+        return out
+
+    def _flush_tb(self, ns: _Node, node) -> list[Event]:
+        tb, ns.tb = ns.tb, None
+        if tb is not None:
+            ns.recent = (tb["kinds"], ns.lines)
+        if tb is None or tb["classified"]:
+            return []
+        msg = tb["msg"] or "a Python traceback (cut off)"
+        return self._problem(Problem("traceback", tb["line"], msg[:300], S.TRACEBACK_HINT, node, tb["at"],
+                                     msg, provisional=True))
+
+    def _progress(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
+        out: list[Event] = []
+        n = ns.lines
+        e = self.engine
+        if S.DIST_BEGIN[e].search(seg) and ns.dist != "in":
+            ns.dist, ns.dist_line = "in", n
+            out.append(self._milestone("dist_init_begin", n, node, at, seg))
+        if S.CUSTOM_ALLREDUCE_OFF.search(seg):
+            ns.allreduce_off = True
+        if S.DIST_END[e].search(seg):
+            out += self._advance(ns, node, n, at, seg, "dist_init_end")
+        if S.RAY_STARTED.search(seg):
+            out += self._once(ns, "ray_started", n, node, at, seg)
+        if S.RAY_CONNECTED.search(seg):
+            out += self._once(ns, "ray_connected", n, node, at, seg)
+        if S.RAY_LOCAL.search(seg):
+            self._ray_local = True
+        m = S.WEIGHTS_PERCENT.search(seg)
+        if m:
+            out += self._weights(ns, node, n, at, seg, int(m[1]), {"done": int(m[2]), "total": int(m[3])})
+        elif S.WEIGHTS_BEGIN.search(seg) and ns.weights_pct is None:
+            out += self._weights(ns, node, n, at, seg, 0, {})
+        elif S.WEIGHTS_END.search(seg):
+            out += self._weights(ns, node, n, at, seg, 100, {})
+        if S.SLOW_LOAD.search(seg):
+            out += self._once(ns, "slow_load", n, node, at, seg)
+        m = S.KV_SGLANG.search(seg)
+        if m:
+            out += self._advance(ns, node, n, at, seg, "kv_cache",
+                                 {"tokens": int(m[1]), "size_gb": round(float(m[2]) + float(m[3]), 2)})
+        m = S.KV_TOKENS.search(seg)
+        if m:
+            out += self._advance(ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1].replace(",", ""))})
+        m = S.KV_MEMORY.search(seg)
+        if m:
+            out += self._advance(ns, node, n, at, seg, "kv_cache", {"size_gib": float(m[1])})
+        m = S.GRAPH_END.search(seg)
+        if m:
+            secs = m[1] or m[2]
+            out += self._advance(ns, node, n, at, seg, "cuda_graph", {"phase": "end", "seconds": float(secs)})
+        elif S.GRAPH_BEGIN.search(seg) and ("cuda_graph", "begin") not in ns.seen:
+            ns.seen.add(("cuda_graph", "begin"))
+            out += self._advance(ns, node, n, at, seg, "cuda_graph", {"phase": "begin"})
+        out += self._transport(ns, node, n, at, seg)
+        if S.READY[e].search(seg) and not self.ready:
+            self.ready = True
+            out += self._advance(ns, node, n, at, seg, "ready")
+        if S.SERVING.search(seg):
+            if not self.ready and ("/v1/" in seg or "Avg prompt throughput" in seg):
+                self.ready = True
+                out.append(self._milestone("ready", n, node, at, seg, {"from": "requests"}))
+            out += self._withdraw(None, "the server went on serving requests")
+        return out
+
+    def _transport(self, ns: _Node, node, n: int, at: float, seg: str) -> list[Event]:
+        m = S.NCCL_RDMA.search(seg)
+        if m and ("transport", "rdma") not in ns.seen:
+            ns.seen.add(("transport", "rdma"))
+            data = {"transport": "rdma"}
+            if m.group(1):
+                data.update(device=m.group(1), link=m.group(2))
+            return [self._milestone("nccl_transport", n, node, at, seg, data)]
+        m = S.NCCL_SOCKET.search(seg)
+        if m and not ns.seen & {("transport", "rdma"), ("transport", "socket")}:
+            ns.seen.add(("transport", "socket"))
+            data = {"transport": "socket"}
+            if m.group(1):
+                data["iface"] = m.group(1)
+            return [self._milestone("nccl_transport", n, node, at, seg, data)]
+        return []
+
+    def _weights(self, ns: _Node, node, n: int, at: float, seg: str, pct: int, extra: dict) -> list[Event]:
+        if pct == ns.weights_pct:
+            return []
+        ns.weights_pct = pct
+        return self._advance(ns, node, n, at, seg, "weights_loading", {"percent": pct, **extra})
+
+    def _once(self, ns: _Node, kind: str, n: int, node, at: float, seg: str) -> list[Event]:
+        if kind in ns.seen:
+            return []
+        ns.seen.add(kind)
+        return [self._milestone(kind, n, node, at, seg)]
+
+    def _advance(self, ns: _Node, node, n: int, at: float, seg: str, kind: str, data: dict | None = None) -> list[Event]:
+        """A step past distributed init: it closes init if still open and proves earlier doubts wrong."""
+        data = data or {}
+        out: list[Event] = []
+        if ns.dist == "in":
+            ns.dist = "done"
+            out.append(self._milestone("dist_init_end", n, node, at, seg,
+                                       {} if kind == "dist_init_end" else {"implied_by": kind}))
+        elif kind == "dist_init_end":
+            return out
+        if kind != "dist_init_end":
+            key = (kind, tuple(sorted(data.items())))
+            if key not in ns.seen:
+                ns.seen.add(key)
+                out.append(self._milestone(kind, n, node, at, seg, data))
+        if kind != "container_started":
+            self._loading = True
+        out += self._withdraw(node, f"{node or 'the engine'} went on ({kind})")
+        return out
+
+    def _milestone(self, kind: str, n: int, node, at: float, seg: str, data: dict | None = None) -> Milestone:
+        m = Milestone(kind, n, node, at, dict(data or {}), seg.strip()[:300])
+        self.milestones.append(m)
+        return m
+
+    # ---- problems ---------------------------------------------------------------------------
+
+    def _problems(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
+        n = ns.lines
+        body = strip_prefixes(seg).strip()
+        if self.model_path and "No such file or directory" in seg and self.model_path in seg:
+            return self._classified(ns, Problem("model_not_found", n, f"{self.model_path} is missing in the container",
+                                                S._MODEL_HINT, node, at, body))
+        for sign in S.SIGNS:
+            if self.engine not in sign.engines:
+                continue
+            m = sign.pattern.search(seg)
+            if not m:
+                continue
+            groups = [g if g is not None else "?" for g in m.groups()]
+            message = sign.message.format(*groups) if sign.message else body[:300]
+            hint = sign.hint
+            if sign.kind == "ray_resources" and self._ray_local:
+                hint = ("vllm started its own Ray instead of joining the cluster: run it inside the head container "
+                        "with RAY_ADDRESS=HEAD_IP:RAY_PORT (sparktui plans do)")
+            if sign.kind == "bad_arguments" and self.engine == "vllm" and any(
+                    f in seg for f in ("--nnodes", "--headless", "--master-addr", "--node-rank")):
+                hint = "this vLLM predates native multi-node (--nnodes/--headless): use --mode ray or a newer image"
+            if sign.kind == "watchdog_timeout" and ns.dist == "in":
+                message += " during distributed init"
+                hint = S.HANG_HINT[self.engine]
+            return self._classified(ns, Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional))
+        return []
+
+    def _classified(self, ns: _Node, p: Problem) -> list[Event]:
+        if ns.tb is not None:
+            ns.tb["classified"] = True
+            if p.kind in ns.tb["kinds"]:
+                return []  # the same failure restated further down one traceback
+            ns.tb["kinds"].add(p.kind)
+        elif p.kind in ns.recent[0] and p.line - ns.recent[1] <= 3:
+            return []  # ... or in the lines just after it (NCCL's "Last error:" block)
+        return self._problem(p)
+
+    def _problem(self, p: Problem) -> list[Event]:
+        for q in self.problems:
+            if (q.kind, q.node, q.message) == (p.kind, p.node, p.message):
+                return []  # every rank prints the same failure
+        self.problems.append(p)
+        return [p]
+
+    def _hang(self, ns: _Node, node, why: str, line: int, at: float | None) -> list[Event]:
+        if any(p.kind == "rendezvous_hang" and p.node == node for p in self.problems):
+            return []
+        where = f" on {node}" if node else ""
+        msg = f"distributed init stalled{where}: {why}"
+        if ns.allreduce_off:
+            msg += " after 'Custom allreduce is disabled because this process group spans across nodes.'"
+        # Provisional: silence is a suspicion, and a late "init ends" proves it wrong.
+        return self._problem(Problem("rendezvous_hang", line, msg, S.HANG_HINT[self.engine], node, at,
+                                     provisional=True))
+
+    def _withdraw(self, node, reason: str) -> list[Event]:
+        """Progress on node (None: anywhere) clears its provisional problems and suspected hangs."""
+        out: list[Event] = []
+        for p in list(self.problems):
+            if p.provisional and (node is None or p.node == node):
+                self.problems.remove(p)
+                c = ProblemCleared(p, reason)
+                self.cleared.append(c)
+                out.append(c)
+        return out

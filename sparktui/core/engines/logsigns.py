@@ -1,0 +1,187 @@
+"""What engine log lines mean: progress milestones and failure signatures, as data.
+
+Lines come from SGLang, vLLM, Ray, NCCL and torch.distributed as they print them (see
+REFERENCE.md and the engines' sources). diagnose.py applies these tables; keep them free of logic.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ALL = ("sglang", "vllm")
+
+
+@dataclass(frozen=True)
+class Sign:
+    kind: str
+    pattern: re.Pattern
+    engines: tuple = ALL
+    message: str = ""  # may use {0}, {1}... from the match groups; empty = the matched line
+    hint: str = ""
+    provisional: bool = False  # withdrawn if the server later shows progress or serves requests
+
+
+def _re(p: str, flags: int = 0) -> re.Pattern:
+    return re.compile(p, flags)
+
+
+# ---- progress -------------------------------------------------------------------------------
+
+DIST_BEGIN = {
+    "sglang": _re(r"Init torch distributed begin"),
+    "vllm": _re(r"Initializing an? (?:V1 )?LLM engine|distributed_init_method=\S+"),
+}
+DIST_END = {
+    "sglang": _re(r"Init torch distributed ends"),
+    # printed once initialize_model_parallel returns (after the cross-node message queue is up)
+    "vllm": _re(r"rank \d+ in world size \d+ is assigned as"),
+}
+READY = {
+    "sglang": _re(r"The server is fired up and ready to roll!"),
+    "vllm": _re(r"Application startup complete\."),
+}
+CUSTOM_ALLREDUCE_OFF = _re(r"Custom ?[Aa]llreduce is disabled because this process group spans across nodes")
+RAY_STARTED = _re(r"Ray runtime started\.")
+RAY_CONNECTED = _re(r"Connected to Ray cluster")
+RAY_LOCAL = _re(r"Started a local Ray instance")
+
+WEIGHTS_PERCENT = _re(r"Loading \w+ checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)")
+WEIGHTS_BEGIN = _re(r"Load weight begin|Starting to load model")
+WEIGHTS_END = _re(r"Load weight end|Loading weights took ([\d.]+) seconds|Model loading took ([\d.]+) ?GiB")
+SLOW_LOAD = _re(r"Auto-prefetch is disabled because the checkpoint exceeds")
+
+KV_SGLANG = _re(r"KV Cache is allocated\..*?#tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+KV_TOKENS = _re(r"GPU KV cache size: ([\d,]+) tokens")
+KV_MEMORY = _re(r"Available KV cache memory: ([\d.]+) GiB")
+
+GRAPH_BEGIN = _re(r"Capture cuda graph begin|Capturing CUDA graphs?\b")
+GRAPH_END = _re(r"Capture cuda graph end\. Time elapsed: ([\d.]+) s|Graph capturing finished in ([\d.]+) secs")
+
+NCCL_RDMA = _re(r"NET/IB\s*:\s*Using\s+\[\d+\]([\w.-]+):\d+/(RoCE|IB)|via NET/IB\S*|GDRDMA")
+NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
+
+# A request served: not emitted, but it proves the server kept working (and is ready).
+SERVING = _re(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch\. ')
+
+# ---- failures -------------------------------------------------------------------------------
+
+_IFACE_HINT = ("set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to this node's own interface on the rendezvous "
+               "subnet (names differ between nodes; sparktui plans set them per node)")
+_PORT_HINT = ("another process or an earlier container holds the port: stop it (sparktui status lists "
+              "sparktui containers; `ss -ltnp` shows the rest) or pick another --port / --dist-port / --ray-port")
+_MODEL_HINT = ("the model directory must exist at the same path on every node (it is mounted there read-only): "
+               "copy it first and check model.path in the config")
+_OOM_HINT = ("lower the memory fraction (--mem-fraction) or the context length (--max-model-len), "
+             "or spread the model over more GPUs (TP/PP); on unified memory close other GPU users first")
+_DIED_HINT = "the engine process is gone (see the first problem above); the HTTP port may still answer, /health will not"
+
+SIGNS: list[Sign] = [
+    # rendezvous
+    Sign("rendezvous_hang", _re(r"Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined"),
+         message="rendezvous timed out after {0} s: only {1} of {2} ranks reached the store",
+         hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
+              "fabric subnet and reachable from every node"),
+    Sign("rendezvous_hang", _re(r"client socket has timed out after (\d+) ?ms while trying to connect to \(([^,]+), (\d+)\)"),
+         message="could not reach the rendezvous at {1}:{2} (gave up after {0} ms)",
+         hint="this node cannot reach that address: the head IP must be on a subnet this node shares (the fabric)"),
+    # NCCL
+    Sign("nccl_error", _re(r"NCCL WARN Bootstrap : no socket interface found"),
+         message="NCCL found no interface named by NCCL_SOCKET_IFNAME on this node", hint=_IFACE_HINT),
+    Sign("nccl_error", _re(r"Socket operation on non-socket"),
+         message="NCCL was given a wrong interface name (Socket operation on non-socket)", hint=_IFACE_HINT),
+    Sign("nccl_error", _re(r"store->get\('\d+'\) got error: Failed to recv"),
+         message="lost the rendezvous peer (it probably failed first: read the other node's log)",
+         hint="look for the first error on the other node"),
+    Sign("nccl_error", _re(r"(DistBackendError|NCCL error)[:\s].*|nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"),
+         hint="run with NCCL_DEBUG=INFO (sparktui plans do) and read the NET/ lines; if RDMA is the suspect, "
+              "retry with NCCL_IB_DISABLE=1 to confirm"),
+    Sign("nccl_error", _re(r"NCCL WARN .*"), provisional=True,
+         hint="an NCCL warning; harmless if loading goes on, otherwise " + _IFACE_HINT),
+    # memory
+    Sign("out_of_memory", _re(r"larger than the available KV cache memory|estimated maximum model length is (\d+)"),
+         message="the KV cache cannot hold one request at this context length",
+         hint="lower --max-model-len (the log gives the largest that fits) or raise the memory fraction"),
+    Sign("out_of_memory", _re(r"No available memory for the cache blocks"),
+         message="no memory left for the KV cache", hint=_OOM_HINT),
+    Sign("out_of_memory", _re(r"Not enough memory\. Please try to increase --mem-fraction-static"),
+         message="SGLang has not enough memory for the KV cache", hint=_OOM_HINT),
+    Sign("out_of_memory", _re(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"),
+         message="CUDA out of memory", hint=_OOM_HINT),
+    # Ray
+    Sign("ray_resources", _re(r"The number of required GPUs exceeds the total number of available GPUs in the placement group"),
+         engines=("vllm",), message="Ray has fewer GPUs than TP x PP needs",
+         hint="every node must have joined the Ray cluster (`ray status` lists N nodes / N GPUs) before vllm serve"),
+    Sign("ray_resources", _re(r"No available node types can fulfill resource request|Cannot provide a placement group"),
+         engines=("vllm",), message="Ray cannot place the workers",
+         hint="check `ray status` in the head container lists every node and GPU"),
+    Sign("ray_resources", _re(r"Current node has no GPU available"), engines=("vllm",),
+         message="Ray sees no free GPU on the node running vllm serve",
+         hint="another job holds the GPUs in this Ray cluster, or the container was started without GPUs"),
+    Sign("ray_connect", _re(r"Failed to connect to GCS|Unable to connect to GCS at (\S+)"), engines=("vllm",),
+         provisional=True, message="Ray cannot reach the head's GCS yet",
+         hint="normal for the first minute; if it persists, the head IP/--ray-port is not reachable from this node"),
+    Sign("ray_missing", _re(r"ray: (?:command )?not found|No module named '?ray'?|executable file not found in \$PATH.*\bray\b|\"ray\": executable file not found"),
+         engines=("vllm",), message="the image has no Ray",
+         hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', or use --mode native"),
+    # watchdogs
+    Sign("watchdog_timeout", _re(r"Watchdog caught collective operation timeout.*?Timeout\(ms\)=(\d+)"),
+         message="a collective operation hung for {0} ms (torch NCCL watchdog)",
+         hint="one rank stopped answering inside an all-reduce: check every node is alive and the fabric link is up"),
+    Sign("watchdog_timeout", _re(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=(\d+)"), engines=("sglang",),
+         message="SGLang's watchdog killed the scheduler after {0} s without progress",
+         hint="the scheduler was stuck; read the lines before it for where"),
+    # ports
+    Sign("port_in_use", _re(r"error while attempting to bind on address \(([^)]*)\).*address already in use", re.I),
+         message="the HTTP port is taken ({0})", hint=_PORT_HINT),
+    Sign("port_in_use", _re(r"\[Errno 98\]|Address already in use|Port (\d+) is (?:already )?in use|is already running at .*different port"),
+         message="a port is already in use", hint=_PORT_HINT),
+    # model
+    Sign("checkpoint_incomplete", _re(r"SafetensorError|MetadataIncompleteBuffer|incomplete metadata|HeaderTooLarge"),
+         message="a checkpoint file is truncated or corrupt",
+         hint="the copy did not finish: run it again (rsync resumes) and compare sizes between nodes"),
+    Sign("model_not_found", _re(r"does not appear to have a file named config\.json|Repo id must be in the form|"
+                                r"Invalid repository ID or local directory|RepositoryNotFoundError|"
+                                r"We couldn't connect to 'https://huggingface\.co'|Can't load the configuration of"),
+         message="the model directory was not found in the container", hint=_MODEL_HINT),
+    Sign("unsupported_model", _re(r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|failed to be inspected|"
+                                  r"does not recognize this architecture|Unsupported architectures?:|"
+                                  r"Unknown quantization method|quantization method .* is not supported"),
+         message="the engine in this image does not support the model",
+         hint="use an image whose engine version supports this architecture, or try the other engine"),
+    Sign("bad_arguments", _re(r": error: (unrecognized arguments: .*|argument .*|the following arguments are required.*)"),
+         message="the engine rejected its arguments: {0}",
+         hint="the engine version in the image does not take this flag: check `--help` inside the image"),
+    Sign("bad_arguments", _re(r"must be divisible by (?:the )?(?:tensor|pipeline) parallel size"),
+         hint="pick a TP that divides the model's attention heads"),
+    # the engine process died (usually after one of the above)
+    Sign("engine_died", _re(r"Rank \d+ scheduler (?:is dead|died)|Received sigquit from a child proc|"
+                            r"EngineCore failed to start|Engine core initialization failed|EngineDeadError|"
+                            r"Worker proc \S+ died unexpectedly|Engine process failed to start"),
+         message="the engine process died", hint=_DIED_HINT),
+]
+
+HANG_HINT = {
+    "sglang": ("SGLang's cross-node message queue picked an address of its own: SGLANG_HOST_IP must be this node's "
+               "IP on the rendezvous subnet and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME its interface there "
+               "(sparktui plans set both), and --dist-init-addr the head's fabric IP. If it still hangs, pivot to "
+               "vLLM with Ray: sparktui plan --engine vllm --mode ray"),
+    "vllm": ("a rank cannot reach the rendezvous: VLLM_HOST_IP must be each node's fabric IP, --master-addr the "
+             "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
+             "reachable from every worker"),
+}
+TRACEBACK_HINT = "read the traceback; if the server keeps serving afterwards it was harmless"
+
+# ---- reading lines --------------------------------------------------------------------------
+
+TRACEBACK = _re(r"Traceback \(most recent call last\)")
+CHAINED = _re(r"During handling of the above exception|The above exception was the direct cause")
+EXCEPTION_LINE = _re(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?:\([\w.]+\))?(?::.*)?$")
+# Prefixes that engines put before their own text, stripped before matching traceback structure.
+PREFIXES = [
+    _re(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?"),  # vLLM/Ray process tag: (EngineCore_DP0 pid=12)
+    _re(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]+\] ?"),  # vLLM logger
+    _re(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z]+\d+)*\] ?"),  # SGLang: [2025-04-01 09:58:02 TP0]
+    _re(r"^\[rank\d+\]: ?"),  # torch elastic
+    _re(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+[A-Z]+ \S+ -- "),  # Ray's logging
+]
+DOCKER_TS = _re(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d) ")

@@ -1,0 +1,287 @@
+"""sparkrun recipes as a starting point for a plan.
+
+A recipe (YAML) names a model, a runtime (vllm | sglang | ...), a container, `defaults` (port,
+tensor_parallel, gpu_memory_utilization, max_model_len, served_model_name, ... and any key its
+command template uses), `env`, and a `command` template with {placeholders}. We take what maps onto
+a plan, pass the template's other flags through as extra engine args, and list everything we do
+not use as a warning: nothing is dropped silently.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .plan import PlanOptions
+
+# runtime -> (engine, mode)
+RUNTIMES = {
+    "vllm": ("vllm", "ray"),  # sparkrun's vllm runtime clusters through Ray
+    "vllm-ray": ("vllm", "ray"),
+    "vllm-distributed": ("vllm", "native"),
+    "eugr-vllm": ("vllm", "ray"),
+    "sglang": ("sglang", None),
+}
+TOP_KEYS = {"model", "runtime", "container", "defaults", "env", "command", "min_nodes", "max_nodes", "mode",
+            "solo_only", "cluster_only", "metadata", "sparkrun_version", "recipe_version"}
+# defaults keys that become plan options
+OPTION_KEYS = {"port", "host", "tensor_parallel", "pipeline_parallel", "gpu_memory_utilization", "max_model_len",
+               "served_model_name"}
+# Flags the plan writes itself (value taken from the options above); everything else passes through.
+_VALUE_FLAGS = {
+    "--model", "--model-path", "--tp", "--tp-size", "-tp", "--tensor-parallel-size", "--pp", "--pp-size",
+    "-pp", "--pipeline-parallel-size", "--host", "--port", "--mem-fraction-static", "--gpu-memory-utilization",
+    "--context-length", "--max-model-len", "--served-model-name", "--nnodes", "--node-rank", "--dist-init-addr",
+    "--nccl-init-addr", "--distributed-executor-backend", "--master-addr", "--master-port",
+}
+_BOOL_FLAGS = {"--headless", "--trust-remote-code"}
+_PROGRAMS = (("python3", "-m", "sglang.launch_server"), ("python", "-m", "sglang.launch_server"),
+             ("sglang", "serve"), ("vllm", "serve"), ("python3", "-m", "vllm.entrypoints.openai.api_server"))
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_ENV_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+class RecipeError(Exception):
+    """The file is not a readable recipe; str() says where and why."""
+
+
+@dataclass
+class Recipe:
+    path: str
+    model: str | None = None
+    runtime: str = "vllm"
+    container: str | None = None
+    defaults: dict = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    command: str | None = None
+    min_nodes: int | None = None
+    max_nodes: int | None = None
+    metadata: dict = field(default_factory=dict)
+    extra_args: list[str] = field(default_factory=list)  # template flags the plan does not write itself
+    trust_remote_code: bool = False
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def engine(self) -> tuple[str, str | None] | None:
+        return RUNTIMES.get(self.runtime)
+
+
+def _fill(template: str, values: dict, warnings: list[str]) -> str:
+    """sparkrun's substitution: repeat until nothing changes; unknown placeholders stay and are reported."""
+    for _ in range(10):
+        new = _PLACEHOLDER.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], template)
+        if new == template:
+            break
+        template = new
+    for name in sorted(set(_PLACEHOLDER.findall(template))):
+        warnings.append(f"command template: {{{name}}} has no value in defaults")
+    return template
+
+
+def _split_command(text: str, warnings: list[str]) -> tuple[list[str], dict[str, str], bool]:
+    """Template flags -> (pass-through args, managed flag values, trust_remote_code)."""
+    try:
+        argv = shlex.split(text.replace("\\\n", " "))
+    except ValueError as e:
+        warnings.append(f"command template could not be read ({e}); none of its flags are used")
+        return [], {}, False
+    for prog in _PROGRAMS:
+        if tuple(argv[:len(prog)]) == prog:
+            argv = argv[len(prog):]
+            break
+    else:
+        if argv:
+            warnings.append(f"command template starts with {' '.join(argv[:3])!r}, not an engine sparktui runs; "
+                            f"its flags are kept as extra args")
+    if argv and not argv[0].startswith("-"):
+        argv = argv[1:]  # the positional model of `vllm serve MODEL`
+    extra: list[str] = []
+    managed: dict[str, str] = {}
+    trust = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        flag, eq, val = a.partition("=")
+        if flag in _VALUE_FLAGS:
+            if eq:
+                managed[flag] = val
+            elif i + 1 < len(argv):
+                managed[flag] = argv[i + 1]
+                i += 1
+        elif a == "--trust-remote-code":
+            trust = True
+        elif a in _BOOL_FLAGS:
+            pass  # --headless: the plan adds it on the ranks that need it
+        else:
+            extra.append(a)
+        i += 1
+    return extra, managed, trust
+
+
+def _expand_env(env: dict, environ: dict[str, str], warnings: list[str]) -> dict[str, str]:
+    """Values may name control-machine variables (${HF_TOKEN}); an unset one leaves the variable out."""
+    out: dict[str, str] = {}
+    for k, v in env.items():
+        v = "" if v is None else str(v)
+        missing = [a or b for a, b in _ENV_REF.findall(v) if (a or b) not in environ]
+        if missing:
+            warnings.append(f"env {k}: ${missing[0]} is not set here, so {k} is left out")
+            continue
+        out[str(k)] = _ENV_REF.sub(lambda m: environ[m[1] or m[2]], v)
+    return out
+
+
+def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | None = None) -> Recipe:
+    environ = dict(os.environ) if environ is None else environ
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise RecipeError(f"{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path}: a recipe is a mapping (model, runtime, container, defaults, command)")
+    r = Recipe(path=path)
+    w = r.warnings
+    r.model = str(data["model"]) if data.get("model") is not None else None
+    if r.model is None:
+        r.errors.append("recipe has no model")
+    r.runtime = str(data.get("runtime") or ("eugr-vllm" if "recipe_version" in data else "vllm"))
+    if r.runtime not in RUNTIMES:
+        r.errors.append(f"runtime {r.runtime!r} is not supported (sparktui runs: sglang, vllm)")
+    elif r.runtime == "eugr-vllm":
+        w.append("runtime eugr-vllm: its mods and build args are not applied; the plan runs plain vLLM with Ray")
+    r.container = str(data["container"]) if data.get("container") else None
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        r.errors.append("defaults must be a mapping")
+        defaults = {}
+    r.defaults = dict(defaults)
+    env = data.get("env") or {}
+    if not isinstance(env, dict):
+        r.errors.append("env must be a mapping")
+        env = {}
+    r.env = _expand_env(env, environ, w)
+    for key in ("min_nodes", "max_nodes"):
+        v = data.get(key)
+        if v is not None:
+            if isinstance(v, int) and not isinstance(v, bool):
+                setattr(r, key, v)
+            else:
+                r.errors.append(f"{key} must be a whole number (got {v!r})")
+    if data.get("solo_only"):
+        r.max_nodes = 1
+    if data.get("cluster_only"):
+        r.min_nodes = max(r.min_nodes or 0, 2)
+    mode = data.get("mode")
+    if mode == "solo":
+        r.max_nodes = 1
+    r.metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    for key in data:
+        if key not in TOP_KEYS:
+            w.append(f"{key}: not used by sparktui")
+    if isinstance(data.get("command"), str):
+        r.command = data["command"]
+        # The model's place in the template is taken by the plan's own model path, so any value does.
+        values = {**r.defaults, "model": r.model or "model"}
+        used = set(_PLACEHOLDER.findall(r.command))
+        filled = _fill(r.command, values, w)
+        r.extra_args, managed, r.trust_remote_code = _split_command(filled, w)
+        for k in r.defaults:
+            if k not in OPTION_KEYS and k not in used:
+                w.append(f"defaults.{k}: not used by the command template")
+        _check_managed(r, managed)
+    else:
+        for k in r.defaults:
+            if k not in OPTION_KEYS:
+                w.append(f"defaults.{k}: not used (the recipe has no command template to put it in)")
+    return r
+
+
+def _check_managed(r: Recipe, managed: dict[str, str]) -> None:
+    """A template flag with a literal value the defaults do not carry: adopt it as the default."""
+    pairs = (("--port", "port"), ("--host", "host"), ("--served-model-name", "served_model_name"),
+             ("--max-model-len", "max_model_len"), ("--context-length", "max_model_len"),
+             ("--gpu-memory-utilization", "gpu_memory_utilization"), ("--mem-fraction-static", "gpu_memory_utilization"),
+             ("--tensor-parallel-size", "tensor_parallel"), ("--tp", "tensor_parallel"), ("--tp-size", "tensor_parallel"),
+             ("-tp", "tensor_parallel"), ("--pipeline-parallel-size", "pipeline_parallel"), ("--pp-size", "pipeline_parallel"))
+    for flag, key in pairs:
+        if flag in managed and key not in r.defaults:
+            r.defaults[key] = managed[flag]
+    for flag in ("--nnodes", "--node-rank", "--dist-init-addr", "--nccl-init-addr", "--master-addr",
+                 "--master-port", "--distributed-executor-backend"):
+        if flag in managed:
+            r.warnings.append(f"command template: {flag} {managed[flag]} is replaced by the plan's own value")
+
+
+def load_recipe(path: str | Path, environ: dict[str, str] | None = None) -> Recipe:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RecipeError(f"{p}: {e.strerror or e}") from None
+    return parse_recipe(text, str(p), environ)
+
+
+def _num(v, kind, what: str, warnings: list[str]):
+    try:
+        return kind(v)
+    except (TypeError, ValueError):
+        warnings.append(f"defaults.{what}: {v!r} is not a number; ignored")
+        return None
+
+
+def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, nodes: int | None = None,
+                 engine_given: bool = True) -> tuple[PlanOptions, list[str]]:
+    """Options with the recipe's values filled in where opts has none; returns (options, warnings).
+
+    model_path: the checkpoint directory the plan serves (to compare with the recipe's model);
+    nodes: how many nodes the plan uses (to compare with min_nodes / max_nodes);
+    engine_given: False when the user named no engine, so the recipe's runtime picks it.
+    """
+    w = list(r.warnings)
+    w += [f"recipe error: {e}" for e in r.errors]
+    mapped = r.engine
+    if mapped:
+        engine, mode = mapped
+        if not engine_given:
+            opts.engine = engine
+        if opts.engine == engine and opts.mode is None and mode:
+            opts.mode = mode
+        if opts.engine != engine:
+            w.append(f"recipe is for {r.runtime}; planning {opts.engine} as asked, so its command flags may not apply")
+    d = r.defaults
+    if opts.image is None and r.container:
+        opts.image = r.container
+    if opts.port is None and "port" in d:
+        opts.port = _num(d["port"], int, "port", w)
+    if opts.tp is None and "tensor_parallel" in d:
+        opts.tp = _num(d["tensor_parallel"], int, "tensor_parallel", w)
+    if opts.pp is None and "pipeline_parallel" in d:
+        opts.pp = _num(d["pipeline_parallel"], int, "pipeline_parallel", w)
+    if opts.mem_fraction is None and "gpu_memory_utilization" in d:
+        opts.mem_fraction = _num(d["gpu_memory_utilization"], float, "gpu_memory_utilization", w)
+    if opts.max_model_len is None and "max_model_len" in d:
+        opts.max_model_len = _num(d["max_model_len"], int, "max_model_len", w)
+    if opts.served_model_name is None and d.get("served_model_name"):
+        opts.served_model_name = str(d["served_model_name"])
+    if "host" in d and str(d["host"]) != "0.0.0.0":
+        w.append(f"defaults.host {d['host']} is replaced by 0.0.0.0: other machines must reach the head")
+    if r.trust_remote_code and opts.trust_remote_code is None:
+        opts.trust_remote_code = True
+    opts.extra_args = list(r.extra_args) + list(opts.extra_args)
+    opts.env = {**r.env, **opts.env}
+    if r.model and model_path:
+        if Path(model_path.rstrip("/")).name.lower() != r.model.split(":")[0].rsplit("/", 1)[-1].lower():
+            w.append(f"recipe model {r.model} is not the configured checkpoint {model_path}; the plan serves {model_path}")
+    if nodes is not None:
+        if r.min_nodes and nodes < r.min_nodes:
+            w.append(f"recipe wants at least {r.min_nodes} nodes; the plan has {nodes}")
+        if r.max_nodes and nodes > r.max_nodes:
+            w.append(f"recipe supports at most {r.max_nodes} node(s); the plan has {nodes}")
+    return opts, w
