@@ -233,3 +233,18 @@ def test_missing_trust_is_a_clear_error_and_setup_trust_fixes_it(lab, model_path
     r2 = cli(cfg, "sync", "model", "--wait", "--json", timeout=120)
     assert r2.returncode == 0, r2.stdout + r2.stderr
     assert sums(lab, "node1", model_path) == sums(lab, "node2", model_path)
+
+
+async def test_unplugged_fabric_is_named_not_waited_on(lab, model_path):
+    lab.trust("node1", "node2")
+    make_model(lab, "node1", model_path, [1])
+    cfg = load_config(config_for(lab, model_path))
+    lab.link_down("node2")
+    try:
+        t0 = time.monotonic()
+        async with Cluster(cfg) as c:
+            with pytest.raises(TransferError, match=r"the fabric \S+ is down: node2: \S+ on \S+ is down"):
+                await asyncio.wait_for(sync_model(c, cfg), 60)
+        assert time.monotonic() - t0 < 30
+    finally:
+        lab.link_up("node2")

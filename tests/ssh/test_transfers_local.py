@@ -21,8 +21,8 @@ from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
 from sparktui.core.events import TransferProgress
 from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import (
-    TransferBusy, TransferError, TransferOptions, cancel_transfer, list_transfers, setup_trust,
-    start_model_transfer, sync_image, sync_model, transfer_status, trust_plan,
+    TransferBusy, TransferError, TransferOptions, cancel_transfer, list_transfers, reattach, setup_trust,
+    start_model_transfer, sync_image, sync_model, transfer_status, trust_plan, verify_model,
 )
 from sparktui.core.transfers.trust import TrustPlan
 from sparktui.demo.sshserver import LocalSshServer
@@ -357,3 +357,68 @@ async def test_image_on_no_node_is_a_clear_error(make_env):
     async with Cluster(env.config) as c:
         with pytest.raises(TransferError, match="no node has the image nope:1"):
             await sync_image(c, env.config, "nope:1", opts=env.opts, addrs=env.addrs)
+
+
+async def test_started_without_waiting_then_reattached_on_start(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [4 * MB, 4 * MB])
+    env.opts.bwlimit = "8m"
+    async with Cluster(env.config) as c:
+        [started] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs, wait=False), 30)
+        assert started.ok and started.message.startswith("started")
+        [again] = await sync_model(c, env.config, opts=env.opts, addrs=env.addrs, wait=False)
+        assert again.id == started.id and "already running" in again.message  # not a second rsync
+    events: list[TransferProgress] = []
+    async with Cluster(env.config) as c2:  # the TUI opening later
+        [out] = await asyncio.wait_for(reattach(c2, events.append, env.opts), 60)
+        shown = await asyncio.wait_for(reattach(c2, events.append, env.opts), 30)
+    assert out.ok and out.id == started.id
+    assert events[0].id == started.id and events[0].state == "running"
+    assert [e.state for e in events if e.id == started.id].count("done") == 2  # verified, then shown again
+    assert shown == []  # nothing left to carry on
+
+
+async def test_checksum_pass_catches_what_sizes_and_times_miss(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [MB])
+    async with Cluster(env.config) as c:
+        [out] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 30)
+        assert out.ok
+        f = env.model_dir("n2") / "sub" / "part-0.safetensors"
+        st = f.stat()
+        data = bytearray(f.read_bytes())
+        data[1000] ^= 0xFF  # same size, same mtime: rsync's quick check and the counts see nothing
+        f.write_bytes(bytes(data))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        [rec] = await list_transfers(c)
+        plain = await verify_model(c, rec.meta, env.opts)
+        env.opts.checksum = True
+        deep = await verify_model(c, rec.meta, env.opts)
+    assert plain["ok"] and not plain["checksum"]
+    assert not deep["ok"] and deep["checksum"] and "sub/part-0.safetensors" in deep["message"]
+
+
+async def test_following_survives_a_dropped_connection_to_the_source(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [6 * MB])
+    env.opts.bwlimit = "3m"
+    events: list[TransferProgress] = []
+    async with Cluster(env.config) as c:
+        task = asyncio.ensure_future(sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs))
+        await until(lambda: any(e.state == "running" and e.bytes > MB for e in events), 30, "1 MB copied")
+        env.servers[0].drop_connections()  # n1's link to sparktui breaks; the copy on n1 goes on
+        [out] = await asyncio.wait_for(task, 60)
+    assert out.ok, out.message
+    assert same_tree(env.model_dir("n1"), env.model_dir("n2"))
+
+
+async def test_paths_with_spaces_and_quotes_reach_the_shell_as_data(make_env):
+    env = await make_env(2)
+    env.config.model.path = "~/models/it's a \"model\" $(touch pwned) ; x"
+    src = env.homes["n1"] / "models" / "it's a \"model\" $(touch pwned) ; x"
+    write_model(src, [MB])
+    async with Cluster(env.config) as c:
+        [out] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 30)
+    assert out.ok, out.message
+    assert same_tree(src, env.homes["n2"] / "models" / "it's a \"model\" $(touch pwned) ; x")
+    assert not any(p.name == "pwned" for h in env.homes.values() for p in h.rglob("pwned"))

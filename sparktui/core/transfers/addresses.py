@@ -41,6 +41,12 @@ async def fabric_addresses(cluster, config, names: list[str], subnet: str | None
             raise TransferError(str(e)) from None
     else:
         chosen = next((s for s in found if s.joins(names)), None)
+    fast_down = [s for s in found if s.rdma and not s.up and s.joins(names)]
+    if fast_down and chosen is not None and not (chosen.rdma and chosen.up) and not subnet:
+        # do not quietly fall back to a slower (or dead-end) network when the fabric is unplugged
+        f = fast_down[0]
+        raise TransferError(f"the fabric {f.subnet} is down: " + "; ".join(f.notes or ["a link is down"])
+                            + ". Bring the link up, or name another subnet with --subnet CIDR")
     if chosen is None:
         raise TransferError("no subnet joins " + ", ".join(names) + ": " + "; ".join(network.warnings(found, facts)))
     notes = []

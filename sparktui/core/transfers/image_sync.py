@@ -51,7 +51,9 @@ async def image_ids(cluster, names: list[str], image: str) -> dict[str, tuple[st
     return dict(zip(names, found))
 
 
-async def _finish(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions, already_ended: bool) -> Outcome:
+async def carry_on_image(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
+                         already_ended: bool) -> Outcome:
+    """Follow a started save | load to its end (unless already_ended), then compare image IDs."""
     if not already_ended:
         ended = await follow(cluster[meta.source], meta, emit, opts)
         if ended.rc != 0:
@@ -120,7 +122,7 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
         if rec is not None and rec.state == RUNNING and not wait:
             outcomes[d] = Outcome(d, True, f"already running from {rec.meta.source}", rec.meta.source, rec.id)
         elif rec is not None and (rec.state == UNVERIFIED or rec.state == RUNNING and wait):
-            adopted[d] = _finish(cluster, rec.meta, emit, opts, already_ended=rec.state == UNVERIFIED)
+            adopted[d] = carry_on_image(cluster, rec.meta, emit, opts, already_ended=rec.state == UNVERIFIED)
         else:
             fresh.append(d)
 
@@ -162,7 +164,7 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
         started = await start(sender, dest)
         if isinstance(started, Outcome):
             return started
-        return await _finish(cluster, started, emit, opts, already_ended=False)
+        return await carry_on_image(cluster, started, emit, opts, already_ended=False)
 
     if not wait:
         async def start_only(d: str) -> None:

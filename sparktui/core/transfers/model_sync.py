@@ -117,8 +117,9 @@ async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> di
     return result
 
 
-async def _follow_and_verify(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
-                             already_ended: bool = False) -> Outcome:
+async def carry_on_model(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
+                         already_ended: bool = False) -> Outcome:
+    """Follow a started rsync to its end (unless already_ended), then verify it."""
     if not already_ended:
         ended = await follow(cluster[meta.source], meta, emit, opts)
         if ended.rc != 0:
@@ -192,9 +193,9 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
         elif rec is not None and rec.state == RUNNING:
             emit(TransferProgress(rec.id, "model", rec.meta.source, d, RUNNING, total_bytes=rec.meta.total_bytes,
                                   message=f"following the transfer already running from {rec.meta.source}"))
-            adopted[d] = _follow_and_verify(cluster, rec.meta, emit, opts)
+            adopted[d] = carry_on_model(cluster, rec.meta, emit, opts)
         elif rec is not None and rec.state == UNVERIFIED:
-            adopted[d] = _follow_and_verify(cluster, rec.meta, emit, opts, already_ended=True)
+            adopted[d] = carry_on_model(cluster, rec.meta, emit, opts, already_ended=True)
         else:
             todo.append(d)
 
@@ -229,7 +230,7 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
             return Outcome(dest, False, str(e), sender, e.running_id)
         except TransferError as e:
             return Outcome(dest, False, str(e), sender)
-        return await _follow_and_verify(cluster, meta, emit, opts)
+        return await carry_on_model(cluster, meta, emit, opts)
 
     if not wait:
         async def start_only(d: str) -> None:
