@@ -324,29 +324,36 @@ def interface_env(spot: Spot) -> dict[str, str]:
     return env
 
 
-def docker_run(ctx: Context, spot: Spot, command: list[Word]) -> list[Word]:
-    """`docker run -d` for one node's engine container."""
-    d = ctx.docker
-    w: list[Word] = ["docker", "run", "-d", "--name", ctx.container(spot)]
-    for k, v in ctx.labels(spot).items():
-        w += ["--label", f"{k}={v}"]
-    w += ["--network", "host", "--ipc", "host"]
+def docker_flags(d: DockerConfig, spot: Spot, mounts: list[Word] = ()) -> list[Word]:
+    """The flags that shape a node's container (network, GPUs, limits, RDMA device, mounts, extra
+    args, env): shared by the engine containers and the rendezvous preflight, so both see one node alike."""
+    w: list[Word] = ["--network", "host", "--ipc", "host"]
     w += gpu_flags(d.gpu_style)
     for k, v in d.ulimits.items():
         w += ["--ulimit", f"{k}={v}"]
     w += ["--cap-add", "IPC_LOCK"]
     if spot.infiniband:
         w += ["--device", "/dev/infiniband"]
-    for vol in d.volumes:
-        w += ["-v", volume_word(vol)]
-    # Same path inside and out, so engine flags and config paths read the same; read-only keeps the checkpoint safe.
-    w += ["-v", f"{ctx.model_path}:{ctx.model_path}:ro"]
+    for m in mounts:
+        w += ["-v", m]
     if d.shm_size:
         w += ["--shm-size", d.shm_size]
     w += protect_args(list(d.extra_args))
     for k, v in spot.env.items():
         w += ["-e", EnvFlag(k, v)]
-    return w + [ctx.image] + command
+    return w
+
+
+def docker_run(ctx: Context, spot: Spot, command: list[Word]) -> list[Word]:
+    """`docker run -d` for one node's engine container."""
+    d = ctx.docker
+    w: list[Word] = ["docker", "run", "-d", "--name", ctx.container(spot)]
+    for k, v in ctx.labels(spot).items():
+        w += ["--label", f"{k}={v}"]
+    mounts = [volume_word(vol) for vol in d.volumes]
+    # Same path inside and out, so engine flags and config paths read the same; read-only keeps the checkpoint safe.
+    mounts.append(f"{ctx.model_path}:{ctx.model_path}:ro")
+    return w + docker_flags(d, spot, mounts) + [ctx.image] + command
 
 
 def opt(flag: str, value) -> list[str]:
