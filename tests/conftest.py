@@ -16,9 +16,8 @@ def _is_lab_path(nodeid: str) -> bool:
 
 
 def _reason(longrepr) -> str:
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2])
-    return str(longrepr)
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
 
 
 @pytest.hookimpl(hookwrapper=True)
