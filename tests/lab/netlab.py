@@ -36,6 +36,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -49,6 +50,8 @@ import yaml
 from . import tinyimage
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SIM_BUILDER = REPO / "tools" / "build_sim_image.py"
 SHIMS = HERE / "shims"
 NODE_INIT = HERE / "node_init.sh"
 BASE_DIR = Path(os.environ.get("SPARKTUI_LAB_DIR") or tempfile.gettempdir())
@@ -194,7 +197,7 @@ class Lab:
         self.state: dict = {}
         self._procs: list[subprocess.Popen] = []
         self._destroyed = False
-        self._images: set[str] = set()
+        self._images: set[tuple[str, str]] = set()  # (tag, node) already on the node
 
     # -- public properties ----------------------------------------------------------------------
     @property
@@ -561,12 +564,25 @@ class Lab:
         tar = self._p("tiny-rootfs.tar")
         if not tar.exists():
             tinyimage.build(tar)
-        todo = [self.node(n) for n in (nodes or self.nodes)]
-        todo = [n for n in todo if n.name not in self._images]
+        todo = self._missing(tinyimage.TAG, nodes)
         if todo:
             self.import_image(tar, tinyimage.TAG, todo)
-            self._images.update(n.name for n in todo)
+            self._images.update((tinyimage.TAG, n.name) for n in todo)
         return tinyimage.TAG
+
+    def sim_image(self, nodes: Sequence[str | LabNode] | None = None) -> str:
+        """The engine simulator image (tools/build_sim_image.py) loaded on the nodes; returns its tag."""
+        tar = self._p("engine-sim.tar")
+        if not tar.exists():
+            _run([sys.executable, str(SIM_BUILDER), "-o", str(tar), "-t", SIM_IMAGE], timeout=300)
+        todo = self._missing(SIM_IMAGE, nodes)
+        if todo:
+            self.load_image(tar, todo)
+            self._images.update((SIM_IMAGE, n.name) for n in todo)
+        return SIM_IMAGE
+
+    def _missing(self, tag: str, nodes) -> list[LabNode]:
+        return [n for n in (self.node(x) for x in (nodes or self.nodes)) if (tag, n.name) not in self._images]
 
     def _feed(self, tarball: str | Path, argv: list[str], nodes) -> None:
         def one(n: LabNode) -> None:

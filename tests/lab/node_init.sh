@@ -19,6 +19,8 @@ mkdir -p /run/sshd /run/lab /run/nvidia-sim
 mount --bind "$D/lab" /run/lab
 cp /run/lab/gpu-uuid /run/nvidia-sim/uuid 2>/dev/null || true
 
+# Engines share memory through /dev/shm (`--ipc host` gives containers the node's): one per node.
+mount -t tmpfs -o mode=1777,size=2g shm /dev/shm
 mount --bind "$D/root" /root
 mount --bind "$D/models" /models
 mount --bind "$D/docker" /var/lib/docker
