@@ -29,7 +29,7 @@ def _build(**kw) -> Lab:
 
 @pytest.fixture(scope="session")
 def lab():
-    """Two nodes (node1 = head), sshd + dockerd on each, shared by the whole session."""
+    """Two nodes (node1 = head), sshd + dockerd on each, shared by the whole test run."""
     lab = _build(nodes=2)
     yield lab
     lab.destroy()

@@ -23,15 +23,10 @@ reaps what is left.
 from __future__ import annotations
 
 import atexit
-import base64
-import fcntl
 import hashlib
-import ipaddress
 import itertools
 import json
 import os
-import random
-import select
 import shlex
 import shutil
 import signal
@@ -43,19 +38,23 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Iterable, Sequence
+from typing import IO, Sequence
 
 import yaml
 
 from . import tinyimage
+from .plumbing import (BASE_DIR, LabError, add_line, alive, drop_line, fingerprint, free_block, ip_batch,
+                       keygen, machine_lock, rdma_name, readline_within, run, start_time)
+from .teardown import list_labs, reap_stale, teardown
+
+__all__ = ["Lab", "LabNode", "LabError", "LabUnavailable", "unavailable_reason", "fingerprint", "rdma_name",
+           "teardown", "reap_stale", "list_labs", "SIM_IMAGE", "NODE_PATH"]
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SIM_BUILDER = REPO / "tools" / "build_sim_image.py"
 SHIMS = HERE / "shims"
 NODE_INIT = HERE / "node_init.sh"
-BASE_DIR = Path(os.environ.get("SPARKTUI_LAB_DIR") or tempfile.gettempdir())
-LOCK_FILE = Path("/run/sparktui-lab.lock")
 
 SIM_IMAGE = "sparktui/engine-sim:latest"
 # A root shell on a Debian node: /usr/local/sbin first. The nodes' /usr/local/sbin holds the shims
@@ -76,10 +75,6 @@ _seq = itertools.count(1)
 
 class LabUnavailable(Exception):
     """This machine cannot host a lab (not root, a tool missing); str() says why."""
-
-
-class LabError(Exception):
-    """Building or driving the lab failed."""
 
 
 def unavailable_reason(docker: bool = True) -> str | None:
@@ -114,62 +109,6 @@ class LabNode:
     @property
     def path(self) -> Path:
         return Path(self.dir)
-
-
-def rdma_name(iface: str) -> str:
-    """The RoCE device name that goes with a ConnectX netdev: enp1s0f1np1 -> rocep1s0f1."""
-    core = iface[2:] if iface.startswith("en") else iface
-    if "np" in core:
-        core = core[: core.rindex("np")]
-    return "roce" + core
-
-
-def fingerprint(public_key: str) -> str:
-    """OpenSSH's SHA256 fingerprint of "ALG BASE64 [comment]"."""
-    blob = base64.b64decode(public_key.split()[1])
-    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
-
-
-def _run(argv: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", 60)
-    r = subprocess.run(list(argv), **kw)
-    if check and r.returncode != 0:
-        raise LabError(f"{shlex.join(argv)} exited {r.returncode}: {(r.stderr or '').strip()}")
-    return r
-
-
-def _ip_batch(lines: Iterable[str], netns: str | None = None) -> None:
-    argv = ["ip"] + (["-n", netns] if netns else []) + ["-batch", "-"]
-    _run(argv, input="\n".join(lines) + "\n")
-
-
-def _alive(pid: int) -> bool:
-    """True while pid exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _start_time(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _wait_gone(pids: Iterable[int], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    pids = list(pids)
-    while time.monotonic() < deadline:
-        if not any(_alive(p) for p in pids):
-            return True
-        time.sleep(0.05)
-    return not any(_alive(p) for p in pids)
 
 
 class Lab:
@@ -269,7 +208,7 @@ class Lab:
         self.dir.chmod(0o755)
         self.state = {
             "id": lab_id, "dir": str(self.dir), "owner_pid": pid if self.own_process else None,
-            "owner_start": _start_time(pid) if self.own_process else None,
+            "owner_start": start_time(pid) if self.own_process else None,
             "tag": f"s{pid:x}{seq % 256:02x}", "netns": [], "links": [], "routes": [], "nodes": [],
             "max_sessions": self.max_sessions, "docker": self.docker,
         }
@@ -324,11 +263,11 @@ class Lab:
     # -- network --------------------------------------------------------------------------------
     def _network(self) -> None:
         st, tag = self.state, self.state["tag"]
-        with _lock():
-            self.block = _free_block()
+        with machine_lock():
+            self.block = free_block()
             # Claim the block first: other labs see it routed and pick another one.
             for cidr in (f"{self.block}.0.0/16", self.fabric_subnet, self.wlan_subnet):
-                _run(["ip", "route", "add", "unreachable", cidr])
+                run(["ip", "route", "add", "unreachable", cidr])
                 st["routes"].append(f"unreachable {cidr}")
             self._save()
         base = f"sparktui-{st['id']}"
@@ -345,7 +284,7 @@ class Lab:
                 wlan_ip=f"{self.block}.{WLAN_NET}.{10 + i}", rdma=rdma_name(iface),
                 netns=f"{base}-node{i}", dir=str(d), cgroup=f"sparktui-lab-{st['id']}-node{i}"))
         for ns in [sw, bh] + [n.netns for n in self.nodes]:
-            _run(["ip", "netns", "add", ns])
+            run(["ip", "netns", "add", ns])
             st["netns"].append(ns)
         self._save()
         bridge = f"{tag}br"
@@ -362,9 +301,9 @@ class Lab:
                        f"link set port{i} master br0 up"]
             hole += [f"link add {n.wlan_iface}-{n.name} type veth peer name {n.wlan_iface} netns {n.netns}",
                      f"link set {n.wlan_iface}-{n.name} up"]
-        _ip_batch(root)
-        _ip_batch(switch, sw)
-        _ip_batch(hole, bh)
+        ip_batch(root)
+        ip_batch(switch, sw)
+        ip_batch(hole, bh)
         for n in self.nodes:
             lines = ["link set lo up"]
             for dev, ip in ((n.mgmt_iface, n.mgmt_ip), (n.fabric_iface, n.fabric_ip), (n.wlan_iface, n.wlan_ip)):
@@ -373,11 +312,11 @@ class Lab:
                 if other is not n:
                     lines.append(f"neigh replace {other.wlan_ip} lladdr 02:00:00:00:c8:{other.index:02x} "
                                  f"dev {n.wlan_iface} nud permanent")
-            _ip_batch(lines, n.netns)
+            ip_batch(lines, n.netns)
 
     # -- files ----------------------------------------------------------------------------------
     def _files(self) -> None:
-        _keygen(self.identity, "sparktui-lab-client")
+        keygen(self.identity, "sparktui-lab-client")
         client_pub = self.identity.with_suffix(".pub").read_text()
         for mnt in ("/models", "/var/lib/docker"):  # mount points for the nodes' own directories
             Path(mnt).mkdir(parents=True, exist_ok=True)
@@ -391,9 +330,9 @@ class Lab:
             ak = d / "root/.ssh/authorized_keys"
             ak.write_text(client_pub)
             ak.chmod(0o600)
-            _keygen(d / "root/.ssh/id_ed25519", f"root@{n.name}")
+            keygen(d / "root/.ssh/id_ed25519", f"root@{n.name}")
             n.root_key = (d / "root/.ssh/id_ed25519.pub").read_text().strip()
-            _keygen(d / "lab/ssh_host_ed25519_key", f"root@{n.name}")
+            keygen(d / "lab/ssh_host_ed25519_key", f"root@{n.name}")
             n.host_key = " ".join((d / "lab/ssh_host_ed25519_key.pub").read_text().split()[:2])
             for shim in SHIMS.iterdir():
                 shutil.copy2(shim, d / "sbin" / shim.name)
@@ -453,7 +392,7 @@ class Lab:
         log.close()
         self._procs.append(proc)
         self.state.setdefault("holders", []).append(proc.pid)
-        line = _readline(proc.stdout, 20)
+        line = readline_within(proc.stdout, 20)
         proc.stdout.close()
         if line.strip() != "ready":
             err = (n.path / "lab/init.log").read_text(errors="replace").strip()
@@ -486,7 +425,7 @@ class Lab:
                    "tail -n 20 /run/lab/sshd.log >&2; exit 1", timeout=30)
 
     def stop_sshd(self, node: str | LabNode) -> None:
-        """Stop the node's sshd listener (new connections are refused; open sessions stay)."""
+        """Stop the node's sshd listener (new connections are refused; open connections stay)."""
         self.sh(node, "[ -s /run/lab/sshd.pid ] || exit 0\n"
                       "p=$(cat /run/lab/sshd.pid); kill \"$p\" 2>/dev/null\n"
                       "for i in $(seq 200); do kill -0 \"$p\" 2>/dev/null || break; sleep 0.05; done\n"
@@ -497,7 +436,7 @@ class Lab:
            input: str | bytes | None = None, stdin: IO | None = None) -> subprocess.CompletedProcess:
         """Run cmd as root inside the node (a str goes to bash -c); text out unless input is bytes."""
         n = self.node(node)
-        if not n.pid or not _alive(n.pid):
+        if not n.pid or not alive(n.pid):
             raise LabError(f"{n.name} is not running")
         argv = ["nsenter", "-t", str(n.pid), "-n", "-m", "-u", "-p", "--wdns=/root",
                 "env", "-i", f"PATH={NODE_PATH}", "HOME=/root", "USER=root", "LOGNAME=root",
@@ -520,7 +459,7 @@ class Lab:
             results = pool.map(lambda n: self.sh(n, cmd, **kw), targets)
             return {n.name: r for n, r in zip(targets, results)}
 
-    # -- faults and setup helpers ---------------------------------------------------------------
+    # -- faults and setup ----------------------------------------------------------------------
     def link_down(self, node: str | LabNode) -> None:
         """Unplug the node's fabric cable: its interface stays configured but loses carrier."""
         self._switch_port(node, "down")
@@ -530,18 +469,18 @@ class Lab:
 
     def _switch_port(self, node: str | LabNode, state: str) -> None:
         n = self.node(node)
-        _run(["ip", "-n", self.state["switch"], "link", "set", f"port{n.index}", state])
+        run(["ip", "-n", self.state["switch"], "link", "set", f"port{n.index}", state])
 
     def trust(self, src: str | LabNode, dst: str | LabNode) -> None:
         """Let root on src ssh to dst over the fabric: src's key on dst, dst's host key known to src."""
         s, d = self.node(src), self.node(dst)
-        _add_line(d.path / "root/.ssh/authorized_keys", s.root_key)
-        _add_line(s.path / "root/.ssh/known_hosts", f"{d.fabric_ip} {d.host_key}")
+        add_line(d.path / "root/.ssh/authorized_keys", s.root_key)
+        add_line(s.path / "root/.ssh/known_hosts", f"{d.fabric_ip} {d.host_key}")
 
     def untrust(self, src: str | LabNode, dst: str | LabNode) -> None:
         s, d = self.node(src), self.node(dst)
-        _drop_line(d.path / "root/.ssh/authorized_keys", s.root_key)
-        _drop_line(s.path / "root/.ssh/known_hosts", f"{d.fabric_ip} {d.host_key}")
+        drop_line(d.path / "root/.ssh/authorized_keys", s.root_key)
+        drop_line(s.path / "root/.ssh/known_hosts", f"{d.fabric_ip} {d.host_key}")
 
     def mount_tmpfs(self, node: str | LabNode, path: str, size: str) -> None:
         """A small filesystem at path on the node (e.g. to run a disk full); gone with the node."""
@@ -574,7 +513,7 @@ class Lab:
         """The engine simulator image (tools/build_sim_image.py) loaded on the nodes; returns its tag."""
         tar = self._p("engine-sim.tar")
         if not tar.exists():
-            _run([sys.executable, str(SIM_BUILDER), "-o", str(tar), "-t", SIM_IMAGE], timeout=300)
+            run([sys.executable, str(SIM_BUILDER), "-o", str(tar), "-t", SIM_IMAGE], timeout=300)
         todo = self._missing(SIM_IMAGE, nodes)
         if todo:
             self.load_image(tar, todo)
@@ -635,170 +574,6 @@ class Lab:
         path = Path(path)
         path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
         return path
-
-
-# -- teardown, shared by Lab.destroy, `python3 -m tests.lab down` and the stale-lab reaper ------
-def teardown(state: dict) -> list[str]:
-    """Undo a lab from its state; returns what could not be undone (empty when clean)."""
-    problems: list[str] = []
-    lab_dir = state.get("dir", "")
-    inits = [n.get("pid") or 0 for n in state.get("nodes", [])]
-    _kill_ours([p for p in inits if p], lab_dir)  # a node's PID 1: the kernel kills the rest of the node
-    _wait_gone(inits, 20)
-    # Each init's parent (unshare) exits once its child is gone; one that never got as far as a
-    # ready node is killed here instead.
-    holders = state.get("holders", [])
-    if not _wait_gone(holders, 2):
-        _kill_ours(holders, lab_dir)
-    left = [p for p in inits + holders if p and _alive(p)]
-    if left:
-        problems.append(f"processes still alive: {left}")
-    for n in state.get("nodes", []):
-        if n.get("cgroup"):
-            problems += _remove_cgroups(n["cgroup"])
-    for ns in state.get("netns", []):
-        r = _run(["ip", "netns", "del", ns], check=False)
-        if r.returncode and Path(f"/run/netns/{ns}").exists():
-            problems.append(f"netns {ns}: {r.stderr.strip()}")
-    for link in state.get("links", []):
-        r = _run(["ip", "link", "del", link], check=False)
-        if r.returncode and Path(f"/sys/class/net/{link}").exists():
-            problems.append(f"link {link}: {r.stderr.strip()}")
-    for route in reversed(state.get("routes", [])):
-        _run(["ip", "route", "del", *route.split()], check=False)
-    if lab_dir and not problems and Path(lab_dir).name.startswith("sparktui-lab-"):
-        shutil.rmtree(lab_dir, ignore_errors=True)
-    return problems
-
-
-def _kill_ours(pids: Iterable[int], lab_dir: str) -> None:
-    for pid in pids:
-        if _alive(pid) and _is_ours(pid, lab_dir):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def _is_ours(pid: int, lab_dir: str) -> bool:
-    """The process runs this lab's node_init.sh (guards against a recycled pid)."""
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return bool(lab_dir) and any(c.startswith(lab_dir.encode()) for c in cmd)
-
-
-def _remove_cgroups(name: str) -> list[str]:
-    left = []
-    for hier in Path("/sys/fs/cgroup").iterdir():
-        top = hier / name
-        if not top.is_dir():
-            continue
-        for _ in range(50):  # a cgroup can stay busy for a moment after its last task exits
-            dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [top]
-            for d in dirs:
-                try:
-                    d.rmdir()
-                except OSError:
-                    pass
-            if not top.exists():
-                break
-            time.sleep(0.05)
-        if top.exists():
-            left.append(f"cgroup {top}")
-    return left
-
-
-def reap_stale(base_dir: Path = BASE_DIR) -> None:
-    """Tear down labs whose owning process died without cleaning up (e.g. SIGKILL)."""
-    for f in base_dir.glob("sparktui-lab-*/lab.json"):
-        try:
-            state = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        owner = state.get("owner_pid")
-        if owner is None:  # started by `python3 -m tests.lab up`: only `down` removes it
-            continue
-        if _alive(owner) and _start_time(owner) == state.get("owner_start"):
-            continue
-        teardown(state)
-
-
-def list_labs(base_dir: Path = BASE_DIR) -> list[dict]:
-    out = []
-    for f in sorted(base_dir.glob("sparktui-lab-*/lab.json")):
-        try:
-            out.append(json.loads(f.read_text()))
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-# -- helpers --------------------------------------------------------------------------------------
-class _lock:
-    """An exclusive lock shared by every lab on this machine while one picks its subnets."""
-
-    def __enter__(self):
-        self.f = open(LOCK_FILE, "a")
-        fcntl.flock(self.f, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.f, fcntl.LOCK_UN)
-        self.f.close()
-
-
-def _free_block() -> str:
-    """A 10.X.0.0/16 that no route of this machine (any table, other labs included) overlaps."""
-    routes = json.loads(_run(["ip", "-4", "-j", "route", "show", "table", "all"]).stdout or "[]")
-    addrs = json.loads(_run(["ip", "-4", "-j", "addr"]).stdout or "[]")
-    used = []
-    for r in routes:
-        dst = r.get("dst", "")
-        if dst and dst != "default":
-            used.append(ipaddress.ip_network(dst, strict=False))
-    for a in addrs:
-        for info in a.get("addr_info", []):
-            used.append(ipaddress.ip_network(f"{info['local']}/{info.get('prefixlen', 32)}", strict=False))
-    second = list(range(64, 251))
-    random.Random(os.getpid() ^ time.time_ns()).shuffle(second)
-    for x in second:
-        block = ipaddress.ip_network(f"10.{x}.0.0/16")
-        if not any(block.overlaps(u) for u in used):
-            return f"10.{x}"
-    raise LabError("no free 10.X.0.0/16 block for the lab")
-
-
-def _keygen(path: Path, comment: str) -> None:
-    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
-
-
-def _readline(stream, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    buf = b""
-    fd = stream.fileno()
-    while not buf.endswith(b"\n") and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        chunk = os.read(fd, 256)
-        if not chunk:
-            break
-        buf += chunk
-    return buf.decode(errors="replace")
-
-
-def _add_line(path: Path, line: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    if line not in text.splitlines():
-        path.write_text(text + ("" if not text or text.endswith("\n") else "\n") + line + "\n")
-    path.chmod(0o600)
-
-
-def _drop_line(path: Path, line: str) -> None:
-    if path.exists():
-        path.write_text("".join(f"{x}\n" for x in path.read_text().splitlines() if x != line))
 
 
 def _install_sigterm() -> None:

@@ -240,7 +240,7 @@ def test_fabric_interface_names_differ_between_nodes(lab):
         assert found[n.wlan_iface] == [n.wlan_ip]
 
 
-# -- isolation and helpers --------------------------------------------------------------------------
+# -- isolation and mounts ---------------------------------------------------------------------------
 def test_nodes_have_their_own_files_and_processes(lab):
     n1, n2 = lab.nodes[:2]
     lab.sh(n1.name, "mkdir -p /models/only-here && echo one > /models/only-here/f && echo x > /tmp/only-here")
