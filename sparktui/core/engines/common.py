@@ -64,7 +64,12 @@ class ExportOnly:
     words: tuple
 
 
-Word = Union[str, Secret, Home, EnvFlag, Joined, Nested, ExportOnly]
+@dataclass(frozen=True)
+class Break:
+    """Nothing on a command line; a new line where scripts show one flag per line (before the image)."""
+
+
+Word = Union[str, Secret, Home, EnvFlag, Joined, Nested, ExportOnly, Break]
 
 
 def _secret(s: Secret, mode: str, nested: bool) -> str:
@@ -98,6 +103,8 @@ def render_word(w: Word, mode: str = "run", nested: bool = False) -> str:
         return shlex.quote(render(list(w.words), mode, nested=True) + w.suffix)
     if isinstance(w, ExportOnly):
         return render(list(w.words), mode, nested) if mode == "export" else ""
+    if isinstance(w, Break):
+        return ""
     raise TypeError(f"not a command word: {w!r}")
 
 
@@ -110,10 +117,22 @@ def render(words: list[Word], mode: str = "run", nested: bool = False) -> str:
 
 def render_lines(words: list[Word], mode: str = "export", indent: str = "    ") -> str:
     """Like render, one flag per line (backslash-continued): for scripts people read."""
-    parts = [s for s in (render_word(w, mode) for w in words) if s]
-    out = parts[:1]
-    for p in parts[1:]:
-        out.append((" \\\n" + indent if p.startswith("-") else " ") + p)
+    out: list[str] = []
+    brk = False
+    prev = ""
+    for w in words:
+        if isinstance(w, Break):
+            brk = True
+            continue
+        p = render_word(w, mode)
+        if not p:
+            continue
+        if out:
+            new_line = brk or (p.startswith("-") and prev != "sh")  # keep `sh -c '...'` together
+            out.append((" \\\n" + indent if new_line else " ") + p)
+        else:
+            out.append(p)
+        brk, prev = False, p
     return "".join(out)
 
 
@@ -353,7 +372,7 @@ def docker_run(ctx: Context, spot: Spot, command: list[Word]) -> list[Word]:
     mounts = [volume_word(vol) for vol in d.volumes]
     # Same path inside and out, so engine flags and config paths read the same; read-only keeps the checkpoint safe.
     mounts.append(f"{ctx.model_path}:{ctx.model_path}:ro")
-    return w + docker_flags(d, spot, mounts) + [ctx.image] + command
+    return w + docker_flags(d, spot, mounts) + [Break(), ctx.image] + command
 
 
 def opt(flag: str, value) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .common import HOST_ALL, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt, secrets_in
+from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt, secrets_in
 
 NAME = "vllm"
 MODES = ("ray", "native")
@@ -105,7 +105,7 @@ def steps_ray(ctx: Context) -> list[Step]:
     exec_words: list[Word] = ["docker", "exec", "-d", "-e", f"RAY_ADDRESS={ctx.head_ip}:{ctx.ray_port}"]
     for s in secrets_in(inner):
         exec_words.append(ExportOnly(("-e", s.name)))
-    exec_words += [hc, "sh", "-c", Nested(tuple(inner), TO_CONTAINER_LOG)]
+    exec_words += [Break(), hc, "sh", "-c", Nested(tuple(inner), TO_CONTAINER_LOG)]
     out.append(make_step(head.name, 0, "exec", exec_words,
                          "start vllm serve in the head container (Ray executor, serves HTTP)", hc))
     return out
