@@ -467,6 +467,13 @@ class Lab:
     def link_up(self, node: str | LabNode) -> None:
         self._switch_port(node, "up")
 
+    def mgmt_link_down(self, node: str | LabNode) -> None:
+        """Unplug the node's management cable (this machine's side): SSH to it stalls, then fails."""
+        run(["ip", "link", "set", f"{self.state['tag']}m{self.node(node).index}", "down"])
+
+    def mgmt_link_up(self, node: str | LabNode) -> None:
+        run(["ip", "link", "set", f"{self.state['tag']}m{self.node(node).index}", "up"])
+
     def _switch_port(self, node: str | LabNode, state: str) -> None:
         n = self.node(node)
         run(["ip", "-n", self.state["switch"], "link", "set", f"port{n.index}", state])

@@ -271,3 +271,30 @@ async def test_node_run_and_stream_carry_metacharacters_as_data(lab):
     assert argv.stdout == line.stdout == tmpl.stdout == evil
     assert "\n".join(streamed) == evil.rstrip("\n")
     assert canaries(lab, token) == {}
+
+
+# -- streams on a real sshd -----------------------------------------------------------------------
+async def test_closing_a_stream_stops_the_remote_command(lab):
+    """Without a PTY, OpenSSH leaves a command running when its channel closes: the layer must not."""
+    marker = str(300 + uuid.uuid4().int % 600)  # a sleep length no other process on the node uses
+    n = lab.head.name
+    config = load_config(lab.config_path)
+    async with Cluster(config) as cluster:
+        stream = cluster[n].stream(["sh", "-c", f"echo started; exec sleep {marker}"])
+        assert await asyncio.wait_for(stream.__anext__(), timeout=30) == "started"
+        assert f"sleep {marker}" in lab.sh(n, "ps -eo args").stdout
+        await stream.aclose()
+        wait_for(lambda: f"sleep {marker}" not in lab.sh(n, "ps -eo args").stdout, 10,
+                 "the remote command to stop")
+
+
+async def test_undecodable_output_does_not_break_the_connection(lab):
+    config = load_config(lab.config_path)
+    async with Cluster(config) as cluster:
+        node = cluster[lab.head.name]
+        r = await node.run(["printf", "a\\377\\376b\\n"], timeout=30)
+        lines = [x async for x in node.stream(["printf", "c\\377d\\n"])]
+        after = await node.run(["echo", "still here"], timeout=30)
+    assert r.ok and r.stdout.startswith("a") and r.stdout.rstrip().endswith("b")
+    assert len(lines) == 1 and lines[0][0] == "c" and lines[0][-1] == "d"
+    assert after.stdout == "still here\n"

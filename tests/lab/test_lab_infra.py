@@ -339,3 +339,14 @@ def test_an_interrupted_owner_leaves_nothing_behind(how):
     if how == "SIGKILL":
         reap_stale()
     assert _leftovers(state, pids) == []
+
+
+def test_mgmt_link_down_cuts_ssh_until_it_is_back(lab):
+    n = lab.nodes[1]
+    lab.mgmt_link_down(n.name)
+    try:
+        with pytest.raises(OSError):
+            socket.create_connection((n.mgmt_ip, 22), timeout=2).close()
+    finally:
+        lab.mgmt_link_up(n.name)
+    wait_for(lambda: ssh(lab, n.name, "hostname").stdout.strip() == n.name, 15, "ssh over the restored link")
