@@ -1,6 +1,6 @@
 """Plans for each engine and mode on 2, 3, 4 and 8 synthetic nodes, checked against REFERENCE.md's recipes.
 
-Commands are parsed with shlex.split and checked flag by flag; the helpers here build synthetic
+Commands are parsed with shlex.split and checked flag by flag; the builders here make synthetic
 NodeFacts and Subnets and are shared with the other test_plan_* files.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Exported scripts: valid POSIX sh, no secrets inside, and when run by hand they issue the plan's commands."""
+"""Exported scripts: valid POSIX sh, no secrets inside, and when run by hand they run the plan's commands."""
 from __future__ import annotations
 
 import json
