@@ -357,7 +357,7 @@ class Diagnoser:
         body = strip_prefixes(seg).strip()
         if self.model_path and "No such file or directory" in seg and self.model_path in seg:
             return self._classified(ns, Problem("model_not_found", n, f"{self.model_path} is missing in the container",
-                                                S._MODEL_HINT, node, at, body))
+                                                S.MODEL_HINT, node, at, body))
         for sign in S.SIGNS:
             if self.engine not in sign.engines:
                 continue

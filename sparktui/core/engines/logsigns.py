@@ -69,7 +69,7 @@ _IFACE_HINT = ("set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to this node's own
                "subnet (names differ between nodes; sparktui plans set them per node)")
 _PORT_HINT = ("another process or an earlier container holds the port: stop it (sparktui status lists "
               "sparktui containers; `ss -ltnp` shows the rest) or pick another --port / --dist-port / --ray-port")
-_MODEL_HINT = ("the model directory must exist at the same path on every node (it is mounted there read-only): "
+MODEL_HINT = ("the model directory must exist at the same path on every node (it is mounted there read-only): "
                "copy it first and check model.path in the config")
 _OOM_HINT = ("lower the memory fraction (--mem-fraction) or the context length (--max-model-len), "
              "or spread the model over more GPUs (TP/PP); on unified memory close other GPU users first")
@@ -142,7 +142,7 @@ SIGNS: list[Sign] = [
     Sign("model_not_found", _re(r"does not appear to have a file named config\.json|Repo id must be in the form|"
                                 r"Invalid repository ID or local directory|RepositoryNotFoundError|"
                                 r"We couldn't connect to 'https://huggingface\.co'|Can't load the configuration of"),
-         message="the model directory was not found in the container", hint=_MODEL_HINT),
+         message="the model directory was not found in the container", hint=MODEL_HINT),
     Sign("unsupported_model", _re(r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|failed to be inspected|"
                                   r"does not recognize this architecture|Unsupported architectures?:|"
                                   r"Unknown quantization method|quantization method .* is not supported"),
