@@ -25,6 +25,15 @@ from .common import CliExit, add_config_arg, console, get_config, journal, print
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="show the per-node commands a launch would run, with checks and a fit estimate")
     add_config_arg(p)
+    add_plan_args(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the plan as JSON")
+    out.add_argument("--export", metavar="DIR", help="write one shell script per node and README.txt into DIR")
+    p.set_defaults(func=cmd_plan)
+
+
+def add_plan_args(p: argparse.ArgumentParser) -> None:
+    """The plan options, shared by every command that builds a plan (plan, preflight, launch)."""
     p.add_argument("--engine", choices=sorted(ENGINES), help="inference engine (default: sglang, or the recipe's)")
     p.add_argument("--mode", choices=["ray", "native"], help="vLLM multi-node mode (default: ray)")
     p.add_argument("--tp", type=int, help="tensor parallel size (default: GPUs per node x nodes)")
@@ -44,10 +53,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env", dest="extra_env", action="append", default=[], metavar="K=V",
                    help="extra container environment, repeatable")
     p.add_argument("--recipe", metavar="FILE", help="a sparkrun recipe to start from")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the plan as JSON")
-    out.add_argument("--export", metavar="DIR", help="write one shell script per node and README.txt into DIR")
-    p.set_defaults(func=cmd_plan)
 
 
 def _positive(name: str, v: int | float | None) -> None:
