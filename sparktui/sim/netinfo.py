@@ -149,3 +149,22 @@ def other_network_ip(rendezvous_addr: str, ifaces: list[Iface] | None = None) ->
     candidates = sorted((i for i in ifaces if not i.loopback and i.address != rendezvous_addr
                          and (rdv is None or rdv not in i.network)), key=lambda i: i.name)
     return candidates[0].address if candidates else None
+
+
+def queue_bind_address(published: str, rendezvous_local: str, ifaces: list[Iface] | None = None) -> str:
+    """Where a node's message-queue listener binds: the published address when it is this node's own
+    address on the rendezvous network, else the node's rendezvous address (so a published address on
+    another network is refused, as an unreachable one would be)."""
+    ifaces = interfaces() if ifaces is None else ifaces
+    try:
+        pub = ipaddress.IPv4Address(published)
+        rdv = ipaddress.IPv4Address(rendezvous_local)
+    except ValueError:
+        return rendezvous_local
+    if published == rendezvous_local or not is_local(published, ifaces):
+        return rendezvous_local
+    for iface in ifaces:
+        holds = iface.address == rendezvous_local or (iface.loopback and rdv in iface.network)
+        if holds and pub in iface.network:
+            return published
+    return rendezvous_local

@@ -99,6 +99,7 @@ class SGLangNode:
         self.model: ModelInfo | None = None
         self.kv_tokens = 0
         self.avail_after = 0.0
+        self.queue_up = asyncio.Event()
         n = max(1, args.nnodes)
         world = max(1, args.tp_size) * max(1, args.pp_size)
         self.gpus_here = max(1, world // n)
@@ -186,11 +187,12 @@ class SGLangNode:
         return 0
 
     async def peer_gone(self) -> None:
-        """Returns once another node of a complete group went away (never on a single node)."""
+        """Returns once another node went away after the message queue was up (never on a single node).
+        A rank blocked in the queue handshake watches nothing else: only its watchdog ends that wait."""
         if self.args.nnodes <= 1:
             await runtime.forever()
-        while self.group is None or not self.group.complete.is_set():
-            await asyncio.sleep(0.05)
+        await self.queue_up.wait()
+        assert self.group is not None
         await self.group.lost.wait()
 
     # -- init ---------------------------------------------------------------------------------
@@ -259,13 +261,13 @@ class SGLangNode:
                     f"torch.distributed.DistNetworkError: The client socket has timed out after "
                     f"{a.dist_timeout * 1000}ms while trying to connect to ({host}, {port}).")
             bind_addr = client.local_address
+        published = self.published_ip(bind_addr)
         self.endpoint = mesh.QueueEndpoint(a.node_rank, set(range(nnodes)) - {a.node_rank})
         try:
-            await self.endpoint.start(bind_addr)
+            await self.endpoint.start(netinfo.queue_bind_address(published, bind_addr))
         except OSError as e:
             return self.crash(f"OSError: [Errno {e.errno}] {e.strerror}")
-        info = {"host_ip": self.published_ip(bind_addr), "mq_port": self.endpoint.port,
-                "hostname": socket.gethostname()}
+        info = {"host_ip": published, "mq_port": self.endpoint.port, "hostname": socket.gethostname()}
         if isinstance(self.group, StoreServer):
             await self.group.publish(info)
         else:
@@ -308,6 +310,7 @@ class SGLangNode:
         peers = {r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
                  for r, m in self.group.members.items() if r != self.args.node_rank}
         await mesh.join_mesh(self.endpoint, peers)
+        self.queue_up.set()
 
     # -- weights, KV, graphs ------------------------------------------------------------------
     def check_layout(self) -> str | None:
@@ -422,8 +425,10 @@ class SGLangNode:
             netinfo.check_bindable(a.host)
             await self.api.start(a.host, a.port)
         except OSError as e:
-            self.log.uvicorn("ERROR", f"[Errno {e.errno}] error while attempting to bind on address "
-                                      f"('{a.host}', {a.port}): {(e.strerror or str(e)).lower()}")
+            why = e.strerror or str(e)
+            if not why.startswith("error while attempting"):  # asyncio words it like uvicorn already
+                why = f"error while attempting to bind on address ('{a.host}', {a.port}): {why.lower()}"
+            self.log.uvicorn("ERROR", f"[Errno {e.errno}] {why}")
             self.log.uvicorn("INFO", "Waiting for application shutdown.")
             self.log.uvicorn("INFO", "Application shutdown complete.")
             self.api = None

@@ -433,9 +433,10 @@ class VllmServer:
                              who=f"Worker_TP{a.node_rank * per_node} pid={self.log.pid + 2}")
                 return self.engine_failed()
             bind_addr = client.local_address
+        published = self.vllm_host_ip()
         self.endpoint = mesh.QueueEndpoint(a.node_rank, set(range(a.nnodes)) - {a.node_rank})
-        await self.endpoint.start(bind_addr)
-        info = {"host_ip": self.vllm_host_ip(), "mq_port": self.endpoint.port}
+        await self.endpoint.start(netinfo.queue_bind_address(published, bind_addr))
+        info = {"host_ip": published, "mq_port": self.endpoint.port}
         if isinstance(self.group, StoreServer):
             await self.group.publish(info)
         else:
