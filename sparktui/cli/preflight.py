@@ -1,0 +1,60 @@
+"""`sparktui preflight`: the plan's rendezvous checked on every node, in the plan's image, in well under a
+minute — before an engine loads the weights and only then finds out it cannot reach the head."""
+from __future__ import annotations
+
+import argparse
+
+from ..core.inventory import take_inventory
+from ..core.plan import make_plan
+from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable, run_preflight
+from ..core.ssh import Cluster
+from .common import CliExit, add_config_arg, add_json_arg, console, err_console, get_config, journal, print_json
+from .plan import add_plan_args, options_from_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("preflight", help="check the plan's rendezvous on every node before loading the model")
+    add_config_arg(p)
+    add_plan_args(p)
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                   help=f"seconds the check may take on the nodes (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--via", choices=["auto", "nccl", "tcp"], default="auto",
+                   help="auto: NCCL where the image's torch sees a GPU, plain TCP otherwise")
+    add_json_arg(p)
+    p.set_defaults(func=cmd_preflight)
+
+
+def _progress(r: NodeResult) -> None:
+    err_console.print(f"{r.node}: {'ok' if r.ok else 'failed (' + str(r.kind) + ')'}", markup=False)
+
+
+async def cmd_preflight(args: argparse.Namespace) -> int:
+    config = get_config(args)
+    if not args.timeout > 0:
+        raise CliExit(2, f"--timeout must be positive (got {args.timeout:g})")
+    opts, notes = options_from_args(args, config)
+    async with Cluster(config, journal=journal()) as cluster:
+        inv = await take_inventory(cluster, config)
+        plan = make_plan(config, inv.facts, inv.subnets, opts)
+        problems = checkable(plan)
+        if problems:
+            down = [f"{n}: {f.error or 'unreachable'}" for n, f in inv.facts.items()
+                    if not f.reachable and n in [x.name for x in plan.nodes]]
+            # An unreachable node is a problem found; anything else is input that names no rendezvous.
+            raise CliExit(1 if down else 2, "nothing to check: " + "; ".join(down + problems + plan.errors))
+        if not args.json:
+            err_console.print(f"checking {len(plan.nodes)} node(s) at {plan.head_ip} on {plan.subnet} in {plan.image} "
+                              f"(up to {args.timeout:g} s)...", markup=False)
+        try:
+            verdict = await run_preflight(cluster, config, plan, args.timeout, subnets=inv.subnets, mode=args.via,
+                                          on_node=None if args.json else _progress)
+        except PreflightError as e:
+            raise CliExit(2, str(e)) from None
+    if args.json:
+        print_json({**verdict.to_json(), "plan": {"id": plan.plan_id, "engine": plan.engine, "mode": plan.mode,
+                                                  "errors": plan.errors, "warnings": notes + plan.warnings}})
+    else:
+        console.print(verdict.summary(), markup=False, highlight=False)
+        for e in plan.errors:
+            console.print(f"  plan error (not what this checks): {e}", markup=False)
+    return 0 if verdict.ok else 1

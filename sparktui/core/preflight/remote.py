@@ -1,0 +1,179 @@
+"""What the rendezvous check runs on a node: the look before (interfaces, addresses, image, free ports)
+and the `docker run` of the check program with the plan's own container flags and env."""
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+
+from ...preflight_check import HOST_IP_VARS, IFNAME_VARS, MARK, classify, iface_matches
+from ..config import DockerConfig
+from ..engines.common import Spot, Word, docker_flags, render
+from ..journal import MASK
+from ..plan import NodePlan
+from ..ssh import script
+
+PREFIX = "sparktui-preflight-"
+LABEL = "sparktui.preflight"
+PORT_SPAN = 200  # how far above the dist port a free port is looked for
+
+_LOOK = """echo @@ip; ip -j addr 2>&1
+echo @@image; docker image inspect --format {fmt} {image} 2>&1; echo "@@rc $?"
+echo @@ib; if [ -e /dev/infiniband ]; then echo yes; else echo no; fi
+echo @@tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true
+"""
+
+
+def look_command(image: str) -> str:
+    """One round trip before anything starts: `ip -j addr`, the image, /dev/infiniband, listening ports."""
+    return script(_LOOK, fmt="{{.Id}}", image=image)
+
+
+@dataclass
+class Look:
+    """What a node showed before the check."""
+
+    interfaces: dict[str, dict] = field(default_factory=dict)  # name -> {"addrs": [...], "up": bool}
+    image_id: str | None = None
+    image_error: str | None = None
+    infiniband: bool = False
+    listening: set[int] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def addresses(self) -> set[str]:
+        return {a for i in self.interfaces.values() for a in i["addrs"]}
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    cur = None
+    for line in text.splitlines():
+        if line.startswith("@@") and not line.startswith("@@rc"):
+            cur = line[2:].strip()
+            out[cur] = []
+        elif cur is not None:
+            out[cur].append(line)
+    return out
+
+
+def _listening(lines: list[str]) -> set[int]:
+    """Ports in LISTEN (state 0A) from /proc/net/tcp and tcp6."""
+    ports = set()
+    for line in lines:
+        parts = line.split()
+        if len(parts) > 3 and parts[3] == "0A" and ":" in parts[1]:
+            try:
+                ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+            except ValueError:
+                continue
+    return ports
+
+
+def parse_look(text: str) -> Look:
+    sec = _sections(text)
+    look = Look()
+    try:
+        links = json.loads("\n".join(sec.get("ip", [])) or "null")
+    except ValueError:
+        links = None
+    if isinstance(links, list):
+        for link in links:
+            if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
+                continue
+            flags = [str(f).upper() for f in link.get("flags") or []]
+            state = str(link.get("operstate") or "").upper()
+            up = "NO-CARRIER" not in flags and (state == "UP" or (state in ("UNKNOWN", "") and "UP" in flags))
+            addrs = [a["local"] for a in link.get("addr_info") or []
+                     if isinstance(a, dict) and a.get("family") in ("inet", "inet6") and a.get("local")]
+            look.interfaces[link["ifname"]] = {"addrs": addrs, "up": up}
+    else:
+        look.notes.append("`ip -j addr` gave no JSON: interfaces not checked before the run")
+    text_img = "\n".join(ln for ln in sec.get("image", []) if not ln.startswith("@@rc")).strip()
+    rc = next((ln.split()[1] for ln in text.splitlines() if ln.startswith("@@rc ")), "1")
+    if rc == "0" and text_img.startswith("sha256:"):
+        look.image_id = text_img.splitlines()[0]
+    else:
+        look.image_error = text_img or "docker image inspect failed"
+    look.infiniband = "yes" in sec.get("ib", [])
+    look.listening = _listening(sec.get("tcp", []))
+    return look
+
+
+def judge_look(n: NodePlan, look: Look) -> tuple[str | None, str, list[str]]:
+    """(kind, error, notes) for what the plan needs on this node; kind None when it may run."""
+    notes = list(look.notes)
+    if look.image_error:
+        kind = classify(look.image_error)[0]
+        if kind not in ("image_missing", "docker"):
+            kind = "docker" if "command not found" in look.image_error else "image_missing"
+        return kind, look.image_error.splitlines()[-1], notes
+    if not look.interfaces:
+        return None, "", notes
+    names = list(look.interfaces)
+    if n.iface and n.iface not in look.interfaces:
+        return "interface_missing", f"no interface named {n.iface} on {n.name} (it has {', '.join(names)})", notes
+    for var in IFNAME_VARS:
+        spec = n.env.get(var)
+        if spec and spec != MASK and not iface_matches(spec, names):
+            return ("interface_missing", f"no interface matches {var}={spec} on {n.name} (it has {', '.join(names)})",
+                    notes)
+    if n.ip and n.ip not in look.addresses:
+        return "address_missing", f"{n.ip} is not an address of this node ({n.name})", notes
+    for var in HOST_IP_VARS:
+        v = n.env.get(var)
+        if v and v != MASK and v not in look.addresses:
+            return "address_missing", f"{var} {v} is not an address of this node ({n.name})", notes
+    if n.iface and not look.interfaces[n.iface]["up"]:
+        notes.append(f"{n.iface} on {n.name} is down or has no carrier (cable unplugged?)")
+    return None, "", notes
+
+
+def free_port(listening: set[int], near: int, avoid: set[int]) -> int | None:
+    """The first port above `near` nobody listens on (the engine's own dist port stays untouched)."""
+    for p in range(near + 1, min(near + 1 + PORT_SPAN, 65536)):
+        if p not in listening and p not in avoid:
+            return p
+    return None
+
+
+def container_name(check_id: str, rank: int) -> str:
+    return f"{PREFIX}{check_id}-r{rank}"
+
+
+def check_command(docker: DockerConfig, image: str, n: NodePlan, infiniband: bool, *, check_id: str, addr: str,
+                  port: int, world: int, timeout: float, mode: str = "auto") -> str:
+    """`docker run --rm -i` of the check program (fed on stdin) with the engine containers' flags and env.
+
+    Masked values (secrets) are left out: the check needs none, and the plan only holds them masked.
+    """
+    env = {k: v for k, v in n.env.items() if v != MASK}
+    spot = Spot(name=n.name, rank=n.rank, role=n.role, iface=n.iface, ip=n.ip, rdma=n.rdma,
+                infiniband=infiniband, env=env)
+    words: list[Word] = ["docker", "run", "--rm", "-i", "--name", container_name(check_id, n.rank),
+                         "--label", f"{LABEL}={check_id}"]
+    words += docker_flags(docker, spot)
+    words += [image, "python3", "-", "--rank", str(n.rank), "--world", str(world), "--addr", addr,
+              "--port", str(port), "--timeout", f"{timeout:g}", "--mode", mode]
+    if n.ip:
+        words += ["--bind", n.ip]
+    if n.iface:
+        words += ["--iface", n.iface]
+    return render(words, "run")
+
+
+def sweep_command(names: list[str]) -> str:
+    """Remove this check's containers whatever state they are in (no error when already gone)."""
+    return "docker rm -f " + " ".join(shlex.quote(x) for x in names) + " >/dev/null 2>&1; true"
+
+
+def result_from_output(stdout: str) -> dict | None:
+    """The check program's result line (the last one wins)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARK):
+            try:
+                data = json.loads(line[len(MARK):])
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None

@@ -1,0 +1,222 @@
+"""run_preflight: the rendezvous check on every node at once, bounded in time, leaving nothing behind.
+
+1. One look per node (interfaces, addresses, image, /dev/infiniband, ports): a missing interface or
+   address fails at once, before any container starts.
+2. The check program in the plan's image on every node, with the plan's container flags and env,
+   against the head's address and a free port near the dist port.
+3. As soon as one node fails on its own, the others get a moment to report, then are stopped: the
+   verdict should not wait out a timeout that can no longer change it.
+4. Whatever happens (cancel included), every container of this check is removed by name.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Callable
+
+from ... import preflight_check
+from ..config import Config
+from ..facts import Subnet
+from ..plan import NodePlan, Plan
+from ..ssh import Cluster
+from .remote import (Look, check_command, container_name, free_port, judge_look, look_command, parse_look,
+                     result_from_output, sweep_command)
+from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain
+
+DEFAULT_TIMEOUT = 30.0
+LOOK_TIMEOUT = 10.0  # the look is one small script
+START_SLACK = 12.0  # docker and python start-up plus the program's own grace, on top of its timeout
+EARLY_GRACE = 3.0  # after a node fails on its own, what the others get to say why before they are stopped
+SWEEP_TIMEOUT = 15.0
+_MISSING = re.compile(r"(?:missing ranks: |rank\(s\) )([\d,]+)")
+
+
+class PreflightError(ValueError):
+    """The plan gives nothing to check (no rendezvous address, no image, a node off the subnet)."""
+
+
+def checkable(plan: Plan) -> list[str]:
+    """Why this plan cannot be checked; empty when it can."""
+    problems = []
+    if not plan.nodes:
+        problems.append("the plan has no nodes")
+    if not plan.head_ip:
+        problems.append("the plan has no rendezvous address (no subnet joins all nodes)")
+    if not plan.image:
+        problems.append("the plan has no image")
+    for n in plan.nodes:
+        if not n.ip or not n.iface:
+            problems.append(f"{n.name} has no address on the rendezvous subnet")
+    return problems
+
+
+def _alternatives(subnets: list[Subnet] | None, plan: Plan) -> list[str]:
+    names = [n.name for n in plan.nodes]
+    return [s.subnet for s in subnets or [] if s.joins(names) and s.subnet != plan.subnet and s.up]
+
+
+async def _look(cluster: Cluster, n: NodePlan, image: str) -> tuple[Look | None, NodeResult | None]:
+    node = cluster.nodes.get(n.name)
+    if node is None:
+        return None, NodeResult.failed(n.name, n.rank, n.iface, n.ip, "ssh", f"{n.name} is not in the config")
+    r = await node.run(look_command(image), timeout=LOOK_TIMEOUT)
+    if r.exit_status == 255 and not r.stdout:
+        return None, NodeResult.failed(n.name, n.rank, n.iface, n.ip, "ssh", r.stderr.strip() or str(node.error))
+    look = parse_look(r.stdout)
+    kind, error, notes = judge_look(n, look)
+    if kind:
+        res = NodeResult.failed(n.name, n.rank, n.iface, n.ip, kind, error)
+        res.line, res.stage, res.notes = error, "look", notes
+        return look, res
+    return look, None
+
+
+async def _check(cluster: Cluster, n: NodePlan, command: str, program: str, timeout: float) -> NodeResult:
+    node = cluster[n.name]
+    r = await node.run(command, timeout=timeout + START_SLACK, input=program)
+    data = result_from_output(r.stdout)
+    if data is not None:
+        return NodeResult.from_check(n.name, n.rank, n.iface, n.ip, data)
+    text = "\n".join(x for x in (r.stdout, r.stderr) if x)
+    if r.exit_status == 255 and not node.connected:
+        return NodeResult.failed(n.name, n.rank, n.iface, n.ip, "ssh", r.stderr.strip() or str(node.error))
+    if r.exit_status == 124:
+        return NodeResult.failed(n.name, n.rank, n.iface, n.ip, "timeout",
+                                 f"no result within {timeout + START_SLACK:g} s", text)
+    return NodeResult.failed(n.name, n.rank, n.iface, n.ip, None,
+                             f"the check exited {r.exit_status} without a result", text)
+
+
+async def _sweep(cluster: Cluster, names: dict[str, str]) -> None:
+    async def one(node_name: str, name: str) -> None:
+        node = cluster.nodes.get(node_name)
+        if node is not None:
+            with contextlib.suppress(Exception):
+                await node.run(sweep_command([name]), timeout=SWEEP_TIMEOUT)
+
+    await asyncio.gather(*(one(k, v) for k, v in names.items()), return_exceptions=True)
+
+
+def _notify(on_node: Callable[[NodeResult], None] | None, r: NodeResult) -> None:
+    if on_node is not None:
+        with contextlib.suppress(Exception):  # a display callback must not break the check
+            on_node(r)
+
+
+async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, str], timeout: float,
+                   names: dict[str, str], started: dict[str, str], on_node) -> dict[str, NodeResult]:
+    program = Path(preflight_check.__file__).read_text(encoding="utf-8")
+    tasks: dict[asyncio.Task, NodePlan] = {}
+    for n in order:
+        started[n.name] = names[n.name]
+        tasks[asyncio.create_task(_check(cluster, n, commands[n.name], program, timeout))] = n
+    results: dict[str, NodeResult] = {}
+    stopped: set[str] = set()
+    stop_at: float | None = None
+    pending = set(tasks)
+    try:
+        while pending:
+            wait = None if stop_at is None else max(0.0, stop_at - time.monotonic())
+            done, pending = await asyncio.wait(pending, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                r = t.result()
+                results[r.node] = r
+                _notify(on_node, r)
+                if not r.ok and r.kind not in SECONDARY and stop_at is None:
+                    stop_at = time.monotonic() + EARLY_GRACE
+            if pending and stop_at is not None and time.monotonic() >= stop_at and not stopped:
+                late = [tasks[t] for t in pending]
+                stopped.update(n.name for n in late)
+                await _sweep(cluster, {n.name: started[n.name] for n in late})
+    finally:
+        for t in pending:
+            t.cancel()
+    for name in stopped:
+        r = results.get(name)
+        if r is not None and not r.ok and r.stage is None:  # killed by the sweep: no result line
+            r.kind, r.error = "stopped", "stopped after another node failed"
+    return results
+
+
+async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: float = DEFAULT_TIMEOUT, *,
+                        subnets: list[Subnet] | None = None, mode: str = "auto",
+                        on_node: Callable[[NodeResult], None] | None = None) -> Verdict:
+    """Check the plan's rendezvous on every node in the plan's image; bounded by about timeout + 12 s.
+
+    subnets (the inventory's) lets a failed verdict suggest another subnet joining all nodes; mode is
+    the check program's (auto: NCCL where torch sees a GPU, plain TCP otherwise); on_node is called
+    with each node's result as it arrives. Raises PreflightError when the plan gives nothing to check.
+    """
+    problems = checkable(plan)
+    if problems:
+        raise PreflightError("; ".join(problems))
+    t0 = time.monotonic()
+    check_id = secrets.token_hex(4)
+    order = sorted(plan.nodes, key=lambda n: n.rank)
+    setting = Setting(addr=plan.head_ip or "", port=0, subnet=plan.subnet, image=plan.image, timeout=timeout,
+                      engine=plan.engine, head=order[0].name, alternatives=_alternatives(subnets, plan),
+                      ranks={n.rank: n.name for n in order})
+    verdict = Verdict(setting=setting, check_id=check_id)
+    started: dict[str, str] = {}
+    try:
+        looked = await asyncio.gather(*(_look(cluster, n, plan.image) for n in order))
+        looks = {n.name: lk for n, (lk, _) in zip(order, looked)}
+        early = {n.name: res for n, (_, res) in zip(order, looked) if res is not None}
+        head_look = looks.get(order[0].name)
+        port = None
+        if head_look is not None and not early:
+            port = free_port(head_look.listening, plan.dist_port, {plan.port, plan.ray_port, plan.dist_port})
+            if port is None:
+                n = order[0]
+                early[n.name] = NodeResult.failed(n.name, n.rank, n.iface, n.ip, "port_in_use",
+                                                  f"no free port near {plan.dist_port} on {n.name}")
+        setting.port = port or plan.dist_port
+        for n in order:
+            for note in (looks[n.name].notes if looks.get(n.name) else []):
+                verdict.warnings.append(note)
+        if early:
+            for n in order:
+                r = early.get(n.name) or NodeResult(node=n.name, rank=n.rank, iface=n.iface, ip=n.ip, kind="skipped")
+                verdict.nodes[n.name] = r
+                _notify(on_node, r)
+        else:
+            commands = {n.name: check_command(config.docker, plan.image, n, looks[n.name].infiniband,
+                                              check_id=check_id, addr=setting.addr, port=setting.port,
+                                              world=len(order), timeout=timeout, mode=mode)
+                        for n in order}
+            names = {n.name: container_name(check_id, n.rank) for n in order}
+            results = await _run_all(cluster, order, commands, timeout, names, started, on_node)
+            for n in order:
+                verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
+                    n.name, n.rank, n.iface, n.ip, "stopped", "no result")
+        _judge(verdict, order, looks)
+    finally:
+        if started:
+            await _sweep(cluster, started)
+        verdict.seconds = time.monotonic() - t0
+    return verdict
+
+
+def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None]) -> None:
+    """Reasons, fixes and warnings, once every node has a result."""
+    s = verdict.setting
+    plans = {n.name: n for n in order}
+    for r in verdict.nodes.values():
+        n = plans[r.node]
+        if not r.ok:
+            r.reason, r.fix = explain(r, s, rdma=n.rdma)
+            m = _MISSING.search(r.error or "")
+            if r.kind == "peer_missing" and m:
+                who = [s.ranks.get(int(x), f"rank {x}") for x in m[1].split(",") if x.isdigit()]
+                r.reason = f"{r.node} waited for {', '.join(who)}, which never joined ({r.line or r.error})"
+        look = looks.get(r.node)
+        if r.ok and r.transport == "socket" and n.rdma and look is not None and look.infiniband:
+            verdict.warnings.append(f"{r.node}: NCCL used sockets although {n.rdma} sits on {n.iface}: "
+                                    f"check NCCL_IB_HCA and /dev/infiniband")
+    if any(r.ok and r.path == "tcp" for r in verdict.nodes.values()):
+        verdict.warnings.append("the image has no torch with a GPU: the check proved TCP reachability between "
+                                "the ranks on the plan's addresses, not NCCL itself")

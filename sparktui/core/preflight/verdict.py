@@ -1,0 +1,268 @@
+"""Per-node results of the rendezvous check and the overall verdict: what failed, where, and what to try.
+
+Pure: results come in as the check program's JSON (or as a failure seen before it ran), reasons and
+fixes are plain sentences built from the error kind and the plan's addresses.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from ...preflight_check import classify
+
+# Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
+# or losing one (peer_failed) is what the other ranks see of someone else's failure.
+ROOT_ORDER = ("ssh", "image_missing", "python_missing", "docker", "interface_missing", "address_missing",
+              "port_in_use", "unreachable", "refused", "rdma", "gpu", "nccl", "timeout", "unknown",
+              "peer_missing", "peer_failed", "stopped", "skipped")
+SECONDARY = ("peer_missing", "peer_failed", "stopped", "skipped")  # never a reason to stop the others early
+_TARGET = (re.compile(r"\(([0-9A-Fa-f.:]+), (\d+)\)"), re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}):(\d+)\b"))
+
+
+@dataclass
+class Setting:
+    """What the check ran against, for sentences that name addresses and alternatives."""
+
+    addr: str
+    port: int
+    subnet: str | None
+    image: str
+    timeout: float
+    engine: str = "sglang"
+    head: str = ""
+    alternatives: list[str] = field(default_factory=list)  # other subnets joining all nodes, best first
+    ranks: dict[int, str] = field(default_factory=dict)  # rank -> node name
+
+    @property
+    def host_var(self) -> str:
+        return "VLLM_HOST_IP" if self.engine == "vllm" else "SGLANG_HOST_IP"
+
+    def other_subnet(self) -> str:
+        if self.alternatives:
+            return f"pick another subnet joining all nodes: --iface {self.alternatives[0]}"
+        return "pick another subnet joining all nodes with --iface (`sparktui check` lists them)"
+
+
+@dataclass
+class NodeResult:
+    """One node's part of the check."""
+
+    node: str
+    rank: int
+    iface: str | None = None
+    ip: str | None = None
+    ok: bool = False
+    path: str | None = None  # nccl (torch + GPU in the image) | tcp (plain sockets)
+    transport: str | None = None  # rdma | socket | p2p | shm | tcp: the data path
+    net: str | None = None  # the network NCCL set up: rdma | socket
+    transport_line: str | None = None  # the NCCL line that says so
+    bandwidth_gb_s: float | None = None
+    bandwidth_what: str | None = None  # "all-reduce bus bandwidth" | "TCP stream"
+    kind: str | None = None  # error kind (see ROOT_ORDER)
+    reason: str | None = None  # a sentence naming what failed
+    fix: str | None = None  # what to try
+    error: str | None = None  # the error text as seen
+    line: str | None = None  # the output line that told the kind
+    target: str | None = None  # address:port that could not be reached
+    stage: str | None = None  # where the check was when it ended
+    seconds: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    nccl_lines: list[str] = field(default_factory=list)
+    tail: list[str] = field(default_factory=list)  # last output lines of a failed check
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_check(cls, node: str, rank: int, iface: str | None, ip: str | None, data: dict) -> "NodeResult":
+        """From the check program's result line."""
+        r = cls(node=node, rank=rank, iface=iface, ip=ip, ok=bool(data.get("ok")))
+        for k in ("path", "transport", "net", "transport_line", "bandwidth_gb_s", "bandwidth_what", "kind",
+                  "error", "line", "target", "stage", "seconds"):
+            if data.get(k) is not None:
+                setattr(r, k, data[k])
+        r.timings = dict(data.get("timings") or {})
+        r.nccl_lines = [str(x) for x in data.get("nccl_lines") or []]
+        r.tail = [str(x) for x in data.get("tail") or []]
+        if data.get("note"):
+            r.notes.append(str(data["note"]))
+        if r.ok:
+            r.kind = None
+        elif not r.kind or r.kind == "unknown":
+            r.kind, r.line = classify("\n".join([r.error or ""] + r.tail))
+            r.kind = r.kind or "unknown"
+        return r
+
+    @classmethod
+    def failed(cls, node: str, rank: int, iface: str | None, ip: str | None, kind: str | None, error: str,
+               text: str = "") -> "NodeResult":
+        """A failure seen outside the check program (SSH, docker, the checks before it)."""
+        line = None
+        if kind is None:
+            kind, line = classify("\n".join([error, text]))
+        tail = [x for x in text.splitlines() if x.strip()][-25:]
+        return cls(node=node, rank=rank, iface=iface, ip=ip, ok=False, kind=kind or "unknown", error=error,
+                   line=line, tail=tail)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _target(r: NodeResult, s: Setting) -> str:
+    if r.target:
+        return r.target
+    for rx in _TARGET:
+        m = rx.search("\n".join(x for x in (r.line, r.error) if x))
+        if m:
+            return f"{m[1]}:{m[2]}"
+    return f"{s.addr}:{s.port}"
+
+
+def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, str]:
+    """(reason, fix) for a failed node."""
+    k, n = r.kind, r.node
+    said = r.line or r.error or ""
+    if k == "ssh":
+        return f"{n} could not be reached over SSH: {r.error}", "run `sparktui check` and fix the node's SSH access first"
+    if k == "image_missing":
+        return f"image {s.image} is not on {n}", f"copy it to {n} first (`sparktui sync image`)"
+    if k == "python_missing":
+        return f"image {s.image} has no python3 to run the check on {n}", "use the engine's image (it ships python3)"
+    if k == "docker":
+        fix = ("the NVIDIA container runtime is missing or docker.gpu_style does not match it "
+               "(gpus-all, runtime-nvidia, cdi)" if "device driver" in said else "fix docker on the node; see its message")
+        return f"docker could not start the check on {n}: {said}", fix
+    if k == "interface_missing":
+        return (f"{n} lacks the interface the plan names ({said})",
+                f"{s.other_subnet()}, or correct nodes[{n}].interfaces / NCCL_SOCKET_IFNAME")
+    if k == "address_missing":
+        return (f"{n}: {said}",
+                f"run `sparktui check` to refresh {n}'s addresses; {s.host_var} must be {n}'s own address"
+                + (f" on {s.subnet}" if s.subnet else "") + (f" ({r.ip})" if r.ip else ""))
+    if k == "port_in_use":
+        return f"{n}: the check's port is taken ({said})", "pass --dist-port with a free port, or stop what holds it"
+    if k == "unreachable":
+        where = f" on {r.iface}" if r.iface else ""
+        return (f"{_target(r, s)} is unreachable from {n} ({said})",
+                f"check the link{where} (cable, `ip link`, a firewall), or {s.other_subnet()}")
+    if k == "refused":
+        return (f"nothing listened at {_target(r, s)} when {n} called ({said})",
+                f"see why the head ({s.head}) did not listen there; is {_target(r, s)} the head's address?")
+    if k == "rdma":
+        dev = f"NCCL_IB_HCA={rdma}" if rdma else "NCCL_IB_HCA"
+        return (f"NCCL's RDMA path failed on {n}: {said}",
+                f"check {dev} against `ibdev2netdev` and /dev/infiniband on {n}; "
+                "--env NCCL_IB_DISABLE=1 runs NCCL over sockets to confirm the rest works")
+    if k == "gpu":
+        return (f"the check on {n} found no usable GPU: {said}",
+                "check docker.gpu_style (gpus-all, runtime-nvidia, cdi) and `nvidia-smi` on the node")
+    if k == "nccl":
+        return f"NCCL failed on {n}: {said}", "read the NCCL lines of this node (NCCL_DEBUG=INFO is on)"
+    if k == "timeout":
+        stuck = f" (stuck in {r.stage})" if r.stage else ""
+        if r.stage in ("all-reduce", "bandwidth"):
+            fix = ("NCCL joined but no data flows: check the RDMA device" + (f" {rdma}" if rdma else "")
+                   + " or try --env NCCL_IB_DISABLE=1")
+        else:
+            fix = s.other_subnet()
+        return f"{n} got no answer within {s.timeout:g} s{stuck}", fix
+    if k == "peer_missing":
+        return f"{n} waited for ranks that never came ({said})", "see the nodes that did not join"
+    if k == "peer_failed":
+        return f"{n} lost a peer ({said})", "see the other nodes' reasons"
+    if k == "stopped":
+        return f"{n} was stopped after another node failed", "see the failing node"
+    if k == "skipped":
+        return f"{n} was not started: another node failed its checks first", "see the failing node"
+    return f"{n}: {r.error or 'the check failed'}", "see the output lines of this node"
+
+
+@dataclass
+class Verdict:
+    """The whole check: ok, or the root cause with the fix to try; per-node results in rank order."""
+
+    setting: Setting
+    nodes: dict[str, NodeResult] = field(default_factory=dict)
+    seconds: float = 0.0
+    check_id: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.nodes) and all(r.ok for r in self.nodes.values())
+
+    @property
+    def failed(self) -> list[NodeResult]:
+        return [r for r in self.nodes.values() if not r.ok]
+
+    @property
+    def root(self) -> NodeResult | None:
+        """The failure to name first."""
+        def order(r: NodeResult) -> tuple:
+            return (ROOT_ORDER.index(r.kind) if r.kind in ROOT_ORDER else len(ROOT_ORDER), r.rank)
+        bad = sorted(self.failed, key=order)
+        return bad[0] if bad else None
+
+    @property
+    def reason(self) -> str | None:
+        r = self.root
+        return r.reason if r else None
+
+    @property
+    def fix(self) -> str | None:
+        r = self.root
+        return r.fix if r else None
+
+    @property
+    def transport(self) -> str | None:
+        """The slowest data path any node reported (sockets over RDMA)."""
+        seen = [r.transport for r in self.nodes.values() if r.ok and r.transport]
+        for t in ("tcp", "socket", "rdma", "shm", "p2p"):
+            if t in seen:
+                return t
+        return seen[0] if seen else None
+
+    @property
+    def bandwidth_gb_s(self) -> float | None:
+        bw = [r.bandwidth_gb_s for r in self.nodes.values() if r.ok and r.bandwidth_gb_s is not None]
+        return min(bw) if bw else None
+
+    def to_json(self) -> dict:
+        s = self.setting
+        return {
+            "ok": self.ok,
+            "seconds": round(self.seconds, 3),
+            "check_id": self.check_id,
+            "rendezvous": {"addr": s.addr, "port": s.port, "subnet": s.subnet},
+            "image": s.image,
+            "timeout": s.timeout,
+            "transport": self.transport,
+            "bandwidth_gb_s": self.bandwidth_gb_s,
+            "reason": self.reason,
+            "fix": self.fix,
+            "failed": [r.node for r in self.failed],
+            "warnings": list(self.warnings),
+            "nodes": [r.to_json() for r in self.nodes.values()],
+        }
+
+    def summary(self) -> str:
+        """A few lines for people: the verdict, the fix, then one line per node."""
+        s = self.setting
+        if self.ok:
+            bw = self.bandwidth_gb_s
+            what = next((r.bandwidth_what for r in self.nodes.values() if r.bandwidth_what), "bandwidth")
+            out = [f"preflight ok in {self.seconds:.1f} s: {len(self.nodes)} node(s) met at {s.addr}:{s.port}"
+                   + (f" over {self.transport}" if self.transport else "")
+                   + (f", {what} {bw:.2f} GB/s" if bw is not None else "")]
+        else:
+            out = [f"preflight FAILED in {self.seconds:.1f} s: {self.reason}", f"  try: {self.fix}"]
+        for r in self.nodes.values():
+            where = " ".join(x for x in (r.iface, r.ip) if x)
+            if r.ok:
+                state = "ok" + (f", {r.transport}" if r.transport else "") + (
+                    f", {r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "")
+            else:
+                state = f"failed ({r.kind}): {r.reason}"
+            out.append(f"  {r.node} (rank {r.rank}{', ' + where if where else ''}): {state}")
+            if r.transport_line and r.ok:
+                out.append(f"    {r.transport_line.strip()}")
+        out += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(out)
