@@ -1,0 +1,115 @@
+"""Every key of the app, once: id, key, description, dangerous, and when it can act.
+
+From this one registry come the App's Bindings (each with its id, so config.keymap can remap it
+through App.set_keymap), the `?` help screen, the command palette entries and the greyed-out
+footer keys (check_action answers None when `enabled` says no).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from textual.binding import Binding
+
+# Deployment states in which something runs on the nodes (stop / pivot / redeploy make sense).
+ACTIVE_STATES = ("starting", "launching", "loading", "ready", "hung", "failed", "pivoting")
+
+
+class UiState(Protocol):
+    """What the predicates read; the app implements it from its own message-fed state."""
+
+    deploy_state: str  # idle | starting | loading | ready | hung | failed | stopping | stopped
+    inventory_ready: bool  # the first probe of every node has come back
+    running: frozenset[str]  # operations in progress (launch, stop, sync_model, ...)
+    has_plan: bool  # something was launched in this session (redeploy knows what)
+    log_visible: bool  # the launch pane (with the log view) is showing
+    modal: bool  # a form or dialog is on top
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str  # binding id: the keymap's key, stable across versions
+    key: str  # default key(s), comma-separated
+    action: str  # the App action it runs
+    description: str  # footer / help / palette words
+    dangerous: bool = False  # stops something: asks first
+    enabled: Callable[[UiState], bool] = lambda s: True
+    show: bool = True  # in the footer
+    priority: bool = False  # checked before the focused widget (tab must not move focus inside a pane)
+    why: str = ""  # shown in help when disabled: what would enable it
+
+
+def _deploying(s: UiState) -> bool:
+    """Something runs on the nodes, or a launch is on its way there."""
+    return not s.modal and (s.deploy_state in ACTIVE_STATES or "launch" in s.running)
+
+
+def _free(s: UiState, op: str) -> bool:
+    return not s.modal and op not in s.running
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("launch", "l", "launch", "Launch", enabled=lambda s: _free(s, "launch") and s.inventory_ready
+           and s.deploy_state not in ACTIVE_STATES, why="needs the nodes probed and nothing running"),
+    Action("pivot", "p", "pivot", "Pivot", dangerous=True, enabled=_deploying,
+           why="needs a deployment to pivot away from"),
+    Action("redeploy", "r", "redeploy", "Redeploy", dangerous=True,
+           enabled=lambda s: not s.modal and (s.has_plan or s.deploy_state in ACTIVE_STATES),
+           why="needs a deployment to start again"),
+    Action("stop", "s", "stop", "Stop", dangerous=True, enabled=_deploying, why="needs a running deployment"),
+    Action("sync_model", "t", "sync_model", "Sync model",
+           enabled=lambda s: _free(s, "sync_model") and s.inventory_ready, why="needs the nodes probed"),
+    Action("sync_image", "i", "sync_image", "Sync image",
+           enabled=lambda s: _free(s, "sync_image") and s.inventory_ready, why="needs the nodes probed"),
+    Action("filter", "slash", "filter", "Filter", enabled=lambda s: s.log_visible and not s.modal,
+           why="on the launch pane"),
+    Action("follow", "f", "follow", "Follow", enabled=lambda s: s.log_visible and not s.modal,
+           why="on the launch pane"),
+    Action("refresh", "ctrl+r", "refresh", "Refresh", show=False, enabled=lambda s: not s.modal),
+    Action("next_pane", "tab", "next_pane", "Next pane", show=False, priority=True,
+           enabled=lambda s: not s.modal),
+    Action("prev_pane", "shift+tab", "prev_pane", "Prev pane", show=False, priority=True,
+           enabled=lambda s: not s.modal),
+    Action("help", "question_mark", "help", "Keys"),
+    Action("quit", "q", "quit", "Quit"),
+)
+BY_ACTION = {a.action: a for a in ACTIONS}
+BY_ID = {a.id: a for a in ACTIONS}
+
+
+def bindings() -> list[Binding]:
+    return [Binding(a.key, a.action, a.description, show=a.show, priority=a.priority, id=a.id) for a in ACTIONS]
+
+
+def state_of(action: str, state: UiState) -> bool | None:
+    """check_action's answer: True, or None (greyed out, still shown) when it cannot act now."""
+    a = BY_ACTION.get(action)
+    if a is None:
+        return True
+    if a.enabled(state):
+        return True
+    # Pane keys must fall through to the focused widget inside a modal: False (hidden, not handled).
+    return False if a.priority else None
+
+
+def keys_for(action_id: str, keymap: dict[str, str]) -> str:
+    """The keys bound to an id after the user's keymap."""
+    return keymap.get(action_id) or BY_ID[action_id].key
+
+
+def help_rows(state: UiState, keymap: dict[str, str]) -> list[tuple[str, str, str, str]]:
+    """(keys, description, id, note) for the help screen; note says why a key cannot act now."""
+    rows = []
+    for a in ACTIONS:
+        note = "asks first" if a.dangerous else ""
+        if not a.enabled(state):
+            note = ("not now: " + a.why) if a.why else "not now"
+        rows.append((display_keys(keys_for(a.id, keymap)), a.description, a.id, note))
+    return rows
+
+
+_NAMES = {"slash": "/", "question_mark": "?", "shift+tab": "⇧tab"}
+
+
+def display_keys(keys: str) -> str:
+    return ", ".join(_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))

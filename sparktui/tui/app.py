@@ -1,0 +1,369 @@
+"""The Textual app: four panes, keys from the action registry, themes, notifications.
+
+State the keys depend on lives here and is changed only by message handlers (@on), fed by the
+controller; core operations run in async workers so the screen never waits on a node.
+"""
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any, Awaitable, Iterable
+
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from ..core.config import Config
+from . import actions
+from . import messages as M
+from .controller import Controller
+from .forms.launch_form import LaunchForm, Result
+from .panes.journal import JournalPane
+from .panes.launch import LaunchPane
+from .panes.nodes import NodesPane
+from .panes.transfers import TransfersPane
+from .present.deploy import hang_notice, milestone_label
+from .present.nodes import Link
+from .screens.confirm import ConfirmScreen
+from .screens.help import HelpScreen
+from .theming import DEFAULT, ThemeError, discover, resolve
+
+PANES = ("pane-nodes", "pane-transfers", "pane-launch", "pane-journal")
+# Milestones worth a notification (the timeline shows all of them).
+NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
+
+
+class SparkApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "sparktui"
+    BINDINGS = actions.bindings()
+    NOTIFICATION_TIMEOUT = 8
+
+    def __init__(self, config: Config, theme: str | None = None, controller: Any = None, *,
+                 max_log_lines: int = 10_000, autostart: bool = True) -> None:
+        super().__init__()
+        self.config = config
+        self.controller = controller if controller is not None else Controller(config)
+        self.max_log_lines = max_log_lines
+        self.autostart = autostart
+        self.node_names = [config.head.name] + [n.name for n in config.nodes if n.name != config.head.name]
+        # UiState, read by the action registry's predicates
+        self.deploy_state = "idle"
+        self.inventory_ready = False
+        self._ops: set[str] = set()
+        self.has_plan = False
+        self.links: dict[str, Link] = {}
+        self.endpoint: str | None = None
+        self._startup_notes: list[str] = []
+        self._setup_themes(theme)
+        if config.keymap:
+            self.set_keymap(config.keymap)
+
+    # -- themes -----------------------------------------------------------------------------
+    def _setup_themes(self, choice: str | None) -> None:
+        themes, problems = discover()
+        for t in themes.values():
+            self.register_theme(t)
+        self._startup_notes += problems
+        try:
+            name, extra = resolve(choice or self.config.theme, themes)
+        except ThemeError as e:
+            self._startup_notes.append(str(e))
+            name, extra = DEFAULT, None
+        if extra is not None:
+            self.register_theme(extra)
+        self.theme = name if name in self.available_themes else "textual-dark"
+
+    # -- UiState ----------------------------------------------------------------------------
+    @property
+    def running(self) -> frozenset[str]:
+        return frozenset(self._ops)
+
+    @property
+    def modal(self) -> bool:
+        return isinstance(self.screen, ModalScreen)
+
+    @property
+    def log_visible(self) -> bool:
+        return self._active_pane() == "pane-launch"
+
+    def _active_pane(self) -> str | None:
+        try:
+            return self.query_one("#panes", TabbedContent).active
+        except Exception:  # before mount or while a modal screen is on top
+            return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return actions.state_of(action, self)
+
+    # -- layout -----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        with TabbedContent(id="panes", initial="pane-nodes"):
+            with TabPane("Nodes", id="pane-nodes"):
+                yield NodesPane(self.config, id="nodes")
+            with TabPane("Transfers", id="pane-transfers"):
+                yield TransfersPane(id="transfers")
+            with TabPane("Launch", id="pane-launch"):
+                yield LaunchPane(self.node_names, max_lines=self.max_log_lines, id="launch")
+            with TabPane("Journal", id="pane-journal"):
+                yield JournalPane(id="journal")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.controller.attach(self.post_message)
+        for note in self._startup_notes:
+            self.notify(note, severity="warning", markup=False)
+        self._draw_status()
+        if self.autostart:
+            self.run_worker(self._start(), group="start", name="start")
+
+    async def _start(self) -> None:
+        try:
+            await self.controller.start()
+        except Exception as e:  # noqa: BLE001 - shown to the user, never a crash
+            self.post_message(M.OperationFailed("connect", f"{type(e).__name__}: {e}"))
+
+    @property
+    def nodes_pane(self) -> NodesPane:
+        return self.query_one(NodesPane)
+
+    @property
+    def launch_pane(self) -> LaunchPane:
+        return self.query_one(LaunchPane)
+
+    def _draw_status(self) -> None:
+        up = sum(1 for n in self.node_names if self.links.get(n, Link()).connected)
+        words = [f"[b]{self.config.cluster}[/b]", f"{up}/{len(self.node_names)} nodes up",
+                 f"deployment {self.deploy_state}"]
+        if self.endpoint:
+            words.append(self.endpoint)
+        if self._ops:
+            words.append("running: " + ", ".join(sorted(self._ops)))
+        self.query_one("#status", Static).update(" · ".join(words))
+
+    def show_pane(self, pane: str) -> None:
+        self.query_one("#panes", TabbedContent).active = pane
+
+    @on(TabbedContent.TabActivated, "#panes")
+    def _pane_changed(self) -> None:
+        self.refresh_bindings()
+
+    # -- operations -------------------------------------------------------------------------
+    def _run_op(self, name: str, work: Awaitable[Any], group: str | None = None) -> None:
+        self._ops.add(name)
+        self.refresh_bindings()
+        self._draw_status()
+        # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
+        self.run_worker(self._op(name, work), group=group or name, exclusive=group is not None, name=name)
+
+    async def _op(self, name: str, work: Awaitable[Any]) -> None:
+        try:
+            result = await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - an adapter error is a notification, not a crash
+            self.post_message(M.OperationFailed(name, str(e) or type(e).__name__))
+        else:
+            self.post_message(M.OperationDone(name, result if isinstance(result, str) else ""))
+        finally:
+            self._ops.discard(name)
+            self.refresh_bindings()
+            self._draw_status()
+
+    def action_launch(self) -> None:
+        engine = "vllm" if self.controller.plan is not None and self.controller.plan.engine == "vllm" else "sglang"
+        form = LaunchForm(self.config, self.controller.facts, self.controller.subnets, self.controller.make_plan,
+                          engine=engine)
+        self.push_screen(form, callback=self._launch_chosen)
+
+    def _launch_chosen(self, result: Result | None) -> None:
+        if result is None:
+            return
+        plan, options = result
+        self.has_plan = True
+        self.launch_pane.reset()
+        self.launch_pane.set_state("starting", f"{plan.engine} {plan.mode} TP {plan.tp} × PP {plan.pp} "
+                                               f"over {plan.subnet}")
+        self.show_pane("pane-launch")
+        self._run_op("launch", self.controller.launch(plan, options), group="deploy")
+
+    def _confirm(self, op: str, verb: str, then) -> None:
+        preview = self.controller.preview(op)
+
+        def decided(ok: bool | None) -> None:
+            if ok:
+                then()
+
+        self.push_screen(ConfirmScreen(preview, verb), callback=decided)
+
+    def action_pivot(self) -> None:
+        def go() -> None:
+            self.launch_pane.reset()
+            self.show_pane("pane-launch")
+            self._run_op("pivot", self.controller.pivot(), group="deploy")
+
+        self._confirm("pivot", "Pivot", go)
+
+    def action_redeploy(self) -> None:
+        def go() -> None:
+            self.launch_pane.reset()
+            self.show_pane("pane-launch")
+            self._run_op("redeploy", self.controller.redeploy(), group="deploy")
+
+        self._confirm("redeploy", "Redeploy", go)
+
+    def action_stop(self) -> None:
+        self._confirm("stop", "Stop", lambda: self._run_op("stop", self.controller.stop(), group="deploy"))
+
+    def action_sync_model(self) -> None:
+        self.show_pane("pane-transfers")
+        self._run_op("sync_model", self.controller.sync_model())
+
+    def action_sync_image(self) -> None:
+        self.show_pane("pane-transfers")
+        self._run_op("sync_image", self.controller.sync_image())
+
+    def action_refresh(self) -> None:
+        self._run_op("refresh", self.controller.refresh())
+
+    def action_filter(self) -> None:
+        self.launch_pane.open_filter()
+
+    def action_follow(self) -> None:
+        self.launch_pane.log.toggle_follow()
+
+    def _cycle(self, step: int) -> None:
+        current = self._active_pane() or PANES[0]
+        self.show_pane(PANES[(PANES.index(current) + step) % len(PANES)])
+
+    def action_next_pane(self) -> None:
+        self._cycle(1)
+
+    def action_prev_pane(self) -> None:
+        self._cycle(-1)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(actions.help_rows(self, self.config.keymap)))
+
+    async def action_quit(self) -> None:
+        try:
+            await asyncio.wait_for(self.controller.close(), timeout=5)
+        except Exception:  # noqa: BLE001 - leaving must not hang on a dead link
+            pass
+        self.exit()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for a in actions.ACTIONS:
+            if a.id in ("quit", "help") or not a.enabled(self):
+                continue
+            keys = actions.display_keys(actions.keys_for(a.id, self.config.keymap))
+            extra = " (asks first)" if a.dangerous else ""
+            yield SystemCommand(a.description, f"key {keys}{extra}", partial(self.run_action, a.action))
+
+    # -- core events ------------------------------------------------------------------------
+    @on(M.InventoryChanged)
+    def _inventory(self, msg: M.InventoryChanged) -> None:
+        self.inventory_ready = True
+        plan = self.controller.plan
+        self.nodes_pane.set_subnets(msg.inventory.subnets, plan.subnet if plan else None)
+        self.refresh_bindings()
+
+    @on(M.FactsChanged)
+    def _facts(self, msg: M.FactsChanged) -> None:
+        self.nodes_pane.set_facts(msg.facts)
+
+    @on(M.LinkChanged)
+    def _link(self, msg: M.LinkChanged) -> None:
+        ev = msg.event
+        before = self.links.get(ev.node)
+        self.links[ev.node] = Link(ev.connected, ev.error)
+        self.nodes_pane.set_link(ev.node, self.links[ev.node])
+        if before is not None and before.connected and not ev.connected:
+            self.notify(f"{ev.node}: link lost ({ev.error or 'closed'})", severity="warning", markup=False)
+        self._draw_status()
+
+    @on(M.TransferChanged)
+    def _transfer(self, msg: M.TransferChanged) -> None:
+        t = msg.event
+        self.query_one(TransfersPane).update_transfer(t)
+        if t.state == "done":
+            self.notify(f"{t.kind} on {t.dest}: {t.message or 'done'}", markup=False)
+        elif t.state in ("failed", "lost"):
+            self.notify(f"{t.kind} to {t.dest} {t.state}: {t.message or ''}", severity="error", markup=False)
+
+    @on(M.LogArrived)
+    def _lines(self, msg: M.LogArrived) -> None:
+        self.launch_pane.add_lines(msg.event.node, msg.event.lines)
+
+    @on(M.MilestoneReached)
+    def _milestone(self, msg: M.MilestoneReached) -> None:
+        m = msg.event
+        self.launch_pane.add_milestone(m)
+        if m.kind in NOTIFY_MILESTONES or (m.kind == "weights_loading" and m.data.get("percent") == 100):
+            severity = "warning" if m.kind == "nccl_transport" and m.data.get("transport") != "rdma" else "information"
+            self.notify(f"{m.node or 'engine'}: {milestone_label(m)}", severity=severity, markup=False)
+
+    @on(M.ProblemFound)
+    def _problem(self, msg: M.ProblemFound) -> None:
+        p = msg.event
+        self.launch_pane.add_problem(p)
+        if p.kind == "rendezvous_hang":
+            key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
+            self.notify(hang_notice(p, key), title="Hang", severity="error", timeout=30, markup=False)
+            self.refresh_bindings()
+        else:
+            where = f"{p.node}: " if p.node else ""
+            self.notify(f"{where}{p.message}\nfix: {p.hint}", title=p.kind.replace("_", " "),
+                        severity="warning" if p.provisional else "error", timeout=15, markup=False)
+
+    @on(M.ProblemWithdrawn)
+    def _cleared(self, msg: M.ProblemWithdrawn) -> None:
+        self.launch_pane.clear_problem(msg.event.problem)
+        self.notify(f"withdrawn: {msg.event.problem.kind.replace('_', ' ')} ({msg.event.reason})", markup=False)
+
+    @on(M.DeploymentStateChanged)
+    def _deployment(self, msg: M.DeploymentStateChanged) -> None:
+        ev = msg.event
+        self.deploy_state = ev.state
+        if ev.endpoint:
+            self.endpoint = ev.endpoint
+        elif ev.state in ("stopped", "failed"):
+            self.endpoint = None
+        self.launch_pane.set_state(ev.state, ev.detail or None)
+        if ev.state == "ready":
+            self.notify(f"ready: {ev.endpoint or ev.detail}", title="Deployment", markup=False)
+        elif ev.state in ("failed", "hung"):
+            self.notify(ev.detail or ev.state, title=f"Deployment {ev.state}", severity="error", markup=False)
+        self._draw_status()
+        self.refresh_bindings()
+
+    @on(M.StepChanged)
+    def _step(self, msg: M.StepChanged) -> None:
+        s = msg.event
+        detail = f"step {s.index + 1}/{s.total} on {s.node}: {s.description} ({s.state})"
+        self.launch_pane.set_state(self.deploy_state, detail)
+        if s.state == "failed":
+            self.notify(f"{s.node}: {s.description} failed: {s.detail}", severity="error", markup=False)
+
+    @on(M.EndpointReady)
+    def _endpoint(self, msg: M.EndpointReady) -> None:
+        e = msg.event
+        rate = f", {e.tokens_per_s:.1f} tok/s" if e.tokens_per_s else ""
+        self.notify(f"{e.model} answered in {e.latency_s:.1f} s{rate} at {e.local}", title="Endpoint", markup=False)
+
+    @on(M.JournalAdded)
+    def _journal(self, msg: M.JournalAdded) -> None:
+        self.query_one(JournalPane).add_entry(msg.entry)
+
+    @on(M.OperationFailed)
+    def _failed(self, msg: M.OperationFailed) -> None:
+        self.notify(msg.error, title=f"{msg.what.replace('_', ' ')} failed", severity="error", timeout=20,
+                    markup=False)
+
+    @on(M.OperationDone)
+    def _done(self, msg: M.OperationDone) -> None:
+        if msg.result:
+            self.notify(msg.result, title=msg.what.replace("_", " "), markup=False)

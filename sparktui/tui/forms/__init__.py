@@ -1,0 +1,1 @@
+"""Forms: the guided launch form and the pure choices it offers."""

@@ -1,0 +1,186 @@
+"""What the launch form offers, computed from the facts: only choices that can work.
+
+Pure functions; the form widget only displays them and turns the user's picks into PlanOptions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual.content import Content
+
+from ...core.config import Config
+from ...core.facts import NodeFacts, Subnet
+from ...core.plan import PlanOptions, _norm_image
+
+norm_image = _norm_image  # the plan's own reading of image names, so the form and the checks agree
+
+ENGINES: list[tuple[str, tuple[str, str]]] = [
+    ("SGLang", ("sglang", "native")),
+    ("vLLM (Ray)", ("vllm", "ray")),
+    ("vLLM (native)", ("vllm", "native")),
+]
+
+
+def engine_key(engine: str, mode: str) -> str:
+    return f"{engine}:{mode}"
+
+
+def engine_options() -> list[tuple[str, str]]:
+    return [(label, engine_key(*em)) for label, em in ENGINES]
+
+
+def gpu_total(facts: dict[str, NodeFacts], nodes: list[str]) -> int:
+    """GPUs the plan would use: GPUs per node (the most any node has) times the nodes; 0 = unknown."""
+    counts = [facts[n].gpu.count for n in nodes if n in facts and facts[n].reachable]
+    return max(counts) * len(nodes) if counts else 0
+
+
+def parallel_options(gpus: int, heads: int | None = None) -> list[tuple[str, str]]:
+    """(label, "tp:pp") with TP x PP equal to the GPUs; a TP that does not divide the heads is left out."""
+    if gpus < 1:
+        return [("TP 1 × PP 1 (no GPUs found)", "1:1")]
+    out = []
+    for tp in range(gpus, 0, -1):
+        if gpus % tp or (heads and heads % tp):
+            continue
+        pp = gpus // tp
+        out.append((f"TP {tp} × PP {pp}", f"{tp}:{pp}"))
+    return out or [(f"TP {gpus} × PP 1", f"{gpus}:1")]
+
+
+def image_options(facts: dict[str, NodeFacts], nodes: list[str], default: str, engine: str) -> list[tuple[str, str]]:
+    """Images found on the nodes, those on every node first; the configured default is always offered."""
+    live = [n for n in nodes if n in facts and facts[n].reachable]
+    where: dict[str, list[str]] = {}
+    for n in live:
+        for ref in facts[n].docker.images:
+            where.setdefault(norm_image(ref), []).append(n)
+    default_n = norm_image(default)
+    where.setdefault(default_n, [])
+
+    def rank(ref: str) -> tuple:
+        return (len(where[ref]) < len(live), ref != default_n, engine not in ref, ref)
+
+    out = []
+    for ref in sorted(where, key=rank):
+        count = len(where[ref])
+        if count == len(live) and live:
+            note = "all nodes"
+        elif count:
+            note = f"only {', '.join(where[ref])}"
+        else:
+            note = "not on any node"
+        out.append((f"{ref}  ({note})", ref))
+    return out
+
+
+def subnet_options(subnets: list[Subnet], nodes: list[str]) -> list[tuple[str, str]]:
+    """Subnets joining all nodes, best first, each with what it means for NCCL."""
+    out = []
+    for s in subnets:
+        if not s.joins(nodes):
+            continue
+        bits = [s.subnet]
+        bits.append("RDMA" if s.rdma else "TCP")
+        if s.speed_mbps:
+            bits.append(f"{s.speed_mbps // 1000}G" if s.speed_mbps >= 1000 else f"{s.speed_mbps}M")
+        if s.management:
+            bits.append("⚠ management")
+        if not s.up:
+            bits.append("✗ down")
+        out.append((" ".join(bits), s.subnet))
+    return out
+
+
+def subnet_detail(s: Subnet | None, nodes: list[str]) -> Content:
+    """Per node: interface, IP, RDMA device on the subnet; the management warning when it applies."""
+    if s is None:
+        return Content.styled("no subnet joins all nodes", "$error")
+    lines = []
+    for n in nodes:
+        a = s.nodes.get(n)
+        if a is None:
+            lines.append(Content.assemble((n, "bold"), " ", ("not on this subnet", "$error")))
+            continue
+        lines.append(Content.assemble((n, "bold"), f" {a.iface} {a.ip} ",
+                                      (a.rdma or "no RDMA", "$success" if a.rdma else "$warning")))
+    if s.management:
+        lines.append(Content.styled("⚠ management subnet: NCCL would run over TCP here", "$warning"))
+    for note in s.notes:
+        lines.append(Content.styled(f"⚠ {note}", "$warning"))
+    return Content("\n").join(lines)
+
+
+@dataclass
+class FormValues:
+    """The form's raw values, as typed."""
+
+    engine: str = "sglang:native"
+    image: str | None = None
+    parallel: str = "1:1"
+    rendezvous: str | None = None
+    port: str = ""
+    dist_port: str = ""
+    ray_port: str = ""
+    mem_fraction: str = ""
+
+
+@dataclass
+class Parsed:
+    options: PlanOptions
+    errors: dict[str, str] = field(default_factory=dict)  # field id -> message, shown under the field
+
+
+def _port(raw: str, what: str, errors: dict[str, str], key: str) -> int | None:
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        p = int(raw)
+    except ValueError:
+        errors[key] = f"{what} must be a whole number"
+        return None
+    if not 0 < p < 65536:
+        errors[key] = f"{what} must be 1-65535"
+        return None
+    return p
+
+
+def parse_form(v: FormValues, nodes: list[str]) -> Parsed:
+    """PlanOptions from the form; field errors keep their field's default so the preview still runs."""
+    errors: dict[str, str] = {}
+    engine, _, mode = v.engine.partition(":")
+    tp_s, _, pp_s = v.parallel.partition(":")
+    mem = None
+    if v.mem_fraction.strip():
+        try:
+            mem = float(v.mem_fraction)
+        except ValueError:
+            errors["mem_fraction"] = "memory fraction must be a number such as 0.85"
+        else:
+            if not 0 < mem <= 1:
+                errors["mem_fraction"] = "memory fraction must be above 0 and at most 1"
+                mem = None
+    opts = PlanOptions(
+        engine=engine, mode=mode or None, image=v.image or None, tp=int(tp_s or 1), pp=int(pp_s or 1),
+        nodes=list(nodes), rendezvous=v.rendezvous or None,
+        port=_port(v.port, "HTTP port", errors, "port"),
+        dist_port=_port(v.dist_port, "rendezvous port", errors, "dist_port"),
+        ray_port=_port(v.ray_port, "Ray port", errors, "ray_port"),
+        mem_fraction=mem,
+    )
+    return Parsed(opts, errors)
+
+
+def defaults(config: Config, engine: str) -> FormValues:
+    e = config.engine
+    return FormValues(engine=engine_key(engine, "native" if engine == "sglang" else "ray"),
+                      image=getattr(config.images, engine),
+                      port=str(e.vllm_port if engine == "vllm" else e.sglang_port),
+                      dist_port=str(e.dist_port), ray_port=str(e.ray_port), mem_fraction=f"{e.mem_fraction:g}")
+
+
+def node_order(config: Config) -> list[str]:
+    """Rank order: the head first, then the others as configured."""
+    head = config.head.name
+    return [head] + [n.name for n in config.nodes if n.name != head]

@@ -1,0 +1,215 @@
+"""The guided launch form: pick engine, image, TP×PP, rendezvous subnet, ports and memory fraction,
+see every node's commands and the fit estimate change as you type, and launch.
+
+Only valid choices are offered (TP×PP products matching the GPUs, subnets joining all nodes);
+what is typed (ports, fraction) is checked inline, and make_plan's own errors block the launch.
+"""
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from ...core.config import Config
+from ...core.facts import NodeFacts, Subnet
+from ...core.plan import Plan, PlanOptions
+from . import choices as C
+
+Result = tuple[Plan, PlanOptions]
+
+
+def fit_text(plan: Plan) -> Content:
+    f = plan.fit
+    if f is None:
+        return Content.styled("fit: not estimated", "$text-muted")
+    style = "$error" if not f.ok else "$warning" if f.warnings else "$success"
+    return Content.assemble(("fit: ", "bold"), (f.summary(), style))
+
+
+def issues_text(plan: Plan) -> Content:
+    lines = [Content.assemble(("✗ ", "$error bold"), (e, "$error")) for e in plan.errors]
+    lines += [Content.assemble(("⚠ ", "$warning bold"), w) for w in plan.warnings]
+    return Content("\n").join(lines) if lines else Content.styled("✓ plan checks pass", "$success")
+
+
+def commands_text(plan: Plan) -> Content:
+    out = []
+    for n in plan.nodes:
+        where = f"{n.iface or '?'} {n.ip or '?'}" + (f" {n.rdma}" if n.rdma else "")
+        out.append(Content.assemble((f"── {n.name}", "bold $accent"), f" rank {n.rank} {n.role}  {where}"))
+        for cmd in n.commands or ["(no commands: fix the errors above)"]:
+            out.append(Content(cmd))
+    return Content("\n").join(out)
+
+
+class LaunchForm(ModalScreen[Result | None]):
+    DEFAULT_CSS = """
+    LaunchForm { align: center middle; }
+    LaunchForm > #form-box { width: 100%; max-width: 140; height: 100%; max-height: 44;
+        border: round $accent; background: $surface; }
+    LaunchForm #form-title { height: 1; text-style: bold; padding: 0 1; }
+    LaunchForm #form-body { height: 1fr; }
+    LaunchForm #fields { width: 42; padding: 0 1; }
+    LaunchForm .row { height: 1; margin-bottom: 1; }
+    LaunchForm .row Label { width: 11; }
+    LaunchForm .row Select, LaunchForm .row Input { width: 1fr; }
+    LaunchForm .error { color: $error; height: auto; display: none; margin-top: -1; margin-bottom: 1; }
+    LaunchForm .error.-shown { display: block; }
+    LaunchForm #rdv-detail { height: auto; margin-bottom: 1; }
+    LaunchForm #row-ray_port.-hidden, LaunchForm #row-dist_port.-hidden { display: none; }
+    LaunchForm #preview-box { width: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
+    LaunchForm #preview { height: auto; }
+    LaunchForm #buttons { height: 1; align-horizontal: right; padding: 0 1; }
+    LaunchForm #buttons Button { margin-left: 2; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="form.cancel"),
+                Binding("ctrl+s", "submit", "Launch", id="form.submit")]
+
+    def __init__(self, config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet],
+                 planner, engine: str = "sglang") -> None:
+        super().__init__()
+        self.config = config
+        self.facts = facts
+        self.subnets = subnets
+        self.planner = planner  # PlanOptions -> Plan (the controller's make_plan)
+        self.nodes = C.node_order(config)
+        self.values = C.defaults(config, engine)
+        self.plan: Plan | None = None
+        self.parsed: C.Parsed | None = None
+        self._port_edited = False
+
+    # -- layout -----------------------------------------------------------------------------
+    def _row(self, label: str, widget, key: str):
+        row = Horizontal(Label(label), widget, classes="row", id=f"row-{key}")
+        return row
+
+    def compose(self) -> ComposeResult:
+        v = self.values
+        engine = v.engine.partition(":")[0]
+        gpus = C.gpu_total(self.facts, self.nodes)
+        rdv = C.subnet_options(self.subnets, self.nodes)
+        v.rendezvous = rdv[0][1] if rdv else None
+        par = C.parallel_options(gpus)
+        v.parallel = par[0][1]
+        imgs = C.image_options(self.facts, self.nodes, v.image or "", engine)
+        with Vertical(id="form-box"):
+            yield Static(f"Launch {self.config.model.name} on {', '.join(self.nodes)}  ({gpus or '?'} GPUs)",
+                         id="form-title", markup=False)
+            with Horizontal(id="form-body"):
+                with VerticalScroll(id="fields"):
+                    yield self._row("Engine", Select(C.engine_options(), value=v.engine, allow_blank=False,
+                                                     compact=True, id="engine"), "engine")
+                    yield self._row("Image", Select(imgs, value=v.image, allow_blank=False, compact=True,
+                                                    id="image"), "image")
+                    yield self._row("TP × PP", Select(par, value=v.parallel, allow_blank=False, compact=True,
+                                                      id="parallel"), "parallel")
+                    if rdv:
+                        rsel = Select(rdv, value=v.rendezvous, allow_blank=False, compact=True, id="rendezvous")
+                    else:
+                        rsel = Select([], prompt="no subnet joins all nodes", compact=True, id="rendezvous")
+                    yield self._row("Rendezvous", rsel, "rendezvous")
+                    yield Static(id="rdv-detail")
+                    for key, label in (("port", "HTTP port"), ("dist_port", "Dist port"), ("ray_port", "Ray port"),
+                                       ("mem_fraction", "Mem frac")):
+                        yield self._row(label, Input(getattr(v, key), id=key, compact=True), key)
+                        yield Static(id=f"{key}-error", classes="error")
+                with VerticalScroll(id="preview-box"):
+                    yield Static(id="fit")
+                    yield Static(id="issues")
+                    yield Static(id="preview")
+            with Horizontal(id="buttons"):
+                yield Button("Cancel (esc)", id="cancel", compact=True)
+                yield Button("Launch (ctrl+s)", id="launch", variant="success", compact=True)
+
+    def on_mount(self) -> None:
+        self._show_mode()
+        self.refresh_preview()
+        self.query_one("#engine", Select).focus()
+
+    # -- live preview ------------------------------------------------------------------------
+    def _show_mode(self) -> None:
+        ray = self.values.engine == C.engine_key("vllm", "ray")
+        self.query_one("#row-ray_port").set_class(not ray, "-hidden")
+        self.query_one("#ray_port-error").set_class(not ray, "-hidden")
+        self.query_one("#row-dist_port").set_class(ray, "-hidden")
+
+    def refresh_preview(self) -> Plan:
+        parsed = C.parse_form(self.values, self.nodes)
+        plan = self.planner(parsed.options)
+        self.parsed, self.plan = parsed, plan
+        for key in ("port", "dist_port", "ray_port", "mem_fraction"):
+            err = self.query_one(f"#{key}-error", Static)
+            msg = parsed.errors.get(key, "")
+            err.update(msg)
+            err.set_class(bool(msg), "-shown")
+        sub = next((s for s in self.subnets if s.subnet == self.values.rendezvous), None)
+        self.query_one("#rdv-detail", Static).update(C.subnet_detail(sub, self.nodes))
+        self.query_one("#fit", Static).update(fit_text(plan))
+        self.query_one("#issues", Static).update(issues_text(plan))
+        self.query_one("#preview", Static).update(commands_text(plan))
+        self.query_one("#launch", Button).disabled = not self.can_submit
+        return plan
+
+    @property
+    def can_submit(self) -> bool:
+        return bool(self.plan and self.plan.ok and self.parsed and not self.parsed.errors)
+
+    @on(Select.Changed)
+    def _select(self, event: Select.Changed) -> None:
+        if event.select.id is None or event.value is Select.NULL:
+            return
+        setattr(self.values, event.select.id, str(event.value))
+        if event.select.id == "engine":
+            self._engine_changed()
+        self.refresh_preview()
+
+    def _engine_changed(self) -> None:
+        engine = self.values.engine.partition(":")[0]
+        default_image = getattr(self.config.images, engine)
+        imgs = C.image_options(self.facts, self.nodes, default_image, engine)
+        sel = self.query_one("#image", Select)
+        with sel.prevent(Select.Changed):
+            sel.set_options(imgs)
+            sel.value = C.norm_image(default_image)
+        self.values.image = str(sel.value)
+        if not self._port_edited:
+            e = self.config.engine
+            port = str(e.vllm_port if engine == "vllm" else e.sglang_port)
+            box = self.query_one("#port", Input)
+            with box.prevent(Input.Changed):
+                box.value = port
+            self.values.port = port
+        self._show_mode()
+
+    @on(Input.Changed)
+    def _input(self, event: Input.Changed) -> None:
+        if event.input.id is None:
+            return
+        if event.input.id == "port":
+            self._port_edited = True
+        setattr(self.values, event.input.id, event.value)
+        self.refresh_preview()
+
+    # -- submit ------------------------------------------------------------------------------
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "launch":
+            self.action_submit()
+        else:
+            self.action_cancel()
+
+    def action_submit(self) -> None:
+        plan = self.refresh_preview()
+        if not self.can_submit:
+            why = (self.parsed.errors if self.parsed else {}) or {}
+            first = next(iter(why.values()), None) or (plan.errors[0] if plan.errors else "the plan is not ready")
+            self.notify(f"cannot launch yet: {first}", severity="error")
+            return
+        assert self.parsed is not None
+        self.dismiss((plan, self.parsed.options))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

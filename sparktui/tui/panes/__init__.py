@@ -1,0 +1,1 @@
+"""The four panes: nodes, transfers, launch, journal. Each renders what the app hands it."""

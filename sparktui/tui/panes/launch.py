@@ -1,0 +1,114 @@
+"""Launch pane: deployment state, the milestones timeline, logs (merged and per node), problems."""
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Input, Static, Tab, Tabs
+
+from ...core.diagnose import Milestone, Problem
+from ..present.deploy import problem_key, problem_lines, state_badge, timeline
+from ..widgets.log_view import LogView
+
+ALL = "log-all"
+
+
+class LaunchPane(Vertical):
+    DEFAULT_CSS = """
+    LaunchPane > #deploy-state { height: 1; }
+    LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
+    LaunchPane > #log-tabs { height: 2; }
+    LaunchPane > #log-filter { display: none; }
+    LaunchPane.-filtering > #log-filter { display: block; }
+    LaunchPane > #problems-box { height: auto; max-height: 6; border-top: solid $error; display: none; }
+    LaunchPane.-problems > #problems-box { display: block; }
+    LaunchPane #problems { height: auto; }
+    """
+
+    def __init__(self, nodes: list[str], max_lines: int = 10_000, **kw) -> None:
+        super().__init__(**kw)
+        self.nodes = nodes
+        self.max_lines = max_lines
+        self.milestones: list[Milestone] = []
+        self.problems: dict[tuple, Problem] = {}
+        self.state = "idle"
+        self.detail = "press l to open the launch form"
+
+    def compose(self) -> ComposeResult:
+        yield Static(state_badge(self.state, self.detail), id="deploy-state")
+        yield Static(timeline([], self.nodes), id="timeline")
+        yield Tabs(Tab("all", id=ALL), *[Tab(n, id=f"log-{n}") for n in self.nodes], id="log-tabs")
+        yield Input(placeholder="filter lines (Enter keeps it, Esc clears)", id="log-filter", compact=True)
+        yield LogView(max_lines=self.max_lines, nodes=self.nodes, id="log")
+        with VerticalScroll(id="problems-box"):
+            yield Static(id="problems")
+
+    @property
+    def log(self) -> LogView:
+        return self.query_one(LogView)
+
+    # -- state from the app -------------------------------------------------------------------
+    def set_state(self, state: str, detail: str | None = None) -> None:
+        self.state, self.detail = state, detail
+        self.query_one("#deploy-state", Static).update(state_badge(state, detail))
+
+    def add_milestone(self, m: Milestone) -> None:
+        self.milestones.append(m)
+        self.query_one("#timeline", Static).update(timeline(self.milestones, self.nodes))
+
+    def reset(self) -> None:
+        """A new launch: the timeline and problems start over; logs stay for comparison."""
+        self.milestones.clear()
+        self.problems.clear()
+        self.query_one("#timeline", Static).update(timeline([], self.nodes))
+        self._draw_problems()
+
+    def add_problem(self, p: Problem) -> None:
+        self.problems[problem_key(p)] = p
+        if p.text:
+            self.log.mark_problem(p.text)
+        self._draw_problems()
+
+    def clear_problem(self, p: Problem) -> None:
+        self.problems.pop(problem_key(p), None)
+        self._draw_problems()
+
+    def _draw_problems(self) -> None:
+        from textual.content import Content
+
+        self.set_class(bool(self.problems), "-problems")
+        self.query_one("#problems", Static).update(
+            Content("\n").join([problem_lines(p) for p in self.problems.values()]))
+
+    # -- logs -------------------------------------------------------------------------------
+    def add_lines(self, node: str, lines: list[str]) -> None:
+        self.log.add(node, lines)
+
+    @on(Tabs.TabActivated, "#log-tabs")
+    def _tab(self, event: Tabs.TabActivated) -> None:
+        event.stop()
+        tid = event.tab.id or ALL
+        self.log.show_node(None if tid == ALL else tid.removeprefix("log-"))
+
+    def open_filter(self) -> None:
+        self.add_class("-filtering")
+        box = self.query_one("#log-filter", Input)
+        box.value = self.log.filter_text
+        box.focus()
+
+    @on(Input.Changed, "#log-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.log.set_filter(event.value)
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        if not event.value:  # an active filter stays visible so nobody wonders where lines went
+            self.remove_class("-filtering")
+        self.log.log.focus()
+
+    def key_escape(self) -> None:
+        if self.has_class("-filtering"):
+            self.query_one("#log-filter", Input).value = ""
+            self.log.set_filter("")
+            self.remove_class("-filtering")
+            self.log.log.focus()

@@ -1,0 +1,41 @@
+"""Nodes pane: a card per configured node."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+
+from ...core.config import Config
+from ...core.facts import NodeFacts, Subnet
+from ..present.nodes import Link, fabric_subnet
+from ..widgets.node_card import NodeCard
+
+
+class NodesPane(VerticalScroll):
+    def __init__(self, config: Config, **kw) -> None:
+        super().__init__(**kw)
+        self.config = config
+
+    def compose(self) -> ComposeResult:
+        for n in self.config.nodes:
+            yield NodeCard(n.name, n.host, n.role, id=f"node-{n.name}")
+
+    def card(self, name: str) -> NodeCard:
+        return self.query_one(f"#node-{name}", NodeCard)
+
+    def set_facts(self, facts: NodeFacts) -> None:
+        if any(n.name == facts.name for n in self.config.nodes):
+            card = self.card(facts.name)
+            card.facts = facts
+            card.redraw()
+
+    def set_link(self, name: str, link: Link) -> None:
+        if any(n.name == name for n in self.config.nodes):
+            card = self.card(name)
+            card.link = link
+            card.redraw()
+
+    def set_subnets(self, subnets: list[Subnet], chosen: str | None = None) -> None:
+        fabric = fabric_subnet(subnets, chosen)
+        for card in self.query(NodeCard):
+            card.subnets, card.fabric = subnets, fabric
+            card.redraw()

@@ -1,0 +1,46 @@
+"""Transfers pane: one bar per destination (model and image), with rate, ETA, state and verify result."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from ...core.events import TransferProgress
+from ..present.transfers import key, summary, transfer_lines
+
+HINT = "t sync the model to every node · i sync the engine image"
+
+
+class TransferRow(Static):
+    DEFAULT_CSS = "TransferRow { height: auto; margin-bottom: 1; }"
+
+
+class TransfersPane(Vertical):
+    DEFAULT_CSS = """
+    TransfersPane > #transfers-title { height: 1; color: $text-muted; }
+    TransfersPane > VerticalScroll { height: 1fr; }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.transfers: dict[str, TransferProgress] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"no transfers — {HINT}", id="transfers-title")
+        yield VerticalScroll(id="transfer-rows")
+
+    def update_transfer(self, t: TransferProgress) -> None:
+        if t.dest == "-":  # a note about the whole sync (fabric addresses), not a destination
+            self.query_one("#transfers-title", Static).update(t.message or "")
+            return
+        k = key(t)
+        self.transfers[k] = t
+        width = max(40, self.size.width - 2) if self.size.width else 78
+        rows = self.query_one("#transfer-rows", VerticalScroll)
+        wid = "tr-" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in k)
+        found = rows.query(f"#{wid}")
+        if found:
+            found.first(TransferRow).update(transfer_lines(t, width))
+        else:
+            rows.mount(TransferRow(transfer_lines(t, width), id=wid))
+        self.query_one("#transfers-title", Static).update(f"{summary(list(self.transfers.values()))} — {HINT}")

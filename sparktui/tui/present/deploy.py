@@ -1,0 +1,108 @@
+"""The deployment as text: a state badge, a milestones timeline per node, problems with their hints."""
+from __future__ import annotations
+
+from textual.content import Content
+
+from ...core.diagnose import Milestone, Problem
+
+# The order a start goes through; the timeline shows each step once per node, latest data wins.
+STEPS = ("container_started", "ray_started", "ray_connected", "dist_init_begin", "dist_init_end",
+         "nccl_transport", "weights_loading", "slow_load", "kv_cache", "cuda_graph", "ready")
+
+STATE_STYLE = {
+    "idle": "$text-muted", "planned": "$text-muted", "starting": "$accent", "launching": "$accent",
+    "loading": "$accent", "ready": "$success bold", "hung": "$error bold", "failed": "$error bold",
+    "stopping": "$warning", "stopped": "$text-muted", "pivoting": "$warning",
+}
+
+
+def milestone_label(m: Milestone) -> str:
+    d = m.data
+    if m.kind == "container_started":
+        return "started"
+    if m.kind == "dist_init_begin":
+        return "dist init…"
+    if m.kind == "dist_init_end":
+        return "dist init ✓"
+    if m.kind == "nccl_transport":
+        return "NCCL RDMA" if d.get("transport") == "rdma" else "NCCL TCP"
+    if m.kind == "weights_loading":
+        pct = d.get("percent")
+        return "weights ✓" if pct == 100 else f"weights {pct}%"
+    if m.kind == "kv_cache":
+        if "tokens" in d:
+            return f"KV {d['tokens']:,} tok"
+        return "KV cache"
+    if m.kind == "cuda_graph":
+        return "graphs ✓" if d.get("phase") == "end" else "graphs…"
+    if m.kind == "ray_started":
+        return "ray up"
+    if m.kind == "ray_connected":
+        return "ray joined"
+    if m.kind == "slow_load":
+        return "slow load"
+    if m.kind == "ready":
+        return "READY"
+    return m.kind.replace("_", " ")
+
+
+def milestone_style(m: Milestone) -> str:
+    if m.kind == "ready":
+        return "$success bold"
+    if m.kind == "nccl_transport" and m.data.get("transport") != "rdma":
+        return "$warning"  # TCP works but is the slow path
+    if m.kind == "slow_load":
+        return "$warning"
+    return "$success" if m.kind.endswith("_end") or m.kind in ("container_started", "ray_connected") else "$accent"
+
+
+def latest_by_node(milestones: list[Milestone]) -> dict[str | None, dict[str, Milestone]]:
+    """node -> kind -> the last milestone of that kind (later data replaces earlier)."""
+    out: dict[str | None, dict[str, Milestone]] = {}
+    for m in milestones:
+        out.setdefault(m.node, {})[m.kind] = m
+    return out
+
+
+def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
+    """One line per node: its steps in start order, the latest of each."""
+    by_node = latest_by_node(milestones)
+    width = max([len(n) for n in nodes] + [4])
+    lines = []
+    for node in nodes + [n for n in by_node if n not in nodes and n is not None]:
+        kinds = by_node.get(node, {})
+        parts: list = [(f"{node:<{width}} ", "bold")]
+        shown = [kinds[k] for k in STEPS if k in kinds]
+        if "dist_init_end" in kinds:
+            shown = [m for m in shown if m.kind != "dist_init_begin"]
+        if not shown:
+            parts.append(("waiting", "$text-muted"))
+        for i, m in enumerate(shown):
+            parts += ([" › "] if i else []) + [(milestone_label(m), milestone_style(m))]
+        lines.append(Content.assemble(*parts))
+    return Content("\n").join(lines) if lines else Content("no deployment yet")
+
+
+def state_badge(state: str, detail: str | None = None) -> Content:
+    parts: list = [("●", STATE_STYLE.get(state, "")), " ", (state.upper(), STATE_STYLE.get(state, "bold"))]
+    if detail:
+        parts.append(f"  {detail}")
+    return Content.assemble(*parts)
+
+
+def problem_lines(p: Problem) -> Content:
+    where = f"{p.node}: " if p.node else ""
+    tag = "suspected " if p.provisional else ""
+    first = Content.assemble(("✗ ", "$error bold"), (f"{where}{tag}{p.kind.replace('_', ' ')}", "$error bold"),
+                             f" — {p.message}")
+    return Content("\n").join([first, Content.assemble(("  fix: ", "$warning bold"), p.hint)])
+
+
+def hang_notice(p: Problem, pivot_key: str) -> str:
+    """The notification text for a hang: what is wrong, the fix, and the key that pivots."""
+    where = f" on {p.node}" if p.node else ""
+    return f"Distributed init hung{where}. {p.hint.rstrip('. ')}. Press {pivot_key} to pivot."
+
+
+def problem_key(p: Problem) -> tuple:
+    return (p.kind, p.node, p.line)

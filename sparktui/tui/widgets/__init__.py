@@ -1,0 +1,1 @@
+"""Widgets that render core data; none of them talks to a node."""

@@ -1,0 +1,43 @@
+"""Helpers for the TUI tests: the scripted core, waiting on conditions, pane text at a fixed size."""
+from __future__ import annotations
+
+import io
+import time
+from typing import Callable
+
+import pytest
+from rich.console import Console
+
+from .fake_core import ScriptedCore
+from .samples import spark_config, spark_facts
+
+
+@pytest.fixture
+def config():
+    return spark_config()
+
+
+@pytest.fixture
+def core(config):
+    return ScriptedCore(config, spark_facts())
+
+
+async def wait_for(pilot, cond: Callable[[], object], timeout: float = 10.0, what: str = "condition"):
+    """Let the app run until cond() is truthy; fail after `timeout` seconds (never a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await pilot.pause(0.02)
+
+
+def screen_text(app) -> str:
+    """The current screen as plain text, as a terminal of the app's size would show it."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system=None,
+                      record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()

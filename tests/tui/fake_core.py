@@ -1,0 +1,145 @@
+"""A scripted core: the controller's interface, with operations that replay recorded engine output.
+
+Log lines come from recordings/ (captured from the engine simulator); milestones and problems come
+from feeding them to the real Diagnoser, and node facts from real probe output. The replay yields
+to the event loop between batches, so the UI renders while it streams, as with a live cluster.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sparktui.core.config import Config
+from sparktui.core.diagnose import Diagnoser
+from sparktui.core.events import ConnectionChanged, DeploymentChanged, LaunchStep, LogLines, NodeUpdated, \
+    TransferProgress
+from sparktui.core.facts import NodeFacts
+from sparktui.core.inventory import analyse
+from sparktui.core.journal import Journal
+from sparktui.core.plan import Plan, PlanOptions
+from sparktui.tui.controller import Controller
+from sparktui.tui.messages import InventoryChanged
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+BATCH = 4  # lines per LogLines event, like a container log read in chunks
+
+
+def recording(name: str) -> dict[str, list[str]]:
+    return {p.stem: p.read_text().splitlines() for p in sorted((RECORDINGS / name).glob("*.log"))}
+
+
+class ScriptedCore(Controller):
+    def __init__(self, config: Config, facts: dict[str, NodeFacts]) -> None:
+        super().__init__(config, journal=Journal())
+        self._facts = facts
+        self.calls: list[tuple[str, object]] = []
+        self.now = 1_764_000_000.0  # the Diagnoser's clock: advanced by the script, never by waiting
+        self.release = asyncio.Event()  # set by a test to let a held step go on
+        self.hold_sync = False
+
+    # -- start-up -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        for n in self.config.nodes:
+            self.bus.emit(ConnectionChanged(n.name, True))
+            e = self.journal.start(n.name, "sh -c '<probe script>'")
+            self.journal.finish(e, 0)
+        self.inventory = analyse(self.config, self._facts)
+        for f in self.inventory.facts.values():
+            self.bus.emit(NodeUpdated(f))
+        self._post(InventoryChanged(self.inventory))
+
+    async def refresh(self):
+        await self.start()
+        return self.inventory
+
+    # -- deployments ----------------------------------------------------------------------------
+    def _state(self, plan: Plan, state: str, detail: str = "", endpoint: str | None = None) -> None:
+        self.bus.emit(DeploymentChanged(plan.deployment, plan.engine, plan.mode, state, detail, endpoint))
+
+    async def _replay(self, plan: Plan, name: str) -> None:
+        self._state(plan, "starting", f"starting {plan.engine} on {len(plan.nodes)} nodes")
+        total = len(plan.steps)
+        for i, step in enumerate(plan.steps):
+            self.bus.emit(LaunchStep(plan.deployment, step.node, i, total, step.kind, step.description, "done"))
+            e = self.journal.start(step.node, step.display)
+            self.journal.finish(e, 0)
+        diag = Diagnoser(plan.engine, hang_after=self.config.engine.hang_after, clock=lambda: self.now)
+        logs = recording(name)
+        containers = {n.name: n.container for n in plan.nodes}
+        cursors = {node: 0 for node in logs}
+        loading = False
+        while any(cursors[n] < len(lines) for n, lines in logs.items()):
+            for node, lines in logs.items():
+                start = cursors[node]
+                batch = lines[start:start + BATCH]
+                if not batch:
+                    continue
+                cursors[node] = start + len(batch)
+                self.now += 0.5
+                self.bus.emit(LogLines(node, containers.get(node, node), batch))
+                for ev in diag.feed_lines(batch, node):
+                    self.bus.emit(ev)
+                if not loading and any(m.kind == "weights_loading" for m in diag.milestones):
+                    loading = True
+                    self._state(plan, "loading", "loading weights")
+                await asyncio.sleep(0)  # let the app draw between batches
+        if diag.ready:
+            self._state(plan, "ready", "serving", f"http://{plan.head_ip}:{plan.port}/v1")
+            return
+        self.now += self.config.engine.hang_after + 1  # silence, as the engines fall silent
+        for ev in diag.tick():
+            self.bus.emit(ev)
+        problem = next((p for p in diag.problems if p.kind == "rendezvous_hang"), None)
+        self._state(plan, "hung", problem.message if problem else "no progress")
+
+    async def launch(self, plan: Plan, options: PlanOptions | None = None) -> None:
+        self.calls.append(("launch", plan))
+        self.plan, self.options = plan, options
+        await self._replay(plan, "sglang_hang" if plan.engine == "sglang" else "vllm_ray")
+
+    async def stop(self) -> None:
+        self.calls.append(("stop", None))
+        if self.plan is not None:
+            self._state(self.plan, "stopping", "stopping containers")
+            for n in self.plan.nodes:
+                e = self.journal.start(n.name, f"docker rm -f {n.container}")
+                self.journal.finish(e, 0)
+            self._state(self.plan, "stopped", "containers removed")
+
+    async def pivot(self) -> None:
+        opts = self.pivot_options()
+        target = self.make_plan(opts)
+        self.calls.append(("pivot", target))
+        await self.stop()
+        self.plan, self.options = target, opts
+        await self._replay(target, "vllm_ray")
+
+    async def redeploy(self) -> None:
+        self.calls.append(("redeploy", self.plan))
+        await self.stop()
+        await self._replay(self.plan, "sglang_hang" if self.plan.engine == "sglang" else "vllm_ray")
+
+    # -- transfers --------------------------------------------------------------------------------
+    async def sync_model(self, dests=None) -> str:
+        self.calls.append(("sync_model", dests))
+        total = self._facts["spark1"].model.bytes or 0
+        tid = "model-spark2-1"
+        self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "preparing", total_bytes=total))
+        for pct in (5, 25, 50):
+            self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "running", bytes=total * pct // 100,
+                                           total_bytes=total, percent=pct, rate=430e6,
+                                           eta=(total * (100 - pct) / 100) / 430e6, elapsed=pct * 3.0,
+                                           files_done=pct // 2, files_total=57))
+            await asyncio.sleep(0)
+        if self.hold_sync:
+            await self.release.wait()
+        self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "verifying", bytes=total, total_bytes=total,
+                                       percent=100.0))
+        self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "done", bytes=total, total_bytes=total,
+                                       percent=100.0, files_total=57,
+                                       message="verified: 57 files, sizes match the source"))
+        return "spark2: verified: 57 files, sizes match the source"
+
+    async def sync_image(self, engine=None) -> str:
+        self.calls.append(("sync_image", engine))
+        return "every node already has the image"
