@@ -1,0 +1,604 @@
+"""The deploy orchestrator: launch / stop / pivot / redeploy / reattach, told as events.
+
+A plain async object that the CLI and the TUI drive alike. It runs a plan's steps in order,
+follows every engine container's log (resuming after a dropped link), feeds the lines to the
+Diagnoser, ticks it so silence counts, and proves readiness with a real chat completion through an
+SSH forward to the head. Containers are found and removed by label only; the options of the
+current launch are kept on the head (record.py) so a new process can pivot or redeploy.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+from ..config import Config
+from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
+from ..engines import ENGINES, default_mode
+from ..engines.common import Nested, Step, safe_name
+from ..events import DeploymentChanged, EndpointChecked, EventBus, LaunchStep, LogLines
+from ..facts import Container
+from ..plan import Plan, PlanOptions, make_plan
+from ..ssh import Cluster, Node
+from . import containers as C
+from .logstream import LogFollower, LogLine
+from .readiness import Check, check_endpoint
+from .record import STATE_DIR, Record, load_record, save_record
+from .watchdog import tick_interval, watch
+
+Planner = Callable[[PlanOptions], Awaitable[Plan]]
+SETTLED = ("ready", "failed", "hung", "stopped")
+READY_TIMEOUT_S = 2400.0  # a ~120 GB checkpoint took ~15 min to load on two Sparks; leave room
+STEP_TIMEOUT_S = 300.0  # one docker run / exec (an image pull is not part of a launch)
+WAIT_STEP_DEFAULT_S = 600.0
+
+
+class DeployError(Exception):
+    """A launch, stop or pivot could not go ahead; str() says why in plain words."""
+
+
+class DeploymentExists(DeployError):
+    """Containers of this deployment are already there and the caller must say what to do."""
+
+    def __init__(self, deployment: str, found: dict[str, C.Found], reason: str):
+        self.deployment = deployment
+        self.found = found
+        super().__init__(reason)
+
+    def lines(self) -> list[str]:
+        return [f"{f.node}: {c.name} ({c.labels.get('sparktui.engine', '?')}, {c.state})"
+                for f in self.found.values() for c in f.containers]
+
+
+@dataclass
+class Current:
+    """The deployment this Deployer watches (from a launch, or rebuilt from labels by reattach)."""
+
+    name: str
+    engine: str
+    mode: str
+    plan_id: str
+    port: int
+    head: str  # node serving HTTP (rank 0)
+    served_name: str | None = None
+    options: PlanOptions | None = None
+    containers: dict[str, str] = field(default_factory=dict)  # node -> container
+    record: Record | None = None
+
+
+def other_engine(engine: str) -> str:
+    return "vllm" if engine == "sglang" else "sglang"
+
+
+def pivot_options(opts: PlanOptions, to: str, record: Record | None = None) -> PlanOptions:
+    """Options for the other engine: same model, TP/PP, nodes and rendezvous network.
+
+    What the first plan resolved (TP, subnet, rank order) is pinned, so a default that would now
+    resolve differently cannot change them. The image, mode and extra engine flags belong to one
+    engine and are dropped.
+    """
+    new = copy.deepcopy(opts)
+    new.model_config = None
+    if to != opts.engine:
+        new.engine = to
+        new.mode = None
+        new.image = None
+        new.extra_args = []
+    if record is not None:
+        new.tp = new.tp if new.tp is not None else (record.tp or None)
+        new.pp = new.pp if new.pp is not None else (record.pp or None)
+        new.rendezvous = new.rendezvous or record.subnet
+        new.nodes = new.nodes or (list(record.nodes) or None)
+    return new
+
+
+def options_of(plan: Plan) -> PlanOptions:
+    """Options that reproduce a plan given without its options (everything pinned)."""
+    return PlanOptions(engine=plan.engine, mode=plan.mode, image=plan.image, model_path=plan.model_path,
+                       served_model_name=plan.served_model_name, tp=plan.tp, pp=plan.pp,
+                       nodes=[n.name for n in plan.nodes], rendezvous=plan.subnet, dist_port=plan.dist_port,
+                       port=plan.port, ray_port=plan.ray_port, deployment=plan.deployment)
+
+
+async def read_model_config(cluster: Cluster, config: Config, path: str) -> dict | None:
+    """The model's config.json from the node holding it first (TP checks read its head counts)."""
+    node = cluster.nodes.get(config.model.source or config.head.name)
+    if node is None:
+        return None
+    r = await node.run(["cat", path.rstrip("/") + "/config.json"], timeout=15)
+    try:
+        data = json.loads(r.stdout) if r.ok else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def inventory_planner(cluster: Cluster, config: Config) -> Planner:
+    """Probe every node, then make_plan: what pivot and redeploy use unless given another planner."""
+    from ..inventory import take_inventory
+
+    async def plan(opts: PlanOptions) -> Plan:
+        inv = await take_inventory(cluster, config)
+        if opts.model_config is None:
+            opts.model_config = await read_model_config(cluster, config, opts.model_path or config.model.path)
+        return make_plan(config, inv.facts, inv.subnets, opts)
+
+    return plan
+
+
+def exec_signature(step: Step) -> str | None:
+    """Words that show an exec step's process is already running (`vllm serve`), for a resumed launch."""
+    for w in step.words:
+        if isinstance(w, Nested):
+            words = [x for x in w.words if isinstance(x, str)]
+            return " ".join(words[:2]) if words else None
+    return None
+
+
+class Deployer:
+    """Launch, watch, stop, pivot, redeploy and reattach one deployment; every change is an event on `bus`."""
+
+    def __init__(self, cluster: Cluster, config: Config, bus: EventBus, *, deployment: str | None = None,
+                 planner: Planner | None = None, hang_after: float | None = None,
+                 ready_timeout: float = READY_TIMEOUT_S, poll_interval: float = 2.0,
+                 wait_interval: float | None = None, step_timeout: float = STEP_TIMEOUT_S,
+                 reconnect_timeout: float = 900.0, stop_grace: int = C.STOP_GRACE_S):
+        self.cluster = cluster
+        self.config = config
+        self.bus = bus
+        self.name = safe_name(deployment or config.cluster)
+        self.planner = planner or inventory_planner(cluster, config)
+        self.hang_after = hang_after if hang_after is not None else config.engine.hang_after
+        self.ready_timeout = ready_timeout
+        self.poll_interval = poll_interval
+        self.wait_interval = wait_interval  # None: each wait step's own interval
+        self.step_timeout = step_timeout
+        self.reconnect_timeout = reconnect_timeout
+        self.stop_grace = stop_grace
+        self.current: Current | None = None
+        self.plan: Plan | None = None
+        self.state = "stopped"
+        self.detail = ""
+        self.endpoint: str | None = None
+        self.diagnoser: Diagnoser | None = None
+        self.check: EndpointChecked | None = None
+        self.last_check: Check | None = None
+        self.warnings: list[str] = []
+        self.followers: dict[tuple[str, str], LogFollower] = {}
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._offsets: dict[str, float] = {}
+        self._changed = asyncio.Event()
+
+    # ---- state and events ---------------------------------------------------------------------
+
+    def _emit(self, event) -> None:
+        self.bus.emit(event)
+
+    def _set(self, state: str, detail: str = "", endpoint: str | None = None) -> None:
+        if endpoint is not None:
+            self.endpoint = endpoint
+        if (state, detail) == (self.state, self.detail):
+            return
+        self.state, self.detail = state, detail
+        cur = self.current
+        self._emit(DeploymentChanged(self.name, cur.engine if cur else "", cur.mode if cur else "", state, detail,
+                                     self.endpoint if state == "ready" else None))
+        self._changed.set()
+
+    async def wait(self, timeout: float | None = None, until: tuple[str, ...] = SETTLED) -> str:
+        """The state once it is one of `until` (or whatever it is when `timeout` runs out)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.state not in until:
+            self._changed.clear()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+        return self.state
+
+    @property
+    def problems(self) -> list[Problem]:
+        return list(self.diagnoser.problems) if self.diagnoser else []
+
+    @property
+    def milestones(self) -> list[Milestone]:
+        return list(self.diagnoser.milestones) if self.diagnoser else []
+
+    def _on_diag(self, events: list[Event]) -> None:
+        for e in events:
+            self._emit(e)
+        if not events or self.diagnoser is None or self.state in ("stopping", "stopped"):
+            return
+        d = self.diagnoser
+        if d.state == "failed":
+            p = next(p for p in d.problems if p.kind != "rendezvous_hang")
+            self._set("failed", _problem_words(p))
+        elif d.state == "hung":
+            self._set("hung", _problem_words(d.problems[0]))
+        elif self.state in ("failed", "hung") and any(isinstance(e, ProblemCleared) for e in events):
+            self._set(d.state, "the engine went on after all")
+        elif self.state == "starting" and d.state == "loading":
+            self._set("loading", self.detail)
+
+    def _on_lines(self, node: str, container: str, lines: list[LogLine]) -> None:
+        self._emit(LogLines(node, container, [ln.text for ln in lines]))
+        d = self.diagnoser
+        if d is None:
+            return
+        off = self._offsets.get(node, 0.0)
+        events: list[Event] = []
+        for ln in lines:
+            secs = ln.seconds
+            events += d.feed(ln.text, node, now=None if secs is None else secs - off)
+        self._on_diag(events)
+
+    def _problem(self, kind: str, node: str | None, message: str, hint: str) -> None:
+        p = Problem(kind, 0, message, hint, node, time.time())
+        self._emit(p)
+
+    # ---- background work ----------------------------------------------------------------------
+
+    def _spawn(self, key: str, coro) -> None:
+        old = self._tasks.get(key)
+        if old is not None and not old.done():
+            coro.close()
+            return
+        self._tasks[key] = asyncio.get_running_loop().create_task(coro, name=f"sparktui-deploy-{key}")
+
+    async def close(self) -> None:
+        """Stop following and probing (the containers keep running)."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()
+        self.followers.clear()
+
+    def _follow(self, node: str, container: str) -> None:
+        key = (node, container)
+        if key in self.followers:
+            return
+        f = LogFollower(self.cluster[node], container, lambda lines: self._on_lines(node, container, lines),
+                        reconnect_timeout=self.reconnect_timeout)
+        self.followers[key] = f
+        self._spawn(f"logs:{node}:{container}", self._run_follower(node, container, f))
+
+    async def _run_follower(self, node: str, container: str, f: LogFollower) -> None:
+        why = await f.run()
+        if self.state in ("stopping", "stopped"):
+            return
+        if why == "lost":
+            self._problem("log_stream_lost", node, f"lost {container}'s log: {node} stayed unreachable",
+                          "check the node's link; `sparktui logs` reads the log again once it is back")
+        elif why in ("exited", "removed") and self.state != "failed":
+            code = await self._exit_words(node, container) if why == "exited" else "was removed"
+            msg = f"{container} on {node} {code}"
+            self._problem("container_exited", node, msg, "read its last log lines above (sparktui logs)")
+            self._set("failed", msg)
+
+    async def _exit_words(self, node: str, container: str) -> str:
+        r = await self.cluster[node].run(["docker", "inspect", "--format",
+                                          "{{.State.ExitCode}} {{.State.OOMKilled}}", container], timeout=30)
+        parts = r.stdout.split() if r.ok else []
+        if len(parts) == 2:
+            return f"exited with code {parts[0]}" + (" (killed: out of memory)" if parts[1] == "true" else "")
+        return "exited"
+
+    async def _measure_offsets(self, nodes: list[str]) -> None:
+        """Each node's clock minus ours, so a node's log timestamps count silence on our clock."""
+
+        async def one(name: str) -> None:
+            t0 = time.time()
+            r = await self.cluster[name].run(["date", "+%s"], timeout=15)
+            t1 = time.time()
+            try:
+                off = float(r.stdout.strip()) + 0.5 - (t0 + t1) / 2
+            except ValueError:
+                return
+            self._offsets[name] = off if abs(off) > 2.0 else 0.0  # whole seconds: ignore what they can't tell
+
+        await asyncio.gather(*(one(n) for n in nodes))
+
+    def _begin(self, cur: Current) -> None:
+        self.current = cur
+        self.name = cur.name
+        self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
+                                   and cur.options.model_path else self.config.model.path)
+        self.check = None
+        self.last_check = None
+        self.endpoint = None
+        interval = tick_interval(self.hang_after)
+        self._spawn("watchdog", self._watchdog(interval))
+
+    async def _watchdog(self, interval: float) -> None:
+        assert self.diagnoser is not None
+        # Bounded: past the readiness deadline silence means nothing new (and the engine is up or gone).
+        await watch(self.diagnoser, self._on_diag, interval, max_ticks=int(self.ready_timeout / interval) + 1)
+
+    def _endpoint_url(self, cur: Current) -> str:
+        return f"http://{self.config.node(cur.head).host}:{cur.port}/v1"
+
+    async def _readiness(self, cur: Current) -> None:
+        node = self.cluster[cur.head]
+        deadline = time.monotonic() + self.ready_timeout
+        local: int | None = None
+        while time.monotonic() < deadline:
+            if self.state in ("failed", "stopping", "stopped"):
+                return
+            if local is None:
+                try:
+                    local = await node.forward(cur.port)
+                except Exception as e:  # noqa: BLE001 - link down or forwarding refused: try again later
+                    self.last_check = Check(False, "forward", f"port forward to {cur.head}:{cur.port}: {e}")
+                    await asyncio.sleep(self.poll_interval)
+                    continue
+            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_name)
+            self.last_check = chk
+            if chk.ok:
+                ev = EndpointChecked(cur.name, self._endpoint_url(cur), f"http://127.0.0.1:{local}/v1",
+                                     chk.model or "", chk.latency_s or 0.0, chk.completion_tokens, chk.tokens_per_s,
+                                     chk.reply)
+                self.check = ev
+                self._emit(ev)
+                rate = f", {chk.tokens_per_s:.1f} tok/s" if chk.tokens_per_s else ""
+                self._set("ready", f"{chk.model} answered in {chk.latency_s:.2f} s{rate}", self._endpoint_url(cur))
+                return
+            if chk.refused:
+                local = None  # the forward died with the old connection
+            await asyncio.sleep(self.poll_interval)
+        if self.state not in ("failed", "stopping", "stopped"):
+            why = self.last_check.detail if self.last_check else "no answer"
+            self._problem("not_ready", cur.head, f"not ready after {self.ready_timeout:g} s ({why})",
+                          "the log shows how far loading got; a large checkpoint may need a longer --timeout")
+            self._set("failed", f"not ready after {self.ready_timeout:g} s: {why}")
+
+    # ---- launch -------------------------------------------------------------------------------
+
+    async def existing(self, nodes: list[str] | None = None) -> dict[str, C.Found]:
+        """This deployment's containers on every node (or `nodes`)."""
+        return await C.find_all(self.cluster, self.name, nodes)
+
+    async def launch(self, plan: Plan, options: PlanOptions | None = None, *, if_exists: str = "ask") -> None:
+        """Run the plan's steps in order and start watching; returns once every step ran.
+
+        if_exists: what to do when this deployment's containers already run. Those of this very plan
+        are resumed (their steps skipped, nothing started twice) unless "replace"; others raise
+        DeploymentExists ("ask"), are stopped first ("replace") or watched as they are ("reattach").
+        """
+        if not plan.ok:
+            raise DeployError("the plan has errors: " + "; ".join(plan.errors))
+        if not plan.steps:
+            raise DeployError("the plan has no steps to run")
+        if if_exists not in ("ask", "replace", "reattach"):
+            raise ValueError(f"if_exists must be ask, replace or reattach (got {if_exists!r})")
+        await self.close()
+        self.name = plan.deployment
+        resume = await self._prepare(plan, if_exists)
+        if resume is None:
+            return  # reattached
+        opts = copy.deepcopy(options) if options is not None else options_of(plan)
+        opts.model_config = None
+        head = plan.nodes[0].name
+        cur = Current(plan.deployment, plan.engine, plan.mode, plan.plan_id, plan.port, head, plan.served_model_name,
+                      opts, {n.name: n.container for n in plan.nodes}, Record.from_plan(plan, opts))
+        self.plan = plan
+        self.warnings = []
+        await self._measure_offsets([n.name for n in plan.nodes])
+        self._begin(cur)
+        err = await save_record(self.cluster[self.config.head.name], cur.record)
+        if err:
+            self.warnings.append(f"could not keep the deployment record on {self.config.head.name}: {err} "
+                                 f"(pivot and redeploy from another process will not know the options)")
+        started = sum(len(v) for v in resume.values())
+        self._set("starting", f"resuming: {started} container(s) of this plan already run" if started
+                  else f"{len(plan.steps)} steps on {len(plan.nodes)} node(s)")
+        if not await self._run_steps(plan, resume):
+            return
+        if self.state == "starting":
+            self._set("starting", "every step ran; waiting for the engine")
+        self._spawn("ready", self._readiness(cur))
+
+    async def _prepare(self, plan: Plan, if_exists: str) -> dict[str, set[str]] | None:
+        """Look for this deployment's containers first; returns what to resume (None: reattached)."""
+        found = await self.existing()
+        down = [f"{f.node}: {f.error}" for f in found.values() if f.error]
+        if down:
+            raise DeployError("cannot tell what already runs: " + "; ".join(down))
+        ours = [(f.node, c) for f in found.values() for c in f.containers]
+        running = [(n, c) for n, c in ours if c.state == "running"]
+        if not ours:
+            return {}
+        same = all(c.labels.get("sparktui.plan") == plan.plan_id for _, c in ours)
+        if running and if_exists != "replace":
+            if same and len(running) == len(ours):
+                out: dict[str, set[str]] = {}
+                for n, c in running:
+                    out.setdefault(n, set()).add(c.name)
+                return out
+            if if_exists == "reattach":
+                await self.reattach()
+                return None
+            why = ("some of its containers have exited" if same else
+                   f"they run another plan ({', '.join(sorted({c.labels.get('sparktui.plan', '?') for _, c in ours}))})")
+            raise DeploymentExists(self.name, {k: v for k, v in found.items() if v.containers},
+                                   f"deployment {self.name} already has containers: {why}")
+        # Only leftovers of an earlier run (or "replace"): they are ours, and their names are in the way.
+        await self.stop()
+        return {}
+
+    async def _run_steps(self, plan: Plan, resume: dict[str, set[str]]) -> bool:
+        total = len(plan.steps)
+        for i, step in enumerate(plan.steps):
+            if self.state == "failed":
+                return False
+            node = self.cluster[step.node]
+
+            def tell(state: str, detail: str = "") -> None:
+                self._emit(LaunchStep(plan.deployment, step.node, i, total, step.kind, step.description, state, detail))
+
+            tell("running")
+            if self.state in ("starting", "loading"):
+                self._set(self.state, f"step {i + 1}/{total} on {step.node}: {step.description}")
+            if step.kind in ("run", "exec") and resume:
+                skip = await self._already_done(node, step, resume)
+                if skip:
+                    tell("skipped", skip)
+                    self._follow(step.node, step.container)
+                    continue
+            if step.kind == "wait":
+                ok, detail = await self._wait_step(node, step)
+            else:
+                r = await node.run(step.command, timeout=self.step_timeout)
+                ok = r.ok
+                detail = r.stdout.strip()[:64] if ok else _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
+                if ok or step.kind == "run":
+                    self._follow(step.node, step.container)  # a failed run may still have made the container
+            if not ok:
+                tell("failed", detail)
+                msg = f"step {i + 1}/{total} on {step.node} failed ({step.description}): {detail}"
+                self._problem("launch_step_failed", step.node, msg, _step_hint(step, detail))
+                self._set("failed", msg)
+                return False
+            tell("done", detail)
+        return True
+
+    async def _already_done(self, node: Node, step: Step, resume: dict[str, set[str]]) -> str:
+        if step.kind == "run":
+            return "already running (same plan)" if step.container in resume.get(step.node, set()) else ""
+        needle = exec_signature(step)
+        if needle and await C.process_running(node, step.container, needle):
+            return f"`{needle}` already runs in {step.container}"
+        return ""
+
+    async def _wait_step(self, node: Node, step: Step) -> tuple[bool, str]:
+        limit = step.timeout or WAIT_STEP_DEFAULT_S
+        deadline = time.monotonic() + limit
+        interval = self.wait_interval or step.interval
+        last = ""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False, f"gave up after {limit:g} s" + (f"; last answer: {last}" if last else "")
+            if self.state == "failed":
+                return False, "the engine failed meanwhile"
+            r = await node.run(step.command, timeout=max(1.0, min(60.0, left)))
+            if r.ok and step.matches(r.stdout):
+                return True, f"after {limit - left:.0f} s"
+            last = _last_line(r.stdout if r.ok else (r.stderr or r.stdout)) or f"exit {r.exit_status}"
+            await asyncio.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+
+    # ---- stop, pivot, redeploy, reattach ------------------------------------------------------
+
+    async def stop(self) -> int:
+        """Remove this deployment's containers (by label) on every node; returns how many went."""
+        if self.state not in ("stopped",):
+            self._set("stopping", f"removing {self.name}'s containers")
+        await self.close()
+        results = await asyncio.gather(*(C.remove_on(n, self.name, self.stop_grace) for n in self.cluster))
+        removed = sum(k for k, _ in results)
+        errors = [f"{n.name}: {e}" for n, (_, e) in zip(self.cluster, results) if e]
+        if errors:
+            self._set("failed", "could not remove every container: " + "; ".join(errors))
+            raise DeployError("could not remove every container: " + "; ".join(errors))
+        self._set("stopped", f"removed {removed} container(s)")
+        return removed
+
+    async def current_options(self) -> tuple[PlanOptions, Record | None]:
+        """The options of the running (or last) launch: this process's, else the record on the head."""
+        if self.current is not None and self.current.options is not None:
+            return copy.deepcopy(self.current.options), self.current.record
+        rec = await load_record(self.cluster[self.config.head.name], self.name)
+        if rec is None:
+            raise DeployError(f"no record of deployment {self.name} on {self.config.head.name} "
+                              f"(~/{STATE_DIR}/{self.name}.json): launch it first")
+        return copy.deepcopy(rec.options), rec
+
+    async def pivot(self, to: str | None = None) -> Plan:
+        """Stop, then launch the other engine with the same model, TP/PP, nodes and network."""
+        opts, rec = await self.current_options()
+        engine = rec.engine if rec else opts.engine
+        to = to or other_engine(engine)
+        if to not in ENGINES:
+            raise DeployError(f"unknown engine {to!r} (expected one of: {', '.join(ENGINES)})")
+        return await self._relaunch(pivot_options(opts, to, rec))
+
+    async def redeploy(self) -> Plan:
+        """Stop, then launch again with the current options (re-planned: facts may have changed)."""
+        opts, _ = await self.current_options()
+        return await self._relaunch(opts)
+
+    async def _relaunch(self, opts: PlanOptions) -> Plan:
+        plan = await self.planner(copy.deepcopy(opts))
+        if not plan.ok:  # before stopping anything: a bad plan must not leave the user with nothing
+            raise DeployError("the new plan has errors: " + "; ".join(plan.errors))
+        await self.stop()
+        await self.launch(plan, opts, if_exists="replace")
+        return plan
+
+    async def reattach(self) -> bool:
+        """Rebuild the deployment from its container labels and resume logs and readiness."""
+        await self.close()
+        found = await self.existing()
+        ours = [(f.node, c) for f in found.values() for c in f.containers]
+        if not ours:
+            self.current = None
+            self._set("stopped", f"no containers of {self.name}")
+            return False
+        rec = await load_record(self.cluster[self.config.head.name], self.name)
+        cur = self._from_labels(ours, rec)
+        await self._measure_offsets(sorted({n for n, _ in ours}))
+        self._begin(cur)
+        plans = sorted({c.labels.get("sparktui.plan", "?") for _, c in ours})
+        if len(plans) > 1:
+            self.warnings.append(f"containers of {self.name} come from different plans: {', '.join(plans)}")
+        for n, c in ours:
+            self._follow(n, c.name)
+        running = [c for _, c in ours if c.state == "running"]
+        self._set("starting", f"reattached to {len(running)} running container(s) of {len(ours)}")
+        head_running = any(n == cur.head and c.state == "running" for n, c in ours)
+        if head_running:
+            self._spawn("ready", self._readiness(cur))
+        return True
+
+    def _from_labels(self, ours: list[tuple[str, Container]], rec: Record | None) -> Current:
+        engines = sorted({c.labels.get("sparktui.engine", "") for _, c in ours} - {""})
+        engine = rec.engine if rec and rec.engine in engines else (engines[0] if engines else "sglang")
+        mine = [(n, c) for n, c in ours if c.labels.get("sparktui.engine") == engine] or ours
+        head = min(mine, key=lambda nc: int(nc[1].labels.get("sparktui.rank", "0") or 0))[0]
+        plan_id = next((c.labels.get("sparktui.plan", "") for _, c in mine), "")
+        if rec is not None and rec.engine == engine:
+            mode, port, served, opts = rec.mode, rec.port, rec.served_model_name, rec.options
+        else:  # no record: the engine's defaults are the best guess
+            mode = default_mode(engine)
+            port = self.config.engine.vllm_port if engine == "vllm" else self.config.engine.sglang_port
+            served, opts, rec = self.config.model.name, None, None
+        return Current(self.name, engine, mode, plan_id, port, head, served, opts,
+                       {n: c.name for n, c in mine}, rec)
+
+
+def _problem_words(p: Problem) -> str:
+    where = f" on {p.node}" if p.node else ""
+    return f"{p.kind}{where}: {p.message} — {p.hint}"
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _step_hint(step: Step, detail: str) -> str:
+    low = detail.lower()
+    if "conflict" in low and "already in use" in low:
+        return "a container with that name exists: `sparktui stop` removes this deployment's containers"
+    if "no such image" in low or "unable to find image" in low or "pull access denied" in low:
+        return "the image is not on that node: `sparktui sync image` copies it from the head"
+    if step.kind == "wait":
+        return "the condition never came true: the node's log (sparktui logs) tells why"
+    return "the command's own error is above; the journal (sparktui journal) has the exact line"
+

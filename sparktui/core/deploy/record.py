@@ -1,0 +1,99 @@
+"""The deployment record: what was launched, kept on the head node so another process can act on it.
+
+~/.local/state/sparktui/deployments/NAME.json on the head holds the PlanOptions the user chose and
+what the plan resolved them to (engine, mode, TP/PP, rendezvous subnet, port, plan id), so `pivot`
+and `redeploy` from a new process relaunch the same choices. Container labels say which containers
+belong to it; the record says how they were chosen.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, fields
+
+from ..plan import Plan, PlanOptions
+from ..ssh import Node, script
+
+STATE_DIR = ".local/state/sparktui/deployments"  # under the head's $HOME
+VERSION = 1
+
+
+@dataclass
+class Record:
+    deployment: str
+    engine: str
+    mode: str
+    options: PlanOptions
+    plan_id: str = ""
+    tp: int = 0
+    pp: int = 0
+    subnet: str | None = None
+    head_ip: str | None = None
+    port: int = 0
+    image: str = ""
+    served_model_name: str | None = None
+    nodes: list[str] = field(default_factory=list)  # rank order, head first
+    containers: dict[str, str] = field(default_factory=dict)  # node -> container name
+    saved: float = 0.0
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["options"] = options_to_json(self.options)
+        d["version"] = VERSION
+        return d
+
+    @classmethod
+    def from_plan(cls, plan: Plan, options: PlanOptions) -> "Record":
+        return cls(deployment=plan.deployment, engine=plan.engine, mode=plan.mode, options=options,
+                   plan_id=plan.plan_id, tp=plan.tp, pp=plan.pp, subnet=plan.subnet, head_ip=plan.head_ip,
+                   port=plan.port, image=plan.image, served_model_name=plan.served_model_name,
+                   nodes=[n.name for n in plan.nodes], containers={n.name: n.container for n in plan.nodes},
+                   saved=time.time())
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Record":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["options"] = options_from_json(d.get("options") or {})
+        return cls(**kw)
+
+
+def options_to_json(opts: PlanOptions) -> dict:
+    d = asdict(opts)
+    d.pop("model_config", None)  # re-read from the node at the next plan; it can be large
+    return d
+
+
+def options_from_json(d: dict) -> PlanOptions:
+    known = {f.name for f in fields(PlanOptions)}
+    return PlanOptions(**{k: v for k, v in d.items() if k in known and k != "model_config"})
+
+
+def record_path(deployment: str) -> str:
+    """The record's path as a shell word ($HOME expands on the node, the rest is quoted)."""
+    return script('"$HOME"/{d}/{f}', d=STATE_DIR, f=f"{deployment}.json")
+
+
+def save_command(record: Record) -> str:
+    """Write the record atomically: a temp file, then rename (a killed write leaves the old one)."""
+    data = json.dumps(record.to_json(), sort_keys=True)
+    return script('d="$HOME"/{d} && mkdir -p "$d" && printf "%s\\n" {data} > "$d"/{tmp} && mv -f "$d"/{tmp} "$d"/{f}',
+                  d=STATE_DIR, data=data, tmp=f".{record.deployment}.json.tmp", f=f"{record.deployment}.json")
+
+
+async def save_record(node: Node, record: Record) -> str | None:
+    """Store the record on `node` (the head); returns an error sentence or None."""
+    r = await node.run(save_command(record), timeout=30)
+    return None if r.ok else (r.stderr.strip() or f"exit {r.exit_status}")
+
+
+async def load_record(node: Node, deployment: str) -> Record | None:
+    """The record from `node`, or None when there is none (or it cannot be read)."""
+    r = await node.run("cat " + record_path(deployment), timeout=30)
+    if not r.ok:
+        return None
+    try:
+        d = json.loads(r.stdout)
+        return Record.from_json(d) if isinstance(d, dict) else None
+    except (ValueError, TypeError):
+        return None

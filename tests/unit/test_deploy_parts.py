@@ -1,0 +1,140 @@
+"""Deploy pieces without nodes: timestamps and dedupe, pivot options, the record, status rows."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from calendar import timegm
+
+from sparktui.core.deploy import Record, options_of, pivot_options, split_ts, summarize
+from sparktui.core.deploy.containers import Found, remove_command
+from sparktui.core.deploy.logstream import Deduper
+from sparktui.core.deploy.orchestrator import exec_signature
+from sparktui.core.deploy.record import load_record, save_command
+from sparktui.core.facts import Container
+from sparktui.core.plan import PlanOptions
+from sparktui.core.ssh import Result
+
+from sparktui.core.config import Config, ModelConfig, NodeConfig
+from sparktui.core.facts import DockerInfo, Gpu, ModelDir, NodeAddr, NodeFacts, Subnet
+from sparktui.core.plan import make_plan
+
+
+def two_node_plan(engine: str, mode: str | None):
+    cfg = Config(cluster="c", nodes=[NodeConfig("a", "10.0.0.1", role="head"), NodeConfig("b", "10.0.0.2")],
+                 model=ModelConfig("m", "/models/m"))
+    cfg.images.sglang = cfg.images.vllm = "img:1"
+    facts = {n: NodeFacts(n, n, True, gpu=Gpu("GB10", 1), docker=DockerInfo("28", {"img:1": "sha256:" + "a" * 64}),
+                          model=ModelDir("/models/m", True, 1 << 30)) for n in ("a", "b")}
+    fabric = Subnet("192.168.100.0/24", {"a": NodeAddr("enp1s0f1np1", "192.168.100.10"),
+                                         "b": NodeAddr("enP2p1s0f1np1", "192.168.100.11")})
+    plan = make_plan(cfg, facts, [fabric], PlanOptions(engine=engine, mode=mode))
+    assert plan.ok, plan.errors
+    return plan
+
+
+def test_docker_timestamps_keep_every_nanosecond_and_any_zone():
+    a = split_ts("2026-03-04T05:06:07.123456789Z hello world")
+    assert (a.ts, a.text) == ("2026-03-04T05:06:07.123456789Z", "hello world")
+    base = timegm((2026, 3, 4, 5, 6, 7, 0, 0, 0))
+    assert a.key == (base, 123456789)
+    trimmed = split_ts("2026-03-04T05:06:07.1234Z x")  # older clients trim trailing zeros
+    assert trimmed.key == (base, 123400000)
+    zoned = split_ts("2026-03-04T07:06:07.5+02:00 y")
+    assert zoned.key == (base, 500000000)
+    plain = split_ts("Error response from daemon: No such container: x")
+    assert plain.key is None and plain.text.startswith("Error")
+
+
+def test_dedupe_skips_exactly_the_lines_already_seen_at_the_resume_instant():
+    d = Deduper()
+    first = [split_ts(f"2026-01-01T00:00:0{s}.000000001Z {t}") for s, t in ((1, "a"), (2, "b"), (2, "b"), (2, "c"))]
+    assert [d.accept(x) for x in first] == [True] * 4
+    assert d.last_ts == "2026-01-01T00:00:02.000000001Z"
+    d.begin_pass()  # a resumed read starts at 00:00:02.000000001 and repeats b, b, c
+    again = [split_ts(f"2026-01-01T00:00:02.000000001Z {t}") for t in ("b", "b", "c", "b")]
+    later = split_ts("2026-01-01T00:00:03Z d")
+    assert [d.accept(x) for x in again] == [False, False, False, True]  # the third b is new
+    assert d.accept(later) and d.last_ts == "2026-01-01T00:00:03Z"
+
+
+def test_pivot_options_keep_model_parallelism_and_network_and_drop_engine_specifics():
+    opts = PlanOptions(engine="sglang", image="lmsysorg/sglang:x", model_path="/models/m", tp=None,
+                       rendezvous=None, extra_args=["--disable-cuda-graph"], env={"NCCL_DEBUG": "WARN"},
+                       mem_fraction=0.8, model_config={"big": 1})
+    rec = Record("d", "sglang", "native", opts, tp=2, pp=1, subnet="192.168.100.0/24", nodes=["a", "b"])
+    new = pivot_options(opts, "vllm", rec)
+    assert (new.engine, new.mode, new.image, new.extra_args) == ("vllm", None, None, [])
+    assert (new.tp, new.pp, new.rendezvous, new.nodes) == (2, 1, "192.168.100.0/24", ["a", "b"])
+    assert (new.model_path, new.mem_fraction, new.env) == ("/models/m", 0.8, {"NCCL_DEBUG": "WARN"})
+    assert new.model_config is None and opts.extra_args == ["--disable-cuda-graph"]  # the original is untouched
+    explicit = pivot_options(PlanOptions(engine="vllm", rendezvous="enp1s0f1np1", tp=4), "sglang", rec)
+    assert (explicit.rendezvous, explicit.tp) == ("enp1s0f1np1", 4)  # what the user said wins
+
+
+def test_options_of_a_plan_reproduce_it():
+    plan = two_node_plan("vllm", "ray")
+    o = options_of(plan)
+    assert (o.engine, o.mode, o.tp, o.rendezvous, o.nodes, o.port) == \
+           ("vllm", "ray", plan.tp, plan.subnet, [n.name for n in plan.nodes], plan.port)
+
+
+def test_exec_signature_names_the_served_process():
+    plan = two_node_plan("vllm", "ray")
+    execs = [s for s in plan.steps if s.kind == "exec"]
+    assert [exec_signature(s) for s in execs] == ["vllm serve"]
+    assert exec_signature(plan.steps[0]) is None
+
+
+def test_the_record_is_written_by_a_plain_shell_and_read_back(tmp_path):
+    plan = two_node_plan("sglang", None)
+    opts = PlanOptions(engine="sglang", served_model_name="it's \"quoted\" $HOME `x`", env={"A": "b c"})
+    rec = Record.from_plan(plan, opts)
+    env = dict(os.environ, HOME=str(tmp_path))
+    r = subprocess.run(["sh", "-c", save_command(rec)], env=env, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / ".local/state/sparktui/deployments" / f"{plan.deployment}.json"
+    back = Record.from_json(json.loads(path.read_text()))
+    assert back.options.served_model_name == opts.served_model_name and back.options.env == {"A": "b c"}
+    assert (back.engine, back.tp, back.subnet, back.plan_id) == ("sglang", plan.tp, plan.subnet, plan.plan_id)
+    assert not list(path.parent.glob(".*.tmp"))
+
+
+async def test_load_record_tolerates_a_missing_or_broken_file():
+    class FakeNode:
+        def __init__(self, r):
+            self.r = r
+
+        async def run(self, cmd, timeout=None, input=None):
+            return self.r
+
+    assert await load_record(FakeNode(Result(1, "", "No such file", 0.0)), "x") is None
+    assert await load_record(FakeNode(Result(0, "{not json", "", 0.0)), "x") is None
+
+
+def test_remove_command_passes_the_label_filter_as_one_word(tmp_path):
+    seen = tmp_path / "argv"
+    docker = tmp_path / "docker"
+    docker.write_text(f'#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done >> {seen}\n')
+    docker.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
+    r = subprocess.run(["sh", "-c", remove_command("lab; touch pwned", grace=3)], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    assert seen.read_text().splitlines() == ["ps", "-aq", "--no-trunc", "--filter",
+                                             "label=sparktui.deployment=lab; touch pwned"]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_status_rows_group_containers_by_deployment():
+    def c(name, dep, state, rank):
+        return Container(name, name, "img", state, "Up" if state == "running" else "Exited (0)",
+                         {"sparktui.deployment": dep, "sparktui.engine": "vllm", "sparktui.rank": rank})
+
+    rows = summarize({"a": Found("a", [c("x0", "d1", "running", "0"), c("y0", "d2", "exited", "0")]),
+                      "b": Found("b", [c("x1", "d1", "exited", "1")]),
+                      "c": Found("c", [], "c: connection refused")})
+    by = {r.get("name", r.get("node")): r for r in rows}
+    assert by["d1"]["state"] == "partial" and len(by["d1"]["containers"]) == 2
+    assert by["d2"]["state"] == "exited"
+    assert "connection refused" in by["c"]["summary"]
