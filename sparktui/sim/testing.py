@@ -152,6 +152,16 @@ class SimProcess:
         return self.proc.returncode
 
 
+def group_alive(proc: SimProcess) -> bool:
+    """Whether anything of the process's session (it and any children it left) still runs."""
+    assert proc.proc is not None
+    try:
+        os.killpg(proc.proc.pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 def http(method: str, url: str, body: dict | None = None, timeout: float = 30.0) -> tuple[int, bytes]:
     """One request; returns (status, body) for any HTTP status."""
     data = json.dumps(body).encode() if body is not None else None

@@ -301,8 +301,7 @@ class VllmServer:
             ], f"AssertionError: local_world_size ({self.world}) must be less than or equal to the number of visible "
                f"devices ({gpu.gpus_per_node()})."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
             return self.engine_failed()
-        ip = self.vllm_host_ip() if self.world > 1 else "127.0.0.1"
-        self.placements = [Placement(r, ip, False) for r in range(self.world)]
+        self.placements = [Placement(r, "127.0.0.1", False) for r in range(self.world)]
         return 0
 
     # -- Ray ----------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ async def test_streaming_chat_sends_role_then_content_then_done():
         chunks = [json.loads(e) for e in events[:-1]]
         assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
         text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
-        assert text == "6 * 7 = 42."
+        assert "42" in text
         assert [c for c in chunks if c["choices"]][-1]["choices"][0]["finish_reason"] == "stop"
         assert chunks[-1]["usage"]["completion_tokens"] == len(textgen.pieces(text))
     finally:
@@ -147,7 +147,11 @@ async def test_keep_alive_serves_several_requests_on_one_connection():
         await api.close()
 
 
-def test_answer_pieces_rebuild_the_text():
-    text = textgen.answer("How do I size the KV cache for a 122B MoE model?")
+def test_answers_are_stable_rebuildable_and_do_arithmetic():
+    question = "How do I size the KV cache for a 122B MoE model?"
+    text = textgen.answer(question)
+    assert text == textgen.answer(question) and text != textgen.answer("Why is NCCL slow over TCP?")
     assert "".join(textgen.pieces(text)) == text
-    assert textgen.answer("hello") == "Hello! How can I help you today?"
+    for a, b in ((3, 4), (120, 7), (-5, 9)):
+        assert str(a + b) in textgen.answer(f"what is {a}+{b}?")
+        assert str(a * b) in textgen.answer(f"compute {a} * {b}")
