@@ -36,6 +36,7 @@ import traceback
 MARK = "SPARKTUI-PREFLIGHT "  # the result line
 STAGE = "SPARKTUI-STAGE "  # progress lines from the child to the parent
 GRACE = 2.0  # seconds past the deadline before the child is killed (its own timeouts fire first)
+TEARDOWN = 5.0  # seconds a child that has reported may spend tearing NCCL down before it is killed
 HOST_IP_VARS = ("SGLANG_HOST_IP", "VLLM_HOST_IP", "RAY_NODE_IP_ADDRESS")
 IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 
@@ -461,14 +462,17 @@ def nccl_rendezvous(a, deadline):
     torch.cuda.synchronize(dev)
     per = (time.perf_counter() - t0) / max(1, a.iters)
     factor = 2.0 * (a.world - 1) / a.world if a.world > 1 else 1.0  # nccl-tests' bus bandwidth
-    dist.barrier()
-    dist.destroy_process_group()
+    dist.barrier()  # every rank is past its all-reduces before any rank leaves
+    _TEARDOWN.append(dist.destroy_process_group)  # after the result is out: a slow teardown cannot void it
     info.update(ok=True, path="nccl", bandwidth_gb_s=round(n * 4 * factor / per / 1e9, 3),
                 bandwidth_what="all-reduce bus bandwidth", bytes=n * 4, allreduce_ms=round(per * 1000, 3))
     return info
 
 
 # -- the supervisor --------------------------------------------------------------------------------
+_TEARDOWN = []  # run in the child once its result is written
+
+
 def work(a, deadline):
     """Runs in the child; returns the result dict (CheckFailure and other errors become a failed one)."""
     try:
@@ -515,11 +519,13 @@ def supervise(a, t0):
             sys.stderr.flush()
             os.write(1, (MARK + json.dumps(res) + "\n").encode())
             code = 0
+            for fn in _TEARDOWN:
+                fn()
         finally:
             os._exit(code)  # skip atexit: NCCL teardown can hang, and the parent has what it needs
     os.close(w)
     result, stage, timings = None, "start", {}
-    nccl_all, kept, tail = [], [], collections.deque(maxlen=40)
+    nccl_all, kept, warns, tail = [], [], [], collections.deque(maxlen=40)
     buf, killed, status = b"", False, None
     hard = deadline + GRACE
     while True:
@@ -545,6 +551,7 @@ def supervise(a, t0):
             if line.startswith(MARK):
                 try:
                     result = json.loads(line[len(MARK):])
+                    hard = min(hard, _now() + TEARDOWN)
                 except ValueError:
                     tail.append(line)
             elif line.startswith(STAGE):
@@ -554,8 +561,8 @@ def supervise(a, t0):
                 nccl_all.append(line)
                 if _interesting(line) and len(kept) < 60 and line not in kept:
                     kept.append(line.strip())
-                if "NCCL WARN" in line:
-                    tail.append(line)
+                if "NCCL WARN" in line and len(warns) < 20:
+                    warns.append(line.strip())
             elif line.strip():
                 tail.append(line)
         if killed and not ready:
@@ -580,9 +587,9 @@ def supervise(a, t0):
                bind=a.bind, iface=a.iface, stage=stage, timings=timings, nccl_lines=kept,
                seconds=round(_now() - t0, 3))
     if not res.get("ok"):
-        res["tail"] = [x[:400] for x in tail][-25:]
+        res["tail"] = [x[:400] for x in warns + list(tail)][-25:]
         if not res.get("kind"):
-            text = "\n".join([res.get("error") or ""] + list(tail))
+            text = "\n".join([res.get("error") or ""] + warns + list(tail))
             kind, line = classify(text)
             if killed and kind in (None, "timeout"):
                 kind, line = "timeout", res["error"]
