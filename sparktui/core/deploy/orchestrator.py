@@ -519,26 +519,38 @@ class Deployer:
                               f"(~/{STATE_DIR}/{self.name}.json): launch it first")
         return copy.deepcopy(rec.options), rec
 
-    async def pivot(self, to: str | None = None) -> Plan:
-        """Stop, then launch the other engine with the same model, TP/PP, nodes and network."""
+    async def plan_pivot(self, to: str | None = None) -> tuple[PlanOptions, Plan]:
+        """The options and plan a pivot would launch (nothing stops yet): same model, TP/PP, nodes, network."""
         opts, rec = await self.current_options()
         engine = rec.engine if rec else opts.engine
         to = to or other_engine(engine)
         if to not in ENGINES:
             raise DeployError(f"unknown engine {to!r} (expected one of: {', '.join(ENGINES)})")
-        return await self._relaunch(pivot_options(opts, to, rec))
+        new = pivot_options(opts, to, rec)
+        return new, await self.planner(copy.deepcopy(new))
 
-    async def redeploy(self) -> Plan:
-        """Stop, then launch again with the current options (re-planned: facts may have changed)."""
+    async def plan_redeploy(self) -> tuple[PlanOptions, Plan]:
+        """The current options, re-planned (facts may have changed); nothing stops yet."""
         opts, _ = await self.current_options()
-        return await self._relaunch(opts)
+        return opts, await self.planner(copy.deepcopy(opts))
 
-    async def _relaunch(self, opts: PlanOptions) -> Plan:
-        plan = await self.planner(copy.deepcopy(opts))
-        if not plan.ok:  # before stopping anything: a bad plan must not leave the user with nothing
+    async def relaunch(self, plan: Plan, opts: PlanOptions) -> None:
+        """Stop this deployment, then launch `plan`; a plan with errors is refused before anything stops."""
+        if not plan.ok:
             raise DeployError("the new plan has errors: " + "; ".join(plan.errors))
         await self.stop()
         await self.launch(plan, opts, if_exists="replace")
+
+    async def pivot(self, to: str | None = None) -> Plan:
+        """Stop, then launch the other engine with the same model, TP/PP, nodes and network."""
+        opts, plan = await self.plan_pivot(to)
+        await self.relaunch(plan, opts)
+        return plan
+
+    async def redeploy(self) -> Plan:
+        """Stop, then launch again with the current options."""
+        opts, plan = await self.plan_redeploy()
+        await self.relaunch(plan, opts)
         return plan
 
     async def reattach(self) -> bool:
