@@ -10,7 +10,14 @@ def run_tui(args: argparse.Namespace) -> int:
     config = get_config(args)
     try:
         from ..tui.app import SparkApp
+        from ..tui.theming import ThemeError, discover, resolve
     except ImportError as e:
         raise CliExit(1, f"the TUI is not available in this build: {e}") from None
-    SparkApp(config, theme=getattr(args, "theme", None)).run()
+    choice = getattr(args, "theme", None) or config.theme
+    try:  # a mistyped theme is bad input: say so before the screen takes over the terminal
+        resolve(choice, discover()[0])
+    except ThemeError as e:
+        where = "--theme" if getattr(args, "theme", None) else f"{config.path or 'config'}: theme"
+        raise CliExit(2, f"{where}: {e}") from None
+    SparkApp(config, theme=choice).run()
     return 0

@@ -186,7 +186,7 @@ class LogView(Vertical):
         """Rewrite the view from history for the current node and filter (the last max_lines matches)."""
         self._pending.clear()
         names = [self.node] if self.node is not None else list(self._history)
-        streams = [((seq, n, t) for seq, t in self._history.get(n, ())) for n in names]
+        streams = [self._tagged(n) for n in names]
         matches = deque((self._format(n, t) for _, n, t in heapq.merge(*streams) if self._visible(n, t)),
                         maxlen=self.max_lines)
         log = self.log
@@ -195,6 +195,9 @@ class LogView(Vertical):
         self.new_lines = 0
         if self.following:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def _tagged(self, node: str):
+        return ((seq, node, text) for seq, text in self._history.get(node, ()))
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip().lower()

@@ -1,0 +1,131 @@
+"""The log view: batching, bounded history per node, follow/pause with a count, filters, colours."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from sparktui.tui.widgets.log_view import SEP, LogView
+
+from .conftest import wait_for
+
+
+class Host(App):
+    def __init__(self, **kw) -> None:
+        super().__init__()
+        self.kw = kw
+
+    def compose(self) -> ComposeResult:
+        yield LogView(**self.kw)
+
+
+async def test_writes_are_batched():
+    app = Host(nodes=["a", "b"], flush_interval=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        for i in range(200):  # 200 arrivals inside one batch window
+            view.add("a" if i % 2 else "b", [f"line {i}"])
+        assert view.shown == []  # nothing written before the flush
+        await wait_for(pilot, lambda: len(view.shown) == 200, what="the batch")
+        assert view.flushes == 1
+        assert view.shown[0].endswith("line 0") and view.shown[-1].endswith("line 199")  # arrival order
+
+
+async def test_history_is_bounded_per_node():
+    app = Host(nodes=["quiet", "chatty"], max_lines=50)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        view.add("quiet", ["the one line that matters"])
+        view.add("chatty", [f"noise {i}" for i in range(500)])
+        view.flush_now()
+        assert len(view.history("chatty")) == 50 and view.history("chatty")[-1] == "noise 499"
+        assert view.history("quiet") == ["the one line that matters"]
+        assert len(view.shown) <= 50
+        view.show_node("quiet")
+        await pilot.pause()
+        assert [ln.split(SEP)[1] for ln in view.shown] == ["the one line that matters"]
+
+
+async def test_scrolling_up_pauses_and_counts_new_lines():
+    app = Host(nodes=["a"], max_lines=1000)
+    async with app.run_test(size=(80, 12)) as pilot:
+        view = app.query_one(LogView)
+        view.add("a", [f"l{i}" for i in range(100)])
+        view.flush_now()
+        await pilot.pause()
+        assert view.following and view.log.is_vertical_scroll_end
+        view.log.scroll_to(y=0, animate=False)
+        await wait_for(pilot, lambda: not view.following, what="pause on scroll up")
+        view.add("a", [f"m{i}" for i in range(7)])
+        view.flush_now()
+        await pilot.pause()
+        assert view.new_lines == 7
+        assert view.log.scroll_y == 0  # the reader's place is kept
+        marker = str(view.query_one("#marker").content)
+        assert "7 new lines" in marker and "f" in marker
+        view.log.scroll_end(animate=False)
+        await wait_for(pilot, lambda: view.following, what="resume at the end")
+        assert view.new_lines == 0
+
+
+async def test_follow_toggle():
+    app = Host(nodes=["a"])
+    async with app.run_test(size=(80, 12)) as pilot:
+        view = app.query_one(LogView)
+        view.toggle_follow()
+        assert not view.following and view.has_class("-paused")
+        view.add("a", [f"x{i}" for i in range(50)])
+        view.flush_now()
+        await pilot.pause()
+        assert view.new_lines == 50 and not view.log.is_vertical_scroll_end
+        view.toggle_follow()
+        await pilot.pause()
+        assert view.following and view.new_lines == 0 and view.log.is_vertical_scroll_end
+
+
+async def test_filter_and_node_view_rebuild_from_history():
+    app = Host(nodes=["a", "b"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        view.add("a", ["Init torch distributed begin.", "loading"])
+        view.add("b", ["Init torch distributed begin.", "NCCL WARN Bootstrap : no socket interface found"])
+        view.flush_now()
+        view.set_filter("INIT TORCH")  # case-insensitive
+        assert [ln.split(SEP)[0].strip() for ln in view.shown] == ["a", "b"]
+        view.add("a", ["init torch again"])  # new arrivals pass through the same filter
+        view.add("b", ["unrelated"])
+        view.flush_now()
+        assert len(view.shown) == 3
+        view.set_filter("")
+        view.show_node("b")
+        assert [ln.split(SEP)[1] for ln in view.shown] == [
+            "Init torch distributed begin.", "NCCL WARN Bootstrap : no socket interface found", "unrelated"]
+        view.show_node(None)
+        assert len(view.shown) == 6
+        await pilot.pause()
+
+
+async def test_carriage_returns_become_lines():
+    app = Host(nodes=["a"])
+    async with app.run_test(size=(80, 12)):
+        view = app.query_one(LogView)
+        view.add("a", ["10%\r20%\r30%"])
+        view.flush_now()
+        assert [ln.split(SEP)[1] for ln in view.shown] == ["10%", "20%", "30%"]
+
+
+async def test_node_colours_and_problem_highlight():
+    app = Host(nodes=["a", "b"])
+    async with app.run_test(size=(80, 12)):
+        view = app.query_one(LogView)
+        hl = view.highlighter
+        assert hl.styles["a"] != hl.styles["b"]
+        plain = Text(f"a   {SEP}loading shard 3")
+        hl.highlight(plain)
+        assert plain.spans and all(s.end <= 4 for s in plain.spans)  # only the node prefix coloured
+        bad = Text(f"b   {SEP}torch.OutOfMemoryError: CUDA out of memory")
+        hl.highlight(bad)
+        assert any(s.style == hl.problem for s in bad.spans)
+        quiet = Text(f"a   {SEP}odd but fatal line")
+        view.mark_problem("odd but fatal line")
+        hl.highlight(quiet)
+        assert any(s.style == hl.problem for s in quiet.spans)

@@ -1,0 +1,157 @@
+"""Presentation functions: facts and events in, text out."""
+from __future__ import annotations
+
+import dataclasses
+
+from sparktui.core.diagnose import Milestone, Problem
+from sparktui.core.events import TransferProgress
+from sparktui.core.facts import Container, Interface, NodeFacts, Subnet, NodeAddr
+from sparktui.core.inventory import analyse
+from sparktui.core.journal import Entry
+from sparktui.tui.present import fmt
+from sparktui.tui.present.deploy import hang_notice, milestone_style, problem_lines, timeline
+from sparktui.tui.present.journal import entry_cells
+from sparktui.tui.present.nodes import Link, fabric_subnet, memory_used, node_card, status
+from sparktui.tui.present.transfers import fraction, summary, transfer_lines
+
+from .samples import spark_config, spark_facts
+
+
+def test_sizes_rates_durations():
+    assert fmt.size(None) == "?"
+    assert fmt.size(512) == "512 B"
+    assert fmt.size(1536) == "1.5 KiB"
+    assert fmt.size(118 * 1024**3) == "118.0 GiB"
+    assert fmt.rate(412_000_000) == "412.0 MB/s"
+    assert fmt.rate(None) == "—"
+    assert fmt.duration(45) == "45s"
+    assert fmt.duration(125) == "2m05s"
+    assert fmt.duration(3720) == "1h02m"
+    assert fmt.duration(None) == "—"
+
+
+def test_bar_fills_in_eighths_and_clamps():
+    assert fmt.bar(0.5, 8) == "████░░░░"
+    assert fmt.bar(1.0, 4) == "████"
+    assert fmt.bar(2.0, 4) == "████"  # over 100 % never overflows the cell budget
+    assert fmt.bar(-1, 4) == "░░░░"
+    assert fmt.bar(0.25, 2) == "▌░"  # half of the first of two cells
+    assert fmt.bar(1 / 16, 2) == "▏░"  # an eighth of it
+    assert fmt.bar(None, 3) == "···"
+    for f in (0, 0.13, 0.5, 0.99, 1):
+        assert len(fmt.bar(f, 10)) == 10
+
+
+def test_ellipsize():
+    assert fmt.ellipsize("abcdef", 4) == "abc…"
+    assert fmt.ellipsize("abc", 4) == "abc"
+
+
+def test_status_words():
+    assert status(None, Link(False, "no answer within 10 s"))[2] == "no answer within 10 s"
+    assert status(None, Link())[2] == "connecting…"
+    assert status(None, Link(True))[2].startswith("connected")
+    down = NodeFacts("a", "h", reachable=False, error="login refused")
+    assert status(down, Link(True))[:1] == ("✗",)
+    assert status(down, Link(True))[2] == "login refused"
+
+
+def test_card_marks_fabric_and_management_and_hides_idle_ports():
+    cfg = spark_config()
+    facts = spark_facts()
+    inv = analyse(cfg, facts)
+    fabric = fabric_subnet(inv.subnets)
+    assert fabric == "192.168.100.0/24"  # the best RDMA subnet, not the management one
+    text = node_card("spark1", "192.168.1.101", "head", facts["spark1"], Link(True), inv.subnets, fabric).plain
+    lines = text.splitlines()
+    fab = next(ln for ln in lines if "enp1s0f1np1" in ln)
+    assert "◆ fabric" in fab and "192.168.100.10/24" in fab and "rocep1s0f1" in fab
+    assert "⚠ mgmt" in next(ln for ln in lines if "enP7s7" in ln)
+    assert not any("enp1s0f0np0" in ln for ln in lines)  # down, no address: counted only
+    assert any("idle interface" in ln for ln in lines)
+    # choosing the twin subnet moves the fabric mark there
+    text2 = node_card("spark1", "h", "head", facts["spark1"], Link(True), inv.subnets, "192.168.101.0/24").plain
+    assert "◆ fabric" in next(ln for ln in text2.splitlines() if "enP2p1s0f1np1" in ln)
+    assert "◆ fabric" not in next(ln for ln in text2.splitlines() if "enp1s0f1np1" in ln)
+
+
+def test_card_memory_and_containers():
+    f = spark_facts()["spark1"]
+    used, total = memory_used(f)
+    assert total == f.memory.total_bytes and used == f.memory.total_bytes - f.memory.available_bytes
+    f = dataclasses.replace(f, containers=[Container("1", "sparktui-x-sglang-0", "img", "running", "Up 2 hours"),
+                                           Container("2", "sparktui-x-sglang-1", "img", "exited", "Exited (137)")])
+    text = node_card("spark1", "h", "head", f, Link(True), [], None).plain
+    assert "sparktui-x-sglang-0 running (Up 2 hours)" in text
+    assert "sparktui-x-sglang-1 exited (Exited (137))" in text
+    assert "MEM" in text and "GB10" in text
+
+
+def test_unreachable_card_is_one_line():
+    f = NodeFacts("b", "10.0.0.2", reachable=False, error="connection refused")
+    text = node_card("b", "10.0.0.2", "worker", f, Link(False, "connection refused"), [], None).plain
+    assert text.count("\n") == 0 and "connection refused" in text
+
+
+def _tp(**kw) -> TransferProgress:
+    base = dict(id="t", kind="model", source="spark1", dest="spark2", state="running")
+    base.update(kw)
+    return TransferProgress(**base)
+
+
+def test_transfer_lines():
+    t = _tp(bytes=50, total_bytes=200, rate=430e6, eta=130)
+    assert fraction(t) == 0.25
+    text = transfer_lines(t, 78).plain
+    first = text.splitlines()[0]
+    assert "spark1→spark2" in first and " 25.0%" in first and "430.0 MB/s" in first and "ETA 2m10s" in first
+    assert len(first) <= 78
+    failed = transfer_lines(_tp(state="failed", message="rsync: no space left on device (exit 11)")).plain
+    assert failed.splitlines()[-1].strip() == "rsync: no space left on device (exit 11)"
+    assert "ETA" not in failed
+    assert fraction(_tp(state="done")) == 1.0
+    assert fraction(_tp()) is None
+
+
+def test_transfer_summary():
+    ts = [_tp(), _tp(state="done"), _tp(state="done"), _tp(state="failed")]
+    assert summary(ts) == "1 running, 2 done, 1 failed"
+    assert summary([]) == "no transfers"
+
+
+def _m(kind, node="spark1", **data):
+    return Milestone(kind, 1, node, 0.0, data)
+
+
+def test_timeline_keeps_the_latest_of_each_step():
+    ms = [_m("container_started"), _m("dist_init_begin"), _m("weights_loading", percent=12),
+          _m("weights_loading", percent=62), _m("container_started", node="spark2")]
+    lines = timeline(ms, ["spark1", "spark2"]).plain.splitlines()
+    assert "weights 62%" in lines[0] and "weights 12%" not in lines[0]
+    assert "dist init…" in lines[0]
+    assert lines[1].startswith("spark2") and "started" in lines[1]
+    done = timeline(ms + [_m("dist_init_end")], ["spark1"]).plain
+    assert "dist init ✓" in done and "dist init…" not in done  # the end replaces the begin
+    assert timeline([], ["a"]).plain.strip().endswith("waiting")
+
+
+def test_tcp_transport_is_a_warning():
+    assert milestone_style(_m("nccl_transport", transport="socket")) == "$warning"
+    assert milestone_style(_m("nccl_transport", transport="rdma")) != "$warning"
+
+
+def test_problem_and_hang_text():
+    p = Problem("rendezvous_hang", 4, "distributed init stalled on spark1", "set SGLANG_HOST_IP.", "spark1",
+                provisional=True)
+    text = problem_lines(p).plain
+    assert "spark1: suspected rendezvous hang" in text and "fix: set SGLANG_HOST_IP." in text
+    notice = hang_notice(p, "ctrl+p")
+    assert "on spark1" in notice and "set SGLANG_HOST_IP" in notice and notice.endswith("Press ctrl+p to pivot.")
+
+
+def test_journal_cells():
+    ok = entry_cells(Entry("spark1", 0.0, "docker ps\n  -a", 0, 0.25))
+    assert ok[1] == "spark1" and ok[2].plain == "✓ 0" and ok[3] == "250ms" and ok[4] == "docker ps -a"
+    bad = entry_cells(Entry("spark2", 0.0, "rsync x", 255, 12.0, "link down"))
+    assert bad[2].plain == "✗ 255" and bad[3] == "12s" and bad[4].endswith("[link down]")
+    assert entry_cells(Entry("a", 0.0, "sleep 9"))[2].plain == "…"
