@@ -101,7 +101,7 @@ class ApiServer:
         self.state = state
         self.access = access
         self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._conns: set[asyncio.Future] = set()  # one per open connection, cancelled on close
 
     async def start(self, host: str = "", port: int = 0, sock: socket.socket | None = None) -> None:
         if sock is not None:
@@ -112,13 +112,13 @@ class ApiServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for t in list(self._tasks):
-            t.cancel()
+        for c in list(self._conns):
+            c.cancel()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
+        me = asyncio.current_task()
+        if me is not None:
+            self._conns.add(me)
         peer = writer.get_extra_info("peername") or ("-", 0)
         client = f"{peer[0]}:{peer[1]}"
         try:
@@ -147,8 +147,8 @@ class ApiServer:
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             pass
         finally:
-            if task is not None:
-                self._tasks.discard(task)
+            if me is not None:
+                self._conns.discard(me)
             try:
                 writer.close()
             except Exception:

@@ -228,7 +228,7 @@ class RayNode:
              "  If connection to the dashboard fails, check your firewall settings and network configuration.")
 
     def go_background(self) -> None:
-        """Tell the relaying `ray start` we are up, then log to the session directory instead."""
+        """Tell the relaying `ray start` we are up, then log to Ray's log directory instead."""
         emit(READY)
         logs = os.path.join(ray_dir(), "session_latest", "logs")
         os.makedirs(logs, exist_ok=True)

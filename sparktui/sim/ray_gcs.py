@@ -19,7 +19,7 @@ CLUSTER_FILE = "ray_current_cluster"
 
 
 def ray_dir() -> str:
-    """Ray's session root: {tempfile.gettempdir()}/ray (honours TMPDIR like Ray does)."""
+    """Ray's temp root: {tempfile.gettempdir()}/ray (honours TMPDIR like Ray does)."""
     import tempfile
     return os.path.join(tempfile.gettempdir(), "ray")
 

@@ -21,15 +21,15 @@ def run(main: Callable[[], Awaitable[int]]) -> int:
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        task = asyncio.ensure_future(main())
+        job = asyncio.ensure_future(main())
         stopper = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if task.done():
+        await asyncio.wait({job, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if job.done():
             stopper.cancel()
-            return task.result()
-        task.cancel()
+            return job.result()
+        job.cancel()
         try:
-            await asyncio.wait_for(task, 10)
+            await asyncio.wait_for(job, 10)
         except (asyncio.CancelledError, asyncio.TimeoutError):
             pass
         except Exception:
@@ -69,18 +69,18 @@ class Watchdog:
 async def first(*aws: Awaitable) -> tuple[int, object]:
     """Await several things; return (index, result) of the first to finish and cancel the rest.
     An exception from the first one propagates."""
-    tasks = [asyncio.ensure_future(a) for a in aws]
+    jobs = [asyncio.ensure_future(a) for a in aws]
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for i, t in enumerate(tasks):
+        done, _ = await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
+        for i, t in enumerate(jobs):
             if t in done:
                 return i, t.result()
         raise RuntimeError("unreachable")
     finally:
-        for t in tasks:
+        for t in jobs:
             if not t.done():
                 t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*jobs, return_exceptions=True)
 
 
 async def forever() -> None:

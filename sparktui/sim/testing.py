@@ -153,7 +153,7 @@ class SimProcess:
 
 
 def group_alive(proc: SimProcess) -> bool:
-    """Whether anything of the process's session (it and any children it left) still runs."""
+    """Whether anything of the process group (it and any children it left) still runs."""
     assert proc.proc is not None
     try:
         os.killpg(proc.proc.pid, 0)

@@ -18,74 +18,17 @@ import sys
 import time
 
 from . import clock, gpu, httpapi, mesh, netinfo, runtime, wire
-from .logfmt import VllmLog, emit, progress_bar, ray_cpp_line, ray_line
+from .logfmt import VllmLog, emit, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
-from .ray_gcs import GcsClient, read_current_cluster, split_address
+from .ray_gcs import GcsClient
+from .vllm_args import VERSION, add_serve_args, build_cli_parser
+from .vllm_ray import Placement, RayPlacement
 from .store import StoreClient, StoreError, StoreServer, wait_complete
 
-VERSION = "0.11.0"
 NCCL_TIMEOUT_S = 600.0  # torch's default collective timeout for NCCL process groups
-PG_WAIT_TIMEOUT_S = 1800.0
 SHARD_S = 2.5
 SLOW_SHARD_S = 25.0
 STATS_INTERVAL_S = 10.0
-
-
-def add_serve_args(p: argparse.ArgumentParser, positional: bool) -> None:
-    a = p.add_argument
-    if positional:
-        a("model_tag", nargs="?", help="The model tag to serve (optional if specified in config)")
-    a("--model", help="Name or path of the Hugging Face model to use.")
-    a("--host", default=None, help="Host name.")
-    a("--port", type=int, default=8000, help="Port number.")
-    a("--served-model-name", nargs="+", default=None, help="The model name(s) used in the API.")
-    a("--tensor-parallel-size", "-tp", type=int, default=1, help="Number of tensor parallel groups.")
-    a("--pipeline-parallel-size", "-pp", type=int, default=1, help="Number of pipeline parallel groups.")
-    a("--data-parallel-size", "-dp", type=int, default=1, help="Number of data parallel groups.")
-    a("--distributed-executor-backend", choices=["ray", "mp", "uni", "external_launcher"], default=None,
-      help="Backend to use for distributed model workers, either \"ray\" or \"mp\" (multiprocessing).")
-    a("--nnodes", "-n", type=int, default=1, help="Number of nodes of the multi-node distributed inference.")
-    a("--node-rank", "-r", type=int, default=0, help="Distributed node rank for multi-node inference.")
-    a("--master-addr", default="127.0.0.1", help="Distributed master address for multi-node inference.")
-    a("--master-port", type=int, default=29501, help="Distributed master port for multi-node inference.")
-    a("--headless", action="store_true", help="Run in headless mode (no API server on this node).")
-    a("--gpu-memory-utilization", type=float, default=0.9,
-      help="The fraction of GPU memory to be used for the model executor.")
-    a("--max-model-len", type=int, default=None, help="Model context length.")
-    a("--max-num-seqs", type=int, default=None, help="Maximum number of sequences per iteration.")
-    a("--max-num-batched-tokens", type=int, default=None, help="Maximum number of batched tokens per iteration.")
-    a("--trust-remote-code", action="store_true", help="Trust remote code from huggingface.")
-    a("--enforce-eager", action="store_true", help="Always use eager-mode PyTorch.")
-    a("--dtype", default="auto", help="Data type for model weights and activations.")
-    a("--kv-cache-dtype", default="auto", help="Data type for kv cache storage.")
-    a("--quantization", "-q", default=None, help="Method used to quantize the weights.")
-    a("--load-format", default="auto", help="The format of the model weights to load.")
-    a("--download-dir", default=None, help="Directory to download and load the weights.")
-    a("--tokenizer", default=None, help="Name or path of the Hugging Face tokenizer to use.")
-    a("--api-key", default=None, help="If provided, the server will require this key.")
-    a("--enable-prefix-caching", action="store_true", help="Enable prefix caching.")
-    a("--enable-expert-parallel", action="store_true", help="Use expert parallelism for MoE layers.")
-    a("--swap-space", type=float, default=4, help="CPU swap space size (GiB) per GPU.")
-    a("--seed", type=int, default=None, help="Random seed for operations.")
-    a("--block-size", type=int, default=16, help="Token block size for contiguous chunks of tokens.")
-    a("--uvicorn-log-level", default="info", help="Log level for uvicorn.")
-    a("--disable-log-requests", action="store_true", help="Disable logging requests.")
-    a("--disable-log-stats", action="store_true", help="Disable logging statistics.")
-    a("--enable-auto-tool-choice", action="store_true", help="Enable auto tool choice.")
-    a("--tool-call-parser", default=None, help="Select the tool call parser.")
-    a("--reasoning-parser", default=None, help="Select the reasoning parser.")
-    a("--chat-template", default=None, help="The file path to the chat template.")
-    a("--limit-mm-per-prompt", default=None, help="Maximum number of input items per modality.")
-
-
-def build_cli_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vllm", description="vLLM CLI (simulated engine)")
-    p.add_argument("-v", "--version", action="version", version=VERSION)
-    sub = p.add_subparsers(dest="subparser")
-    serve = sub.add_parser("serve", help="Start the vLLM OpenAI Compatible API server.",
-                           usage="vllm serve [model_tag] [options]")
-    add_serve_args(serve, positional=True)
-    return p
 
 
 def cli_main(argv: list[str] | None = None) -> int:
@@ -111,15 +54,7 @@ def api_server_main(argv: list[str] | None = None) -> int:
     return runtime.run(lambda: VllmServer(args, unknown).run())
 
 
-class Placement:
-    """Where one worker (one GPU) runs: its global rank, node IP, and whether that node is remote."""
-
-    def __init__(self, rank: int, ip: str, remote: bool, node: dict | None = None) -> None:
-        self.rank, self.ip, self.remote, self.node = rank, ip, remote, node
-        self.pid = random.randint(2000, 60000)
-
-
-class VllmServer:
+class VllmServer(RayPlacement):
     def __init__(self, args: argparse.Namespace, unknown: list[str]) -> None:
         self.args = args
         self.unknown = unknown
@@ -302,101 +237,6 @@ class VllmServer:
                f"devices ({gpu.gpus_per_node()})."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
             return self.engine_failed()
         self.placements = [Placement(r, "127.0.0.1", False) for r in range(self.world)]
-        return 0
-
-    # -- Ray ----------------------------------------------------------------------------------
-    def ray_address(self) -> str | None:
-        if clock.active("no-ray-cluster"):
-            return None
-        addr = os.environ.get("RAY_ADDRESS")
-        if addr and addr != "auto":
-            return addr
-        return read_current_cluster()
-
-    async def setup_ray(self) -> int:
-        self.driver_ip = self.vllm_host_ip()
-        address = self.ray_address()
-        if address is None:
-            await clock.pause(3.0)
-            ray_line("INFO", "worker.py:1951", "Started a local Ray instance.")
-            nodes = [{"node_id": "local", "ip": self.driver_ip, "resources": {"GPU": float(gpu.gpus_per_node())},
-                      "nccl_port": 0}]
-            return await self.wait_placement(lambda: self._local_nodes(nodes))
-        host, port = split_address(address)
-        ray_line("INFO", "worker.py:1778", f"Connecting to existing Ray cluster at address: {host}:{port}...")
-        self.gcs = GcsClient()
-        try:
-            await self.gcs.connect(host, port, time.monotonic() + clock.scaled(5.0))
-        except TimeoutError:
-            ray_cpp_line("W", "gcs_rpc_client.h:151", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
-            try:
-                await self.gcs.connect(host, port, time.monotonic() + clock.scaled(55.0))
-            except TimeoutError:
-                ray_cpp_line("W", "gcs_client.cc:183", "Failed to get cluster ID from GCS server: TimedOut: Timed out "
-                             "while waiting for GCS to become available.")
-                self.log.raw("ConnectionError: GCS has not started yet or is not reachable at "
-                             f"{host}:{port}.", who=f"EngineCore_DP0 pid={self.log.pid + 1}")
-                return self.engine_failed()
-        ray_line("INFO", "worker.py:1951", "Connected to Ray cluster. View the dashboard at 127.0.0.1:8265 ")
-        return await self.wait_placement(self._cluster_nodes)
-
-    async def _local_nodes(self, nodes: list[dict]) -> tuple[list[dict], dict]:
-        return nodes, {}
-
-    async def _cluster_nodes(self) -> tuple[list[dict], dict]:
-        assert self.gcs is not None
-        reply = await self.gcs.request({"op": "nodes"})
-        return reply.get("nodes") or [], reply.get("used") or {}
-
-    def plan_bundles(self, nodes: list[dict], used: dict) -> list[dict] | None:
-        """First bundle on the driver's node (node:IP), the others packed onto free GPUs, driver first."""
-        free = {n["node_id"]: float(n["resources"].get("GPU", 0)) - float(used.get(n["node_id"], 0)) for n in nodes}
-        driver = [n for n in nodes if n["ip"] == self.driver_ip]
-        if not driver or free[driver[0]["node_id"]] < 1:
-            return None
-        order = driver + sorted((n for n in nodes if n is not driver[0]), key=lambda n: (not n.get("is_head"), n["ip"]))
-        picked = []
-        for n in order:
-            while free[n["node_id"]] >= 1 and len(picked) < self.world:
-                free[n["node_id"]] -= 1
-                picked.append(n)
-        return picked if len(picked) == self.world else None
-
-    async def wait_placement(self, fetch) -> int:
-        specs = [{"GPU": 1.0, f"node:{self.driver_ip}": 0.001}] + [{"GPU": 1.0}] * (self.world - 1)
-        nodes, used = await fetch()
-        total = sum(float(n["resources"].get("GPU", 0)) for n in nodes)
-        if self.world > total:
-            self.log.core("WARNING", "ray_utils.py:402", "The number of required GPUs exceeds the total number of "
-                                                          "available GPUs in the placement group.")
-        started = time.monotonic()
-        report_at, interval = 10.0, 10.0
-        while True:
-            picked = self.plan_bundles(nodes, used)
-            if picked is not None:
-                if self.gcs is None or (await self.gcs.request(
-                        {"op": "reserve", "bundles": [n["node_id"] for n in picked]})).get("ok"):
-                    break
-            waited = (time.monotonic() - started) * clock.speed()
-            if waited >= PG_WAIT_TIMEOUT_S:
-                self.log.raw(runtime.traceback_text([
-                    (f"{runtime.PY}/vllm/v1/executor/ray_utils.py", 323, "_wait_until_pg_ready",
-                     "raise ValueError("),
-                ], f"ValueError: Cannot provide a placement group of placement_group_specs={specs} within "
-                   f"{int(PG_WAIT_TIMEOUT_S)} seconds. See `ray status` and `ray list nodes` to make sure the cluster "
-                   "has enough resources."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
-                return self.engine_failed()
-            if waited >= report_at:
-                interval *= 2
-                report_at += interval
-                self.log.core("INFO", "ray_utils.py:309", f"Waiting for creating a placement group of specs for "
-                              f"{int(waited)} seconds. specs={specs}. Check `ray status` and `ray list nodes` to see if "
-                              "you have enough resources, and make sure the IP addresses used by ray cluster are the "
-                              "same as VLLM_HOST_IP environment variable specified in each node if you are running on "
-                              "a multi-node.")
-            await asyncio.sleep(min(0.5, clock.scaled(1.0)))
-            nodes, used = await fetch()
-        self.placements = [Placement(r, n["ip"], n["ip"] != self.driver_ip, n) for r, n in enumerate(picked)]
         return 0
 
     # -- native multi-node ----------------------------------------------------------------------
