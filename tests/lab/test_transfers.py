@@ -219,7 +219,7 @@ def test_missing_trust_is_a_clear_error_and_setup_trust_fixes_it(lab, model_path
     cfg = config_for(lab, model_path)
     t0 = time.monotonic()
     r = cli(cfg, "sync", "model", "--wait", "--json", timeout=120)
-    assert r.returncode == 1
+    assert r.returncode == 1, r.stdout + r.stderr
     [out] = json.loads(r.stdout)
     assert not out["ok"] and "node1 cannot log in to node2" in out["message"]
     assert "sparktui setup trust" in out["message"]

@@ -15,7 +15,7 @@ from ..events import TransferProgress
 from . import remote
 from .options import TransferOptions
 from .rsync_progress import ProgressParser, RsyncUpdate
-from .state import CANCELLED, LOST, RUNNING, TransferMeta, describe_end, parse_poll
+from .state import CANCELLED, FAILED, LOST, RUNNING, UNVERIFIED, TransferMeta, describe_end, parse_poll
 
 Emit = Callable[[Any], None]
 
@@ -25,7 +25,7 @@ class Ended:
     """How the job ended, before any verification."""
 
     rc: int | None  # None when it ended without an exit status
-    state: str  # running (rc 0 or not: verification decides), cancelled, lost, failed
+    state: str  # unverified (rc 0: verification decides), failed, cancelled, lost
     message: str | None
     log_lines: list[str]  # non-progress lines of the log (errors and notes)
     last: RsyncUpdate | None
@@ -104,12 +104,10 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
                     p.eta = max(0.0, (meta.total_bytes - count) / image_rate)
             emit(p)
         if poll.rc is not None and not more:
-            state = CANCELLED if poll.cancelled else RUNNING
-            msg = describe_end(meta, "failed", poll.rc, "\n".join(parser.messages), None) if poll.rc else None
-            if poll.cancelled:
-                msg = describe_end(meta, CANCELLED, poll.rc, "", None)
-            return Ended(poll.rc, state if poll.rc == 0 or poll.cancelled else "failed", msg, parser.messages,
-                         parser.latest(), count)
+            state = CANCELLED if poll.cancelled else UNVERIFIED if poll.rc == 0 else FAILED
+            msg = None if state == UNVERIFIED else \
+                describe_end(meta, state, poll.rc, "\n".join(parser.messages), None)
+            return Ended(poll.rc, state, msg, parser.messages, parser.latest(), count)
         if poll.rc is None and not poll.alive and not more:
             if gone_once:  # asked twice: the rc file would be there by now if the job had ended normally
                 state = CANCELLED if poll.cancelled else LOST

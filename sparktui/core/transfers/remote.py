@@ -20,6 +20,7 @@ import shlex
 
 STATE_ROOT = ".local/state/sparktui/transfers"  # under $HOME of the source node's login
 READ_CHUNK = 1 << 20  # most log bytes fetched per poll; a flood of errors is read over several polls
+PRUNE_DAYS = 14  # a new transfer removes the state of transfers that ended longer ago
 TAIL_BYTES = 2000  # log tail shown by listings (last progress update, last error lines)
 RS = "\x1e"  # stands in for \r and \n in a listing's log tail, so a record stays on one line
 
@@ -94,9 +95,13 @@ def start_detached(tid: str, meta: dict, job: str) -> str:
     pipe together), nohup and the redirections cut it from the SSH channel. The job runs in the
     state directory; its exit status lands in rc (through a rename, so a reader never sees half).
     """
-    inner = f'echo $$ > pid; {{ {job}\n}}; echo $? > rc.tmp; mv rc.tmp rc'
+    # the job runs in a subshell so that even an `exit` in it leaves the status to record
+    inner = f'echo $$ > pid; ( {job}\n); echo $? > rc.tmp; mv rc.tmp rc'
     return (
         "set -e\n"
+        # ended transfers older than two weeks go; running, lost and recent ones stay listed
+        f'find "$HOME"/{STATE_ROOT} -mindepth 2 -maxdepth 2 -name rc -mtime +{PRUNE_DAYS} 2>/dev/null '
+        "| while read -r f; do rm -rf -- \"${f%/rc}\"; done\n"
         f"d={state_dir_word(tid)}\n"
         '[ ! -e "$d" ] || { echo "transfer directory exists: $d" >&2; exit 17; }\n'
         'mkdir -p "$d"\n'
@@ -250,8 +255,9 @@ def inventory(path: str) -> str:
         f"p={home_word(path)}\n"
         '[ -d "$p" ] || { echo "missing: $p" >&2; exit 3; }\n'
         'cd "$p" || exit 3\n'
-        "f=$(find . -type f | wc -l | tr -d ' ')\n"
-        "l=$(find . -type l | wc -l | tr -d ' ')\n"
+        # counted by arguments, not lines: a file name may hold a newline
+        "f=$(find . -type f -exec sh -c 'echo $#' sh {} + | awk '{s+=$1} END {print s+0}')\n"
+        "l=$(find . -type l -exec sh -c 'echo $#' sh {} + | awk '{s+=$1} END {print s+0}')\n"
         "if find . -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"
         "  b=$(find . -type f -printf '%s\\n' | awk '{s+=$1} END {printf \"%.0f\", s}')\n"
         "else\n"
