@@ -229,7 +229,9 @@ def _check_ports(src: Source, engine: EngineDefaults, items: dict) -> None:
 def _model(src: Source, node: yaml.Node, names: list[str]) -> ModelConfig:
     model, items = src.section(ModelConfig, node, "model", {
         "name": lambda n, w: src.text(n, w),
-        "path": lambda n, w: src.text(n, w, re.compile("/"), "an absolute path, the same on every node"),
+        # control characters (newlines above all) break every line-based tool that reads the path back
+        "path": lambda n, w: src.text(n, w, re.compile(r"/[^\x00-\x1f\x7f]*\Z"),
+                                      "an absolute path without control characters, the same on every node"),
         "source": lambda n, w: src.opt_text(n, w),
     }, {"name": "the served name, e.g. 'name: Qwen3.5-122B-A10B-FP8'",
         "path": "the checkpoint directory, e.g. 'path: /models/Qwen3.5-122B-A10B-FP8'"})

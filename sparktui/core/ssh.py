@@ -79,6 +79,33 @@ def _reason(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
+class _Slots:
+    """Caps open channels per node. When the node refuses a channel (sshd's MaxSessions is lower
+    than ours), the cap drops to what the node accepted and the caller retries."""
+
+    def __init__(self, limit: int):
+        self.limit = max(1, limit)
+        self.used = 0
+        self._cond = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.used < self.limit)
+            self.used += 1
+
+    async def release(self) -> None:
+        async with self._cond:
+            self.used -= 1
+            self._cond.notify_all()
+
+    def refused(self) -> None:
+        # self.used counts the refused open too: the node accepted used - 1 channels
+        self.limit = max(1, min(self.limit, self.used - 1))
+
+
+OPEN_RETRIES = 40  # a refused channel open is retried this many times (sshd frees slots late)
+
+
 class _Client(asyncssh.SSHClient):
     """Sees the host key when it is not in known_hosts, so errors can name its fingerprint."""
 
@@ -111,7 +138,7 @@ class Node:
         self.error: str | None = None
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
-        self._slots = asyncio.Semaphore(max(1, self.ssh.max_channels))
+        self._slots = _Slots(self.ssh.max_channels)
         self._closing = False
         self._reconnect_task: asyncio.Task | None = None
         self._host_key_problem: str | None = None
@@ -131,8 +158,11 @@ class Node:
             opts["port"] = c.port
         if c.identity_file:
             opts["client_keys"] = [os.path.expanduser(c.identity_file)]
-        if s.known_hosts:
-            opts["known_hosts"] = str(_known_hosts_path(s))
+        kh = _known_hosts_path(s)
+        if s.known_hosts or not kh.exists():
+            # a missing file is an empty trust list (asyncssh would fail on it, or fall back to the
+            # default file): every key then goes through _unknown_host_key
+            opts["known_hosts"] = str(kh) if kh.exists() else asyncssh.import_known_hosts("")
         if s.ssh_config is not None:
             opts["config"] = [os.path.expanduser(p) for p in s.ssh_config]
         return opts
@@ -255,6 +285,20 @@ class Node:
         self._set(False, None)
 
     # -- commands ---------------------------------------------------------------------------
+    async def _with_channel(self, open_and_use):
+        """Run open_and_use() holding a channel slot; retry when the node refuses the channel."""
+        for attempt in range(OPEN_RETRIES):
+            await self._slots.acquire()
+            try:
+                return await open_and_use()
+            except asyncssh.ChannelOpenError:
+                self._slots.refused()
+                if attempt == OPEN_RETRIES - 1:
+                    raise
+            finally:
+                await self._slots.release()
+            await asyncio.sleep(min(0.05 * (attempt + 1), 0.5))
+
     @staticmethod
     def _line(cmd: str | Sequence[str]) -> str:
         return cmd if isinstance(cmd, str) else sh(*cmd)
@@ -269,16 +313,16 @@ class Node:
         except SshError as e:
             self.journal.finish(entry, 255, str(e))
             return Result(255, "", str(e), time.monotonic() - t0)
-        async with self._slots:
-            try:
-                r = await conn.run(line, check=False, timeout=timeout, input=input, encoding="utf-8", errors="replace")
-            except asyncssh.TimeoutError as e:
-                self.journal.finish(entry, 124, "timed out")
-                return Result(124, str(e.stdout or ""), f"timed out after {timeout:g} s", time.monotonic() - t0)
-            except (asyncssh.Error, OSError) as e:
-                msg = f"{self.name}: {e}"
-                self.journal.finish(entry, 255, msg)
-                return Result(255, "", msg, time.monotonic() - t0)
+        try:
+            r = await self._with_channel(
+                lambda: conn.run(line, check=False, timeout=timeout, input=input, encoding="utf-8", errors="replace"))
+        except asyncssh.TimeoutError as e:
+            self.journal.finish(entry, 124, "timed out")
+            return Result(124, str(e.stdout or ""), f"timed out after {timeout:g} s", time.monotonic() - t0)
+        except (asyncssh.Error, OSError) as e:
+            msg = f"{self.name}: {e}"
+            self.journal.finish(entry, 255, msg)
+            return Result(255, "", msg, time.monotonic() - t0)
         status = r.exit_status if r.exit_status is not None else 128 + 15 if r.exit_signal else 255
         self.journal.finish(entry, status)
         return Result(status, str(r.stdout or ""), str(r.stderr or ""), time.monotonic() - t0)
@@ -298,10 +342,21 @@ class Node:
         entry = self.journal.start(self.name, line)
         conn = await self._ensure()
         status: int | None = None
-        async with self._slots:
-            proc = await conn.create_process(
-                sh("sh", "-c", wrapped), encoding="utf-8", errors="replace", stderr=asyncssh.STDOUT
-            )
+        await self._slots.acquire()
+        try:
+            proc = None
+            for attempt in range(OPEN_RETRIES):
+                try:
+                    proc = await conn.create_process(
+                        sh("sh", "-c", wrapped), encoding="utf-8", errors="replace", stderr=asyncssh.STDOUT
+                    )
+                    break
+                except asyncssh.ChannelOpenError:
+                    self._slots.refused()
+                    if attempt == OPEN_RETRIES - 1:
+                        self.journal.finish(entry, 255, "the node refused a channel")
+                        raise
+                    await asyncio.sleep(min(0.05 * (attempt + 1), 0.5))
             try:
                 async for out in proc.stdout:
                     if out == "":
@@ -315,6 +370,8 @@ class Node:
                         proc.stdin.write_eof()
                     proc.close()
                 self.journal.finish(entry, status, None if status is not None else "stopped")
+        finally:
+            await self._slots.release()
 
     async def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         """Forward a free local port on 127.0.0.1 to remote_host:remote_port as seen from the node."""
