@@ -393,3 +393,11 @@ def test_explicit_tilde_and_directory(places):
     with pytest.raises(ConfigNotFound, match="is not a file"):
         find_config(str(home))
 
+
+
+def test_model_path_with_a_newline_is_refused_at_its_place():
+    text = 'cluster: x\nnodes: [{name: a, host: h}]\nmodel: {name: m, path: "/models/a\\nb"}\n'
+    with pytest.raises(ConfigError) as e:
+        load_config_text(text, "c.yaml")
+    assert (e.value.line, e.value.col) == (3, text.splitlines()[2].index('"/models') + 1)
+    assert "control characters" in str(e.value)
