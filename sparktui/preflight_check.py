@@ -493,8 +493,18 @@ def work(a, deadline):
     except BaseException as e:  # noqa: BLE001 - any failure is a result, classified by the parent
         sys.stderr.write(traceback.format_exc())
         sys.stderr.flush()
-        return {"ok": False, "error": ("%s: %s" % (type(e).__name__, e)).strip()[:4000],
+        return {"ok": False, "error": _short("%s: %s" % (type(e).__name__, e)),
                 "path": "nccl" if torch_here else "tcp"}
+
+
+def _noise(line):
+    """C++ stack frames torch appends to its errors: long, and they say nothing about the network."""
+    t = line.lstrip()
+    return t.startswith("frame #") or t.startswith("Exception raised from")
+
+
+def _short(text):
+    return "\n".join(ln for ln in text.strip().splitlines() if not _noise(ln))[:1500]
 
 
 def _interesting(line):
@@ -563,7 +573,7 @@ def supervise(a, t0):
                     kept.append(line.strip())
                 if "NCCL WARN" in line and len(warns) < 20:
                     warns.append(line.strip())
-            elif line.strip():
+            elif line.strip() and not _noise(line):
                 tail.append(line)
         if killed and not ready:
             break

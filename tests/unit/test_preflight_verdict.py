@@ -69,6 +69,26 @@ def test_transport_from_socket_lines_without_rdma():
     assert "via NET/Socket" in t["line"]
 
 
+def test_an_ib_using_line_without_a_device_is_not_rdma():
+    # NCCL 2.28.9 on H200s with no RDMA device prints an IB "Using" line with no device in it.
+    lines = ["vm:661:661 [0] NCCL INFO NET/IB : No device found.",
+             "vm:661:661 [0] NCCL INFO NET/IB : Using [RO]; OOB lo:127.0.0.1<0>",
+             "vm:661:661 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>",
+             "vm:661:661 [0] NCCL INFO Using network Socket",
+             "vm:661:661 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"]
+    t = transport(lines)
+    assert (t["transport"], t["net"]) == ("p2p", "socket")
+    assert t["net_line"].endswith("NET/Socket : Using [0]lo:127.0.0.1<0>")
+
+
+def test_the_missing_interface_error_of_nccl_2_28():
+    text = ("DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage "
+            "(run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9\n"
+            "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+            "Bootstrap : no socket interface found")
+    assert classify(text) == ("interface_missing", "Bootstrap : no socket interface found")
+
+
 def test_transport_rdma_from_the_using_line_and_from_gdrdma_channels():
     assert transport(["NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB enp1s0f1np1:192.168.100.10<0>"]) \
         ["transport"] == "rdma"
