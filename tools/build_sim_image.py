@@ -7,7 +7,7 @@
     docker load -i dist/sparktui-engine-sim.tar           # -> sparktui/engine-sim:latest
 
 The image holds this machine's Debian python3 (the binary plus the shared libraries ldd lists), a
-lean standard library, dash as /bin/sh, a few coreutils, the simulator (sparktui/sim) and the shim
+lean standard library, dash as /bin/sh, bash, grep and a few coreutils, the simulator (sparktui/sim) and the shim
 packages `sglang`, `vllm` and `ray` in dist-packages, and /usr/local/bin/vllm and /usr/local/bin/ray.
 One layer, sorted entries, fixed timestamps: the same inputs give the same image ID on every node.
 The image is for this machine's architecture.
@@ -44,7 +44,9 @@ SKIP_STDLIB_PREFIX = ("config-",)
 # Extension modules left out with the libraries they would drag in (OpenSSL, Berkeley DB, ncurses, ...)
 SKIP_DYNLOAD = ("_test", "xx", "_ctypes_test", "_tkinter", "_ssl", "_hashlib", "_sqlite3", "_curses", "readline",
                 "_dbm", "_gdbm", "nis", "ossaudiodev", "_crypt")
-TOOLS = ("/usr/bin/dash", "/usr/bin/sleep", "/usr/bin/cat", "/usr/bin/env")
+# A shell and the few tools scripts around engines use (bash -c, grep, ls); a couple of MB in all
+TOOLS = ("/usr/bin/dash", "/usr/bin/bash", "/usr/bin/sleep", "/usr/bin/cat", "/usr/bin/env", "/usr/bin/grep",
+         "/usr/bin/ls", "/usr/bin/head", "/usr/bin/tail", "/usr/bin/mkdir", "/usr/bin/rm", "/usr/bin/timeout")
 
 
 @dataclass

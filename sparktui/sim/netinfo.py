@@ -73,17 +73,21 @@ def overridden() -> bool:
 
 
 def is_local(address: str, ifaces: list[Iface] | None = None) -> bool:
-    """Whether `address` belongs to this (possibly simulated) machine."""
+    """Whether `address` belongs to this (possibly simulated) machine: an interface's own address, or
+    any other address of lo's network that no other interface's subnet claims (so on a simulated node,
+    a neighbour's address on a shared subnet is not ours even though 127.0.0.0/8 is all loopback)."""
     if address in ("0.0.0.0", ""):
         return True
     try:
         ip = ipaddress.IPv4Address(address)
     except ValueError:
         return False
-    for iface in interfaces() if ifaces is None else ifaces:
-        if iface.address == address or (iface.loopback and ip in iface.network):
-            return True
-    return False
+    ifaces = interfaces() if ifaces is None else ifaces
+    if any(i.address == address for i in ifaces):
+        return True
+    if any(ip in i.network for i in ifaces if not i.loopback):
+        return False
+    return any(ip in i.network for i in ifaces if i.loopback)
 
 
 def check_bindable(host: str) -> None:
@@ -113,7 +117,10 @@ def source_for(target: str) -> str | None:
 
 
 def default_route_iface() -> str | None:
-    """Interface of the IPv4 default route, from /proc/net/route."""
+    """Interface of the IPv4 default route: SPARKTUI_SIM_DEFAULT_ROUTE with simulated interfaces
+    (none when unset), else the kernel's, from /proc/net/route."""
+    if overridden():
+        return os.environ.get("SPARKTUI_SIM_DEFAULT_ROUTE", "").strip() or None
     try:
         with open("/proc/net/route") as f:
             next(f, None)
@@ -138,16 +145,22 @@ def auto_ip(ifaces: list[Iface] | None = None, route_iface: str | None = None) -
     return None
 
 
-def other_network_ip(rendezvous_addr: str, ifaces: list[Iface] | None = None) -> str | None:
-    """An address on a network other than the rendezvous one: the interface whose name sorts first
-    among non-loopback interfaces that neither hold `rendezvous_addr` nor share its subnet."""
+def other_network_ip(rendezvous_addr: str, ifaces: list[Iface] | None = None,
+                     route_iface: str | None = None) -> str | None:
+    """An address on a network other than the rendezvous one, as an engine that picks its own address
+    finds it: the default-route interface's when that is off the rendezvous subnet, else the interface
+    whose name sorts first among non-loopback interfaces that do not hold or share the rendezvous address."""
     ifaces = interfaces() if ifaces is None else ifaces
+    route_iface = default_route_iface() if route_iface is None else route_iface
     try:
         rdv = ipaddress.IPv4Address(rendezvous_addr)
     except ValueError:
         rdv = None
     candidates = sorted((i for i in ifaces if not i.loopback and i.address != rendezvous_addr
                          and (rdv is None or rdv not in i.network)), key=lambda i: i.name)
+    for iface in candidates:
+        if iface.name == route_iface:
+            return iface.address
     return candidates[0].address if candidates else None
 
 
