@@ -422,3 +422,14 @@ async def test_paths_with_spaces_and_quotes_reach_the_shell_as_data(make_env):
     assert out.ok, out.message
     assert same_tree(src, env.homes["n2"] / "models" / "it's a \"model\" $(touch pwned) ; x")
     assert not any(p.name == "pwned" for h in env.homes.values() for p in h.rglob("pwned"))
+
+
+async def test_unreachable_destination_is_named_and_the_others_still_get_their_copy(make_env):
+    env = await make_env(3)
+    write_model(env.model_dir("n1"), [MB])
+    await env.servers[2].stop()  # n3 is down
+    async with Cluster(env.config) as c:
+        outs = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 60)
+    by = {o.dest: o for o in outs}
+    assert by["n2"].ok
+    assert not by["n3"].ok and by["n3"].message.startswith("n3 is unreachable")

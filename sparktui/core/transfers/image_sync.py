@@ -29,26 +29,26 @@ def resolve_image(config, image_or_engine: str) -> str:
     return image_or_engine
 
 
-async def image_ids(cluster, names: list[str], image: str) -> dict[str, tuple[str, int] | None]:
-    """node -> (image ID, size in bytes), None where the node lacks the image. Unreachable nodes raise."""
+async def image_ids(cluster, names: list[str], image: str) -> tuple[dict[str, tuple[str, int] | None], dict[str, str]]:
+    """node -> (image ID, size in bytes), None where the node lacks the image; and node -> why it
+    could not be asked (unreachable, no docker, no permission)."""
+    errors: dict[str, str] = {}
 
     async def one(n: str) -> tuple[str, int] | None:
         r = await cluster[n].run(remote.image_id(image), timeout=60)
         if r.exit_status == 255:
-            raise TransferError(f"{n} is unreachable: {r.stderr.strip()}")
-        if r.exit_status == 127:
-            raise TransferError(f"docker is not installed on {n}")
-        if not r.ok:
-            if "permission denied" in r.stderr.lower():
-                raise TransferError(f"{n}: the login cannot use docker ({r.stderr.strip()[:200]})")
-            return None
-        words = r.stdout.split()
-        if not words:
-            return None
-        return words[0], int(words[1]) if len(words) > 1 and words[1].isdigit() else 0
+            errors[n] = f"{n} is unreachable: {r.stderr.strip()}"
+        elif r.exit_status == 127:
+            errors[n] = f"docker is not installed on {n}"
+        elif not r.ok and "permission denied" in r.stderr.lower():
+            errors[n] = f"{n}: the login cannot use docker ({r.stderr.strip()[:200]})"
+        elif r.ok and r.stdout.split():
+            words = r.stdout.split()
+            return words[0], int(words[1]) if len(words) > 1 and words[1].isdigit() else 0
+        return None
 
     found = await asyncio.gather(*(one(n) for n in names))
-    return dict(zip(names, found))
+    return dict(zip(names, found)), errors
 
 
 async def carry_on_image(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
@@ -62,10 +62,13 @@ async def carry_on_image(cluster, meta: TransferMeta, emit: Emit, opts: Transfer
             return Outcome(meta.dest, False, ended.message or ended.state, meta.source, meta.id)
     emit(TransferProgress(meta.id, "image", meta.source, meta.dest, "verifying", total_bytes=meta.total_bytes,
                           bytes=meta.total_bytes or 0, message="comparing image IDs"))
-    got = (await image_ids(cluster, [meta.dest], meta.image or ""))[meta.dest]
+    found, errors = await image_ids(cluster, [meta.dest], meta.image or "")
+    got = found[meta.dest]
     ok = got is not None and got[0] == meta.image_id
     if ok:
         msg = f"verified: {meta.dest} has {meta.image} as {meta.image_id}"
+    elif meta.dest in errors:
+        msg = f"cannot check the image on {meta.dest}: {errors[meta.dest]}"
     elif got is None:
         msg = f"{meta.image} is not on {meta.dest} after docker load"
     else:
@@ -92,22 +95,27 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
     unknown = [d for d in targets if d not in names]
     if unknown:
         raise TransferError(f"unknown node(s): {', '.join(unknown)} (nodes: {', '.join(names)})")
-    ids = await image_ids(cluster, names, image)
+    ids, errors = await image_ids(cluster, names, image)
     order = [config.head.name] + [n for n in names if n != config.head.name]
     source = next((n for n in order if ids[n] is not None), None)
     if source is None:
+        asked = "; ".join(errors.values())
         raise TransferError(f"no node has the image {image}; pull it on one of them first "
-                            f"(`docker pull {image}` on {config.head.name})")
+                            f"(`docker pull {image}` on {config.head.name})" + (f" ({asked})" if asked else ""))
     ref_id, size = ids[source]  # type: ignore[misc]
     outcomes: dict[str, Outcome] = {}
     todo = []
     for d in targets:
-        if ids[d] is not None and ids[d][0] == ref_id:  # type: ignore[index]
+        if d in errors:  # a node that cannot be asked is only a problem when it is a destination
+            outcomes[d] = Outcome(d, False, errors[d], None)
+        elif ids[d] is not None and ids[d][0] == ref_id:  # type: ignore[index]
             outcomes[d] = Outcome(d, True, f"already has {image} as {ref_id}", None)
         else:
             todo.append(d)
     if not todo:
         return [outcomes[d] for d in targets]
+    emit(TransferProgress("-", "image", source, "-", "preparing",
+                          message=f"{image} is {ref_id} on {source}; copying to {', '.join(todo)}"))
     if addrs is None:
         addrs, notes = await fabric_addresses(cluster, config, list(dict.fromkeys([source, *todo])), subnet)
         for note in notes:
@@ -134,7 +142,7 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
             reason = await trust.check(cluster[source], users[d], addrs[d], opts)
             if reason:
                 raise TrustMissing(source, d, remote.peer(users[d], addrs[d]), reason)
-        except (TransferError, RuntimeError) as e:
+        except TransferError as e:
             outcomes[d] = Outcome(d, False, str(e), source)
             emit(TransferProgress("-", "image", source, d, FAILED, message=str(e)))
 

@@ -208,7 +208,7 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
             reason = await trust.check(src_node, users[d], addrs[d], opts)
             if reason:
                 raise TrustMissing(source, d, remote.peer(users[d], addrs[d]), reason)
-        except (TransferError, RuntimeError) as e:
+        except TransferError as e:
             outcomes[d] = Outcome(d, False, str(e), source)
             emit(TransferProgress("-", "model", source, d, FAILED, message=str(e)))
 

@@ -17,8 +17,9 @@ import shlex
 import struct
 from dataclasses import dataclass, field
 
-from .options import TransferOptions
 from . import remote
+from .errors import TransferError
+from .options import TransferOptions
 
 KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa")
 
@@ -47,8 +48,10 @@ def classify_ssh_failure(stderr: str, rc: int) -> str:
 async def login_of(node) -> str:
     """The account sparktui uses on a node: transfers log in to the same one."""
     r = await node.run(remote.whoami(), timeout=30)
+    if r.exit_status == 255:
+        raise TransferError(f"{node.name} is unreachable: {r.stderr.strip() or 'no answer'}")
     if not r.ok or not r.stdout.strip():
-        raise RuntimeError(f"{node.name}: cannot tell the login name ({r.stderr.strip() or r.exit_status})")
+        raise TransferError(f"{node.name}: cannot tell the login name ({r.stderr.strip() or r.exit_status})")
     return r.stdout.strip().splitlines()[0]
 
 
