@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Iterator, Pattern
+from typing import Iterator
 
 from . import sim_env
 
@@ -105,7 +105,7 @@ class SimProcess:
     def text(self) -> str:
         return "\n".join(self.snapshot())
 
-    def find(self, pattern: str | Pattern[str], start: int = 0) -> int:
+    def find(self, pattern: str | re.Pattern[str], start: int = 0) -> int:
         """Index of the first line at or after `start` matching `pattern` (substring or regex), else -1."""
         rx = pattern if isinstance(pattern, re.Pattern) else None
         for i, line in enumerate(self.snapshot()[start:], start):
@@ -113,7 +113,7 @@ class SimProcess:
                 return i
         return -1
 
-    def wait_for(self, pattern: str | Pattern[str], timeout: float = 30.0, start: int = 0) -> int:
+    def wait_for(self, pattern: str | re.Pattern[str], timeout: float = 30.0, start: int = 0) -> int:
         """Block until a matching line appears; returns its index. TimeoutError (with the output's tail)
         after `timeout`, or at once if the process ended without printing it."""
         deadline = time.monotonic() + timeout
