@@ -273,6 +273,10 @@ class Node:
                 await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         return self.connected
 
+    def server_host_key(self) -> asyncssh.SSHKey | None:
+        """The host key the node presented on the current (verified) connection."""
+        return self._conn.get_server_host_key() if self._conn is not None else None
+
     async def close(self) -> None:
         self._closing = True
         if self._reconnect_task:

@@ -97,12 +97,9 @@ kh="$HOME/.ssh/known_hosts"
 
 
 def presented_host_key(node) -> str | None:
-    """The host key (base64) the node showed sparktui's connection, which known_hosts verified.
-
-    Node has no public accessor for it yet, hence the guarded look at its connection."""
-    conn = getattr(node, "_conn", None)
+    """The host key (base64) the node showed sparktui's connection, which known_hosts verified."""
     try:
-        key = conn.get_server_host_key() if conn is not None else None
+        key = node.server_host_key()
         return key.export_public_key("openssh").decode().split()[1] if key is not None else None
     except (AttributeError, IndexError, ValueError):
         return None
