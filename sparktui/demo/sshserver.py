@@ -2,11 +2,15 @@
 
 Used by the fast test tier, the benchmarks and `sparktui demo` (simulated nodes on 127.0.0.1).
 Each server can carry its own environment (PATH with shims, a state directory) so several
-"nodes" live in one process without root.
+"nodes" live in one process without root. For `sparktui demo` a server can also run every command
+through a prefix (nsenter into the node's namespaces), accept the keys listed in the node's own
+authorized_keys (node-to-node logins), listen on several addresses and allow local forwards.
 """
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import os
 from dataclasses import dataclass, field
@@ -35,32 +39,71 @@ class _Server(asyncssh.SSHServer):
     def begin_auth(self, username: str) -> bool:
         return True  # public key auth below decides
 
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return self.owner.key_allowed(key)
+
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int):
+        # Local forwards (`Node.forward`) reach the engines' HTTP ports; refused unless asked for.
+        return self.owner.forwarding
+
+
+def _blobs(text: str) -> set[bytes]:
+    """Public key blobs (wire format) of an authorized_keys text; options and comments ignored."""
+    out: set[bytes] = set()
+    for line in text.splitlines():
+        for word in line.split():
+            if word.startswith("AAAA"):
+                with contextlib.suppress(ValueError, binascii.Error):
+                    out.add(base64.b64decode(word, validate=True))
+    return out
+
 
 class LocalSshServer:
-    """Listens on host:port (port 0 = free port); commands run with `sh -c` in `cwd` with `env`."""
+    """Listens on host:port (port 0 = free port); commands run with `sh -c` in `cwd` with `env`.
+
+    host may be a list of addresses (one port for all). prefix: argv put before `sh -c CMD`.
+    authorized_keys_file: a file read at each login whose keys are accepted too.
+    inherit_env=False gives commands only `env` (a node that should not see this machine's variables).
+    """
 
     def __init__(self, host_key: asyncssh.SSHKey, authorized: list[asyncssh.SSHKey],
-                 host: str = "127.0.0.1", port: int = 0, env: dict[str, str] | None = None,
-                 cwd: str | Path | None = None):
+                 host: str | list[str] = "127.0.0.1", port: int = 0, env: dict[str, str] | None = None,
+                 cwd: str | Path | None = None, *, prefix: list[str] | None = None,
+                 authorized_keys_file: str | Path | None = None, forwarding: bool = False,
+                 inherit_env: bool = True):
         self.host_key = host_key
         self.authorized = authorized
         self.host = host
         self.port = port
-        self.env = dict(os.environ, **(env or {}))
+        self.env = dict(os.environ, **(env or {})) if inherit_env else dict(env or {})
         self.cwd = str(cwd) if cwd else None
+        self.prefix = list(prefix or [])
+        self.authorized_keys_file = Path(authorized_keys_file) if authorized_keys_file else None
+        self.forwarding = forwarding
         self.stats = ServerStats()
         self.connections: list[asyncssh.SSHServerConnection] = []
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._procs: set[asyncio.subprocess.Process] = set()
 
+    def key_allowed(self, key: asyncssh.SSHKey) -> bool:
+        if any(key.public_data == k.public_data for k in self.authorized):
+            return True
+        if self.authorized_keys_file is None:
+            return False
+        try:
+            text = self.authorized_keys_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        return key.public_data in _blobs(text)
+
     async def start(self) -> "LocalSshServer":
-        keys = asyncssh.import_authorized_keys(
-            "".join(k.export_public_key("openssh").decode() for k in self.authorized)
-        )
         self._acceptor = await asyncssh.listen(
             self.host, self.port, server_factory=lambda: _Server(self),
-            server_host_keys=[self.host_key], authorized_client_keys=keys,
-            process_factory=self._handle, encoding=None, allow_scp=False,
+            server_host_keys=[self.host_key], process_factory=self._handle,
+            encoding=None, allow_scp=False,
         )
         self.port = self._acceptor.sockets[0].getsockname()[1]
         return self
@@ -72,7 +115,7 @@ class LocalSshServer:
         self.stats.peak_channels = max(self.stats.peak_channels, self.stats.open_channels)
         try:
             proc = await asyncio.create_subprocess_exec(
-                "sh", "-c", cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                *self.prefix, "sh", "-c", cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=self.env, cwd=self.cwd, start_new_session=True,
             )
             self._procs.add(proc)

@@ -1,0 +1,165 @@
+"""`sparktui demo`: the whole story on a simulated cluster on this machine (no GPUs, no root).
+
+  sparktui demo [--nodes N] [--scenario pivot|happy] [--speed X] [--keep]   the TUI on the demo
+  sparktui demo up [...] [--json]     start the nodes, print the config path, run until stopped
+  sparktui demo down [ID]             stop demos started with `demo up` (all of this user's by default)
+`demo --headless` is `demo up`.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+
+from .common import CliExit, add_json_arg, console, err_console, print_json
+
+SCENARIO_HELP = ("pivot: SGLang hangs at the rendezvous and you pivot to vLLM; "
+                 "happy: everything works the first time")
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nodes", type=int, default=2, metavar="N", help="simulated nodes (default 2)")
+    p.add_argument("--scenario", choices=("pivot", "happy"), default="pivot", help=SCENARIO_HELP)
+    p.add_argument("--speed", type=float, default=10.0, metavar="X",
+                   help="how many times faster than real engines the simulated ones run (default 10)")
+    p.add_argument("--keep", action="store_true", help="keep the demo's directory when it ends")
+    p.add_argument("--no-trust", action="store_true",
+                   help="do not set up node-to-node SSH trust (try `sparktui setup trust` yourself)")
+    p.add_argument("--model-mb", type=int, default=64, metavar="MB", help="real bytes in the demo checkpoint")
+    p.add_argument("--link-mbps", type=float, default=32.0, metavar="MB/s",
+                   help="pace of copies between nodes, so progress shows (default 32 MB/s)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="try sparktui on a simulated cluster on this machine (no GPUs, no root)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_options(p)
+    p.add_argument("--headless", action="store_true", help="no TUI: same as `demo up`")
+    add_json_arg(p)
+    inner = p.add_subparsers(dest="demo_command", metavar="up|down")
+    up = inner.add_parser("up", help="start the simulated nodes and print the config path; Ctrl-C stops them")
+    _add_options(up)
+    add_json_arg(up)
+    down = inner.add_parser("down", help="stop demos started with `sparktui demo up`")
+    down.add_argument("id", nargs="?", help="the demo's id (default: every demo of this user)")
+    add_json_arg(down)
+    p.set_defaults(func=cmd_demo)
+
+
+def _options(args: argparse.Namespace):
+    from ..demo.cluster import DemoOptions
+    from ..demo.hardware import MAX_NODES
+
+    if not 1 <= args.nodes <= MAX_NODES:
+        raise CliExit(2, f"--nodes must be between 1 and {MAX_NODES}")
+    if args.speed <= 0 or args.model_mb < 1 or args.link_mbps <= 0:
+        raise CliExit(2, "--speed and --link-mbps must be above 0, --model-mb at least 1")
+    return DemoOptions(nodes=args.nodes, scenario=args.scenario, speed=args.speed, keep=args.keep,
+                       trust=not args.no_trust, model_bytes=args.model_mb << 20, link_mb_per_s=args.link_mbps)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ..demo.errors import DemoError
+
+    command = getattr(args, "demo_command", None)
+    try:
+        if command == "down":
+            return _down(args)
+        options = _options(args)
+        if command == "up" or args.headless:
+            return asyncio.run(_up(options, args.json))
+        return _tui(options, args)
+    except DemoError as e:
+        raise CliExit(1, f"sparktui demo: {e}") from None
+
+
+def _describe(summary: dict) -> str:
+    lines = [f"sparktui demo {summary['id']}: {len(summary['nodes'])} simulated nodes on this machine "
+             f"(scenario {summary['scenario']}, engines {summary['speed']:g}x faster than real ones)",
+             f"config: {summary['config']}"]
+    for i, n in enumerate(summary["nodes"]):
+        holds = "  holds the model" if i == 0 else ""
+        lines.append(f"  {n['name']}  ssh {n['host']}:{n['port']}  fabric {n['fabric']}{holds}")
+    cfg = summary["config"]
+    lines += ["try:", f"  sparktui --config {cfg} check", f"  sparktui --config {cfg} sync model --wait",
+              f"  sparktui --config {cfg}            (the TUI on these nodes)",
+              "stop it with Ctrl-C here, or `sparktui demo down` from another terminal"]
+    return "\n".join(lines)
+
+
+async def _up(options, as_json: bool) -> int:
+    from ..demo.cluster import DemoCluster
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    async with DemoCluster(options) as demo:
+        summary = demo.summary()
+        if as_json:
+            sys.stdout.write(json.dumps(summary) + "\n")
+        else:
+            sys.stdout.write(_describe(summary) + "\n")
+        sys.stdout.flush()
+        await stop.wait()
+        if not as_json:
+            err_console.print("stopping the simulated nodes ...")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from ..demo.runner import running_demos, stop_demo
+
+    demos = [d for d in running_demos() if args.id in (None, d.id)]
+    if not demos:
+        if args.json:
+            print_json({"stopped": [], "failed": []})
+        else:
+            err_console.print("no running demo" + (f" with id {args.id}" if args.id else ""))
+        return 1
+    stopped, failed = [], []
+    for d in demos:
+        (stopped if stop_demo(d) else failed).append(d.id)
+    if args.json:
+        print_json({"stopped": stopped, "failed": failed})
+    else:
+        for i in stopped:
+            console.print(f"stopped demo {i}")
+        for i in failed:
+            err_console.print(f"demo {i} did not stop within a minute")
+    return 0 if not failed else 1
+
+
+def _tui(options, args: argparse.Namespace) -> int:
+    from ..core.config import load_config
+    from ..demo.runner import ThreadedDemo
+
+    try:
+        from ..tui.app import SparkApp
+    except ImportError as e:
+        raise CliExit(1, f"the TUI is not available in this build: {e}; try `sparktui demo up`") from None
+    err_console.print("starting the simulated nodes ...")
+    runner = ThreadedDemo(options)
+    try:
+        demo = runner.start()
+        app = SparkApp(load_config(demo.config_path), theme=getattr(args, "theme", None))
+        app.title = "sparktui DEMO \u2014 simulated cluster"
+        app.sub_title = f"{options.nodes} nodes on this machine, scenario {options.scenario}"
+
+        def end(*_: object) -> None:
+            # A terminal closing or `kill` ends the app the normal way, so the nodes are stopped below.
+            with contextlib.suppress(Exception):
+                app.exit()
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(ValueError):
+                signal.signal(sig, end)
+        app.run()
+    finally:
+        runner.stop()
+    err_console.print(f"demo ended; config was {runner.cluster.config_path}" if options.keep and runner.cluster.root
+                      else "demo ended")
+    return 0

@@ -1,0 +1,66 @@
+"""The config file `sparktui demo` writes for its nodes: a normal sparktui config, commented for a reader."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+SCENARIOS = {
+    # demo scenario -> engine simulator scenarios passed to the containers through docker.env
+    "pivot": ("sglang-host-ip",),
+    "happy": (),
+}
+CLUSTER_NAME = "DEMO \u2014 simulated cluster"
+
+
+@dataclass
+class NodeEntry:
+    name: str
+    host: str
+    port: int
+    role: str
+
+
+def _q(value: object) -> str:
+    """A YAML scalar that reads back as exactly this string (JSON strings are valid YAML)."""
+    return json.dumps(str(value))
+
+
+def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, model_name: str, model_path: str,
+           source: str, speed: float, scenario: str, ports: dict[str, int], hang_after: float) -> str:
+    lines = [
+        "# sparktui demo: a SIMULATED cluster on this machine. No real GPU, no real network.",
+        "# Each node is an SSH server on a loopback address with its own namespaces (model directory,",
+        "# processes, hostname); docker, nvidia-smi, ibdev2netdev and ip are stand-ins, and the engines",
+        "# are sparktui's simulator (same flags, log lines, rendezvous and HTTP API as SGLang and vLLM).",
+        f"cluster: {_q(CLUSTER_NAME)}",
+        "nodes:",
+    ]
+    for n in nodes:
+        lines += [f"  - name: {n.name}", f"    host: {n.host}", f"    port: {n.port}", "    user: root",
+                  f"    identity_file: {_q(identity_file)}", f"    role: {n.role}"]
+    lines += [
+        "model:",
+        f"  name: {_q(model_name)}",
+        f"  path: {_q(model_path)}  # the same path on every node; only {source} holds the files at first",
+        f"  source: {source}",
+        "docker:",
+        "  env:",
+        f"    SPARKTUI_SIM_SPEED: {_q(f'{speed:g}')}  # the simulated engines run this many times faster",
+    ]
+    sims = SCENARIOS[scenario]
+    if sims:
+        lines.append(f"    SPARKTUI_SIM_SCENARIO: {_q(','.join(sims))}  "
+                     "# SGLang's message queue wanders off the fabric: the rendezvous hangs")
+    lines += [
+        "ssh:",
+        f"  known_hosts: {_q(known_hosts)}  # the demo nodes' host keys: still verified",
+        "  ssh_config: []  # leave your ~/.ssh/config out of it",
+        "  connect_timeout: 5",
+        "engine:",
+        f"  sglang_port: {ports['sglang']}",
+        f"  vllm_port: {ports['vllm']}",
+        f"  dist_port: {ports['dist']}",
+        f"  ray_port: {ports['ray']}",
+        f"  hang_after: {hang_after:g}  # seconds of silence in distributed init, scaled to the demo's speed",
+    ]
+    return "\n".join(lines) + "\n"

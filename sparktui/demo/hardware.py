@@ -1,0 +1,99 @@
+"""What each simulated node is: its addresses, NICs, GPU and memory, as data the shims answer from.
+
+Addressing (node k = 1, 2, ...), all on loopback so nothing leaves this machine:
+  enP7s7         management (10 GbE)   127.0.0.(10+k)/24   sparktui dials this one
+  enp1s0f1np1    fabric (ConnectX-7)   127.0.1.(10+k)/24   RoCE device rocep1s0f1, really reachable
+  enP2p1s0f1np1  the port's twin       no address, down
+  wlan0          Wi-Fi                 127.0.2.(10+k)/24   the network SGLang wanders onto
+A node's description is written to NODE_DIR/node.json; the shims read it through $SPARKTUI_DEMO_NODE.
+Stdlib only (the shims import it).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+NODE_ENV = "SPARKTUI_DEMO_NODE"  # the node's directory, set in every command the node runs
+ROOT_ENV = "SPARKTUI_DEMO_ROOT"  # the demo's directory
+MAX_NODES = 8
+
+GPU_NAME = "NVIDIA GB10"
+DRIVER = "580.95.05"
+CUDA = "13.0"
+MEM_TOTAL_KB = 125_514_352  # a DGX Spark's MemTotal: 119.7 GiB of unified memory
+MEM_AVAILABLE_KB = 121_873_408
+
+
+def addresses(k: int) -> dict[str, str]:
+    return {"mgmt": f"127.0.0.{10 + k}", "fabric": f"127.0.1.{10 + k}", "wlan": f"127.0.2.{10 + k}"}
+
+
+def interfaces(k: int) -> list[dict]:
+    """The node's NICs, in `ip addr` order; ipv4 is [address, prefix] or None."""
+    a = addresses(k)
+    mac = lambda n: f"4c:bb:47:{k:02x}:{n:02x}:{0x10 + k:02x}"
+    return [
+        {"name": "lo", "kind": "loopback", "ipv4": ["127.0.0.1", 8], "up": True, "mac": "00:00:00:00:00:00",
+         "mtu": 65536},
+        {"name": "enP7s7", "kind": "ether", "ipv4": [a["mgmt"], 24], "up": True, "mac": mac(1), "mtu": 1500,
+         "speed": 10000},
+        {"name": "enp1s0f1np1", "kind": "ether", "ipv4": [a["fabric"], 24], "up": True, "mac": mac(2), "mtu": 9000,
+         "speed": 200000, "rdma": "rocep1s0f1"},
+        {"name": "enP2p1s0f1np1", "kind": "ether", "ipv4": None, "up": False, "mac": mac(3), "mtu": 1500,
+         "rdma": "roceP2p1s0f1"},
+        {"name": "wlan0", "kind": "ether", "ipv4": [a["wlan"], 24], "up": True, "mac": mac(4), "mtu": 1500},
+    ]
+
+
+def describe(k: int, name: str) -> dict:
+    return {
+        "index": k,
+        "name": name,
+        "hostname": name,
+        "addresses": addresses(k),
+        "interfaces": interfaces(k),
+        "gpu": {"name": GPU_NAME, "uuid": f"GPU-5a1e{k:04x}-0d3f-4b6e-9c2a-51b0c0de{k:04x}",
+                "bus_id": "0000000F:01:00.0", "driver": DRIVER, "cuda": CUDA},
+    }
+
+
+def sim_interfaces(k: int) -> str:
+    """SPARKTUI_SIM_INTERFACES for the node: what the engine simulator sees as this machine's NICs."""
+    return ",".join(f"{i['name']}={i['ipv4'][0]}/{i['ipv4'][1]}" for i in interfaces(k) if i["ipv4"])
+
+
+def meminfo(total_kb: int = MEM_TOTAL_KB, available_kb: int = MEM_AVAILABLE_KB) -> str:
+    free = available_kb - 2_100_000
+    return (f"MemTotal:       {total_kb} kB\nMemFree:        {free} kB\nMemAvailable:   {available_kb} kB\n"
+            "Buffers:          112640 kB\nCached:          2048000 kB\nSwapCached:            0 kB\n"
+            "SwapTotal:      16777212 kB\nSwapFree:       16777212 kB\n")
+
+
+def write_sysfs_net(dest: Path, k: int) -> None:
+    """A stand-in /sys/class/net: one directory per NIC with speed, operstate, address, mtu."""
+    for i in interfaces(k):
+        d = dest / i["name"]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "operstate").write_text(("up" if i["up"] else "down") if i["kind"] != "loopback" else "unknown")
+        (d / "address").write_text(i["mac"] + "\n")
+        (d / "mtu").write_text(f"{i['mtu']}\n")
+        if i.get("speed"):
+            (d / "speed").write_text(f"{i['speed']}\n")
+
+
+def load() -> dict:
+    """The description of the node this process runs on (raises SystemExit outside a demo node)."""
+    d = os.environ.get(NODE_ENV)
+    if not d:
+        raise SystemExit(f"not on a sparktui demo node (${NODE_ENV} is not set)")
+    with open(os.path.join(d, "node.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def node_dir() -> Path:
+    return Path(os.environ[NODE_ENV])
+
+
+def demo_root() -> Path:
+    return Path(os.environ[ROOT_ENV])
