@@ -44,7 +44,7 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
             raise CliExit(1 if down else 2, "nothing to check: " + "; ".join(down + problems + plan.errors))
         if not args.json:
             err_console.print(f"checking {len(plan.nodes)} node(s) at {plan.head_ip} on {plan.subnet} in {plan.image} "
-                              f"(up to {args.timeout:g} s)...", markup=False)
+                              f"(up to {args.timeout:g} s)...", markup=False, soft_wrap=True)
         try:
             verdict = await run_preflight(cluster, config, plan, args.timeout, subnets=inv.subnets, mode=args.via,
                                           on_node=None if args.json else _progress)
@@ -54,7 +54,7 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
         print_json({**verdict.to_json(), "plan": {"id": plan.plan_id, "engine": plan.engine, "mode": plan.mode,
                                                   "errors": plan.errors, "warnings": notes + plan.warnings}})
     else:
-        console.print(verdict.summary(), markup=False, highlight=False)
+        console.print(verdict.summary(), markup=False, highlight=False, soft_wrap=True)
         for e in plan.errors:
-            console.print(f"  plan error (not what this checks): {e}", markup=False)
+            console.print(f"  plan error (not what this checks): {e}", markup=False, soft_wrap=True)
     return 0 if verdict.ok else 1

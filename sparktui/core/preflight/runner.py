@@ -72,6 +72,7 @@ async def _look(cluster: Cluster, n: NodePlan, image: str) -> tuple[Look | None,
         res = NodeResult.failed(n.name, n.rank, n.iface, n.ip, kind, error)
         res.line, res.stage, res.notes = error, "look", notes
         return look, res
+    look.notes = notes  # e.g. the link has no carrier: the check runs and the verdict says it
     return look, None
 
 
