@@ -247,12 +247,18 @@ class SparkApp(App):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(actions.help_rows(self, self.config.keymap)))
 
-    async def action_quit(self) -> None:
+    async def _close_core(self) -> None:
         try:
             await asyncio.wait_for(self.controller.close(), timeout=5)
         except Exception:  # noqa: BLE001 - leaving must not hang on a dead link
             pass
+
+    async def action_quit(self) -> None:
+        await self._close_core()
         self.exit()
+
+    async def on_unmount(self) -> None:
+        await self._close_core()  # however the app ends, links and polls end with it
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

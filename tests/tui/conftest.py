@@ -41,3 +41,22 @@ def screen_text(app) -> str:
                       record=True, legacy_windows=False, safe_box=False)
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-snapshots", action="store_true", default=False,
+                     help="rewrite tests/tui/snapshots/ from the current rendering")
+
+
+async def settled_text(pilot, app, timeout: float = 5.0) -> str:
+    """The screen text once two renders in a row agree (layout and refreshes have caught up)."""
+    previous = None
+
+    def stable():
+        nonlocal previous
+        now = screen_text(app)
+        same, previous = now == previous, now
+        return same
+
+    await wait_for(pilot, stable, timeout, "the screen to settle")
+    return previous

@@ -6,6 +6,8 @@ what is typed (ports, fraction) is checked inline, and make_plan's own errors bl
 """
 from __future__ import annotations
 
+import re
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -36,13 +38,19 @@ def issues_text(plan: Plan) -> Content:
     return Content("\n").join(lines) if lines else Content.styled("✓ plan checks pass", "$success")
 
 
+def fold_command(cmd: str) -> list[str]:
+    """A long command as one option per line (a narrow preview wraps flags mid-word otherwise)."""
+    parts = re.split(r" (?=--?[A-Za-z])", cmd)
+    return parts[:1] + ["  " + p for p in parts[1:]]
+
+
 def commands_text(plan: Plan) -> Content:
     out = []
     for n in plan.nodes:
         where = f"{n.iface or '?'} {n.ip or '?'}" + (f" {n.rdma}" if n.rdma else "")
         out.append(Content.assemble((f"── {n.name}", "bold $accent"), f" rank {n.rank} {n.role}  {where}"))
         for cmd in n.commands or ["(no commands: fix the errors above)"]:
-            out.append(Content(cmd))
+            out += [Content(line) for line in fold_command(cmd)]
     return Content("\n").join(out)
 
 
@@ -80,7 +88,7 @@ class LaunchForm(ModalScreen[Result | None]):
         self.values = C.defaults(config, engine)
         self.plan: Plan | None = None
         self.parsed: C.Parsed | None = None
-        self._port_edited = False
+        self._auto_port = self.values.port  # the port the form chose; a typed one is kept
 
     # -- layout -----------------------------------------------------------------------------
     def _row(self, label: str, widget, key: str):
@@ -176,21 +184,19 @@ class LaunchForm(ModalScreen[Result | None]):
             sel.set_options(imgs)
             sel.value = C.norm_image(default_image)
         self.values.image = str(sel.value)
-        if not self._port_edited:
+        if self.values.port.strip() == self._auto_port:
             e = self.config.engine
             port = str(e.vllm_port if engine == "vllm" else e.sglang_port)
             box = self.query_one("#port", Input)
             with box.prevent(Input.Changed):
                 box.value = port
-            self.values.port = port
+            self.values.port = self._auto_port = port
         self._show_mode()
 
     @on(Input.Changed)
     def _input(self, event: Input.Changed) -> None:
         if event.input.id is None:
             return
-        if event.input.id == "port":
-            self._port_edited = True
         setattr(self.values, event.input.id, event.value)
         self.refresh_preview()
 

@@ -1,0 +1,85 @@
+"""The launch form: choices follow each other, typed values are checked inline, the preview is live."""
+from __future__ import annotations
+
+from textual.widgets import Button, Input, Select
+
+from sparktui.tui.app import SparkApp
+from sparktui.tui.forms.launch_form import LaunchForm, fold_command
+
+from .conftest import wait_for
+
+
+async def open_form(pilot, app) -> LaunchForm:
+    await wait_for(pilot, lambda: app.inventory_ready, what="inventory")
+    await pilot.press("l")
+    return await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm) and app.screen, what="form")
+
+
+async def test_engine_change_moves_image_port_and_rendezvous_fields(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        assert form.query_one("#row-ray_port").has_class("-hidden")
+        form.query_one("#engine", Select).value = "vllm:ray"
+        await pilot.pause()
+        assert form.values.image == "nvcr.io/nvidia/vllm:25.11-py3"
+        assert form.query_one("#port", Input).value == "8000"
+        assert not form.query_one("#row-ray_port").has_class("-hidden")
+        assert form.query_one("#row-dist_port").has_class("-hidden")
+        assert form.plan.engine == "vllm" and form.plan.mode == "ray" and form.plan.port == 8000
+        assert any("ray start" in c and "--head" in c for c in form.plan.nodes[0].commands)
+        # a port the user typed survives an engine change
+        form.query_one("#port", Input).value = "9001"
+        await pilot.pause()
+        form.query_one("#engine", Select).value = "sglang:native"
+        await pilot.pause()
+        assert form.query_one("#port", Input).value == "9001" and form.plan.port == 9001
+
+
+async def test_bad_values_show_inline_and_block_launch(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        assert not form.query_one("#launch", Button).disabled
+        form.query_one("#mem_fraction", Input).value = "1.7"
+        await pilot.pause()
+        err = form.query_one("#mem_fraction-error")
+        assert err.has_class("-shown") and "at most 1" in str(err.content)
+        assert form.query_one("#launch", Button).disabled
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchForm) and core.calls == []  # nothing launched
+        form.query_one("#mem_fraction", Input).value = "0.8"
+        await pilot.pause()
+        assert not err.has_class("-shown") and not form.query_one("#launch", Button).disabled
+        assert form.plan.fit is not None and form.plan.fit.mem_fraction == 0.8
+        assert "0.8 x" in str(form.query_one("#fit").content)
+
+
+async def test_management_subnet_carries_its_warning(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        form.query_one("#rendezvous", Select).value = "192.168.1.0/24"
+        await pilot.pause()
+        assert "NCCL would run over TCP" in str(form.query_one("#rdv-detail").content)
+        assert "management subnet" in str(form.query_one("#issues").content)
+        assert "SGLANG_HOST_IP=192.168.1.101" in str(form.query_one("#preview").content)
+
+
+async def test_plan_errors_block_launch(config):
+    from .fake_core import ScriptedCore
+    from .samples import spark_facts
+
+    core = ScriptedCore(config, spark_facts(model_on_spark2=False))
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        assert not form.plan.ok
+        assert "model directory" in str(form.query_one("#issues").content)
+        assert form.query_one("#launch", Button).disabled
+
+
+def test_fold_command_puts_each_option_on_its_line():
+    lines = fold_command("docker run -d --name x -e A=1 img python3 -m m --tp 2 --port 30000")
+    assert lines[0] == "docker run" and "  --tp 2" in lines and "  -e A=1 img python3" in lines

@@ -1,0 +1,99 @@
+"""The real app in a real terminal (tmux): start, open the launch form, switch engine, launch, quit.
+
+The nodes are in-process SSH servers started by tests/tui/sshnodes.py in a child process; tmux runs
+on its own socket (-L) so nothing else on the machine is touched.
+"""
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def __call__(self, *args: str, check: bool = True) -> str:
+        r = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10)
+        if check and r.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "app", check=False)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not on screen after {timeout:g} s:\n{screen}")
+            time.sleep(0.1)  # polling a terminal we do not own; bounded by the deadline above
+
+    def keys(self, *keys: str) -> None:
+        self("send-keys", "-t", "app", *keys)
+
+
+def _start_nodes(root: Path) -> tuple[subprocess.Popen, Path]:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.tui.sshnodes", str(root), "2"], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    line = proc.stdout.readline() if ready else ""
+    if not line.startswith("READY "):
+        proc.kill()
+        raise AssertionError(f"node helper did not start: {line!r}")
+    return proc, Path(line.split(" ", 1)[1].strip())
+
+
+def test_form_in_a_real_terminal(tmp_path):
+    nodes, config = _start_nodes(tmp_path / "nodes")
+    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "TERM": "xterm-256color"}
+    # COLUMNS/LINES from the test runner would override the terminal's real size
+    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
+               + f" {sys.executable} -m sparktui --config {config}")
+    try:
+        tmux("new-session", "-d", "-s", "app", "-x", "100", "-y", "32", command)
+        tmux.wait_for("2/2 nodes up")
+        tmux.wait_for("◆ fabric")
+        tmux.keys("l")
+        screen = tmux.wait_for("Launch m on spark1, spark2")
+        assert "TP 2 × PP 1" in screen and "192.168.100.0/24 RDMA" in screen
+        assert "✗" not in screen, screen  # warnings (no /dev/infiniband here) but no errors
+        # the engine select has the focus: open it, move to vLLM (Ray), choose it
+        tmux.keys("Enter")
+        tmux.wait_for("vLLM (native)")
+        tmux.keys("Down")
+        tmux.keys("Enter")
+        screen = tmux.wait_for("Ray port")
+        assert "8000" in screen, screen  # the HTTP port follows the engine
+        tmux.keys("C-s")
+        tmux.wait_for("deployment ")  # back on the main screen, launch pane shown
+        screen = tmux.wait_for("Launch  Journal")
+        tmux.keys("q")
+        deadline = time.monotonic() + 20
+        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
+            if time.monotonic() > deadline:
+                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
+            time.sleep(0.1)
+    finally:
+        tmux("kill-server", check=False)
+        nodes.stdin.close()
+        try:
+            nodes.wait(10)
+        except subprocess.TimeoutExpired:
+            nodes.kill()
