@@ -185,15 +185,16 @@ async def test_two_nodes_meet_and_nothing_is_left(nodes):
 async def test_a_node_that_fails_on_its_own_stops_the_others_early(nodes):
     err = 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].'
     config, state = await nodes(node2={"FAKE_RUN_ERROR": err})
-    t0 = time.monotonic()
+    t0, seen = time.monotonic(), []
     async with Cluster(config) as cluster:
-        v = await run_preflight(cluster, config, make_plan(), timeout=20)
+        v = await run_preflight(cluster, config, make_plan(), timeout=20, on_node=seen.append)
     took = time.monotonic() - t0
     assert not v.ok
     assert took < runner.EARLY_GRACE + 8  # not the 20 s the head would wait for its peer
     assert v.root.node == "node2" and v.root.kind == "docker"
     assert "could not select device driver" in v.reason and "gpu_style" in v.fix
     assert v.nodes["node1"].kind == "stopped"
+    assert [(r.node, r.kind) for r in seen] == [("node2", "docker"), ("node1", "stopped")]  # as they came
     assert leftovers(state) == []
 
 

@@ -121,10 +121,18 @@ async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, 
     pending = set(tasks)
     try:
         while pending:
-            wait = None if stop_at is None else max(0.0, stop_at - time.monotonic())
+            # Until a node fails on its own, wait for results; then until the grace ends; once the rest
+            # are stopped, for their (now quick) ends.
+            wait = None if stop_at is None or stopped else max(0.0, stop_at - time.monotonic())
             done, pending = await asyncio.wait(pending, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
-                r = t.result()
+                n = tasks[t]
+                try:
+                    r = t.result()
+                except Exception as e:  # noqa: BLE001 - one node's surprise is that node's failure
+                    r = NodeResult.failed(n.name, n.rank, n.iface, n.ip, "unknown", f"{type(e).__name__}: {e}")
+                if n.name in stopped and not r.ok and r.stage is None:  # killed by the sweep: no result line
+                    r.kind, r.error = "stopped", "stopped after another node failed"
                 results[r.node] = r
                 _notify(on_node, r)
                 if not r.ok and r.kind not in SECONDARY and stop_at is None:
@@ -136,10 +144,6 @@ async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, 
     finally:
         for t in pending:
             t.cancel()
-    for name in stopped:
-        r = results.get(name)
-        if r is not None and not r.ok and r.stage is None:  # killed by the sweep: no result line
-            r.kind, r.error = "stopped", "stopped after another node failed"
     return results
 
 
