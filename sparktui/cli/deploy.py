@@ -122,7 +122,7 @@ class Printer:
                 for ln in e.lines:
                     console.print(Text.assemble(self.node(e.node), " │ ", ln), soft_wrap=True)
         elif isinstance(e, LaunchStep):
-            style = {"failed": "red", "skipped": "dim", "done": "green"}.get(e.state, "")
+            style = {"failed": "red", "skipped": "dim", "done": "green", "waiting": "yellow"}.get(e.state, "")
             if e.state != "running":
                 console.print(Text.assemble(f"[{e.index + 1}/{e.total}] ", self.node(e.node),
                                             f" {e.description}: ", (e.state, style),
@@ -134,7 +134,7 @@ class Printer:
             print_problem(e)
         elif isinstance(e, ProblemCleared):
             console.print(Text(f"  (withdrawn: {e.problem.kind} on {e.problem.node}: {e.reason})", style="dim"))
-        elif isinstance(e, DeploymentChanged):
+        elif isinstance(e, DeploymentChanged) and e.state not in ("failed", "hung"):  # the outcome says those
             console.print(Text.assemble(("deployment ", "bold"), e.id, " ", (e.state, _state_style(e.state)),
                                         f" — {e.detail}" if e.detail else ""))
 

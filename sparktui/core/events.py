@@ -100,8 +100,8 @@ class LaunchStep:
     total: int
     kind: str  # run | exec | wait
     description: str
-    state: str  # running | done | skipped | failed
-    detail: str = ""  # the container id, why it was skipped, the error
+    state: str  # running | waiting | done | skipped | failed
+    detail: str = ""  # the container id, why it was skipped, what a wait step's poll answered, the error
 
 
 @dataclass

@@ -223,7 +223,7 @@ class Deployer:
         elif self.state in ("failed", "hung") and any(isinstance(e, ProblemCleared) for e in events):
             self._set(d.state, "the engine went on after all")
         elif self.state == "starting" and d.state == "loading":
-            self._set("loading", self.detail)
+            self._set("loading", "the engine is loading")
 
     def _on_lines(self, node: str, container: str, lines: list[LogLine]) -> None:
         self._emit(LogLines(node, container, [ln.text for ln in lines]))
@@ -452,7 +452,7 @@ class Deployer:
                     self._follow(step.node, step.container)
                     continue
             if step.kind == "wait":
-                ok, detail = await self._wait_step(node, step)
+                ok, detail = await self._wait_step(node, step, tell)
             else:
                 r = await node.run(step.command, timeout=self.step_timeout)
                 ok = r.ok
@@ -476,11 +476,12 @@ class Deployer:
             return f"`{needle}` already runs in {step.container}"
         return ""
 
-    async def _wait_step(self, node: Node, step: Step) -> tuple[bool, str]:
+    async def _wait_step(self, node: Node, step: Step, tell: Callable[[str, str], None]) -> tuple[bool, str]:
         limit = step.timeout or WAIT_STEP_DEFAULT_S
         deadline = time.monotonic() + limit
-        interval = self.wait_interval or step.interval
-        last = ""
+        # Quick first polls (a Ray cluster often forms in seconds), then the step's own pace.
+        delays = [d for d in (1.0, 2.0) if d < step.interval] if self.wait_interval is None else []
+        last = shown = ""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -491,7 +492,11 @@ class Deployer:
             if r.ok and step.matches(r.stdout):
                 return True, f"after {limit - left:.0f} s"
             last = _last_line(r.stdout if r.ok else (r.stderr or r.stdout)) or f"exit {r.exit_status}"
-            await asyncio.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+            if last != shown:  # say what the node answers while it is not yet what we wait for
+                shown = last
+                tell("waiting", last)
+            pause = delays.pop(0) if delays else (self.wait_interval or step.interval)
+            await asyncio.sleep(max(0.0, min(pause, deadline - time.monotonic())))
 
     # ---- stop, pivot, redeploy, reattach ------------------------------------------------------
 
@@ -595,8 +600,9 @@ class Deployer:
 
 
 def _problem_words(p: Problem) -> str:
+    """The state's detail; the hint travels with the Problem event (and in problems of --json)."""
     where = f" on {p.node}" if p.node else ""
-    return f"{p.kind}{where}: {p.message} — {p.hint}"
+    return f"{p.kind}{where}: {p.message}"
 
 
 def _last_line(text: str) -> str:
