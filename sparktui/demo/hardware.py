@@ -58,9 +58,20 @@ def describe(k: int, name: str) -> dict:
     }
 
 
+DEFAULT_ROUTE = "wlan0"  # where a node's default route goes (`ip route`), and the engines' guess without *_HOST_IP
+
+
 def sim_interfaces(k: int) -> str:
-    """SPARKTUI_SIM_INTERFACES for the node: what the engine simulator sees as this machine's NICs."""
-    return ",".join(f"{i['name']}={i['ipv4'][0]}/{i['ipv4'][1]}" for i in interfaces(k) if i["ipv4"])
+    """SPARKTUI_SIM_INTERFACES for the node: what the engine simulator sees as this machine's NICs.
+
+    lo is given as 127.0.0.1/32: every NIC of every demo node lives in 127.0.0.0/8, and a /8 lo
+    would make the simulator count the whole range (other NICs' networks included) as lo's."""
+    out = []
+    for i in interfaces(k):
+        if i["ipv4"]:
+            prefix = 32 if i["kind"] == "loopback" else i["ipv4"][1]
+            out.append(f"{i['name']}={i['ipv4'][0]}/{prefix}")
+    return ",".join(out)
 
 
 def meminfo(total_kb: int = MEM_TOTAL_KB, available_kb: int = MEM_AVAILABLE_KB) -> str:

@@ -9,7 +9,7 @@ import ipaddress
 import json
 import sys
 
-from ..hardware import load
+from ..hardware import DEFAULT_ROUTE, load
 
 FOREVER = 4294967295
 
@@ -114,7 +114,7 @@ def routes(ifaces: list[dict], opts: set[str]) -> str:
         net = ipaddress.IPv4Network(f"{i['ipv4'][0]}/{i['ipv4'][1]}", strict=False)
         nets.append({"dst": str(net), "dev": i["name"], "protocol": "kernel", "scope": "link",
                      "prefsrc": i["ipv4"][0], "flags": []})
-        if i["name"] == "wlan0":
+        if i["name"] == DEFAULT_ROUTE:
             default = {"dst": "default", "gateway": str(net.network_address + 1), "dev": i["name"],
                        "protocol": "dhcp", "metric": 600, "flags": []}
     table = ([default] if default else []) + nets
@@ -141,12 +141,12 @@ def route_get(target: str, ifaces: list[dict]) -> str:
         if i["ipv4"] and i["kind"] != "loopback" and i["up"] and \
                 ip in ipaddress.IPv4Network(f"{i['ipv4'][0]}/{i['ipv4'][1]}", strict=False):
             return f"{target} dev {i['name']} src {i['ipv4'][0]} uid 0 \n    cache \n"
-    wlan = next((i for i in ifaces if i["name"] == "wlan0" and i["ipv4"]), None)
+    wlan = next((i for i in ifaces if i["name"] == DEFAULT_ROUTE and i["ipv4"]), None)
     if wlan is None:
         sys.stderr.write("RTNETLINK answers: Network is unreachable\n")
         raise SystemExit(2)
     gw = ipaddress.IPv4Network(f"{wlan['ipv4'][0]}/{wlan['ipv4'][1]}", strict=False).network_address + 1
-    return f"{target} via {gw} dev wlan0 src {wlan['ipv4'][0]} uid 0 \n    cache \n"
+    return f"{target} via {gw} dev {DEFAULT_ROUTE} src {wlan['ipv4'][0]} uid 0 \n    cache \n"
 
 
 OBJECTS = {"a": "addr", "ad": "addr", "addr": "addr", "address": "addr", "l": "link", "li": "link", "link": "link",

@@ -1,0 +1,113 @@
+"""The docker stand-in on a demo node runs the engine simulator as containers: logs, ps, exec, stop, rm."""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import urllib.request
+
+from sparktui.core.config import load_config
+from sparktui.core.probes import parse_docker_ps
+from sparktui.core.ssh import Cluster, sh
+
+from .conftest import until
+
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
+READY = "The server is fired up and ready to roll!"
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as r:  # a local SSH forward: 127.0.0.1 only
+        return json.loads(r.read())
+
+
+async def test_an_engine_container_runs_serves_and_stops(demo):
+    config = load_config(demo.config_path)
+    port = demo.ports["sglang"]
+    m = demo.model_path
+    async with Cluster(config) as cluster:
+        node = cluster["spark1"]
+        run = await node.run(sh("docker", "run", "-d", "--name", "eng", "--label", "sparktui.deployment=t",
+                                "--network", "host", "--ipc", "host", "--gpus", "all", "--ulimit", "memlock=-1",
+                                "-v", f"{m}:{m}:ro", "-e", "SPARKTUI_SIM_SPEED=80", "lmsysorg/sglang:spark",
+                                "python3", "-m", "sglang.launch_server", "--model-path", m, "--tp", "1",
+                                "--host", "0.0.0.0", "--port", str(port)), timeout=60)
+        assert run.ok, run.stderr
+        cid = run.stdout.strip()
+        assert re.fullmatch(r"[0-9a-f]{64}", cid)
+
+        async def ready() -> bool:
+            r = await node.run(["docker", "logs", "eng"], timeout=30)
+            return READY in r.stdout + r.stderr
+
+        await until(ready, 90, "the simulated SGLang to be ready")
+        ps = await node.run(["docker", "ps", "-a", "--no-trunc", "--filter", "label=sparktui.deployment=t",
+                             "--format", "{{json .}}"])
+        (c,) = parse_docker_ps(ps.stdout)
+        assert c.id == cid and c.name == "eng" and c.state == "running" and c.labels["sparktui.deployment"] == "t"
+
+        # the engine's HTTP API, through sparktui's own SSH forward to the node
+        local = await node.forward(port)
+        models = await asyncio.to_thread(_get, f"http://127.0.0.1:{local}/v1/models")
+        assert models["data"][0]["id"] == m
+
+        # docker logs -t: RFC3339Nano stamps, and --since resumes at a line
+        logs = await node.run("docker logs -t eng 2>&1")
+        lines = logs.stdout.splitlines()
+        assert lines and all(STAMP.match(x) for x in lines)
+        later = [x for x in lines if x.split(" ", 1)[0] > lines[0].split(" ", 1)[0]]
+        since = await node.run(f"docker logs -t --since {later[0].split(' ', 1)[0]} eng 2>&1")
+        start = lines.index(later[0])
+        assert since.stdout.splitlines()[:len(lines) - start] == lines[start:]  # from that line on, nothing before
+
+        # exec runs inside the container: its PID 1 is the engine, whose stdout is the log
+        ex = await node.run(["docker", "exec", "eng", "sh", "-c", "echo exec-marker >/proc/1/fd/1; echo $$"])
+        assert ex.ok, ex.stderr
+        assert "exec-marker" in (await node.run(["docker", "logs", "--tail", "5", "eng"])).stdout
+        top = await node.run(["docker", "top", "eng", "-o", "pid,args"])
+        assert "sglang.launch_server" in top.stdout
+
+        stop = await node.run(["docker", "stop", "-t", "10", "eng"], timeout=60)
+        assert stop.ok and stop.stdout.strip() == "eng"
+        state = await node.run(["docker", "inspect", "--format", "{{.State.Status}} {{.State.Running}}", "eng"])
+        assert state.stdout.split() == ["exited", "false"]
+        rm = await node.run(["docker", "rm", "-f", "eng"])
+        assert rm.ok
+        left = await node.run(["docker", "ps", "-aq", "--filter", "label=sparktui.deployment=t"])
+        assert left.stdout.strip() == ""
+
+
+async def test_attached_runs_pass_the_exit_code_and_rm_cleans_up(demo):
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:
+        node = cluster["spark2"]
+        r = await node.run(sh("docker", "run", "--rm", "--name", "once", "nvcr.io/nvidia/vllm:25.11-py3",
+                              "python3", "-c", "import sys; print('hi from', __import__('socket').gethostname()); "
+                                               "sys.exit(3)"), timeout=60)
+        assert r.exit_status == 3 and r.stdout.strip() == "hi from spark2"
+        gone = await node.run(["docker", "inspect", "once"])
+        assert gone.exit_status == 1
+        missing = await node.run(["docker", "run", "--rm", "nosuch/image:1", "true"], timeout=60)
+        assert missing.exit_status == 125 and "pull access denied" in missing.stderr
+        notfound = await node.run(["docker", "run", "--rm", "nvcr.io/nvidia/vllm:25.11-py3", "no-such-cmd"])
+        assert notfound.exit_status == 127 and "executable file not found" in notfound.stderr
+
+
+async def test_a_name_is_taken_until_the_container_is_removed(demo):
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:
+        node = cluster["spark1"]
+        first = await node.run(sh("docker", "run", "-d", "--name", "dup", "lmsysorg/sglang:spark", "sleep", "60"))
+        assert first.ok, first.stderr
+        again = await node.run(sh("docker", "run", "-d", "--name", "dup", "lmsysorg/sglang:spark", "sleep", "60"))
+        assert again.exit_status == 125 and "Conflict" in again.stderr
+        busy = await node.run(["docker", "rm", "dup"])
+        assert busy.exit_status == 1 and "running" in busy.stderr
+        assert (await node.run(["docker", "rm", "-f", "dup"])).ok
+        third = await node.run(sh("docker", "run", "-d", "--rm", "--name", "dup", "lmsysorg/sglang:spark", "true"))
+        assert third.ok
+
+        async def gone() -> bool:
+            return (await node.run(["docker", "ps", "-aq", "--filter", "name=dup"])).stdout.strip() == ""
+
+        await until(gone, 30, "the --rm container to go")

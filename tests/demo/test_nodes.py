@@ -1,0 +1,119 @@
+"""The demo's nodes as sparktui sees them: `check`, model sync, node-to-node ssh, image copies.
+
+All of it runs the real CLI (`python -m sparktui --config <demo config> ...`) against a running demo.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from sparktui.core.config import load_config
+from sparktui.core.ssh import Cluster
+from sparktui.demo import checkpoint
+
+from .conftest import sparktui
+
+
+def digests(d: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+async def test_check_sees_two_gb10_nodes_joined_by_a_roce_fabric(demo, cli_env):
+    rc, out, err = await sparktui(cli_env, "--config", str(demo.config_path), "check", "--json")
+    assert rc == 0, err
+    inv = json.loads(out)
+    nodes = {n["name"]: n for n in inv["nodes"]}
+    assert sorted(nodes) == ["spark1", "spark2"]
+    for n in nodes.values():
+        assert n["reachable"] and n["gpu"]["name"] == "NVIDIA GB10" and n["gpu"]["count"] == 1
+        assert n["gpu"]["memory_total_bytes"] is None  # [N/A] on unified memory
+        assert n["memory"]["total_bytes"] > 100 << 30  # a Spark's MemTotal, not this machine's
+    # each node has its own files at the one model path: only the source holds the checkpoint
+    assert nodes["spark1"]["model"]["present"] and nodes["spark1"]["model"]["files"] >= 4
+    assert not nodes["spark2"]["model"]["present"]
+    best = inv["fabric"][0]
+    assert best["rdma"] and not best["management"]
+    assert {a["iface"] for a in best["nodes"].values()} == {"enp1s0f1np1"}
+    assert any(s["management"] for s in inv["fabric"])
+
+
+async def test_model_sync_copies_the_real_bytes_over_the_fabric(demo, cli_env):
+    src, dst = demo.node_model_dir("spark1"), demo.node_model_dir("spark2")
+    assert not dst.exists()
+    rc, out, err = await sparktui(cli_env, "--config", str(demo.config_path), "sync", "model", "--wait", "--json")
+    assert rc == 0, out + err
+    assert digests(dst) == digests(src)
+    assert sum(p.stat().st_size for p in dst.iterdir()) >= demo.options.model_bytes
+    # the transfer ran on spark1 towards spark2's fabric address
+    journal = (Path(cli_env["XDG_STATE_HOME"]) / "sparktui" / "journal.jsonl").read_text()
+    assert "rsync" in journal and demo.node("spark2").addresses["fabric"] in journal
+
+
+async def test_node_to_node_ssh_is_verified_and_stays_inside_the_demo(demo):
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:
+        fabric2 = demo.node("spark2").addresses["fabric"]
+        ok = await cluster["spark1"].run(["ssh", "-o", "BatchMode=yes", f"root@{fabric2}", "hostname"], timeout=60)
+        assert ok.ok and ok.stdout.strip() == "spark2", ok.stderr
+        # a recorded key the peer does not hold: refused the way OpenSSH refuses a changed host key
+        other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().split()[1]
+        kh = demo.node("spark1").home / ".ssh" / "known_hosts"
+        saved = kh.read_text()
+        kh.write_text("".join(f"{fabric2} ssh-ed25519 {other}\n" if ln.split()[0] == fabric2 else ln + "\n"
+                              for ln in saved.splitlines()))
+        try:
+            bad = await cluster["spark1"].run(["ssh", "-o", "BatchMode=yes", f"root@{fabric2}", "true"], timeout=60)
+        finally:
+            kh.write_text(saved)
+        assert bad.exit_status == 255 and "host key" in bad.stderr.lower()
+        # an address outside the demo is refused on the node itself: nothing is dialled
+        out = await cluster["spark1"].run(["ssh", "-o", "BatchMode=yes", "root@192.0.2.7", "true"], timeout=30)
+        assert out.exit_status == 255 and "192.0.2.7" in out.stderr
+
+
+async def test_image_copy_with_docker_save_and_load_gives_the_same_id(demo, cli_env):
+    config = load_config(demo.config_path)
+    image = config.images.vllm
+    async with Cluster(config) as cluster:
+        r = await cluster["spark2"].run(["docker", "rmi", image])
+        assert r.ok, r.stderr
+        gone = await cluster["spark2"].run(["docker", "image", "inspect", image])
+        assert gone.exit_status == 1
+    rc, out, err = await sparktui(cli_env, "--config", str(demo.config_path), "sync", "image", "vllm", "--wait",
+                                  "--json")
+    assert rc == 0, out + err
+    async with Cluster(config) as cluster:
+        ids = [(await cluster[n].run(["docker", "image", "inspect", "--format", "{{.Id}}", image])).stdout.strip()
+               for n in ("spark1", "spark2")]
+    assert ids[0].startswith("sha256:") and ids[0] == ids[1]
+
+
+def test_checkpoint_reads_as_the_model_it_stands_for(tmp_path):
+    written = checkpoint.write(tmp_path / "m", 1 << 20, shards=3)
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["num_attention_heads"] % 2 == 0  # TP 2 divides the heads
+    shards = sorted((tmp_path / "m").glob("*.safetensors"))
+    assert len(shards) == 3 and written >= 1 << 20
+    head = shards[0].read_bytes()
+    n = int.from_bytes(head[:8], "little")
+    meta = json.loads(head[8:8 + n])
+    (name, tensor), = [(k, v) for k, v in meta.items() if k != "__metadata__"]
+    assert tensor["data_offsets"][1] == len(head) - 8 - n  # the header describes the bytes that follow
+
+
+@pytest.mark.parametrize("tool", ["ip -j addr", "ibdev2netdev", "nvidia-smi -L"])
+async def test_nodes_answer_as_different_machines(demo, tool):
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:
+        a, b = [(await cluster[n].run(tool)).stdout for n in ("spark1", "spark2")]
+    assert a and b
+    if tool.startswith("ip"):
+        assert demo.node("spark1").addresses["fabric"] in a and demo.node("spark2").addresses["fabric"] not in a
+    elif tool.startswith("nvidia"):
+        assert a != b  # each GPU has its own UUID
+    else:
+        assert "enp1s0f1np1 (Up)" in a
