@@ -15,10 +15,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from ..core.config import Config
+from ..core.plan import Plan, PlanOptions
 from . import actions
 from . import messages as M
-from .controller import Controller
+from .controller import Controller, OpPreview, Prepared, starts_of
 from .forms.launch_form import LaunchForm, Result
+from .messages import Ask
 from .panes.journal import JournalPane
 from .panes.launch import LaunchPane
 from .panes.nodes import NodesPane
@@ -182,40 +184,66 @@ class SparkApp(App):
         if result is None:
             return
         plan, options = result
+        self._start_launch(plan, options, replace=False)
+
+    def _start_launch(self, plan: Plan, options: PlanOptions | None, replace: bool) -> None:
         self.has_plan = True
         self.launch_pane.reset()
         self.launch_pane.set_state("starting", f"{plan.engine} {plan.mode} TP {plan.tp} × PP {plan.pp} "
                                                f"over {plan.subnet}")
         self.show_pane("pane-launch")
-        self._run_op("launch", self.controller.launch(plan, options), group="deploy")
+        self._run_op("launch", self._launch(plan, options, replace), group="deploy")
 
-    def _confirm(self, op: str, verb: str, then) -> None:
-        preview = self.controller.preview(op)
+    async def _launch(self, plan: Plan, options: PlanOptions | None, replace: bool) -> None:
+        try:
+            await self.controller.launch(plan, options, replace=replace)
+        except Exception as e:
+            # The deployer's DeploymentExists (matched by name: the core's deploy package is optional
+            # here): another launch's containers run, so ask, naming them, before replacing anything.
+            if type(e).__name__ != "DeploymentExists":
+                raise
+            stops = [(f.node, f"{c.name} ({c.state})") for f in e.found.values() for c in f.containers]
+            preview = OpPreview(f"Replace the running {e.deployment}", stops, starts_of(plan), [str(e)])
+            self.post_message(Ask(Prepared("replace", preview, plan, options)))
+
+    def _ask(self, op: str) -> None:
+        """Plan the operation (nothing stops yet), then confirm it with what stops and starts where."""
+
+        async def prepare() -> None:
+            prepared = await self.controller.prepare(op)
+            self.post_message(Ask(prepared))
+
+        self._run_op(f"prepare_{op}", prepare())
+
+    @on(Ask)
+    def _confirm(self, msg: Ask) -> None:
+        prepared = msg.prepared
+        verbs = {"stop": "Stop", "pivot": "Pivot", "redeploy": "Redeploy", "replace": "Replace"}
 
         def decided(ok: bool | None) -> None:
-            if ok:
-                then()
+            if not ok:
+                return
+            if prepared.op == "replace":
+                assert prepared.plan is not None
+                self._start_launch(prepared.plan, prepared.options, replace=True)
+            elif prepared.op == "stop":
+                self._run_op("stop", self.controller.stop(), group="deploy")
+            else:
+                self.has_plan = True
+                self.launch_pane.reset()
+                self.show_pane("pane-launch")
+                self._run_op(prepared.op, self.controller.relaunch(prepared), group="deploy")
 
-        self.push_screen(ConfirmScreen(preview, verb), callback=decided)
+        self.push_screen(ConfirmScreen(prepared.preview, verbs.get(prepared.op, "Go")), callback=decided)
 
     def action_pivot(self) -> None:
-        def go() -> None:
-            self.launch_pane.reset()
-            self.show_pane("pane-launch")
-            self._run_op("pivot", self.controller.pivot(), group="deploy")
-
-        self._confirm("pivot", "Pivot", go)
+        self._ask("pivot")
 
     def action_redeploy(self) -> None:
-        def go() -> None:
-            self.launch_pane.reset()
-            self.show_pane("pane-launch")
-            self._run_op("redeploy", self.controller.redeploy(), group="deploy")
-
-        self._confirm("redeploy", "Redeploy", go)
+        self._ask("redeploy")
 
     def action_stop(self) -> None:
-        self._confirm("stop", "Stop", lambda: self._run_op("stop", self.controller.stop(), group="deploy"))
+        self._ask("stop")
 
     def action_sync_model(self) -> None:
         self.show_pane("pane-transfers")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from textual.message import Message
@@ -30,23 +30,40 @@ POLL_INTERVAL = 30.0  # seconds between inventory rounds; a round starts only af
 
 @dataclass
 class OpPreview:
-    """What a dangerous operation will do, for its confirmation: which containers stop and start where."""
+    """What a dangerous operation will do, for its confirmation: which containers stop and start on which node."""
 
     title: str
-    stops: list[tuple[str, str]] = field(default_factory=list)  # (node, container)
+    stops: list[tuple[str, str]] = field(default_factory=list)  # (node, container and its state)
     starts: list[tuple[str, str]] = field(default_factory=list)  # (node, what starts there)
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f"stop  {c} on {n}" for n, c in self.stops]
-        out += [f"start {w} on {n}" for n, w in self.starts]
+        """Node by node: what stops there, then what starts there."""
+        nodes = list(dict.fromkeys([n for n, _ in self.stops] + [n for n, _ in self.starts]))
+        out = []
+        for node in nodes:
+            out.append(f"{node}:")
+            out += [f"  stop  {c}" for n, c in self.stops if n == node]
+            out += [f"  start {w}" for n, w in self.starts if n == node]
         return out + self.notes
 
 
-def pivot_target(engine: str, mode: str) -> tuple[str, str]:
-    """Where a pivot goes: off SGLang to vLLM with Ray (the documented way out of SGLang's
-    cross-node hang), and from vLLM back to SGLang."""
-    return ("vllm", "ray") if engine == "sglang" else ("sglang", "native")
+@dataclass
+class Prepared:
+    """An operation checked and planned, not yet run: confirming runs exactly this plan."""
+
+    op: str  # stop | pivot | redeploy | replace
+    preview: OpPreview
+    plan: Plan | None = None
+    options: PlanOptions | None = None
+
+
+def starts_of(plan: Plan) -> list[tuple[str, str]]:
+    return [(n.name, f"{n.container} ({plan.engine} {plan.mode} {n.role}, {plan.image})") for n in plan.nodes]
+
+
+def plan_notes(plan: Plan) -> list[str]:
+    return [f"error: {e}" for e in plan.errors] + [f"warning: {w}" for w in plan.warnings[:3]]
 
 
 class Controller:
@@ -144,52 +161,47 @@ class Controller:
             self.deployer = factory(self.cluster, self.config, self.bus)
         return self.deployer
 
-    async def launch(self, plan: Plan, options: PlanOptions | None = None) -> None:
+    async def launch(self, plan: Plan, options: PlanOptions | None = None, replace: bool = False) -> None:
+        """Run the plan. Containers of another launch raise DeploymentExists unless `replace`."""
         if not plan.ok:
             raise ValueError("the plan has errors: " + "; ".join(plan.errors))
         self.plan, self.options = plan, options
-        await self._get_deployer().launch(plan)
+        await self._get_deployer().launch(plan, options, if_exists="replace" if replace else "ask")
 
-    async def stop(self) -> None:
-        await self._get_deployer().stop()
+    async def _stops(self) -> list[tuple[str, str]]:
+        found = await self._get_deployer().existing()
+        out = []
+        for f in found.values():
+            if f.error:
+                out.append((f.node, f"? (cannot ask: {f.error})"))
+            out += [(f.node, f"{c.name} ({c.state})") for c in f.containers]
+        return out
 
-    def pivot_options(self) -> PlanOptions | None:
-        """The options a pivot would launch: the current ones on the other engine."""
-        if self.plan is None:
-            return None
-        engine, mode = pivot_target(self.plan.engine, self.plan.mode)
-        base = self.options or PlanOptions(tp=self.plan.tp, pp=self.plan.pp, rendezvous=self.plan.subnet)
-        return replace(base, engine=engine, mode=mode, image=None, port=None)
-
-    async def pivot(self) -> None:
-        opts = self.pivot_options()
-        if opts is None:
-            raise RuntimeError("nothing launched in this session to pivot from")
-        plan = self.make_plan(opts)
-        if not plan.ok:
-            raise ValueError("the pivot plan has errors: " + "; ".join(plan.errors))
-        await self._get_deployer().pivot(plan)
-        self.plan, self.options = plan, opts
-
-    async def redeploy(self) -> None:
-        await self._get_deployer().redeploy()
-
-    def preview(self, op: str) -> OpPreview:
-        """What stop / pivot / redeploy would stop and start, node by node."""
-        plan = self.plan
-        stops = [(n.name, n.container) for n in plan.nodes] if plan else []
+    async def prepare(self, op: str) -> Prepared:
+        """Plan stop / pivot / redeploy without running it, so the user sees what stops and starts where."""
+        d = self._get_deployer()
+        stops = await self._stops()
         if op == "stop":
-            return OpPreview("Stop the deployment", stops)
-        if op == "redeploy":
-            starts = [(n.name, f"{n.container} ({plan.engine} {n.role})") for n in plan.nodes] if plan else []
-            return OpPreview("Redeploy the same plan", stops, starts)
-        opts = self.pivot_options()
-        if opts is None or plan is None:
-            return OpPreview("Pivot", stops, notes=["nothing launched in this session"])
-        target = self.make_plan(opts)
-        starts = [(n.name, f"{n.container} ({target.engine} {target.mode} {n.role})") for n in target.nodes]
-        notes = [f"error: {e}" for e in target.errors] + [f"warning: {w}" for w in target.warnings[:3]]
-        return OpPreview(f"Pivot {plan.engine} → {target.engine} ({target.mode})", stops, starts, notes)
+            return Prepared(op, OpPreview(f"Stop deployment {d.name}", stops))
+        if op == "pivot":
+            opts, plan = await d.plan_pivot()
+            title = f"Pivot {d.name} to {plan.engine} ({plan.mode})"
+        elif op == "redeploy":
+            opts, plan = await d.plan_redeploy()
+            title = f"Redeploy {d.name} ({plan.engine} {plan.mode})"
+        else:
+            raise ValueError(f"unknown operation {op!r}")
+        return Prepared(op, OpPreview(title, stops, starts_of(plan), plan_notes(plan)), plan, opts)
+
+    async def relaunch(self, prepared: Prepared) -> None:
+        """Stop what runs, then launch the prepared plan (refused before anything stops if it has errors)."""
+        assert prepared.plan is not None
+        await self._get_deployer().relaunch(prepared.plan, prepared.options)
+        self.plan, self.options = prepared.plan, prepared.options
+
+    async def stop(self) -> str:
+        removed = await self._get_deployer().stop()
+        return f"removed {removed} container(s)"
 
     # -- transfers --------------------------------------------------------------------------
     def _subnet(self) -> str | None:

@@ -123,3 +123,11 @@ def to_message(event: Any) -> Message | None:
         if isinstance(event, etype):
             return mtype(event)
     return None
+
+
+class Ask(Message):
+    """A prepared operation waits for the user's yes (the confirmation names what stops and starts)."""
+
+    def __init__(self, prepared: Any) -> None:
+        super().__init__()
+        self.prepared = prepared

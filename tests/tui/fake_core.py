@@ -7,6 +7,7 @@ to the event loop between batches, so the UI renders while it streams, as with a
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from sparktui.core.config import Config
@@ -17,7 +18,7 @@ from sparktui.core.facts import NodeFacts
 from sparktui.core.inventory import analyse
 from sparktui.core.journal import Journal
 from sparktui.core.plan import Plan, PlanOptions
-from sparktui.tui.controller import Controller
+from sparktui.tui.controller import Controller, OpPreview, Prepared, plan_notes, starts_of
 from sparktui.tui.messages import InventoryChanged
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
@@ -92,32 +93,42 @@ class ScriptedCore(Controller):
         problem = next((p for p in diag.problems if p.kind == "rendezvous_hang"), None)
         self._state(plan, "hung", problem.message if problem else "no progress")
 
-    async def launch(self, plan: Plan, options: PlanOptions | None = None) -> None:
+    async def launch(self, plan: Plan, options: PlanOptions | None = None, replace: bool = False) -> None:
         self.calls.append(("launch", plan))
         self.plan, self.options = plan, options
         await self._replay(plan, "sglang_hang" if plan.engine == "sglang" else "vllm_ray")
 
-    async def stop(self) -> None:
+    async def stop(self) -> str:
         self.calls.append(("stop", None))
-        if self.plan is not None:
-            self._state(self.plan, "stopping", "stopping containers")
-            for n in self.plan.nodes:
-                e = self.journal.start(n.name, f"docker rm -f {n.container}")
-                self.journal.finish(e, 0)
-            self._state(self.plan, "stopped", "containers removed")
+        if self.plan is None:
+            return "nothing to stop"
+        self._state(self.plan, "stopping", "stopping containers")
+        for n in self.plan.nodes:
+            e = self.journal.start(n.name, f"docker rm -f {n.container}")
+            self.journal.finish(e, 0)
+        self._state(self.plan, "stopped", f"removed {len(self.plan.nodes)} container(s)")
+        return f"removed {len(self.plan.nodes)} container(s)"
 
-    async def pivot(self) -> None:
-        opts = self.pivot_options()
+    async def prepare(self, op: str) -> Prepared:
+        plan = self.plan
+        stops = [(n.name, f"{n.container} (running)") for n in plan.nodes] if plan else []
+        if op == "stop":
+            return Prepared(op, OpPreview("Stop deployment sparks", stops))
+        if plan is None:
+            raise RuntimeError("no record of deployment sparks: launch it first")
+        opts = self.options or PlanOptions(tp=plan.tp, pp=plan.pp, rendezvous=plan.subnet)
+        if op == "pivot":  # the other engine, same model, TP/PP, nodes and network
+            opts = replace(opts, engine="vllm" if plan.engine == "sglang" else "sglang", mode=None, image=None,
+                           port=None)
         target = self.make_plan(opts)
-        self.calls.append(("pivot", target))
-        await self.stop()
-        self.plan, self.options = target, opts
-        await self._replay(target, "vllm_ray")
+        return Prepared(op, OpPreview(f"{op} to {target.engine}", stops, starts_of(target), plan_notes(target)),
+                        target, opts)
 
-    async def redeploy(self) -> None:
-        self.calls.append(("redeploy", self.plan))
+    async def relaunch(self, prepared: Prepared) -> None:
+        self.calls.append((prepared.op, prepared.plan))
         await self.stop()
-        await self._replay(self.plan, "sglang_hang" if self.plan.engine == "sglang" else "vllm_ray")
+        self.plan, self.options = prepared.plan, prepared.options
+        await self._replay(prepared.plan, "sglang_hang" if prepared.plan.engine == "sglang" else "vllm_ray")
 
     # -- transfers --------------------------------------------------------------------------------
     async def sync_model(self, dests=None) -> str:

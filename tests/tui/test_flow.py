@@ -1,6 +1,8 @@
 """The whole path through the app against the scripted core: form -> launch -> logs -> hang -> pivot -> ready."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from textual.widgets import Select
 
 from sparktui.tui.app import SparkApp
@@ -42,9 +44,12 @@ async def test_launch_hang_pivot_ready(config, core):
         # pivot asks first, naming what stops and starts where
         await pilot.press("p")
         confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
-        body = "\n".join(confirm.preview.lines())
-        assert "stop  sparktui-sparks-sglang-0 on spark1" in body
-        assert "on spark2" in body and "vllm ray" in body
+        lines = confirm.preview.lines()
+        spark1 = lines[lines.index("spark1:") + 1:lines.index("spark2:")]
+        assert spark1[0] == "  stop  sparktui-sparks-sglang-0 (running)"
+        assert spark1[1].startswith("  start sparktui-sparks-vllm-0 (vllm ray head")
+        assert any(ln.startswith("  start sparktui-sparks-vllm-1 (vllm ray worker") for ln in lines)
+        assert "Pivot" in str(confirm.query_one("#ok").label)
         await pilot.press("y")
         await wait_for(pilot, lambda: app.deploy_state == "ready", what="ready after pivot")
         pivot = next(plan for op, plan in core.calls if op == "pivot")
@@ -53,3 +58,126 @@ async def test_launch_hang_pivot_ready(config, core):
         assert not app.launch_pane.problems  # a new start clears the old hang
         text = screen_text(app)
         assert "READY" in text
+
+
+async def launched(pilot, app, core):
+    await wait_for(pilot, lambda: app.inventory_ready, what="first inventory")
+    await pilot.press("l")
+    await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), what="launch form")
+    await pilot.press("ctrl+s")
+    await wait_for(pilot, lambda: app.deploy_state == "hung", what="hang")
+
+
+async def test_stop_asks_and_cancel_changes_nothing(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await launched(pilot, app, core)
+        await pilot.press("s")
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
+        assert confirm.preview.lines() == ["spark1:", "  stop  sparktui-sparks-sglang-0 (running)",
+                                           "spark2:", "  stop  sparktui-sparks-sglang-1 (running)"]
+        assert app.focused.id == "cancel"  # Enter on a dangerous dialog is the safe answer
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert ("stop", None) not in core.calls and app.deploy_state == "hung"
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.deploy_state == "stopped", what="stopped")
+        assert ("stop", None) in core.calls
+        await pilot.pause()
+        assert app.check_action("stop", ()) is None  # nothing left to stop: greyed out
+
+
+async def test_redeploy_runs_the_same_engine_again(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await launched(pilot, app, core)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(op == "redeploy" for op, _ in core.calls), what="redeploy")
+        await wait_for(pilot, lambda: app.deploy_state == "hung", what="hung again (same engine)")
+        again = next(p for op, p in core.calls if op == "redeploy")
+        assert again.engine == "sglang" and again.tp == 2
+
+
+async def test_an_operation_that_fails_is_a_notification_not_a_crash(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        assert await app.run_action("pivot") is False  # greyed out: the key does nothing
+        app.action_pivot()  # called anyway, the failure is shown, not raised
+        await wait_for(pilot, lambda: any("launch it first" in n.message for n in app._notifications),
+                       what="failure notification")
+        assert not isinstance(app.screen, ConfirmScreen) and app.is_running
+
+
+async def test_running_containers_of_another_launch_are_replaced_only_after_asking(config):
+    from .fake_core import ScriptedCore
+    from .samples import spark_facts
+
+    class DeploymentExists(Exception):  # the deployer's exception, as the app recognises it
+        def __init__(self):
+            super().__init__("containers of deployment sparks already run (another plan)")
+            self.deployment = "sparks"
+            self.found = {"spark1": SimpleNamespace(node="spark1", containers=[
+                SimpleNamespace(name="sparktui-sparks-vllm-0", state="running")])}
+
+    class Busy(ScriptedCore):
+        async def launch(self, plan, options=None, replace=False):
+            if not replace:
+                self.calls.append(("refused", plan))
+                raise DeploymentExists()
+            await super().launch(plan, options, replace)
+
+    core = Busy(config, spark_facts())
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm))
+        await pilot.press("ctrl+s")
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
+        assert "  stop  sparktui-sparks-vllm-0 (running)" in confirm.preview.lines()
+        assert core.calls[0][0] == "refused"
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(op == "launch" for op, _ in core.calls), what="launch with replace")
+
+
+async def test_sync_model_fills_the_transfers_pane(config, core):
+    core.hold_sync = True
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("t")
+        pane = app.query_one("#transfers")
+        await wait_for(pilot, lambda: "model:spark2" in pane.transfers, what="first progress")
+        await wait_for(pilot, lambda: pane.transfers["model:spark2"].percent == 50, what="50 %")
+        assert app._active_pane() == "pane-transfers"
+        assert app.check_action("sync_model", ()) is None  # one sync at a time
+        assert "50.0%" in screen_text(app) and "ETA" in screen_text(app)
+        core.release.set()
+        await wait_for(pilot, lambda: pane.transfers["model:spark2"].state == "done", what="done")
+        await wait_for(pilot, lambda: app.check_action("sync_model", ()) is True)
+        assert "verified: 57 files" in screen_text(app)
+
+
+async def test_filter_and_follow_keys_on_the_launch_pane(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await launched(pilot, app, core)
+        log = app.launch_pane.log
+        await pilot.press("slash")
+        await pilot.press(*"CustomAllreduce")
+        await wait_for(pilot, lambda: len(log.shown) == 2, what="filtered view")
+        assert all("CustomAllreduce" in ln for ln in log.shown)
+        await pilot.press("enter")
+        await pilot.press("f")
+        assert not log.following
+        await pilot.press("f")
+        assert log.following
+        # a click on a node's tab shows only that node
+        await pilot.click("#log-spark2")
+        await wait_for(pilot, lambda: log.node == "spark2", what="node tab")
+        assert all(ln.startswith("spark2") for ln in log.shown)

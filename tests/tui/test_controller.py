@@ -1,0 +1,142 @@
+"""The controller: core events become messages, operations reach the deployer with what was confirmed."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from sparktui.core.diagnose import Milestone, Problem
+from sparktui.core.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
+from sparktui.core.facts import Container
+from sparktui.core.inventory import analyse
+from sparktui.core.journal import Journal
+from sparktui.core.plan import PlanOptions
+from sparktui.tui import messages as M
+from sparktui.tui.controller import Controller
+
+from .samples import spark_config, spark_facts
+
+
+class StubDeployer:
+    """Records calls; answers like the core's Deployer (same method names and shapes)."""
+
+    def __init__(self, cluster, config, bus):
+        self.name = config.cluster
+        self.calls: list[tuple] = []
+        self.target = None
+
+    async def existing(self):
+        return {"spark1": SimpleNamespace(node="spark1", error=None, containers=[
+                    Container("1", "sparktui-sparks-sglang-0", "img", "running", "Up")]),
+                "spark2": SimpleNamespace(node="spark2", error="connection lost", containers=[])}
+
+    async def plan_pivot(self, to=None):
+        self.calls.append(("plan_pivot", to))
+        return self.target
+
+    async def plan_redeploy(self):
+        self.calls.append(("plan_redeploy",))
+        return self.target
+
+    async def relaunch(self, plan, opts):
+        self.calls.append(("relaunch", plan, opts))
+
+    async def launch(self, plan, options=None, *, if_exists="ask"):
+        self.calls.append(("launch", plan, if_exists))
+
+    async def stop(self):
+        self.calls.append(("stop",))
+        return 2
+
+    async def reattach(self):
+        self.calls.append(("reattach",))
+        return True
+
+
+def make(facts=None):
+    cfg = spark_config()
+    posted = []
+    stubs = []
+
+    def factory(*a):
+        stubs.append(StubDeployer(*a))
+        return stubs[-1]
+
+    c = Controller(cfg, journal=Journal(), deployer_factory=factory, poll_interval=3600)
+    c.attach(posted.append)
+    c.inventory = analyse(cfg, facts or spark_facts())
+    return c, posted, stubs
+
+
+def test_core_events_become_messages():
+    c, posted, _ = make()
+    events = [ConnectionChanged("spark1", False, "gone"), LogLines("spark1", "x", ["a"]),
+              TransferProgress("t", "model", "spark1", "spark2", "running"),
+              Milestone("ready", 1, "spark1"), Problem("oom", 1, "m", "h", "spark1"),
+              DeploymentChanged("sparks", "sglang", "native", "ready", "serving", "http://x/v1"), object()]
+    for e in events:
+        c.bus.emit(e)
+    kinds = [type(m) for m in posted]
+    assert kinds == [M.LinkChanged, M.LogArrived, M.TransferChanged, M.MilestoneReached, M.ProblemFound,
+                     M.DeploymentStateChanged]
+    assert posted[-1].state == "ready" and posted[-1].detail == "serving"
+    entry = c.journal.start("spark1", "docker ps --filter label=API_TOKEN=abc123")
+    c.journal.finish(entry, 0)
+    assert isinstance(posted[-1], M.JournalAdded) and "abc123" not in posted[-1].entry.command
+
+
+async def test_prepare_pivot_names_stops_and_starts_and_relaunch_runs_that_plan():
+    c, _, stubs = make()
+    target = c.make_plan(PlanOptions(engine="vllm", mode="ray"))
+    c._get_deployer().target = (PlanOptions(engine="vllm"), target)
+    prepared = await c.prepare("pivot")
+    lines = prepared.preview.lines()
+    assert lines[:3] == ["spark1:", "  stop  sparktui-sparks-sglang-0 (running)",
+                         f"  start {target.nodes[0].container} (vllm ray head, {target.image})"]
+    assert "  stop  ? (cannot ask: connection lost)" in lines  # a node that could not be asked is said so
+    await c.relaunch(prepared)
+    assert stubs[0].calls[-1] == ("relaunch", target, prepared.options)
+    assert c.plan is target
+
+
+async def test_launch_stop_and_reattach_reach_the_deployer():
+    c, _, stubs = make()
+    plan = c.make_plan(PlanOptions(engine="sglang"))
+    await c.launch(plan, None, replace=True)
+    assert stubs[0].calls[-1] == ("launch", plan, "replace")
+    assert await c.stop() == "removed 2 container(s)"
+    bad = c.make_plan(PlanOptions(engine="sglang", tp=3))
+    try:
+        await c.launch(bad)
+    except ValueError as e:
+        assert "TP x PP" in str(e)
+    else:
+        raise AssertionError("a plan with errors must not launch")
+    assert ("launch", bad, "ask") not in stubs[0].calls
+
+
+async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch):
+    facts = spark_facts()
+    facts["spark1"].containers = [Container("1", "sparktui-sparks-sglang-0", "img", "running", "Up",
+                                            {"sparktui.deployment": "sparks"})]
+    c, posted, stubs = make(facts)
+
+    class Cluster:
+        nodes = {}
+
+        def __iter__(self):
+            return iter(())
+
+        async def connect_all(self):
+            return {}
+
+        async def close(self):
+            pass
+
+    async def take_inventory(cluster, config):
+        return analyse(config, facts)
+
+    monkeypatch.setattr("sparktui.core.inventory.take_inventory", take_inventory)
+    c.cluster = Cluster()
+    await c.start()
+    assert stubs and stubs[0].calls == [("reattach",)]
+    assert any(isinstance(m, M.InventoryChanged) for m in posted)
+    await c.close()
