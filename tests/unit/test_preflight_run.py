@@ -119,8 +119,7 @@ async def nodes(tmp_path: Path):
 
     yield make
     for s in servers:
-        if s._acceptor is not None:
-            s._acceptor.close()
+        await s.stop()
     for pid in leftovers(state):  # a test that failed must not leave its check processes behind
         os.killpg(pid, signal.SIGKILL)
 
