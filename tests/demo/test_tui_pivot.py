@@ -1,0 +1,99 @@
+"""`sparktui demo --scenario pivot` in a real terminal (tmux): sync, SGLang hangs at the rendezvous,
+the pivot is offered and taken with keys, vLLM comes up and answers a chat completion, and quitting
+leaves nothing behind. Everything is driven by keys and read from the screen."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .conftest import require_namespaces
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+WIDTH, HEIGHT = 200, 50
+
+
+class Tmux:
+    """One tmux server of our own (-L unique name): started here, killed here, nobody else's touched."""
+
+    def __init__(self, command: str, env: dict[str, str]):
+        self.socket = f"sparktui-demo-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.env = env
+        self._tmux("new-session", "-d", "-x", str(WIDTH), "-y", str(HEIGHT), command)
+
+    def _tmux(self, *args: str) -> str:
+        r = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, env=self.env,
+                           timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError(f"tmux {args[0]}: {r.stderr.strip()}")
+        return r.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", *keys)
+
+    def wait_for(self, predicate, timeout: float, what: str) -> str:
+        """Poll the screen until predicate(text) holds, at most `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            time.sleep(0.5)
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}; screen:\n{text}")
+
+    def wait_text(self, needle: str, timeout: float) -> str:
+        return self.wait_for(lambda s: needle in s, timeout, repr(needle))
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    e = dict(os.environ, TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), TERM="xterm-256color")
+    e.pop("TMUX", None)
+    return e
+
+
+def test_pivot_story_with_keys(tmp_path, env):
+    require_namespaces()
+    cmd = (f"{shlex.quote(sys.executable)} -m sparktui demo --scenario pivot --speed 20 --model-mb 2 "
+           f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60")
+    tui = Tmux(cmd, env)
+    try:
+        tui.wait_for(lambda s: "DEMO — simulated cluster" in s and "2/2 nodes up" in s and "model missing" in s,
+                     120, "both nodes up, the model only on spark1")
+        tui.keys("t")
+        tui.wait_text("verified:", 60)
+        tui.keys("C-r", "BTab")  # probe again, back to the nodes pane
+        tui.wait_for(lambda s: "model missing" not in s and s.count("model 2.0 MiB") == 2, 60,
+                     "the model on both nodes")
+        tui.keys("l")
+        form = tui.wait_text("Launch demo-moe-30b-a3b", 30)
+        assert "SGLang" in form and "✗" not in form
+        tui.keys("C-s")
+        hung = tui.wait_text("Press p to pivot", 120)
+        assert "hang" in hung.lower()
+        tui.keys("p")
+        tui.wait_text("to vllm (ray)?", 30)
+        tui.keys("y")
+        ready = tui.wait_for(lambda s: "deployment ready" in s and "answered in" in s, 240,
+                             "vLLM ready and a chat completion answered")
+        assert "ray up" in ready
+        tui.keys("q")
+        tui.wait_text("DEMO-EXITED rc=0", 90)
+    finally:
+        tui.kill()
+    assert not list(Path(tmp_path).glob("sparktui-demo-*"))  # the demo's directory went with it
