@@ -17,11 +17,12 @@ from rich.text import Text
 from ..core.config import Config
 from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogFollower, LogLine, find_all,
                            inventory_planner, summarize)
-from ..core.deploy.orchestrator import READY_TIMEOUT_S, read_model_config
+from ..core.deploy.options import read_model_config
+from ..core.deploy.orchestrator import READY_TIMEOUT_S
 from ..core.diagnose import Milestone, Problem, ProblemCleared
 from ..core.engines import ENGINES
 from ..core.engines.common import safe_name
-from ..core.events import DeploymentChanged, EndpointChecked, EventBus, LaunchStep, LogLines
+from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.plan import Plan, make_plan
 from ..core.ssh import Cluster
 from . import check

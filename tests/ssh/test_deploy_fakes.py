@@ -347,6 +347,9 @@ async def fake_cluster(tmp_path: Path, client_key):
         for p in procs:  # reap them while the loop still runs
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(p.wait(), 5)
+        deadline = time.monotonic() + 5
+        while s.stats.open_channels and time.monotonic() < deadline:  # every command's handler has ended
+            await asyncio.sleep(0.02)
 
 
 class Recorder:

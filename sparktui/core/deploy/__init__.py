@@ -1,6 +1,7 @@
 """Deploy: run a plan on the nodes, follow the engines, prove the endpoint, stop/pivot/redeploy/reattach.
 
 orchestrator.py  Deployer, the plain async object the CLI and the TUI drive
+options.py       what a pivot or redeploy relaunches, and the default planner
 logstream.py     docker logs -f -t per container, resumed with --since and deduplicated
 readiness.py     /health, /v1/models and one chat completion through an SSH forward
 watchdog.py      ticks the Diagnoser so silence in distributed init is flagged
@@ -11,13 +12,13 @@ from __future__ import annotations
 
 from .containers import Found, find_all, summarize
 from .logstream import LogFollower, LogLine, split_ts
-from .orchestrator import (Current, DeployError, Deployer, DeploymentExists, Planner, inventory_planner,
-                           options_of, other_engine, pivot_options)
+from .options import Planner, inventory_planner, options_of, other_engine, pivot_options, read_model_config
+from .orchestrator import Current, DeployError, Deployer, DeploymentExists
 from .readiness import Check, check_endpoint
 from .record import Record, load_record, save_record
 
 __all__ = [
     "Check", "Current", "DeployError", "Deployer", "DeploymentExists", "Found", "LogFollower", "LogLine",
     "Planner", "Record", "check_endpoint", "find_all", "inventory_planner", "load_record", "options_of",
-    "other_engine", "pivot_options", "save_record", "split_ts", "summarize",
+    "other_engine", "pivot_options", "read_model_config", "save_record", "split_ts", "summarize",
 ]

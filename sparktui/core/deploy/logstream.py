@@ -7,7 +7,6 @@ them and skips as many, so across any number of drops no line is lost or doubled
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
 from calendar import timegm
@@ -182,7 +181,3 @@ class LogFollower:
             if quiet:
                 await asyncio.sleep(RESUME_DELAYS[min(quiet - 1, len(RESUME_DELAYS) - 1)])
         return "lost"
-
-    async def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            self.flush()

@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Callable
 
 from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
@@ -22,15 +21,15 @@ from ..engines import ENGINES, default_mode
 from ..engines.common import Nested, Step, safe_name
 from ..events import DeploymentChanged, EndpointChecked, EventBus, LaunchStep, LogLines
 from ..facts import Container
-from ..plan import Plan, PlanOptions, make_plan
+from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
 from . import containers as C
 from .logstream import LogFollower, LogLine
+from .options import Planner, inventory_planner, options_of, other_engine, pivot_options
 from .readiness import Check, check_endpoint
 from .record import STATE_DIR, Record, load_record, save_record
 from .watchdog import tick_interval, watch
 
-Planner = Callable[[PlanOptions], Awaitable[Plan]]
 SETTLED = ("ready", "failed", "hung", "stopped")
 READY_TIMEOUT_S = 2400.0  # a ~120 GB checkpoint took ~15 min to load on two Sparks; leave room
 STEP_TIMEOUT_S = 300.0  # one docker run / exec (an image pull is not part of a launch)
@@ -68,66 +67,6 @@ class Current:
     options: PlanOptions | None = None
     containers: dict[str, str] = field(default_factory=dict)  # node -> container
     record: Record | None = None
-
-
-def other_engine(engine: str) -> str:
-    return "vllm" if engine == "sglang" else "sglang"
-
-
-def pivot_options(opts: PlanOptions, to: str, record: Record | None = None) -> PlanOptions:
-    """Options for the other engine: same model, TP/PP, nodes and rendezvous network.
-
-    What the first plan resolved (TP, subnet, rank order) is pinned, so a default that would now
-    resolve differently cannot change them. The image, mode and extra engine flags belong to one
-    engine and are dropped.
-    """
-    new = copy.deepcopy(opts)
-    new.model_config = None
-    if to != opts.engine:
-        new.engine = to
-        new.mode = None
-        new.image = None
-        new.extra_args = []
-    if record is not None:
-        new.tp = new.tp if new.tp is not None else (record.tp or None)
-        new.pp = new.pp if new.pp is not None else (record.pp or None)
-        new.rendezvous = new.rendezvous or record.subnet
-        new.nodes = new.nodes or (list(record.nodes) or None)
-    return new
-
-
-def options_of(plan: Plan) -> PlanOptions:
-    """Options that reproduce a plan given without its options (everything pinned)."""
-    return PlanOptions(engine=plan.engine, mode=plan.mode, image=plan.image, model_path=plan.model_path,
-                       served_model_name=plan.served_model_name, tp=plan.tp, pp=plan.pp,
-                       nodes=[n.name for n in plan.nodes], rendezvous=plan.subnet, dist_port=plan.dist_port,
-                       port=plan.port, ray_port=plan.ray_port, deployment=plan.deployment)
-
-
-async def read_model_config(cluster: Cluster, config: Config, path: str) -> dict | None:
-    """The model's config.json from the node holding it first (TP checks read its head counts)."""
-    node = cluster.nodes.get(config.model.source or config.head.name)
-    if node is None:
-        return None
-    r = await node.run(["cat", path.rstrip("/") + "/config.json"], timeout=15)
-    try:
-        data = json.loads(r.stdout) if r.ok else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def inventory_planner(cluster: Cluster, config: Config) -> Planner:
-    """Probe every node, then make_plan: what pivot and redeploy use unless given another planner."""
-    from ..inventory import take_inventory
-
-    async def plan(opts: PlanOptions) -> Plan:
-        inv = await take_inventory(cluster, config)
-        if opts.model_config is None:
-            opts.model_config = await read_model_config(cluster, config, opts.model_path or config.model.path)
-        return make_plan(config, inv.facts, inv.subnets, opts)
-
-    return plan
 
 
 def exec_signature(step: Step) -> str | None:
@@ -168,8 +107,9 @@ class Deployer:
         self.check: EndpointChecked | None = None
         self.last_check: Check | None = None
         self.warnings: list[str] = []
+        self.own_problems: list[Problem] = []  # what the orchestrator found itself (a step failed, not ready)
         self.followers: dict[tuple[str, str], LogFollower] = {}
-        self._tasks: dict[str, asyncio.Task] = {}
+        self._jobs: dict[str, asyncio.Task] = {}
         self._offsets: dict[str, float] = {}
         self._changed = asyncio.Event()
 
@@ -203,7 +143,8 @@ class Deployer:
 
     @property
     def problems(self) -> list[Problem]:
-        return list(self.diagnoser.problems) if self.diagnoser else []
+        """Active problems: the Diagnoser's (from the logs) and the orchestrator's own."""
+        return (list(self.diagnoser.problems) if self.diagnoser else []) + list(self.own_problems)
 
     @property
     def milestones(self) -> list[Milestone]:
@@ -239,25 +180,26 @@ class Deployer:
 
     def _problem(self, kind: str, node: str | None, message: str, hint: str) -> None:
         p = Problem(kind, 0, message, hint, node, time.time())
+        self.own_problems.append(p)
         self._emit(p)
 
     # ---- background work ----------------------------------------------------------------------
 
     def _spawn(self, key: str, coro) -> None:
-        old = self._tasks.get(key)
+        old = self._jobs.get(key)
         if old is not None and not old.done():
             coro.close()
             return
-        self._tasks[key] = asyncio.get_running_loop().create_task(coro, name=f"sparktui-deploy-{key}")
+        self._jobs[key] = asyncio.get_running_loop().create_task(coro, name=f"sparktui-deploy-{key}")
 
     async def close(self) -> None:
         """Stop following and probing (the containers keep running)."""
-        tasks = [t for t in self._tasks.values() if not t.done()]
-        for t in tasks:
+        pending = [t for t in self._jobs.values() if not t.done()]
+        for t in pending:
             t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        self._tasks.clear()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        self._jobs.clear()
         self.followers.clear()
 
     def _follow(self, node: str, container: str) -> None:
@@ -313,6 +255,7 @@ class Deployer:
         self.check = None
         self.last_check = None
         self.endpoint = None
+        self.own_problems = []
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
 
