@@ -14,23 +14,28 @@ import json
 import signal
 import sys
 
-from .common import CliExit, add_json_arg, console, err_console, print_json
+from .common import CliExit, console, err_console, print_json
 
 SCENARIO_HELP = ("pivot: SGLang hangs at the rendezvous and you pivot to vLLM; "
                  "happy: everything works the first time")
 
 
-def _add_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nodes", type=int, default=2, metavar="N", help="simulated nodes (default 2)")
-    p.add_argument("--scenario", choices=("pivot", "happy"), default="pivot", help=SCENARIO_HELP)
-    p.add_argument("--speed", type=float, default=10.0, metavar="X",
+def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
+    # On `demo up` the defaults are left out, so `demo --speed 20 up` keeps the 20 (argparse lets a
+    # subcommand's defaults overwrite what the parent parsed).
+    d = (lambda v: argparse.SUPPRESS) if sub else (lambda v: v)
+    p.add_argument("--nodes", type=int, default=d(2), metavar="N", help="simulated nodes (default 2)")
+    p.add_argument("--scenario", choices=("pivot", "happy"), default=d("pivot"), help=SCENARIO_HELP)
+    p.add_argument("--speed", type=float, default=d(10.0), metavar="X",
                    help="how many times faster than real engines the simulated ones run (default 10)")
-    p.add_argument("--keep", action="store_true", help="keep the demo's directory when it ends")
-    p.add_argument("--no-trust", action="store_true",
+    p.add_argument("--keep", action="store_true", default=d(False), help="keep the demo's directory when it ends")
+    p.add_argument("--no-trust", action="store_true", default=d(False),
                    help="do not set up node-to-node SSH trust (try `sparktui setup trust` yourself)")
-    p.add_argument("--model-mb", type=int, default=64, metavar="MB", help="real bytes in the demo checkpoint")
-    p.add_argument("--link-mbps", type=float, default=32.0, metavar="MB/s",
+    p.add_argument("--model-mb", type=int, default=d(64), metavar="MB",
+                   help="real bytes in the demo checkpoint (default 64)")
+    p.add_argument("--link-mbps", type=float, default=d(32.0), metavar="MB/s",
                    help="pace of copies between nodes, so progress shows (default 32 MB/s)")
+    p.add_argument("--json", action="store_true", default=d(False), help="print machine-readable JSON")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,14 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_options(p)
     p.add_argument("--headless", action="store_true", help="no TUI: same as `demo up`")
-    add_json_arg(p)
     inner = p.add_subparsers(dest="demo_command", metavar="up|down")
     up = inner.add_parser("up", help="start the simulated nodes and print the config path; Ctrl-C stops them")
-    _add_options(up)
-    add_json_arg(up)
+    _add_options(up, sub=True)
     down = inner.add_parser("down", help="stop demos started with `sparktui demo up`")
     down.add_argument("id", nargs="?", help="the demo's id (default: every demo of this user)")
-    add_json_arg(down)
+    down.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
     p.set_defaults(func=cmd_demo)
 
 

@@ -289,8 +289,13 @@ class DemoCluster:
                     await n.server.stop()
         await asyncio.gather(*(n.namespace.stop() for n in self.nodes if n.namespace is not None),
                              return_exceptions=True)
-        if self.root is not None and self.root.exists() and not self.options.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
+        if self.root is not None and not self.options.keep:
+            # the kernel may still be ending a node's last processes: a few tries, briefly
+            deadline = time.monotonic() + 5
+            while self.root.exists() and time.monotonic() < deadline:
+                shutil.rmtree(self.root, ignore_errors=True)
+                if self.root.exists():
+                    await asyncio.sleep(0.1)
 
     async def __aenter__(self) -> "DemoCluster":
         return await self.start()

@@ -29,13 +29,15 @@ class ThreadedDemo:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._starting: asyncio.Task | None = None
 
     def _main(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(self.cluster.start())
+            self._starting = loop.create_task(self.cluster.start())
+            loop.run_until_complete(self._starting)
         except BaseException as e:  # noqa: BLE001 - handed to the starting thread
             self._error = e
             self._ready.set()
@@ -62,7 +64,11 @@ class ThreadedDemo:
         if loop is None or thread is None or not thread.is_alive():
             return
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(loop.stop)
+            if not self._ready.is_set() and self._starting is not None:
+                # still starting (Ctrl-C while the nodes come up): start() cleans up what it made
+                loop.call_soon_threadsafe(self._starting.cancel)
+            else:
+                loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
 
 
