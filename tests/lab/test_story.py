@@ -194,6 +194,22 @@ def test_a_launch_killed_midway_then_run_again_starts_nothing_twice(story: Story
     assert log.count("Starting vLLM API server") == 1 and "Address already in use" not in log
 
 
+def test_replacing_a_running_deployment_asks_first_naming_what_stops_and_starts_where(story: Story):
+    lab = story.lab
+    ensure_vllm(story)
+    before = {c["ID"] for n in lab.nodes for c in containers(lab, n.name)}
+    dep = story.deployment
+    for args in (("launch", "--engine", "sglang", "--no-preflight"), ("pivot",), ("redeploy",), ("stop",)):
+        rc, out, err = cli(story, *args)  # no terminal to answer on, no --yes: nothing may change
+        assert rc == 1, (args, err[-2000:])
+        assert f"node1: sparktui-{dep}-vllm-0" in err and f"node2: sparktui-{dep}-vllm-1" in err, (args, err)
+        if args[0] in ("launch", "pivot"):
+            starts = err.split("starts:")[1]
+            assert f"node1: sparktui-{dep}-sglang-0" in starts and f"node2: sparktui-{dep}-sglang-1" in starts
+        assert "--yes" in err
+    assert {c["ID"] for n in lab.nodes for c in containers(lab, n.name)} == before
+
+
 def test_stop_removes_this_deployment_and_leaves_other_containers_running(story: Story):
     lab = story.lab
     ensure_vllm(story)
