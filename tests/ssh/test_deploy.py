@@ -308,15 +308,12 @@ class _Api:
         return self.server.sockets[0].getsockname()[1]
 
 
-async def test_ready_only_after_health_models_and_a_chat_answer_through_the_forward(fake_cluster, monkeypatch):
-    from sparktui.demo import sshserver
-
-    # The stand-in node forwards only to its own loopback, like an engine bound on the head.
-    monkeypatch.setattr(sshserver._Server, "connection_requested",
-                        lambda self, host, port, oh, op: host == "127.0.0.1", raising=False)
+async def test_ready_only_after_health_models_and_a_chat_answer_through_the_forward(fake_cluster):
     api = _Api(warmup=3, model="tiny")
     port = await api.start()
     fc = await fake_cluster(2)
+    for n in fc.nodes:  # the stand-in nodes forward to their loopback, where the engine's port is here
+        n.server.forwarding = True
     plan = plan_for(fc.config, PlanOptions(engine="sglang", port=port))
     async with Cluster(fc.config) as cluster:
         bus = EventBus()

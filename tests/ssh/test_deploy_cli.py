@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,8 +25,12 @@ def write_config(cfg, path: Path) -> Path:
 
 
 async def sparktui(*args: str) -> tuple[int, str, str]:
+    # the journal goes next to the config (the test's tmp dir), not into this machine's ~/.local/state
+    conf = Path(args[args.index("--config") + 1])
+    env = dict(os.environ, XDG_STATE_HOME=str(conf.parent / "state"))
+    env.pop("SPARKTUI_CONFIG", None)
     p = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", *args, stdin=asyncio.subprocess.DEVNULL,
-                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
     out, err = await asyncio.wait_for(p.communicate(), 90)
     return p.returncode, out.decode(), err.decode()
 
