@@ -55,6 +55,8 @@ async def test_an_engine_container_runs_serves_and_stops(demo):
         logs = await node.run("docker logs -t eng 2>&1")
         lines = logs.stdout.splitlines()
         assert lines and all(STAMP.match(x) for x in lines)
+        stamps = [x.split(" ", 1)[0] for x in lines]
+        assert stamps == sorted(set(stamps))  # one time per line, increasing: --since can resume exactly
         later = [x for x in lines if x.split(" ", 1)[0] > lines[0].split(" ", 1)[0]]
         since = await node.run(f"docker logs -t --since {later[0].split(' ', 1)[0]} eng 2>&1")
         start = lines.index(later[0])

@@ -98,6 +98,7 @@ class _LogWriter:
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.tee = tee
         self.partial = {"stdout": b"", "stderr": b""}
+        self.last_ns = 0
 
     def feed(self, stream: str, data: bytes) -> None:
         if self.tee:
@@ -109,12 +110,16 @@ class _LogWriter:
         *lines, rest = buf.split(b"\n")
         self.partial[stream] = rest
         if lines:
-            stamp = times.rfc3339(times.now_ns())
-            self._write([(stream, line + b"\n", stamp) for line in lines])
+            self._write([(stream, line + b"\n", self._stamp()) for line in lines])
+
+    def _stamp(self) -> str:
+        # one time per line, strictly increasing, as docker's per-message receive times are:
+        # a reader resuming with --since LAST can tell the lines at the boundary apart
+        self.last_ns = max(times.now_ns(), self.last_ns + 1)
+        return times.rfc3339(self.last_ns)
 
     def close(self) -> None:
-        stamp = times.rfc3339(times.now_ns())
-        self._write([(s, b, stamp) for s, b in self.partial.items() if b])
+        self._write([(s, b, self._stamp()) for s, b in self.partial.items() if b])
         os.close(self.fd)
 
     def _write(self, entries: list[tuple[str, bytes, str]]) -> None:

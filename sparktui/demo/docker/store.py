@@ -95,7 +95,7 @@ class Container:
         return self.dir / "log.json"
 
     def inspect(self) -> dict:
-        d = dict(self.config)
+        d = {k: v for k, v in self.config.items() if k != "CreatedNs"}
         d["State"] = {k: v for k, v in self.state.items() if not k.startswith("_")}
         return d
 
