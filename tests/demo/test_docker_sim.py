@@ -113,3 +113,26 @@ async def test_a_name_is_taken_until_the_container_is_removed(demo):
             return (await node.run(["docker", "ps", "-aq", "--filter", "name=dup"])).stdout.strip() == ""
 
         await until(gone, 30, "the --rm container to go")
+
+
+async def test_python_in_a_container_sees_its_node_network(demo):
+    """The preflight check and the engines read the NICs from the kernel: in a demo container that is
+    the node's view, and an address of another node cannot be bound."""
+    config = load_config(demo.config_path)
+    own, other = demo.node("spark2").addresses["fabric"], demo.node("spark1").addresses["fabric"]
+    program = (
+        "import socket, errno\n"
+        "print(','.join(n for _, n in socket.if_nameindex()))\n"
+        "for ip in (%r, %r):\n"
+        "    s = socket.socket()\n"
+        "    try:\n"
+        "        s.bind((ip, 0)); print(ip, 'ok')\n"
+        "    except OSError as e:\n"
+        "        print(ip, errno.errorcode[e.errno])\n" % (own, other))
+    async with Cluster(config) as cluster:
+        r = await cluster["spark2"].run(sh("docker", "run", "--rm", "-i", "--network", "host",
+                                           "lmsysorg/sglang:spark", "python3", "-"), input=program, timeout=60)
+    assert r.ok, r.stderr
+    names, mine, theirs = r.stdout.splitlines()
+    assert "enp1s0f1np1" in names.split(",") and "wlan0" in names.split(",")
+    assert mine == f"{own} ok" and theirs == f"{other} EADDRNOTAVAIL"

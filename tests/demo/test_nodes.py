@@ -117,3 +117,24 @@ async def test_nodes_answer_as_different_machines(demo, tool):
         assert a != b  # each GPU has its own UUID
     else:
         assert "enp1s0f1np1 (Up)" in a
+
+
+async def test_preflight_launch_and_stop_from_the_cli(demo, cli_env):
+    """The headless story: the rendezvous check passes, vLLM (Ray) comes up and answers, stop removes it."""
+    conf = ["--config", str(demo.config_path)]
+    rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
+    assert rc == 0, out + err
+    rc, out, err = await sparktui(cli_env, *conf, "preflight", "--json")
+    pre = json.loads(out)
+    assert rc == 0 and pre["ok"] and pre["rendezvous"]["subnet"] == "127.0.1.0/24", out + err
+    assert {n["iface"] for n in pre["nodes"]} == {"enp1s0f1np1"}
+    rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", "ray", "--wait", "--yes",
+                                  timeout=240)
+    assert rc == 0 and "ready" in out, out + err
+    rc, out, err = await sparktui(cli_env, *conf, "stop", "--yes")
+    assert rc == 0, out + err
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:
+        for n in ("spark1", "spark2"):
+            left = await cluster[n].run(["docker", "ps", "-aq", "--filter", "label=sparktui.deployment"])
+            assert left.stdout.strip() == ""

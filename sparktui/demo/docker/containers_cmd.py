@@ -160,7 +160,7 @@ def cmd_run(store: Store, args: list[str]) -> int:
             return 127
         sys.stdout.write(c.id + "\n")
         return 0
-    return runtime.supervise(store, c, tee=True)
+    return runtime.supervise(store, c, tee=True, stdin=flag(opts, "interactive"))
 
 
 def cmd_ps(store: Store, args: list[str]) -> int:

@@ -26,6 +26,7 @@ from . import times
 from .store import Container, DockerError, Store, proc_start_ticks
 
 UNSHARE = ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private", "--"]
+CONTAINER_SITE = Path(__file__).resolve().parents[1] / "container_site"
 START_WAIT_S = 15.0  # how long `docker run -d` waits for the container's process to be up
 
 
@@ -60,7 +61,8 @@ def process_env(c: Container, extra: list[str] | None = None) -> dict[str, str]:
     container_bin = hardware.demo_root() / "container-bin"
     env["PATH"] = os.pathsep.join([str(sim.SHIMS_DIR / "bin"), str(container_bin),
                                    env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(sim.SHIMS_DIR), str(sim.PACKAGE_ROOT),
+    # container_site: Python in the container sees the node's NICs (its sitecustomize.py says how)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CONTAINER_SITE), str(sim.SHIMS_DIR), str(sim.PACKAGE_ROOT),
                                                     env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -131,8 +133,11 @@ class _LogWriter:
             os.write(self.fd, text.encode())
 
 
-def supervise(store: Store, c: Container, tee: bool = False) -> int:
-    """Run the container's process to its end: state, log, exit status, --rm. Returns the exit code."""
+def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False) -> int:
+    """Run the container's process to its end: state, log, exit status, --rm. Returns the exit code.
+
+    tee: an attached `docker run` (output also to this process's stdout/stderr); stdin: `-i`, the
+    container reads this process's stdin."""
     argv = [c.config["Path"], *c.config["Args"]]
     env = process_env(c)
     if _which(argv[0], env) is None:
@@ -141,7 +146,8 @@ def supervise(store: Store, c: Container, tee: bool = False) -> int:
             sys.stderr.write(f"docker: Error response from daemon: {_not_found(argv[0])}.\n")
         return 127
     unshare = shutil.which("unshare") or "unshare"
-    proc = subprocess.Popen([unshare, *UNSHARE[1:], *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([unshare, *UNSHARE[1:], *argv], stdin=None if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd="/")
     pid1 = 0
     for _ in range(200):  # the container's PID 1 is unshare's child, up within milliseconds
