@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
+from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
 from textual import on
@@ -37,7 +38,7 @@ NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
 
 
 class SparkApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = str(Path(__file__).with_name("app.tcss"))  # absolute: subclasses elsewhere find it too
     TITLE = "sparktui"
     BINDINGS = actions.bindings()
     NOTIFICATION_TIMEOUT = 8
@@ -331,6 +332,12 @@ class SparkApp(App):
     @on(M.LogArrived)
     def _lines(self, msg: M.LogArrived) -> None:
         self.launch_pane.add_lines(msg.event.node, msg.event.lines)
+
+    @on(M.LogsArrived)
+    def _many_lines(self, msg: M.LogsArrived) -> None:
+        # The message carries the controller's drain: the batches are taken when handled, not when posted.
+        for batch in msg.take():
+            self.launch_pane.add_lines(batch.node, batch.lines)
 
     @on(M.MilestoneReached)
     def _milestone(self, msg: M.MilestoneReached) -> None:

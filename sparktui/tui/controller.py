@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from textual.message import Message
 
 from ..core.config import Config
-from ..core.events import ConnectionChanged, EventBus, NodeUpdated
+from ..core.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
 from ..core.facts import NodeFacts, Subnet
 from ..core.inventory import Inventory
 from ..core.journal import Entry, Journal, default_journal_path
 from ..core.plan import Plan, PlanOptions, make_plan
-from .messages import InventoryChanged, JournalAdded, to_message
+from .corethread import CoreThread
+from .messages import InventoryChanged, JournalAdded, LogsArrived, to_message
 
 Post = Callable[[Message], Any]
 POLL_INTERVAL = 30.0  # seconds between inventory rounds; a round starts only after the last one ended
@@ -71,7 +73,7 @@ class Controller:
 
     def __init__(self, config: Config, *, journal: Journal | None = None, cluster: Any = None,
                  deployer_factory: Callable[..., Any] | None = None, poll_interval: float = POLL_INTERVAL,
-                 transfer_opts: Any = None) -> None:
+                 transfer_opts: Any = None, threaded: bool = True) -> None:
         self.config = config
         self.journal = journal if journal is not None else Journal(default_journal_path())
         self.bus = EventBus()
@@ -86,6 +88,11 @@ class Controller:
         self._post: Post = lambda m: None
         self._unsubscribe: Callable[[], None] | None = None
         self._poller: asyncio.Task | None = None
+        self._logs: list[LogLines] = []
+        self._logs_posted = False
+        self._logs_lock = threading.Lock()  # the bus emits on the core thread
+        self._core = CoreThread() if threaded else None  # SSH work off the screen's loop (see corethread.py)
+        self._closed = False
 
     # -- wiring -----------------------------------------------------------------------------
     def attach(self, post: Post) -> None:
@@ -95,9 +102,28 @@ class Controller:
         self.journal.listeners.append(self._journaled)
 
     def _forward(self, event: Any) -> None:
+        if isinstance(event, LogLines):
+            self._queue_lines(event)
+            return
         msg = to_message(event)
         if msg is not None:
             self._post(msg)
+
+    def _queue_lines(self, event: LogLines) -> None:
+        # Coalesce: at most one LogsArrived waits in the app's queue; later batches join it.
+        with self._logs_lock:
+            self._logs.append(event)
+            if self._logs_posted:
+                return
+            self._logs_posted = True
+        self._post(LogsArrived(self._take_logs))
+
+    def _take_logs(self) -> list[LogLines]:
+        """Called by the app when it handles LogsArrived: everything queued so far."""
+        with self._logs_lock:
+            batches, self._logs = self._logs, []
+            self._logs_posted = False
+        return batches
 
     def _journaled(self, entry: Entry) -> None:
         self._post(JournalAdded(entry))
@@ -114,7 +140,7 @@ class Controller:
     def subnets(self) -> list[Subnet]:
         return self.inventory.subnets if self.inventory else []
 
-    async def start(self) -> None:
+    async def _start(self) -> None:
         """Connect to every node, take the first inventory, pick up a running deployment, then poll."""
         from ..core.ssh import Cluster
 
@@ -123,13 +149,13 @@ class Controller:
         await self.cluster.connect_all()
         for node in self.cluster:
             self._link(node)
-        inv = await self.refresh()
+        inv = await self._refresh()
         if any(c.labels.get("sparktui.deployment") for f in inv.facts.values() for c in f.containers):
             with contextlib.suppress(Exception):  # nothing to follow is not an error at start-up
                 await self._get_deployer().reattach()
         self._poller = asyncio.ensure_future(self._poll())
 
-    async def refresh(self) -> Inventory:
+    async def _refresh(self) -> Inventory:
         from ..core.inventory import take_inventory
 
         inv = await take_inventory(self.cluster, self.config)
@@ -144,7 +170,7 @@ class Controller:
         while True:
             await asyncio.sleep(self.poll_interval)
             with contextlib.suppress(Exception):
-                await self.refresh()
+                await self._refresh()
 
     # -- plans and deployments ----------------------------------------------------------------
     def make_plan(self, opts: PlanOptions) -> Plan:
@@ -161,7 +187,7 @@ class Controller:
             self.deployer = factory(self.cluster, self.config, self.bus)
         return self.deployer
 
-    async def launch(self, plan: Plan, options: PlanOptions | None = None, replace: bool = False) -> None:
+    async def _launch(self, plan: Plan, options: PlanOptions | None = None, replace: bool = False) -> None:
         """Run the plan. Containers of another launch raise DeploymentExists unless `replace`."""
         if not plan.ok:
             raise ValueError("the plan has errors: " + "; ".join(plan.errors))
@@ -177,7 +203,7 @@ class Controller:
             out += [(f.node, f"{c.name} ({c.state})") for c in f.containers]
         return out
 
-    async def prepare(self, op: str) -> Prepared:
+    async def _prepare(self, op: str) -> Prepared:
         """Plan stop / pivot / redeploy without running it, so the user sees what stops and starts where."""
         d = self._get_deployer()
         stops = await self._stops()
@@ -193,13 +219,13 @@ class Controller:
             raise ValueError(f"unknown operation {op!r}")
         return Prepared(op, OpPreview(title, stops, starts_of(plan), plan_notes(plan)), plan, opts)
 
-    async def relaunch(self, prepared: Prepared) -> None:
+    async def _relaunch(self, prepared: Prepared) -> None:
         """Stop what runs, then launch the prepared plan (refused before anything stops if it has errors)."""
         assert prepared.plan is not None
         await self._get_deployer().relaunch(prepared.plan, prepared.options)
         self.plan, self.options = prepared.plan, prepared.options
 
-    async def stop(self) -> str:
+    async def _stop(self) -> str:
         removed = await self._get_deployer().stop()
         return f"removed {removed} container(s)"
 
@@ -207,14 +233,14 @@ class Controller:
     def _subnet(self) -> str | None:
         return self.plan.subnet if self.plan else None
 
-    async def sync_model(self, dests: list[str] | None = None) -> str:
+    async def _sync_model(self, dests: list[str] | None = None) -> str:
         from ..core.transfers import sync_model
 
         outs = await sync_model(self.cluster, self.config, dests, emit=self.bus.emit, opts=self.transfer_opts,
                                 subnet=self._subnet())
         return "; ".join(f"{o.dest}: {o.message}" for o in outs) or "every node already has the model"
 
-    async def sync_image(self, engine: str | None = None) -> str:
+    async def _sync_image(self, engine: str | None = None) -> str:
         from ..core.transfers import sync_image
 
         which = engine or (self.plan.engine if self.plan else "sglang")
@@ -222,8 +248,52 @@ class Controller:
                                 subnet=self._subnet())
         return "; ".join(f"{o.dest}: {o.message}" for o in outs)
 
+    # -- what the app calls (each runs on the core loop) -----------------------------------------
+    async def _run(self, coro: Any) -> Any:
+        if self._core is None:
+            return await coro
+        return await self._core.call(coro)
+
+    async def start(self) -> None:
+        """Connect to every node, take the first inventory, pick up a running deployment, then poll."""
+        await self._run(self._start())
+
+    async def refresh(self) -> Inventory:
+        return await self._run(self._refresh())
+
+    async def launch(self, plan: Plan, options: PlanOptions | None = None, replace: bool = False) -> None:
+        """Run the plan. Containers of another launch raise DeploymentExists unless `replace`."""
+        await self._run(self._launch(plan, options, replace))
+
+    async def prepare(self, op: str) -> Prepared:
+        """Plan stop / pivot / redeploy without running it, so the user sees what stops and starts where."""
+        return await self._run(self._prepare(op))
+
+    async def relaunch(self, prepared: Prepared) -> None:
+        """Stop what runs, then launch the prepared plan (refused before anything stops if it has errors)."""
+        await self._run(self._relaunch(prepared))
+
+    async def stop(self) -> str:
+        return await self._run(self._stop())
+
+    async def sync_model(self, dests: list[str] | None = None) -> str:
+        return await self._run(self._sync_model(dests))
+
+    async def sync_image(self, engine: str | None = None) -> str:
+        return await self._run(self._sync_image(engine))
+
     # -- shutdown ---------------------------------------------------------------------------
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._run(self._close())
+        finally:
+            if self._core is not None:
+                self._core.stop()
+
+    async def _close(self) -> None:
         if self._poller is not None:
             self._poller.cancel()
         if self._unsubscribe is not None:

@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from textual.message import Message
 
@@ -49,6 +49,15 @@ class TransferChanged(CoreMessage):
 
 class LogArrived(CoreMessage):
     """LogLines: a batch of lines from one node."""
+
+
+class LogsArrived(Message):
+    """Every LogLines batch that came in since the last of these was handled (the controller
+    coalesces them, so a flood is one message in the queue and a key press never waits behind it)."""
+
+    def __init__(self, take: Callable[[], list]) -> None:
+        super().__init__()
+        self.take = take  # returns every batch queued so far, and lets the next message be posted
 
 
 class MilestoneReached(CoreMessage):

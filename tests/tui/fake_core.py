@@ -31,7 +31,7 @@ def recording(name: str) -> dict[str, list[str]]:
 
 class ScriptedCore(Controller):
     def __init__(self, config: Config, facts: dict[str, NodeFacts]) -> None:
-        super().__init__(config, journal=Journal())
+        super().__init__(config, journal=Journal(), threaded=False)  # replays on the app's loop
         self._facts = facts
         self.calls: list[tuple[str, object]] = []
         self.now = 1_764_000_000.0  # the Diagnoser's clock: advanced by the script, never by waiting

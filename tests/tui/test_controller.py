@@ -66,6 +66,17 @@ def make(facts=None):
     return c, posted, stubs
 
 
+def test_log_batches_are_coalesced_into_one_waiting_message():
+    c, posted, _ = make()
+    for i in range(3):
+        c.bus.emit(LogLines("spark1", "x", [f"line {i}"]))
+    assert len(posted) == 1  # one message waits, however many batches arrive
+    assert [b.lines for b in posted[0].take()] == [["line 0"], ["line 1"], ["line 2"]]
+    assert posted[0].take() == []
+    c.bus.emit(LogLines("spark2", "x", ["next"]))
+    assert len(posted) == 2 and [b.node for b in posted[1].take()] == ["spark2"]
+
+
 def test_core_events_become_messages():
     c, posted, _ = make()
     events = [ConnectionChanged("spark1", False, "gone"), LogLines("spark1", "x", ["a"]),
@@ -75,7 +86,7 @@ def test_core_events_become_messages():
     for e in events:
         c.bus.emit(e)
     kinds = [type(m) for m in posted]
-    assert kinds == [M.LinkChanged, M.LogArrived, M.TransferChanged, M.MilestoneReached, M.ProblemFound,
+    assert kinds == [M.LinkChanged, M.LogsArrived, M.TransferChanged, M.MilestoneReached, M.ProblemFound,
                      M.DeploymentStateChanged]
     assert posted[-1].state == "ready" and posted[-1].detail == "serving"
     entry = c.journal.start("spark1", "docker ps --filter label=API_TOKEN=abc123")
@@ -95,6 +106,7 @@ async def test_prepare_pivot_names_stops_and_starts_and_relaunch_runs_that_plan(
     await c.relaunch(prepared)
     assert stubs[0].calls[-1] == ("relaunch", target, prepared.options)
     assert c.plan is target
+    await c.close()
 
 
 async def test_launch_stop_and_reattach_reach_the_deployer():
@@ -111,6 +123,7 @@ async def test_launch_stop_and_reattach_reach_the_deployer():
     else:
         raise AssertionError("a plan with errors must not launch")
     assert ("launch", bad, "ask") not in stubs[0].calls
+    await c.close()
 
 
 async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch):
@@ -140,3 +153,20 @@ async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch)
     assert stubs and stubs[0].calls == [("reattach",)]
     assert any(isinstance(m, M.InventoryChanged) for m in posted)
     await c.close()
+
+
+async def test_core_work_runs_off_the_callers_loop():
+    import threading
+
+    c, _, _ = make()
+    seen = {}
+
+    async def where() -> str:
+        seen["thread"] = threading.current_thread().name
+        return "ok"
+
+    assert await c._run(where()) == "ok"
+    assert seen["thread"] == "sparktui-core" and threading.current_thread().name != "sparktui-core"
+    await c.close()
+    await c.close()  # twice is harmless (quit, then unmount)
+    assert not c._core.running

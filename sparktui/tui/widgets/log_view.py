@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import heapq
-import itertools
 import re
+import time
 from collections import deque
 from typing import Iterable
 
@@ -34,6 +34,8 @@ PROBLEM = re.compile(
     re.IGNORECASE,
 )
 SEP = " │ "
+SLICE = 0.008  # seconds of line sorting per turn of the loop before keys and frames get theirs
+CHUNK = 2000  # lines sorted in one go (a big batch is cut so the time check runs often enough)
 
 
 class NodeHighlighter(Highlighter):
@@ -94,13 +96,16 @@ class LogView(Vertical):
             self.following = following
 
     def __init__(self, max_lines: int = 10_000, flush_interval: float = 0.05, nodes: Iterable[str] = (),
-                 *, id: str | None = None, classes: str | None = None) -> None:
+                 *, backlog: int | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.max_lines = max_lines
         self.flush_interval = flush_interval
         self.highlighter = NodeHighlighter()
-        self._seq = itertools.count()
+        self.backlog = backlog if backlog is not None else 20 * max_lines
+        self._next_seq = 0
         self._history: dict[str, deque[tuple[int, str]]] = {}
+        self._inbox: deque[tuple[str, list[str]]] = deque()  # batches as they came, not yet sorted in
+        self._inbox_lines = 0
         self._pending: deque[str] = deque(maxlen=max_lines)  # lines above max_lines would be pruned anyway
         self._scheduled = False
         self._width = 4
@@ -108,6 +113,7 @@ class LogView(Vertical):
         self.node: str | None = None  # None = every node
         self.received = 0  # lines accepted in total (for benchmarks and the status line)
         self.flushes = 0
+        self.dropped = 0  # lines shed by back-pressure before they were shown
         for n in nodes:
             self._add_node(n)
 
@@ -137,53 +143,84 @@ class LogView(Vertical):
         return f"{node:<{self._width}}{SEP}{text}"
 
     def _visible(self, node: str, text: str) -> bool:
-        if self.node is not None and node != self.node:
-            return False
         return not self.filter_text or self.filter_text in text.lower()
 
     def add(self, node: str, lines: Iterable[str]) -> None:
-        """Queue lines from `node`; they appear at the next flush."""
-        self._add_node(node)
-        hist = self._history[node]
-        visible = self.node is None or node == self.node
-        for raw in lines:
-            for text in raw.split("\r"):  # Log.write would split on \r anyway; keep history and view alike
-                if not text:
-                    continue
-                hist.append((next(self._seq), text))
-                self.received += 1
-                if visible and self._visible(node, text):
-                    self._pending.append(self._format(node, text))
-        if self._pending and not self._scheduled:
+        """Queue lines from `node`: O(1) here; they are sorted in and shown at the next flush."""
+        batch = lines if isinstance(lines, list) else list(lines)
+        if not batch:
+            return
+        self._inbox.append((node, batch))
+        self._inbox_lines += len(batch)
+        if self._inbox_lines > self.backlog:
+            self._shed()
+        if not self._scheduled:
             self._scheduled = True
             self.set_timer(self.flush_interval, self._flush)
+
+    def _shed(self) -> None:
+        """Back-pressure: when arrivals outrun the screen, the oldest queued lines are dropped (and counted)."""
+        while self._inbox_lines > self.backlog and len(self._inbox) > 1:
+            _, old = self._inbox.popleft()
+            self._inbox_lines -= len(old)
+            self.dropped += len(old)
+
+    def _take(self, node: str, batch: list[str]) -> None:
+        """Sort one batch into history and the pending view, with as little per-line work as possible."""
+        self._add_node(node)
+        if any("\r" in t for t in batch):  # Log.write would split on \r anyway; keep history and view alike
+            batch = [part for t in batch for part in t.split("\r") if part]
+        first = self._next_seq
+        self._next_seq += len(batch)
+        self._history[node].extend(zip(range(first, self._next_seq), batch))
+        self.received += len(batch)
+        if self.node is not None and node != self.node:
+            return
+        shown = batch if not self.filter_text else [t for t in batch if self.filter_text in t.lower()]
+        prefix = f"{node:<{self._width}}{SEP}"
+        self._pending.extend(prefix + t for t in shown)
 
     def mark_problem(self, text: str) -> None:
         """Highlight this exact line (a diagnoser finding) even when it does not look like an error."""
         self.highlighter.extra.add(text.rstrip("\r\n"))
         self.log.refresh()
 
-    def _flush(self) -> None:
+    def _flush(self, budget: float | None = SLICE) -> None:
+        """Process the inbox for at most `budget` seconds, write to the Log, and come back for the rest:
+        a flood is handled in slices, so key presses and frames get the loop in between."""
         self._scheduled = False
-        if not self._pending:
-            return
-        batch = list(self._pending)
-        self._pending.clear()
-        self.flushes += 1
-        log = self.log
-        log.write_lines(batch, scroll_end=False)
-        if self.following:
-            log.scroll_end(animate=False, immediate=True, x_axis=False)
-        else:
-            self.new_lines += len(batch)
+        deadline = time.perf_counter() + budget if budget is not None else None
+        while self._inbox:
+            node, batch = self._inbox.popleft()
+            if len(batch) > CHUNK and deadline is not None:
+                self._inbox.appendleft((node, batch[CHUNK:]))
+                batch = batch[:CHUNK]
+            self._inbox_lines -= len(batch)
+            self._take(node, batch)
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        if self._pending:
+            batch = list(self._pending)
+            self._pending.clear()
+            self.flushes += 1
+            log = self.log
+            log.write_lines(batch, scroll_end=False)
+            if self.following:
+                log.scroll_end(animate=False, immediate=True, x_axis=False)
+            else:
+                self.new_lines += len(batch)
+        if self._inbox and not self._scheduled:
+            self._scheduled = True
+            self.call_later(self._flush)  # after whatever else waits (keys, refreshes)
 
     def flush_now(self) -> None:
-        """Write what is queued at once (tests and shutdown)."""
-        self._flush()
+        """Process and write everything queued at once (tests, a rebuild, shutdown)."""
+        self._flush(budget=None)
 
     # -- view -------------------------------------------------------------------------------
     def _rebuild(self) -> None:
         """Rewrite the view from history for the current node and filter (the last max_lines matches)."""
+        self.flush_now()  # everything queued joins history first
         self._pending.clear()
         names = [self.node] if self.node is not None else list(self._history)
         streams = [self._tagged(n) for n in names]
@@ -211,7 +248,6 @@ class LogView(Vertical):
         self.following = on
         if on:
             self.new_lines = 0
-            self.flush_now()
             self.log.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def toggle_follow(self) -> None:
@@ -230,6 +266,8 @@ class LogView(Vertical):
             return
         n = self.new_lines
         words = f"▼ {n:,} new line{'s' if n != 1 else ''}" if n else "paused"
+        if self.dropped:
+            words += f" ({self.dropped:,} dropped while the screen caught up)"
         self.query_one("#marker", Static).update(f"{words} — press f to follow")
 
     @on(_Lines.Scrolled)

@@ -1,0 +1,313 @@
+"""Log fan-in benchmark: 8 remote streams over SSH into the TUI's log view, against raw asyncssh reads.
+
+    python bench/log_fanin.py [--nodes 8] [--lines 20000] [--json]
+
+From one run it prints:
+- lines per second read with plain asyncssh (create_process, `async for line in stdout`);
+- lines per second through the app, read on the controller's core thread either with Node.stream in
+  batches or with the deployer's LogFollower (timestamps parsed, deduplicated), then EventBus -> Textual messages ->
+  LogView -> Log), and the ratio of the two;
+- key-press to repaint latency while the flood runs (`f` toggles follow; the time from the key
+  until the next frame is composed), median and p99;
+- the app process's peak memory (RSS). The SSH servers run in a child process so their memory
+  and CPU are not counted as the app's.
+
+Nodes are in-process asyncssh servers on 127.0.0.1 (sparktui.demo.sshserver) that run each command
+in a local subprocess; every stream prints a fixed number of lines, so the run ends by itself.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import select
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LINE = ("2026-01-01T00:00:00.%09dZ [2026-01-01 00:00:00 TP%d] Loading safetensors checkpoint shards: "
+        "%d%% Completed | %d/%d [00:02<00:19, 2.86s/it] avail mem=59.10 GB")
+READERS = {  # how the core reads each node, as the app would get it
+    "stream": "through the app (Node.stream)",
+    "follower": "through the app (deploy LogFollower)",
+}
+LATENCY_SAMPLES = 40  # key presses during the flood, at most
+LATENCY_GAP = 0.05  # seconds between presses
+
+
+def stream_command(lines: int, rank: int) -> str:
+    """What `docker logs -t` prints for a container that wrote `lines` lines (the shim runs this)."""
+    prog = f'BEGIN{{for(i=1;i<={lines};i++) printf "{LINE}\\n", i, {rank}, i%100, i, {lines}}}'
+    return "awk " + shlex.quote(prog)
+
+
+def docker_shim(lines: int) -> str:
+    """`docker logs -t [-f] CONTAINER` on a bench node: the flood, then the end of the container."""
+    return ("#!/bin/sh\n"
+            "case \"$1\" in\n"
+            f"  logs) exec {stream_command(lines, 0)} ;;\n"
+            "  inspect) echo exited ;;\n"
+            "  *) echo \"docker $1: not part of the bench\" >&2; exit 1 ;;\n"
+            "esac\n")
+
+
+# ---- the nodes: a child process serving SSH on 127.0.0.1 --------------------------------------
+
+async def _serve(root: Path, n: int, lines: int) -> None:
+    import asyncssh
+
+    from sparktui.demo.sshserver import LocalSshServer
+
+    client = asyncssh.generate_private_key("ssh-ed25519")
+    key = root / "id_ed25519"
+    key.write_bytes(client.export_private_key())
+    key.chmod(0o600)
+    shims = root / "bin"
+    shims.mkdir()
+    (shims / "docker").write_text(docker_shim(lines))
+    (shims / "docker").chmod(0o755)
+    env = {"PATH": f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    servers, nodes, known = [], [], []
+    for i in range(n):
+        hk = asyncssh.generate_private_key("ssh-ed25519")
+        srv = await LocalSshServer(hk, [client], host="127.0.0.1", env=env).start()
+        servers.append(srv)
+        known.append(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode().strip()}\n")
+        nodes.append({"name": f"n{i + 1}", "port": srv.port})
+    (root / "known_hosts").write_text("".join(known))
+    (root / "nodes.json").write_text(json.dumps(nodes))
+    print("READY", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
+
+
+def start_servers(root: Path, n: int, lines: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(root), "--nodes", str(n), "--lines", str(lines)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    if not ready or proc.stdout.readline().strip() != "READY":
+        proc.kill()
+        raise SystemExit("the SSH servers did not start")
+    return proc
+
+
+def make_config(root: Path):
+    from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
+
+    nodes = json.loads((root / "nodes.json").read_text())
+    return Config(
+        cluster="bench",
+        nodes=[NodeConfig(name=n["name"], host="127.0.0.1", port=n["port"], user="bench",
+                          identity_file=str(root / "id_ed25519"), role="head" if i == 0 else "worker")
+               for i, n in enumerate(nodes)],
+        model=ModelConfig(name="m", path="/nonexistent"),
+        ssh=SshConfig(known_hosts=str(root / "known_hosts"), ssh_config=[], connect_timeout=10),
+    )
+
+
+# ---- raw asyncssh ------------------------------------------------------------------------------
+
+async def raw_read(config, lines: int) -> tuple[int, float]:
+    import asyncssh
+
+    async def one(i: int, node) -> int:
+        async with asyncssh.connect(node.host, port=node.port, username=node.user, client_keys=[node.identity_file],
+                                    known_hosts=config.ssh.known_hosts, config=[]) as conn:
+            proc = await conn.create_process("docker logs -t flood", encoding="utf-8", errors="replace")
+            count = 0
+            async for line in proc.stdout:
+                if line:
+                    count += 1
+            await proc.wait_closed()
+            return count
+
+    t0 = time.perf_counter()
+    counts = await asyncio.gather(*(one(i, n) for i, n in enumerate(config.nodes)))
+    return sum(counts), time.perf_counter() - t0
+
+
+# ---- through the app ---------------------------------------------------------------------------
+
+def build_app(config, lines: int, reader: str):
+    from sparktui.core.deploy.logstream import LogFollower
+    from sparktui.core.events import ConnectionChanged, LogLines
+    from sparktui.core.journal import Journal
+    from sparktui.core.ssh import Cluster
+    from sparktui.tui.app import SparkApp
+    from sparktui.tui.controller import Controller
+
+    class FloodController(Controller):
+        """Connects for real, then reads every node's container log with the deployer's own LogFollower
+        (docker logs -t, timestamps split, deduplicated, batched), on the controller's core thread."""
+
+        def __init__(self, cfg, reader: str) -> None:
+            super().__init__(cfg, journal=Journal())
+            self.reader = reader
+            self.connected = threading.Event()
+            self.go = threading.Event()
+            self.started_at = 0.0
+            self.streamed = 0
+
+        async def _start(self) -> None:
+            self.cluster = Cluster(self.config, self.journal)
+            await self.cluster.connect_all()
+            for node in self.cluster:
+                self.bus.emit(ConnectionChanged(node.name, node.connected, node.error))
+            self.connected.set()
+            await asyncio.get_running_loop().run_in_executor(None, self.go.wait)
+            self.started_at = time.perf_counter()
+            await asyncio.gather(*(self._follow(node) for node in self.cluster))
+
+        async def _follow(self, node) -> None:
+            if self.reader == "follower":
+                def on_lines(batch) -> None:  # what Deployer._on_lines does
+                    self.bus.emit(LogLines(node.name, "flood", [ln.text for ln in batch]))
+                    self.streamed += len(batch)
+
+                await LogFollower(node, "flood", on_lines, follow=False).run()
+                return
+            buf: list[str] = []  # plain Node.stream, batched like the follower (500 lines / 50 ms)
+            last = time.perf_counter()
+            async for line in node.stream("docker logs -t flood"):
+                buf.append(line)
+                now = time.perf_counter()
+                if len(buf) >= 500 or now - last >= 0.05:
+                    self.bus.emit(LogLines(node.name, "flood", buf))
+                    self.streamed += len(buf)
+                    buf, last = [], now
+            if buf:
+                self.bus.emit(LogLines(node.name, "flood", buf))
+                self.streamed += len(buf)
+
+    class BenchApp(SparkApp):
+        def __init__(self, *a, **kw) -> None:
+            super().__init__(*a, **kw)
+            self.paint_waiter: asyncio.Future | None = None
+            self.acted = False
+
+        def action_follow(self) -> None:
+            super().action_follow()
+            self.acted = True
+
+        def _display(self, screen, renderable) -> None:
+            super()._display(screen, renderable)
+            w = self.paint_waiter
+            if self.acted and renderable is not None and w is not None and not w.done():
+                w.set_result(time.perf_counter())
+
+    controller = FloodController(config, reader)
+    return BenchApp(config, controller=controller, autostart=False), controller
+
+
+async def through_app(config, lines: int, reader: str) -> dict:
+    app, ctl = build_app(config, lines, reader)
+    total = lines * len(config.nodes)
+    latencies: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.show_pane("pane-launch")
+        app.run_worker(ctl.start(), name="flood")  # autostart is off: the bench says when
+        limit = time.monotonic() + 30
+        while not ctl.connected.is_set():
+            if time.monotonic() > limit:
+                raise SystemExit("the nodes did not connect")
+            await asyncio.sleep(0.01)
+        view = app.launch_pane.log
+        ctl.go.set()
+        deadline = time.monotonic() + 600  # a bound, not a pace: the run ends when every line is shown
+        while ctl.streamed < total and len(latencies) < LATENCY_SAMPLES and time.monotonic() < deadline:
+            await asyncio.sleep(LATENCY_GAP)
+            if not ctl.started_at or ctl.streamed >= total:
+                continue
+            loop = asyncio.get_running_loop()
+            app.acted, app.paint_waiter = False, loop.create_future()
+            pressed = time.perf_counter()
+            app.simulate_key("f")
+            try:
+                painted = await asyncio.wait_for(app.paint_waiter, 10)
+                latencies.append(painted - pressed)
+            except asyncio.TimeoutError:
+                latencies.append(float("inf"))
+        if not view.following:
+            view.follow(True)
+        while view.received < total and time.monotonic() < deadline:
+            await pilot.pause(0.01)
+        view.flush_now()
+        elapsed = time.perf_counter() - ctl.started_at
+        received = view.received
+        await ctl.close()
+    return {"lines": received, "seconds": elapsed, "latencies": latencies}
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
+
+
+async def bench(n: int, lines: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="sparktui-bench-") as tmp:
+        root = Path(tmp)
+        servers = start_servers(root, n, lines)
+        try:
+            config = make_config(root)
+            raw_lines, raw_s = await raw_read(config, lines)
+            runs = {reader: await through_app(config, lines, reader) for reader in READERS}
+        finally:
+            servers.stdin.close()
+            servers.wait(10)
+    raw_rate = raw_lines / raw_s
+    out = {"nodes": n, "lines_per_node": lines,
+           "raw": {"lines": raw_lines, "seconds": round(raw_s, 3), "lines_per_s": round(raw_rate)}}
+    for reader, app in runs.items():
+        lat = [x * 1000 for x in app["latencies"]]
+        rate = app["lines"] / app["seconds"]
+        out[reader] = {
+            "lines": app["lines"], "seconds": round(app["seconds"], 3), "lines_per_s": round(rate),
+            "ratio": round(rate / raw_rate, 3),
+            "latency_ms": {"samples": len(lat), "median": round(statistics.median(lat), 1) if lat else None,
+                           "p99": round(pct(lat, 99), 1) if lat else None},
+        }
+    out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=8)
+    p.add_argument("--lines", type=int, default=20_000, help="lines per node")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.serve:
+        asyncio.run(_serve(Path(a.serve), a.nodes, a.lines))
+        return 0
+    r = asyncio.run(bench(a.nodes, a.lines))
+    if a.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    total = a.nodes * a.lines
+    print(f"log fan-in: {a.nodes} nodes x {a.lines:,} lines of `docker logs -t` over SSH on 127.0.0.1 "
+          f"({total:,} lines)")
+    print(f"  {'raw asyncssh reads':<34}{r['raw']['lines']:>9,} lines in {r['raw']['seconds']:6.2f} s = "
+          f"{r['raw']['lines_per_s']:>8,} lines/s")
+    for reader in READERS:
+        x = r[reader]
+        lat = x["latency_ms"]
+        print(f"  {READERS[reader]:<34}{x['lines']:>9,} lines in {x['seconds']:6.2f} s = {x['lines_per_s']:>8,} "
+              f"lines/s  ratio {x['ratio']:.2f}")
+        print(f"  {'':<34}key -> repaint median {lat['median']} ms, p99 {lat['p99']} ms "
+              f"({lat['samples']} presses during the flood)")
+    print(f"  {'peak memory (RSS)':<34}{r['peak_rss_mib']} MiB (this process; the SSH servers run in a child)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
