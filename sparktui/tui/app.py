@@ -58,6 +58,7 @@ class SparkApp(App):
         self.has_plan = False
         self.links: dict[str, Link] = {}
         self.endpoint: str | None = None
+        self._hang_told = False
         self._startup_notes: list[str] = []
         self._setup_themes(theme)
         if config.keymap:
@@ -187,12 +188,17 @@ class SparkApp(App):
         plan, options = result
         self._start_launch(plan, options, replace=False)
 
-    def _start_launch(self, plan: Plan, options: PlanOptions | None, replace: bool) -> None:
+    def _new_start(self) -> None:
+        """A launch, pivot or redeploy begins: the timeline, problems and hang notice start over."""
         self.has_plan = True
+        self._hang_told = False
         self.launch_pane.reset()
+        self.show_pane("pane-launch")
+
+    def _start_launch(self, plan: Plan, options: PlanOptions | None, replace: bool) -> None:
+        self._new_start()
         self.launch_pane.set_state("starting", f"{plan.engine} {plan.mode} TP {plan.tp} × PP {plan.pp} "
                                                f"over {plan.subnet}")
-        self.show_pane("pane-launch")
         self._run_op("launch", self._launch(plan, options, replace), group="deploy")
 
     async def _launch(self, plan: Plan, options: PlanOptions | None, replace: bool) -> None:
@@ -230,11 +236,10 @@ class SparkApp(App):
             elif prepared.op == "stop":
                 self._run_op("stop", self.controller.stop(), group="deploy")
             else:
-                self.has_plan = True
-                self.launch_pane.reset()
-                self.show_pane("pane-launch")
+                self._new_start()
                 self._run_op(prepared.op, self.controller.relaunch(prepared), group="deploy")
 
+        self.clear_notifications()  # toasts sit above dialogs; the one being answered has done its job
         self.push_screen(ConfirmScreen(prepared.preview, verbs.get(prepared.op, "Go")), callback=decided)
 
     def action_pivot(self) -> None:
@@ -304,6 +309,9 @@ class SparkApp(App):
         self.inventory_ready = True
         plan = self.controller.plan
         self.nodes_pane.set_subnets(msg.inventory.subnets, plan.subnet if plan else None)
+        for screen in self.screen_stack:
+            if isinstance(screen, LaunchForm):  # an open form re-checks its plan against the new facts
+                screen.update_facts(msg.inventory.facts, msg.inventory.subnets)
         self.refresh_bindings()
 
     @on(M.FactsChanged)
@@ -352,8 +360,10 @@ class SparkApp(App):
         p = msg.event
         self.launch_pane.add_problem(p)
         if p.kind == "rendezvous_hang":
-            key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
-            self.notify(hang_notice(p, key), title="Hang", severity="error", timeout=30, markup=False)
+            if not self._hang_told:  # every rank hangs together: one notice per start, not one per node
+                self._hang_told = True
+                key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
+                self.notify(hang_notice(p, key), title="Hang", severity="error", timeout=30, markup=False)
             self.refresh_bindings()
         else:
             where = f"{p.node}: " if p.node else ""

@@ -165,6 +165,11 @@ class Controller:
         self._post(InventoryChanged(inv))
         return inv
 
+    async def _refresh_quietly(self) -> None:
+        """A fresh inventory after an operation changed the nodes; a failed probe waits for the next poll."""
+        with contextlib.suppress(Exception):
+            await self._refresh()
+
     async def _poll(self) -> None:
         # Re-armed only after a round ends, so a slow node never piles rounds up.
         while True:
@@ -193,6 +198,7 @@ class Controller:
             raise ValueError("the plan has errors: " + "; ".join(plan.errors))
         self.plan, self.options = plan, options
         await self._get_deployer().launch(plan, options, if_exists="replace" if replace else "ask")
+        await self._refresh_quietly()  # the cards show the new containers
 
     async def _stops(self) -> list[tuple[str, str]]:
         found = await self._get_deployer().existing()
@@ -224,9 +230,11 @@ class Controller:
         assert prepared.plan is not None
         await self._get_deployer().relaunch(prepared.plan, prepared.options)
         self.plan, self.options = prepared.plan, prepared.options
+        await self._refresh_quietly()
 
     async def _stop(self) -> str:
         removed = await self._get_deployer().stop()
+        await self._refresh_quietly()
         return f"removed {removed} container(s)"
 
     # -- transfers --------------------------------------------------------------------------
@@ -238,6 +246,7 @@ class Controller:
 
         outs = await sync_model(self.cluster, self.config, dests, emit=self.bus.emit, opts=self.transfer_opts,
                                 subnet=self._subnet())
+        await self._refresh_quietly()  # the copies change what the form may offer
         return "; ".join(f"{o.dest}: {o.message}" for o in outs) or "every node already has the model"
 
     async def _sync_image(self, engine: str | None = None) -> str:
@@ -246,6 +255,7 @@ class Controller:
         which = engine or (self.plan.engine if self.plan else "sglang")
         outs = await sync_image(self.cluster, self.config, which, emit=self.bus.emit, opts=self.transfer_opts,
                                 subnet=self._subnet())
+        await self._refresh_quietly()
         return "; ".join(f"{o.dest}: {o.message}" for o in outs)
 
     # -- what the app calls (each runs on the core loop) -----------------------------------------

@@ -83,3 +83,18 @@ async def test_plan_errors_block_launch(config):
 def test_fold_command_puts_each_option_on_its_line():
     lines = fold_command("docker run -d --name x -e A=1 img python3 -m m --tp 2 --port 30000")
     assert lines[0] == "docker run" and "  --tp 2" in lines and "  -e A=1 img python3" in lines
+
+
+async def test_an_open_form_rechecks_when_new_facts_arrive(config):
+    from .fake_core import ScriptedCore
+    from .samples import spark_facts
+
+    core = ScriptedCore(config, spark_facts(model_on_spark2=False))
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        assert not form.plan.ok
+        core._facts = spark_facts()  # the copy finished; the next inventory sees the model on spark2
+        await core.refresh()
+        await wait_for(pilot, lambda: form.plan.ok, what="the plan re-checked")
+        assert not form.query_one("#launch", Button).disabled

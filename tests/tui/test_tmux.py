@@ -5,9 +5,11 @@ on its own socket (-L) so nothing else on the machine is touched.
 """
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -97,3 +99,65 @@ def test_form_in_a_real_terminal(tmp_path):
             nodes.wait(10)
         except subprocess.TimeoutExpired:
             nodes.kill()
+
+
+def _start_demo(speed: int) -> tuple[subprocess.Popen, dict]:
+    proc = subprocess.Popen([sys.executable, "-m", "sparktui", "demo", "up", "--json", "--speed", str(speed)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")})
+    ready, _, _ = select.select([proc.stdout], [], [], 90)
+    line = proc.stdout.readline() if ready else ""
+    if not line.startswith("{"):
+        proc.terminate()
+        err = proc.communicate(timeout=30)[1]
+        if "namespace" in err.lower():
+            pytest.skip(f"the demo needs unprivileged user namespaces: {err.strip()[-300:]}")
+        raise AssertionError(f"sparktui demo up did not start: {line!r} {err[-2000:]}")
+    return proc, json.loads(line)
+
+
+def test_demo_story_in_a_real_terminal(tmp_path):
+    """sync the model, launch SGLang from the form, see the hang, pivot to vLLM with Ray, reach READY."""
+    demo, info = _start_demo(speed=20)
+    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "TERM": "xterm-256color"}
+    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
+               + f" {sys.executable} -m sparktui --config {info['config']}")
+    try:
+        tmux("new-session", "-d", "-s", "app", "-x", "110", "-y", "34", command)
+        tmux.wait_for("2/2 nodes up", 60)
+        tmux.wait_for("model missing", 60)  # the checkpoint is on spark1 only
+        tmux.keys("t")
+        tmux.wait_for("verified:", 120)
+        tmux.keys("l")
+        screen = tmux.wait_for("Launch ", 30)
+        tmux.wait_for("Launch (ctrl+s)", 30)
+        deadline = time.monotonic() + 60  # the inventory after the copy clears the missing-model error
+        while "model directory" in tmux.screen() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        screen = tmux.screen()
+        assert "✗" not in screen, screen
+        tmux.keys("C-s")
+        tmux.wait_for("HUNG", 120)
+        screen = tmux.wait_for("rendezvous hang", 30)
+        tmux.keys("p")
+        screen = tmux.wait_for("stop  sparktui-", 60)  # the confirmation, node by node
+        assert "start sparktui-" in screen and "Pivot (y)" in screen, screen
+        tmux.keys("y")
+        screen = tmux.wait_for("READY", 180)
+        assert "ray joined" in screen or "ray up" in screen, screen
+        tmux.keys("q")
+        deadline = time.monotonic() + 30
+        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
+            if time.monotonic() > deadline:
+                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
+            time.sleep(0.1)
+    finally:
+        tmux("kill-server", check=False)
+        demo.send_signal(signal.SIGINT)  # the demo's own Ctrl-C path stops its nodes and containers
+        try:
+            demo.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            demo.communicate(timeout=10)

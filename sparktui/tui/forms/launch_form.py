@@ -162,6 +162,12 @@ class LaunchForm(ModalScreen[Result | None]):
         self.query_one("#launch", Button).disabled = not self.can_submit
         return plan
 
+    def update_facts(self, facts: dict[str, NodeFacts], subnets: list[Subnet]) -> None:
+        """A fresh inventory (a copy finished, a node came back): the same choices, checked again."""
+        self.facts, self.subnets = facts, subnets
+        if self.is_mounted:
+            self.refresh_preview()
+
     @property
     def can_submit(self) -> bool:
         return bool(self.plan and self.plan.ok and self.parsed and not self.parsed.errors)
