@@ -21,7 +21,7 @@ class UiState(Protocol):
     deploy_state: str  # idle | starting | loading | ready | hung | failed | stopping | stopped
     inventory_ready: bool  # the first probe of every node has come back
     running: frozenset[str]  # operations in progress (launch, stop, sync_model, ...)
-    has_plan: bool  # something was launched in this session (redeploy knows what)
+    has_plan: bool  # something was launched since the app started (redeploy knows what)
     log_visible: bool  # the launch pane (with the log view) is showing
     modal: bool  # a form or dialog is on top
 

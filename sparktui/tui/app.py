@@ -138,14 +138,19 @@ class SparkApp(App):
         return self.query_one(LaunchPane)
 
     def _draw_status(self) -> None:
+        from textual.content import Content
+
+        from .present.deploy import STATE_STYLE
+
         up = sum(1 for n in self.node_names if self.links.get(n, Link()).connected)
-        words = [f"[b]{self.config.cluster}[/b]", f"{up}/{len(self.node_names)} nodes up",
-                 f"deployment {self.deploy_state}"]
+        parts: list = [(self.config.cluster, "bold"), f" · {up}/{len(self.node_names)} nodes up · deployment ",
+                       (self.deploy_state, STATE_STYLE.get(self.deploy_state, ""))]
         if self.endpoint:
-            words.append(self.endpoint)
+            parts.append(f" · {self.endpoint}")
         if self._ops:
-            words.append("running: " + ", ".join(sorted(self._ops)))
-        self.query_one("#status", Static).update(" · ".join(words))
+            parts.append(" · running: " + ", ".join(sorted(self._ops)))
+        # Content, not markup: a cluster name with [brackets] must show as written
+        self.query_one("#status", Static).update(Content.assemble(*parts))
 
     def show_pane(self, pane: str) -> None:
         self.query_one("#panes", TabbedContent).active = pane

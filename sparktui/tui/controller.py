@@ -83,7 +83,7 @@ class Controller:
         self._deployer_factory = deployer_factory
         self.deployer: Any = None
         self.inventory: Inventory | None = None
-        self.plan: Plan | None = None  # the last plan launched in this session
+        self.plan: Plan | None = None  # the last plan launched by this run of the app
         self.options: PlanOptions | None = None  # and the options it came from
         self._post: Post = lambda m: None
         self._unsubscribe: Callable[[], None] | None = None

@@ -1,4 +1,4 @@
-"""Helpers for the TUI tests: the scripted core, waiting on conditions, pane text at a fixed size."""
+"""Shared pieces of the TUI tests: the scripted core, waiting on conditions, pane text at a fixed size."""
 from __future__ import annotations
 
 import io

@@ -183,3 +183,33 @@ async def test_filter_and_follow_keys_on_the_launch_pane(config, core):
         await pilot.click("#log-spark2")
         await wait_for(pilot, lambda: log.node == "spark2", what="node tab")
         assert all(ln.startswith("spark2") for ln in log.shown)
+
+
+async def test_odd_node_and_cluster_names_render_as_written():
+    from sparktui.core.config import Config, ModelConfig, NodeConfig
+
+    from .fake_core import ScriptedCore
+    from .samples import spark_facts
+
+    facts = spark_facts()
+    facts = {"gpu.1": facts["spark1"], "gpu_1": facts["spark2"]}
+    for name, f in facts.items():
+        f.name = name
+    cfg = Config(cluster="[b]lab[/b] cluster", nodes=[NodeConfig("gpu.1", "10.0.0.1", role="head"),
+                                                       NodeConfig("gpu_1", "10.0.0.2")],
+                 model=ModelConfig("m", "/models/Qwen3.5-122B-A10B-FP8"))
+    app = SparkApp(cfg, controller=ScriptedCore(cfg, facts))
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        text = screen_text(app)
+        assert "[b]lab[/b] cluster" in text  # not taken as markup
+        assert "● gpu.1" in text and "● gpu_1" in text
+        app.show_pane("pane-launch")
+        await pilot.pause()
+        app.launch_pane.add_lines("gpu.1", ["from the dotted node"])
+        app.launch_pane.add_lines("gpu_1", ["from the other one"])
+        tab = next(t for t in app.query("Tab") if str(t.label) == "gpu.1")
+        await pilot.click(f"#{tab.id}")
+        log = app.launch_pane.log
+        await wait_for(pilot, lambda: log.node == "gpu.1", what="the dotted node's tab")
+        assert [ln.split(" │ ")[1] for ln in log.shown] == ["from the dotted node"]

@@ -56,7 +56,7 @@ def _start_nodes(root: Path) -> tuple[subprocess.Popen, Path]:
     line = proc.stdout.readline() if ready else ""
     if not line.startswith("READY "):
         proc.kill()
-        raise AssertionError(f"node helper did not start: {line!r}")
+        raise AssertionError(f"the node servers did not start: {line!r}")
     return proc, Path(line.split(" ", 1)[1].strip())
 
 

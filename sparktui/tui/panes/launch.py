@@ -8,6 +8,7 @@ from textual.widgets import Input, Static, Tab, Tabs
 
 from ...core.diagnose import Milestone, Problem
 from ..present.deploy import problem_key, problem_lines, state_badge, timeline
+from ..ids import widget_id
 from ..widgets.log_view import LogView
 
 ALL = "log-all"
@@ -37,7 +38,7 @@ class LaunchPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(state_badge(self.state, self.detail), id="deploy-state")
         yield Static(timeline([], self.nodes), id="timeline")
-        yield Tabs(Tab("all", id=ALL), *[Tab(n, id=f"log-{n}") for n in self.nodes], id="log-tabs")
+        yield Tabs(Tab("all", id=ALL), *[Tab(n, id=widget_id("log", n)) for n in self.nodes], id="log-tabs")
         yield Input(placeholder="filter lines (Enter keeps it, Esc clears)", id="log-filter", compact=True)
         yield LogView(max_lines=self.max_lines, nodes=self.nodes, id="log")
         with VerticalScroll(id="problems-box"):
@@ -88,7 +89,8 @@ class LaunchPane(Vertical):
     def _tab(self, event: Tabs.TabActivated) -> None:
         event.stop()
         tid = event.tab.id or ALL
-        self.log.show_node(None if tid == ALL else tid.removeprefix("log-"))
+        by_id = {widget_id("log", n): n for n in self.nodes}
+        self.log.show_node(by_id.get(tid))  # "all" (or anything unknown) shows every node
 
     def open_filter(self) -> None:
         self.add_class("-filtering")

@@ -7,6 +7,7 @@ from textual.containers import VerticalScroll
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
 from ..present.nodes import Link, fabric_subnet
+from ..ids import widget_id
 from ..widgets.node_card import NodeCard
 
 
@@ -17,10 +18,10 @@ class NodesPane(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         for n in self.config.nodes:
-            yield NodeCard(n.name, n.host, n.role, id=f"node-{n.name}")
+            yield NodeCard(n.name, n.host, n.role, id=widget_id("node", n.name))
 
     def card(self, name: str) -> NodeCard:
-        return self.query_one(f"#node-{name}", NodeCard)
+        return self.query_one(f"#{widget_id('node', name)}", NodeCard)
 
     def set_facts(self, facts: NodeFacts) -> None:
         if any(n.name == facts.name for n in self.config.nodes):

@@ -6,6 +6,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from ...core.events import TransferProgress
+from ..ids import widget_id
 from ..present.transfers import key, summary, transfer_lines
 
 HINT = "t sync the model to every node · i sync the engine image"
@@ -37,7 +38,7 @@ class TransfersPane(Vertical):
         self.transfers[k] = t
         width = max(40, self.size.width - 2) if self.size.width else 78
         rows = self.query_one("#transfer-rows", VerticalScroll)
-        wid = "tr-" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in k)
+        wid = widget_id("tr", k)
         found = rows.query(f"#{wid}")
         if found:
             found.first(TransferRow).update(transfer_lines(t, width))
