@@ -62,6 +62,10 @@ class SparkApp(App):
         self._startup_notes: list[str] = []
         self._setup_themes(theme)
         if config.keymap:
+            unknown = sorted(set(config.keymap) - set(actions.BY_ID))
+            if unknown:  # Textual would ignore them silently; a typo deserves a word
+                self._startup_notes.append(f"keymap: unknown binding id {', '.join(unknown)} "
+                                           f"(known: {', '.join(actions.BY_ID)})")
             self.set_keymap(config.keymap)
 
     # -- themes -----------------------------------------------------------------------------

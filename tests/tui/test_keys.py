@@ -114,3 +114,11 @@ async def test_tab_cycles_panes_and_stays_in_forms(config, core):
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, LaunchForm))
         assert form.plan is not None
+
+
+async def test_an_unknown_keymap_id_is_reported():
+    cfg = spark_config(keymap={"lanuch": "f5"})
+    app = SparkApp(cfg, controller=ScriptedCore(cfg, spark_facts()))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert any("unknown binding id lanuch" in n.message for n in app._notifications)

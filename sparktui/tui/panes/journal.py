@@ -19,7 +19,8 @@ class JournalPane(DataTable):
 
     def add_entry(self, e: Entry) -> None:
         at_end = self.cursor_row >= self.row_count - 1
-        self._keys.append(self.add_row(*entry_cells(e)))
+        width = max(40, self.size.width - 40) if self.size.width else 60  # the other columns take ~40
+        self._keys.append(self.add_row(*entry_cells(e, width)))
         if len(self._keys) > KEEP:
             self.remove_row(self._keys.pop(0))
         if at_end:
