@@ -296,16 +296,16 @@ def main() -> int:
     total = a.nodes * a.lines
     print(f"log fan-in: {a.nodes} nodes x {a.lines:,} lines of `docker logs -t` over SSH on 127.0.0.1 "
           f"({total:,} lines)")
-    print(f"  {'raw asyncssh reads':<34}{r['raw']['lines']:>9,} lines in {r['raw']['seconds']:6.2f} s = "
+    print(f"  {'raw asyncssh reads':<38}{r['raw']['lines']:>9,} lines in {r['raw']['seconds']:6.2f} s = "
           f"{r['raw']['lines_per_s']:>8,} lines/s")
     for reader in READERS:
         x = r[reader]
         lat = x["latency_ms"]
-        print(f"  {READERS[reader]:<34}{x['lines']:>9,} lines in {x['seconds']:6.2f} s = {x['lines_per_s']:>8,} "
+        print(f"  {READERS[reader]:<38}{x['lines']:>9,} lines in {x['seconds']:6.2f} s = {x['lines_per_s']:>8,} "
               f"lines/s  ratio {x['ratio']:.2f}")
-        print(f"  {'':<34}key -> repaint median {lat['median']} ms, p99 {lat['p99']} ms "
+        print(f"  {'':<38}key -> repaint median {lat['median']} ms, p99 {lat['p99']} ms "
               f"({lat['samples']} presses during the flood)")
-    print(f"  {'peak memory (RSS)':<34}{r['peak_rss_mib']} MiB (this process; the SSH servers run in a child)")
+    print(f"  {'peak memory (RSS)':<38}{r['peak_rss_mib']} MiB (this process; the SSH servers run in a child)")
     return 0
 
 
