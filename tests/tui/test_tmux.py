@@ -48,6 +48,12 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self("send-keys", "-t", "app", *keys)
 
+    def close(self) -> None:
+        """Stop this server and remove its socket file (tmux leaves it behind)."""
+        self("kill-server", check=False)
+        base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+        (base / self.socket).unlink(missing_ok=True)
+
 
 def _start_nodes(root: Path) -> tuple[subprocess.Popen, Path]:
     proc = subprocess.Popen([sys.executable, "-m", "tests.tui.sshnodes", str(root), "2"], cwd=REPO,
@@ -93,7 +99,7 @@ def test_form_in_a_real_terminal(tmp_path):
                 raise AssertionError("the app did not quit on q:\n" + tmux.screen())
             time.sleep(0.1)
     finally:
-        tmux("kill-server", check=False)
+        tmux.close()
         nodes.stdin.close()
         try:
             nodes.wait(10)
@@ -154,7 +160,7 @@ def test_demo_story_in_a_real_terminal(tmp_path):
                 raise AssertionError("the app did not quit on q:\n" + tmux.screen())
             time.sleep(0.1)
     finally:
-        tmux("kill-server", check=False)
+        tmux.close()
         demo.send_signal(signal.SIGINT)  # the demo's own Ctrl-C path stops its nodes and containers
         try:
             demo.communicate(timeout=60)
