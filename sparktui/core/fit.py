@@ -19,7 +19,12 @@ LOW_HEADROOM = 0.10  # of usable memory per GPU
 
 
 def gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / GIB:.1f} GiB"
+    """GiB with one decimal; below 0.1 GiB in MiB, so a small model never reads as 0.0 GiB."""
+    if n is None:
+        return "?"
+    if 0 < n < GIB / 10:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n / GIB:.1f} GiB"
 
 
 @dataclass

@@ -68,3 +68,11 @@ def test_json_shape():
               "headroom_ratio", "known", "ok", "warnings", "errors", "tp", "pp", "mem_fraction"):
         assert k in j
     assert j["known"] and j["ok"]
+
+
+def test_small_sizes_read_in_mib_not_as_zero_gib():
+    from sparktui.core.fit import GIB, gib
+
+    assert gib(5 << 20) == "5.0 MiB"
+    assert gib(GIB // 2) == "0.5 GiB"
+    assert gib(None) == "?"
