@@ -14,10 +14,10 @@ Two judgements matter most:
 from __future__ import annotations
 
 import time
-from calendar import timegm
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Union
 
+from . import dockerts
 from .engines import logsigns as S
 
 STATES = ("starting", "loading", "ready", "failed", "hung")
@@ -67,16 +67,8 @@ Event = Union[Milestone, Problem, ProblemCleared]
 
 def parse_docker_ts(line: str) -> tuple[float | None, str]:
     """(unix time, rest) for a line with docker's RFC3339Nano prefix; (None, line) otherwise."""
-    m = S.DOCKER_TS.match(line)
-    if not m:
-        return None, line
-    base, frac, zone = m.group(1), m.group(2) or "", m.group(3)
-    t = timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
-    if zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        digits = zone[1:].replace(":", "")
-        t -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-    return t, line[m.end():]
+    _, key, rest = dockerts.split(line)
+    return (key[0] + key[1] / 1e9, rest) if key else (None, line)
 
 
 def strip_prefixes(text: str) -> str:

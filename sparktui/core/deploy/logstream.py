@@ -7,17 +7,14 @@ them and skips as many, so across any number of drops no line is lost or doubled
 from __future__ import annotations
 
 import asyncio
-import re
-import time
-from calendar import timegm
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import dockerts
 from ..ssh import Node
 
 # docker logs -t: RFC3339Nano in UTC ("2026-01-02T03:04:05.123456789Z"); older clients trim zeros.
-DOCKER_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d) ?")
 
 RESUME_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)  # between resumes that brought nothing new; the last repeats
 MAX_RESUMES = 2000  # a follower that keeps failing stops (with reason "lost") instead of spinning
@@ -36,16 +33,7 @@ class LogLine:
 
 def split_ts(raw: str) -> LogLine:
     """A `docker logs -t` line as (timestamp, exact key, text)."""
-    m = DOCKER_TS.match(raw)
-    if not m:
-        return LogLine(None, None, raw)
-    base, frac, zone = m.group(1), m.group(2) or "", m.group(3)
-    secs = timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S"))
-    if zone != "Z":
-        digits = zone[1:].replace(":", "")
-        secs -= (1 if zone[0] == "+" else -1) * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-    ts = raw[: m.end()].rstrip(" ")
-    return LogLine(ts, (secs, int(frac.ljust(9, "0")) if frac else 0), raw[m.end():])
+    return LogLine(*dockerts.split(raw))
 
 
 class Deduper:
@@ -148,6 +136,8 @@ class LogFollower:
         try:
             async for raw in self.node.stream(self._argv()):
                 got += self._take(raw)
+                if got % 256 == 0:
+                    await asyncio.sleep(0)  # a buffered flood never yields by itself: let keys through
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a dropped link surfaces as many exception types

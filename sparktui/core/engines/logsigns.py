@@ -184,4 +184,3 @@ PREFIXES = [
     _re(r"^\[rank\d+\]: ?"),  # torch elastic
     _re(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+[A-Z]+ \S+ -- "),  # Ray's logging
 ]
-DOCKER_TS = _re(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d) ")
