@@ -129,3 +129,15 @@ async def test_node_colours_and_problem_highlight():
         view.mark_problem("odd but fatal line")
         hl.highlight(quiet)
         assert any(s.style == hl.problem for s in quiet.spans)
+
+
+async def test_start_up_arguments_naming_watchdogs_and_errors_are_not_problems():
+    app = Host(nodes=["a"])
+    async with app.run_test(size=(80, 12)):
+        hl = app.query_one(LogView).highlighter
+        args = Text(f"a   {SEP}server_args=ServerArgs(watchdog_timeout=300, log_level='error', dist_timeout=None)")
+        hl.highlight(args)
+        assert not any(s.style == hl.problem for s in args.spans)
+        dead = Text(f"a   {SEP}[2026-11-29 19:05:44 TP1] Scheduler watchdog timeout (self.watchdog_timeout=300)")
+        hl.highlight(dead)
+        assert any(s.style == hl.problem for s in dead.spans)

@@ -28,10 +28,11 @@ from textual.widgets import Log, Static
 
 NODE_COLOURS = ("#5fafff", "#d787ff", "#5fd7af", "#ffaf5f", "#ff87af", "#87d75f", "#d7d75f", "#87afd7")
 # What a problem line looks like in engine logs (the diagnoser decides; this only draws the eye).
+# Case matters: engines print server_args such as watchdog_timeout=300 or log_level='error' at start-up,
+# and those must not light up as failures.
 PROBLEM = re.compile(
-    r"Traceback \(most recent call last\)|\b(?:ERROR|CRITICAL|FATAL)\b|Error:|NCCL WARN|"
-    r"out of memory|scheduler died|Timed out after|timed out|watchdog",
-    re.IGNORECASE,
+    r"Traceback \(most recent call last\)|\b(?:ERROR|CRITICAL|FATAL)\b|\w+Error:|NCCL WARN|"
+    r"[Oo]ut of memory|OutOfMemory|scheduler (?:died|is dead)|[Tt]imed out after|[Ww]atchdog (?:caught|timeout)"
 )
 SEP = " │ "
 SLICE = 0.008  # seconds of line sorting per turn of the loop before keys and frames get theirs
