@@ -54,6 +54,9 @@ def _add_trust_parser(subparsers) -> None:
 
 
 def register(subparsers) -> None:
+    from . import check
+
+    check.STATUS_SECTIONS["transfers"] = transfer_status  # `sparktui status` lists them too
     sync = subparsers.add_parser("sync", help="copy the model or a container image to the nodes")
     sub = sync.add_subparsers(dest="sync_command", metavar="WHAT", required=True)
 

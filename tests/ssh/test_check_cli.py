@@ -52,6 +52,18 @@ async def test_check_reports_every_node_and_exit_1_for_the_unreachable(ssh_env, 
     assert "refused" in doc["nodes"][1]["error"]
 
 
+async def test_status_adds_transfers_and_deployments(ssh_env, tmp_path):
+    cfg, _ = await ssh_env(1)
+    conf = write_config(cfg, tmp_path / "c.yaml")
+    rc, out, err = await sparktui("status", "--config", str(conf), "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["transfers"] == []
+    # this machine runs no docker daemon: the deployments section says so per node instead of failing
+    assert [d["node"] for d in doc["deployments"]] == ["n1"] and "docker" in doc["deployments"][0]["error"].lower()
+    assert doc["nodes"][0]["reachable"]
+
+
 async def test_config_error_exits_2_with_position(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("cluster: x\nnodes:\n  - name: a\n    host: h\n    prot: 22\nmodel: {name: m, path: /m}\n")
