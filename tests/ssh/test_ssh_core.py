@@ -155,3 +155,25 @@ async def test_connect_timeout_is_honoured():
         await node.connect()
     assert loop.time() - t0 < 4
     server.close()
+
+
+async def test_ssh_config_alias_and_proxyjump_are_honoured(ssh_env, tmp_path):
+    cfg, servers = await ssh_env(2)
+    servers[0].forwarding = True  # the jump host lets us through to the second server
+    key = cfg.nodes[0].identity_file
+    conf = tmp_path / "ssh_config"
+    conf.write_text(
+        # the jump connection is asyncssh's own: it reads known hosts from the ssh config, as OpenSSH does
+        f"Host jumpbox\n  HostName 127.0.0.1\n  Port {servers[0].port}\n  User root\n  IdentityFile {key}\n"
+        f"  UserKnownHostsFile {cfg.ssh.known_hosts}\n"
+        f"Host behind\n  HostName 127.0.0.1\n  Port {servers[1].port}\n  User root\n  IdentityFile {key}\n"
+        f"  ProxyJump jumpbox\n"
+    )
+    from sparktui.core.config import NodeConfig, SshConfig
+
+    ssh = SshConfig(known_hosts=cfg.ssh.known_hosts, connect_timeout=3, ssh_config=[str(conf)])
+    node = Node(NodeConfig(name="behind", host="behind"), ssh)
+    r = await node.run("echo through")
+    await node.close()
+    assert r.stdout == "through\n", r.stderr
+    assert len(servers[0].stats.commands) == 0 and servers[1].stats.commands == ["echo through"]
