@@ -104,7 +104,7 @@ def test_sglang_cross_node_hang_when_the_file_ends():
     (p,) = d.problems
     assert p.kind == "rendezvous_hang"
     assert "Custom allreduce is disabled" in p.message
-    assert "SGLANG_HOST_IP" in p.hint and "--engine vllm --mode ray" in p.hint
+    assert "SGLANG_HOST_IP" in p.hint and "sparktui pivot --to vllm" in p.hint
 
 
 def test_sglang_hang_seen_in_docker_timestamps_then_watchdog():
