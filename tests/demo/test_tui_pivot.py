@@ -67,6 +67,10 @@ def env(tmp_path) -> dict[str, str]:
     return e
 
 
+def toasts(screen: str) -> str:
+    return " ".join(line.split("▌", 1)[1].strip() for line in screen.splitlines() if "▌" in line)
+
+
 def test_pivot_story_with_keys(tmp_path, env):
     require_namespaces()
     cmd = (f"{shlex.quote(sys.executable)} -m sparktui demo --scenario pivot --speed 20 --model-mb 2 "
@@ -84,8 +88,9 @@ def test_pivot_story_with_keys(tmp_path, env):
         form = tui.wait_text("Launch demo-moe-30b-a3b", 30)
         assert "SGLang" in form and "✗" not in form
         tui.keys("C-s")
-        hung = tui.wait_text("Press p to pivot", 120)
-        assert "hang" in hung.lower()
+        # notifications are drawn right of a "▌" edge and wrap: read their text as one string
+        hung = tui.wait_for(lambda s: "Press p to pivot" in toasts(s), 120, "the hang notification offering p")
+        assert "hang" in toasts(hung).lower()
         tui.keys("p")
         tui.wait_text("to vllm (ray)?", 30)
         tui.keys("y")

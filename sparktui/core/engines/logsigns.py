@@ -164,7 +164,7 @@ HANG_HINT = {
     "sglang": ("SGLang's cross-node message queue picked an address of its own: SGLANG_HOST_IP must be this node's "
                "IP on the rendezvous subnet and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME its interface there "
                "(sparktui plans set both), and --dist-init-addr the head's fabric IP; `sparktui preflight` checks the "
-               "subnet. If it still hangs, pivot to vLLM with Ray: `sparktui pivot --to vllm` (key p)"),
+               "subnet. If it still hangs, pivot to vLLM with Ray (`sparktui pivot --to vllm`)"),
     "vllm": ("a rank cannot reach the rendezvous: VLLM_HOST_IP must be each node's fabric IP, --master-addr the "
              "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
              "reachable from every worker; `sparktui preflight` checks them"),
