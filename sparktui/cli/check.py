@@ -73,6 +73,17 @@ def print_inventory(config: Config, inv: Inventory) -> None:
         console.print(f"[yellow]warning:[/] {w}")
 
 
+def _row_text(r: dict) -> str:
+    """One line per status row: its own summary, or a transfer's route, state and outcome."""
+    if "summary" in r:
+        return str(r["summary"])
+    if "kind" in r and "dest" in r:
+        pct = f" {r['percent']:.0f}%" if r.get("percent") is not None else ""
+        msg = f" — {r['message']}" if r.get("message") else ""
+        return f"{r['id']}: {r['kind']} {r.get('source')} → {r['dest']} {r.get('state')}{pct}{msg}"
+    return ", ".join(f"{k}={v}" for k, v in r.items())
+
+
 async def gather(config: Config) -> tuple[Inventory, dict[str, list[dict]]]:
     async with Cluster(config, journal=journal()) as cluster:
         inv = await take_inventory(cluster, config)
@@ -101,5 +112,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     else:
         print_inventory(config, inv)
         for name, rows in extra.items():
-            console.print(f"[bold]{name}[/]: " + (", ".join(str(r.get("summary", r)) for r in rows) or "none"))
+            console.print(f"[bold]{name}[/]: " + ("" if rows else "none"))
+            for r in rows:
+                console.print("  " + _row_text(r), markup=False)
     return 0 if inv.all_reachable else 1
