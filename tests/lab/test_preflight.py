@@ -111,3 +111,25 @@ def test_the_command_line_prints_the_verdict_as_json(sim, capsys, monkeypatch, t
     assert out["ok"] and out["rendezvous"]["addr"] == sim.head.fabric_ip
     assert [n["node"] for n in out["nodes"]] == [n.name for n in sim.nodes]
     assert leftover_containers(sim) == {}
+
+
+def test_launch_refuses_a_failed_preflight_and_starts_nothing(sim, capsys, monkeypatch, tmp_path):
+    from sparktui.sim.testing import make_model
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    for n in sim.nodes:  # a valid plan otherwise: the model is on every node
+        if not (n.path / "models" / sim.model / "config.json").exists():
+            make_model(n.path / "models" / sim.model, shards=2, total_bytes=1 << 30)
+
+    def deployment_containers() -> dict[str, str]:
+        out = sim.on_each(["docker", "ps", "-a", "--filter", "label=sparktui.deployment", "--format", "{{.Names}}"])
+        return {name: r.stdout.strip() for name, r in out.items()}
+
+    before = deployment_containers()
+    rc = main(["launch", "--config", str(sim.config_path), "--engine", "sglang", "--yes",
+               "--env", "NCCL_SOCKET_IFNAME=enp9s9"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "NCCL_SOCKET_IFNAME=enp9s9" in err and "--force" in err
+    assert deployment_containers() == before  # no engine container was started
+    assert leftover_containers(sim) == {}
