@@ -7,34 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-# An env assignment or flag whose name looks secret: NAME=value, --name value, --name=value.
-_SECRET_NAME = r"[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)[A-Za-z0-9_]*"
-_ASSIGN = re.compile(rf"(?i)(\b{_SECRET_NAME}=)('[^']*'|\"[^\"]*\"|\S+)")
-_FLAG = re.compile(
-    r"(?i)(--[a-z0-9-]*(?:token|secret|password|passwd|api-key|access-key|private-key|credential)[a-z0-9-]*[ =])"
-    r"('[^']*'|\"[^\"]*\"|\S+)"
-)
-MASK = "****"
+from .secrets import MASK, is_secret_name, mask  # noqa: F401  (MASK, is_secret_name: re-exported)
 
 
-def mask_secrets(text: str, extra: tuple[str, ...] = ()) -> str:
-    """Replace the values of secret-looking variables and flags, and any literal extra secrets."""
-    text = _ASSIGN.sub(lambda m: m.group(1) + MASK, text)
-    text = _FLAG.sub(lambda m: m.group(1) + MASK, text)
-    for s in extra:
-        if s and len(s) >= 4:
-            text = text.replace(s, MASK)
-    return text
-
-
-def is_secret_name(name: str) -> bool:
-    return re.fullmatch(rf"(?i){_SECRET_NAME}", name) is not None
+def mask_secrets(text: str) -> str:
+    """The command as journalled: secrets.mask, the one masking function."""
+    return mask(text)
 
 
 def default_journal_path() -> Path:

@@ -17,7 +17,7 @@ from .engines import ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from .fit import Fit, fit_from_facts
-from .journal import MASK
+from .secrets import MASK, mask
 from .network import TCP_VS_ROCE, describe, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -171,10 +171,12 @@ class _Checks:
         self.warnings: list[str] = []
 
     def error(self, msg: str) -> None:
+        msg = mask(msg)  # messages quote user values; a secret among them is hidden here once
         if msg not in self.errors:
             self.errors.append(msg)
 
     def warn(self, msg: str) -> None:
+        msg = mask(msg)
         if msg not in self.warnings:
             self.warnings.append(msg)
 
@@ -408,7 +410,9 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
                           iface=addr.iface if addr else None, ip=addr.ip if addr else None,
                           rdma=addr.rdma if addr else None, infiniband=ib))
-    extra = protect_args(list(opts.extra_args))
+    # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
+    taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
+    extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})
     ctx = Context(engine=engine, mode=mode, image=image, model_path=model_path, served_name=served, tp=tp, pp=pp,
                   head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
                   mem_fraction=mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),

@@ -307,10 +307,13 @@ class Node:
     def _line(cmd: str | Sequence[str]) -> str:
         return cmd if isinstance(cmd, str) else sh(*cmd)
 
-    async def run(self, cmd: str | Sequence[str], timeout: float | None = None, input: str | None = None) -> Result:
-        """Run a command; exit 124 on timeout, 255 when the node cannot be reached (like ssh)."""
+    async def run(self, cmd: str | Sequence[str], timeout: float | None = None, input: str | None = None,
+                  shown: str | None = None) -> Result:
+        """Run a command; exit 124 on timeout, 255 when the node cannot be reached (like ssh).
+
+        shown: the line to journal instead, when the caller masked it better (structured data)."""
         line = self._line(cmd)
-        entry = self.journal.start(self.name, line)
+        entry = self.journal.start(self.name, shown or line)
         t0 = time.monotonic()
         try:
             conn = await self._ensure()

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from calendar import timegm
+from dataclasses import asdict
 
 from sparktui.core.deploy import Record, options_of, pivot_options, split_ts, summarize
 from sparktui.core.deploy.containers import Found, remove_command
@@ -12,6 +14,7 @@ from sparktui.core.deploy.logstream import Deduper
 from sparktui.core.deploy.orchestrator import exec_signature
 from sparktui.core.deploy.record import load_record, save_command
 from sparktui.core.facts import Container
+from sparktui.core.journal import Journal
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Result
 
@@ -98,6 +101,27 @@ def test_the_record_is_written_by_a_plain_shell_and_read_back(tmp_path):
     assert back.options.served_model_name == opts.served_model_name and back.options.env == {"A": "b c"}
     assert (back.engine, back.tp, back.subnet, back.plan_id) == ("sglang", plan.tp, plan.subnet, plan.plan_id)
     assert not list(path.parent.glob(".*.tmp"))
+
+
+def test_the_record_keeps_its_secrets_private_and_the_journal_line_masked(tmp_path):
+    plan = two_node_plan("sglang", None)
+    key, token = "sk-live secret 'quoted'", "hf_abcdefgh12345678"
+    opts = PlanOptions(engine="sglang", extra_args=["--api-key", key], env={"HF_TOKEN": token})
+    rec = Record.from_plan(plan, opts)
+    env = dict(os.environ, HOME=str(tmp_path))
+    r = subprocess.run(["sh", "-c", save_command(rec)], env=env, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / ".local/state/sparktui/deployments" / f"{plan.deployment}.json"
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    back = Record.from_json(json.loads(path.read_text()))
+    assert back.options.extra_args == ["--api-key", key]  # a pivot from another process keeps the key
+    shown = save_command(rec, masked=True)
+    assert key not in shown and token not in shown and "sk-live" not in shown and "hf_" not in shown
+    data = json.loads(next(w for w in shlex.split(shown) if w.startswith("{")))  # still valid JSON
+    assert data["options"]["extra_args"] == ["--api-key", "****"] and data["options"]["env"] == {"HF_TOKEN": "****"}
+    j = Journal()
+    e = j.start("n1", shown)
+    assert json.loads(json.dumps(asdict(e)))["command"] == shown
 
 
 async def test_load_record_tolerates_a_missing_or_broken_file():

@@ -156,3 +156,26 @@ def test_native_worker_script_waits_for_the_rendezvous_port(tmp_path):
         assert "--headless" in calls[1]
     finally:
         srv.close()
+
+
+def test_a_flag_and_an_env_secret_of_one_name_stay_distinct(tmp_path):
+    flag_token = "hf_flag_value_000111"
+    plan, _ = _plan(2, engine="vllm", mode="ray", extra_args=[f"--hf-token={flag_token}"])
+    head = export_files(plan)["0-spark1.sh"]
+    assert TOKEN not in head and flag_token not in head
+    assert ': "${HF_TOKEN:?' in head and ': "${HF_TOKEN_ARG:?' in head  # two values, two variables
+    write_export(plan, tmp_path / "x")
+    r, calls = _run_script(tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, HF_TOKEN_ARG=flag_token,
+                           FAKE_RAY_NODES="2")
+    assert r.returncode == 0, r.stderr
+    serve = plan.steps[3]
+    inner = shlex.split(calls[3][-1])
+    assert f"--hf-token=$HF_TOKEN_ARG" in inner
+    assert f"--hf-token={flag_token}" in shlex.split(serve.argv[-1])  # the plan runs the flag's own value
+    assert calls[1][calls[1].index("-e") + 1:].count("HF_TOKEN") == 1
+
+
+def test_one_value_under_one_name_is_asked_once():
+    plan, _ = _plan(2, engine="vllm", mode="ray", extra_args=["--hf-token", TOKEN])
+    head = export_files(plan)["0-spark1.sh"]
+    assert ': "${HF_TOKEN:?' in head and "HF_TOKEN_ARG" not in head

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import dockerts
+from ..secrets import mask
 from ..ssh import Node
 
 # docker logs -t: RFC3339Nano in UTC ("2026-01-02T03:04:05.123456789Z"); older clients trim zeros.
@@ -32,8 +33,10 @@ class LogLine:
 
 
 def split_ts(raw: str) -> LogLine:
-    """A `docker logs -t` line as (timestamp, exact key, text)."""
-    return LogLine(*dockerts.split(raw))
+    """A `docker logs -t` line as (timestamp, exact key, text); secrets the engine echoes are masked here,
+    before any screen, CLI or diagnosis sees the line."""
+    ts, key, text = dockerts.split(raw)
+    return LogLine(ts, key, mask(text))
 
 
 class Deduper:

@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 
 from ..plan import Plan, PlanOptions
+from ..secrets import mask_data
 from ..ssh import Node, script
 
 STATE_DIR = ".local/state/sparktui/deployments"  # under the head's $HOME
@@ -74,16 +75,23 @@ def record_path(deployment: str) -> str:
     return script('"$HOME"/{d}/{f}', d=STATE_DIR, f=f"{deployment}.json")
 
 
-def save_command(record: Record) -> str:
-    """Write the record atomically: a temp file, then rename (a killed write leaves the old one)."""
-    data = json.dumps(record.to_json(), sort_keys=True)
-    return script('d="$HOME"/{d} && mkdir -p "$d" && printf "%s\\n" {data} > "$d"/{tmp} && mv -f "$d"/{tmp} "$d"/{f}',
+def save_command(record: Record, masked: bool = False) -> str:
+    """Write the record atomically: a temp file, then rename (a killed write leaves the old one).
+
+    The record carries the launch's secrets (a pivot from another process relaunches with the same
+    API key), so it is written 0600 in a 0700 directory. masked: the same line with the secrets
+    hidden, for the journal (masked as data, then serialised, so its JSON stays valid).
+    """
+    data = record.to_json()
+    data = json.dumps(mask_data(data) if masked else data, sort_keys=True)
+    return script('umask 077 && d="$HOME"/{d} && mkdir -p "$d" && printf "%s\\n" {data} > "$d"/{tmp} '
+                  '&& chmod 600 "$d"/{tmp} && mv -f "$d"/{tmp} "$d"/{f}',
                   d=STATE_DIR, data=data, tmp=f".{record.deployment}.json.tmp", f=f"{record.deployment}.json")
 
 
 async def save_record(node: Node, record: Record) -> str | None:
     """Store the record on `node` (the head); returns an error sentence or None."""
-    r = await node.run(save_command(record), timeout=30)
+    r = await node.run(save_command(record), timeout=30, shown=save_command(record, masked=True))
     return None if r.ok else (r.stderr.strip() or f"exit {r.exit_status}")
 
 

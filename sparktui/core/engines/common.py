@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from ..config import DockerConfig
-from ..journal import MASK, is_secret_name
+from ..secrets import MASK, add_values, is_secret_name
 
 MODES = ("run", "show", "export")
 HOST_ALL = "0.0.0.0"  # only rank 0 serves HTTP, and other machines must reach it
@@ -25,6 +25,9 @@ class Secret:
 
     name: str  # environment variable that carries it in exported scripts
     value: str
+
+    def __post_init__(self) -> None:
+        add_values([self.value])  # from now on any text carrying it (an engine's log line) is masked
 
 
 @dataclass(frozen=True)
@@ -158,31 +161,40 @@ def secrets_in(words) -> list[Secret]:
     return out
 
 
-# A flag whose value is secret: the same names journal.mask_secrets hides.
-_SECRET_FLAG = re.compile(
-    r"(?i)^--[a-z0-9-]*(?:token|secret|password|passwd|api-key|access-key|private-key|credential)[a-z0-9-]*$"
-)
-
-
 def _flag_env_name(flag: str) -> str:
     return re.sub(r"[^A-Z0-9_]", "_", flag.lstrip("-").upper())
 
 
-def protect_args(args: list[str]) -> list[Word]:
-    """Extra engine args with the values of secret-looking flags (`--api-key X`, `--hf-token=X`) as Secrets."""
+def protect_args(args: list[str], taken: dict[str, str] | None = None) -> list[Word]:
+    """Extra engine args with the values of secret-looking flags (`--api-key X`, `--hf-token=X`) as Secrets.
+
+    taken: variable -> value of secrets already named (the container env); a flag whose variable
+    name is taken by another value gets its own name, so an exported script keeps both.
+    """
+    taken = dict(taken or {})
+
+    def secret(flag: str, value: str) -> Secret:
+        name = base = _flag_env_name(flag)
+        i = 1
+        while name in taken and taken[name] != value:
+            name = f"{base}_ARG" if i == 1 else f"{base}_ARG{i}"
+            i += 1
+        taken[name] = value
+        return Secret(name, value)
+
     out: list[Word] = []
     pending: str | None = None
     for a in args:
         if pending is not None:
-            out.append(Secret(_flag_env_name(pending), a))
+            out.append(secret(pending, a))
             pending = None
             continue
         if a.startswith("--") and "=" in a:
             flag, value = a.split("=", 1)
-            if _SECRET_FLAG.match(flag):
-                out.append(Joined((flag + "=", Secret(_flag_env_name(flag), value))))
+            if is_secret_name(flag):
+                out.append(Joined((flag + "=", secret(flag, value))))
                 continue
-        elif _SECRET_FLAG.match(a):
+        elif a.startswith("--") and is_secret_name(a):
             pending = a
         out.append(a)
     return out

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ...preflight_check import HOST_IP_VARS, IFNAME_VARS, MARK, classify, iface_matches
 from ..config import DockerConfig
 from ..engines.common import Spot, Word, docker_flags, render
-from ..journal import MASK
+from ..secrets import MASK
 from ..plan import NodePlan
 from ..ssh import script
 

@@ -1,0 +1,85 @@
+"""One masking function: whole values hidden whatever they contain, wherever they appear."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from sparktui.core import secrets
+from sparktui.core.secrets import MASK, add_names, add_values, is_secret_name, mask, mask_data, shorten
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    secrets.forget()
+    yield
+    secrets.forget()
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "--hf-token", "--api-key", "api_key",
+                                  "VLLM_API_KEY", "DB_PASSWORD", "MYPASSWORDFILE", "AWS_SECRET_ACCESS_KEY",
+                                  "--admin-api-key", "CLIENT_SECRET", "GH_PAT_TOKEN"])
+def test_secret_names(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["TOKENIZERS_PARALLELISM", "--tokenizer", "--max-num-batched-tokens",
+                                  "--max-total-tokens", "--ssl-keyfile", "NCCL_IB_PKEY", "NCCL_DEBUG", "--kv-cache-dtype"])
+def test_engine_settings_are_not_secret(name):
+    assert not is_secret_name(name)
+
+
+def test_whole_values_are_masked_in_shell_lines():
+    value = "sk a'b \"c\" d"
+    line = shlex.join(["docker", "exec", "-e", f"HF_TOKEN={value}", "c", "vllm", "serve", "--api-key", value,
+                       f"--hf-token={value}", "--tokenizer", "tok/x", "--max-num-batched-tokens", "8192"])
+    out = mask(line)
+    for part in ("sk", "a'b", "d", "c\\\""):
+        assert f" {part}" not in out.replace("serve", "")
+    assert "sk a" not in out and "\"c\"" not in out
+    assert "--tokenizer tok/x" in out and "--max-num-batched-tokens 8192" in out  # not over-masked
+    assert out.count(MASK) == 3
+    assert shlex.split(out)[3] == f"HF_TOKEN={MASK}"  # still a readable shell line
+
+
+def test_env_assignments_and_flags_in_plain_text():
+    assert mask("env HF_TOKEN=hf_abc true") == f"env HF_TOKEN={MASK} true"
+    assert mask("--api-key=sk-1 --port 8000") == f"--api-key={MASK} --port 8000"
+    assert mask("echo $HF_TOKEN=x") == "echo $HF_TOKEN=x"  # a reference is not a value
+
+
+def test_engine_log_lines_that_echo_a_secret():
+    # vLLM prints its non-default args as a dict; SGLang prints server_args=ServerArgs(...)
+    vllm = "(APIServer pid=1) INFO 08-19 14:58:40 [utils.py:326] non-default args: {'model': '/m', 'api_key': ['sk one']}"
+    sgl = "[2025-01-01 10:00:00] server_args=ServerArgs(model_path='/m', api_key='sk two', port=30000)"
+    assert "sk one" not in mask(vllm) and "'/m'" in mask(vllm)
+    assert "sk two" not in mask(sgl) and "port=30000" in mask(sgl)
+
+
+def test_known_values_are_masked_anywhere():
+    add_values(["hf_remembered_123", "abc"])
+    assert mask("token hf_remembered_123 seen") == f"token {MASK} seen"
+    assert mask("abc") == "abc"  # too short to hunt for by value: masked by name only
+
+
+def test_user_declared_names():
+    assert mask("LICENSE_BLOB=xyz") == "LICENSE_BLOB=xyz"
+    add_names(["LICENSE_BLOB", "--license"])
+    assert mask("LICENSE_BLOB=xyz --license 'a b'") == f"LICENSE_BLOB={MASK} --license '{MASK}'"
+
+
+def test_structured_data_stays_valid_json():
+    data = {"options": {"env": {"HF_TOKEN": 'hf "quoted" value', "NCCL_DEBUG": "INFO"},
+                        "extra_args": ["--api-key", "sk with space", "--hf-token=x y", "--port", "1"]}}
+    text = json.dumps(mask_data(data))
+    back = json.loads(text)
+    assert back["options"]["env"] == {"HF_TOKEN": MASK, "NCCL_DEBUG": "INFO"}
+    assert back["options"]["extra_args"] == ["--api-key", MASK, f"--hf-token={MASK}", "--port", "1"]
+    assert data["options"]["env"]["HF_TOKEN"].startswith("hf")  # the original is untouched
+
+
+def test_shorten_long_values():
+    s = shorten("x" * 1_000_000)
+    assert len(s) < 120 and "1000000 chars" in s
+    assert shorten("ok") == "'ok'"
