@@ -17,7 +17,7 @@ from sparktui.core.yamlpos import EMPTY, NULL, STR, ConfigError, Source, at, did
 __all__ = [
     "GPU_STYLES", "HOST_KEY_POLICIES", "ROLES", "ConfigError", "ConfigNotFound", "Config", "NodeConfig",
     "ModelConfig", "ImagesConfig", "DockerConfig", "SshConfig", "EngineDefaults",
-    "load_config", "load_config_text", "find_config",
+    "load_config", "load_config_text", "find_config", "user_config_path",
 ]
 
 GPU_STYLES = ("gpus-all", "runtime-nvidia", "cdi", "none")
@@ -40,7 +40,8 @@ class ConfigNotFound(ConfigError):
     def __init__(self, looked: list[str], why: str = "no config file found"):
         self.looked = looked
         super().__init__("sparktui", 0, 0, f"{why}; looked at: " + ", ".join(looked),
-                         "create one from config.example.yaml or pass --config FILE")
+                         "create one with `sparktui init`, or on screen by running `sparktui`; "
+                         "or pass --config FILE")
 
 
 @dataclass
@@ -337,6 +338,13 @@ def load_config(path: str | Path) -> Config:
     return cfg
 
 
+def user_config_path() -> Path:
+    """$XDG_CONFIG_HOME/sparktui/config.yaml (default ~/.config/sparktui/config.yaml)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".config"  # XDG: relative values are ignored
+    return base / "sparktui" / "config.yaml"
+
+
 def find_config(explicit: str | Path | None = None) -> Path:
     """--config, then $SPARKTUI_CONFIG, ./sparktui.yaml, $XDG_CONFIG_HOME/sparktui/config.yaml.
 
@@ -350,9 +358,7 @@ def find_config(explicit: str | Path | None = None) -> Path:
                 return p
             why = "is not a file" if p.exists() else "names a file that does not exist"
             raise ConfigNotFound([f"{label} {p}"], f"{label} {why}")
-    xdg = os.environ.get("XDG_CONFIG_HOME", "")
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".config"  # XDG: relative values are ignored
-    places = [Path("sparktui.yaml"), base / "sparktui" / "config.yaml"]
+    places = [Path("sparktui.yaml"), user_config_path()]
     for p in places:
         if p.is_file():
             return p
