@@ -11,7 +11,7 @@ from .. import __version__
 from .common import CliExit, add_config_arg, err_console
 
 # Each module adds its subcommands with register(subparsers).
-COMMAND_MODULES = ["check", "plan", "diagnose", "sync", "deploy", "journal", "demo", "preflight"]
+COMMAND_MODULES = ["check", "plan", "diagnose", "sync", "deploy", "journal", "demo", "preflight", "init"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -79,6 +79,24 @@ def _reason(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
+def known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
+    """The known_hosts line OpenSSH writes for host (and a port other than 22)."""
+    pattern = host if not port or port == 22 else f"[{host}]:{port}"
+    return f"{pattern} {key.export_public_key('openssh').decode().strip()}\n"
+
+
+def append_known_host(path: Path, host: str, port: int | None, key: asyncssh.SSHKey) -> None:
+    """Trust key for host from now on: one line appended to the known_hosts file at path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as f:
+        f.seek(0, os.SEEK_END)
+        lead = b""
+        if f.tell():  # a file whose last line lacks its newline would swallow ours
+            f.seek(-1, os.SEEK_END)
+            lead = b"" if f.read(1) == b"\n" else b"\n"
+        f.write(lead + known_hosts_line(host, port, key).encode())
+
+
 class _Slots:
     """Caps open channels per node. When the node refuses a channel (sshd's MaxSessions is lower
     than ours), the cap drops to what the node accepted and the caller retries."""
@@ -142,6 +160,8 @@ class Node:
         self._closing = False
         self._reconnect_task: asyncio.Task | None = None
         self._host_key_problem: str | None = None
+        # (host, port, key) of the last refused unknown key, for a caller that asks the user to trust it
+        self.unknown_key: tuple[str, int, asyncssh.SSHKey] | None = None
 
     # -- connection -------------------------------------------------------------------------
     def _options(self) -> dict:
@@ -186,11 +206,9 @@ class Node:
             )
             return False
         if self.ssh.host_key_policy == "accept-new":
-            pattern = host if not port or port == 22 else f"[{host}]:{port}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as f:
-                f.write(f"{pattern} {key.export_public_key('openssh').decode().strip()}\n")
+            append_known_host(path, host, port, key)
             return True
+        self.unknown_key = (host, port, key)
         self._host_key_problem = (
             f"host key for {self.name} ({host}) is unknown: {alg} {fp}. Check it on the node with "
             f"`ssh-keygen -lf /etc/ssh/ssh_host_{alg.replace('ssh-', '').split('-')[0]}_key.pub`, then trust it with "
@@ -205,6 +223,7 @@ class Node:
             if self._conn is not None and self.connected:
                 return
             self._host_key_problem = None
+            self.unknown_key = None
             try:
                 conn, _ = await asyncio.wait_for(
                     asyncssh.create_connection(lambda: _Client(self), self.config.host, **self._options()),
