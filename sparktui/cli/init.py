@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from ..core import firstrun
 from ..core.config import ConfigError, ImagesConfig, SshConfig, user_config_path
 from ..core.configwrite import ConfigExists, checked_text, default_header, example_text, write_config_file
-from .common import CliExit, add_json_arg, console, err_console, print_json
+from .common import CliExit, add_json_arg, err_console, print_json
 
 NODE_HELP = ("NAME=HOST[,user=U][,key=PATH][,port=N], repeated, the head first; HOST may be an address, "
              "a hostname or a ~/.ssh/config alias (a bare alias names the node too)")
@@ -81,7 +82,7 @@ def _drafts(args: argparse.Namespace) -> list[firstrun.NodeDraft]:
 
 def _say(args: argparse.Namespace, text: str) -> None:
     if not args.json:
-        console.print(text, markup=False, highlight=False)
+        print(text, flush=True)  # plain print: rich would wrap a long path across lines
 
 
 async def _connect(args, drafts, ssh) -> list[firstrun.SshTest]:
@@ -147,8 +148,8 @@ async def cmd_init(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
     else:
-        flag = f" --config {target}" if target != user_config_path() else ""
-        console.print(f"wrote {target}; next: sparktui{flag} check", markup=False, highlight=False)
+        flag = f" --config {shlex.quote(str(target))}" if target != user_config_path() else ""
+        _say(args, f"wrote {target}; next: sparktui{flag} check")
     return 0
 
 
