@@ -69,8 +69,16 @@ def cli_env(tmp_path) -> dict[str, str]:
     return dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"))
 
 
+def sparktui_argv() -> list[str]:
+    """How a test starts sparktui: in .ci/run's wheel-install run (SPARKTUI_INSTALLED=1) the console script
+    the wheel installed beside this interpreter, as users run it; otherwise this interpreter's module."""
+    if os.environ.get("SPARKTUI_INSTALLED"):
+        return [str(Path(sys.executable).parent / "sparktui")]
+    return [sys.executable, "-m", "sparktui"]
+
+
 async def sparktui(env: dict[str, str], *args: str, timeout: float = 120) -> tuple[int, str, str]:
-    p = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", *args, env=env,
+    p = await asyncio.create_subprocess_exec(*sparktui_argv(), *args, env=env,
                                              stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(p.communicate(), timeout)

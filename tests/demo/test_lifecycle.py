@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from sparktui.demo import namespaces
 from sparktui.demo.cluster import DemoCluster
 from sparktui.demo.errors import DemoError
 
-from .conftest import require_namespaces, small, sparktui, until
+from .conftest import require_namespaces, small, sparktui, sparktui_argv, until
 
 
 def host_pids_with(marker: str) -> list[int]:
@@ -79,7 +78,7 @@ async def test_demo_up_prints_the_config_and_demo_down_stops_it(tmp_path, cli_en
     require_namespaces()
     env = dict(cli_env, TMPDIR=str(tmp_path))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "sparktui", "demo", "up", "--json", "--model-mb", "1", "--speed", "60", env=env,
+        *sparktui_argv(), "demo", "up", "--json", "--model-mb", "1", "--speed", "60", env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 120)

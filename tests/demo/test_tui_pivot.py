@@ -7,14 +7,13 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from .conftest import require_namespaces
+from .conftest import require_namespaces, sparktui_argv
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
@@ -73,7 +72,7 @@ def toasts(screen: str) -> str:
 
 def test_pivot_story_with_keys(tmp_path, env):
     require_namespaces()
-    cmd = (f"{shlex.quote(sys.executable)} -m sparktui demo --scenario pivot --speed 20 --model-mb 2 "
+    cmd = (f"{shlex.join(sparktui_argv())} demo --scenario pivot --speed 20 --model-mb 2 "
            f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60")
     tui = Tmux(cmd, env)
     try:
