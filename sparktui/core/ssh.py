@@ -103,12 +103,15 @@ class _Slots:
 
     def __init__(self, limit: int):
         self.limit = max(1, limit)
+        self.configured = self.limit
         self.used = 0
+        self.refusals = 0
         self._cond = asyncio.Condition()
 
-    async def acquire(self) -> None:
+    async def acquire(self, timeout: float | None = None) -> None:
+        """Take a slot; asyncio.TimeoutError when none frees up within `timeout` seconds."""
         async with self._cond:
-            await self._cond.wait_for(lambda: self.used < self.limit)
+            await asyncio.wait_for(self._cond.wait_for(lambda: self.used < self.limit), timeout)
             self.used += 1
 
     async def release(self) -> None:
@@ -118,7 +121,12 @@ class _Slots:
 
     def refused(self) -> None:
         # self.used counts the refused open too: the node accepted used - 1 channels
+        self.refusals += 1
         self.limit = max(1, min(self.limit, self.used - 1))
+
+    def lower_to(self, accepted: int) -> None:
+        self.refusals += 1
+        self.limit = max(1, min(self.limit, accepted))
 
 
 OPEN_RETRIES = 40  # a refused channel open is retried this many times (sshd frees slots late)
@@ -308,10 +316,64 @@ class Node:
         self._set(False, None)
 
     # -- commands ---------------------------------------------------------------------------
-    async def _with_channel(self, open_and_use):
-        """Run open_and_use() holding a channel slot; retry when the node refuses the channel."""
+    @property
+    def channel_limit(self) -> int:
+        """Channels sparktui opens at once on this node: ssh.max_channels, or less once the node refused."""
+        return self._slots.limit
+
+    def channel_note(self) -> str:
+        """Why channels may be short on this node, in words (for messages about a wait that ran out)."""
+        lim = self._slots.limit
+        if self._slots.refusals and lim < self._slots.configured:
+            return (f"{self.name}'s sshd accepts only {lim} session(s) per connection (MaxSessions) and "
+                    f"{'it is' if lim == 1 else 'all are'} in use; raise MaxSessions in /etc/ssh/sshd_config "
+                    f"on {self.name} (OpenSSH's default is 10)")
+        return f"all {lim} channels (ssh.max_channels) to {self.name} are in use"
+
+    async def sessions_available(self, want: int, timeout: float = 30.0) -> int:
+        """How many session channels the node accepts at once, counted up to `want` (what sparktui holds
+        already included). Opens idle channels side by side, then closes them; a refusal lowers the cap.
+        0 when the node cannot be reached (Node.error says why)."""
+        try:
+            conn = await self._ensure()
+        except SshError:
+            return 0
+        procs: list = []
+        accepted = self._slots.used
+
+        async def open_all() -> None:
+            nonlocal accepted
+            while accepted < want:
+                try:
+                    procs.append(await conn.create_process("cat >/dev/null"))
+                except asyncssh.ChannelOpenError:
+                    self._slots.lower_to(accepted)
+                    return
+                accepted += 1
+
+        try:
+            await asyncio.wait_for(open_all(), timeout)
+        except (asyncio.TimeoutError, asyncssh.Error, OSError):
+            pass
+        finally:
+            for p in procs:
+                with contextlib.suppress(Exception):
+                    p.stdin.write_eof()
+                    p.close()
+            # wait until the node has let them go, so the next open does not meet their slots
+            for p in procs:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(p.wait_closed(), 5)
+        return accepted
+
+    async def _with_channel(self, open_and_use, deadline: float | None = None):
+        """Run open_and_use() holding a channel slot; retry when the node refuses the channel.
+        Waiting for a slot counts against `deadline` (asyncio.TimeoutError when it passes)."""
         for attempt in range(OPEN_RETRIES):
-            await self._slots.acquire()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise asyncio.TimeoutError
+            await self._slots.acquire(left)
             try:
                 return await open_and_use()
             except asyncssh.ChannelOpenError:
@@ -339,12 +401,22 @@ class Node:
         except SshError as e:
             self.journal.finish(entry, 255, str(e))
             return Result(255, "", str(e), time.monotonic() - t0)
+        deadline = None if timeout is None else t0 + timeout
+
+        def go():
+            # the command gets what is left of the timeout once a channel is free
+            left = None if deadline is None else max(0.1, deadline - time.monotonic())
+            return conn.run(line, check=False, timeout=left, input=input, encoding="utf-8", errors="replace")
+
         try:
-            r = await self._with_channel(
-                lambda: conn.run(line, check=False, timeout=timeout, input=input, encoding="utf-8", errors="replace"))
+            r = await self._with_channel(go, deadline)
         except asyncssh.TimeoutError as e:
             self.journal.finish(entry, 124, "timed out")
             return Result(124, str(e.stdout or ""), f"timed out after {timeout:g} s", time.monotonic() - t0)
+        except asyncio.TimeoutError:  # no channel freed up in time (asyncssh's own is above)
+            msg = f"no SSH channel free within {timeout:g} s: {self.channel_note()}"
+            self.journal.finish(entry, 124, msg)
+            return Result(124, "", msg, time.monotonic() - t0)
         except (asyncssh.Error, OSError) as e:
             msg = f"{self.name}: {e}"
             self.journal.finish(entry, 255, msg)

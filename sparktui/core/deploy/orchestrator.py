@@ -34,6 +34,8 @@ SETTLED = ("ready", "failed", "hung", "stopped")
 READY_TIMEOUT_S = 2400.0  # a ~120 GB checkpoint took ~15 min to load on two Sparks; leave room
 STEP_TIMEOUT_S = 300.0  # one docker run / exec (an image pull is not part of a launch)
 WAIT_STEP_DEFAULT_S = 600.0
+# Channels a launch holds at once on a node: one follows the engine's log while another runs commands.
+SESSIONS_NEEDED = 2
 
 
 class DeployError(Exception):
@@ -112,6 +114,7 @@ class Deployer:
         self._jobs: dict[str, asyncio.Task] = {}
         self._offsets: dict[str, float] = {}
         self._changed = asyncio.Event()
+        self._deadline: float | None = None  # monotonic end of the current launch (its ready_timeout)
 
     # ---- state and events ---------------------------------------------------------------------
 
@@ -267,9 +270,35 @@ class Deployer:
     def _endpoint_url(self, cur: Current) -> str:
         return f"http://{self.config.node(cur.head).host}:{cur.port}/v1"
 
+    def _left(self) -> float:
+        """Seconds left of the launch's timeout (the whole launch, steps included, honours it)."""
+        return self.ready_timeout if self._deadline is None else self._deadline - time.monotonic()
+
+    async def _check_sessions(self, nodes: list[str]) -> None:
+        """Refuse a launch that could never watch itself: a node whose sshd (MaxSessions) or whose
+        ssh.max_channels allows fewer channels at once than a launch holds there."""
+        counts = await asyncio.gather(*(self.cluster[n].sessions_available(SESSIONS_NEEDED,
+                                                                           max(1.0, min(30.0, self._left())))
+                                        for n in nodes))
+        short = [(n, k) for n, k in zip(nodes, counts) if k < SESSIONS_NEEDED]
+        if not short:
+            return
+        why = []
+        for n, k in short:
+            node = self.cluster[n]
+            if node.channel_limit < node.ssh.max_channels:
+                why.append(f"{n}'s sshd accepts only {k} session(s) per connection (MaxSessions {k}); "
+                           f"set MaxSessions 10 (OpenSSH's default) in /etc/ssh/sshd_config on {n} and reload sshd")
+            elif node.ssh.max_channels < SESSIONS_NEEDED:
+                why.append(f"ssh.max_channels is {node.ssh.max_channels}; set it to at least {SESSIONS_NEEDED}")
+            else:
+                why.append(f"{n} opened only {k} SSH channel(s) at once ({node.error or 'it did not answer'})")
+        raise DeployError(f"a launch needs {SESSIONS_NEEDED} SSH sessions at once on each node (one follows the "
+                          f"engine's log while commands run); nothing was started: " + "; ".join(why))
+
     async def _readiness(self, cur: Current) -> None:
         node = self.cluster[cur.head]
-        deadline = time.monotonic() + self.ready_timeout
+        deadline = self._deadline if self._deadline is not None else time.monotonic() + self.ready_timeout
         local: int | None = None
         while time.monotonic() < deadline:
             if self.state in ("failed", "stopping", "stopped"):
@@ -321,7 +350,9 @@ class Deployer:
         if if_exists not in ("ask", "replace", "reattach"):
             raise ValueError(f"if_exists must be ask, replace or reattach (got {if_exists!r})")
         await self.close()
+        self._deadline = time.monotonic() + self.ready_timeout
         self.name = plan.deployment
+        await self._check_sessions([n.name for n in plan.nodes])
         resume = await self._prepare(plan, if_exists)
         if resume is None:
             return  # reattached
@@ -385,6 +416,12 @@ class Deployer:
             def tell(state: str, detail: str = "") -> None:
                 self._emit(LaunchStep(plan.deployment, step.node, i, total, step.kind, step.description, state, detail))
 
+            if self._left() <= 0:
+                msg = f"the launch's timeout of {self.ready_timeout:g} s ran out before step {i + 1}/{total}"
+                tell("failed", msg)
+                self._problem("launch_timeout", step.node, msg, "a longer --timeout, or see which step was slow above")
+                self._set("failed", msg)
+                return False
             tell("running")
             if self.state in ("starting", "loading"):
                 self._set(self.state, f"step {i + 1}/{total} on {step.node}: {step.description}")
@@ -397,7 +434,7 @@ class Deployer:
             if step.kind == "wait":
                 ok, detail = await self._wait_step(node, step, tell)
             else:
-                r = await node.run(step.command, timeout=self.step_timeout)
+                r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())))
                 ok = r.ok
                 detail = r.stdout.strip()[:64] if ok else _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
                 if ok or step.kind == "run":
@@ -420,7 +457,8 @@ class Deployer:
         return ""
 
     async def _wait_step(self, node: Node, step: Step, tell: Callable[[str, str], None]) -> tuple[bool, str]:
-        limit = step.timeout or WAIT_STEP_DEFAULT_S
+        own = step.timeout or WAIT_STEP_DEFAULT_S
+        limit = max(1.0, min(own, self._left()))  # the launch's own timeout bounds every wait in it
         deadline = time.monotonic() + limit
         # Quick first polls (a Ray cluster often forms in seconds), then the step's own pace.
         delays = [d for d in (1.0, 2.0) if d < step.interval] if self.wait_interval is None else []
@@ -428,7 +466,8 @@ class Deployer:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                return False, f"gave up after {limit:g} s" + (f"; last answer: {last}" if last else "")
+                why = "" if limit >= own else " (the launch's timeout)"
+                return False, f"gave up after {limit:g} s{why}" + (f"; last answer: {last}" if last else "")
             if self.state == "failed":
                 return False, "the engine failed meanwhile"
             r = await node.run(step.command, timeout=max(1.0, min(60.0, left)))
@@ -512,6 +551,7 @@ class Deployer:
             return False
         rec = await load_record(self.cluster[self.config.head.name], self.name)
         cur = self._from_labels(ours, rec)
+        self._deadline = time.monotonic() + self.ready_timeout  # reattached: readiness counts from now
         await self._measure_offsets(sorted({n for n, _ in ours}))
         self._begin(cur)
         plans = sorted({c.labels.get("sparktui.plan", "?") for _, c in ours})
