@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 import humanize
+from rich.text import Text
 from rich.table import Table
 
 from ..core.config import Config
@@ -41,7 +42,8 @@ def node_table(inv: Inventory) -> Table:
             continue
         gpu = f"{f.gpu.count}× {f.gpu.name}" if f.gpu.count else "none"
         mem = f"{_size(f.memory.available_bytes)} / {_size(f.memory.total_bytes)}"
-        model = "absent" if not f.model or not f.model.present else _size(f.model.bytes)
+        model = ("absent" if not f.model else _size(f.model.bytes) if f.model.present
+                 else f"[red]incomplete[/] ({_size(f.model.bytes)})" if f.model.incomplete else "absent")
         t.add_row(f.name, f.host, "[green]ok[/]", gpu, mem, _size(f.disk_free_bytes), f.docker.version or "-", model)
     return t
 
@@ -67,6 +69,9 @@ def print_inventory(config: Config, inv: Inventory) -> None:
     if inv.subnets:
         console.print(fabric_table(inv, [n.name for n in config.nodes]))
     for f in inv.facts.values():
+        if f.model is not None and f.model.incomplete:
+            console.print(Text.assemble((f"{f.name}: ", "red"), f"model incomplete at {f.model.path}: "
+                                        f"{f.model.incomplete}; `sparktui sync model` completes and verifies it"))
         for note in getattr(f, "notes", []):
             console.print(f"[yellow]{f.name}:[/] {note}", markup=True)
     for w in inv.warnings:

@@ -44,9 +44,15 @@ class Container:
 @dataclass
 class ModelDir:
     path: str
-    present: bool = False
+    present: bool = False  # a whole checkpoint: the directory is there and no unverified copy is under way
     bytes: int | None = None
     files: int | None = None
+    incomplete: str | None = None  # why the directory is there but not whole (a copy cut off or unverified)
+
+    @property
+    def state(self) -> str:
+        """present | incomplete | missing, as every front says it."""
+        return "present" if self.present else "incomplete" if self.incomplete else "missing"
 
 
 @dataclass
@@ -78,6 +84,8 @@ class NodeFacts:
         ]
         d["gpu"] = {k: d["gpu"][k] for k in ("name", "count", "memory_total_bytes", "utilization")}
         d["docker"] = {"version": self.docker.version}
+        if self.model is not None:
+            d["model"]["state"] = self.model.state
         return d
 
     def usable_gpu_memory(self) -> int | None:

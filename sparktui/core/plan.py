@@ -282,6 +282,9 @@ def _check_model(path: str, order: list[str], facts: dict[str, NodeFacts], c: _C
             c.warn(f"{name}: model directory not checked")
         elif f.model.path.rstrip("/") != path.rstrip("/"):
             c.warn(f"{name}: probed {f.model.path}, not {path}: presence not checked")
+        elif f.model.incomplete:
+            c.error(f"{name}: model incomplete at {path}: {f.model.incomplete} "
+                    f"(`sparktui sync model` completes and verifies the copy)")
         elif not f.model.present:
             c.error(f"{name}: model directory {path} is missing (copy the checkpoint there first)")
 

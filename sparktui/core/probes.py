@@ -17,6 +17,7 @@ GPU_QUERY = "name,memory.total,memory.used,utilization.gpu"
 SECTION_TIMEOUT = 10  # seconds each tool may take, so one stuck tool never hangs the probe
 PROBE_TIMEOUT = 180.0  # a bound for the whole probe: every section stuck at once, plus slack
 LABEL = "sparktui.deployment"  # label on every container sparktui starts
+INCOMPLETE_MARKER = ".sparktui-incomplete"  # transfers.remote.MARKER: a copy into the model directory is unverified
 
 # Sections are `@@sparktui:out NAME@@` stdout `@@sparktui:err NAME@@` stderr `@@sparktui:rc NAME N@@`.
 # The newline printed before each closing marker is the script's, so stdout comes back byte-exact.
@@ -51,6 +52,8 @@ nearest() {
 modeldir() {
   printf 'path %s\n' "$M"
   if [ -d "$M" ]; then echo dir; elif [ -e "$M" ]; then echo notdir; else echo missing; fi
+  # a copy into it began and is not verified yet (see transfers/remote.py MARKER)
+  if [ -f "$M/__MARKER__" ]; then printf 'incomplete %s\n' "$(head -n 1 "$M/__MARKER__" | head -c 300)"; fi
 }
 ibsys() {
   for d in /sys/class/infiniband/*; do
@@ -74,7 +77,7 @@ sec df nearest
 sec model modeldir
 if [ -d "$M" ]; then
   sec du $T du -sbL "$M"
-  sec files $T sh -c 'find -L "$1" -type f | wc -l' sh "$M"
+  sec files $T sh -c 'find -L "$1" -type f ! -name __MARKER__ | wc -l' sh "$M"
 fi
 sec docker-version $T docker version --format '{{.Server.Version}}'
 if [ "$rc" = 0 ]; then
@@ -98,6 +101,7 @@ def probe_script(model_path: str) -> str:
         .replace("__TIMEOUT__", str(SECTION_TIMEOUT))
         .replace("__QUERY__", GPU_QUERY)
         .replace("__LABEL__", LABEL)
+        .replace("__MARKER__", INCOMPLETE_MARKER)
     )
 
 
@@ -416,10 +420,14 @@ def _model(secs: dict[str, Section], notes: list[str]) -> ModelDir | None:
     lines = sec.out.splitlines()
     path = lines[0][5:] if lines and lines[0].startswith("path ") else ""
     kind = lines[1].strip() if len(lines) > 1 else ""
-    model = ModelDir(path=path, present=kind == "dir")
+    mark = next((ln for ln in lines[2:] if ln.startswith("incomplete")), None)
+    model = ModelDir(path=path, present=kind == "dir" and mark is None)
+    if kind == "dir" and mark is not None:
+        # never "present": what is there may be cut short
+        model.incomplete = mark[len("incomplete"):].strip() or "a copy into it was not verified"
     if kind == "notdir":
         notes.append(f"model path {path} exists but is not a directory")
-    if model.present:
+    if kind == "dir":
         du, files = secs.get("du"), secs.get("files")
         if du is not None:
             model.bytes = parse_du(du.out)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparktui.core.transfers import remote
+from sparktui.core.transfers.model_sync import parse_file_list
 from sparktui.core.transfers.state import parse_listing, parse_poll
 
 SHELLS = [s for s in (["dash"], ["busybox", "sh"]) if shutil.which(s[0])]
@@ -103,14 +104,18 @@ def test_a_new_transfer_prunes_long_ended_ones_only(run):
     assert sorted(p.name for p in root.iterdir()) == ["new", "old-running"]
 
 
-def test_inventory_counts_odd_names_and_sums_bytes(run):
+def test_file_list_sizes_odd_names_and_reads_the_incomplete_mark(run):
     d = run.home / "models" / "m"
     (d / "sub").mkdir(parents=True)
     (d / "a b").write_bytes(b"x" * 1000)
     (d / "sub" / "new\nline").write_bytes(b"y" * 24)
     (d / "link").symlink_to("a b")
-    out = run(remote.inventory("~/models/m")).stdout
-    assert out.split() == ["files=2", "links=1", "bytes=1024"]
-    assert run(remote.inventory("~/models/missing"), check=False).returncode == 3
+    (d / remote.MARKER).write_text("copy x from a\nsecond line\n")
+    inv = parse_file_list(run(remote.file_list("~/models/m")).stdout)
+    assert inv == {"files": 2, "links": 1, "bytes": 1024, "sizes": {"a b": 1000, "sub/new\nline": 24},
+                   "incomplete": "copy x from a"}
+    (d / remote.MARKER).unlink()
+    assert parse_file_list(run(remote.file_list("~/models/m")).stdout)["incomplete"] is None
+    assert run(remote.file_list("~/models/missing"), check=False).returncode == 3
     free = dict(w.split("=", 1) for w in run(remote.free_space("~/models/not/yet")).stdout.split())
     assert int(free["avail"]) > 0 and free["at"] == str(run.home / "models")

@@ -24,6 +24,7 @@ from sparktui.core.transfers import (
     TransferBusy, TransferError, TransferOptions, cancel_transfer, list_transfers, reattach, setup_trust,
     start_model_transfer, sync_image, sync_model, transfer_status, trust_plan, verify_model,
 )
+from sparktui.core.transfers.model_sync import inventory
 from sparktui.core.transfers.trust import TrustPlan
 from sparktui.demo.sshserver import LocalSshServer
 
@@ -268,12 +269,43 @@ async def test_cancel_keeps_partial_files_and_the_next_sync_resumes(make_env):
         partial = env.model_dir("n2") / "sub" / "part-0.safetensors"
         kept = partial.stat().st_size if partial.exists() else 0
         [rec] = await list_transfers(c)
+        cut = await inventory(c["n2"], MODEL)
         env.opts.bwlimit = None
         outs2 = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 60)
+        whole = await inventory(c["n2"], MODEL)
     assert "stopped" in said and rec.state == "cancelled"
     assert not outs[0].ok and "cancelled" in outs[0].message
     assert kept > 0, "the partial file should stay for the resume"
-    assert outs2[0].ok and same_tree(env.model_dir("n1"), env.model_dir("n2"))
+    assert tid in cut["incomplete"] and "from n1" in cut["incomplete"]  # the cut-off copy is marked
+    assert outs2[0].ok and whole["incomplete"] is None  # the resumed copy is verified and unmarked
+    assert same_tree(env.model_dir("n1"), env.model_dir("n2"))  # the mark is gone, nothing else added
+
+
+async def test_verification_compares_every_file_size_not_only_the_totals(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [MB, MB])
+    async with Cluster(env.config) as c:
+        [out] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 30)
+        assert out.ok, out.message
+        # one shard cut short, another grown by as much: same file count, same total bytes
+        a, b = env.model_dir("n2") / "sub" / "part-0.safetensors", env.model_dir("n2") / "part-1.safetensors"
+        a.write_bytes(a.read_bytes()[:-4096])
+        b.write_bytes(b.read_bytes() + b"x" * 4096)
+        [rec] = await list_transfers(c)
+        v = await verify_model(c, rec.meta, env.opts)
+    assert v["source"]["bytes"] == v["dest"]["bytes"] and v["source"]["files"] == v["dest"]["files"]
+    assert not v["ok"]
+    assert "2 file(s) differ in size" in v["message"] and "sub/part-0.safetensors" in v["message"]
+
+
+async def test_an_incomplete_source_copy_is_not_spread(make_env):
+    env = await make_env(2)
+    write_model(env.model_dir("n1"), [MB])
+    (env.model_dir("n1") / ".sparktui-incomplete").write_text("copy model-n1-x from n9 started earlier\n")
+    async with Cluster(env.config) as c:
+        with pytest.raises(TransferError, match="incomplete .copy model-n1-x from n9"):
+            await sync_model(c, env.config, opts=env.opts, addrs=env.addrs)
+    assert not env.model_dir("n2").exists()
 
 
 async def test_fan_out_uses_a_finished_node_as_second_source(make_env):

@@ -5,7 +5,7 @@ import dataclasses
 
 from sparktui.core.diagnose import Milestone, Problem
 from sparktui.core.events import TransferProgress
-from sparktui.core.facts import Container, Interface, NodeFacts, Subnet, NodeAddr
+from sparktui.core.facts import Container, Interface, ModelDir, NodeAddr, NodeFacts, Subnet
 from sparktui.core.inventory import analyse
 from sparktui.core.journal import Entry
 from sparktui.tui.present import fmt
@@ -85,6 +85,14 @@ def test_card_memory_and_containers():
     assert "sparktui-x-sglang-0 running (Up 2 hours)" in text
     assert "sparktui-x-sglang-1 exited (Exited (137))" in text
     assert "MEM" in text and "GB10" in text
+
+
+def test_card_says_model_incomplete_for_an_unverified_copy():
+    f = spark_facts()["spark1"]
+    f = dataclasses.replace(f, model=ModelDir("/models/m", present=False, bytes=3 << 30, files=2,
+                                              incomplete="copy x from spark2 started today"))
+    text = node_card("spark1", "h", "head", f, Link(True), [], None).plain
+    assert "model incomplete (3.0 GiB)" in text and "model 3.0 GiB" not in text
 
 
 def test_unreachable_card_is_one_line():

@@ -136,6 +136,16 @@ def test_model_must_be_on_every_node():
     assert _has(plan.errors, "must be absolute")
 
 
+def test_an_incomplete_model_copy_is_a_plan_error_not_a_model():
+    config, facts, subnets = cluster(3)
+    m = facts[node_name(2)].model
+    m.present, m.incomplete = False, "copy model-x from spark1 started 2026-01-01 10:00:00 UTC"
+    plan = make_plan(config, facts, subnets, PlanOptions())
+    assert not plan.ok
+    assert _has(plan.errors, node_name(2), "model incomplete", "copy model-x from spark1", "sparktui sync model")
+    assert not _has(plan.errors, node_name(2), "missing")
+
+
 def test_image_must_be_on_every_node_with_one_id():
     config, facts, subnets = cluster(3)
     facts[node_name(2)].docker.images = {SGLANG_IMAGE: "sha256:" + "cd" * 32}

@@ -275,6 +275,22 @@ def test_command_survives_a_login_shell(tmp_path):
         assert facts.model.path == str(model) and facts.model.present, shell
 
 
+def test_script_reports_an_unverified_copy_as_incomplete_never_present(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"x" * 700)  # cut short by a dead link
+    (model / ".sparktui-incomplete").write_text("copy model-n2-1 from n1 started 2026-01-01 10:00:00 UTC\n")
+    facts = parse_probe("here", "127.0.0.1", run_sh(probe_script(str(model)), cwd=tmp_path))
+    m = facts.model
+    assert not m.present and m.state == "incomplete"
+    assert m.incomplete == "copy model-n2-1 from n1 started 2026-01-01 10:00:00 UTC"
+    assert m.files == 1 and m.bytes >= 700  # how far it got, the mark itself not counted
+    assert facts.to_json()["model"]["state"] == "incomplete"
+    (model / ".sparktui-incomplete").unlink()
+    again = parse_probe("here", "127.0.0.1", run_sh(probe_script(str(model)), cwd=tmp_path)).model
+    assert again.present and again.incomplete is None and again.state == "present"
+
+
 def test_script_missing_model_dir_measures_nearest_parent(tmp_path):
     out = run_sh(probe_script(str(tmp_path / "no" / "such" / "model")))
     facts = parse_probe("here", "127.0.0.1", out)

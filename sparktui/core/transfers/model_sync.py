@@ -29,15 +29,49 @@ def _kv(text: str) -> dict[str, str]:
     return dict(w.split("=", 1) for w in text.split() if "=" in w)
 
 
+def parse_file_list(text: str) -> dict:
+    """remote.file_list() output -> {'files', 'links', 'bytes', 'sizes': {name: size}, 'incomplete'}."""
+    links_line, _, rest = text.partition("\n")
+    mark_line, _, records = rest.partition("\n")
+    sizes: dict[str, int] = {}
+    for rec in records.split("\0"):
+        size, sep, name = rec.partition(" ")
+        if sep and size.isdigit():
+            sizes[name] = int(size)
+    links = links_line.partition("=")[2].strip()
+    return {"files": len(sizes), "links": int(links) if links.isdigit() else 0, "bytes": sum(sizes.values()),
+            "sizes": sizes, "incomplete": mark_line.partition("=")[2].strip() or None}
+
+
 async def inventory(node, path: str) -> dict | None:
-    """{'files', 'links', 'bytes'} of path on node; None when the directory is not there."""
-    r = await node.run(remote.inventory(path), timeout=600)
+    """{'files', 'links', 'bytes', 'sizes', 'incomplete'} of path on node; None when the directory is
+    not there. 'incomplete' is the note of an unverified copy into it (remote.MARKER), else None."""
+    r = await node.run(remote.file_list(path), timeout=600)
     if r.exit_status == 3:
         return None
     if not r.ok:
         raise TransferError(f"{node.name}: cannot measure {path}: {r.stderr.strip() or f'exit {r.exit_status}'}")
-    kv = _kv(r.stdout)
-    return {k: int(kv.get(k, 0) or 0) for k in ("files", "links", "bytes")}
+    return parse_file_list(r.stdout)
+
+
+def compare_sizes(src: dict[str, int], dst: dict[str, int], limit: int = 3) -> list[str]:
+    """What differs file by file between two size maps, in words (empty when every size matches)."""
+    missing = sorted(set(src) - set(dst))
+    extra = sorted(set(dst) - set(src))
+    short = sorted(n for n in set(src) & set(dst) if src[n] != dst[n])
+    out = []
+
+    def some(names: list[str]) -> str:
+        return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+    if short:
+        out.append(f"{len(short)} file(s) differ in size ({', '.join(f'{n}: {_size(dst[n])} of {_size(src[n])}' for n in short[:limit])}"
+                   + (f" and {len(short) - limit} more" if len(short) > limit else "") + ")")
+    if missing:
+        out.append(f"{len(missing)} file(s) missing ({some(missing)})")
+    if extra:
+        out.append(f"{len(extra)} file(s) the source does not have ({some(extra)}; remove them or an engine may load them)")
+    return out
 
 
 def _size(n: int | None) -> str:
@@ -77,6 +111,11 @@ async def start_model_transfer(cluster, source: str, dest: str, path: str, addr:
                            busy.id)
     meta = TransferMeta(id=new_id("model", dest), kind="model", source=source, dest=dest, addr=addr, user=user,
                         path=path, total_bytes=(total or {}).get("bytes"), total_files=(total or {}).get("files"))
+    # the directory counts as incomplete from before the first byte until verification passes
+    note = f"copy {meta.id} from {source} started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(meta.started))}"
+    m = await cluster[dest].run(remote.mark_incomplete(path, note), timeout=60)
+    if not m.ok:
+        raise TransferError(f"cannot prepare {path} on {dest}: {m.stderr.strip() or f'exit {m.exit_status}'}")
     job = remote.rsync_job(path, user, addr, path, opts.ssh, opts.connect_timeout, opts.io_timeout,
                            opts.bwlimit)
     r = await cluster[source].run(remote.start_detached(meta.id, meta.to_json(), job), timeout=60)
@@ -86,19 +125,23 @@ async def start_model_transfer(cluster, source: str, dest: str, path: str, addr:
 
 
 async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> dict:
-    """Compare file count and bytes on both sides (and contents by checksum when asked);
-    the result is stored in the transfer's state directory and returned."""
+    """Compare every file's size on both sides (and contents by checksum when asked); on success the
+    destination's incomplete-copy mark goes. The result is stored in the transfer's state directory."""
     src, dst = cluster[meta.source], cluster[meta.dest]
     a, b = await asyncio.gather(inventory(src, meta.path), inventory(dst, meta.path))
-    result: dict = {"ok": False, "at": time.time(), "checksum": False, "source": a, "dest": b}
+    result: dict = {"ok": False, "at": time.time(), "checksum": False,
+                    "source": _totals(a), "dest": _totals(b)}
+    diffs = compare_sizes(a["sizes"], b["sizes"]) if a is not None and b is not None else []
     if a is None or b is None:
         result["message"] = f"{meta.path} is missing on {meta.source if a is None else meta.dest} after the copy"
-    elif (a["files"], a["bytes"]) != (b["files"], b["bytes"]):
-        result["message"] = (f"{meta.dest} has {b['files']} files / {b['bytes']} bytes, {meta.source} has "
-                             f"{a['files']} files / {a['bytes']} bytes (did the source change during the copy?)")
+    elif a["incomplete"]:
+        result["message"] = f"{meta.source}'s own copy is incomplete ({a['incomplete']}); sync it first"
+    elif diffs:
+        result["message"] = (f"{meta.dest} does not match {meta.source}: " + "; ".join(diffs)
+                             + " (did the source change during the copy?); run the sync again")
     else:
         result["ok"] = True
-        result["message"] = f"verified: {a['files']} files, {_size(a['bytes'])} on both nodes"
+        result["message"] = f"verified: {a['files']} files, {_size(a['bytes'])}, every size equal on both nodes"
     if result["ok"] and opts.checksum:
         r = await src.run(remote.checksum_dry_run(meta.path, meta.user, meta.addr, meta.path, opts.ssh,
                                                   opts.connect_timeout))
@@ -113,8 +156,18 @@ async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> di
                                  + ", ".join(d.split(" ", 1)[-1] for d in diffs[:3]) + "; run the sync again")
         else:
             result["message"] += ", contents equal by checksum"
+    if result["ok"]:
+        m = await dst.run(remote.mark_complete(meta.path), timeout=30)
+        if not m.ok:
+            result["ok"] = False
+            result["message"] = (f"verified, but the incomplete-copy mark on {meta.dest} could not be removed: "
+                                 f"{m.stderr.strip() or f'exit {m.exit_status}'}")
     await src.run(remote.write_verified(meta.id, result), timeout=30)
     return result
+
+
+def _totals(inv: dict | None) -> dict | None:
+    return None if inv is None else {k: inv[k] for k in ("files", "links", "bytes")}
 
 
 async def carry_on_model(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
@@ -173,6 +226,9 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
     if total is None:
         raise TransferError(f"model directory {path} not found on {source} (model.source); "
                             f"put the checkpoint there or set model.source to the node that holds it")
+    if total["incomplete"]:
+        raise TransferError(f"the copy of {path} on {source} (model.source) is incomplete ({total['incomplete']}); "
+                            f"complete it first, or set model.source to the node that holds the whole checkpoint")
     if addrs is None:
         addrs, notes = await fabric_addresses(cluster, config, [source, *targets], subnet)
         for note in notes:

@@ -11,6 +11,10 @@ A transfer lives in a state directory on its SOURCE node,
   rc         the job's exit status, written (atomically) when it ends
   cancelled  present once `sync cancel` stopped it
   verified   one JSON line written after verification
+
+A destination's model directory holds MARKER from the moment a copy into it starts until the copy
+is verified: probes, `check` and plans read it as "model incomplete", so a copy cut off by a dead
+link or a full disk is never taken for the model. rsync neither sends nor deletes it.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ PRUNE_DAYS = 14  # a new transfer removes the state of transfers that ended long
 TAIL_BYTES = 2000  # log tail shown by listings (last progress update, last error lines)
 RS = "\x1e"  # stands in for \r and \n in a listing's log tail, so a record stays on one line
 
+MARKER = ".sparktui-incomplete"  # in the model directory while a copy into it is unverified
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 # alive PID: the process exists and is not a zombie (containers often have no init reaping them)
@@ -121,7 +126,7 @@ def rsync_job(src_path: str, user: str, addr: str, dest_path: str, ssh: str, con
     dst = f"{peer(user, addr)}:{rsync_remote_path(dest_path).rstrip('/')}/"
     limit = f"--bwlimit={shlex.quote(bwlimit)} " if bwlimit else ""
     return (
-        f"LC_ALL=C rsync -a --partial --info=progress2 -s --timeout={int(io_timeout)} {limit}"
+        f"LC_ALL=C rsync -a --partial --info=progress2 -s --timeout={int(io_timeout)} --exclude=/{MARKER} {limit}"
         f"-e {shlex.quote(e)} {src} {shlex.quote(dst)}"
     )
 
@@ -246,25 +251,40 @@ def remove_state(tid: str) -> str:
     return f"rm -rf -- {state_dir_word(tid)}\n"
 
 
-def inventory(path: str) -> str:
-    """`files=N links=N bytes=N` of a directory tree, or exit 3 when it is not there.
+def file_list(path: str) -> str:
+    """Every regular file of a directory tree with its size, or exit 3 when it is not there.
 
-    GNU find sums sizes with -printf; elsewhere wc -c per file (slower, same numbers).
+    Output: `links=N`, then `incomplete=<MARKER's first line, or nothing>`, then `SIZE NAME` records
+    each ended by a NUL (a name may hold a newline). MARKER itself is left out. GNU find prints
+    sizes itself; elsewhere wc -c per file (slower, same numbers).
     """
     return (
         f"p={home_word(path)}\n"
         '[ -d "$p" ] || { echo "missing: $p" >&2; exit 3; }\n'
         'cd "$p" || exit 3\n'
-        # counted by arguments, not lines: a file name may hold a newline
-        "f=$(find . -type f -exec sh -c 'echo $#' sh {} + | awk '{s+=$1} END {print s+0}')\n"
         "l=$(find . -type l -exec sh -c 'echo $#' sh {} + | awk '{s+=$1} END {print s+0}')\n"
+        'printf "links=%s\\n" "$l"\n'
+        f"m=; [ ! -f {MARKER} ] || m=$(head -n 1 {MARKER} | head -c 500)\n"
+        'printf "incomplete=%s\\n" "$m"\n'
         "if find . -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"
-        "  b=$(find . -type f -printf '%s\\n' | awk '{s+=$1} END {printf \"%.0f\", s}')\n"
+        f"  find . -type f ! -path ./{MARKER} -printf '%s %P\\0'\n"
         "else\n"
-        "  b=$(find . -type f -exec wc -c {} \\; | awk '{s+=$1} END {printf \"%.0f\", s}')\n"
+        f"  find . -type f ! -path ./{MARKER} -exec sh -c "
+        "'for f; do printf \"%s %s\\0\" \"$(wc -c < \"$f\" | tr -d \" \")\" \"${f#./}\"; done' sh {} +\n"
         "fi\n"
-        'printf "files=%s links=%s bytes=%s\\n" "$f" "$l" "$b"\n'
     )
+
+
+def mark_incomplete(path: str, note: str) -> str:
+    """Create the model directory and put MARKER in it (before any byte of a copy lands there)."""
+    d = home_word(path)
+    return (f"mkdir -p -- {d} && printf '%s\\n' {shlex.quote(note)} > {d}/{MARKER}.tmp "
+            f"&& mv -f {d}/{MARKER}.tmp {d}/{MARKER}\n")
+
+
+def mark_complete(path: str) -> str:
+    """Remove MARKER once the copy is verified."""
+    return f"rm -f -- {home_word(path)}/{MARKER}\n"
 
 
 def free_space(path: str) -> str:
@@ -295,7 +315,7 @@ def checksum_dry_run(src_path: str, user: str, addr: str, dest_path: str, ssh: s
     src = home_word(src_path.rstrip("/") or "/") + "/"
     dst = f"{peer(user, addr)}:{rsync_remote_path(dest_path).rstrip('/')}/"
     return (
-        f"LC_ALL=C rsync -a --checksum --dry-run -s --out-format='%i %n' "
+        f"LC_ALL=C rsync -a --checksum --dry-run -s --exclude=/{MARKER} --out-format='%i %n' "
         f"-e {shlex.quote(e)} {src} {shlex.quote(dst)}\n"
     )
 

@@ -119,9 +119,11 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
         return Content("\n").join(lines)
     lines.append(Content.assemble(("GPU ", "bold"), gpu_words(facts)))
     disk = fmt.size(facts.disk_free_bytes) + " free" if facts.disk_free_bytes is not None else "?"
-    model = ""
+    model: str | tuple[str, str] = ""
     if facts.model is not None:
-        model = f"  model {fmt.size(facts.model.bytes)}" if facts.model.present else "  model missing"
+        model = (f"  model {fmt.size(facts.model.bytes)}" if facts.model.present
+                 else (f"  model incomplete ({fmt.size(facts.model.bytes)})", "$error") if facts.model.incomplete
+                 else "  model missing")
     lines.append(Content.assemble(memory_line(facts), ("  DISK ", "bold"), disk, model))
     ctrs = container_words(facts)
     if ctrs:
