@@ -432,9 +432,15 @@ class Node:
         stdin and kills it on EOF, because without a PTY sshd would leave it running.
         """
         line = self._line(cmd)
+        # The command runs in a session of its own (setsid, where the node has it) so that closing
+        # the stream stops everything it started, background children included, not just the shell;
+        # the wrapper passes a hangup or TERM of its own on to that session too.
         wrapped = (
-            "exec 3<&0; (" + line + ") </dev/null & p=$!; "
-            "{ cat <&3; kill -TERM $p; } >/dev/null 2>&1 & exec 3<&-; "
+            "exec 3<&0; if command -v setsid >/dev/null 2>&1; then "
+            "setsid sh -c " + shlex.quote(line) + " </dev/null & else (" + line + ") </dev/null & fi; p=$!; "
+            "k() { kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null; }; "
+            "trap 'k; exit 143' HUP INT TERM; "
+            "{ cat <&3; k; } >/dev/null 2>&1 & exec 3<&-; "
             "wait $p; rc=$?; exit $rc"
         )
         entry = self.journal.start(self.name, line)
