@@ -10,6 +10,7 @@ from rich.table import Table
 from ..core.config import Config
 from ..core.facts import NodeFacts
 from ..core.inventory import Inventory, take_inventory
+from ..core.requirements import Need, node_needs, unmet
 from ..core.ssh import Cluster
 from .common import add_config_arg, add_json_arg, console, get_config, journal, print_json
 
@@ -18,9 +19,11 @@ STATUS_SECTIONS: dict[str, object] = {}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="validate the config, connect to every node, probe and show the facts")
+    p = sub.add_parser("check", help="validate the config, connect to every node, probe and show the facts "
+                                     "and what each node still needs")
     add_config_arg(p)
     add_json_arg(p)
+    p.add_argument("--strict", action="store_true", help="exit 1 also when a node lacks something it needs")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("status", help="node facts, transfers and deployments")
     add_config_arg(p)
@@ -89,6 +92,18 @@ def _row_text(r: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in r.items())
 
 
+_MARK = {"ok": "[green]✓[/]", "todo": "[cyan]→[/]", "fail": "[red]✗[/]", "unknown": "[yellow]?[/]"}
+
+
+def needs_table(needs: list[Need]) -> Table:
+    t = Table(title="what the nodes need (✓ ok, → sparktui copies it, ✗ to fix, ? unknown)", title_justify="left")
+    for col in ("node", "", "need", "found", "fix"):
+        t.add_column(col)
+    for n in needs:
+        t.add_row(n.node, _MARK.get(n.status, n.status), n.what, n.detail, n.fix)
+    return t
+
+
 async def gather(config: Config) -> tuple[Inventory, dict[str, list[dict]]]:
     async with Cluster(config, journal=journal()) as cluster:
         inv = await take_inventory(cluster, config)
@@ -102,11 +117,15 @@ async def cmd_check(args: argparse.Namespace) -> int:
     config = get_config(args)
     async with Cluster(config, journal=journal()) as cluster:
         inv = await take_inventory(cluster, config)
+    needs = node_needs(config, inv)
     if args.json:
-        print_json(inv.to_json())
+        print_json({**inv.to_json(), "requirements": [n.to_json() for n in needs]})
     else:
         print_inventory(config, inv)
-    return 0 if inv.all_reachable else 1
+        console.print(needs_table(needs))
+    if not inv.all_reachable:
+        return 1
+    return 1 if args.strict and unmet(needs) else 0
 
 
 async def cmd_status(args: argparse.Namespace) -> int:

@@ -59,6 +59,8 @@ class ModelDir:
 class DockerInfo:
     version: str | None = None
     images: dict[str, str] = field(default_factory=dict)  # "repo:tag" -> image ID (sha256:...)
+    runtimes: list[str] = field(default_factory=list)  # `docker info` runtimes, e.g. ["nvidia", "runc"]
+    problem: str | None = None  # why `docker version` failed for the SSH user (daemon down, permission)
 
 
 @dataclass
@@ -75,6 +77,10 @@ class NodeFacts:
     containers: list[Container] = field(default_factory=list)
     model: ModelDir | None = None
     infiniband: bool = False  # /dev/infiniband exists (pass it to containers)
+    user: str | None = None  # the SSH user on the node (`id -un`)
+    rsync: str | None = None  # rsync's version; None = not installed
+    gpu_toolkit: list[str] = field(default_factory=list)  # NVIDIA container tools on PATH (the --gpus hook)
+    cdi_specs: list[str] = field(default_factory=list)  # CDI spec files naming nvidia.com/gpu
     notes: list[str] = field(default_factory=list)  # what the probe could not read, and why
 
     def to_json(self) -> dict:
@@ -83,7 +89,8 @@ class NodeFacts:
             {"name": i.name, "ipv4": i.ipv4, "up": i.up, "rdma": i.rdma} for i in self.interfaces
         ]
         d["gpu"] = {k: d["gpu"][k] for k in ("name", "count", "memory_total_bytes", "utilization")}
-        d["docker"] = {"version": self.docker.version}
+        d["docker"] = {"version": self.docker.version, "runtimes": self.docker.runtimes,
+                       "problem": self.docker.problem}
         if self.model is not None:
             d["model"]["state"] = self.model.state
         return d

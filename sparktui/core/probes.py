@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass
 
 from .facts import Container, DockerInfo, Gpu, Interface, Memory, ModelDir, NodeFacts
+from .probe_needs import docker_problem, parse_rsync_version, parse_runtimes, parse_toolkit
 
 GPU_QUERY = "name,memory.total,memory.used,utilization.gpu"
 SECTION_TIMEOUT = 10  # seconds each tool may take, so one stuck tool never hangs the probe
@@ -71,6 +72,15 @@ speeds() {
     printf '%s %s\n' "${d##*/}" "${s:-?}"
   done
 }
+toolkit() {
+  for t in nvidia-container-runtime-hook nvidia-ctk; do
+    p=$(command -v "$t" 2>/dev/null) && printf 'tool %s\n' "$p"
+  done
+  for f in /etc/cdi/* /var/run/cdi/*; do
+    [ -f "$f" ] && grep -qs 'nvidia.com/gpu' "$f" && printf 'cdi %s\n' "$f"
+  done
+  return 0
+}
 sec nvidia-smi $T nvidia-smi --query-gpu=__QUERY__ --format=csv,noheader,nounits
 sec meminfo cat /proc/meminfo
 sec df nearest
@@ -84,12 +94,16 @@ if [ "$rc" = 0 ]; then
   sec docker-images $T docker images --format '{{json .}}'
   sec docker-ids $T docker image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}'
   sec docker-ps $T docker ps -a --filter label=__LABEL__ --format '{{json .}}'
+  sec docker-runtimes $T docker info --format '{{json .Runtimes}}'
 fi
 sec ip $T ip -j addr
 if command -v ibdev2netdev >/dev/null 2>&1; then sec ibdev2netdev $T ibdev2netdev; fi
 sec ib-sys ibsys
 sec infiniband test -d /dev/infiniband
 sec speed speeds
+sec user id -un
+sec rsync $T rsync --version
+sec gpu-toolkit toolkit
 printf '@@sparktui:done@@\n'
 """
 
@@ -475,6 +489,10 @@ def parse_probe(name: str, host: str, text: str) -> NodeFacts:
         docker.images.update(parse_image_ids(sec.out))
     if (sec := ok("docker-ps", "docker ps")) is not None:
         facts.containers = parse_docker_ps(sec.out, notes)
+    if (sec := ok("docker-runtimes", "docker info")) is not None:
+        docker.runtimes = parse_runtimes(sec.out)
+    if (sec := secs.get("docker-version")) is not None and sec.rc != 0:
+        docker.problem = docker_problem(sec.err) or _why("docker", sec)
     facts.docker = docker
 
     if (sec := ok("ip", "ip -j addr")) is not None:
@@ -490,4 +508,10 @@ def parse_probe(name: str, host: str, text: str) -> NodeFacts:
         iface.speed_mbps = speeds.get(iface.name)
     if (sec := secs.get("infiniband")) is not None:
         facts.infiniband = sec.rc == 0
+    if (sec := secs.get("user")) is not None and sec.rc == 0:
+        facts.user = sec.out.strip() or None
+    if (sec := secs.get("rsync")) is not None:
+        facts.rsync = parse_rsync_version(sec.out) if sec.rc == 0 else None
+    if (sec := secs.get("gpu-toolkit")) is not None:
+        facts.gpu_toolkit, facts.cdi_specs = parse_toolkit(sec.out)
     return facts

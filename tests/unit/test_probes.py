@@ -321,6 +321,7 @@ def test_script_with_spark_tools_on_path(tmp_path):
   "images --format") cat {q('docker-images.jsonl')} ;;
   "image ls") cat {q('docker-image-ids.txt')} ;;
   "ps -a") [ "$4" = label=sparktui.deployment ] || exit 3; cat {q('docker-ps.jsonl')} ;;
+  "info --format") echo '{{"runc":{{"path":"runc"}}}}' ;;
   *) echo "unknown: $*" >&2; exit 1 ;;
 esac
 """)
