@@ -82,15 +82,16 @@ def _model(f: NodeFacts, config: Config, source: str, facts: dict[str, NodeFacts
         return Need(f.name, "model", what, "unknown", "not probed")
     if m.present:
         return Need(f.name, "model", what, "ok", f"{path}: {m.files if m.files is not None else '?'} files")
+    state = f"incomplete ({m.incomplete})" if m.incomplete else "missing"
     if f.name == source:
-        return Need(f.name, "model", what, "fail", f"{path} missing on the source node",
+        return Need(f.name, "model", what, "fail", f"{path} {state} on the source node",
                     f"put the checkpoint at {path} on {source}, or set model.source to the node that has it")
     src = facts.get(source)
     size = src.model.bytes if src and src.model and src.model.present else None
     if size and f.disk_free_bytes is not None and f.disk_free_bytes < size:
-        return Need(f.name, "model", what, "fail", f"missing, and {f.disk_free_bytes} bytes free < {size}",
+        return Need(f.name, "model", what, "fail", f"{state}, and {f.disk_free_bytes} bytes free < {size}",
                     f"free space under {path} on {f.name}")
-    return Need(f.name, "model", what, "todo", f"missing; {source} holds it", "`sparktui sync model` copies it")
+    return Need(f.name, "model", what, "todo", f"{state}; {source} holds it", "`sparktui sync model` copies it")
 
 
 def _image(f: NodeFacts, engine: str, image: str, facts: dict[str, NodeFacts], head: str) -> Need:
