@@ -1,0 +1,23 @@
+"""The first-run app: the setup screen alone, ending with the path of the config it wrote (or None)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+
+from ..core.config import SshConfig
+from .screens.setup import SetupScreen
+
+
+class SetupApp(App[Path | None]):
+    TITLE = "sparktui setup"
+
+    def __init__(self, target: Path, ssh: SshConfig | None = None, theme: str | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.ssh = ssh
+        if theme and theme in self.available_themes:
+            self.theme = theme
+
+    def on_mount(self) -> None:
+        self.push_screen(SetupScreen(self.target, self.ssh), callback=self.exit)
