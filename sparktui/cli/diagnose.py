@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import io
+import math
 import sys
-from typing import IO, Iterable
+from typing import BinaryIO, Iterable
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from ..core.diagnose import Diagnoser
+from ..core.logfile import diagnose_stream, guess_engine, read_head
+from ..core.phases import LABELS, PHASES
 from ..core.engines.logsigns import READY
 from .common import CliExit, console, print_json
 
@@ -18,21 +22,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="read an engine log and list milestones and problems with hints")
     p.add_argument("file", nargs="?", default="-", metavar="FILE|-", help="log file (default: - for stdin)")
     p.add_argument("--engine", choices=sorted(READY), help="engine that wrote the log (default: guessed)")
-    p.add_argument("--hang-after", type=float, default=90.0, metavar="S",
-                   help="seconds of silence in distributed init that count as a hang (docker -t timestamps)")
+    p.add_argument("--hang-after", type=str, default="90", metavar="S",
+                   help="seconds of silence in distributed/NCCL init that count as a hang (docker -t timestamps)")
+    p.add_argument("--limit", action="append", default=[], metavar="PHASE=S",
+                   help=f"seconds of silence allowed in a phase ({', '.join(PHASES)}); repeatable")
     p.add_argument("--model-path", help="the model path, to recognise it in file-not-found errors")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=cmd_diagnose)
 
 
-def guess_engine(lines: list[str]) -> str | None:
-    for line in lines[:400]:
-        low = line.lower()
-        if "sglang" in low:
-            return "sglang"
-        if "vllm" in low or "ray runtime started" in low:
-            return "vllm"
-    return None
+def _seconds(what: str, text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not math.isfinite(v) or v <= 0:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise CliExit(2, f"{what}: expected a positive number of seconds, got {shown!r}")
+    return v
+
+
+def _limits(items: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items:
+        phase, sep, value = item.partition("=")
+        if not sep or phase not in PHASES:
+            raise CliExit(2, f"--limit: expected PHASE=SECONDS with PHASE one of {', '.join(PHASES)}, got {item[:60]!r}")
+        out[phase] = _seconds(f"--limit {phase}", value)
+    return out
 
 
 def diagnose_lines(lines: Iterable[str], engine: str, hang_after: float = 90.0,
@@ -44,26 +61,32 @@ def diagnose_lines(lines: Iterable[str], engine: str, hang_after: float = 90.0,
     return d
 
 
-def _open(name: str) -> IO[str]:
+def _open(name: str) -> BinaryIO:
     if name == "-":
-        return sys.stdin
+        return sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())
     try:
-        return open(name, encoding="utf-8", errors="replace")
+        return open(name, "rb")
     except OSError as e:
         raise CliExit(2, f"{name}: {e.strerror or e}") from None
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    hang_after = _seconds("--hang-after", args.hang_after)
+    limits = _limits(args.limit)
     f = _open(args.file)
     try:
-        lines = f.read().splitlines()
+        try:
+            head = read_head(f)
+        except OSError as e:
+            raise CliExit(2, f"{args.file}: {e.strerror or e}") from None
+        engine = args.engine or guess_engine(head.decode("utf-8", "replace"))
+        if engine is None:
+            raise CliExit(2, "cannot tell which engine wrote this log: pass --engine sglang or --engine vllm")
+        d = Diagnoser(engine, hang_after=hang_after, model_path=args.model_path, limits=limits)
+        diagnose_stream(f, d, head)
     finally:
-        if f is not sys.stdin:
+        if args.file != "-":
             f.close()
-    engine = args.engine or guess_engine(lines)
-    if engine is None:
-        raise CliExit(2, "cannot tell which engine wrote this log: pass --engine sglang or --engine vllm")
-    d = diagnose_lines(lines, engine, args.hang_after, args.model_path)
     if args.json:
         print_json(d.to_json())
     else:
@@ -87,6 +110,12 @@ def render_diagnosis(d: Diagnoser) -> Group:
         for m in data["milestones"]:
             t.add_row(str(m["line"]), m["node"] or "", m["kind"], _detail(m))
         parts.append(t)
+    for n in data["nodes"]:
+        if n["phase"] and not data["ready"]:
+            rank = f" rank {n['rank']}" if n["rank"] is not None else ""
+            last = n["last_line"]
+            parts.append(Text(f"{n['node'] or 'log'}: reached {LABELS[n['phase']]}{rank}; last line {last['line']}: "
+                              f"{last['text'][:120]}", style="dim"))
     for p in data["problems"]:
         where = f"line {p['line']}" + (f" on {p['node']}" if p["node"] else "")
         parts.append(Text.assemble((f"{p['kind']}", "bold red"), f" ({where}): {p['message']}"))

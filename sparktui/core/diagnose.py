@@ -19,8 +19,11 @@ from typing import Callable, Iterable, Union
 
 from . import dockerts
 from .engines import logsigns as S
+from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
 
 STATES = ("starting", "loading", "ready", "failed", "hung")
+MAX_MILESTONES = 500  # bounded memory on endless logs: later milestones are counted, not kept
+MAX_PROBLEMS = 200
 
 
 @dataclass
@@ -50,8 +53,14 @@ class Problem:
     text: str = ""
     provisional: bool = False  # withdrawn if the engine goes on loading or serving
 
+    phase: str | None = None  # for a log that stops: the phase and rank it stopped in
+    rank: int | None = None
+
     def to_json(self) -> dict:
-        return {"kind": self.kind, "line": self.line, "message": self.message, "hint": self.hint, "node": self.node}
+        d = {"kind": self.kind, "line": self.line, "message": self.message, "hint": self.hint, "node": self.node}
+        if self.phase:
+            d.update(phase=self.phase, rank=self.rank)
+        return d
 
 
 @dataclass
@@ -100,11 +109,15 @@ class Diagnoser:
     """Feed lines; read .milestones, .problems, .state."""
 
     def __init__(self, engine: str, hang_after: float = 90.0, model_path: str | None = None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, limits: dict[str, float | None] | None = None):
         if engine not in S.READY:
             raise ValueError(f"unknown engine {engine!r} (expected one of: {', '.join(S.READY)})")
         self.engine = engine
         self.hang_after = hang_after
+        # Silence allowed per phase; the init phases take hang_after (the rendezvous hang).
+        self.limits = {**DEFAULT_LIMITS, **{p: hang_after for p in INIT_PHASES}, **(limits or {})}
+        self.phases = PhaseTracker()
+        self.dropped_milestones = 0
         self.model_path = model_path
         self.clock = clock
         self.milestones: list[Milestone] = []
@@ -119,8 +132,8 @@ class Diagnoser:
 
     @property
     def state(self) -> str:
-        # Only a suspected hang (silence) is "hung"; a rendezvous that timed out has failed.
-        if any(not (p.kind == "rendezvous_hang" and p.provisional) for p in self.problems):
+        # Only a suspicion (silence, a log that stops) is "hung"; a rendezvous that timed out has failed.
+        if any(not (p.kind in S.SUSPECT and p.provisional) for p in self.problems):
             return "failed"
         if self.problems:
             return "hung"
@@ -131,11 +144,17 @@ class Diagnoser:
     def to_json(self) -> dict:
         return {"engine": self.engine, "ready": self.state == "ready", "state": self.state,
                 "milestones": [m.to_json() for m in self.milestones],
-                "problems": [p.to_json() for p in self.ordered_problems()]}
+                "problems": [p.to_json() for p in self.ordered_problems()],
+                "nodes": self.phases.to_json()}
 
     def ordered_problems(self) -> list[Problem]:
-        """Causes first: "the engine died" follows whatever killed it even when it was printed first."""
-        return sorted(self.problems, key=lambda p: p.kind == "engine_died")
+        """Causes first: failures, then suspicions, then provisional doubts; "the engine died" follows
+        whatever killed it even when it was printed first."""
+        def rank(p: Problem) -> int:
+            if p.kind == "engine_died":
+                return 3
+            return 0 if not p.provisional else 1 if p.kind in S.SUSPECT else 2
+        return sorted(self.problems, key=rank)
 
     # ---- input ----------------------------------------------------------------------------
 
@@ -154,13 +173,31 @@ class Diagnoser:
             at = now  # reported time: None for a plain file read
         t = at if at is not None else self.clock()  # silence is measured on this
         out: list[Event] = []
-        if ns.dist == "in" and ns.last_at is not None and t - ns.last_at >= self.hang_after:
-            out += self._hang(ns, node, f"no output for {t - ns.last_at:.0f} s", ns.lines - 1, ns.last_at)
+        if ns.last_at is not None:
+            out += self._silence(ns, node, t, ns.lines - 1)
         ns.last_at = t
+        self.phases.line(text, node, ns.lines)
         for seg in text.split("\r"):
             if seg.strip():
                 out += self._segment(ns, node, seg, at)
         return out
+
+    @property
+    def quiet_serving(self) -> bool:
+        """Serving with nothing in doubt: a serving line would change nothing but the count."""
+        return (self.ready and not self.problems and self.phases.node_phase(None) == "first_request"
+                and all(ns.dist != "in" and ns.tb is None for ns in self._nodes.values()))
+
+    def skip(self, count: int, last_line: str, node: str | None = None) -> None:
+        """`count` serving lines read while quiet_serving (the last one given): count them only."""
+        ns = self._nodes.setdefault(node, _Node())
+        ns.lines += count
+        at, text = parse_docker_ts(last_line.rstrip("\r\n"))
+        if at is not None:
+            ns.last_at = at
+        pn = self.phases.nodes.get(node)
+        if pn is not None:
+            pn.lines, pn.last_text = ns.lines, text.strip()[:300] or pn.last_text
 
     def tick(self, now: float | None = None) -> list[Event]:
         """Silence check: a node quiet for hang_after seconds inside distributed init is hung."""
@@ -171,9 +208,28 @@ class Diagnoser:
                 continue
             if ns.tb is not None and ns.tb["ended"] and now - ns.last_at >= 1.0:
                 out += self._flush_tb(ns, node)
-            if ns.dist == "in" and now - ns.last_at >= self.hang_after:
-                out += self._hang(ns, node, f"no output for {now - ns.last_at:.0f} s", ns.lines, ns.last_at)
+            out += self._silence(ns, node, now, ns.lines)
         return out
+
+    def _silence(self, ns: _Node, node, now: float, line: int) -> list[Event]:
+        """Silence since a node's last line, against the limit of the phase it is in."""
+        quiet = now - ns.last_at
+        if ns.dist == "in":
+            return self._hang(ns, node, f"no output for {quiet:.0f} s", line, ns.last_at) if quiet >= self.hang_after else []
+        phase = self.phases.node_phase(node)
+        if phase in INIT_PHASES and ns.dist == "done" and not self.phases.nccl_open(node):
+            phase = "weights"  # init is over: what comes next is loading, with its own (longer) limit
+        limit = self.limits.get(phase) if phase else None
+        if limit is None or quiet < limit or self.ready:
+            return []
+        if phase in INIT_PHASES:
+            return self._hang(ns, node, f"no output for {quiet:.0f} s in {LABELS[phase]}", line, ns.last_at)
+        if any(p.kind == "stalled" and p.node == node for p in self.problems):
+            return []
+        where = f" on {node}" if node else ""
+        return self._problem(Problem("stalled", line, f"no output for {quiet:.0f} s during {LABELS[phase]}{where}",
+                                     S.STALL_HINT.get(phase, S.TRACEBACK_HINT), node, ns.last_at,
+                                     provisional=True, phase=phase))
 
     def finish(self) -> list[Event]:
         """The log ended (a file read to its end): settle what was pending."""
@@ -181,13 +237,35 @@ class Diagnoser:
         for node, ns in self._nodes.items():
             if ns.tb is not None:
                 out += self._flush_tb(ns, node)
-            # Ending inside init is suspect unless a real failure there already explains the end.
-            explained = any(p.node == node and not p.provisional and p.line >= ns.dist_line for p in self.problems)
-            if ns.dist == "in" and not explained:
-                marker = S.DIST_END[self.engine].pattern
-                out += self._hang(ns, node, f"the log ends inside distributed init (nothing like {marker!r} "
-                                            f"after line {ns.dist_line})", ns.lines, ns.last_at)
-        return out
+        return out + self._stopped()
+
+    def _stopped(self) -> list[Event]:
+        """A log that ends before serving, with nothing fatal to explain it: name where it stopped."""
+        if self.ready or self.problems:
+            return []  # a failure, a doubt or a proven silence already says more than where it ended
+        v = self.phases.verdict()
+        if v is None or v[0] == "first_request":
+            return []
+        phase, rank, node = v
+        ns = self.phases.nodes[node]
+        who = f" on rank {rank}" if rank is not None else ""
+        who += f" ({node})" if node else ""
+        rs = ns.ranks.get(rank)
+        if phase == "nccl_init" and rs is not None and not rs.nccl_open:
+            msg = f"stopped after NCCL communicator init{who}, before weight loading"
+        else:
+            msg = f"stopped during {LABELS[phase]}{who}"
+        if phase in INIT_PHASES:
+            msg += " — if the log is no longer growing, this is a rendezvous hang"
+            hint = S.HANG_HINT[self.engine]
+        else:
+            msg += " — if the log is no longer growing, it is stuck there"
+            hint = S.STALL_HINT.get(phase, S.TRACEBACK_HINT)
+        n = self._nodes.get(node)
+        if ns is not None and n is not None and n.allreduce_off and phase in INIT_PHASES:
+            msg += " (after 'Custom allreduce is disabled because this process group spans across nodes.')"
+        return self._problem(Problem("stopped", ns.lines, msg, hint, node, n.last_at if n else None,
+                                     ns.last_text, provisional=True, phase=phase, rank=rank))
 
     # ---- one piece of a line ------------------------------------------------------------------
 
@@ -217,7 +295,7 @@ class Diagnoser:
                 return out
             out += self._flush_tb(ns, node)
             tb = None
-        if tb is None and S.TRACEBACK.search(body):
+        if tb is None and (S.TRACEBACK.search(body) or S.FRAME.match(body)):
             ns.tb = {"line": ns.lines, "at": at, "classified": False, "ended": False, "chained": False, "msg": None,
                      "kinds": set()}
         elif tb is not None and not tb["ended"] and S.EXCEPTION_LINE.match(body):
@@ -264,6 +342,9 @@ class Diagnoser:
         if m:
             out += self._advance(ns, node, n, at, seg, "kv_cache",
                                  {"tokens": int(m[1]), "size_gb": round(float(m[2]) + float(m[3]), 2)})
+        m = S.KV_SGLANG_MLA.search(seg)
+        if m:
+            out += self._advance(ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1]), "size_gb": float(m[2])})
         m = S.KV_TOKENS.search(seg)
         if m:
             out += self._advance(ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1].replace(",", ""))})
@@ -339,7 +420,10 @@ class Diagnoser:
 
     def _milestone(self, kind: str, n: int, node, at: float, seg: str, data: dict | None = None) -> Milestone:
         m = Milestone(kind, n, node, at, dict(data or {}), seg.strip()[:300])
-        self.milestones.append(m)
+        if len(self.milestones) < MAX_MILESTONES:
+            self.milestones.append(m)
+        else:
+            self.dropped_milestones += 1
         return m
 
     # ---- problems ---------------------------------------------------------------------------
@@ -347,6 +431,8 @@ class Diagnoser:
     def _problems(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
         n = ns.lines
         body = strip_prefixes(seg).strip()
+        if S.IGNORE.search(seg):
+            return []
         if self.model_path and "No such file or directory" in seg and self.model_path in seg:
             return self._classified(ns, Problem("model_not_found", n, f"{self.model_path} is missing in the container",
                                                 S.MODEL_HINT, node, at, body))
@@ -385,6 +471,8 @@ class Diagnoser:
         for q in self.problems:
             if (q.kind, q.node, q.message) == (p.kind, p.node, p.message):
                 return []  # every rank prints the same failure
+        if len(self.problems) >= MAX_PROBLEMS:
+            return []
         self.problems.append(p)
         return [p]
 
@@ -406,6 +494,7 @@ class Diagnoser:
             if p.provisional and (node is None or p.node == node):
                 self.problems.remove(p)
                 c = ProblemCleared(p, reason)
-                self.cleared.append(c)
+                if len(self.cleared) < MAX_PROBLEMS:
+                    self.cleared.append(c)
                 out.append(c)
         return out

@@ -29,7 +29,7 @@ def _re(p: str, flags: int = 0) -> re.Pattern:
 
 DIST_BEGIN = {
     "sglang": _re(r"Init torch distributed begin"),
-    "vllm": _re(r"Initializing an? (?:V1 )?LLM engine|distributed_init_method=\S+"),
+    "vllm": _re(r"Initializing an? (?:V\d )?LLM engine|distributed_init_method=\S+"),
 }
 DIST_END = {
     "sglang": _re(r"Init torch distributed ends"),
@@ -48,9 +48,11 @@ RAY_LOCAL = _re(r"Started a local Ray instance")
 WEIGHTS_PERCENT = _re(r"Loading \w+ checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)")
 WEIGHTS_BEGIN = _re(r"Load weight begin|Starting to load model")
 WEIGHTS_END = _re(r"Load weight end|Loading weights took ([\d.]+) seconds|Model loading took ([\d.]+) ?GiB")
-SLOW_LOAD = _re(r"Auto-prefetch is disabled because the checkpoint exceeds")
+# vLLM's wording changed over releases; slow only when the checkpoint does not fit in RAM.
+SLOW_LOAD = _re(r"Auto-prefetch is disabled because .*exceeds|Skipping auto-prefetch")
 
 KV_SGLANG = _re(r"KV Cache is allocated\..*?#tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+KV_SGLANG_MLA = _re(r"KV Cache is allocated\..*?#tokens: (\d+), KV size: ([\d.]+) GB")  # MLA models: one cache
 KV_TOKENS = _re(r"GPU KV cache size: ([\d,]+) tokens")
 KV_MEMORY = _re(r"Available KV cache memory: ([\d.]+) GiB")
 
@@ -77,18 +79,34 @@ _DIED_HINT = "the engine process is gone (see the first problem above); the HTTP
 
 SIGNS: list[Sign] = [
     # rendezvous
-    Sign("rendezvous_hang", _re(r"Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined"),
+    Sign("rendezvous_hang", _re(r"Timed out after (\d+) seconds waiting for (?:clients|workers)\. (\d+)/(\d+) (?:clients|workers) joined"),
          message="rendezvous timed out after {0} s: only {1} of {2} ranks reached the store",
          hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
               "fabric subnet and reachable from every node"),
-    Sign("rendezvous_hang", _re(r"client socket has timed out after (\d+) ?ms while trying to connect to \(([^,]+), (\d+)\)"),
-         message="could not reach the rendezvous at {1}:{2} (gave up after {0} ms)",
+    Sign("rendezvous_hang", _re(r"client socket has timed out after (\d+ ?(?:ms|s|min)?) while trying to connect to \(([^,]+), (\d+)\)"),
+         message="could not reach the rendezvous at {1}:{2} (gave up after {0})",
          hint="this node cannot reach that address: the head IP must be on a subnet this node shares (the fabric)"),
-    # NCCL
-    Sign("nccl_error", _re(r"NCCL WARN Bootstrap : no socket interface found"),
+    Sign("rendezvous_hang", _re(r"Timed out initializing process group in store based barrier|connect\(\) timed out|"
+                                r"DistStoreError: Socket Timeout|next\(rendezvous_iterator\)"),
+         message="a rank failed in torch's rendezvous (init_process_group)",
+         hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
+              "fabric subnet and reachable from every node"),
+    # torch c10d retries these itself: a suspicion until the log stops or the store gives up
+    Sign("rendezvous_hang", _re(r"The server socket on (\S+) has timed out, will retry|"
+                                r"TCP client failed to connect/validate to host (\S+) - retrying"), provisional=True,
+         message="this rank keeps retrying the rendezvous store",
+         hint="the rendezvous address is not reachable from this node (or binds an address it does not have): the "
+              "head IP must be on a subnet every node shares, VLLM_HOST_IP/SGLANG_HOST_IP this node's own address"),
+    # NCCL and Gloo: interface names
+    Sign("nccl_error", _re(r"Bootstrap : no socket interface found|no NCCL_SOCKET_IFNAME interface found|"
+                           r"ncclSocketInit: connecting to address\s+with family"),
          message="NCCL found no interface named by NCCL_SOCKET_IFNAME on this node", hint=_IFACE_HINT),
-    Sign("nccl_error", _re(r"Socket operation on non-socket"),
-         message="NCCL was given a wrong interface name (Socket operation on non-socket)", hint=_IFACE_HINT),
+    Sign("nccl_error", _re(r"Unable to find address for:? (\S+)"),
+         message="Gloo found no interface named {0} on this node (GLOO_SOCKET_IFNAME takes one real name)",
+         hint=_IFACE_HINT),
+    Sign("nccl_error", _re(r"socketProgress: Connection closed by remote peer|Got completion from peer \S+ with status=(\d+)"),
+         message="an NCCL connection to a peer broke (the peer died or the link failed)",
+         hint="look for the first error on the other node; if none, check the fabric link and RDMA (NCCL_IB_DISABLE=1 to confirm)"),
     Sign("nccl_error", _re(r"store->get\('\d+'\) got error: Failed to recv"),
          message="lost the rendezvous peer (it probably failed first: read the other node's log)",
          hint="look for the first error on the other node"),
@@ -97,7 +115,25 @@ SIGNS: list[Sign] = [
               "retry with NCCL_IB_DISABLE=1 to confirm"),
     Sign("nccl_error", _re(r"NCCL WARN .*"), provisional=True,
          hint="an NCCL warning; harmless if loading goes on, otherwise " + _IFACE_HINT),
-    # memory
+    # memory: Ray's monitor kills workers when host (unified) memory looks full
+    Sign("host_oom", _re(r"killed due to memory pressure \(OOM\)|were killed due to the node running low on memory|"
+                         r"Task was killed due to the node running low on memory|exceeds the memory usage threshold of [\d.]+\. Ray killed"),
+         message="Ray's memory monitor killed a worker (host memory, not a CUDA OOM)",
+         hint="on unified memory Ray counts GPU-resident weights as host memory: start Ray with "
+              "RAY_memory_monitor_refresh_ms=0 (NVIDIA's Spark playbooks do), or free host memory"),
+    Sign("out_of_memory", _re(r"Free memory on device \S* ?\(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization"),
+         message="free memory at start-up ({0} of {1} GiB) is below the requested GPU memory utilization",
+         hint="another process holds GPU memory, or (unified memory) the page cache counts as used: stop it, flush "
+              "the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) or lower --gpu-memory-utilization"),
+    Sign("out_of_memory", _re(r"The memory capacity is unbalanced"),
+         message="SGLang found less free memory on some GPU than on the others",
+         hint="something else holds memory on one node: stop it, or set SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 "
+              "(older releases: SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1) if the difference is expected"),
+    Sign("out_of_memory", _re(r"Not enough GPU memory for hybrid state cache"),
+         message="SGLang has no memory left for the hybrid (mamba/linear attention) state cache", hint=_OOM_HINT),
+    Sign("out_of_memory", _re(r"is larger than the maximum number of tokens that can be stored in KV cache"),
+         message="the KV cache cannot hold one request at this context length",
+         hint="lower --max-model-len or raise the memory fraction"),
     Sign("out_of_memory", _re(r"larger than the available KV cache memory|estimated maximum model length is (\d+)"),
          message="the KV cache cannot hold one request at this context length",
          hint="lower --max-model-len (the log gives the largest that fits) or raise the memory fraction"),
@@ -111,9 +147,13 @@ SIGNS: list[Sign] = [
     Sign("ray_resources", _re(r"The number of required GPUs exceeds the total number of available GPUs in the placement group"),
          engines=("vllm",), message="Ray has fewer GPUs than TP x PP needs",
          hint="every node must have joined the Ray cluster (`ray status` lists N nodes / N GPUs) before vllm serve"),
-    Sign("ray_resources", _re(r"No available node types can fulfill resource request|Cannot provide a placement group"),
+    Sign("ray_resources", _re(r"No available node types can fulfill resource request|Cannot provide a placement group|"
+                              r"pending placement groups?|Waiting for creating a placement group"),
          engines=("vllm",), message="Ray cannot place the workers",
          hint="check `ray status` in the head container lists every node and GPU"),
+    Sign("ray_resources", _re(r"Ray does not allocate any GPUs on the driver node"), engines=("vllm",),
+         message="Ray gave no GPU to the node running vllm serve",
+         hint="run vllm serve inside the head container, on a node whose GPU is in the Ray cluster"),
     Sign("ray_resources", _re(r"Current node has no GPU available"), engines=("vllm",),
          message="Ray sees no free GPU on the node running vllm serve",
          hint="another job holds the GPUs in this Ray cluster, or the container was started without GPUs"),
@@ -124,12 +164,26 @@ SIGNS: list[Sign] = [
          engines=("vllm",), message="the image has no Ray",
          hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', or use --mode native"),
     # watchdogs
-    Sign("watchdog_timeout", _re(r"Watchdog caught collective operation timeout.*?Timeout\(ms\)=(\d+)"),
+    Sign("watchdog_timeout", _re(r"Watchdog caught collective operation timeout(?:.*?Timeout\(ms\)=(\d+))?"),
          message="a collective operation hung for {0} ms (torch NCCL watchdog)",
          hint="one rank stopped answering inside an all-reduce: check every node is alive and the fabric link is up"),
-    Sign("watchdog_timeout", _re(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=(\d+)"), engines=("sglang",),
+    # SGLang's soft watchdog only dumps stacks; the server goes on
+    Sign("watchdog_timeout", _re(r"atchdog timeout \(self\.watchdog_timeout=([\d.]+), self\.soft=True"), engines=("sglang",),
+         provisional=True, message="SGLang's soft watchdog dumped the scheduler's stacks after {0} s without progress",
+         hint="a slow step, not a failure, if serving goes on; otherwise read the dump for where it waits"),
+    Sign("watchdog_timeout", _re(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=([\d.]+)"), engines=("sglang",),
          message="SGLang's watchdog killed the scheduler after {0} s without progress",
          hint="the scheduler was stuck; read the lines before it for where"),
+    # a rank waiting on the others (vLLM's message queue between the engine and its workers)
+    Sign("stalled", _re(r"No available shared memory broadcast block found in (\d+) seconds"), provisional=True,
+         message="the engine waited {0} s for its workers: a rank is hanging or busy (compilation)",
+         hint="harmless once if loading or serving goes on; repeated, a worker is stuck: read its log for where"),
+    # warm-up: the first request, sent by the server to itself once distributed init completed
+    Sign("warmup_timeout", _re(r"HTTPConnectionPool\(host='(?:0\.0\.0\.0|127\.0\.0\.1|localhost)', port=(\d+)\): "
+                               r"Read timed out|Initialization failed\. warmup error"),
+         message="the warm-up request got no answer: the ranks came up but a forward pass never finished",
+         hint="a collective in the first forward pass hangs across nodes (custom all-reduce, wrong interface or RDMA) or "
+              "CUDA graph capture is still running: retry with --disable-cuda-graph / NCCL_IB_DISABLE=1 to narrow it"),
     # ports
     Sign("port_in_use", _re(r"error while attempting to bind on address \(([^)]*)\).*address already in use", re.I),
          message="the HTTP port is taken ({0})", hint=_PORT_HINT),
@@ -140,6 +194,8 @@ SIGNS: list[Sign] = [
          message="a checkpoint file is truncated or corrupt",
          hint="the copy did not finish: run it again (rsync resumes) and compare sizes between nodes"),
     Sign("model_not_found", _re(r"does not appear to have a file named config\.json|Repo id must be in the form|"
+                                r"\(invalid repository id\)|Repo id must use alphanumeric|"
+                                r"(?:FileNotFoundError|OSError|No such file or directory)\b.*(?:/models?/|/hub/|snapshots/|config\.json|\.safetensors)|"
                                 r"Invalid repository ID or local directory|RepositoryNotFoundError|"
                                 r"We couldn't connect to 'https://huggingface\.co'|Can't load the configuration of"),
          message="the model directory was not found in the container", hint=MODEL_HINT),
@@ -169,12 +225,27 @@ HANG_HINT = {
              "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
              "reachable from every worker; `sparktui preflight` checks them"),
 }
+STALL_HINT = {
+    "container": "the engine has not started: check the image and the command (docker logs on that node)",
+    "ray_join": "the Ray cluster is not complete: `ray status` in the head container must list every node and GPU",
+    "weights": "loading stopped: check the disk and that every node has the whole model (a truncated copy stalls or "
+               "fails); a first load of ~120 GB takes 15 minutes on a Spark, so give it time while progress shows",
+    "kv_cache": "sizing the KV cache stopped: a rank may be waiting for another; read every node's log",
+    "graphs": "CUDA graph capture can take minutes; if it never ends, retry with --disable-cuda-graph (SGLang) or "
+              "--enforce-eager (vLLM)",
+    "http_up": "the server is up but its first (warm-up) request never finished: a collective across nodes hangs",
+}
 TRACEBACK_HINT = "read the traceback; if the server keeps serving afterwards it was harmless"
+# Lines that look alarming but are not: NCCL's RAS listener failing to bind is only a missing debug service.
+IGNORE = _re(r"ras/client_support\.cc|RAS failed to establish")
+# Problem kinds that are suspicions (silence, a log that stops), not failures.
+SUSPECT = ("rendezvous_hang", "stopped", "stalled")
 
 # ---- reading lines --------------------------------------------------------------------------
 
 TRACEBACK = _re(r"Traceback \(most recent call last\)")
 CHAINED = _re(r"During handling of the above exception|The above exception was the direct cause")
+FRAME = _re(r'^\s*File "[^"]+", line \d+')  # a traceback frame: one without its header starts one too
 EXCEPTION_LINE = _re(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?:\([\w.]+\))?(?::.*)?$")
 # Prefixes that engines put before their own text, stripped before matching traceback structure.
 PREFIXES = [

@@ -1,0 +1,91 @@
+"""Diagnose a saved log in bounded memory, close to the speed of reading it.
+
+The file is read in binary chunks and decoded line by line with replacement, so any bytes
+(a log cut mid-character, another encoding) read the same from a file or from stdin. A long log
+is long because it serves: once the engine serves and nothing is in doubt, a chunk made only of
+serving lines (request and throughput lines) changes nothing but the line count, so it is
+counted in C (bytes.count) instead of being parsed line by line.
+"""
+from __future__ import annotations
+
+from typing import BinaryIO, Iterator
+
+from .diagnose import Diagnoser
+
+CHUNK = 1 << 20
+MAX_LINE = 1 << 20  # a longer "line" is cut there (binary junk must not grow memory)
+GUESS_BYTES = 1 << 20  # how much of the start is kept to guess the engine
+# Serving lines: one of these per line, and nothing else on such a line is ever a problem.
+SERVING = (b"Avg prompt throughput:", b'HTTP/1.1" 200', b"] Decode batch.", b"] Prefill batch.")
+
+
+def guess_engine(text: str) -> str | None:
+    for line in text.splitlines()[:400]:
+        low = line.lower()
+        if "sglang" in low:
+            return "sglang"
+        if "vllm" in low or "ray runtime started" in low:
+            return "vllm"
+    return None
+
+
+def _chunks(stream: BinaryIO, first: bytes) -> Iterator[bytes]:
+    if first:
+        yield first
+    while True:
+        b = stream.read(CHUNK)
+        if not b:
+            return
+        yield b
+
+
+def _all_serving(buf: bytes, end: int, order: list[bytes]) -> bool:
+    """Whether every line of buf[:end] is a serving line (one template each); counts in C, no copies."""
+    want = buf.count(b"\n", 0, end)
+    seen = 0
+    for i, t in enumerate(order):
+        seen += buf.count(t, 0, end)
+        if seen >= want:
+            if i:  # the most frequent template first next time: usually one or two passes
+                order.insert(0, order.pop(i))
+            break
+    return seen == want
+
+
+def read_head(stream: BinaryIO) -> bytes:
+    """The first part of the stream, kept to guess the engine (stdin cannot be read twice)."""
+    head = stream.read(GUESS_BYTES)
+    return head or b""
+
+
+def diagnose_stream(stream: BinaryIO, d: Diagnoser, head: bytes = b"") -> Diagnoser:
+    tail = b""
+    order = list(SERVING)
+    for chunk in _chunks(stream, head):
+        buf = tail + chunk if tail else chunk
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            tail = buf if len(buf) < MAX_LINE else _feed_line(d, buf)
+            continue
+        if d.quiet_serving and _all_serving(buf, cut + 1, order):
+            last = buf[buf.rfind(b"\n", 0, cut) + 1:cut]
+            d.skip(buf.count(b"\n", 0, cut + 1), last.decode("utf-8", "replace"))
+            tail = buf[cut + 1:]
+            continue
+        body, tail = buf[:cut + 1], buf[cut + 1:]
+        for line in body.split(b"\n")[:-1]:
+            if len(line) > MAX_LINE:
+                line = line[:MAX_LINE]
+            if d.quiet_serving and any(t in line for t in SERVING):
+                d.skip(1, line.decode("utf-8", "replace"))
+            else:
+                d.feed(line.decode("utf-8", "replace"))
+    if tail:
+        d.feed(tail.decode("utf-8", "replace"))
+    d.finish()
+    return d
+
+
+def _feed_line(d: Diagnoser, buf: bytes) -> bytes:
+    d.feed(buf[:MAX_LINE].decode("utf-8", "replace"))
+    return b""
