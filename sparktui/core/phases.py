@@ -49,7 +49,7 @@ PHASE_SIGNS: list[tuple[str, re.Pattern]] = [
                     r"Autoscaler status|Started a local Ray instance")),
 ]
 NCCL_COMM = _P(r"(?:^|\s)(?:[\w.-]+):(\d+):\d+ \[\d+\] NCCL INFO (?:ncclCommInitRank )?comm 0x[0-9a-f]+ rank (\d+) "
-               r"n[Rr]anks \d+.*?(Init START|Init COMPLETE)?$")
+               r"n[Rr]anks \d+(?:.*?(Init START|Init COMPLETE))?")
 NCCL_PID = _P(r"(?:^|\s)[\w.-]+:(\d+):\d+ \[\d+\] NCCL ")
 # Where engines put the rank on a line (the first that matches names it).
 RANK_TAGS = [
