@@ -39,8 +39,10 @@ def _chunks(stream: BinaryIO, first: bytes) -> Iterator[bytes]:
         yield b
 
 
-def _all_serving(buf: bytes, end: int, order: list[bytes]) -> bool:
-    """Whether every line of buf[:end] is a serving line (one template each); counts in C, no copies."""
+def _all_serving(buf: bytes, end: int, order: list[bytes]) -> int:
+    """The number of lines in buf[:end] if every one is a serving line (one template each), else 0.
+
+    Counts in C, no copies."""
     want = buf.count(b"\n", 0, end)
     seen = 0
     for i, t in enumerate(order):
@@ -49,7 +51,7 @@ def _all_serving(buf: bytes, end: int, order: list[bytes]) -> bool:
             if i:  # the most frequent template first next time: usually one or two passes
                 order.insert(0, order.pop(i))
             break
-    return seen == want
+    return want if seen == want else 0
 
 
 def read_head(stream: BinaryIO) -> bytes:
@@ -67,9 +69,10 @@ def diagnose_stream(stream: BinaryIO, d: Diagnoser, head: bytes = b"") -> Diagno
         if cut < 0:
             tail = buf if len(buf) < MAX_LINE else _feed_line(d, buf)
             continue
-        if d.quiet_serving and _all_serving(buf, cut + 1, order):
+        n = _all_serving(buf, cut + 1, order) if d.quiet_serving else 0
+        if n:
             last = buf[buf.rfind(b"\n", 0, cut) + 1:cut]
-            d.skip(buf.count(b"\n", 0, cut + 1), last.decode("utf-8", "replace"))
+            d.skip(n, last.decode("utf-8", "replace"))
             tail = buf[cut + 1:]
             continue
         body, tail = buf[:cut + 1], buf[cut + 1:]

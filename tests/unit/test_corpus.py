@@ -93,3 +93,13 @@ def test_serving_chunks_are_counted_not_parsed_and_change_nothing(monkeypatch):
     assert json.dumps(d.to_json(), sort_keys=True) == json.dumps(_line_by_line("vllm", log), sort_keys=True)
     (p,) = d.problems
     assert p.kind == "out_of_memory" and p.line == log[:log.index(b"torch.OutOfMemoryError")].count(b"\n") + 1
+
+
+def test_the_readme_quotes_the_score_the_corpus_gets():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `sparktui diagnose"))
+    m = re.search(r"right on (\d+) of (\d+) real logs", row)
+    res = BENCH.score()
+    assert m and (int(m[1]), int(m[2])) == (res["right"], res["total"])
