@@ -40,10 +40,10 @@ def same_image(lab: Lab) -> str:
     return tag
 
 
-def config_for(lab: Lab, model_path: str, **ssh) -> Path:
+def config_for(lab: Lab, model_path: str, image: str | None = None, **ssh) -> Path:
     data = lab.config_data()
     data["model"]["path"] = model_path
-    tag = same_image(lab)
+    tag = image or same_image(lab)
     data["images"] = {"sglang": tag, "vllm": tag}
     data["ssh"].update(ssh)
     return lab.write_config(data)
@@ -230,6 +230,43 @@ def test_changed_host_key_is_refused_with_the_ssh_keygen_fix(lab, model_path):
             p.write_bytes(data)
         key.chmod(0o600)
         lab.start_sshd("node2")
+
+
+CUT_LOAD = """#!/bin/sh
+# the link dies part-way through an image: the real docker load gets a cut-off stream
+if [ "$1" = load ]; then head -c 400000 | /usr/bin/docker load; exit $?; fi
+exec /usr/bin/docker "$@"
+"""
+
+
+def test_cut_off_image_load_is_reported_and_never_counted(lab, model_path):
+    for n in ("node1", "node2"):
+        make_model(lab, n, model_path, [1])
+    tag = f"sparktui/faults-cut-{uuid.uuid4().hex[:6]}:latest"
+    lab.sh("node1", ["docker", "tag", lab.tiny_image(["node1"]), tag])
+    cfg = config_for(lab, model_path, image=tag)
+    shim = lab["node2"].path / "sbin" / "docker"
+    shim.unlink()
+    shim.write_text(CUT_LOAD)
+    shim.chmod(0o755)
+    try:
+        r = cli(cfg, "sync", "image", "vllm", "--wait", "--json", timeout=120)
+        assert r.returncode == 1, r.stdout + r.stderr
+        by = {o["dest"]: o for o in json.loads(r.stdout)}
+        assert not by["node2"]["ok"] and "docker load failed" in by["node2"]["message"], by["node2"]
+        assert lab.sh("node2", ["docker", "image", "inspect", tag], check=False).returncode != 0
+        rc, plan = _json(cli(cfg, "plan", "--engine", "vllm", "--json", timeout=120))
+        assert any(e.startswith(f"node2: image {tag} is not there") for e in plan["errors"]), plan["errors"]
+    finally:
+        shim.unlink()
+        shim.symlink_to("/usr/bin/docker")
+    again = cli(cfg, "sync", "image", "vllm", "--wait", "--json", timeout=120)
+    try:
+        assert again.returncode == 0, again.stdout + again.stderr
+        ids = {n: lab.sh(n, ["docker", "image", "inspect", "--format", "{{.Id}}", tag]).stdout for n in ("node1", "node2")}
+        assert ids["node1"] == ids["node2"]
+    finally:
+        lab.on_each(f"docker rmi -f {tag} >/dev/null 2>&1; true", check=False)
 
 
 async def test_max_sessions_1_bounds_every_wait_and_launch_refuses_within_its_timeout(lab, model_path):
