@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 import yaml
 
+from sparktui.core.secrets import add_names
 from sparktui.core.yamlpos import EMPTY, NULL, STR, ConfigError, Source, at, did_you_mean, kind
 
 __all__ = [
@@ -31,6 +32,8 @@ NO_SPACE = re.compile(r"\S+\Z")
 ULIMITS = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc",
            "rss", "rtprio", "rttime", "sigpending", "stack")  # what docker run --ulimit knows
 ULIMIT_VALUE = re.compile(r"-?\d+(:-?\d+)?\Z")
+SECRET_NAME = re.compile(r"(--?[A-Za-z][A-Za-z0-9_-]*|[A-Za-z_][A-Za-z0-9_]*)\Z")
+SECRET_HINT = "a variable or flag name such as WANDB_API_KEY or --license"
 SIZE = re.compile(r"\d+(\.\d+)?\s*([kmgtpKMGTP]i?)?[bB]?\Z")  # docker's RAMInBytes units
 
 
@@ -126,6 +129,7 @@ class Config:
     engine: EngineDefaults = field(default_factory=EngineDefaults)  # launch defaults
     keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
     theme: str | None = None  # theme name; None = the default dark theme
+    secrets: list[str] = field(default_factory=list)  # more variable or flag names whose values are masked
     path: Path | None = None  # file it was read from
 
     @property
@@ -311,6 +315,7 @@ def _config(src: Source, root: yaml.Node | None) -> Config:
         keymap=src.text_map(val("keymap"), "keymap", "binding id: keys", binding,
                             lambda v, k: _keys(src, v, f"keymap.{k}")),
         theme=src.opt_text(val("theme"), "theme", NO_SPACE, "a theme name"),
+        secrets=src.text_list(val("secrets"), "secrets", SECRET_HINT, SECRET_NAME),
     )
 
 
@@ -335,6 +340,7 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError(str(path), line, col, "the file is not UTF-8 text", "expected UTF-8 YAML") from None
     cfg = load_config_text(text, str(path))
     cfg.path = path
+    add_names(cfg.secrets)  # from here on every output of this process masks them too
     return cfg
 
 

@@ -174,13 +174,14 @@ class Source:
     def opt_text(self, node: yaml.Node, what: str, pattern=None, expected="text") -> str | None:
         return None if node.tag == NULL else self.text(node, what, pattern, expected)
 
-    def text_list(self, node: yaml.Node, what: str, expected: str = "text") -> list[str]:
+    def text_list(self, node: yaml.Node, what: str, expected: str = "text",
+                  pattern: re.Pattern | None = None) -> list[str]:
         """A list of non-empty texts; "key:" with nothing after it is an empty list."""
         if node.tag == NULL:
             return []
         if not isinstance(node, yaml.SequenceNode):
             raise self.error(node, f"{what} is {kind(node)}", f"a list of {expected}")
-        return [self.text(item, f"{what} item", expected=expected) for item in node.value]
+        return [self.text(item, f"{what} item", pattern, expected) for item in node.value]
 
     def choice(self, node: yaml.Node, what: str, choices: tuple[str, ...]) -> str:
         value = self.text(node, what, expected="one of: " + ", ".join(choices))

@@ -162,3 +162,17 @@ def test_status_rows_group_containers_by_deployment():
     assert by["d1"]["state"] == "partial" and len(by["d1"]["containers"]) == 2
     assert by["d2"]["state"] == "exited"
     assert "connection refused" in by["c"]["summary"]
+
+
+def test_log_lines_that_echo_a_secret_are_masked_before_anyone_sees_them():
+    plan = two_node_plan("sglang", None)
+    raw = "2026-01-01T10:00:00.000000001Z server_args=ServerArgs(api_key='short', port=30000)"
+    assert split_ts(raw).text == "server_args=ServerArgs(api_key='****', port=30000)"
+    make_plan_key = "sk-echoed-by-the-engine-1"
+    opts = PlanOptions(engine="sglang", extra_args=["--api-key", make_plan_key])
+    from .test_plan import cluster
+    config, facts, subnets = cluster(2)
+    make_plan(config, facts, subnets, opts)  # the plan learns the value, so any echo of it is hidden
+    line = split_ts(f"2026-01-01T10:00:01Z request from key {make_plan_key} accepted")
+    assert make_plan_key not in line.text and line.ts == "2026-01-01T10:00:01Z"
+    assert plan.ok

@@ -83,3 +83,38 @@ def test_shorten_long_values():
     s = shorten("x" * 1_000_000)
     assert len(s) < 120 and "1000000 chars" in s
     assert shorten("ok") == "'ok'"
+
+
+CONFIG = """cluster: c
+nodes: [{name: a, host: 127.0.0.1}]
+model: {name: m, path: /models/m}
+docker: {env: {LICENSE_BLOB: "lic value 42", NCCL_DEBUG: INFO}}
+secrets: [LICENSE_BLOB, --license]
+"""
+
+
+def test_names_listed_in_the_config_are_masked_in_the_plan(tmp_path):
+    from sparktui.core.config import load_config
+    from sparktui.core.plan import PlanOptions, make_plan
+    from sparktui.core.export import export_files
+
+    from .test_plan import cluster
+
+    p = tmp_path / "c.yaml"
+    p.write_text(CONFIG)
+    config = load_config(p)
+    assert config.secrets == ["LICENSE_BLOB", "--license"]
+    config.nodes = cluster(2)[0].nodes
+    config, facts, subnets = cluster(2, config)
+    plan = make_plan(config, facts, subnets, PlanOptions(engine="sglang", extra_args=["--license", "L-123456"]))
+    shown = json.dumps(plan.to_json()) + "".join(s.display for s in plan.steps)
+    shown += "".join(export_files(plan).values())
+    assert "lic value 42" not in shown and "L-123456" not in shown
+    assert plan.nodes[0].env["LICENSE_BLOB"] == MASK and plan.nodes[0].env["NCCL_DEBUG"] == "INFO"
+
+
+def test_a_bad_secret_name_is_a_config_error():
+    from sparktui.core.config import ConfigError, load_config_text
+
+    with pytest.raises(ConfigError, match=r"<config>:5:11: secrets item 'A B' is not allowed"):
+        load_config_text(CONFIG.replace("[LICENSE_BLOB, --license]", "[A B]"))
