@@ -205,8 +205,10 @@ def _what_starts(plan: Plan) -> list[str]:
     return [f"{n.name}: {n.container} ({plan.engine} {plan.mode}, rank {n.rank} {n.role})" for n in plan.nodes]
 
 
-def _ask(title: str, stops: list[str], starts: list[str], yes: bool) -> None:
-    """Say what stops and starts where; exit 1 unless confirmed."""
+def _ask(title: str, stops: list[str], starts: list[str], yes: bool, notes: list[str] = ()) -> None:
+    """Say what stops and starts where (and what a pivot carries over); exit 1 unless confirmed."""
+    if notes:  # said even with --yes: what a pivot dropped must never pass silently
+        err_console.print("\n".join(f"note: {n}" for n in notes), markup=False)
     if not yes:
         lines = [title]
         if stops:
@@ -361,7 +363,7 @@ async def _switch(args: argparse.Namespace, pivot: bool) -> int:
             found = await d.existing()
             what = f"pivot {d.name} to {plan.engine} ({plan.mode})" if pivot else f"redeploy {d.name}"
             _ask(f"{what}, TP {plan.tp} x PP {plan.pp} on {plan.subnet}:", _what_runs(found), _what_starts(plan),
-                 args.yes)
+                 args.yes, [w for w in plan.warnings if "carried over to" in w])
             await d.relaunch(plan, opts)
             return await _finish(d, printer, args, {"plan_id": plan.plan_id})
         except DeployError as e:

@@ -52,7 +52,9 @@ def add_values(values) -> None:
     for v in values:
         if not isinstance(v, str) or len(v) < _MIN_LITERAL or v == MASK:
             continue
-        forms |= {v, shlex.quote(v), json.dumps(v)[1:-1], repr(v)[1:-1]}
+        q = shlex.quote(v)
+        # as written, quoted for a shell, quoted again inside `sh -c '...'`, in JSON and in a Python repr
+        forms |= {v, q, q.replace("'", "'\"'\"'"), json.dumps(v)[1:-1], repr(v)[1:-1]}
     with _lock:
         new = forms.difference(_values)
         if new:
@@ -71,7 +73,7 @@ _WORD = re.compile(r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\;|&<>()])+""")
 # key: value in JSON, Python reprs and YAML-ish dumps: "HF_TOKEN": "x", api_key='x', 'api_key': ['x', 'y']
 _STR = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
 _KEYED = re.compile(rf"""(?<![\w-])(["']?)([A-Za-z_][\w-]*)\1(\s*[:=]\s*)(\[\s*(?:(?:{_STR})\s*,?\s*)*\]|{_STR})""")
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
+_ASSIGN = re.compile(r"(?<![\w$])([A-Za-z_][A-Za-z0-9_]*)=")
 _HINT = re.compile(r"(?i)token|secret|passw|passphrase|credential|key")  # what every secret name contains
 
 
@@ -116,10 +118,13 @@ def _words(text: str) -> str:
                     new = f"{flag}={MASK}"
                 elif not eq:
                     hide_next = True
-        else:
-            a = _ASSIGN.match(value)
-            if a and is_secret_name(a[1]) and not a[2].startswith(MASK) and a[2]:
-                new = f"{a[1]}={MASK}"
+        else:  # NAME=value, also inside a longer word (label=API_TOKEN=x): the value runs to the word's end
+            for a in _ASSIGN.finditer(value):
+                if is_secret_name(a[1]):
+                    rest = value[a.end():]
+                    if rest and not rest.startswith(MASK):
+                        new = value[:a.end()] + MASK
+                    break
         if new is None:
             out.append(word)
         else:

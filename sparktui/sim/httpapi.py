@@ -23,8 +23,9 @@ class EngineState:
     """What the HTTP side needs to know about the engine, and the traffic counters it keeps."""
 
     def __init__(self, kind: str, served_name: str, model_path: str, max_model_len: int,
-                 version: str, server_info: dict | None = None) -> None:
+                 version: str, server_info: dict | None = None, api_key: str | None = None) -> None:
         self.kind = kind  # "sglang" | "vllm"
+        self.api_key = api_key  # --api-key: requests must carry "Authorization: Bearer KEY"
         self.served_name = served_name
         self.model_path = model_path
         self.max_model_len = max_model_len
@@ -140,7 +141,8 @@ class ApiServer:
                     headers[k.strip().lower()] = v.strip()
                 body = await _read_body(reader, headers)
                 keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-                status = await self._route(method, target.split("?")[0], body, writer, keep)
+                status = await self._route(method, target.split("?")[0], body, writer, keep,
+                                           headers.get("authorization", ""))
                 self.access(client, f'"{method} {target} {version}" {status} {HTTPStatus(status).phrase}')
                 if not keep:
                     break
@@ -154,8 +156,21 @@ class ApiServer:
             except Exception:
                 pass
 
-    async def _route(self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool) -> int:
+    def _guarded(self, method: str, path: str) -> bool:
+        """Does this request need the API key? As upstream: SGLang guards all but /health* and /metrics,
+        vLLM only the /v1 routes; CORS preflights (OPTIONS) pass in both."""
+        if not self.state.api_key or method == "OPTIONS":
+            return False
+        if self.state.kind == "vllm":
+            return path.startswith("/v1")
+        return not path.startswith(("/health", "/metrics"))
+
+    async def _route(self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool,
+                     auth: str = "") -> int:
         st = self.state
+        if self._guarded(method, path) and auth != f"Bearer {st.api_key}":
+            await _respond(w, 401, {"error": "Unauthorized"}, keep=keep)
+            return 401
         if path == "/health" and method in ("GET", "HEAD"):
             code = 200 if st.status == "ready" or (st.kind == "vllm" and st.status != "dead") else 503
             await _respond(w, code, b"", keep=keep)

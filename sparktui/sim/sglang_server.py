@@ -106,7 +106,7 @@ class SGLangNode:
         self.state = httpapi.EngineState(
             "sglang", a.served_model_name or a.model_path, a.model_path, self.context_len(), VERSION,
             {"tp_size": a.tp_size, "pp_size": a.pp_size, "nnodes": a.nnodes, "node_rank": a.node_rank,
-             "model_path": a.model_path, "dist_init_addr": a.dist_init_addr})
+             "model_path": a.model_path, "dist_init_addr": a.dist_init_addr}, api_key=a.api_key)
         try:
             return await self.lifecycle()
         except asyncio.CancelledError:

@@ -124,7 +124,9 @@ class VllmServer(RayPlacement):
             if code:
                 return code
         name = (a.served_model_name or [a.model])[0]
-        self.state = httpapi.EngineState("vllm", name, a.model, self.max_model_len(), VERSION)
+        # vLLM takes its key from --api-key, else from VLLM_API_KEY
+        key = a.api_key or os.environ.get("VLLM_API_KEY") or None
+        self.state = httpapi.EngineState("vllm", name, a.model, self.max_model_len(), VERSION, api_key=key)
         try:
             return await self.lifecycle()
         except asyncio.CancelledError:
@@ -547,7 +549,7 @@ class VllmServer(RayPlacement):
                              ("tensor_parallel_size", 1), ("pipeline_parallel_size", 1),
                              ("distributed_executor_backend", None), ("nnodes", 1), ("node_rank", 0),
                              ("headless", False), ("gpu_memory_utilization", 0.9), ("max_model_len", None),
-                             ("trust_remote_code", False), ("enforce_eager", False)):
+                             ("trust_remote_code", False), ("enforce_eager", False), ("api_key", None)):
             value = getattr(a, key)
             if value != default:
                 out[key] = value

@@ -67,12 +67,42 @@ def test_pivot_options_keep_model_parallelism_and_network_and_drop_engine_specif
                        mem_fraction=0.8, model_config={"big": 1})
     rec = Record("d", "sglang", "native", opts, tp=2, pp=1, subnet="192.168.100.0/24", nodes=["a", "b"])
     new = pivot_options(opts, "vllm", rec)
-    assert (new.engine, new.mode, new.image, new.extra_args) == ("vllm", None, None, [])
+    assert (new.engine, new.mode, new.image, new.extra_args) == ("vllm", None, None, ["--enforce-eager"])
     assert (new.tp, new.pp, new.rendezvous, new.nodes) == (2, 1, "192.168.100.0/24", ["a", "b"])
     assert (new.model_path, new.mem_fraction, new.env) == ("/models/m", 0.8, {"NCCL_DEBUG": "WARN"})
     assert new.model_config is None and opts.extra_args == ["--disable-cuda-graph"]  # the original is untouched
     explicit = pivot_options(PlanOptions(engine="vllm", rendezvous="enp1s0f1np1", tp=4), "sglang", rec)
     assert (explicit.rendezvous, explicit.tp) == ("enp1s0f1np1", 4)  # what the user said wins
+
+
+def test_pivot_keeps_what_the_other_engine_understands_and_names_the_rest():
+    from sparktui.core.deploy.options import pivot_notes
+
+    opts = PlanOptions(engine="sglang", served_model_name="qwen", max_model_len=32768, mem_fraction=0.8,
+                       env={"HF_TOKEN": "hf_x"},
+                       extra_args=["--api-key", "sk-1 2", "--disable-radix-cache", "--tp", "2", "--context-length=4096",
+                                   "--tool-call-parser", "qwen25", "--random-seed", "7", "--enable-metrics"])
+    new = pivot_options(opts, "vllm")
+    assert new.extra_args == ["--api-key", "sk-1 2", "--max-model-len=4096", "--tool-call-parser", "qwen25",
+                              "--seed", "7", "--enable-auto-tool-choice"]
+    assert (new.served_model_name, new.max_model_len, new.mem_fraction, new.env) == ("qwen", 32768, 0.8,
+                                                                                     {"HF_TOKEN": "hf_x"})
+    notes = pivot_notes(opts, "vllm")
+    assert notes[0] == "not carried over to vLLM (no equivalent): --disable-radix-cache, --enable-metrics"
+    assert notes[1].startswith("carried over to vLLM: --api-key, --context-length as --max-model-len")
+    assert "sk-1" not in " ".join(notes)
+    back = pivot_options(new, "sglang")
+    assert back.extra_args == ["--api-key", "sk-1 2", "--context-length=4096", "--tool-call-parser", "qwen25",
+                               "--random-seed", "7"]
+
+
+def test_pivot_to_sglang_keeps_a_key_vllm_read_from_its_environment():
+    from sparktui.core.deploy.options import api_key_of
+
+    opts = PlanOptions(engine="vllm", env={"VLLM_API_KEY": "sk-env-key"})
+    assert api_key_of(opts) == "sk-env-key"
+    new = pivot_options(opts, "sglang")
+    assert new.extra_args == ["--api-key", "sk-env-key"] and api_key_of(new) == "sk-env-key"
 
 
 def test_options_of_a_plan_reproduce_it():

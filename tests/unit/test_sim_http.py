@@ -155,3 +155,29 @@ def test_answers_are_stable_rebuildable_and_do_arithmetic():
     for a, b in ((3, 4), (120, 7), (-5, 9)):
         assert str(a + b) in textgen.answer(f"what is {a}+{b}?")
         assert str(a * b) in textgen.answer(f"compute {a} * {b}")
+
+
+@pytest.mark.parametrize("kind,open_paths,guarded", [
+    ("sglang", ["/health"], ["/v1/models", "/get_model_info"]),  # SGLang: all but /health* and /metrics
+    ("vllm", ["/health", "/version"], ["/v1/models"]),  # vLLM: the /v1 routes
+])
+async def test_an_api_key_is_demanded_like_the_engines_do(kind, open_paths, guarded):
+    from sparktui.core.deploy.readiness import check_endpoint
+
+    state = httpapi.EngineState(kind, "qwen", "/models/qwen", 4096, "9.9.9", api_key="sk-test-key-1")
+    state.status = "ready"
+    api = httpapi.ApiServer(state, lambda client, req: None)
+    await api.start("127.0.0.1", 0)
+    port = api._server.sockets[0].getsockname()[1]
+    try:
+        for path in open_paths:
+            assert (await request(port, "GET", path))[0] == 200, path
+        for path in guarded:
+            status, _, data, _, _ = await request(port, "GET", path)
+            assert (status, json.loads(data)) == (401, {"error": "Unauthorized"}), path
+        base = f"http://127.0.0.1:{port}"
+        assert (await check_endpoint(base, "qwen", timeout=5)).status == 401
+        chk = await check_endpoint(base, "qwen", timeout=5, api_key="sk-test-key-1")
+        assert chk.ok, chk.detail
+    finally:
+        await api.close()

@@ -25,7 +25,7 @@ from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
 from . import containers as C
 from .logstream import LogFollower, LogLine
-from .options import Planner, inventory_planner, options_of, other_engine, pivot_options
+from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
 from .readiness import Check, check_endpoint
 from .record import STATE_DIR, Record, load_record, save_record
 from .watchdog import tick_interval, watch
@@ -310,7 +310,7 @@ class Deployer:
                     self.last_check = Check(False, "forward", f"port forward to {cur.head}:{cur.port}: {e}")
                     await asyncio.sleep(self.poll_interval)
                     continue
-            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_name)
+            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_name, api_key=api_key_of(cur.options))
             self.last_check = chk
             if chk.ok:
                 ev = EndpointChecked(cur.name, self._endpoint_url(cur), f"http://127.0.0.1:{local}/v1",
@@ -434,7 +434,8 @@ class Deployer:
             if step.kind == "wait":
                 ok, detail = await self._wait_step(node, step, tell)
             else:
-                r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())))
+                r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())),
+                                   shown=step.display or None)
                 ok = r.ok
                 detail = r.stdout.strip()[:64] if ok else _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
                 if ok or step.kind == "run":
@@ -470,7 +471,7 @@ class Deployer:
                 return False, f"gave up after {limit:g} s{why}" + (f"; last answer: {last}" if last else "")
             if self.state == "failed":
                 return False, "the engine failed meanwhile"
-            r = await node.run(step.command, timeout=max(1.0, min(60.0, left)))
+            r = await node.run(step.command, timeout=max(1.0, min(60.0, left)), shown=step.display or None)
             if r.ok and step.matches(r.stdout):
                 return True, f"after {limit - left:.0f} s"
             last = _last_line(r.stdout if r.ok else (r.stderr or r.stdout)) or f"exit {r.exit_status}"
@@ -514,7 +515,9 @@ class Deployer:
         if to not in ENGINES:
             raise DeployError(f"unknown engine {to!r} (expected one of: {', '.join(ENGINES)})")
         new = pivot_options(opts, to, rec)
-        return new, await self.planner(copy.deepcopy(new))
+        plan = await self.planner(copy.deepcopy(new))
+        plan.warnings[:0] = pivot_notes(opts, to)  # first, so every confirmation shows them
+        return new, plan
 
     async def plan_redeploy(self) -> tuple[PlanOptions, Plan]:
         """The current options, re-planned (facts may have changed); nothing stops yet."""

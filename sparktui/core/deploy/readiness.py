@@ -35,10 +35,12 @@ class Check:
     reply: str = ""
 
 
-def _request(url: str, body: dict | None, timeout: float) -> tuple[int, bytes]:
+def _request(url: str, body: dict | None, timeout: float, api_key: str | None = None) -> tuple[int, bytes]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method="POST" if body is not None else "GET",
-                                 headers={"Content-Type": "application/json"} if body is not None else {})
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"  # what both engines expect with --api-key
+    req = urllib.request.Request(url, data=data, method="POST" if body is not None else "GET", headers=headers)
     try:
         with _OPENER.open(req, timeout=timeout) as r:
             return r.status, r.read(1 << 20)
@@ -46,10 +48,11 @@ def _request(url: str, body: dict | None, timeout: float) -> tuple[int, bytes]:
         return e.code, e.read(1 << 16) if e.fp else b""
 
 
-async def _call(url: str, body: dict | None, timeout: float) -> tuple[int | None, bytes, str, bool]:
+async def _call(url: str, body: dict | None, timeout: float,
+                api_key: str | None = None) -> tuple[int | None, bytes, str, bool]:
     """(status, body, error words, refused) without raising."""
     try:
-        status, data = await asyncio.to_thread(_request, url, body, timeout)
+        status, data = await asyncio.to_thread(_request, url, body, timeout, api_key)
         return status, data, "", False
     except urllib.error.URLError as e:
         refused = isinstance(e.reason, ConnectionRefusedError)
@@ -69,13 +72,13 @@ def _json(data: bytes) -> dict:
 
 
 async def check_endpoint(base: str, served_name: str | None = None, timeout: float = 10.0,
-                         chat_timeout: float = 120.0) -> Check:
+                         chat_timeout: float = 120.0, api_key: str | None = None) -> Check:
     """Probe `base` (http://127.0.0.1:PORT): health, models, then a chat completion."""
     status, _, err, refused = await _call(base + "/health", None, timeout)
     if status != 200:
         why = f"HTTP {status}" if status is not None else err
         return Check(False, "health", f"/health: {why}", status, refused)
-    status, data, err, refused = await _call(base + "/v1/models", None, timeout)
+    status, data, err, refused = await _call(base + "/v1/models", None, timeout, api_key)
     models = [m.get("id") for m in _json(data).get("data", []) if isinstance(m, dict)] if status == 200 else []
     if not models:
         why = f"HTTP {status}" if status is not None else err
@@ -84,7 +87,7 @@ async def check_endpoint(base: str, served_name: str | None = None, timeout: flo
     body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": MAX_TOKENS,
             "temperature": 0, "stream": False}
     t0 = time.monotonic()
-    status, data, err, refused = await _call(base + "/v1/chat/completions", body, chat_timeout)
+    status, data, err, refused = await _call(base + "/v1/chat/completions", body, chat_timeout, api_key)
     latency = time.monotonic() - t0
     doc = _json(data)
     choices = doc.get("choices") or []
