@@ -123,6 +123,13 @@ async def cmd_check(args: argparse.Namespace) -> int:
     else:
         print_inventory(config, inv)
         console.print(needs_table(needs))
+        bad = unmet(needs)
+        if bad:
+            where = ", ".join(dict.fromkeys(n.node for n in bad))
+            console.print(f"[red]{len(bad)} need{'s' if len(bad) > 1 else ''} to fix[/] on {where}: see the fix column")
+        else:
+            console.print("[green]every node has what it needs[/]"
+                          + (" (→: sparktui copies the rest)" if any(n.status == "todo" for n in needs) else ""))
     if not inv.all_reachable:
         return 1
     return 1 if args.strict and unmet(needs) else 0

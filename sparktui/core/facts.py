@@ -81,6 +81,7 @@ class NodeFacts:
     rsync: str | None = None  # rsync's version; None = not installed
     gpu_toolkit: list[str] = field(default_factory=list)  # NVIDIA container tools on PATH (the --gpus hook)
     cdi_specs: list[str] = field(default_factory=list)  # CDI spec files naming nvidia.com/gpu
+    tools_probed: bool = False  # the probe got as far as rsync and the toolkit (the last sections)
     notes: list[str] = field(default_factory=list)  # what the probe could not read, and why
 
     def to_json(self) -> dict:

@@ -514,4 +514,5 @@ def parse_probe(name: str, host: str, text: str) -> NodeFacts:
         facts.rsync = parse_rsync_version(sec.out) if sec.rc == 0 else None
     if (sec := secs.get("gpu-toolkit")) is not None:
         facts.gpu_toolkit, facts.cdi_specs = parse_toolkit(sec.out)
+        facts.tools_probed = True
     return facts

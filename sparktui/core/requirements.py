@@ -55,6 +55,8 @@ def _gpu_runtime(f: NodeFacts, style: str) -> Need | None:
     what = f"NVIDIA container toolkit ({style})"
     if style == "none":
         return None
+    if not f.tools_probed:
+        return Need(f.name, "gpu-runtime", what, "unknown", "the probe did not get that far")
     if style == "cdi":
         if f.cdi_specs:
             return Need(f.name, "gpu-runtime", what, "ok", ", ".join(f.cdi_specs))
@@ -98,8 +100,8 @@ def _image(f: NodeFacts, engine: str, image: str, facts: dict[str, NodeFacts], h
     what = f"the {engine} image {image}"
     if not f.docker.version:
         return Need(f.name, f"image:{engine}", what, "unknown", "docker did not answer", "fix docker first")
-    if _image_id(f.docker.images, image):
-        return Need(f.name, f"image:{engine}", what, "ok")
+    if iid := _image_id(f.docker.images, image):
+        return Need(f.name, f"image:{engine}", what, "ok", iid.removeprefix("sha256:")[:12])
     holders = [n for n, g in facts.items() if g.reachable and _image_id(g.docker.images, image)]
     if holders:
         return Need(f.name, f"image:{engine}", what, "todo", f"on {', '.join(holders)}",
@@ -137,6 +139,7 @@ def node_needs(config: Config, inv: Inventory) -> list[Need]:
                     next((n for n in f.notes if n.startswith("nvidia-smi")), "nvidia-smi lists no GPU"),
                     "install the NVIDIA driver; `nvidia-smi` must list the GPUs"))
         rsync = (Need(f.name, "rsync", "rsync", "ok", f.rsync) if f.rsync else
+                 Need(f.name, "rsync", "rsync", "unknown", "the probe did not get that far") if not f.tools_probed else
                  Need(f.name, "rsync", "rsync", "fail", "not installed", "`sudo apt-get install -y rsync`"))
         out += [gpu, _docker(f, user)]
         if (rt := _gpu_runtime(f, config.docker.gpu_style)) is not None:

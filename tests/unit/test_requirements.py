@@ -153,3 +153,12 @@ def test_check_json_shape_is_plain_data():
     row = node_needs(config(), analyse(config(), facts))[0].to_json()
     assert set(row) == {f.name for f in dataclasses.fields(type(node_needs(config(), analyse(config(), facts))[0]))}
     assert row["node"] == "spark1" and row["status"] in ("ok", "todo", "fail", "unknown")
+
+
+def test_a_probe_cut_short_leaves_the_tools_unknown_not_missing():
+    text = probe("spark1").split("@@sparktui:out user@@")[0]  # the connection dropped before the last sections
+    f = parse_probe("spark1", HOSTS["spark1"], text)
+    assert any("cut short" in n for n in f.notes)
+    rows = {n.id: n for n in node_needs(config(), analyse(config(), {"spark1": f}))}
+    assert rows["rsync"].status == rows["gpu-runtime"].status == "unknown"
+    assert rows["docker"].status == "ok"
