@@ -19,14 +19,20 @@ GUESS_BYTES = 1 << 20  # how much of the start is kept to guess the engine
 SERVING = (b"Avg prompt throughput:", b'HTTP/1.1" 200', b"] Decode batch.", b"] Prefill batch.")
 
 
+# Text of the layers under both engines: a log of only these is read with the shared rules.
+NEUTRAL = ("nccl", "torch", "c10d", "gloo", "[rank", "ray", "traceback", "cuda")
+
+
 def guess_engine(text: str) -> str | None:
+    neutral = False
     for line in text.splitlines()[:400]:
         low = line.lower()
         if "sglang" in low:
             return "sglang"
         if "vllm" in low or "ray runtime started" in low:
             return "vllm"
-    return None
+        neutral = neutral or any(w in low for w in NEUTRAL)
+    return "vllm" if neutral else None  # vLLM's rule set holds every engine-neutral signature
 
 
 def _chunks(stream: BinaryIO, first: bytes) -> Iterator[bytes]:

@@ -1,7 +1,10 @@
-"""Silence counts: tick the Diagnoser so a rank quiet inside distributed init is flagged as hung.
+"""Silence counts: tick the Diagnoser so a rank quiet for too long in its phase is flagged.
 
-The classification (rendezvous_hang and its hint) is Diagnoser.tick's; this only makes time pass
-for it while no line arrives, which is exactly when nothing else would call it.
+The judgement is Diagnoser.tick's, on the phase model (core/phases.py) that `sparktui diagnose`
+uses too: silence counts from each node's last line, against the limit of the phase that node is
+in (distributed and NCCL init: hang_after, flagged as a rendezvous hang; later phases: their own
+limits, flagged as stalled). This only makes time pass for it while no line arrives, which is
+exactly when nothing else would call it.
 """
 from __future__ import annotations
 

@@ -87,6 +87,7 @@ SIGNS: list[Sign] = [
          message="could not reach the rendezvous at {1}:{2} (gave up after {0})",
          hint="this node cannot reach that address: the head IP must be on a subnet this node shares (the fabric)"),
     Sign("rendezvous_hang", _re(r"Timed out initializing process group in store based barrier|connect\(\) timed out|"
+                                r"\[c10d\].*?timed out after \d+ ?(?:ms|s|sec|seconds|min|minutes)\b|"
                                 r"DistStoreError: Socket Timeout|next\(rendezvous_iterator\)"),
          message="a rank failed in torch's rendezvous (init_process_group)",
          hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
@@ -164,9 +165,17 @@ SIGNS: list[Sign] = [
          engines=("vllm",), message="the image has no Ray",
          hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', or use --mode native"),
     # watchdogs
-    Sign("watchdog_timeout", _re(r"Watchdog caught collective operation timeout(?:.*?Timeout\(ms\)=(\d+))?"),
-         message="a collective operation hung for {0} ms (torch NCCL watchdog)",
+    Sign("watchdog_timeout", _re(r"Watchdog caught collective operation(?:.*?Timeout\(ms\)=(\d+))?"),
+         message="a collective operation timed out (torch NCCL watchdog, timeout {0} ms)",
          hint="one rank stopped answering inside an all-reduce: check every node is alive and the fabric link is up"),
+    # the same, hard-wrapped by the page it was copied from, or told by torch's later summary lines
+    Sign("watchdog_timeout", _re(r"WorkNCCL\(SeqNum=\d+, OpType=(\w+).*?ran for (\d+) milliseconds before timing out|"
+                                 r"Some NCCL operations have failed or timed out|Timeout at NCCL work: \d+"),
+         message="a collective operation timed out (torch NCCL watchdog)",
+         hint="one rank stopped answering inside a collective: check every node is alive and the fabric link is up"),
+    Sign("watchdog_timeout", _re(r"Timed out waiting (\d+) ?ms for (?:send|recv) operation to complete"),
+         message="a Gloo collective timed out after {0} ms",
+         hint="one rank stopped answering: check every node is alive and GLOO_SOCKET_IFNAME names a reachable interface"),
     # SGLang's soft watchdog only dumps stacks; the server goes on
     Sign("watchdog_timeout", _re(r"atchdog timeout \(self\.watchdog_timeout=([\d.]+), self\.soft=True"), engines=("sglang",),
          provisional=True, message="SGLang's soft watchdog dumped the scheduler's stacks after {0} s without progress",
@@ -179,8 +188,9 @@ SIGNS: list[Sign] = [
          message="the engine waited {0} s for its workers: a rank is hanging or busy (compilation)",
          hint="harmless once if loading or serving goes on; repeated, a worker is stuck: read its log for where"),
     # warm-up: the first request, sent by the server to itself once distributed init completed
-    Sign("warmup_timeout", _re(r"HTTPConnectionPool\(host='(?:0\.0\.0\.0|127\.0\.0\.1|localhost)', port=(\d+)\): "
-                               r"Read timed out|Initialization failed\. warmup error"),
+    # (plain http: the engine's own server; downloads go to https:// hosts)
+    Sign("warmup_timeout", _re(r"HTTPConnectionPool\(host='[^']+', port=(\d+)\): Read timed out|"
+                               r"Initialization failed\. warmup error"),
          message="the warm-up request got no answer: the ranks came up but a forward pass never finished",
          hint="a collective in the first forward pass hangs across nodes (custom all-reduce, wrong interface or RDMA) or "
               "CUDA graph capture is still running: retry with --disable-cuda-graph / NCCL_IB_DISABLE=1 to narrow it"),
