@@ -418,9 +418,12 @@ class Diagnoser:
         msg = f"distributed init stalled{where}: {why}"
         if ns.allreduce_off:
             msg += " after 'Custom allreduce is disabled because this process group spans across nodes.'"
-        # Provisional: silence is a suspicion, and a late "init ends" proves it wrong.
+        # Provisional: silence is a suspicion, and a late "init ends" proves it wrong. The phase and
+        # rank are the ones `diagnose` names for a saved log that stops here.
+        lag = self.phases.laggard(node) or (None, None, None)
         return self._problem(Problem("rendezvous_hang", line, msg, S.HANG_HINT[self.engine], node, at,
-                                     provisional=True))
+                                     provisional=True, phase=lag[0] if lag[0] in INIT_PHASES else "dist_init",
+                                     rank=lag[1]))
 
     def _withdraw(self, node, reason: str) -> list[Event]:
         """Progress on node (None: anywhere) clears its provisional problems and suspected hangs."""

@@ -280,3 +280,15 @@ def test_cli_bad_input_exits_2(capsys, tmp_path):
     assert main(["diagnose", str(tmp_path / "missing.log")]) == 2
     (tmp_path / "x.log").write_text("nothing to see\n")
     assert main(["diagnose", str(tmp_path / "x.log")]) == 2
+
+
+def test_live_silence_and_a_saved_log_that_stops_name_the_same_phase_and_rank():
+    lines = (T / "sglang_hang_cut.log").read_text(encoding="utf-8").splitlines()
+    live = Diagnoser("sglang", hang_after=90)
+    for i, line in enumerate(lines):
+        live.feed(line, node="spark1", now=1000.0 + i)
+    (hang,) = live.tick(1000.0 + len(lines) + 90)
+    saved = run("sglang_hang_cut.log")
+    (stop,) = saved.problems
+    assert hang.kind == "rendezvous_hang" and stop.kind == "stopped"
+    assert (hang.phase, hang.rank) == (stop.phase, stop.rank) == ("nccl_init", 0)
