@@ -189,7 +189,9 @@ def model_holder(config: Config, facts: dict[str, NodeFacts]) -> str | None:
     """The node to copy the weights from when the head lacks them but another node has them."""
     def has(name: str) -> bool:
         f = facts.get(name)
-        return bool(f and f.model and f.model.present and (f.model.files or 0) > 0)
+        # facts from a probe of another path (the user edited it since) say nothing about this one
+        return bool(f and f.model and f.model.path == config.model.path and f.model.present
+                    and (f.model.files or 0) > 0)
 
     if has(config.head.name):
         return None
