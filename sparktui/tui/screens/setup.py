@@ -24,6 +24,21 @@ from ..present import setup as present
 from .hostkey import HostKeyScreen
 
 NODE_FIELDS = ("name", "host", "port", "user", "key")
+# What the focused field wants, on the line above the footer (labels are terse at 80 columns).
+HINTS = {
+    "name": "name: letters, digits, '.', '_', '-'; alone, it is the host too (an ssh alias)",
+    "host": "the node's SSH address or hostname, or a Host alias from ~/.ssh/config",
+    "port": "SSH port; empty = ~/.ssh/config or 22",
+    "user": "SSH user; empty = ~/.ssh/config or your local user",
+    "key": "private key file on this machine; empty = the agent or ~/.ssh/config",
+    "nodes": "delete removes the selected node; ctrl+t tests SSH to every node",
+    "model-path": "model path: the checkpoint folder, the same absolute path on every node",
+    "model-name": "served model name (the OpenAI \"model\" field); empty = the folder's name",
+    "cluster": "cluster name, shown in the title and in --json output",
+    "image-sglang": "image that runs SGLang; → takes the suggestion from the nodes' images",
+    "image-vllm": "image that runs vLLM; → takes the suggestion from the nodes' images",
+    "fabric": "the subnet joining the nodes: each node's interface on it goes into the config",
+}
 
 
 class SetupScreen(Screen[Path | None]):
@@ -40,6 +55,7 @@ class SetupScreen(Screen[Path | None]):
     SetupScreen .field { width: 1fr; }
     SetupScreen #nodes { height: auto; max-height: 8; margin-top: 1; }
     SetupScreen .note { color: $text-muted; }
+    SetupScreen #hint { height: 1; padding: 0 1; color: $text-muted; text-overflow: ellipsis; }
     SetupScreen #message { height: auto; max-height: 4; padding: 0 1; }
     SetupScreen #message.error { color: $error; }
     """
@@ -92,6 +108,7 @@ class SetupScreen(Screen[Path | None]):
             yield Static("Fabric (the subnet joining the nodes)", classes="section")
             yield Select([], prompt="test SSH first: the probe finds the subnets", id="fabric", compact=True)
             yield Static("", id="net-notes", classes="note", markup=False)
+        yield Static("", id="hint", markup=False)
         yield Static("", id="message", markup=False)
         yield Footer(compact=True)
 
@@ -99,6 +116,10 @@ class SetupScreen(Screen[Path | None]):
         self._title()
         self._say("Add each node (Enter adds it; delete in the list removes one), then ctrl+t tests SSH.")
         self.query_one("#name", Input).focus()
+
+    def on_descendant_focus(self, event) -> None:
+        hint = HINTS.get(event.widget.id or "", "")
+        self.query_one("#hint", Static).update(hint)
 
     def _title(self) -> None:
         doing = f" · {self.busy}…" if self.busy else ""
@@ -115,7 +136,9 @@ class SetupScreen(Screen[Path | None]):
     @on(Input.Submitted, "#node-form Input")
     def add_node(self) -> None:
         value = {f: self.query_one(f"#{f}", Input).value.strip() for f in NODE_FIELDS}
-        draft = firstrun.NodeDraft(name=value["name"] or value["host"], host=value["host"], user=value["user"] or None,
+        # one word is enough for a node reached through a ~/.ssh/config alias of the same name
+        draft = firstrun.NodeDraft(name=value["name"] or value["host"], host=value["host"] or value["name"],
+                                   user=value["user"] or None,
                                    port=int(value["port"]) if value["port"].lstrip("-").isdigit() else None,
                                    identity_file=value["key"] or None)
         if value["port"] and draft.port is None:

@@ -1,0 +1,72 @@
+"""`sparktui` with no config, in a real 80x24 terminal: the setup screen, two host keys judged by
+fingerprint, the config written, and the app opening on it."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+
+import asyncssh
+import yaml
+
+from sparktui.core.config import load_config
+
+from .test_tmux import REPO, Tmux, _start_nodes, pytestmark  # noqa: F401 - skips without tmux
+
+
+def test_first_run_in_a_real_terminal(tmp_path):
+    nodes, node_config = _start_nodes(tmp_path / "nodes")
+    data = yaml.safe_load(node_config.read_text())
+    fingerprints = {}
+    for line in open(data["ssh"]["known_hosts"]).read().splitlines():
+        pattern, key = line.split(" ", 1)
+        fingerprints[int(pattern.rsplit(":", 1)[1])] = asyncssh.import_public_key(key).get_fingerprint("sha256")
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".ssh").mkdir(parents=True)
+    work.mkdir()
+    (home / ".ssh" / "config").write_text("".join(
+        f"Host {n['name']}\n  HostName 127.0.0.1\n  Port {n['port']}\n  User root\n  IdentityFile {n['identity_file']}\n"
+        for n in data["nodes"]))
+    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    env = {"PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
+    command = (f"cd {work} && env -u COLUMNS -u LINES -u SPARKTUI_CONFIG "
+               + " ".join(f"{k}={v}" for k, v in env.items()) + f" {sys.executable} -m sparktui")
+    target = tmp_path / "cfg" / "sparktui" / "config.yaml"
+    try:
+        tmux("new-session", "-d", "-s", "app", "-x", "80", "-y", "24", command)
+        tmux.wait_for("no config found")
+        first, second = data["nodes"]
+        for n in (first, second):  # one word each: the ssh config below names host, port, user and key
+            tmux.keys("-l", n["name"])
+            tmux.keys("Enter")
+            tmux.wait_for(f"added {n['name']}")
+        tmux.keys("C-t")
+        for n in (first, second):
+            screen = tmux.wait_for(f"Unknown host key: {n['name']}", 30)
+            assert fingerprints[n["port"]] in screen, screen
+            tmux.keys("y")
+        tmux.wait_for("probed", 30)
+        for _ in range(7):  # name -> host, port, user, key, Add, the node list, the model path
+            tmux.keys("Tab")
+        tmux.wait_for("model path: the checkpoint folder")  # the focused field's hint: typing goes there
+        tmux.keys("-l", data["model"]["path"])
+        tmux.keys("C-s")
+        tmux.wait_for("2/2 nodes up", 30)  # the app itself, on the config just written
+        tmux.keys("q")
+        deadline = time.monotonic() + 20
+        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
+            if time.monotonic() > deadline:
+                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
+            time.sleep(0.1)  # polling a terminal we do not own; bounded by the deadline above
+    finally:
+        tmux.close()
+        nodes.stdin.close()
+        nodes.wait(10)
+    cfg = load_config(target)
+    # the aliases as typed: the ssh config keeps address, port, user and key
+    assert [(n.name, n.host, n.port, n.user) for n in cfg.nodes] == [(n["name"], n["name"], None, None)
+                                                                     for n in data["nodes"]]
+    assert cfg.model.path == data["model"]["path"]
+    assert len((home / ".ssh" / "known_hosts").read_text().splitlines()) == 2
