@@ -335,3 +335,39 @@ async def test_ready_only_after_health_models_and_a_chat_answer_through_the_forw
     assert chk.endpoint == f"http://127.0.0.1:{port}/v1" and chk.local.startswith("http://127.0.0.1:")
     ready = [e for e in rec.of(DeploymentChanged) if e.state == "ready"]
     assert ready and ready[0].endpoint == chk.endpoint
+
+
+async def test_a_launch_that_could_not_watch_itself_is_refused_before_anything_runs(fake_cluster):
+    fc = await fake_cluster(2)
+    fc.config.ssh.max_channels = 1  # the engine's log would hold the only channel
+    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray"))
+    async with Cluster(fc.config) as cluster:
+        d = Deployer(cluster, fc.config, EventBus())
+        try:
+            with pytest.raises(DeployError, match="needs 2 SSH sessions .* nothing was started: "
+                                                  "ssh.max_channels is 1; set it to at least 2"):
+                await d.launch(plan)
+        finally:
+            await d.close()
+    assert runs(fc) == []
+
+
+async def test_the_launch_timeout_bounds_its_wait_steps(fake_cluster):
+    fc = await fake_cluster(2, ray_nodes=1)  # the worker never joins: `ray status` lists 1 node
+    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray"))
+    wait = next(s for s in plan.steps if s.kind == "wait")
+    assert (wait.timeout or 600) > 30  # the step alone would wait far longer than the launch may
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, ready_timeout=4, wait_interval=0.2)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        try:
+            await asyncio.wait_for(d.launch(plan), 30)
+            took = loop.time() - t0
+        finally:
+            await d.close()
+    assert d.state == "failed" and took < 10, (d.state, took)
+    failed = [e for e in rec.of(LaunchStep) if e.state == "failed"]
+    assert failed and "(the launch's timeout)" in failed[0].detail, failed

@@ -280,19 +280,23 @@ class Deployer:
         counts = await asyncio.gather(*(self.cluster[n].sessions_available(SESSIONS_NEEDED,
                                                                            max(1.0, min(30.0, self._left())))
                                         for n in nodes))
+        # sparktui's own cap (ssh.max_channels) counts as much as the node's
+        counts = [min(k, self.cluster[n].channel_limit) for n, k in zip(nodes, counts)]
         short = [(n, k) for n, k in zip(nodes, counts) if k < SESSIONS_NEEDED]
         if not short:
             return
         why = []
         for n, k in short:
             node = self.cluster[n]
-            if node.channel_limit < node.ssh.max_channels:
+            if node.channel_limit < node.ssh.max_channels and k == node.channel_limit:
                 why.append(f"{n}'s sshd accepts only {k} session(s) per connection (MaxSessions {k}); "
                            f"set MaxSessions 10 (OpenSSH's default) in /etc/ssh/sshd_config on {n} and reload sshd")
             elif node.ssh.max_channels < SESSIONS_NEEDED:
                 why.append(f"ssh.max_channels is {node.ssh.max_channels}; set it to at least {SESSIONS_NEEDED}")
+            elif k == 0:
+                why.append(f"{n} is unreachable ({node.error or 'no answer'})")
             else:
-                why.append(f"{n} opened only {k} SSH channel(s) at once ({node.error or 'it did not answer'})")
+                why.append(f"{n} opened only {k} SSH channel at once")
         raise DeployError(f"a launch needs {SESSIONS_NEEDED} SSH sessions at once on each node (one follows the "
                           f"engine's log while commands run); nothing was started: " + "; ".join(why))
 
