@@ -35,11 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
-    if func is None:
-        from .tui import run_tui  # the TUI is the default command
-
-        func = run_tui
     try:
+        if getattr(args, "theme", None):  # checked for every command, so `--theme neon demo` stops here
+            from .tui import check_theme
+
+            check_theme(args.theme)
+        if func is None:
+            from .tui import run_tui  # the TUI is the default command
+
+            func = run_tui
         result = func(args)
         if inspect.iscoroutine(result):
             result = asyncio.run(result)

@@ -2,7 +2,7 @@
 
   sparktui demo [--nodes N] [--scenario pivot|happy] [--speed X] [--keep]   the TUI on the demo
   sparktui demo up [...] [--json]     start the nodes, print the config path, run until stopped
-  sparktui demo down [ID]             stop demos started with `demo up` (all of this user's by default)
+  sparktui demo down [ID]             stop background demos (`demo up`): all of this user's, or the one named
 `demo --headless` is `demo up`.
 """
 from __future__ import annotations
@@ -47,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     up = inner.add_parser("up", help="start the simulated nodes and print the config path; Ctrl-C stops them")
     _add_options(up, sub=True)
     down = inner.add_parser("down", help="stop demos started with `sparktui demo up`")
-    down.add_argument("id", nargs="?", help="the demo's id (default: every demo of this user)")
+    down.add_argument("id", nargs="?", help="the demo's id (default: every `demo up` of this user; "
+                      "an interactive `sparktui demo` is stopped only when named)")
     down.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
     p.set_defaults(func=cmd_demo)
 
@@ -73,6 +74,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return _down(args)
         options = _options(args)
         if command == "up" or args.headless:
+            options.background = True
             return asyncio.run(_up(options, args.json))
         return _tui(options, args)
     except DemoError as e:
@@ -116,12 +118,18 @@ async def _up(options, as_json: bool) -> int:
 def _down(args: argparse.Namespace) -> int:
     from ..demo.runner import running_demos, stop_demo
 
-    demos = [d for d in running_demos() if args.id in (None, d.id)]
+    found = running_demos()
+    # Without an id only background demos: an interactive `sparktui demo` belongs to its terminal.
+    demos = [d for d in found if d.id == args.id] if args.id else [d for d in found if d.background]
     if not demos:
         if args.json:
             print_json({"stopped": [], "failed": []})
         else:
-            err_console.print("no running demo" + (f" with id {args.id}" if args.id else ""))
+            others = "" if args.id else "".join(
+                f"\n  {d.id}: an interactive `sparktui demo` (pid {d.pid}); `sparktui demo down {d.id}` stops it"
+                for d in found)
+            err_console.print(("no running demo" + (f" with id {args.id}" if args.id else
+                                                     " started with `sparktui demo up`")) + others, markup=False)
         return 1
     stopped, failed = [], []
     for d in demos:
@@ -139,6 +147,9 @@ def _down(args: argparse.Namespace) -> int:
 def _tui(options, args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from ..demo.runner import ThreadedDemo
+    from .tui import need_terminal
+
+    need_terminal("`sparktui demo up` runs the simulated nodes without one")
 
     try:
         from ..tui.app import SparkApp

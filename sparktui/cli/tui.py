@@ -1,8 +1,9 @@
-"""Open the TUI (the default command)."""
+"""Open the TUI (the default command), and the checks every TUI front makes before taking the screen."""
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from ..core.config import ConfigNotFound, find_config, user_config_path
@@ -23,9 +24,35 @@ def first_run_target(args: argparse.Namespace) -> Path | None:
         return target
 
 
+def check_theme(choice: str | None, where: str = "--theme") -> None:
+    """A mistyped theme is bad input: exit 2 naming the known themes, before anything starts."""
+    if not choice:
+        return
+    try:
+        from ..tui.theming import ThemeError, discover, resolve
+    except ImportError:
+        return  # no TUI in this build: the theme cannot matter
+    try:
+        resolve(choice, discover()[0])
+    except ThemeError as e:
+        raise CliExit(2, f"{where}: {e}") from None
+
+
+def need_terminal(instead: str) -> None:
+    """The TUI reads keys from stdin and draws with escape codes (on stderr, where Textual writes):
+    without a terminal they would land in a file or a pipe."""
+    missing = [name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout), ("stderr", sys.stderr))
+               if stream is None or not stream.isatty()]
+    if missing:
+        raise CliExit(2, f"sparktui: the TUI needs a terminal ({', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} not one); {instead}")
+
+
 def run_tui(args: argparse.Namespace) -> int:
+    instead = "use a headless command instead, such as `sparktui status` or `sparktui check --json`"
     target = first_run_target(args)
     if target is not None:
+        need_terminal("`sparktui init` writes a config without one")
         from ..tui.setup_app import SetupApp
 
         written = SetupApp(target).run()
@@ -35,14 +62,10 @@ def run_tui(args: argparse.Namespace) -> int:
     config = get_config(args)
     try:
         from ..tui.app import SparkApp
-        from ..tui.theming import ThemeError, discover, resolve
     except ImportError as e:
         raise CliExit(1, f"the TUI is not available in this build: {e}") from None
     choice = getattr(args, "theme", None) or config.theme
-    try:  # a mistyped theme is bad input: say so before the screen takes over the terminal
-        resolve(choice, discover()[0])
-    except ThemeError as e:
-        where = "--theme" if getattr(args, "theme", None) else f"{config.path or 'config'}: theme"
-        raise CliExit(2, f"{where}: {e}") from None
+    check_theme(choice, "--theme" if getattr(args, "theme", None) else f"{config.path or 'config'}: theme")
+    need_terminal(instead)
     SparkApp(config, theme=choice).run()
     return 0

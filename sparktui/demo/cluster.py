@@ -47,6 +47,7 @@ class DemoOptions:
     link_mb_per_s: float = 32.0  # the senders' pace: transfers take a few seconds, as on a real link
     trust: bool = True  # nodes already trust each other for transfers (else: `sparktui setup trust`)
     base: str | None = None  # where the demo's directory goes (default: the temp directory)
+    background: bool = False  # `demo up`: `demo down` without an id stops it (never an interactive demo)
 
 
 @dataclass
@@ -224,6 +225,7 @@ class DemoCluster:
         o = self.options
         data = {
             "id": self.id, "pid": os.getpid(), "uid": os.getuid(), "started": time.time(),
+            "background": o.background,
             "root": str(self.root), "config": str(self.config_path), "speed": o.speed, "scenario": o.scenario,
             "link_bytes_per_s": o.link_mb_per_s * 1e6, "image_bytes": o.image_bytes, "model_path": self.model_path,
             "nodes": [{"name": n.name, "index": n.index, "port": n.port, "addresses": n.addresses,

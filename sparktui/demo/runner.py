@@ -81,12 +81,16 @@ class Running:
     root: Path
     config: str
     started: float
+    background: bool = False  # started by `demo up` (an older demo.json without the field: treated as not)
 
 
 def _start_time(pid: int) -> float | None:
-    """When a process started (epoch seconds), from /proc: tells a reused pid from the demo's."""
+    """When a live process started (epoch seconds), from /proc: tells a reused pid from the demo's."""
     try:
-        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if fields[0] in ("Z", "X"):
+            return None  # ended; only its parent has not collected it yet
+        ticks = int(fields[19])
         btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
                      if line.startswith("btime "))
     except (OSError, ValueError, IndexError, StopIteration):
@@ -108,7 +112,8 @@ def running_demos(base: str | None = None) -> list[Running]:
         began = _start_time(pid)
         if began is None or began > started + 2:
             continue  # gone, or the pid now belongs to another process
-        out.append(Running(d.get("id", meta.parent.name), pid, meta.parent, d.get("config", ""), started))
+        out.append(Running(d.get("id", meta.parent.name), pid, meta.parent, d.get("config", ""), started,
+                           d.get("background") is True))
     return out
 
 
