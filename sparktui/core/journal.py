@@ -33,19 +33,21 @@ class Entry:
     exit_status: int | None = None  # None while running, -1 when it never ran (link down)
     duration: float | None = None
     error: str | None = None
+    cluster: str | None = None  # the config's cluster name: `journal` shows one cluster at a time
 
 
 class Journal:
     """In-memory list plus an optional append-only file; listeners hear about every change."""
 
-    def __init__(self, path: Path | None = None, keep: int = 5000):
+    def __init__(self, path: Path | None = None, keep: int = 5000, cluster: str | None = None):
         self.path = path
+        self.cluster = cluster  # recorded with every entry (a Cluster sets its config's name)
         self.keep = keep
         self.entries: list[Entry] = []
         self.listeners: list[Callable[[Entry], None]] = []
 
     def start(self, node: str, command: str) -> Entry:
-        e = Entry(node=node, started=time.time(), command=mask_secrets(command))
+        e = Entry(node=node, started=time.time(), command=mask_secrets(command), cluster=self.cluster)
         self.entries.append(e)
         if len(self.entries) > self.keep:
             del self.entries[: len(self.entries) - self.keep]
@@ -70,14 +72,19 @@ class Journal:
             pass  # the journal must never break the operation it records
 
 
-def read_journal(path: Path, limit: int = 200) -> list[Entry]:
-    """The last `limit` entries of a journal file; unreadable lines are skipped."""
+def read_journal(path: Path, limit: int = 200, cluster: str | None = None) -> list[Entry]:
+    """The last `limit` entries of a journal file, of one cluster when `cluster` is given (entries
+    written before clusters were recorded belong to none); unreadable lines are skipped."""
     if not path.exists():
         return []
     out: list[Entry] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[-limit:]:
+    for line in reversed(path.read_text(encoding="utf-8", errors="replace").splitlines()):
+        if len(out) >= limit:
+            break
         try:
-            out.append(Entry(**json.loads(line)))
+            e = Entry(**json.loads(line))
         except (ValueError, TypeError):
             continue
-    return out
+        if cluster is None or e.cluster == cluster:
+            out.append(e)
+    return out[::-1]

@@ -159,6 +159,8 @@ class Node:
         self.name = config.name
         self.ssh = ssh or SshConfig()
         self.journal = journal or Journal()
+        if self.journal.cluster is None:  # every command these links run belongs to this cluster
+            self.journal.cluster = config.cluster
         self.on_change = on_change
         self.connected = False
         self.error: str | None = None
@@ -493,6 +495,8 @@ class Cluster:
                  on_change: Callable[[Node], None] | None = None):
         self.config = config
         self.journal = journal or Journal()
+        if self.journal.cluster is None:  # every command these links run belongs to this cluster
+            self.journal.cluster = config.cluster
         self.nodes: dict[str, Node] = {
             n.name: Node(n, config.ssh, self.journal, on_change) for n in config.nodes
         }
