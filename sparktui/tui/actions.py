@@ -36,7 +36,7 @@ class Action:
     enabled: Callable[[UiState], bool] = lambda s: True
     show: bool = True  # in the footer
     priority: bool = False  # checked before the focused widget (tab must not move focus inside a pane)
-    why: str = ""  # shown in help when disabled: what would enable it
+    why: str = ""  # why it cannot act, once modal / already running / not yet probed are ruled out
 
 
 def _deploying(s: UiState) -> bool:
@@ -50,21 +50,21 @@ def _free(s: UiState, op: str) -> bool:
 
 ACTIONS: tuple[Action, ...] = (
     Action("launch", "l", "launch", "Launch", enabled=lambda s: _free(s, "launch") and s.inventory_ready
-           and s.deploy_state not in ACTIVE_STATES, why="needs the nodes probed and nothing running"),
+           and s.deploy_state not in ACTIVE_STATES, why="a deployment is running: stop or pivot it instead"),
     Action("pivot", "p", "pivot", "Pivot", dangerous=True, enabled=_deploying,
-           why="needs a deployment to pivot away from"),
+           why="nothing is deployed to pivot away from"),
     Action("redeploy", "r", "redeploy", "Redeploy", dangerous=True,
            enabled=lambda s: not s.modal and (s.has_plan or s.deploy_state in ACTIVE_STATES),
-           why="needs a deployment to start again"),
-    Action("stop", "s", "stop", "Stop", dangerous=True, enabled=_deploying, why="needs a running deployment"),
+           why="nothing was launched yet"),
+    Action("stop", "s", "stop", "Stop", dangerous=True, enabled=_deploying, why="nothing is deployed"),
     Action("sync_model", "t", "sync_model", "Sync model",
            enabled=lambda s: _free(s, "sync_model") and s.inventory_ready, why="needs the nodes probed"),
     Action("sync_image", "i", "sync_image", "Sync image",
            enabled=lambda s: _free(s, "sync_image") and s.inventory_ready, why="needs the nodes probed"),
     Action("filter", "slash", "filter", "Filter", enabled=lambda s: s.log_visible and not s.modal,
-           why="on the launch pane"),
+           why="only on the Launch pane, where the log is"),
     Action("follow", "f", "follow", "Follow", enabled=lambda s: s.log_visible and not s.modal,
-           why="on the launch pane"),
+           why="only on the Launch pane, where the log is"),
     Action("refresh", "ctrl+r", "refresh", "Refresh", show=False, enabled=lambda s: not s.modal),
     Action("next_pane", "tab", "next_pane", "Next pane", show=False, priority=True,
            enabled=lambda s: not s.modal),
@@ -92,6 +92,34 @@ def state_of(action: str, state: UiState) -> bool | None:
     return False if a.priority else None
 
 
+class _Assume:
+    """A UiState with some answers replaced: what would the predicates say if ...?"""
+
+    def __init__(self, state: UiState, **changes: object) -> None:
+        self._state, self._changes = state, changes
+
+    def __getattr__(self, name: str) -> object:
+        return self._changes[name] if name in self._changes else getattr(self._state, name)
+
+
+def waits_for_probe(a: Action, state: UiState) -> bool:
+    """True when only the nodes' first probe stands in the way: the key can be kept until it is in."""
+    return not state.inventory_ready and not a.enabled(state) and a.enabled(_Assume(state, inventory_ready=True))
+
+
+def why_not(a: Action, state: UiState) -> str | None:
+    """None when the action can run now, else the reason in a few plain words."""
+    if a.enabled(state):
+        return None
+    if state.modal:
+        return "close the open dialog first"
+    if a.id in state.running:
+        return f"{a.description.lower()} is already running"
+    if waits_for_probe(a, state):
+        return "the nodes are still being probed"
+    return a.why or "not possible right now"
+
+
 def keys_for(action_id: str, keymap: dict[str, str]) -> str:
     """The keys bound to an id after the user's keymap."""
     return keymap.get(action_id) or BY_ID[action_id].key
@@ -102,8 +130,9 @@ def help_rows(state: UiState, keymap: dict[str, str]) -> list[tuple[str, str, st
     rows = []
     for a in ACTIONS:
         note = "asks first" if a.dangerous else ""
-        if not a.enabled(state):
-            note = ("not now: " + a.why) if a.why else "not now"
+        reason = why_not(a, state)
+        if reason:
+            note = "not now: " + reason
         rows.append((display_keys(keys_for(a.id, keymap)), a.description, a.id, note))
     return rows
 

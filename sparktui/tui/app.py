@@ -59,6 +59,7 @@ class SparkApp(App):
         self.links: dict[str, Link] = {}
         self.endpoint: str | None = None
         self._hang_told = False
+        self._pending: actions.Action | None = None  # pressed before the first probe came back
         self._startup_notes: list[str] = []
         self._setup_themes(theme)
         if config.keymap:
@@ -104,6 +105,22 @@ class SparkApp(App):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return actions.state_of(action, self)
+
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
+        """A key, footer click or palette entry either acts or says why not; one waiting only for the
+        nodes' first probe is kept and runs when the probe is in."""
+        done = await super().run_action(action, default_namespace, namespaces)
+        a = actions.BY_ACTION.get(action) if isinstance(action, str) else None
+        if done or a is None or default_namespace not in (None, self) or self.modal:
+            return done
+        if actions.waits_for_probe(a, self):
+            self._pending = a
+            self.notify(f"{a.description}: waiting for the nodes' first probe; it starts then",
+                        markup=False, timeout=4)
+        else:
+            self.notify(f"{a.description}: not now, {actions.why_not(a, self)}", severity="warning",
+                        markup=False, timeout=4)
+        return done
 
     # -- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -304,13 +321,18 @@ class SparkApp(App):
         await self._close_core()  # however the app ends, links and polls end with it
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Every action of the registry, as seen from the screen under the palette; one that cannot
+        # run says why (choosing it says so again). Textual's own Quit and Keys would be twins of ours.
+        seen = actions._Assume(self, modal=isinstance(screen, ModalScreen))
         for a in actions.ACTIONS:
-            if a.id in ("quit", "help") or not a.enabled(self):
-                continue
             keys = actions.display_keys(actions.keys_for(a.id, self.config.keymap))
-            extra = " (asks first)" if a.dangerous else ""
-            yield SystemCommand(a.description, f"key {keys}{extra}", partial(self.run_action, a.action))
+            reason = actions.why_not(a, seen)
+            note = f"not now: {reason}" if reason else ("asks first" if a.dangerous else "")
+            yield SystemCommand(a.description, f"key {keys}" + (f" · {note}" if note else ""),
+                                partial(self.run_action, a.action))
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Quit", "Keys"):
+                yield command
 
     # -- core events ------------------------------------------------------------------------
     @on(M.InventoryChanged)
@@ -322,6 +344,9 @@ class SparkApp(App):
             if isinstance(screen, LaunchForm):  # an open form re-checks its plan against the new facts
                 screen.update_facts(msg.inventory.facts, msg.inventory.subnets)
         self.refresh_bindings()
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.call_later(self.run_action, pending.action)
 
     @on(M.FactsChanged)
     def _facts(self, msg: M.FactsChanged) -> None:

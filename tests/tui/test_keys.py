@@ -85,9 +85,9 @@ async def test_help_and_palette_list_the_registry(config, core):
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        assert {"Launch", "Sync model", "Sync image"} <= set(titles)
-        assert "Stop" not in titles  # cannot act now, so not offered
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert {"Launch", "Sync model", "Sync image"} <= set(commands)
+        assert "not now" in commands["Stop"] and "not now" not in commands["Launch"]  # offered, with the reason
         await pilot.press("question_mark")
         help_screen = await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen)
         assert {r[2] for r in help_screen.rows} == {a.id for a in actions.ACTIONS}
