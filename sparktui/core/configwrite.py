@@ -73,6 +73,9 @@ NOTES = {
     "engine.mem_fraction": "share of GPU memory for weights + KV cache, in (0, 1]",
     "engine.max_model_len": "context length cap; ~ = the engine's default",
     "engine.hang_after": "seconds of silence in distributed init before a hang is flagged",
+    "secrets": ("more variable or flag names whose values are masked in every output,\n"
+                "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
+                "  --api-key, --hf-token and the like are masked without being listed"),
     "keymap": "binding id -> key(s), comma-separated, to remap the TUI's keys",
     "theme": "theme name from themes/; ~ = the default dark theme",
 }
@@ -149,10 +152,13 @@ class _Out:
         self.lines: list[str] = []
 
     def add(self, content: str, note: str | None = None) -> None:
-        if note:
+        """content with its note at the comment column; a note's further lines each stand alone there."""
+        first, *more = note.split("\n") if note else [None]
+        if first:
             pad = content.ljust(COMMENT_COLUMN) if len(content) < COMMENT_COLUMN else content + "  "
-            content = f"{pad}# {note}"
+            content = f"{pad}# {first}"
         self.lines.append(content)
+        self.lines += [" " * COMMENT_COLUMN + f"# {line}" for line in more]
 
     def mapping(self, indent: str, key: str, entries: dict, notes: dict[str, str], empty: str = "{}",
                 note: str | None = None) -> None:
@@ -231,6 +237,8 @@ def render_config(config: Config, header: str | None = None,
     _section(out, config, "ssh")
     out.add("")
     _section(out, config, "engine")
+    out.add("")
+    out.sequence("", "secrets", config.secrets, NOTES["secrets"])
     out.add("")
     if config.keymap:
         out.mapping("", "keymap", config.keymap, {}, note=NOTES["keymap"])

@@ -58,7 +58,7 @@ def test_a_written_config_loads_back_to_the_same_values():
                                      shm_size="16g"),
                  ssh=SshConfig(host_key_policy="accept-new", known_hosts="/etc/kh", ssh_config=[]),
                  engine=EngineDefaults(mem_fraction=0.7, max_model_len=32768, hang_after=45.5),
-                 keymap={"quit": "ctrl+q"}, theme="light")
+                 keymap={"quit": "ctrl+q"}, theme="light", secrets=["WANDB_API_KEY", "--license"])
     text = checked_text(cfg)
     assert as_dict(load_config_text(text)) == as_dict(cfg)
 
