@@ -12,7 +12,7 @@ from typing import BinaryIO, Iterator
 
 from .diagnose import Diagnoser
 
-CHUNK = 1 << 20
+CHUNK = 256 << 10  # fits the CPU caches: counting runs fastest at this size
 MAX_LINE = 1 << 20  # a longer "line" is cut there (binary junk must not grow memory)
 GUESS_BYTES = 1 << 20  # how much of the start is kept to guess the engine
 # Serving lines: one of these per line, and nothing else on such a line is ever a problem.
