@@ -9,7 +9,7 @@ from pathlib import Path
 from ..core import firstrun
 from ..core.config import ConfigError, ImagesConfig, SshConfig, user_config_path
 from ..core.configwrite import ConfigExists, checked_text, default_header, example_text, write_config_file
-from .common import CliExit, add_json_arg, err_console, print_json
+from .common import CliExit, add_json_arg, err_console, journal, print_json
 
 NODE_HELP = ("NAME=HOST[,user=U][,key=PATH][,port=N], repeated, the head first; HOST may be an address, "
              "a hostname or a ~/.ssh/config alias (a bare alias names the node too)")
@@ -85,8 +85,8 @@ def _say(args: argparse.Namespace, text: str) -> None:
         print(text, flush=True)  # plain print: rich would wrap a long path across lines
 
 
-async def _connect(args, drafts, ssh) -> list[firstrun.SshTest]:
-    tests = await firstrun.test_all(drafts, ssh)
+async def _connect(args, drafts, ssh, jr) -> list[firstrun.SshTest]:
+    tests = await firstrun.test_all(drafts, ssh, jr)
     unknown = [t for t in tests if t.unknown_key]
     if unknown and args.accept_new_host_keys:
         for t in unknown:
@@ -94,7 +94,7 @@ async def _connect(args, drafts, ssh) -> list[firstrun.SshTest]:
             k = t.unknown_key
             _say(args, f"trusted the host key of {k.node}: {k.algorithm} {k.fingerprint} (added to {path})")
         again = {t.node: t for t in await firstrun.test_all([d for d in drafts if d.name in {u.node for u in unknown}],
-                                                             ssh)}
+                                                             ssh, jr)}
         tests = [again.get(t.node, t) for t in tests]
     return tests
 
@@ -115,12 +115,14 @@ async def cmd_init(args: argparse.Namespace) -> int:
     report: dict = {"path": str(target), "written": False, "nodes": [], "fabric": None, "warnings": []}
     notes: dict = {}
     if not args.no_probe:
-        tests = await _connect(args, drafts, ssh)
+        jr = journal()
+        jr.cluster = args.cluster  # what init ran is journalled under the cluster it writes
+        tests = await _connect(args, drafts, ssh, jr)
         report["nodes"] = [t.to_json() for t in tests]
         failed = [t for t in tests if not t.ok]
         if failed:
             return _refuse(args, report, failed)
-        inv = await firstrun.discover(config)
+        inv = await firstrun.discover(config, jr)
         names = [n.name for n in config.nodes]
         try:
             subnet = firstrun.choose_subnet(inv, args.fabric, names)

@@ -55,7 +55,9 @@ def run_tui(args: argparse.Namespace) -> int:
         need_terminal("`sparktui init` writes a config without one")
         from ..tui.setup_app import SetupApp
 
-        written = SetupApp(target).run()
+        from ..core.journal import Journal, default_journal_path
+
+        written = SetupApp(target, journal=Journal(default_journal_path())).run()
         if written is None:
             return 0  # the user left the setup; nothing was written
         args.config = str(written)

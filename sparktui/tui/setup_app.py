@@ -6,18 +6,18 @@ from pathlib import Path
 from textual.app import App
 
 from ..core.config import SshConfig
+from ..core.journal import Journal
 from .screens.setup import SetupScreen
 
 
 class SetupApp(App[Path | None]):
     TITLE = "sparktui setup"
 
-    def __init__(self, target: Path, ssh: SshConfig | None = None, theme: str | None = None) -> None:
+    def __init__(self, target: Path, ssh: SshConfig | None = None, journal: Journal | None = None) -> None:
         super().__init__()
         self.target = target
         self.ssh = ssh
-        if theme and theme in self.available_themes:
-            self.theme = theme
+        self.journal = journal
 
     def on_mount(self) -> None:
-        self.push_screen(SetupScreen(self.target, self.ssh), callback=self.exit)
+        self.push_screen(SetupScreen(self.target, self.ssh, self.journal), callback=self.exit)

@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 async def init(tmp_path: Path, *args: str) -> tuple[int, str, str]:
     """Run `python3 -m sparktui init ARGS` with HOME in tmp_path (no ~/.ssh of this machine is read)."""
     env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
-    env.pop("SPARKTUI_CONFIG", None)
+    for name in ("SPARKTUI_CONFIG", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        env.pop(name, None)
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", "init", *args, env=env,
                                                 cwd=tmp_path, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
@@ -87,6 +88,10 @@ async def test_accepted_keys_are_recorded_and_the_probed_fabric_is_written(tmp_p
     assert f"# the fabric, found by probing: {fabric['nodes']['spark1']['ip']}, RoCE device " \
            f"{fabric['nodes']['spark1']['rdma']}" in text
     assert text.startswith("# sparktui cluster configuration, written by sparktui init")
+    # what ran on the nodes is in the journal, under the cluster just written
+    lines = (tmp_path / "home" / ".local" / "state" / "sparktui" / "journal.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert {e["node"] for e in entries} == {"spark1", "spark2"} and {e["cluster"] for e in entries} == {"lab"}
 
 
 async def test_the_model_source_is_the_node_that_holds_it(tmp_path, nodes):

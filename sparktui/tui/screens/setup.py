@@ -20,6 +20,7 @@ from ...core import firstrun
 from ...core.config import ConfigError, ImagesConfig, SshConfig
 from ...core.configwrite import ConfigExists, checked_text, default_header, write_config_file
 from ...core.facts import NodeFacts, Subnet
+from ...core.journal import Journal
 from ..present import setup as present
 from .hostkey import HostKeyScreen
 
@@ -66,10 +67,11 @@ class SetupScreen(Screen[Path | None]):
         Binding("delete", "remove", "Remove node", id="setup.remove"),  # Inputs keep delete for themselves
     ]
 
-    def __init__(self, target: Path, ssh: SshConfig | None = None) -> None:
+    def __init__(self, target: Path, ssh: SshConfig | None = None, journal: Journal | None = None) -> None:
         super().__init__()
         self.target = target
         self.ssh = ssh or SshConfig()
+        self.journal = journal if journal is not None else Journal()  # the app passes the file-backed one
         self.drafts: list[firstrun.NodeDraft] = []
         self.tests: dict[str, firstrun.SshTest] = {}
         self.rejected: set[str] = set()
@@ -193,7 +195,8 @@ class SetupScreen(Screen[Path | None]):
         try:
             self.rejected.clear()
             drafts = list(self.drafts)
-            for t in await firstrun.test_all(drafts, self.ssh):
+            self.journal.cluster = self._value("cluster") or "sparks"
+            for t in await firstrun.test_all(drafts, self.ssh, self.journal):
                 self.tests[t.node] = t
             self._redraw_nodes()
             for d in drafts:  # one question at a time, in node order
@@ -202,7 +205,7 @@ class SetupScreen(Screen[Path | None]):
                     continue
                 if await self.app.push_screen_wait(HostKeyScreen(t.unknown_key)):
                     firstrun.trust(t)
-                    self.tests[d.name] = await firstrun.test_ssh(d, self.ssh)
+                    self.tests[d.name] = await firstrun.test_ssh(d, self.ssh, self.journal)
                 else:
                     self.rejected.add(d.name)
                 self._redraw_nodes()
@@ -224,8 +227,11 @@ class SetupScreen(Screen[Path | None]):
     def _all_ok(self) -> bool:
         return bool(self.drafts) and all(self.tests.get(d.name) and self.tests[d.name].ok for d in self.drafts)
 
+    def _value(self, wid: str) -> str:
+        return self.query_one(f"#{wid}", Input).value.strip()
+
     def _draft_config(self):
-        v = lambda wid: self.query_one(f"#{wid}", Input).value.strip()
+        v = self._value
         images = ImagesConfig(sglang=v("image-sglang") or ImagesConfig().sglang,
                               vllm=v("image-vllm") or ImagesConfig().vllm)
         return firstrun.draft_config(self.drafts, v("model-path") or "/nonexistent-model-path", self.ssh,
@@ -236,7 +242,8 @@ class SetupScreen(Screen[Path | None]):
         self._set_busy("probing")
         try:
             config = self._draft_config()
-            inv = await firstrun.discover(config)
+            self.journal.cluster = config.cluster
+            inv = await firstrun.discover(config, self.journal)
         finally:
             self._set_busy("")
         self.facts, self.subnets, self.warnings = inv.facts, inv.subnets, inv.warnings
