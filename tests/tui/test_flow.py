@@ -213,3 +213,25 @@ async def test_odd_node_and_cluster_names_render_as_written():
         log = app.launch_pane.log
         await wait_for(pilot, lambda: log.node == "gpu.1", what="the dotted node's tab")
         assert [ln.split(" │ ")[1] for ln in log.shown] == ["from the dotted node"]
+
+
+async def test_an_incomplete_model_copy_is_named_on_the_card_and_the_form_will_not_launch_it(config):
+    from .fake_core import ScriptedCore
+    from .samples import spark_facts
+
+    facts = spark_facts()
+    m = facts["spark2"].model
+    m.present, m.incomplete = False, "copy model-spark2-1 from spark1 started 2026-12-01 10:00:00 UTC"
+    core = ScriptedCore(config, facts)
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        assert "model incomplete" in screen_text(app)
+        await pilot.press("l")
+        form = await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm) and app.screen, what="launch form")
+        assert form.plan is not None and not form.plan.ok
+        assert any(e.startswith("spark2: model incomplete") for e in form.plan.errors), form.plan.errors
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not any(op == "launch" for op, _ in core.calls)
+        assert "spark2: model incomplete" in screen_text(app)
