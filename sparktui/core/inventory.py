@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from . import network, probes
 from .config import Config
 from .facts import NodeFacts, Subnet
-from .ssh import Cluster, Node
+from .ssh import SESSIONS_NEEDED, Cluster, Node
 
 
 async def probe_node(node: Node, model_path: str) -> NodeFacts:
@@ -24,6 +24,10 @@ async def probe_node(node: Node, model_path: str) -> NodeFacts:
     facts.reachable = True
     if r.exit_status == 124:
         facts.notes.append(f"the probe timed out after {probes.PROBE_TIMEOUT:g} s; facts are partial")
+    short = await node.sessions_short(SESSIONS_NEEDED, timeout=10)
+    if short and node.connected:
+        facts.notes.append(f"a launch cannot run here: it needs {SESSIONS_NEEDED} SSH sessions at once (one "
+                           f"follows the engine's log while commands run): {short}")
     return facts
 
 

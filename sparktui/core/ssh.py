@@ -129,6 +129,9 @@ class _Slots:
         self.limit = max(1, min(self.limit, accepted))
 
 
+# Channels a launch holds at once on a node: one follows the engine's log while another runs commands.
+SESSIONS_NEEDED = 2
+SESSION_ASKS = 5  # refusals before sessions_available() believes the node's limit
 OPEN_RETRIES = 40  # a refused channel open is retried this many times (sshd frees slots late)
 
 
@@ -345,10 +348,16 @@ class Node:
 
         async def open_all() -> None:
             nonlocal accepted
+            refused = 0
             while accepted < want:
                 try:
                     procs.append(await conn.create_process("cat >/dev/null"))
                 except asyncssh.ChannelOpenError:
+                    # a channel that just closed may still count on the node for a moment: ask again
+                    refused += 1
+                    if refused < SESSION_ASKS:
+                        await asyncio.sleep(0.1 * refused)
+                        continue
                     self._slots.lower_to(accepted)
                     return
                 accepted += 1
@@ -367,6 +376,22 @@ class Node:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(p.wait_closed(), 5)
         return accepted
+
+    async def sessions_short(self, want: int, timeout: float = 30.0) -> str | None:
+        """Why this node cannot hold `want` SSH sessions at once (None when it can): its sshd's
+        MaxSessions, ssh.max_channels, or no answer. A sentence with the fix."""
+        k = min(await self.sessions_available(want, timeout), self.channel_limit)
+        if k >= want:
+            return None
+        if k == 0 and not self.connected:
+            return f"{self.name} is unreachable ({self.error or 'no answer'})"
+        lim = self.channel_limit
+        if self._slots.refusals and lim < self.ssh.max_channels:
+            return (f"{self.name}'s sshd accepts only {lim} session(s) per connection (MaxSessions {lim}); set "
+                    f"MaxSessions 10 (OpenSSH's default) in /etc/ssh/sshd_config on {self.name} and reload sshd")
+        if self.ssh.max_channels < want:
+            return f"ssh.max_channels is {self.ssh.max_channels}; set it to at least {want}"
+        return f"{self.name} opened only {k} SSH channel(s) at once"
 
     async def _with_channel(self, open_and_use, deadline: float | None = None):
         """Run open_and_use() holding a channel slot; retry when the node refuses the channel.

@@ -288,6 +288,10 @@ async def test_max_sessions_1_bounds_every_wait_and_launch_refuses_within_its_ti
         assert r.exit_status == 124 and "MaxSessions" in r.stderr, r
         assert waited < 4
 
+        rc, doc = _json(cli(cfg, "check", "--json", timeout=120))  # check says so before any launch
+        for n in doc["nodes"]:
+            assert any("MaxSessions 1" in note and "a launch cannot run here" in note for note in n["notes"]), n
+
         t0 = time.monotonic()
         r = cli(cfg, "launch", "--engine", "vllm", "--yes", "--no-preflight", "--wait", "--timeout", "60",
                 timeout=120)

@@ -22,7 +22,7 @@ from ..engines.common import Nested, Step, safe_name
 from ..events import DeploymentChanged, EndpointChecked, EventBus, LaunchStep, LogLines
 from ..facts import Container
 from ..plan import Plan, PlanOptions
-from ..ssh import Cluster, Node
+from ..ssh import SESSIONS_NEEDED, Cluster, Node
 from . import containers as C
 from .logstream import LogFollower, LogLine
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
@@ -34,8 +34,6 @@ SETTLED = ("ready", "failed", "hung", "stopped")
 READY_TIMEOUT_S = 2400.0  # a ~120 GB checkpoint took ~15 min to load on two Sparks; leave room
 STEP_TIMEOUT_S = 300.0  # one docker run / exec (an image pull is not part of a launch)
 WAIT_STEP_DEFAULT_S = 600.0
-# Channels a launch holds at once on a node: one follows the engine's log while another runs commands.
-SESSIONS_NEEDED = 2
 
 
 class DeployError(Exception):
@@ -277,26 +275,10 @@ class Deployer:
     async def _check_sessions(self, nodes: list[str]) -> None:
         """Refuse a launch that could never watch itself: a node whose sshd (MaxSessions) or whose
         ssh.max_channels allows fewer channels at once than a launch holds there."""
-        counts = await asyncio.gather(*(self.cluster[n].sessions_available(SESSIONS_NEEDED,
-                                                                           max(1.0, min(30.0, self._left())))
-                                        for n in nodes))
-        # sparktui's own cap (ssh.max_channels) counts as much as the node's
-        counts = [min(k, self.cluster[n].channel_limit) for n, k in zip(nodes, counts)]
-        short = [(n, k) for n, k in zip(nodes, counts) if k < SESSIONS_NEEDED]
-        if not short:
+        why = [w for w in await asyncio.gather(*(self.cluster[n].sessions_short(
+            SESSIONS_NEEDED, max(1.0, min(30.0, self._left()))) for n in nodes)) if w]
+        if not why:
             return
-        why = []
-        for n, k in short:
-            node = self.cluster[n]
-            if node.channel_limit < node.ssh.max_channels and k == node.channel_limit:
-                why.append(f"{n}'s sshd accepts only {k} session(s) per connection (MaxSessions {k}); "
-                           f"set MaxSessions 10 (OpenSSH's default) in /etc/ssh/sshd_config on {n} and reload sshd")
-            elif node.ssh.max_channels < SESSIONS_NEEDED:
-                why.append(f"ssh.max_channels is {node.ssh.max_channels}; set it to at least {SESSIONS_NEEDED}")
-            elif k == 0:
-                why.append(f"{n} is unreachable ({node.error or 'no answer'})")
-            else:
-                why.append(f"{n} opened only {k} SSH channel at once")
         raise DeployError(f"a launch needs {SESSIONS_NEEDED} SSH sessions at once on each node (one follows the "
                           f"engine's log while commands run); nothing was started: " + "; ".join(why))
 
