@@ -139,7 +139,7 @@ async def raw_read(config, lines: int) -> tuple[int, float]:
 
 def build_app(config, lines: int, reader: str):
     from sparktui.core.deploy.logstream import LogFollower
-    from sparktui.core.events import ConnectionChanged, LogLines
+    from sparktui.core.events import ConnectionChanged, Gate, LogLines
     from sparktui.core.journal import Journal
     from sparktui.core.ssh import Cluster
     from sparktui.tui.app import SparkApp
@@ -169,11 +169,14 @@ def build_app(config, lines: int, reader: str):
 
         async def _follow(self, node) -> None:
             if self.reader == "follower":
+                gate = Gate()
+
                 def on_lines(batch) -> None:  # what Deployer._on_lines does
-                    self.bus.emit(LogLines(node.name, "flood", [ln.text for ln in batch]))
+                    self.bus.emit(LogLines(node.name, "flood", [ln.text for ln in batch], [ln.key for ln in batch],
+                                           flow=gate))
                     self.streamed += len(batch)
 
-                await LogFollower(node, "flood", on_lines, follow=False).run()
+                await LogFollower(node, "flood", on_lines, follow=False, gate=gate).run()
                 return
             buf: list[str] = []  # plain Node.stream, batched like the follower (500 lines / 50 ms)
             last = time.perf_counter()

@@ -5,6 +5,8 @@ Modules may add their own events here; keep each small and documented.
 """
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -27,6 +29,58 @@ class ConnectionChanged:
     error: str | None = None
 
 
+class Gate:
+    """Back-pressure for one log stream. A consumer that takes batches later, on another thread
+    (the screen), holds each batch and acks it once taken; the reader stops reading while more than
+    `limit` of its lines are held, so a slow screen slows the stream instead of growing queues."""
+
+    def __init__(self, limit: int = 8192) -> None:
+        self.limit = limit
+        self.held = 0
+        self._lock = threading.Lock()
+        self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
+
+    def hold(self, n: int) -> Callable[[], None]:
+        with self._lock:
+            self.held += n
+        done = False
+
+        def ack() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self._release(n)
+        return ack
+
+    def _release(self, n: int) -> None:
+        with self._lock:
+            self.held -= n
+            waiter = self._waiter
+            if waiter is None or self.held > self.limit // 2:
+                return
+            self._waiter = None
+        loop, fut = waiter
+        loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+
+    async def wait(self, timeout: float = 10.0) -> bool:
+        """Return once the consumer has caught up (at once if it has); False after `timeout` seconds,
+        so a consumer that went away never stops the stream for good."""
+        with self._lock:
+            if self.held <= self.limit:
+                return True
+            fut = asyncio.get_running_loop().create_future()
+            self._waiter = (asyncio.get_running_loop(), fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                if self._waiter is not None and self._waiter[1] is fut:
+                    self._waiter = None
+
+
 @dataclass
 class LogLines:
     """A batch of output lines from one node's process or container."""
@@ -34,6 +88,15 @@ class LogLines:
     node: str
     source: str  # e.g. container name
     lines: list[str] = field(default_factory=list)
+    stamps: list[tuple[int, int] | None] | None = None  # docker's (unix s, ns) per line, None where unknown
+    flow: Gate | None = field(default=None, repr=False, compare=False)  # the reader's back-pressure
+    ack: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def hold(self) -> Callable[[], None] | None:
+        """A consumer that will take these lines later calls this now and `ack()` once it has them."""
+        if self.flow is not None and self.ack is None:
+            self.ack = self.flow.hold(len(self.lines))
+        return self.ack
 
 
 Listener = Callable[[Any], None]

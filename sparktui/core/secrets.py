@@ -149,6 +149,16 @@ def mask(text: str) -> str:
     return text
 
 
+def needs_mask(text: str) -> bool:
+    """Could mask() change any line of this text? One search over a whole chunk of log output, so
+    the common chunk with nothing secret-looking costs no work per line."""
+    if any(v in text for v in _values):
+        return True
+    if _HINT.search(text):
+        return True
+    return bool(_names) and any(n in text.upper().replace("-", "_") for n in _names)
+
+
 def mask_args(args: list[str]) -> list[str]:
     """An argument list with secret flag values masked: `--api-key X` and `--api-key=X`."""
     out: list[str] = []

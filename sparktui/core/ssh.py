@@ -21,6 +21,7 @@ from .journal import Journal
 
 RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)  # backoff; the last value repeats
 RECONNECT_ATTEMPTS = 40  # then the background loop gives up (about 15 minutes)
+CHUNK = 65536  # characters per read of a stream
 
 
 def sh(*argv: str) -> str:
@@ -453,7 +454,21 @@ class Node:
         return Result(status, str(r.stdout or ""), str(r.stderr or ""), time.monotonic() - t0)
 
     async def stream(self, cmd: str | Sequence[str]) -> AsyncIterator[str]:
-        """Lines of a long-running command (stdout and stderr merged).
+        """Lines of a long-running command (stdout and stderr merged), without their line endings."""
+        rest = ""
+        async for chunk in self.stream_chunks(cmd):
+            parts = (rest + chunk).split("\n") if rest else chunk.split("\n")
+            rest = parts.pop()
+            for part in parts:
+                yield part.rstrip("\r")
+        if rest:
+            yield rest.rstrip("\r")
+
+    async def stream_chunks(self, cmd: str | Sequence[str], size: int = CHUNK) -> AsyncIterator[str]:
+        """Output of a long-running command as it comes, up to `size` characters at a time (stdout
+        and stderr merged). Reading a chunk costs about what reading one line does, so a flood
+        moves at the wire's speed; and a consumer that stops pulling stops the remote side once
+        the SSH window is full (back-pressure per stream).
 
         The remote command is stopped when the iterator is closed: a helper watches the channel's
         stdin and kills it on EOF, because without a PTY sshd would leave it running.
@@ -489,10 +504,12 @@ class Node:
                         raise
                     await asyncio.sleep(min(0.05 * (attempt + 1), 0.5))
             try:
-                async for out in proc.stdout:
-                    if out == "":
-                        continue
-                    yield out.rstrip("\r\n")
+                read = proc.stdout.read
+                while True:
+                    chunk = await read(size)
+                    if not chunk:
+                        break
+                    yield chunk
                 await proc.wait_closed()
                 status = proc.exit_status
             finally:

@@ -373,13 +373,14 @@ class SparkApp(App):
 
     @on(M.LogArrived)
     def _lines(self, msg: M.LogArrived) -> None:
-        self.launch_pane.add_lines(msg.event.node, msg.event.lines)
+        ev = msg.event
+        self.launch_pane.add_lines(ev.node, ev.lines, ev.stamps, ev.ack)
 
     @on(M.LogsArrived)
     def _many_lines(self, msg: M.LogsArrived) -> None:
         # The message carries the controller's drain: the batches are taken when handled, not when posted.
         for batch in msg.take():
-            self.launch_pane.add_lines(batch.node, batch.lines)
+            self.launch_pane.add_lines(batch.node, batch.lines, batch.stamps, batch.ack)
 
     @on(M.MilestoneReached)
     def _milestone(self, msg: M.MilestoneReached) -> None:

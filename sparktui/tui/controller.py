@@ -110,7 +110,9 @@ class Controller:
             self._post(msg)
 
     def _queue_lines(self, event: LogLines) -> None:
-        # Coalesce: at most one LogsArrived waits in the app's queue; later batches join it.
+        # Held until the log view has it (back-pressure on the reader). Coalesced: at most one
+        # LogsArrived waits in the app's queue; later batches join it.
+        event.hold()
         with self._logs_lock:
             self._logs.append(event)
             if self._logs_posted:

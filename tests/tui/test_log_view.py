@@ -6,7 +6,7 @@ from textual.app import App, ComposeResult
 
 from sparktui.tui.widgets.log_view import SEP, LogView
 
-from .conftest import wait_for
+from .conftest import screen_text, wait_for
 
 
 class Host(App):
@@ -30,19 +30,65 @@ async def test_writes_are_batched():
         assert view.shown[0].endswith("line 0") and view.shown[-1].endswith("line 199")  # arrival order
 
 
-async def test_history_is_bounded_per_node():
+async def test_one_bounded_ring_says_how_many_lines_left_the_top():
     app = Host(nodes=["quiet", "chatty"], max_lines=50)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.query_one(LogView)
-        view.add("quiet", ["the one line that matters"])
+        view.add("quiet", ["an early line"])
         view.add("chatty", [f"noise {i}" for i in range(500)])
         view.flush_now()
-        assert len(view.history("chatty")) == 50 and view.history("chatty")[-1] == "noise 499"
-        assert view.history("quiet") == ["the one line that matters"]
-        assert len(view.shown) <= 50
-        view.show_node("quiet")
+        assert view.rows == 50 and view.history("chatty")[-1] == "noise 499"
+        assert view.dropped_top == 451 and view.history("quiet") == []
+        view.log.scroll_to(y=0, animate=False)
+        await wait_for(pilot, lambda: "451 earlier lines dropped" in screen_text(app), what="the notice on top")
+        assert "noise 451" in screen_text(app)  # the first line kept follows the notice
+
+
+async def test_nodes_are_merged_by_docker_timestamp_not_arrival():
+    app = Host(nodes=["a", "b"])
+    async with app.run_test(size=(80, 24)):
+        view = app.query_one(LogView)
+        view.add("a", ["a1", "a3", "a5"], [(100, 1), (100, 3), (100, 5)])
+        view.flush_now()
+        view.add("b", ["b2", "b4", "b6"], [(100, 2), (100, 4), (100, 6)])  # a slower node's lines come later
+        view.add("a", ["docker: no timestamp", "a7"], [None, (100, 7)])  # follows its node's previous line
+        view.flush_now()
+        assert [ln.split(SEP)[1] for ln in view.shown] == ["a1", "b2", "a3", "b4", "a5", "docker: no timestamp",
+                                                           "b6", "a7"]
+
+
+async def test_each_batch_is_acknowledged_once_it_is_in_the_ring():
+    app = Host(nodes=["a"], flush_interval=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        acked: list[int] = []
+        for i in range(3):
+            view.add("a", [f"x{i}"], ack=lambda i=i: acked.append(i))
+        assert acked == []  # queued, not yet taken
+        await wait_for(pilot, lambda: acked == [0, 1, 2], what="the acks")
+        assert view.rows == 3
+
+
+async def test_a_flood_repaints_the_view_without_a_relayout():
+    app = Host(nodes=["a", "b"], max_lines=2000)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        view.add("a", ["warm up"])
+        view.flush_now()
         await pilot.pause()
-        assert [ln.split(SEP)[1] for ln in view.shown] == ["the one line that matters"]
+        layouts = []
+        screen = app.screen
+        original = screen._refresh_layout
+        screen._refresh_layout = lambda *a, **kw: (layouts.append(1), original(*a, **kw))[1]
+        for round_ in range(20):  # the ring fills, trims from the top, paused and following
+            view.add("a", [f"a {round_} {i}" for i in range(300)])
+            view.add("b", [f"b {round_} {i}" for i in range(300)])
+            view.flush_now()
+            if round_ == 10:
+                view.toggle_follow()
+            await pilot.pause()
+        assert view.dropped_top > 0 and view.new_lines > 0
+        assert layouts == []
 
 
 async def test_scrolling_up_pauses_and_counts_new_lines():
@@ -60,8 +106,8 @@ async def test_scrolling_up_pauses_and_counts_new_lines():
         await pilot.pause()
         assert view.new_lines == 7
         assert view.log.scroll_y == 0  # the reader's place is kept
-        marker = str(view.query_one("#marker").content)
-        assert "7 new lines" in marker and "f" in marker
+        await wait_for(pilot, lambda: "7 new lines" in screen_text(app), what="the marker")
+        assert "press f to follow" in screen_text(app)
         view.log.scroll_end(animate=False)
         await wait_for(pilot, lambda: view.following, what="resume at the end")
         assert view.new_lines == 0
@@ -101,6 +147,12 @@ async def test_filter_and_node_view_rebuild_from_history():
             "Init torch distributed begin.", "NCCL WARN Bootstrap : no socket interface found", "unrelated"]
         view.show_node(None)
         assert len(view.shown) == 6
+        view.set_filter("node:B init")  # node: picks nodes (any case); the other words are the phrase
+        assert view.shown == [f"b   {SEP}Init torch distributed begin."]
+        view.set_filter("node:a,b nccl")
+        assert [ln.split(SEP)[0].strip() for ln in view.shown] == ["b"]
+        view.set_filter("node:nosuch")
+        assert view.shown == []
         await pilot.pause()
 
 

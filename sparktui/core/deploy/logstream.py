@@ -7,12 +7,13 @@ them and skips as many, so across any number of drops no line is lost or doubled
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .. import dockerts
-from ..secrets import mask
+from ..events import Gate
+from ..secrets import mask, needs_mask
 from ..ssh import Node
 
 # docker logs -t: RFC3339Nano in UTC ("2026-01-02T03:04:05.123456789Z"); older clients trim zeros.
@@ -21,8 +22,7 @@ RESUME_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)  # between resumes that brought nothin
 MAX_RESUMES = 2000  # a follower that keeps failing stops (with reason "lost") instead of spinning
 
 
-@dataclass(frozen=True)
-class LogLine:
+class LogLine(NamedTuple):  # a tuple: millions are made, and a dataclass costs several times more each
     ts: str | None  # docker's timestamp as printed, None for lines docker itself wrote (errors)
     key: tuple[int, int] | None  # (unix seconds, nanoseconds): exact ordering for the dedupe
     text: str  # the container's line without the timestamp
@@ -45,7 +45,7 @@ class Deduper:
     def __init__(self) -> None:
         self.last: tuple[int, int] | None = None
         self.last_ts: str | None = None
-        self._at_last: Counter = Counter()
+        self._at_last: list[str] = []
         self._skip: Counter = Counter()
 
     def begin_pass(self) -> None:
@@ -53,19 +53,30 @@ class Deduper:
         self._skip = Counter(self._at_last)
 
     def accept(self, line: LogLine) -> bool:
-        if line.key is None:
-            return True
-        if self.last is not None:
-            if line.key < self.last:
-                return False  # before the resume point: only a clock going back could send it
-            if line.key == self.last and self._skip[line.text] > 0:
-                self._skip[line.text] -= 1
-                return False
-        if self.last is None or line.key > self.last:
-            self.last, self.last_ts = line.key, line.ts
-            self._at_last = Counter()
-        self._at_last[line.text] += 1
-        return True
+        return bool(self.take([line]))
+
+    def take(self, lines: list[LogLine]) -> list[LogLine]:
+        """The lines not seen before, in order. One tight loop per chunk: this runs for every line."""
+        last, last_ts, at_last, skip = self.last, self.last_ts, self._at_last, self._skip
+        out = []
+        keep = out.append
+        for line in lines:
+            key = line[1]
+            if key is not None:
+                if last is None or key > last:
+                    last, last_ts, at_last = key, line[0], [line[2]]
+                    if skip:
+                        skip = Counter()  # the resume point is behind us
+                elif key == last:
+                    if skip and skip[line[2]] > 0:
+                        skip[line[2]] -= 1
+                        continue
+                    at_last.append(line[2])
+                else:
+                    continue  # before the resume point: only a clock going back could send it
+            keep(line)
+        self.last, self.last_ts, self._at_last, self._skip = last, last_ts, at_last, skip
+        return out
 
 
 async def container_state(node: Node, container: str) -> str | None:
@@ -79,15 +90,17 @@ async def container_state(node: Node, container: str) -> str | None:
 
 
 class LogFollower:
-    """Streams one container's log lines to `on_lines` in small batches until the container ends.
+    """Streams one container's log lines to `on_lines` in batches until the container ends.
 
+    The stream is read in chunks and split here, once; each line keeps docker's timestamp. With a
+    `gate`, reading pauses while the consumer holds too many of this stream's lines.
     `run()` returns why it stopped: "exited" (read to the end), "removed", "lost" (the node stayed
     unreachable for `reconnect_timeout` seconds) or "done" (follow=False, read once).
     """
 
     def __init__(self, node: Node, container: str, on_lines: Callable[[list[LogLine]], None], *,
                  since: str | None = None, follow: bool = True, reconnect_timeout: float = 900.0,
-                 batch_interval: float = 0.05, batch_max: int = 500):
+                 batch_interval: float = 0.05, batch_max: int = 4096, gate: Gate | None = None):
         self.node = node
         self.container = container
         self.on_lines = on_lines
@@ -96,11 +109,13 @@ class LogFollower:
         self.reconnect_timeout = reconnect_timeout
         self.batch_interval = batch_interval
         self.batch_max = batch_max
+        self.gate = gate
         self.dedupe = Deduper()
         self.passes = 0  # docker logs commands run (1 + resumes)
         self.received = 0  # lines delivered
         self._buf: list[LogLine] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._last_flush = 0.0
 
     def _argv(self) -> list[str]:
         argv = ["docker", "logs", "-t"]
@@ -111,16 +126,23 @@ class LogFollower:
             argv += ["--since", since]
         return argv + [self.container]
 
-    def _take(self, raw: str) -> int:
-        line = split_ts(raw)
-        if not self.dedupe.accept(line):
+    def _take(self, raws: list[str], masked: bool) -> int:
+        """Split, de-duplicate and queue complete lines; a batch goes out when it is big or old enough.
+        Secrets are masked per line, and only where the chunk showed any (`masked`)."""
+        split = dockerts.split
+        lines = [LogLine(*split(r[:-1] if r.endswith("\r") else r)) for r in raws]
+        if masked:
+            lines = [LogLine(ts, key, mask(text)) for ts, key, text in lines]
+        lines = self.dedupe.take(lines)
+        if not lines:
             return 0
-        self._buf.append(line)
-        if len(self._buf) >= self.batch_max:
+        self._buf += lines
+        now = time.monotonic()
+        if len(self._buf) >= self.batch_max or now - self._last_flush >= self.batch_interval:
             self.flush()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.batch_interval, self.flush)
-        return 1
+        return len(lines)
 
     def flush(self) -> None:
         if self._timer is not None:
@@ -128,6 +150,7 @@ class LogFollower:
             self._timer = None
         if self._buf:
             batch, self._buf = self._buf, []
+            self._last_flush = time.monotonic()
             self.received += len(batch)
             self.on_lines(batch)
 
@@ -136,11 +159,20 @@ class LogFollower:
         self.passes += 1
         self.dedupe.begin_pass()
         got = 0
+        rest = ""  # a line cut by the chunk boundary; after a drop it comes again with the resume
         try:
-            async for raw in self.node.stream(self._argv()):
-                got += self._take(raw)
-                if got % 256 == 0:
-                    await asyncio.sleep(0)  # a buffered flood never yields by itself: let keys through
+            async for chunk in self.node.stream_chunks(self._argv()):
+                parts = (rest + chunk).split("\n") if rest else chunk.split("\n")
+                rest = parts.pop()
+                if parts:
+                    got += self._take(parts, needs_mask(chunk))
+                if self.gate is not None and self.gate.held > self.gate.limit:
+                    self.flush()
+                    await self.gate.wait()
+                else:
+                    await asyncio.sleep(0)  # a buffered flood never yields by itself: let others in
+            if rest:
+                got += self._take([rest], True)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a dropped link surfaces as many exception types

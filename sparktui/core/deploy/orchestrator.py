@@ -19,7 +19,7 @@ from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
 from ..engines import ENGINES, default_mode
 from ..engines.common import Nested, Step, safe_name
-from ..events import DeploymentChanged, EndpointChecked, EventBus, LaunchStep, LogLines
+from ..events import DeploymentChanged, EndpointChecked, EventBus, Gate, LaunchStep, LogLines
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import SESSIONS_NEEDED, Cluster, Node
@@ -167,8 +167,8 @@ class Deployer:
         elif self.state == "starting" and d.state == "loading":
             self._set("loading", "the engine is loading")
 
-    def _on_lines(self, node: str, container: str, lines: list[LogLine]) -> None:
-        self._emit(LogLines(node, container, [ln.text for ln in lines]))
+    def _on_lines(self, node: str, container: str, lines: list[LogLine], gate: Gate | None = None) -> None:
+        self._emit(LogLines(node, container, [ln.text for ln in lines], [ln.key for ln in lines], flow=gate))
         d = self.diagnoser
         if d is None:
             return
@@ -207,8 +207,9 @@ class Deployer:
         key = (node, container)
         if key in self.followers:
             return
-        f = LogFollower(self.cluster[node], container, lambda lines: self._on_lines(node, container, lines),
-                        reconnect_timeout=self.reconnect_timeout)
+        gate = Gate()  # a screen that falls behind pauses this stream's reading
+        f = LogFollower(self.cluster[node], container, lambda lines: self._on_lines(node, container, lines, gate),
+                        reconnect_timeout=self.reconnect_timeout, gate=gate)
         self.followers[key] = f
         self._spawn(f"logs:{node}:{container}", self._run_follower(node, container, f))
 

@@ -26,7 +26,7 @@ class LaunchPane(Vertical):
     LaunchPane #problems { height: auto; }
     """
 
-    def __init__(self, nodes: list[str], max_lines: int = 10_000, **kw) -> None:
+    def __init__(self, nodes: list[str], max_lines: int = 100_000, **kw) -> None:
         super().__init__(**kw)
         self.nodes = nodes
         self.max_lines = max_lines
@@ -82,8 +82,8 @@ class LaunchPane(Vertical):
             Content("\n").join([problem_lines(p) for p in self.problems.values()]))
 
     # -- logs -------------------------------------------------------------------------------
-    def add_lines(self, node: str, lines: list[str]) -> None:
-        self.log.add(node, lines)
+    def add_lines(self, node: str, lines: list[str], stamps: list | None = None, ack=None) -> None:
+        self.log.add(node, lines, stamps, ack)
 
     @on(Tabs.TabActivated, "#log-tabs")
     def _tab(self, event: Tabs.TabActivated) -> None:

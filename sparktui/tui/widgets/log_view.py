@@ -1,30 +1,41 @@
-"""Many nodes' logs in one view: plain strings on Textual's Log, so only visible lines render.
+"""Many nodes' logs in one view: one bounded ring of lines, drawn a screen at a time.
 
-- Arrivals are buffered and written in one batch every `flush_interval` (~50 ms): a flood of small
-  writes costs one layout/refresh per batch instead of one per line.
-- History is bounded per node (`max_lines`): a chatty node cannot push a quiet one's lines out.
-- Following pauses when the user scrolls up; a marker counts the lines that arrived meanwhile.
-  Scrolling back to the end, or `follow()`, resumes.
-- A filter (case-insensitive substring) and a node selection rebuild the view from history.
-- Each node has its own colour; lines that look like problems are highlighted.
+- Each line is stored once (its sort key, node and text); the screen formats and highlights only
+  the rows it shows. Nodes are merged by docker's timestamps (arrival order where a line has none).
+- Arrivals are queued and sorted in every `flush_interval` (~50 ms), in slices of a few ms, so keys
+  and frames never wait behind a flood. A batch that came with an `ack` is acknowledged once it is
+  in the ring: the reader on the node holds back while too many of its lines wait here.
+- The ring keeps the last `max_lines` lines; the top row then says how many were dropped.
+- Following pauses when the user scrolls up; the bottom row counts the lines that arrived meanwhile.
+  Scrolling back to the end, or `follow()`, resumes. Nothing here changes the layout, so a flood
+  costs no relayout.
+- A filter (case-insensitive words; `node:NAME` picks nodes) and a node tab narrow the view.
 """
 from __future__ import annotations
 
-import heapq
 import re
 import time
+from bisect import bisect_left, bisect_right
 from collections import deque
-from typing import Iterable
+from itertools import islice, repeat
+from operator import itemgetter, le
+from typing import Callable, Iterable
 
 from rich.highlighter import Highlighter
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import Log, Static
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+
+from .log_filter import LogFilter
 
 NODE_COLOURS = ("#5fafff", "#d787ff", "#5fd7af", "#ffaf5f", "#ff87af", "#87d75f", "#d7d75f", "#87afd7")
 # What a problem line looks like in engine logs (the diagnoser decides; this only draws the eye).
@@ -35,12 +46,15 @@ PROBLEM = re.compile(
     r"[Oo]ut of memory|OutOfMemory|scheduler (?:died|is dead)|[Tt]imed out after|[Ww]atchdog (?:caught|timeout)"
 )
 SEP = " │ "
-SLICE = 0.008  # seconds of line sorting per turn of the loop before keys and frames get theirs
-CHUNK = 2000  # lines sorted in one go (a big batch is cut so the time check runs often enough)
+SLICE = 0.008  # seconds of sorting-in per turn of the loop before keys and frames get theirs
+CHUNK = 2000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
+REORDER = 20_000  # a late line is placed by its timestamp among at most this many newest lines
+_CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\t]")
+_first = itemgetter(0)
 
 
 class NodeHighlighter(Highlighter):
-    """Colours the node prefix of each line and marks problem lines."""
+    """Node colours and problem lines (also usable on a whole `node │ text` Text)."""
 
     def __init__(self) -> None:
         self.styles: dict[str, Style] = {}
@@ -50,6 +64,9 @@ class NodeHighlighter(Highlighter):
     def colour(self, node: str, index: int) -> None:
         self.styles[node] = Style(color=NODE_COLOURS[index % len(NODE_COLOURS)], bold=True)
 
+    def is_problem(self, body: str) -> bool:
+        return body in self.extra or PROBLEM.search(body) is not None
+
     def highlight(self, text: Text) -> None:
         plain = text.plain
         cut = plain.find(SEP)
@@ -57,13 +74,17 @@ class NodeHighlighter(Highlighter):
             style = self.styles.get(plain[:cut].strip())
             if style is not None:
                 text.stylize(style, 0, cut)
-            body = plain[cut + len(SEP):]
-            if body in self.extra or PROBLEM.search(body):
+            if self.is_problem(plain[cut + len(SEP):]):
                 text.stylize(self.problem, cut + len(SEP))
 
 
-class _Lines(Log):
-    """Log that tells its owner when the user scrolls away from the end or back to it."""
+class _Lines(ScrollView, can_focus=True):
+    """Draws the owner's ring: only the rows on screen are formatted and highlighted."""
+
+    DEFAULT_CSS = """
+    _Lines { background: $surface; color: $text; overflow: scroll; }
+    _Lines:focus { background-tint: $foreground 5%; }
+    """
 
     class Scrolled(Message):
         def __init__(self, at_end: bool, upward: bool) -> None:
@@ -71,24 +92,77 @@ class _Lines(Log):
             self.at_end = at_end
             self.upward = upward
 
+    def __init__(self, owner: "LogView") -> None:
+        super().__init__()
+        self.owner = owner
+        self._cache: dict[int, Strip] = {}  # rendered rows by ring position, for the rows on screen
+
+    def forget(self) -> None:
+        self._cache.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    def set_rows(self, rows: int, width: int) -> None:
+        """New content size without a relayout: the scrollbars are always there (overflow: scroll),
+        so nothing around the view moves; only this widget repaints."""
+        size = Size(width, rows)
+        if size != self.virtual_size:
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)
+        self.refresh()
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if round(old_value) != round(new_value):
             self.post_message(self.Scrolled(new_value >= self.max_scroll_y, new_value < old_value))
 
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        owner = self.owner
+        if not owner.following and y == self.scrollable_content_region.height - 1:
+            return self._plain(owner.marker_text(), base + owner.marker_style, width)
+        row = round(self.scroll_y) + y
+        if owner.dropped_top and row == 0:
+            return self._plain(owner.dropped_text(), base + owner.notice_style, width)
+        pos = owner.position(row - (1 if owner.dropped_top else 0))
+        if pos is None:
+            return Strip.blank(width, base)
+        strip = self._cache.get(pos)
+        if strip is None:
+            if len(self._cache) > 4 * max(self.size.height, 10):
+                self._cache.clear()
+            strip = self._cache[pos] = self._row(pos, base)
+        x = round(self.scroll_x)
+        return strip.crop_extend(x, x + width, base)
+
+    def _row(self, pos: int, base: Style) -> Strip:
+        node, text = self.owner.entry(pos)
+        hl = self.owner.highlighter
+        if _CONTROL.search(text):
+            text = _CONTROL.sub("\ufffd", text.expandtabs())
+        style = hl.styles.get(node)
+        body = base + hl.problem if hl.is_problem(text) else base
+        return Strip([Segment(f"{node:<{self.owner.name_width}}", base + style if style else base),
+                      Segment(SEP, base), Segment(text, body)])
+
+    @staticmethod
+    def _plain(words: str, style: Style, width: int) -> Strip:
+        return Strip([Segment(words, style)]).crop_extend(0, width, style)
+
 
 class LogView(Vertical):
-    """Merged or per-node log lines with batching, bounded history, follow/pause and a filter."""
+    """Merged or per-node log lines: one ring, batching, follow/pause and a filter."""
 
     DEFAULT_CSS = """
     LogView { height: 1fr; }
     LogView > _Lines { height: 1fr; }
-    LogView > #marker { height: 1; display: none; background: $warning-muted; color: $text; padding: 0 1; }
-    LogView.-paused > #marker { display: block; }
     """
 
     following: reactive[bool] = reactive(True)
-    new_lines: reactive[int] = reactive(0)
+    new_lines: reactive[int] = reactive(0, always_update=True)
 
     class FollowChanged(Message):
         def __init__(self, view: "LogView", following: bool) -> None:
@@ -96,62 +170,73 @@ class LogView(Vertical):
             self.view = view
             self.following = following
 
-    def __init__(self, max_lines: int = 10_000, flush_interval: float = 0.05, nodes: Iterable[str] = (),
+    def __init__(self, max_lines: int = 100_000, flush_interval: float = 0.05, nodes: Iterable[str] = (),
                  *, backlog: int | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.max_lines = max_lines
         self.flush_interval = flush_interval
         self.highlighter = NodeHighlighter()
-        self.backlog = backlog if backlog is not None else 20 * max_lines
-        self._next_seq = 0
-        self._history: dict[str, deque[tuple[int, str]]] = {}
-        self._inbox: deque[tuple[str, list[str]]] = deque()  # batches as they came, not yet sorted in
+        self.marker_style = Style(color="black", bgcolor="#d7af5f")
+        self.notice_style = Style(dim=True, italic=True)
+        self.backlog = backlog if backlog is not None else max(2 * max_lines, 50_000)
+        # the ring: three parallel lists, position p is at index p - _base
+        self._rkeys: list = []
+        self._rnodes: list[int] = []
+        self._rtexts: list[str] = []
+        self._rbase = 0
+        self._node_names: list[str] = []
+        self._node_ix: dict[str, int] = {}
+        self._last_key: dict[int, tuple[int, int]] = {}  # per node: for its lines without a timestamp
+        self._rshown: list[int] | None = None  # positions matching the node tab and filter; None = all
+        self._inbox: deque[tuple[int, list, list[str], Callable[[], None] | None]] = deque()
         self._inbox_lines = 0
-        self._pending: deque[str] = deque(maxlen=max_lines)  # lines above max_lines would be pruned anyway
         self._scheduled = False
-        self._width = 4
-        self.filter_text = ""
-        self.node: str | None = None  # None = every node
+        self._wide = 0  # longest text seen (characters), for the horizontal scroll range
+        self.name_width = 4
+        self.filter = LogFilter()
+        self.node: str | None = None  # the node tab; None = every node
         self.received = 0  # lines accepted in total (for benchmarks and the status line)
         self.flushes = 0
-        self.dropped = 0  # lines shed by back-pressure before they were shown
+        self.dropped = 0  # lines shed before the ring took them (a source without back-pressure)
+        self.dropped_top = 0  # lines pushed out of the top of the ring
         for n in nodes:
             self._add_node(n)
 
     def compose(self) -> ComposeResult:
-        log = _Lines(max_lines=self.max_lines, highlight=True, auto_scroll=False)
-        log.highlighter = self.highlighter
-        yield log
-        yield Static(id="marker")
+        yield _Lines(self)
 
     @property
     def log(self) -> _Lines:
         return self.query_one(_Lines)
 
+    @property
+    def filter_text(self) -> str:
+        return self.filter.text
+
     # -- nodes and input --------------------------------------------------------------------
-    def _add_node(self, node: str) -> None:
-        if node in self._history:
-            return
-        self._history[node] = deque(maxlen=self.max_lines)
-        self.highlighter.colour(node, len(self._history) - 1)
-        self._width = max(self._width, len(node))
+    def _add_node(self, node: str) -> int:
+        ix = self._node_ix.get(node)
+        if ix is None:
+            ix = self._node_ix[node] = len(self._node_names)
+            self._node_names.append(node)
+            self.highlighter.colour(node, ix)
+            self.name_width = max(self.name_width, len(node))
+        return ix
 
     @property
     def nodes(self) -> list[str]:
-        return list(self._history)
+        return list(self._node_names)
 
-    def _format(self, node: str, text: str) -> str:
-        return f"{node:<{self._width}}{SEP}{text}"
-
-    def _visible(self, node: str, text: str) -> bool:
-        return not self.filter_text or self.filter_text in text.lower()
-
-    def add(self, node: str, lines: Iterable[str]) -> None:
-        """Queue lines from `node`: O(1) here; they are sorted in and shown at the next flush."""
+    def add(self, node: str, lines: Iterable[str], stamps: list | None = None,
+            ack: Callable[[], None] | None = None) -> None:
+        """Queue lines from `node` (with docker's (s, ns) per line when known): O(1) here; they are
+        sorted in at the next flush, and `ack` is called then."""
         batch = lines if isinstance(lines, list) else list(lines)
         if not batch:
+            if ack is not None:
+                ack()
             return
-        self._inbox.append((node, batch))
+        self._inbox.append((self._add_node(node), stamps, batch, ack))
         self._inbox_lines += len(batch)
         if self._inbox_lines > self.backlog:
             self._shed()
@@ -160,85 +245,204 @@ class LogView(Vertical):
             self.set_timer(self.flush_interval, self._flush)
 
     def _shed(self) -> None:
-        """Back-pressure: when arrivals outrun the screen, the oldest queued lines are dropped (and counted)."""
+        """A source without back-pressure outran the screen: its oldest queued lines go (and are counted)."""
         while self._inbox_lines > self.backlog and len(self._inbox) > 1:
-            _, old = self._inbox.popleft()
+            _, _, old, ack = self._inbox.popleft()
             self._inbox_lines -= len(old)
             self.dropped += len(old)
+            if ack is not None:
+                ack()
 
-    def _take(self, node: str, batch: list[str]) -> None:
-        """Sort one batch into history and the pending view, with as little per-line work as possible."""
-        self._add_node(node)
-        if any("\r" in t for t in batch):  # Log.write would split on \r anyway; keep history and view alike
-            batch = [part for t in batch for part in t.split("\r") if part]
-        first = self._next_seq
-        self._next_seq += len(batch)
-        self._history[node].extend(zip(range(first, self._next_seq), batch))
-        self.received += len(batch)
-        if self.node is not None and node != self.node:
-            return
-        shown = batch if not self.filter_text else [t for t in batch if self.filter_text in t.lower()]
-        prefix = f"{node:<{self._width}}{SEP}"
-        self._pending.extend(prefix + t for t in shown)
+    def _stamped(self, ix: int, stamps: list | None, texts: list[str]) -> list:
+        """Sort keys for a batch: docker's timestamps, and for lines without one the key before them."""
+        prev = self._last_key.get(ix) or (self._rkeys[-1] if self._rkeys else (0, 0))
+        if stamps is None or len(stamps) != len(texts):
+            keys = [self._rkeys[-1] if self._rkeys else prev] * len(texts)
+        elif None in stamps:
+            keys = []
+            for k in stamps:
+                prev = k if k is not None else prev
+                keys.append(prev)
+        else:
+            keys = stamps
+        self._last_key[ix] = keys[-1]
+        return keys
+
+    def _sort_in(self, parts: list[tuple[int, list, list[str]]]) -> int:
+        """Put batches into the ring by timestamp; returns the first position that changed."""
+        keys, nodes, texts = self._rkeys, self._rnodes, self._rtexts
+        end = len(texts)
+        if len(parts) == 1 and (not keys or parts[0][1][0] >= keys[-1]):
+            ix, k, t = parts[0]
+            if all(map(le, k, islice(k, 1, None))):  # docker's order (stdout and stderr may cross)
+                keys += k
+                nodes += repeat(ix, len(t))
+                texts += t
+                return self._rbase + end
+        lo = min(min(k) for _, k, _ in parts)
+        at = bisect_right(keys, lo, max(0, end - REORDER)) if keys else 0
+        rows = list(zip(keys[at:], nodes[at:], texts[at:]))
+        for ix, k, t in parts:
+            rows += zip(k, repeat(ix), t)
+        rows.sort(key=_first)  # stable: equal timestamps keep their order of arrival
+        keys[at:], nodes[at:], texts[at:] = (list(c) for c in zip(*rows))
+        return self._rbase + at
+
+    def _trim(self) -> int:
+        """Drop from the top beyond max_lines (in steps, so this is rare); returns rows removed from the view."""
+        over = len(self._rtexts) - self.max_lines
+        if over <= max(1, self.max_lines // 8):
+            return 0
+        del self._rkeys[:over], self._rnodes[:over], self._rtexts[:over]
+        self._rbase += over
+        self.dropped_top += over
+        if self._rshown is None:
+            return over
+        cut = bisect_left(self._rshown, self._rbase)
+        del self._rshown[:cut]
+        return cut
+
+    def _matches(self, start: int) -> list[int]:
+        """Positions from `start` on that the node tab and the filter let through."""
+        flt, want = self.filter, (self._node_ix.get(self.node, -1) if self.node is not None else None)
+        names, nodes, texts, base = self._node_names, self._rnodes, self._rtexts, self._rbase
+        nodes_ok = flt.node_indexes(names)
+        if want is not None:
+            nodes_ok = {want} if nodes_ok is None else nodes_ok & {want}
+        words = flt.words
+        out = []
+        for i in range(start - base, len(texts)):
+            if nodes_ok is not None and nodes[i] not in nodes_ok:
+                continue
+            if words and not flt.match(texts[i]):
+                continue
+            out.append(base + i)
+        return out
 
     def mark_problem(self, text: str) -> None:
         """Highlight this exact line (a diagnoser finding) even when it does not look like an error."""
         self.highlighter.extra.add(text.rstrip("\r\n"))
-        self.log.refresh()
+        if self.is_mounted:
+            self.log.forget()
+            self.log.refresh()
 
     def _flush(self, budget: float | None = SLICE) -> None:
-        """Process the inbox for at most `budget` seconds, write to the Log, and come back for the rest:
-        a flood is handled in slices, so key presses and frames get the loop in between."""
+        """Sort queued batches in for at most `budget` seconds, then repaint, and come back for the
+        rest: a flood is handled in slices, so key presses and frames get the loop in between."""
         self._scheduled = False
         deadline = time.perf_counter() + budget if budget is not None else None
+        rows_before = self.rows
+        changed: int | None = None
+        removed = 0
         while self._inbox:
-            node, batch = self._inbox.popleft()
-            if len(batch) > CHUNK and deadline is not None:
-                self._inbox.appendleft((node, batch[CHUNK:]))
-                batch = batch[:CHUNK]
-            self._inbox_lines -= len(batch)
-            self._take(node, batch)
+            parts, acks, taken = [], [], 0
+            while self._inbox and taken < CHUNK:
+                ix, stamps, batch, ack = self._inbox.popleft()
+                if len(batch) > CHUNK - taken and deadline is not None and taken:
+                    self._inbox.appendleft((ix, stamps, batch, ack))
+                    break
+                self._inbox_lines -= len(batch)
+                if any("\r" in t for t in batch):  # progress bars: each \r-separated part is a line
+                    pairs = [(k, p) for k, t in zip(self._stamped(ix, stamps, batch), batch)
+                             for p in t.split("\r") if p]
+                    batch, stamps = [p for _, p in pairs], [k for k, _ in pairs]
+                    if not batch:
+                        continue
+                parts.append((ix, self._stamped(ix, stamps, batch), batch))
+                acks.append(ack)
+                taken += len(batch)
+                self._wide = max(self._wide, max(map(len, batch)))
+            if parts:
+                at = self._sort_in(parts)
+                self.received += taken
+                changed = at if changed is None else min(changed, at)
+                if self._rshown is not None:
+                    del self._rshown[bisect_left(self._rshown, at):]
+                    self._rshown += self._matches(at)
+                removed += self._trim()
+            for ack in acks:
+                if ack is not None:
+                    ack()
             if deadline is not None and time.perf_counter() > deadline:
                 break
-        if self._pending:
-            batch = list(self._pending)
-            self._pending.clear()
+        if changed is not None:
             self.flushes += 1
-            log = self.log
-            log.write_lines(batch, scroll_end=False)
-            if self.following:
-                log.scroll_end(animate=False, immediate=True, x_axis=False)
-            else:
-                self.new_lines += len(batch)
+            self._show(rows_before, removed)
         if self._inbox and not self._scheduled:
             self._scheduled = True
             self.call_later(self._flush)  # after whatever else waits (keys, refreshes)
 
+    def _show(self, rows_before: int, removed: int) -> None:
+        if not self.is_mounted:
+            return
+        lines = self.log
+        lines.forget()
+        rows = self.rows
+        lines.set_rows(rows + (1 if self.dropped_top else 0), self._wide + self.name_width + len(SEP))
+        if self.following:
+            lines.scroll_to(y=lines.max_scroll_y, animate=False, immediate=True)
+        else:
+            if removed:  # keep the reader's place when the top of the ring goes
+                lines.scroll_to(y=max(0, lines.scroll_y - removed), animate=False, immediate=True)
+            self.new_lines += max(0, rows - rows_before + removed)
+
     def flush_now(self) -> None:
-        """Process and write everything queued at once (tests, a rebuild, shutdown)."""
+        """Sort in everything queued at once (tests, a rebuild, shutdown)."""
         self._flush(budget=None)
+
+    # -- reading the ring -------------------------------------------------------------------
+    @property
+    def rows(self) -> int:
+        """Lines in the view now (after the node tab and filter)."""
+        return len(self._rtexts) if self._rshown is None else len(self._rshown)
+
+    def position(self, row: int) -> int | None:
+        if row < 0:
+            return None
+        if self._rshown is None:
+            return self._rbase + row if row < len(self._rtexts) else None
+        return self._rshown[row] if row < len(self._rshown) else None
+
+    def entry(self, pos: int) -> tuple[str, str]:
+        i = pos - self._rbase
+        return self._node_names[self._rnodes[i]], self._rtexts[i]
+
+    def _format(self, node: str, text: str) -> str:
+        return f"{node:<{self.name_width}}{SEP}{text}"
+
+    @property
+    def shown(self) -> list[str]:
+        """The lines in the view now (after filters), for tests and the status line."""
+        return [self._format(*self.entry(self.position(r))) for r in range(self.rows)]
+
+    def history(self, node: str) -> list[str]:
+        ix = self._node_ix.get(node)
+        return [t for n, t in zip(self._rnodes, self._rtexts) if n == ix]
+
+    def marker_text(self) -> str:
+        n = self.new_lines
+        words = f"▼ {n:,} new line{'s' if n != 1 else ''}" if n else "paused"
+        if self.dropped:
+            words += f" ({self.dropped:,} dropped while the screen caught up)"
+        return f" {words} — press f to follow"
+
+    def dropped_text(self) -> str:
+        return f" … {self.dropped_top:,} earlier lines dropped from the top (the view keeps the last {self.max_lines:,})"
 
     # -- view -------------------------------------------------------------------------------
     def _rebuild(self) -> None:
-        """Rewrite the view from history for the current node and filter (the last max_lines matches)."""
-        self.flush_now()  # everything queued joins history first
-        self._pending.clear()
-        names = [self.node] if self.node is not None else list(self._history)
-        streams = [self._tagged(n) for n in names]
-        matches = deque((self._format(n, t) for _, n, t in heapq.merge(*streams) if self._visible(n, t)),
-                        maxlen=self.max_lines)
-        log = self.log
-        log.clear()
-        log.write_lines(list(matches), scroll_end=False)
+        """Recompute which lines show for the current node tab and filter."""
+        self.flush_now()
+        narrowed = self.node is not None or not self.filter.empty
+        self._rshown = self._matches(self._rbase) if narrowed else None
         self.new_lines = 0
-        if self.following:
-            log.scroll_end(animate=False, immediate=True, x_axis=False)
-
-    def _tagged(self, node: str):
-        return ((seq, node, text) for seq, text in self._history.get(node, ()))
+        if self.is_mounted:
+            self._show(self.rows, 0)
+            if not self.following:
+                self.log.refresh()
 
     def set_filter(self, text: str) -> None:
-        self.filter_text = text.strip().lower()
+        self.filter = LogFilter.parse(text)
         self._rebuild()
 
     def show_node(self, node: str | None) -> None:
@@ -249,27 +453,23 @@ class LogView(Vertical):
         self.following = on
         if on:
             self.new_lines = 0
-            self.log.scroll_end(animate=False, immediate=True, x_axis=False)
+            if self.is_mounted:
+                lines = self.log
+                lines.scroll_to(y=lines.max_scroll_y, animate=False, immediate=True)
 
     def toggle_follow(self) -> None:
         self.follow(not self.following)
 
     def watch_following(self, following: bool) -> None:
         self.set_class(not following, "-paused")
-        self._update_marker()
+        if self.is_mounted:
+            self.log.refresh()
         self.post_message(self.FollowChanged(self, following))
 
     def watch_new_lines(self, _: int) -> None:
-        self._update_marker()
-
-    def _update_marker(self) -> None:
-        if not self.is_mounted:
-            return
-        n = self.new_lines
-        words = f"▼ {n:,} new line{'s' if n != 1 else ''}" if n else "paused"
-        if self.dropped:
-            words += f" ({self.dropped:,} dropped while the screen caught up)"
-        self.query_one("#marker", Static).update(f"{words} — press f to follow")
+        if self.is_mounted and not self.following:
+            lines = self.log
+            lines.refresh_line(round(lines.scroll_y) + lines.scrollable_content_region.height - 1)
 
     @on(_Lines.Scrolled)
     def _scrolled(self, event: _Lines.Scrolled) -> None:
@@ -278,11 +478,3 @@ class LogView(Vertical):
             self.following = False
         elif event.at_end and not self.following:
             self.follow(True)
-
-    @property
-    def shown(self) -> list[str]:
-        """The lines in the view now (after filters), for tests and the status line."""
-        return list(self.log.lines)
-
-    def history(self, node: str) -> list[str]:
-        return [t for _, t in self._history.get(node, ())]
