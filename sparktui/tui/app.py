@@ -44,7 +44,7 @@ class SparkApp(App):
     NOTIFICATION_TIMEOUT = 8
 
     def __init__(self, config: Config, theme: str | None = None, controller: Any = None, *,
-                 max_log_lines: int = 10_000, autostart: bool = True) -> None:
+                 max_log_lines: int = 100_000, autostart: bool = True) -> None:
         super().__init__()
         self.config = config
         self.controller = controller if controller is not None else Controller(config)
