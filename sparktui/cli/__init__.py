@@ -2,25 +2,60 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
-import inspect
 import sys
 
 from .. import __version__
-from .common import CliExit, add_config_arg, err_console
 
 # Each module adds its subcommands with register(subparsers).
 COMMAND_MODULES = ["check", "plan", "diagnose", "sync", "deploy", "journal", "demo", "preflight", "init"]
+# Which module registers which command word: a run imports only the module of its command, so
+# `--version` or `plan` never pays for SSH, cryptography or the TUI (tests/unit/test_cli_lazy.py keeps
+# this in step with the modules; a word missing here still works, it only loads every module).
+COMMANDS = {"check": "check", "status": "check", "plan": "plan", "diagnose": "diagnose", "sync": "sync",
+            "setup": "sync", "launch": "deploy", "stop": "deploy", "pivot": "deploy", "redeploy": "deploy",
+            "logs": "deploy", "journal": "journal", "demo": "demo", "preflight": "preflight", "init": "init"}
+ALSO = {"status": ["sync", "deploy"]}  # modules that add sections to a command of another module
+_VALUED = ("--config", "-c", "--theme")  # the global options that take a value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_word(argv: list[str]) -> str | None:
+    """The command word in argv (the first word that is not a global option or its value)."""
+    skip = False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+        elif a == "--":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        elif a in _VALUED:
+            skip = True
+        elif not a.startswith("-"):
+            return a
+    return None
+
+
+def _modules_for(argv: list[str] | None) -> list[str]:
+    if argv is None:
+        return COMMAND_MODULES
+    word = command_word(argv)
+    if word is None:  # the TUI, --version, or the full --help
+        return COMMAND_MODULES if ("-h" in argv or "--help" in argv) else []
+    mod = COMMANDS.get(word)
+    if mod not in COMMAND_MODULES:
+        return COMMAND_MODULES  # unknown: argparse lists every choice
+    return [mod] + [m for m in ALSO.get(word, []) if m in COMMAND_MODULES]
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with `argv`, only the command modules that argv needs are imported."""
+    from .common import add_config_arg
+
     p = argparse.ArgumentParser(prog="sparktui", description=__doc__)
     p.add_argument("--version", action="version", version=f"sparktui {__version__}")
     add_config_arg(p)
     p.add_argument("--theme", metavar="NAME", help="TUI theme (dark, light, high-contrast or a file's name)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in _modules_for(argv):
         try:
             mod = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as e:
@@ -32,8 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
+    from .common import CliExit, err_console
+
     func = getattr(args, "func", None)
     try:
         if getattr(args, "theme", None):  # checked for every command, so `--theme neon demo` stops here
@@ -45,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
 
             func = run_tui
         result = func(args)
+        import inspect
+
         if inspect.iscoroutine(result):
+            import asyncio
+
             result = asyncio.run(result)
         return int(result or 0)
     except CliExit as e:

@@ -4,15 +4,28 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from ..core.config import Config, ConfigError, find_config, load_config
-from ..core.journal import Journal, default_journal_path
+    from ..core.config import Config
+    from ..core.journal import Journal
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console: "Console"  # made on first use (see __getattr__): `--version` needs no rich
+err_console: "Console"
+
+
+def __getattr__(name: str):
+    if name in ("console", "err_console"):
+        if name in globals():
+            return globals()[name]
+        from rich.console import Console
+
+        made = Console(stderr=name == "err_console", highlight=False)
+        globals()[name] = made
+        return made
+    raise AttributeError(name)
 
 
 class CliExit(Exception):
@@ -35,6 +48,8 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 def get_config(args: argparse.Namespace) -> Config:
     """The config named by --config (or found), or exit 2 with FILE:LINE:COL: message."""
+    from ..core.config import ConfigError, find_config, load_config
+
     try:
         return load_config(find_config(getattr(args, "config", None)))
     except ConfigError as e:
@@ -42,6 +57,8 @@ def get_config(args: argparse.Namespace) -> Config:
 
 
 def journal() -> Journal:
+    from ..core.journal import Journal, default_journal_path
+
     return Journal(default_journal_path())
 
 
@@ -55,6 +72,6 @@ def confirm(question: str, assume_yes: bool) -> bool:
     if assume_yes:
         return True
     if not sys.stdin.isatty():
-        err_console.print(f"{question} — not confirmed (no terminal); pass --yes to proceed")
+        __getattr__("err_console").print(f"{question} — not confirmed (no terminal); pass --yes to proceed")
         return False
-    return console.input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    return __getattr__("console").input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
