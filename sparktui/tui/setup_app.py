@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from ..core.config import SshConfig
 from ..core.journal import Journal
@@ -12,6 +13,8 @@ from .screens.setup import SetupScreen
 
 class SetupApp(App[Path | None]):
     TITLE = "sparktui setup"
+    # shown, unlike Textual's own ctrl+q: leaving is safe (nothing is written before ctrl+s)
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True, id="setup.quit")]
 
     def __init__(self, target: Path, ssh: SshConfig | None = None, journal: Journal | None = None) -> None:
         super().__init__()

@@ -140,7 +140,7 @@ async def test_the_setup_screen_keeps_its_keys_and_fields_at_80x24(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         text = screen_text(app)
-        for words in ("no config found", "Add", "host or alias", "key (or agent)", "^t Test SSH", "^s Write config"):
+        for words in ("no config found", "Add", "host or alias", "key (or agent)", "^t Test SSH", "^s Write config", "^q Quit"):
             assert words in text, words
 
 

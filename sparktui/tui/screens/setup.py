@@ -279,7 +279,9 @@ class SetupScreen(Screen[Path | None]):
     # -- writing ----------------------------------------------------------------------------
     def action_write(self) -> None:
         path = self.query_one("#model-path", Input).value.strip()
-        if not self.drafts:
+        if self.busy:
+            self._say(f"wait: {self.busy} is not done yet", error=True)
+        elif not self.drafts:
             self._say("add the nodes first", error=True)
         elif not self._all_ok():
             self._say("every node must answer over SSH before writing (ctrl+t); "
