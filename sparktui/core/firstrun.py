@@ -9,16 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import network
-from .config import (HOST_KEY_POLICIES, NO_SPACE, NODE_NAME, Config, ImagesConfig, ModelConfig, NodeConfig,
-                     SshConfig)
+from .config import NO_SPACE, NODE_NAME, Config, ImagesConfig, ModelConfig, NodeConfig, SshConfig
 from .facts import NodeFacts, Subnet
 from .inventory import Inventory, analyse, probe_node
 from .journal import Journal
-from .ssh import Node, SshError, _known_hosts_path, append_known_host, known_hosts_line
+from .ssh import Node, SshError, append_known_host, known_hosts_line, known_hosts_path
 
 NAME_RULE = "letters, digits, '.', '_' or '-', starting with a letter or digit"
 
@@ -99,9 +98,7 @@ class SshTest:
 
 def strict(ssh: SshConfig) -> SshConfig:
     """The same settings with strict host keys: a first run asks the user instead of trusting."""
-    from dataclasses import replace
-
-    return replace(ssh, host_key_policy=HOST_KEY_POLICIES[0])
+    return replace(ssh, host_key_policy="strict")
 
 
 async def test_ssh(draft: NodeDraft, ssh: SshConfig, journal: Journal | None = None) -> SshTest:
@@ -119,7 +116,7 @@ async def test_ssh(draft: NodeDraft, ssh: SshConfig, journal: Journal | None = N
         if node.unknown_key is not None:
             host, port, key = node.unknown_key
             test.unknown_key = HostKey(draft.name, host, port, key.get_algorithm(), key.get_fingerprint("sha256"),
-                                       _known_hosts_path(ssh), known_hosts_line(host, port, key))
+                                       known_hosts_path(ssh), known_hosts_line(host, port, key))
             test._key = key
         return test
     finally:

@@ -64,8 +64,12 @@ class Result:
         return self.exit_status == 0
 
 
-def _known_hosts_path(cfg: SshConfig) -> Path:
+def known_hosts_path(cfg: SshConfig) -> Path:
+    """The known_hosts file these settings check keys against (and record trusted ones in)."""
     return Path(os.path.expanduser(cfg.known_hosts or "~/.ssh/known_hosts"))
+
+
+_known_hosts_path = known_hosts_path
 
 
 def _reason(e: BaseException) -> str:
@@ -162,9 +166,7 @@ class Node:
         self.config = config
         self.name = config.name
         self.ssh = ssh or SshConfig()
-        self.journal = journal or Journal()
-        if self.journal.cluster is None:  # every command these links run belongs to this cluster
-            self.journal.cluster = config.cluster
+        self.journal = journal or Journal()  # a Cluster hands in its journal with the cluster's name set
         self.on_change = on_change
         self.connected = False
         self.error: str | None = None
