@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 import yaml
 
-from sparktui.core.secrets import add_names
-from sparktui.core.yamlpos import EMPTY, NULL, STR, ConfigError, Source, at, did_you_mean, kind
+from sparktui.core.secrets import add_names, shorten
+from sparktui.core.yamlpos import MAX_BYTES, EMPTY, NULL, STR, ConfigError, Source, at, did_you_mean, kind
 
 __all__ = [
     "GPU_STYLES", "HOST_KEY_POLICIES", "ROLES", "ConfigError", "ConfigNotFound", "Config", "NodeConfig",
@@ -163,6 +163,49 @@ def _cidr(src: Source, knode: yaml.Node) -> str:
     raise src.error(knode, f"subnet '{raw}' is not a CIDR", CIDR_HINT)
 
 
+HOST_HINT = "an IP address, a host name (letters, digits, '-', dot-separated labels of at most 63) or an ssh alias"
+_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?\Z")
+USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@\\-]*\$?\Z")  # POSIX names, plus DOMAIN\\user and user@realm
+USER_HINT = "a login name: ASCII letters, digits, '.', '_', '-', '@', at most 64 characters"
+
+
+def _host(src: Source, node: yaml.Node, what: str) -> str:
+    """An address or a name the resolver and idna accept; checked here so one bad host stops at load time."""
+    value = src.text(node, what, expected=HOST_HINT)
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    try:
+        ipaddress.ip_address(bare)
+        return bare
+    except ValueError:
+        pass
+    if re.fullmatch(r"[\d.]+", value):
+        raise src.error(node, f"{what} '{value}' is not an IPv4 address", "four numbers 0-255, e.g. 10.0.0.11")
+    if not value.isascii():
+        raise src.error(node, f"{what} '{shorten(value, 60)}' has non-ASCII characters",
+                        "the ASCII (xn--) form of an international name")
+    if len(value) > 253:
+        raise src.error(node, f"{what} is {len(value)} characters long", "a host name of at most 253")
+    labels = value.split(".")
+    for label in labels:
+        if not label:
+            raise src.error(node, f"{what} '{shorten(value, 60)}' has an empty label (two dots, or a dot at "
+                                  f"an end)", HOST_HINT)
+        if len(label) > 63:
+            raise src.error(node, f"{what} has a label of {len(label)} characters", "labels of at most 63")
+        if not _LABEL.match(label):
+            raise src.error(node, f"{what} '{shorten(value, 60)}' is not a host name", HOST_HINT)
+    return value
+
+
+def _user(src: Source, node: yaml.Node, what: str) -> str | None:
+    if node.tag == NULL:
+        return None
+    value = src.text(node, what, expected=USER_HINT)
+    if len(value) > 64 or not USER.match(value):
+        raise src.error(node, f"{what} '{shorten(value, 60)}' is not a login name", USER_HINT)
+    return value
+
+
 def _node(src: Source, node: yaml.Node, index: int) -> tuple[NodeConfig, dict]:
     label = f"nodes[#{index + 1}]"
     name = lambda n, w: src.text(n, w, NODE_NAME, NAME_HINT)
@@ -173,8 +216,8 @@ def _node(src: Source, node: yaml.Node, index: int) -> tuple[NodeConfig, dict]:
     ifname = lambda w: lambda v, k: src.text(v, f"{w}[{k}]", IFNAME, "an interface name such as enp1s0f1np1")
     return src.section(NodeConfig, node, label, {
         "name": name,
-        "host": lambda n, w: src.text(n, w, NO_SPACE, "an IP, hostname or ~/.ssh/config alias"),
-        "user": lambda n, w: src.opt_text(n, w, NO_SPACE, "a user name"),
+        "host": lambda n, w: _host(src, n, w),
+        "user": lambda n, w: _user(src, n, w),
         "port": lambda n, w: src.opt_integer(n, w, 1, 65535),
         "identity_file": lambda n, w: _local_path(src, n, w),
         "role": lambda n, w: src.choice(n, w, ROLES),
@@ -329,15 +372,19 @@ def load_config(path: str | Path) -> Config:
     """Read and validate a config file; raises ConfigError. The file's Path lands in Config.path."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)  # a huge file (or /dev/zero) is not read whole
     except OSError as e:
-        raise ConfigError(str(path), 0, 0, f"cannot read: {e.strerror or e}", "expected a readable YAML file") from None
+        raise ConfigError(shorten(path, 200), 0, 0, f"cannot read: {e.strerror or type(e).__name__}",
+                          "expected a readable YAML file") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(shorten(path, 200), 0, 0, "the file is larger than 1 MiB", "expected a config of a few KiB")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ConfigError(str(path), line, col, "the file is not UTF-8 text", "expected UTF-8 YAML") from None
+        raise ConfigError(shorten(path, 200), line, col, "the file is not UTF-8 text", "expected UTF-8 YAML") from None
     cfg = load_config_text(text, str(path))
     cfg.path = path
     add_names(cfg.secrets)  # from here on every output of this process masks them too
@@ -360,12 +407,19 @@ def find_config(explicit: str | Path | None = None) -> Path:
     for label, value in (("--config", explicit), ("$SPARKTUI_CONFIG", os.environ.get("SPARKTUI_CONFIG"))):
         if value:
             p = Path(os.path.expanduser(str(value)))
-            if p.is_file():
-                return p
-            why = "is not a file" if p.exists() else "names a file that does not exist"
-            raise ConfigNotFound([f"{label} {p}"], f"{label} {why}")
+            shown = shorten(p, 200)
+            try:
+                if p.is_file():
+                    return p
+                why = "is not a file" if p.exists() else "names a file that does not exist"
+            except OSError as e:  # a directory on the way that cannot be read, a name too long
+                why = f"cannot be looked at ({e.strerror or type(e).__name__})"
+            raise ConfigNotFound([f"{label} {shown}"], f"{label} {why}")
     places = [Path("sparktui.yaml"), user_config_path()]
     for p in places:
-        if p.is_file():
-            return p
+        try:
+            if p.is_file():
+                return p
+        except OSError:  # unreadable on the way: as good as absent here
+            continue
     raise ConfigNotFound(["$SPARKTUI_CONFIG (unset)", "./sparktui.yaml", str(places[1])])

@@ -192,9 +192,9 @@ def mask_data(obj, key: str | None = None):
 
 
 def shorten(value: object, limit: int = 80) -> str:
-    """A value as shown in an error: repr'd, and cut in the middle when long (a 1 MB value is not echoed)."""
-    text = repr(value) if not isinstance(value, str) else repr(value)
+    """A value for a message, cut in the middle when long: a 1 MB bad value is never echoed whole."""
+    text = str(value)
     if len(text) <= limit:
         return text
-    half = (limit - 5) // 2
-    return f"{text[:half]}…{text[-half:]} ({len(str(value))} chars)"
+    half = max(4, (limit - 16) // 2)
+    return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"

@@ -18,6 +18,7 @@ import asyncssh
 
 from .config import Config, NodeConfig, SshConfig
 from .journal import Journal
+from .secrets import shorten
 
 RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)  # backoff; the last value repeats
 RECONNECT_ATTEMPTS = 40  # then the background loop gives up (about 15 minutes)
@@ -257,6 +258,10 @@ class Node:
             except (OSError, asyncssh.Error) as e:
                 reason = _reason(e)
                 self._set(False, f"{self.name} ({self.config.host}): {reason}")
+                raise NodeUnreachable(self.error) from None
+            except Exception as e:  # noqa: BLE001 - e.g. a name idna or saslprep refuses: this node's problem only
+                self._set(False, f"{self.name} ({shorten(self.config.host, 60)}): cannot connect: "
+                                 f"{shorten(str(e) or type(e).__name__, 160)}")
                 raise NodeUnreachable(self.error) from None
             self._conn = conn
             self._set(True, None)

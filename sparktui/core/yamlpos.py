@@ -12,6 +12,15 @@ from typing import Callable
 
 import yaml
 
+from .secrets import shorten
+
+# Bounds for hand-written YAML: far above any real config or recipe, far below what hurts.
+MAX_BYTES = 1 << 20  # file size
+MAX_DEPTH = 48  # nesting of mappings and lists
+MAX_NODES = 100_000  # nodes after expanding every alias (a "billion laughs" stops here, at once)
+MAX_VALUE = 4096  # characters in one value (PATH_MAX; a longer host, name or path is a mistake)
+# Characters that make text lie about itself: C0/C1 controls (but tab) and the bidi overrides.
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 STD_TAG = "tag:yaml.org,2002:"
 NULL, STR, INT, FLOAT, BOOL, MERGE = (STD_TAG + t for t in ("null", "str", "int", "float", "bool", "merge"))
 EMPTY = yaml.ScalarNode(NULL, "")  # stands for a key that is absent
@@ -67,10 +76,52 @@ class Source:
             expected = "expected " + expected  # callers name the thing; the message says it was expected
         return ConfigError(self.filename, line, col, what, expected)
 
+    def _bounded(self) -> None:
+        """Refuse what would exhaust the composer before composing: size, nesting depth (it recurses)."""
+        if len(self.doc) > MAX_BYTES:
+            raise ConfigError(self.filename, 0, 0, f"the file is {len(self.doc)} characters long",
+                              f"expected at most {MAX_BYTES} (1 MiB)")
+        depth = 0
+        for tok in yaml.scan(self.doc, Loader=yaml.SafeLoader):  # the scanner is iterative: safe on any input
+            if isinstance(tok, (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
+                                yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise self.error(tok.start_mark, f"nesting deeper than {MAX_DEPTH} levels",
+                                     "a flatter document")
+            elif isinstance(tok, (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)):
+                depth -= 1
+
+    def _expanded(self, root: yaml.Node) -> None:
+        """Count nodes as if every alias were copied out; stop past MAX_NODES (alias bombs)."""
+        sizes: dict[int, int] = {}
+
+        def size(node: yaml.Node) -> int:
+            if id(node) in sizes:
+                return sizes[id(node)]
+            sizes[id(node)] = 1  # a node seen again while inside itself (a recursive alias) counts once
+            n = 1
+            if isinstance(node, yaml.SequenceNode):
+                n += sum(size(x) for x in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                n += sum(size(k) + size(v) for k, v in node.value)
+            if n > MAX_NODES:
+                raise self.error(node, f"aliases expand to more than {MAX_NODES} values", "fewer or no aliases")
+            sizes[id(node)] = n
+            return n
+
+        size(root)
+
     def compose(self) -> yaml.Node | None:
-        """The document's root node (None for an empty file); YAML syntax errors become ConfigErrors."""
+        """The document's root node (None for an empty file); YAML syntax errors become ConfigErrors.
+
+        Bounded: file size, nesting depth and the size after alias expansion are checked first."""
         try:
-            return yaml.compose(self.doc, Loader=yaml.SafeLoader)
+            self._bounded()
+            root = yaml.compose(self.doc, Loader=yaml.SafeLoader)
+            if root is not None:
+                self._expanded(root)
+            return root
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             expected = "valid YAML"
@@ -162,13 +213,19 @@ class Source:
             raise self.error(node, f"{what} has an unknown YAML tag {node.tag}", expected)
         if node.tag == NULL or (node.tag == STR and not node.value.strip()):
             raise self.error(node, f"{what} is empty", expected)
+        if len(node.value) > MAX_VALUE:
+            raise self.error(node, f"{what} is {len(node.value)} characters long", f"at most {MAX_VALUE}")
+        hidden = _HIDDEN.search(node.value)
+        if hidden:
+            raise self.error(node, f"{what} contains the invisible character U+{ord(hidden[0]):04X}",
+                             "plain text: control and bidirectional characters hide what is really written")
         return node
 
     def text(self, node: yaml.Node, what: str, pattern: re.Pattern | None = None, expected: str = "text") -> str:
         """Non-empty text as written: 'yes', '1.10' or '0755' stay what was typed, not YAML's bool/float/int."""
         value = self._scalar(node, what, expected).value
         if pattern is not None and not pattern.match(value):
-            raise self.error(node, f"{what} {value!r} is not allowed", expected)
+            raise self.error(node, f"{what} {shorten(repr(value))} is not allowed", expected)
         return value
 
     def opt_text(self, node: yaml.Node, what: str, pattern=None, expected="text") -> str | None:
@@ -192,14 +249,20 @@ class Source:
     def integer(self, node: yaml.Node, what: str, lo: int, hi: int | None = None) -> int:
         expected = f"an integer {lo}-{hi}" if hi is not None else f"an integer >= {lo}"
         node = self._scalar(node, what, expected)
-        if node.tag == INT:
-            value = self._loader.construct_object(node)
-        elif node.tag == STR and re.fullmatch(r"\s*[+-]?\d+\s*", node.value):
-            value = int(node.value)  # "22" quoted is still plainly a number
-        else:
-            raise self.error(node, f"{what} '{node.value}' is not an integer", expected)
+        shown = shorten(node.value.strip(), 40)
+        value = None
+        if len(node.value) <= 40 and node.tag in (INT, STR):  # a 5000-digit number is no port or size
+            try:
+                if node.tag == INT:
+                    value = self._loader.construct_object(node)  # 0x1F, 0o17, 1_000 as YAML reads them
+                elif re.fullmatch(r"\s*[+-]?\d+\s*", node.value):
+                    value = int(node.value)  # "22" quoted is still plainly a number
+            except (ValueError, IndexError, TypeError):  # !!int abc, !!int ''
+                value = None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.error(node, f"{what} '{shown}' is not an integer", expected)
         if value < lo or (hi is not None and value > hi):
-            raise self.error(node, f"{what} {value} is out of range", expected)
+            raise self.error(node, f"{what} {shown} is out of range", expected)
         return value
 
     def opt_integer(self, node: yaml.Node, what: str, lo: int, hi: int | None = None) -> int | None:
@@ -209,10 +272,15 @@ class Source:
         """A finite number > 0 (and <= hi when given)."""
         expected = "a number > 0" + (f" and <= {hi:g}" if hi is not None else "")
         node = self._scalar(node, what, expected)
+        shown = shorten(node.value.strip(), 40)
         try:
+            if len(node.value) > 40:  # no sensible seconds or fraction needs more digits
+                raise self.error(node, f"{what} '{shown}' is too long for a number", expected)
             value = float(self._loader.construct_object(node) if node.tag in (INT, FLOAT) else node.value)
-        except (ValueError, TypeError):
-            raise self.error(node, f"{what} '{node.value}' is not a number", expected) from None
+        except (ValueError, TypeError, IndexError):  # !!float '', !!float abc
+            raise self.error(node, f"{what} '{shown}' is not a number", expected) from None
+        except OverflowError:  # an integer too large for a float
+            value = float("inf")
         if not 0 < value < float("inf") or (hi is not None and value > hi):
-            raise self.error(node, f"{what} {node.value.strip()} is out of range", expected)
+            raise self.error(node, f"{what} {shown} is out of range", expected)
         return value
