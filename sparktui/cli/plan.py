@@ -64,8 +64,11 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
     """Plan options from the command line (and the recipe under them); bad input exits 2."""
     for name in ("tp", "pp", "port", "dist_port", "ray_port", "max_model_len", "mem_fraction"):
         _positive("--" + name.replace("_", "-"), getattr(args, name, None))
-    if args.mem_fraction is not None and args.mem_fraction > 1:
-        raise CliExit(2, f"--mem-fraction must be at most 1 (got {args.mem_fraction})")
+    for name in ("port", "dist_port", "ray_port"):
+        if (getattr(args, name, None) or 0) > 65535:
+            raise CliExit(2, f"--{name.replace('_', '-')} must be a port 1-65535 (got {getattr(args, name)})")
+    if args.mem_fraction is not None and not 0 < args.mem_fraction <= 1:  # also nan
+        raise CliExit(2, f"--mem-fraction must be above 0 and at most 1 (got {args.mem_fraction})")
     env = {}
     for item in args.extra_env:
         k, eq, v = item.partition("=")
@@ -86,6 +89,8 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
             recipe = load_recipe(args.recipe)
         except RecipeError as e:
             raise CliExit(2, str(e)) from None
+        if recipe.errors:  # a field of the wrong kind is bad input: said up front, nothing half-applied
+            raise CliExit(2, "\n".join(recipe.errors))
         count = len(nodes) if nodes else len(config.nodes)
         opts, found = apply_recipe(recipe, opts, config.model.path, count, engine_given=bool(args.engine))
         notes = [f"recipe: {w}" for w in found]

@@ -8,6 +8,7 @@ not use as a warning: nothing is dropped silently.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -17,6 +18,8 @@ from pathlib import Path
 import yaml
 
 from .plan import PlanOptions
+from .secrets import shorten
+from .yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
 
 # runtime -> (engine, mode)
 RUNTIMES = {
@@ -43,6 +46,7 @@ _PROGRAMS = (("python3", "-m", "sglang.launch_server"), ("python", "-m", "sglang
              ("sglang", "serve"), ("vllm", "serve"), ("python3", "-m", "vllm.entrypoints.openai.api_server"))
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ENV_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class RecipeError(Exception):
@@ -75,6 +79,10 @@ def _fill(template: str, values: dict, warnings: list[str]) -> str:
     """sparkrun's substitution: repeat until nothing changes; unknown placeholders stay and are reported."""
     for _ in range(10):
         new = _PLACEHOLDER.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], template)
+        if len(new) > MAX_TEXT:  # values that name themselves would double it every round
+            warnings.append(f"command template grows past {MAX_TEXT} characters when filled; none of its flags "
+                            f"are used")
+            return ""
         if new == template:
             break
         template = new
@@ -136,17 +144,118 @@ def _expand_env(env: dict, environ: dict[str, str], warnings: list[str]) -> dict
     return out
 
 
+MAX_TEXT = 65536  # characters in one recipe value, and in a filled command template
+_NUMBERS = {"port": (int, 1, 65535), "tensor_parallel": (int, 1, 4096), "pipeline_parallel": (int, 1, 4096),
+            "gpu_memory_utilization": (float, 0.0, 1.0), "max_model_len": (int, 1, 1 << 40)}
+
+
+def _at(path: str, node: yaml.Node) -> str:
+    return f"{path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+
+
+def _read(text: str, path: str) -> tuple[object, yaml.Node | None]:
+    """The recipe's data and its root node: bounded like a config (size, nesting, aliases), safe tags only,
+    every scalar constructible; problems are RecipeErrors at FILE:LINE:COL."""
+    src = Source(text, path)
+    try:
+        root = src.compose()
+    except ConfigError as e:
+        raise RecipeError(str(e).replace("(expected valid YAML", "(not valid YAML", 1)) from None
+    if root is None:
+        return None, None
+    loader = yaml.SafeLoader("")
+    seen: set[int] = set()
+    stack = [root]
+    while stack:  # iterative: the depth is bounded, but aliases may revisit nodes
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if len(node.value) > MAX_TEXT:
+                raise RecipeError(f"{_at(path, node)}: a value of {len(node.value)} characters (at most {MAX_TEXT})")
+            if node.tag in (INT, FLOAT):
+                try:
+                    if len(node.value) > 64:
+                        raise ValueError
+                    loader.construct_object(node)
+                except (ValueError, IndexError, OverflowError):
+                    kind = "an integer" if node.tag == INT else "a number"
+                    raise RecipeError(f"{_at(path, node)}: {shorten(repr(node.value), 60)} is not {kind}") from None
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(x for kv in node.value for x in kv)
+    try:
+        return loader.construct_document(root), root
+    except yaml.MarkedYAMLError as e:  # an unknown tag (!!python/...), an unhashable key
+        mark = e.problem_mark or e.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise RecipeError(f"{where}: {shorten(e.problem or e.context or 'not a plain value', 120)}") from None
+    except (ValueError, TypeError) as e:
+        raise RecipeError(f"{path}: {shorten(e, 120)}") from None
+
+
+def _nodes(root: yaml.Node | None, *keys: str) -> dict[str, yaml.Node]:
+    """key -> value node of the mapping at root[keys...] (for positions in messages)."""
+    node = root
+    for k in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return {}
+        node = next((v for kn, v in node.value if isinstance(kn, yaml.ScalarNode) and kn.value == k), None)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {kn.value: v for kn, v in node.value if isinstance(kn, yaml.ScalarNode)}
+
+
+def _check_values(r: Recipe, data: dict, root: yaml.Node | None) -> None:
+    """Fields of the wrong kind are errors at their place; a bad number is dropped, never half-used."""
+    top = _nodes(root)
+    where = lambda k: _at(r.path, top[k]) if k in top else r.path
+    for key in ("model", "runtime", "container", "command"):
+        v = data.get(key)
+        if v is not None and not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            r.errors.append(f"{where(key)}: {key} must be text (got {type(v).__name__})")
+            data[key] = None
+    for key in ("env", "defaults", "metadata"):
+        v = data.get(key)
+        if v is not None and not isinstance(v, dict):
+            r.errors.append(f"{where(key)}: {key} must be a mapping")
+            data[key] = None
+    env = data.get("env") or {}
+    spots = _nodes(root, "env")
+    for k, v in list(env.items()):
+        if not isinstance(k, str) or not _ENV_NAME.match(k) or isinstance(v, (dict, list)):
+            at = _at(r.path, spots[k]) if isinstance(k, str) and k in spots else where("env")
+            r.errors.append(f"{at}: env {shorten(repr(k), 60)} must be NAME: value")
+            del env[k]
+    defaults = data.get("defaults") or {}
+    spots = _nodes(root, "defaults")
+    for k, (kind, lo, hi) in _NUMBERS.items():
+        if k not in defaults:
+            continue
+        v = defaults[k]
+        try:
+            if isinstance(v, bool) or isinstance(v, (list, dict)) or (isinstance(v, str) and len(v) > 64):
+                raise ValueError
+            num = kind(float(v)) if kind is float else int(v)
+            ok = math.isfinite(float(num)) and (lo < num <= hi if kind is float else lo <= num <= hi)
+        except (ValueError, TypeError, OverflowError):
+            ok = False
+        if not ok:
+            at = _at(r.path, spots[k]) if k in spots else where("defaults")
+            span = f"above {lo:g} and at most {hi:g}" if kind is float else f"{lo}-{hi}"
+            r.errors.append(f"{at}: defaults.{k} {shorten(repr(v), 60)} is not {'a number' if kind is float else 'an integer'} {span}")
+            del defaults[k]
+
+
 def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | None = None) -> Recipe:
     environ = dict(os.environ) if environ is None else environ
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        raise RecipeError(f"{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+    data, root = _read(text, path)
     if not isinstance(data, dict):
         raise RecipeError(f"{path}: a recipe is a mapping (model, runtime, container, defaults, command)")
     r = Recipe(path=path)
+    _check_values(r, data, root)
     w = r.warnings
     r.model = str(data["model"]) if data.get("model") is not None else None
     if r.model is None:
@@ -221,18 +330,31 @@ def _check_managed(r: Recipe, managed: dict[str, str]) -> None:
 
 def load_recipe(path: str | Path, environ: dict[str, str] | None = None) -> Recipe:
     p = Path(path)
+    shown = shorten(p, 200)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError as e:
-        raise RecipeError(f"{p}: {e.strerror or e}") from None
+        raise RecipeError(f"{shown}: {e.strerror or type(e).__name__}") from None
+    if len(data) > MAX_BYTES:
+        raise RecipeError(f"{shown}: larger than 1 MiB (a recipe is a few KiB)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise RecipeError(f"{shown}:{line}:{col}: not UTF-8 text") from None
     return parse_recipe(text, str(p), environ)
 
 
 def _num(v, kind, what: str, warnings: list[str]):
     try:
-        return kind(v)
-    except (TypeError, ValueError):
-        warnings.append(f"defaults.{what}: {v!r} is not a number; ignored")
+        n = kind(v)
+        if not math.isfinite(n):
+            raise ValueError(v)
+        return n
+    except (TypeError, ValueError, OverflowError):
+        warnings.append(f"defaults.{what}: {shorten(repr(v), 60)} is not a number; ignored")
         return None
 
 

@@ -176,3 +176,19 @@ def test_rendering_masks_secrets_and_shows_problems(tmp_path):
     assert "warning: 10.0.0.0/24 is the management subnet" in text
     assert "error: TP x PP must equal" in text
     assert "spark1  rank 0 head  enP7s7 10.0.0.11" in text
+
+
+def test_a_recipe_with_bad_fields_exits_2_before_any_node_is_asked(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("model: m\nruntime: vllm\ndefaults: {port: .inf}\n")
+    with pytest.raises(CliExit) as e:
+        options_from_args(_args("--recipe", str(recipe)), make_config(2))
+    assert e.value.code == 2 and f"{recipe}:3:18: defaults.port inf" in str(e.value)
+
+
+@pytest.mark.parametrize("argv,words", [(["--mem-fraction", "nan"], "--mem-fraction"),
+                                        (["--port", "70000"], "--port must be a port")])
+def test_plan_option_values_are_checked(argv, words):
+    with pytest.raises(CliExit) as e:
+        options_from_args(_args(*argv), make_config(2))
+    assert e.value.code == 2 and words in str(e.value)

@@ -1,6 +1,8 @@
 """sparkrun recipes as a plan's starting point: what maps, what passes through, what is reported."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from sparktui.core.plan import PlanOptions, make_plan
@@ -162,3 +164,51 @@ def test_unreadable_files(tmp_path):
     lst.write_text("- a\n- b\n")
     with pytest.raises(RecipeError, match="mapping"):
         load_recipe(lst)
+
+
+BOMB = "\n".join(["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+                 + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)])
+
+
+@pytest.mark.parametrize("text,where,words", [
+    ("model: " + "[" * 3000 + "]" * 3000 + "\n", "h.yaml:1:", "nesting deeper than"),
+    (BOMB + "\nmodel: m\ndefaults: {x: *a9}\ncommand: vllm serve {x}\n", "h.yaml:", "aliases expand"),
+    ("model: m\nmin_nodes: !!int abc\n", "h.yaml:2:12", "'abc' is not an integer"),
+    ("model: m\nmin_nodes: " + "9" * 5000 + "\n", "h.yaml:2:12", "characters) is not an integer"),
+    ("model: !!python/object:os.system x\n", "h.yaml:1:8", "could not determine a constructor"),
+    ("model: m\ndefaults: {[1]: 2}\n", "h.yaml:2:", "unhashable key"),
+])
+def test_hostile_recipes_are_errors_at_their_place(text, where, words):
+    t0 = time.monotonic()
+    with pytest.raises(RecipeError) as e:
+        parse_recipe(text, "h.yaml", environ={})
+    assert str(e.value).startswith(where) and words in str(e.value) and len(str(e.value)) < 300
+    assert time.monotonic() - t0 < 5
+
+
+def test_bad_fields_are_errors_with_places_and_are_not_used():
+    r = parse_recipe("model: [a, b]\nruntime: vllm\ncommand: {a: 1}\nenv: {A: [1]}\n"
+                     "defaults: {port: .inf, tensor_parallel: .nan, gpu_memory_utilization: 1.5, max_model_len: -1}\n",
+                     "f.yaml", environ={})
+    text = "\n".join(r.errors)
+    for piece in ("f.yaml:1:8: model must be text", "f.yaml:3:10: command must be text", "f.yaml:4:10: env 'A'",
+                  "f.yaml:5:18: defaults.port inf", "f.yaml:5:41: defaults.tensor_parallel nan",
+                  "defaults.gpu_memory_utilization 1.5", "defaults.max_model_len -1"):
+        assert piece in text
+    opts, _ = apply_recipe(r, PlanOptions(engine="vllm"), MODEL)
+    assert (opts.port, opts.tp, opts.mem_fraction, opts.max_model_len) == (None, None, None, None)
+
+
+def test_a_template_that_names_itself_does_not_explode():
+    r = parse_recipe("model: m\ndefaults: {x: '{x}{x}{x}{x}'}\ncommand: vllm serve {x}\n", "s.yaml", environ={})
+    assert any("grows past" in w for w in r.warnings) and r.extra_args == []
+
+
+def test_non_utf8_and_huge_recipe_files(tmp_path):
+    p = tmp_path / "b.yaml"
+    p.write_bytes(b"model: ok\nruntime: \xff\xfe\n")
+    with pytest.raises(RecipeError, match=r"b\.yaml:2:10: not UTF-8 text"):
+        load_recipe(p)
+    p.write_text("model: m\n" + "#" * (2 << 20))
+    with pytest.raises(RecipeError, match="larger than 1 MiB"):
+        load_recipe(p)
