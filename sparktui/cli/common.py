@@ -37,6 +37,18 @@ class CliExit(Exception):
         self.message = message
 
 
+def checked(fn, *extra):
+    """An argparse type from a core.argcheck check: its sentence (the value shortened) is the error, exit 2."""
+    def conv(value: str):
+        try:
+            return fn(value, *extra)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    conv.__name__ = fn.__name__
+    return conv
+
+
 def add_config_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", metavar="FILE", default=argparse.SUPPRESS,
                    help="config file (default: $SPARKTUI_CONFIG, ./sparktui.yaml, ~/.config/sparktui/config.yaml)")

@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 from rich.text import Text
 
+from ..core import argcheck
 from ..core.config import Config
 from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogFollower, LogLine, find_all,
                            inventory_planner, summarize)
@@ -26,7 +27,8 @@ from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.plan import Plan, make_plan
 from ..core.ssh import Cluster
 from . import check
-from .common import CliExit, add_config_arg, add_json_arg, confirm, console, err_console, get_config, journal, print_json
+from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, console, err_console, get_config,
+                     journal, print_json)
 from .plan import add_plan_args, options_from_args
 
 NODE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -73,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _deployment_arg(p)
     p.add_argument("node", nargs="?", metavar="NODE", help="only this node")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines (resumes after a dropped link)")
-    p.add_argument("--since", metavar="T", help="from this time on (docker's --since: RFC3339, unix time or 10m)")
+    p.add_argument("--since", metavar="T", type=checked(argcheck.docker_since),
+                   help="from this time on (docker's --since: RFC3339, unix time or 10m)")
     p.add_argument("--timestamps", "-t", action="store_true", help="show docker's timestamps")
     add_json_arg(p)
     p.set_defaults(func=cmd_logs)
@@ -88,7 +91,7 @@ def _deployment_arg(p: argparse.ArgumentParser) -> None:
 def _wait_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", action="store_true",
                    help="follow the logs until the endpoint answers (exit 0) or a problem shows (exit 1)")
-    p.add_argument("--timeout", type=float, metavar="S",
+    p.add_argument("--timeout", type=checked(argcheck.seconds), metavar="S",
                    help=f"with --wait: seconds to wait for the endpoint (default {READY_TIMEOUT_S:g})")
 
 

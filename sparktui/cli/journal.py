@@ -11,15 +11,17 @@ from dataclasses import asdict
 from rich.table import Table
 from rich.text import Text
 
+from ..core import argcheck
 from ..core.journal import default_journal_path, read_journal
-from .common import CliExit, add_config_arg, add_json_arg, console, get_config, print_json
+from .common import CliExit, add_config_arg, add_json_arg, checked, console, get_config, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("journal", help="the commands sparktui ran on the nodes of the config's cluster")
     add_config_arg(p)
     add_json_arg(p)
-    p.add_argument("--limit", type=int, default=50, help="how many of the latest entries (default 50)")
+    p.add_argument("--limit", type=checked(argcheck.count, "--limit"), default=50,
+                   help="how many of the latest entries (default 50)")
     p.add_argument("--all", action="store_true", help="every cluster's commands, the demo's too")
     p.set_defaults(func=cmd_journal)
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from ..core import argcheck
 from ..core.inventory import take_inventory
 from ..core.plan import make_plan
 from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable, run_preflight
 from ..core.ssh import Cluster
-from .common import CliExit, add_config_arg, add_json_arg, console, err_console, get_config, journal, print_json
+from .common import (CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, journal,
+                     print_json)
 from .plan import add_plan_args, options_from_args
 
 
@@ -16,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("preflight", help="check the plan's rendezvous on every node before loading the model")
     add_config_arg(p)
     add_plan_args(p)
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=checked(argcheck.seconds), default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds the check may take on the nodes (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--via", choices=["auto", "nccl", "tcp"], default="auto",
                    help="auto: NCCL where the image's torch sees a GPU, plain TCP otherwise")

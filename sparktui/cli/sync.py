@@ -7,6 +7,7 @@ import time
 import humanize
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
+from ..core import argcheck
 from ..core.config import Config
 from ..core.events import TransferProgress
 from ..core.ssh import Cluster
@@ -14,7 +15,7 @@ from ..core.transfers import (
     Outcome, TransferError, TransferOptions, cancel_transfer, setup_trust, sync_image, sync_model,
     transfer_status, trust_plan,
 )
-from .common import CliExit, add_json_arg, confirm, console, err_console, get_config, journal, print_json
+from .common import CliExit, add_json_arg, checked, confirm, console, err_console, get_config, journal, print_json
 
 
 def _size(n: float | None) -> str:
@@ -33,7 +34,8 @@ def _add_transfer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", action="append", metavar="NODE", help="destination node (repeat; default: all others)")
     p.add_argument("--wait", action="store_true", help="follow to the end with a progress bar; exit 0 only once verified")
     p.add_argument("--subnet", metavar="CIDR|IP|IFACE", help="copy over this subnet (default: the fastest that joins the nodes)")
-    p.add_argument("--streams", type=int, default=2, metavar="N", help="transfers each sending node runs at once (default 2)")
+    p.add_argument("--streams", type=checked(argcheck.count, "--streams", 1, 64), default=2, metavar="N",
+                   help="transfers each sending node runs at once (default 2)")
     add_json_arg(p)
 
 
@@ -63,7 +65,7 @@ def register(subparsers) -> None:
     m = sub.add_parser("model", help="rsync the model directory from its source node to the others")
     _add_transfer_args(m)
     m.add_argument("--checksum", action="store_true", help="after copying, also compare contents by checksum")
-    m.add_argument("--bwlimit", metavar="RATE", help="rsync --bwlimit, e.g. 200m")
+    m.add_argument("--bwlimit", metavar="RATE", type=checked(argcheck.rsync_rate), help="rsync --bwlimit, e.g. 200m")
     m.set_defaults(func=cmd_model)
 
     i = sub.add_parser("image", help="docker save | docker load an image onto the nodes that lack it")

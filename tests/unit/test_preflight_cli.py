@@ -84,7 +84,9 @@ def test_a_failed_check_exits_1_and_says_why(fake, capsys):
 
 def test_bad_input_exits_2(fake, capsys):
     cfg_file, record = fake
-    assert main(["preflight", "--config", str(cfg_file), "--timeout", "0"]) == 2
+    with pytest.raises(SystemExit) as e:  # refused while the arguments are read
+        main(["preflight", "--config", str(cfg_file), "--timeout", "0"])
+    assert e.value.code == 2
     assert main(["preflight", "--config", str(cfg_file), "--iface", "172.31.0.0/24"]) == 2  # joins nothing
     assert "nothing to check" in capsys.readouterr().err
     assert "plan" not in record  # no check ran

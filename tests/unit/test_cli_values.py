@@ -1,0 +1,63 @@
+"""Option values are checked before any node is asked: a bad one exits 2 with a short reason."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparktui.core import argcheck
+
+ROOT = Path(__file__).resolve().parents[2]
+# A node nobody answers for: if the command got as far as dialling, the journal would show it.
+CONFIG = """cluster: c
+nodes: [{name: a, host: 127.0.0.1, port: 9}]
+model: {name: m, path: /models/m}
+ssh: {connect_timeout: 1}
+"""
+
+
+@pytest.mark.parametrize("value", ["2026-01-02", "2026-01-02T10:00:00Z", "2026-01-02T10:00:00.123456789+02:00",
+                                   "1767348000", "1767348000.5", "10m", "1h30m", "2.5s"])
+def test_since_accepts_what_docker_accepts(value):
+    assert argcheck.docker_since(value) == value
+
+
+@pytest.mark.parametrize("value", ["$(x)", "`id`", "10 m", "yesterday", "", "-5m", "2026-13-1", "1" * 40])
+def test_since_refuses_the_rest(value):
+    with pytest.raises(ValueError, match="--since"):
+        argcheck.docker_since(value)
+
+
+def test_rates_and_seconds():
+    assert [argcheck.rsync_rate(v) for v in ("200m", "1.5G", "50000", "10MiB", "0")] == \
+        ["200m", "1.5G", "50000", "10MiB", "0"]
+    for bad in ("garbage", "10 m", "-5", "1e9", "$(x)"):
+        with pytest.raises(ValueError, match="--bwlimit"):
+            argcheck.rsync_rate(bad)
+    assert argcheck.seconds("120") == 120.0
+    for bad in ("nan", "inf", "-1", "0", "1e400", "x"):
+        with pytest.raises(ValueError, match="--timeout"):
+            argcheck.seconds(bad)
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["logs", "--since", "$(x)"], "--since '$(x)' is not a time"),
+    (["sync", "model", "--bwlimit", "garbage"], "--bwlimit 'garbage' is not a rate"),
+    (["launch", "--timeout", "nan"], "--timeout 'nan' is not a number of seconds"),
+    (["preflight", "--timeout", "-1"], "--timeout '-1'"),
+    (["logs", "--since", "x" * 100_000], "(100002 characters)"),  # near the OS limit for one argument
+])
+def test_bad_values_exit_2_before_any_remote_command(tmp_path, argv, words):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(CONFIG)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_STATE_HOME=str(tmp_path / "state"))
+    r = subprocess.run([sys.executable, "-m", "sparktui", "--config", str(cfg), *argv], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr[-500:]
+    assert len(r.stderr) < 2000  # the bad value is not echoed whole
+    journal = list((tmp_path / "state").rglob("*.jsonl"))
+    assert not journal or not [json.loads(x) for x in journal[0].read_text().splitlines()]  # nothing ran
