@@ -1,10 +1,11 @@
-"""Faults on real nodes, mid-operation: the destination's sshd killed and its disk filled during a
-model sync, a changed host key, MaxSessions 1. Each ends in a clear outcome within its bound, and a
-cut-off copy is never counted as the model: `check` says incomplete, `plan` errs, `launch` refuses
-and starts nothing, and the next sync completes it.
+"""Faults on real nodes, mid-operation: the destination's sshd killed, its disk filled and its
+fabric unplugged during a model sync, a docker load cut off, a changed host key, MaxSessions 1.
+Each ends in a clear outcome within its bound, and a cut-off copy is never counted as the model:
+`check` says incomplete, `plan` errs, `launch` refuses and starts nothing, the next sync completes it.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -18,7 +19,10 @@ from pathlib import Path
 import pytest
 
 from sparktui.core.config import load_config
+from sparktui.core.events import TransferProgress
 from sparktui.core.ssh import Cluster
+from sparktui.core.transfers import TransferOptions, sync_model
+from sparktui.core.transfers.model_sync import inventory
 
 from .netlab import Lab
 
@@ -202,6 +206,36 @@ def test_disk_filled_mid_sync_leaves_no_model_and_the_next_sync_completes(lab, m
         forget(lab, path)
         lab.sh("node2", f"umount {shlex.quote(disk)}; rmdir {shlex.quote(disk)}", check=False)
         lab.sh("node1", f"rm -rf {shlex.quote(disk)}", check=False)
+
+
+async def test_fabric_unplugged_mid_sync_ends_at_rsyncs_timeout_and_is_not_counted(lab, model_path):
+    make_model(lab, "node1", model_path, [16, 16, 16])
+    cfg = load_config(config_for(lab, model_path))
+    opts = TransferOptions(poll=0.3, bwlimit="8m", io_timeout=5)  # rsync --timeout=5: no data for 5 s ends it
+    events: list[TransferProgress] = []
+    async with Cluster(cfg) as c:
+        task = asyncio.ensure_future(sync_model(c, cfg, emit=events.append, opts=opts))
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 60
+        while not any(e.state == "running" and (e.bytes or 0) > 4 * MB for e in events):
+            assert loop.time() < end and not task.done(), "no progress"
+            await asyncio.sleep(0.1)
+        lab.link_down("node2")
+        try:
+            t0 = loop.time()
+            [out] = await asyncio.wait_for(task, 60)
+            took = loop.time() - t0
+            cut = await inventory(c["node2"], model_path)  # over the management link, still up
+        finally:
+            lab.link_up("node2")
+        assert not out.ok and "rsync exit 30" in out.message, out.message
+        assert took < 30
+        assert cut["incomplete"] and "from node1" in cut["incomplete"]
+        [again] = await asyncio.wait_for(sync_model(c, cfg, opts=TransferOptions(poll=0.3)), 120)
+        whole = await inventory(c["node2"], model_path)
+    assert again.ok, again.message
+    assert whole["incomplete"] is None
+    assert sums(lab, "node1", model_path) == sums(lab, "node2", model_path)
 
 
 def test_changed_host_key_is_refused_with_the_ssh_keygen_fix(lab, model_path):
