@@ -294,6 +294,12 @@ class SparkApp(App):
     def action_follow(self) -> None:
         self.launch_pane.log.toggle_follow()
 
+    def action_log_node(self) -> None:
+        self.launch_pane.cycle_node(1)
+
+    def action_log_node_back(self) -> None:
+        self.launch_pane.cycle_node(-1)
+
     def _cycle(self, step: int) -> None:
         current = self._active_pane() or PANES[0]
         self.show_pane(PANES[(PANES.index(current) + step) % len(PANES)])

@@ -92,6 +92,13 @@ class LaunchPane(Vertical):
         by_id = {widget_id("log", n): n for n in self.nodes}
         self.log.show_node(by_id.get(tid))  # "all" (or anything unknown) shows every node
 
+    def cycle_node(self, step: int) -> None:
+        """The next (or previous) log tab: all, then each node in turn."""
+        tabs = self.query_one("#log-tabs", Tabs)
+        ids = [ALL] + [widget_id("log", n) for n in self.nodes]
+        at = ids.index(tabs.active) if tabs.active in ids else 0
+        tabs.active = ids[(at + step) % len(ids)]
+
     def open_filter(self) -> None:
         self.add_class("-filtering")
         box = self.query_one("#log-filter", Input)
