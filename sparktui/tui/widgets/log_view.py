@@ -48,7 +48,7 @@ PROBLEM = re.compile(
 SEP = " │ "
 SLICE = 0.008  # seconds of sorting-in per turn of the loop before keys and frames get theirs
 CHUNK = 2000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
-REORDER = 20_000  # a late line is placed by its timestamp among at most this many newest lines
+REORDER = 5_000  # a late line is placed by its timestamp among at most this many newest lines
 _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\t]")
 _first = itemgetter(0)
 
@@ -96,6 +96,7 @@ class _Lines(ScrollView, can_focus=True):
         super().__init__()
         self.owner = owner
         self._cache: dict[int, Strip] = {}  # rendered rows by ring position, for the rows on screen
+        self._style: Style | None = None  # the widget's own style: costly to compute, asked per row
 
     def forget(self) -> None:
         self._cache.clear()
@@ -103,6 +104,7 @@ class _Lines(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._style = None
 
     def set_rows(self, rows: int, width: int) -> None:
         """New content size without a relayout: the scrollbars are always there (overflow: scroll),
@@ -120,7 +122,9 @@ class _Lines(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base = self.rich_style
+        base = self._style
+        if base is None:
+            base = self._style = self.rich_style
         owner = self.owner
         if not owner.following and y == self.scrollable_content_region.height - 1:
             return self._plain(owner.marker_text(), base + owner.marker_style, width)
@@ -461,7 +465,6 @@ class LogView(Vertical):
         self.follow(not self.following)
 
     def watch_following(self, following: bool) -> None:
-        self.set_class(not following, "-paused")
         if self.is_mounted:
             self.log.refresh()
         self.post_message(self.FollowChanged(self, following))
