@@ -69,5 +69,9 @@ def run_tui(args: argparse.Namespace) -> int:
     choice = getattr(args, "theme", None) or config.theme
     check_theme(choice, "--theme" if getattr(args, "theme", None) else f"{config.path or 'config'}: theme")
     need_terminal(instead)
-    SparkApp(config, theme=choice).run()
+    from ..tui.controller import Controller
+
+    controller = Controller(config)
+    controller.prestart()  # the nodes are dialled while the screen is built
+    SparkApp(config, controller=controller, theme=choice).run()
     return 0

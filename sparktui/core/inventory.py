@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Callable
 
 from . import network, probes
 from .config import Config
@@ -31,9 +32,18 @@ async def probe_node(node: Node, model_path: str) -> NodeFacts:
     return facts
 
 
-async def probe_all(cluster: Cluster, config: Config) -> dict[str, NodeFacts]:
-    """Facts for every node of the config, probed concurrently, in config order."""
-    results = await asyncio.gather(*(probe_node(n, config.model.path) for n in cluster))
+async def probe_all(cluster: Cluster, config: Config,
+                    on_facts: Callable[[Node, NodeFacts], None] | None = None) -> dict[str, NodeFacts]:
+    """Facts for every node of the config, probed concurrently, in config order; `on_facts` hears of
+    each node as soon as it has answered (a screen fills that node's card without waiting for the rest)."""
+
+    async def one(node: Node) -> NodeFacts:
+        facts = await probe_node(node, config.model.path)
+        if on_facts is not None:
+            on_facts(node, facts)
+        return facts
+
+    results = await asyncio.gather(*(one(n) for n in cluster))
     return {f.name: f for f in results}
 
 
@@ -66,5 +76,6 @@ def analyse(config: Config, facts: dict[str, NodeFacts]) -> Inventory:
     return Inventory(facts=facts, subnets=subs, warnings=network.warnings(subs, list(facts.values())))
 
 
-async def take_inventory(cluster: Cluster, config: Config) -> Inventory:
-    return analyse(config, await probe_all(cluster, config))
+async def take_inventory(cluster: Cluster, config: Config,
+                         on_facts: Callable[[Node, NodeFacts], None] | None = None) -> Inventory:
+    return analyse(config, await probe_all(cluster, config, on_facts))

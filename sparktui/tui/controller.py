@@ -93,13 +93,41 @@ class Controller:
         self._logs_lock = threading.Lock()  # the bus emits on the core thread
         self._core = CoreThread() if threaded else None  # SSH work off the screen's loop (see corethread.py)
         self._closed = False
+        self._early: list[Message] | None = []  # what the core said before the screen attached
+        self._early_lock = threading.Lock()
+        self._early_start: Any = None  # the start begun by prestart(), a concurrent future
 
     # -- wiring -----------------------------------------------------------------------------
+    def _listen(self) -> None:
+        if self._unsubscribe is None:
+            self._unsubscribe = self.bus.subscribe(self._forward)
+            self.journal.listeners.append(self._journaled)
+
+    def prestart(self) -> None:
+        """Connect and probe now, on the core thread, while the screen is still being built; what
+        the core reports meanwhile is kept and handed over by attach()."""
+        if self._core is None or self._early_start is not None:
+            return
+        self._post = self._keep_early
+        self._listen()
+        self._core.start()
+        self._early_start = asyncio.run_coroutine_threadsafe(self._start(), self._core.loop)
+
+    def _keep_early(self, msg: Message) -> None:
+        with self._early_lock:
+            if self._early is not None:
+                self._early.append(msg)
+                return
+        self._post(msg)
+
     def attach(self, post: Post) -> None:
         """Start forwarding core events and journal entries to `post`."""
-        self._post = post
-        self._unsubscribe = self.bus.subscribe(self._forward)
-        self.journal.listeners.append(self._journaled)
+        self._listen()
+        with self._early_lock:  # in order: what came early first, then the rest
+            for msg in self._early or []:
+                post(msg)
+            self._early = None
+            self._post = post
 
     def _forward(self, event: Any) -> None:
         if isinstance(event, LogLines):
@@ -143,27 +171,28 @@ class Controller:
         return self.inventory.subnets if self.inventory else []
 
     async def _start(self) -> None:
-        """Connect to every node, take the first inventory, pick up a running deployment, then poll."""
+        """Connect to and probe every node at once (each card filled as its node answers: a probe
+        connects first, then is one round trip), pick up a running deployment, then poll."""
         from ..core.ssh import Cluster
 
         if self.cluster is None:
             self.cluster = Cluster(self.config, self.journal, on_change=self._link)
-        await self.cluster.connect_all()
-        for node in self.cluster:
-            self._link(node)
-        inv = await self._refresh()
+        inv = await self._refresh(first=True)
         if any(c.labels.get("sparktui.deployment") for f in inv.facts.values() for c in f.containers):
             with contextlib.suppress(Exception):  # nothing to follow is not an error at start-up
                 await self._get_deployer().reattach()
         self._poller = asyncio.ensure_future(self._poll())
 
-    async def _refresh(self) -> Inventory:
+    async def _refresh(self, first: bool = False) -> Inventory:
         from ..core.inventory import take_inventory
 
-        inv = await take_inventory(self.cluster, self.config)
+        def answered(node: Any, facts: NodeFacts) -> None:
+            if first:
+                self._link(node)
+            self.bus.emit(NodeUpdated(facts))
+
+        inv = await take_inventory(self.cluster, self.config, on_facts=answered)
         self.inventory = inv
-        for f in inv.facts.values():
-            self.bus.emit(NodeUpdated(f))
         self._post(InventoryChanged(inv))
         return inv
 
@@ -268,6 +297,10 @@ class Controller:
 
     async def start(self) -> None:
         """Connect to every node, take the first inventory, pick up a running deployment, then poll."""
+        if self._early_start is not None:  # begun by prestart(): wait for that one
+            begun, self._early_start = self._early_start, None
+            await asyncio.wrap_future(begun)
+            return
         await self._run(self._start())
 
     async def refresh(self) -> Inventory:

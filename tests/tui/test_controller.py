@@ -144,7 +144,7 @@ async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch)
         async def close(self):
             pass
 
-    async def take_inventory(cluster, config):
+    async def take_inventory(cluster, config, on_facts=None):
         return analyse(config, facts)
 
     monkeypatch.setattr("sparktui.core.inventory.take_inventory", take_inventory)

@@ -1,0 +1,72 @@
+"""Start-up: the nodes are dialled before the screen is up, and each card fills as its node answers."""
+from __future__ import annotations
+
+import asyncio
+from sparktui.core.journal import Journal
+from sparktui.core.ssh import Result
+from sparktui.tui import messages as M
+from sparktui.tui.app import SparkApp
+from sparktui.tui.controller import Controller
+
+from .conftest import wait_for
+from .samples import spark_config
+from .sshnodes import start_nodes, stop_nodes
+
+
+class SlowNode:
+    """Answers the probe when its gate opens (a node far away, or busy)."""
+
+    def __init__(self, cfg, gate: asyncio.Event | None) -> None:
+        self.name, self.config, self.gate = cfg.name, cfg, gate
+        self.connected, self.error = True, None
+
+    async def run(self, cmd, timeout=None, input=None) -> Result:
+        if self.gate is not None:
+            await self.gate.wait()
+        return Result(0, "", "", 0.0)
+
+    async def sessions_short(self, want, timeout=30.0):
+        return None
+
+
+async def test_each_card_is_filled_as_its_node_answers_not_when_the_last_one_does():
+    cfg = spark_config()
+    gate = asyncio.Event()
+    nodes = [SlowNode(cfg.nodes[0], None), SlowNode(cfg.nodes[1], gate)]
+    posted: list = []
+    first_in = asyncio.Event()
+
+    def post(msg) -> None:
+        posted.append(msg)
+        if isinstance(msg, M.FactsChanged):
+            first_in.set()
+
+    c = Controller(cfg, journal=Journal(), cluster=nodes, poll_interval=3600, threaded=False)  # nodes, as a Cluster iterates
+    c.attach(post)
+    start = asyncio.ensure_future(c._start())
+    await asyncio.wait_for(first_in.wait(), 10)
+    assert [m.facts.name for m in posted if isinstance(m, M.FactsChanged)] == [cfg.nodes[0].name]
+    assert not any(isinstance(m, M.InventoryChanged) for m in posted)  # the slow node holds only its own card
+    gate.set()
+    await asyncio.wait_for(start, 10)
+    assert [m.facts.name for m in posted if isinstance(m, M.FactsChanged)] == [n.name for n in cfg.nodes]
+    assert isinstance([m for m in posted if not isinstance(m, M.LinkChanged)][-1], M.InventoryChanged)
+    c._poller.cancel()
+
+
+async def test_probes_begun_before_the_screen_reach_it_in_order(tmp_path):
+    cfg, servers = await start_nodes(tmp_path)
+    controller = Controller(cfg, journal=Journal(), poll_interval=3600)
+    controller.prestart()  # as `sparktui` does before building the app
+    await asyncio.wrap_future(controller._early_start)  # everything happens before the screen exists
+    assert controller._early and isinstance(controller._early[-1], M.InventoryChanged)
+    app = SparkApp(cfg, controller=controller)
+    try:
+        async with app.run_test(size=(100, 32)) as pilot:
+            await wait_for(pilot, lambda: app.inventory_ready, timeout=30, what="the early inventory")
+            assert all(app.links[n].connected for n in ("spark1", "spark2"))
+            assert "NVIDIA GB10" in str(app.nodes_pane.card("spark2").content)
+            journal = app.query_one("#journal")
+            await wait_for(pilot, lambda: journal.row_count >= 2, what="the probes in the journal")
+    finally:
+        stop_nodes(servers)
