@@ -122,6 +122,20 @@ def _fabric(f: NodeFacts, inv: Inventory) -> Need:
                 "ConnectX-7 port), or name the interface under the node's `interfaces:` in the config")
 
 
+def tool_needs(f: NodeFacts, config: Config) -> list[Need]:
+    """What one reachable node must have installed: GPU driver, docker for the SSH user, toolkit, rsync."""
+    gpu = (Need(f.name, "gpu", "an NVIDIA GPU with its driver", "ok", f"{f.gpu.count}× {f.gpu.name}")
+           if f.gpu.count else
+           Need(f.name, "gpu", "an NVIDIA GPU with its driver", "fail",
+                next((n for n in f.notes if n.startswith("nvidia-smi")), "nvidia-smi lists no GPU"),
+                "install the NVIDIA driver; `nvidia-smi` must list the GPUs"))
+    rsync = (Need(f.name, "rsync", "rsync", "ok", f.rsync) if f.rsync else
+             Need(f.name, "rsync", "rsync", "unknown", "the probe did not get that far") if not f.tools_probed else
+             Need(f.name, "rsync", "rsync", "fail", "not installed", "`sudo apt-get install -y rsync`"))
+    rt = _gpu_runtime(f, config.docker.gpu_style)
+    return [gpu, _docker(f, _user(f, config))] + ([rt] if rt else []) + [rsync]
+
+
 def node_needs(config: Config, inv: Inventory) -> list[Need]:
     """Every need of every node, in config order."""
     source = config.model.source or config.head.name
@@ -132,19 +146,8 @@ def node_needs(config: Config, inv: Inventory) -> list[Need]:
             out.append(Need(f.name, "ssh", "reachable over SSH", "fail", f.error or "unreachable",
                             "check host, user, port and key in the config; `ssh` to it must work without a password"))
             continue
-        user = _user(f, config)
-        gpu = (Need(f.name, "gpu", "an NVIDIA GPU with its driver", "ok", f"{f.gpu.count}× {f.gpu.name}")
-               if f.gpu.count else
-               Need(f.name, "gpu", "an NVIDIA GPU with its driver", "fail",
-                    next((n for n in f.notes if n.startswith("nvidia-smi")), "nvidia-smi lists no GPU"),
-                    "install the NVIDIA driver; `nvidia-smi` must list the GPUs"))
-        rsync = (Need(f.name, "rsync", "rsync", "ok", f.rsync) if f.rsync else
-                 Need(f.name, "rsync", "rsync", "unknown", "the probe did not get that far") if not f.tools_probed else
-                 Need(f.name, "rsync", "rsync", "fail", "not installed", "`sudo apt-get install -y rsync`"))
-        out += [gpu, _docker(f, user)]
-        if (rt := _gpu_runtime(f, config.docker.gpu_style)) is not None:
-            out.append(rt)
-        out += [rsync, _model(f, config, source, inv.facts)]
+        out += tool_needs(f, config)
+        out.append(_model(f, config, source, inv.facts))
         out += [_image(f, e, i, inv.facts, config.head.name) for e, i in images.items()]
         out.append(_fabric(f, inv))
     return out

@@ -6,6 +6,7 @@ from textual.containers import VerticalScroll
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
+from ...core.requirements import tool_needs
 from ..present.nodes import Link, fabric_subnet
 from ..ids import widget_id
 from ..widgets.node_card import NodeCard
@@ -27,6 +28,8 @@ class NodesPane(VerticalScroll):
         if any(n.name == facts.name for n in self.config.nodes):
             card = self.card(facts.name)
             card.facts = facts
+            card.missing = ([n for n in tool_needs(facts, self.config) if n.status == "fail"]
+                            if facts.reachable else [])
             card.redraw()
 
     def set_link(self, name: str, link: Link) -> None:

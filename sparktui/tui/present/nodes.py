@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from textual.content import Content
 
 from ...core.facts import Interface, NodeFacts, Subnet
+from ...core.requirements import Need
 from . import fmt
 
 # Host-local bridges hold the same address on every node and say nothing about the node's links.
@@ -111,7 +112,7 @@ def iface_line(node: str, iface: Interface, subnets: list[Subnet], fabric: str |
 
 
 def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Link,
-              subnets: list[Subnet], fabric: str | None) -> Content:
+              subnets: list[Subnet], fabric: str | None, missing: list[Need] = ()) -> Content:
     """The whole card as lines of Content (joined by newlines)."""
     sym, style, words = status(facts, link)
     lines = [Content.assemble((sym, style), " ", (name, "bold"), f"  {host}  {role}  ", (words, style))]
@@ -146,4 +147,6 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
                                     "$text-muted"))
     for note in facts.notes[:2]:
         lines.append(Content.assemble(("  note: ", "$warning"), note))
+    for need in missing:  # what the node lacks, with the fix (sparktui check lists all of them)
+        lines.append(Content.assemble(("  ✗ needs ", "$error"), need.what, ": ", need.fix))
     return Content("\n").join(lines)

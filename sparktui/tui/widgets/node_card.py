@@ -4,6 +4,7 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from ...core.facts import NodeFacts, Subnet
+from ...core.requirements import Need
 from ..present.nodes import Link, node_card
 
 
@@ -22,6 +23,7 @@ class NodeCard(Static):
         self.link = Link()
         self.subnets: list[Subnet] = []
         self.fabric: str | None = None
+        self.missing: list[Need] = []  # unmet tool needs (core/requirements.py), shown with their fix
 
     def on_mount(self) -> None:
         self.redraw()
@@ -29,4 +31,5 @@ class NodeCard(Static):
     def redraw(self) -> None:
         down = self.link.connected is False or (self.facts is not None and not self.facts.reachable)
         self.set_class(down, "-down")
-        self.update(node_card(self.node_name, self.host, self.role, self.facts, self.link, self.subnets, self.fabric))
+        self.update(node_card(self.node_name, self.host, self.role, self.facts, self.link, self.subnets, self.fabric,
+                              self.missing))
