@@ -115,6 +115,24 @@ async def test_channels_per_node_are_capped(ssh_env):
     assert servers[0].stats.peak_channels == 3
 
 
+async def test_waiting_for_a_channel_counts_against_the_commands_timeout(ssh_env):
+    cfg, _ = await ssh_env(1, max_channels=1)
+    async with Cluster(cfg) as c:
+        node = c["n1"]
+        log = node.stream("echo up; exec sleep 30")
+        assert await log.__anext__() == "up"  # the only channel is taken for as long as the stream lives
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        r = await node.run("true", timeout=0.5)
+        waited = loop.time() - t0
+        await log.aclose()
+        after = await node.run("echo free", timeout=5)
+    assert r.exit_status == 124 and "no SSH channel free within 0.5 s" in r.stderr
+    assert "all 1 channels (ssh.max_channels) to n1 are in use" in r.stderr
+    assert waited < 2
+    assert after.stdout == "free\n"
+
+
 async def test_reconnects_after_the_link_drops(ssh_env):
     cfg, servers = await ssh_env(1)
     changes = []
