@@ -53,9 +53,8 @@ def run_tui(args: argparse.Namespace) -> int:
     target = first_run_target(args)
     if target is not None:
         need_terminal("`sparktui init` writes a config without one")
-        from ..tui.setup_app import SetupApp
-
         from ..core.journal import Journal, default_journal_path
+        from ..tui.setup_app import SetupApp
 
         written = SetupApp(target, journal=Journal(default_journal_path())).run()
         if written is None:

@@ -152,3 +152,19 @@ def test_no_config_anywhere_opens_the_setup_on_the_users_path(tmp_path, monkeypa
     assert first_run_target(argparse.Namespace(config=str(tmp_path / "new.yaml"))) == tmp_path / "new.yaml"
     (tmp_path / "sparktui.yaml").write_text("cluster: x\n")
     assert first_run_target(argparse.Namespace()) is None  # a config exists: no setup, the loader judges it
+
+
+async def test_a_changed_host_key_is_refused_without_a_question(tmp_path, nodes):
+    kh = tmp_path / "known_hosts"
+    lines = Path(nodes.ssh.known_hosts).read_text().splitlines()
+    kh.write_text(lines[0].split(" ", 1)[0] + " " + lines[1].split(" ", 1)[1] + "\n")  # node 2's key for node 1
+    before = kh.read_text()
+    app = SetupApp(tmp_path / "c.yaml", ssh=SshConfig(known_hosts=str(kh), ssh_config=[], connect_timeout=5))
+    n = nodes.nodes[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await add_node(pilot, n.name, "127.0.0.1", n.port, "root", n.identity_file)
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: "SSH failed on spark1" in message(app), 20, "the failure")
+        assert not isinstance(app.screen, HostKeyScreen)  # nothing to accept: the key on file differs
+        assert "CHANGED" in str(setup_screen(app).query_one("#ssh-notes").content)
+    assert kh.read_text() == before
