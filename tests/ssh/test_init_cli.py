@@ -146,3 +146,17 @@ async def test_a_changed_host_key_is_never_trusted(tmp_path, nodes):
     assert rc == 1 and "CHANGED" in err
     assert kh.read_text() == "\n".join(swapped) + "\n"
     assert not (tmp_path / "c.yaml").exists()
+
+
+async def test_a_fabric_that_joins_no_nodes_is_refused_with_the_choices(tmp_path, nodes):
+    kh = tmp_path / "kh"
+    kh.write_text(Path(nodes.ssh.known_hosts).read_text())
+    out = tmp_path / "c.yaml"
+    rc, _, err = await init(tmp_path, *node_args(nodes), "--model-path", "/m", "--known-hosts", str(kh),
+                            "--fabric", "10.99.0.0/24", "--output", str(out))
+    assert rc == 2 and "no subnet 10.99.0.0/24 joins spark1, spark2" in err and "192.168.100.0/24" in err, err
+    assert not out.exists()
+    rc, stdout, err = await init(tmp_path, *node_args(nodes), "--model-path", "/m", "--known-hosts", str(kh),
+                                 "--fabric", "enp1s0f1np1", "--output", str(out))
+    assert rc == 0, err
+    assert "fabric: 192.168.100.0/24 [RoCE]" in stdout
