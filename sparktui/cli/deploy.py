@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
+import contextlib
 import json
+import shlex
 import sys
 from dataclasses import asdict
 
@@ -16,15 +17,13 @@ from rich.text import Text
 
 from ..core import argcheck
 from ..core.config import Config
-from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogFollower, LogLine, find_all,
-                           inventory_planner, summarize)
-from ..core.deploy.options import read_model_config
+from ..core.deploy import DeployError, Deployer, DeploymentExists, LogFollower, LogLine, find_all, summarize
+from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
 from ..core.diagnose import Milestone, Problem, ProblemCleared
 from ..core.engines import ENGINES
 from ..core.engines.common import safe_name
 from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
-from ..core.plan import Plan, make_plan
 from ..core.ssh import Cluster
 from . import check
 from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, console, err_console, get_config,
@@ -32,7 +31,6 @@ from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, co
 from .plan import add_plan_args, options_from_args
 
 NODE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
-PREFLIGHT_TIMEOUT = 30.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -179,7 +177,8 @@ def print_outcome(d: Deployer) -> None:
         rate = f", {c.tokens_per_s:.1f} tok/s" if c.tokens_per_s else ""
         console.print(Text.assemble(("ready: ", "bold green"), c.endpoint, f"  (model {c.model})"))
         console.print(f"  chat completion: {c.latency_s:.2f} s, {c.completion_tokens} tokens{rate}", markup=False)
-        console.print(f"  from this machine now: {c.local} (the SSH forward lasts while sparktui runs)", markup=False)
+        console.print(f"  endpoint (stays up after this command exits): {c.endpoint}", markup=False)
+        console.print(f"  SSH forward from this machine, only while this command runs: {c.local}", markup=False)
     elif d.state in ("failed", "hung"):
         console.print(Text.assemble((f"{d.state}: ", "bold red"), d.detail))
         if d.state == "hung" and d.current and d.current.engine == "sglang":
@@ -190,37 +189,29 @@ def print_outcome(d: Deployer) -> None:
 
 # ---- shared flow ------------------------------------------------------------------------------
 
-def _deployer(cluster: Cluster, config: Config, bus: EventBus, args: argparse.Namespace,
-              deployment: str | None = None) -> Deployer:
+def _operations(cluster: Cluster, config: Config, bus: EventBus, args: argparse.Namespace) -> Operations:
     timeout = getattr(args, "timeout", None)
     if timeout is not None and not timeout > 0:
         raise CliExit(2, f"--timeout must be positive (got {timeout:g})")
-    return Deployer(cluster, config, bus, deployment=deployment or getattr(args, "deployment", None),
-                    planner=inventory_planner(cluster, config), ready_timeout=timeout or READY_TIMEOUT_S)
+    return Operations(cluster, config, bus, ready_timeout=timeout or READY_TIMEOUT_S)
 
 
-def _what_runs(found) -> list[str]:
-    return [f"{f.node}: {c.name} ({c.labels.get('sparktui.engine', '?')}, {c.state})"
-            for f in found.values() for c in f.containers]
-
-
-def _what_starts(plan: Plan) -> list[str]:
-    return [f"{n.name}: {n.container} ({plan.engine} {plan.mode}, rank {n.rank} {n.role})" for n in plan.nodes]
-
-
-def _ask(title: str, stops: list[str], starts: list[str], yes: bool, notes: list[str] = ()) -> None:
-    """Say what stops and starts where (and what a pivot carries over); exit 1 unless confirmed."""
-    if notes:  # said even with --yes: what a pivot dropped must never pass silently
-        err_console.print("\n".join(f"note: {n}" for n in notes), markup=False)
+def _ask(preview: Preview, yes: bool) -> None:
+    """Say what stops and starts where (the core's one formatting); exit 1 unless confirmed."""
+    if preview.notes:  # said even with --yes: what a pivot dropped must never pass silently
+        err_console.print("\n".join(f"note: {n}" for n in preview.notes), markup=False)
     if not yes:
-        lines = [title]
-        if stops:
-            lines += ["  stops and removes:"] + [f"    {s}" for s in stops]
-        if starts:
-            lines += ["  starts:"] + [f"    {s}" for s in starts]
-        err_console.print("\n".join(lines), markup=False)
+        err_console.print(preview.text(notes=False), markup=False)
     if not confirm("go ahead?", yes):
         raise CliExit(1, "nothing changed")
+
+
+def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") -> int:
+    """The prepared operation's checks failed: print them (or the JSON document) and exit 1."""
+    if args.json:
+        print_json({"deployment": p.deployment, "state": "not started", **p.checks()})
+        return 1
+    raise CliExit(1, f"{what}:\n" + "\n".join(f"  {e}" for e in p.errors))
 
 
 async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra: dict | None = None) -> int:
@@ -236,20 +227,16 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
     return 0 if d.state not in ("failed", "hung") and (d.state == "ready" or not args.wait) else 1
 
 
-async def _preflight(cluster: Cluster, config: Config, plan: Plan, subnets, args) -> dict | None:
-    """Run the rendezvous check when this build has it; exit 1 on failure unless --force."""
-    if args.no_preflight:
+async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:
+    """Run the rendezvous check of the prepared plan; exit 1 on failure unless --force."""
+    if getattr(args, "no_preflight", False) or not p.needs_preflight:
         return None
-    try:
-        mod = importlib.import_module("sparktui.core.preflight")
-    except ModuleNotFoundError as e:
-        if e.name in ("sparktui.core.preflight",):
-            return None
-        raise
+    plan = p.plan
+    assert plan is not None
     if not args.json:
         err_console.print(f"preflight: checking the rendezvous at {plan.head_ip} on {plan.subnet}...", markup=False)
     try:
-        verdict = await mod.run_preflight(cluster, config, plan, PREFLIGHT_TIMEOUT, subnets=subnets)
+        verdict = await ops.preflight(p, PREFLIGHT_TIMEOUT)
     except Exception as e:  # noqa: BLE001 - the check's own refusal (PreflightError) or a node lost meanwhile
         doc = {"ok": False, "error": str(e)}
         summary = f"preflight could not run: {e}"
@@ -260,7 +247,7 @@ async def _preflight(cluster: Cluster, config: Config, plan: Plan, subnets, args
             if not args.json:
                 console.print(summary, markup=False)
             return doc
-    if args.force:
+    if getattr(args, "force", False):
         if not args.json:
             console.print(summary + "\n(--force: launching anyway)", markup=False)
         return doc
@@ -270,57 +257,62 @@ async def _preflight(cluster: Cluster, config: Config, plan: Plan, subnets, args
     raise CliExit(1, summary + "\n(fix it, or pass --force to launch anyway)")
 
 
+def _warn(p: Prepared, args: argparse.Namespace) -> None:
+    if not args.json:
+        for w in p.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+
+
+def _again(args: argparse.Namespace, *words: str) -> str:
+    cfg = f" --config {shlex.quote(args.config)}" if getattr(args, "config", None) else ""
+    return "sparktui " + " ".join(words) + cfg
+
+
+@contextlib.contextmanager
+def interrupted(args: argparse.Namespace, p: Prepared):
+    """Ctrl-C here leaves the containers running on the nodes: say which, and how to watch or stop them."""
+    try:
+        yield
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        dep = "" if p.deployment == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(p.deployment)}"
+        lines = ["interrupted: sparktui stopped watching; what started keeps running on the nodes:"]
+        lines += [f"  {n}: {w}" for n, w in p.preview.starts] or ["  (nothing had started yet)"]
+        lines += [f"  watch it: {_again(args, 'logs', '-f')}{dep}   or   {_again(args, 'status')}",
+                  f"  stop it:  {_again(args, 'stop')}{dep}"]
+        err_console.print("\n".join(lines), markup=False)
+        raise
+
+
 # ---- commands ---------------------------------------------------------------------------------
 
 async def cmd_launch(args: argparse.Namespace) -> int:
     config = get_config(args)
     opts, notes = options_from_args(args, config)
-    from ..core.inventory import take_inventory
-
     bus = EventBus()
     printer = Printer(config, quiet=args.json)
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
-        inv = await take_inventory(cluster, config)
-        opts.model_config = await read_model_config(cluster, config, opts.model_path or config.model.path)
-        plan = make_plan(config, inv.facts, inv.subnets, opts)
-        plan.warnings[:0] = notes
-        if not plan.ok:
-            if args.json:
-                print_json({"deployment": plan.deployment, "state": "not started", "errors": plan.errors,
-                            "warnings": plan.warnings})
-                return 1
-            raise CliExit(1, "the plan has errors:\n" + "\n".join(f"  {e}" for e in plan.errors))
-        if not args.json:
-            for w in plan.warnings:
-                console.print(Text.assemble(("warning: ", "yellow"), w))
-        d = _deployer(cluster, config, bus, args, plan.deployment)
+        ops = _operations(cluster, config, bus, args)
         try:
-            found = await d.existing()
-            down = [f"{f.node}: {f.error}" for f in found.values() if f.error]
-            if down:
-                raise CliExit(1, "cannot tell what already runs: " + "; ".join(down))
-            ours = [c for f in found.values() for c in f.containers]
-            resuming = bool(ours) and all(c.state == "running" and c.labels.get("sparktui.plan") == plan.plan_id
-                                          for c in ours)
-            running_other = any(c.state == "running" for c in ours) and not resuming
-            extra: dict = {"plan_id": plan.plan_id}
-            if not resuming:
-                extra["preflight"] = await _preflight(cluster, config, plan, inv.subnets, args)
-            elif not args.json:
-                console.print(f"{plan.deployment} already runs this plan ({plan.plan_id}): resuming, "
-                              f"nothing is started twice", markup=False)
-            if running_other:
-                _ask(f"deployment {plan.deployment} is running another plan:", _what_runs(found),
-                     _what_starts(plan), args.yes)
-            await d.launch(plan, opts, if_exists="replace" if running_other else "ask")
-            return await _finish(d, printer, args, extra)
+            p = await ops.prepare(Op.LAUNCH, Choices(options=opts, notes=notes))
+            if not p.ok:
+                return _refuse(p, args)
+            _warn(p, args)
+            extra: dict = {"plan_id": p.plan.plan_id if p.plan else None}
+            if p.resuming and not args.json:
+                console.print("\n".join(p.preview.notes), markup=False)
+            extra["preflight"] = await _preflight(ops, p, args)
+            if p.replaces:
+                _ask(p.preview, args.yes)
+            with interrupted(args, p):
+                await ops.run(p, force=True)  # the preflight's verdict was judged above (--force)
+                return await _finish(ops.deployer(), printer, args, extra)
         except DeploymentExists as e:  # something appeared between the look and the launch
             raise CliExit(1, f"{e}:\n" + "\n".join(f"  {x}" for x in e.lines())) from None
         except DeployError as e:
             raise CliExit(1, str(e)) from None
         finally:
-            await d.close()
+            await ops.close()
 
 
 async def cmd_stop(args: argparse.Namespace) -> int:
@@ -329,58 +321,62 @@ async def cmd_stop(args: argparse.Namespace) -> int:
     printer = Printer(config, quiet=args.json)
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
-        d = _deployer(cluster, config, bus, args)
-        found = await d.existing()
-        down = [f"{f.node}: {f.error}" for f in found.values() if f.error]
-        runs = _what_runs(found)
+        ops = _operations(cluster, config, bus, args)
+        p = await ops.prepare(Op.STOP, Choices(deployment=args.deployment))
+        down = [f"{f.node}: {f.error}" for f in p.found.values() if f.error]
+        runs = [f"{n}: {c}" for n, c in p.preview.stops if not c.startswith("?")]
         if not runs:
             if args.json:
-                print_json({"deployment": d.name, "removed": 0, "unreachable": down})
+                print_json({"deployment": p.deployment, "removed": 0, "unreachable": down})
             else:
-                console.print(f"nothing to stop: no container of {d.name}" + (f" (could not ask {'; '.join(down)})"
-                                                                             if down else ""), markup=False)
+                console.print(f"nothing to stop: no container of {p.deployment}" + (
+                    f" (could not ask {'; '.join(down)})" if down else ""), markup=False)
             return 1 if down else 0
-        _ask(f"stop deployment {d.name}?", runs, [], args.yes)
+        _ask(p.preview, args.yes)
         try:
-            removed = await d.stop()
+            result = await ops.run(p)
         except DeployError as e:
             raise CliExit(1, str(e)) from None
+        finally:
+            await ops.close()
+    removed = int(result.split()[1]) if result.startswith("removed ") else 0
     if args.json:
-        print_json({"deployment": d.name, "removed": removed, "containers": runs, "unreachable": down})
+        print_json({"deployment": p.deployment, "removed": removed, "containers": runs, "unreachable": down})
     elif down:
         err_console.print("not asked (unreachable): " + "; ".join(down), markup=False)
     return 1 if down else 0
 
 
-async def _switch(args: argparse.Namespace, pivot: bool) -> int:
+async def _switch(args: argparse.Namespace, op: Op) -> int:
     config = get_config(args)
     bus = EventBus()
     printer = Printer(config, quiet=args.json)
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
-        d = _deployer(cluster, config, bus, args)
+        ops = _operations(cluster, config, bus, args)
         try:
-            opts, plan = await (d.plan_pivot(args.to) if pivot else d.plan_redeploy())
-            if not plan.ok:
-                raise CliExit(1, "the new plan has errors:\n" + "\n".join(f"  {e}" for e in plan.errors))
-            found = await d.existing()
-            what = f"pivot {d.name} to {plan.engine} ({plan.mode})" if pivot else f"redeploy {d.name}"
-            _ask(f"{what}, TP {plan.tp} x PP {plan.pp} on {plan.subnet}:", _what_runs(found), _what_starts(plan),
-                 args.yes, [w for w in plan.warnings if "carried over to" in w])
-            await d.relaunch(plan, opts)
-            return await _finish(d, printer, args, {"plan_id": plan.plan_id})
+            p = await ops.prepare(op, Choices(deployment=args.deployment, to=getattr(args, "to", None)))
+            if not p.ok:
+                return _refuse(p, args, f"cannot {op.value}")
+            _warn(p, args)
+            extra: dict = {"plan_id": p.plan.plan_id if p.plan else None}
+            extra["preflight"] = await _preflight(ops, p, args)
+            _ask(p.preview, args.yes)
+            with interrupted(args, p):
+                await ops.run(p, force=True)
+                return await _finish(ops.deployer(), printer, args, extra)
         except DeployError as e:
             raise CliExit(1, str(e)) from None
         finally:
-            await d.close()
+            await ops.close()
 
 
 async def cmd_pivot(args: argparse.Namespace) -> int:
-    return await _switch(args, pivot=True)
+    return await _switch(args, Op.PIVOT)
 
 
 async def cmd_redeploy(args: argparse.Namespace) -> int:
-    return await _switch(args, pivot=False)
+    return await _switch(args, Op.REDEPLOY)
 
 
 async def cmd_logs(args: argparse.Namespace) -> int:

@@ -6,7 +6,6 @@ and a plan into text are plain functions, so they are tested with synthetic fact
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.console import Group
 from rich.panel import Panel
@@ -17,7 +16,7 @@ from ..core.config import Config
 from ..core.engines import ENGINES
 from ..core.export import write_export
 from ..core.fit import gib
-from ..core.plan import Plan, PlanOptions, make_plan
+from ..core.plan import Plan, PlanOptions
 from ..core.recipe import RecipeError, apply_recipe, load_recipe
 from .common import CliExit, add_config_arg, console, get_config, journal, print_json
 
@@ -97,38 +96,22 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
     return opts, notes
 
 
-async def read_model_config(cluster, config: Config, path: str) -> dict | None:
-    """The model's config.json from the node that holds it first (None when it cannot be read)."""
-    source = config.model.source or config.head.name
-    node = cluster.nodes.get(source)
-    if node is None or not node.connected:
-        return None
-    r = await node.run(["cat", path.rstrip("/") + "/config.json"], timeout=15)
-    if not r.ok:
-        return None
-    try:
-        data = json.loads(r.stdout)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
 async def cmd_plan(args: argparse.Namespace) -> int:
     config = get_config(args)
     opts, notes = options_from_args(args, config)
-    from ..core.inventory import take_inventory  # the probe layer, only needed here
+    from ..core.deploy.operations import Operations  # the probe layer, only needed here
+    from ..core.events import EventBus
     from ..core.ssh import Cluster
 
     async with Cluster(config, journal=journal()) as cluster:
-        inv = await take_inventory(cluster, config)
-        opts.model_config = await read_model_config(cluster, config, opts.model_path or config.model.path)
-    plan = make_plan(config, inv.facts, inv.subnets, opts)
+        ops = Operations(cluster, config, EventBus())  # the planner `launch` and the TUI use
+        plan = await ops.plan(opts, last_subnet=None if opts.rendezvous else await ops.last_subnet(opts.deployment))
     plan.warnings[:0] = notes
     if args.json:
         print_json(plan.to_json())
     elif args.export:
-        for p in write_export(plan, args.export):
-            console.print(str(p), markup=False)
+        for path in write_export(plan, args.export):
+            console.print(str(path), markup=False)
     else:
         console.print(render_plan(plan))
     return 0 if plan.ok else 1

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..core import argcheck
-from ..core.inventory import take_inventory
-from ..core.plan import make_plan
-from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable, run_preflight
+from ..core.deploy.operations import Choices, Operations
+from ..core.events import EventBus, PreflightNode
+from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
 from ..core.ssh import Cluster
 from .common import (CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, journal,
                      print_json)
@@ -36,25 +36,31 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
         raise CliExit(2, f"--timeout must be positive (got {args.timeout:g})")
     opts, notes = options_from_args(args, config)
     async with Cluster(config, journal=journal()) as cluster:
-        inv = await take_inventory(cluster, config)
-        plan = make_plan(config, inv.facts, inv.subnets, opts)
+        ops = Operations(cluster, config, EventBus())
+        p = await ops.prepare_check(Choices(options=opts, notes=notes))
+        plan = p.plan
+        assert plan is not None
         problems = checkable(plan)
         if problems:
-            down = [f"{n}: {f.error or 'unreachable'}" for n, f in inv.facts.items()
+            down = [f"{n}: {f.error or 'unreachable'}" for n, f in (p.inventory.facts if p.inventory else {}).items()
                     if not f.reachable and n in [x.name for x in plan.nodes]]
-            # An unreachable node is a problem found; anything else is input that names no rendezvous.
-            raise CliExit(1 if down else 2, "nothing to check: " + "; ".join(down + problems + plan.errors))
+            # A node or the fabric found unusable is a problem found; anything else is input naming no rendezvous.
+            found = bool(down) or (plan.subnet is None and not opts.rendezvous)  # the fabric, found unusable
+            raise CliExit(1 if found else 2, "nothing to check: " + "; ".join(down + plan.errors + problems))
         if not args.json:
             err_console.print(f"checking {len(plan.nodes)} node(s) at {plan.head_ip} on {plan.subnet} in {plan.image} "
                               f"(up to {args.timeout:g} s)...", markup=False, soft_wrap=True)
+        if not args.json:
+            ops.bus.subscribe(lambda e: _progress(e.result) if isinstance(e, PreflightNode) else None)
         try:
-            verdict = await run_preflight(cluster, config, plan, args.timeout, subnets=inv.subnets, mode=args.via,
-                                          on_node=None if args.json else _progress)
+            verdict = await ops.preflight(p, args.timeout, mode=args.via)
         except PreflightError as e:
             raise CliExit(2, str(e)) from None
+        notes = [w for w in p.warnings]
+        plan.errors = list(p.errors)
     if args.json:
         print_json({**verdict.to_json(), "plan": {"id": plan.plan_id, "engine": plan.engine, "mode": plan.mode,
-                                                  "errors": plan.errors, "warnings": notes + plan.warnings}})
+                                                  "errors": plan.errors, "warnings": notes}})
     else:
         console.print(verdict.summary(), markup=False, highlight=False, soft_wrap=True)
         for e in plan.errors:

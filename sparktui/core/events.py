@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .facts import NodeFacts
+from .states import State
 
 
 @dataclass
@@ -138,7 +139,7 @@ class TransferProgress:
     message: str | None = None  # plain words: why it failed, what was verified, what to do
 
 
-DEPLOYMENT_STATES = ("starting", "loading", "ready", "failed", "hung", "stopping", "stopped")
+DEPLOYMENT_STATES = tuple(s.value for s in State if s is not State.IDLE)
 
 
 @dataclass
@@ -148,7 +149,7 @@ class DeploymentChanged:
     id: str  # deployment name (container label sparktui.deployment)
     engine: str  # sglang | vllm
     mode: str  # native | ray
-    state: str  # one of DEPLOYMENT_STATES
+    state: str  # a State (one of DEPLOYMENT_STATES)
     detail: str = ""  # plain words: the step running, the problem and its hint, ...
     endpoint: str | None = None  # http://HEAD:PORT/v1 once ready
 
@@ -179,3 +180,41 @@ class EndpointChecked:
     completion_tokens: int
     tokens_per_s: float | None
     reply: str = ""  # the answer's text (short)
+
+
+@dataclass
+class PreflightStarted:
+    """The rendezvous check began on these nodes (rank order), at the plan's head address."""
+
+    deployment: str
+    nodes: list[str]
+    subnet: str | None
+    addr: str | None
+    image: str
+
+
+@dataclass
+class PreflightNode:
+    """One node's row of the check: a preflight.NodeResult (transport, seconds, bandwidth, verdict)."""
+
+    deployment: str
+    result: Any
+
+
+@dataclass
+class PreflightFinished:
+    """The check's verdict (a preflight.Verdict; None when it could not run) and its summary."""
+
+    deployment: str
+    verdict: Any
+    summary: str
+
+
+@dataclass
+class EndpointHealth:
+    """A health poll of a ready deployment's endpoint: ok, or why not (an engine that died shows here)."""
+
+    deployment: str
+    endpoint: str
+    ok: bool
+    detail: str = ""

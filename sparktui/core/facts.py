@@ -29,6 +29,7 @@ class Interface:
     up: bool = False
     rdma: str | None = None  # RoCE device mapped by ibdev2netdev, e.g. "rocep1s0f1"
     speed_mbps: int | None = None
+    state: str = ""  # why not up, in words: "link down" (set down) | "no carrier" (cable, switch port); "" when up
 
 
 @dataclass

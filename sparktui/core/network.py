@@ -224,3 +224,81 @@ def warnings(subnets: list[Subnet], facts: list[NodeFacts] | None = None) -> lis
     # Only the best subnet's notes: the others are shown with the subnets themselves.
     out += best.notes
     return out
+
+
+# ---- the fabric: which network the nodes are meant to meet on, and why it cannot be used --------
+
+def _net(cidr: str) -> IPv4Network | None:
+    try:
+        return IPv4Network(cidr, strict=False)
+    except ValueError:
+        return None
+
+
+def fabric_nets(facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None = None,
+                last_subnet: str | None = None) -> dict[IPv4Network, str]:
+    """The networks meant as the fabric, each with why: an RDMA device's subnet on some node, a subnet
+    named in nodes[].interfaces, the subnet the deployment's last launch used."""
+    out: dict[IPv4Network, str] = {}
+    for f in facts:
+        if not f.reachable:
+            continue
+        for iface in f.interfaces:
+            if not iface.rdma or _LOCAL_BRIDGE.match(iface.name):
+                continue
+            for cidr in iface.ipv4:
+                net = _net(cidr)
+                if net is not None:
+                    out.setdefault(net, f"RDMA device {iface.rdma} on {f.name} {iface.name}")
+    for node, by_net in (overrides or {}).items():
+        for cidr, ifname in by_net.items():
+            net = _net(cidr)
+            if net is not None:
+                out.setdefault(net, f"nodes[{node}].interfaces names {ifname}")
+    if last_subnet:
+        net = _net(last_subnet)
+        if net is not None:
+            out.setdefault(net, "the deployment's last launch used it")
+    return out
+
+
+def fabric_problems(facts: dict[str, NodeFacts], net: IPv4Network, order: list[str],
+                    overrides: dict[str, dict[str, str]] | None = None) -> list[tuple[str, str, str]]:
+    """(node, interface, state) for every node of `order` that cannot use `net`: the interface is
+    set down, has no carrier, or no interface has an address on it ("no address")."""
+    forced = _overrides(overrides)
+    out = []
+    for name in order:
+        f = facts.get(name)
+        if f is None or not f.reachable:
+            continue  # said elsewhere: the node is unreachable
+        seen = _addresses(f).get(net, [])
+        want = forced.get(name, {}).get(net)
+        if seen:
+            if any(i.up for i, _ in seen) and (want is None or any(i.name == want and i.up for i, _ in seen)):
+                continue
+            iface = next((i for i, _ in seen if i.name == want), seen[0][0])
+            out.append((name, iface.name, iface.state or "down"))
+            continue
+        named = want or next((i.name for i in f.interfaces if i.rdma and not i.ipv4), None)
+        iface = next((i for i in f.interfaces if i.name == named), None)
+        state = "no address" + (f", {iface.state}" if iface is not None and iface.state else "")
+        if named and iface is None:
+            state = "missing (no such interface)"
+        out.append((name, named or "no interface", state))
+    return out
+
+
+def fabric_fix(problems: list[tuple[str, str, str]], net: IPv4Network) -> str:
+    """What to do about fabric_problems, one clause per kind of state."""
+    fixes = []
+    for node, iface, state in problems:
+        if "no carrier" in state:
+            fixes.append(f"check {iface}'s cable and switch port on {node}")
+        elif "link down" in state:
+            fixes.append(f"`ip link set {iface} up` on {node}")
+        elif state.startswith("no address"):
+            fixes.append(f"give {iface} on {node} its address on {net}")
+        else:
+            fixes.append(f"fix nodes[{node}].interfaces for {net}")
+    return "; ".join(dict.fromkeys(fixes))

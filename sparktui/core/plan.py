@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from ipaddress import IPv4Network
 from typing import Union
 
 from .config import Config
@@ -18,7 +19,7 @@ from .engines.common import Context, Secret, Spot, Step, env_value, interface_en
 from .facts import NodeFacts, Subnet
 from .fit import Fit, fit_from_facts
 from .secrets import MASK, mask
-from .network import TCP_VS_ROCE, describe, resolve
+from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
@@ -241,20 +242,62 @@ def _check_ports(engine: str, mode: str, ports: dict[str, int], c: _Checks) -> N
             c.error(f"{' and '.join(whats)} are both {p}: they must differ")
 
 
-def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _Checks) -> Subnet | None:
+def _fabric_error(facts: dict[str, NodeFacts], overrides: dict[str, dict[str, str]], net, why: str,
+                  order: list[str], others: list[Subnet]) -> str | None:
+    """Why the fabric `net` cannot carry the rendezvous, naming node, interface and state; None if it can."""
+    problems = fabric_problems(facts, net, order, overrides)
+    if not problems:
+        return None
+    where = "; ".join(f"{n} {i}: {st}" for n, i, st in problems)
+    alt = [s for s in others if s.up and s.joins(order)]
+    choose = (f"--iface {alt[0].subnet}" + (f" (management: {TCP_VS_ROCE})" if alt[0].management else "")
+              if alt else "--iface SUBNET")
+    return (f"the fabric {net} ({why}) cannot carry the rendezvous: {where}. Fix: {fabric_fix(problems, net)}; "
+            f"or choose another network on purpose with {choose}")
+
+
+def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _Checks,
+                 facts: dict[str, NodeFacts] | None = None, overrides: dict[str, dict[str, str]] | None = None,
+                 last_subnet: str | None = None) -> Subnet | None:
+    facts = facts or {}
     if spec:
         try:
             s = resolve(subnets, spec, order)
         except ValueError as e:
             c.error(f"rendezvous {spec}: {e}")
             return None
-    else:
-        joining = [s for s in subnets if s.joins(order)]  # network.subnets lists the best first
-        if not joining:
-            c.error("no subnet joins all nodes: give every node an address on one shared subnet (the fabric), "
-                    "or name one with --iface")
+        if not s.up:
+            err = _fabric_error(facts, overrides or {}, IPv4Network(s.subnet), "chosen", order,
+                                [x for x in subnets if x is not s])
+            c.error(err or f"the rendezvous subnet {describe(s)} has an interface down")
             return None
-        s = joining[0]
+    else:
+        # Never off the fabric on our own: when the network meant for the nodes is down somewhere, say
+        # where and how, and leave any other network to an explicit choice.
+        fabric = fabric_nets([f for f in facts.values()], overrides, last_subnet)
+        joining = [s for s in subnets if s.joins(order)]  # network.subnets lists the best first
+        if fabric:
+            usable = [s for s in joining if IPv4Network(s.subnet) in fabric and s.up]
+            if not usable:
+                for net, why in fabric.items():
+                    err = _fabric_error(facts, overrides or {}, net, why, order, joining)
+                    if err:
+                        c.error(err)
+                        return None
+                c.error("no subnet joins all nodes on the fabric: " + "; ".join(f"{n} ({w})" for n, w in fabric.items()))
+                return None
+            s = usable[0]
+        else:
+            if not joining:
+                c.error("no subnet joins all nodes: give every node an address on one shared subnet (the fabric), "
+                        "or name one with --iface")
+                return None
+            s = joining[0]
+            if s.management:
+                c.error(f"only the management subnet {s.subnet} joins all nodes and no fabric is known: NCCL would "
+                        f"run over TCP on it ({TCP_VS_ROCE}). Address the fabric link on every node, or choose it "
+                        f"on purpose with --iface {s.subnet}")
+                return None
     if not s.up:
         c.error(f"the rendezvous subnet {describe(s)} has an interface down")
     if s.management:
@@ -339,8 +382,13 @@ def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot:
     return env
 
 
-def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet], opts: PlanOptions) -> Plan:
-    """Check the options against the cluster and write every node's commands."""
+def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet], opts: PlanOptions, *,
+              last_subnet: str | None = None) -> Plan:
+    """Check the options against the cluster and write every node's commands.
+
+    last_subnet: the subnet this deployment's last launch used; like an RDMA subnet or one named in
+    nodes[].interfaces, it is the fabric, and the plan never leaves the fabric unless told to.
+    """
     c = _Checks()
     engine = opts.engine
     engine_mod = ENGINES.get(engine)
@@ -366,7 +414,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     ray_port = opts.ray_port if opts.ray_port is not None else eng.ray_port
     _check_ports(engine, mode, {"HTTP port": port, "dist port": dist_port, "ray port": ray_port}, c)
 
-    subnet = _pick_subnet(subnets, opts.rendezvous, order, c) if order else None
+    overrides = {n.name: dict(n.interfaces) for n in config.nodes if n.interfaces}
+    subnet = _pick_subnet(subnets, opts.rendezvous, order, c, facts, overrides, last_subnet) if order else None
     model_path = opts.model_path or config.model.path
     _check_model(model_path, order, facts, c)
     image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""

@@ -11,13 +11,13 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from .labels import DEPLOYMENT as LABEL  # on every container sparktui starts
 from .facts import Container, DockerInfo, Gpu, Interface, Memory, ModelDir, NodeFacts
 from .probe_needs import docker_problem, parse_rsync_version, parse_runtimes, parse_toolkit
 
 GPU_QUERY = "name,memory.total,memory.used,utilization.gpu"
 SECTION_TIMEOUT = 10  # seconds each tool may take, so one stuck tool never hangs the probe
 PROBE_TIMEOUT = 180.0  # a bound for the whole probe: every section stuck at once, plus slack
-LABEL = "sparktui.deployment"  # label on every container sparktui starts
 INCOMPLETE_MARKER = ".sparktui-incomplete"  # transfers.remote.MARKER: a copy into the model directory is unverified
 
 # Sections are `@@sparktui:out NAME@@` stdout `@@sparktui:err NAME@@` stderr `@@sparktui:rc NAME N@@`.
@@ -268,6 +268,16 @@ def _is_up(link: dict) -> bool:
     return False
 
 
+def link_state(link: dict) -> str:
+    """Why a link is not up, in words ("" when it is): set down, or up without a carrier."""
+    if _is_up(link):
+        return ""
+    flags = [str(f).upper() for f in link.get("flags") or []]
+    if "UP" not in flags:
+        return "link down"
+    return "no carrier"
+
+
 def parse_ip_addr(text: str, notes: list[str] | None = None) -> list[Interface]:
     """`ip -j addr`: every interface but loopback, with IPv4 CIDRs and whether it is up."""
     notes = notes if notes is not None else []
@@ -289,7 +299,7 @@ def parse_ip_addr(text: str, notes: list[str] | None = None) -> list[Interface]:
         for a in link.get("addr_info") or []:
             if isinstance(a, dict) and a.get("family") == "inet" and a.get("local") and isinstance(a.get("prefixlen"), int):
                 ipv4.append(f"{a['local']}/{a['prefixlen']}")
-        out.append(Interface(name=link["ifname"], ipv4=ipv4, up=_is_up(link)))
+        out.append(Interface(name=link["ifname"], ipv4=ipv4, up=_is_up(link), state=link_state(link)))
     return out
 
 

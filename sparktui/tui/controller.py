@@ -12,17 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from textual.message import Message
 
 from ..core.config import Config
 from ..core.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
-from ..core.facts import NodeFacts, Subnet
+from ..core.facts import NodeFacts
 from ..core.inventory import Inventory
 from ..core.journal import Entry, Journal, default_journal_path
-from ..core.plan import Plan, PlanOptions, make_plan
+from ..core import labels as L
+from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from .corethread import CoreThread
 from .messages import InventoryChanged, JournalAdded, LogsArrived, to_message
 
@@ -30,42 +30,7 @@ Post = Callable[[Message], Any]
 POLL_INTERVAL = 30.0  # seconds between inventory rounds; a round starts only after the last one ended
 
 
-@dataclass
-class OpPreview:
-    """What a dangerous operation will do, for its confirmation: which containers stop and start on which node."""
-
-    title: str
-    stops: list[tuple[str, str]] = field(default_factory=list)  # (node, container and its state)
-    starts: list[tuple[str, str]] = field(default_factory=list)  # (node, what starts there)
-    notes: list[str] = field(default_factory=list)
-
-    def lines(self) -> list[str]:
-        """Node by node: what stops there, then what starts there."""
-        nodes = list(dict.fromkeys([n for n, _ in self.stops] + [n for n, _ in self.starts]))
-        out = []
-        for node in nodes:
-            out.append(f"{node}:")
-            out += [f"  stop  {c}" for n, c in self.stops if n == node]
-            out += [f"  start {w}" for n, w in self.starts if n == node]
-        return out + self.notes
-
-
-@dataclass
-class Prepared:
-    """An operation checked and planned, not yet run: confirming runs exactly this plan."""
-
-    op: str  # stop | pivot | redeploy | replace
-    preview: OpPreview
-    plan: Plan | None = None
-    options: PlanOptions | None = None
-
-
-def starts_of(plan: Plan) -> list[tuple[str, str]]:
-    return [(n.name, f"{n.container} ({plan.engine} {plan.mode} {n.role}, {plan.image})") for n in plan.nodes]
-
-
-def plan_notes(plan: Plan) -> list[str]:
-    return [f"error: {e}" for e in plan.errors] + [f"warning: {w}" for w in plan.warnings[:3]]
+OpPreview = Preview  # the core's one formatting of what stops and starts where
 
 
 class Controller:
@@ -81,10 +46,8 @@ class Controller:
         self.poll_interval = poll_interval
         self.transfer_opts = transfer_opts
         self._deployer_factory = deployer_factory
-        self.deployer: Any = None
-        self.inventory: Inventory | None = None
-        self.plan: Plan | None = None  # the last plan launched by this run of the app
-        self.options: PlanOptions | None = None  # and the options it came from
+        self.ops: Operations | None = None
+        self.inventory: Inventory | None = None  # core-thread state: the app gets it inside messages
         self._post: Post = lambda m: None
         self._unsubscribe: Callable[[], None] | None = None
         self._poller: asyncio.Task | None = None
@@ -162,14 +125,6 @@ class Controller:
         self.bus.emit(ConnectionChanged(node.name, node.connected, node.error))
 
     # -- facts ------------------------------------------------------------------------------
-    @property
-    def facts(self) -> dict[str, NodeFacts]:
-        return self.inventory.facts if self.inventory else {}
-
-    @property
-    def subnets(self) -> list[Subnet]:
-        return self.inventory.subnets if self.inventory else []
-
     async def _start(self) -> None:
         """Connect to and probe every node at once (each card filled as its node answers: a probe
         connects first, then is one round trip), pick up a running deployment, then poll."""
@@ -178,7 +133,7 @@ class Controller:
         if self.cluster is None:
             self.cluster = Cluster(self.config, self.journal, on_change=self._link)
         inv = await self._refresh(first=True)
-        if any(c.labels.get("sparktui.deployment") for f in inv.facts.values() for c in f.containers):
+        if any(c.labels.get(L.DEPLOYMENT) for f in inv.facts.values() for c in f.containers):
             with contextlib.suppress(Exception):  # nothing to follow is not an error at start-up
                 await self._get_deployer().reattach()
         self._poller = asyncio.ensure_future(self._poll())
@@ -193,7 +148,9 @@ class Controller:
 
         inv = await take_inventory(self.cluster, self.config, on_facts=answered)
         self.inventory = inv
-        self._post(InventoryChanged(inv))
+        await self._read_model_config()
+        ops = self._ops()
+        self._post(InventoryChanged(inv, ops.model_config, await ops.last_subnet()))
         return inv
 
     async def _refresh_quietly(self) -> None:
@@ -208,86 +165,37 @@ class Controller:
             with contextlib.suppress(Exception):
                 await self._refresh()
 
-    # -- plans and deployments ----------------------------------------------------------------
-    def make_plan(self, opts: PlanOptions) -> Plan:
-        return make_plan(self.config, self.facts, self.subnets, opts)
+    # -- operations: the core's, prepared and run the same way as on the command line -----------
+    def _ops(self) -> Operations:
+        if self.ops is None:
+            self.ops = Operations(self.cluster, self.config, self.bus, deployer_factory=self._deployer_factory,
+                                  transfer_opts=self.transfer_opts)
+        return self.ops
 
     def _get_deployer(self) -> Any:
-        if self.deployer is None:
-            factory = self._deployer_factory
-            if factory is None:
-                try:
-                    from ..core.deploy import Deployer as factory  # noqa: N813
-                except ImportError as e:
-                    raise RuntimeError(f"deployments are not available in this build ({e})") from None
-            self.deployer = factory(self.cluster, self.config, self.bus)
-        return self.deployer
+        return self._ops().deployer()
 
-    async def _launch(self, plan: Plan, options: PlanOptions | None = None, replace: bool = False) -> None:
-        """Run the plan. Containers of another launch raise DeploymentExists unless `replace`."""
-        if not plan.ok:
-            raise ValueError("the plan has errors: " + "; ".join(plan.errors))
-        self.plan, self.options = plan, options
-        await self._get_deployer().launch(plan, options, if_exists="replace" if replace else "ask")
-        await self._refresh_quietly()  # the cards show the new containers
+    async def _read_model_config(self) -> None:
+        """The model's config.json, once: the form's live preview checks TP against its heads too."""
+        source = self.inventory.facts.get(self.config.model.source or self.config.head.name) if self.inventory else None
+        present = source is not None and source.model is not None and source.model.present
+        if self._ops().model_config is None and present:
+            with contextlib.suppress(Exception):
+                from ..core.plan import PlanOptions
 
-    async def _stops(self) -> list[tuple[str, str]]:
-        found = await self._get_deployer().existing()
-        out = []
-        for f in found.values():
-            if f.error:
-                out.append((f.node, f"? (cannot ask: {f.error})"))
-            out += [(f.node, f"{c.name} ({c.state})") for c in f.containers]
-        return out
+                await self._ops()._read_model_config(PlanOptions())
 
-    async def _prepare(self, op: str) -> Prepared:
-        """Plan stop / pivot / redeploy without running it, so the user sees what stops and starts where."""
-        d = self._get_deployer()
-        stops = await self._stops()
-        if op == "stop":
-            return Prepared(op, OpPreview(f"Stop deployment {d.name}", stops))
-        if op == "pivot":
-            opts, plan = await d.plan_pivot()
-            title = f"Pivot {d.name} to {plan.engine} ({plan.mode})"
-        elif op == "redeploy":
-            opts, plan = await d.plan_redeploy()
-            title = f"Redeploy {d.name} ({plan.engine} {plan.mode})"
-        else:
-            raise ValueError(f"unknown operation {op!r}")
-        return Prepared(op, OpPreview(title, stops, starts_of(plan), plan_notes(plan)), plan, opts)
+    async def _prepare(self, op: Op | str, choices: Choices | None = None) -> Prepared:
+        return await self._ops().prepare(op, choices)
 
-    async def _relaunch(self, prepared: Prepared) -> None:
-        """Stop what runs, then launch the prepared plan (refused before anything stops if it has errors)."""
-        assert prepared.plan is not None
-        await self._get_deployer().relaunch(prepared.plan, prepared.options)
-        self.plan, self.options = prepared.plan, prepared.options
-        await self._refresh_quietly()
+    async def _preflight(self, prepared: Prepared) -> Any:
+        return await self._ops().preflight(prepared, PREFLIGHT_TIMEOUT)
 
-    async def _stop(self) -> str:
-        removed = await self._get_deployer().stop()
-        await self._refresh_quietly()
-        return f"removed {removed} container(s)"
-
-    # -- transfers --------------------------------------------------------------------------
-    def _subnet(self) -> str | None:
-        return self.plan.subnet if self.plan else None
-
-    async def _sync_model(self, dests: list[str] | None = None) -> str:
-        from ..core.transfers import sync_model
-
-        outs = await sync_model(self.cluster, self.config, dests, emit=self.bus.emit, opts=self.transfer_opts,
-                                subnet=self._subnet())
-        await self._refresh_quietly()  # the copies change what the form may offer
-        return "; ".join(f"{o.dest}: {o.message}" for o in outs) or "every node already has the model"
-
-    async def _sync_image(self, engine: str | None = None) -> str:
-        from ..core.transfers import sync_image
-
-        which = engine or (self.plan.engine if self.plan else "sglang")
-        outs = await sync_image(self.cluster, self.config, which, emit=self.bus.emit, opts=self.transfer_opts,
-                                subnet=self._subnet())
-        await self._refresh_quietly()
-        return "; ".join(f"{o.dest}: {o.message}" for o in outs)
+    async def _run_prepared(self, prepared: Prepared, force: bool = False) -> str:
+        try:
+            return await self._ops().run(prepared, force=force)
+        finally:
+            await self._refresh_quietly()  # the cards show the new containers, the form the copies
 
     # -- what the app calls (each runs on the core loop) -----------------------------------------
     async def _run(self, coro: Any) -> Any:
@@ -306,26 +214,17 @@ class Controller:
     async def refresh(self) -> Inventory:
         return await self._run(self._refresh())
 
-    async def launch(self, plan: Plan, options: PlanOptions | None = None, replace: bool = False) -> None:
-        """Run the plan. Containers of another launch raise DeploymentExists unless `replace`."""
-        await self._run(self._launch(plan, options, replace))
+    async def prepare(self, op: Op | str, choices: Choices | None = None) -> Prepared:
+        """Fresh facts, the model's config, the plan and its checks, what stops and starts where."""
+        return await self._run(self._prepare(op, choices))
 
-    async def prepare(self, op: str) -> Prepared:
-        """Plan stop / pivot / redeploy without running it, so the user sees what stops and starts where."""
-        return await self._run(self._prepare(op))
+    async def preflight(self, prepared: Prepared) -> Any:
+        """The rendezvous check of a prepared launch, pivot or redeploy (rows arrive as messages)."""
+        return await self._run(self._preflight(prepared))
 
-    async def relaunch(self, prepared: Prepared) -> None:
-        """Stop what runs, then launch the prepared plan (refused before anything stops if it has errors)."""
-        await self._run(self._relaunch(prepared))
-
-    async def stop(self) -> str:
-        return await self._run(self._stop())
-
-    async def sync_model(self, dests: list[str] | None = None) -> str:
-        return await self._run(self._sync_model(dests))
-
-    async def sync_image(self, engine: str | None = None) -> str:
-        return await self._run(self._sync_image(engine))
+    async def run(self, prepared: Prepared, force: bool = False) -> str:
+        """Run what was prepared (and confirmed); force: past a failed preflight."""
+        return await self._run(self._run_prepared(prepared, force))
 
     # -- shutdown ---------------------------------------------------------------------------
     async def close(self) -> None:
@@ -345,9 +244,8 @@ class Controller:
             self._unsubscribe()
         with contextlib.suppress(ValueError):
             self.journal.listeners.remove(self._journaled)
-        closer = getattr(self.deployer, "close", None)
-        if closer is not None:
+        if self.ops is not None:
             with contextlib.suppress(Exception):
-                await closer()
+                await self.ops.close()
         if self.cluster is not None:
             await self.cluster.close()

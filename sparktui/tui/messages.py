@@ -9,8 +9,8 @@ from typing import Any, Callable
 from textual.message import Message
 
 from ..core.diagnose import Milestone, Problem, ProblemCleared
-from ..core.events import (ConnectionChanged, DeploymentChanged, EndpointChecked, LaunchStep, LogLines, NodeUpdated,
-                           TransferProgress)
+from ..core.events import (ConnectionChanged, DeploymentChanged, EndpointChecked, EndpointHealth, LaunchStep, LogLines,
+                           NodeUpdated, PreflightFinished, PreflightNode, PreflightStarted, TransferProgress)
 from ..core.facts import NodeFacts
 from ..core.journal import Entry
 
@@ -34,9 +34,11 @@ class FactsChanged(CoreMessage):
 class InventoryChanged(Message):
     """A whole inventory round finished: facts for every node plus the subnets joining them."""
 
-    def __init__(self, inventory: Any) -> None:
+    def __init__(self, inventory: Any, model_config: dict | None = None, last_subnet: str | None = None) -> None:
         super().__init__()
         self.inventory = inventory
+        self.model_config = model_config  # the model's config.json (the form checks TP against its heads)
+        self.last_subnet = last_subnet  # the subnet the deployment's last launch used: part of the fabric
 
 
 class LinkChanged(CoreMessage):
@@ -92,6 +94,22 @@ class EndpointReady(CoreMessage):
     """EndpointChecked: the endpoint answered a chat completion."""
 
 
+class PreflightBegan(CoreMessage):
+    """PreflightStarted: the rendezvous check runs on these nodes."""
+
+
+class PreflightRow(CoreMessage):
+    """PreflightNode: one node's result (transport, seconds, bandwidth, verdict)."""
+
+
+class PreflightDone(CoreMessage):
+    """PreflightFinished: the verdict (None when the check could not run) and its summary."""
+
+
+class HealthChanged(CoreMessage):
+    """EndpointHealth: a ready endpoint's health poll (ok, or why not)."""
+
+
 class JournalAdded(Message):
     """A remote command finished (Journal.listeners)."""
 
@@ -122,7 +140,8 @@ _BY_TYPE: list[tuple[type, type[CoreMessage]]] = [
     (NodeUpdated, FactsChanged), (ConnectionChanged, LinkChanged), (TransferProgress, TransferChanged),
     (LogLines, LogArrived), (Milestone, MilestoneReached), (Problem, ProblemFound),
     (ProblemCleared, ProblemWithdrawn), (DeploymentChanged, DeploymentStateChanged), (LaunchStep, StepChanged),
-    (EndpointChecked, EndpointReady),
+    (EndpointChecked, EndpointReady), (PreflightStarted, PreflightBegan), (PreflightNode, PreflightRow),
+    (PreflightFinished, PreflightDone), (EndpointHealth, HealthChanged),
 ]
 
 
@@ -134,8 +153,24 @@ def to_message(event: Any) -> Message | None:
     return None
 
 
-class Ask(Message):
-    """A prepared operation waits for the user's yes (the confirmation names what stops and starts)."""
+class Refused(Message):
+    """A prepared operation failed its checks (plan errors, the fabric, ports held): nothing ran."""
+
+    def __init__(self, prepared: Any) -> None:
+        super().__init__()
+        self.prepared = prepared
+
+
+class PreflightAsked(Message):
+    """A prepared launch, pivot or redeploy passed its checks; its preflight starts now."""
+
+    def __init__(self, prepared: Any) -> None:
+        super().__init__()
+        self.prepared = prepared
+
+
+class Confirmed(Message):
+    """A prepared operation runs now (checked, preflighted, confirmed where it asks)."""
 
     def __init__(self, prepared: Any) -> None:
         super().__init__()

@@ -50,7 +50,8 @@ async def test_stop_names_what_it_removes_asks_first_and_spares_other_containers
 
     rc, out, err = await sparktui("stop", "--config", str(conf))  # no terminal to confirm on: refuses
     assert rc == 1
-    assert "n1: sparktui-lab-sglang-0" in err and "n2: sparktui-lab-sglang-1" in err and "--yes" in err
+    assert "n1:\n    stop  sparktui-lab-sglang-0" in err and "n2:\n    stop  sparktui-lab-sglang-1" in err
+    assert "--yes" in err
     assert "postgres" not in err and "other" not in err
     assert fc["n1"].names() == ["postgres", "sparktui-lab-sglang-0"]
 

@@ -18,7 +18,11 @@ from sparktui.core.facts import NodeFacts
 from sparktui.core.inventory import analyse
 from sparktui.core.journal import Journal
 from sparktui.core.plan import Plan, PlanOptions
-from sparktui.tui.controller import Controller, OpPreview, Prepared, plan_notes, starts_of
+from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
+from sparktui.core.events import PreflightFinished, PreflightNode, PreflightStarted
+from sparktui.core.plan import make_plan
+from sparktui.core.preflight import NodeResult, Setting, Verdict, explain
+from sparktui.tui.controller import Controller
 from sparktui.tui.messages import InventoryChanged
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
@@ -37,6 +41,9 @@ class ScriptedCore(Controller):
         self.now = 1_764_000_000.0  # the Diagnoser's clock: advanced by the script, never by waiting
         self.release = asyncio.Event()  # set by a test to let a held step go on
         self.hold_sync = False
+        self.fail_preflight: str | None = None  # a node whose preflight fails
+        self.plan: Plan | None = None
+        self.options: PlanOptions | None = None
 
     # -- start-up -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -109,26 +116,70 @@ class ScriptedCore(Controller):
         self._state(self.plan, "stopped", f"removed {len(self.plan.nodes)} container(s)")
         return f"removed {len(self.plan.nodes)} container(s)"
 
-    async def prepare(self, op: str) -> Prepared:
+    def make_plan(self, opts: PlanOptions) -> Plan:
+        return make_plan(self.config, self.inventory.facts, self.inventory.subnets, opts)
+
+    async def prepare(self, op, choices: Choices | None = None) -> Prepared:
+        op, ch = Op(op), choices or Choices()
+        self.calls.append(("prepare", op.value))
         plan = self.plan
         stops = [(n.name, f"{n.container} (running)") for n in plan.nodes] if plan else []
-        if op == "stop":
-            return Prepared(op, OpPreview("Stop deployment sparks", stops))
+        if op is Op.STOP:
+            return Prepared(op, "sparks", ch, Preview("Stop deployment sparks", stops))
+        if op in (Op.SYNC_MODEL, Op.SYNC_IMAGE):
+            return Prepared(op, "sparks", ch, Preview("copy"))
+        if op is Op.LAUNCH:
+            target = self.make_plan(ch.options or PlanOptions())
+            return Prepared(op, "sparks", ch, Preview("Launch sparks", [], starts_of(target)), plan=target,
+                            options=ch.options, errors=list(target.errors), warnings=list(target.warnings))
         if plan is None:
-            raise RuntimeError("no record of deployment sparks: launch it first")
+            return Prepared(op, "sparks", ch, Preview(op.value), errors=["no record of deployment sparks: launch it first"])
         opts = self.options or PlanOptions(tp=plan.tp, pp=plan.pp, rendezvous=plan.subnet)
-        if op == "pivot":  # the other engine, same model, TP/PP, nodes and network
+        if op is Op.PIVOT:  # the other engine, same model, TP/PP, nodes and network
             opts = replace(opts, engine="vllm" if plan.engine == "sglang" else "sglang", mode=None, image=None,
                            port=None)
         target = self.make_plan(opts)
-        return Prepared(op, OpPreview(f"{op} to {target.engine}", stops, starts_of(target), plan_notes(target)),
-                        target, opts)
+        return Prepared(op, "sparks", ch, Preview(f"{op.value} to {target.engine}", stops, starts_of(target)),
+                        plan=target, options=opts, errors=list(target.errors), replaces=True)
 
-    async def relaunch(self, prepared: Prepared) -> None:
-        self.calls.append((prepared.op, prepared.plan))
+    async def preflight(self, prepared: Prepared):
+        """Every node meets the head over TCP, unless `fail_preflight` names a node that cannot reach it."""
+        plan = prepared.plan
+        self.calls.append(("preflight", plan))
+        names = [n.name for n in plan.nodes]
+        self.bus.emit(PreflightStarted("sparks", names, plan.subnet, plan.head_ip, plan.image))
+        v = Verdict(Setting(plan.head_ip, plan.dist_port, plan.subnet, plan.image, 30.0, plan.engine, names[0],
+                            ranks={n.rank: n.name for n in plan.nodes}), seconds=1.5)
+        for n in plan.nodes:
+            if n.name == self.fail_preflight:
+                r = NodeResult.failed(n.name, n.rank, n.iface, n.ip, "unreachable",
+                                      f"{plan.head_ip}:{plan.dist_port} timed out")
+                r.reason, r.fix = explain(r, v.setting)
+            else:
+                r = NodeResult(n.name, n.rank, n.iface, n.ip, ok=True, path="tcp", transport="tcp", seconds=0.4,
+                               bandwidth_gb_s=1.25)
+            v.nodes[n.name] = r
+            self.bus.emit(PreflightNode("sparks", r))
+            await asyncio.sleep(0)
+        self.bus.emit(PreflightFinished("sparks", v, v.summary()))
+        return v
+
+    async def run(self, prepared: Prepared, force: bool = False) -> str:
+        op = prepared.op
+        if op is Op.LAUNCH:
+            await self.launch(prepared.plan, prepared.options)
+            return ""
+        if op is Op.STOP:
+            return await self.stop()
+        if op is Op.SYNC_MODEL:
+            return await self.sync_model(prepared.choices.dests)
+        if op is Op.SYNC_IMAGE:
+            return await self.sync_image(prepared.choices.engine_or_image)
+        self.calls.append((op.value, prepared.plan))
         await self.stop()
         self.plan, self.options = prepared.plan, prepared.options
         await self._replay(prepared.plan, "sglang_hang" if prepared.plan.engine == "sglang" else "vllm_ray")
+        return ""
 
     # -- transfers --------------------------------------------------------------------------------
     async def sync_model(self, dests=None) -> str:

@@ -41,12 +41,13 @@ def test_subnets_join_all_nodes_and_management_is_flagged():
     cfg = spark_config()
     inv = analyse(cfg, spark_facts())
     opts = C.subnet_options(inv.subnets, ["spark1", "spark2"])
-    assert [v for _, v in opts][0] == "192.168.100.0/24"
+    assert [v for _, v in opts][:2] == [C.AUTO, "192.168.100.0/24"]  # the fabric unless chosen otherwise
     mgmt = next(lbl for lbl, v in opts if v == "192.168.1.0/24")
     assert "⚠ management" in mgmt and "TCP" in mgmt
     detail = C.subnet_detail(next(s for s in inv.subnets if s.management), ["spark1", "spark2"]).plain
     assert "NCCL would run over TCP" in detail and "spark2 enP7s7 192.168.1.102" in detail
-    assert C.subnet_options(inv.subnets, ["spark1", "spark9"]) == []
+    assert C.subnet_options(inv.subnets, ["spark1", "spark9"]) == [("auto: the fabric", C.AUTO)]
+    assert C.parse_form(C.FormValues(rendezvous=C.AUTO), ["spark1"]).options.rendezvous is None
 
 
 def test_parse_form_reports_fields_inline():

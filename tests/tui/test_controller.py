@@ -8,7 +8,8 @@ from sparktui.core.events import ConnectionChanged, DeploymentChanged, LogLines,
 from sparktui.core.facts import Container
 from sparktui.core.inventory import analyse
 from sparktui.core.journal import Journal
-from sparktui.core.plan import PlanOptions
+from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
+from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.tui import messages as M
 from sparktui.tui.controller import Controller
 
@@ -94,35 +95,42 @@ def test_core_events_become_messages():
     assert isinstance(posted[-1], M.JournalAdded) and "abc123" not in posted[-1].entry.command
 
 
-async def test_prepare_pivot_names_stops_and_starts_and_relaunch_runs_that_plan():
+def planned(c, opts):
+    return make_plan(c.config, c.inventory.facts, c.inventory.subnets, opts)
+
+
+async def test_prepare_pivot_names_stops_and_starts_and_run_runs_that_plan(monkeypatch):
     c, _, stubs = make()
-    target = c.make_plan(PlanOptions(engine="vllm", mode="ray"))
+    target = planned(c, PlanOptions(engine="vllm", mode="ray"))
     c._get_deployer().target = (PlanOptions(engine="vllm"), target)
+
+    async def no_conflicts(cluster, wanted, own):
+        return []
+
+    monkeypatch.setattr("sparktui.core.deploy.operations.port_conflicts", no_conflicts)
     prepared = await c.prepare("pivot")
     lines = prepared.preview.lines()
-    assert lines[:3] == ["spark1:", "  stop  sparktui-sparks-sglang-0 (running)",
-                         f"  start {target.nodes[0].container} (vllm ray head, {target.image})"]
+    assert lines[:3] == ["spark1:", "  stop  sparktui-sparks-sglang-0 (?, running)",
+                         f"  start {target.nodes[0].container} (vllm ray head, rank 0, {target.image})"]
     assert "  stop  ? (cannot ask: connection lost)" in lines  # a node that could not be asked is said so
-    await c.relaunch(prepared)
+    await c.run(prepared)
     assert stubs[0].calls[-1] == ("relaunch", target, prepared.options)
-    assert c.plan is target
     await c.close()
 
 
-async def test_launch_stop_and_reattach_reach_the_deployer():
+async def test_stop_reaches_the_deployer_and_a_plan_with_errors_never_runs():
     c, _, stubs = make()
-    plan = c.make_plan(PlanOptions(engine="sglang"))
-    await c.launch(plan, None, replace=True)
-    assert stubs[0].calls[-1] == ("launch", plan, "replace")
-    assert await c.stop() == "removed 2 container(s)"
-    bad = c.make_plan(PlanOptions(engine="sglang", tp=3))
+    prepared = await c.prepare("stop")
+    assert await c.run(prepared) == "removed 2 container(s)"
+    bad = Prepared(Op.LAUNCH, "sparks", Choices(), Preview("x"), plan=planned(c, PlanOptions(tp=3)),
+                   errors=["TP x PP must equal the GPUs in use"])
     try:
-        await c.launch(bad)
-    except ValueError as e:
+        await c.run(bad)
+    except Exception as e:  # noqa: BLE001
         assert "TP x PP" in str(e)
     else:
         raise AssertionError("a plan with errors must not launch")
-    assert ("launch", bad, "ask") not in stubs[0].calls
+    assert not any(call[0] == "launch" for call in stubs[0].calls)
     await c.close()
 
 

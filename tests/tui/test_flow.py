@@ -21,13 +21,19 @@ async def test_launch_hang_pivot_ready(config, core):
         # The form offers only what can work on two one-GPU nodes, and the fabric before management.
         assert [v for _, v in form.query_one("#parallel", Select)._options] == ["2:1", "1:2"]
         rdv = [v for _, v in form.query_one("#rendezvous", Select)._options]
-        assert rdv[0] == "192.168.100.0/24" and rdv[-1] == "192.168.1.0/24"
+        assert rdv[:2] == ["auto", "192.168.100.0/24"] and rdv[-1] == "192.168.1.0/24"  # auto: the fabric
         assert form.plan is not None and form.plan.ok, form.plan.errors
         preview = str(form.query_one("#preview").content)
         assert "SGLANG_HOST_IP=192.168.100.10" in preview and "SGLANG_HOST_IP=192.168.100.11" in preview
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: core.calls and core.calls[0][0] == "launch", what="launch call")
-        launched = core.calls[0][1]
+        await wait_for(pilot, lambda: [c for c in core.calls if c[0] == "launch"], what="launch call")
+        launched = next(plan for op, plan in core.calls if op == "launch")
+        # the preflight ran first, on the plan that launched, as a row per node in the launch pane
+        ops = [op for op, _ in core.calls]
+        assert ops.index("preflight") < ops.index("launch")
+        assert next(plan for op, plan in core.calls if op == "preflight") is launched
+        rows = str(app.launch_pane.preflight_content())
+        assert "spark1" in rows and "spark2" in rows and rows.count("✓ ok") == 2 and "1.25 GB/s" in rows
         assert (launched.engine, launched.tp, launched.subnet) == ("sglang", 2, "192.168.100.0/24")
 
         # logs stream in, then the silence turns into a hang with its fix and the pivot key
@@ -119,19 +125,13 @@ async def test_running_containers_of_another_launch_are_replaced_only_after_aski
     from .fake_core import ScriptedCore
     from .samples import spark_facts
 
-    class DeploymentExists(Exception):  # the deployer's exception, as the app recognises it
-        def __init__(self):
-            super().__init__("containers of deployment sparks already run (another plan)")
-            self.deployment = "sparks"
-            self.found = {"spark1": SimpleNamespace(node="spark1", containers=[
-                SimpleNamespace(name="sparktui-sparks-vllm-0", state="running")])}
-
     class Busy(ScriptedCore):
-        async def launch(self, plan, options=None, replace=False):
-            if not replace:
-                self.calls.append(("refused", plan))
-                raise DeploymentExists()
-            await super().launch(plan, options, replace)
+        async def prepare(self, op, choices=None):
+            p = await super().prepare(op, choices)
+            if p.op.value == "launch":  # what the core says when another plan of this deployment runs
+                p.replaces = True
+                p.preview.stops = [("spark1", "sparktui-sparks-vllm-0 (vllm, running)")]
+            return p
 
     core = Busy(config, spark_facts())
     app = SparkApp(config, controller=core)
@@ -141,10 +141,58 @@ async def test_running_containers_of_another_launch_are_replaced_only_after_aski
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm))
         await pilot.press("ctrl+s")
         confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
-        assert "  stop  sparktui-sparks-vllm-0 (running)" in confirm.preview.lines()
-        assert core.calls[0][0] == "refused"
+        assert "  stop  sparktui-sparks-vllm-0 (vllm, running)" in confirm.preview.lines()
+        assert not any(op == "launch" for op, _ in core.calls)
         await pilot.press("y")
         await wait_for(pilot, lambda: any(op == "launch" for op, _ in core.calls), what="launch with replace")
+
+
+async def test_a_failed_preflight_refuses_and_launches_only_when_told_to(config, core):
+    core.fail_preflight = "spark2"
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm))
+        await pilot.press("ctrl+s")
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
+        assert "anyway" in str(confirm.query_one("#ok").label)
+        why = next(ln for ln in confirm.preview.lines() if ln.startswith("why: "))
+        assert "192.168.100.10:29500" in why and "spark2" in why
+        rows = str(app.launch_pane.preflight_content())
+        assert "✗ unreachable" in rows and "✓ ok" in rows and "fix: " in rows
+        await pilot.press("n")  # refused: nothing starts
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: not app.running, what="the flow to end")
+        assert not any(op == "launch" for op, _ in core.calls)
+        assert app.launch_pane.state == "refused"
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")  # launch anyway
+        await wait_for(pilot, lambda: any(op == "launch" for op, _ in core.calls), what="launch anyway")
+
+
+async def test_plan_errors_from_the_core_refuse_before_any_check(config, core):
+    from sparktui.tui.forms.launch_form import LaunchForm as Form
+
+    app = SparkApp(config, controller=core)
+
+    async def refused(op, choices=None):
+        p = await type(core).prepare(core, op, choices)
+        p.errors.append("spark1: port 30000 (HTTP port) is taken by python3 (pid 7)")
+        return p
+
+    core.prepare = refused
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, Form))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.launch_pane.state == "refused", what="refused")
+        assert any("port 30000" in n.message for n in app._notifications)
+        assert [op for op, _ in core.calls] == ["prepare"]  # no preflight, no launch
 
 
 async def test_sync_model_fills_the_transfers_pane(config, core):

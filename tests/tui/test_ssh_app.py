@@ -36,7 +36,7 @@ async def test_nodes_probed_over_ssh_feed_panes_and_form(tmp_path):
             await pilot.press("l")
             form = await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm) and app.screen)
             assert [v for _, v in form.query_one("#parallel", Select)._options] == ["2:1", "1:2"]
-            assert form.values.rendezvous == "192.168.100.0/24"
+            assert form.values.rendezvous == "auto" and form.plan.subnet == "192.168.100.0/24"
             assert form.plan is not None and form.plan.nodes[1].ip == "192.168.100.11"
             await pilot.press("escape")
             # a node that goes away turns its card red

@@ -5,6 +5,7 @@ The SSH layer and the probe are replaced by fakes that hand back synthetic facts
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 from rich.console import Console
@@ -118,7 +119,9 @@ def test_json_plan_end_to_end(fake_cluster, capsys):
     assert out["mode"] == "ray" and out["tp"] == 2 and out["errors"] == []
     assert out["rendezvous"]["head_ip"] == "192.168.100.10"
     # config.json was read from the model's node, with the path quoted as one word
-    assert calls == [("spark1", ["cat", f"{MODEL}/config.json"])]
+    reads = [(node, cmd) for node, cmd in calls if "config.json" in cmd]
+    path = shlex.quote(f"{MODEL}/config.json")
+    assert reads == [("spark1", f"if [ -f {path} ]; then cat {path}; fi")]
 
 
 def test_model_config_feeds_the_checks(fake_cluster, capsys):

@@ -53,8 +53,8 @@ def fake(monkeypatch, tmp_path):
         return v
 
     monkeypatch.setattr("sparktui.cli.preflight.Cluster", FakeCluster)
-    monkeypatch.setattr("sparktui.cli.preflight.take_inventory", fake_inventory)
-    monkeypatch.setattr("sparktui.cli.preflight.run_preflight", fake_run)
+    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fake_inventory)
+    monkeypatch.setattr("sparktui.core.preflight.run_preflight", fake_run)
     return cfg_file, record
 
 

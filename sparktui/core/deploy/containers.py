@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from .. import labels as L
 from ..facts import Container
 from ..probes import parse_docker_ps
 from ..ssh import Cluster, Node, script
 
-LABEL = "sparktui.deployment"
+LABEL = L.DEPLOYMENT
 STOP_GRACE_S = 10  # docker stop -t: engines flush and release the GPU on SIGTERM
 
 
@@ -90,10 +91,10 @@ def summarize(found: dict[str, Found]) -> list[dict]:
         for c in f.containers:
             name = c.labels.get(LABEL, "?")
             d = by.setdefault(name, {"name": name, "engines": set(), "plans": set(), "containers": []})
-            d["engines"].add(c.labels.get("sparktui.engine", "?"))
-            d["plans"].add(c.labels.get("sparktui.plan", "?"))
+            d["engines"].add(L.engine_of(c.labels))
+            d["plans"].add(L.plan_of(c.labels))
             d["containers"].append({"node": f.node, "name": c.name, "state": c.state, "status": c.status,
-                                    "rank": c.labels.get("sparktui.rank"), "role": c.labels.get("sparktui.role")})
+                                    "rank": c.labels.get(L.RANK), "role": c.labels.get(L.ROLE)})
     out = []
     for d in by.values():
         states = [c["state"] for c in d["containers"]]

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import labels as L
 from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
 from ..engines import ENGINES, default_mode
@@ -23,6 +24,7 @@ from ..events import DeploymentChanged, EndpointChecked, EventBus, Gate, LaunchS
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import SESSIONS_NEEDED, Cluster, Node
+from ..states import SETTLED, State
 from . import containers as C
 from .logstream import LogFollower, LogLine
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
@@ -30,7 +32,6 @@ from .readiness import Check, check_endpoint
 from .record import STATE_DIR, Record, load_record, save_record
 from .watchdog import tick_interval, watch
 
-SETTLED = ("ready", "failed", "hung", "stopped")
 READY_TIMEOUT_S = 2400.0  # a ~120 GB checkpoint took ~15 min to load on two Sparks; leave room
 STEP_TIMEOUT_S = 300.0  # one docker run / exec (an image pull is not part of a launch)
 WAIT_STEP_DEFAULT_S = 600.0
@@ -49,7 +50,7 @@ class DeploymentExists(DeployError):
         super().__init__(reason)
 
     def lines(self) -> list[str]:
-        return [f"{f.node}: {c.name} ({c.labels.get('sparktui.engine', '?')}, {c.state})"
+        return [f"{f.node}: {c.name} ({L.engine_of(c.labels)}, {c.state})"
                 for f in self.found.values() for c in f.containers]
 
 
@@ -100,7 +101,7 @@ class Deployer:
         self.stop_grace = stop_grace
         self.current: Current | None = None
         self.plan: Plan | None = None
-        self.state = "stopped"
+        self.state = State.STOPPED
         self.detail = ""
         self.endpoint: str | None = None
         self.diagnoser: Diagnoser | None = None
@@ -119,7 +120,8 @@ class Deployer:
     def _emit(self, event) -> None:
         self.bus.emit(event)
 
-    def _set(self, state: str, detail: str = "", endpoint: str | None = None) -> None:
+    def _set(self, state: State | str, detail: str = "", endpoint: str | None = None) -> None:
+        state = State(state)
         if endpoint is not None:
             self.endpoint = endpoint
         if (state, detail) == (self.state, self.detail):
@@ -130,7 +132,7 @@ class Deployer:
                                      self.endpoint if state == "ready" else None))
         self._changed.set()
 
-    async def wait(self, timeout: float | None = None, until: tuple[str, ...] = SETTLED) -> str:
+    async def wait(self, timeout: float | None = None, until: tuple[str, ...] = SETTLED) -> State:
         """The state once it is one of `until` (or whatever it is when `timeout` runs out)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.state not in until:
@@ -375,7 +377,7 @@ class Deployer:
         running = [(n, c) for n, c in ours if c.state == "running"]
         if not ours:
             return {}
-        same = all(c.labels.get("sparktui.plan") == plan.plan_id for _, c in ours)
+        same = all(c.labels.get(L.PLAN) == plan.plan_id for _, c in ours)
         if running and if_exists != "replace":
             if same and len(running) == len(ours):
                 out: dict[str, set[str]] = {}
@@ -386,7 +388,7 @@ class Deployer:
                 await self.reattach()
                 return None
             why = ("some of its containers have exited" if same else
-                   f"they run another plan ({', '.join(sorted({c.labels.get('sparktui.plan', '?') for _, c in ours}))})")
+                   f"they run another plan ({', '.join(sorted({L.plan_of(c.labels) for _, c in ours}))})")
             raise DeploymentExists(self.name, {k: v for k, v in found.items() if v.containers},
                                    f"deployment {self.name} already has containers: {why}")
         # Only leftovers of an earlier run (or "replace"): they are ours, and their names are in the way.
@@ -544,7 +546,7 @@ class Deployer:
         self._deadline = time.monotonic() + self.ready_timeout  # reattached: readiness counts from now
         await self._measure_offsets(sorted({n for n, _ in ours}))
         self._begin(cur)
-        plans = sorted({c.labels.get("sparktui.plan", "?") for _, c in ours})
+        plans = sorted({L.plan_of(c.labels) for _, c in ours})
         if len(plans) > 1:
             self.warnings.append(f"containers of {self.name} come from different plans: {', '.join(plans)}")
         for n, c in ours:
@@ -557,11 +559,11 @@ class Deployer:
         return True
 
     def _from_labels(self, ours: list[tuple[str, Container]], rec: Record | None) -> Current:
-        engines = sorted({c.labels.get("sparktui.engine", "") for _, c in ours} - {""})
+        engines = sorted({c.labels.get(L.ENGINE, "") for _, c in ours} - {""})
         engine = rec.engine if rec and rec.engine in engines else (engines[0] if engines else "sglang")
-        mine = [(n, c) for n, c in ours if c.labels.get("sparktui.engine") == engine] or ours
-        head = min(mine, key=lambda nc: int(nc[1].labels.get("sparktui.rank", "0") or 0))[0]
-        plan_id = next((c.labels.get("sparktui.plan", "") for _, c in mine), "")
+        mine = [(n, c) for n, c in ours if c.labels.get(L.ENGINE) == engine] or ours
+        head = min(mine, key=lambda nc: int(nc[1].labels.get(L.RANK, "0") or 0))[0]
+        plan_id = next((c.labels.get(L.PLAN, "") for _, c in mine), "")
         if rec is not None and rec.engine == engine:
             mode, port, served, opts = rec.mode, rec.port, rec.served_model_name, rec.options
         else:  # no record: the engine's defaults are the best guess

@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Union
 
+from .. import labels as L
 from ..config import DockerConfig
 from ..secrets import MASK, add_values, is_secret_name
 
@@ -302,11 +303,11 @@ class Context:
 
     def labels(self, spot: Spot) -> dict[str, str]:
         return {
-            "sparktui.deployment": self.deployment,
-            "sparktui.engine": self.engine,
-            "sparktui.role": spot.role,
-            "sparktui.rank": str(spot.rank),
-            "sparktui.plan": self.plan_id,
+            L.DEPLOYMENT: self.deployment,
+            L.ENGINE: self.engine,
+            L.ROLE: spot.role,
+            L.RANK: str(spot.rank),
+            L.PLAN: self.plan_id,
         }
 
 

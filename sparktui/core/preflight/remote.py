@@ -10,11 +10,11 @@ from ...preflight_check import HOST_IP_VARS, IFNAME_VARS, MARK, classify, iface_
 from ..config import DockerConfig
 from ..engines.common import Spot, Word, docker_flags, render
 from ..secrets import MASK
+from ..labels import PREFLIGHT as LABEL
 from ..plan import NodePlan
 from ..ssh import script
 
 PREFIX = "sparktui-preflight-"
-LABEL = "sparktui.preflight"
 PORT_SPAN = 200  # how far above the dist port a free port is looked for
 
 _LOOK = """echo @@ip; ip -j addr 2>&1

@@ -74,9 +74,12 @@ def image_options(facts: dict[str, NodeFacts], nodes: list[str], default: str, e
     return out
 
 
+AUTO = "auto"  # the rendezvous value meaning "the fabric", resolved (and refused when down) by the plan
+
+
 def subnet_options(subnets: list[Subnet], nodes: list[str]) -> list[tuple[str, str]]:
-    """Subnets joining all nodes, best first, each with what it means for NCCL."""
-    out = []
+    """The fabric first (auto: never off it unasked), then subnets joining all nodes, each with what it means."""
+    out = [("auto: the fabric", AUTO)]
     for s in subnets:
         if not s.joins(nodes):
             continue
@@ -85,7 +88,7 @@ def subnet_options(subnets: list[Subnet], nodes: list[str]) -> list[tuple[str, s
         if s.speed_mbps:
             bits.append(f"{s.speed_mbps // 1000}G" if s.speed_mbps >= 1000 else f"{s.speed_mbps}M")
         if s.management:
-            bits.append("⚠ management")
+            bits.append("⚠ management: NCCL over TCP, slower")
         if not s.up:
             bits.append("✗ down")
         out.append((" ".join(bits), s.subnet))
@@ -163,7 +166,7 @@ def parse_form(v: FormValues, nodes: list[str]) -> Parsed:
                 mem = None
     opts = PlanOptions(
         engine=engine, mode=mode or None, image=v.image or None, tp=int(tp_s or 1), pp=int(pp_s or 1),
-        nodes=list(nodes), rendezvous=v.rendezvous or None,
+        nodes=list(nodes), rendezvous=None if v.rendezvous in (None, "", AUTO) else v.rendezvous,
         port=_port(v.port, "HTTP port", errors, "port"),
         dist_port=_port(v.dist_port, "rendezvous port", errors, "dist_port"),
         ray_port=_port(v.ray_port, "Ray port", errors, "ray_port"),

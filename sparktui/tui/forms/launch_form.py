@@ -71,15 +71,19 @@ class LaunchForm(ModalScreen[Result | None]):
     LaunchForm #row-ray_port.-hidden, LaunchForm #row-dist_port.-hidden { display: none; }
     LaunchForm #preview-box { width: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
     LaunchForm #preview { height: auto; }
+    LaunchForm #check-result { height: auto; display: none; }
+    LaunchForm #check-result.-shown { display: block; }
     LaunchForm #buttons { height: 1; align-horizontal: right; padding: 0 1; }
     LaunchForm #buttons Button { margin-left: 2; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="form.cancel"),
-                Binding("ctrl+s", "submit", "Launch", id="form.submit")]
+                Binding("ctrl+s", "submit", "Launch", id="form.submit"),
+                Binding("ctrl+k", "check", "Check", id="form.check")]
 
     def __init__(self, config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet],
-                 planner, engine: str = "sglang") -> None:
+                 planner, engine: str = "sglang", check=None) -> None:
         super().__init__()
+        self.check = check  # PlanOptions -> None: runs the preflight on these choices (the app's)
         self.config = config
         self.facts = facts
         self.subnets = subnets
@@ -100,7 +104,7 @@ class LaunchForm(ModalScreen[Result | None]):
         engine = v.engine.partition(":")[0]
         gpus = C.gpu_total(self.facts, self.nodes)
         rdv = C.subnet_options(self.subnets, self.nodes)
-        v.rendezvous = rdv[0][1] if rdv else None
+        v.rendezvous = rdv[0][1] if rdv else None  # the fabric ("auto"); any other is a choice made here
         par = C.parallel_options(gpus)
         v.parallel = par[0][1]
         imgs = C.image_options(self.facts, self.nodes, v.image or "", engine)
@@ -128,9 +132,11 @@ class LaunchForm(ModalScreen[Result | None]):
                 with VerticalScroll(id="preview-box"):
                     yield Static(id="fit")
                     yield Static(id="issues")
+                    yield Static(id="check-result")
                     yield Static(id="preview")
             with Horizontal(id="buttons"):
                 yield Button("Cancel (esc)", id="cancel", compact=True)
+                yield Button("Check (ctrl+k)", id="check", compact=True)
                 yield Button("Launch (ctrl+s)", id="launch", variant="success", compact=True)
 
     def on_mount(self) -> None:
@@ -154,12 +160,14 @@ class LaunchForm(ModalScreen[Result | None]):
             msg = parsed.errors.get(key, "")
             err.update(msg)
             err.set_class(bool(msg), "-shown")
-        sub = next((s for s in self.subnets if s.subnet == self.values.rendezvous), None)
+        chosen = plan.subnet if self.values.rendezvous == C.AUTO else self.values.rendezvous
+        sub = next((s for s in self.subnets if s.subnet == chosen), None)
         self.query_one("#rdv-detail", Static).update(C.subnet_detail(sub, self.nodes))
         self.query_one("#fit", Static).update(fit_text(plan))
         self.query_one("#issues", Static).update(issues_text(plan))
         self.query_one("#preview", Static).update(commands_text(plan))
         self.query_one("#launch", Button).disabled = not self.can_submit
+        self.query_one("#check", Button).disabled = not self.can_submit or self.check is None
         return plan
 
     def update_facts(self, facts: dict[str, NodeFacts], subnets: list[Subnet]) -> None:
@@ -210,6 +218,8 @@ class LaunchForm(ModalScreen[Result | None]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "launch":
             self.action_submit()
+        elif event.button.id == "check":
+            self.action_check()
         else:
             self.action_cancel()
 
@@ -222,6 +232,22 @@ class LaunchForm(ModalScreen[Result | None]):
             return
         assert self.parsed is not None
         self.dismiss((plan, self.parsed.options))
+
+    def action_check(self) -> None:
+        """The preflight on the form's current choices; its rows show in the launch pane and here."""
+        self.refresh_preview()
+        if self.check is None or not self.can_submit or self.parsed is None:
+            self.notify("fix the plan's errors first", severity="error")
+            return
+        self.show_check(Content.styled("preflight: checking…", "$accent"))
+        self.check(self.parsed.options)
+
+    def show_check(self, text: Content) -> None:
+        """What the preflight said (the app forwards its rows and verdict here)."""
+        if self.is_mounted:
+            box = self.query_one("#check-result", Static)
+            box.update(text)
+            box.add_class("-shown")
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -7,7 +7,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static, Tab, Tabs
 
 from ...core.diagnose import Milestone, Problem
-from ..present.deploy import problem_key, problem_lines, state_badge, timeline
+from ..present.deploy import preflight_text, problem_key, problem_lines, state_badge, timeline
 from ..ids import widget_id
 from ..widgets.log_view import LogView
 
@@ -18,6 +18,8 @@ class LaunchPane(Vertical):
     DEFAULT_CSS = """
     LaunchPane > #deploy-state { height: 1; }
     LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
+    LaunchPane > #preflight { height: auto; max-height: 6; display: none; }
+    LaunchPane.-preflight > #preflight { display: block; }
     LaunchPane > #log-tabs { height: 2; }
     LaunchPane > #log-filter { display: none; }
     LaunchPane.-filtering > #log-filter { display: block; }
@@ -34,10 +36,12 @@ class LaunchPane(Vertical):
         self.problems: dict[tuple, Problem] = {}
         self.state = "idle"
         self.detail = "press l to open the launch form"
+        self._pf: dict | None = None  # the last preflight: nodes, rows, verdict
 
     def compose(self) -> ComposeResult:
         yield Static(state_badge(self.state, self.detail), id="deploy-state")
         yield Static(timeline([], self.nodes), id="timeline")
+        yield Static(id="preflight")
         yield Tabs(Tab("all", id=ALL), *[Tab(n, id=widget_id("log", n)) for n in self.nodes], id="log-tabs")
         yield Input(placeholder="filter lines (Enter keeps it, Esc clears)", id="log-filter", compact=True)
         yield LogView(max_lines=self.max_lines, nodes=self.nodes, id="log")
@@ -63,6 +67,33 @@ class LaunchPane(Vertical):
         self.problems.clear()
         self.query_one("#timeline", Static).update(timeline([], self.nodes))
         self._draw_problems()
+
+    # -- the preflight, a row per node ----------------------------------------------------------------
+    def preflight_begin(self, nodes: list[str], head: str) -> None:
+        self._pf = {"nodes": nodes, "head": head, "rows": {}, "verdict": None, "error": None}
+        self._draw_preflight()
+
+    def preflight_row(self, result) -> None:
+        if self._pf is not None:
+            self._pf["rows"][result.node] = result
+            self._draw_preflight()
+
+    def preflight_done(self, verdict, error: str | None = None) -> None:
+        if self._pf is not None:
+            self._pf["verdict"], self._pf["error"] = verdict, error
+            if verdict is not None:
+                self._pf["rows"].update(verdict.nodes)
+            self._draw_preflight()
+
+    def preflight_content(self):
+        pf = self._pf
+        return None if pf is None else preflight_text(pf["head"], pf["nodes"], pf["rows"], pf["verdict"], pf["error"])
+
+    def _draw_preflight(self) -> None:
+        content = self.preflight_content()
+        self.set_class(content is not None, "-preflight")
+        if content is not None:
+            self.query_one("#preflight", Static).update(content)
 
     def add_problem(self, p: Problem) -> None:
         self.problems[problem_key(p)] = p

@@ -106,3 +106,27 @@ def hang_notice(p: Problem, pivot_key: str) -> str:
 
 def problem_key(p: Problem) -> tuple:
     return (p.kind, p.node, p.line)
+
+
+def preflight_text(head: str, nodes: list[str], rows: dict, verdict=None, error: str | None = None) -> Content:
+    """The preflight as rows: node, transport, seconds, bandwidth, verdict; then the reason and fix."""
+    lines = [Content.assemble(("preflight ", "bold"), head)]
+    width = max((len(n) for n in nodes), default=4)
+    for n in nodes:
+        r = rows.get(n)
+        if r is None:
+            lines.append(Content.assemble(f"  {n.ljust(width)}  ", ("checking…", "$accent")))
+            continue
+        transport = r.transport or r.path or "-"
+        took = f"{r.seconds:.1f} s" if r.seconds is not None else "-"
+        bw = f"{r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "-"
+        mark = ("✓ ok", "$success") if r.ok else (f"✗ {r.kind or 'failed'}", "$error bold")
+        lines.append(Content.assemble(f"  {n.ljust(width)}  {transport:<7} {took:>7}  {bw:>11}  ", mark))
+    if error:
+        lines.append(Content.styled(f"  ✗ the check could not run: {error}", "$error"))
+    elif verdict is not None and not verdict.ok:
+        lines.append(Content.styled(f"  ✗ {verdict.reason}", "$error"))
+        lines.append(Content.styled(f"  fix: {verdict.fix}", "$warning"))
+    elif verdict is not None:
+        lines.append(Content.styled(f"  ✓ every node met the head in {verdict.seconds:.1f} s", "$success"))
+    return Content("\n").join(lines)

@@ -7,7 +7,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ..controller import OpPreview
+from ...core.deploy.operations import Preview as OpPreview
 
 
 class ConfirmScreen(ModalScreen[bool]):
