@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", "-y", action="store_true", help="replace a running deployment without asking")
     p.add_argument("--no-preflight", action="store_true", help="skip the rendezvous check before launching")
     p.add_argument("--force", action="store_true", help="launch even when the preflight check fails")
+    p.add_argument("--dry-run", action="store_true",
+                   help="prepare and check only: the plan, its checks and what would stop and start; start nothing")
     add_json_arg(p)
     p.set_defaults(func=cmd_launch)
 
@@ -94,8 +96,12 @@ def _wait_args(p: argparse.ArgumentParser) -> None:
 
 
 async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
-    """Every sparktui deployment found on the nodes, for `sparktui status`."""
-    return summarize(await find_all(cluster, None))
+    """Every sparktui deployment found on the nodes, with its endpoint and health, for `sparktui status`."""
+    from ..core.deploy.health import health_of
+
+    out = summarize(await find_all(cluster, None))
+    await health_of(cluster, config, out)
+    return out
 
 
 # ---- printing ---------------------------------------------------------------------------------
@@ -257,6 +263,20 @@ async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:
     raise CliExit(1, summary + "\n(fix it, or pass --force to launch anyway)")
 
 
+def _dry_run(p: Prepared, args: argparse.Namespace) -> int:
+    """What a launch would do, as the TUI's form would prepare it: plan, checks, stops and starts."""
+    if args.json:
+        print_json({**p.to_json(), "plan": p.plan.to_json() if p.plan else None})
+    else:
+        console.print(p.preview.text(), markup=False)
+        for w in p.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+        for e in p.errors:
+            console.print(Text.assemble(("error: ", "red"), e))
+        console.print("dry run: nothing started" + ("" if p.ok else "; a launch would be refused"), markup=False)
+    return 0 if p.ok else 1
+
+
 def _warn(p: Prepared, args: argparse.Namespace) -> None:
     if not args.json:
         for w in p.warnings:
@@ -295,6 +315,8 @@ async def cmd_launch(args: argparse.Namespace) -> int:
         ops = _operations(cluster, config, bus, args)
         try:
             p = await ops.prepare(Op.LAUNCH, Choices(options=opts, notes=notes))
+            if args.dry_run:
+                return _dry_run(p, args)
             if not p.ok:
                 return _refuse(p, args)
             _warn(p, args)

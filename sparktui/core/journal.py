@@ -55,7 +55,7 @@ class Journal:
 
     def finish(self, e: Entry, exit_status: int | None, error: str | None = None) -> None:
         e.exit_status = exit_status
-        e.error = error
+        e.error = mask_secrets(error) if error else error  # a command's own stderr may echo a secret
         e.duration = time.time() - e.started
         self._persist(e)
         for cb in list(self.listeners):

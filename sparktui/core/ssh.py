@@ -30,6 +30,11 @@ def sh(*argv: str) -> str:
     return shlex.join(str(a) for a in argv)
 
 
+def _tail(text: str, lines: int = 4, limit: int = 600) -> str | None:
+    kept = [ln.rstrip() for ln in text.splitlines() if ln.strip()][-lines:]
+    return "\n".join(kept)[-limit:] or None
+
+
 def script(template: str, **values: object) -> str:
     """str.format(template) with every inserted value shell-quoted (lists become quoted words)."""
     quoted = {}
@@ -457,7 +462,8 @@ class Node:
             self.journal.finish(entry, 255, msg)
             return Result(255, "", msg, time.monotonic() - t0)
         status = r.exit_status if r.exit_status is not None else 128 + 15 if r.exit_signal else 255
-        self.journal.finish(entry, status)
+        # A failed command's own words stay in the journal (docker's error, not only its exit status)
+        self.journal.finish(entry, status, _tail(str(r.stderr or "")) if status != 0 else None)
         return Result(status, str(r.stdout or ""), str(r.stderr or ""), time.monotonic() - t0)
 
     async def stream(self, cmd: str | Sequence[str]) -> AsyncIterator[str]:

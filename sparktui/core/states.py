@@ -18,6 +18,9 @@ class State(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __hash__(self) -> int:  # as the plain word's, so dicts keyed by the word find it
+        return hash(self.value)
+
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 

@@ -202,10 +202,11 @@ def test_replacing_a_running_deployment_asks_first_naming_what_stops_and_starts_
     for args in (("launch", "--engine", "sglang", "--no-preflight"), ("pivot",), ("redeploy",), ("stop",)):
         rc, out, err = cli(story, *args)  # no terminal to answer on, no --yes: nothing may change
         assert rc == 1, (args, err[-2000:])
-        assert f"node1: sparktui-{dep}-vllm-0" in err and f"node2: sparktui-{dep}-vllm-1" in err, (args, err)
+        # node by node: what stops there, then what starts there (the core's one preview)
+        assert f"node1:\n    stop  sparktui-{dep}-vllm-0" in err and f"node2:\n    stop  sparktui-{dep}-vllm-1" in err
         if args[0] in ("launch", "pivot"):
-            starts = err.split("starts:")[1]
-            assert f"node1: sparktui-{dep}-sglang-0" in starts and f"node2: sparktui-{dep}-sglang-1" in starts
+            assert f"    start sparktui-{dep}-sglang-0" in err.split("node1:")[1].split("node2:")[0], err
+            assert f"    start sparktui-{dep}-sglang-1" in err.split("node2:")[1], err
         assert "--yes" in err
     assert {c["ID"] for n in lab.nodes for c in containers(lab, n.name)} == before
 

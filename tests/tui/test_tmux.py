@@ -80,7 +80,7 @@ def test_form_in_a_real_terminal(tmp_path):
         tmux.wait_for("◆ fabric")
         tmux.keys("l")
         screen = tmux.wait_for("Launch m on spark1, spark2")
-        assert "TP 2 × PP 1" in screen and "192.168.100.0/24 RDMA" in screen
+        assert "TP 2 × PP 1" in screen and "auto: the fabric" in screen and "192.168.100.10" in screen
         assert "✗" not in screen, screen  # warnings (no /dev/infiniband here) but no errors
         # the engine select has the focus: open it, move to vLLM (Ray), choose it
         tmux.keys("Enter")
@@ -90,8 +90,13 @@ def test_form_in_a_real_terminal(tmp_path):
         screen = tmux.wait_for("Ray port")
         assert "8000" in screen, screen  # the HTTP port follows the engine
         tmux.keys("C-s")
-        tmux.wait_for("deployment ")  # back on the main screen, launch pane shown
-        screen = tmux.wait_for("Launch  Journal")
+        # the preflight runs first, a row per node; these nodes have no docker, so it fails and the
+        # launch is refused unless told to go anyway
+        screen = tmux.wait_for("anyway (y)", 60)
+        assert "preflight" in screen and "spark1" in screen, screen
+        tmux.keys("n")
+        screen = tmux.wait_for("REFUSED")
+        assert "Launch  Journal" in screen
         tmux.keys("q")
         deadline = time.monotonic() + 20
         while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):

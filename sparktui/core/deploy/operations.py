@@ -41,6 +41,9 @@ class Op(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __hash__(self) -> int:  # as the plain word's, so dicts keyed by the word find it
+        return hash(self.value)
+
     @property
     def starts_engine(self) -> bool:
         return self in (Op.LAUNCH, Op.PIVOT, Op.REDEPLOY)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -20,7 +21,7 @@ from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
 from ..engines import ENGINES, default_mode
 from ..engines.common import Nested, Step, safe_name
-from ..events import DeploymentChanged, EndpointChecked, EventBus, Gate, LaunchStep, LogLines
+from ..events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import SESSIONS_NEEDED, Cluster, Node
@@ -28,6 +29,7 @@ from ..states import SETTLED, State
 from . import containers as C
 from .logstream import LogFollower, LogLine
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
+from .health import FAILS_BEFORE_UNHEALTHY, HEALTH_INTERVAL_S, probe_health
 from .readiness import Check, check_endpoint
 from .record import STATE_DIR, Record, load_record, save_record
 from .watchdog import tick_interval, watch
@@ -86,7 +88,8 @@ class Deployer:
                  planner: Planner | None = None, hang_after: float | None = None,
                  ready_timeout: float = READY_TIMEOUT_S, poll_interval: float = 2.0,
                  wait_interval: float | None = None, step_timeout: float = STEP_TIMEOUT_S,
-                 reconnect_timeout: float = 900.0, stop_grace: int = C.STOP_GRACE_S):
+                 reconnect_timeout: float = 900.0, stop_grace: int = C.STOP_GRACE_S,
+                 health_interval: float = HEALTH_INTERVAL_S):
         self.cluster = cluster
         self.config = config
         self.bus = bus
@@ -99,6 +102,7 @@ class Deployer:
         self.step_timeout = step_timeout
         self.reconnect_timeout = reconnect_timeout
         self.stop_grace = stop_grace
+        self.health_interval = health_interval
         self.current: Current | None = None
         self.plan: Plan | None = None
         self.state = State.STOPPED
@@ -309,6 +313,7 @@ class Deployer:
                 self._emit(ev)
                 rate = f", {chk.tokens_per_s:.1f} tok/s" if chk.tokens_per_s else ""
                 self._set("ready", f"{chk.model} answered in {chk.latency_s:.2f} s{rate}", self._endpoint_url(cur))
+                self._spawn("health", self._health(cur, local))
                 return
             if chk.refused:
                 local = None  # the forward died with the old connection
@@ -318,6 +323,39 @@ class Deployer:
             self._problem("not_ready", cur.head, f"not ready after {self.ready_timeout:g} s ({why})",
                           "the log shows how far loading got; a large checkpoint may need a longer --timeout")
             self._set("failed", f"not ready after {self.ready_timeout:g} s: {why}")
+
+    async def _health(self, cur: Current, local: int | None) -> None:
+        """While ready (or unhealthy), poll /health so an engine that dies later shows at once."""
+        node = self.cluster[cur.head]
+        url = self._endpoint_url(cur)
+        fails = 0
+        while self.state in (State.READY, State.UNHEALTHY):
+            await asyncio.sleep(self.health_interval)
+            if local is None:
+                try:
+                    local = await node.forward(cur.port)
+                except Exception as e:  # noqa: BLE001 - the link is down: that is an unhealthy answer too
+                    ok, detail, refused = False, f"no forward to {cur.head}:{cur.port} ({e})", False
+                else:
+                    ok, detail, refused = await probe_health(f"http://127.0.0.1:{local}")
+            else:
+                ok, detail, refused = await probe_health(f"http://127.0.0.1:{local}")
+            if refused:
+                local = None  # the forward died with the old connection; a new one next round
+            if self.state not in (State.READY, State.UNHEALTHY):
+                return
+            if ok:
+                fails = 0
+                if self.state is State.UNHEALTHY:
+                    self._emit(EndpointHealth(cur.name, url, True, "healthy again"))
+                    self._set(State.READY, "the endpoint answers /health again", url)
+                continue
+            fails += 1
+            if fails == FAILS_BEFORE_UNHEALTHY and self.state is State.READY:
+                self._emit(EndpointHealth(cur.name, url, False, detail))
+                self._problem("endpoint_unhealthy", cur.head, f"{url} stopped answering ({detail})",
+                              "the engine may have died: its last log lines say why (sparktui logs)")
+                self._set(State.UNHEALTHY, f"{url}: {detail}")
 
     # ---- launch -------------------------------------------------------------------------------
 
@@ -574,6 +612,9 @@ class Deployer:
                        {n: c.name for n, c in mine}, rec)
 
 
+_SEE_HELP = re.compile(r"^See '.*--help'\.?$")
+
+
 def _problem_words(p: Problem) -> str:
     """The state's detail; the hint travels with the Problem event (and in problems of --json)."""
     where = f" on {p.node}" if p.node else ""
@@ -581,14 +622,16 @@ def _problem_words(p: Problem) -> str:
 
 
 def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    """The error's own last words; docker's closing "See 'docker run --help'." says nothing."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip() and not _SEE_HELP.match(ln.strip())]
     return lines[-1][:300] if lines else ""
 
 
 def _step_hint(step: Step, detail: str) -> str:
     low = detail.lower()
     if "conflict" in low and "already in use" in low:
-        return "a container with that name exists: `sparktui stop` removes this deployment's containers"
+        return (f"a container named {step.container} already exists on {step.node} and is not this deployment's "
+                f"(sparktui removes only its own): remove or rename it there, or launch with another --deployment")
     if "no such image" in low or "unable to find image" in low or "pull access denied" in low:
         return "the image is not on that node: `sparktui sync image` copies it from the head"
     if step.kind == "wait":

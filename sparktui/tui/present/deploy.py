@@ -12,7 +12,8 @@ STEPS = ("container_started", "ray_started", "ray_connected", "dist_init_begin",
 STATE_STYLE = {
     "idle": "$text-muted", "planned": "$text-muted", "starting": "$accent", "launching": "$accent",
     "loading": "$accent", "ready": "$success bold", "hung": "$error bold", "failed": "$error bold",
-    "stopping": "$warning", "stopped": "$text-muted", "pivoting": "$warning",
+    "stopping": "$warning", "stopped": "$text-muted", "pivoting": "$warning", "unhealthy": "$error bold",
+    "preflight": "$accent", "refused": "$error bold",
 }
 
 

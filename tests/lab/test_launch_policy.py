@@ -1,0 +1,174 @@
+"""One launch policy for the TUI and the CLI, on real nodes (sshd + dockerd) with the engine simulator.
+
+Both fronts prepare through the same core: the same plan and checks for the same choices; a fabric
+link that is down refuses plan, preflight and launch in both, naming the node, the interface and its
+state, and nothing starts; ports held on the head refuse a launch before any container starts; after
+ready, `status` tells an endpoint whose engine was killed as unhealthy.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparktui.core.config import load_config
+from sparktui.core.deploy.operations import Choices, Op
+from sparktui.core.journal import Journal
+from sparktui.core.plan import PlanOptions
+from sparktui.sim.testing import make_model
+from sparktui.tui.app import SparkApp
+from sparktui.tui.controller import Controller
+from sparktui.tui.forms import choices as C
+from sparktui.tui.forms.launch_form import LaunchForm
+
+from ..tui.conftest import wait_for
+from .netlab import SIM_IMAGE, Lab
+
+pytestmark = pytest.mark.lab
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def site(lab: Lab, tmp_path_factory) -> tuple[Lab, Path, Path]:
+    """(lab, config path, state dir): the simulator image and the model on every node, a fast engine."""
+    work = tmp_path_factory.mktemp("policy")
+    if not all(r.returncode == 0 for r in lab.on_each(["docker", "image", "inspect", SIM_IMAGE], check=False).values()):
+        tar = work / "sim.tar"
+        subprocess.run([sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)], check=True,
+                       capture_output=True, timeout=300)
+        lab.load_image(tar)
+    for n in lab.nodes:
+        if not (n.path / "models" / lab.model / "config.json").exists():
+            make_model(n.path / "models" / lab.model, shards=2, total_bytes=1 << 30)
+    data = lab.config_data()
+    data["cluster"] = "policy"
+    data["docker"]["env"] = {"SPARKTUI_SIM_SPEED": "20"}
+    data["ssh"]["keepalive_interval"] = 1
+    path = lab.write_config(data, work / "sparktui.yaml")
+    yield lab, path, work / "state"
+    cli(path, work / "state", "stop", "--yes")
+    lab.on_each("docker rm -f squatter >/dev/null 2>&1; true")
+
+
+def cli(path: Path, state: Path, *args: str, timeout: float = 150) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
+    env.update(XDG_STATE_HOME=str(state), PYTHONUNBUFFERED="1", COLUMNS="200")
+    r = subprocess.run([sys.executable, "-m", "sparktui", *args, "--config", str(path)], cwd=REPO, env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def engine_containers(lab: Lab) -> dict[str, list[str]]:
+    out = lab.on_each(["docker", "ps", "-a", "--filter", "label=sparktui.deployment=policy", "--format", "{{.Names}}"])
+    return {name: sorted(r.stdout.split()) for name, r in out.items()}
+
+
+async def prepared_by_the_tui(path: Path, form_values: C.FormValues, run=None):
+    """What the app's own flow prepares for the form's choices: the form parses them, the controller
+    (real SSH, its core thread) prepares; run(app, pilot) may then drive the app further."""
+    config = load_config(path)
+    controller = Controller(config, journal=Journal(), poll_interval=3600)
+    app = SparkApp(config, controller=controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready, timeout=60, what="the first inventory")
+        options = C.parse_form(form_values, C.node_order(config)).options
+        prepared = await controller.prepare(Op.LAUNCH, Choices(options=options))
+        if run is not None:
+            await run(app, pilot)
+        await controller.close()
+    return prepared
+
+
+async def test_the_tui_and_the_cli_prepare_the_same_plan_and_checks(site):
+    lab, path, state = site
+    values = C.FormValues(engine="vllm:ray", parallel="2:1", rendezvous=C.AUTO)
+    tui = await prepared_by_the_tui(path, values)
+    rc, out, err = cli(path, state, "launch", "--engine", "vllm", "--tp", "2", "--dry-run", "--json")
+    assert rc == 0, err[-2000:]
+    doc = json.loads(out)
+    assert tui.ok and doc["errors"] == []
+    assert doc["plan_id"] == tui.plan.plan_id  # the plan's hash covers every command, env and address
+    assert doc["plan"] == tui.plan.to_json()
+    assert {k: doc[k] for k in ("errors", "warnings", "ports")} == tui.checks()
+    assert doc["preview"] == tui.preview.to_json()
+    assert tui.plan.subnet == lab.fabric_subnet
+    assert engine_containers(lab) == {n.name: [] for n in lab.nodes}  # a dry run starts nothing
+
+
+async def test_a_fabric_link_down_refuses_plan_preflight_and_launch_in_both_fronts(site):
+    lab, path, state = site
+    worker = lab.nodes[1]
+    want = (worker.name, worker.fabric_iface, "no carrier")
+    lab.link_down(worker)
+    try:
+        seen = {}
+        for args in (("preflight",), ("launch", "--engine", "vllm", "--yes"), ("plan",)):
+            rc, out, err = cli(path, state, *args)
+            seen[args[0]] = rc, out + err
+        for cmd, (rc, text) in seen.items():
+            flat = " ".join(text.split())
+            assert rc == 1, (cmd, text[-2000:])
+            assert all(w in flat for w in want), (cmd, flat[-2000:])
+            assert f"--iface {lab.mgmt_subnet}" in flat or "--iface" in flat  # another network only on purpose
+
+        async def drive(app, pilot):
+            await pilot.press("l")
+            form = await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm) and app.screen, what="form")
+            issues = " ".join(str(form.query_one("#issues").content).split())
+            assert all(w in issues for w in want), issues
+            assert form.query_one("#launch").disabled
+            await pilot.press("ctrl+s")  # refused in the form: nothing leaves it
+            assert isinstance(app.screen, LaunchForm)
+            await pilot.press("escape")
+            app._operate(Op.LAUNCH, Choices(options=PlanOptions(engine="vllm")))  # past the form: the core refuses
+            await wait_for(pilot, lambda: app.launch_pane.state == "refused", timeout=60, what="refused")
+            detail = " ".join((app.launch_pane.detail or "").split())
+            assert all(w in detail for w in want), detail
+
+        tui = await prepared_by_the_tui(path, C.FormValues(engine="vllm:ray", parallel="2:1", rendezvous=C.AUTO),
+                                        drive)
+        assert not tui.ok and all(w in " ".join(tui.errors[0].split()) for w in want)
+    finally:
+        lab.link_up(worker)
+    assert engine_containers(lab) == {n.name: [] for n in lab.nodes}
+
+
+def test_ports_held_on_the_head_refuse_a_launch_before_any_container_starts(site):
+    lab, path, state = site
+    lab.sh(lab.head.name, ["docker", "run", "-d", "--name", "squatter", "--network", "host", SIM_IMAGE,
+                           "python3", "-m", "http.server", "8000"])
+    try:
+        rc, out, err = cli(path, state, "launch", "--engine", "vllm", "--yes")
+        flat = " ".join(err.split())
+        assert rc == 1, err[-2000:]
+        assert f"{lab.head.name}: port 8000 (HTTP port) is taken by container squatter" in flat, flat
+        assert "--port" in flat
+        assert engine_containers(lab) == {n.name: [] for n in lab.nodes}
+    finally:
+        lab.sh(lab.head.name, ["docker", "rm", "-f", "squatter"])
+
+
+def test_status_shows_the_endpoint_unhealthy_once_the_engine_process_is_killed(site):
+    lab, path, state = site
+    rc, out, err = cli(path, state, "launch", "--engine", "vllm", "--yes", "--wait", "--timeout", "90", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["state"] == "ready", (doc.get("detail"), err[-2000:])
+    endpoint = f"http://{lab.head.mgmt_ip}:8000/v1"
+    rc, out, err = cli(path, state, "status", "--json")
+    [dep] = [d for d in json.loads(out)["deployments"] if d.get("name") == "policy"]
+    assert (dep["endpoint"], dep["health"]) == (endpoint, "healthy"), dep
+    head = "sparktui-policy-vllm-0"
+    top = lab.sh(lab.head.name, ["docker", "top", head, "-o", "pid,args"]).stdout
+    pids = [line.split()[0] for line in top.splitlines()[1:] if "vllm serve" in line]
+    assert pids, top
+    lab.sh(lab.head.name, ["kill", "-9", *pids])  # the engine dies; its container (Ray's head) lives on
+    rc, out, err = cli(path, state, "status", "--json")
+    [dep] = [d for d in json.loads(out)["deployments"] if d.get("name") == "policy"]
+    assert dep["endpoint"] == endpoint and dep["health"].startswith(("unhealthy", "down")), dep
+    rc, out, err = cli(path, state, "status")
+    assert f"{endpoint} " in out and ("unhealthy" in out or "down" in out), out
+    cli(path, state, "stop", "--yes")
