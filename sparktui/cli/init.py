@@ -135,6 +135,9 @@ async def cmd_init(args: argparse.Namespace) -> int:
         report["model"] = firstrun.model_summary(config, inv.facts)
         _say(args, "fabric: " + (firstrun.subnet_label(subnet) if subnet else "none found"))
         _say(args, "model: " + report["model"])
+        report["images"] = firstrun.image_summary(config, inv.facts)
+        for engine, line in report["images"].items():
+            _say(args, f"{engine} image: {line}")
         for w in inv.warnings:
             _say(args, f"warning: {w}")
     try:

@@ -21,7 +21,8 @@ COMMENT_COLUMN = 37  # 0-based column of '#', as in config.example.yaml
 
 EXAMPLE_HEADER = (
     "# sparktui cluster configuration: two DGX Sparks serving one model with tensor parallelism.\n"
-    "# Copy to ./sparktui.yaml or ~/.config/sparktui/config.yaml (or pass --config FILE) and edit.\n"
+    "# Copy to ./sparktui.yaml or ~/.config/sparktui/config.yaml (or pass --config FILE) and edit,\n"
+    "# or let `sparktui init` (or `sparktui` on a first run) write one for your nodes.\n"
     "# Unknown keys are errors, so a typo never silently falls back to a default.\n"
 )
 

@@ -221,6 +221,18 @@ def images_found(facts: dict[str, NodeFacts]) -> dict[str, list[str]]:
     return dict(sorted(where.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
+def image_summary(config: Config, facts: dict[str, NodeFacts]) -> dict[str, str]:
+    """engine -> `IMAGE: on spark1, spark2` / `IMAGE: on no node (pull it on one, then sync it)`."""
+    found = images_found(facts)
+    out = {}
+    for engine in ("sglang", "vllm"):
+        ref = getattr(config.images, engine)
+        where = found.get(ref) or found.get(f"{ref}:latest") or []
+        out[engine] = f"{ref}: " + (f"on {', '.join(where)}" if where else
+                                    "on no node (pull it on one node, then `sparktui sync image`)")
+    return out
+
+
 def choose_subnet(inv: Inventory, spec: str | None, names: list[str]) -> Subnet | None:
     """The subnet the user named (CIDR, IP or interface; ValueError listing the choices), else the best."""
     if spec:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from sparktui.core.config import SshConfig
-from sparktui.core.facts import ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.firstrun import NodeDraft, draft_config, draft_problems, model_holder, pin_fabric
+from sparktui.core.facts import DockerInfo, ModelDir, NodeAddr, NodeFacts, Subnet
+from sparktui.core.firstrun import (NodeDraft, draft_config, draft_problems, image_summary, images_found,
+                                    model_holder, pin_fabric)
 
 
 def config(path: str = "/models/m"):
@@ -51,3 +52,17 @@ def test_typed_nodes_are_checked_against_each_other(tmp_path):
     assert any("spaces" in p for p in draft_problems(NodeDraft("a", "two words")))
     assert any("1-65535" in p for p in draft_problems(NodeDraft("a", "h", port=70000)))
     assert any("needs a host" in p for p in draft_problems(NodeDraft("a", "")))
+
+
+def test_images_are_told_by_where_they_are():
+    c = config()
+    c.images.vllm = "vllm/vllm-openai"
+    found = {"a": NodeFacts("a", "a", True, docker=DockerInfo(images={"lmsysorg/sglang:spark": "sha256:1",
+                                                                       "vllm/vllm-openai:latest": "sha256:2"})),
+             "b": NodeFacts("b", "b", True, docker=DockerInfo(images={"lmsysorg/sglang:spark": "sha256:1"}))}
+    assert list(images_found(found)) == ["lmsysorg/sglang:spark", "vllm/vllm-openai:latest"]  # widest first
+    lines = image_summary(c, found)
+    assert lines["sglang"] == "lmsysorg/sglang:spark: on a, b"
+    assert lines["vllm"] == "vllm/vllm-openai: on a"  # docker's implied :latest
+    c.images.sglang = "other:1"
+    assert "on no node" in image_summary(c, found)["sglang"]

@@ -260,16 +260,21 @@ class SetupScreen(Screen[Path | None]):
         self._say("probed. Check the model path, images and fabric, then ctrl+s writes the config.")
 
     def _show_found(self, config) -> None:
+        """Where the model and the two images are, from the last probe."""
+        if not self.facts:
+            return
         lines = []
-        if self.query_one("#model-path", Input).value.strip():
+        if self._value("model-path"):
             lines.append("model " + firstrun.model_summary(config, self.facts))
-        images = firstrun.images_found(self.facts)
-        if images:
-            refs = list(images)
-            for wid in ("image-sglang", "image-vllm"):
-                self.query_one(f"#{wid}", Input).suggester = SuggestFromList(refs, case_sensitive=True)
-            lines.append("images on the nodes: " + ", ".join(f"{r} ({', '.join(n)})" for r, n in images.items()))
+        lines += [f"{engine}: {line}" for engine, line in firstrun.image_summary(config, self.facts).items()]
+        refs = list(firstrun.images_found(self.facts))
+        for wid in ("image-sglang", "image-vllm"):  # → completes an image the nodes already have
+            self.query_one(f"#{wid}", Input).suggester = SuggestFromList(refs, case_sensitive=True) if refs else None
         self.query_one("#found", Static).update("\n".join(lines))
+
+    @on(Input.Changed, "#image-sglang, #image-vllm")
+    def _image_changed(self) -> None:
+        self._show_found(self._draft_config())
 
     @on(Input.Submitted, "#model-path")
     def _model_path_entered(self) -> None:
