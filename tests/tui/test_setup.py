@@ -173,3 +173,32 @@ async def test_a_changed_host_key_is_refused_without_a_question(tmp_path, nodes)
         assert not isinstance(app.screen, HostKeyScreen)  # nothing to accept: the key on file differs
         assert "CHANGED" in str(setup_screen(app).query_one("#ssh-notes").content)
     assert kh.read_text() == before
+
+
+async def test_the_screen_takes_keys_while_a_silent_node_is_dialled(tmp_path):
+    """A node that accepts TCP and never speaks SSH: typing goes on, and the failure names the timeout."""
+    import asyncio
+
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(reader, writer):
+        held.append(writer)  # keep the socket open, say nothing
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    app = SetupApp(tmp_path / "c.yaml", ssh=SshConfig(known_hosts=str(tmp_path / "kh"), ssh_config=[],
+                                                      connect_timeout=3))
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await add_node(pilot, "mute", "127.0.0.1", port)
+            await pilot.press("ctrl+t")
+            screen = setup_screen(app)
+            await wait_for(pilot, lambda: screen.busy == "testing SSH", 5, "the test to start")
+            await type_into(pilot, "name", "next")
+            assert screen.query_one("#name", Input).value == "next" and screen.busy == "testing SSH"
+            await wait_for(pilot, lambda: "SSH failed on mute" in message(app), 20, "the failure")
+            assert "no answer within 3 s" in str(screen.query_one("#ssh-notes").content)
+    finally:
+        for w in held:
+            w.close()
+        server.close()
