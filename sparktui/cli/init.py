@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -29,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "head's interface); default: the best one the probe finds")
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to check and extend "
                    "(default: ~/.ssh/known_hosts); written into the config")
-    p.add_argument("--output", "-o", metavar="FILE", help=f"where to write (default: {user_config_path()})")
+    p.add_argument("--output", "-o", metavar="FILE", help="where to write (default: --config or $SPARKTUI_CONFIG "
+                   f"when given, else {user_config_path()})")
     p.add_argument("--force", action="store_true", help="replace an existing file")
     p.add_argument("--accept-new-host-keys", action="store_true",
                    help="trust a node's unknown host key (printed with its fingerprint) by adding it to known_hosts")
@@ -106,7 +108,9 @@ async def cmd_init(args: argparse.Namespace) -> int:
     drafts = _drafts(args)
     if not args.model_path:
         raise CliExit(2, "init: --model-path DIR is required (the checkpoint folder, the same path on every node)")
-    target = Path(args.output).expanduser() if args.output else user_config_path()
+    # the file sparktui would read next: --output, else --config or $SPARKTUI_CONFIG, else the user's config
+    named = args.output or getattr(args, "config", None) or os.environ.get("SPARKTUI_CONFIG")
+    target = Path(named).expanduser() if named else user_config_path()
     if target.exists() and not args.force:  # before any SSH: nothing to lose by asking early
         raise CliExit(2, f"init: {target} exists; pass --force to replace it, or --output FILE")
     ssh = SshConfig(known_hosts=str(Path(args.known_hosts).expanduser()) if args.known_hosts else None)

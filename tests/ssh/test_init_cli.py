@@ -16,11 +16,12 @@ from tests.tui.sshnodes import start_nodes, stop_nodes
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def init(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+async def init(tmp_path: Path, *args: str, extra_env: dict | None = None) -> tuple[int, str, str]:
     """Run `python3 -m sparktui init ARGS` with HOME in tmp_path (no ~/.ssh of this machine is read)."""
     env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
     for name in ("SPARKTUI_CONFIG", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
         env.pop(name, None)
+    env.update(extra_env or {})
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", "init", *args, env=env,
                                                 cwd=tmp_path, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
@@ -160,3 +161,14 @@ async def test_a_fabric_that_joins_no_nodes_is_refused_with_the_choices(tmp_path
                                  "--fabric", "enp1s0f1np1", "--output", str(out))
     assert rc == 0, err
     assert "fabric: 192.168.100.0/24 [RoCE]" in stdout
+
+
+async def test_without_output_it_writes_the_file_sparktui_reads_next(tmp_path):
+    env_file = tmp_path / "from-env.yaml"
+    rc, _, err = await init(tmp_path, "--node", "a=h", "--model-path", "/m", "--no-probe",
+                            extra_env={"SPARKTUI_CONFIG": str(env_file)})
+    assert rc == 0, err
+    assert load_config(env_file).nodes[0].host == "h"
+    rc, _, err = await init(tmp_path, "--node", "a=h", "--model-path", "/m", "--no-probe")
+    assert rc == 0, err
+    assert load_config(tmp_path / "home" / ".config" / "sparktui" / "config.yaml").nodes[0].name == "a"
