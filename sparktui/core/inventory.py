@@ -8,7 +8,8 @@ from typing import Callable
 from . import network, probes
 from .config import Config
 from .facts import NodeFacts, Subnet
-from .ssh import SESSIONS_NEEDED, Cluster, Node
+from .channels import SESSIONS_NEEDED
+from .ssh import Cluster, Node
 
 
 async def probe_node(node: Node, model_path: str) -> NodeFacts:

@@ -16,6 +16,7 @@ from typing import AsyncIterator, Callable, Sequence
 
 import asyncssh
 
+from .channels import OPEN_RETRIES, Slots, busy_note, count_sessions, shortfall
 from .config import Config, NodeConfig, SshConfig
 from .journal import Journal
 from .secrets import shorten
@@ -108,44 +109,6 @@ def append_known_host(path: Path, host: str, port: int | None, key: asyncssh.SSH
         f.write(lead + known_hosts_line(host, port, key).encode())
 
 
-class _Slots:
-    """Caps open channels per node. When the node refuses a channel (sshd's MaxSessions is lower
-    than ours), the cap drops to what the node accepted and the caller retries."""
-
-    def __init__(self, limit: int):
-        self.limit = max(1, limit)
-        self.configured = self.limit
-        self.used = 0
-        self.refusals = 0
-        self._cond = asyncio.Condition()
-
-    async def acquire(self, timeout: float | None = None) -> None:
-        """Take a slot; asyncio.TimeoutError when none frees up within `timeout` seconds."""
-        async with self._cond:
-            await asyncio.wait_for(self._cond.wait_for(lambda: self.used < self.limit), timeout)
-            self.used += 1
-
-    async def release(self) -> None:
-        async with self._cond:
-            self.used -= 1
-            self._cond.notify_all()
-
-    def refused(self) -> None:
-        # self.used counts the refused open too: the node accepted used - 1 channels
-        self.refusals += 1
-        self.limit = max(1, min(self.limit, self.used - 1))
-
-    def lower_to(self, accepted: int) -> None:
-        self.refusals += 1
-        self.limit = max(1, min(self.limit, accepted))
-
-
-# Channels a launch holds at once on a node: one follows the engine's log while another runs commands.
-SESSIONS_NEEDED = 2
-SESSION_ASKS = 5  # refusals before sessions_available() believes the node's limit
-OPEN_RETRIES = 40  # a refused channel open is retried this many times (sshd frees slots late)
-
-
 class _Client(asyncssh.SSHClient):
     """Sees the host key when it is not in known_hosts, so errors can name its fingerprint."""
 
@@ -178,7 +141,7 @@ class Node:
         self.error: str | None = None
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
-        self._slots = _Slots(self.ssh.max_channels)
+        self._slots = Slots(self.ssh.max_channels)
         self._closing = False
         self._reconnect_task: asyncio.Task | None = None
         self._host_key_problem: str | None = None
@@ -341,70 +304,21 @@ class Node:
 
     def channel_note(self) -> str:
         """Why channels may be short on this node, in words (for messages about a wait that ran out)."""
-        lim = self._slots.limit
-        if self._slots.refusals and lim < self._slots.configured:
-            return (f"{self.name}'s sshd accepts only {lim} session(s) per connection (MaxSessions) and "
-                    f"{'it is' if lim == 1 else 'all are'} in use; raise MaxSessions in /etc/ssh/sshd_config "
-                    f"on {self.name} (OpenSSH's default is 10)")
-        return f"all {lim} channels (ssh.max_channels) to {self.name} are in use"
+        return busy_note(self.name, self._slots)
 
     async def sessions_available(self, want: int, timeout: float = 30.0) -> int:
-        """How many session channels the node accepts at once, counted up to `want` (what sparktui holds
-        already included). Opens idle channels side by side, then closes them; a refusal lowers the cap.
-        0 when the node cannot be reached (Node.error says why)."""
+        """How many session channels the node accepts at once, counted up to `want` (those sparktui
+        holds included); a refusal lowers the cap. 0 when the node cannot be reached."""
         try:
             conn = await self._ensure()
         except SshError:
             return 0
-        procs: list = []
-        accepted = self._slots.used
-
-        async def open_all() -> None:
-            nonlocal accepted
-            refused = 0
-            while accepted < want:
-                try:
-                    procs.append(await conn.create_process("cat >/dev/null"))
-                except asyncssh.ChannelOpenError:
-                    # a channel that just closed may still count on the node for a moment: ask again
-                    refused += 1
-                    if refused < SESSION_ASKS:
-                        await asyncio.sleep(0.1 * refused)
-                        continue
-                    self._slots.lower_to(accepted)
-                    return
-                accepted += 1
-
-        try:
-            await asyncio.wait_for(open_all(), timeout)
-        except (asyncio.TimeoutError, asyncssh.Error, OSError):
-            pass
-        finally:
-            for p in procs:
-                with contextlib.suppress(Exception):
-                    p.stdin.write_eof()
-                    p.close()
-            # wait until the node has let them go, so the next open does not meet their slots
-            for p in procs:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(p.wait_closed(), 5)
-        return accepted
+        return await count_sessions(conn, self._slots, want, timeout)
 
     async def sessions_short(self, want: int, timeout: float = 30.0) -> str | None:
-        """Why this node cannot hold `want` SSH sessions at once (None when it can): its sshd's
-        MaxSessions, ssh.max_channels, or no answer. A sentence with the fix."""
-        k = min(await self.sessions_available(want, timeout), self.channel_limit)
-        if k >= want:
-            return None
-        if k == 0 and not self.connected:
-            return f"{self.name} is unreachable ({self.error or 'no answer'})"
-        lim = self.channel_limit
-        if self._slots.refusals and lim < self.ssh.max_channels:
-            return (f"{self.name}'s sshd accepts only {lim} session(s) per connection (MaxSessions {lim}); set "
-                    f"MaxSessions 10 (OpenSSH's default) in /etc/ssh/sshd_config on {self.name} and reload sshd")
-        if self.ssh.max_channels < want:
-            return f"ssh.max_channels is {self.ssh.max_channels}; set it to at least {want}"
-        return f"{self.name} opened only {k} SSH channel(s) at once"
+        """Why this node cannot hold `want` SSH sessions at once (None when it can), with the fix."""
+        k = await self.sessions_available(want, timeout)
+        return shortfall(self.name, k, want, self._slots, self.ssh.max_channels, self.connected, self.error)
 
     async def _with_channel(self, open_and_use, deadline: float | None = None):
         """Run open_and_use() holding a channel slot; retry when the node refuses the channel.

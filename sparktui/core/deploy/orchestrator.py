@@ -24,7 +24,8 @@ from ..engines.common import Nested, Step, safe_name
 from ..events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines
 from ..facts import Container
 from ..plan import Plan, PlanOptions
-from ..ssh import SESSIONS_NEEDED, Cluster, Node
+from ..channels import SESSIONS_NEEDED
+from ..ssh import Cluster, Node
 from ..states import SETTLED, State
 from . import containers as C
 from .logstream import LogFollower, LogLine
