@@ -1,13 +1,15 @@
 """Faults on real nodes, mid-operation: the destination's sshd killed, its disk filled and its
-fabric unplugged during a model sync, a docker load cut off, a changed host key, MaxSessions 1.
-Each ends in a clear outcome within its bound, and a cut-off copy is never counted as the model:
-`check` says incomplete, `plan` errs, `launch` refuses and starts nothing, the next sync completes it.
+fabric unplugged during a model sync, a docker load cut off, a changed host key, a taken port,
+MaxSessions 1. Each ends in a clear outcome within its bound, and a cut-off copy is never counted
+as the model: `check` says incomplete, `plan` errs, `launch` refuses and starts nothing, the next
+sync completes it.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -264,6 +266,31 @@ def test_changed_host_key_is_refused_with_the_ssh_keygen_fix(lab, model_path):
             p.write_bytes(data)
         key.chmod(0o600)
         lab.start_sshd("node2")
+
+
+def test_taken_port_is_named_and_the_launch_refused_before_anything_starts(lab, model_path):
+    image = lab.sim_image()
+    for n in ("node1", "node2"):
+        make_model(lab, n, model_path, [1])
+    data = lab.config_data()
+    data["model"]["path"] = model_path
+    data["images"] = {"sglang": image, "vllm": image}
+    cfg = lab.write_config(data)
+    # something else already serves on the head's vLLM port
+    pid = lab.sh("node1", "setsid python3 -m http.server 8000 --bind 0.0.0.0 </dev/null >/dev/null 2>&1 & echo $!"
+                 ).stdout.strip()
+    try:
+        t0 = time.monotonic()
+        r = cli(cfg, "launch", "--engine", "vllm", "--yes", "--no-preflight", "--wait", "--timeout", "60",
+                timeout=150)
+        took = time.monotonic() - t0
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert re.search(r"node1: port 8000 \(HTTP port\) is taken by python3 \(pid \d+\)", r.stderr), r.stderr
+        assert "Traceback" not in r.stderr, r.stderr
+        assert engine_containers(lab, cfg) == []
+        assert took < 60
+    finally:
+        lab.sh("node1", ["kill", pid], check=False)
 
 
 CUT_LOAD = """#!/bin/sh

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import labels as L
+from ..channels import SESSIONS_NEEDED
 from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
 from ..engines import ENGINES, default_mode
@@ -24,7 +25,6 @@ from ..engines.common import Nested, Step, safe_name
 from ..events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines
 from ..facts import Container
 from ..plan import Plan, PlanOptions
-from ..channels import SESSIONS_NEEDED
 from ..ssh import Cluster, Node
 from ..states import SETTLED, State
 from . import containers as C
