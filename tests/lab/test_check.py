@@ -19,11 +19,11 @@ pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
 
 
-def check(config: Path, timeout: float = 60) -> tuple[int, dict, float, str]:
-    """Run `sparktui check --config F --json`: (exit code, parsed output, seconds, stderr)."""
+def check(config: Path, timeout: float = 60, *extra: str) -> tuple[int, dict, float, str]:
+    """Run `sparktui check --config F --json [EXTRA...]`: (exit code, parsed output, seconds, stderr)."""
     env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "sparktui", "check", "--config", str(config), "--json"],
+    r = subprocess.run([sys.executable, "-m", "sparktui", "check", "--config", str(config), "--json", *extra],
                        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     elapsed = time.monotonic() - t0
     try:

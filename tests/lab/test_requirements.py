@@ -37,8 +37,8 @@ def test_check_names_every_need_and_the_fix_for_a_missing_toolkit(lab, tmp_path)
         assert got[n1, "model"]["status"] == "ok" and got[n2, "model"]["status"] == "todo"
         assert got[n1, "image:sglang"]["fix"] == f"`docker pull sparktui/none:absent` on {n1}, then `sparktui sync image sglang`"
         assert "runc" in by_node(out)[n1]["docker"]["runtimes"]  # dockerd's own answer, parsed
-        rc, _, _, _ = check_strict(cfg)
-        assert rc == 1
+        rc, strict, _, _ = check(cfg, 60, "--strict")
+        assert rc == 1 and needs(strict)[n2, "gpu-runtime"]["status"] == "fail"
     finally:
         lab.sh(n2, ["mv", HOOK + ".off", HOOK], check=False)
         lab.sh(n1, ["rm", "-rf", model], check=False)
@@ -58,13 +58,3 @@ def test_a_node_without_dockerd_gets_the_systemctl_fix(make_lab):
 def by_node(out: dict) -> dict[str, dict]:
     return {n["name"]: n for n in out["nodes"]}
 
-
-def check_strict(cfg):
-    import os
-    import subprocess
-    import sys
-    from .test_check import REPO
-    env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
-    r = subprocess.run([sys.executable, "-m", "sparktui", "check", "--strict", "--config", str(cfg), "--json"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-    return r.returncode, r.stdout, 0, r.stderr

@@ -6,16 +6,12 @@ from sparktui.tui.app import SparkApp
 
 from .conftest import settled_text, wait_for
 from .fake_core import ScriptedCore
-from .samples import HOSTS, probe_text, spark_config
-
-
-def section(name: str, out: str, rc: int = 0, err: str = "") -> str:
-    return f"@@sparktui:out {name}@@\n{out}\n@@sparktui:err {name}@@\n{err}\n@@sparktui:rc {name} {rc}@@\n"
+from .samples import HOSTS, _section, probe_text, spark_config
 
 
 async def test_a_card_names_the_missing_toolkit_and_rsync_with_their_fix():
     cfg = spark_config()
-    tools = section("user", "ubuntu") + section("rsync", "", 127, "sh: 1: rsync: not found") + section("gpu-toolkit", "")
+    tools = _section("user", "ubuntu") + _section("rsync", "", 127) + _section("gpu-toolkit", "")
     lacking = probe_text("spark2").replace("@@sparktui:done@@", tools + "@@sparktui:done@@")
     facts = {"spark1": parse_probe("spark1", HOSTS["spark1"], probe_text("spark1")),
              "spark2": parse_probe("spark2", HOSTS["spark2"], lacking)}
