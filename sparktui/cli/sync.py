@@ -34,8 +34,9 @@ def _add_transfer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", action="append", metavar="NODE", help="destination node (repeat; default: all others)")
     p.add_argument("--wait", action="store_true", help="follow to the end with a progress bar; exit 0 only once verified")
     p.add_argument("--subnet", metavar="CIDR|IP|IFACE", help="copy over this subnet (default: the fastest that joins the nodes)")
-    p.add_argument("--streams", type=checked(argcheck.count, "--streams", 1, 64), default=2, metavar="N",
-                   help="transfers each sending node runs at once (default 2)")
+    p.add_argument("--streams", type=checked(argcheck.count, "--streams", 1, 64), default=1, metavar="N",
+                   help="transfers each sending node runs at once (default 1: a node's streams share its one "
+                        "link, so each fresh copy starts sending instead)")
     add_json_arg(p)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 NODE_ENV = "SPARKTUI_DEMO_NODE"  # the node's directory, set in every command the node runs
 ROOT_ENV = "SPARKTUI_DEMO_ROOT"  # the demo's directory
-MAX_NODES = 8
+MAX_NODES = 32  # addresses 127.0.x.11-42; nodes are light (an SSH server on one loop, a namespace each)
 
 GPU_NAME = "NVIDIA GB10"
 DRIVER = "580.95.05"

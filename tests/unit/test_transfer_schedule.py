@@ -69,3 +69,35 @@ def test_adopted_copy_joins_as_sender():
     assert fan.next() == [("n1", "n3")]
     fan.add_sender("n2")  # a transfer an earlier run started finished meanwhile
     assert fan.next() == [("n2", "n4")]
+
+
+def shared_link_makespan(nodes: int, per_source: int) -> float:
+    """Copy time (in single copies) of a fan-out when each node's streams share its one link.
+
+    A fluid model: a running copy moves at 1 / (streams its sender runs now); a copy of size 1 ends
+    when it has moved 1. The schedule decides who sends to whom as copies end."""
+    fan = FanOut("n1", [f"n{i}" for i in range(2, nodes + 1)], per_source=per_source)
+    left: dict[str, float] = {}
+    now = 0.0
+    while not fan.complete:
+        for _, dest in fan.next():
+            left[dest] = 1.0
+        share = {d: 1.0 / sum(1 for x in fan.running.values() if x == fan.running[d]) for d in left}
+        step = min(left[d] / share[d] for d in left)
+        now += step
+        for d in list(left):
+            left[d] -= step * share[d]
+            if left[d] <= 1e-9:
+                del left[d]
+                fan.finished(d, True)
+    return now
+
+
+def test_on_shared_links_one_stream_per_sender_ends_in_log2_rounds():
+    import math
+
+    for n in (2, 3, 4, 5, 8, 16, 32):
+        assert shared_link_makespan(n, 1) == math.ceil(math.log2(n))
+        assert shared_link_makespan(n, 1) <= shared_link_makespan(n, 2)
+    assert shared_link_makespan(4, 2) == 3.0 and shared_link_makespan(8, 2) == 4.0  # what two streams cost
+    assert FanOut("n1", ["n2"]).per_source == 1

@@ -62,7 +62,9 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
     gone_once = False
     delay = opts.poll
     while True:
-        r = await node.run(remote.read_state(meta.id, offset), timeout=60)
+        # the node waits for news itself (long poll): an end is seen at once, not a poll later
+        r = await node.run(remote.read_state(meta.id, offset, wait=opts.poll),
+                           timeout=60 + opts.poll)
         if r.exit_status in (255, 124):
             now = time.monotonic()
             unreachable_since = unreachable_since or now
@@ -114,6 +116,6 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
                 return Ended(None, state, describe_end(meta, state, None, "", None), parser.messages,
                              parser.latest(), count)
             gone_once = True
+            await asyncio.sleep(opts.poll)  # give the job's wrapper time to write its rc
             continue
-        if not more:
-            await asyncio.sleep(opts.poll)
+        # no sleep here: the next read waits on the node (above)

@@ -9,7 +9,10 @@ class TransferOptions:
     ssh: str = "ssh"  # ssh client the SOURCE node runs towards its peers (split like a shell word list)
     connect_timeout: int = 5  # seconds the source's ssh waits for a peer
     poll: float = 1.0  # seconds between progress reads (rsync updates about once a second)
-    streams_per_source: int = 2  # concurrent outgoing transfers per sending node
+    # Concurrent outgoing transfers per sending node. A node's streams share its one link, so two
+    # streams each run at half speed and nobody holds a copy sooner: one stream per sender doubles
+    # the senders every round and ends in ceil(log2 N) rounds (see schedule.py).
+    streams_per_source: int = 1
     checksum: bool = False  # after a model sync, also compare contents by checksum (reads everything)
     lost_contact: float = 300.0  # seconds without reaching a source node before giving up following
     bwlimit: str | None = None  # rsync --bwlimit, e.g. "200m": leave room on the fabric for a running job

@@ -171,17 +171,26 @@ def image_job(image: str, user: str, addr: str, ssh: str, connect_timeout: int) 
     )
 
 
-def read_state(tid: str, offset: int, limit: int = READ_CHUNK) -> str:
+def read_state(tid: str, offset: int, limit: int = READ_CHUNK, wait: float = 0.0) -> str:
     """One poll of a transfer: a header line, then log bytes [offset, offset+n).
 
+    With `wait`, the node first waits up to that many seconds for something to tell (new log bytes,
+    the end, the process gone), looking every 50 ms: the end of a copy is seen at once instead of
+    at the next poll, progress comes at most 4 times a second, and a quiet transfer costs one
+    round trip per `wait`.
     rc is read before the log size, so when rc is there the bytes read are the whole log.
     Header: `rc=<code|> alive=<0|1> size=<log bytes> count=<bytes|> now=<epoch> cancelled=<0|1> n=<bytes sent>`.
     """
     off = int(offset)
+    ticks = int(max(0.0, wait) * 20)
     return (
         f"{_ALIVE_FN}\n"
         f"d={state_dir_word(tid)}\n"
         'cd "$d" 2>/dev/null || { echo "no such transfer directory: $d" >&2; exit 3; }\n'
+        # at least 0.25 s between answers while bytes flow (rsync prints often); the end answers at once
+        f"i=0; while [ \"$i\" -lt {ticks} ] && [ ! -f rc ] && alive \"$(cat pid 2>/dev/null)\" && "
+        f"{{ [ \"$i\" -lt 5 ] || [ \"$(wc -c < log | tr -d ' ')\" -le {off} ]; }}; "
+        "do if sleep 0.05 2>/dev/null; then i=$((i + 1)); else sleep 1; i=$((i + 20)); fi; done\n"
         "rc=; [ ! -f rc ] || rc=$(cat rc)\n"
         "a=0; alive \"$(cat pid 2>/dev/null)\" && a=1\n"
         "size=$(wc -c < log | tr -d ' ')\n"

@@ -1,9 +1,13 @@
 """Who sends to whom: the fan-out of one copy to many nodes. Pure, no I/O.
 
-Every node that holds a verified copy becomes a sender, so N destinations take about log2(N)
+Every node that holds a verified copy becomes a sender, so N nodes are served in about log2(N)
 rounds instead of N. Each sender runs at most `per_source` transfers at once; a waiting node goes
 to the sender with the fewest running, then the fewest served so far (a fresh copy before the
 original, which spreads the reads), never over a pair marked unusable (no trust between them).
+
+A node's streams share its one link. With `per_source=1` (the default) each copy gets a whole
+link and the holders double every round: ceil(log2 N) rounds for N nodes. Two streams per sender
+halve each stream's speed, so the first copies land later and the doubling starts later.
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field
 class FanOut:
     source: str
     dests: list[str]
-    per_source: int = 2
+    per_source: int = 1
     waiting: list[str] = field(init=False)
     running: dict[str, str] = field(init=False, default_factory=dict)  # dest -> sender
     done: list[str] = field(init=False, default_factory=list)

@@ -1,8 +1,9 @@
-"""`rsync` on a simulated node: the real rsync, its sending side held to the demo's link speed.
+"""`rsync` on a simulated node: the real rsync.
 
-Loopback copies a small checkpoint in a blink; capping the sender (--bwlimit, unless the command
-sets one) lets the transfer show its progress the way a real link would. The receiving side
-(`rsync --server`) runs untouched.
+Loopback copies a small checkpoint in a blink; the node's `ssh`, which carries what rsync sends,
+paces it to the node's one link, shared by every copy leaving the node (demo/link.py), so a
+transfer shows its progress the way a real link would. A local copy (no remote side) is held to
+the link's speed with --bwlimit, unless the command sets one.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("rsync: not installed on this machine\n")
         return 127
     args = list(argv)
-    if "--server" not in args and not any(a.startswith("--bwlimit") for a in args):
+    remote = any(":" in a and not a.startswith("-") for a in args)
+    if "--server" not in args and not remote and not any(a.startswith("--bwlimit") for a in args):
         try:
             with open(demo_root() / "demo.json", encoding="utf-8") as f:
                 rate = float(json.load(f).get("link_bytes_per_s") or 0)

@@ -8,11 +8,18 @@ outside the demo.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import threading
+from pathlib import Path
 
-from ..hardware import load
+from .. import link
+from ..hardware import NODE_ENV, demo_root, load
 from .peers import table
 
 WITH_ARG = set("BbcDEeFIiJLlmOoPpQRSWw")
@@ -79,8 +86,46 @@ def main(argv: list[str]) -> int:
     for name in ("id_ed25519", "id_ecdsa", "id_rsa"):
         ours += ["-o", f"IdentityFile={home}/.ssh/{name}"]
     target = f"{user}@{host}" if user else host
-    os.execv(client, [client, *ours, *opts, target, *command])
+    argv = [client, *ours, *opts, target, *command]
+    rate = _link_rate()
+    if rate > 0 and _bulk(command):
+        return _paced(argv, rate)
+    os.execv(client, argv)
     return 255  # not reached
+
+
+def _bulk(command: list[str]) -> bool:
+    """A copy leaving this node: rsync's receiving end or `docker load` on the peer."""
+    words = " ".join(command)
+    return "rsync" in words or ("docker" in words and "load" in words)
+
+
+def _link_rate() -> float:
+    try:
+        with open(demo_root() / "demo.json", encoding="utf-8") as f:
+            return float(json.load(f).get("link_bytes_per_s") or 0)
+    except (OSError, ValueError):
+        return 0.0
+
+
+def _paced(argv: list[str], rate: float) -> int:
+    """Run ssh with what we send paced to this node's shared link (see demo/link.py)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda s, _f: proc.send_signal(s))
+    node_dir = os.environ.get(NODE_ENV) or os.environ.get("HOME", "/tmp")
+
+    def feed() -> None:
+        try:
+            link.pump(sys.stdin.fileno(), proc.stdin.fileno(), rate, Path(node_dir) / "link")
+        except OSError:
+            pass  # the peer went away: ssh says why
+        finally:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+
+    threading.Thread(target=feed, daemon=True).start()
+    return proc.wait()
 
 
 if __name__ == "__main__":
