@@ -30,18 +30,34 @@ T=
 # -k: a tool that ignores SIGTERM gets SIGKILL 2 s later (old busybox timeout lacks -k).
 if timeout -k 2 1 true >/dev/null 2>&1; then T="timeout -k 2 __TIMEOUT__"
 elif timeout 1 true >/dev/null 2>&1; then T="timeout __TIMEOUT__"; fi
-E=$(mktemp 2>/dev/null) || E=${TMPDIR:-/tmp}/sparktui-probe.$$
-trap 'rm -f "$E"' EXIT
+# Every section runs at once, into its own files; they are printed in order once all have ended, so a
+# slow tool (nvidia-smi, the docker CLI) costs its own time, not the sum of all of them.
+D=$(mktemp -d 2>/dev/null) || { D=${TMPDIR:-/tmp}/sparktui-probe.$$; mkdir -p "$D"; }
+trap 'rm -rf "$D"' EXIT
 trap 'exit 129' HUP INT TERM
-rc=0
 sec() {
   n=$1; shift
-  printf '@@sparktui:out %s@@\n' "$n"
-  "$@" 2>"$E"
-  rc=$?
-  printf '\n@@sparktui:err %s@@\n' "$n"
-  head -c 2000 "$E" 2>/dev/null
-  printf '\n@@sparktui:rc %s %s@@\n' "$n" "$rc"
+  ( "$@" >"$D/$n.out" 2>"$D/$n.err"; echo $? >"$D/$n.rc" ) &
+}
+show() {
+  for n in "$@"; do
+    [ -f "$D/$n.rc" ] || continue
+    printf '@@sparktui:out %s@@\n' "$n"
+    cat "$D/$n.out"
+    printf '\n@@sparktui:err %s@@\n' "$n"
+    head -c 2000 "$D/$n.err" 2>/dev/null
+    printf '\n@@sparktui:rc %s %s@@\n' "$n" "$(cat "$D/$n.rc")"
+  done
+}
+dockers() {
+  ( $T docker version --format '{{.Server.Version}}' >"$D/docker-version.out" 2>"$D/docker-version.err"
+    echo $? >"$D/docker-version.rc" )
+  [ "$(cat "$D/docker-version.rc")" = 0 ] || return 0
+  sec docker-images $T docker images --format '{{json .}}'
+  sec docker-ids $T docker image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}'
+  sec docker-ps $T docker ps -a --filter label=__LABEL__ --format '{{json .}}'
+  sec docker-runtimes $T docker info --format '{{json .Runtimes}}'
+  wait
 }
 nearest() {
   p=$M
@@ -89,13 +105,7 @@ if [ -d "$M" ]; then
   sec du $T du -sbL "$M"
   sec files $T sh -c 'find -L "$1" -type f ! -name __MARKER__ | wc -l' sh "$M"
 fi
-sec docker-version $T docker version --format '{{.Server.Version}}'
-if [ "$rc" = 0 ]; then
-  sec docker-images $T docker images --format '{{json .}}'
-  sec docker-ids $T docker image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}'
-  sec docker-ps $T docker ps -a --filter label=__LABEL__ --format '{{json .}}'
-  sec docker-runtimes $T docker info --format '{{json .Runtimes}}'
-fi
+dockers &
 sec ip $T ip -j addr
 if command -v ibdev2netdev >/dev/null 2>&1; then sec ibdev2netdev $T ibdev2netdev; fi
 sec ib-sys ibsys
@@ -104,6 +114,9 @@ sec speed speeds
 sec user id -un
 sec rsync $T rsync --version
 sec gpu-toolkit toolkit
+wait
+show nvidia-smi meminfo df model du files docker-version docker-images docker-ids docker-ps docker-runtimes \
+  ip ibdev2netdev ib-sys infiniband speed user rsync gpu-toolkit
 printf '@@sparktui:done@@\n'
 """
 
