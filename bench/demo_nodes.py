@@ -69,7 +69,7 @@ class Probe(SparkApp):
     def on_mount(self):
         super().on_mount()
         self._told = False
-        self.set_interval(0.01, self._check)
+        self._ticker = self.set_interval(0.01, self._check)
 
     def _check(self):
         if self._told:
@@ -77,9 +77,13 @@ class Probe(SparkApp):
         cards = [self.nodes_pane.card(n.name) for n in config.nodes]
         if all(getattr(c, "facts", None) is not None for c in cards):
             self._told = True
+            self._ticker.stop()  # the idle measure must not count this check
             print("FACTS", flush=True)
-            self._cpu = time.process_time()
-            self.set_timer(idle, self._done)
+            self.set_timer(2.0, self._settled)  # what the facts set off (cards, journal rows) ends first
+
+    def _settled(self):
+        self._cpu = time.process_time()
+        self.set_timer(idle, self._done)
 
     def _done(self):
         used = time.process_time() - self._cpu
