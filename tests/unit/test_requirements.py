@@ -28,7 +28,7 @@ def section(name: str, out: str, rc: int = 0, err: str = "") -> str:
     return f"@@sparktui:out {name}@@\n{out}\n@@sparktui:err {name}@@\n{err}\n@@sparktui:rc {name} {rc}@@\n"
 
 
-def probe(node: str, *, model: bool = True, docker_err: str | None = None, runtimes: str = '{"runc":{"path":"runc"}}',
+def probe(node: str, *, model: bool = True, docker_err: str | None = None, runtimes: str | None = None,
           rsync: bool = True, toolkit: str = "tool /usr/bin/nvidia-container-runtime-hook") -> str:
     parts = [section("nvidia-smi", read("nvidia-smi-gb10.csv")), section("meminfo", read("meminfo-spark.txt")),
              section("df", read("df-spark.txt")), section("model", f"path {MODEL}\n" + ("dir" if model else "missing"))]
@@ -37,7 +37,7 @@ def probe(node: str, *, model: bool = True, docker_err: str | None = None, runti
     if docker_err is None:
         parts += [section("docker-version", "28.3.3"), section("docker-images", read("docker-images.jsonl")),
                   section("docker-ids", read("docker-image-ids.txt")), section("docker-ps", ""),
-                  section("docker-runtimes", runtimes)]
+                  section("docker-runtimes", runtimes or read("docker-runtimes-runc.json"))]
     else:
         parts.append(section("docker-version", "", 1, docker_err))
     parts += [section("ip", read(f"ip-addr-{node}.json")), section("ib-sys", read("ib-sys-spark.txt")),
@@ -97,6 +97,7 @@ def test_missing_toolkit_rsync_and_model_source_each_say_what_to_do():
 
 
 def test_gpu_style_picks_what_counts_as_the_toolkit():
+    # what `nvidia-ctk runtime configure --runtime=docker` adds to daemon.json, as docker info lists it
     nvidia = '{"nvidia":{"path":"nvidia-container-runtime"},"runc":{"path":"runc"}}'
     ok = needs({n: probe(n, runtimes=nvidia, toolkit="") for n in HOSTS}, "runtime-nvidia")
     assert ok["spark1", "gpu-runtime"].status == "ok"
@@ -127,8 +128,8 @@ def test_fabric_missing_when_only_the_management_lan_joins_the_nodes():
 def test_parsers_on_real_output():
     assert parse_rsync_version(read("rsync-version.txt")) == "3.5.0"
     assert parse_rsync_version("rsync: command not found") is None
-    assert parse_runtimes('{"io.containerd.runc.v2":{"path":"runc"},"runc":{"path":"runc"}}') == \
-        ["io.containerd.runc.v2", "runc"]
+    assert parse_runtimes(read("docker-runtimes-runc.json")) == [  # dockerd 20.10 in the lab
+        "io.containerd.runc.v2", "io.containerd.runtime.v1.linux", "runc", "runc-clamp"]
     assert parse_runtimes("template: :1: bad") == [] and parse_runtimes("") == []
     assert parse_toolkit("tool /usr/bin/nvidia-ctk\ncdi /etc/cdi/nvidia.yaml\n") == (["/usr/bin/nvidia-ctk"],
                                                                                      ["/etc/cdi/nvidia.yaml"])
