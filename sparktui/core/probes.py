@@ -148,7 +148,7 @@ class Section:
 
 _SECTION = re.compile(
     r"@@sparktui:out (?P<n>\S+)@@\n(?P<out>.*?)\n@@sparktui:err (?P=n)@@\n(?P<err>.*?)\n"
-    r"@@sparktui:rc (?P=n) (?P<rc>-?\d+)@@",
+    r"@@sparktui:rc (?P=n) (?P<rc>-?\d{1,9})@@",  # an exit status; a longer number is not one
     re.S,
 )
 

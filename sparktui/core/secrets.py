@@ -74,6 +74,7 @@ _WORD = re.compile(r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\;|&<>()])+""")
 _STR = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
 _KEYED = re.compile(rf"""(?<![\w-])(["']?)([A-Za-z_][\w-]*)\1(\s*[:=]\s*)(\[\s*(?:(?:{_STR})\s*,?\s*)*\]|{_STR})""")
 _ASSIGN = re.compile(r"(?<![\w$])([A-Za-z_][A-Za-z0-9_]*)=")
+_REPR_ASSIGN = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*)=({_STR})([,;)\]}}]*)\Z")
 _HINT = re.compile(r"(?i)token|secret|passw|passphrase|credential|key")  # what every secret name contains
 
 
@@ -118,6 +119,10 @@ def _words(text: str) -> str:
                     new = f"{flag}={MASK}"
                 elif not eq:
                     hide_next = True
+        elif (r := _REPR_ASSIGN.match(word)) and is_secret_name(r[1]):  # api_key='x', in a repr: keep its look
+            if r[2][1:-1] != MASK:
+                out.append(f"{r[1]}={r[2][0]}{MASK}{r[2][0]}{r[3]}")
+                continue
         else:  # NAME=value, also inside a longer word (label=API_TOKEN=x): the value runs to the word's end
             for a in _ASSIGN.finditer(value):
                 if is_secret_name(a[1]):
@@ -142,10 +147,11 @@ def mask(text: str) -> str:
             text = text.replace(v, MASK)
     if not _HINT.search(text) and not (_names and any(n in text.upper().replace("-", "_") for n in _names)):
         return text  # no secret-looking name anywhere: the common log line costs one search
-    if ":" in text or "=" in text:
-        text = _KEYED.sub(_keyed, text)
+    # shell words first: a quoted shell word ('NAME='"'"'x') must be read whole, not as a repr
     if "=" in text or "-" in text:
         text = _words(text)
+    if ":" in text or "=" in text:
+        text = _KEYED.sub(_keyed, text)
     return text
 
 
