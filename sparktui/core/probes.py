@@ -494,38 +494,46 @@ def parse_probe(name: str, host: str, text: str) -> NodeFacts:
             notes.append(_why(label or key, sec))
         return sec
 
+    def read(label: str, default, parse, *args):
+        """One tool's facts; output no parser foresaw (a 5000-digit number) costs that tool only."""
+        try:
+            return parse(*args)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as e:
+            notes.append(f"{label}: unreadable output ({type(e).__name__})")
+            return default
+
     if (sec := ok("nvidia-smi")) is not None:
-        facts.gpu = parse_nvidia_smi(sec.out, notes)
+        facts.gpu = read("nvidia-smi", Gpu(), parse_nvidia_smi, sec.out, notes)
     if (sec := ok("meminfo")) is not None:
-        facts.memory = parse_meminfo(sec.out, notes)
+        facts.memory = read("meminfo", Memory(), parse_meminfo, sec.out, notes)
     if (sec := ok("df")) is not None:
-        facts.disk_free_bytes = parse_df(sec.out, notes)
-    facts.model = _model(secs, notes)
+        facts.disk_free_bytes = read("df", None, parse_df, sec.out, notes)
+    facts.model = read("model", None, _model, secs, notes)
 
     docker = DockerInfo()
     if (sec := ok("docker-version", "docker")) is not None:
-        docker.version = parse_docker_version(sec.out, notes)
+        docker.version = read("docker", None, parse_docker_version, sec.out, notes)
     if (sec := ok("docker-images", "docker images")) is not None:
-        docker.images = parse_docker_images(sec.out, notes)
+        docker.images = read("docker images", {}, parse_docker_images, sec.out, notes)
     if (sec := ok("docker-ids", "docker image ls")) is not None:
         # Full IDs win over the short ones of the JSON listing.
-        docker.images.update(parse_image_ids(sec.out))
+        docker.images.update(read("docker image ls", {}, parse_image_ids, sec.out))
     if (sec := ok("docker-ps", "docker ps")) is not None:
-        facts.containers = parse_docker_ps(sec.out, notes)
+        facts.containers = read("docker ps", [], parse_docker_ps, sec.out, notes)
     if (sec := ok("docker-runtimes", "docker info")) is not None:
-        docker.runtimes = parse_runtimes(sec.out)
+        docker.runtimes = read("docker info", [], parse_runtimes, sec.out)
     if (sec := secs.get("docker-version")) is not None and sec.rc != 0:
         docker.problem = docker_problem(sec.err) or _why("docker", sec)
     facts.docker = docker
 
     if (sec := ok("ip", "ip -j addr")) is not None:
-        facts.interfaces = parse_ip_addr(sec.out, notes)
+        facts.interfaces = read("ip -j addr", [], parse_ip_addr, sec.out, notes)
     rdma: dict[str, str] = {}
     if (sec := secs.get("ib-sys")) is not None:
-        rdma.update(parse_ib_sysfs(sec.out))
+        rdma.update(read("ib-sys", {}, parse_ib_sysfs, sec.out))
     if (sec := ok("ibdev2netdev")) is not None:
-        rdma.update(parse_ibdev2netdev(sec.out, notes))
-    speeds = parse_speeds(secs["speed"].out) if "speed" in secs else {}
+        rdma.update(read("ibdev2netdev", {}, parse_ibdev2netdev, sec.out, notes))
+    speeds = read("speed", {}, parse_speeds, secs["speed"].out) if "speed" in secs else {}
     for iface in facts.interfaces:
         iface.rdma = rdma.get(iface.name)
         iface.speed_mbps = speeds.get(iface.name)
@@ -534,8 +542,8 @@ def parse_probe(name: str, host: str, text: str) -> NodeFacts:
     if (sec := secs.get("user")) is not None and sec.rc == 0:
         facts.user = sec.out.strip() or None
     if (sec := secs.get("rsync")) is not None:
-        facts.rsync = parse_rsync_version(sec.out) if sec.rc == 0 else None
+        facts.rsync = read("rsync", None, parse_rsync_version, sec.out) if sec.rc == 0 else None
     if (sec := secs.get("gpu-toolkit")) is not None:
-        facts.gpu_toolkit, facts.cdi_specs = parse_toolkit(sec.out)
+        facts.gpu_toolkit, facts.cdi_specs = read("gpu-toolkit", ([], []), parse_toolkit, sec.out)
         facts.tools_probed = True
     return facts
