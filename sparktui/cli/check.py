@@ -5,6 +5,7 @@ import argparse
 
 import humanize
 from rich.text import Text
+from rich.markup import escape
 from rich.table import Table
 
 from ..core.config import Config
@@ -95,13 +96,21 @@ def _row_text(r: dict) -> str:
 _MARK = {"ok": "[green]✓[/]", "todo": "[cyan]→[/]", "fail": "[red]✗[/]", "unknown": "[yellow]?[/]"}
 
 
-def needs_table(needs: list[Need]) -> Table:
-    t = Table(title="what the nodes need (✓ ok, → sparktui copies it, ✗ to fix, ? unknown)", title_justify="left")
-    for col in ("node", "", "need", "found", "fix"):
-        t.add_column(col)
+def print_needs(needs: list[Need]) -> None:
+    """Per node: one line of marks, then each need that is not met with what was found and the fix
+    (whole lines, never cut: the fix is a command to copy)."""
+    console.print("[bold]what the nodes need[/] (✓ ok, → sparktui copies it, ✗ to fix, ? unknown)")
+    nodes: dict[str, list[Need]] = {}
     for n in needs:
-        t.add_row(n.node, _MARK.get(n.status, n.status), n.what, n.detail, n.fix)
-    return t
+        nodes.setdefault(n.node, []).append(n)
+    for node, rows in nodes.items():
+        marks = "  ".join(f"{_MARK[n.status]}\xa0{n.id}" for n in rows)  # a mark never parts from its need
+        console.print(f"[bold]{escape(node)}[/]  {marks}", highlight=False)
+        for n in rows:
+            if n.status != "ok":
+                console.print(f"  {_MARK[n.status]} {escape(n.what)}: {escape(n.detail)}", highlight=False)
+                if n.fix:
+                    console.print(f"      fix: {escape(n.fix)}", highlight=False)
 
 
 async def gather(config: Config) -> tuple[Inventory, dict[str, list[dict]]]:
@@ -122,7 +131,7 @@ async def cmd_check(args: argparse.Namespace) -> int:
         print_json({**inv.to_json(), "requirements": [n.to_json() for n in needs]})
     else:
         print_inventory(config, inv)
-        console.print(needs_table(needs))
+        print_needs(needs)
         bad = unmet(needs)
         if bad:
             where = ", ".join(dict.fromkeys(n.node for n in bad))

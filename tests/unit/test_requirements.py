@@ -163,3 +163,24 @@ def test_a_probe_cut_short_leaves_the_tools_unknown_not_missing():
     rows = {n.id: n for n in node_needs(config(), analyse(config(), {"spark1": f}))}
     assert rows["rsync"].status == rows["gpu-runtime"].status == "unknown"
     assert rows["docker"].status == "ok"
+
+
+def test_check_prints_every_unmet_need_whole_at_80_columns(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from sparktui.cli import check
+    buf = io.StringIO()
+    monkeypatch.setattr(check, "console", Console(file=buf, width=80, color_system=None))
+    rows = needs({"spark1": probe("spark1", docker_err=read("docker-version-permission-denied.err")),
+                  "spark2": probe("spark2", model=False, rsync=False, toolkit="")}).values()
+    check.print_needs(list(rows))
+    out = buf.getvalue()
+    flat = " ".join(out.split())
+    assert "…" not in out
+    for n in rows:
+        if n.status != "ok" and n.fix:
+            assert "fix: " + " ".join(n.fix.split()) in flat, n.fix
+    assert "spark2  ✓\xa0gpu  ✓\xa0docker  ✗\xa0gpu-runtime  ✗\xa0rsync  →\xa0model" in out
+    assert not [ln for ln in out.splitlines() if ln.startswith("  ✓")]  # a met need is only its mark
