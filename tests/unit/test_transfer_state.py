@@ -54,6 +54,7 @@ def test_failure_message_names_the_cause_from_the_log():
     [rec] = parse_listing(listing(rc="11", alive="0", tail=tail))
     msg = rec.message()
     assert "rsync exit 11" in msg and "No space left on device" in msg
+    assert msg.endswith("counts as model incomplete until a sync completes it (partial files are kept)")
 
 
 def test_image_record_progress_from_the_byte_count():

@@ -127,7 +127,8 @@ def describe_end(meta: TransferMeta, state: str, rc: int | None, log: str, verif
     if state == RUNNING:
         return None
     if state == CANCELLED:
-        return "cancelled; partial files are kept and the next sync resumes from them" if meta.kind == "model" \
+        return (f"cancelled; {meta.dest} counts as model incomplete, its partial files are kept and the next "
+                f"sync resumes from them") if meta.kind == "model" \
             else "cancelled"
     if state == LOST:
         return ("the transfer process is gone without an exit status "
@@ -146,7 +147,9 @@ def describe_end(meta: TransferMeta, state: str, rc: int | None, log: str, verif
         head = f"ssh from {meta.source} to {meta.dest} ({meta.addr}) failed"
     else:
         head = f"docker save | docker load failed (exit {rc})"
-    return head + (" — " + " | ".join(why) if why else "")
+    tail = (f"; {meta.dest} counts as model incomplete until a sync completes it (partial files are kept)"
+            if meta.kind == "model" else "")
+    return head + (" — " + " | ".join(why) if why else "") + tail
 
 
 def parse_listing(text: str) -> list[TransferRecord]:
