@@ -25,7 +25,7 @@ GPU_STYLES = ("gpus-all", "runtime-nvidia", "cdi", "none")
 HOST_KEY_POLICIES = ("strict", "accept-new")
 ROLES = ("head", "worker")
 # Node names become container and file names: a leading '-' or '.' would read as an option or a hidden file.
-NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}\Z")  # 63 at most: it goes into container names
 IFNAME = re.compile(r"[^\s/:]{1,15}\Z")  # what the Linux kernel accepts (IFNAMSIZ 16 with the NUL)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NO_SPACE = re.compile(r"\S+\Z")
@@ -144,7 +144,7 @@ class Config:
 
 
 CIDR_HINT = "an IPv4 subnet such as 192.168.100.0/24"  # the network analysis reads IPv4 only
-NAME_HINT = "letters, digits, '.', '_' or '-', starting with a letter or digit"
+NAME_HINT = "letters, digits, '.', '_' or '-', starting with a letter or digit, at most 63"
 
 
 def _cidr(src: Source, knode: yaml.Node) -> str:
@@ -338,7 +338,7 @@ def _config(src: Source, root: yaml.Node | None) -> Config:
                               "model": "a 'model:' mapping with name and path"}, "the config")
     val = lambda key: items[key][1] if key in items else EMPTY
 
-    cluster = src.text(val("cluster"), "cluster", expected="a cluster name")
+    cluster = src.text(val("cluster"), "cluster", re.compile(r".{1,63}\Z"), "a cluster name of at most 63 characters")
     seq = val("nodes")
     if not isinstance(seq, yaml.SequenceNode) or not seq.value:
         found = kind(seq) if not isinstance(seq, yaml.SequenceNode) else "an empty list"

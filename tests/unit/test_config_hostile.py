@@ -63,6 +63,13 @@ def test_bad_values_are_reported_at_their_place(over, where, words):
     assert len(msg) < 400  # long bad values are shortened, never echoed whole
 
 
+def test_names_that_become_container_names_are_bounded():
+    with pytest.raises(ConfigError, match=r"^f.yaml:3:11: nodes\[#1\].name 'aaa"):
+        load_config_text(config().replace("name: a\n", "name: " + "a" * 64 + "\n"), "f.yaml")
+    with pytest.raises(ConfigError, match=r"^f.yaml:1:10: cluster 'ccc.*at most 63"):
+        load_config_text(config().replace("cluster: c", "cluster: " + "c" * 64), "f.yaml")
+
+
 def test_good_hosts_and_users_pass():
     for host in ("10.0.0.11", "fe80::1", '"[::1]"', "spark-1.example.com", "my_alias", "s1"):
         for user in ("ubuntu", "svc.deploy", "jo-ann", "user@REALM", "machine$"):
