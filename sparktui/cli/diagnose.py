@@ -15,6 +15,7 @@ from ..core.diagnose import Diagnoser
 from ..core.logfile import diagnose_stream, guess_engine, read_head
 from ..core.phases import LABELS, PHASES
 from ..core.engines.logsigns import READY
+from ..core.secrets import mask_data
 from .common import CliExit, console, print_json
 
 
@@ -88,7 +89,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         if args.file != "-":
             f.close()
     if args.json:
-        print_json(d.to_json())
+        print_json(mask_data(d.to_json()))  # quoted log lines may carry a secret the engine echoed
     else:
         console.print(render_diagnosis(d))
     return 1 if d.problems else 0
@@ -100,7 +101,7 @@ def _detail(m: dict) -> str:
 
 
 def render_diagnosis(d: Diagnoser) -> Group:
-    data = d.to_json()
+    data = mask_data(d.to_json())
     colour = {"ready": "green", "failed": "red", "hung": "red"}.get(data["state"], "yellow")
     parts: list = [Text.assemble(("state ", "bold"), (data["state"], f"bold {colour}"), f"  ({d.engine})")]
     if data["milestones"]:

@@ -118,3 +118,16 @@ def test_a_bad_secret_name_is_a_config_error():
 
     with pytest.raises(ConfigError, match=r"<config>:5:11: secrets item 'A B' is not allowed"):
         load_config_text(CONFIG.replace("[LICENSE_BLOB, --license]", "[A B]"))
+
+
+def test_diagnose_output_hides_a_key_the_engine_logged(tmp_path, capsys):
+    from sparktui.cli import main
+
+    log = tmp_path / "vllm.log"
+    log.write_text("(APIServer pid=1) INFO 08-19 14:58:40 [api_server.py:1] vLLM API server version 0.11.0\n"
+                   "(APIServer pid=1) INFO 08-19 14:58:40 [utils.py:326] non-default args: "
+                   "{'model': '/m', 'api_key': ['sk-logged-key-123']}\n")
+    for extra in (["--json"], []):
+        main(["diagnose", str(log), "--engine", "vllm", *extra])
+        out = capsys.readouterr().out
+        assert "sk-logged-key-123" not in out and "non-default args" in out
