@@ -202,3 +202,19 @@ async def test_the_screen_takes_keys_while_a_silent_node_is_dialled(tmp_path):
         for w in held:
             w.close()
         server.close()
+
+
+async def test_a_known_hosts_file_that_cannot_be_written_is_said_not_crashed(tmp_path, nodes):
+    blocker = tmp_path / "ssh"
+    blocker.write_text("a file where the folder should be: writing fails even as root\n")
+    kh = blocker / "known_hosts"
+    app = SetupApp(tmp_path / "c.yaml", ssh=SshConfig(known_hosts=str(kh), ssh_config=[], connect_timeout=5))
+    n = nodes.nodes[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await add_node(pilot, n.name, "127.0.0.1", n.port, "root", n.identity_file)
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: isinstance(app.screen, HostKeyScreen), 20, "key prompt")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "cannot add spark1's key" in message(app), 20, "the refusal")
+        assert setup_screen(app).busy == "" and app.is_running
+    assert not (tmp_path / "c.yaml").exists()

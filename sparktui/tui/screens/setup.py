@@ -204,11 +204,19 @@ class SetupScreen(Screen[Path | None]):
                 if t is None or t.unknown_key is None:
                     continue
                 if await self.app.push_screen_wait(HostKeyScreen(t.unknown_key)):
-                    firstrun.trust(t)
+                    try:
+                        firstrun.trust(t)
+                    except OSError as e:
+                        self._say(f"cannot add {d.name}'s key to {t.unknown_key.known_hosts}: {e.strerror or e}",
+                                  error=True)
+                        return
                     self.tests[d.name] = await firstrun.test_ssh(d, self.ssh, self.journal)
                 else:
                     self.rejected.add(d.name)
                 self._redraw_nodes()
+        except Exception as e:  # noqa: BLE001 - said on the screen, never a crash of the setup
+            self._say(f"testing SSH failed: {e or type(e).__name__}", error=True)
+            return
         finally:
             self._set_busy("")
         bad = [d.name for d in self.drafts if not self.tests.get(d.name) or not self.tests[d.name].ok]
@@ -244,6 +252,9 @@ class SetupScreen(Screen[Path | None]):
             config = self._draft_config()
             self.journal.cluster = config.cluster
             inv = await firstrun.discover(config, self.journal)
+        except Exception as e:  # noqa: BLE001 - said on the screen, never a crash of the setup
+            self._say(f"probing failed: {e or type(e).__name__}", error=True)
+            return
         finally:
             self._set_busy("")
         self.facts, self.subnets, self.warnings = inv.facts, inv.subnets, inv.warnings
