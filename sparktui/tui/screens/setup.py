@@ -176,7 +176,8 @@ class SetupScreen(Screen[Path | None]):
             cells = present.row(d, self.tests.get(d.name), self.facts.get(d.name), d.name in self.rejected)
             for col, value in zip(table.columns, cells):
                 table.update_cell(d.name, col, value)
-        self.query_one("#ssh-notes", Static).update("\n".join(present.problems(self.tests, self.rejected)))
+        current = {d.name: self.tests[d.name] for d in self.drafts if d.name in self.tests}  # not removed ones
+        self.query_one("#ssh-notes", Static).update("\n".join(present.problems(current, self.rejected)))
 
     # -- SSH --------------------------------------------------------------------------------
     def _set_busy(self, what: str) -> None:
