@@ -25,6 +25,7 @@ from ..core.engines import ENGINES
 from ..core.engines.common import safe_name
 from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.ssh import Cluster
+from ..core.words import milestone_words
 from . import check
 from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, console, err_console, get_config,
                      journal, print_json)
@@ -136,8 +137,7 @@ class Printer:
                                             f" {e.description}: ", (e.state, style),
                                             (f" ({e.detail})" if e.detail and e.state != "done" else "", "dim")))
         elif isinstance(e, Milestone):
-            data = ", ".join(f"{k} {v}" for k, v in e.data.items())
-            console.print(Text.assemble("  ✓ ", self.node(e.node), " ", (e.kind, "bold"), f" {data}" if data else ""))
+            console.print(Text.assemble("  ✓ ", self.node(e.node), " ", (milestone_words(e.kind, e.data), "bold")))
         elif isinstance(e, Problem):
             print_problem(e)
         elif isinstance(e, ProblemCleared):

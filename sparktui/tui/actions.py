@@ -37,6 +37,7 @@ class Action:
     show: bool = True  # in the footer
     priority: bool = False  # checked before the focused widget (tab must not move focus inside a pane)
     why: str = ""  # why it cannot act, once modal / already running / not yet probed are ruled out
+    short: str = ""  # the footer's word when the screen is narrow
 
 
 def _deploying(s: UiState) -> bool:
@@ -57,9 +58,9 @@ ACTIONS: tuple[Action, ...] = (
            enabled=lambda s: not s.modal and (s.has_plan or s.deploy_state in ACTIVE_STATES),
            why="nothing was launched yet"),
     Action("stop", "s", "stop", "Stop", dangerous=True, enabled=_deploying, why="nothing is deployed"),
-    Action("sync_model", "t", "sync_model", "Sync model",
+    Action("sync_model", "t", "sync_model", "Sync model", short="Sync",
            enabled=lambda s: _free(s, "sync_model") and s.inventory_ready, why="needs the nodes probed"),
-    Action("sync_image", "i", "sync_image", "Sync image",
+    Action("sync_image", "i", "sync_image", "Sync image", short="Image",
            enabled=lambda s: _free(s, "sync_image") and s.inventory_ready, why="needs the nodes probed"),
     Action("filter", "slash", "filter", "Filter", enabled=lambda s: s.log_visible and not s.modal,
            why="only on the Launch pane, where the log is"),
@@ -75,8 +76,11 @@ ACTIONS: tuple[Action, ...] = (
     Action("prev_pane", "shift+tab", "prev_pane", "Prev pane", show=False, priority=True,
            enabled=lambda s: not s.modal),
     Action("help", "question_mark", "help", "Keys"),
+    Action("palette", "ctrl+p", "command_palette", "Palette", priority=True),
     Action("quit", "q", "quit", "Quit"),
 )
+# Footer keys given up first when even the short words do not fit (all stay in help and the palette).
+FOOTER_DROP_ORDER = ("sync_image", "redeploy", "filter", "sync_model")
 BY_ACTION = {a.action: a for a in ACTIONS}
 BY_ID = {a.id: a for a in ACTIONS}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
@@ -14,12 +15,13 @@ from typing import Any, Awaitable, Iterable
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from ..core.config import Config
 from ..core.deploy.operations import Choices, Op, Preview
 from ..core.facts import NodeFacts, Subnet
 from ..core.plan import Plan, PlanOptions, make_plan
+from ..core.words import milestone_words, operation_name
 from . import actions
 from . import messages as M
 from .controller import Controller
@@ -28,15 +30,18 @@ from .panes.journal import JournalPane
 from .panes.launch import LaunchPane
 from .panes.nodes import NodesPane
 from .panes.transfers import TransfersPane
-from .present.deploy import hang_notice, milestone_label
+from .present.deploy import hang_notice
 from .present.nodes import Link
 from .screens.confirm import ConfirmScreen
 from .screens.help import HelpScreen
 from .theming import DEFAULT, ThemeError, discover, resolve
+from .toasts import show
+from .widgets.footer import FitFooter
 
 PANES = ("pane-nodes", "pane-transfers", "pane-launch", "pane-journal")
 # Milestones worth a notification (the timeline shows all of them).
 NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
+HISTORY_S = 120.0  # a log line this much older than the app (node clocks drift a little) is history
 
 
 class SparkApp(App):
@@ -67,6 +72,8 @@ class SparkApp(App):
         self.last_subnet: str | None = None
         self.plan: Plan | None = None  # the last plan this app ran
         self._hang_told = False
+        self._opened = time.time()
+        self._settled = False  # the first connect and reattach are done: what arrives now is news
         self._pending: actions.Action | None = None  # pressed before the first probe came back
         self._startup_notes: list[str] = []
         self._setup_themes(theme)
@@ -142,7 +149,7 @@ class SparkApp(App):
                 yield LaunchPane(self.node_names, max_lines=self.max_log_lines, id="launch")
             with TabPane("Journal", id="pane-journal"):
                 yield JournalPane(id="journal")
-        yield Footer(compact=True)
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.controller.attach(self.post_message)
@@ -157,6 +164,17 @@ class SparkApp(App):
             await self.controller.start()
         except Exception as e:  # noqa: BLE001 - shown to the user, never a crash
             self.post_message(M.OperationFailed("connect", f"{type(e).__name__}: {e}"))
+        finally:
+            self._settled = True
+
+    def _history(self, at: float | None) -> bool:
+        """An event from before this app opened (a reattach reads the whole log): shown in the panes,
+        never replayed as a toast. What a start from this app brings is news, whatever its clock says."""
+        return not self._settled or (not self.has_plan and at is not None and at < self._opened - HISTORY_S)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        show(self, message, title, severity, self.NOTIFICATION_TIMEOUT if timeout is None else timeout, markup)
 
     @property
     def nodes_pane(self) -> NodesPane:
@@ -167,19 +185,16 @@ class SparkApp(App):
         return self.query_one(LaunchPane)
 
     def _draw_status(self) -> None:
-        from textual.content import Content
-
         from .present.deploy import STATE_STYLE
+        from .present.status import status_line
 
         up = sum(1 for n in self.node_names if self.links.get(n, Link()).connected)
-        parts: list = [(self.config.cluster, "bold"), f" · {up}/{len(self.node_names)} nodes up · deployment ",
-                       (self.deploy_state, STATE_STYLE.get(self.deploy_state, ""))]
-        if self.endpoint:
-            parts.append(f" · {self.endpoint}")
-        if self._ops:
-            parts.append(" · running: " + ", ".join(sorted(self._ops)))
-        # Content, not markup: a cluster name with [brackets] must show as written
-        self.query_one("#status", Static).update(Content.assemble(*parts))
+        self.query_one("#status", Static).update(status_line(
+            self.config.cluster, up, len(self.node_names), self.deploy_state,
+            STATE_STYLE.get(self.deploy_state, ""), self.endpoint, sorted(self._ops), self.size.width))
+
+    def on_resize(self) -> None:
+        self._draw_status()
 
     def show_pane(self, pane: str) -> None:
         self.query_one("#panes", TabbedContent).active = pane
@@ -417,9 +432,9 @@ class SparkApp(App):
         t = msg.event
         self.query_one(TransfersPane).update_transfer(t)
         if t.state == "done":
-            self.notify(f"{t.kind} on {t.dest}: {t.message or 'done'}", markup=False)
+            self.notify(f"{t.kind} copy to {t.dest}: {t.message or 'done'}", markup=False)
         elif t.state in ("failed", "lost"):
-            self.notify(f"{t.kind} to {t.dest} {t.state}: {t.message or ''}", severity="error", markup=False)
+            self.notify(f"{t.kind} copy to {t.dest} {t.state}: {t.message or ''}", severity="error", markup=False)
 
     @on(M.LogArrived)
     def _lines(self, msg: M.LogArrived) -> None:
@@ -436,14 +451,20 @@ class SparkApp(App):
     def _milestone(self, msg: M.MilestoneReached) -> None:
         m = msg.event
         self.launch_pane.add_milestone(m)
+        if self._history(m.at):
+            return
         if m.kind in NOTIFY_MILESTONES or (m.kind == "weights_loading" and m.data.get("percent") == 100):
             severity = "warning" if m.kind == "nccl_transport" and m.data.get("transport") != "rdma" else "information"
-            self.notify(f"{m.node or 'engine'}: {milestone_label(m)}", severity=severity, markup=False)
+            self.notify(f"{m.node or 'engine'}: {milestone_words(m.kind, m.data)}", severity=severity, markup=False)
 
     @on(M.ProblemFound)
     def _problem(self, msg: M.ProblemFound) -> None:
         p = msg.event
         self.launch_pane.add_problem(p)
+        if self._history(p.at):
+            self._hang_told = self._hang_told or p.kind == "rendezvous_hang"
+            self.refresh_bindings()
+            return
         if p.kind == "rendezvous_hang":
             if not self._hang_told:  # every rank hangs together: one notice per start, not one per node
                 self._hang_told = True
@@ -469,8 +490,12 @@ class SparkApp(App):
         elif ev.state in ("stopped", "failed"):
             self.endpoint = None
         self.launch_pane.set_state(ev.state, ev.detail or None)
-        if ev.state == "ready":
+        if not self._settled:
+            pass  # the state found at start-up shows in the status line, not as news
+        elif ev.state == "ready":
             self.notify(f"ready: {ev.endpoint or ev.detail}", title="Deployment", markup=False)
+        elif ev.state == "hung" and self._hang_told:
+            pass  # the hang notice said it, with the fix
         elif ev.state in ("failed", "hung"):
             self.notify(ev.detail or ev.state, title=f"Deployment {ev.state}", severity="error", markup=False)
         self._draw_status()
@@ -530,10 +555,10 @@ class SparkApp(App):
 
     @on(M.OperationFailed)
     def _failed(self, msg: M.OperationFailed) -> None:
-        self.notify(msg.error, title=f"{msg.what.replace('_', ' ')} failed", severity="error", timeout=20,
+        self.notify(msg.error, title=f"{operation_name(msg.what)} failed", severity="error", timeout=20,
                     markup=False)
 
     @on(M.OperationDone)
     def _done(self, msg: M.OperationDone) -> None:
         if msg.result:
-            self.notify(msg.result, title=msg.what.replace("_", " "), markup=False)
+            self.notify(msg.result, title=operation_name(msg.what), markup=False)

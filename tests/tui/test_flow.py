@@ -44,7 +44,7 @@ async def test_launch_hang_pivot_ready(config, core):
         assert {"spark1", "spark2"} <= {line.split(" ")[0] for line in log.shown}
         notes = [n.message for n in app._notifications]
         hang = [m for m in notes if m.startswith("Distributed init hung")]
-        assert len(hang) == 1  # both ranks hang; one notice says so
+        assert len(hang) == 1, notes  # both ranks hang; one notice says so
         assert "SGLANG_HOST_IP" in hang[0] and "Press p to pivot" in hang[0]
         assert {p.node for p in app.launch_pane.problems.values()} == {"spark1", "spark2"}
         assert "rendezvous hang" in screen_text(app)

@@ -144,3 +144,16 @@ def test_exit_codes_in_words():
     assert "77" in rsync_exit_message(77)
     for code in (0, 1, 5, 10, 11, 12, 20, 23, 24, 30, 35, 255):
         assert rsync_exit_message(code) != rsync_exit_message(-5)
+
+
+def test_counts_agree_with_the_verifier_and_a_known_rate_has_an_eta():
+    from sparktui.core.transfers.rsync_progress import in_verifier_terms
+
+    # 7 files in a directory: rsync's to-chk counts the directory too (8), its xfr# only what it sent
+    closing = parse_update("     62,914,560  39%   40.17MB/s    0:00:01 (xfr#2, to-chk=5/8)")
+    assert closing.eta is None  # the closing update carries the elapsed time, not an ETA
+    assert in_verifier_terms(closing, 160_000_000, 7) == (2, 7, pytest.approx((160_000_000 - 62_914_560) / closing.rate))
+    last = parse_update("    160,000,000 100%   40.00MB/s    0:00:04 (xfr#3, to-chk=0/8)")  # 4 were in place
+    assert in_verifier_terms(last, 160_000_000, 7)[:2] == (7, 7)  # then "verified: 7 files"
+    flying = parse_update("     43,319,296  27%   40.04MB/s    0:00:02  ")
+    assert in_verifier_terms(flying, 160_000_000, 7)[2] == 2.0  # rsync's own ETA while a file is in flight

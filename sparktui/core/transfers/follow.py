@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..events import TransferProgress
 from . import remote
 from .options import TransferOptions
-from .rsync_progress import ProgressParser, RsyncUpdate
+from .rsync_progress import ProgressParser, RsyncUpdate, in_verifier_terms
 from .state import CANCELLED, FAILED, LOST, RUNNING, UNVERIFIED, TransferMeta, describe_end, parse_poll
 
 Emit = Callable[[Any], None]
@@ -38,9 +38,9 @@ def progress_of(meta: TransferMeta, state: str, last: RsyncUpdate | None, count:
                          total_bytes=meta.total_bytes, files_total=meta.total_files, message=message,
                          elapsed=max(0.0, time.time() - meta.started))
     if last is not None:
-        p.bytes, p.percent, p.rate, p.eta = last.bytes, float(last.percent), last.rate, last.eta
-        p.files_done, p.files_left = last.files_done, last.files_left
-        p.files_total = last.files_total or p.files_total
+        p.bytes, p.percent, p.rate = last.bytes, float(last.percent), last.rate
+        p.files_left = last.files_left
+        p.files_done, p.files_total, p.eta = in_verifier_terms(last, meta.total_bytes, meta.total_files)
     elif count is not None:
         p.bytes = count
         if meta.total_bytes:

@@ -83,6 +83,25 @@ def _update(m: re.Match) -> RsyncUpdate:
     )
 
 
+def in_verifier_terms(u: RsyncUpdate, total_bytes: int | None, total_files: int | None
+                      ) -> tuple[int | None, int | None, float | None]:
+    """(files done, files in all, ETA seconds) that agree with the verifier's count of regular files.
+
+    rsync's to-chk total also counts directories and xfr# skips files already in place, so the
+    known file count wins and the files done are that count less the entries left (directories are
+    listed first), never fewer than rsync says it sent. rsync gives no ETA on the update that closes a file; bytes left at the average
+    rate stand in, so a known rate always comes with an ETA.
+    """
+    total = total_files or u.files_total
+    done = u.files_done
+    if total is not None and u.files_left is not None:
+        done = max(0, min(total, max(u.files_done or 0, total - u.files_left)))  # sent ones were checked too
+    eta = u.eta
+    if eta is None and u.rate > 0 and total_bytes:
+        eta = max(0.0, (total_bytes - u.bytes) / u.rate)
+    return done, total, eta
+
+
 class ProgressParser:
     """Incremental parser for a growing rsync log read in arbitrary chunks.
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..events import TransferProgress
 from .remote import RS
-from .rsync_progress import parse_log, rsync_exit_message, telling_lines
+from .rsync_progress import in_verifier_terms, parse_log, rsync_exit_message, telling_lines
 
 # states a transfer can be in, as shown by `sync status` and carried by TransferProgress
 RUNNING, UNVERIFIED, DONE, FAILED, CANCELLED, LOST = "running", "unverified", "done", "failed", "cancelled", "lost"
@@ -97,10 +97,10 @@ class TransferRecord:
             updates, _ = parse_log(self.tail)
             if updates:
                 u = updates[-1]
-                p.bytes, p.percent, p.rate, p.eta = u.bytes, float(u.percent), u.rate, u.eta
+                p.bytes, p.percent, p.rate = u.bytes, float(u.percent), u.rate
                 p.elapsed = u.elapsed if u.elapsed is not None else p.elapsed
-                p.files_done, p.files_left = u.files_done, u.files_left
-                p.files_total = u.files_total or p.files_total
+                p.files_left = u.files_left
+                p.files_done, p.files_total, p.eta = in_verifier_terms(u, m.total_bytes, m.total_files)
         elif self.count is not None:
             p.bytes = self.count
             if m.total_bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from ...core.diagnose import Milestone, Problem
+from ...core.words import milestone_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
 STEPS = ("container_started", "ray_started", "ray_connected", "dist_init_begin", "dist_init_end",
@@ -31,6 +32,8 @@ def milestone_label(m: Milestone) -> str:
         pct = d.get("percent")
         return "weights ✓" if pct == 100 else f"weights {pct}%"
     if m.kind == "kv_cache":
+        if "size_gib" in d:
+            return f"KV {d['size_gib']:.1f} GiB"
         if "tokens" in d:
             return f"KV {d['tokens']:,} tok"
         return "KV cache"
@@ -44,7 +47,7 @@ def milestone_label(m: Milestone) -> str:
         return "slow load"
     if m.kind == "ready":
         return "READY"
-    return m.kind.replace("_", " ")
+    return milestone_words(m.kind, d)
 
 
 def milestone_style(m: Milestone) -> str:

@@ -1,0 +1,35 @@
+"""Toasts without repeats and without a pile.
+
+The same news (message and title) replaces its earlier toast, and past MAX_TOASTS the oldest goes,
+information before warnings before errors, so a hang never stacks toasts over half the screen.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from textual.notifications import Notification
+
+MAX_TOASTS = 3
+_RANK = {"information": 0, "warning": 1, "error": 2}
+
+
+def make_room(app: Any, message: str, title: str) -> None:
+    """Before app.notify(message, title=title): drop its twin, then the least news until one fits."""
+    shown = []
+    for n in list(app._notifications):
+        if n.message == message and n.title == title:
+            app._unnotify(n, refresh=False)
+        else:
+            shown.append(n)
+    while len(shown) >= MAX_TOASTS:
+        oldest = min(shown, key=lambda n: (_RANK.get(n.severity, 0), n.raised_at))
+        shown.remove(oldest)
+        app._unnotify(oldest, refresh=False)
+
+
+def show(app: Any, message: str, title: str, severity: str, timeout: float, markup: bool) -> None:
+    """Add the toast now, not through a posted message, so news raised in one go is counted at once
+    (the app's loop is the only caller)."""
+    make_room(app, message, title)
+    app._notifications.add(Notification(message, title, severity, timeout, markup=markup))
+    app._refresh_notifications()
