@@ -172,3 +172,44 @@ def test_demo_story_in_a_real_terminal(tmp_path):
         except subprocess.TimeoutExpired:
             demo.kill()
             demo.communicate(timeout=10)
+
+
+def test_80x24_footer_keys_and_an_early_key(tmp_path):
+    """At 80x24 every essential key is in the footer; t pressed the moment the nodes are up acts or says why."""
+    nodes, config = _start_nodes(tmp_path / "nodes")
+    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "TERM": "xterm-256color"}
+    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
+               + f" {sys.executable} -m sparktui --config {config}")
+    try:
+        tmux("new-session", "-d", "-s", "app", "-x", "80", "-y", "24", command)
+        tmux.wait_for("2/2 nodes up")
+        tmux.keys("t")  # at once: the first probe may still be on its way
+        screen = tmux.wait_for("Sync model", 30)  # the transfer pane's row or a word about the wait
+        footer = screen.splitlines()[-1]
+        for key in ("l Launch", "p Pivot", "s Stop", "t Sync", "/ Filter", "f Follow", "? Keys", "^p Palette",
+                    "q Quit"):
+            assert key in footer, (key, footer)
+        assert screen.splitlines()[0].strip().startswith("sim · 2/2 nodes up"), screen
+        tmux.keys("?")
+        screen = tmux.wait_for("Remap a key with keymap")
+        assert "in the config." in screen, screen
+        tmux.keys("Escape")
+        deadline = time.monotonic() + 10  # a person waits for the dialog to go (ESC then q at once is alt+q)
+        while "Remap a key with keymap" in tmux.screen():
+            assert time.monotonic() < deadline, tmux.screen()
+            time.sleep(0.1)
+        tmux.keys("q")
+        deadline = time.monotonic() + 20
+        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
+            if time.monotonic() > deadline:
+                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
+            time.sleep(0.1)
+    finally:
+        tmux.close()
+        nodes.stdin.close()
+        try:
+            nodes.wait(10)
+        except subprocess.TimeoutExpired:
+            nodes.kill()
