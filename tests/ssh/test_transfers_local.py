@@ -298,6 +298,24 @@ async def test_verification_compares_every_file_size_not_only_the_totals(make_en
     assert "2 file(s) differ in size" in v["message"] and "sub/part-0.safetensors" in v["message"]
 
 
+async def test_a_hugging_face_snapshot_arrives_as_files_and_verifies_by_their_sizes(make_env):
+    env = await make_env(2)
+    blobs = env.homes["n1"] / "hub" / "blobs"
+    blobs.mkdir(parents=True)
+    (blobs / "3fa2").write_bytes(os.urandom(MB))
+    (blobs / "c0de").write_text('{"model_type": "test"}')
+    snap = env.model_dir("n1")
+    snap.mkdir(parents=True)
+    (snap / "model.safetensors").symlink_to("../../hub/blobs/3fa2")  # as huggingface_hub lays a snapshot out
+    (snap / "config.json").symlink_to("../../hub/blobs/c0de")
+    async with Cluster(env.config) as c:
+        [out] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 30)
+    assert out.ok, out.message
+    got = env.model_dir("n2") / "model.safetensors"
+    assert not got.is_symlink() and got.read_bytes() == (blobs / "3fa2").read_bytes()
+    assert "2 files" in out.message
+
+
 async def test_an_incomplete_source_copy_is_not_spread(make_env):
     env = await make_env(2)
     write_model(env.model_dir("n1"), [MB])

@@ -120,13 +120,16 @@ def start_detached(tid: str, meta: dict, job: str) -> str:
 
 def rsync_job(src_path: str, user: str, addr: str, dest_path: str, ssh: str, connect_timeout: int,
               io_timeout: int = 300, bwlimit: str | None = None) -> str:
-    """rsync from this node to user@addr; C locale keeps the progress numbers in one format."""
+    """rsync from this node to user@addr; C locale keeps the progress numbers in one format. Links
+    that leave the model directory (a Hugging Face snapshot's links into its blobs) arrive as the
+    files they point to: the peer has no blobs for them to point at."""
     e = shlex.join(ssh_command(ssh, connect_timeout))
     src = home_word(src_path.rstrip("/") or "/") + "/"
     dst = f"{peer(user, addr)}:{rsync_remote_path(dest_path).rstrip('/')}/"
     limit = f"--bwlimit={shlex.quote(bwlimit)} " if bwlimit else ""
     return (
-        f"LC_ALL=C rsync -a --partial --info=progress2 -s --timeout={int(io_timeout)} --exclude=/{MARKER} {limit}"
+        f"LC_ALL=C rsync -a --copy-unsafe-links --partial --info=progress2 -s --timeout={int(io_timeout)} "
+        f"--exclude=/{MARKER} {limit}"
         f"-e {shlex.quote(e)} {src} {shlex.quote(dst)}"
     )
 
@@ -264,7 +267,8 @@ def file_list(path: str) -> str:
     """Every regular file of a directory tree with its size, or exit 3 when it is not there.
 
     Output: `links=N`, then `incomplete=<MARKER's first line, or nothing>`, then `SIZE NAME` records
-    each ended by a NUL (a name may hold a newline). MARKER itself is left out. GNU find prints
+    each ended by a NUL (a name may hold a newline). MARKER itself is left out. Links are followed
+    (a Hugging Face snapshot is links into its blobs), so a dangling one counts as a missing file. GNU find prints
     sizes itself; elsewhere wc -c per file (slower, same numbers).
     """
     return (
@@ -276,9 +280,9 @@ def file_list(path: str) -> str:
         f"m=; [ ! -f {MARKER} ] || m=$(head -n 1 {MARKER} | head -c 500)\n"
         'printf "incomplete=%s\\n" "$m"\n'
         "if find . -maxdepth 0 -printf '' >/dev/null 2>&1; then\n"
-        f"  find . -type f ! -path ./{MARKER} -printf '%s %P\\0'\n"
+        f"  find -L . -type f ! -path ./{MARKER} -printf '%s %P\\0'\n"
         "else\n"
-        f"  find . -type f ! -path ./{MARKER} -exec sh -c "
+        f"  find -L . -type f ! -path ./{MARKER} -exec sh -c "
         "'for f; do printf \"%s %s\\0\" \"$(wc -c < \"$f\" | tr -d \" \")\" \"${f#./}\"; done' sh {} +\n"
         "fi\n"
     )
@@ -324,7 +328,7 @@ def checksum_dry_run(src_path: str, user: str, addr: str, dest_path: str, ssh: s
     src = home_word(src_path.rstrip("/") or "/") + "/"
     dst = f"{peer(user, addr)}:{rsync_remote_path(dest_path).rstrip('/')}/"
     return (
-        f"LC_ALL=C rsync -a --checksum --dry-run -s --exclude=/{MARKER} --out-format='%i %n' "
+        f"LC_ALL=C rsync -a --copy-unsafe-links --checksum --dry-run -s --exclude=/{MARKER} --out-format='%i %n' "
         f"-e {shlex.quote(e)} {src} {shlex.quote(dst)}\n"
     )
 
