@@ -104,6 +104,8 @@ sec model modeldir
 if [ -d "$M" ]; then
   sec du $T du -sbL "$M"
   sec files $T sh -c 'find -L "$1" -type f ! -name __MARKER__ | wc -l' sh "$M"
+  # with -L, -type l is a link that points nowhere: a file the checkpoint lacks
+  sec broken $T sh -c 'find -L "$1" -type l | head -n 4' sh "$M"
 fi
 dockers &
 sec ip $T ip -j addr
@@ -115,7 +117,7 @@ sec user id -un
 sec rsync $T rsync --version
 sec gpu-toolkit toolkit
 wait
-show nvidia-smi meminfo df model du files docker-version docker-images docker-ids docker-ps docker-runtimes \
+show nvidia-smi meminfo df model du files broken docker-version docker-images docker-ids docker-ps docker-runtimes \
   ip ibdev2netdev ib-sys infiniband speed user rsync gpu-toolkit
 printf '@@sparktui:done@@\n'
 """
@@ -474,6 +476,11 @@ def _model(secs: dict[str, Section], notes: list[str]) -> ModelDir | None:
             model.files = parse_count(files.out)
         elif files is not None:
             notes.append(_why("find", files))
+        broken = [ln for ln in (secs["broken"].out.splitlines() if "broken" in secs else []) if ln.strip()]
+        if broken and model.incomplete is None:
+            shown = ", ".join(ln[len(path):].lstrip("/") or ln for ln in broken[:3])
+            model.present = False
+            model.incomplete = f"links that point nowhere: {shown}" + (" and more" if len(broken) > 3 else "")
     return model
 
 

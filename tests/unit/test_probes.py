@@ -291,6 +291,16 @@ def test_script_reports_an_unverified_copy_as_incomplete_never_present(tmp_path)
     assert again.present and again.incomplete is None and again.state == "present"
 
 
+def test_script_counts_a_link_that_points_nowhere_as_incomplete(tmp_path):
+    model = tmp_path / "snap"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").symlink_to("../../blobs/3fa2")  # a snapshot copied without its blobs
+    m = parse_probe("here", "127.0.0.1", run_sh(probe_script(str(model)), cwd=tmp_path)).model
+    assert not m.present and m.state == "incomplete"
+    assert m.incomplete == "links that point nowhere: model.safetensors"
+
+
 def test_script_missing_model_dir_measures_nearest_parent(tmp_path):
     out = run_sh(probe_script(str(tmp_path / "no" / "such" / "model")))
     facts = parse_probe("here", "127.0.0.1", out)
