@@ -17,7 +17,7 @@ from .conftest import require_namespaces, sparktui_argv
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
-WIDTH, HEIGHT = 200, 50
+WIDTH, HEIGHT = 80, 24  # the smallest terminal the TUI supports
 
 
 class Tmux:
@@ -91,7 +91,8 @@ def test_pivot_story_with_keys(tmp_path, env):
         hung = tui.wait_for(lambda s: "Press p to pivot" in toasts(s), 120, "the hang notification offering p")
         assert "hang" in toasts(hung).lower()
         tui.keys("p")
-        tui.wait_text("to vllm (ray)?", 30)
+        confirm = tui.wait_text("Pivot (y)", 60)  # the confirmation names what stops and starts where
+        assert "to vllm (ray), TP 2" in confirm
         tui.keys("y")
         ready = tui.wait_for(lambda s: "deployment ready" in s and "answered in" in s, 240,
                              "vLLM ready and a chat completion answered")
