@@ -15,6 +15,7 @@ from typing import Union
 
 from .config import Config
 from .engines import ENGINES, get_engine
+from .engines.versions import vllm_native_refusal
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from .fit import Fit, fit_from_facts
@@ -51,6 +52,7 @@ class PlanOptions:
     env: dict[str, str] = field(default_factory=dict)  # extra container env (wins over computed values)
     deployment: str | None = None  # default: config.cluster
     model_config: dict | None = None  # the model's config.json, when it could be read
+    engine_version: str | None = None  # the engine release inside the image, when known (flags follow it)
 
 
 @dataclass
@@ -359,6 +361,26 @@ def _checkpoint_bytes(config: Config, order: list[str], facts: dict[str, NodeFac
     return None
 
 
+def fabric_hcas(f: NodeFacts | None, addr, subnets: list[Subnet], order: list[str]) -> str | None:
+    """Every active RDMA device of this node on the fabric, the rendezvous interface's first.
+
+    A Spark's ConnectX-7 shows one RDMA device per port (rocep1s0f1, roceP2p1s0f1), each on its own
+    subnet; NCCL uses all devices listed in NCCL_IB_HCA, so naming one would leave a port idle.
+    """
+    out = [addr.rdma] if addr.rdma else []
+    if f is None or not addr.rdma:
+        return addr.rdma
+    for s in subnets:
+        if s.management or not s.rdma or not s.up or not all(n in s.nodes for n in order):
+            continue
+        mine = s.nodes.get(f.name)
+        if mine and mine.rdma and mine.rdma not in out:
+            iface = next((i for i in f.interfaces if i.name == mine.iface), None)
+            if iface is None or iface.up:
+                out.append(mine.rdma)
+    return ",".join(out)
+
+
 def _plan_id(content: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -399,6 +421,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         mode = opts.mode or engine_mod.MODES[0]
         if mode not in engine_mod.MODES:
             c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
+        elif engine == "vllm" and mode == "native" and (why := vllm_native_refusal(opts.engine_version)):
+            c.error(why)
     order = list(opts.nodes) if opts.nodes else _default_order(config)
     counts = _check_nodes(config, order, facts, c)
     per_node = max(counts) if counts else 0
@@ -461,14 +485,15 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
             c.warn(f"{name}: {addr.iface} has RDMA device {addr.rdma} but no /dev/infiniband: NCCL will use TCP sockets")
         spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
                           iface=addr.iface if addr else None, ip=addr.ip if addr else None,
-                          rdma=addr.rdma if addr else None, infiniband=ib))
+                          rdma=fabric_hcas(f, addr, subnets, order) if addr else None, infiniband=ib))
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
     taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
     extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})
     ctx = Context(engine=engine, mode=mode, image=image, model_path=model_path, served_name=served, tp=tp, pp=pp,
                   head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
                   mem_fraction=mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
-                  extra_args=extra, deployment=deployment, plan_id="", docker=config.docker, nodes=spots)
+                  extra_args=extra, deployment=deployment, plan_id="", docker=config.docker, nodes=spots,
+                  engine_version=opts.engine_version)
     if engine_mod is not None:
         for spot in spots:
             spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)

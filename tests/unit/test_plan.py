@@ -81,7 +81,7 @@ def plan_for(n: int, **opts):
 
 # docker run options that take a value (everything the plan may emit)
 _DOCKER_VALUE = {"--name", "--label", "--network", "--ipc", "--gpus", "--runtime", "--ulimit", "--cap-add",
-                 "--device", "-v", "--shm-size", "-e"}
+                 "--device", "-v", "--shm-size", "-e", "--entrypoint"}
 
 
 def parse_run(argv: list[str]) -> dict:
@@ -115,7 +115,8 @@ def parse_run(argv: list[str]) -> dict:
             out["flags"].append(flag)
             i += 1
     out["image"] = argv[i]
-    out["cmd"] = argv[i + 1:]
+    # what the container runs: the entrypoint the plan names, then the command after the image
+    out["cmd"] = ([out["--entrypoint"]] if "--entrypoint" in out else []) + argv[i + 1:]
     return out
 
 

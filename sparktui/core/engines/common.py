@@ -261,7 +261,7 @@ class Spot:
     role: str  # head | worker
     iface: str | None
     ip: str | None
-    rdma: str | None  # RoCE device behind iface
+    rdma: str | None  # RoCE device(s) on the fabric, comma-separated, the one behind iface first
     infiniband: bool  # /dev/infiniband exists: pass it to the container
     env: dict[str, Union[str, Secret]] = field(default_factory=dict)
 
@@ -289,6 +289,7 @@ class Context:
     plan_id: str
     docker: DockerConfig
     nodes: list[Spot]
+    engine_version: str | None = None  # the release inside the image, when known
 
     @property
     def head(self) -> Spot:
@@ -347,7 +348,7 @@ def interface_env(spot: Spot) -> dict[str, str]:
                   "OMPI_MCA_btl_tcp_if_include"):
             env[k] = spot.iface
     if spot.rdma and spot.infiniband:
-        env["NCCL_IB_HCA"] = spot.rdma
+        env["NCCL_IB_HCA"] = spot.rdma  # every active device on the fabric, comma-separated
         env["NCCL_IB_DISABLE"] = "0"
     elif spot.infiniband:
         # HCAs exist but none is on the rendezvous subnet: keep NCCL off them, it would dial the wrong fabric.
@@ -385,7 +386,9 @@ def docker_run(ctx: Context, spot: Spot, command: list[Word]) -> list[Word]:
     mounts = [volume_word(vol) for vol in d.volumes]
     # Same path inside and out, so engine flags and config paths read the same; read-only keeps the checkpoint safe.
     mounts.append(f"{ctx.model_path}:{ctx.model_path}:ro")
-    return w + docker_flags(d, spot, mounts) + [Break(), ctx.image] + command
+    # The command's first word is the entrypoint: images differ (vllm/vllm-openai's is `vllm serve`),
+    # so naming it makes the plan mean the same in every image.
+    return w + docker_flags(d, spot, mounts) + ["--entrypoint", command[0], Break(), ctx.image] + command[1:]
 
 
 def opt(flag: str, value) -> list[str]:

@@ -4,6 +4,7 @@ Workers start first and the head last (SGLang's own multi-node recipe); only ran
 """
 from __future__ import annotations
 
+from .versions import sglang_balance_switch
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
 
 NAME = "sglang"
@@ -15,7 +16,8 @@ READY_LINE = "The server is fired up and ready to roll!"
 def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
     # Without it SGLang's cross-node message queue picks its own address (often the management NIC)
     # and both ranks freeze after "Custom allreduce is disabled ...".
-    return {"SGLANG_HOST_IP": spot.ip} if spot.ip else {}
+    env = {"SGLANG_HOST_IP": spot.ip} if spot.ip else {}
+    return {**env, **sglang_balance_switch(ctx.engine_version)}
 
 
 def launch_words(ctx: Context, spot: Spot) -> list[Word]:
