@@ -112,11 +112,16 @@ def _image(f: NodeFacts, engine: str, image: str, facts: dict[str, NodeFacts], h
 
 def _fabric(f: NodeFacts, inv: Inventory) -> Need:
     what = "an address on the fabric shared by every node"
-    best = next((s for s in inv.subnets if not s.management and len(s.nodes) == len(inv.facts)), None)
+    live = [n for n, g in inv.facts.items() if g.reachable]  # an unreachable node cannot say; the others can
+    best = next((s for s in inv.subnets if not s.management and s.joins(live)), None)
     if best and f.name in best.nodes:
         a = best.nodes[f.name]
         kind = f"RoCE {a.rdma}" if a.rdma else "TCP only (no RDMA device)"
-        return Need(f.name, "fabric", what, "ok", f"{a.iface} {a.ip} on {best.subnet}, {kind}")
+        found = f"{a.iface} {a.ip} on {best.subnet}, {kind}"
+        if not best.up:
+            return Need(f.name, "fabric", what, "fail", found + "; a node's link on it is down",
+                        "bring the fabric port up on every node (`ip link`, the cable, the switch port)")
+        return Need(f.name, "fabric", what, "ok", found)
     return Need(f.name, "fabric", what, "fail", "no subnet apart from the management one joins every node",
                 "give each node an address on one subnet of the fast link (e.g. 192.168.100.x/24 on the "
                 "ConnectX-7 port), or name the interface under the node's `interfaces:` in the config")

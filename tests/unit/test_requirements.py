@@ -184,3 +184,23 @@ def test_check_prints_every_unmet_need_whole_at_80_columns(monkeypatch):
             assert "fix: " + " ".join(n.fix.split()) in flat, n.fix
     assert "spark2  ✓\xa0gpu  ✓\xa0docker  ✗\xa0gpu-runtime  ✗\xa0rsync  →\xa0model" in out
     assert not [ln for ln in out.splitlines() if ln.startswith("  ✓")]  # a met need is only its mark
+
+
+def test_an_unreachable_node_does_not_take_the_fabric_from_the_others():
+    from sparktui.core.facts import NodeFacts
+    cfg = Config(cluster="c", nodes=[NodeConfig("spark1", HOSTS["spark1"], role="head"),
+                                     NodeConfig("spark2", HOSTS["spark2"]), NodeConfig("spark3", "192.168.1.103")],
+                 model=ModelConfig(name="m", path=MODEL))
+    facts = {n: parse_probe(n, HOSTS[n], probe(n)) for n in HOSTS}
+    facts["spark3"] = NodeFacts("spark3", "192.168.1.103", reachable=False, error="timed out")
+    rows = {(n.node, n.id): n for n in node_needs(cfg, analyse(cfg, facts))}
+    assert rows["spark1", "fabric"].status == rows["spark2", "fabric"].status == "ok"
+
+
+def test_a_fabric_link_down_is_a_need_with_its_fix():
+    facts = {n: parse_probe(n, HOSTS[n], probe(n)) for n in HOSTS}
+    for i in facts["spark2"].interfaces:
+        i.up = i.up and not i.rdma  # both ConnectX-7 ports down: only the management LAN is left up
+    rows = {(n.node, n.id): n for n in node_needs(config(), analyse(config(), facts))}
+    fab = rows["spark1", "fabric"]
+    assert fab.status == "fail" and "down" in fab.detail and "bring the fabric port up" in fab.fix
