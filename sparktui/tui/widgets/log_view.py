@@ -47,8 +47,8 @@ PROBLEM = re.compile(
 )
 SEP = " │ "
 SLICE = 0.008  # seconds of sorting-in per turn of the loop before keys and frames get theirs
-CHUNK = 2000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
-REORDER = 5_000  # a late line is placed by its timestamp among at most this many newest lines
+CHUNK = 8000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
+REORDER = 2_000  # a late line is placed by its timestamp among at most this many newest lines
 _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\t]")
 _first = itemgetter(0)
 
