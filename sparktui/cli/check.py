@@ -39,7 +39,7 @@ def _size(n: int | None) -> str:
 def node_table(inv: Inventory) -> Table:
     t = Table(title="nodes", title_justify="left")
     for col in ("node", "host", "state", "GPU", "memory (avail/total)", "disk free", "docker", "model"):
-        t.add_column(col)
+        t.add_column(col, min_width=10 if col == "model" else None)  # "incomplete" whole, even at 80 columns
     for f in inv.facts.values():
         if not f.reachable:
             t.add_row(f.name, f.host, f"[red]unreachable[/] {f.error or ''}", "", "", "", "", "")
@@ -47,7 +47,7 @@ def node_table(inv: Inventory) -> Table:
         gpu = f"{f.gpu.count}× {f.gpu.name}" if f.gpu.count else "none"
         mem = f"{_size(f.memory.available_bytes)} / {_size(f.memory.total_bytes)}"
         model = ("absent" if not f.model else _size(f.model.bytes) if f.model.present
-                 else f"[red]incomplete[/] ({_size(f.model.bytes)})" if f.model.incomplete else "absent")
+                 else "[red]incomplete[/]" if f.model.incomplete else "absent")
         t.add_row(f.name, f.host, "[green]ok[/]", gpu, mem, _size(f.disk_free_bytes), f.docker.version or "-", model)
     return t
 
@@ -74,8 +74,9 @@ def print_inventory(config: Config, inv: Inventory) -> None:
         console.print(fabric_table(inv, [n.name for n in config.nodes]))
     for f in inv.facts.values():
         if f.model is not None and f.model.incomplete:
-            console.print(Text.assemble((f"{f.name}: ", "red"), f"model incomplete at {f.model.path}: "
-                                        f"{f.model.incomplete}; `sparktui sync model` completes and verifies it"))
+            console.print(Text.assemble((f"{f.name}: ", "red"), f"model incomplete at {f.model.path} "
+                                        f"({_size(f.model.bytes)} there): {f.model.incomplete}; "
+                                        "`sparktui sync model` completes and verifies it"))
         for note in getattr(f, "notes", []):
             console.print(f"[yellow]{f.name}:[/] {note}", markup=True)
     for w in inv.warnings:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -70,3 +71,20 @@ async def test_config_error_exits_2_with_position(tmp_path):
     rc, out, err = await sparktui("check", "--config", str(bad))
     assert rc == 2
     assert f"{bad}:5:5:" in err and "port" in err and "Traceback" not in err
+
+
+async def test_check_shows_an_unverified_copy_as_model_incomplete_with_the_fix(ssh_env, tmp_path):
+    cfg, _ = await ssh_env(1)
+    model = Path(cfg.model.path)
+    model.mkdir(parents=True)
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"x" * 4096)  # the second shard never came
+    (model / ".sparktui-incomplete").write_text("copy model-n1-20260101T100000-3fa2 from n0 started earlier\n")
+    conf = write_config(cfg, tmp_path / "c.yaml")
+    rc, out, err = await sparktui("check", "--config", str(conf))
+    assert rc == 0, err
+    row = next(ln for ln in out.splitlines() if ln.lstrip("│ ").startswith("n1"))
+    assert "incomplete" in row
+    said = " ".join(out.split())
+    assert re.search(re.escape(f"n1: model incomplete at {model} (") + r"[\d.]+ KiB there\): "
+                     + re.escape("copy model-n1-20260101T100000-3fa2 from n0 started earlier; "
+                                 "`sparktui sync model` completes and verifies it"), said), said
