@@ -61,6 +61,7 @@ RANK_TAGS = [
 ]
 NODE_TAG = _P(r"\([\w]+ pid=\d+, ip=([\d.]+)\)")  # Ray: (RayWorkerWrapper pid=344, ip=10.2.30.130)
 MAX_RANKS = 1024  # bounded memory on hostile logs
+MAX_NODES = 256
 
 
 @dataclass
@@ -93,7 +94,7 @@ class PhaseTracker:
         if text.strip():
             ns.last_text = text.strip()[:300]
         m = NODE_TAG.search(text)
-        if m and node is None:
+        if m and node is None and (m.group(1) in self.nodes or len(self.nodes) < MAX_NODES):
             # A Ray-tagged line from another machine: that machine is a node of its own.
             ns = self.nodes.setdefault(m.group(1), NodeState())
             ns.lines = self.nodes[None].lines if None in self.nodes else ns.lines
@@ -118,7 +119,8 @@ class PhaseTracker:
     def _rank(self, text: str) -> tuple[int | None, str | None]:
         m = NCCL_COMM.search(text)
         if m:
-            self._pid_rank[m.group(1)] = int(m.group(2))
+            if len(self._pid_rank) < MAX_RANKS:
+                self._pid_rank[m.group(1)] = int(m.group(2))
             return int(m.group(2)), m.group(3)
         m = NCCL_PID.search(text)
         if m and m.group(1) in self._pid_rank:

@@ -98,3 +98,10 @@ def test_kv_size_from_mla_models_and_the_current_prefetch_wordings():
 def test_a_log_of_only_torch_and_nccl_text_is_read_with_the_shared_rules():
     assert guess_engine("[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught") == "vllm"
     assert guess_engine("hello\nworld\n") is None
+
+
+def test_phase_tracking_stays_bounded_on_a_hostile_log():
+    d = Diagnoser("vllm")
+    for i in range(3000):
+        d.feed(f"(RayWorkerWrapper pid={i}, ip=10.{i // 65536}.{i // 256 % 256}.{i % 256}) [rank{i}]:[E] NCCL INFO x")
+    assert len(d.phases.nodes) <= 257 and all(len(n.ranks) <= 1025 for n in d.phases.nodes.values())  # + the untagged

@@ -4,7 +4,7 @@ orchestrator.py  Deployer, the plain async object the CLI and the TUI drive
 options.py       what a pivot or redeploy relaunches, and the default planner
 logstream.py     docker logs -f -t per container, resumed with --since and deduplicated
 readiness.py     /health, /v1/models and one chat completion through an SSH forward
-watchdog.py      ticks the Diagnoser so silence in distributed init is flagged
+watchdog.py      ticks the Diagnoser so silence past its phase's limit is flagged
 containers.py    this deployment's containers, found and removed by label only
 record.py        the launch's options, kept on the head for pivot/redeploy from a new process
 """
