@@ -25,6 +25,7 @@ __all__ = ["Diagnoser", "Event", "Milestone", "Problem", "ProblemCleared", "pars
 STATES = ("starting", "loading", "ready", "failed", "hung")
 MAX_MILESTONES = 500  # bounded memory on endless logs: later milestones are counted, not kept
 MAX_PROBLEMS = 200
+ABSENT_FACTOR = 10  # how much longer init may stay quiet while a node of the deployment has not started
 
 
 class _Node:
@@ -44,7 +45,8 @@ class Diagnoser:
     """Feed lines; read .milestones, .problems, .state."""
 
     def __init__(self, engine: str, hang_after: float = 90.0, model_path: str | None = None,
-                 clock: Callable[[], float] = time.time, limits: dict[str, float | None] | None = None):
+                 clock: Callable[[], float] = time.time, limits: dict[str, float | None] | None = None,
+                 expect: Iterable[str] = ()):
         if engine not in S.READY:
             raise ValueError(f"unknown engine {engine!r} (expected one of: {', '.join(S.READY)})")
         self.engine = engine
@@ -52,6 +54,7 @@ class Diagnoser:
         # Silence allowed per phase; the init phases take hang_after (the rendezvous hang).
         self.limits = {**DEFAULT_LIMITS, **{p: hang_after for p in INIT_PHASES}, **(limits or {})}
         self.phases = PhaseTracker()
+        self.expected = set(expect)  # nodes of the deployment: a rendezvous waits until each has started
         self.dropped_milestones = 0
         self.model_path = model_path
         self.clock = clock
@@ -149,12 +152,18 @@ class Diagnoser:
     def _silence(self, ns: _Node, node, now: float, line: int) -> list[Event]:
         """Silence since a node's last line, against the limit of the phase it is in."""
         quiet = now - ns.last_at
+        # Every rank waits in the rendezvous until the last one arrives: while a node of the
+        # deployment has not printed a line yet, waiting is normal (up to ABSENT_FACTOR x hang_after).
+        absent = any(n not in self._nodes for n in self.expected)
+        init_limit = self.hang_after * (ABSENT_FACTOR if absent else 1)
         if ns.dist == "in":
-            return self._hang(ns, node, f"no output for {quiet:.0f} s", line, ns.last_at) if quiet >= self.hang_after else []
+            return self._hang(ns, node, f"no output for {quiet:.0f} s", line, ns.last_at) if quiet >= init_limit else []
         phase = self.phases.node_phase(node)
         if phase in INIT_PHASES and ns.dist == "done" and not self.phases.nccl_open(node):
             phase = "weights"  # init is over: what comes next is loading, with its own (longer) limit
         limit = self.limits.get(phase) if phase else None
+        if phase in INIT_PHASES:
+            limit = init_limit
         if limit is None or quiet < limit or self.ready:
             return []
         if phase in INIT_PHASES:

@@ -292,3 +292,12 @@ def test_live_silence_and_a_saved_log_that_stops_name_the_same_phase_and_rank():
     (stop,) = saved.problems
     assert hang.kind == "rendezvous_hang" and stop.kind == "stopped"
     assert (hang.phase, hang.rank) == (stop.phase, stop.rank) == ("nccl_init", 0)
+
+
+def test_a_rank_waiting_for_a_node_that_has_not_started_is_not_hung_yet():
+    d = Diagnoser("sglang", hang_after=90, expect=["spark1", "spark2"])
+    d.feed("[2026-03-02 10:14:12 TP1] Init torch distributed begin.", node="spark2", now=1000.0)
+    assert d.tick(1000.0 + 89 * 10) == []  # spark1 (the head) has printed nothing: the rendezvous waits for it
+    d.feed("[2026-03-02 10:29:00] server_args=ServerArgs(model_path='/m')", node="spark1", now=1895.0)
+    (p,) = d.tick(1000.0 + 900)  # both nodes there: silence in init counts again with hang_after
+    assert p.kind == "rendezvous_hang" and p.node == "spark2"

@@ -260,7 +260,7 @@ class Deployer:
         self.current = cur
         self.name = cur.name
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
-                                   and cur.options.model_path else self.config.model.path)
+                                   and cur.options.model_path else self.config.model.path, expect=cur.containers)
         self.check = None
         self.last_check = None
         self.endpoint = None
