@@ -34,6 +34,7 @@ class _Node:
         self.last_at: float | None = None
         self.dist: str | None = None  # None | "in" | "done"
         self.dist_line = 0
+        self.dist_at: float | None = None  # when it began distributed init
         self.allreduce_off = False
         self.weights_pct: int | None = None
         self.seen: set = set()  # milestone keys already emitted
@@ -152,18 +153,27 @@ class Diagnoser:
     def _silence(self, ns: _Node, node, now: float, line: int) -> list[Event]:
         """Silence since a node's last line, against the limit of the phase it is in."""
         quiet = now - ns.last_at
-        # Every rank waits in the rendezvous until the last one arrives: while a node of the
-        # deployment has not printed a line yet, waiting is normal (up to ABSENT_FACTOR x hang_after).
-        absent = any(n not in self._nodes for n in self.expected)
-        init_limit = self.hang_after * (ABSENT_FACTOR if absent else 1)
+        # Every rank waits in the rendezvous until the last one arrives: silence in init counts from
+        # when every node of the deployment began distributed init; until then waiting is normal
+        # (up to ABSENT_FACTOR x hang_after, in case a node never gets there).
+        init_quiet, init_limit = quiet, self.hang_after
+        if self.expected:
+            began = [self._nodes[n].dist_at for n in self.expected if n in self._nodes]
+            if len(began) == len(self.expected) and None not in began:
+                init_quiet = min(quiet, now - max(began))
+            else:
+                init_limit = self.hang_after * ABSENT_FACTOR
         if ns.dist == "in":
-            return self._hang(ns, node, f"no output for {quiet:.0f} s", line, ns.last_at) if quiet >= init_limit else []
+            return (self._hang(ns, node, f"no output for {quiet:.0f} s", line, ns.last_at)
+                    if init_quiet >= init_limit else [])
         phase = self.phases.node_phase(node)
         if phase in INIT_PHASES and ns.dist == "done" and not self.phases.nccl_open(node):
             phase = "weights"  # init is over: what comes next is loading, with its own (longer) limit
         limit = self.limits.get(phase) if phase else None
         if phase in INIT_PHASES:
             limit = init_limit
+        if phase in INIT_PHASES:
+            quiet = init_quiet
         if limit is None or quiet < limit or self.ready:
             return []
         if phase in INIT_PHASES:
@@ -262,6 +272,7 @@ class Diagnoser:
         e = self.engine
         if S.DIST_BEGIN[e].search(seg) and ns.dist != "in":
             ns.dist, ns.dist_line = "in", n
+            ns.dist_at = at if at is not None else ns.last_at
             out.append(self._milestone("dist_init_begin", n, node, at, seg))
         if S.CUSTOM_ALLREDUCE_OFF.search(seg):
             ns.allreduce_off = True

@@ -294,10 +294,19 @@ def test_live_silence_and_a_saved_log_that_stops_name_the_same_phase_and_rank():
     assert (hang.phase, hang.rank) == (stop.phase, stop.rank) == ("nccl_init", 0)
 
 
-def test_a_rank_waiting_for_a_node_that_has_not_started_is_not_hung_yet():
+def test_a_rank_waiting_for_a_node_that_has_not_reached_the_rendezvous_is_not_hung_yet():
     d = Diagnoser("sglang", hang_after=90, expect=["spark1", "spark2"])
     d.feed("[2026-03-02 10:14:12 TP1] Init torch distributed begin.", node="spark2", now=1000.0)
-    assert d.tick(1000.0 + 89 * 10) == []  # spark1 (the head) has printed nothing: the rendezvous waits for it
+    assert d.tick(1000.0 + 89 * 10) == []  # spark1 (the head) is not there yet: the rendezvous waits for it
     d.feed("[2026-03-02 10:29:00] server_args=ServerArgs(model_path='/m')", node="spark1", now=1895.0)
-    (p,) = d.tick(1000.0 + 900)  # both nodes there: silence in init counts again with hang_after
+    d.feed("[2026-03-02 10:29:01 TP0] Init torch distributed begin.", node="spark1", now=1896.0)
+    assert d.tick(1896.0 + 89) == []  # both in init: silence counts from the last arrival
+    hangs = d.tick(1896.0 + 90)
+    assert {p.node for p in hangs} == {"spark1", "spark2"} and {p.kind for p in hangs} == {"rendezvous_hang"}
+
+
+def test_a_node_that_never_reaches_the_rendezvous_still_ends_the_wait():
+    d = Diagnoser("sglang", hang_after=90, expect=["spark1", "spark2"])
+    d.feed("[2026-03-02 10:14:12 TP1] Init torch distributed begin.", node="spark2", now=1000.0)
+    (p,) = d.tick(1000.0 + 900)
     assert p.kind == "rendezvous_hang" and p.node == "spark2"

@@ -260,7 +260,8 @@ class Deployer:
         self.current = cur
         self.name = cur.name
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
-                                   and cur.options.model_path else self.config.model.path, expect=cur.containers)
+                                   and cur.options.model_path else self.config.model.path,
+                                   expect=cur.containers if cur.mode != "ray" else ())  # with Ray only the head inits
         self.check = None
         self.last_check = None
         self.endpoint = None
