@@ -46,11 +46,20 @@ def _modules_for(argv: list[str] | None) -> list[str]:
     return [mod] + [m for m in ALSO.get(word, []) if m in COMMAND_MODULES]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad value it quotes (invalid choice, unknown argument) is shortened, never echoed whole."""
+
+    def error(self, message: str):
+        from ..core.secrets import shorten
+
+        super().error(shorten(message, 400))
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with `argv`, only the command modules that argv needs are imported."""
     from .common import add_config_arg
 
-    p = argparse.ArgumentParser(prog="sparktui", description=__doc__)
+    p = _Parser(prog="sparktui", description=__doc__)
     p.add_argument("--version", action="version", version=f"sparktui {__version__}")
     add_config_arg(p)
     p.add_argument("--theme", metavar="NAME", help="TUI theme (dark, light, high-contrast or a file's name)")

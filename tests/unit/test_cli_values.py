@@ -50,6 +50,7 @@ def test_rates_and_seconds():
     (["launch", "--timeout", "nan"], "--timeout 'nan' is not a number of seconds"),
     (["preflight", "--timeout", "-1"], "--timeout '-1'"),
     (["logs", "--since", "x" * 100_000], "(100002 characters)"),  # near the OS limit for one argument
+    (["plan", "--engine", "x" * 100_000], "characters)"),  # argparse's own messages are shortened too
 ])
 def test_bad_values_exit_2_before_any_remote_command(tmp_path, argv, words):
     cfg = tmp_path / "c.yaml"
