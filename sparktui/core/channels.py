@@ -73,6 +73,7 @@ async def count_sessions(conn: asyncssh.SSHClientConnection, slots: Slots, want:
                 slots.lower_to(accepted)
                 return
             accepted += 1
+            slots.used += 1  # held like any channel, so a refusal elsewhere meanwhile counts it
 
     try:
         await asyncio.wait_for(open_all(), timeout)
@@ -87,6 +88,7 @@ async def count_sessions(conn: asyncssh.SSHClientConnection, slots: Slots, want:
         for p in procs:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(p.wait_closed(), 5)
+            await slots.release()
     return accepted
 
 

@@ -133,6 +133,19 @@ async def test_waiting_for_a_channel_counts_against_the_commands_timeout(ssh_env
     assert after.stdout == "free\n"
 
 
+async def test_counting_sessions_holds_them_side_by_side_then_lets_them_go(ssh_env):
+    cfg, servers = await ssh_env(1)
+    async with Cluster(cfg) as c:
+        node = c["n1"]
+        assert await node.sessions_available(3) == 3
+        assert servers[0].stats.peak_channels == 3
+        assert node.channel_limit == cfg.ssh.max_channels  # nothing refused: the cap stays
+        assert await node.sessions_short(2) is None
+        assert node._slots.used == 0  # every counted channel was given back
+        r = await node.run("echo after", timeout=5)
+    assert r.stdout == "after\n"
+
+
 async def test_reconnects_after_the_link_drops(ssh_env):
     cfg, servers = await ssh_env(1)
     changes = []
