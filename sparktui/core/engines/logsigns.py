@@ -209,7 +209,7 @@ SIGNS: list[Sign] = [
                                 r"Invalid repository ID or local directory|RepositoryNotFoundError|"
                                 r"We couldn't connect to 'https://huggingface\.co'|Can't load the configuration of"),
          message="the model directory was not found in the container", hint=MODEL_HINT),
-    Sign("unsupported_model", _re(r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|failed to be inspected|"
+    Sign("unsupported_model", _re(r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|failed to be inspected|Error in inspecting model architecture|"
                                   r"does not recognize this architecture|Unsupported architectures?:|"
                                   r"Unknown quantization method|quantization method .* is not supported"),
          message="the engine in this image does not support the model",
