@@ -17,7 +17,8 @@ from rich.text import Text
 
 from ..core import argcheck
 from ..core.config import Config
-from ..core.deploy import DeployError, Deployer, DeploymentExists, LogFollower, LogLine, find_all, summarize
+from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogFollower, LogLine, find_all, load_record,
+                           summarize)
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
 from ..core.diagnose import Milestone, Problem, ProblemCleared
@@ -408,6 +409,7 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         raise CliExit(2, f"no node {args.node!r} in the config (nodes: {', '.join(n.name for n in config.nodes)})")
     printer = Printer(config)
     async with Cluster(config, journal=journal()) as cluster:
+        await load_record(cluster[config.head.name], name)  # learns the launch's secrets, to mask their echoes
         found = await find_all(cluster, name, [args.node] if args.node else None)
         down = [f"{f.node}: {f.error}" for f in found.values() if f.error]
         targets = [(f.node, c.name) for f in found.values() for c in f.containers]

@@ -206,3 +206,16 @@ def test_log_lines_that_echo_a_secret_are_masked_before_anyone_sees_them():
     line = split_ts(f"2026-01-01T10:00:01Z request from key {make_plan_key} accepted")
     assert make_plan_key not in line.text and line.ts == "2026-01-01T10:00:01Z"
     assert plan.ok
+
+
+def test_reading_a_record_back_teaches_this_process_its_secrets():
+    from sparktui.core import secrets
+
+    secrets.forget()
+    opts = PlanOptions(engine="vllm", extra_args=["--api-key", "sk-from-the-record", "--hf-token=hf_from_record"],
+                       env={"HF_TOKEN": "hf_env_from_record", "NCCL_DEBUG": "INFO"})
+    rec = Record.from_json(json.loads(json.dumps(Record.from_plan(two_node_plan("vllm", "ray"), opts).to_json())))
+    assert rec.options.extra_args[1] == "sk-from-the-record"
+    line = split_ts("2026-01-01T10:00:00Z echo sk-from-the-record hf_from_record hf_env_from_record INFO").text
+    assert line == "echo **** **** **** INFO"
+    secrets.forget()

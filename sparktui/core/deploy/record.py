@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 
 from ..plan import Plan, PlanOptions
-from ..secrets import mask_data
+from ..secrets import MASK, add_values, mask_data
 from ..ssh import Node, script
 
 STATE_DIR = ".local/state/sparktui/deployments"  # under the head's $HOME
@@ -56,7 +56,18 @@ class Record:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
         kw["options"] = options_from_json(d.get("options") or {})
+        learn_secrets(kw["options"])
         return cls(**kw)
+
+
+def learn_secrets(opts: PlanOptions) -> None:
+    """Remember the secret values of a launch read back from a node, so this process masks them wherever
+    they turn up (an engine echoing its key in `sparktui logs` from a new process)."""
+    masked = mask_data({"env": opts.env, "args": opts.extra_args})
+    add_values([v for k, v in opts.env.items() if masked["env"].get(k) != v])
+    add_values([a for a, m in zip(opts.extra_args, masked["args"]) if a != m and m == MASK])
+    add_values([a.split("=", 1)[1] for a, m in zip(opts.extra_args, masked["args"]) if a != m and "=" in a
+                and m.endswith("=" + MASK)])
 
 
 def options_to_json(opts: PlanOptions) -> dict:
