@@ -29,6 +29,7 @@ from tests.tui.fake_core import ScriptedCore  # noqa: E402
 from tests.tui.samples import spark_config, spark_facts  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
+LIMIT = 120  # seconds any one step may take: generous for a loaded CI machine, and still bounded
 
 
 async def render(out: Path) -> None:
@@ -38,29 +39,29 @@ async def render(out: Path) -> None:
     app.animation_level = "none"
 
     async def shot(name: str) -> None:
-        await settled_text(pilot, app)  # layout and refreshes caught up: the same picture every run
+        await settled_text(pilot, app, LIMIT)  # layout and refreshes caught up: the same picture every run
         app.save_screenshot(filename=f"{name}.svg", path=str(out))
         print(out / f"{name}.svg", file=sys.stderr)
 
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: app.inventory_ready, what="inventory")
+        await wait_for(pilot, lambda: app.inventory_ready, what="inventory", timeout=LIMIT)
         await shot("nodes")
         await pilot.press("t")
-        await wait_for(pilot, lambda: "sync_model" not in app.running, what="sync")
+        await wait_for(pilot, lambda: "sync_model" not in app.running, what="sync", timeout=LIMIT)
         app.show_pane("pane-transfers")
         await shot("transfers")
         await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), what="form")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), what="form", timeout=LIMIT)
         await shot("launch-form")
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: app.deploy_state == "hung", what="hang")
+        await wait_for(pilot, lambda: app.deploy_state == "hung", what="hang", timeout=LIMIT)
         app.launch_pane.log.flush_now()
         await shot("hang")
         await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm", timeout=LIMIT)
         await shot("pivot-confirm")
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.deploy_state == "ready", what="ready", timeout=30)
+        await wait_for(pilot, lambda: app.deploy_state == "ready", what="ready", timeout=LIMIT)
         app.launch_pane.log.flush_now()
         await shot("ready")
 
