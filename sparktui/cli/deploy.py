@@ -300,7 +300,7 @@ def interrupted(args: argparse.Namespace, p: Prepared):
         lines += [f"  {n}: {w}" for n, w in p.preview.starts] or ["  (nothing had started yet)"]
         lines += [f"  watch it: {_again(args, 'logs', '-f')}{dep}   or   {_again(args, 'status')}",
                   f"  stop it:  {_again(args, 'stop')}{dep}"]
-        err_console.print("\n".join(lines), markup=False)
+        err_console.print("\n".join(lines), markup=False, soft_wrap=True)  # commands stay copyable
         raise
 
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import shlex
 import time
 
 import humanize
@@ -149,6 +151,16 @@ def _report(outcomes: list[Outcome], as_json: bool, waited: bool) -> int:
     return 0 if all(o.ok for o in outcomes) else 1
 
 
+def _interrupted(args: argparse.Namespace, seen: dict[str, str]) -> None:
+    """Ctrl-C stops only the watching: the copies run detached on the nodes; say which and how to act."""
+    cfg = f" --config {shlex.quote(args.config)}" if getattr(args, "config", None) else ""
+    lines = ["interrupted: sparktui stopped following; the copies keep running on the nodes:"]
+    lines += [f"  {tid}: {what}" for tid, what in seen.items()] or ["  (none had started yet)"]
+    lines += [f"  watch them: sparktui sync status{cfg}",
+              f"  stop one:   sparktui sync cancel ID{cfg}"]
+    err_console.print("\n".join(lines), markup=False, soft_wrap=True)  # commands stay copyable
+
+
 def _options(args: argparse.Namespace) -> TransferOptions:
     if args.streams < 1:
         raise CliExit(2, "--streams must be at least 1")
@@ -161,13 +173,22 @@ async def _run_sync(args: argparse.Namespace, start) -> int:
     _check_nodes(config, args.to)
     opts = _options(args)
     as_json = getattr(args, "json", False)
+    seen: dict[str, str] = {}  # transfer id -> "source → dest", for what Ctrl-C leaves running
+
+    def heard(e: object) -> None:
+        if isinstance(e, TransferProgress) and e.dest != "-" and e.id:
+            seen[e.id] = f"{e.kind} {e.source} → {e.dest}"
+
     async with Cluster(config, journal()) as cluster:
         try:
             if args.wait and not as_json:
                 with Bars() as bars:
-                    outcomes = await start(cluster, config, opts, bars)
+                    outcomes = await start(cluster, config, opts, lambda e: (heard(e), bars(e)))
             else:
-                outcomes = await start(cluster, config, opts, None)
+                outcomes = await start(cluster, config, opts, heard)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            _interrupted(args, seen)
+            raise
         except TransferError as e:
             if as_json:
                 print_json({"error": str(e)})

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -172,3 +175,43 @@ def test_status_shows_the_endpoint_unhealthy_once_the_engine_process_is_killed(s
     rc, out, err = cli(path, state, "status")
     assert f"{endpoint} " in out and ("unhealthy" in out or "down" in out), out
     cli(path, state, "stop", "--yes")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_tui_launch_in_a_terminal_shows_the_preflight_rows_and_reaches_ready(site, tmp_path):
+    from ..tui.test_tmux import Tmux
+
+    lab, path, state = site
+    cli(path, state, "stop", "--yes")
+    tmux = Tmux(f"sparktui-lab-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(state),
+           "TERM": "xterm-256color"}
+    command = ("env -u COLUMNS -u LINES -u SPARKTUI_CONFIG " + " ".join(f"{k}={v}" for k, v in env.items())
+               + f" {sys.executable} -m sparktui --config {path}")
+    try:
+        tmux("new-session", "-d", "-s", "app", "-x", "120", "-y", "40", command)
+        tmux.wait_for("2/2 nodes up", 60)
+        tmux.keys("l")
+        tmux.wait_for("Launch (ctrl+s)", 60)
+        tmux.keys("Enter")  # the engine select: vLLM (Ray), the second choice
+        tmux.wait_for("vLLM (native)")
+        tmux.keys("Down")
+        tmux.keys("Enter")
+        tmux.wait_for("Ray port")
+        tmux.keys("C-s")
+        screen = tmux.wait_for("every node met the head", 90)
+        rows = [ln for ln in screen.splitlines() if "✓ ok" in ln]
+        assert {n.name for n in lab.nodes} == {r.split()[0] for r in rows}, screen  # a row per node
+        assert all("tcp" in r for r in rows), screen  # transport (the simulator's image has no torch)
+        assert f"preflight {lab.head.fabric_ip}" in screen, screen
+        screen = tmux.wait_for("READY", 180)
+        assert engine_containers(lab) == {n.name: [f"sparktui-policy-vllm-{i}"] for i, n in enumerate(lab.nodes)}
+        tmux.keys("q")
+        deadline = time.monotonic() + 30
+        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
+            if time.monotonic() > deadline:
+                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
+            time.sleep(0.1)  # polling a terminal we do not own; bounded by the deadline above
+    finally:
+        tmux.close()
+        cli(path, state, "stop", "--yes")
