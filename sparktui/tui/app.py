@@ -14,8 +14,11 @@ from typing import Any, Awaitable, Iterable
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
+from textual.css.query import NoMatches
+from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
 
 from ..core.config import Config
 from ..core.deploy.operations import Choices, Op, Preview
@@ -49,6 +52,10 @@ class SparkApp(App):
     TITLE = "sparktui"
     BINDINGS = actions.bindings()
     NOTIFICATION_TIMEOUT = 8
+    # UiState the status line and the keys follow: set from message handlers, drawn by the watchers
+    deploy_state: reactive[str] = reactive("idle", init=False)
+    endpoint: reactive[str | None] = reactive(None, init=False)
+    running: reactive[frozenset[str]] = reactive(frozenset(), init=False)  # operations in flight, by name
 
     def __init__(self, config: Config, theme: str | None = None, controller: Any = None, *,
                  max_log_lines: int = 100_000, autostart: bool = True) -> None:
@@ -58,13 +65,11 @@ class SparkApp(App):
         self.max_log_lines = max_log_lines
         self.autostart = autostart
         self.node_names = [config.head.name] + [n.name for n in config.nodes if n.name != config.head.name]
-        # UiState, read by the action registry's predicates
-        self.deploy_state = "idle"
+        # UiState, read by the action registry's predicates (deploy_state, endpoint, running: reactive)
         self.inventory_ready = False
-        self._ops: set[str] = set()
+        self._op_workers: dict[Worker, str] = {}  # each operation's worker and the name it shows under
         self.has_plan = False
         self.links: dict[str, Link] = {}
-        self.endpoint: str | None = None
         # What the core told in messages (never read from the controller, whose thread writes it)
         self.facts: dict[str, NodeFacts] = {}
         self.subnets: list[Subnet] = []
@@ -100,10 +105,6 @@ class SparkApp(App):
         self.theme = name if name in self.available_themes else "textual-dark"
 
     # -- UiState ----------------------------------------------------------------------------
-    @property
-    def running(self) -> frozenset[str]:
-        return frozenset(self._ops)
-
     @property
     def modal(self) -> bool:
         return isinstance(self.screen, ModalScreen)
@@ -189,41 +190,53 @@ class SparkApp(App):
         from .present.status import status_line
 
         up = sum(1 for n in self.node_names if self.links.get(n, Link()).connected)
-        self.query_one("#status", Static).update(status_line(
-            self.config.cluster, up, len(self.node_names), self.deploy_state,
-            STATE_STYLE.get(self.deploy_state, ""), self.endpoint, sorted(self._ops), self.size.width))
+        try:
+            self.query_one("#status", Static).update(status_line(
+                self.config.cluster, up, len(self.node_names), self.deploy_state,
+                STATE_STYLE.get(self.deploy_state, ""), self.endpoint, sorted(self.running), self.size.width))
+        except NoMatches:  # a watcher before the screen is built: on_mount draws it
+            pass
 
     def on_resize(self) -> None:
         self._draw_status()
+
+    def _state_changed(self) -> None:
+        if not self.screen_stack:  # the app is closing (a worker cancelled at exit)
+            return
+        self._draw_status()
+        self.refresh_bindings()
+
+    watch_deploy_state = watch_endpoint = watch_running = _state_changed
 
     def show_pane(self, pane: str) -> None:
         self.query_one("#panes", TabbedContent).active = pane
 
     @on(TabbedContent.TabActivated, "#panes")
     def _pane_changed(self) -> None:
-        self.refresh_bindings()
+        if self.screen_stack:  # a tab switch still queued while the app closes
+            self.refresh_bindings()
 
     # -- operations -------------------------------------------------------------------------
     def _run_op(self, name: str, work: Awaitable[Any], group: str | None = None) -> None:
-        self._ops.add(name)
-        self.refresh_bindings()
-        self._draw_status()
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
-        self.run_worker(self._op(name, work), group=group or name, exclusive=group is not None, name=name)
+        worker = self.run_worker(work, group=group or name, exclusive=group is not None, name=name,
+                                 exit_on_error=False)  # an adapter error is a notification, not a crash
+        self._op_workers[worker] = name
+        self.running = frozenset(self._op_workers.values())
 
-    async def _op(self, name: str, work: Awaitable[Any]) -> None:
-        try:
-            result = await work
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # noqa: BLE001 - an adapter error is a notification, not a crash
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place an operation's end is handled: its result or error said, its key freed."""
+        name = self._op_workers.get(event.worker)
+        if name is None or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return
+        del self._op_workers[event.worker]
+        self.running = frozenset(self._op_workers.values())
+        if event.state is WorkerState.ERROR:
+            e = event.worker.error
             self.post_message(M.OperationFailed(name, str(e) or type(e).__name__))
-        else:
+        elif event.state is WorkerState.SUCCESS:
+            result = event.worker.result
             self.post_message(M.OperationDone(name, result if isinstance(result, str) else ""))
-        finally:
-            self._ops.discard(name)
-            self.refresh_bindings()
-            self._draw_status()
 
     # A launch, pivot or redeploy goes through the core's operations, as on the command line:
     # prepare (fresh facts, model config, plan, checks) -> refuse or preflight -> confirm -> run.
@@ -484,7 +497,7 @@ class SparkApp(App):
     @on(M.DeploymentStateChanged)
     def _deployment(self, msg: M.DeploymentStateChanged) -> None:
         ev = msg.event
-        self.deploy_state = ev.state
+        self.deploy_state = ev.state  # the watchers redraw the status line and the keys
         if ev.endpoint:
             self.endpoint = ev.endpoint
         elif ev.state in ("stopped", "failed"):
@@ -498,8 +511,8 @@ class SparkApp(App):
             pass  # the hang notice said it, with the fix
         elif ev.state in ("failed", "hung"):
             self.notify(ev.detail or ev.state, title=f"Deployment {ev.state}", severity="error", markup=False)
-        self._draw_status()
-        self.refresh_bindings()
+        elif ev.state == "unhealthy":
+            self.notify(ev.detail or ev.state, title="Endpoint unhealthy", severity="error", timeout=30, markup=False)
 
     @on(M.StepChanged)
     def _step(self, msg: M.StepChanged) -> None:
@@ -545,9 +558,8 @@ class SparkApp(App):
     @on(M.HealthChanged)
     def _health(self, msg: M.HealthChanged) -> None:
         e = msg.event
-        if not e.ok:
-            self.notify(f"{e.endpoint}: {e.detail}", title="Endpoint unhealthy", severity="error", timeout=30,
-                        markup=False)
+        if e.ok:  # the state change tells the loss; the recovery deserves its own word
+            self.notify(f"{e.endpoint} answers again", title="Endpoint", markup=False)
 
     @on(M.JournalAdded)
     def _journal(self, msg: M.JournalAdded) -> None:
