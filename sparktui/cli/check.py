@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 
 import humanize
-from rich.text import Text
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..core.config import Config
 from ..core.facts import NodeFacts
@@ -112,6 +112,13 @@ def print_needs(needs: list[Need]) -> None:
                 console.print(f"  {_MARK[n.status]} {escape(n.what)}: {escape(n.detail)}", highlight=False)
                 if n.fix:
                     console.print(f"      fix: {escape(n.fix)}", highlight=False)
+    bad = unmet(needs)
+    if bad:
+        where = ", ".join(escape(n) for n in dict.fromkeys(n.node for n in bad))
+        console.print(f"[red]{len(bad)} need{'s' if len(bad) > 1 else ''} to fix[/] on {where}: each fix is above")
+    else:
+        console.print("[green]every node has what it needs[/]"
+                      + (" (→: sparktui copies the rest)" if any(n.status == "todo" for n in needs) else ""))
 
 
 async def gather(config: Config) -> tuple[Inventory, dict[str, list[dict]]]:
@@ -133,13 +140,6 @@ async def cmd_check(args: argparse.Namespace) -> int:
     else:
         print_inventory(config, inv)
         print_needs(needs)
-        bad = unmet(needs)
-        if bad:
-            where = ", ".join(dict.fromkeys(n.node for n in bad))
-            console.print(f"[red]{len(bad)} need{'s' if len(bad) > 1 else ''} to fix[/] on {where}: see the fix column")
-        else:
-            console.print("[green]every node has what it needs[/]"
-                          + (" (→: sparktui copies the rest)" if any(n.status == "todo" for n in needs) else ""))
     if not inv.all_reachable:
         return 1
     return 1 if args.strict and unmet(needs) else 0

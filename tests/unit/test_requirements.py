@@ -184,6 +184,8 @@ def test_check_prints_every_unmet_need_whole_at_80_columns(monkeypatch):
             assert "fix: " + " ".join(n.fix.split()) in flat, n.fix
     assert "spark2  ✓\xa0gpu  ✓\xa0docker  ✗\xa0gpu-runtime  ✗\xa0rsync  →\xa0model" in out
     assert not [ln for ln in out.splitlines() if ln.startswith("  ✓")]  # a met need is only its mark
+    assert "4 needs to fix on spark1, spark2: each fix is above" in flat  # docker; toolkit, rsync, vllm image
+
 
 
 def test_an_unreachable_node_does_not_take_the_fabric_from_the_others():
