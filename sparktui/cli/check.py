@@ -97,6 +97,21 @@ def _row_text(r: dict) -> str:
 _MARK = {"ok": "[green]✓[/]", "todo": "[cyan]→[/]", "fail": "[red]✗[/]", "unknown": "[yellow]?[/]"}
 
 
+def _print_marks(node: str, marks: list[str]) -> None:
+    """`node  ✓ gpu  ✗ docker ...`, wrapped between marks only (a mark never parts from its need)."""
+    indent = " " * (len(node) + 2)
+    line, width = f"[bold]{escape(node)}[/]  ", len(node) + 2
+    for i, m in enumerate(marks):
+        w = Text.from_markup(m).cell_len
+        if i and width + 2 + w > console.width:
+            console.print(line, highlight=False)
+            line, width = indent, len(indent)
+        elif i:
+            line, width = line + "  ", width + 2
+        line, width = line + m, width + w
+    console.print(line, highlight=False)
+
+
 def print_needs(needs: list[Need]) -> None:
     """Per node: one line of marks, then each need that is not met with what was found and the fix
     (whole lines, never cut: the fix is a command to copy)."""
@@ -105,8 +120,7 @@ def print_needs(needs: list[Need]) -> None:
     for n in needs:
         nodes.setdefault(n.node, []).append(n)
     for node, rows in nodes.items():
-        marks = "  ".join(f"{_MARK[n.status]}\xa0{n.id}" for n in rows)  # a mark never parts from its need
-        console.print(f"[bold]{escape(node)}[/]  {marks}", highlight=False)
+        _print_marks(node, [f"{_MARK[n.status]} {n.id}" for n in rows])
         for n in rows:
             if n.status != "ok":
                 console.print(f"  {_MARK[n.status]} {escape(n.what)}: {escape(n.detail)}", highlight=False)

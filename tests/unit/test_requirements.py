@@ -182,7 +182,8 @@ def test_check_prints_every_unmet_need_whole_at_80_columns(monkeypatch):
     for n in rows:
         if n.status != "ok" and n.fix:
             assert "fix: " + " ".join(n.fix.split()) in flat, n.fix
-    assert "spark2  ✓\xa0gpu  ✓\xa0docker  ✗\xa0gpu-runtime  ✗\xa0rsync  →\xa0model" in out
+    assert "spark2  ✓ gpu  ✓ docker  ✗ gpu-runtime  ✗ rsync  → model  ✓ image:sglang" in out
+    assert "\n        ✗ image:vllm  ✓ fabric\n" in out  # wrapped between marks, under the first
     assert not [ln for ln in out.splitlines() if ln.startswith("  ✓")]  # a met need is only its mark
     assert "4 needs to fix on spark1, spark2: each fix is above" in flat  # docker; toolkit, rsync, vllm image
 
