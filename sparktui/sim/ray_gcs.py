@@ -66,9 +66,18 @@ def _mem_available() -> int:
     return 16 * 1024 ** 3
 
 
+# What a raylet's own environment says about its node's sockets: the driver needs it to tell which
+# interface a Ray worker on that node ends up with (its own, or the driver's when vLLM copies it over).
+NODE_ENV = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "UCX_NET_DEVICES", "NCCL_IB_HCA")
+
+
 def new_node(ip: str, resources: dict, nccl_port: int, is_head: bool) -> dict:
+    from . import netinfo
+
     return {"node_id": secrets.token_hex(28), "ip": ip, "hostname": socket.gethostname(),
-            "resources": resources, "nccl_port": nccl_port, "is_head": is_head, "started": time.time()}
+            "resources": resources, "nccl_port": nccl_port, "is_head": is_head, "started": time.time(),
+            "ifaces": [i.name for i in netinfo.interfaces()],
+            "env": {k: os.environ[k] for k in NODE_ENV if k in os.environ}}
 
 
 class GcsServer:

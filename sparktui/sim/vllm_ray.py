@@ -11,7 +11,7 @@ import os
 import random
 import time
 
-from . import clock, gpu, runtime
+from . import clock, gpu, ray_env, runtime
 from .logfmt import ray_cpp_line, ray_line
 from .ray_gcs import GcsClient, read_current_cluster, split_address
 
@@ -122,3 +122,35 @@ class RayPlacement:
             nodes, used = await fetch()
         self.placements = [Placement(r, n["ip"], n["ip"] != self.driver_ip, n) for r, n in enumerate(picked)]
         return 0
+
+    async def copy_env_to_workers(self) -> bool:
+        """Send the driver's environment to the Ray workers as vLLM does; False when a worker's NCCL
+        interface, copied from the head, names nothing on its own node (NCCL fails at bootstrap)."""
+        skip, warning = ray_env.non_carry_over()
+        if warning:
+            self.api_or_core("WARNING", "ray_env.py:25", warning)
+        self.api_or_core("INFO", "ray_env.py:102", f"Env var prefixes to copy: {sorted(ray_env.PREFIXES)}")
+        names = sorted(k for k in ray_env.copied() if k in os.environ)
+        self.api_or_core("INFO", "ray_env.py:103", f"Copying the following environment variables to workers: {names}")
+        if skip:
+            self.api_or_core("INFO", "ray_env.py:109", f"RAY_NON_CARRY_OVER_ENV_VARS from config: {skip}")
+        self.api_or_core("INFO", "ray_env.py:113",
+                         f"To exclude env vars from copying, add them to {ray_env.config_file()}")
+        for p in self.placements:
+            if not p.remote or p.node is None:
+                continue
+            want, have = ray_env.worker_ifname(p.node), p.node.get("ifaces") or []
+            if want and have and not ray_env.ifname_matches(want, have):
+                self.log.raw(f"{p.node.get('hostname', 'node')}:{p.pid}:{p.pid} [0] NCCL INFO NCCL_SOCKET_IFNAME "
+                             f"set by environment to {want}", who=self.worker_tag(p))
+                self.log.raw(f"{p.node.get('hostname', 'node')}:{p.pid}:{p.pid} [0] NCCL WARN Bootstrap : no "
+                             f"socket interface found", who=self.worker_tag(p))
+                self.wlog(p, "ERROR", "worker_base.py:620", "Error executing method 'init_device'. This might cause "
+                          "deadlock in distributed execution.")
+                self.log.raw("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                             "ProcessGroupNCCL.cpp:3353, internal error - please report this issue to the NCCL "
+                             "developers, NCCL version 2.27.3\nncclInternalError: Internal check failed.\nLast "
+                             "error:\nBootstrap : no socket interface found", who=self.worker_tag(p))
+                return False
+        return True
+

@@ -304,10 +304,8 @@ class VllmServer(RayPlacement):
     async def connect_workers(self) -> int:
         a = self.args
         if self.backend == "ray":
-            self.api_or_core("INFO", "ray_distributed_executor.py:172", "non_carry_over_env_vars from config: set()")
-            names = sorted(k for k in os.environ if k.startswith(("VLLM_", "NCCL_", "GLOO_", "UCX_")))
-            self.api_or_core("INFO", "ray_distributed_executor.py:174",
-                             f"Copying the following environment variables to workers: {names}")
+            if not await self.copy_env_to_workers():
+                return self.engine_failed()
             init_port = random.randint(30000, 60000)
             for p in self.placements:
                 self.wlog(p, "INFO", "parallel_state.py:1208", f"world_size={self.world} rank={p.rank} local_rank=0 "

@@ -240,3 +240,40 @@ def test_cli_help_lists_the_flags_the_plans_use():
                  "--nccl-init-addr", "--mem-fraction-static", "--context-length", "--disable-cuda-graph",
                  "--trust-remote-code", "--dist-timeout", "--watchdog-timeout"):
         assert flag in out, flag
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_interface_names_that_differ_survive_ray_only_when_listed_not_to_carry_over(model, tmpdirs, tmp_path, listed):
+    """vLLM copies the driver's NCCL_* to every Ray worker unless listed in ray_non_carry_over_env_vars.json:
+    the plan's own step writes that list, and only then does each worker keep its node's interface name."""
+    from sparktui.core.engines.vllm import non_carry_over_script
+
+    cfg = tmp_path / "vllm-config"
+    head_env = {"SPARKTUI_SIM_INTERFACES": "enp1s0f1np1=127.0.0.2/8", "NCCL_SOCKET_IFNAME": "enp1s0f1np1",
+                "VLLM_CONFIG_ROOT": str(cfg)}
+    worker_env = {"SPARKTUI_SIM_INTERFACES": "enP2p1s0f1np1=127.0.0.3/8", "NCCL_SOCKET_IFNAME": "enP2p1s0f1np1"}
+    if listed:
+        subprocess.run(["sh", "-c", non_carry_over_script()], env={"VLLM_CONFIG_ROOT": str(cfg), "HOME": str(tmp_path)},
+                       check=True, timeout=30)
+        assert "NCCL_SOCKET_IFNAME" in json.loads((cfg / "ray_non_carry_over_env_vars.json").read_text())
+    gcs = free_port("127.0.0.2")
+    head = ray(tmpdirs["head"], "start", "--head", "--node-ip-address", "127.0.0.2", "--port", str(gcs), "--block",
+               env=head_env)
+    worker = ray(tmpdirs["worker"], "start", "--address", f"127.0.0.2:{gcs}", "--node-ip-address", "127.0.0.3",
+                 "--block", env=worker_env)
+    with head:
+        head.wait_for("This command will now block forever", timeout=30)
+        with worker:
+            worker.wait_for(UP, timeout=30)
+            port = free_port("127.0.0.2")
+            with vllm(tmpdirs["head"], "serve", model, "--tensor-parallel-size", "2", "--distributed-executor-backend",
+                      "ray", "--host", "127.0.0.2", "--port", str(port),
+                      env={"VLLM_HOST_IP": "127.0.0.2", **head_env}) as server:
+                if listed:
+                    server.wait_for(READY, timeout=60)
+                    assert server.find("RAY_NON_CARRY_OVER_ENV_VARS from config:") >= 0
+                    assert server.find("no socket interface found") < 0
+                else:
+                    server.wait_for("no socket interface found", timeout=60)
+                    assert server.find("ip=127.0.0.3)") >= 0  # on the remote worker, not the head
+                    assert server.wait_exit(timeout=60) != 0

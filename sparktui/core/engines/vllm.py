@@ -12,7 +12,9 @@ waits until it can reach that port: this proves the rendezvous path before anyth
 """
 from __future__ import annotations
 
+import json
 import re
+import shlex
 
 from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt, secrets_in
 
@@ -44,7 +46,26 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
             env["RAY_NODE_IP_ADDRESS"] = spot.ip
     if ctx.head_ip:
         env["MASTER_ADDR"] = ctx.head_ip
+    if ctx.mode == "ray":
+        # Ray's memory monitor reads unified memory as full and kills tensor-parallel workers
+        # (NVIDIA's DGX Spark playbooks turn it off the same way).
+        env["RAY_memory_monitor_refresh_ms"] = "0"
     return env
+
+
+# Set per node by the plan; vLLM's Ray executor copies the driver's NCCL_*/UCX_*/VLLM_* (and its own
+# registered variables) to every worker unless listed in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json,
+# which would give every worker the head's interface names.
+PER_NODE_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME",
+                "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "VLLM_HOST_IP", "RAY_NODE_IP_ADDRESS")
+NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json"
+
+
+def non_carry_over_script() -> str:
+    """Shell that writes the list where vLLM looks (VLLM_CONFIG_ROOT, default $XDG_CONFIG_HOME/vllm)."""
+    names = json.dumps(list(PER_NODE_ENV))
+    return ('d="${VLLM_CONFIG_ROOT:-${XDG_CONFIG_HOME:-$HOME/.config}/vllm}" && mkdir -p "$d" && '
+            f"printf '%s\\n' {shlex.quote(names)} > \"$d/{NON_CARRY_OVER_FILE}\"")
 
 
 def _engine_flags(ctx: Context) -> list[Word]:
@@ -100,6 +121,8 @@ def steps_ray(ctx: Context) -> list[Step]:
                          f"wait until `ray status` lists {n} node(s)", hc,
                          expect=RAY_NODE_LINE, expect_ere=RAY_NODE_LINE_ERE, expect_count=n,
                          timeout=RAY_WAIT_S))
+    out.append(make_step(head.name, 0, "exec", ["docker", "exec", hc, "sh", "-c", non_carry_over_script()],
+                         "keep each node's interface variables on its own Ray workers", hc))
     inner = serve_words_ray(ctx)
     # RAY_ADDRESS makes vllm join this cluster; without it a missing cluster shows up as "Started a local Ray instance".
     exec_words: list[Word] = ["docker", "exec", "-d", "-e", f"RAY_ADDRESS={ctx.head_ip}:{ctx.ray_port}"]
