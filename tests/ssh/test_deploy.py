@@ -86,7 +86,7 @@ async def test_a_wait_that_never_comes_true_fails_the_launch_naming_the_step(fak
             assert d.state == "failed"
             failed = [e for e in rec.of(LaunchStep) if e.state == "failed"]
             assert [e.kind for e in failed] == ["wait"] and "gave up" in failed[0].detail
-            assert "ray status" in d.detail and "step 3/4" in d.detail
+            assert "ray status" in d.detail and "step 3/5" in d.detail
         finally:
             await d.close()
     assert not [a for _, a in fc.calls() if a[:2] == ["exec", "-d"]], "serve must not start after a failed wait"
