@@ -114,6 +114,7 @@ class EngineDefaults:
     mem_fraction: float = 0.85  # --mem-fraction-static / --gpu-memory-utilization
     max_model_len: int | None = None  # context length cap; None = engine default
     hang_after: float = 90.0  # seconds of silence in distributed init before a hang is flagged
+    phase_limits: dict[str, float] = field(default_factory=dict)  # silence allowed in a later phase (core/phases.py)
 
 
 @dataclass
@@ -317,6 +318,15 @@ def _ssh(src: Source, node: yaml.Node) -> SshConfig:
     })[0]
 
 
+def _phase(src: Source, node: yaml.Node) -> str:
+    from .phases import PHASES  # the start-up phases that silence limits apply to
+
+    name = src.text(node, "a phase name", expected="a phase name")
+    if name not in PHASES:
+        raise src.error(node, f"unknown phase '{shorten(name)}'", did_you_mean(name, PHASES))
+    return name
+
+
 def _engine(src: Source, node: yaml.Node) -> EngineDefaults:
     port = lambda n, w: src.integer(n, w, 1, 65535)
     engine, items = src.section(EngineDefaults, node, "engine", {
@@ -324,6 +334,8 @@ def _engine(src: Source, node: yaml.Node) -> EngineDefaults:
         "mem_fraction": lambda n, w: src.number(n, w, 1.0),
         "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
         "hang_after": lambda n, w: src.number(n, w),
+        "phase_limits": lambda n, w: src.text_map(n, w, "phase: seconds", lambda k: _phase(src, k),
+                                                  lambda v, name: src.number(v, f"{w}.{name}")),
     })
     _check_ports(src, engine, items)
     return engine

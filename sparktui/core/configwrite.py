@@ -74,6 +74,7 @@ NOTES = {
     "engine.mem_fraction": "share of GPU memory for weights + KV cache, in (0, 1]",
     "engine.max_model_len": "context length cap; ~ = the engine's default",
     "engine.hang_after": "seconds of silence in distributed init before a hang is flagged",
+    "engine.phase_limits": "seconds of silence allowed in a later phase, e.g. {weights: 3600}",
     "secrets": ("more variable or flag names whose values are masked in every output,\n"
                 "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
                 "  --api-key, --hf-token and the like are masked without being listed"),
@@ -84,7 +85,8 @@ KEYMAP_HINT = ("#   quit: ctrl+q", "#   launch: f5,ctrl+l")
 SECTION_KEYS = {
     "images": ("sglang", "vllm"),
     "ssh": ("host_key_policy", "known_hosts", "keepalive_interval", "connect_timeout", "max_channels", "ssh_config"),
-    "engine": ("sglang_port", "vllm_port", "dist_port", "ray_port", "mem_fraction", "max_model_len", "hang_after"),
+    "engine": ("sglang_port", "vllm_port", "dist_port", "ray_port", "mem_fraction", "max_model_len", "hang_after",
+               "phase_limits"),
 }
 
 
@@ -260,6 +262,9 @@ def _section(out: _Out, config: Config, name: str) -> None:
         note = NOTES[f"{name}.{key}"]
         if key in ("known_hosts",):
             value = _local(value)
+        if key == "phase_limits":
+            out.mapping("  ", key, value, {}, note=note)
+            continue
         if key == "ssh_config" and value is not None:
             out.sequence("  ", key, [_local(p) for p in value], note)
             continue

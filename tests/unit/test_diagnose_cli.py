@@ -68,3 +68,21 @@ def test_invalid_utf8_on_stdin_under_a_strict_locale_is_read_with_replacement():
     assert b"Traceback" not in r.stderr
     out = json.loads(r.stdout)
     assert out["problems"][0]["kind"] == "out_of_memory"
+
+
+def test_phase_limits_come_from_the_config_checked_and_written_back(tmp_path):
+    from sparktui.core.config import ConfigError, load_config
+    from sparktui.core.configwrite import checked_text
+
+    example = (ROOT / "config.example.yaml").read_text()
+    path = tmp_path / "c.yaml"
+    path.write_text(example.replace("phase_limits: {}", "phase_limits: {weights: 3600, graphs: 600}"))
+    config = load_config(path)
+    assert config.engine.phase_limits == {"weights": 3600.0, "graphs": 600.0}
+    assert "weights: 3600" in checked_text(config)  # the config writer keeps them
+    path.write_text(example.replace("phase_limits: {}", "phase_limits: {weight: 3600}"))
+    with pytest.raises(ConfigError, match="unknown phase 'weight'.*did you mean 'weights'"):
+        load_config(path)
+    path.write_text(example.replace("phase_limits: {}", "phase_limits: {weights: -1}"))
+    with pytest.raises(ConfigError, match="weights"):
+        load_config(path)

@@ -261,7 +261,8 @@ class Deployer:
         self.name = cur.name
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
                                    and cur.options.model_path else self.config.model.path,
-                                   expect=cur.containers if cur.mode != "ray" else ())  # with Ray only the head inits
+                                   expect=cur.containers if cur.mode != "ray" else (),  # with Ray only the head inits
+                                   limits=self.config.engine.phase_limits)
         self.check = None
         self.last_check = None
         self.endpoint = None
