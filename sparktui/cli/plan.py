@@ -124,6 +124,8 @@ def render_plan(plan: Plan) -> Group:
                          f"TP {plan.tp} x PP {plan.pp}  deployment {plan.deployment}")
     parts.append(head)
     parts.append(Text(f"model {plan.model_path} as {plan.served_model_name or '-'}, image {plan.image}"))
+    if plan.engine_note:
+        parts.append(Text(f"engine {plan.engine_note}"))
     parts.append(Text(f"rendezvous {plan.subnet or '?'} head {plan.head_ip or '?'}:{plan.rendezvous_port}, "
                       f"HTTP port {plan.port}"))
     if plan.steps:

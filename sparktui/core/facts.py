@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from .image import ImageInfo
+
 
 @dataclass
 class Gpu:
@@ -84,6 +86,7 @@ class NodeFacts:
     cdi_specs: list[str] = field(default_factory=list)  # CDI spec files naming nvidia.com/gpu
     tools_probed: bool = False  # the probe got as far as rsync and the toolkit (the last sections)
     notes: list[str] = field(default_factory=list)  # what the probe could not read, and why
+    images: dict[str, ImageInfo] = field(default_factory=dict)  # image ref -> what it holds (inspected before a plan)
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -15,9 +15,9 @@ from typing import Union
 
 from .config import Config
 from .engines import ENGINES, get_engine
-from .engines.versions import vllm_native_refusal
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
+from .image import engine_release, info_for
 from .fit import Fit, fit_from_facts
 from .secrets import MASK, mask
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
@@ -93,6 +93,8 @@ class Plan:
     nodes: list[NodePlan] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)  # global order
     fit: Fit | None = None
+    engine_version: str | None = None  # the release the commands are written for (None: unknown, the newest)
+    engine_note: str = ""  # where that release came from, in words: "vLLM 0.11.0 in the image on spark1"
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -113,6 +115,8 @@ class Plan:
             "mode": self.mode,
             "tp": self.tp,
             "pp": self.pp,
+            "engine_version": self.engine_version,
+            "engine_note": self.engine_note,
             "rendezvous": {"subnet": self.subnet, "head_ip": self.head_ip, "port": self.rendezvous_port},
             "nodes": [n.to_json() for n in self.nodes],
             "fit": self.fit.to_json() if self.fit else {},
@@ -421,8 +425,6 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         mode = opts.mode or engine_mod.MODES[0]
         if mode not in engine_mod.MODES:
             c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
-        elif engine == "vllm" and mode == "native" and (why := vllm_native_refusal(opts.engine_version)):
-            c.error(why)
     order = list(opts.nodes) if opts.nodes else _default_order(config)
     counts = _check_nodes(config, order, facts, c)
     per_node = max(counts) if counts else 0
@@ -447,6 +449,13 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.error("no image given for the engine")
     else:
         _check_image(image, order, facts, c)
+    info = info_for(facts, order[0] if order else None, image) if image else None
+    release = engine_release(engine, mode, image, info, opts.engine_version)
+    version, version_note = release.version, release.note
+    for e in release.errors:
+        c.error(e)
+    for w in release.warnings:
+        c.warn(w)
 
     mem_fraction = opts.mem_fraction if opts.mem_fraction is not None else eng.mem_fraction
     if not 0 < mem_fraction <= 1:
@@ -475,7 +484,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
 
     plan = Plan(engine=engine, mode=mode, image=image, model_path=model_path, served_model_name=served,
                 tp=tp, pp=pp, deployment=deployment, subnet=subnet.subnet if subnet else None, head_ip=head_ip,
-                dist_port=dist_port, port=port, ray_port=ray_port, fit=fit)
+                dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
+                engine_note=version_note)
     spots = []
     for rank, name in enumerate(order):
         addr = subnet.nodes.get(name) if subnet else None
@@ -493,7 +503,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                   head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
                   mem_fraction=mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
                   extra_args=extra, deployment=deployment, plan_id="", docker=config.docker, nodes=spots,
-                  engine_version=opts.engine_version)
+                  engine_version=version)
     if engine_mod is not None:
         for spot in spots:
             spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)

@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+# The release the simulator plays: the image says which (its environment), like the real one's package.
+VERSION_ENV = "SPARKTUI_SIM_SGLANG_VERSION"
+VERSION = os.environ.get(VERSION_ENV) or "0.5.23"
 
 
 def build_parser() -> argparse.ArgumentParser:

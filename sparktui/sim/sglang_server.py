@@ -20,10 +20,9 @@ import time
 from . import clock, gpu, httpapi, mesh, netinfo, runtime
 from .logfmt import SGLangLog, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
-from .sglang_args import build_parser, server_args_repr
+from .sglang_args import VERSION, build_parser, server_args_repr
 from .store import StoreClient, StoreError, StoreServer, wait_complete
 
-VERSION = "0.5.4"
 NCCL_VERSION = "2.27.3"
 SHARD_S = 2.5  # engine seconds per safetensors shard, per node
 SLOW_SHARD_S = 25.0

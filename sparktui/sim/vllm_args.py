@@ -2,8 +2,25 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 
-VERSION = "0.11.0"
+# The release the simulator plays: the image says which (its environment), like the real one's package.
+VERSION_ENV = "SPARKTUI_SIM_VLLM_VERSION"
+DEFAULT_VERSION = "0.33.0"
+NATIVE_SINCE = (0, 11, 1)  # --nnodes/--node-rank/--master-addr/--master-port/--headless came with vLLM 0.11.1
+
+
+def version() -> str:
+    return os.environ.get(VERSION_ENV) or DEFAULT_VERSION
+
+
+def _has_native(v: str) -> bool:
+    m = re.match(r"v?(\d+(?:\.\d+)*)", v)
+    return bool(m) and tuple(int(p) for p in m.group(1).split(".")) >= NATIVE_SINCE
+
+
+VERSION = version()
 
 
 def add_serve_args(p: argparse.ArgumentParser, positional: bool) -> None:
@@ -19,11 +36,12 @@ def add_serve_args(p: argparse.ArgumentParser, positional: bool) -> None:
     a("--data-parallel-size", "-dp", type=int, default=1, help="Number of data parallel groups.")
     a("--distributed-executor-backend", choices=["ray", "mp", "uni", "external_launcher"], default=None,
       help="Backend to use for distributed model workers, either \"ray\" or \"mp\" (multiprocessing).")
-    a("--nnodes", "-n", type=int, default=1, help="Number of nodes of the multi-node distributed inference.")
-    a("--node-rank", "-r", type=int, default=0, help="Distributed node rank for multi-node inference.")
-    a("--master-addr", default="127.0.0.1", help="Distributed master address for multi-node inference.")
-    a("--master-port", type=int, default=29501, help="Distributed master port for multi-node inference.")
-    a("--headless", action="store_true", help="Run in headless mode (no API server on this node).")
+    if _has_native(VERSION):
+        a("--nnodes", "-n", type=int, default=1, help="Number of nodes of the multi-node distributed inference.")
+        a("--node-rank", "-r", type=int, default=0, help="Distributed node rank for multi-node inference.")
+        a("--master-addr", default="127.0.0.1", help="Distributed master address for multi-node inference.")
+        a("--master-port", type=int, default=29501, help="Distributed master port for multi-node inference.")
+        a("--headless", action="store_true", help="Run in headless mode (no API server on this node).")
     a("--gpu-memory-utilization", type=float, default=0.9,
       help="The fraction of GPU memory to be used for the model executor.")
     a("--max-model-len", type=int, default=None, help="Model context length.")
@@ -51,6 +69,14 @@ def add_serve_args(p: argparse.ArgumentParser, positional: bool) -> None:
     a("--reasoning-parser", default=None, help="Select the reasoning parser.")
     a("--chat-template", default=None, help="The file path to the chat template.")
     a("--limit-mm-per-prompt", default=None, help="Maximum number of input items per modality.")
+
+
+def set_native_defaults(args: argparse.Namespace) -> None:
+    """Releases without native multi-node mode run one node: the server reads these all the same."""
+    for k, v in (("nnodes", 1), ("node_rank", 0), ("master_addr", "127.0.0.1"), ("master_port", 29501),
+                 ("headless", False)):
+        if not hasattr(args, k):
+            setattr(args, k, v)
 
 
 def build_cli_parser() -> argparse.ArgumentParser:

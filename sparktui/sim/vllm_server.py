@@ -21,7 +21,7 @@ from . import clock, gpu, httpapi, mesh, netinfo, runtime, wire
 from .logfmt import VllmLog, emit, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
-from .vllm_args import VERSION, add_serve_args, build_cli_parser
+from .vllm_args import VERSION, add_serve_args, build_cli_parser, set_native_defaults
 from .vllm_ray import Placement, RayPlacement
 from .store import StoreClient, StoreError, StoreServer, wait_complete
 
@@ -34,6 +34,10 @@ STATS_INTERVAL_S = 10.0
 def cli_main(argv: list[str] | None = None) -> int:
     parser = build_cli_parser()
     args, unknown = parser.parse_known_args(argv)
+    if unknown and args.subparser == "serve":  # the real parser refuses them (argparse's own words)
+        serve = parser._subparsers._group_actions[0].choices["serve"]  # noqa: SLF001 - argparse keeps it there
+        serve.error("unrecognized arguments: " + " ".join(unknown))
+    set_native_defaults(args)
     if args.subparser != "serve":
         parser.print_help()
         return 0 if args.subparser is None and not argv else 2
@@ -49,7 +53,9 @@ def cli_main(argv: list[str] | None = None) -> int:
 def api_server_main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="api_server", description="vLLM OpenAI-Compatible RESTful API server.")
     add_serve_args(p, positional=False)
-    args, unknown = p.parse_known_args(argv)
+    args = p.parse_args(argv)  # the real parser refuses what it does not know
+    unknown: list[str] = []
+    set_native_defaults(args)
     args.model = args.model or "facebook/opt-125m"
     return runtime.run(lambda: VllmServer(args, unknown).run())
 

@@ -19,6 +19,7 @@ from .. import labels as L
 from ..config import Config
 from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
 from .. import inventory as _inventory
+from ..image import inspect_for_plan
 from ..inventory import Inventory
 from ..plan import Plan, PlanOptions, make_plan
 from ..ports import Holder, port_conflicts, ports_of
@@ -220,6 +221,7 @@ class Operations:
         """Fresh facts and the model's config, then the plan: what every front shows and runs."""
         opts = copy.deepcopy(opts)
         inv = await self.take_inventory()
+        await inspect_for_plan(self.cluster, self.config, inv.facts, opts)  # the engine release in the image
         if opts.model_config is None:
             opts.model_config = await self._read_model_config(opts)
         return make_plan(self.config, inv.facts, inv.subnets, opts, last_subnet=last_subnet)

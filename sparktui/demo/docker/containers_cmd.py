@@ -129,8 +129,15 @@ def cmd_run(store: Store, args: list[str]) -> int:
             img = images.pull(store, ref, _payload(), out=sys.stderr)
         except DockerError as e:
             raise DockerError(f"docker: {e}.\nSee 'docker run --help'.", 125) from None
+    # As docker: --entrypoint replaces the image's Entrypoint and drops its Cmd; without it the
+    # image's Entrypoint runs with the command given (or the image's Cmd) as its arguments.
     entry = opts.get("entrypoint")
-    argv = ([entry[-1]] if entry and entry[-1] else []) + (cmd or ([] if entry else list(img["Config"].get("Cmd") or [])))
+    if entry:
+        entrypoint = [entry[-1]] if entry[-1] else []
+        argv = entrypoint + cmd
+    else:
+        entrypoint = list(img["Config"].get("Entrypoint") or [])
+        argv = entrypoint + (cmd or list(img["Config"].get("Cmd") or []))
     if not argv:
         raise DockerError("docker: Error response from daemon: no command specified.", 125)
     binds, mounts = _mounts(opts)
@@ -140,7 +147,7 @@ def cmd_run(store: Store, args: list[str]) -> int:
     config = {
         "Name": f"/{name}" if name else None, "Path": argv[0], "Args": argv[1:], "Image": img["Id"],
         "Config": {"Hostname": node["hostname"], "Env": env, "Cmd": cmd or img["Config"].get("Cmd"),
-                   "Image": ref, "Entrypoint": entry[-1:] if entry else None, "Labels": _labels(opts),
+                   "Image": ref, "Entrypoint": entrypoint or None, "Labels": _labels(opts),
                    "WorkingDir": last(opts, "workdir", img["Config"].get("WorkingDir", "")),
                    "Tty": flag(opts, "tty"), "OpenStdin": flag(opts, "interactive"), "User": last(opts, "user", "")},
         "HostConfig": {"NetworkMode": last(opts, "network", "default"), "IpcMode": last(opts, "ipc", "private"),

@@ -23,14 +23,22 @@ CATALOG = {
     "lmsysorg/sglang:spark": {
         "created": "2025-11-18T09:12:44.503218771Z", "workdir": "/sgl-workspace", "cmd": ["/bin/bash"],
         "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "PYTHONUNBUFFERED=1"],
+                "PYTHONUNBUFFERED=1", "SPARKTUI_SIM_SGLANG_VERSION=0.5.3.post3"],
         "labels": {"org.opencontainers.image.source": "https://github.com/sgl-project/sglang"},
     },
     "nvcr.io/nvidia/vllm:25.11-py3": {
         "created": "2025-11-21T17:40:02.118220546Z", "workdir": "/workspace", "cmd": ["/bin/bash"],
         "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "NVIDIA_VLLM_VERSION=25.11"],
+                "NVIDIA_VLLM_VERSION=25.11", "SPARKTUI_SIM_VLLM_VERSION=0.11.0"],
         "labels": {"com.nvidia.build.id": "229112401"},
+    },
+    # vLLM's own image: its entrypoint is the server, as in vllm-project/vllm's docker/Dockerfile
+    "vllm/vllm-openai:v0.33.0": {
+        "created": "2026-11-20T08:31:12.402318113Z", "workdir": "/vllm-workspace", "cmd": None,
+        "entrypoint": ["vllm", "serve"],
+        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+                "SPARKTUI_SIM_VLLM_VERSION=0.33.0"],
+        "labels": {"org.opencontainers.image.source": "https://github.com/vllm-project/vllm"},
     },
 }
 DEFAULT_PAYLOAD = 24 << 20  # layer bytes per image: enough for an image copy to show progress
@@ -38,9 +46,12 @@ DEFAULT_PAYLOAD = 24 << 20  # layer bytes per image: enough for an image copy to
 
 def config_blob(ref: str) -> bytes:
     c = CATALOG[ref]
+    config = {"Env": c["env"], "Cmd": c["cmd"], "WorkingDir": c["workdir"], "Labels": c["labels"]}
+    if c.get("entrypoint"):
+        config["Entrypoint"] = c["entrypoint"]
     return json.dumps({
         "architecture": "arm64", "os": "linux", "created": c["created"],
-        "config": {"Env": c["env"], "Cmd": c["cmd"], "WorkingDir": c["workdir"], "Labels": c["labels"]},
+        "config": config,
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + _layer_seed(ref)]},
     }, sort_keys=True, separators=(",", ":")).encode()
 

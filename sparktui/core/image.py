@@ -1,0 +1,219 @@
+"""What an engine image holds: its entrypoint, command, labels, ID and the engine release inside it.
+
+One round trip to the head: `docker image inspect`, then the engine versions, read once per image ID
+by a one-shot container (`--entrypoint python3`, no network, bounded by `timeout`) and cached on the
+node under ~/.cache/sparktui/images/<id>.json (written to a temporary file and renamed, so a reader
+never sees half of it). The versions come from the installed distributions' metadata (no engine
+import, so it takes about a second), falling back to the module's __version__. Nothing here is fatal:
+an image that cannot be read gives an ImageInfo with `problem` set and the plan goes on, for the
+newest release, saying so.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+
+from .engines.versions import vllm_native_refusal
+
+RUN_TIMEOUT_S = 60  # the one-shot version run; a cold image start on a slow disk takes some seconds
+CACHE_DIR = "$HOME/.cache/sparktui/images"
+PACKAGES = ("vllm", "sglang", "ray")
+_MARK = "@@sparktui-image "
+
+# Run inside the image: one JSON line {package: version or null}. Metadata first: importing vLLM
+# pulls torch in, which takes tens of seconds on a real image.
+_VERSIONS_PY = (
+    "import json,importlib,importlib.metadata as m\n"
+    "out={}\n"
+    f"for p in {PACKAGES!r}:\n"
+    "    try:\n"
+    "        out[p]=m.version(p)\n"
+    "    except Exception:\n"
+    "        try:\n"
+    "            out[p]=str(getattr(importlib.import_module(p),'__version__',None) or 'unknown')\n"
+    "        except Exception:\n"
+    "            out[p]=None\n"
+    "print(json.dumps(out))\n"
+)
+
+
+@dataclass
+class ImageInfo:
+    """One image on one node, as `docker image inspect` and the one-shot version run saw it."""
+
+    ref: str
+    node: str = ""
+    id: str | None = None  # sha256:...; None when the node lacks the image
+    entrypoint: list[str] = field(default_factory=list)
+    cmd: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str | None] = field(default_factory=dict)  # vllm / sglang / ray -> release, None = absent
+    cached: bool = False  # the versions came from the node's cache (no container ran)
+    problem: str | None = None  # why the image or its versions could not be read
+
+    def version(self, package: str) -> str | None:
+        v = self.versions.get(package)
+        return v if v and v != "unknown" else None
+
+    def has(self, package: str) -> bool | None:
+        """Whether the package is in the image; None when the versions could not be read."""
+        if package not in self.versions:
+            return None
+        return self.versions[package] is not None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ImageInfo":
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**known)
+
+
+def inspect_script(ref: str, timeout: int = RUN_TIMEOUT_S) -> str:
+    """The shell the head runs: inspect, then the cached versions or a one-shot run that fills the cache."""
+    q = shlex.quote(ref)
+    run = (f"timeout {int(timeout)} docker run --rm --network none --entrypoint python3 {q} "
+           f"-c {shlex.quote(_VERSIONS_PY)}")
+    return "\n".join([
+        f"id=$(docker image inspect --format '{{{{.Id}}}}' {q} 2>&1) || {{ echo '{_MARK}absent'; "
+        f"printf '%s\\n' \"$id\" | head -n 3; exit 0; }}",
+        f"echo '{_MARK}inspect'",
+        f"docker image inspect --format '{{{{json .Config}}}}' {q}",
+        "printf '%s\\n' \"$id\"",
+        f"d={CACHE_DIR}; f=\"$d/$(printf %s \"$id\" | tr -c 'A-Za-z0-9' _).json\"",
+        "if [ -s \"$f\" ]; then echo '" + _MARK + "cached'; cat \"$f\"; exit 0; fi",
+        f"out=$({run} 2>&1); rc=$?",
+        "line=$(printf '%s\\n' \"$out\" | grep '^{' | tail -n 1)",
+        "if [ $rc -eq 0 ] && [ -n \"$line\" ]; then",
+        "  mkdir -p \"$d\" && printf '%s\\n' \"$line\" > \"$f.tmp.$$\" && mv -f \"$f.tmp.$$\" \"$f\"",
+        f"  echo '{_MARK}ran'; printf '%s\\n' \"$line\"",
+        "else",
+        f"  echo \"{_MARK}failed $rc\"; printf '%s\\n' \"$out\" | grep -v '^{{' | tail -n 3",
+        "fi",
+    ])
+
+
+def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S) -> ImageInfo:
+    """Read what inspect_script printed; anything unreadable becomes `problem`, never an exception."""
+    info = ImageInfo(ref=ref, node=node)
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in out.splitlines():
+        if line.startswith(_MARK):
+            word = line[len(_MARK):].strip()
+            key, _, rest = word.partition(" ")
+            current = sections.setdefault(key, [rest] if rest else [])
+        elif current is not None:
+            current.append(line)
+    if "absent" in sections or not sections:
+        detail = " ".join(s.strip() for s in sections.get("absent", []) if s.strip())[:200]
+        info.problem = f"image {ref} is not on {node}" + (f" ({detail})" if detail else "") if sections else \
+            f"could not inspect {ref} on {node}: {out.strip()[:200] or 'no answer'}"
+        return info
+    lines = sections.get("inspect", [])
+    try:
+        config = json.loads(lines[0]) if lines else None
+    except ValueError:
+        config = None
+    if not isinstance(config, dict):
+        info.problem = f"docker image inspect {ref} on {node} gave no readable config"
+        return info
+    info.entrypoint = [str(x) for x in (config.get("Entrypoint") or [])]
+    info.cmd = [str(x) for x in (config.get("Cmd") or [])]
+    info.labels = {str(k): str(v) for k, v in (config.get("Labels") or {}).items()}
+    id_line = next((ln for ln in lines[1:] if ln.startswith("sha256:")), None)
+    info.id = id_line.strip() if id_line else None
+    for key in ("cached", "ran"):
+        if key in sections:
+            info.cached = key == "cached"
+            body = next((ln for ln in sections[key] if ln.strip().startswith("{")), "")
+            try:
+                versions = json.loads(body)
+            except ValueError:
+                versions = None
+            if isinstance(versions, dict):
+                info.versions = {p: (str(versions[p]) if versions.get(p) is not None else None) for p in PACKAGES}
+            else:
+                info.problem = f"the engine versions in {ref} could not be read (the cache on {node} is unreadable)"
+            return info
+    failed = sections.get("failed", [])
+    rc = failed[0].strip() if failed else "?"
+    detail = " ".join(s.strip() for s in failed[1:] if s.strip())[:300]
+    if rc == "124":
+        info.problem = f"reading the engine version in {ref} took over {timeout} s on {node}"
+    else:
+        info.problem = (f"the engine version in {ref} could not be read on {node} (python3 -c in the image "
+                        f"exited {rc}" + (f": {detail}" if detail else "") + ")")
+    return info
+
+
+async def inspect_image(node, ref: str, timeout: int = RUN_TIMEOUT_S) -> ImageInfo:
+    """Inspect `ref` on `node` (an ssh.Node): one command, bounded; failures come back as `problem`."""
+    name = getattr(node, "name", "")
+    try:
+        r = await node.run(inspect_script(ref, timeout), timeout=timeout + 30)
+    except Exception as e:  # noqa: BLE001 - a lost link: the plan goes on without the image's facts
+        return ImageInfo(ref=ref, node=name, problem=f"could not inspect {ref} on {name}: {e}")
+    return parse_inspection(ref, name, r.stdout or "", timeout)
+
+
+def info_for(facts: dict, node: str | None, ref: str) -> ImageInfo | None:
+    """The inspection of `ref` on `node` kept in its facts, if one was made."""
+    f = facts.get(node) if node else None
+    return f.images.get(ref) if f is not None else None
+
+
+async def inspect_for_plan(cluster, config, facts: dict, opts) -> ImageInfo | None:
+    """Inspect the image a plan with these options would run, on its head, and keep it in the head's facts.
+
+    Runs before planning (make_plan reads the facts and never a node); None when there is nothing to ask.
+    """
+    head = (opts.nodes or [config.head.name])[0]
+    ref = opts.image or getattr(config.images, opts.engine, None)
+    node = cluster.nodes.get(head)
+    f = facts.get(head)
+    if not ref or node is None or f is None or not f.reachable:
+        return None
+    info = await inspect_image(node, ref)
+    f.images[ref] = info
+    return info
+
+
+_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+@dataclass
+class Release:
+    """The engine release a plan is written for, where it came from, and what that release refuses."""
+
+    version: str | None
+    note: str
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, given: str | None) -> Release:
+    """Given (PlanOptions.engine_version) wins; else what the head's inspection found; unknown is planned
+    as the newest release, and said so."""
+    word = _ENGINE_NAMES.get(engine, engine)
+    r = Release(given, "")
+    if given:
+        r.note = f"{word} {given} (given)"
+    elif info is not None and info.version(engine):
+        r.version = info.version(engine)
+        r.note = f"{word} {r.version} in {image} on {info.node}" + (" (cached)" if info.cached else "")
+    elif info is not None and info.problem:
+        r.note = f"{word} version unknown ({info.problem}): planned for the newest release"
+    elif info is not None and info.has(engine) is False:
+        r.note = f"{word} not found in {image}: planned for the newest release"
+        r.warnings.append(f"{image} has no {engine} Python package that python3 in it finds: the engine may not start")
+    else:
+        r.note = f"{word} version not read: planned for the newest release"
+    if engine == "vllm" and mode == "native" and (why := vllm_native_refusal(r.version)):
+        r.errors.append(why)
+    if engine == "vllm" and mode == "ray" and info is not None and info.has("ray") is False:
+        r.errors.append(f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
+                        f"(pip install 'ray[default]'), use another image, or use --mode native")
+    return r
