@@ -21,6 +21,7 @@ import io
 import json
 import os
 import platform
+import shlex
 import shutil
 import stat
 import subprocess
@@ -260,8 +261,12 @@ def docker_arch() -> str:
     return {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
 
 
-def build_image(fs: Rootfs, output: Path, tag: str) -> dict:
-    """Write the docker-archive tarball; returns {'id', 'layer', 'size'}."""
+def build_image(fs: Rootfs, output: Path, tag: str, entrypoint: list[str] | None = None,
+                env: list[str] | None = None) -> dict:
+    """Write the docker-archive tarball; returns {'id', 'layer', 'size'}.
+
+    entrypoint: the image's ENTRYPOINT (vllm/vllm-openai has ["vllm", "serve"]); env: extra ENV
+    entries, e.g. SPARKTUI_SIM_VLLM_VERSION=0.11.0 for the release the simulated engine plays."""
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=output.parent) as layer:
         write_layer(fs, layer)
@@ -274,14 +279,16 @@ def build_image(fs: Rootfs, output: Path, tag: str) -> dict:
         created = "2024-01-01T00:00:00Z"
         config = {
             "architecture": docker_arch(), "os": "linux", "created": created,
-            "config": {"Env": [f"PATH={PATH_ENV}", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1"],
-                       "Cmd": ["/bin/sh"], "WorkingDir": "/",
+            "config": {"Env": [f"PATH={PATH_ENV}", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", *(env or [])],
+                       "Cmd": None if entrypoint else ["/bin/sh"], "WorkingDir": "/",
                        "Labels": {"org.opencontainers.image.title": "sparktui engine simulator",
                                   "org.opencontainers.image.description": "SGLang, vLLM and Ray as seen from outside, "
                                                                           "without GPUs"}},
             "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_hex}"]},
             "history": [{"created": created, "created_by": "tools/build_sim_image.py"}],
         }
+        if entrypoint:
+            config["config"]["Entrypoint"] = entrypoint
         config_bytes = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
         config_hex = hashlib.sha256(config_bytes).hexdigest()
         repo, _, ver = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "latest")
@@ -314,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
                    help=f"image tarball to write; .gz compresses it (default {DEFAULT_OUTPUT.relative_to(REPO)})")
     p.add_argument("-t", "--tag", default=DEFAULT_TAG, help=f"repository:tag recorded in the tarball ({DEFAULT_TAG})")
+    p.add_argument("--entrypoint", help="the image's ENTRYPOINT, words split as a shell would "
+                                         "(vllm/vllm-openai's is 'vllm serve'); default none, CMD /bin/sh")
+    p.add_argument("--vllm-version", help="the vLLM release the simulated vLLM plays (default: the newest it knows)")
+    p.add_argument("--sglang-version", help="the SGLang release the simulated SGLang plays")
     p.add_argument("--rootfs", type=Path, help="only lay out the root filesystem in this (empty) directory")
     p.add_argument("--python", default=os.path.realpath("/usr/bin/python3"),
                    help="interpreter to ship, a distribution build with its stdlib under /usr/lib (default %(default)s)")
@@ -325,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         lay_out(fs, args.rootfs)
         print(f"root filesystem laid out in {args.rootfs} ({len(fs.entries)} entries)")
         return 0
-    result = build_image(fs, args.output, args.tag)
+    env = [f"SPARKTUI_SIM_VLLM_VERSION={args.vllm_version}"] if args.vllm_version else []
+    env += [f"SPARKTUI_SIM_SGLANG_VERSION={args.sglang_version}"] if args.sglang_version else []
+    result = build_image(fs, args.output, args.tag, shlex.split(args.entrypoint) if args.entrypoint else None, env)
     print(f"wrote {args.output} ({args.output.stat().st_size / 1e6:.1f} MB, layer {result['size'] / 1e6:.1f} MB "
           f"uncompressed): {args.tag} {result['id']}")
     print(f"load it with: docker load -i {args.output}")

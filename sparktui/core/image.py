@@ -181,6 +181,28 @@ async def inspect_for_plan(cluster, config, facts: dict, opts) -> ImageInfo | No
     return info
 
 
+async def inspect_configured(cluster, config, facts: dict, known: dict[str, ImageInfo]) -> bool:
+    """Keep the inspection of each engine's configured image in the head's facts (what the launch form
+    shows); `known` carries them between inventories, so an image is asked about again only when its
+    ID on the head changed. True when something new was learnt."""
+    head = config.head.name
+    f, node = facts.get(head), cluster.nodes.get(head)
+    if f is None or node is None or not f.reachable:
+        return False
+    new = False
+    for engine in ("sglang", "vllm"):
+        ref = getattr(config.images, engine, None)
+        if not ref:
+            continue
+        have = known.get(ref)
+        now = f.docker.images.get(ref)
+        if have is None or (now and have.id != now) or (not now and have.id):
+            have = known[ref] = await inspect_image(node, ref)
+            new = True
+        f.images[ref] = have
+    return new
+
+
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 

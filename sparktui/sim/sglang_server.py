@@ -30,7 +30,10 @@ GRAPH_BS = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, unknown = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the real launch_server parses with parse_args: argparse refuses them
+        parser.error("unrecognized arguments: " + " ".join(unknown))
     return runtime.run(lambda: SGLangNode(args, unknown).run())
 
 

@@ -19,6 +19,7 @@ from textual.message import Message
 from ..core.config import Config
 from ..core.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
 from ..core.facts import NodeFacts
+from ..core.image import inspect_configured
 from ..core.inventory import Inventory
 from ..core.journal import Entry, Journal, default_journal_path
 from ..core import labels as L
@@ -47,6 +48,7 @@ class Controller:
         self.transfer_opts = transfer_opts
         self._deployer_factory = deployer_factory
         self.ops: Operations | None = None
+        self._images: dict = {}  # image ref -> ImageInfo: what the head last said each engine image holds
         self.inventory: Inventory | None = None  # core-thread state: the app gets it inside messages
         self._post: Post = lambda m: None
         self._unsubscribe: Callable[[], None] | None = None
@@ -151,6 +153,9 @@ class Controller:
         await self._read_model_config()
         ops = self._ops()
         self._post(InventoryChanged(inv, ops.model_config, await ops.last_subnet()))
+        # the engine release in each image, for the launch form: asked once per image ID, then cached
+        if await inspect_configured(self.cluster, self.config, inv.facts, self._images):
+            self._post(InventoryChanged(inv, ops.model_config, await ops.last_subnet()))
         return inv
 
     async def _refresh_quietly(self) -> None:

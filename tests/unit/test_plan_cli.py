@@ -115,8 +115,13 @@ def test_json_plan_end_to_end(fake_cluster, capsys):
     cfg_file, calls, _ = fake_cluster
     assert main(["plan", "--config", str(cfg_file), "--engine", "vllm", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"engine", "mode", "tp", "pp", "rendezvous", "nodes", "fit", "warnings", "errors"}
+    assert set(out) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
+                        "warnings", "errors"}
     assert out["mode"] == "ray" and out["tp"] == 2 and out["errors"] == []
+    # the image was asked about on the head only; a node that cannot say leaves the version unknown, not an error
+    asked = [node for node, cmd in calls if "@@sparktui-image" in cmd]
+    assert asked == ["spark1"]
+    assert out["engine_version"] is None and "planned for the newest release" in out["engine_note"]
     assert out["rendezvous"]["head_ip"] == "192.168.100.10"
     # config.json was read from the model's node, with the path quoted as one word
     reads = [(node, cmd) for node, cmd in calls if "config.json" in cmd]

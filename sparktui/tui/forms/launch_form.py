@@ -25,11 +25,15 @@ Result = tuple[Plan, PlanOptions]
 
 
 def fit_text(plan: Plan) -> Content:
+    """The engine release the plan is written for (found in the image, or not), then the fit estimate."""
+    engine = Content.assemble(("engine: ", "bold"), (plan.engine_note, "" if plan.engine_version else "$text-muted"))
     f = plan.fit
     if f is None:
-        return Content.styled("fit: not estimated", "$text-muted")
-    style = "$error" if not f.ok else "$warning" if f.warnings else "$success"
-    return Content.assemble(("fit: ", "bold"), (f.summary(), style))
+        fit = Content.styled("fit: not estimated", "$text-muted")
+    else:
+        style = "$error" if not f.ok else "$warning" if f.warnings else "$success"
+        fit = Content.assemble(("fit: ", "bold"), (f.summary(), style))
+    return Content("\n").join([engine, fit]) if plan.engine_note else fit
 
 
 def issues_text(plan: Plan) -> Content:
