@@ -98,3 +98,25 @@ async def test_an_open_form_rechecks_when_new_facts_arrive(config):
         await core.refresh()
         await wait_for(pilot, lambda: form.plan.ok, what="the plan re-checked")
         assert not form.query_one("#launch", Button).disabled
+
+
+async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native_on_0_11(config, core):
+    from textual.widgets import Static
+
+    from sparktui.core.image import ImageInfo
+
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        image = config.images.vllm
+        app.facts[config.head.name].images[image] = ImageInfo(
+            ref=image, node=config.head.name, id="sha256:" + "0" * 64,
+            versions={"vllm": "0.11.0", "sglang": None, "ray": "2.49.2"})
+        form.query_one("#engine", Select).value = "vllm:native"
+        await pilot.pause()
+        assert form.plan.engine_version == "0.11.0"
+        assert any("vLLM 0.11.0" in e and "--mode ray" in e for e in form.plan.errors)
+        assert "engine: vLLM 0.11.0" in str(form.query_one("#fit", Static).render())
+        form.query_one("#engine", Select).value = "vllm:ray"
+        await pilot.pause()
+        assert form.plan.engine_version == "0.11.0" and not form.plan.errors

@@ -26,7 +26,10 @@ Result = tuple[Plan, PlanOptions]
 
 def fit_text(plan: Plan) -> Content:
     """The engine release the plan is written for (found in the image, or not), then the fit estimate."""
-    engine = Content.assemble(("engine: ", "bold"), (plan.engine_note, "" if plan.engine_version else "$text-muted"))
+    # short enough for one line at 80x24; `sparktui plan` says where the release came from
+    word = {"vllm": "vLLM", "sglang": "SGLang"}.get(plan.engine, plan.engine)
+    engine = Content.assemble(("engine: ", "bold"), (f"{word} {plan.engine_version}", "") if plan.engine_version
+                              else (f"{word}, version unknown", "$text-muted"))
     f = plan.fit
     if f is None:
         fit = Content.styled("fit: not estimated", "$text-muted")
