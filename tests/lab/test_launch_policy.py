@@ -215,3 +215,28 @@ def test_a_tui_launch_in_a_terminal_shows_the_preflight_rows_and_reaches_ready(s
     finally:
         tmux.close()
         cli(path, state, "stop", "--yes")
+
+
+def test_a_container_name_clash_reports_dockers_own_words(site):
+    lab, path, state = site
+    worker = lab.nodes[1]
+    clash = "sparktui-policy-vllm-1"  # the name the plan gives the worker's engine, taken by a stranger
+    cli(path, state, "stop", "--yes")
+    lab.sh(worker.name, ["docker", "run", "-d", "--name", clash, SIM_IMAGE, "sleep", "600"])
+    try:
+        rc, out, err = cli(path, state, "launch", "--engine", "vllm", "--yes", "--no-preflight", "--json")
+        doc = json.loads(out)
+        assert rc == 1 and doc["state"] == "failed", err[-2000:]
+        failed = [s for s in doc["steps"] if s["state"] == "failed"]
+        assert failed and failed[0]["node"] == worker.name
+        assert f'The container name "/{clash}" is already in use' in failed[0]["detail"], failed
+        [problem] = [p for p in doc["problems"] if p["kind"] == "launch_step_failed"]
+        assert "is not this deployment's" in problem["hint"] and clash in problem["hint"]
+        rc, out, err = cli(path, state, "journal", "--json", "--limit", "400")
+        entries = json.loads(out)
+        docker_run = [e for e in entries if e["node"] == worker.name and f"--name {clash}" in e["command"]]
+        assert docker_run and "is already in use" in (docker_run[-1]["error"] or "")  # docker's stderr kept
+        assert lab.sh(worker.name, ["docker", "ps", "--format", "{{.Names}}"]).stdout.split().count(clash) == 1
+    finally:
+        cli(path, state, "stop", "--yes")
+        lab.sh(worker.name, ["docker", "rm", "-f", clash], check=False)

@@ -283,3 +283,19 @@ async def test_an_incomplete_model_copy_is_named_on_the_card_and_the_form_will_n
         await pilot.pause()
         assert not any(op == "launch" for op, _ in core.calls)
         assert "spark2: model incomplete" in screen_text(app)
+
+
+async def test_the_forms_check_runs_the_preflight_on_its_choices_and_launches_nothing(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("l")
+        form = await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm) and app.screen, what="form")
+        await pilot.press("ctrl+k")
+        await wait_for(pilot, lambda: "every node met the head" in str(form.query_one("#check-result").content),
+                       what="the check's verdict in the form")
+        shown = str(form.query_one("#check-result").content)
+        assert shown.count("✓ ok") == 2 and "spark1" in shown and "spark2" in shown
+        checked = next(plan for op, plan in core.calls if op == "preflight")
+        assert checked.plan_id == form.plan.plan_id  # the form's own choices were checked
+        assert isinstance(app.screen, LaunchForm) and not any(op == "launch" for op, _ in core.calls)
