@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sparktui.core.deploy import DeployError, Deployer, DeploymentExists, load_record
-from sparktui.core.events import DeploymentChanged, EndpointChecked, EventBus, LaunchStep
+from sparktui.core.events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, LaunchStep
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster
 
@@ -335,6 +335,34 @@ async def test_ready_only_after_health_models_and_a_chat_answer_through_the_forw
     assert chk.endpoint == f"http://127.0.0.1:{port}/v1" and chk.local.startswith("http://127.0.0.1:")
     ready = [e for e in rec.of(DeploymentChanged) if e.state == "ready"]
     assert ready and ready[0].endpoint == chk.endpoint
+
+
+async def test_after_ready_a_dead_endpoint_turns_the_deployment_unhealthy_and_back(fake_cluster):
+    api = _Api(warmup=0, model="tiny")
+    port = await api.start()
+    fc = await fake_cluster(2)
+    for n in fc.nodes:
+        n.server.forwarding = True
+    plan = plan_for(fc.config, PlanOptions(engine="sglang", port=port))
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, poll_interval=0.05, health_interval=0.05)
+        try:
+            await d.launch(plan)
+            assert await d.wait(15) == "ready"
+            api.server.close()  # the engine dies after it was proven ready
+            await api.server.wait_closed()
+            assert await d.wait(15, until=("unhealthy",)) == "unhealthy"
+            lost = rec.of(EndpointHealth)
+            assert lost and not lost[-1].ok and "/health" in lost[-1].detail
+            assert any(p.kind == "endpoint_unhealthy" for p in d.problems)
+            api.server = await asyncio.start_server(api.handle, "127.0.0.1", port)  # it comes back
+            assert await d.wait(15, until=("ready",)) == "ready"
+            assert rec.of(EndpointHealth)[-1].ok
+        finally:
+            await d.close()
+            api.server.close()
 
 
 async def test_a_launch_that_could_not_watch_itself_is_refused_before_anything_runs(fake_cluster):
