@@ -21,7 +21,9 @@ class Gpu:
 @dataclass
 class Memory:
     total_bytes: int | None = None
-    available_bytes: int | None = None
+    available_bytes: int | None = None  # MemAvailable: free + what the kernel can reclaim (page cache)
+    free_bytes: int | None = None  # MemFree: what a GPU on unified memory sees as free (cudaMemGetInfo)
+    cached_bytes: int | None = None  # page cache (Cached + Buffers): freed by dropping caches
 
 
 @dataclass

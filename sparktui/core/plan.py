@@ -19,6 +19,7 @@ from .engines.common import Context, Secret, Spot, Step, env_value, interface_en
 from .facts import NodeFacts, Subnet
 from .image import engine_release, info_for
 from .fit import Fit, fit_from_facts
+from .memfree import shortfalls
 from .secrets import MASK, mask
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
@@ -474,6 +475,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
             c.error(f"fit: {e}")
         for w in fit.warnings:
             c.warn(f"fit: {w}")
+        for short in shortfalls(facts, order, mem_fraction):
+            c.warn(f"free memory: {short.message()}")
 
     trust = opts.trust_remote_code
     if trust is None:

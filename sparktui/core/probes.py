@@ -228,7 +228,8 @@ def parse_nvidia_smi(text: str, notes: list[str] | None = None) -> Gpu:
 # --- /proc/meminfo, df, du --------------------------------------------------------------------
 
 def parse_meminfo(text: str, notes: list[str] | None = None) -> Memory:
-    """/proc/meminfo: total = MemTotal, available = MemAvailable (kB -> bytes)."""
+    """/proc/meminfo: total = MemTotal, available = MemAvailable, free = MemFree, cached = Cached +
+    Buffers (kB -> bytes)."""
     notes = notes if notes is not None else []
     kb: dict[str, int] = {}
     for line in text.splitlines():
@@ -240,6 +241,10 @@ def parse_meminfo(text: str, notes: list[str] | None = None) -> Memory:
         mem.total_bytes = kb["MemTotal"] * 1024
     else:
         notes.append("meminfo: no MemTotal")
+    if "MemFree" in kb:
+        mem.free_bytes = kb["MemFree"] * 1024
+    if "Cached" in kb:
+        mem.cached_bytes = (kb["Cached"] + kb.get("Buffers", 0)) * 1024
     if "MemAvailable" in kb:
         mem.available_bytes = kb["MemAvailable"] * 1024
     elif {"MemFree", "Cached"} <= kb.keys():

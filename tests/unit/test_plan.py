@@ -187,7 +187,7 @@ def test_sglang_every_rank_same_command_workers_first(n):
 def test_vllm_ray_head_first_then_wait_then_serve_in_head(n):
     plan, facts = plan_for(n, engine="vllm", mode="ray")
     assert plan.ok, plan.errors
-    assert [s.kind for s in plan.steps] == ["run"] * n + ["wait", "exec"]
+    assert [s.kind for s in plan.steps] == ["run"] * n + ["wait", "exec", "exec"]
     runs = plan.steps[:n]
     assert [s.rank for s in runs] == list(range(n))  # head first: workers join its GCS
     head_ip = fabric_ip(0)
@@ -199,14 +199,18 @@ def test_vllm_ray_head_first_then_wait_then_serve_in_head(n):
         assert run["env"]["VLLM_HOST_IP"] == fabric_ip(step.rank)
         assert run["env"]["RAY_NODE_IP_ADDRESS"] == fabric_ip(step.rank)
         assert run["env"]["MASTER_ADDR"] == head_ip
+        assert run["env"]["RAY_memory_monitor_refresh_ms"] == "0"  # it kills TP workers on unified memory
         assert run["cmd"][:3] == ["ray", "start", "--block"]
         fl = flags(run["cmd"][3:])
         if step.rank == 0:
             assert fl == {"--head": True, "--node-ip-address": head_ip, "--port": "6379"}
         else:
             assert fl == {"--address": f"{head_ip}:6379", "--node-ip-address": fabric_ip(step.rank)}
-    wait, serve = plan.steps[n], plan.steps[n + 1]
-    assert wait.node == serve.node == "spark1"
+    wait, keep, serve = plan.steps[n], plan.steps[n + 1], plan.steps[n + 2]
+    assert wait.node == keep.node == serve.node == "spark1"
+    # before serve: each node's interface variables are listed so vLLM does not copy the head's to workers
+    assert keep.argv[:5] == ["docker", "exec", head_c, "sh", "-c"] and "ray_non_carry_over_env_vars.json" in keep.argv[5]
+    assert "NCCL_SOCKET_IFNAME" in keep.argv[5] and "VLLM_CONFIG_ROOT" in keep.argv[5]
     assert wait.argv == ["docker", "exec", head_c, "ray", "status"]
     assert wait.timeout and wait.timeout > 0
     argv = serve.argv

@@ -115,10 +115,11 @@ def test_ray_head_script_waits_for_the_cluster_then_serves(tmp_path):
     r, calls = _run_script(tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, API_KEY=KEY,
                            FAKE_RAY_NODES="2")
     assert r.returncode == 0, r.stderr
-    run, wait, serve = plan.steps[0], plan.steps[2], plan.steps[3]
+    run, wait, keep, serve = plan.steps[0], plan.steps[2], plan.steps[3], plan.steps[4]
     assert ["docker"] + calls[1] == _as_exported(run.argv)
     assert ["docker"] + calls[2] == wait.argv
-    exe = calls[3]
+    assert ["docker"] + calls[3] == keep.argv  # the non-carry-over list, written before serve
+    exe = calls[4]
     assert exe[:4] == ["exec", "-d", "-e", f"RAY_ADDRESS={plan.head_ip}:6379"]
     assert exe[4:6] == ["-e", "API_KEY"]  # the container gets the key from the script's environment
     inner = shlex.split(exe[-1])
@@ -168,8 +169,8 @@ def test_a_flag_and_an_env_secret_of_one_name_stay_distinct(tmp_path):
     r, calls = _run_script(tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, HF_TOKEN_ARG=flag_token,
                            FAKE_RAY_NODES="2")
     assert r.returncode == 0, r.stderr
-    serve = plan.steps[3]
-    inner = shlex.split(calls[3][-1])
+    serve = plan.steps[4]
+    inner = shlex.split(calls[4][-1])
     assert f"--hf-token=$HF_TOKEN_ARG" in inner
     assert f"--hf-token={flag_token}" in shlex.split(serve.argv[-1])  # the plan runs the flag's own value
     assert calls[1][calls[1].index("-e") + 1:].count("HF_TOKEN") == 1
