@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import signal
 import sys
@@ -147,7 +146,7 @@ def _down(args: argparse.Namespace) -> int:
 def _tui(options, args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from ..demo.runner import ThreadedDemo
-    from .tui import need_terminal
+    from .tui import need_terminal, run_app
 
     need_terminal("`sparktui demo up` runs the simulated nodes without one")
 
@@ -162,16 +161,7 @@ def _tui(options, args: argparse.Namespace) -> int:
         app = SparkApp(load_config(demo.config_path), theme=getattr(args, "theme", None))
         app.title = "sparktui DEMO \u2014 simulated cluster"
         app.sub_title = f"{options.nodes} nodes on this machine, scenario {options.scenario}"
-
-        def end(*_: object) -> None:
-            # A terminal closing or `kill` ends the app the normal way, so the nodes are stopped below.
-            with contextlib.suppress(Exception):
-                app.exit()
-
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            with contextlib.suppress(ValueError):
-                signal.signal(sig, end)
-        app.run()
+        run_app(app)  # a terminal closing or `kill` ends the app the normal way: the nodes stop below
     finally:
         runner.stop()
     err_console.print(f"demo ended; config was {runner.cluster.config_path}" if options.keep and runner.cluster.root

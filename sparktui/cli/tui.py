@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
+import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..core.config import ConfigNotFound, find_config, user_config_path
 from .common import CliExit, get_config
@@ -48,6 +52,29 @@ def need_terminal(instead: str) -> None:
                          f"{'is' if len(missing) == 1 else 'are'} not one); {instead}")
 
 
+def run_app(app: Any) -> Any:
+    """app.run(), with SIGTERM and SIGHUP (`kill`, a closed terminal) ending the app the normal way:
+    the terminal restored and what it started stopped, within a short wait for the nodes' links."""
+
+    def end(*_: object) -> None:
+        app.close_timeout = 1.0  # leaving on a signal: a dead link must not hold the exit up
+        with contextlib.suppress(Exception):
+            app.exit()
+
+    before = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+            before[sig] = signal.signal(sig, end)
+    try:
+        return app.run()
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        # The interpreter's last collections over a TUI's many objects took seconds on the way out;
+        # nothing left needs them (links, nodes and files are closed by now).
+        gc.freeze()
+
+
 def run_tui(args: argparse.Namespace) -> int:
     instead = "use a headless command instead, such as `sparktui status` or `sparktui check --json`"
     target = first_run_target(args)
@@ -56,7 +83,7 @@ def run_tui(args: argparse.Namespace) -> int:
         from ..core.journal import Journal, default_journal_path
         from ..tui.setup_app import SetupApp
 
-        written = SetupApp(target, journal=Journal(default_journal_path())).run()
+        written = run_app(SetupApp(target, journal=Journal(default_journal_path())))
         if written is None:
             return 0  # the user left the setup; nothing was written
         args.config = str(written)
@@ -72,5 +99,5 @@ def run_tui(args: argparse.Namespace) -> int:
 
     controller = Controller(config)
     controller.prestart()  # the nodes are dialled while the screen is built
-    SparkApp(config, controller=controller, theme=choice).run()
+    run_app(SparkApp(config, controller=controller, theme=choice))
     return 0

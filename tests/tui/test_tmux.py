@@ -215,3 +215,78 @@ def test_80x24_footer_keys_and_an_early_key(tmp_path):
             nodes.wait(10)
         except subprocess.TimeoutExpired:
             nodes.kill()
+
+
+def _pane_child(tmux: Tmux) -> int:
+    shell = int(tmux("list-panes", "-t", "app", "-F", "#{pane_pid}").strip())
+    children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+    return int(children[0])
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def _terminate_and_wait(tmux: Tmux, what: str) -> str:
+    pid = _pane_child(tmux)
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30  # a bound, not the goal (bench-free figure: see the report of a run)
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not end on SIGTERM:\n{tmux.screen()}")
+        time.sleep(0.05)
+    return tmux.wait_for("EXITED 0", 10)  # the shell after it: the terminal is back, exit status 0
+
+
+def test_sigterm_ends_the_tui_and_gives_the_terminal_back(tmp_path):
+    nodes, config = _start_nodes(tmp_path / "nodes")
+    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "TERM": "xterm-256color"}
+    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
+               + f" {sys.executable} -m sparktui --config {config}; echo EXITED $?; sleep 30")
+    try:
+        tmux("new-session", "-d", "-s", "app", "-x", "100", "-y", "30", command)
+        tmux.wait_for("2/2 nodes up")
+        screen = _terminate_and_wait(tmux, "the TUI")
+        assert "nodes up" not in screen, screen  # the alternate screen is gone
+    finally:
+        tmux.close()
+        nodes.stdin.close()
+        try:
+            nodes.wait(10)
+        except subprocess.TimeoutExpired:
+            nodes.kill()
+
+
+def test_sigterm_ends_the_demo_and_everything_it_started(tmp_path):
+    from sparktui.demo.cluster import PREFIX
+
+    from ..demo.conftest import require_namespaces
+
+    require_namespaces()
+    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "TERM": "xterm-256color", "TMPDIR": str(tmp_path)}
+    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
+               + f" {sys.executable} -m sparktui demo --model-mb 4 --speed 40; echo EXITED $?; sleep 30")
+    try:
+        tmux("new-session", "-d", "-s", "app", "-x", "100", "-y", "30", command)
+        tmux.wait_for("2/2 nodes up", 120)
+        [root] = list(tmp_path.glob(f"{PREFIX}*"))
+        _terminate_and_wait(tmux, "sparktui demo")
+        assert not root.exists()
+        left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, str(root))]
+        assert left == [], left
+    finally:
+        tmux.close()
+
+
+def _cmdline_has(proc: Path, text: str) -> bool:
+    try:
+        return text.encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
