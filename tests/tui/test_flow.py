@@ -210,7 +210,7 @@ async def test_sync_model_fills_the_transfers_pane(config, core):
         core.release.set()
         await wait_for(pilot, lambda: pane.transfers["model:spark2"].state == "done", what="done")
         await wait_for(pilot, lambda: app.check_action("sync_model", ()) is True)
-        assert "verified: 57 files" in screen_text(app)
+        await wait_for(pilot, lambda: "verified: 57 files" in screen_text(app), what="the verify line drawn")
 
 
 async def test_filter_and_follow_keys_on_the_launch_pane(config, core):

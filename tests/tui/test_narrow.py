@@ -45,7 +45,7 @@ async def test_the_status_line_keeps_the_endpoint_at_80_columns():
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         core.bus.emit(DeploymentChanged("d1", "vllm", "ray", "ready", "serving", ENDPOINT))
-        app._ops.add("sync_model")
+        app.running = frozenset({"sync_model"})
         await wait_for(pilot, lambda: app.deploy_state == "ready")
         app._draw_status()
         top = screen_text(app).splitlines()[0]
