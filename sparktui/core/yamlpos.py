@@ -30,6 +30,8 @@ class ConfigError(Exception):
     """A config problem at FILE:LINE:COL; str() is the full one-line message (line 0 = no position)."""
 
     def __init__(self, file: str, line: int, col: int, what: str, expected: str = ""):
+        # whatever a message quotes (a key, a choice, a path) is cut to a readable length
+        what, expected, file = shorten(what, 300), shorten(expected, 300), shorten(file, 200)
         self.file, self.line, self.col, self.what, self.expected = file, line, col, what, expected
         tail = f" ({expected})" if expected else ""
         where = f"{file}:{line}:{col}" if line else file

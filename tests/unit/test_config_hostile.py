@@ -137,3 +137,13 @@ def test_the_cli_exits_2_without_a_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sparktui", "--config", str(p), "check"], capture_output=True,
                        text=True, timeout=60, env=env)
     assert r.returncode == 2 and "Traceback" not in r.stderr and f"{p}:6:11:" in r.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "cluster: c\nnodes: [{name: a, host: h}]\nmodel: {name: m, path: /m}\ndocker: {gpu_style: " + "x" * 4000 + "}\n",
+    "cluster: c\nnodes: [{name: a, host: h}]\nmodel: {name: m, path: /m}\n" + "k" * 4000 + ": 1\n",
+])
+def test_every_message_quotes_a_long_value_shortened(text):
+    with pytest.raises(ConfigError) as e:
+        load_config_text(text, "f.yaml")
+    assert len(str(e.value)) < 700 and "characters)" in str(e.value)
