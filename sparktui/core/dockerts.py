@@ -47,3 +47,22 @@ def split(raw: str) -> tuple[str | None, tuple[int, int] | None, str]:
     y, mo, d, h, mi, s, frac, zone = m.groups()
     key = (_epoch(y, mo, d, h, mi, s, zone), int(frac.ljust(9, "0")) if frac else 0)
     return raw[: m.end()].rstrip(" "), key, raw[m.end():]
+
+
+def split_many(raws: list[str]) -> list[tuple[str | None, tuple[int, int] | None, str]]:
+    """split() for every line of a chunk: the fast path inlined, with one look-up per second seen."""
+    out = []
+    add = out.append
+    seconds = _SECONDS
+    for raw in raws:
+        if raw.endswith("\r"):
+            raw = raw[:-1]
+        sp = raw.find(" ", 19)
+        if sp > 19 and raw[sp - 1] == "Z" and raw[10] == "T" and (sp == 20 or raw[19] == "."):
+            secs = seconds.get(raw[:19])
+            frac = raw[20:sp - 1]
+            if secs is not None and len(frac) <= 9 and frac.isdigit() and frac.isascii():
+                add((raw[:sp], (secs, int(frac.ljust(9, "0")) if frac else 0), raw[sp + 1:]))
+                continue
+        add(split(raw))  # a new second, another zone, no timestamp: the full parser (which caches the second)
+    return out

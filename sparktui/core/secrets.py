@@ -76,6 +76,7 @@ _KEYED = re.compile(rf"""(?<![\w-])(["']?)([A-Za-z_][\w-]*)\1(\s*[:=]\s*)(\[\s*(
 _ASSIGN = re.compile(r"(?<![\w$])([A-Za-z_][A-Za-z0-9_]*)=")
 _REPR_ASSIGN = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*)=({_STR})([,;)\]}}]*)\Z")
 _HINT = re.compile(r"(?i)token|secret|passw|passphrase|credential|key")  # what every secret name contains
+_HINT_WORDS = ("token", "secret", "passw", "passphrase", "credential", "key")  # the same, for needs_mask
 
 
 def _keyed(m: re.Match) -> str:
@@ -160,7 +161,8 @@ def needs_mask(text: str) -> bool:
     the common chunk with nothing secret-looking costs no work per line."""
     if any(v in text for v in _values):
         return True
-    if _HINT.search(text):
+    low = text.lower()  # plain substring searches: _HINT's case-blind alternation is ~100x slower on a chunk
+    if any(w in low for w in _HINT_WORDS):
         return True
     return bool(_names) and any(n in text.upper().replace("-", "_") for n in _names)
 

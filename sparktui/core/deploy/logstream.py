@@ -129,8 +129,7 @@ class LogFollower:
     def _take(self, raws: list[str], masked: bool) -> int:
         """Split, de-duplicate and queue complete lines; a batch goes out when it is big or old enough.
         Secrets are masked per line, and only where the chunk showed any (`masked`)."""
-        split = dockerts.split
-        lines = [LogLine(*split(r[:-1] if r.endswith("\r") else r)) for r in raws]
+        lines = [LogLine(*t) for t in dockerts.split_many(raws)]
         if masked:
             lines = [LogLine(ts, key, mask(text)) for ts, key, text in lines]
         lines = self.dedupe.take(lines)
