@@ -68,25 +68,25 @@ controller.prestart()  # as `sparktui` does
 class Probe(SparkApp):
     def on_mount(self):
         super().on_mount()
-        self._told = False
-        self._ticker = self.set_interval(0.01, self._check)
+        self._bench_told = False
+        self._bench_ticker = self.set_interval(0.01, self._bench_check)
 
-    def _check(self):
-        if self._told:
+    def _bench_check(self):
+        if self._bench_told:
             return
         cards = [self.nodes_pane.card(n.name) for n in config.nodes]
         if all(getattr(c, "facts", None) is not None for c in cards):
-            self._told = True
-            self._ticker.stop()  # the idle measure must not count this check
+            self._bench_told = True
+            self._bench_ticker.stop()  # the idle measure must not count this check
             print("FACTS", flush=True)
-            self.set_timer(2.0, self._settled)  # what the facts set off (cards, journal rows) ends first
+            self.set_timer(2.0, self._bench_settled)  # what the facts set off (cards, journal rows) ends first
 
-    def _settled(self):
-        self._cpu = time.process_time()
-        self.set_timer(idle, self._done)
+    def _bench_settled(self):
+        self._bench_cpu = time.process_time()
+        self.set_timer(idle, self._bench_done)
 
-    def _done(self):
-        used = time.process_time() - self._cpu
+    def _bench_done(self):
+        used = time.process_time() - self._bench_cpu
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"IDLE {used / idle:.5f} {rss:.1f}", flush=True)
         self.exit()
