@@ -18,19 +18,20 @@ from pathlib import Path
 import yaml
 
 from .plan import PlanOptions
+from .recipe_rules import defaults_to_flags, resolve_runtime, switch
 from .secrets import shorten
 from .yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
 
-# runtime -> (engine, mode)
+# sparkrun runtime (after resolve_runtime) -> (engine, mode)
 RUNTIMES = {
-    "vllm": ("vllm", "ray"),  # sparkrun's vllm runtime clusters through Ray
     "vllm-ray": ("vllm", "ray"),
     "vllm-distributed": ("vllm", "native"),
-    "eugr-vllm": ("vllm", "ray"),
+    "eugr-vllm": ("vllm", "ray"),  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
     "sglang": ("sglang", None),
 }
 TOP_KEYS = {"model", "runtime", "container", "defaults", "env", "command", "min_nodes", "max_nodes", "mode",
-            "solo_only", "cluster_only", "metadata", "sparkrun_version", "recipe_version"}
+            "solo_only", "cluster_only", "metadata", "sparkrun_version", "recipe_version", "builder", "name",
+            "description"}
 # defaults keys that become plan options
 OPTION_KEYS = {"port", "host", "tensor_parallel", "pipeline_parallel", "gpu_memory_utilization", "max_model_len",
                "served_model_name"}
@@ -57,7 +58,8 @@ class RecipeError(Exception):
 class Recipe:
     path: str
     model: str | None = None
-    runtime: str = "vllm"
+    runtime: str = "vllm-distributed"  # as sparkrun resolves it (resolve_runtime)
+    builder: str = ""
     container: str | None = None
     defaults: dict = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -260,11 +262,15 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
     r.model = str(data["model"]) if data.get("model") is not None else None
     if r.model is None:
         r.errors.append("recipe has no model")
-    r.runtime = str(data.get("runtime") or ("eugr-vllm" if "recipe_version" in data else "vllm"))
+    r.runtime, r.builder, why = resolve_runtime(data)
+    if why:
+        w.append(f"runtime {r.runtime}: {why}")
     if r.runtime not in RUNTIMES:
-        r.errors.append(f"runtime {r.runtime!r} is not supported (sparktui runs: sglang, vllm)")
-    elif r.runtime == "eugr-vllm":
-        w.append("runtime eugr-vllm: its mods and build args are not applied; the plan runs plain vLLM with Ray")
+        r.errors.append(f"runtime {r.runtime!r} is not supported (sparktui runs: sglang, vllm-distributed, "
+                        f"vllm-ray)")
+    if r.builder:
+        w.append(f"builder {r.builder}: sparkrun would build the image (with its mods); sparktui runs the "
+                 f"container as named")
     r.container = str(data["container"]) if data.get("container") else None
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
@@ -305,10 +311,6 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
             if k not in OPTION_KEYS and k not in used:
                 w.append(f"defaults.{k}: not used by the command template")
         _check_managed(r, managed)
-    else:
-        for k in r.defaults:
-            if k not in OPTION_KEYS:
-                w.append(f"defaults.{k}: not used (the recipe has no command template to put it in)")
     return r
 
 
@@ -394,9 +396,21 @@ def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, no
         opts.served_model_name = str(d["served_model_name"])
     if "host" in d and str(d["host"]) != "0.0.0.0":
         w.append(f"defaults.host {d['host']} is replaced by 0.0.0.0: other machines must reach the head")
-    if r.trust_remote_code and opts.trust_remote_code is None:
-        opts.trust_remote_code = True
-    opts.extra_args = list(r.extra_args) + list(opts.extra_args)
+    if r.command is None:  # sparkrun then writes the engine's flags from the defaults itself
+        flags, notes = defaults_to_flags(d, opts.engine)
+        w += notes
+        args = list(flags)
+        trust = switch(d.get("trust_remote_code")) if d.get("trust_remote_code") is not None else None
+        if trust is None and d.get("trust_remote_code") is not None:
+            w.append(f"defaults.trust_remote_code: {shorten(repr(d['trust_remote_code']), 60)} is neither true "
+                     f"nor false; not used")
+        elif trust is not None and opts.trust_remote_code is None:
+            opts.trust_remote_code = trust
+    else:
+        args = list(r.extra_args)
+        if r.trust_remote_code and opts.trust_remote_code is None:
+            opts.trust_remote_code = True
+    opts.extra_args = args + list(opts.extra_args)
     opts.env = {**r.env, **opts.env}
     if r.model and model_path:
         if Path(model_path.rstrip("/")).name.lower() != r.model.split(":")[0].rsplit("/", 1)[-1].lower():

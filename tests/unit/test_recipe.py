@@ -212,3 +212,139 @@ def test_non_utf8_and_huge_recipe_files(tmp_path):
     p.write_text("model: m\n" + "#" * (2 << 20))
     with pytest.raises(RecipeError, match="larger than 1 MiB"):
         load_recipe(p)
+
+
+# The runtime as sparkrun 0.4.2 resolves it: sparkrun/core/recipe.py, the resolvers in _RECIPE_RESOLVERS
+# (_resolve_runtime_from_command_hint, _resolve_v1_migration, _resolve_eugr_signals, _resolve_vllm_variant),
+# mirrored there by resolve_runtime() and resolve_builder().
+@pytest.mark.parametrize("text,runtime,engine", [
+    ("model: m\ncommand: python3 -m sglang.launch_server --model-path {model} --tp-size 2\n", "sglang",
+     ("sglang", None)),
+    ("model: m\ncommand: |\n  python -m sglang.launch_server \\\n    --model-path {model}\n", "sglang", ("sglang", None)),
+    ("model: m\ncommand: sglang serve --model-path {model}\n", "sglang", ("sglang", None)),
+    ("model: m\ncommand: vllm serve {model} -tp 2\n", "vllm-distributed", ("vllm", "native")),
+    ("model: m\nruntime: vllm\n", "vllm-distributed", ("vllm", "native")),
+    ("model: m\n", "vllm-distributed", ("vllm", "native")),
+    ("model: m\ncommand: vllm serve {model} --distributed-executor-backend ray\n", "vllm-ray", ("vllm", "ray")),
+    ("model: m\nruntime: vllm\ndefaults: {distributed_executor_backend: Ray}\n", "vllm-ray", ("vllm", "ray")),
+    # sparkrun's hint wants a space before ray: the = spelling is not a Ray hint there either
+    ("model: m\ncommand: vllm serve {model} --distributed-executor-backend=ray\n", "vllm-distributed",
+     ("vllm", "native")),
+    # an explicit runtime wins over the command's hint
+    ("model: m\nruntime: vllm-ray\ncommand: python3 -m sglang.launch_server --model-path {model}\n", "vllm-ray",
+     ("vllm", "ray")),
+    ("model: m\nruntime: sglang\ncommand: vllm serve {model}\n", "sglang", ("sglang", None)),
+    ("model: m\nruntime: ''\ncommand: sglang serve --model-path {model}\n", "sglang", ("sglang", None)),
+    # v1 recipes keep their runtime; only the builder changes
+    ("model: m\nrecipe_version: '1'\ncommand: vllm serve {model} --distributed-executor-backend ray\n", "vllm-ray",
+     ("vllm", "ray")),
+    ("model: m\nrecipe_version: '1'\n", "vllm-distributed", ("vllm", "native")),
+])
+def test_runtime_resolves_as_sparkrun_resolves_it(text, runtime, engine):
+    r = parse_recipe(text, "r.yaml", environ={})
+    assert not r.errors
+    assert (r.runtime, r.engine) == (runtime, engine)
+    if "runtime:" not in text or "runtime: vllm\n" in text or "runtime: ''" in text:
+        assert any(w.startswith(f"runtime {runtime}:") for w in r.warnings), r.warnings  # said, not guessed quietly
+
+
+def test_an_sglang_command_recipe_without_runtime_plans_sglang_not_ray():
+    config, facts, subnets = cluster(2)
+    text = SGLANG_RECIPE.replace("runtime: sglang\n", "")
+    r = parse_recipe(text, "q.yaml", environ={})
+    opts, _ = apply_recipe(r, PlanOptions(engine="sglang"), MODEL, nodes=2, engine_given=False)
+    assert (opts.engine, opts.mode) == ("sglang", None)
+    for f in facts.values():
+        f.docker.images[opts.image] = next(iter(f.docker.images.values()))
+    plan = make_plan(config, facts, subnets, opts)
+    assert plan.ok, plan.errors
+    assert plan.engine == "sglang" and plan.mode != "ray"
+    assert not any("ray" in " ".join(s.argv) for s in plan.steps)
+
+
+@pytest.mark.parametrize("text,builder", [
+    ("model: m\nrecipe_version: '1'\n", "eugr"),
+    ("model: m\nrecipe_version: 1\n", "eugr"),
+    ("model: m\nrecipe_version: '2'\n", ""),
+    ("model: m\n", ""),
+    ("model: m\nruntime: sglang\nrecipe_version: '1'\n", ""),
+    ("model: m\ncontainer: ghcr.io/spark-arena/dgx-vllm-eugr-nightly-tf5:latest\n", "eugr"),
+])
+def test_only_v1_recipes_and_eugr_signals_mean_the_eugr_builder(text, builder):
+    r = parse_recipe(text, "r.yaml", environ={})
+    assert r.builder == builder
+    assert any(w.startswith("builder eugr") for w in r.warnings) == bool(builder)
+
+
+COMMANDLESS = """\
+model: Qwen/Qwen3-30B-A3B
+runtime: {runtime}
+defaults:
+  port: 8000
+  tensor_parallel: 2
+  gpu_memory_utilization: 0.7
+  max_model_len: 32768
+  trust_remote_code: true
+  kv_cache_dtype: fp8
+  max_num_seqs: 16
+  chunked_prefill: 4096
+  enable_prefix_caching: false
+  speculative_config: {{method: ngram, num_speculative_tokens: 3}}
+  executor: docker
+  wild_knob: 3
+"""
+
+
+def test_a_commandless_recipe_becomes_vllm_flags():
+    """sparkrun 0.4.2 runtimes/_vllm_common.py VLLM_FLAG_MAP / VLLM_NEGATABLE_BOOL_FLAGS, rendered as
+    runtimes/base.py build_flags_from_map and render_flag_value do."""
+    r = parse_recipe(COMMANDLESS.format(runtime="vllm"), "c.yaml", environ={})
+    opts, warnings = apply_recipe(r, PlanOptions(), MODEL, nodes=2, engine_given=False)
+    assert (opts.engine, opts.mode, opts.port, opts.tp, opts.mem_fraction, opts.max_model_len) == \
+        ("vllm", "native", 8000, 2, 0.7, 32768)
+    assert opts.trust_remote_code is True
+    fl = flags(opts.extra_args)
+    assert fl["--kv-cache-dtype"] == "fp8" and fl["--max-num-seqs"] == "16"
+    assert fl["--no-enable-prefix-caching"] is True  # on by default in vLLM: false must be said
+    assert fl["--speculative-config"] == '{"method":"ngram","num_speculative_tokens":3}'
+    assert "--chunked-prefill-size" not in fl
+    assert any(w.startswith("defaults.chunked_prefill: vLLM has no flag") for w in warnings)
+    assert any(w.startswith("defaults.wild_knob: no engine flag") for w in warnings)
+    assert any(w.startswith("defaults.executor: read by sparkrun itself") for w in warnings)
+
+
+def test_a_commandless_recipe_becomes_sglang_flags_in_the_plan():
+    """sparkrun 0.4.2 runtimes/sglang.py _SGLANG_FLAG_MAP: max_num_seqs is --max-running-requests there."""
+    config, facts, subnets = cluster(2)
+    r = parse_recipe(COMMANDLESS.format(runtime="sglang"), "c.yaml", environ={})
+    opts, warnings = apply_recipe(r, PlanOptions(), MODEL, nodes=2, engine_given=False)
+    for f in facts.values():
+        f.docker.images[opts.image] = next(iter(f.docker.images.values()))
+    plan = make_plan(config, facts, subnets, opts)
+    assert plan.ok, plan.errors
+    fl = flags(parse_run(plan.steps[-1].argv)["cmd"][3:])
+    assert fl["--kv-cache-dtype"] == "fp8" and fl["--max-running-requests"] == "16"
+    assert fl["--chunked-prefill-size"] == "4096" and fl["--trust-remote-code"] is True
+    assert fl["--mem-fraction-static"] == "0.7" and fl["--context-length"] == "32768"
+    assert "--max-num-seqs" not in fl and "--no-enable-prefix-caching" not in fl
+    for key in ("enable_prefix_caching", "speculative_config", "wild_knob", "executor"):
+        assert any(w.startswith(f"defaults.{key}:") for w in warnings), key
+
+
+def test_commandless_flags_follow_the_engine_planned_and_the_user_still_wins():
+    r = parse_recipe(COMMANDLESS.format(runtime="sglang"), "c.yaml", environ={})
+    opts, warnings = apply_recipe(r, PlanOptions(engine="vllm", trust_remote_code=False,
+                                                 extra_args=["--max-num-seqs", "4"]), MODEL, nodes=2)
+    assert opts.engine == "vllm" and opts.trust_remote_code is False
+    assert opts.extra_args[-2:] == ["--max-num-seqs", "4"] and "--max-running-requests" not in opts.extra_args
+    assert opts.extra_args.index("--max-num-seqs") < len(opts.extra_args) - 2  # the recipe's, then the user's
+    assert any("recipe is for sglang" in w for w in warnings)
+
+
+def test_commandless_switch_that_is_not_a_switch_is_reported():
+    r = parse_recipe("model: m\nruntime: vllm\ndefaults: {enforce_eager: maybe, trust_remote_code: sure}\n",
+                     "s.yaml", environ={})
+    opts, warnings = apply_recipe(r, PlanOptions(), MODEL, engine_given=False)
+    assert "--enforce-eager" not in opts.extra_args and opts.trust_remote_code is None
+    assert any("defaults.enforce_eager: 'maybe' is neither" in w for w in warnings)
+    assert any("defaults.trust_remote_code: 'sure' is neither" in w for w in warnings)
