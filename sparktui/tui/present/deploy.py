@@ -124,7 +124,7 @@ def preflight_text(head: str, nodes: list[str], rows: dict, verdict=None, error:
         transport = r.transport or r.path or "-"
         took = f"{r.seconds:.1f} s" if r.seconds is not None else "-"
         bw = f"{r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "-"
-        mark = ("✓ ok", "$success") if r.ok else (f"✗ {r.kind or 'failed'}", "$error bold")
+        mark = ("✓ ok", "$success") if r.ok else (f"✗ {(r.kind or 'failed').replace('_', ' ')}", "$error bold")
         lines.append(Content.assemble(f"  {n.ljust(width)}  {transport:<7} {took:>7}  {bw:>11}  ", mark))
     if error:
         lines.append(Content.styled(f"  ✗ the check could not run: {error}", "$error"))
