@@ -29,6 +29,14 @@ class SlowNode:
         return None
 
 
+class Nodes(list):
+    """The nodes as a Cluster gives them: iterated in config order, and by name."""
+
+    @property
+    def nodes(self) -> dict:
+        return {n.name: n for n in self}
+
+
 async def test_each_card_is_filled_as_its_node_answers_not_when_the_last_one_does():
     cfg = spark_config()
     gate = asyncio.Event()
@@ -41,7 +49,7 @@ async def test_each_card_is_filled_as_its_node_answers_not_when_the_last_one_doe
         if isinstance(msg, M.FactsChanged):
             first_in.set()
 
-    c = Controller(cfg, journal=Journal(), cluster=nodes, poll_interval=3600, threaded=False)  # nodes, as a Cluster iterates
+    c = Controller(cfg, journal=Journal(), cluster=Nodes(nodes), poll_interval=3600, threaded=False)
     c.attach(post)
     start = asyncio.ensure_future(c._start())
     await asyncio.wait_for(first_in.wait(), 10)
