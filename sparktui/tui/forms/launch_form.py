@@ -235,7 +235,7 @@ class LaunchForm(ModalScreen[Result | None]):
         if not self.can_submit:
             why = (self.parsed.errors if self.parsed else {}) or {}
             first = next(iter(why.values()), None) or (plan.errors[0] if plan.errors else "the plan is not ready")
-            self.notify(f"cannot launch yet: {first}", severity="error")
+            self.notify(f"cannot launch yet: {first}", severity="error", markup=False)  # [brackets] in paths
             return
         assert self.parsed is not None
         self.dismiss((plan, self.parsed.options))
