@@ -74,7 +74,7 @@ class ImagesConfig:
     """Container image per engine."""
 
     sglang: str = "lmsysorg/sglang:spark"  # image that runs SGLang, same ID on every node
-    vllm: str = "nvcr.io/nvidia/vllm:25.11-py3"  # image that runs vLLM, same ID on every node
+    vllm: str = "nvcr.io/nvidia/vllm:26.10-py3"  # image that runs vLLM (0.31.0 inside), same ID on every node
 
 
 @dataclass

@@ -28,11 +28,11 @@ def test_gpu_total_counts_reachable_nodes():
 def test_images_on_every_node_first_and_default_always_offered():
     facts = spark_facts()
     facts["spark2"].docker.images = {"lmsysorg/sglang:spark": "sha256:aa"}
-    opts = C.image_options(facts, ["spark1", "spark2"], "nvcr.io/nvidia/vllm:25.11-py3", "vllm")
+    opts = C.image_options(facts, ["spark1", "spark2"], "nvcr.io/nvidia/vllm:26.10-py3", "vllm")
     values = [v for _, v in opts]
     assert values[0] == "lmsysorg/sglang:spark"  # on all nodes
     labels = dict((v, lbl) for lbl, v in opts)
-    assert "only spark1" in labels["nvcr.io/nvidia/vllm:25.11-py3"]
+    assert "only spark1" in labels["nvcr.io/nvidia/vllm:26.10-py3"]
     missing = C.image_options(facts, ["spark1", "spark2"], "repo/new:1", "sglang")
     assert "not on any node" in dict((v, lbl) for lbl, v in missing)["repo/new:1"]
 

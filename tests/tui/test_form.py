@@ -22,7 +22,7 @@ async def test_engine_change_moves_image_port_and_rendezvous_fields(config, core
         assert form.query_one("#row-ray_port").has_class("-hidden")
         form.query_one("#engine", Select).value = "vllm:ray"
         await pilot.pause()
-        assert form.values.image == "nvcr.io/nvidia/vllm:25.11-py3"
+        assert form.values.image == config.images.vllm == "nvcr.io/nvidia/vllm:26.10-py3"
         assert form.query_one("#port", Input).value == "8000"
         assert not form.query_one("#row-ray_port").has_class("-hidden")
         assert form.query_one("#row-dist_port").has_class("-hidden")

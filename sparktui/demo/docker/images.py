@@ -32,6 +32,12 @@ CATALOG = {
                 "NVIDIA_VLLM_VERSION=25.11", "SPARKTUI_SIM_VLLM_VERSION=0.11.0"],
         "labels": {"com.nvidia.build.id": "229112401"},
     },
+    "nvcr.io/nvidia/vllm:26.10-py3": {
+        "created": "2026-10-24T06:12:51.730114902Z", "workdir": "/workspace", "cmd": ["/bin/bash"],
+        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+                "NVIDIA_VLLM_VERSION=26.10", "SPARKTUI_SIM_VLLM_VERSION=0.31.0"],
+        "labels": {},
+    },
     # vLLM's own image: its entrypoint is the server, as in vllm-project/vllm's docker/Dockerfile
     "vllm/vllm-openai:v0.33.0": {
         "created": "2026-11-20T08:31:12.402318113Z", "workdir": "/vllm-workspace", "cmd": None,
