@@ -5,6 +5,8 @@
     python3 tools/build_sim_image.py -o sim.tar.gz        # gzip-compressed, also loadable
     python3 tools/build_sim_image.py --rootfs /tmp/rootfs # only lay out the root filesystem
     docker load -i dist/sparktui-engine-sim.tar           # -> sparktui/engine-sim:latest
+    python3 tools/build_sim_image.py --entrypoint 'vllm serve' -t sim:serve   # ENTRYPOINT as vllm/vllm-openai's
+    python3 tools/build_sim_image.py --vllm-version 0.11.0 -t sim:old         # plays vLLM 0.11.0 (no --nnodes)
 
 The image holds this machine's Debian python3 (the binary plus the shared libraries ldd lists), a
 lean standard library, dash as /bin/sh, bash, grep and a few coreutils, the simulator (sparktui/sim) and the shim
