@@ -109,8 +109,12 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
             current.append(line)
     if "absent" in sections or not sections:
         detail = " ".join(s.strip() for s in sections.get("absent", []) if s.strip())[:200]
-        info.problem = f"image {ref} is not on {node}" + (f" ({detail})" if detail else "") if sections else \
-            f"could not inspect {ref} on {node}: {out.strip()[:200] or 'no answer'}"
+        if not sections:
+            info.problem = f"could not inspect {ref} on {node}: {out.strip()[:200] or 'no answer'}"
+        elif "no such" in detail.lower() or not detail:
+            info.problem = f"image {ref} is not on {node}"
+        else:  # docker itself answered something else: permission, daemon down
+            info.problem = f"could not inspect {ref} on {node}: {detail}"
         return info
     lines = sections.get("inspect", [])
     try:

@@ -30,7 +30,9 @@ def test_cached_versions_are_marked_cached():
 
 def test_a_missing_image_is_a_problem_not_an_exception():
     info = parse_inspection("nope:1", "spark2", f"{M}absent\nError: No such image: nope:1\n")
-    assert info.id is None and "not on spark2" in info.problem and "No such image" in info.problem
+    assert info.id is None and info.problem == "image nope:1 is not on spark2"
+    denied = parse_inspection("i", "spark2", f"{M}absent\npermission denied while trying to connect to the docker API\n")
+    assert denied.problem == "could not inspect i on spark2: permission denied while trying to connect to the docker API"
 
 
 def test_a_slow_version_run_names_its_bound_and_a_failed_one_its_error():
@@ -81,3 +83,31 @@ def test_an_unknown_version_is_planned_as_the_newest_and_said_so():
 def test_a_given_version_wins_over_the_image():
     r = engine_release("vllm", "native", "img", info(vllm="0.33.0", sglang=None, ray=None), "0.10.2")
     assert r.version == "0.10.2" and r.errors and r.note == "vLLM 0.10.2 (given)"
+
+
+async def test_configured_images_are_asked_about_again_only_when_their_id_changes():
+    from types import SimpleNamespace
+
+    from sparktui.core.facts import DockerInfo, NodeFacts
+    from sparktui.core.image import inspect_configured
+
+    asked: list[str] = []
+
+    class Head:
+        name = "spark1"
+
+        async def run(self, cmd, timeout=None):
+            asked.append(cmd)
+            return SimpleNamespace(stdout=out(f'{M}cached\n{{"vllm": "0.31.0", "sglang": null, "ray": "2.49.2"}}\n'))
+
+    config = SimpleNamespace(head=SimpleNamespace(name="spark1"), images=SimpleNamespace(sglang="s:1", vllm="v:1"))
+    facts = {"spark1": NodeFacts("spark1", "h", True, docker=DockerInfo(images={"s:1": ID, "v:1": ID}))}
+    cluster = SimpleNamespace(nodes={"spark1": Head()})
+    known: dict = {}
+    assert await inspect_configured(cluster, config, facts, known) and len(asked) == 2
+    assert facts["spark1"].images["v:1"].version("vllm") == "0.31.0"
+    fresh = {"spark1": NodeFacts("spark1", "h", True, docker=DockerInfo(images={"s:1": ID, "v:1": ID}))}
+    assert not await inspect_configured(cluster, config, fresh, known) and len(asked) == 2  # same IDs: no ask
+    assert fresh["spark1"].images["v:1"].version("vllm") == "0.31.0"  # the known answer lands in new facts
+    fresh["spark1"].docker.images["v:1"] = "sha256:" + "cd" * 32  # pulled again: another image
+    assert await inspect_configured(cluster, config, fresh, known) and len(asked) == 3
