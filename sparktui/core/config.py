@@ -111,7 +111,7 @@ class EngineDefaults:
     vllm_port: int = 8000  # vLLM HTTP port on the head
     dist_port: int = 29500  # rendezvous port (--dist-init-addr / --master-port)
     ray_port: int = 6379  # Ray GCS port on the head
-    mem_fraction: float = 0.85  # --mem-fraction-static / --gpu-memory-utilization
+    mem_fraction: float | None = None  # --mem-fraction-static / --gpu-memory-utilization; None = NVIDIA's per engine
     max_model_len: int | None = None  # context length cap; None = engine default
     hang_after: float = 90.0  # seconds of silence in distributed init before a hang is flagged
     phase_limits: dict[str, float] = field(default_factory=dict)  # silence allowed in a later phase (core/phases.py)
@@ -331,7 +331,7 @@ def _engine(src: Source, node: yaml.Node) -> EngineDefaults:
     port = lambda n, w: src.integer(n, w, 1, 65535)
     engine, items = src.section(EngineDefaults, node, "engine", {
         "sglang_port": port, "vllm_port": port, "dist_port": port, "ray_port": port,
-        "mem_fraction": lambda n, w: src.number(n, w, 1.0),
+        "mem_fraction": lambda n, w: None if n.tag == NULL else src.number(n, w, 1.0),
         "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
         "hang_after": lambda n, w: src.number(n, w),
         "phase_limits": lambda n, w: src.text_map(n, w, "phase: seconds", lambda k: _phase(src, k),

@@ -71,7 +71,7 @@ NOTES = {
     "engine.vllm_port": "vLLM HTTP port on the head",
     "engine.dist_port": "rendezvous port (--dist-init-addr / --master-port); differs from the others",
     "engine.ray_port": "Ray GCS port on the head (vLLM with Ray)",
-    "engine.mem_fraction": "share of GPU memory for weights + KV cache, in (0, 1]",
+    "engine.mem_fraction": "share of GPU memory, in (0, 1]; ~ = NVIDIA's: vLLM 0.8, SGLang 0.75",
     "engine.max_model_len": "context length cap; ~ = the engine's default",
     "engine.hang_after": "seconds of silence in distributed init before a hang is flagged",
     "engine.phase_limits": "seconds of silence allowed in a later phase, e.g. {weights: 3600}",

@@ -1,11 +1,21 @@
 """Will the model fit? Weights per GPU against the memory the engine may use, before anything loads.
 
-weights per GPU = checkpoint bytes on disk / (TP x PP)
+weights per GPU = (checkpoint bytes - replicated) / (TP x PP) + replicated / PP
 budget per GPU  = usable memory per GPU x memory fraction   (unified memory on GB10: MemTotal)
-KV headroom     = budget - weights - runtime overhead
-The overhead (CUDA context, activations, CUDA graphs, NCCL buffers) is an estimate: a few GiB on
-the engines seen on Sparks, so 3 GiB is assumed. Weights above the budget are an error; headroom
-under 10 % of memory a warning (little KV cache: short contexts, few concurrent requests).
+Replicated parameters are held whole by every GPU of a stage: the RMSNorm weights and, for MoE, each
+layer's router (both engines build it as a ReplicatedLinear); embeddings and lm_head are split over the
+vocabulary (VocabParallelEmbedding / ParallelLMHead) except in SGLang with --enable-dp-attention. They
+are counted from the model's config.json; without it a 3 % allowance on the weights is added.
+What the fraction covers differs, as the engines' own help says:
+- vLLM --gpu-memory-utilization: "the fraction of GPU memory to be used for the model executor" (vllm
+  config/cache.py CacheConfig.gpu_memory_utilization): weights, activations and KV cache all inside it,
+  so KV = budget - weights - runtime overhead;
+- SGLang --mem-fraction-static: "the fraction of the memory used for static allocation (model weights
+  and KV cache memory pool)" (python/sglang/srt/server_args.py): activations and CUDA graphs live in
+  the rest, so KV = budget - weights, and the memory outside the budget must hold the overhead.
+The overhead (CUDA context, activations, CUDA graphs, NCCL buffers) is an estimate: a few GiB on the
+engines seen on Sparks, so 3 GiB is assumed. Weights above the budget are an error; KV room under 10 %
+of memory a warning (little KV cache: short contexts, few concurrent requests).
 """
 from __future__ import annotations
 
@@ -16,6 +26,19 @@ from .facts import NodeFacts
 GIB = 1024**3
 RUNTIME_OVERHEAD = 3 * GIB
 LOW_HEADROOM = 0.10  # of usable memory per GPU
+REPLICATED_ALLOWANCE = 0.03  # of the weights, when the model's config.json is not at hand
+# NVIDIA's DGX Spark examples (REFERENCE.md): the fraction used when neither the user nor the config sets one
+NVIDIA_FRACTION = {"vllm": 0.8, "sglang": 0.75}
+COVERS = {
+    "vllm": "vLLM's share for weights, activations and KV cache",
+    "sglang": "SGLang's static share: weights + KV cache, activations outside",
+}
+_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
+
+
+def default_fraction(engine: str, configured: float | None = None) -> float:
+    """The memory fraction a plan uses when the user gave none: the config's, else NVIDIA's for the engine."""
+    return configured if configured is not None else NVIDIA_FRACTION.get(engine, 0.8)
 
 
 def gib(n: int | None) -> str:
@@ -27,6 +50,37 @@ def gib(n: int | None) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
+def _int(cfg: dict, *keys: str) -> int:
+    for k in keys:
+        v = cfg.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    return 0
+
+
+def replicated_params(model_config: dict, engine: str, extra_args: list[str] | None = None) -> tuple[int, str]:
+    """(bytes every GPU of a stage holds whole, what they are) from a config.json; (0, why) when unreadable."""
+    cfg = model_config.get("text_config") if isinstance(model_config.get("text_config"), dict) else model_config
+    hidden, layers, vocab = _int(cfg, "hidden_size"), _int(cfg, "num_hidden_layers"), _int(cfg, "vocab_size")
+    if not hidden or not layers:
+        return 0, "config.json names no hidden_size / num_hidden_layers"
+    size = _DTYPE_BYTES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or model_config.get("torch_dtype")
+                                or "bfloat16").removeprefix("torch."), 2)
+    parts = {"norms": (2 * layers + 1) * hidden}  # input + post-attention norm per layer, the final norm
+    experts = _int(cfg, "num_experts", "num_local_experts", "n_routed_experts")
+    if experts:
+        step = _int(cfg, "decoder_sparse_step") or 1
+        dense = set(cfg.get("mlp_only_layers") or []) if isinstance(cfg.get("mlp_only_layers"), list) else set()
+        first = _int(cfg, "first_k_dense_replace")
+        moe = sum(1 for i in range(layers) if i not in dense and i >= first and (i + 1) % step == 0)
+        shared = hidden if _int(cfg, "shared_expert_intermediate_size") else 0  # shared_expert_gate: hidden -> 1
+        parts["router"] = moe * (experts * hidden + shared)
+    if engine == "sglang" and "--enable-dp-attention" in (extra_args or []) and vocab:
+        copies = 1 if model_config.get("tie_word_embeddings", cfg.get("tie_word_embeddings")) else 2
+        parts["embeddings" if copies == 1 else "embeddings + lm_head"] = copies * vocab * hidden
+    return sum(parts.values()) * size, " + ".join(parts)
+
+
 @dataclass
 class Fit:
     """The estimate and what it means; None fields are unknown."""
@@ -34,7 +88,10 @@ class Fit:
     tp: int
     pp: int
     mem_fraction: float
+    engine: str = "vllm"
     checkpoint_bytes: int | None = None
+    replicated_bytes: int = 0  # per GPU above an even split: parameters every GPU of a stage holds whole
+    replicated_what: str = ""  # what they are, or how they were allowed for
     weights_per_gpu: int | None = None
     memory_per_gpu: int | None = None  # usable memory of the tightest node's GPU
     tightest_node: str | None = None
@@ -58,23 +115,37 @@ class Fit:
             return None
         return self.headroom_bytes / self.memory_per_gpu
 
+    @property
+    def covers(self) -> str:
+        """What the fraction covers, in the engine's terms."""
+        return COVERS.get(self.engine, "weights and KV cache")
+
+    @property
+    def overhead_inside(self) -> bool:
+        """Does the budget hold the activations too (vLLM), or do they live outside it (SGLang)?"""
+        return self.engine != "sglang"
+
     def summary(self) -> str:
         if not self.known:
             return "fit unknown: " + "; ".join(self.warnings or ["missing sizes"])
-        return (f"weights {gib(self.weights_per_gpu)}/GPU of {gib(self.budget_per_gpu)} usable "
-                f"({self.mem_fraction:g} x {gib(self.memory_per_gpu)}), overhead ~{gib(self.overhead_bytes)}, "
-                f"KV headroom {gib(self.headroom_bytes)}")
+        rep = f" (+{gib(self.replicated_bytes)} replicated)" if self.replicated_bytes else ""
+        over = (f" + ~{gib(self.overhead_bytes)} activations" if self.overhead_inside else "")
+        return (f"weights {gib(self.weights_per_gpu)}/GPU{rep}{over} in {gib(self.budget_per_gpu)} "
+                f"= {self.mem_fraction:g} x {gib(self.memory_per_gpu)} ({self.covers}); "
+                f"KV cache {gib(self.headroom_bytes)}")
 
     def to_json(self) -> dict:
         d = asdict(self)
-        d.update(known=self.known, ok=self.ok, headroom_ratio=self.headroom_ratio)
+        d.update(known=self.known, ok=self.ok, headroom_ratio=self.headroom_ratio, covers=self.covers)
         return d
 
 
 def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | None], tp: int, pp: int,
-                 mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD) -> Fit:
-    """memory_per_gpu: node -> usable bytes for one of its GPUs (None = unknown)."""
-    f = Fit(tp=tp, pp=pp, mem_fraction=mem_fraction, checkpoint_bytes=checkpoint_bytes,
+                 mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = "vllm",
+                 replicated: tuple[int, str] | None = None) -> Fit:
+    """memory_per_gpu: node -> usable bytes for one of its GPUs (None = unknown);
+    replicated: (bytes, what) from replicated_params, or None for the 3 % allowance."""
+    f = Fit(tp=tp, pp=pp, mem_fraction=mem_fraction, engine=engine, checkpoint_bytes=checkpoint_bytes,
             overhead_bytes=overhead_bytes)
     shards = tp * pp
     if shards < 1:
@@ -82,8 +153,16 @@ def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | N
         return f
     if checkpoint_bytes is None:
         f.warnings.append("checkpoint size unknown (model directory not measured)")
+    elif replicated is None or tp == 1:
+        split = -(-checkpoint_bytes // shards)  # ceiling: a shard never rounds down
+        f.replicated_bytes = int(split * REPLICATED_ALLOWANCE) if tp > 1 else 0
+        f.replicated_what = f"{REPLICATED_ALLOWANCE:.0%} allowance (no config.json)" if tp > 1 else ""
+        f.weights_per_gpu = split + f.replicated_bytes
     else:
-        f.weights_per_gpu = -(-checkpoint_bytes // shards)  # ceiling: a shard never rounds down
+        whole = min(replicated[0], checkpoint_bytes)
+        f.replicated_what = replicated[1]
+        f.weights_per_gpu = -(-(checkpoint_bytes - whole) // shards) + -(-whole // pp)
+        f.replicated_bytes = f.weights_per_gpu - -(-checkpoint_bytes // shards)  # more than an even split
     unknown = [n for n, m in memory_per_gpu.items() if not m]
     known = {n: m for n, m in memory_per_gpu.items() if m}
     if unknown:
@@ -94,26 +173,37 @@ def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | N
         f.budget_per_gpu = int(f.memory_per_gpu * mem_fraction)
     if f.weights_per_gpu is None or f.budget_per_gpu is None:
         return f
-    f.headroom_bytes = f.budget_per_gpu - f.weights_per_gpu - overhead_bytes
+    inside = overhead_bytes if f.overhead_inside else 0
+    f.headroom_bytes = f.budget_per_gpu - f.weights_per_gpu - inside
     where = f" on {f.tightest_node}" if f.tightest_node else ""
     if f.weights_per_gpu > f.budget_per_gpu:
         f.errors.append(
             f"weights alone do not fit: {gib(f.weights_per_gpu)} per GPU (TP {tp} x PP {pp}) but only "
-            f"{gib(f.budget_per_gpu)} usable{where} ({mem_fraction:g} of {gib(f.memory_per_gpu)}); "
+            f"{gib(f.budget_per_gpu)} usable{where} ({mem_fraction:g} of {gib(f.memory_per_gpu)}, {f.covers}); "
             f"use more GPUs or raise the memory fraction")
     elif f.headroom_bytes <= 0:
         f.warnings.append(
-            f"no room left for the KV cache{where}: {gib(f.weights_per_gpu)} weights + ~{gib(overhead_bytes)} "
-            f"overhead in {gib(f.budget_per_gpu)}; the engine will likely refuse to start")
+            f"no room left for the KV cache{where}: {gib(f.weights_per_gpu)} weights"
+            f"{f' + ~{gib(overhead_bytes)} activations' if inside else ''} in {gib(f.budget_per_gpu)} "
+            f"({f.covers}); the engine will likely refuse to start")
     elif f.headroom_bytes < LOW_HEADROOM * f.memory_per_gpu:
         f.warnings.append(
             f"little KV cache headroom{where}: {gib(f.headroom_bytes)} per GPU (under "
             f"{LOW_HEADROOM:.0%} of {gib(f.memory_per_gpu)}); expect short contexts or few concurrent requests")
+    outside = f.memory_per_gpu - f.budget_per_gpu
+    if not f.overhead_inside and outside < overhead_bytes:
+        f.warnings.append(
+            f"only {gib(outside)} per GPU outside --mem-fraction-static {mem_fraction:g}{where} for activations "
+            f"and CUDA graphs (~{gib(overhead_bytes)} expected); lower the fraction if it runs out of memory")
     return f
 
 
 def fit_from_facts(facts: dict[str, NodeFacts], nodes: list[str], checkpoint_bytes: int | None, tp: int, pp: int,
-                   mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD) -> Fit:
-    """The estimate for the nodes of a plan, from what the probes found."""
+                   mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = "vllm",
+                   model_config: dict | None = None, extra_args: list[str] | None = None) -> Fit:
+    """The estimate for the nodes of a plan, from what the probes found (and the model's config.json)."""
     mem = {n: (facts[n].usable_gpu_memory() if n in facts else None) for n in nodes}
-    return estimate_fit(checkpoint_bytes, mem, tp, pp, mem_fraction, overhead_bytes)
+    rep = replicated_params(model_config, engine, extra_args) if isinstance(model_config, dict) else None
+    if rep is not None and not rep[0]:
+        rep = None  # config.json without the sizes: the allowance instead
+    return estimate_fit(checkpoint_bytes, mem, tp, pp, mem_fraction, overhead_bytes, engine, rep)

@@ -18,7 +18,7 @@ from .engines import ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from .image import engine_release, info_for
-from .fit import Fit, fit_from_facts
+from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
@@ -458,7 +458,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     for w in release.warnings:
         c.warn(w)
 
-    mem_fraction = opts.mem_fraction if opts.mem_fraction is not None else eng.mem_fraction
+    mem_fraction = opts.mem_fraction if opts.mem_fraction is not None else default_fraction(engine, eng.mem_fraction)
     if not 0 < mem_fraction <= 1:
         c.error(f"memory fraction {mem_fraction} must be above 0 and at most 1")
     max_len = opts.max_model_len if opts.max_model_len is not None else eng.max_model_len
@@ -470,7 +470,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
 
     fit = None
     if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1:
-        fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction)
+        fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction,
+                             engine=engine, model_config=opts.model_config, extra_args=opts.extra_args)
         for e in fit.errors:
             c.error(f"fit: {e}")
         for w in fit.warnings:

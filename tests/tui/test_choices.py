@@ -59,4 +59,4 @@ def test_parse_form_reports_fields_inline():
     assert (o.engine, o.mode, o.tp, o.pp, o.ray_port) == ("vllm", "ray", 2, 1, 6379)
     assert o.port is None and o.mem_fraction is None  # bad values fall back, so the preview still renders
     good = C.parse_form(C.defaults(spark_config(), "sglang"), ["spark1", "spark2"])
-    assert good.errors == {} and good.options.port == 30000 and good.options.mem_fraction == 0.85
+    assert good.errors == {} and good.options.port == 30000 and good.options.mem_fraction == 0.75  # NVIDIA's SGLang default

@@ -20,20 +20,26 @@ async def test_engine_change_moves_image_port_and_rendezvous_fields(config, core
     async with app.run_test(size=(120, 40)) as pilot:
         form = await open_form(pilot, app)
         assert form.query_one("#row-ray_port").has_class("-hidden")
+        assert form.query_one("#mem_fraction", Input).value == "0.75"  # NVIDIA's SGLang example
         form.query_one("#engine", Select).value = "vllm:ray"
         await pilot.pause()
         assert form.values.image == config.images.vllm == "nvcr.io/nvidia/vllm:26.10-py3"
         assert form.query_one("#port", Input).value == "8000"
+        assert form.query_one("#mem_fraction", Input).value == "0.8" and form.plan.fit.mem_fraction == 0.8
+        assert "weights, activations and KV cache" in str(form.query_one("#fit").content)
         assert not form.query_one("#row-ray_port").has_class("-hidden")
         assert form.query_one("#row-dist_port").has_class("-hidden")
         assert form.plan.engine == "vllm" and form.plan.mode == "ray" and form.plan.port == 8000
         assert any("ray start" in c and "--head" in c for c in form.plan.nodes[0].commands)
         # a port the user typed survives an engine change
         form.query_one("#port", Input).value = "9001"
+        form.query_one("#mem_fraction", Input).value = "0.7"
         await pilot.pause()
         form.query_one("#engine", Select).value = "sglang:native"
         await pilot.pause()
         assert form.query_one("#port", Input).value == "9001" and form.plan.port == 9001
+        assert form.query_one("#mem_fraction", Input).value == "0.7" and form.plan.fit.mem_fraction == 0.7
+        assert "weights + KV cache, activations outside" in str(form.query_one("#fit").content)
 
 
 async def test_bad_values_show_inline_and_block_launch(config, core):

@@ -1,14 +1,17 @@
-"""Fit estimate around its boundaries: weights vs budget, and the 10 % headroom line."""
+"""Fit estimate around its boundaries: weights vs budget, the 10 % headroom line, parameters every GPU holds
+whole, and what each engine's fraction covers (vLLM's --gpu-memory-utilization: the whole instance;
+SGLang's --mem-fraction-static: weights + KV pool, activations outside)."""
 from __future__ import annotations
 
 from sparktui.core.facts import Gpu, Memory, NodeFacts
-from sparktui.core.fit import GIB, LOW_HEADROOM, RUNTIME_OVERHEAD, estimate_fit, fit_from_facts
+from sparktui.core.fit import GIB, LOW_HEADROOM, RUNTIME_OVERHEAD, estimate_fit, fit_from_facts, replicated_params
 
 MEM = 100 * GIB  # round numbers keep the boundaries exact
+EVEN = (0, "none")  # nothing replicated: the boundaries below are exact
 
 
 def test_weights_exactly_at_budget_fit_but_leave_no_kv():
-    f = estimate_fit(2 * 80 * GIB, {"a": MEM, "b": MEM}, tp=2, pp=1, mem_fraction=0.8)
+    f = estimate_fit(2 * 80 * GIB, {"a": MEM, "b": MEM}, tp=2, pp=1, mem_fraction=0.8, replicated=EVEN)
     assert f.weights_per_gpu == 80 * GIB and f.budget_per_gpu == 80 * GIB
     assert not f.errors
     assert f.headroom_bytes == -RUNTIME_OVERHEAD
@@ -16,7 +19,7 @@ def test_weights_exactly_at_budget_fit_but_leave_no_kv():
 
 
 def test_one_byte_over_budget_is_an_error():
-    f = estimate_fit(2 * 80 * GIB + 2, {"a": MEM, "b": MEM}, tp=2, pp=1, mem_fraction=0.8)
+    f = estimate_fit(2 * 80 * GIB + 2, {"a": MEM, "b": MEM}, tp=2, pp=1, mem_fraction=0.8, replicated=EVEN)
     assert f.weights_per_gpu == 80 * GIB + 1
     assert len(f.errors) == 1 and "do not fit" in f.errors[0]
     assert not f.ok
@@ -31,7 +34,7 @@ def test_headroom_at_ten_percent_is_fine_just_below_warns():
 
 
 def test_pipeline_stages_divide_weights_too_and_round_up():
-    f = estimate_fit(10 * GIB + 1, {"a": MEM, "b": MEM, "c": MEM, "d": MEM}, tp=2, pp=2, mem_fraction=0.5)
+    f = estimate_fit(10 * GIB + 1, {"a": MEM, "b": MEM, "c": MEM, "d": MEM}, tp=2, pp=2, mem_fraction=0.5, replicated=EVEN)
     assert f.weights_per_gpu * 4 >= 10 * GIB + 1 > (f.weights_per_gpu - 1) * 4
 
 
@@ -58,8 +61,8 @@ def test_from_facts_uses_unified_memory_on_gb10():
                      memory=Memory(total_bytes=1000 * GIB))
     f = fit_from_facts({"s1": gb10, "s2": h200}, ["s1", "s2"], 118 * GIB, 2, 1, 0.85)
     assert f.memory_per_gpu == 119 * GIB and f.tightest_node == "s1"
-    assert f.weights_per_gpu == 59 * GIB
-    assert f.headroom_bytes == int(119 * GIB * 0.85) - 59 * GIB - RUNTIME_OVERHEAD
+    assert f.weights_per_gpu == 59 * GIB + int(59 * GIB * 0.03)  # no config.json: the 3 % allowance
+    assert f.headroom_bytes == int(119 * GIB * 0.85) - f.weights_per_gpu - RUNTIME_OVERHEAD
 
 
 def test_json_shape():
@@ -76,3 +79,76 @@ def test_small_sizes_read_in_mib_not_as_zero_gib():
     assert gib(5 << 20) == "5.0 MiB"
     assert gib(GIB // 2) == "0.5 GiB"
     assert gib(None) == "?"
+
+
+# Shaped like Qwen3.5-122B-A10B's config.json: a multimodal wrapper with the text model inside.
+MOE_CONFIG = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "tie_word_embeddings": False,
+              "text_config": {"hidden_size": 3072, "num_hidden_layers": 48, "vocab_size": 248320,
+                              "num_experts": 256, "shared_expert_intermediate_size": 1024,
+                              "torch_dtype": "bfloat16"}}
+
+
+def test_replicated_parameters_are_counted_from_config_json():
+    size, what = replicated_params(MOE_CONFIG, "vllm")
+    norms = (2 * 48 + 1) * 3072
+    router = 48 * (256 * 3072 + 3072)  # per layer: the router and the shared-expert gate
+    assert size == 2 * (norms + router) and what == "norms + router"
+    f = estimate_fit(118 * GIB, {"a": MEM, "b": MEM}, tp=2, pp=1, mem_fraction=0.8, replicated=(size, what))
+    assert f.weights_per_gpu == -(-(118 * GIB - size) // 2) + size  # whole on each GPU, the rest split
+    assert f.replicated_bytes == f.weights_per_gpu - 59 * GIB
+    dense = replicated_params({"hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 128256}, "vllm")
+    assert dense == (2 * (2 * 32 + 1) * 4096, "norms")
+    assert replicated_params({"architectures": ["x"]}, "vllm")[0] == 0
+
+
+def test_sglang_dp_attention_replicates_the_embeddings():
+    """SGLang builds VocabParallelEmbedding with TP off under --enable-dp-attention; vLLM always splits it."""
+    plain, _ = replicated_params(MOE_CONFIG, "sglang")
+    dp, what = replicated_params(MOE_CONFIG, "sglang", ["--enable-dp-attention"])
+    assert dp - plain == 2 * 2 * 248320 * 3072 and "embeddings + lm_head" in what  # untied: two copies
+    tied = {**MOE_CONFIG, "tie_word_embeddings": True}
+    assert replicated_params(tied, "sglang", ["--enable-dp-attention"])[0] - plain == 2 * 248320 * 3072
+    assert replicated_params(MOE_CONFIG, "vllm", ["--enable-dp-attention"])[0] == plain
+
+
+def test_without_config_json_a_three_percent_allowance_is_stated():
+    f = estimate_fit(100 * GIB, {"a": MEM, "b": MEM}, tp=2, pp=1, mem_fraction=0.8)
+    assert f.weights_per_gpu == 50 * GIB + int(50 * GIB * 0.03)
+    assert "3% allowance" in f.replicated_what and "replicated" in f.summary()
+    one = estimate_fit(100 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.8)
+    assert one.weights_per_gpu == 100 * GIB and one.replicated_bytes == 0  # one GPU: nothing is split
+
+
+def test_each_engine_fraction_covers_what_its_help_says():
+    """vLLM's budget holds activations too; SGLang's static pool holds weights + KV, activations outside."""
+    v = estimate_fit(60 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.8, engine="vllm")
+    s = estimate_fit(60 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.8, engine="sglang")
+    assert v.headroom_bytes == 80 * GIB - 60 * GIB - RUNTIME_OVERHEAD
+    assert s.headroom_bytes == 80 * GIB - 60 * GIB
+    assert "weights, activations and KV cache" in v.summary() and "activations" in v.summary()
+    assert "weights + KV cache, activations outside" in s.summary()
+    assert s.to_json()["covers"] == s.covers and not s.warnings
+    tight = estimate_fit(60 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.98, engine="sglang")
+    assert any("outside --mem-fraction-static 0.98" in w for w in tight.warnings)
+    assert not any("outside" in w for w in estimate_fit(60 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.98,
+                                                       engine="vllm").warnings)
+
+
+def test_defaults_are_nvidias_per_engine_unless_configured():
+    from sparktui.core.fit import default_fraction
+
+    assert default_fraction("vllm") == 0.8 and default_fraction("sglang") == 0.75
+    assert default_fraction("vllm", 0.7) == 0.7 and default_fraction("sglang", 0.9) == 0.9
+
+
+def test_the_plan_counts_replicated_parameters_from_the_model_config():
+    from sparktui.core.plan import PlanOptions, make_plan
+
+    from .test_plan import cluster
+
+    config, facts, subnets = cluster(2)
+    with_cfg = make_plan(config, facts, subnets, PlanOptions(engine="sglang", model_config=MOE_CONFIG)).fit
+    without = make_plan(config, facts, subnets, PlanOptions(engine="sglang")).fit
+    assert with_cfg.replicated_what == "norms + router" and "allowance" in without.replicated_what
+    assert with_cfg.mem_fraction == 0.75 and with_cfg.engine == "sglang"
+    assert 0 < with_cfg.replicated_bytes < without.replicated_bytes

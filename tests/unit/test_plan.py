@@ -179,7 +179,7 @@ def test_sglang_every_rank_same_command_workers_first(n):
         assert fl["--nnodes"] == str(n) and fl["--node-rank"] == str(step.rank)
         assert fl["--dist-init-addr"] == f"{head_ip}:29500"
         assert fl["--host"] == "0.0.0.0" and fl["--port"] == "30000"
-        assert fl["--mem-fraction-static"] == "0.85"
+        assert fl["--mem-fraction-static"] == "0.75"  # NVIDIA's Spark examples
         assert fl["--served-model-name"] == "qwen3.5-122b"
 
 
@@ -225,7 +225,7 @@ def test_vllm_ray_head_first_then_wait_then_serve_in_head(n):
     assert fl["--tensor-parallel-size"] == str(n) and "--pipeline-parallel-size" not in fl
     assert fl["--distributed-executor-backend"] == "ray"
     assert fl["--host"] == "0.0.0.0" and fl["--port"] == "8000"
-    assert fl["--gpu-memory-utilization"] == "0.85"
+    assert fl["--gpu-memory-utilization"] == "0.8"  # NVIDIA's Spark examples
 
 
 @pytest.mark.parametrize("n", NODE_COUNTS)

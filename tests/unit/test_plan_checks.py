@@ -189,7 +189,7 @@ def test_node_order_sets_ranks():
 def test_fit_errors_become_plan_errors():
     plan, *_ = _plan(2, facts_opts={"model_bytes": 300 * GIB})
     assert _has(plan.errors, "fit:", "do not fit")
-    plan, *_ = _plan(2, facts_opts={"model_bytes": 200 * GIB})
+    plan, *_ = _plan(2, facts_opts={"model_bytes": 170 * GIB})
     assert plan.ok and _has(plan.warnings, "fit:", "headroom")
 
 

@@ -10,6 +10,7 @@ from textual.content import Content
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
+from ...core.fit import default_fraction
 from ...core.plan import PlanOptions, _norm_image
 
 norm_image = _norm_image  # the plan's own reading of image names, so the form and the checks agree
@@ -180,7 +181,8 @@ def defaults(config: Config, engine: str) -> FormValues:
     return FormValues(engine=engine_key(engine, "native" if engine == "sglang" else "ray"),
                       image=getattr(config.images, engine),
                       port=str(e.vllm_port if engine == "vllm" else e.sglang_port),
-                      dist_port=str(e.dist_port), ray_port=str(e.ray_port), mem_fraction=f"{e.mem_fraction:g}")
+                      dist_port=str(e.dist_port), ray_port=str(e.ray_port),
+                      mem_fraction=f"{default_fraction(engine, e.mem_fraction):g}")
 
 
 def node_order(config: Config) -> list[str]:

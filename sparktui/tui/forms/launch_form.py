@@ -18,6 +18,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
+from ...core.fit import default_fraction
 from ...core.plan import Plan, PlanOptions
 from . import choices as C
 
@@ -100,6 +101,7 @@ class LaunchForm(ModalScreen[Result | None]):
         self.plan: Plan | None = None
         self.parsed: C.Parsed | None = None
         self._auto_port = self.values.port  # the port the form chose; a typed one is kept
+        self._auto_mem = self.values.mem_fraction  # likewise the engine's default memory fraction
 
     # -- layout -----------------------------------------------------------------------------
     def _row(self, label: str, widget, key: str):
@@ -212,6 +214,12 @@ class LaunchForm(ModalScreen[Result | None]):
             with box.prevent(Input.Changed):
                 box.value = port
             self.values.port = self._auto_port = port
+        if self.values.mem_fraction.strip() == self._auto_mem:
+            mem = f"{default_fraction(engine, self.config.engine.mem_fraction):g}"
+            box = self.query_one("#mem_fraction", Input)
+            with box.prevent(Input.Changed):
+                box.value = mem
+            self.values.mem_fraction = self._auto_mem = mem
         self._show_mode()
 
     @on(Input.Changed)
