@@ -43,7 +43,9 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, help="HTTP port on the head")
     p.add_argument("--dist-port", type=int, help="rendezvous port (--dist-init-addr / --master-port)")
     p.add_argument("--ray-port", type=int, help="Ray GCS port (vLLM ray mode)")
-    p.add_argument("--mem-fraction", type=float, help="--mem-fraction-static / --gpu-memory-utilization")
+    p.add_argument("--mem-fraction", type=float,
+                   help="SGLang --mem-fraction-static (weights + KV cache) / vLLM --gpu-memory-utilization (weights, "
+                        "activations, KV cache); default: engine.mem_fraction, else 0.75 SGLang / 0.8 vLLM")
     p.add_argument("--max-model-len", type=int, help="context length cap")
     p.add_argument("--served-model-name", help="model name in the API (default: model.name)")
     p.add_argument("--deployment", help="deployment name in container names (default: the cluster name)")
