@@ -1,0 +1,153 @@
+"""Every engine command sparktui plans, parsed by the real vLLM, SGLang and Ray of each release in
+the matrix; every environment variable it sets, one that release (or its documented library) reads."""
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from sparktui.core.engines.common import Nested, render
+from sparktui.core.engines.versions import VLLM_NATIVE_SINCE
+from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.recipe import apply_recipe, parse_recipe
+
+from ..unit.test_plan import MODEL, SGLANG_IMAGE, VLLM_IMAGE, cluster, parse_run
+from ..unit.test_recipe import SGLANG_RECIPE, VLLM_RECIPE
+from .conftest import probe
+
+NODES = (2, 4, 8)
+# Variables read by the libraries under the engines, with where each is documented.
+DOCUMENTED = {
+    # https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+    "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_DEBUG",
+    # https://pytorch.org/docs/stable/distributed.html (Gloo and TensorPipe interfaces, the store address)
+    "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT",
+    # https://openucx.readthedocs.io/en/master/faq.html (UCX_NET_DEVICES)
+    "UCX_NET_DEVICES",
+    # https://docs.open-mpi.org/en/main/tuning-apps/networking/tcp.html (btl_tcp_if_include as OMPI_MCA_)
+    "OMPI_MCA_btl_tcp_if_include",
+    # https://github.com/NVIDIA/nvidia-container-toolkit (which GPUs the runtime exposes)
+    "NVIDIA_VISIBLE_DEVICES",
+    # Ray reads RAY_<name> for each entry of its ray_config_def.h; NVIDIA's DGX Spark playbook sets this one
+    "RAY_memory_monitor_refresh_ms",
+}
+
+
+def plans(engine: str, mode: str, version: str | None):
+    """(label, plan) for 2, 4 and 8 nodes, plainly and from a sparkrun recipe of that engine."""
+    out = []
+    for n in NODES:
+        config, facts, subnets = cluster(n)
+        opts = PlanOptions(engine=engine, mode=mode, engine_version=version,
+                           extra_args=["--api-key", "sk-contract"] if engine == "vllm" else [])
+        out.append((f"{engine}-{mode}-{n}", make_plan(config, facts, subnets, opts)))
+        recipe = parse_recipe(SGLANG_RECIPE if engine == "sglang" else VLLM_RECIPE, "r.yaml", environ={})
+        image = SGLANG_IMAGE if engine == "sglang" else VLLM_IMAGE  # the one the nodes hold
+        ropts, _ = apply_recipe(recipe, PlanOptions(engine=engine, mode=mode, engine_version=version, image=image),
+                                MODEL, nodes=n)
+        ropts.tp = n  # the recipes are written for two nodes
+        out.append((f"{engine}-{mode}-{n}-recipe", make_plan(config, facts, subnets, ropts)))
+    return out
+
+
+def engine_argvs(plan) -> list[list[str]]:
+    """The engine command of each step: the container's (entrypoint + command) or the exec'd line."""
+    out = []
+    for step in plan.steps:
+        argv = shlex.split(step.command)
+        if argv[:2] == ["docker", "run"]:
+            run = parse_run(argv)
+            assert "--entrypoint" in run, f"{step.description}: no --entrypoint, so the image's own one would run first"
+            out.append(run["cmd"])
+        elif argv[:2] == ["docker", "exec"]:
+            for w in step.words:
+                if isinstance(w, Nested):
+                    out.append(shlex.split(render(list(w.words), "run")))
+    return out
+
+
+def of(argvs, head: list[str]) -> list[list[str]]:
+    return [a for a in argvs if a[:len(head)] == head]
+
+
+def env_names(plan) -> set[str]:
+    names = set()
+    for n in plan.nodes:
+        names |= set(n.env)
+    for step in plan.steps:
+        argv = shlex.split(step.command)
+        names |= {argv[i + 1].split("=", 1)[0] for i, a in enumerate(argv[:-1]) if a == "-e"}
+    return names
+
+
+def _newer(version: str, than: str) -> bool:
+    from sparktui.core.engines.versions import at_least
+
+    return at_least(version, than)
+
+
+def test_sglang_commands_parse(sglang_release):
+    argvs = []
+    for label, plan in plans("sglang", "native", sglang_release.version):
+        assert plan.ok, (label, plan.errors)
+        got = of(engine_argvs(plan), ["python3", "-m", "sglang.launch_server"])
+        assert len(got) == len(plan.nodes), label
+        argvs += got
+    res = probe(sglang_release, argvs)
+    bad = [(a, r["error"]) for a, r in zip(argvs, res["results"]) if not r["ok"]]
+    assert not bad, bad[:3]
+    assert res["version"] == sglang_release.version
+
+
+@pytest.mark.parametrize("mode", ["ray", "native"])
+def test_vllm_commands_parse_or_the_plan_refuses(vllm_release, mode):
+    v = vllm_release.version
+    argvs = []
+    for label, plan in plans("vllm", mode, v):
+        if mode == "native" and not _newer(v, VLLM_NATIVE_SINCE):
+            assert not plan.ok and any(v in e and "--mode ray" in e for e in plan.errors), (label, plan.errors)
+            continue
+        assert plan.ok, (label, plan.errors)
+        got = of(engine_argvs(plan), ["vllm", "serve"])
+        assert got, label
+        argvs += got
+    if not argvs:
+        # the refusal is right only if this release's parser really rejects the native flags
+        config, facts, subnets = cluster(2)
+        forced = make_plan(config, facts, subnets, PlanOptions(engine="vllm", mode="native", engine_version=None))
+        argvs = of(engine_argvs(forced), ["vllm", "serve"])
+        res = probe(vllm_release, argvs)
+        assert all(not r["ok"] and "--nnodes" in r["error"] for r in res["results"]), res["results"]
+        return
+    res = probe(vllm_release, argvs)
+    bad = [(a, r["error"]) for a, r in zip(argvs, res["results"]) if not r["ok"]]
+    assert not bad, bad[:3]
+
+
+def test_ray_commands_parse(ray_release):
+    argvs = []
+    for _, plan in plans("vllm", "ray", None):
+        argvs += of(engine_argvs(plan), ["ray"])
+    assert any("--head" in a for a in argvs) and any("--address" in a for a in argvs)
+    res = probe(ray_release, argvs)
+    bad = [(a, r["error"]) for a, r in zip(argvs, res["results"]) if not r["ok"]]
+    assert not bad, bad[:3]
+
+
+@pytest.mark.parametrize("engine,mode", [("sglang", "native"), ("vllm", "ray"), ("vllm", "native")])
+def test_every_environment_variable_is_read_by_someone(engine, mode, vllm_release=None):
+    from .conftest import releases
+
+    for release in releases(engine):
+        names = set()
+        for _, plan in plans(engine, mode, release.version):
+            if plan.ok:
+                names |= env_names(plan)
+        own = sorted(n for n in names if n not in DOCUMENTED and not n.startswith(("HF_",)))
+        res = probe(release, [], own)
+        unread = [n for n, read in res["env_read"].items() if not read]
+        # RAY_ADDRESS is Ray's, read by the vllm process's ray.init
+        if unread and engine == "vllm":
+            ray = probe(releases("ray")[0], [], unread)
+            unread = [n for n, read in ray["env_read"].items() if not read]
+        assert not unread, f"{release.key} reads none of {unread}"
