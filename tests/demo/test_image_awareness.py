@@ -74,3 +74,8 @@ async def test_an_image_entrypoint_runs_with_the_command_as_its_arguments(demo):
         assert r.ok and "usage: vllm serve" in r.stdout, r.stdout + r.stderr
         meta = await node.run(sh("docker", "image", "inspect", "--format", "{{json .Config.Entrypoint}}", OPENAI))
         assert meta.stdout.strip() == '["vllm","serve"]'
+        # a plan that forgot --entrypoint runs `vllm serve ray start ...`, which the engine refuses
+        forgot = await node.run(sh("docker", "run", "--rm", OPENAI, "ray", "start", "--head", "--port", "6379"),
+                                timeout=60)
+        assert forgot.exit_status == 2
+        assert "vllm serve: error: unrecognized arguments: start" in forgot.stdout + forgot.stderr
