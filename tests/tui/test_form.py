@@ -30,7 +30,8 @@ async def test_engine_change_moves_image_port_and_rendezvous_fields(config, core
         assert not form.query_one("#row-ray_port").has_class("-hidden")
         assert form.query_one("#row-dist_port").has_class("-hidden")
         assert form.plan.engine == "vllm" and form.plan.mode == "ray" and form.plan.port == 8000
-        assert any("ray start" in c and "--head" in c for c in form.plan.nodes[0].commands)
+        # the container's entrypoint is named, so `ray` stands before the image and `start` after it
+        assert any("--entrypoint ray" in c and " start --block --head" in c for c in form.plan.nodes[0].commands)
         # a port the user typed survives an engine change
         form.query_one("#port", Input).value = "9001"
         form.query_one("#mem_fraction", Input).value = "0.7"
