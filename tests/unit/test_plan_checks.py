@@ -31,7 +31,8 @@ def test_json_has_exactly_the_documented_shape():
     assert j["rendezvous"] == {"subnet": "192.168.100.0/24", "head_ip": fabric_ip(0), "port": 6379}
     assert set(j["nodes"][0]) == {"name", "rank", "role", "iface", "ip", "rdma", "env", "commands"}
     assert j["nodes"][0]["role"] == "head" and j["nodes"][1]["role"] == "worker"
-    assert len(j["nodes"][0]["commands"]) == 3 and len(j["nodes"][1]["commands"]) == 1
+    # head: ray start, the join wait, the non-carry-over list, vllm serve; worker: ray start
+    assert len(j["nodes"][0]["commands"]) == 4 and len(j["nodes"][1]["commands"]) == 1
 
 
 def test_tp_times_pp_must_use_every_gpu():
