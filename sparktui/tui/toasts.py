@@ -1,7 +1,8 @@
 """Toasts without repeats and without a pile.
 
 The same news (message and title) replaces its earlier toast, and past MAX_TOASTS the oldest goes,
-information before warnings before errors, so a hang never stacks toasts over half the screen.
+information before warnings before errors, so a hang never stacks toasts over half the screen; the
+latest news always stays.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def make_room(app: Any, message: str, title: str) -> None:
         else:
             shown.append(n)
     while len(shown) >= MAX_TOASTS:
-        oldest = min(shown, key=lambda n: (_RANK.get(n.severity, 0), n.raised_at))
+        # the latest news stays, whatever its severity: "ready" must not vanish under an older failure
+        newest = max(shown, key=lambda n: n.raised_at)
+        oldest = min((n for n in shown if n is not newest), key=lambda n: (_RANK.get(n.severity, 0), n.raised_at))
         shown.remove(oldest)
         app._unnotify(oldest, refresh=False)
 

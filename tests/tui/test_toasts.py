@@ -60,3 +60,18 @@ async def test_reopening_does_not_replay_old_news():
         # what happens now is news
         core.bus.emit(Milestone("dist_init_end", 41, "spark1", time.time()))
         await wait_for(pilot, lambda: any("spark1: distributed init done" in m for _, m in _toasts(app)))
+
+
+async def test_the_latest_news_stays_when_older_failures_follow(config, core):
+    """After a pivot the endpoint's answer must stay on screen even if the replaced engine's errors arrive."""
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        app.clear_notifications()
+        app.notify("old failure 1", severity="error")
+        app.notify("old failure 2", severity="error")
+        app.notify("qwen answered in 0.1 s")
+        app.notify("old failure 3", severity="error")
+        await pilot.pause()
+        toasts = _toasts(app)
+        assert len(toasts) == MAX_TOASTS and ("information", "qwen answered in 0.1 s") in toasts, toasts
