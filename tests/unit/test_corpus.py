@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ def test_the_corpus_covers_every_outcome_and_both_engines():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_every_corpus_file_says_where_it_comes_from_and_what_it_must_get(path):
     meta, log = BENCH.load(path)
-    assert meta["source"].startswith("https://"), "a public source URL"
+    # a public source URL, or text a real engine printed in the lab (named with its version)
+    assert meta["source"].startswith("https://") or re.fullmatch(
+        r"captured from \S+ \d+\.\d+\S* in the sparktui lab", meta["source"]), meta["source"]
     for key in ("engine", "version", "setup", "happened", "kind"):
         assert meta.get(key), key
     if meta["kind"] == "stopped":
@@ -103,3 +106,12 @@ def test_the_readme_quotes_the_score_the_corpus_gets():
     m = re.search(r"right on (\d+) of (\d+) real logs", row)
     res = BENCH.score()
     assert m and (int(m[1]), int(m[2])) == (res["right"], res["total"])
+
+
+@pytest.mark.parametrize("name,kind", [("ray_worker_wrong_node_ip.log", "ray_node_ip"),
+                                       ("ray_worker_unreachable_gcs.log", "ray_connect")])
+def test_real_ray_start_failures_captured_in_the_lab_are_named(name, kind):
+    meta, log = BENCH.load(CORPUS / name)
+    probs = BENCH.diagnose(meta, log).ordered_problems()
+    assert probs and probs[0].kind == kind == meta["kind"], [p.kind for p in probs]
+    assert probs[0].hint

@@ -161,6 +161,12 @@ SIGNS: list[Sign] = [
     Sign("ray_connect", _re(r"Failed to connect to GCS|Unable to connect to GCS at (\S+)"), engines=("vllm",),
          provisional=True, message="Ray cannot reach the head's GCS yet",
          hint="normal for the first minute; if it persists, the head IP/--ray-port is not reachable from this node"),
+    # Ray 2.60 `ray start` when --node-ip-address is not an address of this node: the raylet never
+    # registers, and after ~30 s the CLI raises this (captured in the lab, tests/corpus/ray_worker_wrong_node_ip.log).
+    Sign("ray_node_ip", _re(r"The current node timed out during startup"), engines=("vllm",),
+         message="this node's Ray did not come up (its raylet never registered with the GCS)",
+         hint="--node-ip-address must be an address this node holds on the fabric (`ip -4 addr`); "
+              "sparktui takes it from the node's fabric interface, so check the probed facts"),
     Sign("ray_missing", _re(r"ray: (?:command )?not found|No module named '?ray'?|executable file not found in \$PATH.*\bray\b|\"ray\": executable file not found"),
          engines=("vllm",), message="the image has no Ray",
          hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', or use --mode native"),
