@@ -90,7 +90,7 @@ def ray_line(level: str, where: str, msg: str, stream: TextIO | None = None) -> 
 
 
 def ray_cpp_line(level: str, where: str, msg: str, stream: TextIO | None = None) -> None:
-    """Ray's C++ logger: `[2025-02-16 16:05:55,537 E 350061 350061] gcs_rpc_client.h:179: message`."""
+    """Ray's C++ logger: `[2025-02-16 16:05:55,537 E 350061 350061] rpc_client.h:153: message`."""
     pid = os.getpid()
     emit(f"[{ray_stamp()} {level[0]} {pid} {pid}] {where}: {msg}", stream or sys.stderr)
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 from . import clock, netinfo, runtime
-from .logfmt import emit, ray_cpp_line
+from .logfmt import emit, ray_cpp_line, ray_line
 from .ray_gcs import (GcsClient, GcsServer, NcclEndpoint, current_cluster_path, new_node, node_resources,
                       ray_dir, read_current_cluster, split_address)
 
@@ -24,7 +24,8 @@ VERSION = "2.49.2"
 DAEMON_ENV = "SPARKTUI_SIM_RAY_DAEMON"
 READY = "\x00sparktui-sim-ready"
 GCS_WINDOW_S = 5.0  # Ray reports a failed GCS connection after 5 s ...
-GCS_GIVE_UP_S = 35.0  # ... and gives up after about half a minute more
+GCS_GIVE_UP_S = 35.0  # ... and gives up after about half a minute more (Ray 2.60 retries this round forever)
+NODE_START_S = 30.0  # Ray 2.60: a raylet that never registers fails `ray start` after ~30 s
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,20 +193,25 @@ class RayNode:
         host, port = split_address(address)
         try:
             await self.endpoint.start(ip)
-        except OSError as e:
-            ray_cpp_line("C", "raylet/main.cc:411", f"Check failed: Failed to bind the node manager to {ip}: "
-                         f"[Errno {e.errno}] {e.strerror}")
+        except OSError:
+            # Ray 2.60 says nothing of the address: its raylet never registers and the CLI gives up
+            await clock.pause(NODE_START_S)
+            ray_line("INFO", "node.py:438", "Failed to get node info b'RPC error: Deadline Exceeded'")
+            emit("Traceback (most recent call last):\n  File \"ray/_private/node.py\", line 440, in __init__\n"
+                 "    raise Exception(\nException: The current node timed out during startup. This could happen "
+                 "because some of the raylet failed to startup or the GCS has become overloaded.", sys.stderr)
             return 1
         self.client = GcsClient()
         try:
             await self.client.connect(host, port, time.monotonic() + clock.scaled(GCS_WINDOW_S))
         except TimeoutError:
-            ray_cpp_line("W", "gcs_rpc_client.h:151",
-                         f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
+            ray_cpp_line("W", "rpc_client.h:153", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
+            ray_cpp_line("W", "rpc_client.h:638",
+                         f"Failed to connect to the observability pubsub at address {host}:{port} within 5 seconds.")
             try:
                 await self.client.connect(host, port, time.monotonic() + clock.scaled(GCS_GIVE_UP_S - GCS_WINDOW_S))
             except TimeoutError:
-                ray_cpp_line("W", "gcs_client.cc:183", "Failed to get cluster ID from GCS server: TimedOut: Timed out "
+                ray_cpp_line("W", "gcs_client.cc:210", "Failed to get cluster ID from GCS server: TimedOut: Timed out "
                              "while waiting for GCS to become available.")
                 return 1
         node = new_node(ip, node_resources(a.num_gpus, a.num_cpus), self.endpoint.port, False)
@@ -288,7 +294,7 @@ async def status(args: argparse.Namespace) -> int:
         await client.connect(host, port, time.monotonic() + clock.scaled(GCS_WINDOW_S))
         reply = await client.request({"op": "nodes"})
     except (TimeoutError, OSError, ConnectionError):
-        ray_cpp_line("W", "gcs_rpc_client.h:151", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
+        ray_cpp_line("W", "rpc_client.h:153", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
         return 1
     finally:
         client.close()

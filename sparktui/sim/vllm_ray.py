@@ -52,11 +52,11 @@ class RayPlacement:
         try:
             await self.gcs.connect(host, port, time.monotonic() + clock.scaled(5.0))
         except TimeoutError:
-            ray_cpp_line("W", "gcs_rpc_client.h:151", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
+            ray_cpp_line("W", "rpc_client.h:153", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
             try:
                 await self.gcs.connect(host, port, time.monotonic() + clock.scaled(55.0))
             except TimeoutError:
-                ray_cpp_line("W", "gcs_client.cc:183", "Failed to get cluster ID from GCS server: TimedOut: Timed out "
+                ray_cpp_line("W", "gcs_client.cc:210", "Failed to get cluster ID from GCS server: TimedOut: Timed out "
                              "while waiting for GCS to become available.")
                 self.log.raw("ConnectionError: GCS has not started yet or is not reachable at "
                              f"{host}:{port}.", who=f"EngineCore_DP0 pid={self.log.pid + 1}")

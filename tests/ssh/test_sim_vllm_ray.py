@@ -172,7 +172,18 @@ def test_worker_that_cannot_reach_the_gcs_gives_up(tmpdirs):
     with ray(tmpdirs["worker"], "start", "--address", f"127.0.0.9:{dead}", "--node-ip-address", "127.0.0.3",
              "--block") as worker:
         worker.wait_for(f"Failed to connect to GCS at address 127.0.0.9:{dead} within 5 seconds.", timeout=30)
+        worker.wait_for(f"Failed to connect to the observability pubsub at address 127.0.0.9:{dead}", timeout=30)
         worker.wait_for("Timed out while waiting for GCS to become available.", timeout=30)
+        assert worker.wait_exit(timeout=30) == 1
+        assert worker.find(UP) < 0
+
+
+def test_worker_given_an_address_not_its_own_fails_as_ray_2_60_does(tmpdirs):
+    # 192.0.2.1 (TEST-NET) is on no interface here: binding to it fails, nothing is sent anywhere
+    with ray(tmpdirs["worker"], "start", "--address", "127.0.0.9:6379", "--node-ip-address", "192.0.2.1",
+             "--block") as worker:
+        worker.wait_for("Failed to get node info b'RPC error: Deadline Exceeded'", timeout=30)
+        worker.wait_for("Exception: The current node timed out during startup.", timeout=30)
         assert worker.wait_exit(timeout=30) == 1
         assert worker.find(UP) < 0
 
