@@ -23,8 +23,12 @@ from .ray_gcs import (GcsClient, GcsServer, NcclEndpoint, current_cluster_path, 
 VERSION = "2.49.2"
 DAEMON_ENV = "SPARKTUI_SIM_RAY_DAEMON"
 READY = "\x00sparktui-sim-ready"
-GCS_WINDOW_S = 5.0  # Ray reports a failed GCS connection after 5 s ...
-GCS_GIVE_UP_S = 35.0  # ... and gives up after about half a minute more (Ray 2.60 retries this round forever)
+# Ray 2.60 (seen in the lab): "Failed to connect to GCS" after 5 s, the observability pubsub 5 s later,
+# "Failed to get cluster ID" 30 s after that, and the round again, without end. Ours stops after
+# GCS_ROUNDS rounds so that no simulated worker dials forever.
+GCS_WINDOW_S = 5.0
+GCS_ROUND_S = 40.0
+GCS_ROUNDS = 15
 NODE_START_S = 30.0  # Ray 2.60: a raylet that never registers fails `ray start` after ~30 s
 
 
@@ -87,7 +91,7 @@ def detach(argv: list[str]) -> int:
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     assert proc.stdout is not None
-    deadline = time.monotonic() + 120 + clock.scaled(GCS_GIVE_UP_S + GCS_WINDOW_S)
+    deadline = time.monotonic() + 120 + clock.scaled(GCS_ROUND_S + GCS_WINDOW_S)
     buf = b""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 0.5)
@@ -202,21 +206,28 @@ class RayNode:
                  "because some of the raylet failed to startup or the GCS has become overloaded.", sys.stderr)
             return 1
         self.client = GcsClient()
-        try:
-            await self.client.connect(host, port, time.monotonic() + clock.scaled(GCS_WINDOW_S))
-        except TimeoutError:
-            ray_cpp_line("W", "rpc_client.h:153", f"Failed to connect to GCS at address {host}:{port} within 5 seconds.")
-            ray_cpp_line("W", "rpc_client.h:638",
-                         f"Failed to connect to the observability pubsub at address {host}:{port} within 5 seconds.")
-            try:
-                await self.client.connect(host, port, time.monotonic() + clock.scaled(GCS_GIVE_UP_S - GCS_WINDOW_S))
-            except TimeoutError:
-                ray_cpp_line("W", "gcs_client.cc:210", "Failed to get cluster ID from GCS server: TimedOut: Timed out "
-                             "while waiting for GCS to become available.")
-                return 1
+        if not await self.reach_gcs(host, port):
+            return 1
         node = new_node(ip, node_resources(a.num_gpus, a.num_cpus), self.endpoint.port, False)
         await self.client.request({"op": "register", "node": node})
         return 0
+
+    async def reach_gcs(self, host: str, port: int) -> bool:
+        """Ray 2.60's rounds of tries at the head's GCS, each reported as it does; False when ours stop."""
+        assert self.client is not None
+        steps = [(GCS_WINDOW_S, "rpc_client.h:153", f"Failed to connect to GCS at address {host}:{port} within 5 seconds."),
+                 (GCS_WINDOW_S, "rpc_client.h:638",
+                  f"Failed to connect to the observability pubsub at address {host}:{port} within 5 seconds."),
+                 (GCS_ROUND_S - 2 * GCS_WINDOW_S, "gcs_client.cc:210",
+                  "Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.")]
+        for _ in range(GCS_ROUNDS):
+            for window, where, message in steps:
+                try:
+                    await self.client.connect(host, port, time.monotonic() + clock.scaled(window))
+                    return True
+                except TimeoutError:
+                    ray_cpp_line("W", where, message)
+        return False
 
     def print_head_started(self, ip: str) -> None:
         a = self.args
