@@ -137,7 +137,7 @@ def _requirements(d: Path, r: Release, only: re.Pattern | None = None) -> list[s
 def _probe(python: Path, engine: str) -> str:
     p = subprocess.run([str(python), str(PROBE), engine], input=json.dumps({"argvs": [], "env": []}),
                        capture_output=True, text=True, timeout=600)
-    return "" if p.returncode == 0 else (p.stderr or p.stdout)[-2000:]
+    return "" if p.returncode == 0 else (p.stderr or p.stdout)  # whole: a chained error names the cause first
 
 
 def build(r: Release, log=print) -> Path:
@@ -170,13 +170,16 @@ def build(r: Release, log=print) -> Path:
             log(f"{r.key}: its requirements do not resolve beside the CPU torch; installing them without theirs")
             _pip(d, "--no-deps", *reqs)
     python = d / "bin" / "python"
+    # torchvision/torchaudio built for another torch break transformers' imports; the parsers need neither
+    subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "torchvision", "torchaudio"],
+                   capture_output=True, text=True, timeout=300)
     for _ in range(MAX_FILLS):
         err = _probe(python, r.engine)
         if not err:
             break
         m = MISSING.search(err)
         if not m:
-            raise RuntimeError(f"{r.key}: the argument parser does not build:\n{err}")
+            raise RuntimeError(f"{r.key}: the argument parser does not build:\n{err[-3000:]}")
         pkg = MODULE_TO_PACKAGE.get(m.group(1), m.group(1))
         log(f"{r.key}: adding {pkg}")
         p = _pip(d, "--no-deps", pkg)
