@@ -383,11 +383,13 @@ class Node:
     async def stream(self, cmd: str | Sequence[str]) -> AsyncIterator[str]:
         """Lines of a long-running command (stdout and stderr merged), without their line endings."""
         rest = ""
-        async for chunk in self.stream_chunks(cmd):
-            parts = (rest + chunk).split("\n") if rest else chunk.split("\n")
-            rest = parts.pop()
-            for part in parts:
-                yield part.rstrip("\r")
+        # aclosing: closing this iterator must close the chunk reader at once, which stops the remote side
+        async with contextlib.aclosing(self.stream_chunks(cmd)) as chunks:
+            async for chunk in chunks:
+                parts = (rest + chunk).split("\n") if rest else chunk.split("\n")
+                rest = parts.pop()
+                for part in parts:
+                    yield part.rstrip("\r")
         if rest:
             yield rest.rstrip("\r")
 
