@@ -195,6 +195,8 @@ def payload(token: str, field: str, newline: bool = True) -> str:
     """A string that creates a canary file if any shell ever runs it: every metacharacter and a newline."""
     c = f"/tmp/sparktui-canary-{token}-{field}"
     tail = f"\ntouch {c}\n" if newline else ""
+    if field == "cluster":  # a name of at most 63 characters: command substitution and both quotes
+        return f"$(touch {c[:-len(field)]}c)'\"{tail}"
     return f"x;touch {c};$(touch {c})`touch {c}`|touch {c}&touch {c}>{c}'\"{tail}"
 
 
