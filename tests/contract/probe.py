@@ -18,10 +18,17 @@ def vllm_parser():
     from vllm.platforms.cpu import CpuPlatform
 
     platforms._current_platform = CpuPlatform()  # without a GPU vLLM cannot infer its device
-    try:
-        from vllm.entrypoints.common.cli_args import make_arg_parser
-    except ImportError:
-        from vllm.entrypoints.openai.cli_args import make_arg_parser
+    import importlib
+
+    make_arg_parser = None
+    for where in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
+                  "vllm.entrypoints.openai.cli_args"):  # where each release keeps it
+        try:
+            make_arg_parser = importlib.import_module(where).make_arg_parser
+            break
+        except ModuleNotFoundError as e:
+            if not (e.name or "").startswith(where.rsplit(".", 1)[0]):
+                raise  # a dependency is missing, not this location
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:

@@ -180,6 +180,8 @@ def build(r: Release, log=print) -> Path:
         m = MISSING.search(err)
         if not m:
             raise RuntimeError(f"{r.key}: the argument parser does not build:\n{err[-3000:]}")
+        if m.group(1) == r.engine:
+            raise RuntimeError(f"{r.key}: the probe looks for a module this release does not have:\n{err[-3000:]}")
         pkg = MODULE_TO_PACKAGE.get(m.group(1), m.group(1))
         log(f"{r.key}: adding {pkg}")
         p = _pip(d, "--no-deps", pkg)
