@@ -26,8 +26,7 @@ from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_prob
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
 _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "SGLANG_HOST_IP", "VLLM_HOST_IP",
-             "RAY_NODE_IP_ADDRESS")
+             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "SGLANG_HOST_IP", "VLLM_HOST_IP")
 
 
 @dataclass

@@ -131,7 +131,7 @@ class RayNode:
 
     async def run(self) -> int:
         a = self.args
-        ip = a.node_ip_address or os.environ.get("RAY_NODE_IP_ADDRESS") or netinfo.auto_ip() or "127.0.0.1"
+        ip = a.node_ip_address or netinfo.auto_ip() or "127.0.0.1"
         await clock.pause(1.5)
         if a.head and not a.disable_usage_stats and os.environ.get("RAY_USAGE_STATS_ENABLED") != "0":
             emit("Usage stats collection is enabled. To disable this, add `--disable-usage-stats` to the command "

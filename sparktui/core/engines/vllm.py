@@ -42,8 +42,6 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
     env: dict[str, str] = {}
     if spot.ip:
         env["VLLM_HOST_IP"] = spot.ip
-        if ctx.mode == "ray":
-            env["RAY_NODE_IP_ADDRESS"] = spot.ip
     if ctx.head_ip:
         env["MASTER_ADDR"] = ctx.head_ip
     if ctx.mode == "ray":
@@ -57,7 +55,7 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
 # registered variables) to every worker unless listed in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json,
 # which would give every worker the head's interface names.
 PER_NODE_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME",
-                "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "VLLM_HOST_IP", "RAY_NODE_IP_ADDRESS")
+                "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "VLLM_HOST_IP")
 NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json"
 
 
