@@ -229,7 +229,8 @@ def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, g
         r.note = f"{word} {given} (given)"
     elif info is not None and info.version(engine):
         r.version = info.version(engine)
-        r.note = f"{word} {r.version} in {image} on {info.node}" + (" (cached)" if info.cached else "")
+        # the same words whether read now or from the node's cache: the plan must not depend on which
+        r.note = f"{word} {r.version} in {image} on {info.node}"
     elif info is not None and info.problem:
         r.note = f"{word} version unknown ({info.problem}): planned for the newest release"
     elif info is not None and info.has(engine) is False:
