@@ -144,6 +144,7 @@ def model_path(lab):
     lab.trust("node1", "node2")
     yield path
     forget(lab, path)
+    lab.untrust("node1", "node2")  # the lab is shared by the whole session: leave it as found
 
 
 def test_sshd_killed_mid_sync_leaves_no_model_and_the_next_sync_completes(lab, model_path):
