@@ -312,6 +312,11 @@ class SparkApp(OperationsFlow, App):
     @on(M.FactsChanged)
     def _facts(self, msg: M.FactsChanged) -> None:
         self.nodes_pane.set_facts(msg.facts)
+        if self.inventory_ready:  # plans use what the cards show, not the round before (its end comes later)
+            self.facts = {**self.facts, msg.facts.name: msg.facts}
+            for screen in self.screen_stack:
+                if isinstance(screen, LaunchForm):
+                    screen.update_facts(self.facts, self.subnets)
 
     @on(M.LinkChanged)
     def _link(self, msg: M.LinkChanged) -> None:

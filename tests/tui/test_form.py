@@ -107,6 +107,25 @@ async def test_an_open_form_rechecks_when_new_facts_arrive(config):
         assert not form.query_one("#launch", Button).disabled
 
 
+async def test_a_nodes_fresh_facts_recheck_the_form_before_the_round_ends(config):
+    """The card and the form agree: one node's answer reaches the form without waiting for the
+    slower rest of the round (the model's config, the other nodes)."""
+    from sparktui.core.events import NodeUpdated
+
+    from .fake_core import ScriptedCore
+    from .samples import spark_facts
+
+    core = ScriptedCore(config, spark_facts(model_on_spark2=False))
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        assert not form.plan.ok and "spark2: model directory" in str(form.query_one("#issues").content)
+        core.bus.emit(NodeUpdated(spark_facts()["spark2"]))  # spark2 answers; no InventoryChanged yet
+        await wait_for(pilot, lambda: form.plan.ok, what="the plan re-checked on spark2's facts")
+        assert "model directory" not in str(form.query_one("#issues").content)
+        assert not form.query_one("#launch", Button).disabled
+
+
 async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native_on_0_11(config, core):
     from textual.widgets import Static
 
