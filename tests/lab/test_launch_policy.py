@@ -12,8 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -179,17 +177,15 @@ def test_status_shows_the_endpoint_unhealthy_once_the_engine_process_is_killed(s
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_a_tui_launch_in_a_terminal_shows_the_preflight_rows_and_reaches_ready(site, tmp_path):
-    from ..tui.test_tmux import Tmux
+    from ..tmuxterm import Tmux, app_command
 
     lab, path, state = site
     cli(path, state, "stop", "--yes")
-    tmux = Tmux(f"sparktui-lab-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(state),
            "TERM": "xterm-256color"}
-    command = ("env -u COLUMNS -u LINES -u SPARKTUI_CONFIG " + " ".join(f"{k}={v}" for k, v in env.items())
-               + f" {sys.executable} -m sparktui --config {path}")
+    tmux = Tmux(app_command(env, sys.executable, "-m", "sparktui", "--config", str(path), unset=("SPARKTUI_CONFIG",)),
+                120, 40, prefix="sparktui-lab")
     try:
-        tmux("new-session", "-d", "-s", "app", "-x", "120", "-y", "40", command)
         tmux.wait_for("2/2 nodes up", 60)
         tmux.keys("l")
         tmux.wait_for("Launch (ctrl+s)", 60)
@@ -199,19 +195,21 @@ def test_a_tui_launch_in_a_terminal_shows_the_preflight_rows_and_reaches_ready(s
         tmux.keys("Enter")
         tmux.wait_for("Ray port")
         tmux.keys("C-s")
-        screen = tmux.wait_for("every node met the head", 90)
-        rows = [ln for ln in screen.splitlines() if "✓ ok" in ln]
-        assert {n.name for n in lab.nodes} == {r.split()[0] for r in rows}, screen  # a row per node
+        names = {n.name for n in lab.nodes}
+
+        def ok_rows(screen: str) -> list[str]:
+            return [ln for ln in screen.splitlines() if "✓ ok" in ln]
+
+        # the verdict and a row per node (waited for together: the pane paints them in parts)
+        screen = tmux.wait_for(lambda s: "every node met the head" in s and {r.split()[0] for r in ok_rows(s)} == names,
+                               90, "the preflight's verdict and an ok row per node")
+        rows = ok_rows(screen)
         assert all("tcp" in r for r in rows), screen  # transport (the simulator's image has no torch)
         assert f"preflight {lab.head.fabric_ip}" in screen, screen
         screen = tmux.wait_for("READY", 180)
         assert engine_containers(lab) == {n.name: [f"sparktui-policy-vllm-{i}"] for i, n in enumerate(lab.nodes)}
         tmux.keys("q")
-        deadline = time.monotonic() + 30
-        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
-            if time.monotonic() > deadline:
-                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
-            time.sleep(0.1)  # polling a terminal we do not own; bounded by the deadline above
+        tmux.wait_exit(30)
     finally:
         tmux.close()
         cli(path, state, "stop", "--yes")

@@ -13,46 +13,21 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
+
+from ..tmuxterm import Tmux, app_command, footer
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
-class Tmux:
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
-
-    def __call__(self, *args: str, check: bool = True) -> str:
-        r = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10)
-        if check and r.returncode != 0:
-            raise AssertionError(f"tmux {' '.join(args)}: {r.stderr.strip()}")
-        return r.stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "app", check=False)
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} not on screen after {timeout:g} s:\n{screen}")
-            time.sleep(0.1)  # polling a terminal we do not own; bounded by the deadline above
-
-    def keys(self, *keys: str) -> None:
-        self("send-keys", "-t", "app", *keys)
-
-    def close(self) -> None:
-        """Stop this server and remove its socket file (tmux leaves it behind)."""
-        self("kill-server", check=False)
-        base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
-        (base / self.socket).unlink(missing_ok=True)
+def _app(tmp_path: Path, width: int, height: int, *argv: str, tail: str = "", **extra: str) -> Tmux:
+    """sparktui with argv in a width x height terminal, its config and state under tmp_path."""
+    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "TERM": "xterm-256color", **extra}
+    return Tmux(app_command(env, sys.executable, "-m", "sparktui", *argv) + tail, width, height)
 
 
 def _start_nodes(root: Path) -> tuple[subprocess.Popen, Path]:
@@ -68,14 +43,8 @@ def _start_nodes(root: Path) -> tuple[subprocess.Popen, Path]:
 
 def test_form_in_a_real_terminal(tmp_path):
     nodes, config = _start_nodes(tmp_path / "nodes")
-    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "TERM": "xterm-256color"}
-    # COLUMNS/LINES from the test runner would override the terminal's real size
-    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
-               + f" {sys.executable} -m sparktui --config {config}")
+    tmux = _app(tmp_path, 100, 32, "--config", str(config))
     try:
-        tmux("new-session", "-d", "-s", "app", "-x", "100", "-y", "32", command)
         tmux.wait_for("2/2 nodes up")
         tmux.wait_for("◆ fabric")
         tmux.keys("l")
@@ -98,11 +67,7 @@ def test_form_in_a_real_terminal(tmp_path):
         screen = tmux.wait_for("REFUSED")
         assert "Launch  Journal" in screen
         tmux.keys("q")
-        deadline = time.monotonic() + 20
-        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
-            if time.monotonic() > deadline:
-                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
-            time.sleep(0.1)
+        tmux.wait_exit(20)
     finally:
         tmux.close()
         nodes.stdin.close()
@@ -130,13 +95,8 @@ def _start_demo(speed: int) -> tuple[subprocess.Popen, dict]:
 def test_demo_story_in_a_real_terminal(tmp_path):
     """sync the model, launch SGLang from the form, see the hang, pivot to vLLM with Ray, reach READY."""
     demo, info = _start_demo(speed=20)
-    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "TERM": "xterm-256color"}
-    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
-               + f" {sys.executable} -m sparktui --config {info['config']}")
+    tmux = _app(tmp_path, 110, 34, "--config", str(info["config"]))
     try:
-        tmux("new-session", "-d", "-s", "app", "-x", "110", "-y", "34", command)
         tmux.wait_for("2/2 nodes up", 60)
         tmux.wait_for("model missing", 60)  # the checkpoint is on spark1 only
         tmux.keys("t")
@@ -144,9 +104,7 @@ def test_demo_story_in_a_real_terminal(tmp_path):
         tmux.keys("l")
         screen = tmux.wait_for("Launch ", 30)
         tmux.wait_for("Launch (ctrl+s)", 30)
-        deadline = time.monotonic() + 60  # the inventory after the copy clears the missing-model error
-        while "model directory" in tmux.screen() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        tmux.wait_gone("model directory", 60)  # the inventory after the copy clears the missing-model error
         screen = tmux.screen()
         assert "✗" not in screen, screen
         tmux.keys("C-s")
@@ -159,11 +117,7 @@ def test_demo_story_in_a_real_terminal(tmp_path):
         screen = tmux.wait_for("READY", 180)
         assert "ray joined" in screen or "ray up" in screen, screen
         tmux.keys("q")
-        deadline = time.monotonic() + 30
-        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
-            if time.monotonic() > deadline:
-                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
-            time.sleep(0.1)
+        tmux.wait_exit(30)
     finally:
         tmux.close()
         demo.send_signal(signal.SIGINT)  # the demo's own Ctrl-C path stops its nodes and containers
@@ -177,20 +131,14 @@ def test_demo_story_in_a_real_terminal(tmp_path):
 def test_80x24_footer_keys_and_an_early_key(tmp_path):
     """At 80x24 every essential key is in the footer; t pressed the moment the nodes are up acts or says why."""
     nodes, config = _start_nodes(tmp_path / "nodes")
-    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "TERM": "xterm-256color"}
-    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
-               + f" {sys.executable} -m sparktui --config {config}")
+    tmux = _app(tmp_path, 80, 24, "--config", str(config))
     try:
-        tmux("new-session", "-d", "-s", "app", "-x", "80", "-y", "24", command)
         tmux.wait_for("2/2 nodes up")
         tmux.keys("t")  # at once: the first probe may still be on its way
-        screen = tmux.wait_for("Sync model", 30)  # the transfer pane's row or a word about the wait
-        footer = screen.splitlines()[-1]
-        for key in ("l Launch", "p Pivot", "s Stop", "t Sync", "/ Filter", "f Follow", "? Keys", "^p Palette",
-                    "q Quit"):
-            assert key in footer, (key, footer)
+        tmux.wait_for("Sync model", 30)  # the transfer pane's row or a word about the wait
+        keys = ("l Launch", "p Pivot", "s Stop", "t Sync", "/ Filter", "f Follow", "? Keys", "^p Palette", "q Quit")
+        # the footer is redrawn when the pane changes its bindings: wait for the whole of it
+        screen = tmux.wait_for(lambda s: all(k in footer(s) for k in keys), 10, f"every key of {keys} in the footer")
         assert screen.splitlines()[0].strip().startswith("sim · 2/2 nodes up"), screen
         tmux.keys("?")
         tmux.wait_for("Keys (")
@@ -198,16 +146,9 @@ def test_80x24_footer_keys_and_an_early_key(tmp_path):
         tmux.wait_for("Remap a key with keymap: {ID: KEY}")
         tmux.wait_for("in the config.")
         tmux.keys("Escape")
-        deadline = time.monotonic() + 10  # a person waits for the dialog to go (ESC then q at once is alt+q)
-        while "Keys (" in tmux.screen():
-            assert time.monotonic() < deadline, tmux.screen()
-            time.sleep(0.1)
+        tmux.wait_gone("Keys (")  # a person waits for the dialog to go (ESC then q at once is alt+q)
         tmux.keys("q")
-        deadline = time.monotonic() + 20
-        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
-            if time.monotonic() > deadline:
-                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
-            time.sleep(0.1)
+        tmux.wait_exit(20)
     finally:
         tmux.close()
         nodes.stdin.close()
@@ -243,13 +184,8 @@ def _terminate_and_wait(tmux: Tmux, what: str) -> str:
 
 def test_sigterm_ends_the_tui_and_gives_the_terminal_back(tmp_path):
     nodes, config = _start_nodes(tmp_path / "nodes")
-    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "TERM": "xterm-256color"}
-    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
-               + f" {sys.executable} -m sparktui --config {config}; echo EXITED $?; sleep 30")
+    tmux = _app(tmp_path, 100, 30, "--config", str(config), tail="; echo EXITED $?; sleep 30")
     try:
-        tmux("new-session", "-d", "-s", "app", "-x", "100", "-y", "30", command)
         tmux.wait_for("2/2 nodes up")
         screen = _terminate_and_wait(tmux, "the TUI")
         assert "nodes up" not in screen, screen  # the alternate screen is gone
@@ -268,13 +204,8 @@ def test_sigterm_ends_the_demo_and_everything_it_started(tmp_path):
     from ..demo.conftest import require_namespaces
 
     require_namespaces()
-    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "TERM": "xterm-256color", "TMPDIR": str(tmp_path)}
-    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in env.items())
-               + f" {sys.executable} -m sparktui demo --model-mb 4 --speed 40; echo EXITED $?; sleep 30")
+    tmux = _app(tmp_path, 100, 30, "demo", "--model-mb", "4", "--speed", "40", tail="; echo EXITED $?; sleep 30", TMPDIR=str(tmp_path))
     try:
-        tmux("new-session", "-d", "-s", "app", "-x", "100", "-y", "30", command)
         tmux.wait_for("2/2 nodes up", 120)
         [root] = list(tmp_path.glob(f"{PREFIX}*"))
         _terminate_and_wait(tmux, "sparktui demo")

@@ -2,17 +2,15 @@
 fingerprint, the config written, and the app opening on it."""
 from __future__ import annotations
 
-import os
 import sys
-import time
-import uuid
 
 import asyncssh
 import yaml
 
 from sparktui.core.config import load_config
 
-from .test_tmux import REPO, Tmux, _start_nodes, pytestmark  # noqa: F401 - skips without tmux
+from ..tmuxterm import Tmux, app_command
+from .test_tmux import REPO, _start_nodes, pytestmark  # noqa: F401 - skips without tmux
 
 
 def test_first_run_in_a_real_terminal(tmp_path):
@@ -28,14 +26,13 @@ def test_first_run_in_a_real_terminal(tmp_path):
     (home / ".ssh" / "config").write_text("".join(
         f"Host {n['name']}\n  HostName 127.0.0.1\n  Port {n['port']}\n  User root\n  IdentityFile {n['identity_file']}\n"
         for n in data["nodes"]))
-    tmux = Tmux(f"sparktui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     env = {"PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
            "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
-    command = (f"cd {work} && env -u COLUMNS -u LINES -u SPARKTUI_CONFIG "
-               + " ".join(f"{k}={v}" for k, v in env.items()) + f" {sys.executable} -m sparktui")
     target = tmp_path / "cfg" / "sparktui" / "config.yaml"
+    # from a folder of its own, without a config named anywhere
+    tmux = Tmux(f"cd {work} && " + app_command(env, sys.executable, "-m", "sparktui", unset=("SPARKTUI_CONFIG",)),
+                80, 24)
     try:
-        tmux("new-session", "-d", "-s", "app", "-x", "80", "-y", "24", command)
         tmux.wait_for("no config found")
         first, second = data["nodes"]
         for n in (first, second):  # one word each: the ssh config below names host, port, user and key
@@ -44,8 +41,9 @@ def test_first_run_in_a_real_terminal(tmp_path):
             tmux.wait_for(f"added {n['name']}")
         tmux.keys("C-t")
         for n in (first, second):
-            screen = tmux.wait_for(f"Unknown host key: {n['name']}", 30)
-            assert fingerprints[n["port"]] in screen, screen
+            # the dialog names the node and shows the key's fingerprint (waited for whole: it paints in parts)
+            tmux.wait_for(lambda s, n=n: f"Unknown host key: {n['name']}" in s and fingerprints[n["port"]] in s, 30,
+                          f"{n['name']}'s host key and its fingerprint")
             tmux.keys("y")
         tmux.wait_for("probed", 30)
         for _ in range(7):  # name -> host, port, user, key, Add, the node list, the model path
@@ -55,11 +53,7 @@ def test_first_run_in_a_real_terminal(tmp_path):
         tmux.keys("C-s")
         tmux.wait_for("2/2 nodes up", 30)  # the app itself, on the config just written
         tmux.keys("q")
-        deadline = time.monotonic() + 20
-        while "app" in tmux("list-sessions", "-F", "#{session_name}", check=False):
-            if time.monotonic() > deadline:
-                raise AssertionError("the app did not quit on q:\n" + tmux.screen())
-            time.sleep(0.1)  # polling a terminal we do not own; bounded by the deadline above
+        tmux.wait_exit(20)
     finally:
         tmux.close()
         nodes.stdin.close()
