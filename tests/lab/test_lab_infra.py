@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import ipaddress
 import json
-import os
 import signal
 import socket
 import subprocess

@@ -1,7 +1,6 @@
 """The whole path through the app against the scripted core: form -> launch -> logs -> hang -> pivot -> ready."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 from textual.widgets import Select
 

@@ -5,7 +5,7 @@ import dataclasses
 
 from sparktui.core.diagnose import Milestone, Problem
 from sparktui.core.events import TransferProgress
-from sparktui.core.facts import Container, Interface, ModelDir, NodeAddr, NodeFacts, Subnet
+from sparktui.core.facts import Container, ModelDir, NodeFacts
 from sparktui.core.inventory import analyse
 from sparktui.core.journal import Entry
 from sparktui.tui.present import fmt

@@ -171,7 +171,7 @@ def test_a_flag_and_an_env_secret_of_one_name_stay_distinct(tmp_path):
     assert r.returncode == 0, r.stderr
     serve = plan.steps[4]
     inner = shlex.split(calls[4][-1])
-    assert f"--hf-token=$HF_TOKEN_ARG" in inner
+    assert "--hf-token=$HF_TOKEN_ARG" in inner
     assert f"--hf-token={flag_token}" in shlex.split(serve.argv[-1])  # the plan runs the flag's own value
     assert calls[1][calls[1].index("-e") + 1:].count("HF_TOKEN") == 1
 

@@ -7,7 +7,7 @@ import pytest
 
 from sparktui.core.transfers.remote import RS
 from sparktui.core.transfers.state import (
-    CANCELLED, DONE, FAILED, LOST, RUNNING, UNVERIFIED, TransferMeta, TransferRecord, new_id,
+    CANCELLED, DONE, FAILED, LOST, RUNNING, UNVERIFIED, TransferMeta, new_id,
     parse_listing, parse_poll,
 )
 
