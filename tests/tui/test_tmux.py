@@ -5,6 +5,7 @@ on its own socket (-L) so nothing else on the machine is touched.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -30,51 +32,55 @@ def _app(tmp_path: Path, width: int, height: int, *argv: str, tail: str = "", **
     return Tmux(app_command(env, sys.executable, "-m", "sparktui", *argv) + tail, width, height)
 
 
-def _start_nodes(root: Path) -> tuple[subprocess.Popen, Path]:
+@contextlib.contextmanager
+def running_nodes(root: Path) -> Iterator[Path]:
+    """Two in-process SSH nodes (tests/tui/sshnodes.py) in a child process; yields their config."""
     proc = subprocess.Popen([sys.executable, "-m", "tests.tui.sshnodes", str(root), "2"], cwd=REPO,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    ready, _, _ = select.select([proc.stdout], [], [], 30)
-    line = proc.stdout.readline() if ready else ""
-    if not line.startswith("READY "):
-        proc.kill()
-        raise AssertionError(f"the node servers did not start: {line!r}")
-    return proc, Path(line.split(" ", 1)[1].strip())
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        line = proc.stdout.readline() if ready else ""
+        if not line.startswith("READY "):
+            raise AssertionError(f"the node servers did not start: {line!r}")
+        yield Path(line.split(" ", 1)[1].strip())
+    finally:
+        proc.stdin.close()  # the servers stop when their stdin closes
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 def test_form_in_a_real_terminal(tmp_path):
-    nodes, config = _start_nodes(tmp_path / "nodes")
-    tmux = _app(tmp_path, 100, 32, "--config", str(config))
-    try:
-        tmux.wait_for("2/2 nodes up")
-        tmux.wait_for("◆ fabric")
-        tmux.keys("l")
-        screen = tmux.wait_for("Launch m on spark1, spark2")
-        assert "TP 2 × PP 1" in screen and "auto: the fabric" in screen and "192.168.100.10" in screen
-        assert "✗" not in screen, screen  # warnings (no /dev/infiniband here) but no errors
-        # the engine select has the focus: open it, move to vLLM (Ray), choose it
-        tmux.keys("Enter")
-        tmux.wait_for("vLLM (native)")
-        tmux.keys("Down")
-        tmux.keys("Enter")
-        screen = tmux.wait_for("Ray port")
-        assert "8000" in screen, screen  # the HTTP port follows the engine
-        tmux.keys("C-s")
-        # the preflight runs first, a row per node; these nodes have no docker, so it fails and the
-        # launch is refused unless told to go anyway
-        screen = tmux.wait_for("anyway (y)", 60)
-        assert "preflight" in screen and "spark1" in screen, screen
-        tmux.keys("n")
-        screen = tmux.wait_for("REFUSED")
-        assert "Launch  Journal" in screen
-        tmux.keys("q")
-        tmux.wait_exit(20)
-    finally:
-        tmux.close()
-        nodes.stdin.close()
+    with running_nodes(tmp_path / "nodes") as config:
+        tmux = _app(tmp_path, 100, 32, "--config", str(config))
         try:
-            nodes.wait(10)
-        except subprocess.TimeoutExpired:
-            nodes.kill()
+            tmux.wait_for("2/2 nodes up")
+            tmux.wait_for("◆ fabric")
+            tmux.keys("l")
+            screen = tmux.wait_for("Launch m on spark1, spark2")
+            assert "TP 2 × PP 1" in screen and "auto: the fabric" in screen and "192.168.100.10" in screen
+            assert "✗" not in screen, screen  # warnings (no /dev/infiniband here) but no errors
+            # the engine select has the focus: open it, move to vLLM (Ray), choose it
+            tmux.keys("Enter")
+            tmux.wait_for("vLLM (native)")
+            tmux.keys("Down")
+            tmux.keys("Enter")
+            screen = tmux.wait_for("Ray port")
+            assert "8000" in screen, screen  # the HTTP port follows the engine
+            tmux.keys("C-s")
+            # the preflight runs first, a row per node; these nodes have no docker, so it fails and the
+            # launch is refused unless told to go anyway
+            screen = tmux.wait_for("anyway (y)", 60)
+            assert "preflight" in screen and "spark1" in screen, screen
+            tmux.keys("n")
+            screen = tmux.wait_for("REFUSED")
+            assert "Launch  Journal" in screen
+            tmux.keys("q")
+            tmux.wait_exit(20)
+        finally:
+            tmux.close()
 
 
 def _start_demo(speed: int) -> tuple[subprocess.Popen, dict]:
@@ -130,32 +136,27 @@ def test_demo_story_in_a_real_terminal(tmp_path):
 
 def test_80x24_footer_keys_and_an_early_key(tmp_path):
     """At 80x24 every essential key is in the footer; t pressed the moment the nodes are up acts or says why."""
-    nodes, config = _start_nodes(tmp_path / "nodes")
-    tmux = _app(tmp_path, 80, 24, "--config", str(config))
-    try:
-        tmux.wait_for("2/2 nodes up")
-        tmux.keys("t")  # at once: the first probe may still be on its way
-        tmux.wait_for("Sync model", 30)  # the transfer pane's row or a word about the wait
-        keys = ("l Launch", "p Pivot", "s Stop", "t Sync", "/ Filter", "f Follow", "? Keys", "^p Palette", "q Quit")
-        # the footer is redrawn when the pane changes its bindings: wait for the whole of it
-        screen = tmux.wait_for(lambda s: all(k in footer(s) for k in keys), 10, f"every key of {keys} in the footer")
-        assert screen.splitlines()[0].strip().startswith("sim · 2/2 nodes up"), screen
-        tmux.keys("?")
-        tmux.wait_for("Keys (")
-        tmux.keys("End")  # the help scrolls to its notes
-        tmux.wait_for("Remap a key with keymap: {ID: KEY}")
-        tmux.wait_for("in the config.")
-        tmux.keys("Escape")
-        tmux.wait_gone("Keys (")  # a person waits for the dialog to go (ESC then q at once is alt+q)
-        tmux.keys("q")
-        tmux.wait_exit(20)
-    finally:
-        tmux.close()
-        nodes.stdin.close()
+    with running_nodes(tmp_path / "nodes") as config:
+        tmux = _app(tmp_path, 80, 24, "--config", str(config))
         try:
-            nodes.wait(10)
-        except subprocess.TimeoutExpired:
-            nodes.kill()
+            tmux.wait_for("2/2 nodes up")
+            tmux.keys("t")  # at once: the first probe may still be on its way
+            tmux.wait_for("Sync model", 30)  # the transfer pane's row or a word about the wait
+            keys = ("l Launch", "p Pivot", "s Stop", "t Sync", "/ Filter", "f Follow", "? Keys", "^p Palette", "q Quit")
+            # the footer is redrawn when the pane changes its bindings: wait for the whole of it
+            screen = tmux.wait_for(lambda s: all(k in footer(s) for k in keys), 10, f"every key of {keys} in the footer")
+            assert screen.splitlines()[0].strip().startswith("sim · 2/2 nodes up"), screen
+            tmux.keys("?")
+            tmux.wait_for("Keys (")
+            tmux.keys("End")  # the help scrolls to its notes
+            tmux.wait_for("Remap a key with keymap: {ID: KEY}")
+            tmux.wait_for("in the config.")
+            tmux.keys("Escape")
+            tmux.wait_gone("Keys (")  # a person waits for the dialog to go (ESC then q at once is alt+q)
+            tmux.keys("q")
+            tmux.wait_exit(20)
+        finally:
+            tmux.close()
 
 
 def _pane_child(tmux: Tmux) -> int:
@@ -183,19 +184,14 @@ def _terminate_and_wait(tmux: Tmux, what: str) -> str:
 
 
 def test_sigterm_ends_the_tui_and_gives_the_terminal_back(tmp_path):
-    nodes, config = _start_nodes(tmp_path / "nodes")
-    tmux = _app(tmp_path, 100, 30, "--config", str(config), tail="; echo EXITED $?; sleep 30")
-    try:
-        tmux.wait_for("2/2 nodes up")
-        screen = _terminate_and_wait(tmux, "the TUI")
-        assert "nodes up" not in screen, screen  # the alternate screen is gone
-    finally:
-        tmux.close()
-        nodes.stdin.close()
+    with running_nodes(tmp_path / "nodes") as config:
+        tmux = _app(tmp_path, 100, 30, "--config", str(config), tail="; echo EXITED $?; sleep 30")
         try:
-            nodes.wait(10)
-        except subprocess.TimeoutExpired:
-            nodes.kill()
+            tmux.wait_for("2/2 nodes up")
+            screen = _terminate_and_wait(tmux, "the TUI")
+            assert "nodes up" not in screen, screen  # the alternate screen is gone
+        finally:
+            tmux.close()
 
 
 def test_sigterm_ends_the_demo_and_everything_it_started(tmp_path):

@@ -10,12 +10,15 @@ import yaml
 from sparktui.core.config import load_config
 
 from ..tmuxterm import Tmux, app_command
-from .test_tmux import REPO, _start_nodes, pytestmark  # noqa: F401 - skips without tmux
+from .test_tmux import REPO, pytestmark, running_nodes  # noqa: F401 - skips without tmux
 
 
 def test_first_run_in_a_real_terminal(tmp_path):
-    nodes, node_config = _start_nodes(tmp_path / "nodes")
-    data = yaml.safe_load(node_config.read_text())
+    with running_nodes(tmp_path / "nodes") as node_config:
+        _first_run(tmp_path, yaml.safe_load(node_config.read_text()))
+
+
+def _first_run(tmp_path, data: dict) -> None:
     fingerprints = {}
     for line in open(data["ssh"]["known_hosts"]).read().splitlines():
         pattern, key = line.split(" ", 1)
@@ -56,8 +59,6 @@ def test_first_run_in_a_real_terminal(tmp_path):
         tmux.wait_exit(20)
     finally:
         tmux.close()
-        nodes.stdin.close()
-        nodes.wait(10)
     cfg = load_config(target)
     # the aliases as typed: the ssh config keeps address, port, user and key
     assert [(n.name, n.host, n.port, n.user) for n in cfg.nodes] == [(n["name"], n["name"], None, None)
