@@ -17,8 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def cmd_drop_caches(args: argparse.Namespace) -> int:
-    from ..core.fit import gib
-    from ..core.memfree import DROP_CACHES, drop_caches
+    from ..core.memfree import DropPreview, drop_caches
     from ..core.ssh import Cluster
 
     config = get_config(args)
@@ -27,15 +26,13 @@ async def cmd_drop_caches(args: argparse.Namespace) -> int:
     if bad:
         raise CliExit(2, f"no node named {', '.join(bad)} in the config (nodes: {', '.join(known)})")
     names = args.nodes or known
-    if not confirm(f"flush the page cache on {', '.join(names)} (`{DROP_CACHES}`; running programs keep their "
-                   f"memory, files are read from disk again)?", args.yes):
+    if not confirm(DropPreview(names).text() + "\nDrop it?", args.yes):  # the TUI's confirmation text
         raise CliExit(1, "nothing done")
     async with Cluster(config, journal=journal()) as cluster:
         results = await asyncio.gather(*(drop_caches(cluster[n]) for n in names))
     if args.json:
-        print_json([{"node": r.node, "ok": r.ok, "free_after": r.free_after, "error": r.error} for r in results])
+        print_json([r.to_json() for r in results])
     else:
         for r in results:
-            console.print(f"{r.node}: " + (f"flushed, {gib(r.free_after)} free" if r.ok else f"failed: {r.error}"),
-                          markup=False)
+            console.print(r.summary(), markup=False)
     return 0 if all(r.ok for r in results) else 1

@@ -95,6 +95,8 @@ class Plan:
     fit: Fit | None = None
     engine_version: str | None = None  # the release the commands are written for (None: unknown, the newest)
     engine_note: str = ""  # where that release came from, in words: "vLLM 0.11.0 in the image on spark1"
+    mem_fraction: float | None = None  # of each GPU's total memory, as the engine flag says
+    unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -488,7 +490,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     plan = Plan(engine=engine, mode=mode, image=image, model_path=model_path, served_model_name=served,
                 tp=tp, pp=pp, deployment=deployment, subnet=subnet.subnet if subnet else None, head_ip=head_ip,
                 dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
-                engine_note=version_note)
+                engine_note=version_note, mem_fraction=mem_fraction,
+                unified=[n for n in order if n in facts and facts[n].gpu.unified])
     spots = []
     for rank, name in enumerate(order):
         addr = subnet.nodes.get(name) if subnet else None

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from ...preflight_check import HOST_IP_VARS, IFNAME_VARS, MARK, classify, iface_matches
 from ..config import DockerConfig
 from ..engines.common import Spot, Word, docker_flags, render
+from ..facts import Memory
+from ..probes import parse_meminfo
 from ..secrets import MASK
 from ..labels import PREFLIGHT as LABEL
 from ..plan import NodePlan
@@ -21,11 +23,13 @@ _LOOK = """echo @@ip; ip -j addr 2>&1
 echo @@image; docker image inspect --format {fmt} {image} 2>&1; echo "@@rc $?"
 echo @@ib; if [ -e /dev/infiniband ]; then echo yes; else echo no; fi
 echo @@tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true
+echo @@mem; cat /proc/meminfo 2>/dev/null; true
 """
 
 
 def look_command(image: str) -> str:
-    """One round trip before anything starts: `ip -j addr`, the image, /dev/infiniband, listening ports."""
+    """One round trip before anything starts: `ip -j addr`, the image, /dev/infiniband, listening ports,
+    and /proc/meminfo (free memory now, not at the last poll: a copy may have just filled the page cache)."""
     return script(_LOOK, fmt="{{.Id}}", image=image)
 
 
@@ -38,6 +42,7 @@ class Look:
     image_error: str | None = None
     infiniband: bool = False
     listening: set[int] = field(default_factory=set)
+    memory: Memory | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -97,6 +102,8 @@ def parse_look(text: str) -> Look:
         look.image_error = text_img or "docker image inspect failed"
     look.infiniband = "yes" in sec.get("ib", [])
     look.listening = _listening(sec.get("tcp", []))
+    mem = parse_meminfo("\n".join(sec.get("mem", [])))
+    look.memory = mem if mem.total_bytes and mem.free_bytes is not None else None
     return look
 
 

@@ -25,7 +25,7 @@ from ..plan import NodePlan, Plan
 from ..ssh import Cluster
 from .remote import (Look, check_command, container_name, free_port, judge_look, look_command, parse_look,
                      result_from_output, sweep_command)
-from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain
+from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_memory
 
 DEFAULT_TIMEOUT = 30.0
 LOOK_TIMEOUT = 10.0  # the look is one small script
@@ -198,7 +198,7 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
             for n in order:
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
                     n.name, n.rank, n.iface, n.ip, "stopped", "no result")
-        _judge(verdict, order, looks)
+        _judge(verdict, order, looks, plan)
     finally:
         if started:
             await _sweep(cluster, started)
@@ -206,10 +206,12 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
     return verdict
 
 
-def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None]) -> None:
+def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None], plan: Plan) -> None:
     """Reasons, fixes and warnings, once every node has a result."""
     s = verdict.setting
     plans = {n.name: n for n in order}
+    judge_memory(verdict, {k: lk.memory for k, lk in looks.items() if lk is not None}, plan.unified,
+                 plan.mem_fraction)
     for r in verdict.nodes.values():
         n = plans[r.node]
         if not r.ok:

@@ -9,11 +9,14 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ...preflight_check import classify
+from ..fit import gib
+from ..facts import Memory
+from ..memfree import FreeMemory, measure
 
 # Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
 # or losing one (peer_failed) is what the other ranks see of someone else's failure.
 ROOT_ORDER = ("ssh", "image_missing", "python_missing", "docker", "interface_missing", "address_missing",
-              "port_in_use", "unreachable", "refused", "rdma", "gpu", "nccl", "timeout", "unknown",
+              "port_in_use", "unreachable", "refused", "rdma", "gpu", "nccl", "timeout", "unknown", "memory",
               "peer_missing", "peer_failed", "stopped", "skipped")
 SECONDARY = ("peer_missing", "peer_failed", "stopped", "skipped")  # never a reason to stop the others early
 _TARGET = (re.compile(r"\(([0-9A-Fa-f.:]+), (\d+)\)"), re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}):(\d+)\b"))
@@ -70,6 +73,7 @@ class NodeResult:
     nccl_lines: list[str] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)  # last output lines of a failed check
     notes: list[str] = field(default_factory=list)
+    memory: FreeMemory | None = None  # free memory read at the check (unified memory only)
 
     @classmethod
     def from_check(cls, node: str, rank: int, iface: str | None, ip: str | None, data: dict) -> "NodeResult":
@@ -103,7 +107,9 @@ class NodeResult:
                    line=line, tail=tail)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["memory"] = self.memory.to_json() if self.memory else None
+        return out
 
 
 def _target(r: NodeResult, s: Setting) -> str:
@@ -164,6 +170,8 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
         else:
             fix = s.other_subnet()
         return f"{n} got no answer within {s.timeout:g} s{stuck}", fix
+    if k == "memory" and r.memory is not None:
+        return f"{n}: {_memory_reason(r.memory)}", r.memory.fix()
     if k == "peer_missing":
         return f"{n} waited for ranks that never came ({said})", "see the nodes that did not join"
     if k == "peer_failed":
@@ -173,6 +181,35 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
     if k == "skipped":
         return f"{n} was not started: another node failed its checks first", "see the failing node"
     return f"{n}: {r.error or 'the check failed'}", "see the output lines of this node"
+
+
+def _memory_reason(m: FreeMemory) -> str:
+    why = (f"{gib(m.cached)} of it is page cache, which dropping would free" if m.cache_would_do else
+           f"the page cache ({gib(m.cached)}) would not make up for it")
+    return (f"{gib(m.free)} free for the GPU, the engine asks for {gib(m.need)} ({m.fraction:g} of memory) "
+            f"and would refuse to start; {why}")
+
+
+def judge_memory(verdict: "Verdict", memory: dict[str, Memory | None], unified: list[str],
+                 fraction: float | None) -> None:
+    """Each node's free memory as read at the check, against what the engine will ask for.
+
+    A node short of it fails the check like a rendezvous failure: on unified memory the engine
+    refuses to start at that fraction (vLLM's "Free memory on device ... is less than desired GPU
+    memory utilization"; SGLang's unbalanced-memory check), after minutes of loading weights.
+    A node that failed otherwise keeps that failure; its memory becomes a warning.
+    """
+    for r in verdict.nodes.values():
+        if r.node not in unified:
+            continue
+        r.memory = measure(r.node, memory.get(r.node), fraction)
+        if r.memory is None or not r.memory.short:
+            continue
+        if r.ok:
+            r.ok, r.kind = False, "memory"
+            r.reason, r.fix = explain(r, verdict.setting)
+        else:
+            verdict.warnings.append(f"free memory: {r.memory.message()}")
 
 
 @dataclass
@@ -212,6 +249,16 @@ class Verdict:
         return r.fix if r else None
 
     @property
+    def memory_short(self) -> list[FreeMemory]:
+        """Nodes without the free memory the engine will ask for, as measured by the check."""
+        return [r.memory for r in self.nodes.values() if r.memory is not None and r.memory.short]
+
+    @property
+    def droppable(self) -> list[str]:
+        """Nodes whose shortfall a drop of the page cache would fix."""
+        return [m.node for m in self.memory_short if m.cache_would_do]
+
+    @property
     def transport(self) -> str | None:
         """The slowest data path any node reported (sockets over RDMA)."""
         seen = [r.transport for r in self.nodes.values() if r.ok and r.transport]
@@ -240,6 +287,7 @@ class Verdict:
             "fix": self.fix,
             "failed": [r.node for r in self.failed],
             "warnings": list(self.warnings),
+            "drop_caches": self.droppable,
             "nodes": [r.to_json() for r in self.nodes.values()],
         }
 
@@ -261,6 +309,8 @@ class Verdict:
                     f", {r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "")
             else:
                 state = f"failed ({r.kind}): {r.reason}"
+            if r.memory is not None and r.kind != "memory":
+                state += f"; {r.memory.brief()}"
             out.append(f"  {r.node} (rank {r.rank}{', ' + where if where else ''}): {state}")
             if r.transport_line and r.ok:
                 out.append(f"    {r.transport_line.strip()}")
