@@ -62,6 +62,8 @@ ACTIONS: tuple[Action, ...] = (
            enabled=lambda s: _free(s, "sync_model") and s.inventory_ready, why="needs the nodes probed"),
     Action("sync_image", "i", "sync_image", "Sync image", short="Image",
            enabled=lambda s: _free(s, "sync_image") and s.inventory_ready, why="needs the nodes probed"),
+    Action("drop_caches", "d", "drop_caches", "Drop caches", dangerous=True, show=False,
+           enabled=lambda s: _free(s, "drop_caches") and s.inventory_ready, why="needs the nodes probed"),
     Action("filter", "slash", "filter", "Filter", enabled=lambda s: s.log_visible and not s.modal,
            why="only on the Launch pane, where the log is"),
     Action("follow", "f", "follow", "Follow", enabled=lambda s: s.log_visible and not s.modal,

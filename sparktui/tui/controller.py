@@ -202,6 +202,13 @@ class Controller:
         finally:
             await self._refresh_quietly()  # the cards show the new containers, the form the copies
 
+    async def _drop_caches(self, names: list[str]) -> list[Any]:
+        from ..core.memfree import drop_caches
+
+        results = await asyncio.gather(*(drop_caches(self.cluster[n]) for n in names))
+        await self._refresh_quietly()  # the plan checks read the fresh free memory
+        return list(results)
+
     # -- what the app calls (each runs on the core loop) -----------------------------------------
     async def _run(self, coro: Any) -> Any:
         if self._core is None:
@@ -230,6 +237,10 @@ class Controller:
     async def run(self, prepared: Prepared, force: bool = False) -> str:
         """Run what was prepared (and confirmed); force: past a failed preflight."""
         return await self._run(self._run_prepared(prepared, force))
+
+    async def drop_caches(self, names: list[str]) -> list[Any]:
+        """Flush the page cache on these nodes (the CLI's drop-caches), then probe again: each Dropped."""
+        return await self._run(self._drop_caches(names))
 
     # -- shutdown ---------------------------------------------------------------------------
     async def close(self) -> None:

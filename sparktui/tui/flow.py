@@ -10,7 +10,9 @@ import copy
 from typing import Any
 
 from ..core.deploy.operations import Choices, Op, Preview
+from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan import Plan, PlanOptions, make_plan
+from . import actions
 from . import messages as M
 from .forms.launch_form import LaunchForm, Result
 from .screens.confirm import ConfirmScreen
@@ -22,6 +24,7 @@ class OperationsFlow:
     controller: Any
     config: Any
     plan: Plan | None
+    memory_short: list[FreeMemory] = []  # the last preflight's nodes short of free memory (replaced, never mutated)
 
     # A launch, pivot or redeploy goes through the core's operations, as on the command line:
     # prepare (fresh facts, model config, plan, checks) -> refuse or preflight -> confirm -> run.
@@ -68,11 +71,19 @@ class OperationsFlow:
             self.post_message(M.PreflightAsked(prepared))
             verdict = await self.controller.preflight(prepared)
             if not verdict.ok:
+                likely = ("the engine will most likely refuse to start for want of free memory"
+                          if verdict.root.kind == "memory" else "the engines will most likely hang at their rendezvous")
                 anyway = Preview(f"The preflight failed: {prepared.op.value} anyway", prepared.preview.stops,
-                                 prepared.preview.starts,
-                                 [f"why: {verdict.reason}", f"fix: {verdict.fix}",
-                                  "the engines will most likely hang at their rendezvous"])
-                if not await self._confirmed(anyway, f"{prepared.op.value.capitalize()} anyway"):
+                                 prepared.preview.starts, [f"why: {verdict.reason}", f"fix: {verdict.fix}", likely])
+                drop = verdict.droppable
+                answer = await self._confirmed(anyway, f"{prepared.op.value.capitalize()} anyway",
+                                               alt=(f"Drop caches on {drop[0]}" if len(drop) == 1 else
+                                                    f"Drop caches on {len(drop)} nodes") if drop else None)
+                if answer == "alt":  # drop the page cache, then check (and offer the operation) again
+                    known = {m.node: m for m in verdict.memory_short}
+                    self._run_op("drop_caches", self._drop_flow(drop, known, again=(op, choices)))
+                    return ""
+                if not answer:
                     return f"not started: {verdict.reason}"
                 force = True
         if op is not Op.LAUNCH or prepared.replaces:
@@ -84,9 +95,68 @@ class OperationsFlow:
         self._run_op(op.value, self.controller.run(prepared, force=force), group="deploy")
         return ""
 
-    async def _confirmed(self, preview: Preview, verb: str) -> bool:
+    async def _confirmed(self, preview: Any, verb: str, alt: str | None = None) -> bool | str:
+        """True, False, or "alt" when the third button (alt) was offered and chosen."""
         self.clear_notifications()  # toasts sit above dialogs; the one being answered has done its job
-        return bool(await self.push_screen_wait(ConfirmScreen(preview, verb)))
+        answer = await self.push_screen_wait(ConfirmScreen(preview, verb, alt))
+        return answer if answer == "alt" and alt else bool(answer is True)
+
+    # -- drop caches: free the page cache a copy left, when the engine would otherwise lack memory ----
+    def action_drop_caches(self) -> None:
+        names, known = self._drop_targets()
+        self._run_op("drop_caches", self._drop_flow(names, known))
+
+    def _judging_plan(self) -> Plan | None:
+        """The plan whose fraction free memory is judged by: the launched one, else the defaults'."""
+        try:
+            plan = self.plan if self.plan is not None else self.make_plan(PlanOptions())
+        except Exception:  # noqa: BLE001 - no plan to judge by: no shortfall known
+            return None
+        return plan if plan.mem_fraction is not None else None
+
+    def _plan_shortfalls(self) -> list[FreeMemory]:
+        """The plan checks' free-memory shortfalls on the freshest facts."""
+        plan = self._judging_plan()
+        return shortfalls(self.facts or {}, [n.name for n in plan.nodes], plan.mem_fraction) if plan else []
+
+    def _still_short(self, results: list, known: dict[str, FreeMemory]) -> list[FreeMemory]:
+        """The plan check again, on the memory each node reported right after its drop."""
+        plan = self._judging_plan()
+        out = []
+        for r in results:
+            fraction = known[r.node].fraction if r.node in known else (
+                plan.mem_fraction if plan is not None and r.node in plan.unified else None)
+            m = measure(r.node, r.after, fraction) if r.ok else None
+            if m is not None and m.short:
+                out.append(m)
+        return out
+
+    def _drop_targets(self) -> tuple[list[str], dict[str, FreeMemory]]:
+        """The nodes a drop would help (the last preflight's, else the plan checks'), else every node."""
+        found = [m for m in self.memory_short if m.droppable] or [m for m in self._plan_shortfalls() if m.droppable]
+        if found:
+            return [m.node for m in found], {m.node: m for m in found}
+        return [n.name for n in self.config.nodes], {}
+
+    async def _drop_flow(self, names: list[str], known: dict[str, FreeMemory],
+                         again: tuple[Op, Choices] | None = None) -> str:
+        """Confirm (the CLI's text), drop through the core, say before and after, then check again:
+        the refused operation's whole check when it came from one, else the plan checks."""
+        if not await self._confirmed(DropPreview(names, known), "Drop"):
+            return ""
+        results = await self.controller.drop_caches(names)
+        self.memory_short = [m for m in self.memory_short if m.node not in names]
+        lines = [r.summary() for r in results]
+        ok = all(r.ok for r in results)
+        if ok and again is not None:
+            self.notify("\n".join(lines + ["checking again…"]), title="Drop caches", markup=False)
+            self._operate(*again)
+            return ""
+        still = self._still_short(results, known)
+        lines += [f"still short: {m.message()}" for m in still] or (["free memory ok on " + ", ".join(names)] if ok else [])
+        self.notify("\n".join(lines), title="Drop caches", severity="information" if ok and not still else "warning",
+                    timeout=30, markup=False)
+        return ""
 
     def on_refused(self, msg: M.Refused) -> None:
         p = msg.prepared
@@ -149,9 +219,14 @@ class OperationsFlow:
         v = msg.event.verdict
         self.launch_pane.preflight_done(v, None if v is not None else msg.event.summary)
         self._forward_check()
+        self.memory_short = list(v.memory_short) if v is not None else []
         if v is not None and not v.ok:
             self.launch_pane.set_state("refused", f"preflight: {v.reason}")
-            self.notify(f"{v.reason}\nfix: {v.fix}", title="Preflight failed", severity="error", timeout=30,
+            offer = ""
+            if v.droppable:
+                key = actions.display_keys(actions.keys_for("drop_caches", self.config.keymap))
+                offer = f"\npress {key} to drop the page cache on {', '.join(v.droppable)}"
+            self.notify(f"{v.reason}\nfix: {v.fix}{offer}", title="Preflight failed", severity="error", timeout=30,
                         markup=False)
 
     def _forward_check(self) -> None:

@@ -7,7 +7,9 @@ to the event loop between batches, so the UI renders while it streams, as with a
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import replace
+from types import SimpleNamespace
 from pathlib import Path
 
 from sparktui.core.config import Config
@@ -21,7 +23,9 @@ from sparktui.core.plan import Plan, PlanOptions
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
 from sparktui.core.events import PreflightFinished, PreflightNode, PreflightStarted
 from sparktui.core.plan import make_plan
-from sparktui.core.preflight import NodeResult, Setting, Verdict, explain
+from sparktui.core.memfree import DROP_SCRIPT
+from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
+from sparktui.core.probes import parse_meminfo
 from sparktui.tui.controller import Controller
 from sparktui.tui.messages import InventoryChanged
 
@@ -31,6 +35,36 @@ BATCH = 4  # lines per LogLines event, like a container log read in chunks
 
 def recording(name: str) -> dict[str, list[str]]:
     return {p.stem: p.read_text().splitlines() for p in sorted((RECORDINGS / name).glob("*.log"))}
+
+
+def dropped(meminfo: str, left_kb: int = 600_000) -> str:
+    """/proc/meminfo after `echo 3 > /proc/sys/vm/drop_caches`: the page cache, all but a little, is free."""
+    kb = {k: int(v) for k, v in re.findall(r"^(MemFree|Cached|Buffers):\s+(\d+)", meminfo, re.M)}
+    freed = kb.get("Cached", 0) + kb.get("Buffers", 0) - left_kb
+    out = re.sub(r"^MemFree:\s+\d+", f"MemFree:        {kb['MemFree'] + freed}", meminfo, flags=re.M)
+    out = re.sub(r"^Cached:\s+\d+", f"Cached:         {left_kb}", out, flags=re.M)
+    return re.sub(r"^Buffers:\s+\d+", "Buffers:        0", out, flags=re.M)
+
+
+class FakeNode:
+    """A node as core.memfree.drop_caches sees it: its meminfo now, and a drop that frees the cache."""
+
+    def __init__(self, core: "ScriptedCore", name: str) -> None:
+        self.core, self.name = core, name
+
+    async def run(self, command: str, timeout: float | None = None, **_) -> SimpleNamespace:
+        self.core.calls.append(("run", (self.name, command)))
+        before = self.core.meminfo.get(self.name, "")
+        if command != DROP_SCRIPT or not before:
+            return SimpleNamespace(ok=False, stdout="", stderr="sh: unexpected command", exit_status=127)
+        after = self.core.meminfo[self.name] = dropped(before)
+        self.core._facts[self.name].memory = parse_meminfo(after)
+        return SimpleNamespace(ok=True, stdout=f"{before}@@after\n{after}", stderr="", exit_status=0)
+
+
+class FakeCluster(dict):
+    async def close(self) -> None:
+        pass
 
 
 class ScriptedCore(Controller):
@@ -44,6 +78,8 @@ class ScriptedCore(Controller):
         self.fail_preflight: str | None = None  # a node whose preflight fails
         self.plan: Plan | None = None
         self.options: PlanOptions | None = None
+        self.meminfo: dict[str, str] = {}  # /proc/meminfo per node as the preflight reads it (none: not judged)
+        self.cluster = FakeCluster({n.name: FakeNode(self, n.name) for n in config.nodes})
 
     # -- start-up -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -59,6 +95,9 @@ class ScriptedCore(Controller):
     async def refresh(self):
         await self.start()
         return self.inventory
+
+    async def _refresh_quietly(self) -> None:
+        await self.start()
 
     # -- deployments ----------------------------------------------------------------------------
     def _state(self, plan: Plan, state: str, detail: str = "", endpoint: str | None = None) -> None:
@@ -161,6 +200,7 @@ class ScriptedCore(Controller):
             v.nodes[n.name] = r
             self.bus.emit(PreflightNode("sparks", r))
             await asyncio.sleep(0)
+        judge_memory(v, {k: parse_meminfo(t) for k, t in self.meminfo.items()}, plan.unified, plan.mem_fraction)
         self.bus.emit(PreflightFinished("sparks", v, v.summary()))
         return v
 

@@ -28,7 +28,7 @@ def test_every_binding_has_a_unique_id_and_an_action_method():
     assert len(ids) == len(set(ids)) and None not in ids
     for a in actions.ACTIONS:
         assert callable(getattr(SparkApp, f"action_{a.action}", None)), a.action
-    assert {a.id for a in actions.ACTIONS if a.dangerous} == {"pivot", "redeploy", "stop"}
+    assert {a.id for a in actions.ACTIONS if a.dangerous} == {"pivot", "redeploy", "stop", "drop_caches"}
 
 
 def test_predicates():
