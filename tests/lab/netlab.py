@@ -47,6 +47,11 @@ from .plumbing import (BASE_DIR, LabError, add_line, alive, drop_line, fingerpri
                        keygen, machine_lock, rdma_name, readline_within, run, start_time)
 from .teardown import list_labs, reap_stale, teardown
 
+# A DGX Spark's /proc/meminfo with its memory free: the nodes' GPUs are GB10s on unified memory, so
+# free memory is a per-node fact (checked by plan and preflight), not whatever this machine has now.
+SPARK_MEMINFO = ("MemTotal:       125514352 kB\nMemFree:       119773408 kB\nMemAvailable:   121873408 kB\n"
+                 "Buffers:          112640 kB\nCached:          2048000 kB\nSwapCached:            0 kB\n")
+
 __all__ = ["Lab", "LabNode", "LabError", "LabUnavailable", "unavailable_reason", "fingerprint", "rdma_name",
            "teardown", "reap_stale", "list_labs", "SIM_IMAGE", "NODE_PATH"]
 
@@ -338,6 +343,7 @@ class Lab:
                 shutil.copy2(shim, d / "sbin" / shim.name)
             (d / "sbin/docker").symlink_to("/usr/bin/docker")
             (d / "lab/rdma").write_text(f"{n.rdma} {n.fabric_iface}\n")
+            (d / "lab/meminfo").write_text(SPARK_MEMINFO)  # node_init.sh binds it over /proc/meminfo
             uid = hashlib.sha256(f"{self.state['id']}/{n.name}".encode()).hexdigest()
             (d / "lab/gpu-uuid").write_text(
                 f"GPU-{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:32]}\n")
@@ -432,6 +438,13 @@ class Lab:
                       "rm -f /run/lab/sshd.pid; ! kill -0 \"$p\" 2>/dev/null", timeout=30)
 
     # -- commands on a node ---------------------------------------------------------------------
+    def set_meminfo(self, node: str | LabNode, text: str = "") -> None:
+        """What the node's /proc/meminfo says from now on (empty: a Spark with its memory free).
+        Rewritten in place: the bind over /proc/meminfo follows the file, not its name."""
+        with open(self.node(node).path / "lab/meminfo", "r+", encoding="utf-8") as f:
+            f.truncate(0)
+            f.write(text or SPARK_MEMINFO)
+
     def sh(self, node: str | LabNode, cmd: str | Sequence[str], check: bool = True, timeout: float = 60,
            input: str | bytes | None = None, stdin: IO | None = None) -> subprocess.CompletedProcess:
         """Run cmd as root inside the node (a str goes to bash -c); text out unless input is bytes."""

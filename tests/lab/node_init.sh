@@ -1,6 +1,6 @@
 #!/bin/bash
 # First process of a lab node (run by tini, as PID 1's child, in the node's new mount, UTS and PID
-# namespaces, inside its network namespace). It gives the node its own /sys, /proc, /run, /root,
+# namespaces, inside its network namespace). It gives the node its own /sys, /proc (and meminfo), /run, /root,
 # /models, /tmp, /var/lib/docker and /usr/local/sbin, prints "ready", then waits to be killed.
 # Usage: node_init.sh NODE_DIR NAME
 set -euo pipefail
@@ -17,6 +17,8 @@ mount -t proc proc /proc
 mount -t tmpfs -o mode=755,size=256m tmpfs /run
 mkdir -p /run/sshd /run/lab /run/nvidia-sim
 mount --bind "$D/lab" /run/lab
+# A Spark's memory, not this machine's: the free-memory checks read it (Lab.set_meminfo changes it).
+mount --bind /run/lab/meminfo /proc/meminfo
 cp /run/lab/gpu-uuid /run/nvidia-sim/uuid 2>/dev/null || true
 
 # Engines share memory through /dev/shm (`--ipc host` gives containers the node's): one per node.

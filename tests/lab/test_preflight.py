@@ -113,6 +113,29 @@ def test_the_command_line_prints_the_verdict_as_json(sim, capsys, monkeypatch, t
     assert leftover_containers(sim) == {}
 
 
+# A Spark right after receiving the checkpoint: most of its memory is page cache.
+AFTER_COPY = ("MemTotal:       125514352 kB\nMemFree:         9832112 kB\nMemAvailable:   119883220 kB\n"
+              "Buffers:          112640 kB\nCached:        108240512 kB\n")
+
+
+def test_a_node_full_of_page_cache_fails_the_check_with_drop_caches_offered(sim, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    worker = sim.nodes[1]
+    sim.set_meminfo(worker, AFTER_COPY)  # what the node's /proc/meminfo says over SSH from now on
+    try:
+        rc = main(["preflight", "--config", str(sim.config_path), "--json"])
+    finally:
+        sim.set_meminfo(worker)
+    out = json.loads(capsys.readouterr().out)
+    rows = {n["node"]: n for n in out["nodes"]}
+    assert rc == 1 and not out["ok"] and out["failed"] == [worker.name]
+    assert rows[worker.name]["kind"] == "memory" and rows[worker.name]["transport"] == "tcp"  # it met the head
+    assert rows[worker.name]["memory"]["free"] == 9832112 * 1024 and rows[worker.name]["memory"]["cache_would_do"]
+    assert rows[sim.head.name]["ok"] and rows[sim.head.name]["memory"]["short"] is False
+    assert out["drop_caches"] == [worker.name] and f"sparktui drop-caches {worker.name}" in out["fix"]
+    assert leftover_containers(sim) == {}
+
+
 def test_launch_refuses_a_failed_preflight_and_starts_nothing(sim, capsys, monkeypatch, tmp_path):
     from sparktui.sim.testing import make_model
 
