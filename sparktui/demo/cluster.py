@@ -29,6 +29,7 @@ from . import checkpoint, configfile, hardware, launchers
 from .docker import images as docker_images
 from .docker.store import Store
 from .errors import DemoError
+from .pagecache import CacheDropper
 from .namespaces import NodeNamespace, check_namespaces
 from .sshserver import LocalSshServer
 
@@ -59,6 +60,7 @@ class DemoNode:
     port: int = 0
     namespace: NodeNamespace | None = None
     server: LocalSshServer | None = None
+    dropper: CacheDropper | None = None  # answers `echo 3 > /proc/sys/vm/drop_caches` on the node
 
     @property
     def home(self) -> Path:
@@ -262,7 +264,9 @@ class DemoCluster:
         assert self.root is not None
         n.namespace = NodeNamespace(
             n.name, binds=[(str(n.dir / "models"), str(self.root / "models"))],
-            optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "sys-class-net"), "/sys/class/net")])
+            optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "sys-class-net"), "/sys/class/net"),
+                      (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches")])
+        n.dropper = CacheDropper(n.dir / "drop_caches", n.dir / "meminfo").start()
         await n.namespace.start()
         last: Exception | None = None
         for _ in range(5):  # the port was free a moment ago; someone may have taken it since
@@ -291,6 +295,9 @@ class DemoCluster:
                     await n.server.stop()
         await asyncio.gather(*(n.namespace.stop() for n in self.nodes if n.namespace is not None),
                              return_exceptions=True)
+        for n in self.nodes:
+            if n.dropper is not None:
+                n.dropper.stop()
         if self.root is not None and not self.options.keep:
             # the kernel may still be ending a node's last processes: a few tries, briefly
             deadline = time.monotonic() + 5
