@@ -119,15 +119,16 @@ class OperationsFlow:
         plan = self._judging_plan()
         return shortfalls(self.facts or {}, [n.name for n in plan.nodes], plan.mem_fraction) if plan else []
 
-    def _still_short(self, results: list, known: dict[str, FreeMemory]) -> list[FreeMemory]:
-        """The plan check again, on the memory each node reported right after its drop."""
+    def _judge_after(self, results: list, known: dict[str, FreeMemory]) -> list[FreeMemory]:
+        """The plan check again, on the memory each node reported right after its drop (nodes on
+        unified memory only: a discrete GPU does not allocate from it)."""
         plan = self._judging_plan()
         out = []
         for r in results:
             fraction = known[r.node].fraction if r.node in known else (
                 plan.mem_fraction if plan is not None and r.node in plan.unified else None)
             m = measure(r.node, r.after, fraction) if r.ok else None
-            if m is not None and m.short:
+            if m is not None:
                 out.append(m)
         return out
 
@@ -152,8 +153,10 @@ class OperationsFlow:
             self.notify("\n".join(lines + ["checking again…"]), title="Drop caches", markup=False)
             self._operate(*again)
             return ""
-        still = self._still_short(results, known)
-        lines += [f"still short: {m.message()}" for m in still] or (["free memory ok on " + ", ".join(names)] if ok else [])
+        judged = self._judge_after(results, known)
+        still = [m for m in judged if m.short]
+        lines += [f"still short: {m.message()}" for m in still] or (
+            ["free memory ok on " + ", ".join(m.node for m in judged)] if judged else [])
         self.notify("\n".join(lines), title="Drop caches", severity="information" if ok and not still else "warning",
                     timeout=30, markup=False)
         return ""
