@@ -29,7 +29,6 @@ from . import checkpoint, configfile, hardware, launchers
 from .docker import images as docker_images
 from .docker.store import Store
 from .errors import DemoError
-from .pagecache import CacheDropper
 from .namespaces import NodeNamespace, check_namespaces
 from .sshserver import LocalSshServer
 
@@ -60,7 +59,6 @@ class DemoNode:
     port: int = 0
     namespace: NodeNamespace | None = None
     server: LocalSshServer | None = None
-    dropper: CacheDropper | None = None  # answers `echo 3 > /proc/sys/vm/drop_caches` on the node
 
     @property
     def home(self) -> Path:
@@ -189,6 +187,7 @@ class DemoCluster:
             (d / "home" / ".ssh").chmod(0o700)
             (d / "node.json").write_text(json.dumps(hardware.describe(k, name), indent=2))
             (d / "meminfo").write_text(hardware.meminfo())
+            (d / "drop_caches").write_text("0\n")  # the node's own; a write drops its page cache (pagecache.py)
             hardware.write_sysfs_net(d / "sys-class-net", k)
             docker_images.seed(Store(d / "docker"), list(docker_images.CATALOG), o.image_bytes)
             node = DemoNode(name, k, d, asyncssh.generate_private_key("ssh-ed25519"))
@@ -265,8 +264,8 @@ class DemoCluster:
         n.namespace = NodeNamespace(
             n.name, binds=[(str(n.dir / "models"), str(self.root / "models"))],
             optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "sys-class-net"), "/sys/class/net"),
-                      (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches")])
-        n.dropper = CacheDropper(n.dir / "drop_caches", n.dir / "meminfo").start()
+                      (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches")],
+            page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")))
         await n.namespace.start()
         last: Exception | None = None
         for _ in range(5):  # the port was free a moment ago; someone may have taken it since
@@ -295,9 +294,6 @@ class DemoCluster:
                     await n.server.stop()
         await asyncio.gather(*(n.namespace.stop() for n in self.nodes if n.namespace is not None),
                              return_exceptions=True)
-        for n in self.nodes:
-            if n.dropper is not None:
-                n.dropper.stop()
         if self.root is not None and not self.options.keep:
             # the kernel may still be ending a node's last processes: a few tries, briefly
             deadline = time.monotonic() + 5

@@ -2,7 +2,7 @@
 
 Run by namespaces.py as `unshare --user --map-root-user --mount --pid --fork --mount-proc
 python3 -m sparktui.demo.holder SPEC_JSON`. SPEC_JSON: {"binds": [[src, dst], ...], "optional":
-[[src, dst], ...], "hostname": name}; a failed required bind exits 1 with the reason, a failed optional one is
+[[src, dst], ...], "hostname": name, "page_cache": [drop_caches, meminfo] or null}; a failed required bind exits 1 with the reason, a failed optional one is
 reported and skipped. Prints `ready` once the mounts are in place, then waits for EOF on stdin:
 the demo process holds the other end, so when it exits (even killed) this process ends, and the
 kernel ends every process of the node's PID namespace with it: containers, transfers, everything.
@@ -47,6 +47,13 @@ def main(argv: list[str]) -> int:
         why = _bind(src, dst)
         if why:
             print(f"note: {dst} left as it is ({why})", file=sys.stderr, flush=True)
+    if spec.get("page_cache"):
+        from .pagecache import PageCache
+
+        try:
+            PageCache(*spec["page_cache"]).start()
+        except OSError as e:  # a write to drop_caches then changes nothing (and flushes nothing here)
+            print(f"note: drop_caches not simulated ({e})", file=sys.stderr, flush=True)
     signal.signal(signal.SIGCHLD, _reap)
     # PID 1 gets no default action for SIGTERM: without a handler the demo could not stop it.
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))

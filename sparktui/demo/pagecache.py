@@ -1,19 +1,27 @@
 """A simulated node's page cache: `echo 3 > /proc/sys/vm/drop_caches` on the node frees it.
 
-The node's /proc/meminfo is a file of ours bound over the real one, and /proc/sys/vm/drop_caches is
-a FIFO bound over the real sysctl (so a drop never flushes this machine's cache). A thread per node
-reads the FIFO; a write of 1 or 3 (page cache) moves Cached and Buffers, all but a little, into
-MemFree, as the kernel does. Stdlib only.
+The node's /proc/meminfo is a file of ours bound over the real one, and so is drop_caches (a write
+never flushes this machine's cache). The node's PID 1 (holder.py) holds a read lease on the
+drop_caches file: a process opening it for writing is held in open() while the kernel tells the
+holder (SIGIO), which moves Cached and Buffers, all but a little, into MemFree and lets the open go
+on. So the drop is done before the write returns, as the kernel's own is, and whatever reads
+meminfo next sees it. Any write counts as a page-cache drop (1 and 3 are; 2 alone is rare).
+Stdlib only: the holder imports it.
 """
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
-import threading
+import signal
+import sys
 from pathlib import Path
 
 LEFT_KB = 180_000  # what stays cached after a drop: files in use right now
+F_SETLEASE = getattr(fcntl, "F_SETLEASE", 1024)
+RETAKE_S = 0.01  # the writer still has the file open right after its open: take the lease back shortly
+RETAKE_TRIES = 500  # bounded: 5 s, then the node stops simulating drops (and says so)
 
 
 def drop_page_cache(meminfo: str, left_kb: int = LEFT_KB) -> str:
@@ -23,50 +31,47 @@ def drop_page_cache(meminfo: str, left_kb: int = LEFT_KB) -> str:
         return meminfo
     cached, buffers = kb.get("Cached", 0), kb.get("Buffers", 0)
     keep = min(left_kb, cached)
-    freed = cached - keep + buffers
-    out = re.sub(r"^MemFree:\s+\d+", f"MemFree:        {kb['MemFree'] + freed}", meminfo, flags=re.M)
+    out = re.sub(r"^MemFree:\s+\d+", f"MemFree:        {kb['MemFree'] + cached - keep + buffers}", meminfo,
+                 flags=re.M)
     out = re.sub(r"^Cached:\s+\d+", f"Cached:         {keep}", out, flags=re.M)
     return re.sub(r"^Buffers:\s+\d+", "Buffers:        0", out, flags=re.M)
 
 
-def rewrite(path: Path, text: str) -> None:
+def rewrite(path: Path | str, text: str) -> None:
     """In place: the bind over /proc/meminfo follows the file's inode, not its name."""
     with open(path, "r+", encoding="utf-8") as f:
         f.truncate(0)
         f.write(text)
 
 
-class CacheDropper:
-    """Answers the node's drop_caches FIFO until stopped."""
+class PageCache:
+    """In the holder's main thread: the lease on drop_caches and the drop it stands for."""
 
-    def __init__(self, fifo: Path, meminfo: Path) -> None:
-        self.fifo, self.meminfo = fifo, meminfo
-        self.drops = 0
-        self._stopping = False
-        if not fifo.exists():
-            os.mkfifo(fifo, 0o600)
-        self._thread = threading.Thread(target=self._run, name=f"drop-caches {fifo.parent.name}", daemon=True)
+    def __init__(self, drop_caches: str, meminfo: str) -> None:
+        self.meminfo = meminfo
+        self.fd = os.open(drop_caches, os.O_RDONLY)
+        self.tries = 0
 
-    def start(self) -> "CacheDropper":
-        self._thread.start()
-        return self
+    def start(self) -> None:
+        signal.signal(signal.SIGIO, self._opened)
+        signal.signal(signal.SIGALRM, self._retake)
+        fcntl.fcntl(self.fd, F_SETLEASE, fcntl.F_RDLCK)  # raises where leases are not allowed
 
-    def _run(self) -> None:
-        while not self._stopping:
-            try:
-                with open(self.fifo, encoding="utf-8", errors="replace") as f:  # waits for a writer
-                    said = f.read().strip()
-            except OSError:
-                return
-            if self._stopping:
-                return
-            if said in ("1", "3"):  # 2 is dentries and inodes only: no page cache
-                with contextlib.suppress(OSError):
-                    rewrite(self.meminfo, drop_page_cache(self.meminfo.read_text(encoding="utf-8")))
-                    self.drops += 1
+    def _opened(self, *_: object) -> None:
+        """Someone opens drop_caches to write: drop, then let the open return."""
+        with contextlib.suppress(OSError):
+            rewrite(self.meminfo, drop_page_cache(Path(self.meminfo).read_text(encoding="utf-8")))
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(self.fd, F_SETLEASE, fcntl.F_UNLCK)
+        self.tries = 0
+        signal.setitimer(signal.ITIMER_REAL, RETAKE_S)
 
-    def stop(self) -> None:
-        self._stopping = True
-        with contextlib.suppress(OSError):  # wake the reader (no reader now: nothing to wake)
-            os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
-        self._thread.join(timeout=2)
+    def _retake(self, *_: object) -> None:
+        try:
+            fcntl.fcntl(self.fd, F_SETLEASE, fcntl.F_RDLCK)
+        except OSError as e:  # EAGAIN while the writer still holds it open
+            self.tries += 1
+            if self.tries < RETAKE_TRIES:
+                signal.setitimer(signal.ITIMER_REAL, RETAKE_S)
+            else:
+                print(f"note: drop_caches is no longer simulated ({e})", file=sys.stderr, flush=True)
