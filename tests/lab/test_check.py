@@ -15,8 +15,9 @@ import pytest
 from sparktui.core.config import ConfigError, load_config
 from sparktui.core.ssh import Cluster, script, sh
 
+from .labtools import REPO, wait_for
+
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
 
 
 def check(config: Path, timeout: float = 60, *extra: str) -> tuple[int, dict, float, str]:
@@ -36,16 +37,6 @@ def check(config: Path, timeout: float = 60, *extra: str) -> tuple[int, dict, fl
 
 def by_name(out: dict) -> dict[str, dict]:
     return {n["name"]: n for n in out.get("nodes", [])}
-
-
-def wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 # -- what check finds -----------------------------------------------------------------------------

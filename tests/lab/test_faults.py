@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shlex
 import signal
@@ -26,12 +25,10 @@ from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import TransferOptions, sync_model
 from sparktui.core.transfers.model_sync import inventory
 
+from .labtools import MB, REPO, STATE, cli, cli_env, make_model, sums, wait_for
 from .netlab import Lab
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
-STATE = "/root/.local/state/sparktui/transfers"
-MB = 1 << 20
 
 
 def same_image(lab: Lab) -> str:
@@ -53,36 +50,6 @@ def config_for(lab: Lab, model_path: str, image: str | None = None, **ssh) -> Pa
     data["images"] = {"sglang": tag, "vllm": tag}
     data["ssh"].update(ssh)
     return lab.write_config(data)
-
-
-def make_model(lab: Lab, node: str, path: str, sizes_mb: list[int]) -> None:
-    q = shlex.quote(path)
-    cmds = [f"mkdir -p {q}", f"echo '{{\"model_type\": \"lab\"}}' > {q}/config.json"]
-    cmds += [f"head -c {s * MB} /dev/urandom > {q}/model-{i:05d}.safetensors" for i, s in enumerate(sizes_mb)]
-    lab.sh(node, " && ".join(cmds), timeout=120)
-
-
-def sums(lab: Lab, node: str, path: str) -> str:
-    return lab.sh(node, f"cd {shlex.quote(path)} && find . -type f -exec sha256sum {{}} + | sort -k2").stdout
-
-
-def env() -> dict:
-    return {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"} | {"COLUMNS": "200"}
-
-
-def cli(cfg: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sparktui", "--config", str(cfg), *args], cwd=REPO, env=env(),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-
-
-def wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 def rsync_moving(lab: Lab, path: str, updates: int = 2):
@@ -151,7 +118,7 @@ def test_sshd_killed_mid_sync_leaves_no_model_and_the_next_sync_completes(lab, m
     make_model(lab, "node1", model_path, [16, 16, 16])
     cfg = config_for(lab, model_path)
     sync = subprocess.Popen([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--wait",
-                             "--json", "--bwlimit", "8m"], cwd=REPO, env=env(), stdout=subprocess.PIPE,
+                             "--json", "--bwlimit", "8m"], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_for(rsync_moving(lab, model_path), 60, "rsync progress on node1")
@@ -183,7 +150,7 @@ def test_disk_filled_mid_sync_leaves_no_model_and_the_next_sync_completes(lab, m
     cfg = config_for(lab, path)
     try:
         sync = subprocess.Popen([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--wait",
-                                 "--json", "--bwlimit", "6m"], cwd=REPO, env=env(), stdout=subprocess.PIPE,
+                                 "--json", "--bwlimit", "6m"], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         try:
             wait_for(rsync_moving(lab, path), 60, "rsync progress on node1")

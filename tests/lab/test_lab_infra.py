@@ -15,6 +15,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from .labtools import wait_for
 from .netlab import Lab, reap_stale
 
 pytestmark = pytest.mark.lab
@@ -23,17 +24,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 def ssh(lab: Lab, node: str, cmd: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(lab.ssh_argv(node, cmd, **kw), capture_output=True, text=True, timeout=30)
-
-
-def wait_for(cond, timeout: float, what: str):
-    """Poll cond() until it returns a truthy value; fail after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 # -- SSH ---------------------------------------------------------------------------------------

@@ -23,12 +23,10 @@ from sparktui.core.transfers import (
 from sparktui.core.transfers.follow import follow
 
 from . import tinyimage
+from .labtools import REPO, STATE, cli, make_model, sums, wait_for
 from .netlab import Lab
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
-STATE = "/root/.local/state/sparktui/transfers"
-MB = 1 << 20
 
 
 def config_for(lab: Lab, model_path: str) -> Path:
@@ -37,39 +35,12 @@ def config_for(lab: Lab, model_path: str) -> Path:
     return lab.write_config(data)
 
 
-def make_model(lab: Lab, node: str, path: str, sizes_mb: list[int]) -> None:
-    """A checkpoint-like directory of random bytes (shards in a subdirectory, a config file)."""
-    q = shlex.quote(path)
-    cmds = [f"mkdir -p {q}/shards", f"echo '{{\"model_type\": \"lab\"}}' > {q}/config.json"]
-    cmds += [f"head -c {s * MB} /dev/urandom > {q}/shards/model-{i:05d}.safetensors" for i, s in enumerate(sizes_mb)]
-    lab.sh(node, " && ".join(cmds), timeout=120)
-
-
-def sums(lab: Lab, node: str, path: str) -> str:
-    return lab.sh(node, f"cd {shlex.quote(path)} && find . -type f -exec sha256sum {{}} + | sort -k2").stdout
-
-
 def forget(lab: Lab, path: str, nodes: list[str] | None = None) -> None:
     """Stop and remove this test's transfers and model copies."""
     lab.on_each(
         f"for m in {STATE}/*/meta.json; do [ -f \"$m\" ] || continue; grep -qF {shlex.quote(json.dumps(path))} \"$m\" "
         f"|| continue; d=${{m%/meta.json}}; p=$(cat \"$d/pid\" 2>/dev/null); [ -z \"$p\" ] || kill -KILL -\"$p\" "
         f"2>/dev/null; rm -rf \"$d\"; done; rm -rf {shlex.quote(path)}", nodes=nodes, check=False)
-
-
-def wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
-
-
-def cli(cfg: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sparktui", "--config", str(cfg), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture
@@ -81,7 +52,7 @@ def model_path(lab):
 
 async def test_model_rsync_over_the_fabric_rises_to_100_and_verifies(lab, model_path):
     lab.trust("node1", "node2")
-    make_model(lab, "node1", model_path, [64, 64, 48, 24])  # 200 MB
+    make_model(lab, "node1", model_path, shards="shards", sizes_mb=[64, 64, 48, 24])  # 200 MB
     cfg = load_config(config_for(lab, model_path))
     events: list[TransferProgress] = []
     opts = TransferOptions(poll=0.3, bwlimit="40m")  # ~5 s: several updates to watch
@@ -132,7 +103,7 @@ async def test_image_transfer_ends_with_equal_ids(lab):
 
 def test_killed_cli_reattaches_and_the_copy_completes_once(lab, model_path):
     lab.trust("node1", "node2")
-    make_model(lab, "node1", model_path, [64, 64, 64])
+    make_model(lab, "node1", model_path, shards="shards", sizes_mb=[64, 64, 64])
     cfg = config_for(lab, model_path)
     first = subprocess.Popen([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--wait",
                               "--json", "--bwlimit", "16m"], cwd=REPO, stdout=subprocess.PIPE,
@@ -169,7 +140,7 @@ async def test_three_nodes_fan_out_through_a_finished_node(lab3):
         for b in ("node1", "node2", "node3"):
             if a != b:
                 lab3.trust(a, b)
-    make_model(lab3, "node1", path, [16, 8])
+    make_model(lab3, "node1", path, shards="shards", sizes_mb=[16, 8])
     cfg = load_config(config_for(lab3, path))
     try:
         async with Cluster(cfg) as c:
@@ -194,7 +165,7 @@ async def test_missing_source_directory_says_so(lab):
 
 async def test_full_destination_disk_is_refused_up_front_and_reported_by_rsync(lab, model_path):
     lab.trust("node1", "node2")
-    make_model(lab, "node1", model_path, [24, 24])
+    make_model(lab, "node1", model_path, shards="shards", sizes_mb=[24, 24])
     lab.mount_tmpfs("node2", model_path, "16m")
     cfg = load_config(config_for(lab, model_path))
     try:
@@ -214,7 +185,7 @@ async def test_full_destination_disk_is_refused_up_front_and_reported_by_rsync(l
 def test_missing_trust_is_a_clear_error_and_setup_trust_fixes_it(lab, model_path):
     lab.untrust("node1", "node2")
     lab.sh("node1", f"ssh-keygen -R {lab['node2'].fabric_ip} >/dev/null 2>&1; true")
-    make_model(lab, "node1", model_path, [4])
+    make_model(lab, "node1", model_path, shards="shards", sizes_mb=[4])
     cfg = config_for(lab, model_path)
     t0 = time.monotonic()
     r = cli(cfg, "sync", "model", "--wait", "--json", timeout=120)
@@ -236,7 +207,7 @@ def test_missing_trust_is_a_clear_error_and_setup_trust_fixes_it(lab, model_path
 
 async def test_unplugged_fabric_is_named_not_waited_on(lab, model_path):
     lab.trust("node1", "node2")
-    make_model(lab, "node1", model_path, [1])
+    make_model(lab, "node1", model_path, shards="shards", sizes_mb=[1])
     cfg = load_config(config_for(lab, model_path))
     lab.link_down("node2")
     try:
