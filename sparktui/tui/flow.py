@@ -37,7 +37,8 @@ class OperationsFlow:
 
     def action_launch(self) -> None:
         engine = "vllm" if self.plan is not None and self.plan.engine == "vllm" else "sglang"
-        form = LaunchForm(self.config, self.facts, self.subnets, self.make_plan, engine=engine, check=self.check_form)
+        form = LaunchForm(self.config, self.facts, self.subnets, self.make_plan, engine=engine, check=self.check_form,
+                          drop=self.drop_from_form)
         self.push_screen(form, callback=self._launch_chosen)
 
     def _launch_chosen(self, result: Result | None) -> None:
@@ -104,6 +105,10 @@ class OperationsFlow:
     # -- drop caches: free the page cache a copy left, when the engine would otherwise lack memory ----
     def action_drop_caches(self) -> None:
         names, known = self._drop_targets()
+        self._run_op("drop_caches", self._drop_flow(names, known))
+
+    def drop_from_form(self, names: list[str], known: dict[str, FreeMemory]) -> None:
+        """The form's Drop caches button (its plan check found the shortfall)."""
         self._run_op("drop_caches", self._drop_flow(names, known))
 
     def _judging_plan(self) -> Plan | None:

@@ -76,3 +76,24 @@ async def test_the_drop_key_offers_the_plan_checks_shortfall_and_cancel_runs_not
         assert note.count("page cache dropped") == 2
         # the plan checks run again on the probe taken after the drop
         await wait_for(pilot, lambda: app._plan_shortfalls() == [], what="the plan checks to pass")
+
+
+async def test_the_launch_forms_plan_check_offers_the_drop_and_checks_again_after_it(config, core):
+    sample = (PROBES / "meminfo-spark.txt").read_text()  # what the sample facts were probed from
+    core.meminfo = {"spark1": sample, "spark2": sample}
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("l")
+        form = await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm) and app.screen)
+        button = form.query_one("#drop")
+        assert button.display and [m.node for m in form.droppable] == ["spark1", "spark2"]
+        assert "free memory: spark1" in str(form.query_one("#issues").render())
+        await pilot.click("#drop")
+        ask = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
+        assert ask.preview.title == "Drop the page cache on spark1, spark2"
+        await pilot.press("y")
+        # the probe after the drop reaches the open form: its plan check passes and the offer goes
+        await wait_for(pilot, lambda: app.screen is form and not button.display, what="the form checked again")
+        assert "free memory" not in str(form.query_one("#issues").render())
+        assert [c[1][0] for c in core.calls if c[0] == "run"] == ["spark1", "spark2"]

@@ -19,6 +19,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
 from ...core.fit import default_fraction
+from ...core.memfree import FreeMemory, shortfalls
 from ...core.plan import Plan, PlanOptions
 from . import choices as C
 
@@ -83,15 +84,18 @@ class LaunchForm(ModalScreen[Result | None]):
     LaunchForm #check-result.-shown { display: block; }
     LaunchForm #buttons { height: 1; align-horizontal: right; padding: 0 1; }
     LaunchForm #buttons Button { margin-left: 2; }
+    LaunchForm #buttons #drop.-hidden { display: none; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="form.cancel"),
                 Binding("ctrl+s", "submit", "Launch", id="form.submit"),
                 Binding("ctrl+k", "check", "Check", id="form.check")]
 
     def __init__(self, config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet],
-                 planner, engine: str = "sglang", check=None) -> None:
+                 planner, engine: str = "sglang", check=None, drop=None) -> None:
         super().__init__()
         self.check = check  # PlanOptions -> None: runs the preflight on these choices (the app's)
+        self.drop = drop  # (nodes, what the plan check found) -> None: the app's confirmed drop-caches
+        self.droppable: list[FreeMemory] = []  # the plan check's shortfalls a drop of the page cache would fix
         self.config = config
         self.facts = facts
         self.subnets = subnets
@@ -145,6 +149,7 @@ class LaunchForm(ModalScreen[Result | None]):
                     yield Static(id="preview")
             with Horizontal(id="buttons"):
                 yield Button("Cancel (esc)", id="cancel", compact=True)
+                yield Button("Drop caches", id="drop", compact=True, classes="-hidden")
                 yield Button("Check (ctrl+k)", id="check", compact=True)
                 yield Button("Launch (ctrl+s)", id="launch", variant="success", compact=True)
 
@@ -177,6 +182,10 @@ class LaunchForm(ModalScreen[Result | None]):
         self.query_one("#preview", Static).update(commands_text(plan))
         self.query_one("#launch", Button).disabled = not self.can_submit
         self.query_one("#check", Button).disabled = not self.can_submit or self.check is None
+        fraction = plan.mem_fraction if plan.mem_fraction is not None and 0 < plan.mem_fraction <= 1 else None
+        found = shortfalls(self.facts, [n.name for n in plan.nodes], fraction) if fraction else []
+        self.droppable = [m for m in found if m.droppable]
+        self.query_one("#drop", Button).set_class(not (self.droppable and self.drop), "-hidden")
         return plan
 
     def update_facts(self, facts: dict[str, NodeFacts], subnets: list[Subnet]) -> None:
@@ -235,6 +244,8 @@ class LaunchForm(ModalScreen[Result | None]):
             self.action_submit()
         elif event.button.id == "check":
             self.action_check()
+        elif event.button.id == "drop":
+            self.action_drop()
         else:
             self.action_cancel()
 
@@ -256,6 +267,12 @@ class LaunchForm(ModalScreen[Result | None]):
             return
         self.show_check(Content.styled("preflight: checking…", "$accent"))
         self.check(self.parsed.options)
+
+    def action_drop(self) -> None:
+        """The plan check's free-memory shortfall: drop the page cache (the app asks first); the new
+        facts after it check the plan again."""
+        if self.drop is not None and self.droppable:
+            self.drop([m.node for m in self.droppable], {m.node: m for m in self.droppable})
 
     def show_check(self, text: Content) -> None:
         """What the preflight said (the app forwards its rows and verdict here)."""
