@@ -5,6 +5,8 @@ import json
 import os
 
 
+from sparktui.core.memfree import DropPreview
+
 from .test_check_cli import sparktui, write_config
 
 
@@ -13,6 +15,8 @@ async def test_drop_caches_asks_first_then_flushes_each_node_and_reports_free_me
     conf = write_config(cfg, tmp_path / "c.yaml")
     rc, out, err = await sparktui("drop-caches", "--config", str(conf))
     assert rc == 1 and "not confirmed" in " ".join(err.split()) and not any(s.stats.commands for s in servers)
+    # the question is the TUI's confirmation text: what runs, where, and how
+    assert " ".join(DropPreview(["n1", "n2"]).text().split()) in " ".join(err.split()), err  # wrapped to the width
     rc, out, err = await sparktui("drop-caches", "--config", str(conf), "n2", "--yes", "--json")
     doc = json.loads(out)
     assert [r["node"] for r in doc] == ["n2"]
