@@ -58,16 +58,17 @@ class Demo:
 TUI_CHILD = r"""
 import resource, sys, time
 from sparktui.core.config import load_config
-from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller
 
 config = load_config(sys.argv[1]); idle = float(sys.argv[2])
 controller = Controller(config)
-controller.prestart()  # as `sparktui` does
+controller.prestart()  # as `sparktui` does: the probes start before the screen's code loads
+from sparktui.tui.app import SparkApp
 
 class Probe(SparkApp):
     def on_mount(self):
-        super().on_mount()
+        # Textual calls SparkApp.on_mount too (a handler per class of the MRO): calling it here as
+        # well would start a second probe round
         self._bench_told = False
         self._bench_ticker = self.set_interval(0.01, self._bench_check)
 

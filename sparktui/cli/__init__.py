@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    from .common import CliExit, err_console
+    from . import common
+    from .common import CliExit
 
     func = getattr(args, "func", None)
     try:
@@ -102,10 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(result or 0)
     except CliExit as e:
         if e.message:
-            err_console.print(e.message, markup=False)
+            common.err_console.print(e.message, markup=False)  # rich loads only to say something
         return e.code
     except KeyboardInterrupt:
-        err_console.print("interrupted")
+        common.err_console.print("interrupted")
         return 130
 
 

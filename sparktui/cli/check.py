@@ -2,18 +2,29 @@
 from __future__ import annotations
 
 import argparse
-
-import humanize
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from ..core.config import Config
-from ..core.facts import NodeFacts
 from ..core.inventory import Inventory, take_inventory
 from ..core.requirements import Need, node_needs, unmet
 from ..core.ssh import Cluster
-from .common import add_config_arg, add_json_arg, console, get_config, journal, print_json
+from . import common
+from .common import add_config_arg, add_json_arg, get_config, journal, print_json
+
+if TYPE_CHECKING:  # rich and humanize load only for the tables: `check --json` prints without them
+    from rich.console import Console
+    from rich.table import Table
+
+
+def __getattr__(name: str):
+    if name == "console":
+        return common.console
+    raise AttributeError(name)
+
+
+def _console() -> Console:
+    """Where the tables go: the CLI's console, made on first use (or one a caller set here)."""
+    return globals().get("console") or common.console
 
 # Extra sections of `status` (transfers, deployments): name -> async fn(cluster, config) -> list[dict].
 STATUS_SECTIONS: dict[str, object] = {}
@@ -33,10 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _size(n: int | None) -> str:
+    import humanize
+
     return humanize.naturalsize(n, binary=True) if n is not None else "?"
 
 
 def node_table(inv: Inventory) -> Table:
+    from rich.table import Table
+
     t = Table(title="nodes", title_justify="left")
     for col in ("node", "host", "state", "GPU", "memory (avail/total)", "disk free", "docker", "model"):
         t.add_column(col, min_width=10 if col == "model" else None)  # "incomplete" whole, even at 80 columns
@@ -53,6 +68,8 @@ def node_table(inv: Inventory) -> Table:
 
 
 def fabric_table(inv: Inventory, names: list[str]) -> Table:
+    from rich.table import Table
+
     t = Table(title="subnets joining every node (best first)", title_justify="left")
     t.add_column("subnet")
     t.add_column("kind")
@@ -69,6 +86,9 @@ def fabric_table(inv: Inventory, names: list[str]) -> Table:
 
 
 def print_inventory(config: Config, inv: Inventory) -> None:
+    from rich.text import Text
+
+    console = _console()
     console.print(node_table(inv))
     if inv.subnets:
         console.print(fabric_table(inv, [n.name for n in config.nodes]))
@@ -99,6 +119,10 @@ _MARK = {"ok": "[green]✓[/]", "todo": "[cyan]→[/]", "fail": "[red]✗[/]", "
 
 def _print_marks(node: str, marks: list[str]) -> None:
     """`node  ✓ gpu  ✗ docker ...`, wrapped between marks only (a mark never parts from its need)."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    console = _console()
     indent = " " * (len(node) + 2)
     line, width = f"[bold]{escape(node)}[/]  ", len(node) + 2
     for i, m in enumerate(marks):
@@ -115,6 +139,9 @@ def _print_marks(node: str, marks: list[str]) -> None:
 def print_needs(needs: list[Need]) -> None:
     """Per node: one line of marks, then each need that is not met with what was found and the fix
     (whole lines, never cut: the fix is a command to copy)."""
+    from rich.markup import escape
+
+    console = _console()
     console.print("[bold]what the nodes need[/] (✓ ok, → sparktui copies it, ✗ to fix, ? unknown)")
     nodes: dict[str, list[Need]] = {}
     for n in needs:
@@ -166,6 +193,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         print_json({**inv.to_json(), **extra})
     else:
         print_inventory(config, inv)
+        console = _console()
         for name, rows in extra.items():
             console.print(f"[bold]{name}[/]: " + ("" if rows else "none"))
             for r in rows:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import importlib.util
 import os
 import signal
 import sys
@@ -88,16 +89,19 @@ def run_tui(args: argparse.Namespace) -> int:
             return 0  # the user left the setup; nothing was written
         args.config = str(written)
     config = get_config(args)
-    try:
-        from ..tui.app import SparkApp
-    except ImportError as e:
-        raise CliExit(1, f"the TUI is not available in this build: {e}") from None
+    if importlib.util.find_spec("textual") is None:
+        raise CliExit(1, "the TUI is not available in this build: Textual is not installed")
     choice = getattr(args, "theme", None) or config.theme
     check_theme(choice, "--theme" if getattr(args, "theme", None) else f"{config.path or 'config'}: theme")
     need_terminal(instead)
-    from ..tui.controller import Controller
+    from ..tui.controller import Controller  # no Textual in it: the nodes are dialled first
 
     controller = Controller(config)
-    controller.prestart()  # the nodes are dialled while the screen is built
+    controller.prestart()  # the probes run on the nodes while the screen's code loads and the screen is built
+    try:
+        from ..tui.app import SparkApp
+    except ImportError as e:
+        controller.abandon()
+        raise CliExit(1, f"the TUI is not available in this build: {e}") from None
     run_app(SparkApp(config, controller=controller, theme=choice))
     return 0

@@ -1,7 +1,8 @@
 """The one object between the TUI and the core: owns the Cluster, the deployer and the transfers.
 
 It subscribes to the core's EventBus and the Journal, and turns what they report into Textual
-messages through `post` (App.post_message, safe from any thread). Widgets never reach the
+messages through `post` (App.post_message, safe from any thread). Textual is imported only when a
+message is built: `sparktui` starts the probes (prestart) before it loads the screen's code. Widgets never reach the
 network; the app calls these coroutines from async workers on its own loop.
 
 Tests inject a controller of their own (a scripted core, or one wired to in-process SSH servers):
@@ -12,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from typing import Any, Callable
-
-from textual.message import Message
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.config import Config
 from ..core.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
@@ -23,15 +22,16 @@ from ..core.image import inspect_configured
 from ..core.inventory import Inventory
 from ..core.journal import Entry, Journal, default_journal_path
 from ..core import labels as L
-from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from .corethread import CoreThread
-from .messages import InventoryChanged, JournalAdded, LogsArrived, to_message
 
-Post = Callable[[Message], Any]
+if TYPE_CHECKING:  # loaded when first used: the probes start before the deploy machinery and Textual load
+    from textual.message import Message
+
+    from ..core.deploy.operations import Choices, Op, Operations, Prepared
+
+Post = Callable[["Message"], Any]
+Make = Callable[[], "Message | None"]  # builds a message when it is handed over (Textual loaded by then)
 POLL_INTERVAL = 30.0  # seconds between inventory rounds; a round starts only after the last one ended
-
-
-OpPreview = Preview  # the core's one formatting of what stops and starts where
 
 
 class Controller:
@@ -58,7 +58,7 @@ class Controller:
         self._logs_lock = threading.Lock()  # the bus emits on the core thread
         self._core = CoreThread() if threaded else None  # SSH work off the screen's loop (see corethread.py)
         self._closed = False
-        self._early: list[Message] | None = []  # what the core said before the screen attached
+        self._early: list[Make] | None = []  # what the core said before the screen attached
         self._early_lock = threading.Lock()
         self._early_start: Any = None  # the start begun by prestart(), a concurrent future
 
@@ -73,24 +73,28 @@ class Controller:
         the core reports meanwhile is kept and handed over by attach()."""
         if self._core is None or self._early_start is not None:
             return
-        self._post = self._keep_early
         self._listen()
         self._core.start()
         self._early_start = asyncio.run_coroutine_threadsafe(self._start(), self._core.loop)
 
-    def _keep_early(self, msg: Message) -> None:
+    def _say(self, make: Make) -> None:
+        """Hand a message to the screen; before it attaches, keep how to build it (in order)."""
         with self._early_lock:
             if self._early is not None:
-                self._early.append(msg)
+                self._early.append(make)
                 return
-        self._post(msg)
+        msg = make()
+        if msg is not None:
+            self._post(msg)
 
     def attach(self, post: Post) -> None:
         """Start forwarding core events and journal entries to `post`."""
         self._listen()
         with self._early_lock:  # in order: what came early first, then the rest
-            for msg in self._early or []:
-                post(msg)
+            for make in self._early or []:
+                msg = make()
+                if msg is not None:
+                    post(msg)
             self._early = None
             self._post = post
 
@@ -98,9 +102,9 @@ class Controller:
         if isinstance(event, LogLines):
             self._queue_lines(event)
             return
-        msg = to_message(event)
-        if msg is not None:
-            self._post(msg)
+        from .messages import to_message
+
+        self._say(lambda: to_message(event))
 
     def _queue_lines(self, event: LogLines) -> None:
         # Held until the log view has it (back-pressure on the reader). Coalesced: at most one
@@ -111,7 +115,9 @@ class Controller:
             if self._logs_posted:
                 return
             self._logs_posted = True
-        self._post(LogsArrived(self._take_logs))
+        from .messages import LogsArrived
+
+        self._say(lambda: LogsArrived(self._take_logs))
 
     def _take_logs(self) -> list[LogLines]:
         """Called by the app when it handles LogsArrived: everything queued so far."""
@@ -121,7 +127,9 @@ class Controller:
         return batches
 
     def _journaled(self, entry: Entry) -> None:
-        self._post(JournalAdded(entry))
+        from .messages import JournalAdded
+
+        self._say(lambda: JournalAdded(entry))
 
     def _link(self, node: Any) -> None:
         self.bus.emit(ConnectionChanged(node.name, node.connected, node.error))
@@ -152,11 +160,16 @@ class Controller:
         self.inventory = inv
         await self._read_model_config()
         ops = self._ops()
-        self._post(InventoryChanged(inv, ops.model_config, await ops.last_subnet()))
+        self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
         # the engine release in each image, for the launch form: asked once per image ID, then cached
         if await inspect_configured(self.cluster, self.config, inv.facts, self._images):
-            self._post(InventoryChanged(inv, ops.model_config, await ops.last_subnet()))
+            self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
         return inv
+
+    def _inventory_changed(self, inv: Inventory, model_config: Any, subnet: Any) -> None:
+        from .messages import InventoryChanged
+
+        self._say(lambda: InventoryChanged(inv, model_config, subnet))
 
     async def _refresh_quietly(self) -> None:
         """A fresh inventory after an operation changed the nodes; a failed probe waits for the next poll."""
@@ -173,6 +186,8 @@ class Controller:
     # -- operations: the core's, prepared and run the same way as on the command line -----------
     def _ops(self) -> Operations:
         if self.ops is None:
+            from ..core.deploy.operations import Operations
+
             self.ops = Operations(self.cluster, self.config, self.bus, deployer_factory=self._deployer_factory,
                                   transfer_opts=self.transfer_opts)
         return self.ops
@@ -194,6 +209,8 @@ class Controller:
         return await self._ops().prepare(op, choices)
 
     async def _preflight(self, prepared: Prepared) -> Any:
+        from ..core.deploy.operations import PREFLIGHT_TIMEOUT
+
         return await self._ops().preflight(prepared, PREFLIGHT_TIMEOUT)
 
     async def _run_prepared(self, prepared: Prepared, force: bool = False) -> str:
@@ -252,6 +269,17 @@ class Controller:
         finally:
             if self._core is not None:
                 self._core.stop()
+
+    def abandon(self) -> None:
+        """Stop what prestart() began when no screen will attach (closes the links, from any thread)."""
+        if self._core is None or not self._core.running or self._closed:
+            return
+        self._closed = True
+        if self._early_start is not None:
+            self._early_start.cancel()  # the first round may still be dialling: it stops there
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._close(), self._core.loop).result(10)
+        self._core.stop()
 
     async def _close(self) -> None:
         if self._poller is not None:

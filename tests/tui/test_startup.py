@@ -67,7 +67,8 @@ async def test_probes_begun_before_the_screen_reach_it_in_order(tmp_path):
     controller = Controller(cfg, journal=Journal(), poll_interval=3600)
     controller.prestart()  # as `sparktui` does before building the app
     await asyncio.wrap_future(controller._early_start)  # everything happens before the screen exists
-    assert controller._early and isinstance(controller._early[-1], M.InventoryChanged)
+    early = [make() for make in controller._early]  # the messages are built once the screen attaches
+    assert early and isinstance(early[-1], M.InventoryChanged)
     app = SparkApp(cfg, controller=controller)
     try:
         async with app.run_test(size=(100, 32)) as pilot:

@@ -53,3 +53,39 @@ def test_status_loads_the_modules_that_add_its_sections():
 
     assert _modules_for(["status", "--json"]) == ["check", "sync", "deploy"]
     assert _modules_for(["plan"]) == ["plan"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_check_json_prints_without_rich_or_the_tui(tmp_path):
+    # a node on a loopback port nothing listens on: refused at once, reported in the JSON
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"cluster: sparks\nnodes:\n  - {{name: a, host: 127.0.0.1, port: {_free_port()}}}\n"
+                   f"model: {{name: m, path: /models/m}}\nssh: {{known_hosts: {tmp_path / 'kh'}, ssh_config: []}}\n")
+    probe = ("import json, sys\nfrom sparktui.cli import main\ncode = main(['--config', sys.argv[1], 'check', '--json'])\n"
+             "print(code, sorted(m for m in ('rich', 'humanize', 'textual') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", probe, str(cfg)], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    *report, last = r.stdout.strip().splitlines()
+    assert last == "1 []"  # unreachable: exit 1, and neither rich nor Textual was loaded to say so
+    assert '"reachable": false' in "\n".join(report)
+
+
+def test_the_tui_dials_the_nodes_before_it_loads_textual(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("cluster: sparks\nnodes:\n  - {name: a, host: 127.0.0.1}\nmodel: {name: m, path: /models/m}\n")
+    probe = ("import sys\nfrom sparktui.cli import main, tui\nfrom sparktui.tui.controller import Controller\n"
+             "tui.need_terminal = lambda instead: None\n"
+             "def prestart(self):\n    print('textual' in sys.modules, flush=True)\n    raise SystemExit(0)\n"
+             "Controller.prestart = prestart\nmain(['--config', sys.argv[1]])\n")
+    r = subprocess.run([sys.executable, "-c", probe, str(cfg)], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"  # the probes start while the screen's code is still to load
