@@ -24,7 +24,7 @@ from ..core.journal import Entry, Journal, default_journal_path
 from ..core import labels as L
 from .corethread import CoreThread
 
-if TYPE_CHECKING:  # loaded when first used: the probes start before the deploy machinery and Textual load
+if TYPE_CHECKING:  # names for annotations only: Textual loads when the first message is built
     from textual.message import Message
 
     from ..core.deploy.operations import Choices, Op, Operations, Prepared
@@ -32,6 +32,15 @@ if TYPE_CHECKING:  # loaded when first used: the probes start before the deploy 
 Post = Callable[["Message"], Any]
 Make = Callable[[], "Message | None"]  # builds a message when it is handed over (Textual loaded by then)
 POLL_INTERVAL = 30.0  # seconds between inventory rounds; a round starts only after the last one ended
+
+
+def _messages() -> Any:
+    """The message classes, imported when a message is first built: on the screen's thread for what
+    came early (attach), so two threads never import Textual at once (its modules import each other,
+    and a second thread would meet one half made)."""
+    from . import messages
+
+    return messages
 
 
 class Controller:
@@ -74,6 +83,10 @@ class Controller:
         if self._core is None or self._early_start is not None:
             return
         self._listen()
+        # what the core thread imports on the way is imported here first, for the same reason
+        from ..core.deploy import operations  # noqa: F401
+        from ..core.ssh import Cluster  # noqa: F401
+
         self._core.start()
         self._early_start = asyncio.run_coroutine_threadsafe(self._start(), self._core.loop)
 
@@ -102,9 +115,7 @@ class Controller:
         if isinstance(event, LogLines):
             self._queue_lines(event)
             return
-        from .messages import to_message
-
-        self._say(lambda: to_message(event))
+        self._say(lambda: _messages().to_message(event))
 
     def _queue_lines(self, event: LogLines) -> None:
         # Held until the log view has it (back-pressure on the reader). Coalesced: at most one
@@ -115,9 +126,7 @@ class Controller:
             if self._logs_posted:
                 return
             self._logs_posted = True
-        from .messages import LogsArrived
-
-        self._say(lambda: LogsArrived(self._take_logs))
+        self._say(lambda: _messages().LogsArrived(self._take_logs))
 
     def _take_logs(self) -> list[LogLines]:
         """Called by the app when it handles LogsArrived: everything queued so far."""
@@ -127,9 +136,7 @@ class Controller:
         return batches
 
     def _journaled(self, entry: Entry) -> None:
-        from .messages import JournalAdded
-
-        self._say(lambda: JournalAdded(entry))
+        self._say(lambda: _messages().JournalAdded(entry))
 
     def _link(self, node: Any) -> None:
         self.bus.emit(ConnectionChanged(node.name, node.connected, node.error))
@@ -167,9 +174,7 @@ class Controller:
         return inv
 
     def _inventory_changed(self, inv: Inventory, model_config: Any, subnet: Any) -> None:
-        from .messages import InventoryChanged
-
-        self._say(lambda: InventoryChanged(inv, model_config, subnet))
+        self._say(lambda: _messages().InventoryChanged(inv, model_config, subnet))
 
     async def _refresh_quietly(self) -> None:
         """A fresh inventory after an operation changed the nodes; a failed probe waits for the next poll."""

@@ -79,3 +79,30 @@ async def test_probes_begun_before_the_screen_reach_it_in_order(tmp_path):
             await wait_for(pilot, lambda: journal.row_count >= 2, what="the probes in the journal")
     finally:
         stop_nodes(servers)
+
+
+def test_a_start_begun_before_textual_loads_hands_over_what_it_saw(tmp_path):
+    """The core thread reports (a refused node) while the screen's thread imports Textual: each
+    message is built once, on hand-over, and nothing half-imported is met on either thread."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed: the dial is refused at once
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"cluster: sparks\nnodes:\n  - {{name: a, host: 127.0.0.1, port: {port}}}\n"
+                   f"model: {{name: m, path: /models/m}}\nssh: {{known_hosts: {tmp_path / 'kh'}, ssh_config: []}}\n")
+    probe = ("import asyncio, sys\nfrom sparktui.core.config import load_config\n"
+             "from sparktui.core.journal import Journal\nfrom sparktui.tui.controller import Controller\n"
+             "c = Controller(load_config(sys.argv[1]), journal=Journal(), poll_interval=3600)\nc.prestart()\n"
+             "import sparktui.tui.app\nc._early_start.result(30)\nposted = []\nc.attach(posted.append)\n"
+             "print(sorted({type(m).__name__ for m in posted}))\nc.abandon()\n")
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", probe, str(cfg)], capture_output=True, text=True, cwd=repo, timeout=60,
+                       env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    said = r.stdout.strip().splitlines()[-1]
+    assert "FactsChanged" in said and "InventoryChanged" in said, said
