@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-import asyncssh
+from .sshlib import asyncssh
 
 # Channels a launch holds at once on a node: one follows the engine's log while another runs commands.
 SESSIONS_NEEDED = 2

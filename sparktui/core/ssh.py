@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Callable, Sequence
 
-import asyncssh
-
 from .channels import OPEN_RETRIES, Slots, busy_note, count_sessions, shortfall
 from .config import Config, NodeConfig, SshConfig
 from .journal import Journal
 from .secrets import shorten
+from .sshlib import asyncssh
 
 RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)  # backoff; the last value repeats
 RECONNECT_ATTEMPTS = 40  # then the background loop gives up (about 15 minutes)

@@ -23,8 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncssh
-
+from ..core.sshlib import asyncssh
 from . import checkpoint, configfile, hardware, launchers
 from .docker import images as docker_images
 from .docker.store import Store

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncssh
+from ..core.sshlib import asyncssh
 
 
 @dataclass
