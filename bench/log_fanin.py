@@ -172,8 +172,7 @@ def build_app(config, lines: int, reader: str):
                 gate = Gate()
 
                 def on_lines(batch) -> None:  # what Deployer._on_lines does
-                    self.bus.emit(LogLines(node.name, "flood", [ln.text for ln in batch], [ln.key for ln in batch],
-                                           flow=gate))
+                    self.bus.emit(LogLines(node.name, "flood", batch.texts, batch.keys, flow=gate))
                     self.streamed += len(batch)
 
                 await LogFollower(node, "flood", on_lines, follow=False, gate=gate).run()

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..core import argcheck
 from ..core.config import Config
-from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogFollower, LogLine, find_all, load_record,
+from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogBatch, LogFollower, find_all, load_record,
                            summarize)
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
@@ -416,7 +416,7 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         if not targets:
             raise CliExit(1, f"no container of {name}" + (f" ({'; '.join(down)})" if down else ""))
 
-        def show(node: str, container: str, lines: list[LogLine]) -> None:
+        def show(node: str, container: str, lines: LogBatch) -> None:
             for ln in lines:
                 if args.json:
                     print_json_line({"node": node, "container": container, "ts": ln.ts, "line": ln.text})

@@ -6,6 +6,7 @@ controller; core operations run in async workers so the screen never waits on a 
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from functools import partial
 from pathlib import Path
@@ -80,6 +81,7 @@ class SparkApp(OperationsFlow, App):
         self._settled = False  # the first connect and reattach are done: what arrives now is news
         self._pending: actions.Action | None = None  # pressed before the first probe came back
         self._startup_notes: list[str] = []
+        self._heap_frozen = False  # gc.freeze() once the screen is built (see _settle_heap)
         self._setup_themes(theme)
         if config.keymap:
             unknown = sorted(set(config.keymap) - set(actions.BY_ID))
@@ -158,6 +160,13 @@ class SparkApp(OperationsFlow, App):
         self._draw_status()
         if self.autostart:
             self.run_worker(self._start(), group="start", name="start")
+        self.call_after_refresh(self._settle_heap)
+
+    def _settle_heap(self) -> None:
+        # What exists once the screen is built lives as long as the app: the collector's full passes
+        # need not walk it again and again (during a log flood each took 40-200 ms, keys waiting).
+        gc.freeze()
+        self._heap_frozen = True
 
     async def _start(self) -> None:
         try:
@@ -277,6 +286,9 @@ class SparkApp(OperationsFlow, App):
 
     async def on_unmount(self) -> None:
         await self._close_core()  # however the app ends, links and polls end with it
+        if self._heap_frozen:
+            gc.unfreeze()  # collectable again (another app in this process, tests)
+            self._heap_frozen = False
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         # Every action of the registry, as seen from the screen under the palette; one that cannot

@@ -55,6 +55,12 @@ async def test_nodes_are_merged_by_docker_timestamp_not_arrival():
         view.flush_now()
         assert [ln.split(SEP)[1] for ln in view.shown] == ["a1", "b2", "a3", "b4", "a5", "docker: no timestamp",
                                                            "b6", "a7"]
+        view.add("b", ["b8 first", "b8 again"], [(100, 8), (100, 8)])
+        view.add("a", ["a8 same instant, later"], [(100, 8)])
+        view.add("b", ["b7.5 late"], [(100, 7)])  # the same instant as a7: placed after it, which came first
+        view.flush_now()
+        assert [ln.split(SEP)[1] for ln in view.shown][-5:] == ["a7", "b7.5 late", "b8 first", "b8 again",
+                                                                "a8 same instant, later"]
 
 
 async def test_each_batch_is_acknowledged_once_it_is_in_the_ring():
@@ -193,3 +199,14 @@ async def test_start_up_arguments_naming_watchdogs_and_errors_are_not_problems()
         dead = Text(f"a   {SEP}[2026-11-29 19:05:44 TP1] Scheduler watchdog timeout (self.watchdog_timeout=300)")
         hl.highlight(dead)
         assert any(s.style == hl.problem for s in dead.spans)
+
+
+async def test_the_app_keeps_its_built_screen_out_of_the_collectors_full_passes_while_it_runs(config, core):
+    import gc
+
+    from sparktui.tui.app import SparkApp
+
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: gc.get_freeze_count() > 0, what="the heap frozen after the first frame")
+    assert gc.get_freeze_count() == 0  # handed back on the way out: nothing is kept for good

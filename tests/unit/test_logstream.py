@@ -1,6 +1,9 @@
 """The log follower's chunk path: lines split once, docker's timestamp kept, secrets masked, repeats dropped."""
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from sparktui.core.deploy.logstream import Deduper, LogFollower, LogLine, split_ts
 from sparktui.core.secrets import needs_mask
 
@@ -32,3 +35,49 @@ def test_a_resumed_read_skips_exactly_the_lines_already_taken_at_the_boundary():
     assert d.last_ts == "2026-01-01T00:00:03Z"
     late = split_ts("2026-01-01T00:00:03Z d")
     assert d.take([late]) == [late]  # once past the boundary, a line equal to an old one is not skipped
+
+
+def test_a_chunk_splits_into_columns_whatever_form_the_timestamp_takes():
+    from sparktui.core.dockerts import split, split_many
+
+    raws = ["2026-01-01T10:00:00.000000005Z today's form\r", "2026-01-01T10:00:00.000000005Z ",
+            "2026-01-01T10:00:00.5Z trimmed", "2026-01-01T12:00:01.25+02:00 zoned", "Error response from daemon",
+            "2026-01-01T10:00:0x.000000005Z not a time", "", "2026-01-01T10:00:02.00000001\uff15Z wide digit"]
+    ts, keys, texts = split_many(raws)
+    assert list(zip(ts, keys, texts)) == [split(r.rstrip("\r")) for r in raws]
+    assert keys[0] == keys[1] == (keys[2][0], 5) and texts[:2] == ["today's form", ""]
+    assert keys[3] == (keys[2][0] + 1, 250000000) and keys[4] is None and keys[5] is None
+
+
+def _stamped(seconds_and_texts):
+    return [split_ts(f"2026-01-01T00:00:{s:02d}.000000001Z {t}") for s, t in seconds_and_texts]
+
+
+@settings(max_examples=400, deadline=None)
+@given(passes=st.lists(st.lists(st.lists(st.tuples(st.integers(0, 6), st.sampled_from("abc")), max_size=6),
+                                min_size=1, max_size=3), min_size=1, max_size=4),
+       orderly=st.booleans(), untimed=st.booleans())
+def test_whole_chunks_are_deduplicated_exactly_like_line_by_line(passes, orderly, untimed):
+    one, whole = Deduper(), Deduper()
+    for i, chunks in enumerate(passes):  # each pass is a resumed read, arriving in a few chunks
+        one.begin_pass()
+        whole.begin_pass()
+        for lines in chunks:
+            chunk = _stamped(sorted(lines) if orderly else lines)
+            if untimed and i == 1:
+                chunk.append(split_ts("docker: an error without a timestamp"))
+            expected = [ln for ln in chunk if one.accept(ln)]
+            ts, keys, texts = whole.take_columns([x.ts for x in chunk], [x.key for x in chunk],
+                                                 [x.text for x in chunk])
+            assert list(map(LogLine, ts, keys, texts)) == expected
+            assert (whole.last, whole.last_ts, whole._at_last) == (one.last, one.last_ts, one._at_last)
+
+
+def test_the_follower_hands_out_batches_as_columns_that_still_read_as_lines():
+    f, got = follower()
+    batches = []
+    f.on_lines = lambda b: (batches.append(b), got.extend(b))
+    f._take([f"2026-01-01T10:00:00.00000000{i}Z line {i}" for i in range(1, 4)], False)
+    (b,) = batches
+    assert len(b) == 3 and b.texts == ["line 1", "line 2", "line 3"] and b.keys[0] == got[0].key
+    assert b[2] == got[2] == LogLine("2026-01-01T10:00:00.000000003Z", b.keys[2], "line 3")

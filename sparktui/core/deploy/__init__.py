@@ -11,14 +11,14 @@ record.py        the launch's options, kept on the head for pivot/redeploy from 
 from __future__ import annotations
 
 from .containers import Found, find_all, summarize
-from .logstream import LogFollower, LogLine, split_ts
+from .logstream import LogBatch, LogFollower, LogLine, split_ts
 from .options import Planner, inventory_planner, options_of, other_engine, pivot_options, read_model_config
 from .orchestrator import Current, DeployError, Deployer, DeploymentExists
 from .readiness import Check, check_endpoint
 from .record import Record, load_record, save_record
 
 __all__ = [
-    "Check", "Current", "DeployError", "Deployer", "DeploymentExists", "Found", "LogFollower", "LogLine",
+    "Check", "Current", "DeployError", "Deployer", "DeploymentExists", "Found", "LogBatch", "LogFollower", "LogLine",
     "Planner", "Record", "check_endpoint", "find_all", "inventory_planner", "load_record", "options_of",
     "other_engine", "pivot_options", "read_model_config", "save_record", "split_ts", "summarize",
 ]

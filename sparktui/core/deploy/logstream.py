@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from typing import Callable, NamedTuple
+from itertools import islice
+from operator import le
+from typing import Callable, Iterator, NamedTuple
 
 from .. import dockerts
 from ..events import Gate
@@ -30,6 +32,29 @@ class LogLine(NamedTuple):  # a tuple: millions are made, and a dataclass costs 
     @property
     def seconds(self) -> float | None:
         return self.key[0] + self.key[1] / 1e9 if self.key else None
+
+
+class LogBatch:
+    """Lines of one stream as three columns (timestamps as printed, keys, texts): a flood makes no
+    object per line, and consumers that want one column (the screen: texts and keys) take it whole.
+    Iterating or indexing gives LogLines."""
+
+    __slots__ = ("ts", "keys", "texts")
+
+    def __init__(self, ts: list[str | None], keys: list[tuple[int, int] | None], texts: list[str]) -> None:
+        self.ts, self.keys, self.texts = ts, keys, texts
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __iter__(self) -> Iterator[LogLine]:
+        return map(LogLine, self.ts, self.keys, self.texts)
+
+    def __getitem__(self, i: int) -> LogLine:
+        return LogLine(self.ts[i], self.keys[i], self.texts[i])
+
+    def __repr__(self) -> str:
+        return f"LogBatch({len(self)} lines)"
 
 
 def split_ts(raw: str) -> LogLine:
@@ -54,6 +79,21 @@ class Deduper:
 
     def accept(self, line: LogLine) -> bool:
         return bool(self.take([line]))
+
+    def take_columns(self, ts: list, keys: list, texts: list) -> tuple[list, list, list]:
+        """take() for a chunk as columns. The common chunk (all newer than anything seen, in order,
+        nothing to skip) passes whole, checked at C speed; any other goes through take()."""
+        last = self.last
+        if (keys and not self._skip and None not in keys and (last is None or keys[0] > last)
+                and all(map(le, keys, islice(keys, 1, None)))):
+            end = keys[-1]
+            j = len(keys) - 1
+            while j and keys[j - 1] == end:  # the lines at the newest instant, for the next resume
+                j -= 1
+            self.last, self.last_ts, self._at_last = end, ts[j], texts[j:]
+            return ts, keys, texts
+        kept = self.take(list(map(LogLine, ts, keys, texts)))
+        return [x[0] for x in kept], [x[1] for x in kept], [x[2] for x in kept]
 
     def take(self, lines: list[LogLine]) -> list[LogLine]:
         """The lines not seen before, in order. One tight loop per chunk: this runs for every line."""
@@ -90,7 +130,7 @@ async def container_state(node: Node, container: str) -> str | None:
 
 
 class LogFollower:
-    """Streams one container's log lines to `on_lines` in batches until the container ends.
+    """Streams one container's log lines to `on_lines` in batches (LogBatch) until the container ends.
 
     The stream is read in chunks and split here, once; each line keeps docker's timestamp. With a
     `gate`, reading pauses while the consumer holds too many of this stream's lines.
@@ -98,7 +138,7 @@ class LogFollower:
     unreachable for `reconnect_timeout` seconds) or "done" (follow=False, read once).
     """
 
-    def __init__(self, node: Node, container: str, on_lines: Callable[[list[LogLine]], None], *,
+    def __init__(self, node: Node, container: str, on_lines: Callable[[LogBatch], None], *,
                  since: str | None = None, follow: bool = True, reconnect_timeout: float = 900.0,
                  batch_interval: float = 0.05, batch_max: int = 4096, gate: Gate | None = None):
         self.node = node
@@ -113,7 +153,9 @@ class LogFollower:
         self.dedupe = Deduper()
         self.passes = 0  # docker logs commands run (1 + resumes)
         self.received = 0  # lines delivered
-        self._buf: list[LogLine] = []
+        self._ts: list[str | None] = []  # the batch being gathered, as columns
+        self._keys: list[tuple[int, int] | None] = []
+        self._texts: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
         self._last_flush = 0.0
 
@@ -129,26 +171,32 @@ class LogFollower:
     def _take(self, raws: list[str], masked: bool) -> int:
         """Split, de-duplicate and queue complete lines; a batch goes out when it is big or old enough.
         Secrets are masked per line, and only where the chunk showed any (`masked`)."""
-        lines = [LogLine(*t) for t in dockerts.split_many(raws)]
+        ts, keys, texts = dockerts.split_many(raws)
         if masked:
-            lines = [LogLine(ts, key, mask(text)) for ts, key, text in lines]
-        lines = self.dedupe.take(lines)
-        if not lines:
+            texts = [mask(t) for t in texts]
+        ts, keys, texts = self.dedupe.take_columns(ts, keys, texts)
+        if not texts:
             return 0
-        self._buf += lines
+        if self._texts:
+            self._ts += ts
+            self._keys += keys
+            self._texts += texts
+        else:  # fresh lists from the split: the batch can take them as they are
+            self._ts, self._keys, self._texts = ts, keys, texts
         now = time.monotonic()
-        if len(self._buf) >= self.batch_max or now - self._last_flush >= self.batch_interval:
+        if len(self._texts) >= self.batch_max or now - self._last_flush >= self.batch_interval:
             self.flush()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.batch_interval, self.flush)
-        return len(lines)
+        return len(texts)
 
     def flush(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._buf:
-            batch, self._buf = self._buf, []
+        if self._texts:
+            batch = LogBatch(self._ts, self._keys, self._texts)
+            self._ts, self._keys, self._texts = [], [], []
             self._last_flush = time.monotonic()
             self.received += len(batch)
             self.on_lines(batch)

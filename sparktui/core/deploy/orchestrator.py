@@ -28,7 +28,7 @@ from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
 from ..states import SETTLED, State
 from . import containers as C
-from .logstream import LogFollower, LogLine
+from .logstream import LogBatch, LogFollower
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
 from .health import FAILS_BEFORE_UNHEALTHY, HEALTH_INTERVAL_S, probe_health
 from .readiness import Check, check_endpoint
@@ -174,16 +174,16 @@ class Deployer:
         elif self.state == "starting" and d.state == "loading":
             self._set("loading", "the engine is loading")
 
-    def _on_lines(self, node: str, container: str, lines: list[LogLine], gate: Gate | None = None) -> None:
-        self._emit(LogLines(node, container, [ln.text for ln in lines], [ln.key for ln in lines], flow=gate))
+    def _on_lines(self, node: str, container: str, lines: LogBatch, gate: Gate | None = None) -> None:
+        self._emit(LogLines(node, container, lines.texts, lines.keys, flow=gate))  # the columns, not copies
         d = self.diagnoser
         if d is None:
             return
         off = self._offsets.get(node, 0.0)
         events: list[Event] = []
-        for ln in lines:
-            secs = ln.seconds
-            events += d.feed(ln.text, node, now=None if secs is None else secs - off)
+        feed = d.feed
+        for key, text in zip(lines.keys, lines.texts):
+            events += feed(text, node, now=None if key is None else key[0] + key[1] / 1e9 - off)
         self._on_diag(events)
 
     def _problem(self, kind: str, node: str | None, message: str, hint: str) -> None:

@@ -18,7 +18,7 @@ import time
 from bisect import bisect_left, bisect_right
 from collections import deque
 from itertools import islice, repeat
-from operator import itemgetter, le
+from operator import contains, itemgetter, le
 from typing import Callable, Iterable
 
 from rich.highlighter import Highlighter
@@ -50,7 +50,6 @@ SLICE = 0.008  # seconds of sorting-in per turn of the loop before keys and fram
 CHUNK = 8000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
 REORDER = 2_000  # a late line is placed by its timestamp among at most this many newest lines
 _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\t]")
-_first = itemgetter(0)
 
 
 class NodeHighlighter(Highlighter):
@@ -285,11 +284,20 @@ class LogView(Vertical):
                 return self._rbase + end
         lo = min(min(k) for _, k, _ in parts)
         at = bisect_right(keys, lo, max(0, end - REORDER)) if keys else 0
-        rows = list(zip(keys[at:], nodes[at:], texts[at:]))
+        ks, ns, ts = keys[at:], nodes[at:], texts[at:]
         for ix, k, t in parts:
-            rows += zip(k, repeat(ix), t)
-        rows.sort(key=_first)  # stable: equal timestamps keep their order of arrival
-        keys[at:], nodes[at:], texts[at:] = (list(c) for c in zip(*rows))
+            ks += k
+            ns += repeat(ix, len(t))
+            ts += t
+        # Sort positions, not rows: a tuple per row would be a flood of tracked objects for the
+        # garbage collector, whose full passes then stall the screen. The sort is stable: equal
+        # timestamps keep their order of arrival.
+        order = sorted(range(len(ks)), key=ks.__getitem__)
+        if len(order) > 1:
+            pick = itemgetter(*order)
+            keys[at:], nodes[at:], texts[at:] = pick(ks), pick(ns), pick(ts)
+        else:
+            keys[at:], nodes[at:], texts[at:] = ks, ns, ts
         return self._rbase + at
 
     def _trim(self) -> int:
@@ -346,7 +354,7 @@ class LogView(Vertical):
                     self._inbox.appendleft((ix, stamps, batch, ack))
                     break
                 self._inbox_lines -= len(batch)
-                if any("\r" in t for t in batch):  # progress bars: each \r-separated part is a line
+                if any(map(contains, batch, repeat("\r"))):  # progress bars: each \r-separated part is a line
                     pairs = [(k, p) for k, t in zip(self._stamped(ix, stamps, batch), batch)
                              for p in t.split("\r") if p]
                     batch, stamps = [p for _, p in pairs], [k for k, _ in pairs]
