@@ -1,7 +1,7 @@
 """Many nodes' logs in one view: one bounded ring of lines, drawn a screen at a time.
 
-- Each line is stored once (its sort key, node and text); the screen formats and highlights only
-  the rows it shows. Nodes are merged by docker's timestamps (arrival order where a line has none).
+- Each line is stored once (its sort key, node and text, in a Ring: log_ring.py); the screen
+  formats and highlights only the rows it shows. Nodes are merged by docker's timestamps (arrival order where a line has none).
 - Arrivals are queued and sorted in every `flush_interval` (~50 ms), in slices of a few ms, so keys
   and frames never wait behind a flood. A batch that came with an `ack` is acknowledged once it is
   in the ring: the reader on the node holds back while too many of its lines wait here.
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 import time
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import deque
-from itertools import islice, repeat
-from operator import contains, itemgetter, le
+from itertools import repeat
+from operator import contains
 from typing import Callable, Iterable
 
 from rich.highlighter import Highlighter
@@ -36,6 +36,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from .log_filter import LogFilter
+from .log_ring import Ring
 
 NODE_COLOURS = ("#5fafff", "#d787ff", "#5fd7af", "#ffaf5f", "#ff87af", "#87d75f", "#d7d75f", "#87afd7")
 # What a problem line looks like in engine logs (the diagnoser decides; this only draws the eye).
@@ -182,11 +183,7 @@ class LogView(Vertical):
         self.marker_style = Style(color="black", bgcolor="#d7af5f")
         self.notice_style = Style(dim=True, italic=True)
         self.backlog = backlog if backlog is not None else max(2 * max_lines, 50_000)
-        # the ring: three parallel lists, position p is at index p - _base
-        self._rkeys: list = []
-        self._rnodes: list[int] = []
-        self._rtexts: list[str] = []
-        self._rbase = 0
+        self._ring = Ring(block=max(16, min(4096, max_lines // 8)), reorder=REORDER)
         self._node_names: list[str] = []
         self._node_ix: dict[str, int] = {}
         self._last_key: dict[int, tuple[int, int]] = {}  # per node: for its lines without a timestamp
@@ -258,9 +255,10 @@ class LogView(Vertical):
 
     def _stamped(self, ix: int, stamps: list | None, texts: list[str]) -> list:
         """Sort keys for a batch: docker's timestamps, and for lines without one the key before them."""
-        prev = self._last_key.get(ix) or (self._rkeys[-1] if self._rkeys else (0, 0))
+        newest = self._ring.last_key
+        prev = self._last_key.get(ix) or newest or (0, 0)
         if stamps is None or len(stamps) != len(texts):
-            keys = [self._rkeys[-1] if self._rkeys else prev] * len(texts)
+            keys = [newest or prev] * len(texts)
         elif None in stamps:
             keys = []
             for k in stamps:
@@ -271,64 +269,34 @@ class LogView(Vertical):
         self._last_key[ix] = keys[-1]
         return keys
 
-    def _sort_in(self, parts: list[tuple[int, list, list[str]]]) -> int:
-        """Put batches into the ring by timestamp; returns the first position that changed."""
-        keys, nodes, texts = self._rkeys, self._rnodes, self._rtexts
-        end = len(texts)
-        if len(parts) == 1 and (not keys or parts[0][1][0] >= keys[-1]):
-            ix, k, t = parts[0]
-            if all(map(le, k, islice(k, 1, None))):  # docker's order (stdout and stderr may cross)
-                keys += k
-                nodes += repeat(ix, len(t))
-                texts += t
-                return self._rbase + end
-        lo = min(min(k) for _, k, _ in parts)
-        at = bisect_right(keys, lo, max(0, end - REORDER)) if keys else 0
-        ks, ns, ts = keys[at:], nodes[at:], texts[at:]
-        for ix, k, t in parts:
-            ks += k
-            ns += repeat(ix, len(t))
-            ts += t
-        # Sort positions, not rows: a tuple per row would be a flood of tracked objects for the
-        # garbage collector, whose full passes then stall the screen. The sort is stable: equal
-        # timestamps keep their order of arrival.
-        order = sorted(range(len(ks)), key=ks.__getitem__)
-        if len(order) > 1:
-            pick = itemgetter(*order)
-            keys[at:], nodes[at:], texts[at:] = pick(ks), pick(ns), pick(ts)
-        else:
-            keys[at:], nodes[at:], texts[at:] = ks, ns, ts
-        return self._rbase + at
-
     def _trim(self) -> int:
         """Drop from the top beyond max_lines (in steps, so this is rare); returns rows removed from the view."""
-        over = len(self._rtexts) - self.max_lines
+        over = len(self._ring) - self.max_lines
         if over <= max(1, self.max_lines // 8):
             return 0
-        del self._rkeys[:over], self._rnodes[:over], self._rtexts[:over]
-        self._rbase += over
+        self._ring.drop(over)
         self.dropped_top += over
         if self._rshown is None:
             return over
-        cut = bisect_left(self._rshown, self._rbase)
+        cut = bisect_left(self._rshown, self._ring.base)
         del self._rshown[:cut]
         return cut
 
     def _matches(self, start: int) -> list[int]:
         """Positions from `start` on that the node tab and the filter let through."""
         flt, want = self.filter, (self._node_ix.get(self.node, -1) if self.node is not None else None)
-        names, nodes, texts, base = self._node_names, self._rnodes, self._rtexts, self._rbase
-        nodes_ok = flt.node_indexes(names)
+        nodes_ok = flt.node_indexes(self._node_names)
         if want is not None:
             nodes_ok = {want} if nodes_ok is None else nodes_ok & {want}
         words = flt.words
+        start = max(start, self._ring.base)
         out = []
-        for i in range(start - base, len(texts)):
-            if nodes_ok is not None and nodes[i] not in nodes_ok:
+        for pos, (node, text) in enumerate(self._ring.rows_from(start), start):
+            if nodes_ok is not None and node not in nodes_ok:
                 continue
-            if words and not flt.match(texts[i]):
+            if words and not flt.match(text):
                 continue
-            out.append(base + i)
+            out.append(pos)
         return out
 
     def mark_problem(self, text: str) -> None:
@@ -365,7 +333,7 @@ class LogView(Vertical):
                 taken += len(batch)
                 self._wide = max(self._wide, max(map(len, batch)))
             if parts:
-                at = self._sort_in(parts)
+                at = self._ring.add(parts)
                 self.received += taken
                 changed = at if changed is None else min(changed, at)
                 if self._rshown is not None:
@@ -406,18 +374,18 @@ class LogView(Vertical):
     @property
     def rows(self) -> int:
         """Lines in the view now (after the node tab and filter)."""
-        return len(self._rtexts) if self._rshown is None else len(self._rshown)
+        return len(self._ring) if self._rshown is None else len(self._rshown)
 
     def position(self, row: int) -> int | None:
         if row < 0:
             return None
         if self._rshown is None:
-            return self._rbase + row if row < len(self._rtexts) else None
+            return self._ring.base + row if row < len(self._ring) else None
         return self._rshown[row] if row < len(self._rshown) else None
 
     def entry(self, pos: int) -> tuple[str, str]:
-        i = pos - self._rbase
-        return self._node_names[self._rnodes[i]], self._rtexts[i]
+        node, text = self._ring.get(pos)
+        return self._node_names[node], text
 
     def _format(self, node: str, text: str) -> str:
         return f"{node:<{self.name_width}}{SEP}{text}"
@@ -429,7 +397,7 @@ class LogView(Vertical):
 
     def history(self, node: str) -> list[str]:
         ix = self._node_ix.get(node)
-        return [t for n, t in zip(self._rnodes, self._rtexts) if n == ix]
+        return [t for n, t in self._ring.rows_from(self._ring.base) if n == ix]
 
     def marker_text(self) -> str:
         n = self.new_lines
@@ -446,7 +414,7 @@ class LogView(Vertical):
         """Recompute which lines show for the current node tab and filter."""
         self.flush_now()
         narrowed = self.node is not None or not self.filter.empty
-        self._rshown = self._matches(self._rbase) if narrowed else None
+        self._rshown = self._matches(self._ring.base) if narrowed else None
         self.new_lines = 0
         if self.is_mounted:
             self._show(self.rows, 0)
