@@ -11,8 +11,9 @@ Pure: `PhaseTracker.line(text, node)` for every line (already stripped of docker
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from . import quickre
 
 PHASES = ("container", "ray_join", "dist_init", "nccl_init", "weights", "kv_cache", "graphs", "http_up",
           "first_request")
@@ -30,8 +31,8 @@ DEFAULT_LIMITS: dict[str, float | None] = {
 }
 
 # A line's phase, first match wins within a phase; phases are tried from the furthest back.
-_P = re.compile
-PHASE_SIGNS: list[tuple[str, re.Pattern]] = [
+_P = quickre.compile  # a substring prefilter in front of each: every line is tried against all of them
+PHASE_SIGNS: list[tuple[str, quickre.Quick]] = [
     ("first_request", _P(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch\. |'
                          r'The server is fired up and ready to roll')),
     ("http_up", _P(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Started server process")),

@@ -8,21 +8,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import quickre
+
 ALL = ("sglang", "vllm")
 
 
 @dataclass(frozen=True)
 class Sign:
     kind: str
-    pattern: re.Pattern
+    pattern: quickre.Quick
     engines: tuple = ALL
     message: str = ""  # may use {0}, {1}... from the match groups; empty = the matched line
     hint: str = ""
     provisional: bool = False  # withdrawn if the server later shows progress or serves requests
 
 
-def _re(p: str, flags: int = 0) -> re.Pattern:
-    return re.compile(p, flags)
+def _re(p: str, flags: int = 0) -> quickre.Quick:
+    # a plain compiled pattern behind a substring prefilter: a line is tried against every one of these
+    return quickre.compile(p, flags)
 
 
 # ---- progress -------------------------------------------------------------------------------
