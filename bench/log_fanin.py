@@ -171,7 +171,7 @@ def build_app(config, lines: int, reader: str):
             if self.reader == "follower":
                 gate = Gate()
 
-                def on_lines(batch) -> None:  # what Deployer._on_lines does
+                def on_lines(batch) -> None:  # Deployer._on_lines, less the diagnosis (Diagnoser.feed_batch)
                     self.bus.emit(LogLines(node.name, "flood", batch.texts, batch.keys, flow=gate))
                     self.streamed += len(batch)
 
@@ -226,6 +226,10 @@ async def through_app(config, lines: int, reader: str) -> dict:
                 raise SystemExit("the nodes did not connect")
             await asyncio.sleep(0.01)
         view = app.launch_pane.log
+        # The flood starts on a settled screen (pane switch, footer and focus done): the presses measure
+        # the flood, not the app's first layout.
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
         ctl.go.set()
         deadline = time.monotonic() + 600  # a bound, not a pace: the run ends when every line is shown
         while ctl.streamed < total and len(latencies) < LATENCY_SAMPLES and time.monotonic() < deadline:

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 
 from .engines import logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
+from .diagnose_batch import BatchFeed
 from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
 
 __all__ = ["Diagnoser", "Event", "Milestone", "Problem", "ProblemCleared", "parse_docker_ts", "strip_prefixes"]
@@ -42,7 +43,7 @@ class _Node:
         self.recent: tuple[set, int] = (set(), 0)  # problem kinds of the last traceback, and where it ended
 
 
-class Diagnoser:
+class Diagnoser(BatchFeed):
     """Feed lines; read .milestones, .problems, .state."""
 
     def __init__(self, engine: str, hang_after: float = 90.0, model_path: str | None = None,

@@ -180,11 +180,8 @@ class Deployer:
         if d is None:
             return
         off = self._offsets.get(node, 0.0)
-        events: list[Event] = []
-        feed = d.feed
-        for key, text in zip(lines.keys, lines.texts):
-            events += feed(text, node, now=None if key is None else key[0] + key[1] / 1e9 - off)
-        self._on_diag(events)
+        times = [None if k is None else k[0] + k[1] / 1e9 - off for k in lines.keys]
+        self._on_diag(d.feed_batch(lines.texts, node, times))
 
     def _problem(self, kind: str, node: str | None, message: str, hint: str) -> None:
         p = Problem(kind, 0, message, hint, node, time.time())
