@@ -212,6 +212,26 @@ async def test_sync_model_fills_the_transfers_pane(config, core):
         await wait_for(pilot, lambda: "verified: 57 files" in screen_text(app), what="the verify line drawn")
 
 
+async def test_transfer_bars_follow_the_terminals_width(config, core):
+    """A bar is as wide as the pane: drawn again when the terminal is resized."""
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("t")
+        pane = app.query_one("#transfers")
+        await wait_for(pilot, lambda: "model:spark2" in pane.transfers and pane.transfers["model:spark2"].state == "done",
+                       what="the copy done")
+
+        def bar_row() -> str:
+            return next(ln for ln in screen_text(app).splitlines() if "spark1→spark2" in ln)
+
+        narrow = len(await wait_for(pilot, lambda: bar_row().rstrip() if bar_row().rstrip().endswith("—") else "",
+                                    what="the done row drawn"))
+        assert 90 <= narrow < 100  # the pane's width, less its margins
+        await pilot.resize_terminal(140, 32)
+        await wait_for(pilot, lambda: len(bar_row().rstrip()) == narrow + 40, what="the bar row redrawn 40 columns wider")
+
+
 async def test_filter_and_follow_keys_on_the_launch_pane(config, core):
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(100, 32)) as pilot:

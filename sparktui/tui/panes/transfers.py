@@ -36,12 +36,23 @@ class TransfersPane(Vertical):
             return
         k = key(t)
         self.transfers[k] = t
-        width = max(40, self.size.width - 2) if self.size.width else 78
         rows = self.query_one("#transfer-rows", VerticalScroll)
         wid = widget_id("tr", k)
         found = rows.query(f"#{wid}")
         if found:
-            found.first(TransferRow).update(transfer_lines(t, width))
+            found.first(TransferRow).update(transfer_lines(t, self._width()))
         else:
-            rows.mount(TransferRow(transfer_lines(t, width), id=wid))
+            rows.mount(TransferRow(transfer_lines(t, self._width()), id=wid))
         self.query_one("#transfers-title", Static).update(f"{summary(list(self.transfers.values()))} — {HINT}")
+
+    def _width(self) -> int:
+        # a pane not shown yet has no size: draw for the terminal's width, redrawn on the first resize
+        return max(40, (self.size.width or self.app.size.width) - 2)
+
+    def on_resize(self) -> None:
+        """Bars are drawn to the pane's width: draw them again when it changes."""
+        rows = self.query_one("#transfer-rows", VerticalScroll)
+        for k, t in self.transfers.items():
+            found = rows.query(f"#{widget_id('tr', k)}")
+            if found:
+                found.first(TransferRow).update(transfer_lines(t, self._width()))
