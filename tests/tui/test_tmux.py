@@ -77,6 +77,7 @@ def test_form_in_a_real_terminal(tmp_path):
             tmux.keys("n")
             screen = tmux.wait_for("REFUSED")
             assert "Launch  Journal" in screen
+            tmux.wait_gone("anyway (y)")  # a person sees the dialog go before pressing q (it takes no q)
             tmux.keys("q")
             tmux.wait_exit(20)
         finally:
