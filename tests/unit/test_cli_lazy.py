@@ -89,3 +89,18 @@ def test_the_tui_dials_the_nodes_before_it_loads_textual(tmp_path):
                        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"  # the probes start while the screen's code is still to load
+
+
+def test_a_tui_that_cannot_load_stops_the_probes_it_began(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"cluster: sparks\nnodes:\n  - {{name: a, host: 127.0.0.1, port: {_free_port()}}}\n"
+                   f"model: {{name: m, path: /models/m}}\nssh: {{known_hosts: {tmp_path / 'kh'}, ssh_config: []}}\n")
+    probe = ("import sys, threading\nfrom sparktui.cli import main, tui\ntui.need_terminal = lambda instead: None\n"
+             "sys.modules['sparktui.tui.app'] = None  # the screen's code fails to import\n"
+             "code = main(['--config', sys.argv[1]])\n"
+             "print(code, [t.name for t in threading.enumerate() if t.name == 'sparktui-core' and t.is_alive()])\n")
+    r = subprocess.run([sys.executable, "-c", probe, str(cfg)], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "1 []"  # exit 1, and no core thread left probing
+    assert "the TUI is not available in this build" in r.stderr
