@@ -34,7 +34,8 @@ def test_fanout_bench_copies_to_every_node_and_reports_the_ratio():
 
 def test_coldstart_and_scale_benches_report_their_ratios():
     cold = bench("coldstart.py", "--repeat", "1")
-    assert set(cold["median"]) == {"check_vs_openssh", "check_cpu_vs_openssh", "tui_vs_check", "version_vs_bare"}
+    assert set(cold["median"]) == {"check_vs_openssh", "check_cpu_vs_openssh", "check_work_vs_openssh", "tui_vs_check",
+                                   "version_vs_bare"}
     assert all(v > 0 for v in cold["median"].values())
     scale = bench("scale.py", "--nodes", "2", "--repeat", "1", "--idle", "0.5")
     x = scale["results"]["2"]
