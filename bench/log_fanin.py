@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -214,6 +215,7 @@ def build_app(config, lines: int, reader: str):
 
 
 async def through_app(config, lines: int, reader: str) -> dict:
+    gc.collect()  # the runs share this process (the TUI has one to itself): each app starts on a collected heap
     app, ctl = build_app(config, lines, reader)
     total = lines * len(config.nodes)
     latencies: list[float] = []

@@ -46,6 +46,9 @@ NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
 HISTORY_S = 120.0  # a log line this much older than the app (node clocks drift a little) is history
 
 
+_thawed = [False]  # an app of this process has unfrozen the heap (see SparkApp._settle_heap)
+
+
 class SparkApp(OperationsFlow, App):
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))  # absolute: subclasses elsewhere find it too
     TITLE = "sparktui"
@@ -165,6 +168,8 @@ class SparkApp(OperationsFlow, App):
     def _settle_heap(self) -> None:
         # What exists once the screen is built lives as long as the app: the collector's full passes
         # need not walk it again and again (during a log flood each took 40-200 ms, keys waiting).
+        if _thawed[0]:  # an earlier app in this process left its objects: collect them, not freeze them
+            gc.collect()
         gc.freeze()
         self._heap_frozen = True
 
@@ -289,6 +294,7 @@ class SparkApp(OperationsFlow, App):
         if self._heap_frozen:
             gc.unfreeze()  # collectable again (another app in this process, tests)
             self._heap_frozen = False
+            _thawed[0] = True
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         # Every action of the registry, as seen from the screen under the palette; one that cannot

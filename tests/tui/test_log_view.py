@@ -203,10 +203,17 @@ async def test_start_up_arguments_naming_watchdogs_and_errors_are_not_problems()
 
 async def test_the_app_keeps_its_built_screen_out_of_the_collectors_full_passes_while_it_runs(config, core):
     import gc
+    import weakref
 
     from sparktui.tui.app import SparkApp
 
-    app = SparkApp(config, controller=core)
-    async with app.run_test(size=(100, 32)) as pilot:
+    first = SparkApp(config, controller=core)
+    async with first.run_test(size=(100, 32)) as pilot:
         await wait_for(pilot, lambda: gc.get_freeze_count() > 0, what="the heap frozen after the first frame")
+        gone = weakref.ref(first.launch_pane.log)
     assert gc.get_freeze_count() == 0  # handed back on the way out: nothing is kept for good
+    del first, pilot
+    second = SparkApp(config, controller=core)
+    async with second.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: gc.get_freeze_count() > 0, what="the second app's heap frozen")
+        assert gone() is None  # what the first app left was collected, not frozen with the second
