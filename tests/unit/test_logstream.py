@@ -81,3 +81,4 @@ def test_the_follower_hands_out_batches_as_columns_that_still_read_as_lines():
     (b,) = batches
     assert len(b) == 3 and b.texts == ["line 1", "line 2", "line 3"] and b.keys[0] == got[0].key
     assert b[2] == got[2] == LogLine("2026-01-01T10:00:00.000000003Z", b.keys[2], "line 3")
+    assert list(b[1:]) == got[1:] and b[-1] == got[-1]

@@ -50,7 +50,9 @@ class LogBatch:
     def __iter__(self) -> Iterator[LogLine]:
         return map(LogLine, self.ts, self.keys, self.texts)
 
-    def __getitem__(self, i: int) -> LogLine:
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return LogBatch(self.ts[i], self.keys[i], self.texts[i])
         return LogLine(self.ts[i], self.keys[i], self.texts[i])
 
     def __repr__(self) -> str:
