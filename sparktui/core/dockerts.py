@@ -20,11 +20,13 @@ def _epoch(y: str, mo: str, d: str, h: str, mi: str, s: str, zone: str) -> int:
 
 
 _HEAD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-_SECONDS: dict[str, int] = {}  # "2026-11-29T18:29:47" -> unix seconds, for the fast path
+_SECONDS: dict[str, int] = {}  # "2026-11-29T18:29:47" -> its unix time in nanoseconds, for the fast path
+NS = 1_000_000_000
 
 
-def split(raw: str) -> tuple[str | None, tuple[int, int] | None, str]:
-    """(timestamp as printed, (unix seconds, nanoseconds), rest) — (None, None, raw) without a prefix."""
+def split(raw: str) -> tuple[str | None, int | None, str]:
+    """(timestamp as printed, unix time in nanoseconds, rest) — (None, None, raw) without a prefix.
+    The time is one int: exact, ordered, and no object for the garbage collector to track."""
     # Fast path for what docker prints (UTC, "Z"): slicing and a dict look-up instead of a regex and a
     # tuple of groups per line; this runs for every line of every log.
     if len(raw) >= 20 and raw[10] == "T" and raw[4] == "-":
@@ -36,24 +38,24 @@ def split(raw: str) -> tuple[str | None, tuple[int, int] | None, str]:
             if secs is None and _HEAD.fullmatch(head):
                 if len(_SECONDS) > 4096:
                     _SECONDS.clear()
-                secs = _SECONDS[head] = _epoch(head[:4], head[5:7], head[8:10], head[11:13], head[14:16],
-                                                head[17:19], "Z")
+                secs = _SECONDS[head] = NS * _epoch(head[:4], head[5:7], head[8:10], head[11:13], head[14:16],
+                                                     head[17:19], "Z")
             frac = ts[20:-1]
             if secs is not None and len(frac) <= 9 and (not frac or (frac.isascii() and frac.isdigit())):
-                return ts, (secs, int(frac.ljust(9, "0")) if frac else 0), ("" if sp < 0 else raw[sp + 1:])
+                return ts, secs + (int(frac.ljust(9, "0")) if frac else 0), ("" if sp < 0 else raw[sp + 1:])
     m = DOCKER_TS.match(raw)
     if not m:
         return None, None, raw
     y, mo, d, h, mi, s, frac, zone = m.groups()
-    key = (_epoch(y, mo, d, h, mi, s, zone), int(frac.ljust(9, "0")) if frac else 0)
+    key = NS * _epoch(y, mo, d, h, mi, s, zone) + (int(frac.ljust(9, "0")) if frac else 0)
     return raw[: m.end()].rstrip(" "), key, raw[m.end():]
 
 
-def split_many(raws: list[str]) -> tuple[list[str | None], list[tuple[int, int] | None], list[str]]:
+def split_many(raws: list[str]) -> tuple[list[str | None], list[int | None], list[str]]:
     """split() for every line of a chunk, as three columns (timestamps, keys, texts): no object per
     line beyond its key, because a flood makes millions (and each one feeds the garbage collector)."""
     stamps: list[str | None] = []
-    keys: list[tuple[int, int] | None] = []
+    keys: list[int | None] = []
     texts: list[str] = []
     add_s, add_k, add_t = stamps.append, keys.append, texts.append
     seconds = _SECONDS
@@ -66,7 +68,7 @@ def split_many(raws: list[str]) -> tuple[list[str | None], list[tuple[int, int] 
             frac = raw[20:29]
             if secs is not None and frac.isdigit() and frac.isascii():
                 add_s(raw[:30])
-                add_k((secs, int(frac)))
+                add_k(secs + int(frac))
                 add_t(raw[31:])
                 continue
         ts, key, text = split(raw)  # a new second, fewer digits, another zone, no timestamp: the full parser

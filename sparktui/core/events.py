@@ -89,7 +89,7 @@ class LogLines:
     node: str
     source: str  # e.g. container name
     lines: list[str] = field(default_factory=list)
-    stamps: list[tuple[int, int] | None] | None = None  # docker's (unix s, ns) per line, None where unknown
+    stamps: list[int | None] | None = None  # docker's time per line (unix ns), None where unknown
     flow: Gate | None = field(default=None, repr=False, compare=False)  # the reader's back-pressure
     ack: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 

@@ -61,7 +61,7 @@ Event = Union[Milestone, Problem, ProblemCleared]
 def parse_docker_ts(line: str) -> tuple[float | None, str]:
     """(unix time, rest) for a line with docker's RFC3339Nano prefix; (None, line) otherwise."""
     _, key, rest = dockerts.split(line)
-    return (key[0] + key[1] / 1e9, rest) if key else (None, line)
+    return (key / 1e9, rest) if key is not None else (None, line)
 
 
 def strip_prefixes(text: str) -> str:

@@ -48,16 +48,16 @@ async def test_nodes_are_merged_by_docker_timestamp_not_arrival():
     app = Host(nodes=["a", "b"])
     async with app.run_test(size=(80, 24)):
         view = app.query_one(LogView)
-        view.add("a", ["a1", "a3", "a5"], [(100, 1), (100, 3), (100, 5)])
+        view.add("a", ["a1", "a3", "a5"], [100_001, 100_003, 100_005])
         view.flush_now()
-        view.add("b", ["b2", "b4", "b6"], [(100, 2), (100, 4), (100, 6)])  # a slower node's lines come later
-        view.add("a", ["docker: no timestamp", "a7"], [None, (100, 7)])  # follows its node's previous line
+        view.add("b", ["b2", "b4", "b6"], [100_002, 100_004, 100_006])  # a slower node's lines come later
+        view.add("a", ["docker: no timestamp", "a7"], [None, 100_007])  # follows its node's previous line
         view.flush_now()
         assert [ln.split(SEP)[1] for ln in view.shown] == ["a1", "b2", "a3", "b4", "a5", "docker: no timestamp",
                                                            "b6", "a7"]
-        view.add("b", ["b8 first", "b8 again"], [(100, 8), (100, 8)])
-        view.add("a", ["a8 same instant, later"], [(100, 8)])
-        view.add("b", ["b7.5 late"], [(100, 7)])  # the same instant as a7: placed after it, which came first
+        view.add("b", ["b8 first", "b8 again"], [100_008, 100_008])
+        view.add("a", ["a8 same instant, later"], [100_008])
+        view.add("b", ["b7.5 late"], [100_007])  # the same instant as a7: placed after it, which came first
         view.flush_now()
         assert [ln.split(SEP)[1] for ln in view.shown][-5:] == ["a7", "b7.5 late", "b8 first", "b8 again",
                                                                 "a8 same instant, later"]

@@ -50,7 +50,7 @@ def test_the_ring_reads_exactly_like_plain_lists_through_adds_and_drops(steps, s
             parts = []
             for ix, ks in arg:
                 ks = sorted(ks) if sorted_batches else ks
-                parts.append((ix, [(k, 0) for k in ks], [f"line {serial + i}" for i in range(len(ks))]))
+                parts.append((ix, list(ks), [f"line {serial + i}" for i in range(len(ks))]))
                 serial += len(ks)
             assert ring.add(parts) == plain.add(parts)
         assert len(ring) == len(plain.rows) and ring.base == plain.base and ring.end == plain.base + len(plain.rows)

@@ -45,8 +45,8 @@ def test_a_chunk_splits_into_columns_whatever_form_the_timestamp_takes():
             "2026-01-01T10:00:0x.000000005Z not a time", "", "2026-01-01T10:00:02.00000001\uff15Z wide digit"]
     ts, keys, texts = split_many(raws)
     assert list(zip(ts, keys, texts)) == [split(r.rstrip("\r")) for r in raws]
-    assert keys[0] == keys[1] == (keys[2][0], 5) and texts[:2] == ["today's form", ""]
-    assert keys[3] == (keys[2][0] + 1, 250000000) and keys[4] is None and keys[5] is None
+    assert keys[0] == keys[1] == keys[2] - 500_000_000 + 5 and texts[:2] == ["today's form", ""]
+    assert keys[3] == keys[2] + 750_000_000 and keys[4] is None and keys[5] is None
 
 
 def _stamped(seconds_and_texts):

@@ -26,12 +26,12 @@ MAX_RESUMES = 2000  # a follower that keeps failing stops (with reason "lost") i
 
 class LogLine(NamedTuple):  # a tuple: millions are made, and a dataclass costs several times more each
     ts: str | None  # docker's timestamp as printed, None for lines docker itself wrote (errors)
-    key: tuple[int, int] | None  # (unix seconds, nanoseconds): exact ordering for the dedupe
+    key: int | None  # unix time in nanoseconds: exact ordering for the dedupe and the screen
     text: str  # the container's line without the timestamp
 
     @property
     def seconds(self) -> float | None:
-        return self.key[0] + self.key[1] / 1e9 if self.key else None
+        return self.key / 1e9 if self.key is not None else None
 
 
 class LogBatch:
@@ -41,7 +41,7 @@ class LogBatch:
 
     __slots__ = ("ts", "keys", "texts")
 
-    def __init__(self, ts: list[str | None], keys: list[tuple[int, int] | None], texts: list[str]) -> None:
+    def __init__(self, ts: list[str | None], keys: list[int | None], texts: list[str]) -> None:
         self.ts, self.keys, self.texts = ts, keys, texts
 
     def __len__(self) -> int:
@@ -70,7 +70,7 @@ class Deduper:
     """Remembers the newest timestamp seen and the lines that carry it."""
 
     def __init__(self) -> None:
-        self.last: tuple[int, int] | None = None
+        self.last: int | None = None
         self.last_ts: str | None = None
         self._at_last: list[str] = []
         self._skip: Counter = Counter()
@@ -156,7 +156,7 @@ class LogFollower:
         self.passes = 0  # docker logs commands run (1 + resumes)
         self.received = 0  # lines delivered
         self._ts: list[str | None] = []  # the batch being gathered, as columns
-        self._keys: list[tuple[int, int] | None] = []
+        self._keys: list[int | None] = []
         self._texts: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
         self._last_flush = 0.0

@@ -180,7 +180,7 @@ class Deployer:
         if d is None:
             return
         off = self._offsets.get(node, 0.0)
-        times = [None if k is None else k[0] + k[1] / 1e9 - off for k in lines.keys]
+        times = [None if k is None else k / 1e9 - off for k in lines.keys]
         self._on_diag(d.feed_batch(lines.texts, node, times))
 
     def _problem(self, kind: str, node: str | None, message: str, hint: str) -> None:

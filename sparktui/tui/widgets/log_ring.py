@@ -12,7 +12,7 @@ from itertools import chain, islice, repeat
 from operator import itemgetter, le
 from typing import Iterator
 
-Key = tuple  # docker's (unix seconds, nanoseconds)
+Key = int  # docker's time, in nanoseconds since the epoch
 
 
 class Ring:

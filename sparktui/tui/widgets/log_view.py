@@ -186,7 +186,7 @@ class LogView(Vertical):
         self._ring = Ring(block=max(16, min(4096, max_lines // 8)), reorder=REORDER)
         self._node_names: list[str] = []
         self._node_ix: dict[str, int] = {}
-        self._last_key: dict[int, tuple[int, int]] = {}  # per node: for its lines without a timestamp
+        self._last_key: dict[int, int] = {}  # per node: for its lines without a timestamp
         self._rshown: list[int] | None = None  # positions matching the node tab and filter; None = all
         self._inbox: deque[tuple[int, list, list[str], Callable[[], None] | None]] = deque()
         self._inbox_lines = 0
@@ -229,7 +229,7 @@ class LogView(Vertical):
 
     def add(self, node: str, lines: Iterable[str], stamps: list | None = None,
             ack: Callable[[], None] | None = None) -> None:
-        """Queue lines from `node` (with docker's (s, ns) per line when known): O(1) here; they are
+        """Queue lines from `node` (with docker's time per line in ns when known): O(1) here; they are
         sorted in at the next flush, and `ack` is called then."""
         batch = lines if isinstance(lines, list) else list(lines)
         if not batch:
@@ -256,7 +256,7 @@ class LogView(Vertical):
     def _stamped(self, ix: int, stamps: list | None, texts: list[str]) -> list:
         """Sort keys for a batch: docker's timestamps, and for lines without one the key before them."""
         newest = self._ring.last_key
-        prev = self._last_key.get(ix) or newest or (0, 0)
+        prev = self._last_key.get(ix) or newest or 0
         if stamps is None or len(stamps) != len(texts):
             keys = [newest or prev] * len(texts)
         elif None in stamps:
