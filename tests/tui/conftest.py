@@ -34,6 +34,16 @@ async def wait_for(pilot, cond: Callable[[], object], timeout: float = 10.0, wha
         await pilot.pause(0.02)
 
 
+async def submit_form(pilot, app) -> None:
+    """Once the nodes are probed, open the launch form and submit its defaults (ctrl+s)."""
+    from sparktui.tui.forms.launch_form import LaunchForm
+
+    await wait_for(pilot, lambda: app.inventory_ready, what="inventory")
+    await pilot.press("l")
+    await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm), what="the launch form")
+    await pilot.press("ctrl+s")
+
+
 def screen_text(app) -> str:
     """The current screen as plain text, as a terminal of the app's size would show it."""
     width, height = app.size

@@ -8,7 +8,7 @@ from sparktui.tui.app import SparkApp
 from sparktui.tui.forms.launch_form import LaunchForm
 from sparktui.tui.screens.confirm import ConfirmScreen
 
-from .conftest import wait_for
+from .conftest import submit_form, wait_for
 from .fake_core import dropped
 from .samples import PROBES
 
@@ -22,10 +22,7 @@ async def test_a_preflight_short_of_memory_offers_drop_caches_and_checks_again(c
     core.meminfo = {"spark1": ROOMY, "spark2": AFTER_COPY}
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(100, 32)) as pilot:
-        await wait_for(pilot, lambda: app.inventory_ready)
-        await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm))
-        await pilot.press("ctrl+s")
+        await submit_form(pilot, app)
         refusal = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         rows = str(app.launch_pane.preflight_content())
         assert "✗ memory" in rows and "✓ ok" in rows

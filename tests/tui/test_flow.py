@@ -8,7 +8,7 @@ from sparktui.tui.app import SparkApp
 from sparktui.tui.forms.launch_form import LaunchForm
 from sparktui.tui.screens.confirm import ConfirmScreen
 
-from .conftest import screen_text, wait_for
+from .conftest import screen_text, submit_form, wait_for
 
 
 async def test_launch_hang_pivot_ready(config, core):
@@ -135,10 +135,7 @@ async def test_running_containers_of_another_launch_are_replaced_only_after_aski
     core = Busy(config, spark_facts())
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(100, 32)) as pilot:
-        await wait_for(pilot, lambda: app.inventory_ready)
-        await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm))
-        await pilot.press("ctrl+s")
+        await submit_form(pilot, app)
         confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert "  stop  sparktui-sparks-vllm-0 (vllm, running)" in confirm.preview.lines()
         assert not any(op == "launch" for op, _ in core.calls)
@@ -150,10 +147,7 @@ async def test_a_failed_preflight_refuses_and_launches_only_when_told_to(config,
     core.fail_preflight = "spark2"
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(100, 32)) as pilot:
-        await wait_for(pilot, lambda: app.inventory_ready)
-        await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm))
-        await pilot.press("ctrl+s")
+        await submit_form(pilot, app)
         confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert "anyway" in str(confirm.query_one("#ok").label)
         why = next(ln for ln in confirm.preview.lines() if ln.startswith("why: "))
