@@ -188,7 +188,7 @@ def build_app(config, lines: int, reader: str):
                     self.bus.emit(LogLines(node.name, "flood", buf, flow=gate))
                     self.streamed += len(buf)
                     buf, last = [], now
-                    if gate.held > gate.limit:
+                    if gate.over:
                         await gate.wait()
             if buf:
                 self.bus.emit(LogLines(node.name, "flood", buf, flow=gate))

@@ -33,13 +33,32 @@ class ConnectionChanged:
 class Gate:
     """Back-pressure for one log stream. A consumer that takes batches later, on another thread
     (the screen), holds each batch and acks it once taken; the reader stops reading while more than
-    `limit` of its lines are held, so a slow screen slows the stream instead of growing queues."""
+    `limit` of its lines are held, so a slow screen slows the stream instead of growing queues.
+    While braked (a key is being answered) the reader stops as soon as any line is held: the reader's
+    thread shares the interpreter with the screen's, and a key's frame should not wait behind it."""
 
     def __init__(self, limit: int = 8192) -> None:
         self.limit = limit
         self.held = 0
+        self.braked = False
         self._lock = threading.Lock()
         self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
+
+    @property
+    def over(self) -> bool:
+        """Whether the reader should wait before reading more."""
+        return self.held > (0 if self.braked else self.limit)
+
+    def brake(self, on: bool) -> None:
+        """Hold the reader back while the consumer answers a key (on), or let it go again (off)."""
+        with self._lock:
+            self.braked = on
+            waiter = self._waiter
+            if on or waiter is None or self.held > self.limit // 2:
+                return
+            self._waiter = None
+        loop, fut = waiter
+        loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
 
     def hold(self, n: int) -> Callable[[], None]:
         with self._lock:
@@ -57,7 +76,7 @@ class Gate:
         with self._lock:
             self.held -= n
             waiter = self._waiter
-            if waiter is None or self.held > self.limit // 2:
+            if waiter is None or self.held > (0 if self.braked else self.limit // 2):
                 return
             self._waiter = None
         loop, fut = waiter
@@ -67,7 +86,7 @@ class Gate:
         """Return once the consumer has caught up (at once if it has); False after `timeout` seconds,
         so a consumer that went away never stops the stream for good."""
         with self._lock:
-            if self.held <= self.limit:
+            if not self.over:
                 return True
             fut = asyncio.get_running_loop().create_future()
             self._waiter = (asyncio.get_running_loop(), fut)

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.css.query import NoMatches
 from textual.reactive import reactive
@@ -44,6 +44,7 @@ PANES = ("pane-nodes", "pane-transfers", "pane-launch", "pane-journal")
 # Milestones worth a notification (the timeline shows all of them).
 NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
 HISTORY_S = 120.0  # a log line this much older than the app (node clocks drift a little) is history
+BRAKE = 0.1  # seconds the log readers run in step with the screen after a key press
 
 
 _thawed = [False]  # an app of this process has unfrozen the heap (see SparkApp._settle_heap)
@@ -84,6 +85,7 @@ class SparkApp(OperationsFlow, App):
         self._settled = False  # the first connect and reattach are done: what arrives now is news
         self._pending: actions.Action | None = None  # pressed before the first probe came back
         self._startup_notes: list[str] = []
+        self._brake_timer = None
         self._heap_frozen = False  # gc.freeze() once the screen is built (see _settle_heap)
         self._setup_themes(theme)
         if config.keymap:
@@ -164,6 +166,20 @@ class SparkApp(OperationsFlow, App):
         if self.autostart:
             self.run_worker(self._start(), group="start", name="start")
         self.call_after_refresh(self._settle_heap)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self._brake_logs()
+        await super().on_event(event)
+
+    def _brake_logs(self) -> None:
+        # A key during a log flood: for a few frames' time the readers wait for the screen to take each
+        # batch before reading the next, so the key's action and its frame get the interpreter lock
+        # (no hook says which frame shows a key's effect, hence a timer). Nothing is dropped.
+        self.controller.brake_logs(True)
+        if self._brake_timer is not None:
+            self._brake_timer.stop()
+        self._brake_timer = self.set_timer(BRAKE, partial(self.controller.brake_logs, False))
 
     def _settle_heap(self) -> None:
         # What exists once the screen is built lives as long as the app: the collector's full passes

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.config import Config
@@ -65,6 +66,7 @@ class Controller:
         self._logs: list[LogLines] = []
         self._logs_posted = False
         self._logs_lock = threading.Lock()  # the bus emits on the core thread
+        self._flows: weakref.WeakSet = weakref.WeakSet()  # the log readers' gates seen so far (for brake)
         self._core = CoreThread() if threaded else None  # SSH work off the screen's loop (see corethread.py)
         self._closed = False
         self._early: list[Make] | None = []  # what the core said before the screen attached
@@ -122,11 +124,21 @@ class Controller:
         # LogsArrived waits in the app's queue; later batches join it.
         event.hold()
         with self._logs_lock:
+            if event.flow is not None:
+                self._flows.add(event.flow)
             self._logs.append(event)
             if self._logs_posted:
                 return
             self._logs_posted = True
         self._say(lambda: _messages().LogsArrived(self._take_logs))
+
+    def brake_logs(self, on: bool) -> None:
+        """Keys first: hold every log reader back while the screen answers a key (they share one
+        interpreter lock with it), and let them go once the key's frame is drawn."""
+        with self._logs_lock:
+            flows = list(self._flows)
+        for gate in flows:
+            gate.brake(on)
 
     def _take_logs(self) -> list[LogLines]:
         """Called by the app when it handles LogsArrived: everything queued so far."""

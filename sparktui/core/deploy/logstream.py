@@ -215,7 +215,7 @@ class LogFollower:
                 rest = parts.pop()
                 if parts:
                     got += self._take(parts, needs_mask(chunk))
-                if self.gate is not None and self.gate.held > self.gate.limit:
+                if self.gate is not None and self.gate.over:
                     self.flush()
                     await self.gate.wait()
                 else:

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from bisect import bisect_left
@@ -47,8 +48,8 @@ PROBLEM = re.compile(
     r"[Oo]ut of memory|OutOfMemory|scheduler (?:died|is dead)|[Tt]imed out after|[Ww]atchdog (?:caught|timeout)"
 )
 SEP = " │ "
-SLICE = 0.008  # seconds of sorting-in per turn of the loop before keys and frames get theirs
-CHUNK = 8000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
+SLICE = 0.004  # seconds of sorting-in per turn of the loop before keys and frames get theirs
+CHUNK = 2000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
 REORDER = 2_000  # a late line is placed by its timestamp among at most this many newest lines
 _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\t]")
 
@@ -318,9 +319,14 @@ class LogView(Vertical):
             parts, acks, taken = [], [], 0
             while self._inbox and taken < CHUNK:
                 ix, stamps, batch, ack = self._inbox.popleft()
-                if len(batch) > CHUNK - taken and deadline is not None and taken:
-                    self._inbox.appendleft((ix, stamps, batch, ack))
-                    break
+                room = CHUNK - taken
+                if len(batch) > room and deadline is not None:
+                    # A slice sorts in at most CHUNK lines: the rest of a big batch (and its ack) waits
+                    # for the next one, so no slice outlasts the budget by much.
+                    rest = None if stamps is None or len(stamps) != len(batch) else stamps[room:]
+                    self._inbox.appendleft((ix, rest, batch[room:], ack))
+                    stamps = None if rest is None else stamps[:room]
+                    batch, ack = batch[:room], None
                 self._inbox_lines -= len(batch)
                 if any(map(contains, batch, repeat("\r"))):  # progress bars: each \r-separated part is a line
                     pairs = [(k, p) for k, t in zip(self._stamped(ix, stamps, batch), batch)
@@ -350,7 +356,18 @@ class LogView(Vertical):
             self._show(rows_before, removed)
         if self._inbox and not self._scheduled:
             self._scheduled = True
-            self.call_later(self._flush)  # after whatever else waits (keys, refreshes)
+            # Through the event loop, not call_later: a callback this widget posts to itself runs
+            # before the loop gets control back, so slices would follow each other with no key or
+            # frame in between.
+            asyncio.get_running_loop().call_soon(self._next_slice)
+
+    def _next_slice(self) -> None:
+        if not self.is_running:
+            return
+        try:
+            self._flush()
+        except Exception as error:  # noqa: BLE001 - as a handler's error would be: the app reports it
+            self.app._handle_exception(error)
 
     def _show(self, rows_before: int, removed: int) -> None:
         if not self.is_mounted:
