@@ -9,6 +9,8 @@ From one run it prints:
   LogView -> Log), and the ratio of the two;
 - key-press to repaint latency while the flood runs (`f` toggles follow; the time from the key
   until the next frame is composed), median and p99;
+- the same flood through the app with no key pressed: each key holds the readers while the screen
+  answers it, so the pressed run's rate says what keys cost and this one what the reading does;
 - the app process's peak memory (RSS). The SSH servers run in a child process so their memory
   and CPU are not counted as the app's.
 
@@ -214,7 +216,7 @@ def build_app(config, lines: int, reader: str):
     return BenchApp(config, controller=controller, autostart=False), controller
 
 
-async def through_app(config, lines: int, reader: str) -> dict:
+async def through_app(config, lines: int, reader: str, keys: bool = True) -> dict:
     gc.collect()  # the runs share this process (the TUI has one to itself): each app starts on a collected heap
     app, ctl = build_app(config, lines, reader)
     total = lines * len(config.nodes)
@@ -234,7 +236,7 @@ async def through_app(config, lines: int, reader: str) -> dict:
         await pilot.pause()
         ctl.go.set()
         deadline = time.monotonic() + 600  # a bound, not a pace: the run ends when every line is shown
-        while ctl.streamed < total and len(latencies) < LATENCY_SAMPLES and time.monotonic() < deadline:
+        while keys and ctl.streamed < total and len(latencies) < LATENCY_SAMPLES and time.monotonic() < deadline:
             await asyncio.sleep(LATENCY_GAP)
             if not ctl.started_at or ctl.streamed >= total:
                 continue
@@ -268,10 +270,16 @@ async def one_run(config, lines: int) -> dict:
     raw_rate = raw_lines / raw_s
     out = {"raw": {"lines": raw_lines, "seconds": round(raw_s, 3), "lines_per_s": round(raw_rate)}}
     for reader in READERS:
+        # Each key holds the readers while the screen answers it, so the flood with a key every
+        # LATENCY_GAP measures the keys; the same flood with no key pressed measures the reading.
+        quiet = await through_app(config, lines, reader, keys=False)
+        quiet_rate = quiet["lines"] / quiet["seconds"]
         app = await through_app(config, lines, reader)
         lat = [x * 1000 for x in app["latencies"]]
         rate = app["lines"] / app["seconds"]
         out[reader] = {
+            "no_keys": {"lines": quiet["lines"], "lines_per_s": round(quiet_rate), "ratio": round(quiet_rate / raw_rate, 3),
+                        "dropped": quiet["dropped"]},
             "lines": app["lines"], "dropped": app["dropped"], "seconds": round(app["seconds"], 3),
             "lines_per_s": round(rate), "ratio": round(rate / raw_rate, 3),
             "latency_ms": {"samples": len(lat), "median": round(statistics.median(lat), 1) if lat else None,
@@ -304,8 +312,9 @@ async def bench(n: int, lines: int, repeat: int) -> dict:
     for reader in READERS:
         med[reader] = {k: median_of(runs, reader, k) for k in ("lines_per_s", "ratio", "dropped")}
         med[reader]["latency_ms"] = {k: median_of(runs, reader, "latency_ms", k) for k in ("median", "p99")}
+        med[reader]["no_keys"] = {k: median_of(runs, reader, "no_keys", k) for k in ("lines_per_s", "ratio")}
     return {"nodes": n, "lines_per_node": lines, "repeat": repeat, "runs": runs, "median": med,
-            "lines_through_app": sum(r[x]["lines"] for r in runs for x in READERS),
+            "lines_through_app": sum(r[x]["lines"] + r[x]["no_keys"]["lines"] for r in runs for x in READERS),
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "load_avg": [round(x, 2) for x in os.getloadavg()]}
 
@@ -335,11 +344,14 @@ def main() -> int:
         lat = x["latency_ms"]
         print(f"  {READERS[reader]:<38}{x['lines_per_s']:>10,.0f} lines/s   ratio {x['ratio']:.2f}  "
               f"dropped {x['dropped']:,.0f}")
-        print(f"  {'':<38}key -> repaint median {lat['median']} ms, p99 {lat['p99']} ms")
+        print(f"  {'':<38}key -> repaint median {lat['median']} ms, p99 {lat['p99']} ms "
+              f"(a key every {LATENCY_GAP * 1000:.0f} ms)")
+        q = x["no_keys"]
+        print(f"  {'  the same, no key pressed':<38}{q['lines_per_s']:>10,.0f} lines/s   ratio {q['ratio']:.2f}")
     print(f"  {'peak memory (RSS)':<38}{r['peak_rss_mib']} MiB after {r['lines_through_app']:,} lines through the "
           "app (this process; the SSH servers run in a child)")
     print("  per run: " + "; ".join(f"raw {x['raw']['lines_per_s']:,}, " + ", ".join(
-        f"{k} {x[k]['ratio']:.2f}" for k in READERS) for x in r["runs"]))
+        f"{k} {x[k]['ratio']:.2f} ({x[k]['no_keys']['ratio']:.2f} no keys)" for k in READERS) for x in r["runs"]))
     return 0
 
 

@@ -20,5 +20,6 @@ def test_log_fanin_small_run():
         assert run[reader]["lines"] == 600 and run[reader]["dropped"] == 0  # every line reached the log view
         assert run[reader]["lines_per_s"] > 0 and run[reader]["ratio"] > 0
         assert set(run[reader]["latency_ms"]) == {"samples", "median", "p99"}
+        assert run[reader]["no_keys"]["ratio"] > 0 and run[reader]["no_keys"]["dropped"] == 0
         assert out["median"][reader]["ratio"] == run[reader]["ratio"]
     assert out["peak_rss_mib"] > 0
