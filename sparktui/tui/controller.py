@@ -134,7 +134,7 @@ class Controller:
 
     def brake_logs(self, on: bool) -> None:
         """Keys first: hold every log reader back while the screen answers a key (they share one
-        interpreter lock with it), and let them go once the key's frame is drawn."""
+        interpreter lock with it); the app lets them go on a timer, a few frames later."""
         with self._logs_lock:
             flows = list(self._flows)
         for gate in flows:
