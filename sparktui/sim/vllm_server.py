@@ -42,8 +42,8 @@ def cli_main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.subparser is None and not argv else 2
     if args.model_tag and args.model and args.model_tag != args.model:
-        emit(f"WARNING: With `vllm serve`, you should provide the model as a positional argument or in a config "
-             f"file instead of via the `--model` option. The `--model` option will be removed in v0.13.")
+        emit("WARNING: With `vllm serve`, you should provide the model as a positional argument or in a config "
+             "file instead of via the `--model` option. The `--model` option will be removed in v0.13.")
     args.model = args.model_tag or args.model
     if not args.model:
         parser.error("the following arguments are required: model_tag")
@@ -458,7 +458,7 @@ class VllmServer(RayPlacement):
         a = self.args
         assert self.state is not None
         host = a.host or "0.0.0.0"
-        self.log.api("INFO", "api_server.py:1634", f"Supported_tasks: ['generate']")
+        self.log.api("INFO", "api_server.py:1634", "Supported_tasks: ['generate']")
         self.log.api("INFO", "api_server.py:1912", f"Starting vLLM API server 0 on http://{host}:{a.port}")
         self.log.api("INFO", "launcher.py:34", "Available routes are:")
         for route, methods in (("/health", "GET"), ("/version", "GET"), ("/v1/models", "GET"),

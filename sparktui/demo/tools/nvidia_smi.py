@@ -151,7 +151,7 @@ def main(argv: list[str]) -> int:
             sys.stdout.write("NVIDIA System Management Interface -- v" + node["gpu"]["driver"] + "\n")
             return 0
         else:
-            sys.stderr.write(f"Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n")
+            sys.stderr.write("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n")
             return 2
     if (gpu_fields is not None or app_fields is not None) and "csv" not in fmt:
         sys.stderr.write("--format is required with --query-gpu / --query-compute-apps\n")
