@@ -92,7 +92,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print_json(mask_data(d.to_json()))  # quoted log lines may carry a secret the engine echoed
     else:
         console.print(render_diagnosis(d))
-    return 1 if d.problems else 0
+    return 1 if d.problems and d.state != "ready" else 0  # doubts while serving (a soft watchdog) are not failures
 
 
 def _detail(m: dict) -> str:

@@ -73,6 +73,9 @@ class Diagnoser(BatchFeed):
     @property
     def state(self) -> str:
         # Only a suspicion (silence, a log that stops) is "hung"; a rendezvous that timed out has failed.
+        # While serving, a doubt (a soft watchdog's stack dump, an NCCL warning) leaves the server ready.
+        if self.ready and all(p.provisional for p in self.problems):
+            return "ready"
         if any(not (p.kind in S.SUSPECT and p.provisional) for p in self.problems):
             return "failed"
         if self.problems:
@@ -319,7 +322,7 @@ class Diagnoser(BatchFeed):
             self.ready = True
             out += self._advance(ns, node, n, at, seg, "ready")
         if S.SERVING.search(seg):
-            if not self.ready and ("/v1/" in seg or "Avg prompt throughput" in seg):
+            if not self.ready and ("/v1/" in seg or "Avg prompt throughput" in seg or "Decode batch" in seg):
                 self.ready = True
                 out.append(self._milestone("ready", n, node, at, seg, {"from": "requests"}))
             out += self._withdraw(None, "the server went on serving requests")
@@ -410,8 +413,26 @@ class Diagnoser(BatchFeed):
             if sign.kind == "watchdog_timeout" and ns.dist == "in":
                 message += " during distributed init"
                 hint = S.HANG_HINT[self.engine]
-            return self._classified(ns, Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional))
+            p = Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional)
+            if sign.kind == "watchdog_timeout" and "collective" in message and not self._collective(p, seg):
+                return []  # every rank reports the same timed-out collective: the first one names it
+            if self.ready and not p.provisional:
+                p.phase = "first_request"  # it broke while serving, not while starting
+                p.message += " while serving"
+            return self._classified(ns, p)
         return []
+
+    def _collective(self, p: Problem, seg: str) -> bool:
+        """Name the collective that timed out, and the rank; False when one is already reported on that node."""
+        if any(q.kind == p.kind and q.node == p.node and q.rank is not None for q in self.problems):
+            return False
+        p.rank = self.phases.rank_of(seg)
+        m = S.COLLECTIVE.search(seg)
+        op = m[1].strip("_") if m else "collective"
+        within = f" within {int(m[2]) / 1000:g} s" if m else ""
+        on = f" on rank {p.rank}" if p.rank is not None else ""
+        p.message = f"collective timeout{on}: an NCCL {op} did not finish{within} (torch NCCL watchdog)"
+        return True
 
     def _classified(self, ns: _Node, p: Problem) -> list[Event]:
         if ns.tb is not None:

@@ -16,7 +16,8 @@ CHUNK = 256 << 10  # fits the CPU caches: counting runs fastest at this size
 MAX_LINE = 1 << 20  # a longer "line" is cut there (binary junk must not grow memory)
 GUESS_BYTES = 1 << 20  # how much of the start is kept to guess the engine
 # Serving lines: one of these per line, and nothing else on such a line is ever a problem.
-SERVING = (b"Avg prompt throughput:", b'HTTP/1.1" 200', b"] Decode batch.", b"] Prefill batch.")
+SERVING = (b"Avg prompt throughput:", b'HTTP/1.1" 200', b"] Decode batch.", b"] Prefill batch.", b"] Decode batch,",
+           b"] Prefill batch,")  # SGLang 0.5 writes a comma where 0.4 wrote a full stop
 
 
 # Text of the layers under both engines: a log of only these is read with the shared rules.

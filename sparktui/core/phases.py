@@ -33,7 +33,7 @@ DEFAULT_LIMITS: dict[str, float | None] = {
 # A line's phase, first match wins within a phase; phases are tried from the furthest back.
 _P = quickre.compile  # a substring prefilter in front of each: every line is tried against all of them
 PHASE_SIGNS: list[tuple[str, quickre.Quick]] = [
-    ("first_request", _P(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch\. |'
+    ("first_request", _P(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] |'
                          r'The server is fired up and ready to roll')),
     ("http_up", _P(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Started server process")),
     ("graphs", _P(r"Capture cuda graph|Capturing CUDA graph|Graph capturing finished|cuda graph begin")),
@@ -116,6 +116,10 @@ class PhaseTracker:
         if phase >= rs.phase or nccl:
             rs.phase = max(rs.phase, phase)
             rs.line, rs.text = ns.lines, text.strip()[:300]
+
+    def rank_of(self, text: str) -> int | None:
+        """The rank a line names (its tag, or the NCCL communicator of its process), if any."""
+        return self._rank(text)[0]
 
     def _rank(self, text: str) -> tuple[int | None, str | None]:
         m = NCCL_COMM.search(text)

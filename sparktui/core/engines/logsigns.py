@@ -65,8 +65,14 @@ GRAPH_END = _re(r"Capture cuda graph end\. Time elapsed: ([\d.]+) s|Graph captur
 NCCL_RDMA = _re(r"NET/IB\s*:\s*Using\s+\[\d+\]([\w.-]+):\d+/(RoCE|IB)|via NET/IB\S*|GDRDMA")
 NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
 
-# A request served: not emitted, but it proves the server kept working (and is ready).
-SERVING = _re(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch\. ')
+# A request served: not emitted, but it proves the server kept working (and is ready). Both forms of
+# each engine's periodic stats: SGLang "Decode batch. #running-req" (<= 0.4) and "Decode batch,
+# #running-req ..., gen throughput (token/s)" (0.5, python/sglang/srt/managers/scheduler_metrics_mixin.py);
+# vLLM V0 "Avg prompt throughput ... Pending" and V1 "Engine 000: Avg prompt throughput ... Running,
+# Waiting" (vllm/v1/metrics/loggers.py). SGLANG_LOG_FORWARD_ITERS puts " [N]" after "batch".
+SERVING = _re(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] #running-req')
+# The collective a torch NCCL watchdog timeout names: the operation and its timeout.
+COLLECTIVE = _re(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)")
 
 # ---- failures -------------------------------------------------------------------------------
 
