@@ -227,6 +227,8 @@ class Deployer:
         elif why in ("exited", "removed") and self.state != "failed":
             code = await self._exit_words(node, container) if why == "exited" else "was removed"
             msg = f"{container} on {node} {code}"
+            if self.diagnoser is not None and self.diagnoser.ready:
+                msg += " while serving"  # it had started: this is not a start-up failure
             self._problem("container_exited", node, msg, "read its last log lines above (sparktui logs)")
             self._set("failed", msg)
 
