@@ -449,6 +449,14 @@ class Node:
         finally:
             await self._slots.release()
 
+    async def open_tcp(self, remote_port: int, remote_host: str = "127.0.0.1"):
+        """(reader, writer) to remote_host:remote_port as seen from the node, over this connection.
+
+        A direct-tcpip channel: no process on the node and no listening port on this machine, so a
+        poll every few seconds (the serving metrics) costs one channel, not a command."""
+        conn = await self._ensure()
+        return await conn.open_connection(remote_host, remote_port)
+
     async def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         """Forward a free local port on 127.0.0.1 to remote_host:remote_port as seen from the node."""
         conn = await self._ensure()
