@@ -181,6 +181,7 @@ def test_sglang_every_rank_same_command_workers_first(n):
         assert fl["--host"] == "0.0.0.0" and fl["--port"] == "30000"
         assert fl["--mem-fraction-static"] == "0.75"  # NVIDIA's Spark examples
         assert fl["--served-model-name"] == "qwen3.5-122b"
+        assert fl["--enable-metrics"] is True  # /metrics for the serving view
 
 
 @pytest.mark.parametrize("n", NODE_COUNTS)

@@ -31,6 +31,9 @@ def launch_words(ctx: Context, spot: Spot) -> list[Word]:
     w += opt("--mem-fraction-static", ctx.mem_fraction)
     w += opt("--context-length", ctx.max_model_len)
     w += opt("--served-model-name", ctx.served_name)
+    # the serving view reads Prometheus /metrics, which SGLang serves only with this flag
+    # (0.5.3.post3 server_args.py "--enable-metrics"; 0.5.23 arg_groups/fields/observability.py enable_metrics)
+    w.append("--enable-metrics")
     if ctx.trust_remote_code:
         w.append("--trust-remote-code")
     return w + list(ctx.extra_args)
