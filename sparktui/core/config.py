@@ -114,6 +114,7 @@ class EngineDefaults:
     mem_fraction: float | None = None  # --mem-fraction-static / --gpu-memory-utilization; None = NVIDIA's per engine
     max_model_len: int | None = None  # context length cap; None = engine default
     hang_after: float = 90.0  # seconds of silence in distributed init before a hang is flagged
+    wedge_after: float = 60.0  # seconds of requests pending with no token generated before a ready endpoint is wedged
     phase_limits: dict[str, float] = field(default_factory=dict)  # silence allowed in a later phase (core/phases.py)
 
 
@@ -334,6 +335,7 @@ def _engine(src: Source, node: yaml.Node) -> EngineDefaults:
         "mem_fraction": lambda n, w: None if n.tag == NULL else src.number(n, w, 1.0),
         "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
         "hang_after": lambda n, w: src.number(n, w),
+        "wedge_after": lambda n, w: src.number(n, w),
         "phase_limits": lambda n, w: src.text_map(n, w, "phase: seconds", lambda k: _phase(src, k),
                                                   lambda v, name: src.number(v, f"{w}.{name}")),
     })

@@ -74,6 +74,7 @@ NOTES = {
     "engine.mem_fraction": "share of GPU memory, in (0, 1]; ~ = NVIDIA's: vLLM 0.8, SGLang 0.75",
     "engine.max_model_len": "context length cap; ~ = the engine's default",
     "engine.hang_after": "seconds of silence in distributed init before a hang is flagged",
+    "engine.wedge_after": "seconds of requests pending with no token generated before a ready endpoint is wedged",
     "engine.phase_limits": "seconds of silence allowed in a later phase, e.g. {weights: 3600}",
     "secrets": ("more variable or flag names whose values are masked in every output,\n"
                 "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
@@ -86,7 +87,7 @@ SECTION_KEYS = {
     "images": ("sglang", "vllm"),
     "ssh": ("host_key_policy", "known_hosts", "keepalive_interval", "connect_timeout", "max_channels", "ssh_config"),
     "engine": ("sglang_port", "vllm_port", "dist_port", "ray_port", "mem_fraction", "max_model_len", "hang_after",
-               "phase_limits"),
+               "wedge_after", "phase_limits"),
 }
 
 

@@ -230,6 +230,17 @@ class PreflightFinished:
 
 
 @dataclass
+class ServingStats:
+    """A ready deployment's serving metrics after a scrape (core/metrics.py Serving.to_json, and the
+    recent per-scrape series for sparklines), or why there are none (`unavailable`)."""
+
+    deployment: str
+    stats: dict
+    series: dict = field(default_factory=dict)  # generation_tokens / prompt_tokens (tok/s), kv_cache_usage ...
+    unavailable: str | None = None
+
+
+@dataclass
 class EndpointHealth:
     """A health poll of a ready deployment's endpoint: ok, or why not (an engine that died shows here)."""
 

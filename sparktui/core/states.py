@@ -10,6 +10,7 @@ class State(str, Enum):
     LOADING = "loading"  # the engine is loading weights
     READY = "ready"  # the endpoint answered a chat completion
     UNHEALTHY = "unhealthy"  # was ready; the endpoint stopped answering its health check
+    WEDGED = "wedged"  # was ready; /health answers but no token comes out (core/liveness.py)
     FAILED = "failed"
     HUNG = "hung"  # silent in distributed init past the hang threshold
     STOPPING = "stopping"
@@ -30,7 +31,7 @@ class State(str, Enum):
 
     @property
     def bad(self) -> bool:
-        return self in (State.FAILED, State.HUNG, State.UNHEALTHY)
+        return self in (State.FAILED, State.HUNG, State.UNHEALTHY, State.WEDGED)
 
 
 SETTLED = (State.READY, State.FAILED, State.HUNG, State.STOPPED)

@@ -22,7 +22,8 @@ from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
 from ..engines import ENGINES, default_mode
 from ..engines.common import Nested, Step, safe_name
-from ..events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines
+from ..events import (DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines,
+                      ServingStats)
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
@@ -31,7 +32,9 @@ from . import containers as C
 from .logstream import LogBatch, LogFollower
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
 from .health import FAILS_BEFORE_UNHEALTHY, HEALTH_INTERVAL_S, probe_health
+from .metrics_read import Target
 from .readiness import Check, check_endpoint
+from .serving import LOOK_AT, ServingWatch
 from .record import STATE_DIR, Record, load_record, save_record
 from .watchdog import tick_interval, watch
 
@@ -327,11 +330,21 @@ class Deployer:
             self._set("failed", f"not ready after {self.ready_timeout:g} s: {why}")
 
     async def _health(self, cur: Current, local: int | None) -> None:
-        """While ready (or unhealthy), poll /health so an engine that dies later shows at once."""
+        """While ready (or unhealthy, or wedged), poll /health so an engine that dies later shows at once, and
+        after each healthy answer read its metrics and judge whether tokens still come out (wedged)."""
         node = self.cluster[cur.head]
         url = self._endpoint_url(cur)
+        watch = ServingWatch(node, Target(cur.name, cur.engine, cur.head, cur.port),
+                             cur.served_name or (self.check.model if self.check else None),
+                             api_key_of(cur.options), self.config.engine.wedge_after)
+        try:
+            await self._health_loop(cur, node, url, local, watch)
+        finally:
+            watch.close()
+
+    async def _health_loop(self, cur: Current, node: Node, url: str, local: int | None, watch: ServingWatch) -> None:
         fails = 0
-        while self.state in (State.READY, State.UNHEALTHY):
+        while self.state in (State.READY, State.UNHEALTHY, State.WEDGED):
             await asyncio.sleep(self.health_interval)
             if local is None:
                 try:
@@ -344,20 +357,36 @@ class Deployer:
                 ok, detail, refused = await probe_health(f"http://127.0.0.1:{local}")
             if refused:
                 local = None  # the forward died with the old connection; a new one next round
-            if self.state not in (State.READY, State.UNHEALTHY):
+            if self.state not in (State.READY, State.UNHEALTHY, State.WEDGED):
                 return
             if ok:
                 fails = 0
                 if self.state is State.UNHEALTHY:
                     self._emit(EndpointHealth(cur.name, url, True, "healthy again"))
                     self._set(State.READY, "the endpoint answers /health again", url)
+                await self._serving(cur, url, local, watch)
                 continue
             fails += 1
-            if fails == FAILS_BEFORE_UNHEALTHY and self.state is State.READY:
+            if fails == FAILS_BEFORE_UNHEALTHY and self.state in (State.READY, State.WEDGED):
                 self._emit(EndpointHealth(cur.name, url, False, detail))
                 self._problem("endpoint_unhealthy", cur.head, f"{url} stopped answering ({detail})",
                               "the engine may have died: its last log lines say why (sparktui logs)")
                 self._set(State.UNHEALTHY, f"{url}: {detail}")
+
+    async def _serving(self, cur: Current, url: str, local: int | None, watch: ServingWatch) -> None:
+        """Metrics after a healthy poll, and the wedged judgement (back to ready when tokens flow)."""
+        why = await watch.tick(local)
+        v = watch.view
+        series = {f: v.series(f)[-120:] for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage",
+                                                   "running", "waiting")}
+        self._emit(ServingStats(cur.name, v.to_json(), series, watch.unavailable))
+        if self.state not in (State.READY, State.WEDGED):
+            return
+        if why and self.state is State.READY:
+            self._problem("wedged", cur.head, f"{url} is wedged: {why}", LOOK_AT)
+            self._set(State.WEDGED, f"wedged: {why}", url)
+        elif not why and self.state is State.WEDGED:
+            self._set(State.READY, "tokens flow again", url)
 
     # ---- launch -------------------------------------------------------------------------------
 

@@ -1,0 +1,64 @@
+"""Is a ready endpoint still making progress? The `wedged` judgement, pure.
+
+/health says only that the HTTP server answers; across nodes an engine can stop generating while it
+does (a frozen or unplugged worker stalls every all-reduce of the head: vllm-project/vllm#42354,
+"API alive while engine wedged"). Two signs, either enough:
+- requests are running or waiting, yet the generation-token counter has not moved for `wedge_after`
+  seconds (from the engine's own /metrics);
+- a one-token completion sent to it got no answer in time while /health answered 200 and no token
+  was generated meanwhile (what catches an idle engine, or one whose release exports no metrics).
+Tokens flowing again (the counter moves, or the probe answers) make it ready again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .metrics import Scrape
+
+LOOK_AT = ("a rank stopped answering inside a collective: check every node is up and not paused or frozen "
+           "(`docker ps` on each node, `sparktui logs` for a collective timeout), and the fabric link; "
+           "redeploy (r, or `sparktui redeploy`) once the node is back")
+
+
+@dataclass
+class Liveness:
+    wedge_after: float = 60.0
+    tokens: float | None = None  # the generation counter at the last scrape
+    moved_at: float | None = None  # when it was last seen to move (or first seen)
+    busy_since: float | None = None  # start of the current stretch with requests running or waiting
+    busy: int = 0
+    probe_failed: str | None = None  # why the last probe counts against it; cleared by progress
+
+    def observe(self, s: Scrape) -> None:
+        """One /metrics scrape (a scrape without the counter or the request gauges says nothing)."""
+        gen = s.values.get("generation_tokens")
+        if gen is not None:
+            if self.tokens is None or gen != self.tokens:
+                if self.tokens is not None:
+                    self.probe_failed = None  # tokens flow
+                self.tokens, self.moved_at = gen, s.at
+        if "running" in s.values or "waiting" in s.values:
+            self.busy = int(s.values.get("running", 0) + s.values.get("waiting", 0))
+            if self.busy and self.busy_since is None:
+                self.busy_since = s.at
+            elif not self.busy:
+                self.busy_since = None
+
+    def probe(self, answered: bool, waited: float, tokens_before: float | None = None) -> None:
+        """A one-token completion's outcome; tokens_before: the counter when it was sent."""
+        if answered:
+            self.probe_failed = None
+        elif tokens_before is None or self.tokens is None or self.tokens == tokens_before:
+            self.probe_failed = (f"a one-token completion got no answer in {waited:.0f} s while /health answers "
+                                 f"200")
+
+    def verdict(self, now: float) -> str | None:
+        """Why it is wedged now, or None."""
+        if self.probe_failed:
+            return self.probe_failed
+        if self.busy and self.busy_since is not None and self.moved_at is not None:
+            stalled = now - max(self.moved_at, self.busy_since)
+            if stalled >= self.wedge_after:
+                return (f"{self.busy} request(s) running or waiting and no token generated for {stalled:.0f} s "
+                        f"while /health answers 200")
+        return None

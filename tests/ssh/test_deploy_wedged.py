@@ -1,0 +1,133 @@
+"""`wedged`, live: a ready endpoint whose /health answers while no token comes out, and back to ready.
+
+The engine is an HTTP server on this machine's loopback (where the stand-in node forwards): /health,
+/v1/models and chat completions as the readiness check needs them, and /metrics written by the real
+prometheus_client with vLLM V1's series. Freezing it stops its token counter and leaves completions
+unanswered while /health stays 200 -- what a paused worker does to a tensor-parallel head.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from sparktui.core.deploy import Deployer
+from sparktui.core.diagnose import Problem
+from sparktui.core.events import EventBus, ServingStats
+from sparktui.core.plan import PlanOptions
+from sparktui.core.ssh import Cluster
+
+from .test_deploy_fakes import Recorder, fake_cluster, plan_for  # noqa: F401 (fixture)
+
+
+class Engine:
+    def __init__(self, running: int):
+        self.frozen = asyncio.Event()  # set: frozen
+        self.thawed = asyncio.Event()
+        self.reg = CollectorRegistry()
+        lab = ["model_name", "engine"]
+        Gauge("vllm:num_requests_running", "r", lab, registry=self.reg).labels("tiny", "0").set(running)
+        Gauge("vllm:num_requests_waiting", "w", lab, registry=self.reg).labels("tiny", "0").set(0)
+        self.gen = Counter("vllm:generation_tokens", "g", lab, registry=self.reg).labels("tiny", "0")
+        self.probes = 0
+
+    async def handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        line = (await r.readline()).decode()
+        length = 0
+        while (h := (await r.readline()).decode().strip()):
+            if h.lower().startswith("content-length:"):
+                length = int(h.split(":")[1])
+        body = await r.readexactly(length) if length else b""
+        path = line.split()[1] if len(line.split()) > 1 else ""
+        ctype, code = "application/json", 200
+        if path == "/metrics":
+            if not self.frozen.is_set():
+                self.gen.inc(100)  # tokens flow while it is not frozen
+            data, ctype = generate_latest(self.reg), "text/plain"
+        elif path == "/health":
+            data = b""
+        elif path == "/v1/models":
+            data = json.dumps({"data": [{"id": "tiny"}]}).encode()
+        else:
+            if json.loads(body).get("max_tokens") == 1:
+                self.probes += 1
+            if self.frozen.is_set():
+                await self.thawed.wait()  # a completion on a wedged engine waits (the client gives up)
+            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}],
+                               "usage": {"completion_tokens": 1}}).encode()
+        w.write(f"HTTP/1.1 {code} X\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
+                f"Connection: close\r\n\r\n".encode() + data)
+        with contextlib.suppress(ConnectionError):
+            await w.drain()
+        w.close()
+
+    def freeze(self) -> None:
+        self.thawed.clear()
+        self.frozen.set()
+
+    def thaw(self) -> None:
+        self.frozen.clear()
+        self.thawed.set()
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+
+async def _run(fake_cluster, running: int, wedge_after: float):
+    eng = Engine(running)
+    port = await eng.start()
+    fc = await fake_cluster(1)
+    fc.nodes[0].server.forwarding = True
+    fc.config.engine.wedge_after = wedge_after
+    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="native", port=port))
+    return eng, fc, plan
+
+
+async def test_requests_running_with_a_flat_counter_turn_ready_into_wedged_and_back(fake_cluster):
+    eng, fc, plan = await _run(fake_cluster, running=2, wedge_after=0.6)
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, poll_interval=0.05, health_interval=0.05)
+        try:
+            await d.launch(plan)
+            assert await d.wait(15) == "ready"
+            stats = await rec.wait_for(lambda e: isinstance(e, ServingStats) and e.stats["generation_tokens_per_s"])
+            assert stats.stats["running"] == 2 and stats.unavailable is None
+            eng.freeze()
+            assert await d.wait(15, until=("wedged",)) == "wedged"
+            assert "2 request(s) running or waiting and no token generated" in d.detail
+            p = next(p for p in d.problems if p.kind == "wedged")
+            assert "r, or `sparktui redeploy`" in p.hint
+            eng.thaw()
+            assert await d.wait(15, until=("ready",)) == "ready"
+            assert d.detail == "tokens flow again"
+        finally:
+            await d.close()
+            eng.thaw()
+            eng.server.close()
+
+
+async def test_an_idle_engine_whose_one_token_probe_gets_no_answer_is_wedged(fake_cluster):
+    eng, fc, plan = await _run(fake_cluster, running=0, wedge_after=0.8)
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, poll_interval=0.05, health_interval=0.05)
+        try:
+            await d.launch(plan)
+            assert await d.wait(15) == "ready"
+            eng.freeze()
+            assert await d.wait(15, until=("wedged",)) == "wedged"
+            assert "one-token completion got no answer" in d.detail
+            assert eng.probes >= 1
+            assert any(isinstance(e, Problem) and e.kind == "wedged" for e in rec.events)
+            eng.thaw()
+            assert await d.wait(15, until=("ready",)) == "ready"
+        finally:
+            await d.close()
+            eng.thaw()
+            eng.server.close()

@@ -1,0 +1,59 @@
+"""The wedged judgement on a ready endpoint: flat generation counter with work pending, or a silent probe."""
+from __future__ import annotations
+
+from sparktui.core.liveness import Liveness
+from sparktui.core.metrics import Scrape
+
+
+def scrape(at: float, gen: float, running: int = 0, waiting: int = 0) -> Scrape:
+    return Scrape(at, {"generation_tokens": gen, "running": running, "waiting": waiting})
+
+
+def test_requests_pending_with_a_flat_counter_past_the_limit_is_wedged_and_tokens_bring_it_back():
+    lv = Liveness(wedge_after=60)
+    lv.observe(scrape(0, 1000, running=2))
+    lv.observe(scrape(5, 1400, running=2))  # serving
+    for t in range(10, 65, 5):
+        lv.observe(scrape(t, 1400, running=2, waiting=1))
+        assert lv.verdict(t) is None  # flat since 5 s: not yet 60 s
+    lv.observe(scrape(65, 1400, running=2, waiting=1))
+    why = lv.verdict(65)
+    assert why and "3 request(s)" in why and "60 s" in why
+    lv.observe(scrape(70, 1401, running=2))
+    assert lv.verdict(70) is None
+
+
+def test_an_idle_engine_with_a_flat_counter_is_not_wedged():
+    lv = Liveness(wedge_after=60)
+    for t in range(0, 600, 5):
+        lv.observe(scrape(t, 500))
+    assert lv.verdict(600) is None
+
+
+def test_the_stall_counts_from_when_work_arrived_not_from_the_last_token_long_ago():
+    lv = Liveness(wedge_after=60)
+    lv.observe(scrape(0, 500))
+    lv.observe(scrape(1000, 500, running=1))  # a request after a quiet stretch
+    assert lv.verdict(1030) is None
+    lv.observe(scrape(1061, 500, running=1))
+    assert lv.verdict(1061)
+
+
+def test_a_silent_probe_is_wedged_unless_tokens_were_generated_meanwhile():
+    lv = Liveness(wedge_after=60)
+    lv.observe(scrape(0, 500))
+    lv.probe(answered=False, waited=30, tokens_before=500)
+    assert "one-token completion got no answer in 30 s" in lv.verdict(30)
+    lv.probe(answered=True, waited=1)
+    assert lv.verdict(31) is None
+    lv.probe(answered=False, waited=30, tokens_before=400)  # busy: others' tokens flowed while it queued
+    assert lv.verdict(62) is None
+
+
+def test_without_metrics_the_probe_alone_decides():
+    lv = Liveness()
+    lv.observe(Scrape(0, {}))
+    lv.probe(answered=False, waited=30)
+    assert lv.verdict(30)
+    lv.observe(Scrape(35, {}))
+    assert lv.verdict(35)  # a scrape with nothing in it proves nothing
