@@ -12,7 +12,7 @@ from typing import Callable, Protocol
 from textual.binding import Binding
 
 # Deployment states in which something runs on the nodes (stop / pivot / redeploy make sense).
-ACTIVE_STATES = ("starting", "launching", "loading", "ready", "unhealthy", "hung", "failed", "pivoting")
+ACTIVE_STATES = ("starting", "launching", "loading", "ready", "unhealthy", "wedged", "hung", "failed", "pivoting")
 
 
 class UiState(Protocol):

@@ -435,6 +435,9 @@ class SparkApp(OperationsFlow, App):
             self.notify(ev.detail or ev.state, title=f"Deployment {ev.state}", severity="error", markup=False)
         elif ev.state == "unhealthy":
             self.notify(ev.detail or ev.state, title="Endpoint unhealthy", severity="error", timeout=30, markup=False)
+        elif ev.state == "wedged":  # the problem event carries what to look at; r redeploys
+            self.notify(f"{ev.detail} — r redeploys", title="Endpoint wedged", severity="error", timeout=30,
+                        markup=False)
 
     @on(M.StepChanged)
     def _step(self, msg: M.StepChanged) -> None:

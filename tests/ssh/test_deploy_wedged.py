@@ -131,3 +131,29 @@ async def test_an_idle_engine_whose_one_token_probe_gets_no_answer_is_wedged(fak
             await d.close()
             eng.thaw()
             eng.server.close()
+
+
+async def test_status_json_says_wedged_while_health_answers_and_ready_once_tokens_flow(fake_cluster, tmp_path):
+    from .test_deploy_cli import ours, sparktui, write_config
+
+    eng = Engine(running=0)
+    port = await eng.start()
+    fc = await fake_cluster(1)
+    fc.nodes[0].server.forwarding = True
+    conf = write_config(fc.config, tmp_path / "c.yaml")
+    conf.write_text(conf.read_text() + f"engine:\n  vllm_port: {port}\n  wedge_after: 2\n")
+    fc["n1"].add_container("sparktui-lab-vllm-0", ours("lab", 0, "vllm"))
+    try:
+        eng.freeze()
+        rc, out, err = await sparktui("status", "--config", str(conf), "--json")
+        [dep] = json.loads(out)["deployments"]
+        assert dep["serving"] == "wedged", dep
+        assert dep["health"].startswith("wedged: a one-token completion got no answer in 1 s")
+        assert "sparktui redeploy" in dep["look_at"]
+        eng.thaw()
+        rc, out, err = await sparktui("status", "--config", str(conf), "--json")
+        [dep] = json.loads(out)["deployments"]
+        assert (dep["serving"], dep["health"]) == ("ready", "healthy")
+    finally:
+        eng.thaw()
+        eng.server.close()

@@ -33,8 +33,25 @@ def _port_of(config: Config, engine: str, record: Any) -> int:
     return config.engine.vllm_port if engine == "vllm" else config.engine.sglang_port
 
 
+async def _liveness(cluster: Cluster, config: Config, d: dict, node: str, engine: str, port: int, base: str,
+                    rec: Any) -> None:
+    """A healthy endpoint that gives no token to a one-token completion, and generates none meanwhile, is wedged."""
+    from .metrics_read import Target
+    from .options import api_key_of
+    from .serving import LOOK_AT, check_wedged
+
+    why = await check_wedged(cluster[node], Target(d["name"], engine, node, port), base,
+                             rec.served_model_name if rec is not None else None,
+                             api_key_of(rec.options) if rec is not None else None, config.engine.wedge_after)
+    d["serving"] = "wedged" if why else "ready"
+    if why:
+        d["health"] = f"wedged: {why}"
+        d["look_at"] = LOOK_AT
+
+
 async def health_of(cluster: Cluster, config: Config, deployments: list[dict]) -> None:
-    """Add "endpoint" and "health" to each deployment of containers.summarize(), asking its head."""
+    """Add "endpoint" and "health" to each deployment of containers.summarize(), asking its head; a healthy one
+    also gets "serving": ready, or wedged (with "look_at") when a one-token completion gets no answer."""
 
     async def one(d: dict) -> None:
         heads = [c for c in d["containers"] if c.get("rank") == "0"] or d["containers"][:1]
@@ -56,8 +73,11 @@ async def health_of(cluster: Cluster, config: Config, deployments: list[dict]) -
             except Exception as e:  # noqa: BLE001 - link down: say so, do not fail the status
                 d["health"] = f"unknown: no forward to {head['node']}:{port} ({e})"
             else:
-                ok, detail, _ = await probe_health(f"http://127.0.0.1:{local}")
+                base = f"http://127.0.0.1:{local}"
+                ok, detail, _ = await probe_health(base)
                 d["health"] = "healthy" if ok else f"unhealthy: {detail}"
+                if ok:
+                    await _liveness(cluster, config, d, head["node"], engine, port, base, rec)
         d["summary"] += f" · {d['endpoint']} {d['health']}"
 
     await asyncio.gather(*(one(d) for d in deployments if "containers" in d and d.get("name") not in (None, "?")))

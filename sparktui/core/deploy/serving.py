@@ -14,7 +14,7 @@ from ..liveness import LOOK_AT, Liveness
 from ..metrics import Serving
 from ..ssh import Node
 from .metrics_read import MetricsUnavailable, Target, scrape
-from .readiness import _call
+from .readiness import _call, _json
 
 __all__ = ["LOOK_AT", "ServingWatch", "check_wedged", "probe_timeout"]
 
@@ -25,11 +25,18 @@ def probe_timeout(wedge_after: float) -> float:
 
 
 async def one_token(base: str, model: str | None, timeout: float, api_key: str | None = None) -> bool:
-    """Does a one-token completion come back (any HTTP answer with a choice) within timeout?"""
-    body = {"model": model or "", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1,
+    """Does a one-token completion get an answer within timeout?
+
+    Any HTTP answer counts: a refusal (a wrong key, a bad request) is inconclusive, and calling it
+    wedged would be a false alarm; what a wedged engine does is not answer at all."""
+    if not model:
+        status, data, _, _ = await _call(base + "/v1/models", None, min(timeout, 10.0), api_key)
+        ids = [m.get("id") for m in _json(data).get("data", []) if isinstance(m, dict)] if status == 200 else []
+        model = str(ids[0]) if ids else ""
+    body = {"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1,
             "temperature": 0, "stream": False}
-    status, data, _, _ = await _call(base + "/v1/chat/completions", body, timeout, api_key)
-    return status == 200 and b'"choices"' in data
+    status, _, _, _ = await _call(base + "/v1/chat/completions", body, timeout, api_key)
+    return status is not None
 
 
 class ServingWatch:

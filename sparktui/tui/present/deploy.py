@@ -14,7 +14,7 @@ STATE_STYLE = {
     "idle": "$text-muted", "planned": "$text-muted", "starting": "$accent", "launching": "$accent",
     "loading": "$accent", "ready": "$success bold", "hung": "$error bold", "failed": "$error bold",
     "stopping": "$warning", "stopped": "$text-muted", "pivoting": "$warning", "unhealthy": "$error bold",
-    "preflight": "$accent", "refused": "$error bold",
+    "wedged": "$error bold", "preflight": "$accent", "refused": "$error bold",
 }
 
 
