@@ -447,6 +447,11 @@ class SparkApp(OperationsFlow, App):
         if s.state == "failed":
             self.notify(f"{s.node}: {s.description} failed: {s.detail}", severity="error", markup=False)
 
+    @on(M.ServingChanged)
+    def _serving(self, msg: M.ServingChanged) -> None:
+        ev = msg.event
+        self.launch_pane.set_serving(ev.stats, ev.series, ev.unavailable)
+
     @on(M.EndpointReady)
     def _endpoint(self, msg: M.EndpointReady) -> None:
         e = msg.event

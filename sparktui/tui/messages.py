@@ -10,7 +10,8 @@ from textual.message import Message
 
 from ..core.diagnose import Milestone, Problem, ProblemCleared
 from ..core.events import (ConnectionChanged, DeploymentChanged, EndpointChecked, EndpointHealth, LaunchStep, LogLines,
-                           NodeUpdated, PreflightFinished, PreflightNode, PreflightStarted, TransferProgress)
+                           NodeUpdated, PreflightFinished, PreflightNode, PreflightStarted, ServingStats,
+                           TransferProgress)
 from ..core.facts import NodeFacts
 from ..core.journal import Entry
 
@@ -110,6 +111,10 @@ class HealthChanged(CoreMessage):
     """EndpointHealth: a ready endpoint's health poll (ok, or why not)."""
 
 
+class ServingChanged(CoreMessage):
+    """ServingStats: a ready deployment's metrics after a scrape (or why there are none)."""
+
+
 class JournalAdded(Message):
     """A remote command finished (Journal.listeners)."""
 
@@ -141,7 +146,7 @@ _BY_TYPE: list[tuple[type, type[CoreMessage]]] = [
     (LogLines, LogArrived), (Milestone, MilestoneReached), (Problem, ProblemFound),
     (ProblemCleared, ProblemWithdrawn), (DeploymentChanged, DeploymentStateChanged), (LaunchStep, StepChanged),
     (EndpointChecked, EndpointReady), (PreflightStarted, PreflightBegan), (PreflightNode, PreflightRow),
-    (PreflightFinished, PreflightDone), (EndpointHealth, HealthChanged),
+    (PreflightFinished, PreflightDone), (EndpointHealth, HealthChanged), (ServingStats, ServingChanged),
 ]
 
 

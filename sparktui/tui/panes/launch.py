@@ -8,6 +8,7 @@ from textual.widgets import Input, Static, Tab, Tabs
 
 from ...core.diagnose import Milestone, Problem
 from ..present.deploy import preflight_text, problem_key, problem_lines, state_badge, timeline
+from ..present.serving import serving_block
 from ..ids import widget_id
 from ..widgets.log_view import LogView
 
@@ -19,6 +20,8 @@ class LaunchPane(Vertical):
     LaunchPane > #deploy-state { height: 1; }
     LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
     LaunchPane > #preflight { height: auto; max-height: 6; display: none; }
+    LaunchPane > #serving { height: auto; max-height: 4; display: none; }
+    LaunchPane.-serving > #serving { display: block; }
     LaunchPane.-preflight > #preflight { display: block; }
     LaunchPane > #log-tabs { height: 2; }
     LaunchPane > #log-filter { display: none; }
@@ -42,6 +45,7 @@ class LaunchPane(Vertical):
         yield Static(state_badge(self.state, self.detail), id="deploy-state")
         yield Static(timeline([], self.nodes), id="timeline")
         yield Static(id="preflight")
+        yield Static(id="serving")
         yield Tabs(Tab("all", id=ALL), *[Tab(n, id=widget_id("log", n)) for n in self.nodes], id="log-tabs")
         yield Input(placeholder="filter lines (Enter keeps it, Esc clears)", id="log-filter", compact=True)
         yield LogView(max_lines=self.max_lines, nodes=self.nodes, id="log")
@@ -61,8 +65,14 @@ class LaunchPane(Vertical):
         self.milestones.append(m)
         self.query_one("#timeline", Static).update(timeline(self.milestones, self.nodes))
 
+    def set_serving(self, stats: dict, series: dict, unavailable: str | None = None) -> None:
+        """From READY on: the engine's metrics (tokens/s, requests, KV cache, latency) with sparklines."""
+        self.set_class(True, "-serving")
+        self.query_one("#serving", Static).update(serving_block(stats, series, unavailable))
+
     def reset(self) -> None:
         """A new launch: the timeline and problems start over; logs stay for comparison."""
+        self.set_class(False, "-serving")
         self.milestones.clear()
         self.problems.clear()
         self.query_one("#timeline", Static).update(timeline([], self.nodes))
