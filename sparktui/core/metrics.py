@@ -51,8 +51,8 @@ def parse(text: str, engine: str, version: str | None = None, at: float | None =
             for smp in fam.samples:
                 name = smp.name
                 base = name[:-7] if name.endswith("_bucket") else name
-                if base not in want or not _leader(smp.labels):
-                    continue
+                if base not in want or not _leader(smp.labels) or not math.isfinite(smp.value):
+                    continue  # NaN or an infinite count says nothing (and would not survive --json)
                 fld = want[base]
                 if KINDS[fld] == "histogram":
                     if name.endswith("_bucket"):

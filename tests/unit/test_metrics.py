@@ -165,3 +165,10 @@ def test_the_window_keeps_rates_to_the_last_minute():
     ex.gen.inc(600)
     view.add(parse(ex.text(), "vllm", at=160.0))
     assert view.to_json()["generation_tokens_per_s"] == 20.0  # 1200 tokens over 100 -> 160
+
+
+def test_values_that_are_not_numbers_are_left_out():
+    text = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running NaN\n" \
+           "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting +Inf\n"
+    s = parse(text, "vllm")
+    assert s.error is None and s.values == {} and {"running", "waiting"} <= set(s.missing)
