@@ -150,6 +150,9 @@ async def test_status_json_says_wedged_while_health_answers_and_ready_once_token
         assert dep["serving"] == "wedged", dep
         assert dep["health"].startswith("wedged: a one-token completion got no answer in 1 s")
         assert "sparktui redeploy" in dep["look_at"]
+        rc, out, err = await sparktui("status", "--config", str(conf))
+        words = " ".join(out.split())  # the console wraps at its width
+        assert "wedged: a one-token completion got no answer" in words and "look at: a rank stopped" in words
         eng.thaw()
         rc, out, err = await sparktui("status", "--config", str(conf), "--json")
         [dep] = json.loads(out)["deployments"]

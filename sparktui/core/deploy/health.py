@@ -79,6 +79,8 @@ async def health_of(cluster: Cluster, config: Config, deployments: list[dict]) -
                 if ok:
                     await _liveness(cluster, config, d, head["node"], engine, port, base, rec)
         d["summary"] += f" · {d['endpoint']} {d['health']}"
+        if "look_at" in d:
+            d["summary"] += f"\n    look at: {d['look_at']}"
 
     await asyncio.gather(*(one(d) for d in deployments if "containers" in d and d.get("name") not in (None, "?")))
 
