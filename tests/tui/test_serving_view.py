@@ -42,3 +42,5 @@ async def test_the_launch_pane_shows_metrics_once_they_come_and_wedged_in_the_ba
         core.bus.emit(DeploymentChanged("sparks", "vllm", "native", "wedged", "wedged: 3 request(s) running ..."))
         await wait_for(pilot, lambda: "WEDGED" in str(pane.query_one("#deploy-state").render()), what="the badge")
         await wait_for(pilot, lambda: any("r redeploys" in n.message for n in app._notifications), what="the toast")
+        assert "deployment wedged" in str(app.query_one("#status").render())  # the header
+        assert app.check_action("redeploy", ()) is True  # r redeploys a wedged deployment (ACTIVE_STATES)
