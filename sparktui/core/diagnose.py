@@ -41,6 +41,7 @@ class _Node:
         self.seen: set = set()  # milestone keys already emitted
         self.tb: dict | None = None  # the traceback being read
         self.recent: tuple[set, int] = (set(), 0)  # problem kinds of the last traceback, and where it ended
+        self.collective: Problem | None = None  # a collective timeout whose line was cut before naming the op
 
 
 class Diagnoser(BatchFeed):
@@ -389,6 +390,11 @@ class Diagnoser(BatchFeed):
 
     def _problems(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
         n = ns.lines
+        if ns.collective is not None:  # a page that hard-wrapped the line: the op is on the next one
+            p, ns.collective = ns.collective, None
+            m = S.COLLECTIVE.search(seg)
+            if m:
+                p.message = self._collective_words(p.rank, m, p.message.endswith(" while serving"))
         body = strip_prefixes(seg).strip()
         if S.IGNORE.search(seg):
             return []
@@ -414,7 +420,7 @@ class Diagnoser(BatchFeed):
                 message += " during distributed init"
                 hint = S.HANG_HINT[self.engine]
             p = Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional)
-            if sign.kind == "watchdog_timeout" and "collective" in message and not self._collective(p, seg):
+            if sign.kind == "watchdog_timeout" and "collective" in message and not self._collective(ns, p, seg):
                 return []  # every rank reports the same timed-out collective: the first one names it
             if self.ready and not p.provisional:
                 p.phase = "first_request"  # it broke while serving, not while starting
@@ -422,17 +428,24 @@ class Diagnoser(BatchFeed):
             return self._classified(ns, p)
         return []
 
-    def _collective(self, p: Problem, seg: str) -> bool:
+    def _collective(self, ns: _Node, p: Problem, seg: str) -> bool:
         """Name the collective that timed out, and the rank; False when one is already reported on that node."""
         if any(q.kind == p.kind and q.node == p.node and q.rank is not None for q in self.problems):
             return False
         p.rank = self.phases.rank_of(seg)
         m = S.COLLECTIVE.search(seg)
+        p.message = self._collective_words(p.rank, m, False)
+        if m is None and "WorkNCCL(" in seg:
+            ns.collective = p
+        return True
+
+    @staticmethod
+    def _collective_words(rank: int | None, m, serving: bool) -> str:
         op = m[1].strip("_") if m else "collective"
         within = f" within {int(m[2]) / 1000:g} s" if m else ""
-        on = f" on rank {p.rank}" if p.rank is not None else ""
-        p.message = f"collective timeout{on}: an NCCL {op} did not finish{within} (torch NCCL watchdog)"
-        return True
+        on = f" on rank {rank}" if rank is not None else ""
+        return f"collective timeout{on}: an NCCL {op} did not finish{within} (torch NCCL watchdog)" + (
+            " while serving" if serving else "")
 
     def _classified(self, ns: _Node, p: Problem) -> list[Event]:
         if ns.tb is not None:
