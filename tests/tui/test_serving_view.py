@@ -44,3 +44,5 @@ async def test_the_launch_pane_shows_metrics_once_they_come_and_wedged_in_the_ba
         await wait_for(pilot, lambda: any("r redeploys" in n.message for n in app._notifications), what="the toast")
         assert "deployment wedged" in str(app.query_one("#status").render())  # the header
         assert app.check_action("redeploy", ()) is True  # r redeploys a wedged deployment (ACTIVE_STATES)
+        core.bus.emit(DeploymentChanged("sparks", "vllm", "native", "stopped", "stopped"))
+        await wait_for(pilot, lambda: not pane.has_class("-serving"), what="the block hidden once stopped")

@@ -59,6 +59,8 @@ class LaunchPane(Vertical):
     # -- state from the app -------------------------------------------------------------------
     def set_state(self, state: str, detail: str | None = None) -> None:
         self.state, self.detail = state, detail
+        if state in ("idle", "starting", "stopping", "stopped"):
+            self.set_class(False, "-serving")  # nothing serves: old numbers would mislead
         self.query_one("#deploy-state", Static).update(state_badge(state, detail))
 
     def add_milestone(self, m: Milestone) -> None:
