@@ -14,7 +14,7 @@ import json
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.diagnose import Problem
+from sparktui.core.diagnose import Problem, ProblemCleared
 from sparktui.core.events import EventBus, ServingStats
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster
@@ -105,6 +105,8 @@ async def test_requests_running_with_a_flat_counter_turn_ready_into_wedged_and_b
             eng.thaw()
             assert await d.wait(15, until=("ready",)) == "ready"
             assert d.detail == "tokens flow again"
+            assert not any(p.kind == "wedged" for p in d.problems)  # withdrawn
+            assert any(isinstance(e, ProblemCleared) and e.problem.kind == "wedged" for e in rec.events)
         finally:
             await d.close()
             eng.thaw()

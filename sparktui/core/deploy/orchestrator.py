@@ -386,6 +386,9 @@ class Deployer:
             self._problem("wedged", cur.head, f"{url} is wedged: {why}", LOOK_AT)
             self._set(State.WEDGED, f"wedged: {why}", url)
         elif not why and self.state is State.WEDGED:
+            for p in [p for p in self.own_problems if p.kind == "wedged"]:
+                self.own_problems.remove(p)
+                self._emit(ProblemCleared(p, "tokens flow again"))
             self._set(State.READY, "tokens flow again", url)
 
     # ---- launch -------------------------------------------------------------------------------
