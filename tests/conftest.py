@@ -128,7 +128,11 @@ def _guard_after_test(item, rep) -> None:
     if guard is None or before is None:
         return
     lines = hermetic.changes(before, guard.stats())
-    if lines and not rep.failed:
+    if not lines:
+        return
+    if rep.failed:  # keep the teardown's own error first
+        rep.sections.append(("user files touched", hermetic.report(lines)))
+    else:
         rep.outcome = "failed"
         rep.longrepr = hermetic.report(lines)
 
