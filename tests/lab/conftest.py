@@ -1,20 +1,11 @@
 """Lab fixtures: real nodes from network namespaces (see netlab.py). Without root or a needed tool
-the lab tests skip with the reason (and tests/conftest.py turns that into a failure under CI=true)."""
+the lab tests skip with the reason (and tests/conftest.py turns that into a failure under CI=true; it also
+marks everything here `lab`)."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from .netlab import Lab, LabUnavailable, unavailable_reason
-
-HERE = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:  # everything under tests/lab is a lab test, marked or not
-        if HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.lab)
 
 
 def _build(**kw) -> Lab:

@@ -1,4 +1,5 @@
-"""Fast SSH tier: in-process asyncssh servers on 127.0.0.1 running commands as local subprocesses."""
+"""Fast SSH tier: in-process asyncssh servers on 127.0.0.1 running commands as local subprocesses, each
+in a HOME of its own beside the test's tmp_path (tests/hermetic.py), never the user's."""
 from __future__ import annotations
 
 from pathlib import Path
