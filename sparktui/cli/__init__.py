@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(result or 0)
     except CliExit as e:
         if e.message:
-            common.err_console.print(e.message, markup=False)  # rich loads only to say something
+            common.err_console.print(e.message, markup=False, soft_wrap=True)  # rich loads only to say something
         return e.code
     except KeyboardInterrupt:
         common.err_console.print("interrupted")
