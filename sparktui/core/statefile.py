@@ -137,6 +137,17 @@ def fields_of(cls: type, data: Any, where: str, fix: str = "", *, skip: tuple[st
     return out
 
 
+def field_object(data: dict, name: str, where: str, fix: str = "") -> dict:
+    """data[name] as a nested object ({} when absent or null), or StateFileError naming the field."""
+    value = data.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise StateFileError(where, f"{name!r} is {_json_kind(value)} ({_short(repr(value), 40)}) where an object "
+                                    f"was expected", fix)
+    return value
+
+
 def load(cls: type[T], data: Any, where: str, fix: str = "", **kw: Any) -> T:
     """`cls(**fields_of(...))`: the dataclass, or StateFileError."""
     return cls(**fields_of(cls, data, where, fix, **kw))
