@@ -437,6 +437,9 @@ async def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def print_json_line(doc: dict) -> None:
+    from . import common
+
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
+    common.json_written = True  # JSON lines begun: an error after them goes to stderr alone
 
