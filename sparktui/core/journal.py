@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import stat
 import time
@@ -190,13 +191,23 @@ def tail_journal(path: Path, limit: int = 200, cluster: str | None = None) -> Ta
     return out
 
 
+def _needles(cluster: str | None) -> tuple[bytes, ...]:
+    """The forms a cluster's name takes in a JSON line (escaped to ASCII as sparktui writes it, or not)."""
+    if cluster is None:
+        return ()
+    return tuple({json.dumps(cluster)[1:-1].encode(), json.dumps(cluster, ensure_ascii=False)[1:-1].encode()})
+
+
 def _collect(f, where: str, limit: int, cluster: str | None, out: Tail) -> None:
+    needles = _needles(cluster)
     try:
         for raw in _lines_backwards(f):
             if len(out.entries) >= limit:
                 return
             if raw is not None and not raw.strip():
                 continue
+            if needles and raw is not None and not any(n in raw for n in needles):
+                continue  # another cluster's line (or damage that is not this cluster's): not parsed at all
             try:
                 if raw is None:
                     raise statefile.StateFileError(where, f"a line is longer than {MAX_LINE} bytes", FIX)

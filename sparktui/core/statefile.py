@@ -9,6 +9,7 @@ reads the value later.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -117,9 +118,9 @@ def fields_of(cls: type, data: Any, where: str, fix: str = "", *, skip: tuple[st
     """
     if not isinstance(data, dict):
         raise StateFileError(where, f"holds {_json_kind(data)} where an object was expected", fix)
-    hints = typing.get_type_hints(cls)
+    hints, fields = _shape(cls)
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
+    for f in fields:
         if f.name in skip or not f.init:
             continue
         if f.name not in data:
@@ -146,6 +147,12 @@ def field_object(data: dict, name: str, where: str, fix: str = "") -> dict:
         raise StateFileError(where, f"{name!r} is {_json_kind(value)} ({_short(repr(value), 40)}) where an object "
                                     f"was expected", fix)
     return value
+
+
+@functools.lru_cache(maxsize=None)
+def _shape(cls: type) -> tuple[dict[str, Any], tuple[dataclasses.Field, ...]]:
+    """A dataclass's resolved annotations and fields: worked out once (a journal has a million lines)."""
+    return typing.get_type_hints(cls), dataclasses.fields(cls)
 
 
 def load(cls: type[T], data: Any, where: str, fix: str = "", **kw: Any) -> T:

@@ -122,3 +122,13 @@ def test_an_unreadable_journal_raises_the_loader_error(jpath):
     with pytest.raises(StateFileError) as e:
         tail_journal(jpath, 5)
     assert e.value.where == str(jpath)
+
+
+def test_a_cluster_named_in_any_script_is_found_as_written_escaped_or_not(jpath):
+    name = "DEMO — simulated cluster"
+    _good(Journal(jpath, cluster=name), 2)  # written with \u2014, as json.dumps does
+    with jpath.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"node": "a", "started": 3.0, "command": "by hand", "cluster": name},
+                           ensure_ascii=False) + "\n")
+        f.write(json.dumps({"node": "a", "started": 4.0, "command": "other", "cluster": "lab"}) + "\n")
+    assert [e.command for e in read_journal(jpath, 10, cluster=name)] == ["echo 0", "echo 1", "by hand"]
