@@ -41,7 +41,7 @@ def cmd_journal(args: argparse.Namespace) -> int:
     try:
         tail = tail_journal(path, args.limit, cluster=cluster)
     except StateFileError as e:
-        raise CliExit(1, e.line()) from None
+        raise CliExit(1, e.line(), reason=e.problem, fix=e.fix) from None
     entries = tail.entries
     if tail.warning():
         err_console.print(tail.warning(), markup=False, soft_wrap=True)

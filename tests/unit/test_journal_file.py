@@ -132,3 +132,11 @@ def test_a_cluster_named_in_any_script_is_found_as_written_escaped_or_not(jpath)
                            ensure_ascii=False) + "\n")
         f.write(json.dumps({"node": "a", "started": 4.0, "command": "other", "cluster": "lab"}) + "\n")
     assert [e.command for e in read_journal(jpath, 10, cluster=name)] == ["echo 0", "echo 1", "by hand"]
+
+
+def test_an_unreadable_journal_under_json_is_the_error_document(jpath, capsys):
+    jpath.mkdir(parents=True)
+    assert main(["journal", "--all", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["error"].startswith(str(jpath)) and doc["reason"] == "is a directory, not a journal file"
+    assert doc["fix"].startswith("move it away")
