@@ -155,3 +155,10 @@ def test_preflight_json_with_a_fabric_link_down_names_the_link(link_down, capsys
     link = FABRIC_NAMES[1]  # spark2's fabric port
     assert "spark2" in doc["error"] and link in doc["reason"], doc
     assert doc["exit"] == 1 and "fix" in doc
+
+
+def test_a_number_json_cannot_carry_is_written_as_null(capsys):
+    from sparktui.cli import common
+
+    common.print_json({"rate": float("inf"), "nodes": [{"eta": float("nan")}], "ok": 1.5})
+    assert _strict(capsys.readouterr().out) == {"rate": None, "nodes": [{"eta": None}], "ok": 1.5}
