@@ -139,9 +139,11 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
     """error / reason / fix for a result document that ended in exit `code`, from what it holds."""
     said = [str(doc[k]) for k in ("error", "message") if isinstance(doc.get(k), str) and doc[k]]
     said += [str(e) for e in doc.get("errors") or [] if isinstance(doc.get("errors"), list)]
-    down = doc.get("unreachable")
-    down = [f"{k}: {v}" for k, v in down.items()] if isinstance(down, dict) else list(down or []) \
-        if isinstance(down, list) else []
+    raw = doc.get("unreachable")
+    if isinstance(raw, dict):
+        down = [f"{k}: {v}" for k, v in raw.items()]
+    else:
+        down = [str(x) for x in raw] if isinstance(raw, list) else []
     down += [str(n.get("error") or n.get("name") or n.get("node")) for n in doc.get("nodes") or []
              if isinstance(n, dict) and (n.get("reachable") is False or n.get("ok") is False)]
     said += [f"{f} failed" for f in doc.get("failed") or [] if isinstance(doc.get("failed"), list)]
