@@ -71,3 +71,12 @@ async def test_a_damaged_transfer_is_listed_as_such_and_the_others_still_are(fak
     states = {t["id"]: t["state"] for t in json.loads(out)["transfers"]}
     assert states == {"model-n2-20250101T000000-abcd": "done", "model-n2-20250102T000000-dead": "unreadable",
                       "image-n2-20250103T000000-beef": "unreadable"}
+
+
+async def test_no_record_at_all_still_reads_as_no_record(fake_cluster, tmp_path):
+    fc = await fake_cluster(2)
+    conf = write_config(fc.config, tmp_path / "c.yaml")
+    fc["n1"].add_container("sparktui-lab-sglang-0", ours("lab", 0))
+    rc, out, err = await sparktui("pivot", "--config", str(conf), "--yes")
+    _one_line_error(rc, err, "no record of deployment lab", "launch it first")
+    assert "cannot be read" not in err

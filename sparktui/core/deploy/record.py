@@ -19,6 +19,7 @@ from ..ssh import Node, script
 STATE_DIR = ".local/state/sparktui/deployments"  # under the head's $HOME
 VERSION = 1
 FIX = "launch the deployment again to rewrite it (or remove the file)"
+_ABSENT = 3  # load_record's exit status for "no record"
 
 
 @dataclass
@@ -119,10 +120,11 @@ async def load_record(node: Node, deployment: str) -> Record | None:
     A record that is there but unusable (empty, not JSON, a field of the wrong type, unreadable) is a
     StateFileError naming it: "no record" would send the user to look for a launch that did happen.
     """
-    r = await node.run("cat " + record_path(deployment), timeout=30)
+    path = record_path(deployment)
+    r = await node.run(f"[ -e {path} ] || exit {_ABSENT}; cat {path}", timeout=30)
     where = record_where(node, deployment)
     if not r.ok:
-        if "No such file" in r.stderr:
+        if r.exit_status == _ABSENT or "No such file" in r.stderr:  # the test, not cat's words (locale)
             return None
         raise statefile.StateFileError(where, f"cannot be read ({r.stderr.strip()[:200] or f'exit {r.exit_status}'})",
                                        FIX)
