@@ -2,6 +2,7 @@
 StateFileError (one line naming the file); never another exception, never a number JSON cannot carry."""
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
@@ -14,7 +15,7 @@ from sparktui.core import statefile
 from sparktui.core.deploy.options import pivot_options
 from sparktui.core.deploy.record import Record, options_to_json
 from sparktui.core.image import PACKAGES, parse_inspection
-from sparktui.core.journal import tail_journal
+from sparktui.core.journal import _lines_backwards, tail_journal
 from sparktui.core.plan import PlanOptions
 from sparktui.core.statefile import StateFileError
 from sparktui.core.transfers.state import Unreadable, parse_listing
@@ -121,3 +122,14 @@ def test_release_cache_of_any_shape(cache):
     assert (info.problem is None) == bool(info.versions)
     if info.problem:
         assert "\n" not in info.problem
+
+
+@budget(300)
+@given(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), max_size=12), st.booleans(),
+       st.integers(1, 9), st.integers(1, 40))
+def test_reading_backwards_in_blocks_gives_every_line_once(lines, trailing_newline, block, max_line):
+    data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
+    got = [x for x in _lines_backwards(io.BytesIO(data), block, max_line) if x != b""]
+    whole = data.split(b"\n")
+    want = [None if len(x) > max_line else x for x in reversed(whole) if x != b""]
+    assert got == want  # the same lines, last first, an overlong one as None, whatever the block size
