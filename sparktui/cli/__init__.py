@@ -137,7 +137,7 @@ def _exit(args: argparse.Namespace, code: int, message: str, reason: str | None 
         doc = common.error_document(code, message, reason, fix, getattr(args, "command", None))
         if not common.json_written:
             common.print_json(doc)
-        elif common.held and isinstance(common.held[-1], dict) and "error" not in common.held[-1]:
+        elif message and common.held and isinstance(common.held[-1], dict) and "error" not in common.held[-1]:
             common.held[-1] = {**doc, **common.held[-1]}  # the document printed before the refusal, and why
     return code
 

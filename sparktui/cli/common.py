@@ -148,6 +148,10 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
              if isinstance(n, dict) and (n.get("reachable") is False or n.get("ok") is False)]
     said += [f"{f} failed" for f in doc.get("failed") or [] if isinstance(doc.get("failed"), list)]
     fix = doc.get("fix") if isinstance(doc.get("fix"), str) else None
+    for part in doc.values():  # a check's own verdict inside the document (launch's "preflight")
+        if isinstance(part, dict) and not said:
+            said += [part[k] for k in ("error", "reason") if isinstance(part.get(k), str) and part[k]][:1]
+            fix = fix or (part["fix"] if isinstance(part.get("fix"), str) else None)
     if down and not said:
         said = [f"unreachable: {'; '.join(str(d) for d in down)}"]
         fix = fix or "bring the node(s) up or fix their address in the config; `sparktui check` tests every node"

@@ -162,3 +162,25 @@ def test_a_number_json_cannot_carry_is_written_as_null(capsys):
 
     common.print_json({"rate": float("inf"), "nodes": [{"eta": float("nan")}], "ok": 1.5})
     assert _strict(capsys.readouterr().out) == {"rate": None, "nodes": [{"eta": None}], "ok": 1.5}
+
+
+def test_a_refusal_after_the_document_takes_its_words_from_the_check_inside(monkeypatch, capsys):
+    from sparktui.cli import common
+
+    async def refuse(args):  # what launch does when its preflight fails: the document, then exit 1
+        common.print_json({"deployment": "lab", "state": "not started",
+                           "preflight": {"ok": False, "reason": "10.0.0.1:29501 is unreachable from spark2",
+                                         "fix": "check the fabric cable of spark2"}})
+        raise common.CliExit(1)
+
+    import sparktui.cli.journal as J
+    real = J.register
+
+    def register(sub):  # `journal` stands in for launch: only the command's function matters here
+        real(sub)
+        sub.choices["journal"].set_defaults(func=refuse)
+    monkeypatch.setattr(J, "register", register)
+    assert main(["journal", "--all", "--json"]) == 1
+    doc = _strict(capsys.readouterr().out)
+    assert doc["error"] == "10.0.0.1:29501 is unreachable from spark2" and doc["fix"] == "check the fabric cable of spark2"
+    assert doc["state"] == "not started"
