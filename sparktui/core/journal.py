@@ -96,7 +96,8 @@ def append(path: Path, line: bytes, max_bytes: int) -> None:
     Several processes append to one journal: the rotation happens under an flock, and only when the
     file at `path` is still the one measured, so two of them never rotate twice (losing a generation).
     """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
     try:
         st = os.fstat(fd)
         if stat.S_IMODE(st.st_mode) & 0o077:
@@ -107,13 +108,17 @@ def append(path: Path, line: bytes, max_bytes: int) -> None:
                 now = os.stat(path)
                 if (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
                     os.replace(path, str(path) + ".1")
+            except FileNotFoundError:
+                pass  # another process rotated it a moment ago and has not written the new one yet
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            old, fd = fd, -1
+            os.close(old)
+            fd = os.open(path, flags, 0o600)
         os.write(fd, line)
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 OVERLONG = None  # what _lines_backwards yields for a line longer than MAX_LINE

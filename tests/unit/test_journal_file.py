@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +141,21 @@ def test_an_unreadable_journal_under_json_is_the_error_document(jpath, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["error"].startswith(str(jpath)) and doc["reason"] == "is a directory, not a journal file"
     assert doc["fix"].startswith("move it away")
+
+
+def test_processes_appending_at_once_rotate_once_and_lose_no_line(jpath):
+    import subprocess
+    import sys
+    jpath.parent.mkdir(parents=True)
+    # 3 x 150 lines of some 130 bytes: one rotation at 40,000 bytes, which all three writers see coming
+    code = ("import sys; from pathlib import Path; from sparktui.core.journal import Journal\n"
+            "j = Journal(Path(sys.argv[1]), max_bytes=40000)\n"
+            "for i in range(150): j.finish(j.start('n', f'{sys.argv[2]} {i}'), 0)\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(jpath), w], env=env) for w in ("a", "b", "c")]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    rotated = Path(str(jpath) + ".1")
+    kept = [json.loads(ln)["command"] for f in (rotated, jpath) for ln in f.read_text().splitlines()]
+    for w in ("a", "b", "c"):  # every line of every writer, once, in its order
+        assert [int(c.split()[1]) for c in kept if c.startswith(w + " ")] == list(range(150)), w
+    assert rotated.exists() and not Path(str(jpath) + ".2").exists()
