@@ -170,7 +170,9 @@ class _RecordNode:
 
 async def test_load_record_none_when_missing_and_a_broken_one_is_named_not_hidden():
     assert await load_record(_RecordNode(Result(1, "", "cat: x: No such file or directory", 0.0)), "x") is None
-    for out, err, rc, words in [("{not json", "", 0, "unreadable"), ("", "", 0, "is empty"), ("  \n", "", 0, "is empty"),
+    assert await load_record(_RecordNode(Result(3, "", "", 0.0)), "x") is None  # the head's test: no file
+    for out, err, rc, words in [("{not json", "", 0, "unreadable"), ("", "", 0, "is empty"),
+                                ("  \n", "", 0, "is empty"),
                                 ("", "cat: x: Is a directory", 1, "Is a directory"), ('["x"]', "", 0, "a list")]:
         with pytest.raises(StateFileError) as e:
             await load_record(_RecordNode(Result(rc, out, err, 0.0)), "x")

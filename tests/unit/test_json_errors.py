@@ -182,5 +182,6 @@ def test_a_refusal_after_the_document_takes_its_words_from_the_check_inside(monk
     monkeypatch.setattr(J, "register", register)
     assert main(["journal", "--all", "--json"]) == 1
     doc = _strict(capsys.readouterr().out)
-    assert doc["error"] == "10.0.0.1:29501 is unreachable from spark2" and doc["fix"] == "check the fabric cable of spark2"
+    assert doc["error"] == "10.0.0.1:29501 is unreachable from spark2"
+    assert doc["fix"] == "check the fabric cable of spark2"
     assert doc["state"] == "not started"

@@ -58,7 +58,8 @@ class Record:
     def from_json(cls, d: object, where: str = "deployment record") -> "Record":
         """The record from its parsed JSON; StateFileError when a field has the wrong type."""
         kw = statefile.fields_of(cls, d, where, FIX, skip=("options",))
-        kw["options"] = options_from_json(statefile.field_object(d, "options", where, FIX), where)  # type: ignore[arg-type]
+        opts = statefile.field_object(d, "options", where, FIX)  # type: ignore[arg-type]  (fields_of: a dict)
+        kw["options"] = options_from_json(opts, where)
         learn_secrets(kw["options"])
         return cls(**kw)
 

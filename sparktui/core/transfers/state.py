@@ -1,7 +1,6 @@
 """What a transfer is (meta.json) and where it stands (read back from its state directory)."""
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
