@@ -52,6 +52,10 @@ def error_document(code: int, message: str, reason: str | None = None, fix: str 
     the command gave one; fix: the way out when the command knows one (bad input: the command's --help).
     """
     lines = [ln for ln in message.strip().splitlines() if ln.strip()] or [f"exit {code}"]
+    if fix is None:
+        from ..core.statefile import fix_in
+
+        fix = fix_in(message)
     if fix is None and code == 2:
         fix = f"see `sparktui {command} --help`" if command else "see `sparktui --help`"
     return {"error": lines[0].strip(), "reason": reason or " ".join(ln.strip() for ln in lines),
@@ -152,6 +156,10 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
         if isinstance(part, dict) and not said:
             said += [part[k] for k in ("error", "reason") if isinstance(part.get(k), str) and part[k]][:1]
             fix = fix or (part["fix"] if isinstance(part.get("fix"), str) else None)
+    if said and fix is None:
+        from ..core.statefile import fix_in
+
+        fix = next((f for f in map(fix_in, said) if f), None)  # a damaged state file's way out
     if down and not said:
         said = [f"unreachable: {'; '.join(str(d) for d in down)}"]
         fix = fix or "bring the node(s) up or fix their address in the config; `sparktui check` tests every node"

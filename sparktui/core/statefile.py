@@ -25,10 +25,21 @@ class StateFileError(ValueError):
     def __init__(self, where: str, problem: str, fix: str = ""):
         self.where, self.problem, self.fix = where, problem, fix
         super().__init__(self.line())
+        if fix:
+            _FIXES.add(fix)
 
     def line(self) -> str:
         """One line for the terminal: FILE: problem; fix."""
         return f"{self.where}: {self.problem}" + (f"; {self.fix}" if self.fix else "")
+
+
+_FIXES: set[str] = set()  # the ways out this process has given
+
+
+def fix_in(text: str) -> str | None:
+    """The way out of a StateFileError line carried inside another message (a DeployError's, a list of
+    plan errors), when `text` holds one: so a --json document can fill its `fix`."""
+    return next((f for f in _FIXES if "; " + f in text), None)
 
 
 def _no_constant(name: str) -> Any:

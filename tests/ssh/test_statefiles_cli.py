@@ -41,6 +41,7 @@ async def test_a_damaged_record_is_named_by_pivot_and_redeploy(fake_cluster, tmp
     rc, out, err = await sparktui("pivot", "--config", str(conf), "--yes", "--json")
     doc = json.loads(out)
     assert rc == 1 and words in json.dumps(doc) and {"error", "reason", "fix"} <= set(doc)
+    assert doc["fix"] == "launch the deployment again to rewrite it (or remove the file)", doc
 
 
 async def test_a_damaged_transfer_is_listed_as_such_and_the_others_still_are(fake_cluster, tmp_path):
