@@ -6,6 +6,7 @@ import importlib
 import sys
 
 from .. import __version__
+from ..core.statefile import StateFileError
 
 # Each module adds its subcommands with register(subparsers).
 COMMAND_MODULES = ["check", "plan", "diagnose", "sync", "deploy", "journal", "demo", "preflight", "init", "memory",
@@ -51,9 +52,12 @@ def _modules_for(argv: list[str] | None) -> list[str]:
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad value it quotes (invalid choice, unknown argument) is shortened, never echoed whole."""
 
+    last_error: str | None = None  # for the --json error document (main)
+
     def error(self, message: str):
         from ..core.secrets import shorten
 
+        _Parser.last_error = shorten(message, 400)
         super().error(shorten(message, 400))
 
 
@@ -80,11 +84,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
     from . import common
     from .common import CliExit
 
+    common.json_written = False
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse said what is wrong on stderr; under --json stdout says it too
+        if e.code == 2 and "--json" in argv and _Parser.last_error:
+            common.print_json(common.error_document(2, _Parser.last_error, command=command_word(argv)))
+        raise
     func = getattr(args, "func", None)
+    if getattr(args, "json", False):
+        common.held = []  # one document, written once the exit code is known
+    code = 1
     try:
         if getattr(args, "theme", None):  # checked for every command, so `--theme neon demo` stops here
             from .tui import check_theme
@@ -101,14 +114,33 @@ def main(argv: list[str] | None = None) -> int:
             import asyncio
 
             result = asyncio.run(result)
-        return int(result or 0)
+        code = int(result or 0)
     except CliExit as e:
-        if e.message:
-            common.err_console.print(e.message, markup=False)  # rich loads only to say something
-        return e.code
+        code = _exit(args, e.code, e.message, e.reason, e.fix)
+    except StateFileError as e:  # a loader's refusal that no command turned into words of its own
+        code = _exit(args, 1, e.line(), e.problem, e.fix)
     except KeyboardInterrupt:
-        common.err_console.print("interrupted")
-        return 130
+        code = _exit(args, 130, "interrupted")
+    finally:
+        common.release(code, getattr(args, "command", None))
+    return code
+
+
+def _exit(args: argparse.Namespace, code: int, message: str, reason: str | None = None,
+          fix: str | None = None) -> int:
+    """Say why the command stops: on stderr, and under --json as the error document on stdout (unless the
+    command already printed its JSON there)."""
+    from . import common
+
+    if message:
+        common.err_console.print(message, markup=False, soft_wrap=True)  # rich loads only to say something
+    if getattr(args, "json", False):
+        doc = common.error_document(code, message, reason, fix, getattr(args, "command", None))
+        if not common.json_written:
+            common.print_json(doc)
+        elif message and common.held and isinstance(common.held[-1], dict) and "error" not in common.held[-1]:
+            common.held[-1] = {**doc, **common.held[-1]}  # the document printed before the refusal, and why
+    return code
 
 
 def entry() -> None:

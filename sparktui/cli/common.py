@@ -29,12 +29,37 @@ def __getattr__(name: str):
 
 
 class CliExit(Exception):
-    """Stop the command with an exit code after printing `message` to stderr."""
+    """Stop the command with an exit code after printing `message` to stderr (and, under --json, the
+    error document on stdout: `reason` and `fix` fill its fields when the message alone does not)."""
 
-    def __init__(self, code: int, message: str = ""):
+    def __init__(self, code: int, message: str = "", *, reason: str | None = None, fix: str | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.reason = reason
+        self.fix = fix
+
+
+json_written = False  # a JSON document went to stdout: an error after it is said on stderr alone
+held: list[Any] | None = None  # while main runs a --json command: its document, written when it ends
+
+
+def error_document(code: int, message: str, reason: str | None = None, fix: str | None = None,
+                   command: str | None = None) -> dict:
+    """What `--json` prints on stdout when a command refuses or fails: one JSON object.
+
+    error: the first line of the message (what went wrong); reason: the whole message, or the cause when
+    the command gave one; fix: the way out when the command knows one (bad input: the command's --help).
+    """
+    lines = [ln for ln in message.strip().splitlines() if ln.strip()] or [f"exit {code}"]
+    if fix is None:
+        from ..core.statefile import fix_in
+
+        fix = fix_in(message)
+    if fix is None and code == 2:
+        fix = f"see `sparktui {command} --help`" if command else "see `sparktui --help`"
+    return {"error": lines[0].strip(), "reason": reason or " ".join(ln.strip() for ln in lines),
+            "fix": fix, "exit": code}
 
 
 def checked(fn, *extra):
@@ -75,8 +100,71 @@ def journal() -> Journal:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """The command's JSON document; under main it is held until the exit code is known (see release)."""
+    global json_written
+    json_written = True
+    if held is not None:
+        held.append(data)
+        return
+    _write(data)
+
+
+def _write(data: Any) -> None:
+    try:
+        text = json.dumps(data, indent=2, default=str, allow_nan=False)
+    except ValueError:  # NaN or Infinity somewhere: JSON has no such numbers, null says "not known"
+        text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float):
+        return data if data == data and data not in (float("inf"), float("-inf")) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_finite(v) for v in data]
+    return data
+
+
+def release(code: int, command: str | None) -> None:
+    """Write the held document: a command that exits non-zero gets `error`, `reason` and `fix` beside its
+    own fields (taken from its errors, its unreachable nodes), so every refusal reads the same."""
+    global held
+    docs, held = held or [], None
+    for data in docs:
+        if code != 0 and isinstance(data, dict) and not {"error", "reason", "fix"} <= set(data):
+            data = {**problem_fields(data, code, command), **data}
+        _write(data)
+
+
+def problem_fields(doc: dict, code: int, command: str | None) -> dict:
+    """error / reason / fix for a result document that ended in exit `code`, from what it holds."""
+    said = [str(doc[k]) for k in ("error", "message") if isinstance(doc.get(k), str) and doc[k]]
+    said += [str(e) for e in doc.get("errors") or [] if isinstance(doc.get("errors"), list)]
+    raw = doc.get("unreachable")
+    if isinstance(raw, dict):
+        down = [f"{k}: {v}" for k, v in raw.items()]
+    else:
+        down = [str(x) for x in raw] if isinstance(raw, list) else []
+    down += [str(n.get("error") or n.get("name") or n.get("node")) for n in doc.get("nodes") or []
+             if isinstance(n, dict) and (n.get("reachable") is False or n.get("ok") is False)]
+    said += [f"{f} failed" for f in doc.get("failed") or [] if isinstance(doc.get("failed"), list)]
+    fix = doc.get("fix") if isinstance(doc.get("fix"), str) else None
+    for part in doc.values():  # a check's own verdict inside the document (launch's "preflight")
+        if isinstance(part, dict) and not said:
+            said += [part[k] for k in ("error", "reason") if isinstance(part.get(k), str) and part[k]][:1]
+            fix = fix or (part["fix"] if isinstance(part.get("fix"), str) else None)
+    if said and fix is None:
+        from ..core.statefile import fix_in
+
+        fix = next((f for f in map(fix_in, said) if f), None)  # a damaged state file's way out
+    if down and not said:
+        said = [f"unreachable: {'; '.join(str(d) for d in down)}"]
+        fix = fix or "bring the node(s) up or fix their address in the config; `sparktui check` tests every node"
+    reason = "; ".join(said) or f"{command or 'the command'} exited {code}"
+    return {"error": said[0] if said else reason, "reason": reason, "fix": fix}
 
 
 def confirm(question: str, assume_yes: bool) -> bool:

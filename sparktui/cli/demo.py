@@ -122,7 +122,10 @@ def _down(args: argparse.Namespace) -> int:
     demos = [d for d in found if d.id == args.id] if args.id else [d for d in found if d.background]
     if not demos:
         if args.json:
-            print_json({"stopped": [], "failed": []})
+            why = f"no running demo with id {args.id}" if args.id else "no demo started with `sparktui demo up` runs"
+            print_json({"stopped": [], "failed": [], "error": why, "reason": why,
+                        "fix": "`sparktui demo up` starts one" if not found else
+                        f"running: {', '.join(d.id for d in found)}; `sparktui demo down ID` stops one"})
         else:
             others = "" if args.id else "".join(
                 f"\n  {d.id}: an interactive `sparktui demo` (pid {d.pid}); `sparktui demo down {d.id}` stops it"

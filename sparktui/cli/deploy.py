@@ -26,6 +26,7 @@ from ..core.engines import ENGINES
 from ..core.engines.common import safe_name
 from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.ssh import Cluster
+from ..core.statefile import StateFileError
 from ..core.words import milestone_words
 from . import check
 from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, console, err_console, get_config,
@@ -409,7 +410,10 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         raise CliExit(2, f"no node {args.node!r} in the config (nodes: {', '.join(n.name for n in config.nodes)})")
     printer = Printer(config)
     async with Cluster(config, journal=journal()) as cluster:
-        await load_record(cluster[config.head.name], name)  # learns the launch's secrets, to mask their echoes
+        try:
+            await load_record(cluster[config.head.name], name)  # learns the launch's secrets, to mask their echoes
+        except StateFileError as e:
+            err_console.print(f"{e.line()} (its secrets cannot be masked in these logs)", markup=False, soft_wrap=True)
         found = await find_all(cluster, name, [args.node] if args.node else None)
         down = [f"{f.node}: {f.error}" for f in found.values() if f.error]
         targets = [(f.node, c.name) for f in found.values() for c in f.containers]
@@ -433,6 +437,9 @@ async def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def print_json_line(doc: dict) -> None:
+    from . import common
+
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
+    common.json_written = True  # JSON lines begun: an error after them goes to stderr alone
 

@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core import argcheck
-from ..core.journal import default_journal_path, read_journal
-from .common import CliExit, add_config_arg, add_json_arg, checked, console, get_config, print_json
+from ..core.journal import default_journal_path, tail_journal
+from ..core.statefile import StateFileError
+from .common import CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +38,13 @@ def cmd_journal(args: argparse.Namespace) -> int:
             raise CliExit(e.code, f"{e.message}\n(`sparktui journal --all` shows every cluster's commands "
                                   "without a config)") from None
     path = default_journal_path()
-    entries = read_journal(path, args.limit, cluster=cluster)
+    try:
+        tail = tail_journal(path, args.limit, cluster=cluster)
+    except StateFileError as e:
+        raise CliExit(1, e.line(), reason=e.problem, fix=e.fix) from None
+    entries = tail.entries
+    if tail.warning():
+        err_console.print(tail.warning(), markup=False, soft_wrap=True)
     if args.json:
         print_json([asdict(e) for e in entries])
         return 0

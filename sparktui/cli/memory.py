@@ -27,7 +27,7 @@ async def cmd_drop_caches(args: argparse.Namespace) -> int:
         raise CliExit(2, f"no node named {', '.join(bad)} in the config (nodes: {', '.join(known)})")
     names = args.nodes or known
     if not confirm(DropPreview(names).text() + "\nDrop it?", args.yes):  # the TUI's confirmation text
-        raise CliExit(1, "nothing done")
+        raise CliExit(1, "nothing done", fix="pass --yes to drop the page cache without asking")
     async with Cluster(config, journal=journal()) as cluster:
         results = await asyncio.gather(*(drop_caches(cluster[n]) for n in names))
     if args.json:

@@ -213,6 +213,9 @@ def status_rows(items: list[dict]) -> list[str]:
     """One line per transfer, for `sync status` and `sparktui status`."""
     rows = []
     for t in items:
+        if t.get("state") == "unreadable":  # no route or size to show: its line names the file and the way out
+            rows.append(f"{t['id']}  on {t['source']}  unreadable\n    {t['message']}")
+            continue
         what = t.get("path") or t.get("image") or ""
         moved = _size(t.get("bytes")) + (f"/{_size(t['total_bytes'])}" if t.get("total_bytes") else "")
         pct = f"{t['percent']:.0f}%" if t.get("percent") is not None else "-"
@@ -238,7 +241,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
             err_console.print(f"{n}: unreachable ({e}); its transfers are not listed", markup=False)
         for line in status_rows(items) or ["no transfers"]:
             console.print(line, markup=False)
-    return 1 if any(t["state"] in ("failed", "lost") for t in items[-20:]) else 0
+    return 1 if any(t["state"] in ("failed", "lost", "unreadable") for t in items[-20:]) else 0
 
 
 async def cmd_cancel(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ import json
 import shlex
 from dataclasses import asdict, dataclass, field
 
+from . import statefile
 from .engines.versions import vllm_native_refusal
 
 RUN_TIMEOUT_S = 60  # the one-shot version run; a cold image start on a slow disk takes some seconds
@@ -66,9 +67,31 @@ class ImageInfo:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict) -> "ImageInfo":
-        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        return cls(**known)
+    def from_json(cls, d: object, where: str = "image facts") -> "ImageInfo":
+        """An inspection kept as JSON (facts saved earlier); StateFileError when a field has the wrong type."""
+        return statefile.load(cls, d, where, "take the facts again (sparktui check --json)")
+
+
+CACHE_FIX = "remove it: the next plan reads the release from the image again"
+
+
+def read_versions(body: str, where: str) -> dict[str, str | None]:
+    """The engine releases from the cache's JSON line ({package: version or null}); StateFileError when it
+    is not that (a package missing from it is absent from the image)."""
+    data = statefile.parse_json(body, where, CACHE_FIX)
+    if not isinstance(data, dict):
+        raise statefile.StateFileError(where, "holds no object of engine versions", CACHE_FIX)
+    for p in PACKAGES:
+        if not isinstance(data.get(p), (str, type(None))):
+            raise statefile.StateFileError(where, f"{p!r} is not a version string", CACHE_FIX)
+    return {p: data.get(p) for p in PACKAGES}
+
+
+def _strings(value: object) -> list[str]:
+    """A docker config list (Entrypoint, Cmd): a list of words; a plain string is one word."""
+    if isinstance(value, str):
+        return [value]
+    return [str(x) for x in value] if isinstance(value, list) else []
 
 
 def inspect_script(ref: str, timeout: int = RUN_TIMEOUT_S) -> str:
@@ -124,23 +147,22 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
     if not isinstance(config, dict):
         info.problem = f"docker image inspect {ref} on {node} gave no readable config"
         return info
-    info.entrypoint = [str(x) for x in (config.get("Entrypoint") or [])]
-    info.cmd = [str(x) for x in (config.get("Cmd") or [])]
-    info.labels = {str(k): str(v) for k, v in (config.get("Labels") or {}).items()}
+    info.entrypoint = _strings(config.get("Entrypoint"))
+    info.cmd = _strings(config.get("Cmd"))
+    labels = config.get("Labels")
+    info.labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
     id_line = next((ln for ln in lines[1:] if ln.startswith("sha256:")), None)
     info.id = id_line.strip() if id_line else None
     for key in ("cached", "ran"):
         if key in sections:
             info.cached = key == "cached"
             body = next((ln for ln in sections[key] if ln.strip().startswith("{")), "")
+            where = (f"{node}:~/.cache/sparktui/images/{(info.id or '?').replace(':', '_')}.json" if key == "cached"
+                     else f"the engine versions python3 printed in {ref} on {node}")
             try:
-                versions = json.loads(body)
-            except ValueError:
-                versions = None
-            if isinstance(versions, dict):
-                info.versions = {p: (str(versions[p]) if versions.get(p) is not None else None) for p in PACKAGES}
-            else:
-                info.problem = f"the engine versions in {ref} could not be read (the cache on {node} is unreadable)"
+                info.versions = read_versions(body, where)
+            except statefile.StateFileError as e:
+                info.problem = e.line()
             return info
     failed = sections.get("failed", [])
     rc = failed[0].strip() if failed else "?"

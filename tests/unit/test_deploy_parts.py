@@ -5,6 +5,8 @@ import json
 import os
 import shlex
 import subprocess
+
+import pytest
 from calendar import timegm
 from dataclasses import asdict
 
@@ -17,6 +19,7 @@ from sparktui.core.facts import Container
 from sparktui.core.journal import Journal
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Result
+from sparktui.core.statefile import StateFileError
 
 from sparktui.core.config import Config, ModelConfig, NodeConfig
 from sparktui.core.facts import DockerInfo, Gpu, ModelDir, NodeAddr, NodeFacts, Subnet
@@ -155,16 +158,41 @@ def test_the_record_keeps_its_secrets_private_and_the_journal_line_masked(tmp_pa
     assert json.loads(json.dumps(asdict(e)))["command"] == shown
 
 
-async def test_load_record_tolerates_a_missing_or_broken_file():
-    class FakeNode:
-        def __init__(self, r):
-            self.r = r
+class _RecordNode:
+    name = "spark1"
 
-        async def run(self, cmd, timeout=None, input=None):
-            return self.r
+    def __init__(self, r):
+        self.r = r
 
-    assert await load_record(FakeNode(Result(1, "", "No such file", 0.0)), "x") is None
-    assert await load_record(FakeNode(Result(0, "{not json", "", 0.0)), "x") is None
+    async def run(self, cmd, timeout=None, input=None):
+        return self.r
+
+
+async def test_load_record_none_when_missing_and_a_broken_one_is_named_not_hidden():
+    assert await load_record(_RecordNode(Result(1, "", "cat: x: No such file or directory", 0.0)), "x") is None
+    assert await load_record(_RecordNode(Result(3, "", "", 0.0)), "x") is None  # the head's test: no file
+    for out, err, rc, words in [("{not json", "", 0, "unreadable"), ("", "", 0, "is empty"),
+                                ("  \n", "", 0, "is empty"),
+                                ("", "cat: x: Is a directory", 1, "Is a directory"), ('["x"]', "", 0, "a list")]:
+        with pytest.raises(StateFileError) as e:
+            await load_record(_RecordNode(Result(rc, out, err, 0.0)), "x")
+        line = e.value.line()
+        assert "spark1:~/.local/state/sparktui/deployments/x.json" in line and words in line and "\n" not in line
+        assert "launch the deployment again" in line
+
+
+@pytest.mark.parametrize("change,name", [({"options": "x"}, "options"), ({"options": {"env": ["A=1"]}}, "env"),
+                                         ({"tp": "two"}, "tp"), ({"nodes": "spark1"}, "nodes"),
+                                         ({"containers": {"spark1": 3}}, "containers"),
+                                         ({"options": {"tp": True}}, "tp"), ({"engine": None}, "engine"),
+                                         ({"options": {"extra_args": [1]}}, "extra_args")])
+async def test_a_record_of_the_wrong_types_is_one_error_naming_the_field(change, name):
+    d = Record.from_plan(two_node_plan("sglang", None), PlanOptions(engine="sglang")).to_json()
+    for k, v in change.items():
+        d[k] = {**d[k], **v} if isinstance(v, dict) and isinstance(d.get(k), dict) and k == "options" else v
+    with pytest.raises(StateFileError) as e:
+        await load_record(_RecordNode(Result(0, json.dumps(d), "", 0.0)), "x")
+    assert repr(name) in e.value.line()
 
 
 def test_remove_command_passes_the_label_filter_as_one_word(tmp_path):

@@ -24,6 +24,7 @@ from ..inventory import Inventory
 from ..plan import Plan, PlanOptions, make_plan
 from ..ports import Holder, port_conflicts, ports_of
 from ..ssh import Cluster
+from ..statefile import parse_json
 from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
 from .record import Record, record_path
@@ -211,7 +212,7 @@ class Operations:
             path = record_path(name)
             try:  # no record is the common case: not an error in the journal
                 r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then cat {path}; fi", timeout=30)
-                rec = Record.from_json(json.loads(r.stdout)) if r.ok and r.stdout.strip() else None
+                rec = Record.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
             except Exception:  # noqa: BLE001 - unreadable: the plan works without it
                 return None
             self._last[name] = rec.subnet if rec is not None else None

@@ -27,6 +27,7 @@ from ..events import (DeploymentChanged, EndpointChecked, EndpointHealth, EventB
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
+from ..statefile import StateFileError
 from ..states import SETTLED, State
 from . import containers as C
 from .logstream import LogBatch, LogFollower
@@ -562,7 +563,10 @@ class Deployer:
         """The options of the running (or last) launch: this process's, else the record on the head."""
         if self.current is not None and self.current.options is not None:
             return copy.deepcopy(self.current.options), self.current.record
-        rec = await load_record(self.cluster[self.config.head.name], self.name)
+        try:
+            rec = await load_record(self.cluster[self.config.head.name], self.name)
+        except StateFileError as e:
+            raise DeployError(e.line()) from None
         if rec is None:
             raise DeployError(f"no record of deployment {self.name} on {self.config.head.name} "
                               f"(~/{STATE_DIR}/{self.name}.json): launch it first")
@@ -613,7 +617,11 @@ class Deployer:
             self.current = None
             self._set("stopped", f"no containers of {self.name}")
             return False
-        rec = await load_record(self.cluster[self.config.head.name], self.name)
+        try:
+            rec = await load_record(self.cluster[self.config.head.name], self.name)
+        except StateFileError as e:  # the containers' labels are enough to follow them
+            rec = None
+            self.warnings.append(e.line())
         cur = self._from_labels(ours, rec)
         self._deadline = time.monotonic() + self.ready_timeout  # reattached: readiness counts from now
         await self._measure_offsets(sorted({n for n, _ in ours}))

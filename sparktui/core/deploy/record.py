@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
+from .. import statefile
 from ..plan import Plan, PlanOptions
 from ..secrets import MASK, add_values, mask_data
 from ..ssh import Node, script
 
 STATE_DIR = ".local/state/sparktui/deployments"  # under the head's $HOME
 VERSION = 1
+FIX = "launch the deployment again to rewrite it (or remove the file)"
+_ABSENT = 3  # load_record's exit status for "no record"
 
 
 @dataclass
@@ -52,10 +55,11 @@ class Record:
                    saved=time.time())
 
     @classmethod
-    def from_json(cls, d: dict) -> "Record":
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
-        kw["options"] = options_from_json(d.get("options") or {})
+    def from_json(cls, d: object, where: str = "deployment record") -> "Record":
+        """The record from its parsed JSON; StateFileError when a field has the wrong type."""
+        kw = statefile.fields_of(cls, d, where, FIX, skip=("options",))
+        opts = statefile.field_object(d, "options", where, FIX)  # type: ignore[arg-type]  (fields_of: a dict)
+        kw["options"] = options_from_json(opts, where)
         learn_secrets(kw["options"])
         return cls(**kw)
 
@@ -76,9 +80,9 @@ def options_to_json(opts: PlanOptions) -> dict:
     return d
 
 
-def options_from_json(d: dict) -> PlanOptions:
-    known = {f.name for f in fields(PlanOptions)}
-    return PlanOptions(**{k: v for k, v in d.items() if k in known and k != "model_config"})
+def options_from_json(d: object, where: str = "deployment record") -> PlanOptions:
+    """The options of a record, every field's type checked (model_config is read again, never kept)."""
+    return statefile.load(PlanOptions, d, f"{where} (options)", FIX, skip=("model_config",))
 
 
 def record_path(deployment: str) -> str:
@@ -106,13 +110,25 @@ async def save_record(node: Node, record: Record) -> str | None:
     return None if r.ok else (r.stderr.strip() or f"exit {r.exit_status}")
 
 
+def record_where(node: Node, deployment: str) -> str:
+    """The record's place in messages: NODE:~/.local/state/sparktui/deployments/NAME.json."""
+    return f"{getattr(node, 'name', 'head')}:~/{STATE_DIR}/{deployment}.json"
+
+
 async def load_record(node: Node, deployment: str) -> Record | None:
-    """The record from `node`, or None when there is none (or it cannot be read)."""
-    r = await node.run("cat " + record_path(deployment), timeout=30)
+    """The record from `node`, or None when there is none.
+
+    A record that is there but unusable (empty, not JSON, a field of the wrong type, unreadable) is a
+    StateFileError naming it: "no record" would send the user to look for a launch that did happen.
+    """
+    path = record_path(deployment)
+    r = await node.run(f"[ -e {path} ] || exit {_ABSENT}; cat {path}", timeout=30)
+    where = record_where(node, deployment)
     if not r.ok:
-        return None
-    try:
-        d = json.loads(r.stdout)
-        return Record.from_json(d) if isinstance(d, dict) else None
-    except (ValueError, TypeError):
-        return None
+        if r.exit_status == _ABSENT or "No such file" in r.stderr:  # the test, not cat's words (locale)
+            return None
+        raise statefile.StateFileError(where, f"cannot be read ({r.stderr.strip()[:200] or f'exit {r.exit_status}'})",
+                                       FIX)
+    if not r.stdout.strip():
+        raise statefile.StateFileError(where, "is empty", FIX)
+    return Record.from_json(statefile.parse_json(r.stdout, where, FIX), where)

@@ -1,18 +1,19 @@
 """What a transfer is (meta.json) and where it stands (read back from its state directory)."""
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
+from .. import statefile
 from ..events import TransferProgress
-from .remote import RS
+from .remote import RS, STATE_ROOT
 from .rsync_progress import in_verifier_terms, parse_log, rsync_exit_message, telling_lines
 
 # states a transfer can be in, as shown by `sync status` and carried by TransferProgress
 RUNNING, UNVERIFIED, DONE, FAILED, CANCELLED, LOST = "running", "unverified", "done", "failed", "cancelled", "lost"
+UNREADABLE = "unreadable"  # its meta.json is damaged: listed with the reason, never a crash of the listing
 ENDED = (DONE, FAILED, CANCELLED, LOST)
 
 
@@ -43,9 +44,34 @@ class TransferMeta:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict) -> "TransferMeta":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+    def from_json(cls, d: object, where: str = "meta.json") -> "TransferMeta":
+        """The meta from its parsed JSON; StateFileError when a field is missing or of the wrong type."""
+        return statefile.load(cls, d, where, FIX)
+
+
+FIX = "remove that transfer's directory (the copy itself is untouched) and run the sync again if it is needed"
+
+
+def meta_where(node: str, tid: str) -> str:
+    """A transfer's meta.json in messages: NODE:~/.local/state/sparktui/transfers/ID/meta.json."""
+    return f"{node + ':' if node else ''}~/{STATE_ROOT}/{tid}/meta.json"
+
+
+@dataclass
+class Unreadable:
+    """A transfer whose state directory could not be read: one line, and the rest of the listing goes on."""
+
+    id: str
+    node: str
+    problem: str  # StateFileError.line(): the file, what is wrong, the way out
+
+    def to_dict(self) -> dict:
+        """The keys of TransferRecord.to_dict, so `sync status` and `status --json` list it like the others."""
+        return {"id": self.id, "kind": None, "source": self.node or None, "dest": None, "state": UNREADABLE,
+                "rc": None, "started": None, "path": None, "image": None, "bytes": None, "total_bytes": None,
+                "percent": None, "rate": None, "eta": None, "elapsed": None, "files_done": None,
+                "files_total": None, "message": self.problem, "verified": None,
+                "summary": f"{self.id}: unreadable — {self.problem}"}
 
 
 def _int(text: str | None) -> int | None:
@@ -152,34 +178,48 @@ def describe_end(meta: TransferMeta, state: str, rc: int | None, log: str, verif
     return head + (" — " + " | ".join(why) if why else "") + tail
 
 
-def parse_listing(text: str) -> list[TransferRecord]:
-    """Records from remote.list_states() output; broken records are skipped."""
+def parse_listing(text: str, node: str = "", problems: list[Unreadable] | None = None) -> list[TransferRecord]:
+    """Records from remote.list_states() output on `node`; a record whose meta.json cannot be used is left
+    out, and said in `problems` when given."""
     out: list[TransferRecord] = []
     for chunk in text.split("@@ ")[1:]:
         lines = chunk.split("\n")
-        head = dict(kv.split("=", 1) for kv in lines[0].split()[1:] if "=" in kv)
+        words = lines[0].split()
+        head = dict(kv.split("=", 1) for kv in words[1:] if "=" in kv)
         body: dict[str, str] = {}
         for ln in lines[1:]:
             if "=" in ln:
                 k, v = ln.split("=", 1)
                 body[k] = v
+        tid = words[0] if words else "?"
+        where = meta_where(node, tid)
         try:
-            meta = TransferMeta.from_json(json.loads(body.get("meta", "")))
-        except (ValueError, TypeError):
+            meta = TransferMeta.from_json(statefile.parse_json(body.get("meta", ""), where, FIX), where)
+        except statefile.StateFileError as e:
+            if problems is not None:
+                problems.append(Unreadable(tid, node, e.line()))
             continue
-        verified = None
-        if body.get("verified"):
-            try:
-                verified = json.loads(body["verified"])
-            except ValueError:
-                verified = {"ok": False, "message": "unreadable verification record"}
         out.append(TransferRecord(
             meta=meta, rc=_int(head.get("rc")), alive=head.get("alive") == "1",
-            cancelled=head.get("cancelled") == "1", verified=verified, count=_int(body.get("count")),
-            tail=body.get("tail", "").replace(RS, "\n"), now=_int(head.get("now")),
+            cancelled=head.get("cancelled") == "1", verified=_verified(body.get("verified")),
+            count=_int(body.get("count")), tail=body.get("tail", "").replace(RS, "\n"), now=_int(head.get("now")),
         ))
     out.sort(key=lambda r: r.meta.started)
     return out
+
+
+def _verified(text: str | None) -> dict | None:
+    """The verification record: {"ok": bool, "message": str, ...}; anything else reads as a failed one."""
+    if not text:
+        return None
+    try:
+        v = statefile.parse_json(text, "verified")
+    except statefile.StateFileError:
+        v = None
+    if not isinstance(v, dict) or not isinstance(v.get("ok"), bool) or \
+            not isinstance(v.get("message"), (str, type(None))):
+        return {"ok": False, "message": "unreadable verification record"}
+    return v
 
 
 @dataclass

@@ -5,16 +5,18 @@ import asyncio
 
 from . import remote
 from .errors import TransferError
-from .state import RUNNING, TransferRecord, parse_listing
+from .state import RUNNING, TransferRecord, Unreadable, parse_listing
 
 
-async def list_transfers(cluster, names: list[str] | None = None) -> list[TransferRecord]:
-    """Every transfer recorded on the (reachable) nodes, oldest first."""
+async def list_transfers(cluster, names: list[str] | None = None,
+                         problems: list[Unreadable] | None = None) -> list[TransferRecord]:
+    """Every transfer recorded on the (reachable) nodes, oldest first; those whose state cannot be read go
+    to `problems` when given (left out otherwise)."""
     names = names or list(cluster.nodes)
 
     async def one(name: str) -> list[TransferRecord]:
         r = await cluster[name].run(remote.list_states(), timeout=60)
-        return parse_listing(r.stdout) if r.ok else []
+        return parse_listing(r.stdout, name, problems) if r.ok else []
 
     found = await asyncio.gather(*(one(n) for n in names))
     out = [rec for recs in found for rec in recs]
@@ -29,12 +31,14 @@ def running_to(records: list[TransferRecord], dest: str, kind: str) -> TransferR
 async def transfer_status(cluster, config=None) -> list[dict]:
     """Transfers on every reachable node, as plain dicts (for `sparktui status` and `sync status`).
 
-    Keys: id, kind, source, dest, state (running|unverified|done|failed|cancelled|lost), rc,
+    Keys: id, kind, source, dest, state (running|unverified|done|failed|cancelled|lost|unreadable), rc,
     started, path, image, bytes, total_bytes, percent, rate, eta, elapsed, files_done,
     files_total, message, verified.
     """
     names = [n for n, node in cluster.nodes.items() if getattr(node, "connected", True)] or list(cluster.nodes)
-    return [r.to_dict() for r in await list_transfers(cluster, names)]
+    problems: list[Unreadable] = []
+    found = [r.to_dict() for r in await list_transfers(cluster, names, problems)]
+    return found + [p.to_dict() for p in problems]  # state "unreadable", the reason in "message"
 
 
 async def cancel_transfer(cluster, tid: str) -> str:
