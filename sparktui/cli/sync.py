@@ -13,6 +13,7 @@ from ..core import argcheck
 from ..core.config import Config
 from ..core.events import TransferProgress
 from ..core.ssh import Cluster
+from ..core.yamlpos import unknown_names
 from ..core.transfers import (
     Outcome, TransferError, TransferOptions, cancel_transfer, setup_trust, sync_image, sync_model,
     transfer_status, trust_plan,
@@ -92,7 +93,7 @@ def _check_nodes(config: Config, names: list[str] | None) -> None:
     known = [n.name for n in config.nodes]
     bad = [n for n in names or [] if n not in known]
     if bad:
-        raise CliExit(2, f"unknown node(s): {', '.join(bad)} (nodes: {', '.join(known)})")
+        raise CliExit(2, unknown_names("node", bad, known))
 
 
 class Bars:

@@ -21,6 +21,7 @@ from .image import engine_release, info_for
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
+from .yamlpos import unknown_names
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -197,7 +198,7 @@ def _check_nodes(config: Config, order: list[str], facts: dict[str, NodeFacts], 
         c.error("no nodes to plan for")
     for name in order:
         if name not in known:
-            c.error(f"node {name!r} is not in the config (known: {', '.join(sorted(known))})")
+            c.error(unknown_names("node", [name], sorted(known)))
     dupes = sorted({n for n in order if order.count(n) > 1})
     if dupes:
         c.error(f"node(s) listed twice: {', '.join(dupes)}")

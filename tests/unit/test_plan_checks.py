@@ -175,7 +175,7 @@ def test_unreachable_and_unequal_nodes():
     plan = make_plan(config, facts, subnets, PlanOptions())
     assert _has(plan.errors, "different GPU counts")
     plan = make_plan(config, facts, subnets, PlanOptions(nodes=["spark1", "nope"]))
-    assert _has(plan.errors, "'nope' is not in the config")
+    assert _has(plan.errors, "unknown node 'nope'")
 
 
 def test_node_order_sets_ranks():
