@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import shlex
+import signal
 import sys
 from dataclasses import asdict
 
@@ -178,7 +179,7 @@ def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict
     }
 
 
-def print_outcome(d: Deployer) -> None:
+def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
     if d.state == "ready" and d.check:
         c = d.check
         rate = f", {c.tokens_per_s:.1f} tok/s" if c.tokens_per_s else ""
@@ -189,7 +190,11 @@ def print_outcome(d: Deployer) -> None:
     elif d.state in ("failed", "hung"):
         console.print(Text.assemble((f"{d.state}: ", "bold red"), d.detail))
         if d.state == "hung" and d.current and d.current.engine == "sglang":
-            console.print("  next: sparktui pivot --to vllm (vLLM with Ray rendezvous differently)", markup=False)
+            dep = f" --deployment {shlex.quote(d.name)}" if args is not None and d.name != safe_name(
+                get_config(args).cluster) else ""
+            cmd = _again(args, "pivot", "--to", "vllm") if args is not None else "sparktui pivot --to vllm"
+            console.print(f"  next: {cmd}{dep}   (vLLM with Ray joins the ranks through Ray, not torch's "
+                          f"TCP rendezvous)", markup=False, soft_wrap=True)  # a wrapped command would not run
     for w in d.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), w))
 
@@ -230,7 +235,7 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
     else:
         if not args.wait and d.state not in ("failed", "hung"):
             console.print(f"launched {d.name}; `sparktui logs -f` follows it, `sparktui status` shows it", markup=False)
-        print_outcome(d)
+        print_outcome(d, args)
     return 0 if d.state not in ("failed", "hung") and (d.state == "ready" or not args.wait) else 1
 
 
@@ -289,19 +294,53 @@ def _again(args: argparse.Namespace, *words: str) -> str:
     return "sparktui " + " ".join(words) + cfg
 
 
+class _Term:
+    """SIGTERM (`kill`, a service manager) ends the watching the way Ctrl-C does, so it is said too:
+    without a handler Python dies at once and prints nothing."""
+
+    def __init__(self):
+        self.fired = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        try:
+            loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        except RuntimeError:
+            return  # no loop (a test calling the context directly): nothing to hook
+        if task is None:
+            return
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, self._fire, task)
+            self.loop = loop
+
+    def _fire(self, task: asyncio.Task) -> None:
+        self.fired = True
+        task.cancel()
+
+    def remove(self) -> None:
+        if self.loop is not None:
+            with contextlib.suppress(Exception):
+                self.loop.remove_signal_handler(signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def interrupted(args: argparse.Namespace, p: Prepared):
-    """Ctrl-C here leaves the containers running on the nodes: say which, and how to watch or stop them."""
+    """Ctrl-C or SIGTERM here leaves the containers running on the nodes: say which, and how to watch
+    or stop them."""
+    term = _Term()
     try:
         yield
     except (KeyboardInterrupt, asyncio.CancelledError):
         dep = "" if p.deployment == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(p.deployment)}"
-        lines = ["interrupted: sparktui stopped watching; what started keeps running on the nodes:"]
+        how = "terminated (SIGTERM)" if term.fired else "interrupted"
+        lines = [f"{how}: sparktui stopped watching; what started keeps running on the nodes:"]
         lines += [f"  {n}: {w}" for n, w in p.preview.starts] or ["  (nothing had started yet)"]
         lines += [f"  watch it: {_again(args, 'logs', '-f')}{dep}   or   {_again(args, 'status')}",
                   f"  stop it:  {_again(args, 'stop')}{dep}"]
         err_console.print("\n".join(lines), markup=False, soft_wrap=True)  # commands stay copyable
+        if term.fired:  # a cancelled task would end in a traceback; 143 is the shell's code for SIGTERM
+            raise CliExit(143) from None
         raise
+    finally:
+        term.remove()
 
 
 # ---- commands ---------------------------------------------------------------------------------

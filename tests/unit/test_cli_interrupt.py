@@ -33,3 +33,51 @@ def test_an_interrupted_sync_names_the_copies_and_the_commands(capsys):
     sync._interrupted(argparse.Namespace(config=None), {"model-b-1": "model a → b"})
     err = capsys.readouterr().err
     assert "model-b-1: model a → b" in err and "sparktui sync status" in err and "sparktui sync cancel ID" in err
+
+
+def test_sigterm_during_a_launch_says_what_keeps_running_too(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("cluster: sparks\nnodes:\n  - {name: a, host: 127.0.0.1}\nmodel: {name: m, path: /models/m}\n")
+    code = (
+        "import argparse, asyncio, sys\n"
+        "from sparktui.cli import deploy\nfrom sparktui.cli.common import CliExit\n"
+        "from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview\n"
+        "p = Prepared(Op.LAUNCH, 'sparks', Choices(), Preview('Launch', [], [('a', 'sparktui-sparks-vllm-0 (vllm)')]))\n"
+        "async def main():\n"
+        "    with deploy.interrupted(argparse.Namespace(config=sys.argv[1]), p):\n"
+        "        print('watching', flush=True)\n"
+        "        await asyncio.Event().wait()\n"
+        "try:\n    asyncio.run(main())\nexcept CliExit as e:\n    sys.exit(e.code)\n")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", code, str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.stdout.readline().strip() == "watching"  # inside the launch's watch
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "a: sparktui-sparks-vllm-0 (vllm)" in err
+    assert f"sparktui stop --config {cfg}" in err and "Traceback" not in err
+
+
+def test_the_pivot_suggested_after_a_hang_runs_as_printed(tmp_path, capsys):
+    import shlex
+    from types import SimpleNamespace
+
+    from sparktui.cli import build_parser
+
+    cfg = tmp_path / "my cluster.yaml"
+    cfg.write_text("cluster: sparks\nnodes:\n  - {name: a, host: 127.0.0.1}\nmodel: {name: m, path: /models/m}\n")
+    d = SimpleNamespace(state="hung", detail="rendezvous_hang on a: silent", name="other", warnings=[],
+                        current=SimpleNamespace(engine="sglang"), check=None)
+    deploy.print_outcome(d, argparse.Namespace(config=str(cfg)))
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "next:" in ln)
+    cmd = shlex.split(line.split("next:", 1)[1].split("   (")[0])
+    assert cmd[0] == "sparktui"
+    parsed = build_parser(cmd[1:]).parse_args(cmd[1:])
+    assert (parsed.command, parsed.to, parsed.config, parsed.deployment) == ("pivot", "vllm", str(cfg), "other")
