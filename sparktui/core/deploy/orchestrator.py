@@ -259,13 +259,20 @@ class Deployer:
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
                                    and cur.options.model_path else self.config.model.path,
                                    expect=cur.containers if cur.mode != "ray" else (),  # with Ray only the head inits
-                                   limits=self.config.engine.phase_limits)
+                                   limits=self.config.engine.phase_limits, env_set=self._env_everywhere(cur))
         self.check = None
         self.last_check = None
         self.endpoint = None
         self.own_problems = []
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
+
+    def _env_everywhere(self, cur: Current) -> set[str]:
+        """Variables this launch's plan sets on every node (none known for a reattached deployment)."""
+        plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
+        if plan is None or not plan.nodes:
+            return set()
+        return set.intersection(*({k for k, v in n.env.items() if v} for n in plan.nodes))
 
     async def _watchdog(self, interval: float) -> None:
         assert self.diagnoser is not None
