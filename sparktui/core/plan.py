@@ -125,6 +125,7 @@ class Plan:
             "fit": self.fit.to_json() if self.fit else {},
             "warnings": list(self.warnings),
             "errors": list(self.errors),
+            "runnable": self.ok,  # false: the nodes' commands are for reading until the errors are fixed
         }
 
 
