@@ -187,6 +187,8 @@ def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
         console.print(f"  chat completion: {c.latency_s:.2f} s, {c.completion_tokens} tokens{rate}", markup=False)
         console.print(f"  endpoint (stays up after this command exits): {c.endpoint}", markup=False)
         console.print(f"  SSH forward from this machine, only while this command runs: {c.local}", markup=False)
+    elif d.state == "stopped":
+        console.print(Text.assemble(("stopped: ", "bold yellow"), d.detail))
     elif d.state in ("failed", "hung"):
         console.print(Text.assemble((f"{d.state}: ", "bold red"), d.detail))
         if d.state == "hung" and d.current and d.current.engine == "sglang":
@@ -229,14 +231,15 @@ def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") 
 async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra: dict | None = None) -> int:
     """After a launch: wait when asked, print the outcome, exit 0 (ready or launched) or 1 (a problem)."""
     if args.wait and d.state not in ("failed",):
-        await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung"))  # readiness has its own deadline
+        # readiness has its own deadline; "stopped": a `sparktui stop` from elsewhere ended it
+        await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung", "stopped"))
     if args.json:
         print_json(result_doc(d, printer, extra))
     else:
         if not args.wait and d.state not in ("failed", "hung"):
             console.print(f"launched {d.name}; `sparktui logs -f` follows it, `sparktui status` shows it", markup=False)
         print_outcome(d, args)
-    return 0 if d.state not in ("failed", "hung") and (d.state == "ready" or not args.wait) else 1
+    return 0 if d.state not in ("failed", "hung", "stopped") and (d.state == "ready" or not args.wait) else 1
 
 
 async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:

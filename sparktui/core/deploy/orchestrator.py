@@ -28,6 +28,7 @@ from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
 from ..states import SETTLED, State
 from . import containers as C
+from . import stopmark
 from .logstream import LogBatch, LogFollower
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
 from .health import FAILS_BEFORE_UNHEALTHY, HEALTH_INTERVAL_S, probe_health
@@ -165,8 +166,11 @@ class Deployer:
             return
         d = self.diagnoser
         if d.state == "failed":
+            if self.state == "failed":
+                return
             p = next(p for p in d.problems if p.kind != "rendezvous_hang")
-            self._set("failed", _problem_words(p))
+            # a stop from another terminal makes the engines fail on their way out: ask the head first
+            self._spawn("stopped?", self._fail_unless_stopped(_problem_words(p)))
         elif d.state == "hung":
             self._set("hung", _problem_words(d.problems[0]))
         elif self.state in ("failed", "hung") and any(isinstance(e, ProblemCleared) for e in events):
@@ -225,10 +229,29 @@ class Deployer:
             self._problem("log_stream_lost", node, f"lost {container}'s log: {node} stayed unreachable",
                           "check the node's link; `sparktui logs` reads the log again once it is back")
         elif why in ("exited", "removed") and self.state != "failed":
+            if await self._stopped_elsewhere():
+                return
             code = await self._exit_words(node, container) if why == "exited" else "was removed"
             msg = f"{container} on {node} {code}"
             self._problem("container_exited", node, msg, "read its last log lines above (sparktui logs)")
             self._set("failed", msg)
+
+    async def _stopped_elsewhere(self) -> bool:
+        """When `sparktui stop` ran from another process since this launch: say "stopped", and true."""
+        if self.state in ("stopping", "stopped"):
+            return True
+        try:
+            asked = await stopmark.stopped(self.cluster[self.config.head.name], self.name)
+        except Exception:  # noqa: BLE001 - the head cannot say: judge by the logs alone
+            asked = False
+        if asked and self.state not in ("stopping", "stopped"):
+            self._set("stopped", "stopped from elsewhere: `sparktui stop` removed its containers (the engines' "
+                                 "errors above are from being stopped)")
+        return asked
+
+    async def _fail_unless_stopped(self, words: str) -> None:
+        if not await self._stopped_elsewhere() and self.state not in ("failed", "stopping", "stopped"):
+            self._set("failed", words)
 
     async def _exit_words(self, node: str, container: str) -> str:
         r = await self.cluster[node].run(["docker", "inspect", "--format",
@@ -398,6 +421,8 @@ class Deployer:
         self.plan = plan
         self.warnings = []
         await self._measure_offsets([n.name for n in plan.nodes])
+        with contextlib.suppress(Exception):  # what ran before is replaced: a stop from now on is of this launch
+            await stopmark.clear(self.cluster[self.config.head.name], plan.deployment)
         self._begin(cur)
         err = await save_record(self.cluster[self.config.head.name], cur.record)
         if err:
@@ -522,6 +547,8 @@ class Deployer:
         if self.state not in ("stopped",):
             self._set("stopping", f"removing {self.name}'s containers")
         await self.close()
+        with contextlib.suppress(Exception):  # only words for a launch watching elsewhere: never blocks a stop
+            await stopmark.mark(self.cluster[self.config.head.name], self.name)
         results = await asyncio.gather(*(C.remove_on(n, self.name, self.stop_grace) for n in self.cluster))
         removed = sum(k for k, _ in results)
         errors = [f"{n.name}: {e}" for n, (_, e) in zip(self.cluster, results) if e]
