@@ -233,12 +233,23 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
     if args.wait and d.state not in ("failed",):
         # readiness has its own deadline; "stopped": a `sparktui stop` from elsewhere ended it
         await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung", "stopped"))
+    left: list[tuple[str, str, str]] = []
+    if d.state in ("failed", "hung"):  # a failed launch does not remove its containers: say which still run
+        with contextlib.suppress(Exception):
+            left = await d.leftovers()
     if args.json:
-        print_json(result_doc(d, printer, extra))
+        print_json(result_doc(d, printer, {**(extra or {}), "left_on_nodes": [
+            {"node": n, "container": c, "state": s} for n, c, s in left]}))
     else:
         if not args.wait and d.state not in ("failed", "hung"):
             console.print(f"launched {d.name}; `sparktui logs -f` follows it, `sparktui status` shows it", markup=False)
         print_outcome(d, args)
+        if left:
+            dep = "" if d.name == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(d.name)}"
+            lines = ["its containers are still on the nodes (a failed launch leaves them, with their logs):"]
+            lines += [f"  {n}: {c} ({s})" for n, c, s in left]
+            lines += [f"  read them: {_again(args, 'logs')}{dep}   remove them: {_again(args, 'stop')}{dep}"]
+            console.print("\n".join(lines), markup=False, soft_wrap=True)
     return 0 if d.state not in ("failed", "hung", "stopped") and (d.state == "ready" or not args.wait) else 1
 
 

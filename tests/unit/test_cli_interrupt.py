@@ -81,3 +81,36 @@ def test_the_pivot_suggested_after_a_hang_runs_as_printed(tmp_path, capsys):
     assert cmd[0] == "sparktui"
     parsed = build_parser(cmd[1:]).parse_args(cmd[1:])
     assert (parsed.command, parsed.to, parsed.config, parsed.deployment) == ("pivot", "vllm", str(cfg), "other")
+
+
+def test_a_failed_launch_says_which_containers_it_left_running_and_how_to_remove_them(tmp_path, capsys):
+    import json
+    import shlex
+    from types import SimpleNamespace
+
+    from sparktui.cli import build_parser
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("cluster: sparks\nnodes:\n  - {name: a, host: 127.0.0.1}\nmodel: {name: m, path: /models/m}\n")
+
+    class Failed(SimpleNamespace):
+        async def wait(self, timeout=None, until=()):
+            return self.state
+
+        async def leftovers(self):
+            return [("a", "sparktui-sparks-vllm-0", "running"), ("b", "sparktui-sparks-vllm-1", "running")]
+
+    d = Failed(state="failed", detail="bad_arguments on a: the engine rejected its arguments: --bogus",
+               name="sparks", warnings=[], current=SimpleNamespace(engine="vllm", mode="ray", plan_id="p"),
+               check=None, ready_timeout=10, problems=[], milestones=[], endpoint=None)
+    printer = deploy.Printer(SimpleNamespace(nodes=[]), quiet=True)
+    args = argparse.Namespace(config=str(cfg), wait=True, json=False)
+    assert asyncio.run(deploy._finish(d, printer, args)) == 1
+    out = capsys.readouterr().out
+    assert "still on the nodes" in out and "a: sparktui-sparks-vllm-0 (running)" in out
+    stop = shlex.split(out.split("remove them:", 1)[1].strip())
+    assert build_parser(stop[1:]).parse_args(stop[1:]).command == "stop"  # runs as printed
+    args.json = True
+    assert asyncio.run(deploy._finish(d, printer, args)) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["left_on_nodes"][1] == {"node": "b", "container": "sparktui-sparks-vllm-1", "state": "running"}

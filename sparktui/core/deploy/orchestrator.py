@@ -558,6 +558,12 @@ class Deployer:
         self._set("stopped", f"removed {removed} container(s)")
         return removed
 
+    async def leftovers(self) -> list[tuple[str, str, str]]:
+        """(node, container, state) of this deployment's containers still on the nodes: after a failed
+        launch, what keeps running (a Ray head, a rank waiting for its peers) until it is stopped."""
+        found = await self.existing()
+        return [(f.node, c.name, c.state) for f in found.values() for c in f.containers]
+
     async def current_options(self) -> tuple[PlanOptions, Record | None]:
         """The options of the running (or last) launch: this process's, else the record on the head."""
         if self.current is not None and self.current.options is not None:
