@@ -32,7 +32,7 @@ def test_an_interrupted_launch_names_what_runs_on_which_node_and_how_to_stop_it(
 def test_an_interrupted_sync_names_the_copies_and_the_commands(capsys):
     sync._interrupted(argparse.Namespace(config=None), {"model-b-1": "model a → b"})
     err = capsys.readouterr().err
-    assert "model-b-1: model a → b" in err and "sparktui sync status" in err and "sparktui sync cancel ID" in err
+    assert "model-b-1: model a → b" in err and "sparktui sync status" in err and "sparktui sync cancel model-b-1" in err
 
 
 def test_sigterm_during_a_launch_says_what_keeps_running_too(tmp_path):
@@ -114,3 +114,21 @@ def test_a_failed_launch_says_which_containers_it_left_running_and_how_to_remove
     assert asyncio.run(deploy._finish(d, printer, args)) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["left_on_nodes"][1] == {"node": "b", "container": "sparktui-sparks-vllm-1", "state": "running"}
+
+
+def test_an_interrupted_sync_before_any_copy_does_not_claim_copies_keep_running(capsys):
+    # a note before any copy carries the id "-": it is no copy, and it is never printed as one
+    sync._interrupted(argparse.Namespace(config=None), {"-": "model a → -"}, {"-": "preparing"})
+    err = capsys.readouterr().err
+    assert "no copy had started" in err and "keep running" not in err.replace("none keeps running", "")
+    assert "-:" not in err
+
+
+def test_an_interrupted_verification_says_the_copy_stays_incomplete_until_the_next_sync(capsys):
+    sync._interrupted(argparse.Namespace(config=None), {"model-b-1": "model a → b", "model-c-1": "model a → c"},
+                      {"model-b-1": "verifying", "model-c-1": "running"})
+    err = capsys.readouterr().err
+    copying, verifying = err.split("were being verified")
+    assert "model-c-1: model a → c" in copying and "model-b-1" not in copying
+    assert "model-b-1: model a → b" in verifying and "marked incomplete until `sparktui sync model`" in err
+    assert "sparktui sync cancel model-c-1" in err
