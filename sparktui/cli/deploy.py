@@ -459,7 +459,9 @@ async def cmd_logs(args: argparse.Namespace) -> int:
     config = get_config(args)
     name = safe_name(args.deployment or config.cluster)
     if args.node is not None and args.node not in [n.name for n in config.nodes]:
-        raise CliExit(2, f"no node {args.node!r} in the config (nodes: {', '.join(n.name for n in config.nodes)})")
+        from ..core.yamlpos import unknown_names
+
+        raise CliExit(2, unknown_names("node", [args.node], [n.name for n in config.nodes]))
     printer = Printer(config)
     async with Cluster(config, journal=journal()) as cluster:
         await load_record(cluster[config.head.name], name)  # learns the launch's secrets, to mask their echoes
