@@ -112,8 +112,9 @@ async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
 class Printer:
     """Deployment events as lines: node-coloured log lines, steps, milestones, problems with hints."""
 
-    def __init__(self, config: Config, quiet: bool = False, lines: bool = True):
+    def __init__(self, config: Config, quiet: bool = False, lines: bool = True, config_file: str | None = None):
         self.quiet = quiet  # --json: nothing but the final document
+        self.config_file = config_file  # --config as given: the commands a hint names carry it
         self.lines = lines
         self.colours = {n.name: NODE_COLOURS[i % len(NODE_COLOURS)] for i, n in enumerate(config.nodes)}
         self.width = max((len(n.name) for n in config.nodes), default=4)
@@ -141,7 +142,7 @@ class Printer:
         elif isinstance(e, Milestone):
             console.print(Text.assemble("  ✓ ", self.node(e.node), " ", (milestone_words(e.kind, e.data), "bold")))
         elif isinstance(e, Problem):
-            print_problem(e)
+            print_problem(e, self.config_file)
         elif isinstance(e, ProblemCleared):
             console.print(Text(f"  (withdrawn: {e.problem.kind} on {e.problem.node}: {e.reason})", style="dim"))
         elif isinstance(e, DeploymentChanged) and e.state not in ("failed", "hung"):  # the outcome says those
@@ -153,11 +154,19 @@ def _state_style(state: str) -> str:
     return {"ready": "bold green", "failed": "bold red", "hung": "bold red", "stopped": "dim"}.get(state, "bold")
 
 
-def print_problem(p: Problem) -> None:
+def print_problem(p: Problem, config_file: str | None = None) -> None:
     where = f" on {p.node}" if p.node else ""
     console.print(Text.assemble(("✗ ", "bold red"), (p.kind, "bold red"), where, ": ", p.message))
     if p.hint:
-        console.print(Text.assemble(("  hint: ", "yellow"), p.hint))
+        # the terminal wraps it: a command in the hint stays one line to copy
+        console.print(Text.assemble(("  hint: ", "yellow"), with_config(p.hint, config_file)), soft_wrap=True)
+
+
+def with_config(text: str, config_file: str | None) -> str:
+    """A hint's `sparktui ...` commands with the --config this command was given, so they run as printed."""
+    if not config_file:
+        return text
+    return text.replace("`sparktui ", f"`sparktui --config {shlex.quote(config_file)} ")
 
 
 def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict:
@@ -363,7 +372,7 @@ async def cmd_launch(args: argparse.Namespace) -> int:
     config = get_config(args)
     opts, notes = options_from_args(args, config)
     bus = EventBus()
-    printer = Printer(config, quiet=args.json)
+    printer = Printer(config, quiet=args.json, config_file=getattr(args, "config", None))
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
@@ -394,7 +403,7 @@ async def cmd_launch(args: argparse.Namespace) -> int:
 async def cmd_stop(args: argparse.Namespace) -> int:
     config = get_config(args)
     bus = EventBus()
-    printer = Printer(config, quiet=args.json)
+    printer = Printer(config, quiet=args.json, config_file=getattr(args, "config", None))
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
@@ -426,7 +435,7 @@ async def cmd_stop(args: argparse.Namespace) -> int:
 async def _switch(args: argparse.Namespace, op: Op) -> int:
     config = get_config(args)
     bus = EventBus()
-    printer = Printer(config, quiet=args.json)
+    printer = Printer(config, quiet=args.json, config_file=getattr(args, "config", None))
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
@@ -462,7 +471,7 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         from ..core.yamlpos import unknown_names
 
         raise CliExit(2, unknown_names("node", [args.node], [n.name for n in config.nodes]))
-    printer = Printer(config)
+    printer = Printer(config, config_file=getattr(args, "config", None))
     async with Cluster(config, journal=journal()) as cluster:
         await load_record(cluster[config.head.name], name)  # learns the launch's secrets, to mask their echoes
         found = await find_all(cluster, name, [args.node] if args.node else None)

@@ -132,3 +132,18 @@ def test_an_interrupted_verification_says_the_copy_stays_incomplete_until_the_ne
     assert "model-c-1: model a → c" in copying and "model-b-1" not in copying
     assert "model-b-1: model a → b" in verifying and "marked incomplete until `sparktui sync model`" in err
     assert "sparktui sync cancel model-c-1" in err
+
+
+def test_a_hint_names_its_commands_with_the_config_given(tmp_path, capsys):
+    import shlex
+
+    from sparktui.cli import build_parser
+    from sparktui.core.diagnose import Problem
+    from sparktui.core.engines.logsigns import HANG_HINT
+
+    cfg = tmp_path / "my cluster.yaml"
+    deploy.print_problem(Problem("rendezvous_hang", 1, "silent", HANG_HINT["sglang"], "a", 0.0), str(cfg))
+    out = " ".join(capsys.readouterr().out.split())  # (the console wraps: words, one space apart)
+    cmd = shlex.split(out.split("pivot to vLLM with Ray (`", 1)[1].split("`", 1)[0])
+    parsed = build_parser(cmd[1:]).parse_args(cmd[1:])
+    assert (parsed.command, parsed.to, parsed.config) == ("pivot", "vllm", str(cfg))
