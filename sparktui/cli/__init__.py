@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from .. import __version__
@@ -58,7 +59,24 @@ class _Parser(argparse.ArgumentParser):
         from ..core.secrets import shorten
 
         _Parser.last_error = shorten(message, 400)
+        bad = _INVALID_CHOICE.match(message)
+        if bad:  # one line that names the likely choice, not the whole usage block above it
+            from ..core.yamlpos import did_you_mean
+
+            choices = re.findall(r"'([^']*)'", bad.group(3))
+            line = (f"{bad.group(1)}: invalid choice: '{shorten(bad.group(2), 80)}'; "
+                    f"{_hint(did_you_mean(bad.group(2), choices), choices)}")
+            _Parser.last_error = line
+            self.exit(2, f"{self.prog}: error: {line}\n")
         super().error(shorten(message, 400))
+
+
+def _hint(hint: str, choices: list[str]) -> str:
+    return hint if hint.startswith("expected") or "case" in hint else f"{hint} (choices: {', '.join(choices)})"
+
+
+# argparse's wording (Lib/argparse.py, _check_value, CPython 3.9-3.13): the value is repr()'d
+_INVALID_CHOICE = re.compile(r"(argument [^:]+): invalid choice: '(.*)' \(choose from (.*)\)$", re.S)
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import shlex
+import signal
 import sys
 from dataclasses import asdict
 
@@ -112,8 +113,9 @@ async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
 class Printer:
     """Deployment events as lines: node-coloured log lines, steps, milestones, problems with hints."""
 
-    def __init__(self, config: Config, quiet: bool = False, lines: bool = True):
+    def __init__(self, config: Config, quiet: bool = False, lines: bool = True, config_file: str | None = None):
         self.quiet = quiet  # --json: nothing but the final document
+        self.config_file = config_file  # --config as given: the commands a hint names carry it
         self.lines = lines
         self.colours = {n.name: NODE_COLOURS[i % len(NODE_COLOURS)] for i, n in enumerate(config.nodes)}
         self.width = max((len(n.name) for n in config.nodes), default=4)
@@ -141,7 +143,7 @@ class Printer:
         elif isinstance(e, Milestone):
             console.print(Text.assemble("  ✓ ", self.node(e.node), " ", (milestone_words(e.kind, e.data), "bold")))
         elif isinstance(e, Problem):
-            print_problem(e)
+            print_problem(e, self.config_file)
         elif isinstance(e, ProblemCleared):
             console.print(Text(f"  (withdrawn: {e.problem.kind} on {e.problem.node}: {e.reason})", style="dim"))
         elif isinstance(e, DeploymentChanged) and e.state not in ("failed", "hung"):  # the outcome says those
@@ -153,11 +155,19 @@ def _state_style(state: str) -> str:
     return {"ready": "bold green", "failed": "bold red", "hung": "bold red", "stopped": "dim"}.get(state, "bold")
 
 
-def print_problem(p: Problem) -> None:
+def print_problem(p: Problem, config_file: str | None = None) -> None:
     where = f" on {p.node}" if p.node else ""
     console.print(Text.assemble(("✗ ", "bold red"), (p.kind, "bold red"), where, ": ", p.message))
     if p.hint:
-        console.print(Text.assemble(("  hint: ", "yellow"), p.hint))
+        # the terminal wraps it: a command in the hint stays one line to copy
+        console.print(Text.assemble(("  hint: ", "yellow"), with_config(p.hint, config_file)), soft_wrap=True)
+
+
+def with_config(text: str, config_file: str | None) -> str:
+    """A hint's `sparktui ...` commands with the --config this command was given, so they run as printed."""
+    if not config_file:
+        return text
+    return text.replace("`sparktui ", f"`sparktui --config {shlex.quote(config_file)} ")
 
 
 def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict:
@@ -179,7 +189,7 @@ def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict
     }
 
 
-def print_outcome(d: Deployer) -> None:
+def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
     if d.state == "ready" and d.check:
         c = d.check
         rate = f", {c.tokens_per_s:.1f} tok/s" if c.tokens_per_s else ""
@@ -187,10 +197,16 @@ def print_outcome(d: Deployer) -> None:
         console.print(f"  chat completion: {c.latency_s:.2f} s, {c.completion_tokens} tokens{rate}", markup=False)
         console.print(f"  endpoint (stays up after this command exits): {c.endpoint}", markup=False)
         console.print(f"  SSH forward from this machine, only while this command runs: {c.local}", markup=False)
+    elif d.state == "stopped":
+        console.print(Text.assemble(("stopped: ", "bold yellow"), d.detail))
     elif d.state in ("failed", "hung"):
         console.print(Text.assemble((f"{d.state}: ", "bold red"), d.detail))
         if d.state == "hung" and d.current and d.current.engine == "sglang":
-            console.print("  next: sparktui pivot --to vllm (vLLM with Ray rendezvous differently)", markup=False)
+            dep = f" --deployment {shlex.quote(d.name)}" if args is not None and d.name != safe_name(
+                get_config(args).cluster) else ""
+            cmd = _again(args, "pivot", "--to", "vllm") if args is not None else "sparktui pivot --to vllm"
+            console.print(f"  next: {cmd}{dep}   (vLLM with Ray joins the ranks through Ray, not torch's "
+                          f"TCP rendezvous)", markup=False, soft_wrap=True)  # a wrapped command would not run
     for w in d.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), w))
 
@@ -225,14 +241,26 @@ def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") 
 async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra: dict | None = None) -> int:
     """After a launch: wait when asked, print the outcome, exit 0 (ready or launched) or 1 (a problem)."""
     if args.wait and d.state not in ("failed",):
-        await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung"))  # readiness has its own deadline
+        # readiness has its own deadline; "stopped": a `sparktui stop` from elsewhere ended it
+        await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung", "stopped"))
+    left: list[tuple[str, str, str]] = []
+    if d.state in ("failed", "hung"):  # a failed launch does not remove its containers: say which still run
+        with contextlib.suppress(Exception):
+            left = await d.leftovers()
     if args.json:
-        print_json(result_doc(d, printer, extra))
+        print_json(result_doc(d, printer, {**(extra or {}), "left_on_nodes": [
+            {"node": n, "container": c, "state": s} for n, c, s in left]}))
     else:
         if not args.wait and d.state not in ("failed", "hung"):
             console.print(f"launched {d.name}; `sparktui logs -f` follows it, `sparktui status` shows it", markup=False)
-        print_outcome(d)
-    return 0 if d.state not in ("failed", "hung") and (d.state == "ready" or not args.wait) else 1
+        print_outcome(d, args)
+        if left:
+            dep = "" if d.name == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(d.name)}"
+            lines = ["its containers are still on the nodes (a failed launch leaves them, with their logs):"]
+            lines += [f"  {n}: {c} ({s})" for n, c, s in left]
+            lines += [f"  read them: {_again(args, 'logs')}{dep}   remove them: {_again(args, 'stop')}{dep}"]
+            console.print("\n".join(lines), markup=False, soft_wrap=True)
+    return 0 if d.state not in ("failed", "hung", "stopped") and (d.state == "ready" or not args.wait) else 1
 
 
 async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:
@@ -290,19 +318,53 @@ def _again(args: argparse.Namespace, *words: str) -> str:
     return "sparktui " + " ".join(words) + cfg
 
 
+class _Term:
+    """SIGTERM (`kill`, a service manager) ends the watching the way Ctrl-C does, so it is said too:
+    without a handler Python dies at once and prints nothing."""
+
+    def __init__(self):
+        self.fired = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        try:
+            loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        except RuntimeError:
+            return  # no loop (a test calling the context directly): nothing to hook
+        if task is None:
+            return
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, self._fire, task)
+            self.loop = loop
+
+    def _fire(self, task: asyncio.Task) -> None:
+        self.fired = True
+        task.cancel()
+
+    def remove(self) -> None:
+        if self.loop is not None:
+            with contextlib.suppress(Exception):
+                self.loop.remove_signal_handler(signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def interrupted(args: argparse.Namespace, p: Prepared):
-    """Ctrl-C here leaves the containers running on the nodes: say which, and how to watch or stop them."""
+    """Ctrl-C or SIGTERM here leaves the containers running on the nodes: say which, and how to watch
+    or stop them."""
+    term = _Term()
     try:
         yield
     except (KeyboardInterrupt, asyncio.CancelledError):
         dep = "" if p.deployment == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(p.deployment)}"
-        lines = ["interrupted: sparktui stopped watching; what started keeps running on the nodes:"]
+        how = "terminated (SIGTERM)" if term.fired else "interrupted"
+        lines = [f"{how}: sparktui stopped watching; what started keeps running on the nodes:"]
         lines += [f"  {n}: {w}" for n, w in p.preview.starts] or ["  (nothing had started yet)"]
         lines += [f"  watch it: {_again(args, 'logs', '-f')}{dep}   or   {_again(args, 'status')}",
                   f"  stop it:  {_again(args, 'stop')}{dep}"]
         err_console.print("\n".join(lines), markup=False, soft_wrap=True)  # commands stay copyable
+        if term.fired:  # a cancelled task would end in a traceback; 143 is the shell's code for SIGTERM
+            raise CliExit(143) from None
         raise
+    finally:
+        term.remove()
 
 
 # ---- commands ---------------------------------------------------------------------------------
@@ -311,7 +373,7 @@ async def cmd_launch(args: argparse.Namespace) -> int:
     config = get_config(args)
     opts, notes = options_from_args(args, config)
     bus = EventBus()
-    printer = Printer(config, quiet=args.json)
+    printer = Printer(config, quiet=args.json, config_file=getattr(args, "config", None))
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
@@ -342,7 +404,7 @@ async def cmd_launch(args: argparse.Namespace) -> int:
 async def cmd_stop(args: argparse.Namespace) -> int:
     config = get_config(args)
     bus = EventBus()
-    printer = Printer(config, quiet=args.json)
+    printer = Printer(config, quiet=args.json, config_file=getattr(args, "config", None))
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
@@ -374,7 +436,7 @@ async def cmd_stop(args: argparse.Namespace) -> int:
 async def _switch(args: argparse.Namespace, op: Op) -> int:
     config = get_config(args)
     bus = EventBus()
-    printer = Printer(config, quiet=args.json)
+    printer = Printer(config, quiet=args.json, config_file=getattr(args, "config", None))
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
@@ -407,8 +469,10 @@ async def cmd_logs(args: argparse.Namespace) -> int:
     config = get_config(args)
     name = safe_name(args.deployment or config.cluster)
     if args.node is not None and args.node not in [n.name for n in config.nodes]:
-        raise CliExit(2, f"no node {args.node!r} in the config (nodes: {', '.join(n.name for n in config.nodes)})")
-    printer = Printer(config)
+        from ..core.yamlpos import unknown_names
+
+        raise CliExit(2, unknown_names("node", [args.node], [n.name for n in config.nodes]))
+    printer = Printer(config, config_file=getattr(args, "config", None))
     async with Cluster(config, journal=journal()) as cluster:
         try:
             await load_record(cluster[config.head.name], name)  # learns the launch's secrets, to mask their echoes

@@ -18,13 +18,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def cmd_drop_caches(args: argparse.Namespace) -> int:
     from ..core.memfree import DropPreview, drop_caches
+    from ..core.yamlpos import unknown_names
     from ..core.ssh import Cluster
 
     config = get_config(args)
     known = [n.name for n in config.nodes]
     bad = [n for n in args.nodes if n not in known]
     if bad:
-        raise CliExit(2, f"no node named {', '.join(bad)} in the config (nodes: {', '.join(known)})")
+        raise CliExit(2, unknown_names("node", bad, known))
     names = args.nodes or known
     if not confirm(DropPreview(names).text() + "\nDrop it?", args.yes):  # the TUI's confirmation text
         raise CliExit(1, "nothing done", fix="pass --yes to drop the page cache without asking")

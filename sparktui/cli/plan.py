@@ -25,6 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="show the per-node commands a launch would run, with checks and a fit estimate")
     add_config_arg(p)
     add_plan_args(p)
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--offline", action="store_true",
+                     help="plan without connecting, from the facts the last probe of each node kept (says from when)")
+    src.add_argument("--facts", metavar="FILE",
+                     help="plan without connecting, from a facts file such as a saved `sparktui check --json`")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as JSON")
     out.add_argument("--export", metavar="DIR", help="write one shell script per node and README.txt into DIR")
@@ -101,13 +106,16 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
 async def cmd_plan(args: argparse.Namespace) -> int:
     config = get_config(args)
     opts, notes = options_from_args(args, config)
-    from ..core.deploy.operations import Operations  # the probe layer, only needed here
-    from ..core.events import EventBus
-    from ..core.ssh import Cluster
+    if getattr(args, "offline", False) or getattr(args, "facts", None):
+        plan = plan_without_nodes(config, opts, args.facts)
+    else:
+        from ..core.deploy.operations import Operations  # the probe layer, only needed here
+        from ..core.events import EventBus
+        from ..core.ssh import Cluster
 
-    async with Cluster(config, journal=journal()) as cluster:
-        ops = Operations(cluster, config, EventBus())  # the planner `launch` and the TUI use
-        plan = await ops.plan(opts, last_subnet=None if opts.rendezvous else await ops.last_subnet(opts.deployment))
+        async with Cluster(config, journal=journal()) as cluster:
+            ops = Operations(cluster, config, EventBus())  # the planner `launch` and the TUI use
+            plan = await ops.plan(opts, last_subnet=None if opts.rendezvous else await ops.last_subnet(opts.deployment))
     plan.warnings[:0] = notes
     if args.json:
         print_json(plan.to_json())
@@ -117,6 +125,27 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     else:
         console.print(render_plan(plan))
     return 0 if plan.ok else 1
+
+
+def plan_without_nodes(config: Config, opts: PlanOptions, facts_file: str | None) -> Plan:
+    """A plan from kept facts (--offline) or a facts file (--facts): no node is asked. The model's
+    config.json is not read (it lives on the nodes), so TP is not checked against its heads."""
+    from ..core import facts_store
+    from ..core.inventory import analyse
+    from ..core.plan import make_plan
+
+    names = [n.name for n in config.nodes]
+    hosts = {n.name: n.host for n in config.nodes}
+    try:
+        saved = (facts_store.load_file(facts_file, names, hosts) if facts_file
+                 else facts_store.load_last(config.cluster, names, hosts))
+    except facts_store.FactsFileError as e:
+        raise CliExit(2 if facts_file else 1, str(e)) from None
+    inv = analyse(config, saved.facts)
+    plan = make_plan(config, saved.facts, inv.subnets, opts)
+    plan.warnings[:0] = [f"offline: planned from {saved.source}, not from the nodes now: {saved.when()}; "
+                         f"the model's config.json was not read"]
+    return plan
 
 
 def render_plan(plan: Plan) -> Group:
@@ -143,7 +172,12 @@ def render_plan(plan: Plan) -> Group:
         env.add_column()
         for k, v in n.env.items():
             env.add_row(k, v)
-        cmds = [Text(c, style="green") for c in n.commands] or [Text("(no commands: fix the errors)", style="dim")]
+        if plan.ok:
+            cmds = [Text(c, style="green") for c in n.commands]
+        else:  # commented out and said so: a copied line must not run a plan that was refused
+            cmds = [Text("# NOT RUNNABLE: the plan has errors (below)", style="bold red")] * bool(n.commands) + [
+                Text("# " + c, style="dim") for c in n.commands]
+        cmds = cmds or [Text("(no commands: fix the errors)", style="dim")]
         title = f"{n.name}  rank {n.rank} {n.role}  {n.iface or '?'} {n.ip or '?'}  RDMA {n.rdma or 'none'}"
         parts.append(Panel(Group(env, Text(""), *cmds), title=title, title_align="left"))
     if plan.fit is not None:

@@ -13,6 +13,7 @@ from ..core import argcheck
 from ..core.config import Config
 from ..core.events import TransferProgress
 from ..core.ssh import Cluster
+from ..core.yamlpos import unknown_names
 from ..core.transfers import (
     Outcome, TransferError, TransferOptions, cancel_transfer, setup_trust, sync_image, sync_model,
     transfer_status, trust_plan,
@@ -92,7 +93,7 @@ def _check_nodes(config: Config, names: list[str] | None) -> None:
     known = [n.name for n in config.nodes]
     bad = [n for n in names or [] if n not in known]
     if bad:
-        raise CliExit(2, f"unknown node(s): {', '.join(bad)} (nodes: {', '.join(known)})")
+        raise CliExit(2, unknown_names("node", bad, known))
 
 
 class Bars:
@@ -151,13 +152,29 @@ def _report(outcomes: list[Outcome], as_json: bool, waited: bool) -> int:
     return 0 if all(o.ok for o in outcomes) else 1
 
 
-def _interrupted(args: argparse.Namespace, seen: dict[str, str]) -> None:
-    """Ctrl-C stops only the watching: the copies run detached on the nodes; say which and how to act."""
+def _interrupted(args: argparse.Namespace, seen: dict[str, str], states: dict[str, str] | None = None) -> None:
+    """Ctrl-C stops only the watching: the copies run detached on the nodes; say which and how to act.
+    A copy whose verification was cut off stays marked incomplete until a sync verifies it."""
     cfg = f" --config {shlex.quote(args.config)}" if getattr(args, "config", None) else ""
-    lines = ["interrupted: sparktui stopped following; the copies keep running on the nodes:"]
-    lines += [f"  {tid}: {what}" for tid, what in seen.items()] or ["  (none had started yet)"]
-    lines += [f"  watch them: sparktui sync status{cfg}",
-              f"  stop one:   sparktui sync cancel ID{cfg}"]
+    states = states or {}
+    started = {tid: what for tid, what in seen.items() if tid and tid != "-"}  # "-": a note before any copy
+    if not started:
+        lines = ["interrupted: no copy had started on the nodes yet, so none keeps running "
+                 f"(`sparktui sync status{cfg}` lists any that did)"]
+        err_console.print("\n".join(lines), markup=False, soft_wrap=True)
+        return
+    copying = {t: w for t, w in started.items() if states.get(t) != "verifying"}
+    verifying = {t: w for t, w in started.items() if states.get(t) == "verifying"}
+    lines = ["interrupted: sparktui stopped following."]
+    if copying:
+        lines += ["  these copies keep running on the nodes:"] + [f"    {t}: {w}" for t, w in copying.items()]
+    if verifying:
+        lines += ["  these were being verified, which stopped with sparktui; each destination stays marked "
+                  "incomplete until `sparktui sync model` runs again (it verifies without copying again):"]
+        lines += [f"    {t}: {w}" for t, w in verifying.items()]
+    lines += [f"  watch them: sparktui sync status{cfg}"]
+    if copying:
+        lines += [f"  stop one:   sparktui sync cancel {next(iter(copying))}{cfg}"]
     err_console.print("\n".join(lines), markup=False, soft_wrap=True)  # commands stay copyable
 
 
@@ -174,10 +191,12 @@ async def _run_sync(args: argparse.Namespace, start) -> int:
     opts = _options(args)
     as_json = getattr(args, "json", False)
     seen: dict[str, str] = {}  # transfer id -> "source → dest", for what Ctrl-C leaves running
+    states: dict[str, str] = {}  # transfer id -> its last state (a verification dies with this process)
 
     def heard(e: object) -> None:
-        if isinstance(e, TransferProgress) and e.dest != "-" and e.id:
+        if isinstance(e, TransferProgress) and e.dest != "-" and e.id and e.id != "-":
             seen[e.id] = f"{e.kind} {e.source} → {e.dest}"
+            states[e.id] = e.state
 
     async with Cluster(config, journal()) as cluster:
         try:
@@ -187,7 +206,7 @@ async def _run_sync(args: argparse.Namespace, start) -> int:
             else:
                 outcomes = await start(cluster, config, opts, heard)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            _interrupted(args, seen)
+            _interrupted(args, seen, states)
             raise
         except TransferError as e:
             if as_json:

@@ -49,7 +49,7 @@ class Diagnoser(BatchFeed):
 
     def __init__(self, engine: str, hang_after: float = 90.0, model_path: str | None = None,
                  clock: Callable[[], float] = time.time, limits: dict[str, float | None] | None = None,
-                 expect: Iterable[str] = ()):
+                 expect: Iterable[str] = (), env_set: Iterable[str] = ()):
         if engine not in S.READY:
             raise ValueError(f"unknown engine {engine!r} (expected one of: {', '.join(S.READY)})")
         self.engine = engine
@@ -58,6 +58,8 @@ class Diagnoser(BatchFeed):
         self.limits = {**DEFAULT_LIMITS, **{p: hang_after for p in INIT_PHASES}, **(limits or {})}
         self.phases = PhaseTracker()
         self.expected = set(expect)  # nodes of the deployment: a rendezvous waits until each has started
+        # variables the plan set on every node: a hint asking for them gives way to the next cause
+        self.hang_hint = S.hang_hint(engine, frozenset(env_set))
         self.dropped_milestones = 0
         self.model_path = model_path
         self.clock = clock
@@ -216,7 +218,7 @@ class Diagnoser(BatchFeed):
             msg = f"stopped during {LABELS[phase]}{who}"
         if phase in INIT_PHASES:
             msg += " — if the log is no longer growing, this is a rendezvous hang"
-            hint = S.HANG_HINT[self.engine]
+            hint = self.hang_hint
         else:
             msg += " — if the log is no longer growing, it is stuck there"
             hint = S.STALL_HINT.get(phase, S.TRACEBACK_HINT)
@@ -418,7 +420,7 @@ class Diagnoser(BatchFeed):
                 hint = "this vLLM predates native multi-node (--nnodes/--headless): use --mode ray or a newer image"
             if sign.kind == "watchdog_timeout" and ns.dist == "in":
                 message += " during distributed init"
-                hint = S.HANG_HINT[self.engine]
+                hint = self.hang_hint
             p = Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional)
             if sign.kind == "watchdog_timeout" and "collective" in message and not self._collective(ns, p, seg):
                 return []  # every rank reports the same timed-out collective: the first one names it
@@ -476,7 +478,7 @@ class Diagnoser(BatchFeed):
         # Provisional: silence is a suspicion, and a late "init ends" proves it wrong. The phase and
         # rank are the ones `diagnose` names for a saved log that stops here.
         lag = self.phases.laggard(node) or (None, None, None)
-        return self._problem(Problem("rendezvous_hang", line, msg, S.HANG_HINT[self.engine], node, at,
+        return self._problem(Problem("rendezvous_hang", line, msg, self.hang_hint, node, at,
                                      provisional=True, phase=lag[0] if lag[0] in INIT_PHASES else "dist_init",
                                      rank=lag[1]))
 

@@ -48,6 +48,11 @@ def node_script(plan: Plan, node: str) -> str:
         "set -eu",
         "",
     ]
+    if plan.errors:  # the file stays readable, but running it stops before the first command
+        why = "; ".join(plan.errors)
+        out += ["# NOT RUNNABLE: this plan has errors (README.txt lists them); fix them and export again.",
+                f"echo {shlex.quote('sparktui: this plan has errors, nothing was run: ' + why)} >&2",
+                "exit 1", ""]
     if secrets:
         out.append("# Secrets come from the environment, never from this file.")
         out += [f': "${{{s}:?set {s} in the environment first}}"' for s in secrets]
@@ -114,6 +119,6 @@ def write_export(plan: Plan, directory: str | Path) -> list[Path]:
         p = d / name
         p.write_text(text, encoding="utf-8")
         if name.endswith(".sh"):
-            p.chmod(0o755)
+            p.chmod(0o755 if plan.ok else 0o644)  # a refused plan's scripts are for reading
         out.append(p)
     return out

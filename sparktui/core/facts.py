@@ -92,12 +92,15 @@ class NodeFacts:
 
     def to_json(self) -> dict:
         d = asdict(self)
+        # speed, link state, unified memory and the image IDs too: a saved `check --json` is enough to
+        # plan from (`plan --facts FILE`, facts_store.py reads this shape back)
         d["interfaces"] = [
-            {"name": i.name, "ipv4": i.ipv4, "up": i.up, "rdma": i.rdma} for i in self.interfaces
+            {"name": i.name, "ipv4": i.ipv4, "up": i.up, "rdma": i.rdma, "speed_mbps": i.speed_mbps, "state": i.state}
+            for i in self.interfaces
         ]
-        d["gpu"] = {k: d["gpu"][k] for k in ("name", "count", "memory_total_bytes", "utilization")}
+        d["gpu"] = {k: d["gpu"][k] for k in ("name", "count", "memory_total_bytes", "utilization", "unified")}
         d["docker"] = {"version": self.docker.version, "runtimes": self.docker.runtimes,
-                       "problem": self.docker.problem}
+                       "problem": self.docker.problem, "images": dict(self.docker.images)}
         if self.model is not None:
             d["model"]["state"] = self.model.state
         return d

@@ -5,7 +5,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import network, probes
+from . import facts_store, network, probes
 from .config import Config
 from .facts import NodeFacts, Subnet
 from .channels import SESSIONS_NEEDED
@@ -79,4 +79,9 @@ def analyse(config: Config, facts: dict[str, NodeFacts]) -> Inventory:
 
 async def take_inventory(cluster: Cluster, config: Config,
                          on_facts: Callable[[Node, NodeFacts], None] | None = None) -> Inventory:
-    return analyse(config, await probe_all(cluster, config, on_facts))
+    inv = analyse(config, await probe_all(cluster, config, on_facts))
+    # kept for `plan --offline`; a cache that cannot be written is said, never a failed probe
+    why = facts_store.remember(config.cluster, {n.name: n.host for n in config.nodes}, inv.facts)
+    if why:
+        inv.warnings.append(why)
+    return inv

@@ -17,10 +17,12 @@ from .config import Config
 from .engines import ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
+from . import plan_files
 from .image import engine_release, info_for
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
+from .yamlpos import unknown_names
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -53,6 +55,8 @@ class PlanOptions:
     deployment: str | None = None  # default: config.cluster
     model_config: dict | None = None  # the model's config.json, when it could be read
     engine_version: str | None = None  # the engine release inside the image, when known (flags follow it)
+    files: dict[str, str] = field(default_factory=dict)  # container path -> base64 content (a recipe's mods)
+    node_limit: int | None = None  # without `nodes`: use at most this many, head first (a recipe's max_nodes)
 
 
 @dataclass
@@ -124,6 +128,7 @@ class Plan:
             "fit": self.fit.to_json() if self.fit else {},
             "warnings": list(self.warnings),
             "errors": list(self.errors),
+            "runnable": self.ok,  # false: the nodes' commands are for reading until the errors are fixed
         }
 
 
@@ -197,7 +202,7 @@ def _check_nodes(config: Config, order: list[str], facts: dict[str, NodeFacts], 
         c.error("no nodes to plan for")
     for name in order:
         if name not in known:
-            c.error(f"node {name!r} is not in the config (known: {', '.join(sorted(known))})")
+            c.error(unknown_names("node", [name], sorted(known)))
     dupes = sorted({n for n in order if order.count(n) > 1})
     if dupes:
         c.error(f"node(s) listed twice: {', '.join(dupes)}")
@@ -427,7 +432,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         mode = opts.mode or engine_mod.MODES[0]
         if mode not in engine_mod.MODES:
             c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
-    order = list(opts.nodes) if opts.nodes else _default_order(config)
+    order = list(opts.nodes) if opts.nodes else _narrow(_default_order(config), facts, opts, c)
     counts = _check_nodes(config, order, facts, c)
     per_node = max(counts) if counts else 0
     gpus = per_node * len(order)
@@ -465,6 +470,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     max_len = opts.max_model_len if opts.max_model_len is not None else eng.max_model_len
     if max_len is not None and max_len < 1:
         c.error(f"max model length {max_len} must be positive")
+    for e in plan_files.check_files(opts.files):
+        c.error(e)
     for k in list(config.docker.env) + list(opts.env):
         if not _ENV_NAME.match(k):
             c.error(f"environment variable name {k!r} is not valid")
@@ -509,7 +516,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                   head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
                   mem_fraction=mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
                   extra_args=extra, deployment=deployment, plan_id="", docker=config.docker, nodes=spots,
-                  engine_version=version)
+                  engine_version=version, files=plan_files.mounts(opts.files))
     if engine_mod is not None:
         for spot in spots:
             spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)
@@ -520,15 +527,48 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                                                      config.docker.volumes, config.docker.shm_size,
                                                      render(protect_args(config.docker.extra_args), "show")],
         "nodes": [[s.name, s.rank, s.iface, s.ip, s.rdma, s.infiniband, _shown_env(s.env)] for s in spots],
+        **({"files": sorted(ctx.files)} if ctx.files else {}),
     })
     if engine_mod is not None and mode in engine_mod.MODES and head_ip and tp >= 1 and pp >= 1:
-        plan.steps = engine_mod.steps(ctx)
+        plan.steps = _with_files(engine_mod.steps(ctx), spots, opts.files)
     for spot in spots:
         plan.nodes.append(NodePlan(name=spot.name, rank=spot.rank, role=spot.role, iface=spot.iface, ip=spot.ip,
                                    rdma=spot.rdma, container=ctx.container(spot), env=_shown_env(spot.env),
                                    commands=[s.display for s in plan.steps if s.node == spot.name]))
     plan.errors, plan.warnings = c.errors, c.warnings
     return plan
+
+
+def _narrow(order: list[str], facts: dict[str, NodeFacts], opts: PlanOptions, c: _Checks) -> list[str]:
+    """Without --nodes, the first nodes (head first) that the choices need: no more than a recipe's
+    max_nodes, and no more than TP x PP fills when every node has the head's GPU count."""
+    limit, why = None, ""
+    if opts.node_limit is not None and 0 < opts.node_limit < len(order):
+        limit, why = opts.node_limit, f"the recipe runs on at most {opts.node_limit}"
+    f = facts.get(order[0]) if order else None
+    per = f.gpu.count if f is not None and f.reachable else 0
+    want = (opts.tp or 0) * (opts.pp or 1)
+    if per > 0 and want and want % per == 0 and want // per < (limit or len(order)):
+        limit, why = want // per, f"TP {opts.tp} x PP {opts.pp or 1} fills {want // per} node(s) of {per} GPU(s)"
+    if limit is None:
+        return order
+    c.warn(f"using {limit} of {len(order)} nodes ({', '.join(order[:limit])}): {why}; --nodes picks others")
+    return order[:limit]
+
+
+def _with_files(steps: list[Step], spots: list[Spot], files: dict[str, str]) -> list[Step]:
+    """Each node writes the carried files just before its first step (its container needs them mounted)."""
+    if not files:
+        return steps
+    out: list[Step] = []
+    done: set[str] = set()
+    for step in steps:
+        if step.node not in done:
+            done.add(step.node)
+            rank = next((s.rank for s in spots if s.name == step.node), step.rank)
+            out.append(plan_files.file_step(step.node, rank, files))
+        out.append(step)
+    return out
 
 
 def health_paths(engine: str) -> tuple[str, ...]:

@@ -2,6 +2,8 @@
 
 One round trip per node: `ss -Hltnp` names the listening process; its cgroup names the docker
 container it runs in, so a port held by another deployment's engine is named as that deployment.
+A process `docker exec` started has no container cgroup where the engine runs without one (the demo's
+nodes): its PID namespace, the same as the container's main process, still names the container.
 Where `ss` is missing, /proc/net/tcp still tells that the port is taken (not by whom).
 """
 from __future__ import annotations
@@ -18,8 +20,11 @@ from .ssh import Cluster
 _SCRIPT = r"""echo @@ss; ss -Hltnp 2>/dev/null || echo @@noss
 echo @@tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
 for pid in $(ss -Hltnp 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
-  echo "@@pid $pid $(grep -o '[0-9a-f]\{64\}' /proc/$pid/cgroup 2>/dev/null | head -n 1)"
+  echo "@@pid $pid cg=$(grep -o '[0-9a-f]\{64\}' /proc/$pid/cgroup 2>/dev/null | head -n 1) ns=$(readlink /proc/$pid/ns/pid 2>/dev/null)"
 done
+echo "@@cns self $(readlink /proc/$$/ns/pid 2>/dev/null)"
+docker ps -q --no-trunc 2>/dev/null | xargs -r docker inspect -f '{{.Id}} {{.State.Pid}}' 2>/dev/null |
+  while read -r id p; do echo "@@cns $id $(readlink /proc/$p/ns/pid 2>/dev/null)"; done
 echo @@ps; docker ps --no-trunc --format '{{json .}}' 2>/dev/null
 """
 _USER = re.compile(r'\("([^"]*)",pid=(\d+)')
@@ -69,8 +74,8 @@ def _sections(text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     cur = None
     for line in text.splitlines():
-        if line.startswith("@@pid "):
-            out.setdefault("pid", []).append(line[6:])
+        if line.startswith(("@@pid ", "@@cns ")):
+            out.setdefault(line[2:5], []).append(line[6:])
         elif line.startswith("@@"):
             cur = line[2:].strip()
             out[cur] = []
@@ -89,11 +94,22 @@ def _port_of(addr: str) -> int | None:
 def parse_holders(node: str, text: str, want: dict[int, str], own: set[str]) -> list[Holder]:
     """Holders of the wanted ports from the script's output; own: container ids that do not count."""
     sec = _sections(text)
-    cgroup = {}
+    cgroup, pidns = {}, {}
     for line in sec.get("pid", []):
-        parts = line.split()
-        if len(parts) == 2:
-            cgroup[parts[0]] = parts[1]
+        pid, _, rest = line.partition(" ")
+        fields = dict(f.split("=", 1) for f in rest.split() if "=" in f)
+        if fields.get("cg"):
+            cgroup[pid] = fields["cg"]
+        if fields.get("ns"):
+            pidns[pid] = fields["ns"]
+        if not fields and rest.strip():  # the older two-column form: pid and cgroup id
+            cgroup[pid] = rest.strip()
+    by_ns = {}  # PID namespace -> container id (a container's main process has its own)
+    rows = [ln.split() for ln in sec.get("cns", [])]
+    host_ns = {r[1] for r in rows if len(r) == 2 and r[0] == "self"}  # a --pid host container names no one
+    for r in rows:
+        if len(r) == 2 and r[0] != "self" and r[1] not in host_ns:
+            by_ns.setdefault(r[1], r[0])
     containers = {c.id: c for c in parse_docker_ps("\n".join(sec.get("ps", [])))}
     found: dict[int, Holder] = {}
     if "noss" not in sec:
@@ -106,7 +122,7 @@ def parse_holders(node: str, text: str, want: dict[int, str], own: set[str]) -> 
             h = Holder(node, port, want[port])
             if m:
                 h.process = f"{m[1]} (pid {m[2]})"
-                cid = cgroup.get(m[2])
+                cid = cgroup.get(m[2]) or by_ns.get(pidns.get(m[2], ""))
                 c = next((c for i, c in containers.items() if cid and (i.startswith(cid) or cid.startswith(i))), None)
                 if cid and cid in own or (c is not None and c.id in own):
                     continue

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from . import recipe_mods
 from .plan import PlanOptions
 from .recipe_rules import defaults_to_flags, resolve_runtime, switch
 from .secrets import shorten
@@ -29,7 +30,7 @@ RUNTIMES = {
     "eugr-vllm": ("vllm", "ray"),  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
     "sglang": ("sglang", None),
 }
-TOP_KEYS = {"model", "runtime", "container", "defaults", "env", "command", "min_nodes", "max_nodes", "mode",
+TOP_KEYS = {"model", "runtime", "container", "defaults", "env", "command", "min_nodes", "max_nodes", "mode", "mods",
             "solo_only", "cluster_only", "metadata", "sparkrun_version", "recipe_version", "builder", "name",
             "description"}
 # defaults keys that become plan options
@@ -68,6 +69,7 @@ class Recipe:
     max_nodes: int | None = None
     metadata: dict = field(default_factory=dict)
     extra_args: list[str] = field(default_factory=list)  # template flags the plan does not write itself
+    mods: list[str] = field(default_factory=list)  # sparkrun mods, as the recipe names them (recipe_mods.py)
     trust_remote_code: bool = False
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -297,6 +299,14 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
     if mode == "solo":
         r.max_nodes = 1
     r.metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    mods = data.get("mods")
+    if mods is not None:
+        if isinstance(mods, list) and all(isinstance(m, str) and m for m in mods):
+            r.mods = list(mods)
+        else:
+            top = _nodes(root)
+            at = _at(path, top["mods"]) if "mods" in top else path
+            r.errors.append(f"{at}: mods must be a list of mod names")
     for key in data:
         if key not in TOP_KEYS:
             w.append(f"{key}: not used by sparktui")
@@ -410,14 +420,25 @@ def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, no
         args = list(r.extra_args)
         if r.trust_remote_code and opts.trust_remote_code is None:
             opts.trust_remote_code = True
+    if r.mods:  # files the mods put in the workspace travel with the plan; the rest is refused, with why
+        mods = recipe_mods.resolve(r.mods, r.path)
+        w += mods.applied + mods.refused
+        opts.files = {**opts.files, **mods.files}
+        args = recipe_mods.rewrite_args(args, mods.names)
+        for flag in recipe_mods.missing_files(args, mods.names):
+            w.append(f"{flag}: no mod carries this file, so the engine looks for it in the image's working "
+                     f"directory; the launch fails unless the image has it" + (
+                         " (a mod above was not applied)" if mods.refused else ""))
     opts.extra_args = args + list(opts.extra_args)
     opts.env = {**r.env, **opts.env}
     if r.model and model_path:
         if Path(model_path.rstrip("/")).name.lower() != r.model.split(":")[0].rsplit("/", 1)[-1].lower():
             w.append(f"recipe model {r.model} is not the configured checkpoint {model_path}; the plan serves {model_path}")
+    if r.max_nodes and opts.nodes is None:
+        opts.node_limit = r.max_nodes  # the plan then takes the first max_nodes nodes, head first
     if nodes is not None:
         if r.min_nodes and nodes < r.min_nodes:
             w.append(f"recipe wants at least {r.min_nodes} nodes; the plan has {nodes}")
-        if r.max_nodes and nodes > r.max_nodes:
-            w.append(f"recipe supports at most {r.max_nodes} node(s); the plan has {nodes}")
+        if r.max_nodes and nodes > r.max_nodes and opts.nodes is not None:
+            w.append(f"recipe supports at most {r.max_nodes} node(s); --nodes names {nodes}")
     return opts, w

@@ -90,10 +90,15 @@ def _reason(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
+def known_hosts_name(host: str, port: int | None) -> str:
+    """How OpenSSH names host in known_hosts: `[host]:port` for a port other than 22 (sshd(8),
+    SSH_KNOWN_HOSTS FILE FORMAT); `ssh-keygen -R` must be given this form to find the entry."""
+    return host if not port or port == 22 else f"[{host}]:{port}"
+
+
 def known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
     """The known_hosts line OpenSSH writes for host (and a port other than 22)."""
-    pattern = host if not port or port == 22 else f"[{host}]:{port}"
-    return f"{pattern} {key.export_public_key('openssh').decode().strip()}\n"
+    return f"{known_hosts_name(host, port)} {key.export_public_key('openssh').decode().strip()}\n"
 
 
 def append_known_host(path: Path, host: str, port: int | None, key: asyncssh.SSHKey) -> None:
@@ -185,7 +190,7 @@ class Node:
             self._host_key_problem = (
                 f"host key for {self.name} ({host}) CHANGED: the node now shows {alg} {fp}, "
                 f"which differs from {path}. If the node was reinstalled, remove the old key with "
-                f"`ssh-keygen -R {shlex.quote(host)} -f {shlex.quote(str(path))}` and connect again; "
+                f"`ssh-keygen -R {shlex.quote(known_hosts_name(host, port))} -f {shlex.quote(str(path))}` and connect again; "
                 f"otherwise someone may be intercepting the connection."
             )
             return False

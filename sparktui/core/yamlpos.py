@@ -40,10 +40,22 @@ class ConfigError(Exception):
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
     """A hint naming the closest choice, or listing them all when nothing is close."""
+    same = [c for c in choices if c.casefold() == word.casefold()]
+    if same:  # `Spark2` for `spark2`: difflib would find it too, but not say why it was refused
+        return f"did you mean '{same[0]}'? names are case-sensitive"
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     if close:
         return f"did you mean '{close[0]}'?"
     return "expected one of: " + ", ".join(choices)
+
+
+def unknown_names(what: str, bad: list[str], known: list[str]) -> str:
+    """`unknown node 'Spark2' (did you mean 'spark2'? ...)`, or the names known when none is close."""
+    hints = [did_you_mean(b, known) for b in bad]
+    close = [h for h in hints if h.startswith("did you mean")]
+    names = ", ".join(f"'{shorten(b, 80)}'" for b in bad)
+    tail = "".join(f"{h}; " for h in close)
+    return f"unknown {what}{'s' if len(bad) > 1 else ''} {names} ({tail}{what}s: {', '.join(known)})"
 
 
 def kind(node: yaml.Node) -> str:

@@ -399,3 +399,43 @@ async def test_the_launch_timeout_bounds_its_wait_steps(fake_cluster):
     assert d.state == "failed" and took < 10, (d.state, took)
     failed = [e for e in rec.of(LaunchStep) if e.state == "failed"]
     assert failed and "(the launch's timeout)" in failed[0].detail, failed
+
+
+NCCL_DYING = "[2026-03-02 10:14:40 TP1] NCCL error: remote process exited or there was a network error"
+
+
+async def test_a_stop_from_another_process_reads_as_stopped_not_as_an_nccl_failure(fake_cluster):
+    from sparktui.core.deploy import stopmark
+
+    fc = await fake_cluster(2)
+    plan = plan_for(fc.config, PlanOptions(engine="sglang"))
+    async with Cluster(fc.config) as cluster:
+        # an earlier stop left its mark: this launch clears it, so the engine's own failure is a failure
+        await stopmark.mark(cluster["n1"], "lab")
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, stop_grace=1)
+        try:
+            await d.launch(plan)
+            worker = next(c for c in fc["n2"].names() if c.startswith("sparktui-lab-"))
+            fc["n2"].write_log(worker, NCCL_DYING)
+            await rec.wait_for(lambda e: isinstance(e, DeploymentChanged) and e.state == "failed")
+        finally:
+            await d.close()
+        # now another process stops it while this one watches: the engines die with NCCL errors on the way
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, stop_grace=1)
+        try:
+            await d.launch(plan, if_exists="replace")
+            rec.events.clear()  # (the replace stopped the first launch's containers itself)
+            other = Deployer(cluster, fc.config, EventBus(), stop_grace=1)
+            await stopmark.mark(cluster["n1"], "lab")  # what `stop` does first, before removing anything
+            worker = next(c for c in fc["n2"].names() if c.startswith("sparktui-lab-"))
+            fc["n2"].write_log(worker, NCCL_DYING)
+            await other.stop()
+            e = await rec.wait_for(lambda e: isinstance(e, DeploymentChanged) and e.state in ("stopped", "failed"))
+            assert e.state == "stopped" and "stopped from elsewhere" in e.detail
+            assert d.state == "stopped"
+        finally:
+            await d.close()

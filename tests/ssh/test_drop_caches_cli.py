@@ -30,4 +30,4 @@ async def test_drop_caches_asks_first_then_flushes_each_node_and_reports_free_me
 async def test_an_unknown_node_is_refused_before_any_connection(ssh_env, tmp_path):
     cfg, servers = await ssh_env(1)
     rc, _, err = await sparktui("drop-caches", "--config", str(write_config(cfg, tmp_path / "c.yaml")), "nope", "-y")
-    assert rc == 2 and "no node named nope" in err and not servers[0].stats.commands
+    assert rc == 2 and "unknown node 'nope'" in err and not servers[0].stats.commands

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -93,6 +96,12 @@ async def test_accept_new_records_the_key_then_refuses_a_changed_one(ssh_env):
         with pytest.raises(HostKeyError) as e:
             await Node(cfg.nodes[0], cfg.ssh).connect()
         assert "CHANGED" in str(e.value) and "ssh-keygen -R" in str(e.value)
+        # the fix, run as printed, removes the entry (a non-22 port is stored as [host]:port)
+        fix = re.search(r"`(ssh-keygen -R [^`]+)`", str(e.value)).group(1)
+        assert f"[127.0.0.1]:{port}" in fix
+        if shutil.which("ssh-keygen"):
+            subprocess.run(fix, shell=True, check=True, capture_output=True)
+            assert str(port) not in open(cfg.ssh.known_hosts).read()
     finally:
         await new.stop()
 

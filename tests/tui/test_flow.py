@@ -50,7 +50,9 @@ async def test_launch_hang_pivot_ready(config, core):
 
         # pivot asks first, naming what stops and starts where
         await pilot.press("p")
-        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
+        # (pushed is not yet composed: wait for its buttons too)
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok")
+                                 and app.screen, what="confirm")
         lines = confirm.preview.lines()
         spark1 = lines[lines.index("spark1:") + 1:lines.index("spark2:")]
         assert spark1[0] == "  stop  sparktui-sparks-sglang-0 (running)"

@@ -62,3 +62,19 @@ def test_bad_values_exit_2_before_any_remote_command(tmp_path, argv, words):
     assert len(r.stderr) < 2000  # the bad value is not echoed whole
     journal = list((tmp_path / "state").rglob("*.jsonl"))
     assert not journal or not [json.loads(x) for x in journal[0].read_text().splitlines()]  # nothing ran
+
+
+@pytest.mark.parametrize("argv,hint", [
+    (["plan", "--engine", "vlm"], "did you mean 'vllm'?"),
+    (["pivot", "--to", "VLLM"], "did you mean 'vllm'? names are case-sensitive"),
+    (["plna"], "did you mean 'plan'?"),
+])
+def test_a_bad_choice_is_one_line_with_the_likely_one(argv, hint, capsys):
+    from sparktui.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and hint in err
+    # the error alone, not argparse's usage block before it
+    assert "usage:" not in err and len(err.strip().splitlines()) == 1

@@ -248,3 +248,21 @@ def test_reading_a_record_back_teaches_this_process_its_secrets():
     line = split_ts("2026-01-01T10:00:00Z echo sk-from-the-record hf_from_record hf_env_from_record INFO").text
     assert line == "echo **** **** **** INFO"
     secrets.forget()
+
+
+def test_the_hang_hint_knows_what_the_launched_plan_set_on_every_node():
+    from sparktui.core.deploy.orchestrator import Current, Deployer
+    from sparktui.core.engines.logsigns import hang_hint
+    from sparktui.core.events import EventBus
+
+    from .test_plan import make_config, plan_for
+
+    plan, _ = plan_for(2, engine="sglang")
+    d = Deployer(None, make_config(2), EventBus(), planner=lambda o: None)
+    d.plan = plan
+    cur = Current("sparks", "sglang", plan.mode, plan.plan_id, plan.port, "spark1")
+    env = d._env_everywhere(cur)
+    assert {"SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} <= env
+    assert "already set" in hang_hint("sglang", frozenset(env))
+    # a reattached deployment of another plan: nothing known, the plain hint
+    assert d._env_everywhere(Current("sparks", "sglang", plan.mode, "other", plan.port, "spark1")) == set()

@@ -310,3 +310,24 @@ def test_a_node_that_never_reaches_the_rendezvous_still_ends_the_wait():
     d.feed("[2026-03-02 10:14:12 TP1] Init torch distributed begin.", node="spark2", now=1000.0)
     (p,) = d.tick(1000.0 + 900)
     assert p.kind == "rendezvous_hang" and p.node == "spark2"
+
+
+@pytest.mark.parametrize("engine,host_var", [("sglang", "SGLANG_HOST_IP"), ("vllm", "VLLM_HOST_IP")])
+def test_a_hang_hint_the_plan_already_satisfies_gives_way_to_the_next_cause(engine, host_var):
+    begin = ("[2026-03-02 10:14:12 TP0] Init torch distributed begin." if engine == "sglang"
+             else "INFO 03-02 10:14:12 [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config")
+
+    def hung(env_set):
+        d = Diagnoser(engine, hang_after=90, env_set=env_set)
+        d.feed(begin, node="spark2", now=1000.0)
+        (p,) = d.tick(1100.0)
+        assert p.kind == "rendezvous_hang"
+        return p.hint
+
+    plain = hung(())
+    assert f"{host_var} must be" in plain  # nothing known about the plan: ask for the variables
+    set_all = hung({host_var, "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA"})
+    assert f"{host_var} must be" not in set_all and "already set" in set_all
+    assert "firewall" in set_all and "sparktui preflight" in set_all
+    # one of them missing: the plain hint still applies
+    assert hung({host_var, "NCCL_SOCKET_IFNAME"}) == plain

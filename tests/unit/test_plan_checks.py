@@ -26,7 +26,7 @@ def test_json_has_exactly_the_documented_shape():
     plan, _ = plan_for(2, engine="vllm", mode="ray")
     j = plan.to_json()
     assert set(j) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
-                      "warnings", "errors"}
+                      "warnings", "errors", "runnable"}
     assert j["engine_version"] is None and "planned for the newest release" in j["engine_note"]
     assert j["rendezvous"] == {"subnet": "192.168.100.0/24", "head_ip": fabric_ip(0), "port": 6379}
     assert set(j["nodes"][0]) == {"name", "rank", "role", "iface", "ip", "rdma", "env", "commands"}
@@ -36,8 +36,10 @@ def test_json_has_exactly_the_documented_shape():
 
 
 def test_tp_times_pp_must_use_every_gpu():
-    plan, *_ = _plan(4, tp=2)
+    plan, *_ = _plan(4, tp=2, nodes=["spark1", "spark2", "spark3", "spark4"])  # nodes named: all of them
     assert _has(plan.errors, "2 x 1 = 2", "4")
+    plan, *_ = _plan(4, tp=3)  # 3 GPUs of 1 fill 3 nodes
+    assert plan.ok and [n.name for n in plan.nodes] == ["spark1", "spark2", "spark3"]
     plan, *_ = _plan(2, facts_opts={"gpus": 4}, tp=4, pp=2)
     assert plan.ok, plan.errors  # 2 nodes x 4 GPUs
     plan, *_ = _plan(2, facts_opts={"gpus": 4})
@@ -175,7 +177,7 @@ def test_unreachable_and_unequal_nodes():
     plan = make_plan(config, facts, subnets, PlanOptions())
     assert _has(plan.errors, "different GPU counts")
     plan = make_plan(config, facts, subnets, PlanOptions(nodes=["spark1", "nope"]))
-    assert _has(plan.errors, "'nope' is not in the config")
+    assert _has(plan.errors, "unknown node 'nope'")
 
 
 def test_node_order_sets_ranks():
@@ -269,3 +271,20 @@ def test_port_wait_command_against_a_local_listener():
                        capture_output=True, text=True, timeout=15)
     assert r.stdout.strip() != "open" and r.returncode != 0
 
+
+
+def test_tp_narrows_the_nodes_when_none_are_named():
+    plan, *_ = _plan(4, tp=2)
+    assert plan.ok, plan.errors
+    assert [n.name for n in plan.nodes] == ["spark1", "spark2"] and {s.node for s in plan.steps} == {"spark1", "spark2"}
+    assert _has(plan.warnings, "using 2 of 4 nodes (spark1, spark2)", "TP 2 x PP 1", "--nodes picks others")
+    plan, *_ = _plan(2, facts_opts={"gpus": 2}, tp=3)  # 3 does not fill whole nodes of 2: no guess, the error
+    assert _has(plan.errors, "3 x 1 = 3", "4")
+
+
+def test_a_node_limit_narrows_the_nodes_head_first():
+    plan, *_ = _plan(4, node_limit=2)
+    assert plan.ok and [n.name for n in plan.nodes] == ["spark1", "spark2"] and plan.tp == 2
+    assert _has(plan.warnings, "the recipe runs on at most 2")
+    plan, *_ = _plan(4, node_limit=2, nodes=["spark3", "spark4", "spark1"])  # named nodes win
+    assert [n.name for n in plan.nodes] == ["spark3", "spark4", "spark1"]

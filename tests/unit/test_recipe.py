@@ -136,8 +136,11 @@ def test_node_limits_and_host():
     assert any("at least 2 nodes" in w for w in warnings)
     assert any("127.0.0.1" in w and "0.0.0.0" in w for w in warnings)
     r = parse_recipe("model: x\nruntime: sglang\nsolo_only: true\n", "s.yaml", environ={})
-    _, warnings = apply_recipe(r, PlanOptions(), MODEL, nodes=2)
-    assert any("at most 1" in w for w in warnings)
+    opts, warnings = apply_recipe(r, PlanOptions(nodes=["spark1", "spark2"]), MODEL, nodes=2)
+    assert any("at most 1" in w for w in warnings)  # nodes named: said, and the user's choice stands
+    assert opts.node_limit is None
+    opts, _ = apply_recipe(r, PlanOptions(), MODEL, nodes=2)
+    assert opts.node_limit == 1  # no nodes named: the plan takes the head alone
 
 
 def test_unsupported_runtime_and_bad_fields_are_errors_in_the_recipe():

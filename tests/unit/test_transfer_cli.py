@@ -84,3 +84,14 @@ def test_unknown_destination_is_bad_input():
     with pytest.raises(CliExit) as e:
         sync_cli._check_nodes(cfg, ["node2", "nodeX"])
     assert e.value.code == 2 and "nodeX" in e.value.message
+
+
+def test_a_destination_in_the_wrong_case_is_named_with_its_spelling():
+    from sparktui.cli.common import CliExit
+    from sparktui.core.config import Config, ModelConfig, NodeConfig
+
+    cfg = Config(cluster="c", nodes=[NodeConfig("spark1", "h1", role="head"), NodeConfig("spark2", "h2")],
+                 model=ModelConfig("m", "/models/m"))
+    with pytest.raises(CliExit) as e:
+        sync_cli._check_nodes(cfg, ["Spark2"])
+    assert "did you mean 'spark2'? names are case-sensitive" in e.value.message

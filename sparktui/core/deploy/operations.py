@@ -18,6 +18,7 @@ from typing import Any, Callable
 from .. import labels as L
 from ..config import Config
 from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
+from .. import facts_store
 from .. import inventory as _inventory
 from ..image import inspect_for_plan
 from ..inventory import Inventory
@@ -223,6 +224,8 @@ class Operations:
         opts = copy.deepcopy(opts)
         inv = await self.take_inventory()
         await inspect_for_plan(self.cluster, self.config, inv.facts, opts)  # the engine release in the image
+        # kept again with what the image holds, so an offline plan names the same engine release
+        facts_store.remember(self.config.cluster, {n.name: n.host for n in self.config.nodes}, inv.facts)
         if opts.model_config is None:
             opts.model_config = await self._read_model_config(opts)
         return make_plan(self.config, inv.facts, inv.subnets, opts, last_subnet=last_subnet)

@@ -30,6 +30,7 @@ from ..ssh import Cluster, Node
 from ..statefile import StateFileError
 from ..states import SETTLED, State
 from . import containers as C
+from . import stopmark
 from .logstream import LogBatch, LogFollower
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
 from .health import FAILS_BEFORE_UNHEALTHY, HEALTH_INTERVAL_S, probe_health
@@ -169,8 +170,11 @@ class Deployer:
             return
         d = self.diagnoser
         if d.state == "failed":
+            if self.state == "failed":
+                return
             p = next(p for p in d.problems if p.kind != "rendezvous_hang")
-            self._set("failed", _problem_words(p))
+            # a stop from another terminal makes the engines fail on their way out: ask the head first
+            self._spawn("stopped?", self._fail_unless_stopped(_problem_words(p)))
         elif d.state == "hung":
             self._set("hung", _problem_words(d.problems[0]))
         elif self.state in ("failed", "hung") and any(isinstance(e, ProblemCleared) for e in events):
@@ -229,12 +233,31 @@ class Deployer:
             self._problem("log_stream_lost", node, f"lost {container}'s log: {node} stayed unreachable",
                           "check the node's link; `sparktui logs` reads the log again once it is back")
         elif why in ("exited", "removed") and self.state != "failed":
+            if await self._stopped_elsewhere():
+                return
             code = await self._exit_words(node, container) if why == "exited" else "was removed"
             msg = f"{container} on {node} {code}"
             if self.diagnoser is not None and self.diagnoser.ready:
                 msg += " while serving"  # it had started: this is not a start-up failure
             self._problem("container_exited", node, msg, "read its last log lines above (sparktui logs)")
             self._set("failed", msg)
+
+    async def _stopped_elsewhere(self) -> bool:
+        """When `sparktui stop` ran from another process since this launch: say "stopped", and true."""
+        if self.state in ("stopping", "stopped"):
+            return True
+        try:
+            asked = await stopmark.stopped(self.cluster[self.config.head.name], self.name)
+        except Exception:  # noqa: BLE001 - the head cannot say: judge by the logs alone
+            asked = False
+        if asked and self.state not in ("stopping", "stopped"):
+            self._set("stopped", "stopped from elsewhere: `sparktui stop` removed its containers (the engines' "
+                                 "errors above are from being stopped)")
+        return asked
+
+    async def _fail_unless_stopped(self, words: str) -> None:
+        if not await self._stopped_elsewhere() and self.state not in ("failed", "stopping", "stopped"):
+            self._set("failed", words)
 
     async def _exit_words(self, node: str, container: str) -> str:
         r = await self.cluster[node].run(["docker", "inspect", "--format",
@@ -265,13 +288,20 @@ class Deployer:
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
                                    and cur.options.model_path else self.config.model.path,
                                    expect=cur.containers if cur.mode != "ray" else (),  # with Ray only the head inits
-                                   limits=self.config.engine.phase_limits)
+                                   limits=self.config.engine.phase_limits, env_set=self._env_everywhere(cur))
         self.check = None
         self.last_check = None
         self.endpoint = None
         self.own_problems = []
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
+
+    def _env_everywhere(self, cur: Current) -> set[str]:
+        """Variables this launch's plan sets on every node (none known for a reattached deployment)."""
+        plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
+        if plan is None or not plan.nodes:
+            return set()
+        return set.intersection(*({k for k, v in n.env.items() if v} for n in plan.nodes))
 
     async def _watchdog(self, interval: float) -> None:
         assert self.diagnoser is not None
@@ -426,6 +456,8 @@ class Deployer:
         self.plan = plan
         self.warnings = []
         await self._measure_offsets([n.name for n in plan.nodes])
+        with contextlib.suppress(Exception):  # what ran before is replaced: a stop from now on is of this launch
+            await stopmark.clear(self.cluster[self.config.head.name], plan.deployment)
         self._begin(cur)
         err = await save_record(self.cluster[self.config.head.name], cur.record)
         if err:
@@ -550,6 +582,8 @@ class Deployer:
         if self.state not in ("stopped",):
             self._set("stopping", f"removing {self.name}'s containers")
         await self.close()
+        with contextlib.suppress(Exception):  # only words for a launch watching elsewhere: never blocks a stop
+            await stopmark.mark(self.cluster[self.config.head.name], self.name)
         results = await asyncio.gather(*(C.remove_on(n, self.name, self.stop_grace) for n in self.cluster))
         removed = sum(k for k, _ in results)
         errors = [f"{n.name}: {e}" for n, (_, e) in zip(self.cluster, results) if e]
@@ -558,6 +592,12 @@ class Deployer:
             raise DeployError("could not remove every container: " + "; ".join(errors))
         self._set("stopped", f"removed {removed} container(s)")
         return removed
+
+    async def leftovers(self) -> list[tuple[str, str, str]]:
+        """(node, container, state) of this deployment's containers still on the nodes: after a failed
+        launch, what keeps running (a Ray head, a rank waiting for its peers) until it is stopped."""
+        found = await self.existing()
+        return [(f.node, c.name, c.state) for f in found.values() for c in f.containers]
 
     async def current_options(self) -> tuple[PlanOptions, Record | None]:
         """The options of the running (or last) launch: this process's, else the record on the head."""

@@ -290,6 +290,8 @@ class Context:
     docker: DockerConfig
     nodes: list[Spot]
     engine_version: str | None = None  # the release inside the image, when known
+    # (file under the remote home, path in the container): files a recipe's mods carry, mounted read-only
+    files: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def head(self) -> Spot:
@@ -386,6 +388,7 @@ def docker_run(ctx: Context, spot: Spot, command: list[Word]) -> list[Word]:
     mounts = [volume_word(vol) for vol in d.volumes]
     # Same path inside and out, so engine flags and config paths read the same; read-only keeps the checkpoint safe.
     mounts.append(f"{ctx.model_path}:{ctx.model_path}:ro")
+    mounts += [Joined((Home(rel), f":{inside}:ro")) for rel, inside in ctx.files]
     # The command's first word is the entrypoint: images differ (vllm/vllm-openai's is `vllm serve`),
     # so naming it makes the plan mean the same in every image.
     return w + docker_flags(d, spot, mounts) + ["--entrypoint", command[0], Break(), ctx.image] + command[1:]

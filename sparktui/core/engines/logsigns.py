@@ -250,6 +250,30 @@ HANG_HINT = {
              "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
              "reachable from every worker; `sparktui preflight` checks them"),
 }
+# The variables the hint above asks for, per engine (REFERENCE.md "Rendezvous").
+HANG_ENV = {"sglang": ("SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
+            "vllm": ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")}
+# When the plan already set every one of them on every node, that hint is satisfied: the next likely
+# cause is the path between the nodes (a firewall, a link without carrier), which only a check across
+# the nodes tells apart.
+HANG_HINT_ENV_SET = {
+    "sglang": ("the plan already set SGLANG_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so "
+               "the next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
+               "(--dist-init-addr) or NCCL's ports on the fabric, or a link that lost its carrier; "
+               "`sparktui preflight` checks the rendezvous across every node. If it passes and SGLang still "
+               "hangs here, pivot to vLLM with Ray (`sparktui pivot --to vllm`)"),
+    "vllm": ("the plan already set VLLM_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so the "
+             "next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
+             "(--master-port) or NCCL's ports on the fabric, or a link that lost its carrier; `sparktui preflight` "
+             "checks the rendezvous across every node"),
+}
+
+
+def hang_hint(engine: str, env_set: frozenset[str] | set[str] = frozenset()) -> str:
+    """The hang hint, or the next likely cause when the plan already set what it asks for."""
+    return HANG_HINT_ENV_SET[engine] if set(HANG_ENV[engine]) <= set(env_set) else HANG_HINT[engine]
+
+
 STALL_HINT = {
     "container": "the engine has not started: check the image and the command (docker logs on that node)",
     "ray_join": "the Ray cluster is not complete: `ray status` in the head container must list every node and GPU",
