@@ -15,7 +15,7 @@ from ..core.deploy.metrics_read import MetricsUnavailable, Target, locate, scrap
 from ..core.engines.common import safe_name
 from ..core.metrics import Serving
 from ..core.ssh import Cluster
-from .common import CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, journal
+from .common import CliExit, add_config_arg, add_json_arg, checked, console, get_config, journal
 from .deploy import print_json_line
 
 
@@ -77,6 +77,5 @@ async def cmd_metrics(args: argparse.Namespace) -> int:
                 if not args.watch or (args.count is not None and reports >= args.count):
                     break
         except MetricsUnavailable as e:
-            err_console.print(str(e), markup=False)
-            return 1
+            raise CliExit(1, str(e), reason="no metrics", fix="sparktui status shows the deployment's state") from None
     return 0
