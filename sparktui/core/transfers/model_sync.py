@@ -12,7 +12,7 @@ from typing import Any, Callable
 import humanize
 
 from ..events import TransferProgress
-from . import remote, trust
+from . import cipher, remote, streams, trust
 from .addresses import fabric_addresses
 from .errors import TransferBusy, TransferError, TrustMissing
 from .follow import follow
@@ -109,16 +109,25 @@ async def start_model_transfer(cluster, source: str, dest: str, path: str, addr:
         raise TransferBusy(f"a model transfer to {dest} is already running ({busy.id} from {busy.meta.source}); "
                            f"follow it with `sparktui sync status` or stop it with `sparktui sync cancel {busy.id}`",
                            busy.id)
+    total = total if total is not None else await inventory(cluster[source], path)
+    have = await inventory(cluster[dest], path)
+    choice = await cipher.choose(cluster[source], user, addr, opts)
+    sizes = (total or {}).get("sizes", {})
+    k = opts.rsync_streams or streams.stream_count(
+        choice.cores, sum(1 for s in sizes.values() if s >= opts.stream_file_bytes), opts.max_streams)
+    plan = streams.plan(sizes, (have or {}).get("sizes"), k, opts.stream_file_bytes)
     meta = TransferMeta(id=new_id("model", dest), kind="model", source=source, dest=dest, addr=addr, user=user,
-                        path=path, total_bytes=(total or {}).get("bytes"), total_files=(total or {}).get("files"))
+                        path=path, total_bytes=(total or {}).get("bytes"), total_files=(total or {}).get("files"),
+                        streams=plan.count, cipher=choice.cipher, cipher_note=choice.note)
     # the directory counts as incomplete from before the first byte until verification passes
     note = f"copy {meta.id} from {source} started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(meta.started))}"
     m = await cluster[dest].run(remote.mark_incomplete(path, note), timeout=60)
     if not m.ok:
         raise TransferError(f"cannot prepare {path} on {dest}: {m.stderr.strip() or f'exit {m.exit_status}'}")
-    job = remote.rsync_job(path, user, addr, path, opts.ssh, opts.connect_timeout, opts.io_timeout,
-                           opts.bwlimit)
-    r = await cluster[source].run(remote.start_detached(meta.id, meta.to_json(), job), timeout=60)
+    job = streams.job(plan, path, user, addr, path, remote.ssh_command(opts.ssh, opts.connect_timeout, choice.ciphers),
+                      opts.io_timeout, opts.bwlimit)
+    r = await cluster[source].run(remote.start_detached(meta.id, meta.to_json(), job, streams.state_files(plan)),
+                                  timeout=60)
     if not r.ok:
         raise TransferError(f"could not start rsync on {source}: {r.stderr.strip() or f'exit {r.exit_status}'}")
     return meta
@@ -164,6 +173,13 @@ async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> di
                                  f"{m.stderr.strip() or f'exit {m.exit_status}'}")
     await src.run(remote.write_verified(meta.id, result), timeout=30)
     return result
+
+
+def _tell_cipher(meta: TransferMeta, emit: Emit) -> None:
+    """A copy that could not use the preferred cipher says so (and which one it uses)."""
+    if meta.cipher_note:
+        emit(TransferProgress("-", "model", meta.source, "-", "preparing",
+                              message=f"{meta.source} → {meta.dest}: {meta.cipher_note}"))
 
 
 def _totals(inv: dict | None) -> dict | None:
@@ -286,12 +302,14 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
             return Outcome(dest, False, str(e), sender, e.running_id)
         except TransferError as e:
             return Outcome(dest, False, str(e), sender)
+        _tell_cipher(meta, emit)
         return await carry_on_model(cluster, meta, emit, opts)
 
     if not wait:
         async def start_only(d: str) -> None:
             try:
                 meta = await start_model_transfer(cluster, source, d, path, addrs[d], users[d], opts, total)
+                _tell_cipher(meta, emit)
                 outcomes[d] = Outcome(d, True, f"started {meta.id}", source, meta.id)
             except TransferError as e:
                 outcomes[d] = Outcome(d, False, str(e), source, getattr(e, "running_id", None))

@@ -80,11 +80,14 @@ def state_dir_word(tid: str) -> str:
     return f'"$HOME"/{STATE_ROOT}/{shlex.quote(check_id(tid))}'
 
 
-def ssh_command(ssh: str, connect_timeout: int) -> list[str]:
-    """The ssh client the source node uses towards its peers: never prompts, notices a dead link."""
+def ssh_command(ssh: str, connect_timeout: int, ciphers: str | None = None) -> list[str]:
+    """The ssh client the source node uses towards its peers: never prompts, notices a dead link.
+    `ciphers` (a Ciphers list, see cipher.py) sets what a bulk copy encrypts with; compression
+    stays off whatever an ssh_config says: weights do not compress and it would cost a core."""
+    extra = ["-o", f"Ciphers={ciphers}", "-o", "Compression=no"] if ciphers else []
     return [
         *shlex.split(ssh), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={int(connect_timeout)}",
-        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4",
+        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4", *extra,
     ]
 
 
@@ -93,13 +96,16 @@ def trust_check(ssh: str, user: str, addr: str, connect_timeout: int = 5) -> str
     return shlex.join([*ssh_command(ssh, connect_timeout), f"{user}@{addr}", "true"])
 
 
-def start_detached(tid: str, meta: dict, job: str) -> str:
+def start_detached(tid: str, meta: dict, job: str, files: dict[str, str] | None = None) -> str:
     """Create the state directory, write meta.json and start `job` detached; prints its pid.
 
     setsid gives the job its own session and process group (so cancel can stop rsync, ssh and the
     pipe together), nohup and the redirections cut it from the SSH channel. The job runs in the
     state directory; its exit status lands in rc (through a rename, so a reader never sees half).
+    `files` (name -> text) are written there first: the lists of a copy's parallel streams.
     """
+    extra = "".join(f"printf '%s' {shlex.quote(text)} > {shlex.quote(check_id(name))}\n"
+                    for name, text in (files or {}).items())
     # the job runs in a subshell so that even an `exit` in it leaves the status to record
     inner = f'echo $$ > pid; ( {job}\n); echo $? > rc.tmp; mv rc.tmp rc'
     return (
@@ -112,6 +118,7 @@ def start_detached(tid: str, meta: dict, job: str) -> str:
         'mkdir -p "$d"\n'
         'cd "$d"\n'
         f"printf '%s\\n' {shlex.quote(json.dumps(meta, separators=(',', ':')))} > meta.json\n"
+        f"{extra}"
         ": > log\n"
         f"setsid nohup sh -c {shlex.quote(inner)} </dev/null >log 2>&1 &\n"
         "echo $!\n"
@@ -182,7 +189,8 @@ def read_state(tid: str, offset: int, limit: int = READ_CHUNK, wait: float = 0.0
     at the next poll, progress comes at most 4 times a second, and a quiet transfer costs one
     round trip per `wait`.
     rc is read before the log size, so when rc is there the bytes read are the whole log.
-    Header: `rc=<code|> alive=<0|1> size=<log bytes> count=<bytes|> now=<epoch> cancelled=<0|1> n=<bytes sent>`.
+    Header: `rc=<code|> alive=<0|1> size=<log bytes> count=<bytes|> now=<epoch> cancelled=<0|1> n=<bytes sent>
+    streams=<S> s0=<stream 0's status once it ended|>`, then S lines, one per extra stream of a parallel copy (STREAM_LINES).
     """
     off = int(offset)
     ticks = int(max(0.0, wait) * 20)
@@ -200,10 +208,21 @@ def read_state(tid: str, offset: int, limit: int = READ_CHUNK, wait: float = 0.0
         "count=$(cat count 2>/dev/null || true)\n"
         "c=0; [ ! -e cancelled ] || c=1\n"
         f"n=$((size - {off})); [ \"$n\" -gt 0 ] || n=0; [ \"$n\" -le {int(limit)} ] || n={int(limit)}\n"
-        'printf "rc=%s alive=%s size=%s count=%s now=%s cancelled=%s n=%s\\n" '
-        '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n"\n'
+        "s=0; for f in log.[0-9]*; do [ ! -f \"$f\" ] || s=$((s + 1)); done\n"
+        'printf "rc=%s alive=%s size=%s count=%s now=%s cancelled=%s n=%s streams=%s s0=%s\\n" '
+        '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n" "$s" "$(cat rc.0 2>/dev/null)"\n'
+        f"{STREAM_LINES}"
         f'[ "$n" -eq 0 ] || tail -c +{off + 1} log | head -c "$n"\n'
     )
+
+
+# one line per extra stream of a parallel copy (log.<i>, rc.<i> in the state directory, run in it):
+# `<i> <rc|-> <its log's last bytes, \r and \n as RS>`
+STREAM_LINES = (
+    'for f in log.[0-9]*; do [ -f "$f" ] || continue; i=${f#log.}; '
+    'printf "%s %s %s\\n" "$i" "$(cat "rc.$i" 2>/dev/null || echo -)" '
+    f"\"$(tail -c 400 \"$f\" | tr '\\r\\n' '{RS}{RS}')\"; done\n"
+)
 
 
 def list_states(tail_bytes: int = TAIL_BYTES) -> str:
@@ -225,6 +244,7 @@ def list_states(tail_bytes: int = TAIL_BYTES) -> str:
         '  printf "verified=%s\\n" "$(head -n 1 "$d/verified" 2>/dev/null)"\n'
         '  printf "count=%s\\n" "$(cat "$d/count" 2>/dev/null)"\n'
         f"  printf 'tail=%s\\n' \"$(tail -c {int(tail_bytes)} \"$d/log\" 2>/dev/null | tr '\\r\\n' '{RS}{RS}')\"\n"
+        f'  ( cd "$d" && {STREAM_LINES.strip()} ) | sed "s/^/stream=/"\n'
         "done\n"
     )
 
