@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
 import humanize
@@ -219,6 +220,8 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
     no room, rsync failure) come back as failed Outcomes with the reason.
     """
     opts = opts or TransferOptions()
+    if opts.max_streams == TransferOptions.max_streams:  # not set by the caller: the config's bound
+        opts = replace(opts, max_streams=getattr(config.model, "copy_streams", opts.max_streams))
     emit = emit or (lambda e: None)
     path = config.model.path
     source = config.model.source or config.head.name

@@ -1,0 +1,313 @@
+"""Model copy between two lab nodes: the link's ceiling, today's single rsync and sparktui's copy, same run.
+
+    sudo python bench/transfer.py [--shards 8] [--shard-mb 118] [--repeat 3] [--streams 1 2 3] [--json]
+                                  [--demo] [--demo-link-mbps 120] [--demo-stream-mbps 40]
+
+Two lab nodes (tests/lab/netlab.py: network namespaces, real sshd and rsync, a fabric veth) hold
+the same shards; every method copies them node1 -> node2 over the fabric, interleaved, --repeat
+times, and the median is reported:
+  raw-tcp      python3 sendfile over one TCP connection to a python3 receiver writing one file:
+               the ceiling of the link and the destination's writes, no encryption
+  today        the rsync command line sparktui ran before parallel streams (remote.rsync_job: ssh's
+               default cipher, delta transfer machinery)
+  sparktui-kN  sparktui's copy job (streams.job) with N streams and the cipher cipher.choose picks
+CPU-s/GB adds up every process of the copy: the client side (commands started on node1 run under
+this process, so getrusage of children) and each node's processes (the node's PID namespace:
+utime+stime+cutime+cstime of every process in it, before and after; children are reaped inside
+it, sshd sessions by sshd). The bound a method hit is named: the box's cores (busy >= 90 % of
+them, from /proc/stat), the link (>= 80 % of raw TCP), the destination's writes (>= 80 % of a
+plain write of the same bytes on node2), else one stream's cores.
+--demo runs `sync model` on the demo's shared-link model (demo/link.py) with 1..N streams: each
+stream is held to --demo-stream-mbps (one core's worth of ssh), the node's link to --demo-link-mbps.
+Needs root (the lab); everything stays inside the lab's namespaces or on 127.0.0.0/8.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sparktui.core.transfers import cipher, remote, streams  # noqa: E402
+from sparktui.core.transfers.options import TransferOptions  # noqa: E402
+
+SRC = "/models/bench-src"
+DST = "/models/bench-dst"
+MB = 1 << 20
+GB = 1e9
+PORT = 47011
+
+RECEIVER = r"""import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1)
+print("listening", flush=True)
+c, _ = s.accept()
+with open(sys.argv[3], "wb") as f:
+    while True:
+        b = c.recv(1 << 20)
+        if not b:
+            break
+        f.write(b)
+"""
+SENDER = r"""import os, socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+for name in sorted(os.listdir(sys.argv[3])):
+    with open(os.path.join(sys.argv[3], name), "rb") as f:
+        n, off = os.fstat(f.fileno()).st_size, 0
+        while off < n:
+            off += os.sendfile(c.fileno(), f.fileno(), off, n - off)
+c.close()
+"""
+WRITER = r"""import sys
+b = b"\0" * (1 << 20)
+with open(sys.argv[1], "wb") as f:
+    for _ in range(int(sys.argv[2])):
+        f.write(b)
+"""
+
+
+def node_cpu(pid1: int) -> float:
+    """CPU seconds of every process in the PID namespace of pid1, reaped children included."""
+    tick = os.sysconf("SC_CLK_TCK")
+    ns = os.readlink(f"/proc/{pid1}/ns/pid")
+    total = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{p}/ns/pid") != ns:
+                continue
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return total / tick
+
+
+def client_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def box_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v) - idle, sum(v)
+
+
+@dataclass
+class Run:
+    method: str
+    seconds: float
+    cpu: dict
+    busy: float  # share of the box's cores in use (0..1)
+
+    def gbps(self, nbytes: int) -> float:
+        return nbytes / self.seconds / GB
+
+
+class LabNodeRunner:
+    """cipher.choose talks to a node through .run(); here through the lab's nsenter."""
+
+    def __init__(self, lab, name: str):
+        self.lab, self.name = lab, name
+
+    async def run(self, cmd: str, timeout: float = 60):
+        r = self.lab.sh(self.name, ["sh", "-c", cmd], check=False, timeout=timeout)
+
+        class R:
+            ok = r.returncode == 0
+            exit_status = r.returncode
+            stdout = r.stdout
+            stderr = r.stderr
+        return R()
+
+
+def measure(lab, method: str, fn) -> Run:
+    n1, n2 = lab.node("node1"), lab.node("node2")
+    lab.sh("node2", f"rm -rf {DST} && mkdir -p {DST} && sync")
+    c0, a0, b0, (bz0, tot0) = client_cpu(), node_cpu(n1.pid), node_cpu(n2.pid), box_busy()
+    t0 = time.perf_counter()
+    fn()
+    dt = time.perf_counter() - t0
+    c1, a1, b1, (bz1, tot1) = client_cpu(), node_cpu(n1.pid), node_cpu(n2.pid), box_busy()
+    cpu = {"client": c1 - c0, "node1": a1 - a0, "node2": b1 - b0}
+    cpu["total"] = sum(cpu.values())
+    return Run(method, dt, cpu, (bz1 - bz0) / max(1, tot1 - tot0))
+
+
+def raw_tcp(lab, nbytes: int) -> None:
+    addr = lab.node("node2").fabric_ip
+    argv_r = ["python3", "-c", RECEIVER, addr, str(PORT), f"{DST}/raw.bin"]
+    n2 = lab.node("node2")
+    recv = subprocess.Popen(["nsenter", "-t", str(n2.pid), "-n", "-m", "-p", "--", *argv_r],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert recv.stdout.readline().strip() == "listening"
+        lab.sh("node1", ["python3", "-c", SENDER, addr, str(PORT), f"{SRC}/shards"], timeout=600)
+        recv.wait(120)
+    finally:
+        if recv.poll() is None:
+            recv.kill()
+    size = int(lab.sh("node2", f"stat -c %s {DST}/raw.bin").stdout)
+    assert size == nbytes, f"raw copy moved {size} of {nbytes} bytes"
+
+
+def run_job(lab, job: str, files: dict[str, str]) -> None:
+    d = "/tmp/bench-job"
+    setup = f"rm -rf {d} && mkdir -p {d} && cd {d}\n" + "".join(
+        f"printf '%s' {shlex.quote(t)} > {shlex.quote(n)}\n" for n, t in files.items())
+    lab.sh("node1", setup)
+    r = lab.sh("node1", ["sh", "-c", f"cd {d} && {job}"], check=False, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"copy failed (exit {r.returncode}): {r.stdout[-800:]} {r.stderr[-800:]}")
+
+
+def options_alone(today: str, chosen: str | None) -> dict[str, str]:
+    """Today's command line with one change each: the chosen cipher, ChaCha20 named (OpenSSH's
+    default), --whole-file, and rsync's transfer checksum off (not safe: shown for its price)."""
+    out = {}
+    if chosen:
+        out[f"+{chosen.split('@')[0]}"] = today.replace("-o BatchMode=yes", f"-o Ciphers={chosen} -o BatchMode=yes")
+    out["+chacha20"] = today.replace("-o BatchMode=yes", "-o Ciphers=chacha20-poly1305@openssh.com -o BatchMode=yes")
+    out["+whole-file"] = today.replace("rsync -a ", "rsync -a --whole-file ")
+    out["+no-checksum"] = today.replace("rsync -a ", "rsync -a --checksum-choice=none ")
+    return out
+
+
+def check_copy(lab, nbytes: int) -> None:
+    got = int(lab.sh("node2", f"find {DST}/shards -type f -printf '%s\\n' | awk '{{s += $1}} END {{print s + 0}}'").stdout)
+    assert got == nbytes, f"copied {got} of {nbytes} bytes"
+
+
+def lab_bench(args) -> dict:
+    from tests.lab.netlab import Lab
+
+    nbytes = args.shards * args.shard_mb * MB
+    with Lab(nodes=2, docker=False) as lab:
+        lab.trust("node1", "node2")
+        lab.sh("node1", f"mkdir -p {SRC}/shards && for i in $(seq 1 {args.shards}); do "
+                        f"head -c {args.shard_mb * MB} /dev/urandom > {SRC}/shards/model-$i.safetensors; done",
+               timeout=600)
+        addr, user = lab.node("node2").fabric_ip, "root"
+        opts = TransferOptions(connect_timeout=5)
+        choice = asyncio.run(cipher.choose(LabNodeRunner(lab, "node1"), user, addr, opts))
+        sizes = {f"shards/model-{i}.safetensors": args.shard_mb * MB for i in range(1, args.shards + 1)}
+        today = remote.rsync_job(SRC, user, addr, DST, opts.ssh, opts.connect_timeout, opts.io_timeout)
+        ssh = remote.ssh_command(opts.ssh, opts.connect_timeout, choice.ciphers)
+        methods = {"raw-tcp": lambda: raw_tcp(lab, nbytes), "today": lambda: run_job(lab, today, {})}
+        if args.options:  # each option of sparktui's copy alone on today's command line
+            for name, cmd in options_alone(today, choice.cipher).items():
+                methods[name] = (lambda c=cmd: run_job(lab, c, {}))
+        for k in args.streams:
+            p = streams.plan(sizes, {}, k)
+            job = streams.job(p, SRC, user, addr, DST, ssh, opts.io_timeout)
+            methods[f"sparktui-k{p.count}"] = (lambda j=job, f=streams.state_files(p): run_job(lab, j, f))
+        runs: dict[str, list[Run]] = {m: [] for m in methods}
+        disk: list[float] = []
+        for _ in range(args.repeat):
+            for name, fn in methods.items():
+                r = measure(lab, name, fn)
+                if name != "raw-tcp":
+                    check_copy(lab, nbytes)
+                runs[name].append(r)
+            lab.sh("node2", f"rm -rf {DST} && mkdir -p {DST}")
+            t0 = time.perf_counter()
+            lab.sh("node2", ["python3", "-c", WRITER, f"{DST}/w.bin", str(nbytes // MB)], timeout=600)
+            disk.append(nbytes / (time.perf_counter() - t0) / GB)
+        lab.sh("node2", f"rm -rf {DST}")
+    return {"bytes": nbytes, "cipher": choice.cipher, "cipher_note": choice.note, "cores": os.cpu_count(),
+            "disk_gbps": statistics.median(disk), "runs": runs}
+
+
+def summarise(res: dict) -> list[dict]:
+    nbytes, runs = res["bytes"], res["runs"]
+    gb = nbytes / GB
+
+    def med(rs: list[Run], f) -> float:
+        return statistics.median(f(r) for r in rs)
+
+    raw = med(runs["raw-tcp"], lambda r: r.gbps(nbytes))
+    base_rate = med(runs["today"], lambda r: r.gbps(nbytes))
+    base_cpu = med(runs["today"], lambda r: r.cpu["total"] / gb)
+    one = next((med(rs, lambda r: r.gbps(nbytes)) for m, rs in runs.items() if m == "sparktui-k1"), None)
+    rows = []
+    for m, rs in runs.items():
+        rate, cpu, busy = med(rs, lambda r: r.gbps(nbytes)), med(rs, lambda r: r.cpu["total"] / gb), \
+            med(rs, lambda r: r.busy)
+        parts = {k: med(rs, lambda r, k=k: r.cpu[k] / gb) for k in ("client", "node1", "node2")}
+        if busy >= 0.9:
+            bound = "cores of this box"
+        elif m != "raw-tcp" and rate >= 0.8 * raw:
+            bound = "link"
+        elif rate >= 0.8 * res["disk_gbps"]:
+            bound = "destination writes"
+        else:
+            bound = "one stream's cores" if m != "raw-tcp" else "link"
+        k = int(m.rsplit("k", 1)[1]) if m.startswith("sparktui-k") else None
+        rows.append({"method": m, "gbps": rate, "x_raw": rate / raw, "x_today": rate / base_rate,
+                     "cpu_s_per_gb": cpu, "cpu_x_today": cpu / base_cpu, "cpu_parts": parts, "busy": busy,
+                     "x_k_one_stream": (rate / (k * one)) if k and one else None, "bound": bound})
+    return rows
+
+
+def print_rows(res: dict, rows: list[dict]) -> None:
+    print(f"{res['bytes'] / GB:.2f} GB of shards node1 -> node2 over the fabric veth; this box has "
+          f"{res['cores']} cores; destination plain write {res['disk_gbps']:.2f} GB/s; cipher: "
+          f"{res['cipher'] or 'ssh default'}" + (f" ({res['cipher_note']})" if res['cipher_note'] else ""))
+    print(f"{'method':<16} {'GB/s':>6} {'x raw':>6} {'x today':>8} {'CPU-s/GB':>9} {'x today':>8} "
+          f"{'(client/node1/node2)':>22} {'busy':>5} {'x k*1':>6}  bound")
+    for r in rows:
+        p = r["cpu_parts"]
+        kk = f"{r['x_k_one_stream']:.2f}" if r["x_k_one_stream"] is not None else "-"
+        print(f"{r['method']:<16} {r['gbps']:6.3f} {r['x_raw']:6.2f} {r['x_today']:8.2f} {r['cpu_s_per_gb']:9.2f} "
+              f"{r['cpu_x_today']:8.2f} {p['client']:6.2f}/{p['node1']:5.2f}/{p['node2']:5.2f}   "
+              f"{r['busy'] * 100:4.0f}% {kk:>6}  {r['bound']}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--shard-mb", type=int, default=118)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--options", action="store_true", help="also each option alone on today's command line")
+    ap.add_argument("--demo", action="store_true", help="also on the demo's shared-link model")
+    ap.add_argument("--demo-link-mbps", type=float, default=120.0)
+    ap.add_argument("--demo-stream-mbps", type=float, default=40.0)
+    ap.add_argument("--demo-model-mb", type=int, default=96)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    res = lab_bench(args)
+    rows = summarise(res)
+    out = {"lab": {k: v for k, v in res.items() if k != "runs"} | {"rows": rows}}
+    if args.demo:
+        from bench.transfer_demo import demo_bench
+        out["demo"] = demo_bench(args)
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print_rows(res, rows)
+        if args.demo:
+            from bench.transfer_demo import print_demo
+            print_demo(out["demo"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
