@@ -138,9 +138,15 @@ class LabNodeRunner:
         return R()
 
 
+STATE = "/root/.local/state/sparktui/transfers"
+
+
 def measure(lab, method: str, fn) -> Run:
     n1, n2 = lab.node("node1"), lab.node("node2")
     lab.sh("node2", f"rm -rf {DST} && mkdir -p {DST} && sync")
+    lab.sh("node1", f"rm -rf {STATE}")
+    if method.endswith("-sync"):  # sparktui copies the model directory to the same path
+        lab.sh("node2", f"rm -rf {SRC} && sync")
     c0, a0, b0, (bz0, tot0) = client_cpu(), node_cpu(n1.pid), node_cpu(n2.pid), box_busy()
     t0 = time.perf_counter()
     fn()
@@ -190,8 +196,30 @@ def options_alone(today: str, chosen: str | None) -> dict[str, str]:
     return out
 
 
-def check_copy(lab, nbytes: int) -> None:
-    got = int(lab.sh("node2", f"find {DST}/shards -type f -printf '%s\\n' | awk '{{s += $1}} END {{print s + 0}}'").stdout)
+def sync_cli(tree: Path, cfg: Path) -> None:
+    """`sparktui sync model --to node2 --wait` from a source tree (this one, or the baseline's)."""
+    env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"} | {"PYTHONPATH": str(tree)}
+    r = subprocess.run([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--to", "node2",
+                        "--wait", "--json"], cwd=tree, env=env, capture_output=True, text=True, timeout=900,
+                       stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise SystemExit(f"sync from {tree} failed: {r.stdout[-600:]} {r.stderr[-600:]}")
+
+
+def baseline_tree(rev: str) -> Path:
+    """The sources at `rev` (what sparktui ran before), unpacked once."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    out = Path(f"/tmp/sparktui-baseline-{sha[:12]}")
+    if not (out / "sparktui").is_dir():
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run(f"git -C {shlex.quote(str(ROOT))} archive {sha} | tar -x -C {shlex.quote(str(out))}",
+                       shell=True, check=True)
+    return out
+
+
+def check_copy(lab, nbytes: int, where: str = DST) -> None:
+    got = int(lab.sh("node2", f"find {where}/shards -type f -printf '%s\\n' | awk '{{s += $1}} END {{print s + 0}}'").stdout)
     assert got == nbytes, f"copied {got} of {nbytes} bytes"
 
 
@@ -218,13 +246,20 @@ def lab_bench(args) -> dict:
             p = streams.plan(sizes, {}, k)
             job = streams.job(p, SRC, user, addr, DST, ssh, opts.io_timeout)
             methods[f"sparktui-k{p.count}"] = (lambda j=job, f=streams.state_files(p): run_job(lab, j, f))
+        if args.sync:  # the whole `sync model`, client and polling included, before and now
+            data = lab.config_data()
+            data["model"]["path"] = SRC
+            cfg = lab.write_config(data, lab.dir / "bench.yaml")
+            old = baseline_tree(args.baseline)
+            methods["today-sync"] = lambda: sync_cli(old, cfg)
+            methods["sparktui-sync"] = lambda: sync_cli(ROOT, cfg)
         runs: dict[str, list[Run]] = {m: [] for m in methods}
         disk: list[float] = []
         for _ in range(args.repeat):
             for name, fn in methods.items():
                 r = measure(lab, name, fn)
                 if name != "raw-tcp":
-                    check_copy(lab, nbytes)
+                    check_copy(lab, nbytes, SRC if name.endswith("-sync") else DST)
                 runs[name].append(r)
             lab.sh("node2", f"rm -rf {DST} && mkdir -p {DST}")
             t0 = time.perf_counter()
@@ -286,6 +321,8 @@ def main() -> int:
     ap.add_argument("--shard-mb", type=int, default=118)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--sync", action="store_true", help="also `sync model --wait` end to end, baseline and now")
+    ap.add_argument("--baseline", default="main", help="git revision of today's sparktui (default: main)")
     ap.add_argument("--options", action="store_true", help="also each option alone on today's command line")
     ap.add_argument("--demo", action="store_true", help="also on the demo's shared-link model")
     ap.add_argument("--demo-link-mbps", type=float, default=120.0)

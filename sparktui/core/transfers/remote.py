@@ -188,36 +188,38 @@ def read_state(tid: str, offset: int, limit: int = READ_CHUNK, wait: float = 0.0
     """One poll of a transfer: a header line, then log bytes [offset, offset+n).
 
     With `wait`, the node first waits up to that many seconds for something to tell (new log bytes,
-    the end, the process gone), looking every 100 ms: the end of a copy is seen at once instead of
-    at the next poll, progress comes at most twice a second, and a quiet transfer costs one
-    round trip per `wait`.
+    the end, the process gone), looking every 200 ms: the end of a copy is seen at once instead of
+    at the next poll, progress comes at most once a second (rsync's own pace), and a quiet transfer
+    costs one round trip per `wait`.
     rc is read before the log size, so when rc is there the bytes read are the whole log.
     Header: `rc=<code|> alive=<0|1> size=<log bytes> count=<bytes|> now=<epoch> cancelled=<0|1> n=<bytes sent>
     streams=<S> s0=<stream 0's status once it ended|>`, then S lines, one per extra stream of a parallel copy (STREAM_LINES).
     """
     off = int(offset)
-    ticks = int(max(0.0, wait) * 10)
+    ticks = int(max(0.0, wait) * 5)
     return (
         f"{_ALIVE_FN}\n"
         f"d={state_dir_word(tid)}\n"
         'cd "$d" 2>/dev/null || { echo "no such transfer directory: $d" >&2; exit 3; }\n'
-        # ticks of 0.1 s; the end (rc, the job gone) is looked for every tick with builtins, the log
-        # size (a fork) every 5th: at least 0.5 s between answers while bytes flow (rsync prints
-        # about once a second), the end answered at once
-        'p=$(cat pid 2>/dev/null); size=$(wc -c < log | tr -d " ")\n'
+        # ticks of 0.2 s; the end (rc, the job gone) is looked for every tick with builtins, the log
+        # size (a fork) every 5th: at least 1 s between answers while bytes flow (rsync prints
+        # about once a second), the end answered within a tick
+        # small files are read with the shell's own `read`: no fork per file
+        'p=; read -r p 2>/dev/null < pid; size=$(wc -c < log | tr -d " ")\n'
         f"i=0; while [ \"$i\" -lt {ticks} ] && [ ! -f rc ] && alive \"$p\" && "
         f"{{ [ \"$i\" -lt 5 ] || [ \"$size\" -le {off} ]; }}; "
-        "do if sleep 0.1 2>/dev/null; then i=$((i + 1)); else sleep 1; i=$((i + 10)); fi; "
+        "do if sleep 0.2 2>/dev/null; then i=$((i + 1)); else sleep 1; i=$((i + 5)); fi; "
         '[ $((i % 5)) -ne 0 ] || size=$(wc -c < log | tr -d " "); done\n'
-        "rc=; [ ! -f rc ] || rc=$(cat rc)\n"
-        "a=0; alive \"$(cat pid 2>/dev/null)\" && a=1\n"
+        "rc=; [ ! -f rc ] || read -r rc 2>/dev/null < rc\n"
+        'a=0; alive "$p" && a=1\n'
         "size=$(wc -c < log | tr -d ' ')\n"
-        "count=$(cat count 2>/dev/null || true)\n"
+        "count=; read -r count 2>/dev/null < count\n"
         "c=0; [ ! -e cancelled ] || c=1\n"
+        "s0=; read -r s0 2>/dev/null < rc.0\n"
         f"n=$((size - {off})); [ \"$n\" -gt 0 ] || n=0; [ \"$n\" -le {int(limit)} ] || n={int(limit)}\n"
         "s=0; for f in log.[0-9]*; do [ ! -f \"$f\" ] || s=$((s + 1)); done\n"
         'printf "rc=%s alive=%s size=%s count=%s now=%s cancelled=%s n=%s streams=%s s0=%s\\n" '
-        '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n" "$s" "$(cat rc.0 2>/dev/null)"\n'
+        '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n" "$s" "$s0"\n'
         f"{STREAM_LINES}"
         f'[ "$n" -eq 0 ] || tail -c +{off + 1} log | head -c "$n"\n'
     )
