@@ -21,6 +21,6 @@ class TransferOptions:
     # one ssh is bound by a core or two, far below a fabric link. The copy runs as many as the
     # sender's cores allow (2 each) and it has large files, at most this many (see streams.py).
     max_streams: int = 8
-    stream_file_bytes: int = 64 << 20  # a file this large is worth a stream of its own
+    stream_file_bytes: int = 16 << 20  # a file this large is worth a stream of its own
     rsync_streams: int | None = None  # exactly this many (bench, tests); None: chosen as above
     cipher: bool = True  # pick the cheapest ssh cipher both ends offer (cipher.py); False: ssh's default

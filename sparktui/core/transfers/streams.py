@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from . import remote
 from .rsync_progress import RsyncUpdate, parse_log
 
-LARGE = 64 << 20  # a file this big is worth a stream of its own
+LARGE = 16 << 20  # a file this big is worth a stream of its own (a stream costs one ssh handshake)
 RETRIES = 2  # a stream whose connection broke (rsync 10, 12, 30, 35, ssh 255) starts again this often
 RETRY_CODES = (10, 12, 30, 35, 255)
 CORES_PER_STREAM = 2  # rsync's sender and its ssh each keep about one core busy at link speed
