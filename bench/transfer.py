@@ -29,6 +29,7 @@ import json
 import os
 import resource
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -224,6 +225,8 @@ def check_copy(lab, nbytes: int, where: str = DST) -> None:
 
 
 def lab_bench(args) -> dict:
+    if args.no_lab:
+        return {}
     from tests.lab.netlab import Lab
 
     nbytes = args.shards * args.shard_mb * MB
@@ -315,6 +318,71 @@ def print_rows(res: dict, rows: list[dict]) -> None:
               f"{r['busy'] * 100:4.0f}% {kk:>6}  {r['bound']}")
 
 
+def demo_bench(args) -> dict:
+    """`sync model --to spark2 --wait --copy-streams k` on one demo, the copy removed between runs;
+    each stream held to --demo-stream-mbps, the node's link to --demo-link-mbps."""
+    env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"} | {"PYTHONPATH": str(ROOT)}
+
+    def cli(*a: str, timeout: float = 600) -> tuple[float, subprocess.CompletedProcess]:
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "sparktui", *a], capture_output=True, text=True, env=env,
+                           cwd=ROOT, timeout=timeout, stdin=subprocess.DEVNULL)
+        return time.perf_counter() - t0, r
+
+    proc = subprocess.Popen([sys.executable, "-m", "sparktui", "demo", "up", "--json", "--model-mb",
+                             str(args.demo_model_mb), "--link-mbps", str(args.demo_link_mbps), "--stream-mbps",
+                             str(args.demo_stream_mbps)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    line = proc.stdout.readline()
+    if not line:
+        proc.kill()
+        raise SystemExit("the demo did not start")
+    demo = json.loads(line)
+    times: dict[int, list[float]] = {k: [] for k in args.streams}
+    used: dict[int, int] = {}
+    try:
+        copy = Path(demo["root"]) / "nodes" / "spark2" / "models" / Path(demo["model_path"]).name
+        state = Path(demo["root"]) / "nodes" / "spark1" / "home" / remote.STATE_ROOT
+        for _ in range(args.repeat):
+            for k in args.streams:
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.rmtree(state, ignore_errors=True)
+                dt, r = cli("--config", demo["config"], "sync", "model", "--to", "spark2", "--wait", "--json",
+                            "--copy-streams", str(k))
+                if r.returncode != 0:
+                    raise SystemExit(f"demo copy with {k} streams failed: {r.stdout[-400:]} {r.stderr[-400:]}")
+                _, st = cli("--config", demo["config"], "sync", "status", "--json")
+                rec = next(x for x in json.loads(st.stdout) if x["dest"] == "spark2")
+                used[k] = rec.get("streams") or 1
+                times[k].append(dt)
+    finally:
+        cli("demo", "down", demo["id"], timeout=120)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    nbytes = args.demo_model_mb * MB
+    one = statistics.median(times[min(times)])
+    rows = []
+    for k, ts in times.items():
+        t = statistics.median(ts)
+        rate = nbytes / t / 1e6
+        n = used.get(k, k)
+        bound = "link" if rate >= 0.8 * args.demo_link_mbps else "streams"
+        rows.append({"k": k, "streams": n, "seconds": t, "mb_per_s": rate, "x_one": one / t,
+                     "x_k_one_stream": (one / t) / n, "bound": bound})
+    return {"link_mbps": args.demo_link_mbps, "stream_mbps": args.demo_stream_mbps, "mb": args.demo_model_mb,
+            "rows": rows}
+
+
+def print_demo(d: dict) -> None:
+    print(f"demo shared-link model: {d['mb']} MiB, link {d['link_mbps']:g} MB/s, one stream at most "
+          f"{d['stream_mbps']:g} MB/s; whole `sync model --wait` (setup and verification included)")
+    for r in d["rows"]:
+        print(f"  --copy-streams {r['k']}: {r['streams']} stream(s) {r['seconds']:6.2f} s {r['mb_per_s']:6.1f} MB/s "
+              f"{r['x_one']:5.2f} x one stream ({r['x_k_one_stream']:.2f} x k*one)  bound: {r['bound']}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shards", type=int, default=8)
@@ -324,6 +392,7 @@ def main() -> int:
     ap.add_argument("--sync", action="store_true", help="also `sync model --wait` end to end, baseline and now")
     ap.add_argument("--baseline", default="main", help="git revision of today's sparktui (default: main)")
     ap.add_argument("--options", action="store_true", help="also each option alone on today's command line")
+    ap.add_argument("--no-lab", action="store_true", help="only the demo part (no root needed)")
     ap.add_argument("--demo", action="store_true", help="also on the demo's shared-link model")
     ap.add_argument("--demo-link-mbps", type=float, default=120.0)
     ap.add_argument("--demo-stream-mbps", type=float, default=40.0)
@@ -331,17 +400,16 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     res = lab_bench(args)
-    rows = summarise(res)
-    out = {"lab": {k: v for k, v in res.items() if k != "runs"} | {"rows": rows}}
+    rows = summarise(res) if res else []
+    out = {"lab": {k: v for k, v in res.items() if k != "runs"} | {"rows": rows}} if res else {}
     if args.demo:
-        from bench.transfer_demo import demo_bench
         out["demo"] = demo_bench(args)
     if args.json:
         print(json.dumps(out, indent=1))
     else:
-        print_rows(res, rows)
+        if res:
+            print_rows(res, rows)
         if args.demo:
-            from bench.transfer_demo import print_demo
             print_demo(out["demo"])
     return 0
 

@@ -126,6 +126,8 @@ class TransferRecord:
             "bytes": p.bytes, "total_bytes": p.total_bytes, "percent": p.percent, "rate": p.rate,
             "eta": p.eta, "elapsed": p.elapsed, "files_done": p.files_done, "files_total": p.files_total,
             "message": p.message, "verified": self.verified,
+            "streams": self.meta.streams, "stream_progress": p.streams, "cipher": self.meta.cipher,
+            "cipher_note": self.meta.cipher_note,
         }
         return d
 
