@@ -123,6 +123,10 @@ class Bars:
             done = f"{_size(e.bytes)}" + (f" / {_size(e.total_bytes)}" if e.total_bytes else "")
             files = f"  files {e.files_done}/{e.files_total}" if e.files_done is not None and e.files_total else ""
             info = f"{done}  {_rate(e.rate)}  eta {_eta(e.eta)}{files}"
+            if e.streams and len(e.streams) > 1:  # the bar is their sum; say how many add up to it
+                info += f"  {sum(1 for r in e.streams if not r.get('done'))}/{len(e.streams)} streams"
+            if e.cipher:
+                info += f"  ssh {e.cipher.split('@')[0]}"
             if e.message:
                 info += f"  ({e.message})"
         else:
