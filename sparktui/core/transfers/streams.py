@@ -22,7 +22,6 @@ LARGE = 16 << 20  # a file this big is worth a stream of its own (a stream costs
 RETRIES = 2  # a stream whose connection broke (rsync 10, 12, 30, 35, ssh 255) starts again this often
 RETRY_CODES = (10, 12, 30, 35, 255)
 CORES_PER_STREAM = 2  # rsync's sender and its ssh each keep about one core busy at link speed
-TAIL = 400  # log bytes of each extra stream read per poll: the latest update and any error after it
 _UNSAFE = re.compile(r"[\n\r*?\[\\]|^[#;\s]|\s$|/[#;\s]|\s/")  # names a filter or --files-from line could misread
 
 
