@@ -176,6 +176,12 @@ async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> di
     return result
 
 
+def _how(meta: TransferMeta) -> dict:
+    """The streams and cipher of an ended copy, for the events that close it."""
+    rows = [{"n": i, "done": True} for i in range(meta.streams)] if meta.streams > 1 else None
+    return {"streams": rows, "cipher": meta.cipher}
+
+
 def _tell_cipher(meta: TransferMeta, emit: Emit) -> None:
     """A copy that could not use the preferred cipher says so (and which one it uses)."""
     if meta.cipher_note:
@@ -194,15 +200,15 @@ async def carry_on_model(cluster, meta: TransferMeta, emit: Emit, opts: Transfer
         ended = await follow(cluster[meta.source], meta, emit, opts)
         if ended.rc != 0:
             emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, ended.state, message=ended.message,
-                                  total_bytes=meta.total_bytes))
+                                  total_bytes=meta.total_bytes, **_how(meta)))
             return Outcome(meta.dest, False, ended.message or ended.state, meta.source, meta.id)
     emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, "verifying", total_bytes=meta.total_bytes,
-                          bytes=meta.total_bytes or 0, percent=100.0, message="comparing both sides"))
+                          bytes=meta.total_bytes or 0, percent=100.0, message="comparing both sides", **_how(meta)))
     v = await verify_model(cluster, meta, opts)
     state = DONE if v["ok"] else FAILED
     emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, state, total_bytes=meta.total_bytes,
                           bytes=meta.total_bytes or 0, percent=100.0 if v["ok"] else None,
-                          files_total=meta.total_files, message=v["message"]))
+                          files_total=meta.total_files, message=v["message"], **_how(meta)))
     return Outcome(meta.dest, v["ok"], v["message"], meta.source, meta.id)
 
 
