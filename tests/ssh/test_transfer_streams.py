@@ -57,7 +57,7 @@ async def test_a_stream_that_falls_short_is_named_and_the_copy_stays_incomplete(
     assert (env.model_dir("n2") / "part-1.safetensors").stat().st_size == 2 * MB  # stream 0 did its part
 
 
-async def test_cancel_stops_every_stream(make_env):
+async def test_cancel_stops_every_stream_and_the_next_sync_resumes(make_env):
     env = await make_env(2)
     write_model(env.model_dir("n1"), [6 * MB, 6 * MB, 6 * MB])
     _streams(env, 3)
@@ -71,9 +71,16 @@ async def test_cancel_stops_every_stream(make_env):
         said = await cancel_transfer(c, tid)
         [out] = await asyncio.wait_for(task, 30)
         [rec] = await list_transfers(c)
+        cut = await inventory(c["n2"], MODEL)
+        env.opts.bwlimit = None
+        [again] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 60)
+        whole = await inventory(c["n2"], MODEL)
     state = env.homes["n1"] / ".local/state/sparktui/transfers" / tid
     pgid = (state / "pid").read_text().strip()
     left = subprocess.run(["sh", "-c", f"ps -eo pgid=,stat= | awk '$1 == {pgid} && $2 !~ /^Z/'"],
                           capture_output=True, text=True).stdout
     assert "stopped" in said and rec.state == "cancelled" and not out.ok
     assert left == "", f"processes of the copy still running: {left}"
+    assert cut["incomplete"] is not None and 0 < cut["bytes"] < 18 * MB  # partial files kept, marked
+    assert again.ok and whole["incomplete"] is None
+    assert same_tree(env.model_dir("n1"), env.model_dir("n2"))
