@@ -34,6 +34,9 @@ def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
                    help="real bytes in the demo checkpoint (default 64)")
     p.add_argument("--link-mbps", type=float, default=d(32.0), metavar="MB/s",
                    help="pace of copies between nodes, so progress shows (default 32 MB/s)")
+    p.add_argument("--stream-mbps", type=float, default=d(0.0), metavar="MB/s",
+                   help="most one copy stream carries, as one core bounds one rsync over ssh (default 0: "
+                        "only the link)")
     p.add_argument("--json", action="store_true", default=d(False), help="print machine-readable JSON")
 
 
@@ -61,7 +64,8 @@ def _options(args: argparse.Namespace):
     if args.speed <= 0 or args.model_mb < 1 or args.link_mbps <= 0:
         raise CliExit(2, "--speed and --link-mbps must be above 0, --model-mb at least 1")
     return DemoOptions(nodes=args.nodes, scenario=args.scenario, speed=args.speed, keep=args.keep,
-                       trust=not args.no_trust, model_bytes=args.model_mb << 20, link_mb_per_s=args.link_mbps)
+                       trust=not args.no_trust, model_bytes=args.model_mb << 20, link_mb_per_s=args.link_mbps,
+                       stream_mb_per_s=max(0.0, getattr(args, "stream_mbps", 0.0)))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

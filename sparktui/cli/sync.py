@@ -70,6 +70,9 @@ def register(subparsers) -> None:
     _add_transfer_args(m)
     m.add_argument("--checksum", action="store_true", help="after copying, also compare contents by checksum")
     m.add_argument("--bwlimit", metavar="RATE", type=checked(argcheck.rsync_rate), help="rsync --bwlimit, e.g. 200m")
+    m.add_argument("--copy-streams", type=checked(argcheck.count, "--copy-streams", 1, 64), metavar="K",
+                   help="most parallel rsync streams within each copy (default: model.copy_streams, 8; fewer "
+                        "on a sender with fewer cores or fewer large files)")
     m.set_defaults(func=cmd_model)
 
     i = sub.add_parser("image", help="docker save | docker load an image onto the nodes that lack it")
@@ -121,6 +124,10 @@ class Bars:
             done = f"{_size(e.bytes)}" + (f" / {_size(e.total_bytes)}" if e.total_bytes else "")
             files = f"  files {e.files_done}/{e.files_total}" if e.files_done is not None and e.files_total else ""
             info = f"{done}  {_rate(e.rate)}  eta {_eta(e.eta)}{files}"
+            if e.streams and len(e.streams) > 1:  # the bar is their sum; say how many add up to it
+                info += f"  {sum(1 for r in e.streams if not r.get('done'))}/{len(e.streams)} streams"
+            if e.cipher:
+                info += f"  ssh {e.cipher.split('@')[0]}"
             if e.message:
                 info += f"  ({e.message})"
         else:
@@ -182,7 +189,8 @@ def _options(args: argparse.Namespace) -> TransferOptions:
     if args.streams < 1:
         raise CliExit(2, "--streams must be at least 1")
     return TransferOptions(streams_per_source=args.streams, checksum=getattr(args, "checksum", False),
-                           bwlimit=getattr(args, "bwlimit", None))
+                           bwlimit=getattr(args, "bwlimit", None),
+                           **({"max_streams": args.copy_streams} if getattr(args, "copy_streams", None) else {}))
 
 
 async def _run_sync(args: argparse.Namespace, start) -> int:

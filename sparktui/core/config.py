@@ -67,6 +67,7 @@ class ModelConfig:
     name: str  # served model name (OpenAI "model" field)
     path: str  # directory holding the checkpoint, same path on every node
     source: str | None = None  # node that holds it first; None = the head
+    copy_streams: int = 8  # most parallel rsync streams of one copy (fewer on a sender with fewer cores)
 
 
 @dataclass
@@ -283,6 +284,7 @@ def _model(src: Source, node: yaml.Node, names: list[str]) -> ModelConfig:
         "path": lambda n, w: src.text(n, w, re.compile(r"/[^\x00-\x1f\x7f]*\Z"),
                                       "an absolute path without control characters, the same on every node"),
         "source": lambda n, w: src.opt_text(n, w),
+        "copy_streams": lambda n, w: src.integer(n, w, 1, 64),
     }, {"name": "the served name, e.g. 'name: Qwen3.5-122B-A10B-FP8'",
         "path": "the checkpoint directory, e.g. 'path: /models/Qwen3.5-122B-A10B-FP8'"})
     if model.source is not None and model.source not in names:

@@ -156,6 +156,8 @@ class TransferProgress:
     files_left: int | None = None  # files still to check (rsync to-chk R)
     files_total: int | None = None  # files known so far (rsync to-chk T; grows while listing)
     message: str | None = None  # plain words: why it failed, what was verified, what to do
+    streams: list[dict] | None = None  # parallel rsync streams: n, bytes, percent, rate, done (rc)
+    cipher: str | None = None  # what the copy's ssh encrypts with
 
 
 DEPLOYMENT_STATES = tuple(s.value for s in State if s is not State.IDLE)

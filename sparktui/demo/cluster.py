@@ -44,6 +44,7 @@ class DemoOptions:
     model_bytes: int = 64 << 20  # real bytes in the checkpoint's shards
     image_bytes: int = docker_images.DEFAULT_PAYLOAD
     link_mb_per_s: float = 32.0  # the senders' pace: transfers take a few seconds, as on a real link
+    stream_mb_per_s: float = 0.0  # most one ssh stream carries (one core's worth); 0 = only the link holds it
     trust: bool = True  # nodes already trust each other for transfers (else: `sparktui setup trust`)
     base: str | None = None  # where the demo's directory goes (default: the temp directory)
     background: bool = False  # `demo up`: `demo down` without an id stops it (never an interactive demo)
@@ -227,7 +228,8 @@ class DemoCluster:
             "id": self.id, "pid": os.getpid(), "uid": os.getuid(), "started": time.time(),
             "background": o.background,
             "root": str(self.root), "config": str(self.config_path), "speed": o.speed, "scenario": o.scenario,
-            "link_bytes_per_s": o.link_mb_per_s * 1e6, "image_bytes": o.image_bytes, "model_path": self.model_path,
+            "link_bytes_per_s": o.link_mb_per_s * 1e6,
+            "stream_bytes_per_s": o.stream_mb_per_s * 1e6, "image_bytes": o.image_bytes, "model_path": self.model_path,
             "nodes": [{"name": n.name, "index": n.index, "port": n.port, "addresses": n.addresses,
                        "host_key": _pub(n.host_key), "dir": str(n.dir)} for n in self.nodes],
         }

@@ -23,6 +23,9 @@ DRIVER = "580.95.05"
 CUDA = "13.0"
 MEM_TOTAL_KB = 125_514_352  # a DGX Spark's MemTotal: 119.7 GiB of unified memory
 MEM_AVAILABLE_KB = 121_873_408
+# a DGX Spark's CPU: 20 Arm cores, 10 Cortex-X925 + 10 Cortex-A725
+# (https://docs.nvidia.com/dgx/dgx-spark-porting-guide/overview.html, "CPU Architecture")
+CPU_CORES = 20
 
 
 def addresses(k: int) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The executables on a simulated node's PATH: small sh launchers for the Python stand-ins.
 
 DEMO/bin            what a node's shell finds first: ip, nvidia-smi, ibdev2netdev, docker, ssh,
-                    ssh-keyscan, rsync (paced), python3
+                    ssh-keyscan, rsync (paced), nproc (a Spark's 20 cores), python3
 DEMO/container-bin  what engine containers find: python3, python, nvidia-smi (the NVIDIA runtime
                     puts nvidia-smi into GPU containers)
 Every other tool (sh, rsync's real binary, ssh-keygen, df, find, ...) is this machine's own.
@@ -22,6 +22,7 @@ NODE_TOOLS = {
     "ssh": "sparktui.demo.tools.ssh",
     "ssh-keyscan": "sparktui.demo.tools.ssh_keyscan",
     "rsync": "sparktui.demo.tools.rsync",
+    "nproc": "sparktui.demo.tools.nproc",
 }
 CONTAINER_TOOLS = {"nvidia-smi": "sparktui.demo.tools.nvidia_smi"}
 

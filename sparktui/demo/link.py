@@ -3,7 +3,10 @@
 A stream that carries bulk data (rsync, docker save | load, through the node's `ssh`) takes a lease
 in the node's link directory and paces itself to the link's rate divided by the leases held right
 now: two copies leaving one node each get half of its link, as on a real NIC, so a fan-out that
-runs several streams per sender gains nothing from them. Stdlib only (the shims import it).
+runs several streams per sender gains nothing from them. A stream is also held to `stream_rate`
+when set: one rsync over one ssh is bound by the core or two it runs on (on a DGX Spark about
+0.35-0.64 GB/s against a 25 GB/s link), so a copy's parallel streams add up until the link is
+full. Stdlib only (the shims import it).
 """
 from __future__ import annotations
 
@@ -52,12 +55,19 @@ class Lease:
         self.path.unlink(missing_ok=True)
 
 
-def pump(src: int, dst: int, rate: float, link_dir: Path) -> int:
-    """Copy src to dst at this stream's share of `rate` bytes/s; returns the bytes copied."""
+def share_of(rate: float, sharers: int, stream_rate: float = 0.0) -> float:
+    """Bytes/s one stream may send: its part of the link, at most what one stream can push."""
+    share = rate / max(1, sharers)
+    return min(share, stream_rate) if stream_rate > 0 else share
+
+
+def pump(src: int, dst: int, rate: float, link_dir: Path, stream_rate: float = 0.0) -> int:
+    """Copy src to dst at this stream's share of `rate` bytes/s (at most `stream_rate` when set);
+    returns the bytes copied."""
     lease = Lease(link_dir)
     sent = 0
     try:
-        share, looked = rate / lease.sharers(), time.monotonic()
+        share, looked = share_of(rate, lease.sharers(), stream_rate), time.monotonic()
         due = time.monotonic()  # when the bytes sent so far may have left at the share
         while True:
             data = os.read(src, CHUNK)
@@ -70,7 +80,7 @@ def pump(src: int, dst: int, rate: float, link_dir: Path) -> int:
             sent += len(data)
             now = time.monotonic()
             if now - looked >= REFRESH:
-                share, looked = rate / lease.sharers(), now
+                share, looked = share_of(rate, lease.sharers(), stream_rate), now
             due = max(due, now - BURST) + len(data) / share
             if due > now:
                 time.sleep(due - now)

@@ -51,6 +51,18 @@ async def test_model_sync_copies_the_real_bytes_over_the_fabric(demo, cli_env):
     # the transfer ran on spark1 towards spark2's fabric address
     journal = (Path(cli_env["XDG_STATE_HOME"]) / "sparktui" / "journal.jsonl").read_text()
     assert "rsync" in journal and demo.node("spark2").addresses["fabric"] in journal
+    # the cipher both ends agreed on is recorded; shards this small (under 16 MiB) get no streams of their own
+    rc, out, err = await sparktui(cli_env, "--config", str(demo.config_path), "sync", "status", "--json")
+    [rec] = [t for t in json.loads(out)["transfers"] if t["dest"] == "spark2"]
+    assert rec["state"] == "done" and rec["streams"] == 1
+    assert rec["cipher"] in ("aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com")
+
+
+async def test_a_node_has_a_sparks_cores_for_its_copy_streams(demo):
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:
+        r = await cluster["spark1"].run("nproc; nproc --ignore=4")
+    assert r.stdout.split() == ["20", "16"]
 
 
 async def test_node_to_node_ssh_is_verified_and_stays_inside_the_demo(demo):

@@ -163,3 +163,18 @@ def test_journal_cells():
     bad = entry_cells(Entry("spark2", 0.0, "rsync x", 255, 12.0, "link down"))
     assert bad[2].plain == "✗ 255" and bad[3] == "12s" and bad[4].endswith("[link down]")
     assert entry_cells(Entry("a", 0.0, "sleep 9"))[2].plain == "…"
+
+
+def test_transfer_lines_name_the_streams_and_the_cipher():
+    rows = [{"n": 0, "bytes": 40, "percent": 41, "rate": 120.3e6, "done": False},
+            {"n": 1, "bytes": 38, "percent": 38, "rate": 118e6, "done": False},
+            {"n": 2, "bytes": 50, "percent": 100, "rate": None, "done": True, "rc": 0}]
+    t = _tp(bytes=128, total_bytes=300, rate=238.3e6, streams=rows, cipher="aes128-gcm@openssh.com")
+    line = transfer_lines(t, 120).plain.splitlines()[2].strip()
+    assert line == "3 streams: #0 41% 120.3 MB/s · #1 38% 118.0 MB/s · #2 done — ssh aes128-gcm"
+    short = transfer_lines(t, 40).plain.splitlines()[2]
+    assert len(short) <= 40 and short.rstrip().endswith("…")
+    done = transfer_lines(_tp(state="done", streams=rows, cipher="chacha20-poly1305@openssh.com")).plain
+    assert "3 streams — ssh chacha20-poly1305" in done
+    one = transfer_lines(_tp(bytes=5, total_bytes=10)).plain  # a single stream, cipher unknown: no such line
+    assert len(one.splitlines()) == 2

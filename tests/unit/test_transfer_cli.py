@@ -52,6 +52,15 @@ def test_bars_show_sizes_rates_and_end_states():
     assert len(bars.progress.tasks) == 1  # a note, not a destination
 
 
+def test_bars_say_how_many_streams_run_and_the_cipher():
+    bars = sync_cli.Bars()
+    rows = [{"n": 0, "done": False}, {"n": 1, "done": True, "rc": 0}, {"n": 2, "done": False}]
+    bars(TransferProgress("t1", "model", "node1", "node2", "running", bytes=MiB, total_bytes=4 * MiB, percent=25.0,
+                          rate=MiB, streams=rows, cipher="aes128-gcm@openssh.com"))
+    info = bars.progress.tasks[0].fields["info"]
+    assert "2/3 streams" in info and info.endswith("ssh aes128-gcm")
+
+
 def test_status_lines():
     rows = sync_cli.status_rows([
         {"id": "model-node2-1", "kind": "model", "source": "node1", "dest": "node2", "state": "running",

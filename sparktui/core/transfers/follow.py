@@ -16,6 +16,7 @@ from . import remote
 from .options import TransferOptions
 from .rsync_progress import ProgressParser, RsyncUpdate, in_verifier_terms
 from .state import CANCELLED, FAILED, LOST, RUNNING, UNVERIFIED, TransferMeta, describe_end, parse_poll
+from .streams import StreamState, combine, stream_rows
 
 Emit = Callable[[Any], None]
 
@@ -33,10 +34,15 @@ class Ended:
 
 
 def progress_of(meta: TransferMeta, state: str, last: RsyncUpdate | None, count: int | None,
-                message: str | None = None) -> TransferProgress:
+                message: str | None = None, streams: list[StreamState] | None = None,
+                main_done: bool = False) -> TransferProgress:
+    """`last` is stream 0's latest update; `streams` the other streams of a parallel copy."""
     p = TransferProgress(id=meta.id, kind=meta.kind, source=meta.source, dest=meta.dest, state=state,
                          total_bytes=meta.total_bytes, files_total=meta.total_files, message=message,
-                         elapsed=max(0.0, time.time() - meta.started))
+                         elapsed=max(0.0, time.time() - meta.started), cipher=meta.cipher)
+    if streams:
+        p.streams = stream_rows(last, streams, main_done)
+        last = combine(last, streams, meta.total_bytes, main_done)
     if last is not None:
         p.bytes, p.percent, p.rate = last.bytes, float(last.percent), last.rate
         p.files_left = last.files_left
@@ -61,6 +67,7 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
     unreachable_since: float | None = None
     gone_once = False
     delay = opts.poll
+    streams: list[StreamState] = []  # the other streams of a parallel copy, as last seen
     while True:
         # the node waits for news itself (long poll): an end is seen at once, not a poll later
         r = await node.run(remote.read_state(meta.id, offset, wait=opts.poll),
@@ -71,7 +78,7 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
             waited = now - unreachable_since
             msg = (f"lost contact with {meta.source} ({r.stderr.strip() or 'no answer'}); the transfer keeps "
                    f"running there, retrying ({waited:.0f}/{opts.lost_contact:.0f} s)")
-            emit(progress_of(meta, RUNNING, parser.latest(), count, msg))
+            emit(progress_of(meta, RUNNING, parser.latest(), count, msg, streams))
             if waited >= opts.lost_contact:
                 return Ended(None, LOST, f"gave up following: {meta.source} unreachable for {waited:.0f} s; "
                              f"`sparktui sync status` shows the transfer once it answers again",
@@ -88,6 +95,7 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
         except ValueError as e:
             return Ended(None, LOST, f"unreadable answer from {meta.source}: {e}", parser.messages,
                          parser.latest(), count)
+        streams = poll.streams or streams
         if poll.nbytes:
             parser.feed(poll.data)
             offset += poll.nbytes
@@ -99,7 +107,8 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
         more = offset < poll.size
         if not more and (poll.rc is None or poll.nbytes or poll.count is not None):
             # the last read before the end too: rsync's final update (100 %) belongs to the run
-            p = progress_of(meta, RUNNING, parser.latest(), count)
+            p = progress_of(meta, RUNNING, parser.latest(), count, streams=streams,
+                            main_done=poll.rc is not None or poll.main_rc is not None)
             if meta.kind == "image" and image_rate is not None:
                 p = replace(p, rate=image_rate)
                 if meta.total_bytes and image_rate > 0 and count is not None:
@@ -109,7 +118,8 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
             state = CANCELLED if poll.cancelled else UNVERIFIED if poll.rc == 0 else FAILED
             msg = None if state == UNVERIFIED else \
                 describe_end(meta, state, poll.rc, "\n".join(parser.messages), None)
-            return Ended(poll.rc, state, msg, parser.messages, parser.latest(), count)
+            return Ended(poll.rc, state, msg, parser.messages, combine(parser.latest(), streams, meta.total_bytes),
+                         count)
         if poll.rc is None and not poll.alive and not more:
             if gone_once:  # asked twice: the rc file would be there by now if the job had ended normally
                 state = CANCELLED if poll.cancelled else LOST

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
 import humanize
 
 from ..events import TransferProgress
-from . import remote, trust
+from . import cipher, remote, streams, trust
 from .addresses import fabric_addresses
 from .errors import TransferBusy, TransferError, TrustMissing
 from .follow import follow
@@ -109,16 +110,25 @@ async def start_model_transfer(cluster, source: str, dest: str, path: str, addr:
         raise TransferBusy(f"a model transfer to {dest} is already running ({busy.id} from {busy.meta.source}); "
                            f"follow it with `sparktui sync status` or stop it with `sparktui sync cancel {busy.id}`",
                            busy.id)
+    total = total if total is not None else await inventory(cluster[source], path)
+    have = await inventory(cluster[dest], path)
+    choice = await cipher.choose(cluster[source], user, addr, opts)
+    sizes = (total or {}).get("sizes", {})
+    k = opts.rsync_streams or streams.stream_count(
+        choice.cores, sum(1 for s in sizes.values() if s >= opts.stream_file_bytes), opts.max_streams)
+    plan = streams.plan(sizes, (have or {}).get("sizes"), k, opts.stream_file_bytes)
     meta = TransferMeta(id=new_id("model", dest), kind="model", source=source, dest=dest, addr=addr, user=user,
-                        path=path, total_bytes=(total or {}).get("bytes"), total_files=(total or {}).get("files"))
+                        path=path, total_bytes=(total or {}).get("bytes"), total_files=(total or {}).get("files"),
+                        streams=plan.count, cipher=choice.cipher, cipher_note=choice.note)
     # the directory counts as incomplete from before the first byte until verification passes
     note = f"copy {meta.id} from {source} started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(meta.started))}"
     m = await cluster[dest].run(remote.mark_incomplete(path, note), timeout=60)
     if not m.ok:
         raise TransferError(f"cannot prepare {path} on {dest}: {m.stderr.strip() or f'exit {m.exit_status}'}")
-    job = remote.rsync_job(path, user, addr, path, opts.ssh, opts.connect_timeout, opts.io_timeout,
-                           opts.bwlimit)
-    r = await cluster[source].run(remote.start_detached(meta.id, meta.to_json(), job), timeout=60)
+    job = streams.job(plan, path, user, addr, path, remote.ssh_command(opts.ssh, opts.connect_timeout, choice.ciphers),
+                      opts.io_timeout, opts.bwlimit)
+    r = await cluster[source].run(remote.start_detached(meta.id, meta.to_json(), job, streams.state_files(plan)),
+                                  timeout=60)
     if not r.ok:
         raise TransferError(f"could not start rsync on {source}: {r.stderr.strip() or f'exit {r.exit_status}'}")
     return meta
@@ -166,6 +176,19 @@ async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> di
     return result
 
 
+def _how(meta: TransferMeta) -> dict:
+    """The streams and cipher of an ended copy, for the events that close it."""
+    rows = [{"n": i, "done": True} for i in range(meta.streams)] if meta.streams > 1 else None
+    return {"streams": rows, "cipher": meta.cipher}
+
+
+def _tell_cipher(meta: TransferMeta, emit: Emit) -> None:
+    """A copy that could not use the preferred cipher says so (and which one it uses)."""
+    if meta.cipher_note:
+        emit(TransferProgress("-", "model", meta.source, "-", "preparing",
+                              message=f"{meta.source} → {meta.dest}: {meta.cipher_note}"))
+
+
 def _totals(inv: dict | None) -> dict | None:
     return None if inv is None else {k: inv[k] for k in ("files", "links", "bytes")}
 
@@ -177,15 +200,15 @@ async def carry_on_model(cluster, meta: TransferMeta, emit: Emit, opts: Transfer
         ended = await follow(cluster[meta.source], meta, emit, opts)
         if ended.rc != 0:
             emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, ended.state, message=ended.message,
-                                  total_bytes=meta.total_bytes))
+                                  total_bytes=meta.total_bytes, **_how(meta)))
             return Outcome(meta.dest, False, ended.message or ended.state, meta.source, meta.id)
     emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, "verifying", total_bytes=meta.total_bytes,
-                          bytes=meta.total_bytes or 0, percent=100.0, message="comparing both sides"))
+                          bytes=meta.total_bytes or 0, percent=100.0, message="comparing both sides", **_how(meta)))
     v = await verify_model(cluster, meta, opts)
     state = DONE if v["ok"] else FAILED
     emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, state, total_bytes=meta.total_bytes,
                           bytes=meta.total_bytes or 0, percent=100.0 if v["ok"] else None,
-                          files_total=meta.total_files, message=v["message"]))
+                          files_total=meta.total_files, message=v["message"], **_how(meta)))
     return Outcome(meta.dest, v["ok"], v["message"], meta.source, meta.id)
 
 
@@ -203,6 +226,8 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
     no room, rsync failure) come back as failed Outcomes with the reason.
     """
     opts = opts or TransferOptions()
+    if opts.max_streams == TransferOptions.max_streams:  # not set by the caller: the config's bound
+        opts = replace(opts, max_streams=getattr(config.model, "copy_streams", opts.max_streams))
     emit = emit or (lambda e: None)
     path = config.model.path
     source = config.model.source or config.head.name
@@ -286,12 +311,14 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
             return Outcome(dest, False, str(e), sender, e.running_id)
         except TransferError as e:
             return Outcome(dest, False, str(e), sender)
+        _tell_cipher(meta, emit)
         return await carry_on_model(cluster, meta, emit, opts)
 
     if not wait:
         async def start_only(d: str) -> None:
             try:
                 meta = await start_model_transfer(cluster, source, d, path, addrs[d], users[d], opts, total)
+                _tell_cipher(meta, emit)
                 outcomes[d] = Outcome(d, True, f"started {meta.id}", source, meta.id)
             except TransferError as e:
                 outcomes[d] = Outcome(d, False, str(e), source, getattr(e, "running_id", None))

@@ -31,11 +31,14 @@ RS = "\x1e"  # stands in for \r and \n in a listing's log tail, so a record stay
 MARKER = ".sparktui-incomplete"  # in the model directory while a copy into it is unverified
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
-# alive PID: the process exists and is not a zombie (containers often have no init reaping them)
+# alive PID: the process exists and is not a zombie (containers often have no init reaping them).
+# Builtins only (read, parameter expansion): a poll runs it every tick, and a fork per look adds up
+# to a core's tenth on the sending node over a long copy. The state is the first word after the
+# last ") " of /proc/PID/stat (a command name may hold ") " itself).
 _ALIVE_FN = (
     'alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1; '
     '[ -r "/proc/$1/stat" ] || return 0; '
-    '[ "$(sed "s/.*) //" "/proc/$1/stat" | cut -c1)" != Z ]; }'
+    'read -r _l < "/proc/$1/stat" 2>/dev/null || return 0; _l=${_l##*) }; [ "${_l%% *}" != Z ]; }'
 )
 
 
@@ -80,11 +83,14 @@ def state_dir_word(tid: str) -> str:
     return f'"$HOME"/{STATE_ROOT}/{shlex.quote(check_id(tid))}'
 
 
-def ssh_command(ssh: str, connect_timeout: int) -> list[str]:
-    """The ssh client the source node uses towards its peers: never prompts, notices a dead link."""
+def ssh_command(ssh: str, connect_timeout: int, ciphers: str | None = None) -> list[str]:
+    """The ssh client the source node uses towards its peers: never prompts, notices a dead link.
+    `ciphers` (a Ciphers list, see cipher.py) sets what a bulk copy encrypts with; compression
+    stays off whatever an ssh_config says: weights do not compress and it would cost a core."""
+    extra = ["-o", f"Ciphers={ciphers}", "-o", "Compression=no"] if ciphers else []
     return [
         *shlex.split(ssh), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={int(connect_timeout)}",
-        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4",
+        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4", *extra,
     ]
 
 
@@ -93,13 +99,16 @@ def trust_check(ssh: str, user: str, addr: str, connect_timeout: int = 5) -> str
     return shlex.join([*ssh_command(ssh, connect_timeout), f"{user}@{addr}", "true"])
 
 
-def start_detached(tid: str, meta: dict, job: str) -> str:
+def start_detached(tid: str, meta: dict, job: str, files: dict[str, str] | None = None) -> str:
     """Create the state directory, write meta.json and start `job` detached; prints its pid.
 
     setsid gives the job its own session and process group (so cancel can stop rsync, ssh and the
     pipe together), nohup and the redirections cut it from the SSH channel. The job runs in the
     state directory; its exit status lands in rc (through a rename, so a reader never sees half).
+    `files` (name -> text) are written there first: the lists of a copy's parallel streams.
     """
+    extra = "".join(f"printf '%s' {shlex.quote(text)} > {shlex.quote(check_id(name))}\n"
+                    for name, text in (files or {}).items())
     # the job runs in a subshell so that even an `exit` in it leaves the status to record
     inner = f'echo $$ > pid; ( {job}\n); echo $? > rc.tmp; mv rc.tmp rc'
     return (
@@ -112,6 +121,7 @@ def start_detached(tid: str, meta: dict, job: str) -> str:
         'mkdir -p "$d"\n'
         'cd "$d"\n'
         f"printf '%s\\n' {shlex.quote(json.dumps(meta, separators=(',', ':')))} > meta.json\n"
+        f"{extra}"
         ": > log\n"
         f"setsid nohup sh -c {shlex.quote(inner)} </dev/null >log 2>&1 &\n"
         "echo $!\n"
@@ -178,32 +188,50 @@ def read_state(tid: str, offset: int, limit: int = READ_CHUNK, wait: float = 0.0
     """One poll of a transfer: a header line, then log bytes [offset, offset+n).
 
     With `wait`, the node first waits up to that many seconds for something to tell (new log bytes,
-    the end, the process gone), looking every 50 ms: the end of a copy is seen at once instead of
-    at the next poll, progress comes at most 4 times a second, and a quiet transfer costs one
-    round trip per `wait`.
+    the end, the process gone), looking every 200 ms: the end of a copy is seen at once instead of
+    at the next poll, progress comes at most once a second (rsync's own pace), and a quiet transfer
+    costs one round trip per `wait`.
     rc is read before the log size, so when rc is there the bytes read are the whole log.
-    Header: `rc=<code|> alive=<0|1> size=<log bytes> count=<bytes|> now=<epoch> cancelled=<0|1> n=<bytes sent>`.
+    Header: `rc=<code|> alive=<0|1> size=<log bytes> count=<bytes|> now=<epoch> cancelled=<0|1> n=<bytes sent>
+    streams=<S> s0=<stream 0's status once it ended|>`, then S lines, one per extra stream of a parallel copy (STREAM_LINES).
     """
     off = int(offset)
-    ticks = int(max(0.0, wait) * 20)
+    ticks = int(max(0.0, wait) * 5)
     return (
         f"{_ALIVE_FN}\n"
         f"d={state_dir_word(tid)}\n"
         'cd "$d" 2>/dev/null || { echo "no such transfer directory: $d" >&2; exit 3; }\n'
-        # at least 0.25 s between answers while bytes flow (rsync prints often); the end answers at once
-        f"i=0; while [ \"$i\" -lt {ticks} ] && [ ! -f rc ] && alive \"$(cat pid 2>/dev/null)\" && "
-        f"{{ [ \"$i\" -lt 5 ] || [ \"$(wc -c < log | tr -d ' ')\" -le {off} ]; }}; "
-        "do if sleep 0.05 2>/dev/null; then i=$((i + 1)); else sleep 1; i=$((i + 20)); fi; done\n"
-        "rc=; [ ! -f rc ] || rc=$(cat rc)\n"
-        "a=0; alive \"$(cat pid 2>/dev/null)\" && a=1\n"
+        # ticks of 0.2 s; the end (rc, the job gone) is looked for every tick with builtins, the log
+        # size (a fork) every 5th: at least 1 s between answers while bytes flow (rsync prints
+        # about once a second), the end answered within a tick
+        # small files are read with the shell's own `read`: no fork per file
+        'p=; read -r p 2>/dev/null < pid; size=$(wc -c < log | tr -d " ")\n'
+        f"i=0; while [ \"$i\" -lt {ticks} ] && [ ! -f rc ] && alive \"$p\" && "
+        f"{{ [ \"$i\" -lt 5 ] || [ \"$size\" -le {off} ]; }}; "
+        "do if sleep 0.2 2>/dev/null; then i=$((i + 1)); else sleep 1; i=$((i + 5)); fi; "
+        '[ $((i % 5)) -ne 0 ] || size=$(wc -c < log | tr -d " "); done\n'
+        "rc=; [ ! -f rc ] || read -r rc 2>/dev/null < rc\n"
+        'a=0; alive "$p" && a=1\n'
         "size=$(wc -c < log | tr -d ' ')\n"
-        "count=$(cat count 2>/dev/null || true)\n"
+        "count=; read -r count 2>/dev/null < count\n"
         "c=0; [ ! -e cancelled ] || c=1\n"
+        "s0=; read -r s0 2>/dev/null < rc.0\n"
         f"n=$((size - {off})); [ \"$n\" -gt 0 ] || n=0; [ \"$n\" -le {int(limit)} ] || n={int(limit)}\n"
-        'printf "rc=%s alive=%s size=%s count=%s now=%s cancelled=%s n=%s\\n" '
-        '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n"\n'
+        "s=0; for f in log.[0-9]*; do [ ! -f \"$f\" ] || s=$((s + 1)); done\n"
+        'printf "rc=%s alive=%s size=%s count=%s now=%s cancelled=%s n=%s streams=%s s0=%s\\n" '
+        '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n" "$s" "$s0"\n'
+        f"{STREAM_LINES}"
         f'[ "$n" -eq 0 ] || tail -c +{off + 1} log | head -c "$n"\n'
     )
+
+
+# one line per extra stream of a parallel copy (log.<i>, rc.<i> in the state directory, run in it):
+# `<i> <rc|-> <its log's last bytes, \r and \n as RS>`
+STREAM_LINES = (
+    'for f in log.[0-9]*; do [ -f "$f" ] || continue; i=${f#log.}; '
+    'printf "%s %s %s\\n" "$i" "$(cat "rc.$i" 2>/dev/null || echo -)" '
+    f"\"$(tail -c 400 \"$f\" | tr '\\r\\n' '{RS}{RS}')\"; done\n"
+)
 
 
 def list_states(tail_bytes: int = TAIL_BYTES) -> str:
@@ -225,6 +253,7 @@ def list_states(tail_bytes: int = TAIL_BYTES) -> str:
         '  printf "verified=%s\\n" "$(head -n 1 "$d/verified" 2>/dev/null)"\n'
         '  printf "count=%s\\n" "$(cat "$d/count" 2>/dev/null)"\n'
         f"  printf 'tail=%s\\n' \"$(tail -c {int(tail_bytes)} \"$d/log\" 2>/dev/null | tr '\\r\\n' '{RS}{RS}')\"\n"
+        f'  ( cd "$d" && {STREAM_LINES.strip()} ) | sed "s/^/stream=/"\n'
         "done\n"
     )
 

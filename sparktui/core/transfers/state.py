@@ -10,6 +10,7 @@ from .. import statefile
 from ..events import TransferProgress
 from .remote import RS, STATE_ROOT
 from .rsync_progress import in_verifier_terms, parse_log, rsync_exit_message, telling_lines
+from .streams import StreamState, combine, parse_stream_line, stream_rows
 
 # states a transfer can be in, as shown by `sync status` and carried by TransferProgress
 RUNNING, UNVERIFIED, DONE, FAILED, CANCELLED, LOST = "running", "unverified", "done", "failed", "cancelled", "lost"
@@ -39,6 +40,9 @@ class TransferMeta:
     started: float = field(default_factory=time.time)  # unix time on sparktui's clock
     total_bytes: int | None = None
     total_files: int | None = None
+    streams: int = 1  # parallel rsync streams of a model copy (an older meta.json has none: 1)
+    cipher: str | None = None  # what the copy's ssh encrypts with, as negotiated with the peer
+    cipher_note: str | None = None  # why not the preferred cipher, when it fell back
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -93,6 +97,7 @@ class TransferRecord:
     count: int | None = None  # image bytes through the pipe
     tail: str = ""  # last bytes of the log, \r and \n restored
     now: float | None = None  # the node's clock when read
+    streams: list[StreamState] = field(default_factory=list)  # extra streams of a parallel copy
 
     @property
     def id(self) -> str:
@@ -121,8 +126,11 @@ class TransferRecord:
             p.elapsed = max(0.0, time.time() - m.started)
         if m.kind == "model":
             updates, _ = parse_log(self.tail)
-            if updates:
-                u = updates[-1]
+            u = combine(updates[-1] if updates else None, self.streams, m.total_bytes)
+            if self.streams:
+                p.streams = stream_rows(updates[-1] if updates else None, self.streams, self.rc is not None)
+            p.cipher = m.cipher
+            if u is not None:
                 p.bytes, p.percent, p.rate = u.bytes, float(u.percent), u.rate
                 p.elapsed = u.elapsed if u.elapsed is not None else p.elapsed
                 p.files_left = u.files_left
@@ -144,6 +152,8 @@ class TransferRecord:
             "bytes": p.bytes, "total_bytes": p.total_bytes, "percent": p.percent, "rate": p.rate,
             "eta": p.eta, "elapsed": p.elapsed, "files_done": p.files_done, "files_total": p.files_total,
             "message": p.message, "verified": self.verified,
+            "streams": self.meta.streams, "stream_progress": p.streams, "cipher": self.meta.cipher,
+            "cipher_note": self.meta.cipher_note,
         }
         return d
 
@@ -187,6 +197,8 @@ def parse_listing(text: str, node: str = "", problems: list[Unreadable] | None =
         words = lines[0].split()
         head = dict(kv.split("=", 1) for kv in words[1:] if "=" in kv)
         body: dict[str, str] = {}
+        streams = [st for ln in lines[1:] if ln.startswith("stream=")
+                   for st in [parse_stream_line(ln[len("stream="):])] if st is not None]
         for ln in lines[1:]:
             if "=" in ln:
                 k, v = ln.split("=", 1)
@@ -202,7 +214,7 @@ def parse_listing(text: str, node: str = "", problems: list[Unreadable] | None =
         out.append(TransferRecord(
             meta=meta, rc=_int(head.get("rc")), alive=head.get("alive") == "1",
             cancelled=head.get("cancelled") == "1", verified=_verified(body.get("verified")),
-            count=_int(body.get("count")), tail=body.get("tail", "").replace(RS, "\n"), now=_int(head.get("now")),
+            count=_int(body.get("count")), tail=body.get("tail", "").replace(RS, "\n"), now=_int(head.get("now")), streams=streams,
         ))
     out.sort(key=lambda r: r.meta.started)
     return out
@@ -234,6 +246,8 @@ class Poll:
     cancelled: bool
     data: str  # log text from the offset asked for
     nbytes: int  # how many log bytes `data` stands for (advance the offset by this)
+    streams: list[StreamState] = field(default_factory=list)  # extra streams of a parallel copy
+    main_rc: int | None = None  # stream 0's status once it ended (the job may still wait for others)
 
 
 def parse_poll(stdout: str) -> Poll:
@@ -241,6 +255,12 @@ def parse_poll(stdout: str) -> Poll:
     kv = dict(x.split("=", 1) for x in header.split() if "=" in x)
     if "size" not in kv:
         raise ValueError(f"unexpected answer: {header[:200]!r}")
+    streams = []
+    for _ in range(min(_int(kv.get("streams")) or 0, 256)):
+        line, _, data = data.partition("\n")
+        st = parse_stream_line(line)
+        if st is not None:
+            streams.append(st)
     return Poll(rc=_int(kv.get("rc")), alive=kv.get("alive") == "1", size=_int(kv.get("size")) or 0,
                 count=_int(kv.get("count")), now=_int(kv.get("now")), cancelled=kv.get("cancelled") == "1",
-                data=data, nbytes=_int(kv.get("n")) or 0)
+                data=data, nbytes=_int(kv.get("n")) or 0, streams=streams, main_rc=_int(kv.get("s0")))

@@ -57,6 +57,12 @@ def split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
 
 def main(argv: list[str]) -> int:
     opts, dest, command = split(argv)
+    if "-Q" in opts:  # a query of the client itself (`ssh -Q cipher`): nothing is dialled
+        client = real_ssh()
+        if client is None:
+            sys.stderr.write("ssh: the OpenSSH client is not installed on this machine\n")
+            return 127
+        os.execv(client, [client, *argv])
     if dest is None:
         sys.stderr.write("usage: ssh [-46AaCfGgKkMNnqsTtVvXxYy] [-B bind_interface] [-b bind_address] ... destination "
                          "[command [argument ...]]\n")
@@ -100,10 +106,10 @@ def _bulk(command: list[str]) -> bool:
     return "rsync" in words or ("docker" in words and "load" in words)
 
 
-def _link_rate() -> float:
+def _link_rate(key: str = "link_bytes_per_s") -> float:
     try:
         with open(demo_root() / "demo.json", encoding="utf-8") as f:
-            return float(json.load(f).get("link_bytes_per_s") or 0)
+            return float(json.load(f).get(key) or 0)
     except (OSError, ValueError):
         return 0.0
 
@@ -117,7 +123,8 @@ def _paced(argv: list[str], rate: float) -> int:
 
     def feed() -> None:
         try:
-            link.pump(sys.stdin.fileno(), proc.stdin.fileno(), rate, Path(node_dir) / "link")
+            link.pump(sys.stdin.fileno(), proc.stdin.fileno(), rate, Path(node_dir) / "link",
+                      _link_rate("stream_bytes_per_s"))
         except OSError:
             pass  # the peer went away: ssh says why
         finally:

@@ -47,10 +47,32 @@ def transfer_lines(t: TransferProgress, width: int = 78) -> Content:
     if t.elapsed is not None:
         second += Content(f"  {fmt.duration(t.elapsed)} elapsed")
     lines = [first, second]
+    how = stream_line(t, max(10, width - 6))
+    if how:
+        lines.append(Content.assemble("      ", (how, "$text-muted")))
     if t.message:  # its own line: verify results and failure reasons are what the user reads first
         msg_style = "$error" if t.state in ("failed", "lost") else "$success" if t.state == "done" else "$text-muted"
         lines.append(Content.assemble("      ", (fmt.ellipsize(t.message, max(10, width - 6)), msg_style)))
     return Content("\n").join(lines)
+
+
+def stream_line(t: TransferProgress, width: int = 72) -> str:
+    """How the copy moves: its parallel rsync streams (each one's share while it runs) and the ssh
+    cipher, e.g. '3 streams: #0 41% 120.3 MB/s · #1 38% 118.0 MB/s · #2 done — aes128-gcm'."""
+    parts = []
+    rows = t.streams or []
+    if len(rows) > 1:
+        each = []
+        for r in rows:
+            if r.get("done"):
+                each.append(f"#{r['n']} " + ("done" if not r.get("rc") else f"failed ({r['rc']})"))
+            else:
+                pct = f"{r['percent']}%" if r.get("percent") is not None else "?%"
+                each.append(f"#{r['n']} {pct} {fmt.rate(r.get('rate'))}")
+        parts.append(f"{len(rows)} streams: " + " · ".join(each) if t.state in ACTIVE else f"{len(rows)} streams")
+    if t.cipher:
+        parts.append(f"ssh {t.cipher.split('@')[0]}")
+    return fmt.ellipsize(" — ".join(parts), width) if parts else ""
 
 
 def summary(transfers: list[TransferProgress]) -> str:
