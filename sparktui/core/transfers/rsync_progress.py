@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 # bytes may be comma- or dot-grouped (locale), or scaled with -h ("1.23G"); the rate uses "%7.2f".
 _UPDATE = re.compile(
-    r"^\s*(?P<bytes>\d[\d,.]*)(?P<scale>[KMGTP])?\s+(?P<pct>\d{1,3})%"
+    r"^\s*(?P<bytes>\d[\d,.]{0,40})(?P<scale>[KMGTP])?\s+(?P<pct>\d{1,3})%"
     r"\s+(?P<rate>\d+(?:[.,]\d+)?)(?P<unit>[kKMGT]?B)/s"
     r"\s+(?P<time>\d+:\d{2}:\d{2}|\?\?:\?\?:\?\?)"
     r"(?:\s+\(xfr#(?P<xfr>\d+),\s*(?P<chk>to|ir)-chk=(?P<left>\d+)/(?P<total>\d+)\))?"

@@ -74,7 +74,8 @@ class Unreadable:
         return {"id": self.id, "kind": None, "source": self.node or None, "dest": None, "state": UNREADABLE,
                 "rc": None, "started": None, "path": None, "image": None, "bytes": None, "total_bytes": None,
                 "percent": None, "rate": None, "eta": None, "elapsed": None, "files_done": None,
-                "files_total": None, "message": self.problem, "verified": None,
+                "files_total": None, "message": self.problem, "verified": None, "streams": None,
+                "stream_progress": None, "cipher": None, "cipher_note": None,
                 "summary": f"{self.id}: unreadable — {self.problem}"}
 
 
