@@ -17,6 +17,7 @@ from .config import Config
 from .engines import ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
+from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, topology, topology_env
 from .image import engine_release, info_for
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
@@ -26,7 +27,7 @@ from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_prob
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
 _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "SGLANG_HOST_IP", "VLLM_HOST_IP")
+             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "SGLANG_HOST_IP", "VLLM_HOST_IP")
 
 
 @dataclass
@@ -387,6 +388,28 @@ def fabric_hcas(f: NodeFacts | None, addr, subnets: list[Subnet], order: list[st
     return ",".join(out)
 
 
+def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], order: list[str],
+                   spots: list[Spot], c: _Checks) -> None:
+    """Both halves of the port, the MTU, the topology's NCCL settings and each node's GID index."""
+    idle = idle_halves(facts, subnet, subnets, order)
+    if idle and subnet.rdma:
+        c.warn(idle_warning(idle, subnet))
+    errors, warns = mtu_checks(facts, subnet, subnets, order)
+    for e in errors:
+        c.error(e)
+    for w in warns:
+        c.warn(w)
+    used = in_use(facts, subnet, subnets, order)
+    extra = topology_env(topology(facts, order))
+    for spot in spots:
+        if not spot.rdma:
+            continue
+        spot.ib_env = dict(extra)
+        gid = gid_index(used.get(spot.name, []))
+        if gid is not None:
+            spot.ib_env["NCCL_IB_GID_INDEX"] = str(gid)
+
+
 def _plan_id(content: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -502,6 +525,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
                           iface=addr.iface if addr else None, ip=addr.ip if addr else None,
                           rdma=fabric_hcas(f, addr, subnets, order) if addr else None, infiniband=ib))
+    if subnet is not None:
+        _fabric_checks(facts, subnet, subnets, order, spots, c)
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
     taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
     extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})
