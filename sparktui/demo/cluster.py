@@ -264,7 +264,7 @@ class DemoCluster:
             n.name, binds=[(str(n.dir / "models"), str(self.root / "models"))],
             optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "sys-class-net"), "/sys/class/net"),
                       (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches")],
-            page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")))
+            page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")), rdma_dev=str(n.dir / "dev"))
         await n.namespace.start()
         last: Exception | None = None
         for _ in range(5):  # the port was free a moment ago; someone may have taken it since

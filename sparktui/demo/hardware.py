@@ -3,7 +3,9 @@
 Addressing (node k = 1, 2, ...), all on loopback so nothing leaves this machine:
   enP7s7         management (10 GbE)   127.0.0.(10+k)/24   sparktui dials this one
   enp1s0f1np1    fabric (ConnectX-7)   127.0.1.(10+k)/24   RoCE device rocep1s0f1, really reachable
-  enP2p1s0f1np1  the port's twin       no address, down
+  enP2p1s0f1np1  the port's twin       no address, down    RoCE device roceP2p1s0f1 (the port's other half)
+Both fabric halves start at MTU 1500, as a fresh Spark's CX7 netdevs do (dgx-spark-playbooks#25), and
+`ip addr add` / `ip link set` on the node change them (tools/ip.py), so the plan's fixes can be played.
   wlan0          Wi-Fi                 127.0.2.(10+k)/24   the network SGLang wanders onto
 A node's description is written to NODE_DIR/node.json; the shims read it through $SPARKTUI_DEMO_NODE.
 Stdlib only (the shims import it).
@@ -38,10 +40,10 @@ def interfaces(k: int) -> list[dict]:
          "mtu": 65536},
         {"name": "enP7s7", "kind": "ether", "ipv4": [a["mgmt"], 24], "up": True, "mac": mac(1), "mtu": 1500,
          "speed": 10000},
-        {"name": "enp1s0f1np1", "kind": "ether", "ipv4": [a["fabric"], 24], "up": True, "mac": mac(2), "mtu": 9000,
-         "speed": 200000, "rdma": "rocep1s0f1"},
+        {"name": "enp1s0f1np1", "kind": "ether", "ipv4": [a["fabric"], 24], "up": True, "mac": mac(2), "mtu": 1500,
+         "speed": 200000, "rdma": "rocep1s0f1", "pci": "0000:01:00.1"},
         {"name": "enP2p1s0f1np1", "kind": "ether", "ipv4": None, "up": False, "mac": mac(3), "mtu": 1500,
-         "rdma": "roceP2p1s0f1"},
+         "speed": 200000, "rdma": "roceP2p1s0f1", "pci": "0002:01:00.1"},
         {"name": "wlan0", "kind": "ether", "ipv4": [a["wlan"], 24], "up": True, "mac": mac(4), "mtu": 1500},
     ]
 
@@ -81,16 +83,16 @@ def meminfo(total_kb: int = MEM_TOTAL_KB, available_kb: int = MEM_AVAILABLE_KB) 
             "SwapTotal:      16777212 kB\nSwapFree:       16777212 kB\n")
 
 
-def write_sysfs_net(dest: Path, k: int) -> None:
+def write_sysfs_net(dest: Path, k: int, ifaces: list[dict] | None = None) -> None:
     """A stand-in /sys/class/net: one directory per NIC with speed, operstate, address, mtu."""
-    for i in interfaces(k):
+    for i in interfaces(k) if ifaces is None else ifaces:
         d = dest / i["name"]
         d.mkdir(parents=True, exist_ok=True)
         (d / "operstate").write_text(("up" if i["up"] else "down") if i["kind"] != "loopback" else "unknown")
         (d / "address").write_text(i["mac"] + "\n")
         (d / "mtu").write_text(f"{i['mtu']}\n")
-        if i.get("speed"):
-            (d / "speed").write_text(f"{i['speed']}\n")
+        if i.get("speed"):  # the kernel says -1 for a link without carrier
+            (d / "speed").write_text(f"{i['speed'] if i['up'] else -1}\n")
 
 
 def load() -> dict:
@@ -100,6 +102,15 @@ def load() -> dict:
         raise SystemExit(f"not on a sparktui demo node (${NODE_ENV} is not set)")
     with open(os.path.join(d, "node.json"), encoding="utf-8") as f:
         return json.load(f)
+
+
+def save(node: dict) -> None:
+    """Write the node's description back (after `ip addr add` / `ip link set`), whole or not at all."""
+    d = node_dir()
+    tmp = d / "node.json.tmp"
+    tmp.write_text(json.dumps(node, indent=2))
+    tmp.replace(d / "node.json")
+    write_sysfs_net(d / "sys-class-net", node["index"], node["interfaces"])
 
 
 def node_dir() -> Path:
