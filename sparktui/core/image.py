@@ -220,6 +220,17 @@ class Release:
     warnings: list[str] = field(default_factory=list)
 
 
+def default_mode(engine: str, modes: tuple[str, ...], info: ImageInfo | None, given: str | None) -> tuple[str, str]:
+    """(mode, why) when none was asked for: the engine's first, except vLLM in an image without Ray whose
+    release runs natively. NGC's vLLM images ship without Ray from 26.05-py3 (NVIDIA/dgx-spark-playbooks
+    nvidia/vllm/README.md, commit 0db7c14: "The 26.05-py3 NGC image ships without ray")."""
+    if engine == "vllm" and "native" in modes and info is not None and info.has("ray") is False:
+        version = given or info.version("vllm")
+        if vllm_native_refusal(version) is None:
+            return "native", f"mode native: {info.ref} has no Ray"
+    return modes[0], ""
+
+
 def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, given: str | None) -> Release:
     """Given (PlanOptions.engine_version) wins; else what the head's inspection found; unknown is planned
     as the newest release, and said so."""

@@ -18,7 +18,7 @@ from .engines import ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, topology, topology_env
-from .image import engine_release, info_for
+from .image import default_mode, engine_release, info_for
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
@@ -446,11 +446,15 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     if engine_mod is None:
         c.error(f"unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})")
         mode = opts.mode or ""
-    else:
-        mode = opts.mode or engine_mod.MODES[0]
+    order = list(opts.nodes) if opts.nodes else _default_order(config)
+    image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""
+    info = info_for(facts, order[0] if order else None, image) if image else None
+    mode_note = ""
+    if engine_mod is not None:
+        mode, mode_note = (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.MODES, info,
+                                                                         opts.engine_version)
         if mode not in engine_mod.MODES:
             c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
-    order = list(opts.nodes) if opts.nodes else _default_order(config)
     counts = _check_nodes(config, order, facts, c)
     per_node = max(counts) if counts else 0
     gpus = per_node * len(order)
@@ -469,14 +473,12 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     subnet = _pick_subnet(subnets, opts.rendezvous, order, c, facts, overrides, last_subnet) if order else None
     model_path = opts.model_path or config.model.path
     _check_model(model_path, order, facts, c)
-    image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""
     if not image:
         c.error("no image given for the engine")
     else:
         _check_image(image, order, facts, c)
-    info = info_for(facts, order[0] if order else None, image) if image else None
     release = engine_release(engine, mode, image, info, opts.engine_version)
-    version, version_note = release.version, release.note
+    version, version_note = release.version, release.note + (f"; {mode_note}" if mode_note else "")
     for e in release.errors:
         c.error(e)
     for w in release.warnings:

@@ -181,3 +181,33 @@ def test_node_json_carries_mtu_and_gid():
     f = spark_facts(0)
     row = next(i for i in f.to_json()["interfaces"] if i["name"] == "enp1s0f1np1")
     assert row["mtu"] == 9000 and row["gid_index"] == 3 and row["pci"] == "0000:01:00.1"
+
+
+# --- images of today ------------------------------------------------------------------------------
+
+def test_vllm_defaults_to_native_where_the_image_has_no_ray():
+    from sparktui.core.image import ImageInfo
+
+    from .test_plan import VLLM_IMAGE
+    facts = {node_name(i): make_facts(i) for i in range(2)}
+    facts["spark1"].images[VLLM_IMAGE] = ImageInfo(VLLM_IMAGE, "spark1", id="sha256:" + "ab" * 32,
+                                                   versions={"vllm": "0.31.0", "ray": None, "sglang": None})
+    plan = make_plan(make_config(2), facts, subnets(list(facts.values())), PlanOptions(engine="vllm"))
+    assert plan.mode == "native" and plan.ok, plan.errors
+    assert "has no Ray" in plan.engine_note
+    # an old release without native mode keeps ray (and the plan says Ray is missing)
+    facts["spark1"].images[VLLM_IMAGE].versions["vllm"] = "0.11.0"
+    plan = make_plan(make_config(2), facts, subnets(list(facts.values())), PlanOptions(engine="vllm"))
+    assert plan.mode == "ray" and any("has no Ray" in e for e in plan.errors)
+    # with Ray inside, Ray mode stays the default; asked for, a mode is kept
+    facts["spark1"].images[VLLM_IMAGE].versions.update(vllm="0.31.0", ray="2.60.0")
+    assert make_plan(make_config(2), facts, subnets(list(facts.values())), PlanOptions(engine="vllm")).mode == "ray"
+
+
+def test_default_images_follow_nvidias_playbooks():
+    from sparktui.core.config import ImagesConfig
+
+    assert ImagesConfig().sglang == "lmsysorg/sglang:latest-cu130"
+    root = Path(__file__).resolve().parents[2]
+    for example in (root / "config.example.yaml", root / "sparktui" / "config.example.yaml"):
+        assert "lmsysorg/sglang:spark" not in example.read_text()
