@@ -272,3 +272,20 @@ def line_rate_mbps(facts: dict[str, NodeFacts], used: dict[str, list[Interface]]
             total += speed // (len(port.halves) if port else 1)
         rates.append(total)
     return min(rates) if rates else None
+
+
+def summary(facts: dict[str, NodeFacts], subnet: Subnet, used: dict[str, list[Interface]], topo: str,
+            idle: bool) -> dict:
+    """What a plan tells the preflight about its fabric: the line rate, and per node the halves in use,
+    the port's halves and the smallest MTU in use (for naming why a measured rate falls short)."""
+    halves, of, mtu = {}, {}, {}
+    for name, ifaces in used.items():
+        f = facts.get(name)
+        rdma = [i for i in ifaces if i.rdma]
+        halves[name] = len(rdma)
+        port = port_of(f, rdma[0].name) if f is not None and rdma else None
+        of[name] = len(port.halves) if port else len(rdma)
+        known = [i.mtu for i in ifaces if i.mtu]
+        mtu[name] = min(known) if known else None
+    return {"topology": topo, "rdma": subnet.rdma, "line_rate_mbps": line_rate_mbps(facts, used),
+            "halves_in_use": halves, "port_halves": of, "mtu": mtu, "idle_half": idle}

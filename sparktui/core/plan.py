@@ -17,7 +17,7 @@ from .config import Config
 from .engines import ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
-from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, topology, topology_env
+from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
@@ -98,6 +98,7 @@ class Plan:
     engine_note: str = ""  # where that release came from, in words: "vLLM 0.11.0 in the image on spark1"
     mem_fraction: float | None = None  # of each GPU's total memory, as the engine flag says
     unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
+    fabric: dict = field(default_factory=dict)  # topology, line rate, halves and MTU in use (fabric.summary)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -123,6 +124,7 @@ class Plan:
             "rendezvous": {"subnet": self.subnet, "head_ip": self.head_ip, "port": self.rendezvous_port},
             "nodes": [n.to_json() for n in self.nodes],
             "fit": self.fit.to_json() if self.fit else {},
+            "fabric": dict(self.fabric),
             "warnings": list(self.warnings),
             "errors": list(self.errors),
         }
@@ -389,8 +391,9 @@ def fabric_hcas(f: NodeFacts | None, addr, subnets: list[Subnet], order: list[st
 
 
 def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], order: list[str],
-                   spots: list[Spot], c: _Checks) -> None:
-    """Both halves of the port, the MTU, the topology's NCCL settings and each node's GID index."""
+                   spots: list[Spot], c: _Checks) -> dict:
+    """Both halves of the port, the MTU, the topology's NCCL settings and each node's GID index; returns
+    what the preflight measures against (fabric.summary)."""
     idle = idle_halves(facts, subnet, subnets, order)
     if idle and subnet.rdma:
         c.warn(idle_warning(idle, subnet))
@@ -400,7 +403,8 @@ def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Su
     for w in warns:
         c.warn(w)
     used = in_use(facts, subnet, subnets, order)
-    extra = topology_env(topology(facts, order))
+    topo = topology(facts, order)
+    extra = topology_env(topo)
     for spot in spots:
         if not spot.rdma:
             continue
@@ -408,6 +412,7 @@ def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Su
         gid = gid_index(used.get(spot.name, []))
         if gid is not None:
             spot.ib_env["NCCL_IB_GID_INDEX"] = str(gid)
+    return summary(facts, subnet, used, topo, bool(idle))
 
 
 def _plan_id(content: dict) -> str:
@@ -528,7 +533,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                           iface=addr.iface if addr else None, ip=addr.ip if addr else None,
                           rdma=fabric_hcas(f, addr, subnets, order) if addr else None, infiniband=ib))
     if subnet is not None:
-        _fabric_checks(facts, subnet, subnets, order, spots, c)
+        plan.fabric = _fabric_checks(facts, subnet, subnets, order, spots, c)
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
     taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
     extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})

@@ -211,3 +211,44 @@ def test_default_images_follow_nvidias_playbooks():
     root = Path(__file__).resolve().parents[2]
     for example in (root / "config.example.yaml", root / "sparktui" / "config.example.yaml"):
         assert "lmsysorg/sglang:spark" not in example.read_text()
+
+
+# --- preflight at line rate -----------------------------------------------------------------------
+
+def _verdict(bw: float, fabric: dict, transport: str = "rdma", nccl: str | None = "2.28.9"):
+    from sparktui.core.preflight import NodeResult, Setting, Verdict
+
+    s = Setting(addr="192.168.100.10", port=29500, subnet="192.168.100.0/24", image="img", timeout=30,
+                fabric=fabric)
+    nodes = {}
+    for rank, name in enumerate(("spark1", "spark2")):
+        nodes[name] = NodeResult.from_check(name, rank, "enp1s0f1np1", f"192.168.100.{10 + rank}", {
+            "ok": True, "path": "nccl", "transport": transport, "bandwidth_gb_s": bw, "nccl": nccl,
+            "bandwidth_what": "all-reduce bus bandwidth"})
+    return Verdict(setting=s, nodes=nodes, seconds=9.0)
+
+
+def test_preflight_reports_a_share_of_line_rate_and_names_the_likely_causes_in_order():
+    one_half = plan_of([spark_facts(0, twin_down=True, mtu=1500), spark_facts(1, twin_down=True, mtu=1500)]).fabric
+    v = _verdict(3.04, one_half)  # the ~3 GB/s of NVIDIA/dgx-spark-playbooks#102
+    assert v.line_rate_gb_s == 12.5 and round(v.share, 2) == 0.24
+    assert "all-reduce bus bandwidth 3.04 GB/s = 24 % of line rate (12.50 GB/s)" in v.summary()
+    causes = v.causes
+    assert causes[0].startswith("one half of the port in use on spark1, spark2")
+    assert causes[1].startswith("MTU spark1 1500, spark2 1500") and "release build" in causes[2]
+    j = v.to_json()
+    assert j["line_rate_share"] == 0.243 and j["short_of_line_rate"] == causes and j["nccl"] == "2.28.9"
+    # sockets first when NCCL fell back although the fabric has RDMA
+    assert _verdict(1.1, one_half, transport="socket").causes[0].startswith("NCCL ran over TCP sockets")
+    # both halves and jumbo frames: 23.74 GB/s of 25 is no shortfall
+    both = plan_of([spark_facts(0), spark_facts(1)]).fabric
+    v = _verdict(23.74, both)
+    assert round(v.share, 2) == 0.95 and v.causes == [] and "95 % of line rate (25.00 GB/s)" in v.summary()
+
+
+def test_a_nccl_release_with_known_multi_node_hangs_is_flagged():
+    both = plan_of([spark_facts(0), spark_facts(1)]).fabric
+    v = _verdict(23.0, both, nccl="2.30.4")
+    assert v.to_json()["nccl_known_issue"] and "NVIDIA/nccl#2167" in v.summary()
+    assert "NVIDIA/nccl#2167" in _verdict(2.0, both, nccl="2.30.4").causes[-1]
+    assert _verdict(23.0, both, nccl="2.28.9").to_json()["nccl_known_issue"] is None
