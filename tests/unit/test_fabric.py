@@ -240,6 +240,9 @@ def test_preflight_reports_a_share_of_line_rate_and_names_the_likely_causes_in_o
     assert j["line_rate_share"] == 0.243 and j["short_of_line_rate"] == causes and j["nccl"] == "2.28.9"
     # sockets first when NCCL fell back although the fabric has RDMA
     assert _verdict(1.1, one_half, transport="socket").causes[0].startswith("NCCL ran over TCP sockets")
+    # the check's plain TCP stream (no torch in the image) blames neither NCCL nor the halves
+    tcp = _verdict(0.18, one_half, transport="tcp", nccl=None).causes
+    assert tcp[0].startswith("a plain TCP stream") and tcp[1].startswith("MTU") and len(tcp) == 2
     # both halves and jumbo frames: 23.74 GB/s of 25 is no shortfall
     both = plan_of([spark_facts(0), spark_facts(1)]).fabric
     v = _verdict(23.74, both)

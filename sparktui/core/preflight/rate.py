@@ -40,7 +40,12 @@ def nccl_flag(version: str | None) -> str | None:
 def causes(transport: str | None, fabric: dict, nccl: str | None) -> list[str]:
     """Why a bandwidth falls short of the line rate, most likely first, each with its fix."""
     out = []
-    if transport in ("socket", "tcp") and fabric.get("rdma"):
+    low = sorted(f"{n} {m}" for n, m in (fabric.get("mtu") or {}).items() if m and m < 9000)
+    mtu = f"MTU {', '.join(low)}: `sudo ip link set IF mtu 9000` on every node"
+    if transport == "tcp":  # the check's own TCP stream (no torch with a GPU): neither NCCL nor RDMA took part
+        return ["a plain TCP stream measured it (the image has no torch with a GPU): one connection over one "
+                "interface, without RDMA, so it tells reachability more than the link's rate"] + ([mtu] if low else [])
+    if transport == "socket" and fabric.get("rdma"):
         out.append("NCCL ran over TCP sockets although the fabric has RDMA: check /dev/infiniband on every node "
                    "and NCCL_IB_HCA (the plan's env)")
     halves, of = fabric.get("halves_in_use") or {}, fabric.get("port_halves") or {}
@@ -48,9 +53,8 @@ def causes(transport: str | None, fabric: dict, nccl: str | None) -> list[str]:
     if one:
         out.append(f"one half of the port in use on {', '.join(one)}: bring the other half up on its own subnet "
                    "(the plan's warning names the commands)")
-    low = sorted(f"{n} {m}" for n, m in (fabric.get("mtu") or {}).items() if m and m < 9000)
     if low and fabric.get("rdma"):
-        out.append(f"MTU {', '.join(low)}: `sudo ip link set IF mtu 9000` on every node")
+        out.append(mtu)
     flag = nccl_flag(nccl)
     out.append(flag if flag else f"the NCCL build{f' ({nccl})' if nccl else ''}: {DEV_BUILD}")
     return out
