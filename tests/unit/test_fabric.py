@@ -255,3 +255,28 @@ def test_a_nccl_release_with_known_multi_node_hangs_is_flagged():
     assert v.to_json()["nccl_known_issue"] and "NVIDIA/nccl#2167" in v.summary()
     assert "NVIDIA/nccl#2167" in _verdict(2.0, both, nccl="2.30.4").causes[-1]
     assert _verdict(23.0, both, nccl="2.28.9").to_json()["nccl_known_issue"] is None
+
+
+def test_check_says_what_an_image_holds():
+    from sparktui.core.image import ImageInfo, holds
+
+    info = ImageInfo("nvcr.io/nvidia/vllm:26.10-py3", "spark1", versions={
+        "vllm": "0.31.0", "sglang": None, "ray": None, "torch": "2.9.1+cu130", "nvidia-nccl-cu13": None,
+        "nvidia-nccl-cu12": None})
+    assert holds(info) == "vLLM 0.31.0, no Ray, torch 2.9.1 (CUDA 13.0)"
+    info.versions.update(ray="2.60.0", **{"nvidia-nccl-cu13": "2.27.7"})
+    assert holds(info) == "vLLM 0.31.0, Ray 2.60.0, torch 2.9.1 (CUDA 13.0), NCCL 2.27.7 (pip)"
+    assert holds(ImageInfo("x", problem="x is not on spark1")) == "x is not on spark1"
+
+
+def test_check_reads_only_the_cache_and_an_old_cache_entry_leaves_torch_unknown():
+    from sparktui.core.image import inspect_script, parse_inspection
+
+    script = inspect_script("img:1", 30, run_image=False)
+    assert "docker run" not in script.split("uncached")[0] and "uncached'; exit 0" in script
+    m = "@@sparktui-image "
+    head = f'{m}inspect\n{{"Cmd": null}}\nsha256:{"ab" * 32}\n'
+    info = parse_inspection("img:1", "spark1", head + f"{m}uncached\n")
+    assert info.problem and "not read yet" in info.problem and info.versions == {}
+    old = parse_inspection("img:1", "spark1", head + f'{m}cached\n{{"vllm": "0.31.0", "sglang": null, "ray": null}}\n')
+    assert old.has("ray") is False and old.has("torch") is None  # never asked: unknown, not absent
