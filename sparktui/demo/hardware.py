@@ -95,6 +95,45 @@ def write_sysfs_net(dest: Path, k: int, ifaces: list[dict] | None = None) -> Non
             (d / "speed").write_text(f"{i['speed'] if i['up'] else -1}\n")
 
 
+def _gid(ip: str) -> str:
+    """An IPv4-mapped GID as sysfs prints it (0000:...:ffff:c0a8:640a)."""
+    a, b, c, d = (int(x) for x in ip.split("."))
+    return f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+
+
+def write_sysfs_ib(dest: Path, ifaces: list[dict]) -> None:
+    """A stand-in /sys/class/infiniband: per RDMA device its PCI device (with its netdev), port state and
+    GID table as a CX7 fills it (0/1: link-local v1/v2, 2/3: the IPv4 address v1/v2, so RoCEv2 is 3).
+    `device` points into the node's sys-devices/ by absolute path, so readlink -f names the PCI address.
+    Without an IPv4 address there are no entries 2 and 3 (the kernel adds them with the address)."""
+    devices = dest.parent.parent / "sys-devices"
+    for i in ifaces:
+        if not i.get("rdma"):
+            continue
+        dev = dest / i["rdma"]
+        pci = devices / (i.get("pci") or "0000:00:00.0")
+        (pci / "net" / i["name"]).mkdir(parents=True, exist_ok=True)
+        port = dev / "ports" / "1"
+        for sub in ("gid_attrs/types", "gids"):
+            (port / sub).mkdir(parents=True, exist_ok=True)
+        link = dev / "device"
+        if not link.is_symlink():
+            link.symlink_to(pci)
+        (port / "state").write_text("4: ACTIVE\n" if i["up"] else "1: DOWN\n")
+        ip = i["ipv4"][0] if i.get("ipv4") else None
+        m = [int(x, 16) for x in i["mac"].split(":")]  # EUI-64 from the MAC, as the kernel forms it
+        link_local = (f"fe80:0000:0000:0000:{m[0] ^ 2:02x}{m[1]:02x}:{m[2]:02x}ff:fe{m[3]:02x}:"
+                      f"{m[4]:02x}{m[5]:02x}")
+        table = [(link_local, "IB/RoCE v1"), (link_local, "RoCE v2")]
+        table += [(_gid(ip), "IB/RoCE v1"), (_gid(ip), "RoCE v2")] if ip else []
+        for idx in range(4):
+            for f in (port / "gids" / str(idx), port / "gid_attrs" / "types" / str(idx)):
+                f.unlink(missing_ok=True)
+        for idx, (gid, kind) in enumerate(table):
+            (port / "gids" / str(idx)).write_text(gid + "\n")
+            (port / "gid_attrs" / "types" / str(idx)).write_text(kind + "\n")
+
+
 def load() -> dict:
     """The description of the node this process runs on (raises SystemExit outside a demo node)."""
     d = os.environ.get(NODE_ENV)
@@ -111,6 +150,7 @@ def save(node: dict) -> None:
     tmp.write_text(json.dumps(node, indent=2))
     tmp.replace(d / "node.json")
     write_sysfs_net(d / "sys-class-net", node["index"], node["interfaces"])
+    write_sysfs_ib(d / "sys-class" / "infiniband", node["interfaces"])
 
 
 def node_dir() -> Path:

@@ -26,7 +26,9 @@ async def test_plan_on_a_fresh_spark_then_after_the_printed_fixes(demo, cli_env)
     out = await _plan(demo, cli_env)
     warns = out["warnings"]
     assert not _has(warns, "/dev/infiniband"), warns  # RDMA as on a Spark: the container gets the device
-    assert out["nodes"][0]["env"]["NCCL_IB_HCA"] == "rocep1s0f1" and out["nodes"][0]["env"]["NCCL_IB_DISABLE"] == "0"
+    env = out["nodes"][0]["env"]
+    assert env["NCCL_IB_HCA"] == "rocep1s0f1" and env["NCCL_IB_DISABLE"] == "0"
+    assert env["NCCL_IB_GID_INDEX"] == "3"  # the RoCEv2 IPv4 entry of the node's sysfs GID table
     idle = next(w for w in warns if "idle" in w)
     assert "spark1 enP2p1s0f1np1 (roceP2p1s0f1)" in idle and "about half the link" in idle
     assert _has(warns, "MTU below 9000", "spark1 enp1s0f1np1 1500", "spark2 enp1s0f1np1 1500")
@@ -46,3 +48,4 @@ async def test_plan_on_a_fresh_spark_then_after_the_printed_fixes(demo, cli_env)
     assert not _has(out["warnings"], "idle") and not _has(out["warnings"], "MTU below"), out["warnings"]
     assert out["nodes"][0]["env"]["NCCL_IB_HCA"] == "rocep1s0f1,roceP2p1s0f1"
     assert out["nodes"][1]["env"]["NCCL_IB_HCA"] == "rocep1s0f1,roceP2p1s0f1"
+    assert out["nodes"][1]["env"]["NCCL_IB_GID_INDEX"] == "3"  # the twin's address gave it a RoCEv2 entry too
