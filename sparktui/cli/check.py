@@ -171,15 +171,38 @@ async def gather(config: Config) -> tuple[Inventory, dict[str, list[dict]]]:
     return inv, extra
 
 
+async def _images(cluster: Cluster, config: Config) -> dict[str, dict]:
+    """What each configured image holds, from the inspection a plan made on the head (cached there by image
+    ID); check runs no image, and asks while the probe runs so it costs no extra time."""
+    import asyncio
+
+    from ..core.image import holds, inspect_image
+
+    node = cluster.nodes.get(config.head.name)
+    if node is None:
+        return {}
+    refs = {"sglang": config.images.sglang, "vllm": config.images.vllm}
+    infos = await asyncio.gather(*(inspect_image(node, r, run_image=False) for r in dict.fromkeys(refs.values())))
+    by_ref = {i.ref: i for i in infos}
+    return {e: {"image": r, "node": node.name, "holds": holds(by_ref[r]), "versions": by_ref[r].versions,
+                "problem": by_ref[r].problem} for e, r in refs.items()}
+
+
 async def cmd_check(args: argparse.Namespace) -> int:
     config = get_config(args)
     async with Cluster(config, journal=journal()) as cluster:
-        inv = await take_inventory(cluster, config)
+        import asyncio
+
+        inv, images = await asyncio.gather(take_inventory(cluster, config), _images(cluster, config))
+        if not inv.facts.get(config.head.name) or not inv.facts[config.head.name].reachable:
+            images = {}  # the head did not answer: nothing to say about its images
     needs = node_needs(config, inv)
     if args.json:
-        print_json({**inv.to_json(), "requirements": [n.to_json() for n in needs]})
+        print_json({**inv.to_json(), "images": images, "requirements": [n.to_json() for n in needs]})
     else:
         print_inventory(config, inv)
+        for engine, i in images.items():
+            _console().print(f"[bold]{engine}[/] {i['image']} on {i['node']}: {i['holds']}", highlight=False)
         print_needs(needs)
     if not inv.all_reachable:
         return 1

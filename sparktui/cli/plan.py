@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_plan_args(p: argparse.ArgumentParser) -> None:
     """The plan options, shared by every command that builds a plan (plan, preflight, launch)."""
     p.add_argument("--engine", choices=sorted(ENGINES), help="inference engine (default: sglang, or the recipe's)")
-    p.add_argument("--mode", choices=["ray", "native"], help="vLLM multi-node mode (default: ray)")
+    p.add_argument("--mode", choices=["ray", "native"], help="vLLM multi-node mode (default: ray, or native where the image has no Ray)")
     p.add_argument("--tp", type=int, help="tensor parallel size (default: GPUs per node x nodes)")
     p.add_argument("--pp", type=int, help="pipeline parallel size (default: 1)")
     p.add_argument("--nodes", metavar="A,B,...", help="nodes in rank order, head first (default: all, head first)")

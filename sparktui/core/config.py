@@ -74,7 +74,11 @@ class ModelConfig:
 class ImagesConfig:
     """Container image per engine."""
 
-    sglang: str = "lmsysorg/sglang:spark"  # image that runs SGLang, same ID on every node
+    # NVIDIA/dgx-spark-playbooks nvidia/sglang/README.md (commit 0db7c14, 2026-07-24): `lmsysorg/sglang:latest-cu130`;
+    # the `spark` tag left that playbook on 2026-03-16 (commit b7deea5).
+    sglang: str = "lmsysorg/sglang:latest-cu130"  # image that runs SGLang, same ID on every node
+    # NGC's vLLM images ship without Ray from 26.05-py3 (nvidia/vllm/README.md, same commit): plans for an
+    # image without Ray default to vLLM's native multi-node mode (image.default_mode).
     vllm: str = "nvcr.io/nvidia/vllm:26.10-py3"  # image that runs vLLM (0.31.0 inside), same ID on every node
 
 

@@ -34,6 +34,10 @@ class Interface:
     rdma: str | None = None  # RoCE device mapped by ibdev2netdev, e.g. "rocep1s0f1"
     speed_mbps: int | None = None
     state: str = ""  # why not up, in words: "link down" (set down) | "no carrier" (cable, switch port); "" when up
+    mtu: int | None = None  # from `ip -j addr`
+    link_type: str = ""  # `ip -j addr`'s link_type: "ether" (RoCE on a ConnectX), "infiniband", ...
+    pci: str | None = None  # the RDMA device's PCI address (sysfs), e.g. "0002:01:00.1"
+    gid_index: int | None = None  # the RDMA device's RoCEv2 GID holding an IPv4 address (sysfs gid_attrs)
 
 
 @dataclass
@@ -95,8 +99,8 @@ class NodeFacts:
         # speed, link state, unified memory and the image IDs too: a saved `check --json` is enough to
         # plan from (`plan --facts FILE`, facts_store.py reads this shape back)
         d["interfaces"] = [
-            {"name": i.name, "ipv4": i.ipv4, "up": i.up, "rdma": i.rdma, "speed_mbps": i.speed_mbps, "state": i.state}
-            for i in self.interfaces
+            {"name": i.name, "ipv4": i.ipv4, "up": i.up, "rdma": i.rdma, "speed_mbps": i.speed_mbps, "state": i.state,
+             "mtu": i.mtu, "link_type": i.link_type, "pci": i.pci, "gid_index": i.gid_index} for i in self.interfaces
         ]
         d["gpu"] = {k: d["gpu"][k] for k in ("name", "count", "memory_total_bytes", "utilization", "unified")}
         d["docker"] = {"version": self.docker.version, "runtimes": self.docker.runtimes,

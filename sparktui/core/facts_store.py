@@ -300,7 +300,9 @@ def node_from_json(d: Any, where: str, path: Path) -> NodeFacts:
     for i, item in enumerate(r.list("interfaces")):
         x = _Reader(item, f"{r.at('interfaces')}[{i}]", path)
         f.interfaces.append(Interface(name=x.str("name") or "", ipv4=x.strs("ipv4"), up=x.bool("up"),
-                                      rdma=x.str("rdma"), speed_mbps=x.int("speed_mbps"), state=x.str("state", "") or ""))
+                                      rdma=x.str("rdma"), speed_mbps=x.int("speed_mbps"), state=x.str("state", "") or "",
+                                      mtu=x.int("mtu"), link_type=x.str("link_type", "") or "", pci=x.str("pci"),
+                                      gid_index=x.int("gid_index")))
     if d.get("docker") is not None:
         k = _Reader(d["docker"], r.at("docker"), path)
         f.docker = DockerInfo(version=k.str("version"), images=k.map("images"), runtimes=k.strs("runtimes"),

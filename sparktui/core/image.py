@@ -19,7 +19,9 @@ from .engines.versions import vllm_native_refusal
 
 RUN_TIMEOUT_S = 60  # the one-shot version run; a cold image start on a slow disk takes some seconds
 CACHE_DIR = "$HOME/.cache/sparktui/images"
-PACKAGES = ("vllm", "sglang", "ray")
+# torch's version names its CUDA (2.9.1+cu130); NCCL shows as a package only where pip installed it
+# (NGC images build theirs: the preflight reads the one torch loads).
+PACKAGES = ("vllm", "sglang", "ray", "torch", "nvidia-nccl-cu13", "nvidia-nccl-cu12")
 _MARK = "@@sparktui-image "
 
 # Run inside the image: one JSON line {package: version or null}. Metadata first: importing vLLM
@@ -84,7 +86,8 @@ def read_versions(body: str, where: str) -> dict[str, str | None]:
     for p in PACKAGES:
         if not isinstance(data.get(p), (str, type(None))):
             raise statefile.StateFileError(where, f"{p!r} is not a version string", CACHE_FIX)
-    return {p: data.get(p) for p in PACKAGES}
+    # a package the run did not ask about (an older cache entry) stays unknown, not absent
+    return {p: data.get(p) for p in PACKAGES if p in data}
 
 
 def _strings(value: object) -> list[str]:
@@ -94,8 +97,9 @@ def _strings(value: object) -> list[str]:
     return [str(x) for x in value] if isinstance(value, list) else []
 
 
-def inspect_script(ref: str, timeout: int = RUN_TIMEOUT_S) -> str:
-    """The shell the head runs: inspect, then the cached versions or a one-shot run that fills the cache."""
+def inspect_script(ref: str, timeout: int = RUN_TIMEOUT_S, run_image: bool = True) -> str:
+    """The shell the head runs: inspect, then the cached versions or a one-shot run that fills the cache
+    (run_image False: the cache only, so `check` stays as quick as a probe)."""
     q = shlex.quote(ref)
     run = (f"timeout {int(timeout)} docker run --rm --network none --entrypoint python3 {q} "
            f"-c {shlex.quote(_VERSIONS_PY)}")
@@ -107,6 +111,7 @@ def inspect_script(ref: str, timeout: int = RUN_TIMEOUT_S) -> str:
         "printf '%s\\n' \"$id\"",
         f"d={CACHE_DIR}; f=\"$d/$(printf %s \"$id\" | tr -c 'A-Za-z0-9' _).json\"",
         "if [ -s \"$f\" ]; then echo '" + _MARK + "cached'; cat \"$f\"; exit 0; fi",
+        "" if run_image else f"echo '{_MARK}uncached'; exit 0",
         f"out=$({run} 2>&1); rc=$?",
         "line=$(printf '%s\\n' \"$out\" | grep '^{' | tail -n 1)",
         "if [ $rc -eq 0 ] && [ -n \"$line\" ]; then",
@@ -164,6 +169,9 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
             except statefile.StateFileError as e:
                 info.problem = e.line()
             return info
+    if "uncached" in sections:
+        info.problem = f"what {ref} holds is not read yet on {node} (`sparktui plan` reads it once per image)"
+        return info
     failed = sections.get("failed", [])
     rc = failed[0].strip() if failed else "?"
     detail = " ".join(s.strip() for s in failed[1:] if s.strip())[:300]
@@ -175,14 +183,36 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
     return info
 
 
-async def inspect_image(node, ref: str, timeout: int = RUN_TIMEOUT_S) -> ImageInfo:
+async def inspect_image(node, ref: str, timeout: int = RUN_TIMEOUT_S, run_image: bool = True) -> ImageInfo:
     """Inspect `ref` on `node` (an ssh.Node): one command, bounded; failures come back as `problem`."""
     name = getattr(node, "name", "")
     try:
-        r = await node.run(inspect_script(ref, timeout), timeout=timeout + 30)
+        r = await node.run(inspect_script(ref, timeout, run_image), timeout=timeout + 30)
     except Exception as e:  # noqa: BLE001 - a lost link: the plan goes on without the image's facts
         return ImageInfo(ref=ref, node=name, problem=f"could not inspect {ref} on {name}: {e}")
     return parse_inspection(ref, name, r.stdout or "", timeout)
+
+
+def holds(info: ImageInfo) -> str:
+    """What an image holds, in words: engine releases, Ray, torch and its CUDA, a pip NCCL."""
+    if info.problem:
+        return info.problem
+    if not info.versions:
+        return "versions not read"
+    words = [f"{name} {info.version(p)}" for p, name in (("vllm", "vLLM"), ("sglang", "SGLang")) if info.version(p)]
+    words.append(f"Ray {info.version('ray')}" if info.version("ray") else "no Ray" if info.has("ray") is False
+                 else "Ray ?")
+    torch = info.version("torch")
+    if torch:
+        cuda = torch.split("+cu", 1)[1] if "+cu" in torch else ""
+        words.append(f"torch {torch.split('+')[0]}" + (f" (CUDA {cuda[:-1]}.{cuda[-1]})" if cuda.isdigit()
+                                                      and len(cuda) > 1 else ""))
+    elif info.has("torch") is False:
+        words.append("no torch")
+    nccl = info.version("nvidia-nccl-cu13") or info.version("nvidia-nccl-cu12")
+    if nccl:
+        words.append(f"NCCL {nccl} (pip)")
+    return ", ".join(words)
 
 
 def info_for(facts: dict, node: str | None, ref: str) -> ImageInfo | None:
@@ -240,6 +270,17 @@ class Release:
     note: str
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+
+def default_mode(engine: str, modes: tuple[str, ...], info: ImageInfo | None, given: str | None) -> tuple[str, str]:
+    """(mode, why) when none was asked for: the engine's first, except vLLM in an image without Ray whose
+    release runs natively. NGC's vLLM images ship without Ray from 26.05-py3 (NVIDIA/dgx-spark-playbooks
+    nvidia/vllm/README.md, commit 0db7c14: "The 26.05-py3 NGC image ships without ray")."""
+    if engine == "vllm" and "native" in modes and info is not None and info.has("ray") is False:
+        version = given or info.version("vllm")
+        if vllm_native_refusal(version) is None:
+            return "native", f"mode native: {info.ref} has no Ray"
+    return modes[0], ""
 
 
 def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, given: str | None) -> Release:

@@ -18,7 +18,8 @@ from .engines import ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import plan_files
-from .image import engine_release, info_for
+from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
+from .image import default_mode, engine_release, info_for
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
@@ -28,7 +29,7 @@ from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_prob
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
 _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "SGLANG_HOST_IP", "VLLM_HOST_IP")
+             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "SGLANG_HOST_IP", "VLLM_HOST_IP")
 
 
 @dataclass
@@ -101,6 +102,7 @@ class Plan:
     engine_note: str = ""  # where that release came from, in words: "vLLM 0.11.0 in the image on spark1"
     mem_fraction: float | None = None  # of each GPU's total memory, as the engine flag says
     unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
+    fabric: dict = field(default_factory=dict)  # topology, line rate, halves and MTU in use (fabric.summary)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -126,6 +128,7 @@ class Plan:
             "rendezvous": {"subnet": self.subnet, "head_ip": self.head_ip, "port": self.rendezvous_port},
             "nodes": [n.to_json() for n in self.nodes],
             "fit": self.fit.to_json() if self.fit else {},
+            "fabric": dict(self.fabric),
             "warnings": list(self.warnings),
             "errors": list(self.errors),
             "runnable": self.ok,  # false: the nodes' commands are for reading until the errors are fixed
@@ -392,6 +395,31 @@ def fabric_hcas(f: NodeFacts | None, addr, subnets: list[Subnet], order: list[st
     return ",".join(out)
 
 
+def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], order: list[str],
+                   spots: list[Spot], c: _Checks) -> dict:
+    """Both halves of the port, the MTU, the topology's NCCL settings and each node's GID index; returns
+    what the preflight measures against (fabric.summary)."""
+    idle = idle_halves(facts, subnet, subnets, order)
+    if idle and subnet.rdma:
+        c.warn(idle_warning(idle, subnet))
+    errors, warns = mtu_checks(facts, subnet, subnets, order)
+    for e in errors:
+        c.error(e)
+    for w in warns:
+        c.warn(w)
+    used = in_use(facts, subnet, subnets, order)
+    topo = topology(facts, order)
+    extra = topology_env(topo)
+    for spot in spots:
+        if not spot.rdma:
+            continue
+        spot.ib_env = dict(extra)
+        gid = gid_index(used.get(spot.name, []))
+        if gid is not None:
+            spot.ib_env["NCCL_IB_GID_INDEX"] = str(gid)
+    return summary(facts, subnet, used, topo, bool(idle))
+
+
 def _plan_id(content: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -428,11 +456,15 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     if engine_mod is None:
         c.error(f"unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})")
         mode = opts.mode or ""
-    else:
-        mode = opts.mode or engine_mod.MODES[0]
+    order = list(opts.nodes) if opts.nodes else _narrow(_default_order(config), facts, opts, c)
+    image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""
+    info = info_for(facts, order[0] if order else None, image) if image else None
+    mode_note = ""
+    if engine_mod is not None:
+        mode, mode_note = (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.MODES, info,
+                                                                         opts.engine_version)
         if mode not in engine_mod.MODES:
             c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
-    order = list(opts.nodes) if opts.nodes else _narrow(_default_order(config), facts, opts, c)
     counts = _check_nodes(config, order, facts, c)
     per_node = max(counts) if counts else 0
     gpus = per_node * len(order)
@@ -451,14 +483,12 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     subnet = _pick_subnet(subnets, opts.rendezvous, order, c, facts, overrides, last_subnet) if order else None
     model_path = opts.model_path or config.model.path
     _check_model(model_path, order, facts, c)
-    image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""
     if not image:
         c.error("no image given for the engine")
     else:
         _check_image(image, order, facts, c)
-    info = info_for(facts, order[0] if order else None, image) if image else None
     release = engine_release(engine, mode, image, info, opts.engine_version)
-    version, version_note = release.version, release.note
+    version, version_note = release.version, release.note + (f"; {mode_note}" if mode_note else "")
     for e in release.errors:
         c.error(e)
     for w in release.warnings:
@@ -509,6 +539,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
                           iface=addr.iface if addr else None, ip=addr.ip if addr else None,
                           rdma=fabric_hcas(f, addr, subnets, order) if addr else None, infiniband=ib))
+    if subnet is not None:
+        plan.fabric = _fabric_checks(facts, subnet, subnets, order, spots, c)
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
     taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
     extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})

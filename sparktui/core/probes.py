@@ -81,6 +81,20 @@ ibsys() {
     done
   done
 }
+# Each RDMA device's PCI address (pairs a port's halves) and its first GIDs: type and address, so the
+# RoCEv2 one holding an IPv4 address can be named (NCCL_IB_GID_INDEX). A GID table has up to 256
+# entries, unused ones unreadable: the first 16 hold the addresses of any sane setup.
+ibgid() {
+  for d in /sys/class/infiniband/*; do
+    [ -d "$d" ] || continue
+    p=$(readlink -f "$d/device" 2>/dev/null) && printf 'pci %s %s\n' "${d##*/}" "${p##*/}"
+    for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+      t=$(cat "$d/ports/1/gid_attrs/types/$i" 2>/dev/null) || continue
+      g=$(cat "$d/ports/1/gids/$i" 2>/dev/null) || continue
+      printf 'gid %s %s %s %s\n' "${d##*/}" "$i" "$g" "$t"
+    done
+  done
+}
 speeds() {
   for d in /sys/class/net/*; do
     [ -e "$d" ] || continue
@@ -111,6 +125,7 @@ dockers &
 sec ip $T ip -j addr
 if command -v ibdev2netdev >/dev/null 2>&1; then sec ibdev2netdev $T ibdev2netdev; fi
 sec ib-sys ibsys
+sec ib-gid ibgid
 sec infiniband test -d /dev/infiniband
 sec speed speeds
 sec user id -un
@@ -118,7 +133,7 @@ sec rsync $T rsync --version
 sec gpu-toolkit toolkit
 wait
 show nvidia-smi meminfo df model du files broken docker-version docker-images docker-ids docker-ps docker-runtimes \
-  ip ibdev2netdev ib-sys infiniband speed user rsync gpu-toolkit
+  ip ibdev2netdev ib-sys ib-gid infiniband speed user rsync gpu-toolkit
 printf '@@sparktui:done@@\n'
 """
 
@@ -319,7 +334,10 @@ def parse_ip_addr(text: str, notes: list[str] | None = None) -> list[Interface]:
         for a in link.get("addr_info") or []:
             if isinstance(a, dict) and a.get("family") == "inet" and a.get("local") and isinstance(a.get("prefixlen"), int):
                 ipv4.append(f"{a['local']}/{a['prefixlen']}")
-        out.append(Interface(name=link["ifname"], ipv4=ipv4, up=_is_up(link), state=link_state(link)))
+        mtu = link.get("mtu")
+        out.append(Interface(name=link["ifname"], ipv4=ipv4, up=_is_up(link), state=link_state(link),
+                             mtu=mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and mtu > 0 else None,
+                             link_type=str(link.get("link_type") or "")))
     return out
 
 
@@ -347,6 +365,28 @@ def parse_ib_sysfs(text: str) -> dict[str, str]:
         if len(parts) >= 2:
             out.setdefault(parts[1], parts[0])
     return out
+
+
+# An IPv4-mapped GID (::ffff:a.b.c.d), as sysfs prints it: the RoCEv2 entry NCCL needs for IPv4.
+_V4_GID = re.compile(r"^0000:0000:0000:0000:0000:ffff:[0-9a-f]{4}:[0-9a-f]{4}$")
+_PCI = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+def parse_ib_gid(text: str) -> tuple[dict[str, str], dict[str, int]]:
+    """The probe's `ib-gid` lines: (RDMA device -> PCI address, RDMA device -> RoCEv2 IPv4 GID index).
+
+    `pci DEV ADDR` and `gid DEV INDEX GID TYPE...`; the lowest index whose type is "RoCE v2" and whose
+    GID is IPv4-mapped wins (the one NVIDIA's Spark threads set as NCCL_IB_GID_INDEX, usually 3)."""
+    pci: dict[str, str] = {}
+    gid: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split(None, 4)
+        if len(parts) == 3 and parts[0] == "pci" and _PCI.match(parts[2].lower()):
+            pci[parts[1]] = parts[2].lower()
+        elif (len(parts) == 5 and parts[0] == "gid" and parts[2].isdigit() and len(parts[2]) < 4
+              and _V4_GID.match(parts[3].lower()) and parts[4].strip().lower() == "roce v2"):
+            gid[parts[1]] = min(gid.get(parts[1], 1 << 16), int(parts[2]))
+    return pci, gid
 
 
 def parse_speeds(text: str) -> dict[str, int]:
@@ -546,9 +586,12 @@ def parse_probe(name: str, host: str, text: str) -> NodeFacts:
     if (sec := ok("ibdev2netdev")) is not None:
         rdma.update(read("ibdev2netdev", {}, parse_ibdev2netdev, sec.out, notes))
     speeds = read("speed", {}, parse_speeds, secs["speed"].out) if "speed" in secs else {}
+    pci, gids = read("ib-gid", ({}, {}), parse_ib_gid, secs["ib-gid"].out) if "ib-gid" in secs else ({}, {})
     for iface in facts.interfaces:
         iface.rdma = rdma.get(iface.name)
         iface.speed_mbps = speeds.get(iface.name)
+        if iface.rdma:
+            iface.pci, iface.gid_index = pci.get(iface.rdma), gids.get(iface.rdma)
     if (sec := secs.get("infiniband")) is not None:
         facts.infiniband = sec.rc == 0
     if (sec := secs.get("user")) is not None and sec.rc == 0:

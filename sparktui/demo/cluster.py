@@ -189,6 +189,8 @@ class DemoCluster:
             (d / "meminfo").write_text(hardware.meminfo())
             (d / "drop_caches").write_text("0\n")  # the node's own; a write drops its page cache (pagecache.py)
             hardware.write_sysfs_net(d / "sys-class-net", k)
+            (d / "sys-class" / "net").mkdir(parents=True)  # the mount point for sys-class-net
+            hardware.write_sysfs_ib(d / "sys-class" / "infiniband", hardware.interfaces(k))
             docker_images.seed(Store(d / "docker"), list(docker_images.CATALOG), o.image_bytes)
             node = DemoNode(name, k, d, asyncssh.generate_private_key("ssh-ed25519"))
             node.port = _free_port(list(node.addresses.values()))
@@ -264,9 +266,10 @@ class DemoCluster:
         assert self.root is not None
         n.namespace = NodeNamespace(
             n.name, binds=[(str(n.dir / "models"), str(self.root / "models"))],
-            optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "sys-class-net"), "/sys/class/net"),
+            optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "sys-class"), "/sys/class"),
+                      (str(n.dir / "sys-class-net"), "/sys/class/net"),
                       (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches")],
-            page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")))
+            page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")), rdma_dev=str(n.dir / "dev"))
         await n.namespace.start()
         last: Exception | None = None
         for _ in range(5):  # the port was free a moment ago; someone may have taken it since

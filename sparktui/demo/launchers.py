@@ -1,7 +1,8 @@
 """The executables on a simulated node's PATH: small sh launchers for the Python stand-ins.
 
 DEMO/bin            what a node's shell finds first: ip, nvidia-smi, ibdev2netdev, docker, ssh,
-                    ssh-keyscan, rsync (paced), nproc (a Spark's 20 cores), python3
+                    ssh-keyscan, rsync (paced), nproc (a Spark's 20 cores), python3, sudo (the node's user
+                    is root: it runs the command)
 DEMO/container-bin  what engine containers find: python3, python, nvidia-smi (the NVIDIA runtime
                     puts nvidia-smi into GPU containers)
 Every other tool (sh, rsync's real binary, ssh-keygen, df, find, ...) is this machine's own.
@@ -52,6 +53,9 @@ def write(root: Path) -> tuple[Path, Path]:
         _write(node_bin / name, _module(module))
     for name, module in CONTAINER_TOOLS.items():
         _write(container_bin / name, _module(module))
+    # sudo as root with NOPASSWD: the fixes sparktui prints (`sudo ip link set ...`) run as typed.
+    _write(node_bin / "sudo", '#!/bin/sh\nwhile [ "$#" -gt 0 ]; do case $1 in -n|-E|-H) shift ;; --) shift; break ;; '
+                              '*) break ;; esac; done\nexec "$@"\n')
     for d in (node_bin, container_bin):
         _write(d / "python3", _python())
     _write(container_bin / "python", _python())

@@ -89,19 +89,21 @@ class NodeNamespace:
     """
 
     def __init__(self, name: str, binds: list[tuple[str, str]], optional: list[tuple[str, str]] | None = None,
-                 hostname: str | None = None, page_cache: tuple[str, str] | None = None):
+                 hostname: str | None = None, page_cache: tuple[str, str] | None = None,
+                 rdma_dev: str | None = None):
         self.name = name
         self.hostname = hostname or name
         self.binds = binds
         self.optional = optional or []
         self.page_cache = page_cache  # (drop_caches file, meminfo file): see pagecache.py
+        self.rdma_dev = rdma_dev  # a staging directory for the node's /dev with infiniband/ (holder.py)
         self.pid: int | None = None  # the holder as this machine sees it (nsenter's target)
         self.notes: list[str] = []
         self._proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
         spec = json.dumps({"binds": self.binds, "optional": self.optional, "hostname": self.hostname,
-                           "page_cache": self.page_cache})
+                           "page_cache": self.page_cache, "rdma_dev": self.rdma_dev})
         env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
         # A session of its own: Ctrl-C in the demo's terminal must not reach the node.
         self._proc = await asyncio.create_subprocess_exec(

@@ -6,7 +6,10 @@ sshd, its own dockerd, and its own /models, /root (so /root/.ssh), /tmp, /var/li
 
 - management: the nodes and this machine's root namespace on a bridge; sparktui dials these addresses;
 - fabric: the nodes only, through a bridge inside a spare "switch" namespace, with Spark-like
-  interface names that differ between nodes and a RoCE device per node (ibdev2netdev);
+  interface names that differ between nodes and a RoCE device per node (ibdev2netdev); as on a fresh
+  Spark, each port shows two halves: the fabric interface (addressed, up, MTU 1500) and its twin
+  (`enp1s0f1np1` / `enP2p1s0f1np1`, its own RDMA device, down and unaddressed) cabled to the same
+  switch, whose ports take jumbo frames so a node's MTU is the node's own choice;
 - wlan: one `wlan0` per node, all on one subnet but each cabled to a spare "blackhole" namespace,
   with permanent neighbour entries, so a peer's wlan address looks reachable and silently drops
   every packet (what makes a rendezvous on the wrong network hang).
@@ -44,7 +47,7 @@ import yaml
 
 from . import tinyimage
 from .plumbing import (BASE_DIR, LabError, add_line, alive, drop_line, fingerprint, free_block, ip_batch,
-                       keygen, machine_lock, rdma_name, readline_within, run, start_time)
+                       keygen, machine_lock, rdma_name, readline_within, run, start_time, twin_name)
 from .teardown import list_labs, reap_stale, teardown
 
 # A DGX Spark's /proc/meminfo with its memory free: the nodes' GPUs are GB10s on unified memory, so
@@ -110,6 +113,14 @@ class LabNode:
     root_key: str = ""  # public key of the node's own root key pair (/root/.ssh/id_ed25519)
     mgmt_iface: str = MGMT_IFACE
     wlan_iface: str = WLAN_IFACE
+    twin_iface: str = ""  # the port's other half: no address, down (a fresh Spark's state)
+    twin_rdma: str = ""
+
+    @property
+    def twin_ip(self) -> str:
+        """The address NVIDIA's playbook gives the twin: the fabric address on the next /24."""
+        a, b, c, d = self.fabric_ip.split(".")
+        return f"{a}.{b}.{int(c) + 1}.{d}"
 
     @property
     def path(self) -> Path:
@@ -283,11 +294,13 @@ class Lab:
             if i > len(FABRIC_IFACES):
                 iface = f"enp{i}s0f1np1"
             d = self.dir / f"node{i}"
+            twin = twin_name(iface)
             self.nodes.append(LabNode(
                 name=f"node{i}", index=i, mgmt_ip=f"{self.block}.{MGMT_NET}.{10 + i}",
                 fabric_ip=f"{self.block}.{FABRIC_NET}.{10 + i}", fabric_iface=iface,
                 wlan_ip=f"{self.block}.{WLAN_NET}.{10 + i}", rdma=rdma_name(iface),
-                netns=f"{base}-node{i}", dir=str(d), cgroup=f"sparktui-lab-{st['id']}-node{i}"))
+                netns=f"{base}-node{i}", dir=str(d), cgroup=f"sparktui-lab-{st['id']}-node{i}",
+                twin_iface=twin, twin_rdma=rdma_name(twin)))
         for ns in [sw, bh] + [n.netns for n in self.nodes]:
             run(["ip", "netns", "add", ns])
             st["netns"].append(ns)
@@ -303,7 +316,9 @@ class Lab:
             root += [f"link add {tag}m{i} type veth peer name {n.mgmt_iface} netns {n.netns}",
                      f"link set {tag}m{i} master {bridge} up"]
             switch += [f"link add port{i} type veth peer name {n.fabric_iface} netns {n.netns}",
-                       f"link set port{i} master br0 up"]
+                       f"link add port{i}b type veth peer name {n.twin_iface} netns {n.netns}",
+                       f"link set port{i} mtu 9000", f"link set port{i}b mtu 9000",
+                       f"link set port{i} master br0 up", f"link set port{i}b master br0 up"]
             hole += [f"link add {n.wlan_iface}-{n.name} type veth peer name {n.wlan_iface} netns {n.netns}",
                      f"link set {n.wlan_iface}-{n.name} up"]
         ip_batch(root)
@@ -342,7 +357,7 @@ class Lab:
             for shim in SHIMS.iterdir():
                 shutil.copy2(shim, d / "sbin" / shim.name)
             (d / "sbin/docker").symlink_to("/usr/bin/docker")
-            (d / "lab/rdma").write_text(f"{n.rdma} {n.fabric_iface}\n")
+            (d / "lab/rdma").write_text(f"{n.rdma} {n.fabric_iface}\n{n.twin_rdma} {n.twin_iface}\n")
             (d / "lab/meminfo").write_text(SPARK_MEMINFO)  # node_init.sh binds it over /proc/meminfo
             uid = hashlib.sha256(f"{self.state['id']}/{n.name}".encode()).hexdigest()
             (d / "lab/gpu-uuid").write_text(
@@ -486,6 +501,16 @@ class Lab:
 
     def mgmt_link_up(self, node: str | LabNode) -> None:
         run(["ip", "link", "set", f"{self.state['tag']}m{self.node(node).index}", "up"])
+
+    def set_mtu(self, node: str | LabNode, mtu: int, iface: str | None = None) -> None:
+        """`ip link set IF mtu N` on the node (its fabric interface by default), as a user fixing it would."""
+        n = self.node(node)
+        self.sh(n, ["ip", "link", "set", iface or n.fabric_iface, "mtu", str(mtu)])
+
+    def twin_up(self, node: str | LabNode) -> None:
+        """NVIDIA's fix for the idle half: the twin gets its own /24 and is brought up."""
+        n = self.node(node)
+        self.sh(n, f"ip addr add {n.twin_ip}/24 dev {n.twin_iface} && ip link set {n.twin_iface} up")
 
     def _switch_port(self, node: str | LabNode, state: str) -> None:
         n = self.node(node)

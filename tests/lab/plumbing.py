@@ -33,6 +33,11 @@ def rdma_name(iface: str) -> str:
     return "roce" + core
 
 
+def twin_name(iface: str) -> str:
+    """The other half of a ConnectX port on a GB10: enp1s0f1np1 <-> enP2p1s0f1np1 (PCI domain 2)."""
+    return "en" + iface[4:] if iface.startswith("enP2p") else "enP2" + iface[2:]
+
+
 def fingerprint(public_key: str) -> str:
     """OpenSSH's SHA256 fingerprint of "ALG BASE64 [comment]"."""
     blob = base64.b64decode(public_key.split()[1])

@@ -205,8 +205,9 @@ def test_nvidia_smi_field_override(lab):
 
 
 def test_ibdev2netdev_follows_the_fabric_link(lab):
-    for n in lab.nodes:
-        assert lab.sh(n.name, "ibdev2netdev").stdout.strip() == f"{n.rdma} port 1 ==> {n.fabric_iface} (Up)"
+    for n in lab.nodes:  # both halves of the port, the twin down as on a fresh Spark
+        assert lab.sh(n.name, "ibdev2netdev").stdout.splitlines() == [
+            f"{n.rdma} port 1 ==> {n.fabric_iface} (Up)", f"{n.twin_rdma} port 1 ==> {n.twin_iface} (Down)"]
     n = lab.nodes[1]
     lab.link_down(n.name)
     try:

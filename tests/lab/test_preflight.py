@@ -58,6 +58,12 @@ async def test_ok_on_the_fabric(sim):
     v, plan, took = await check(sim)
     assert v.ok, v.summary()
     assert took < BOUND
+    # the bandwidth as a share of what the link could carry: one half of the port in use (the twin is down)
+    speed = int(sim.sh(sim.head, f"cat /sys/class/net/{sim.head.fabric_iface}/speed").stdout)
+    assert plan.fabric["halves_in_use"] == {n.name: 1 for n in sim.nodes}
+    assert v.line_rate_gb_s == speed / 2 / 8000
+    assert v.to_json()["line_rate_share"] == round(v.bandwidth_gb_s / v.line_rate_gb_s, 3)
+    assert "% of line rate" in v.summary()
     assert plan.subnet == sim.fabric_subnet and v.setting.addr == sim.head.fabric_ip
     assert v.transport == "tcp"  # the simulator's image has no torch
     for n in sim.nodes:

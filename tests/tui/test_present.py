@@ -75,6 +75,25 @@ def test_card_marks_fabric_and_management_and_hides_idle_ports():
     assert "◆ fabric" not in next(ln for ln in text2.splitlines() if "enp1s0f1np1" in ln)
 
 
+def test_card_shows_the_port_with_both_halves_and_an_idle_one_as_what_it_costs():
+    cfg = spark_config()
+    facts = spark_facts()
+    inv = analyse(cfg, facts)
+    text = node_card("spark1", "h", "head", facts["spark1"], Link(True), inv.subnets, "192.168.100.0/24").plain
+    assert not any("PORT" in ln for ln in text.splitlines())  # both halves in use: each on its own line
+    assert "MTU" not in next(ln for ln in text.splitlines() if "enP2p1s0f1np1" in ln)  # 9000: nothing to say
+    twin = next(i for i in facts["spark1"].interfaces if i.name == "enP2p1s0f1np1")
+    twin.up, twin.ipv4, twin.state, twin.mtu = False, [], "link down", 1500
+    next(i for i in facts["spark1"].interfaces if i.name == "enp1s0f1np1").mtu = 1500
+    text = node_card("spark1", "h", "head", facts["spark1"], Link(True), analyse(cfg, facts).subnets,
+                     "192.168.100.0/24").plain
+    port = next(ln for ln in text.splitlines() if "PORT" in ln)
+    assert "p1s0f1np1 enP2p1s0f1np1 (roceP2p1s0f1) link down, no address MTU 1500" in port
+    assert "idle half: about half the link" in port
+    assert sum("enP2p1s0f1np1" in ln for ln in text.splitlines()) == 1  # on its port's line only
+    assert "MTU 1500" in next(ln for ln in text.splitlines() if "enp1s0f1np1" in ln and "PORT" not in ln)
+
+
 def test_card_memory_and_containers():
     f = spark_facts()["spark1"]
     used, total = memory_used(f)

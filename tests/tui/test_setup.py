@@ -101,7 +101,7 @@ async def test_first_run_writes_a_config_after_the_user_judges_each_host_key(tmp
         assert fabric.value == "192.168.100.0/24"
         assert table.get_row_at(1)[5].startswith("1× NVIDIA GB10 · ")  # memory: this machine's meminfo
         found = lambda: str(setup_screen(app).query_one("#found").content)
-        assert "sglang: lmsysorg/sglang:spark: on spark1, spark2" in found()
+        assert "sglang: lmsysorg/sglang:latest-cu130: on spark1, spark2" in found()
         await type_into(pilot, "image-vllm", "nope:1")  # another image: told at once that no node has it
         assert "vllm: nope:1: on no node" in found()
         await type_into(pilot, "image-vllm", "nvcr.io/nvidia/vllm:25.11-py3")

@@ -57,12 +57,12 @@ def test_typed_nodes_are_checked_against_each_other(tmp_path):
 def test_images_are_told_by_where_they_are():
     c = config()
     c.images.vllm = "vllm/vllm-openai"
-    found = {"a": NodeFacts("a", "a", True, docker=DockerInfo(images={"lmsysorg/sglang:spark": "sha256:1",
+    found = {"a": NodeFacts("a", "a", True, docker=DockerInfo(images={"lmsysorg/sglang:latest-cu130": "sha256:1",
                                                                        "vllm/vllm-openai:latest": "sha256:2"})),
-             "b": NodeFacts("b", "b", True, docker=DockerInfo(images={"lmsysorg/sglang:spark": "sha256:1"}))}
-    assert list(images_found(found)) == ["lmsysorg/sglang:spark", "vllm/vllm-openai:latest"]  # widest first
+             "b": NodeFacts("b", "b", True, docker=DockerInfo(images={"lmsysorg/sglang:latest-cu130": "sha256:1"}))}
+    assert list(images_found(found)) == ["lmsysorg/sglang:latest-cu130", "vllm/vllm-openai:latest"]  # widest first
     lines = image_summary(c, found)
-    assert lines["sglang"] == "lmsysorg/sglang:spark: on a, b"
+    assert lines["sglang"] == "lmsysorg/sglang:latest-cu130: on a, b"
     assert lines["vllm"] == "vllm/vllm-openai: on a"  # docker's implied :latest
     c.images.sglang = "other:1"
     assert "on no node" in image_summary(c, found)["sglang"]

@@ -18,7 +18,7 @@ from sparktui.core.plan import PlanOptions, make_plan
 
 GIB = 1024**3
 MODEL = "/models/Qwen3.5-122B-A10B-FP8"
-SGLANG_IMAGE = "lmsysorg/sglang:spark"
+SGLANG_IMAGE = "lmsysorg/sglang:latest-cu130"  # the default (config.ImagesConfig)
 VLLM_IMAGE = "nvcr.io/nvidia/vllm:26.10-py3"
 IMAGE_ID = "sha256:" + "ab" * 32
 # Twins of one ConnectX port carry different names on different nodes; the plan must follow each node's.

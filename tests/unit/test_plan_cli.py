@@ -116,7 +116,7 @@ def test_json_plan_end_to_end(fake_cluster, capsys):
     assert main(["plan", "--config", str(cfg_file), "--engine", "vllm", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
-                        "warnings", "errors", "runnable"}
+                        "fabric", "warnings", "errors", "runnable"}
     assert out["mode"] == "ray" and out["tp"] == 2 and out["errors"] == []
     # the image was asked about on the head only; a node that cannot say leaves the version unknown, not an error
     asked = [node for node, cmd in calls if "@@sparktui-image" in cmd]

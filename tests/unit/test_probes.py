@@ -178,7 +178,8 @@ def test_labels_with_comma_in_value():
 def test_images_full_ids_and_no_dangling():
     ids = parse_image_ids(sample("docker-image-ids.txt"))
     short = parse_docker_images(sample("docker-images.jsonl"))
-    assert set(ids) == set(short) == {"lmsysorg/sglang:spark", "nvcr.io/nvidia/vllm:26.10-py3"}
+    assert set(ids) == set(short) == {"lmsysorg/sglang:latest-cu130", "lmsysorg/sglang:spark",
+                                       "nvcr.io/nvidia/vllm:26.10-py3"}
     for tag, full in ids.items():
         assert full.startswith("sha256:" + short[tag])
 

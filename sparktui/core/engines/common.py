@@ -264,6 +264,7 @@ class Spot:
     rdma: str | None  # RoCE device(s) on the fabric, comma-separated, the one behind iface first
     infiniband: bool  # /dev/infiniband exists: pass it to the container
     env: dict[str, Union[str, Secret]] = field(default_factory=dict)
+    ib_env: dict[str, str] = field(default_factory=dict)  # NCCL_IB_GID_INDEX and the topology's settings (fabric.py)
 
 
 @dataclass
@@ -350,8 +351,9 @@ def interface_env(spot: Spot) -> dict[str, str]:
                   "OMPI_MCA_btl_tcp_if_include"):
             env[k] = spot.iface
     if spot.rdma and spot.infiniband:
-        env["NCCL_IB_HCA"] = spot.rdma  # every active device on the fabric, comma-separated
+        env["NCCL_IB_HCA"] = spot.rdma  # every usable half of every port on the fabric, comma-separated
         env["NCCL_IB_DISABLE"] = "0"
+        env.update(spot.ib_env)
     elif spot.infiniband:
         # HCAs exist but none is on the rendezvous subnet: keep NCCL off them, it would dial the wrong fabric.
         env["NCCL_IB_DISABLE"] = "1"

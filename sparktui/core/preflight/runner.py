@@ -164,7 +164,7 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
     order = sorted(plan.nodes, key=lambda n: n.rank)
     setting = Setting(addr=plan.head_ip or "", port=0, subnet=plan.subnet, image=plan.image, timeout=timeout,
                       engine=plan.engine, head=order[0].name, alternatives=_alternatives(subnets, plan),
-                      ranks={n.rank: n.name for n in order})
+                      ranks={n.rank: n.name for n in order}, fabric=dict(plan.fabric))
     verdict = Verdict(setting=setting, check_id=check_id)
     started: dict[str, str] = {}
     try:

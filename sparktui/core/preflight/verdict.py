@@ -12,6 +12,7 @@ from ...preflight_check import classify
 from ..fit import gib
 from ..facts import Memory
 from ..memfree import FreeMemory, measure
+from . import rate
 
 # Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
 # or losing one (peer_failed) is what the other ranks see of someone else's failure.
@@ -35,6 +36,7 @@ class Setting:
     head: str = ""
     alternatives: list[str] = field(default_factory=list)  # other subnets joining all nodes, best first
     ranks: dict[int, str] = field(default_factory=dict)  # rank -> node name
+    fabric: dict = field(default_factory=dict)  # the plan's fabric summary: line rate, halves, MTU
 
     @property
     def host_var(self) -> str:
@@ -61,6 +63,7 @@ class NodeResult:
     transport_line: str | None = None  # the NCCL line that says so
     bandwidth_gb_s: float | None = None
     bandwidth_what: str | None = None  # "all-reduce bus bandwidth" | "TCP stream"
+    nccl: str | None = None  # the NCCL release the image's torch loads (torch.cuda.nccl.version())
     kind: str | None = None  # error kind (see ROOT_ORDER)
     reason: str | None = None  # a sentence naming what failed
     fix: str | None = None  # what to try
@@ -79,7 +82,7 @@ class NodeResult:
     def from_check(cls, node: str, rank: int, iface: str | None, ip: str | None, data: dict) -> "NodeResult":
         """From the check program's result line."""
         r = cls(node=node, rank=rank, iface=iface, ip=ip, ok=bool(data.get("ok")))
-        for k in ("path", "transport", "net", "transport_line", "bandwidth_gb_s", "bandwidth_what", "kind",
+        for k in ("path", "transport", "net", "transport_line", "bandwidth_gb_s", "bandwidth_what", "nccl", "kind",
                   "error", "line", "target", "stage", "seconds"):
             if data.get(k) is not None:
                 setattr(r, k, data[k])
@@ -272,6 +275,27 @@ class Verdict:
         bw = [r.bandwidth_gb_s for r in self.nodes.values() if r.ok and r.bandwidth_gb_s is not None]
         return min(bw) if bw else None
 
+    @property
+    def line_rate_gb_s(self) -> float | None:
+        return rate.line_rate_gb_s(self.setting.fabric)
+
+    @property
+    def share(self) -> float | None:
+        """The measured bandwidth as a share of the line rate (speed x halves in use)."""
+        return rate.share(self.bandwidth_gb_s, self.setting.fabric) if self.ok else None
+
+    @property
+    def nccl(self) -> str | None:
+        return next((r.nccl for r in self.nodes.values() if r.nccl), None)
+
+    @property
+    def causes(self) -> list[str]:
+        """Why the bandwidth falls short of the line rate, most likely first; empty when it does not."""
+        sh = self.share
+        if sh is None or sh >= rate.SHORT:
+            return []
+        return rate.causes(self.transport, self.setting.fabric, self.nccl)
+
     def to_json(self) -> dict:
         s = self.setting
         return {
@@ -283,6 +307,11 @@ class Verdict:
             "timeout": s.timeout,
             "transport": self.transport,
             "bandwidth_gb_s": self.bandwidth_gb_s,
+            "line_rate_gb_s": self.line_rate_gb_s,
+            "line_rate_share": round(self.share, 3) if self.share is not None else None,
+            "short_of_line_rate": self.causes,
+            "nccl": self.nccl,
+            "nccl_known_issue": rate.nccl_flag(self.nccl),
             "reason": self.reason,
             "fix": self.fix,
             "failed": [r.node for r in self.failed],
@@ -297,9 +326,15 @@ class Verdict:
         if self.ok:
             bw = self.bandwidth_gb_s
             what = next((r.bandwidth_what for r in self.nodes.values() if r.bandwidth_what), "bandwidth")
+            sh, line = self.share, self.line_rate_gb_s
             out = [f"preflight ok in {self.seconds:.1f} s: {len(self.nodes)} node(s) met at {s.addr}:{s.port}"
                    + (f" over {self.transport}" if self.transport else "")
-                   + (f", {what} {bw:.2f} GB/s" if bw is not None else "")]
+                   + (f", {what} {bw:.2f} GB/s" if bw is not None else "")
+                   + (f" = {sh * 100:.0f} % of line rate ({line:.2f} GB/s)" if sh is not None and line else "")]
+            if self.nccl:
+                flag = rate.nccl_flag(self.nccl)
+                out.append(f"  NCCL {self.nccl} in the image" + (f": {flag}" if flag else ""))
+            out += [f"  short of line rate, likely: {c}" for c in self.causes]
         else:
             out = [f"preflight FAILED in {self.seconds:.1f} s: {self.reason}", f"  try: {self.fix}"]
         for r in self.nodes.values():

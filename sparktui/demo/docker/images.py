@@ -20,6 +20,14 @@ from .store import DockerError, Store, normalize_ref
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CATALOG = {
+    # the default: NVIDIA's SGLang playbook image (nvidia/sglang/README.md), the newest SGLang the
+    # contract tier pins (tests/contract/venvs.py)
+    "lmsysorg/sglang:latest-cu130": {
+        "created": "2026-11-28T03:40:17.220914533Z", "workdir": "/sgl-workspace", "cmd": ["/bin/bash"],
+        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+                "PYTHONUNBUFFERED=1", "SPARKTUI_SIM_SGLANG_VERSION=0.5.23"],
+        "labels": {"org.opencontainers.image.source": "https://github.com/sgl-project/sglang"},
+    },
     "lmsysorg/sglang:spark": {
         "created": "2025-11-18T09:12:44.503218771Z", "workdir": "/sgl-workspace", "cmd": ["/bin/bash"],
         "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",

@@ -1,7 +1,8 @@
 """`ip` on a simulated node: addr, link and route as iproute2 prints them (JSON, one-line, brief, plain).
 
-Only reading is simulated; anything that would change the network answers as an unprivileged
-user would hear it ("Operation not permitted").
+Reading, and the few changes the plan's fixes name: `ip link set DEV up|down|mtu N` and `ip addr add|del
+CIDR dev DEV` rewrite the node's description (hardware.save), as root on a Spark would change its NICs.
+Anything else that would change the network answers "Operation not permitted".
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import ipaddress
 import json
 import sys
 
-from ..hardware import DEFAULT_ROUTE, load
+from ..hardware import DEFAULT_ROUTE, load, save
 
 FOREVER = 4294967295
 
@@ -17,7 +18,8 @@ FOREVER = 4294967295
 def _flags(i: dict) -> list[str]:
     if i["kind"] == "loopback":
         return ["LOOPBACK", "UP", "LOWER_UP"]
-    return ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if i["up"] else ["NO-CARRIER", "BROADCAST", "MULTICAST", "UP"]
+    # Not up: set down (a fresh Spark's twin half), so `ip link set DEV up` brings it up.
+    return ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if i["up"] else ["BROADCAST", "MULTICAST"]
 
 
 def _state(i: dict) -> str:
@@ -149,6 +151,54 @@ def route_get(target: str, ifaces: list[dict]) -> str:
     return f"{target} via {gw} dev {DEFAULT_ROUTE} src {wlan['ipv4'][0]} uid 0 \n    cache \n"
 
 
+def _find(ifaces: list[dict], name: str) -> dict:
+    found = next((i for i in ifaces if i["name"] == name), None)
+    if found is None:
+        raise SystemExit(f'Cannot find device "{name}"')
+    return found
+
+
+def link_set(node: dict, args: list[str]) -> None:
+    """`ip link set [dev] DEV {up | down | mtu N}...` as iproute2 takes it."""
+    if args and args[0] == "dev":
+        args = args[1:]
+    if not args:
+        raise SystemExit('Not enough information: "dev" argument is required.')
+    iface = _find(node["interfaces"], args[0])
+    rest = args[1:]
+    while rest:
+        word = rest.pop(0)
+        if word in ("up", "down"):
+            iface["up"] = word == "up"
+        elif word == "mtu" and rest and rest[0].isdigit() and 68 <= int(rest[0]) <= 9216:
+            iface["mtu"] = int(rest.pop(0))  # a CX7 takes up to 9216 (9978 on newer firmware)
+        elif word == "mtu":
+            raise SystemExit(f'Error: argument "{rest[0] if rest else ""}" is wrong: Invalid "mtu" value')
+        else:
+            raise SystemExit(f'Error: either "dev" is duplicate, or "{word}" is a garbage.')
+    save(node)
+
+
+def addr_change(node: dict, cmd: str, args: list[str]) -> None:
+    """`ip addr add|del CIDR dev DEV`: one IPv4 address per NIC here, as the demo's NICs hold."""
+    if len(args) != 3 or args[1] != "dev":
+        raise SystemExit("Usage: ip address {add|del} IFADDR dev IFNAME")
+    try:
+        ipi = ipaddress.IPv4Interface(args[0] if "/" in args[0] else args[0] + "/32")
+    except ValueError:
+        raise SystemExit(f'Error: any valid prefix is expected rather than "{args[0]}".') from None
+    iface = _find(node["interfaces"], args[2])
+    if cmd == "add":
+        if iface["ipv4"]:
+            raise SystemExit("RTNETLINK answers: File exists")  # the demo's NICs hold one address each
+        iface["ipv4"] = [str(ipi.ip), ipi.network.prefixlen]
+    elif iface["ipv4"] and iface["ipv4"][0] == str(ipi.ip):
+        iface["ipv4"] = None
+    else:
+        raise SystemExit("RTNETLINK answers: Cannot assign requested address")
+    save(node)
+
+
 OBJECTS = {"a": "addr", "ad": "addr", "addr": "addr", "address": "addr", "l": "link", "li": "link", "link": "link",
            "r": "route", "ro": "route", "route": "route"}
 OPTIONS = {"-j": "-j", "-json": "-j", "--json": "-j", "-4": "-4", "-6": "-6", "-o": "-o", "-oneline": "-o",
@@ -175,7 +225,14 @@ def main(argv: list[str]) -> int:
         sys.stderr.write('Object is unknown, try "ip help".\n')
         return 255
     cmd = args.pop(0) if args else "show"
-    ifaces = load()["interfaces"]
+    node = load()
+    ifaces = node["interfaces"]
+    if obj == "link" and cmd == "set":
+        link_set(node, args)
+        return 0
+    if obj == "addr" and cmd in ("add", "a", "del", "delete", "d"):
+        addr_change(node, "add" if cmd in ("add", "a") else "del", args)
+        return 0
     if obj == "route":
         if cmd in ("show", "list", "ls"):
             sys.stdout.write(routes(ifaces, opts))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from textual.content import Content
 
+from ...core.fabric import JUMBO, ports
 from ...core.facts import Interface, NodeFacts, Subnet
 from ...core.requirements import Need
 from . import fmt
@@ -106,9 +107,30 @@ def iface_line(node: str, iface: Interface, subnets: list[Subnet], fabric: str |
         parts.append(f"  {iface.rdma}")
     if iface.speed_mbps:
         parts.append(f"  {iface.speed_mbps // 1000} Gb/s" if iface.speed_mbps >= 1000 else f"  {iface.speed_mbps} Mb/s")
+    if iface.rdma and iface.mtu and iface.mtu < JUMBO:  # jumbo frames are the norm on the fabric: said when not
+        parts.append((f"  MTU {iface.mtu}", "$warning"))
+    if iface.rdma and iface.gid_index is not None:
+        parts.append(f"  GID {iface.gid_index}")
     if role:
         parts += ["  ", (role, role_style)]
     return Content.assemble(*parts)
+
+
+def port_lines(facts: NodeFacts) -> list[Content]:
+    """A port whose other half is idle (set down or unaddressed, so not listed with the interfaces): the
+    half, its state, and what it costs."""
+    out = []
+    for port in ports(facts):
+        if len(port.halves) < 2 or not any(h.up and h.ipv4 for h in port.halves):
+            continue
+        for h in port.halves:
+            if h.up and h.ipv4:
+                continue
+            what = ("up" if h.up else (h.state or "down")) + ("" if h.ipv4 else ", no address")
+            mtu = f" MTU {h.mtu}" if h.mtu else ""
+            out.append(Content.assemble(("  PORT ", "bold"), f"{port.key} ", (f"{h.name} ({h.rdma}) {what}{mtu}",
+                                        "$warning"), "  ", ("idle half: about half the link", "$warning")))
+    return out
 
 
 def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Link,
@@ -135,13 +157,19 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
     else:
         lines.append(Content.assemble(("CTR ", "bold"), ("none", "$text-muted")))
     idle = 0
+    halves = port_lines(facts)
+    paired = {h.name for p in ports(facts) if len(p.halves) > 1 and any(x.up and x.ipv4 for x in p.halves)
+              for h in p.halves}
     for iface in facts.interfaces:
         if iface.name == "lo":
             continue
+        if iface.name in paired and not (iface.up and iface.ipv4):
+            continue  # an idle half: shown on its port's line
         if not iface.up and (not iface.ipv4 or iface.name.startswith(BRIDGES)):
             idle += 1  # a port without carrier or address carries nothing: counted, not listed
             continue
         lines.append(iface_line(name, iface, subnets, fabric))
+    lines += halves
     if idle:
         lines.append(Content.styled(f"  +{idle} idle interface{'s' if idle > 1 else ''} (down, no address)",
                                     "$text-muted"))

@@ -1,0 +1,60 @@
+"""The measured bandwidth against what the link could carry, and why it falls short.
+
+The line rate comes from the plan (fabric.summary: each half in use contributes its share of the port's
+speed); the likely causes are named in the order they cost the most: sockets instead of RDMA, one half
+of the port, a small MTU, then the NCCL build.
+"""
+from __future__ import annotations
+
+import re
+
+SHORT = 0.6  # below this share of the line rate the verdict names a likely cause
+# NCCL releases with known multi-node trouble on Sparks, each with its source.
+NCCL_KNOWN = {
+    "2.30.4": "NCCL 2.30.4 hangs MoE weight loading on 8 Sparks (NVIDIA/nccl#2167)",
+}
+# NVIDIA/dgx-spark-playbooks#102 and PR #103: a development build of NCCL 2.28.9 plateaued at 3.04 GB/s
+# busbw where a release build of the same version reached 23.74 GB/s on the same two Sparks.
+DEV_BUILD = ("a development NCCL build plateaued at 3.04 GB/s where a release build reached 23.74 GB/s "
+             "(NVIDIA/dgx-spark-playbooks#102): use the image's own NCCL, or a release build")
+
+
+def line_rate_gb_s(fabric: dict) -> float | None:
+    mbps = fabric.get("line_rate_mbps") if fabric else None
+    return mbps / 8000 if isinstance(mbps, (int, float)) and mbps > 0 else None
+
+
+def share(bandwidth_gb_s: float | None, fabric: dict) -> float | None:
+    rate = line_rate_gb_s(fabric)
+    return bandwidth_gb_s / rate if rate and bandwidth_gb_s is not None else None
+
+
+def nccl_flag(version: str | None) -> str | None:
+    """A known problem of this NCCL release, cited; None when none is known."""
+    if not version:
+        return None
+    m = re.match(r"(\d+\.\d+\.\d+)", version)
+    return NCCL_KNOWN.get(m[1]) if m else None
+
+
+def causes(transport: str | None, fabric: dict, nccl: str | None) -> list[str]:
+    """Why a bandwidth falls short of the line rate, most likely first, each with its fix."""
+    out = []
+    low = sorted(f"{n} {m}" for n, m in (fabric.get("mtu") or {}).items() if m and m < 9000)
+    mtu = f"MTU {', '.join(low)}: `sudo ip link set IF mtu 9000` on every node"
+    if transport == "tcp":  # the check's own TCP stream (no torch with a GPU): neither NCCL nor RDMA took part
+        return ["a plain TCP stream measured it (the image has no torch with a GPU): one connection over one "
+                "interface, without RDMA, so it tells reachability more than the link's rate"] + ([mtu] if low else [])
+    if transport == "socket" and fabric.get("rdma"):
+        out.append("NCCL ran over TCP sockets although the fabric has RDMA: check /dev/infiniband on every node "
+                   "and NCCL_IB_HCA (the plan's env)")
+    halves, of = fabric.get("halves_in_use") or {}, fabric.get("port_halves") or {}
+    one = sorted(n for n, k in halves.items() if k < (of.get(n) or k))
+    if one:
+        out.append(f"one half of the port in use on {', '.join(one)}: bring the other half up on its own subnet "
+                   "(the plan's warning names the commands)")
+    if low and fabric.get("rdma"):
+        out.append(mtu)
+    flag = nccl_flag(nccl)
+    out.append(flag if flag else f"the NCCL build{f' ({nccl})' if nccl else ''}: {DEV_BUILD}")
+    return out

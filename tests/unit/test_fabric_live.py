@@ -1,0 +1,42 @@
+"""Per rank, what NCCL's own INFO lines say it uses, against the plan's NCCL_IB_HCA (real lines, cited)."""
+from __future__ import annotations
+
+from sparktui.core.fabric_live import RankNet, flags
+
+# https://github.com/NVIDIA/nccl/issues/1537
+IB_TWO = ("hostname1:25668:27396 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; "
+          "OOB primaryip:10.10.10.10<0>")
+GDR_OFF = "hostname1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"
+# https://github.com/NVIDIA/nccl-tests/issues/185
+IB_H100 = ("dgxh100-4:460770:460842 [0] NCCL INFO NET/IB : Using [0]mlx5_10:1/RoCE [1]mlx5_11:1/RoCE [RO]; "
+           "OOB enp220s0np0:11.1.128.136<0>")
+# the message as REFERENCE.md quotes it from mark-ramsey-ri/vllm-dgx-spark#1 (two Sparks); the prefix is ours
+GDR_SPARK = "spark2:312:401 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 1 'roceP2p1s0f1"
+# the message as REFERENCE.md quotes it (torch 2.11 / NCCL 2.28.9 without RDMA); the prefix is ours
+SOCKET = "h200:4242:4242 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>"
+
+
+def _read(*lines: str) -> RankNet:
+    r = RankNet()
+    for ln in lines:
+        r.feed(ln)
+    return r
+
+
+def test_hcas_and_gdr_per_hca_from_real_lines():
+    r = _read(IB_TWO, GDR_OFF, "NCCL INFO Using network IB")
+    assert r.net == "ib" and r.hcas == ["mlx5_0", "mlx5_1"] and r.gdr == {"mlx5_0": False}
+    assert len(r.evidence) == 2
+    assert _read(IB_H100).hcas == ["mlx5_10", "mlx5_11"]
+    assert _read(GDR_SPARK).gdr == {"roceP2p1s0f1": True}
+
+
+def test_fewer_halves_than_planned_and_sockets_beside_rdma_are_flagged():
+    one = _read(IB_TWO.replace(" [1]mlx5_1:1/RoCE", ""))
+    assert flags("rank 1", one, "mlx5_0,mlx5_1", True) == [
+        "rank 1: NCCL uses mlx5_0 of the planned mlx5_0, mlx5_1: mlx5_1 idle (about half the link per idle half)"]
+    assert flags("rank 0", _read(IB_TWO), "mlx5_0,mlx5_1", True) == []
+    sock = _read(SOCKET)
+    assert sock.net == "socket" and "TCP sockets (lo)" in flags("rank 0", sock, "rocep1s0f1", True)[0]
+    assert flags("rank 0", sock, None, False) == []  # no RDMA anywhere: sockets are all there is
+    assert "GPU Direct RDMA is off for mlx5_0" in flags("rank 0", _read(IB_TWO, GDR_OFF), "mlx5_0,mlx5_1", True)[0]
