@@ -46,6 +46,7 @@ NOTES = {
     "model.name": 'served model name (the OpenAI "model" field)',
     "model.path": "checkpoint directory, an absolute path, the same on every node",
     "model.source": "node that holds the weights first (copied to the others); leave out = the head",
+    "model.copy_streams": "most parallel rsync streams per copy (fewer on a sender with fewer cores)",
     "images": "container image per engine; the image ID must match on every node",
     "images.sglang": "image that runs SGLang (NVIDIA's SGLang playbook, 2026-07)",
     "images.vllm": "image that runs vLLM (NGC; no Ray inside: --mode defaults to native)",
@@ -224,6 +225,7 @@ def render_config(config: Config, header: str | None = None,
     out.add(f"  path: {scalar(m.path)}", NOTES["model.path"])
     if m.source is not None:
         out.add(f"  source: {scalar(m.source)}", NOTES["model.source"])
+    out.add(f"  copy_streams: {m.copy_streams}", NOTES["model.copy_streams"])
     out.add("")
     _section(out, config, "images")
     out.add("")

@@ -79,14 +79,15 @@ CACHE_FIX = "remove it: the next plan reads the release from the image again"
 
 def read_versions(body: str, where: str) -> dict[str, str | None]:
     """The engine releases from the cache's JSON line ({package: version or null}); StateFileError when it
-    is not that (a package missing from it is absent from the image)."""
+    is not that. A package missing from it was not asked about (an older cache entry): unknown, not absent."""
     data = statefile.parse_json(body, where, CACHE_FIX)
     if not isinstance(data, dict):
         raise statefile.StateFileError(where, "holds no object of engine versions", CACHE_FIX)
     for p in PACKAGES:
         if not isinstance(data.get(p), (str, type(None))):
             raise statefile.StateFileError(where, f"{p!r} is not a version string", CACHE_FIX)
-    # a package the run did not ask about (an older cache entry) stays unknown, not absent
+    if not any(p in data for p in PACKAGES):
+        raise statefile.StateFileError(where, "names none of the engine packages", CACHE_FIX)
     return {p: data.get(p) for p in PACKAGES if p in data}
 
 

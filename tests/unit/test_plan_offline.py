@@ -21,7 +21,7 @@ nodes:
   - {{name: spark1, host: 127.0.0.1, port: 9, role: head}}
   - {{name: spark2, host: 127.0.0.2, port: 9}}
 model: {{name: qwen, path: {MODEL}}}
-images: {{sglang: lmsysorg/sglang:spark, vllm: nvcr.io/nvidia/vllm:26.10-py3}}
+images: {{sglang: lmsysorg/sglang:latest-cu130, vllm: nvcr.io/nvidia/vllm:26.10-py3}}
 ssh: {{connect_timeout: 1}}
 """
 
