@@ -107,7 +107,7 @@ def check_openai(r: Release, base: str, tmp: Path) -> None:
 
 def vllm_bench(r: Release, base: str, tok: Path, tmp: Path, backend: str, endpoint: str) -> dict:
     name = f"{backend}.json"
-    run_client(r, ["-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", backend,
+    run_client(r, [str(HERE / "vllm_bench.py"), "serve", "--backend", backend,
                    "--base-url", base, "--endpoint", endpoint, "--model", MODEL, "--tokenizer", str(tok),
                    "--dataset-name", "random", "--random-input-len", "48", "--random-output-len", "24",
                    "--num-prompts", str(PROMPTS), "--seed", "1", "--save-result", "--save-detailed",
