@@ -21,12 +21,18 @@ from . import http1, textgen
 from .httpapi import ApiServer, EngineDead, generate
 
 # the fields each route reads or knows; the rest are ignored as upstream's request models ignore them
-_OPENAI_KNOWN = {"model", "messages", "prompt", "max_tokens", "max_completion_tokens", "stream", "stream_options",
-                 "temperature", "top_p", "top_k", "n", "stop", "seed", "ignore_eos", "min_tokens", "logprobs",
-                 "top_logprobs", "repetition_penalty", "presence_penalty", "frequency_penalty", "user", "echo",
-                 "best_of", "logit_bias", "tools", "tool_choice", "response_format", "chat_template_kwargs",
-                 "skip_special_tokens", "min_p", "add_generation_prompt", "parallel_tool_calls",
-                 "reasoning_effort", "suffix", "stop_token_ids", "include_stop_str_in_output", "priority"}
+_OPENAI_KNOWN = {
+    "model", "messages", "prompt", "max_tokens", "max_completion_tokens", "stream", "stream_options", "temperature",
+    "top_p", "top_k", "min_p", "n", "best_of", "stop", "stop_token_ids", "seed", "ignore_eos", "min_tokens",
+    "logprobs", "top_logprobs", "prompt_logprobs", "repetition_penalty", "presence_penalty", "frequency_penalty",
+    "length_penalty", "logit_bias", "allowed_token_ids", "bad_words", "user", "echo", "suffix", "tools",
+    "tool_choice", "parallel_tool_calls", "functions", "function_call", "response_format", "structured_outputs",
+    "guided_json", "guided_regex", "guided_choice", "guided_grammar", "chat_template", "chat_template_kwargs",
+    "add_generation_prompt", "continue_final_message", "add_special_tokens", "skip_special_tokens",
+    "spaces_between_special_tokens", "include_stop_str_in_output", "truncate_prompt_tokens", "use_beam_search",
+    "reasoning_effort", "priority", "request_id", "cache_salt", "documents", "mm_processor_kwargs",
+    "return_tokens_as_token_ids", "return_token_ids", "kv_transfer_params", "vllm_xargs", "metadata", "store",
+    "service_tier", "modalities", "prediction", "web_search_options"}
 
 
 def error(api: ApiServer, code: int, message: str, param: str | None = None) -> dict:
@@ -67,7 +73,7 @@ async def _precheck(api: ApiServer, req: dict | None, w, keep: bool) -> int | No
     return None
 
 
-def _int_field(api: ApiServer, req: dict, *names: str) -> tuple[int | None, str | None]:
+def _int_field(req: dict, *names: str) -> tuple[int | None, str | None]:
     """The first of `names` present, as a non-negative int; else (None, the offending name)."""
     for name in names:
         if name in req and req[name] is not None:
@@ -140,10 +146,10 @@ async def chat(api: ApiServer, body: bytes, w: asyncio.StreamWriter, keep: bool)
     messages = req.get("messages")
     if not isinstance(messages, list) or not messages:
         return await _bad(api, w, keep, "messages must be a non-empty list", "messages")
-    max_tokens, bad = _int_field(api, req, "max_completion_tokens", "max_tokens")
+    max_tokens, bad = _int_field(req, "max_completion_tokens", "max_tokens")
     if bad:
         return await _bad(api, w, keep, f"{bad} must be a non-negative integer", bad)
-    min_tokens, _ = _int_field(api, req, "min_tokens")
+    min_tokens, _ = _int_field(req, "min_tokens")
     prompt_tokens = _prompt_tokens(messages)
     if (code := await _too_long(api, w, keep, prompt_tokens)) is not None:
         return code
@@ -201,11 +207,11 @@ async def completion(api: ApiServer, body: bytes, w: asyncio.StreamWriter, keep:
     if "prompt" not in req:
         return await _bad(api, w, keep, "prompt is required", "prompt")
     text_in, prompt_tokens = _prompt_of(req.get("prompt"))
-    max_tokens, bad = _int_field(api, req, "max_tokens")
+    max_tokens, bad = _int_field(req, "max_tokens")
     if bad:
         return await _bad(api, w, keep, f"{bad} must be a non-negative integer", bad)
     max_tokens = 16 if max_tokens is None else max_tokens  # both engines' CompletionRequest default
-    min_tokens, _ = _int_field(api, req, "min_tokens")
+    min_tokens, _ = _int_field(req, "min_tokens")
     if (code := await _too_long(api, w, keep, prompt_tokens)) is not None:
         return code
     text = " " + textgen.answer(text_in)
