@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -158,3 +159,32 @@ def test_sglang_clients_against_the_simulated_sglang(sglang_release, tmp_path):
     for figure in ("median_ttft_ms", "median_itl_ms"):
         assert result.get(figure, 0) > 0, (figure, result.get(figure))
     assert sum(fams["sglang:generation_tokens"][1].values()) >= result["total_output_tokens"]
+
+
+SOURCES = {"vllm": ["vllm/v1/metrics/loggers.py"],
+           "sglang": ["sglang/srt/observability/metrics_collector.py", "sglang/srt/metrics/collector.py"]}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_the_simulator_s_metric_names_and_help_are_the_release_s(engine, request):
+    """Every metric the simulator serves for a release is registered, with that help text, in its source."""
+    from sparktui.sim.metrics_catalog import catalog
+
+    from .conftest import releases
+
+    checked = 0
+    for r in releases(engine):
+        py = python_of(r)
+        if py is None:
+            continue
+        site = next((py.parent.parent / "lib").glob("python3*/site-packages"))
+        src = next((site / p for p in SOURCES[engine] if (site / p).exists()), None)
+        assert src is not None, f"{r.key}: none of {SOURCES[engine]} in {site}"
+        text = src.read_text()
+        flat = re.sub(r'"\s*\n\s*"', "", text)  # help texts split over lines join up
+        for spec in catalog(engine, r.version)[0]:
+            assert f'name="{spec.name}"' in text, f"{r.key}: {spec.name} is not in {src}"
+            assert spec.help in flat, f"{r.key}: {spec.name}'s help differs from {src}"
+        checked += 1
+    if not checked:
+        pytest.skip(f"no {engine} contract environment is built: python3 -m tests.contract.venvs")
