@@ -1,29 +1,28 @@
-"""The engines' HTTP endpoints on asyncio streams: health, models, chat completions (plain and SSE).
+"""The engines' HTTP endpoints on asyncio streams: health, models, version, metrics, and the generation routes
+(completions.py), with the engine state they share.
 
-One EngineState is shared with the engine, which flips `status` and reads the counters for its
-periodic log lines. Keep-alive and chunked responses follow HTTP/1.1 so ordinary clients just work.
+One EngineState is shared with the engine, which flips `status`, reads the counters for its periodic log
+lines and sets what it learnt while starting (KV-cache size, running-request limit, token timing).
+Keep-alive and chunked responses follow HTTP/1.1 so ordinary clients just work.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import time
-import uuid
 from http import HTTPStatus
 from typing import Awaitable, Callable
 
-from . import clock, textgen
-
-DECODE_TOK_S = 20.0  # engine-time decode speed, what two Sparks manage on a 122B MoE over RoCE
-PREFILL_TOK_S = 2500.0
+from . import clock, http1, textgen, timing
+from .metrics import CONTENT_TYPE, EngineMetrics
 
 
 class EngineState:
     """What the HTTP side needs to know about the engine, and the traffic counters it keeps."""
 
     def __init__(self, kind: str, served_name: str, model_path: str, max_model_len: int,
-                 version: str, server_info: dict | None = None, api_key: str | None = None) -> None:
+                 version: str, server_info: dict | None = None, api_key: str | None = None,
+                 metrics_enabled: bool = True) -> None:
         self.kind = kind  # "sglang" | "vllm"
         self.api_key = api_key  # --api-key: requests must carry "Authorization: Bearer KEY"
         self.served_name = served_name
@@ -34,73 +33,120 @@ class EngineState:
         self.status = "starting"  # starting | ready | dead
         self.created = int(time.time())
         self.running = 0
+        self.waiting = 0
+        self.kv_used = 0  # tokens held by running requests
+        self.kv_tokens = 0  # KV-cache size, once the engine has allocated it
+        self.max_running = 256  # vLLM's --max-num-seqs default on a DGX Spark; engines set theirs
+        self.timing = timing.DEFAULT
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.requests = 0
+        self.last_step_s = 0.0
+        self._slots = asyncio.Condition()
+        # vLLM always serves /metrics; SGLang only with --enable-metrics (both as upstream)
+        self.metrics_enabled = metrics_enabled
+        self.metrics = EngineMetrics(kind, version, served_name, self.gauges)
         self.on_prefill: Callable[[int, int], None] | None = None  # (new tokens, running) -> log
         self.on_decode: Callable[[int, int], None] | None = None  # (tokens so far, running) -> log
 
-
-async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens: int | None,
-                   emit: Callable[[str], Awaitable[None]] | None = None) -> tuple[str, str, int]:
-    """Produce the answer piece by piece at decode speed; returns (text, finish_reason, tokens)."""
-    parts = textgen.pieces(text)
-    finish = "stop"
-    if max_tokens is not None and max_tokens < len(parts):
-        parts, finish = parts[:max(0, max_tokens)], "length"
-    state.requests += 1
-    state.running += 1
-    state.prompt_tokens += prompt_tokens
-    try:
-        if state.on_prefill:
-            state.on_prefill(prompt_tokens, state.running)
-        await clock.pause(0.05 + prompt_tokens / PREFILL_TOK_S)
-        out = []
-        for i, part in enumerate(parts, 1):
-            await clock.pause(1.0 / DECODE_TOK_S)
-            if state.status == "dead":
-                raise EngineDead()
-            out.append(part)
-            state.generation_tokens += 1
-            if emit is not None:
-                await emit(part)
-            if state.on_decode and i % 40 == 0:
-                state.on_decode(prompt_tokens + i, state.running)
-        return "".join(out), finish, len(parts)
-    finally:
-        state.running -= 1
+    def gauges(self) -> dict[str, float]:
+        usage = self.kv_used / self.kv_tokens if self.kv_tokens else 0.0
+        rate = self.running / self.last_step_s if self.running and self.last_step_s else 0.0
+        return {"running": float(self.running), "waiting": float(self.waiting), "kv_usage": min(1.0, usage),
+                "used_tokens": float(self.kv_used), "gen_throughput": rate}
 
 
 class EngineDead(Exception):
     pass
 
 
-def _last_user_text(messages: list) -> str:
-    for m in reversed(messages):
-        if isinstance(m, dict) and m.get("role") == "user":
-            content = m.get("content")
-            if isinstance(content, list):
-                return " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-            return str(content or "")
-    return ""
+def _engine_now() -> float:
+    return time.monotonic() * clock.speed()
 
 
-def _prompt_tokens(messages: list) -> int:
-    total = 0
-    for m in messages:
-        if isinstance(m, dict):
-            content = m.get("content")
-            text = content if isinstance(content, str) else json.dumps(content)
-            total += textgen.count_tokens(text or "") + 4  # role markers of the chat template
-    return total + 3
+async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens: int | None,
+                   emit: Callable[[str, int, str | None], Awaitable[None]] | None = None, *, ignore_eos: bool = False,
+                   min_tokens: int = 0, streaming: bool = False) -> tuple[str, str, int]:
+    """Produce the answer piece by piece at the engine's pace; returns (text, finish_reason, tokens).
+
+    A request waits while the engine runs its limit of requests, is prefilled (its first token comes at
+    the end of prefill), then gets one token per decode step; `emit(piece, n, finish)` sees each one, with
+    the finish reason on the last."""
+    parts = textgen.pieces_for(text, max_tokens, min_tokens, ignore_eos)
+    natural = len(textgen.pieces(text))
+    finish = "length" if max_tokens is not None and len(parts) == max_tokens and (
+        ignore_eos or natural > max_tokens) else "stop"
+    m = state.metrics
+    arrived = _engine_now()
+    state.requests += 1
+    state.waiting += 1
+    admitted = False
+    held = 0
+    try:
+        async with state._slots:
+            await state._slots.wait_for(lambda: state.running < state.max_running)
+            state.waiting -= 1
+            state.running += 1
+            admitted = True
+        start = _engine_now()
+        m.observe("queue", start - arrived, streaming)
+        state.prompt_tokens += prompt_tokens
+        state.kv_used += prompt_tokens
+        held = prompt_tokens
+        if state.on_prefill:
+            state.on_prefill(prompt_tokens, state.running)
+        await clock.pause(state.timing.prefill(prompt_tokens))
+        m.inc("prompt_tokens", prompt_tokens, streaming)
+        out: list[str] = []
+        first = last = start
+        for i, part in enumerate(parts, 1):
+            if i > 1:
+                step = state.timing.step(state.running)
+                state.last_step_s = step
+                await clock.pause(step)
+            if state.status == "dead":
+                raise EngineDead()
+            now = _engine_now()
+            if i == 1:
+                first = now
+                m.observe("ttft", now - arrived, streaming)
+            else:
+                m.observe("itl", now - last, streaming)
+                m.observe("itl_deprecated", now - last, streaming)
+            last = now
+            out.append(part)
+            state.generation_tokens += 1
+            state.kv_used += 1
+            held += 1
+            m.inc("generation_tokens", 1, streaming)
+            if emit is not None:
+                await emit(part, i, finish if i == len(parts) else None)
+            if state.on_decode and i % 40 == 0:
+                state.on_decode(prompt_tokens + i, state.running)
+        n = len(parts)
+        m.inc("requests", 1, streaming, finish)
+        m.observe("e2e", _engine_now() - arrived, streaming)
+        if n > 1:
+            m.observe("tpot", (last - first) / (n - 1), streaming)
+        return "".join(out), finish, n
+    finally:
+        if admitted:
+            state.kv_used = max(0, state.kv_used - held)
+            async with state._slots:
+                state.running -= 1
+                state._slots.notify_all()
+        else:
+            state.waiting -= 1
 
 
 class ApiServer:
     """Serves EngineState over HTTP; `access` logs one line per request like uvicorn does."""
 
-    def __init__(self, state: EngineState, access: Callable[[str, str], None]) -> None:
+    def __init__(self, state: EngineState, access: Callable[[str, str], None],
+                 warn: Callable[[str], None] | None = None) -> None:
         self.state = state
         self.access = access
+        self.warn = warn or (lambda line: None)  # the engine's own warnings (ignored request fields)
         self._server: asyncio.AbstractServer | None = None
         self._conns: set[asyncio.Future] = set()  # one per open connection, cancelled on close
 
@@ -129,7 +175,7 @@ class ApiServer:
                     break
                 parts = line.decode("latin-1").split()
                 if len(parts) != 3:
-                    await _respond(writer, 400, {"detail": "Bad Request"}, keep=False)
+                    await http1.respond(writer, 400, {"detail": "Bad Request"}, keep=False)
                     break
                 method, target, version = parts
                 headers: dict[str, str] = {}
@@ -139,7 +185,7 @@ class ApiServer:
                         break
                     k, _, v = h.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
-                body = await _read_body(reader, headers)
+                body = await http1.read_body(reader, headers)
                 keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
                 status = await self._route(method, target.split("?")[0], body, writer, keep,
                                            headers.get("authorization", ""))
@@ -167,241 +213,54 @@ class ApiServer:
 
     async def _route(self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool,
                      auth: str = "") -> int:
+        from . import completions  # the generation routes; they import this module
+
         st = self.state
         if self._guarded(method, path) and auth != f"Bearer {st.api_key}":
-            await _respond(w, 401, {"error": "Unauthorized"}, keep=keep)
+            await http1.respond(w, 401, {"error": "Unauthorized"}, keep=keep)
             return 401
         if path == "/health" and method in ("GET", "HEAD"):
             code = 200 if st.status == "ready" or (st.kind == "vllm" and st.status != "dead") else 503
-            await _respond(w, code, b"", keep=keep)
+            await http1.respond(w, code, b"", keep=keep)
             return code
         if path == "/health_generate" and method == "GET" and st.kind == "sglang":
             if st.status != "ready":
-                await _respond(w, 503, b"", keep=keep)
+                await http1.respond(w, 503, b"", keep=keep)
                 return 503
             try:
                 await generate(st, 4, "ok", 1)
             except EngineDead:
-                await _respond(w, 503, b"", keep=keep)
+                await http1.respond(w, 503, b"", keep=keep)
                 return 503
-            await _respond(w, 200, b"", keep=keep)
+            await http1.respond(w, 200, b"", keep=keep)
             return 200
         if path == "/version" and method == "GET":
-            await _respond(w, 200, {"version": st.version}, keep=keep)
+            await http1.respond(w, 200, {"version": st.version}, keep=keep)
+            return 200
+        if path in ("/metrics", "/metrics/") and method == "GET" and st.metrics_enabled:
+            await http1.respond(w, 200, st.metrics.render().encode(), keep=keep, ctype=CONTENT_TYPE)
             return 200
         if path == "/v1/models" and method == "GET":
             card = {"id": st.served_name, "object": "model", "created": st.created, "owned_by": st.kind,
                     "root": st.model_path if st.kind == "vllm" else st.served_name, "parent": None,
                     "max_model_len": st.max_model_len}
-            await _respond(w, 200, {"object": "list", "data": [card]}, keep=keep)
+            await http1.respond(w, 200, {"object": "list", "data": [card]}, keep=keep)
             return 200
         if st.kind == "sglang" and path in ("/get_model_info", "/model_info") and method == "GET":
-            await _respond(w, 200, {"model_path": st.model_path, "tokenizer_path": st.model_path,
-                                    "is_generation": True}, keep=keep)
+            await http1.respond(w, 200, {"model_path": st.model_path, "tokenizer_path": st.model_path,
+                                         "is_generation": True}, keep=keep)
             return 200
         if st.kind == "sglang" and path in ("/get_server_info", "/server_info") and method == "GET":
-            await _respond(w, 200, dict(st.server_info, version=st.version), keep=keep)
+            await http1.respond(w, 200, dict(st.server_info, version=st.version), keep=keep)
             return 200
-        if path == "/v1/chat/completions" and method == "POST":
-            return await self._chat(body, w, keep)
-        if path == "/v1/completions" and method == "POST":
-            return await self._completion(body, w, keep)
-        if path == "/generate" and method == "POST" and st.kind == "sglang":
-            return await self._native_generate(body, w, keep)
-        known = {"/health", "/health_generate", "/version", "/v1/models", "/v1/chat/completions",
-                 "/v1/completions", "/generate", "/get_model_info", "/model_info"}
+        routes = completions.ROUTES.get(st.kind, {})
+        if path in routes and method == "POST":
+            return await routes[path](self, body, w, keep)
+        known = {"/health", "/version", "/v1/models", *routes}
+        if st.kind == "sglang":
+            known |= {"/health_generate", "/get_model_info", "/model_info"}
         if path in known:
-            await _respond(w, 405, {"detail": "Method Not Allowed"}, keep=keep)
+            await http1.respond(w, 405, {"detail": "Method Not Allowed"}, keep=keep)
             return 405
-        await _respond(w, 404, {"detail": "Not Found"}, keep=keep)
+        await http1.respond(w, 404, {"detail": "Not Found"}, keep=keep)
         return 404
-
-    def _error(self, code: int, message: str, param: str | None = None) -> dict:
-        kind = {400: "BadRequestError", 404: "NotFoundError", 500: "InternalServerError",
-                503: "ServiceUnavailableError"}.get(code, "Error")
-        if self.state.kind == "vllm":
-            return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-        return {"object": "error", "message": message, "type": kind, "param": param, "code": code}
-
-    def _parse(self, body: bytes) -> dict | None:
-        try:
-            req = json.loads(body or b"{}")
-        except ValueError:
-            return None
-        return req if isinstance(req, dict) else None
-
-    async def _precheck(self, req: dict | None, w, keep: bool) -> int | None:
-        st = self.state
-        if req is None:
-            await _respond(w, 400, self._error(400, "Invalid JSON in request body"), keep=keep)
-            return 400
-        if st.status == "dead":
-            code = 500 if st.kind == "vllm" else 503
-            msg = ("EngineCore encountered an issue. See stack trace (above) for the root cause."
-                   if st.kind == "vllm" else "The server is not healthy: the scheduler is dead.")
-            await _respond(w, code, self._error(code, msg), keep=keep)
-            return code
-        model = req.get("model")
-        if st.kind == "vllm" and model not in (None, st.served_name):
-            await _respond(w, 404, self._error(404, f"The model `{model}` does not exist.", "model"), keep=keep)
-            return 404
-        return None
-
-    async def _chat(self, body: bytes, w: asyncio.StreamWriter, keep: bool) -> int:
-        req = self._parse(body)
-        code = await self._precheck(req, w, keep)
-        if code is not None:
-            return code
-        assert req is not None
-        messages = req.get("messages")
-        if not isinstance(messages, list) or not messages:
-            await _respond(w, 400, self._error(400, "messages must be a non-empty list", "messages"), keep=keep)
-            return 400
-        prompt_tokens = _prompt_tokens(messages)
-        max_tokens = req.get("max_completion_tokens", req.get("max_tokens"))
-        max_tokens = max_tokens if isinstance(max_tokens, int) and max_tokens >= 0 else None
-        if prompt_tokens >= self.state.max_model_len:
-            msg = (f"This model's maximum context length is {self.state.max_model_len} tokens. However, your "
-                   f"request has {prompt_tokens} input tokens. Please reduce the length of the input messages.")
-            await _respond(w, 400, self._error(400, msg), keep=keep)
-            return 400
-        text = textgen.answer(_last_user_text(messages))
-        rid = f"chatcmpl-{uuid.uuid4().hex[:32]}"
-        created = int(time.time())
-        name = self.state.served_name
-        if not req.get("stream"):
-            try:
-                out, finish, n = await generate(self.state, prompt_tokens, text, max_tokens)
-            except EngineDead:
-                return await self._dead_midway(w, keep)
-            await _respond(w, 200, {
-                "id": rid, "object": "chat.completion", "created": created, "model": name,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": out, "reasoning_content": None,
-                                                     "tool_calls": []},
-                             "logprobs": None, "finish_reason": finish}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
-                          "total_tokens": prompt_tokens + n}}, keep=keep)
-            return 200
-        include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
-        await _start_stream(w, keep)
-
-        def chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> dict:
-            obj = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": name,
-                   "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
-            if usage is not None:
-                obj["choices"] = []
-                obj["usage"] = usage
-            return obj
-
-        await _sse(w, chunk({"role": "assistant", "content": ""}))
-
-        async def emit(part: str) -> None:
-            await _sse(w, chunk({"content": part}))
-
-        try:
-            _, finish, n = await generate(self.state, prompt_tokens, text, max_tokens, emit)
-        except EngineDead:
-            await _sse(w, {"error": self._error(500, "engine died")})
-            await _end_stream(w)
-            return 200
-        await _sse(w, chunk({}, finish))
-        if include_usage:
-            await _sse(w, chunk({}, None, {"prompt_tokens": prompt_tokens, "completion_tokens": n,
-                                           "total_tokens": prompt_tokens + n}))
-        w.write(_chunked(b"data: [DONE]\n\n"))
-        await _end_stream(w)
-        return 200
-
-    async def _completion(self, body: bytes, w: asyncio.StreamWriter, keep: bool) -> int:
-        req = self._parse(body)
-        code = await self._precheck(req, w, keep)
-        if code is not None:
-            return code
-        assert req is not None
-        prompt = req.get("prompt") or ""
-        prompt = prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
-        prompt_tokens = textgen.count_tokens(prompt)
-        max_tokens = req.get("max_tokens") if isinstance(req.get("max_tokens"), int) else 16
-        try:
-            out, finish, n = await generate(self.state, prompt_tokens, " " + textgen.answer(prompt), max_tokens)
-        except EngineDead:
-            return await self._dead_midway(w, keep)
-        await _respond(w, 200, {
-            "id": f"cmpl-{uuid.uuid4().hex[:32]}", "object": "text_completion", "created": int(time.time()),
-            "model": self.state.served_name,
-            "choices": [{"index": 0, "text": out, "logprobs": None, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}},
-            keep=keep)
-        return 200
-
-    async def _native_generate(self, body: bytes, w: asyncio.StreamWriter, keep: bool) -> int:
-        req = self._parse(body)
-        code = await self._precheck(req, w, keep)
-        if code is not None:
-            return code
-        assert req is not None
-        text_in = req.get("text") or ""
-        text_in = text_in if isinstance(text_in, str) else " ".join(map(str, text_in))
-        params = req.get("sampling_params") or {}
-        max_new = params.get("max_new_tokens") if isinstance(params.get("max_new_tokens"), int) else 128
-        prompt_tokens = textgen.count_tokens(text_in)
-        try:
-            out, finish, n = await generate(self.state, prompt_tokens, textgen.answer(text_in), max_new)
-        except EngineDead:
-            return await self._dead_midway(w, keep)
-        await _respond(w, 200, {"text": out, "meta_info": {
-            "id": uuid.uuid4().hex, "prompt_tokens": prompt_tokens, "completion_tokens": n,
-            "cached_tokens": 0, "finish_reason": {"type": finish}}}, keep=keep)
-        return 200
-
-    async def _dead_midway(self, w: asyncio.StreamWriter, keep: bool) -> int:
-        code = 500
-        await _respond(w, code, self._error(code, "EngineCore encountered an issue. See stack trace (above) "
-                                                  "for the root cause."), keep=keep)
-        return code
-
-
-async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        data = b""
-        while True:
-            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                await reader.readline()
-                return data
-            data += await reader.readexactly(size)
-            await reader.readline()
-    length = int(headers.get("content-length", "0") or 0)
-    return await reader.readexactly(length) if length > 0 else b""
-
-
-async def _respond(w: asyncio.StreamWriter, code: int, body: bytes | dict, keep: bool = True) -> None:
-    if isinstance(body, dict):
-        payload, ctype = json.dumps(body).encode(), "application/json"
-    else:
-        payload, ctype = body, "application/json" if body else "text/plain; charset=utf-8"
-    head = (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\ncontent-type: {ctype}\r\n"
-            f"content-length: {len(payload)}\r\nconnection: {'keep-alive' if keep else 'close'}\r\n\r\n")
-    w.write(head.encode() + payload)
-    await w.drain()
-
-
-async def _start_stream(w: asyncio.StreamWriter, keep: bool) -> None:
-    w.write(("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-             f"transfer-encoding: chunked\r\ncache-control: no-cache\r\nconnection: {'keep-alive' if keep else 'close'}"
-             "\r\n\r\n").encode())
-    await w.drain()
-
-
-def _chunked(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
-async def _sse(w: asyncio.StreamWriter, obj: dict) -> None:
-    w.write(_chunked(b"data: " + json.dumps(obj).encode() + b"\n\n"))
-    await w.drain()
-
-
-async def _end_stream(w: asyncio.StreamWriter) -> None:
-    w.write(b"0\r\n\r\n")
-    await w.drain()

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, netinfo, runtime
+from . import clock, gpu, httpapi, mesh, netinfo, runtime, timing
 from .logfmt import SGLangLog, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .sglang_args import VERSION, build_parser, server_args_repr
@@ -108,7 +108,8 @@ class SGLangNode:
         self.state = httpapi.EngineState(
             "sglang", a.served_model_name or a.model_path, a.model_path, self.context_len(), VERSION,
             {"tp_size": a.tp_size, "pp_size": a.pp_size, "nnodes": a.nnodes, "node_rank": a.node_rank,
-             "model_path": a.model_path, "dist_init_addr": a.dist_init_addr}, api_key=a.api_key)
+             "model_path": a.model_path, "dist_init_addr": a.dist_init_addr}, api_key=a.api_key,
+            metrics_enabled=a.enable_metrics)
         try:
             return await self.lifecycle()
         except asyncio.CancelledError:
@@ -366,6 +367,10 @@ class SGLangNode:
         a = self.args
         assert self.state is not None
         self.api = httpapi.ApiServer(self.state, lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"))
+        self.state.kv_tokens, self.state.max_running = self.kv_tokens, self.max_running()
+        if self.model is not None:
+            self.state.timing = timing.timing_for("sglang", self.model.total_bytes, self.model.config,
+                                                  self.model.num_layers, a.tp_size, a.nnodes)
         self.state.on_prefill = self._prefill_line
         self.state.on_decode = self._decode_line
         pid = os.getpid()
@@ -401,13 +406,14 @@ class SGLangNode:
     def _prefill_line(self, new_tokens: int, running: int) -> None:
         usage = new_tokens / max(1, self.kv_tokens)
         self.first_rank(f"Prefill batch. #new-seq: 1, #new-token: {new_tokens}, #cached-token: 0, "
-                        f"token usage: {usage:.2f}, #running-req: {running - 1}, #queue-req: 0, ")
+                        f"token usage: {usage:.2f}, #running-req: {running - 1}, #queue-req: {self.state.waiting}, ")
 
     def _decode_line(self, tokens: int, running: int) -> None:
         graph = "False" if self.args.disable_cuda_graph else "True"
         self.first_rank(f"Decode batch. #running-req: {running}, #token: {tokens}, token usage: "
                         f"{tokens / max(1, self.kv_tokens):.2f}, cuda graph: {graph}, gen throughput (token/s): "
-                        f"{httpapi.DECODE_TOK_S * random.uniform(0.92, 1.05):.2f}, #queue-req: 0, ")
+                        f"{self.state.gauges()['gen_throughput'] * random.uniform(0.97, 1.03):.2f}, "
+                        f"#queue-req: {self.state.waiting}, ")
 
     # -- failures -----------------------------------------------------------------------------
     def watchdog_kill(self) -> int:

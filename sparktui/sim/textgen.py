@@ -61,3 +61,20 @@ def pieces(text: str) -> list[str]:
 
 def count_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
+
+
+_FILLER = ("Each step above can be checked on its own, and the numbers it gives are worth writing down. "
+           "Once they agree with what the setup promises, the next step builds on solid ground. ")
+
+
+def pieces_for(text: str, max_tokens: int | None, min_tokens: int = 0, ignore_eos: bool = False) -> list[str]:
+    """The pieces an engine emits for `text` under its stop rules: cut at max_tokens; past the natural end
+    (the end-of-sequence token) only when ignore_eos asks for exactly max_tokens, or to reach min_tokens."""
+    out = pieces(text)
+    want = max(min_tokens, max_tokens or 0 if ignore_eos else 0)
+    filler = pieces(" " + _FILLER.strip())
+    i = 0
+    while len(out) < want:
+        out.append(filler[i % len(filler)])
+        i += 1
+    return out if max_tokens is None else out[:max(0, max_tokens)]

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, netinfo, runtime, wire
+from . import clock, gpu, httpapi, mesh, netinfo, runtime, timing, wire
 from .logfmt import VllmLog, emit, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
@@ -461,10 +461,17 @@ class VllmServer(RayPlacement):
         self.log.api("INFO", "api_server.py:1634", "Supported_tasks: ['generate']")
         self.log.api("INFO", "api_server.py:1912", f"Starting vLLM API server 0 on http://{host}:{a.port}")
         self.log.api("INFO", "launcher.py:34", "Available routes are:")
-        for route, methods in (("/health", "GET"), ("/version", "GET"), ("/v1/models", "GET"),
+        for route, methods in (("/health", "GET"), ("/metrics", "GET"), ("/version", "GET"), ("/v1/models", "GET"),
                                ("/v1/chat/completions", "POST"), ("/v1/completions", "POST")):
             self.log.api("INFO", "launcher.py:42", f"Route: {route}, Methods: {methods}")
-        self.api = httpapi.ApiServer(self.state, lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"))
+        self.api = httpapi.ApiServer(self.state, lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"),
+                                     lambda line: self.log.api("WARNING", "protocol.py:85", line))
+        self.state.kv_tokens = self.kv_tokens
+        self.state.max_running = a.max_num_seqs or 256
+        if self.model is not None:
+            self.state.timing = timing.timing_for("vllm", self.model.total_bytes, self.model.config,
+                                                  self.model.num_layers, self.world, max(1, a.nnodes,
+                                                                                         len({p.ip for p in self.placements})))
         await self.api.start(sock=self.sock)
         self.state.status = "ready"
         self.log.uvicorn("INFO", f"Started server process [{self.log.pid}]")
@@ -483,10 +490,10 @@ class VllmServer(RayPlacement):
             span = max(1e-6, (now - last_t) * clock.speed())
             dp, dg = st.prompt_tokens - last_p, st.generation_tokens - last_g
             if dp or dg or st.running or busy:
-                usage = 100.0 * (st.running * 512) / max(1, self.kv_tokens)
+                usage = 100.0 * st.gauges()["kv_usage"]
                 self.log.api("INFO", "loggers.py:123", f"Engine 000: Avg prompt throughput: {dp / span:.1f} tokens/s, "
                              f"Avg generation throughput: {dg / span:.1f} tokens/s, Running: {st.running} reqs, "
-                             f"Waiting: 0 reqs, GPU KV cache usage: {usage:.1f}%, Prefix cache hit rate: 0.0%")
+                             f"Waiting: {st.waiting} reqs, GPU KV cache usage: {usage:.1f}%, Prefix cache hit rate: 0.0%")
             busy = bool(dp or dg or st.running)
             last_p, last_g, last_t = st.prompt_tokens, st.generation_tokens, now
 

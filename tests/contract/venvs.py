@@ -66,11 +66,14 @@ MODULE_TO_PACKAGE = {
     "mistral_common": "mistral_common", "outlines_core": "outlines_core", "compressed_tensors": "compressed-tensors",
     "opentelemetry": "opentelemetry-api", "grpc": "grpcio", "sgl_kernel": "sgl-kernel", "pynvml": "nvidia-ml-py",
     "blobfile": "blobfile", "jsonschema_specifications": "jsonschema-specifications", "rpds": "rpds-py",
+    "_cffi_backend": "cffi", "huggingface_hub": "huggingface-hub",
 }
 # Requirements the parsers import whose own requirements pull torch or CUDA: installed with --no-deps.
 NO_DEPS = re.compile(r"^(xgrammar|llguidance|outlines[_-]core|lm-format-enforcer|compressed-tensors|depyf|"
                      r"mistral[_-]common|apache-tvm-ffi|gguf)\b", re.I)
 MISSING = re.compile(r"No module named '([^'.]+)")
+NOT_FOUND = re.compile(r"The '([^']+)' distribution was not found|"
+                       r"PackageNotFoundError: No package metadata was found for ([\w.-]+)\s*$", re.M)
 MAX_FILLS = 60
 
 
@@ -173,25 +176,68 @@ def build(r: Release, log=print) -> Path:
     # torchvision/torchaudio built for another torch break transformers' imports; the parsers need neither
     subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "torchvision", "torchaudio"],
                    capture_output=True, text=True, timeout=300)
-    for _ in range(MAX_FILLS):
-        err = _probe(python, r.engine)
-        if not err:
-            break
-        m = MISSING.search(err)
-        if not m:
-            raise RuntimeError(f"{r.key}: the argument parser does not build:\n{err[-3000:]}")
-        if m.group(1) == r.engine:
-            raise RuntimeError(f"{r.key}: the probe looks for a module this release does not have:\n{err[-3000:]}")
-        pkg = MODULE_TO_PACKAGE.get(m.group(1), m.group(1))
-        log(f"{r.key}: adding {pkg}")
-        p = _pip(d, "--no-deps", pkg)
-        if p.returncode != 0:
-            raise RuntimeError(f"{r.key}: the parser needs {m.group(1)!r} and {pkg!r} did not install:\n{p.stderr[-1000:]}")
-    else:
-        raise RuntimeError(f"{r.key}: still missing modules after {MAX_FILLS} additions")
+    _fill_missing(python, r, lambda: _probe(python, r.engine), "the argument parser", log)
     (d / "ready").write_text(RECIPE + "\n")
     log(f"{r.key}: ready in {time.monotonic() - t0:.0f} s")
     return python
+
+
+def _fill_missing(python: Path, r: Release, check, what: str, log) -> None:
+    """Install, one by one and without their own requirements, the modules `check()` reports missing."""
+    for _ in range(MAX_FILLS):
+        err = check()
+        if not err:
+            return
+        m = MISSING.search(err)
+        dist = NOT_FOUND.search(err)  # transformers checks its requirements' versions when imported
+        if dist:
+            pkg = dist.group(1) or dist.group(2)
+        elif not m:
+            raise RuntimeError(f"{r.key}: {what} does not import:\n{err[-3000:]}")
+        elif m.group(1) == r.engine:
+            raise RuntimeError(f"{r.key}: {what} looks for a module this release does not have:\n{err[-3000:]}")
+        else:
+            pkg = MODULE_TO_PACKAGE.get(m.group(1), m.group(1))
+        if SKIP.match(pkg) and not NO_DEPS.match(pkg):
+            # the GPU stack (a torchvision for another torch breaks the CPU torch's imports): left out
+            log(f"{r.key}: {what} need {pkg}, left out with the GPU stack; what needs it skips, saying so")
+            return
+        log(f"{r.key}: adding {pkg}")
+        p = _pip(python.parent.parent, "--no-deps", pkg)
+        if p.returncode != 0:
+            raise RuntimeError(f"{r.key}: {what} needs {pkg!r}, which did not install:\n{p.stderr[-1000:]}")
+    raise RuntimeError(f"{r.key}: still missing modules after {MAX_FILLS} additions")
+
+
+# What tests/contract/test_clients.py runs in each engine's environment: the engine's own benchmark
+# client, the openai client, prometheus_client's parser and tokenizers. Filled in after the parser's
+# modules, also in environments already built (a marker per CLIENTS_RECIPE), so none is rebuilt for them.
+# The engine's benchmark client comes last: one left without a module of the GPU stack stops the filling there.
+_COMMON = ["openai", "httpcore", "h11", "anyio", "jiter", "distro", "prometheus_client.parser", "tokenizers",
+           "transformers"]  # openai imports its transport (httpcore, h11) only when a client first sends
+CLIENTS = {"vllm": [*_COMMON, "vllm.benchmarks.serve"], "sglang": [*_COMMON, "sglang.bench_serving"]}
+CLIENTS_RECIPE = "3"
+
+
+def ensure_clients(r: Release, log=print) -> None:
+    python = python_of(r)
+    modules = CLIENTS.get(r.engine)
+    if python is None or not modules:
+        return
+    marker = venv_dir(r) / "clients-ready"
+    if marker.exists() and marker.read_text().strip() == CLIENTS_RECIPE:
+        return
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+
+    def check() -> str:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        p = subprocess.run([str(python), "-c", code, *modules], capture_output=True, text=True, timeout=600,
+                           env=dict(env, HF_HUB_OFFLINE="1"))
+        return "" if p.returncode == 0 else (p.stderr or p.stdout)
+
+    _fill_missing(python, r, check, "the contract clients", log)
+    marker.write_text(CLIENTS_RECIPE + "\n")
+    log(f"{r.key}: clients ready")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         try:
             build(r, log=lambda s: print(s, flush=True))
+            ensure_clients(r, log=lambda s: print(s, flush=True))
         except (RuntimeError, subprocess.SubprocessError, OSError) as e:
             failed += 1
             print(f"contract env {r.key}: {e}", file=sys.stderr, flush=True)
