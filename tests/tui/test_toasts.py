@@ -19,7 +19,7 @@ def _toasts(app) -> list[tuple[str, str]]:
 
 async def test_the_same_news_shows_once_and_the_pile_is_bounded(config, core):
     app = SparkApp(config, controller=core)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         app.clear_notifications()
         for _ in range(3):
@@ -65,7 +65,7 @@ async def test_reopening_does_not_replay_old_news():
 async def test_the_latest_news_stays_when_older_failures_follow(config, core):
     """After a pivot the endpoint's answer must stay on screen even if the replaced engine's errors arrive."""
     app = SparkApp(config, controller=core)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         app.clear_notifications()
         app.notify("old failure 1", severity="error")
@@ -75,3 +75,14 @@ async def test_the_latest_news_stays_when_older_failures_follow(config, core):
         await pilot.pause()
         toasts = _toasts(app)
         assert len(toasts) == MAX_TOASTS and ("information", "qwen answered in 0.1 s") in toasts, toasts
+
+
+async def test_a_narrow_screen_shows_only_the_newest_news(config, core):
+    """At 80 columns a toast spans the bottom: one at a time, the newest, whatever came before."""
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        app.notify("the hang", severity="error")
+        app.notify("qwen answered in 0.1 s")
+        await pilot.pause()
+        assert _toasts(app) == [("information", "qwen answered in 0.1 s")]
