@@ -45,11 +45,12 @@ PANES = ("pane-nodes", "pane-transfers", "pane-launch", "pane-journal")
 NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
 HISTORY_S = 120.0  # a log line this much older than the app (node clocks drift a little) is history
 BRAKE = 0.1  # seconds the log readers run in step with the screen after a key press
-# Below this width a toast would take half the screen: it spans the bottom instead, compact, one at a
-# time (the newest) and for at most NARROW_TIMEOUT seconds, since the launch pane keeps the lasting
-# story (state, problems, fix).
+# Below this width a toast would take half the screen: it spans the bottom instead, compact (a title
+# and three lines), two at a time and for at most NARROW_TIMEOUT seconds, since the launch pane keeps
+# the lasting story (state, problems, fix).
 NARROW_COLS = 120
 NARROW_TIMEOUT = 6.0
+NARROW_KEEP = 2
 
 
 _thawed = [False]  # an app of this process has unfrozen the heap (see SparkApp._settle_heap)
@@ -216,7 +217,7 @@ class SparkApp(OperationsFlow, App):
         timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
         keep = MAX_TOASTS
         if self.size.width < NARROW_COLS:
-            timeout, keep = min(timeout, NARROW_TIMEOUT), 1
+            timeout, keep = min(timeout, NARROW_TIMEOUT), NARROW_KEEP
         show(self, message, title, severity, timeout, markup, keep)
 
     def push_screen(self, screen, *args, **kwargs):

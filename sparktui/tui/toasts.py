@@ -24,9 +24,10 @@ def make_room(app: Any, message: str, title: str, keep: int = MAX_TOASTS) -> Non
         else:
             shown.append(n)
     while shown and len(shown) >= keep:
-        # the latest news stays, whatever its severity: "ready" must not vanish under an older failure
+        # the latest news stays, whatever its severity: "ready" must not vanish under an older failure;
+        # with room for two only (a narrow screen), the incoming news and the gravest of the rest
         newest = max(shown, key=lambda n: n.raised_at)
-        others = [n for n in shown if n is not newest] or shown  # keeping one: the newest goes for the news
+        others = [n for n in shown if n is not newest] if keep > 2 else shown
         oldest = min(others, key=lambda n: (_RANK.get(n.severity, 0), n.raised_at))
         shown.remove(oldest)
         app._unnotify(oldest, refresh=False)

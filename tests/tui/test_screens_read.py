@@ -43,7 +43,7 @@ async def test_a_narrow_screen_keeps_notices_brief_and_off_the_log(config, core)
         rows = [ln for ln in screen_text(app).splitlines() if "▌" in ln]
         # the notice spans the bottom rows, whole width, instead of the right half of every row
         assert rows and all(ln.index("▌") <= 1 for ln in rows), "\n".join(rows)
-        assert len(rows) <= 5, "\n".join(rows)  # a few rows over the problems box, not the whole log
+        assert len(rows) <= 4, "\n".join(rows)  # a few rows over the problems box, not the whole log
 
 
 async def test_a_wide_screen_keeps_notices_as_asked(config, core):

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -29,6 +30,24 @@ def flat(screen: str) -> str:
     return " ".join(screen.split())
 
 
+def _notices_stay_brief_and_low(tmux, until: str, limit: float = 90.0) -> None:
+    """Until `until` shows: every notice spans the bottom rows (its "▌" edge in the first column, not
+    halfway across the log) and none stays longer than NARROW_TIMEOUT (plus the polling's slack)."""
+    first_seen: dict[str, float] = {}
+    deadline = time.monotonic() + limit
+    while True:
+        screen, now = tmux.screen(), time.monotonic()
+        assert all(line.find("▌") <= 0 for line in screen.splitlines()), screen
+        for line in screen.splitlines():
+            if line.startswith("▌") and line[1:].strip():
+                seen = first_seen.setdefault(line, now)
+                assert now - seen <= NARROW_TIMEOUT + 3, f"a notice stayed {now - seen:.0f} s:\n{screen}"
+        if until in screen and first_seen:
+            return
+        assert now < deadline, f"{until!r} not on screen after {limit:g} s:\n{screen}"
+        time.sleep(0.2)  # polling a terminal we do not own; bounded by the deadline above
+
+
 @pytest.mark.parametrize("width,height", [(80, 24), (160, 48)])
 def test_the_demo_story_reads_whole(tmp_path, width, height):
     narrow = width < NARROW_COLS
@@ -44,15 +63,13 @@ def test_the_demo_story_reads_whole(tmp_path, width, height):
         tmux.wait_gone("model directory", 60)  # the probe after the copy clears the missing-model error
         tmux.keys("C-s")
 
-        hung = tmux.wait_for(lambda s: "Press p to pivot" in toasts(s), 120, "the hang notice")
-        assert "rendezvous hang" in hung, hung  # the launch pane keeps the story
+        hung = tmux.wait_for("rendezvous hang", 120)  # the launch pane keeps the story
         # the demo says why a "300 s" watchdog will fire seconds from now
-        assert "demo: the simulated engines run 20× faster than real ones" in flat(hung), hung
+        assert "demo: engines 20× faster than real ones; their logs' 300 s pass in 15 s here" in hung, hung
         if narrow:
-            # the notice spans the bottom rows instead of the right half of every row, and goes soon
-            assert all(line.find("▌") <= 0 for line in hung.splitlines()), hung
-            tmux.wait_for(lambda s: "Press p to pivot" not in toasts(s), NARROW_TIMEOUT + 4, "the hang notice gone")
-            tmux.wait_for(lambda s: toasts(s), 60, "the next notice (the engine's end)")
+            _notices_stay_brief_and_low(tmux, until="FAILED")
+        else:
+            tmux.wait_for(lambda s: "Press p to pivot" in toasts(s), 30, "the hang notice")
         shown = toasts(tmux.screen())
         tmux.keys("?")
         help_screen = tmux.wait_for("Keys (", 10)

@@ -5,7 +5,7 @@ import time
 
 from sparktui.core.events import DeploymentChanged
 from sparktui.core.logevents import Milestone, Problem
-from sparktui.tui.app import SparkApp
+from sparktui.tui.app import NARROW_KEEP, SparkApp
 from sparktui.tui.toasts import MAX_TOASTS
 
 from .conftest import wait_for
@@ -77,12 +77,15 @@ async def test_the_latest_news_stays_when_older_failures_follow(config, core):
         assert len(toasts) == MAX_TOASTS and ("information", "qwen answered in 0.1 s") in toasts, toasts
 
 
-async def test_a_narrow_screen_shows_only_the_newest_news(config, core):
-    """At 80 columns a toast spans the bottom: one at a time, the newest, whatever came before."""
+async def test_a_narrow_screen_shows_fewer_notices(config, core):
+    """At 80 columns a toast spans the bottom: NARROW_KEEP at a time, the newest always among them."""
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
+        app.clear_notifications()
         app.notify("the hang", severity="error")
+        app.notify("launched")
         app.notify("qwen answered in 0.1 s")
         await pilot.pause()
-        assert _toasts(app) == [("information", "qwen answered in 0.1 s")]
+        assert len(_toasts(app)) == NARROW_KEEP == 2
+        assert _toasts(app) == [("error", "the hang"), ("information", "qwen answered in 0.1 s")]

@@ -26,8 +26,8 @@ def test_the_launch_pane_note_names_the_factor_only_for_simulated_engines():
     for env in ({}, {"SPARKTUI_SIM_SPEED": "1"}, {"SPARKTUI_SIM_SPEED": "fast"}, {"SPARKTUI_SIM_SPEED": "-2"}):
         assert sim_speed(env) is None, env
     note = speed_note(10.0)
-    assert "10× faster than real ones" in note and "300 s there pass in 30 s here" in note, note
-    assert len(note) <= 2 * 78  # two rows of an 80-column launch pane at most
+    assert "engines 10× faster than real ones" in note and "300 s pass in 30 s here" in note, note
+    assert len(speed_note(2.5)) <= 78  # one row of an 80-column launch pane
 
 
 def test_readme_says_demo_up_holds_the_terminal_and_the_speed_factor():

@@ -17,7 +17,7 @@ ALL = "log-all"
 class LaunchPane(Vertical):
     DEFAULT_CSS = """
     LaunchPane > #deploy-state { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }
-    LaunchPane > #sim-note { height: auto; max-height: 2; color: $warning; }
+    LaunchPane > #sim-note { height: 1; color: $warning; }
     LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
     LaunchPane > #preflight { height: auto; max-height: 6; display: none; }
     LaunchPane.-preflight > #preflight { display: block; }

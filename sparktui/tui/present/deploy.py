@@ -126,9 +126,10 @@ def problem_lines(p: Problem) -> Content:
 
 
 def hang_notice(p: Problem, pivot_key: str) -> str:
-    """The notification text for a hang: what is wrong, the fix, and the key that pivots."""
+    """The notification text for a hang: what is wrong, the key that pivots, then the fix (the key
+    first: a narrow screen shows a notice's first lines only)."""
     where = f" on {p.node}" if p.node else ""
-    return f"Distributed init hung{where}. {p.hint.rstrip('. ')}. Press {pivot_key} to pivot."
+    return f"Distributed init hung{where}. Press {pivot_key} to pivot. {p.hint.rstrip('. ')}."
 
 
 def endpoint_words(endpoint: str | None, local: str | None) -> str:
@@ -155,8 +156,7 @@ def sim_speed(env: dict[str, str]) -> float | None:
 def speed_note(speed: float) -> str:
     """Why a demo engine says "after 300 s" 15 s after launch: its logs count engine seconds
     (sparktui/sim/clock.py), which pass `speed` times faster than the wall clock here."""
-    return (f"demo: the simulated engines run {speed:g}× faster than real ones; their logs count engine "
-            f"time (300 s there pass in {300 / speed:.3g} s here)")
+    return f"demo: engines {speed:g}× faster than real ones; their logs' 300 s pass in {300 / speed:.3g} s here"
 
 
 def problem_key(p: Problem) -> tuple:
