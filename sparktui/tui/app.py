@@ -496,5 +496,6 @@ class SparkApp(OperationsFlow, App):
 
     @on(M.OperationDone)
     def _done(self, msg: M.OperationDone) -> None:
-        if msg.result:
+        # a copy's end was told by its transfer ("model copy to spark2: verified ..."): not twice
+        if msg.result and not any(msg.result in n.message for n in self._notifications):
             self.notify(msg.result, title=operation_name(msg.what), markup=False)

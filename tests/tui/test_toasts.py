@@ -89,3 +89,18 @@ async def test_a_narrow_screen_shows_fewer_notices(config, core):
         await pilot.pause()
         assert len(_toasts(app)) == NARROW_KEEP == 2
         assert _toasts(app) == [("error", "the hang"), ("information", "qwen answered in 0.1 s")]
+
+
+async def test_an_operation_does_not_repeat_what_its_transfer_said(config, core):
+    from sparktui.tui import messages as M
+
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        app.clear_notifications()
+        app.notify("model copy to spark2: verified: 7 files, 64.0 MiB")
+        app.post_message(M.OperationDone("sync_model", "spark2: verified: 7 files, 64.0 MiB"))
+        app.post_message(M.OperationDone("refresh", "2 nodes probed"))
+        await wait_for(pilot, lambda: len(_toasts(app)) == 2, what="the refresh's word")
+        assert _toasts(app) == [("information", "model copy to spark2: verified: 7 files, 64.0 MiB"),
+                                ("information", "2 nodes probed")]
