@@ -269,9 +269,9 @@ class SparkApp(OperationsFlow, App):
     @on(TabbedContent.TabActivated, "#panes")
     def _pane_changed(self) -> None:
         if self.screen_stack:  # a tab switch still queued while the app closes
-            self.refresh_bindings()
             if self._active_pane() == "pane-journal":  # its rows take the arrows and Enter at once
-                self.query_one(JournalPane).focus()
+                self.query_one(JournalPane).focus()  # first: one footer update for both changes
+            self.refresh_bindings()
 
     # -- operations -------------------------------------------------------------------------
     def _run_op(self, name: str, work: Awaitable[Any], group: str | None = None) -> None:
