@@ -73,9 +73,10 @@ RAY_ONLY = {"container_started", "ray_started", "ray_connected"}
 
 def ray_head(by_node: dict[str | None, dict[str, Milestone]]) -> str | None:
     """Under Ray the node running the driver: Ray milestones and steps past them. The other nodes'
-    ranks are Ray actors whose output Ray publishes to the driver, prefixed with their pid and ip
-    (https://docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html, "Redirecting
-    Worker logs to the Driver"), so a worker node's own log stops at `ray start`."""
+    ranks are Ray actors whose stdout and stderr Ray publishes to the driver, prefixed with their pid
+    and ip (ray-project/ray doc/source/ray-observability/ray-logging.rst, ray-1.11.0; the same in
+    https://docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html), so a worker
+    node's own log stops at `ray start`."""
     for node, kinds in by_node.items():
         if node is not None and kinds.keys() & {"ray_started", "ray_connected"} and kinds.keys() - RAY_ONLY:
             return node
