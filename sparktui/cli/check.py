@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
 from ..core.config import Config
@@ -22,9 +23,26 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
+# Piped, rich would lay the tables out for 80 columns and cut addresses and model names: a pipe has
+# no width, so the tables take their natural one (COLUMNS, when set, still wins).
+PIPE_WIDTH = 400
+
+
 def _console() -> Console:
-    """Where the tables go: the CLI's console, made on first use (or one a caller set here)."""
-    return globals().get("console") or common.console
+    """Where the tables go: one a caller set here, or the CLI's console; piped (no terminal, no
+    COLUMNS), a console of its own as wide as the tables need."""
+    set_here = globals().get("console")
+    if set_here is not None:
+        return set_here
+    made = common.console
+    if made.is_terminal or os.environ.get("COLUMNS"):
+        return made
+    wide = globals().get("_wide")
+    if wide is None:
+        from rich.console import Console
+
+        wide = globals()["_wide"] = Console(width=PIPE_WIDTH, highlight=False)
+    return wide
 
 # Extra sections of `status` (transfers, deployments): name -> async fn(cluster, config) -> list[dict].
 STATUS_SECTIONS: dict[str, object] = {}

@@ -1,7 +1,8 @@
 """`sparktui demo`: the whole story on a simulated cluster on this machine (no GPUs, no root).
 
   sparktui demo [--nodes N] [--scenario pivot|happy] [--speed X] [--keep]   the TUI on the demo
-  sparktui demo up [...] [--json]     start the nodes, print the config path, run until stopped
+  sparktui demo up [...] [--json]     start the nodes, print the config path, stay in the foreground
+                                      until Ctrl-C (or `demo down` from another terminal)
   sparktui demo down [ID]             stop background demos (`demo up`): all of this user's, or the one named
 `demo --headless` is `demo up`.
 """
@@ -46,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_options(p)
     p.add_argument("--headless", action="store_true", help="no TUI: same as `demo up`")
     inner = p.add_subparsers(dest="demo_command", metavar="up|down")
-    up = inner.add_parser("up", help="start the simulated nodes and print the config path; Ctrl-C stops them")
+    up = inner.add_parser("up", help="start the simulated nodes, print the config path and stay in the foreground; "
+                                     "Ctrl-C (or `demo down` elsewhere) stops them")
     _add_options(up, sub=True)
     down = inner.add_parser("down", help="stop demos started with `sparktui demo up`")
     down.add_argument("id", nargs="?", help="the demo's id (default: every `demo up` of this user; "
@@ -85,16 +87,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _describe(summary: dict) -> str:
+    speed = summary["speed"]
     lines = [f"sparktui demo {summary['id']}: {len(summary['nodes'])} simulated nodes on this machine "
-             f"(scenario {summary['scenario']}, engines {summary['speed']:g}x faster than real ones)",
+             f"(scenario {summary['scenario']}), running in the foreground until Ctrl-C here "
+             "or `sparktui demo down` from another terminal",
+             f"the simulated engines run {speed:g}x faster than real ones: their logs count engine time, "
+             f"so a \"300 s\" timeout comes {300 / speed:.3g} s after launch (--speed sets it)",
              f"config: {summary['config']}"]
     for i, n in enumerate(summary["nodes"]):
         holds = "  holds the model" if i == 0 else ""
         lines.append(f"  {n['name']}  ssh {n['host']}:{n['port']}  fabric {n['fabric']}{holds}")
     cfg = summary["config"]
-    lines += ["try:", f"  sparktui --config {cfg} check", f"  sparktui --config {cfg} sync model --wait",
-              f"  sparktui --config {cfg}            (the TUI on these nodes)",
-              "stop it with Ctrl-C here, or `sparktui demo down` from another terminal"]
+    lines += ["try, from another terminal:", f"  sparktui --config {cfg} check",
+              f"  sparktui --config {cfg} sync model --wait",
+              f"  sparktui --config {cfg}            (the TUI on these nodes)"]
     return "\n".join(lines)
 
 

@@ -33,11 +33,11 @@ from .panes.journal import JournalPane
 from .panes.launch import LaunchPane
 from .panes.nodes import NodesPane
 from .panes.transfers import TransfersPane
-from .present.deploy import hang_notice
+from .present.deploy import endpoint_words, hang_notice, sim_speed
 from .present.nodes import Link
 from .screens.help import HelpScreen
 from .theming import DEFAULT, ThemeError, discover, resolve
-from .toasts import show
+from .toasts import MAX_TOASTS, show
 from .widgets.footer import FitFooter
 
 PANES = ("pane-nodes", "pane-transfers", "pane-launch", "pane-journal")
@@ -45,6 +45,12 @@ PANES = ("pane-nodes", "pane-transfers", "pane-launch", "pane-journal")
 NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
 HISTORY_S = 120.0  # a log line this much older than the app (node clocks drift a little) is history
 BRAKE = 0.1  # seconds the log readers run in step with the screen after a key press
+# Below this width a toast would take half the screen: it spans the bottom instead, compact (a title
+# and three lines), two at a time and for at most NARROW_TIMEOUT seconds, since the launch pane keeps
+# the lasting story (state, problems, fix).
+NARROW_COLS = 120
+NARROW_TIMEOUT = 6.0
+NARROW_KEEP = 2
 
 
 _thawed = [False]  # an app of this process has unfrozen the heap (see SparkApp._settle_heap)
@@ -55,9 +61,11 @@ class SparkApp(OperationsFlow, App):
     TITLE = "sparktui"
     BINDINGS = actions.bindings()
     NOTIFICATION_TIMEOUT = 8
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLS, "-wide")]  # classes on every screen (app.tcss)
     # UiState the status line and the keys follow: set from message handlers, drawn by the watchers
     deploy_state: reactive[str] = reactive("idle", init=False)
-    endpoint: reactive[str | None] = reactive(None, init=False)
+    endpoint: reactive[str | None] = reactive(None, init=False)  # as the nodes reach it
+    local_endpoint: reactive[str | None] = reactive(None, init=False)  # the same through our SSH forward
     running: reactive[frozenset[str]] = reactive(frozenset(), init=False)  # operations in flight, by name
     close_timeout = 5.0  # seconds to close the nodes' links on the way out (shorter on a signal)
 
@@ -81,6 +89,7 @@ class SparkApp(OperationsFlow, App):
         self.last_subnet: str | None = None
         self.plan: Plan | None = None  # the last plan this app ran
         self._hang_told = False
+        self._local_for: str | None = None  # the endpoint local_endpoint forwards to
         self._opened = time.time()
         self._settled = False  # the first connect and reattach are done: what arrives now is news
         self._pending: actions.Action | None = None  # pressed before the first probe came back
@@ -153,7 +162,8 @@ class SparkApp(OperationsFlow, App):
             with TabPane("Transfers", id="pane-transfers"):
                 yield TransfersPane(id="transfers")
             with TabPane("Launch", id="pane-launch"):
-                yield LaunchPane(self.node_names, max_lines=self.max_log_lines, id="launch")
+                yield LaunchPane(self.node_names, max_lines=self.max_log_lines,
+                                 sim_speed=sim_speed(self.config.docker.env), id="launch")
             with TabPane("Journal", id="pane-journal"):
                 yield JournalPane(id="journal")
         yield FitFooter()
@@ -204,7 +214,18 @@ class SparkApp(OperationsFlow, App):
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = True) -> None:
-        show(self, message, title, severity, self.NOTIFICATION_TIMEOUT if timeout is None else timeout, markup)
+        timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
+        keep = MAX_TOASTS
+        if self.size.width < NARROW_COLS:
+            timeout, keep = min(timeout, NARROW_TIMEOUT), NARROW_KEEP
+        show(self, message, title, severity, timeout, markup, keep)
+
+    def push_screen(self, screen, *args, **kwargs):
+        # A dialog, the form, the help or the palette is what the user reads now: toasts raised before
+        # it would sit on top of it (the panes keep what they said).
+        if isinstance(screen, ModalScreen):
+            self.clear_notifications()
+        return super().push_screen(screen, *args, **kwargs)
 
     @property
     def nodes_pane(self) -> NodesPane:
@@ -222,9 +243,14 @@ class SparkApp(OperationsFlow, App):
         try:
             self.query_one("#status", Static).update(status_line(
                 self.config.cluster, up, len(self.node_names), self.deploy_state,
-                STATE_STYLE.get(self.deploy_state, ""), self.endpoint, sorted(self.running), self.size.width))
+                STATE_STYLE.get(self.deploy_state, ""), self.endpoint, sorted(self.running), self.size.width,
+                self._local()))
         except NoMatches:  # a watcher before the screen is built: on_mount draws it
             pass
+
+    def _local(self) -> str | None:
+        """The SSH forward's URL, while it leads to the endpoint shown (a pivot brings another)."""
+        return self.local_endpoint if self.endpoint and self._local_for == self.endpoint else None
 
     def on_resize(self) -> None:
         self._draw_status()
@@ -235,7 +261,7 @@ class SparkApp(OperationsFlow, App):
         self._draw_status()
         self.refresh_bindings()
 
-    watch_deploy_state = watch_endpoint = watch_running = _state_changed
+    watch_deploy_state = watch_endpoint = watch_local_endpoint = watch_running = _state_changed
 
     def show_pane(self, pane: str) -> None:
         self.query_one("#panes", TabbedContent).active = pane
@@ -243,6 +269,8 @@ class SparkApp(OperationsFlow, App):
     @on(TabbedContent.TabActivated, "#panes")
     def _pane_changed(self) -> None:
         if self.screen_stack:  # a tab switch still queued while the app closes
+            if self._active_pane() == "pane-journal":  # its rows take the arrows and Enter at once
+                self.query_one(JournalPane).focus()  # first: one footer update for both changes
             self.refresh_bindings()
 
     # -- operations -------------------------------------------------------------------------
@@ -423,12 +451,16 @@ class SparkApp(OperationsFlow, App):
         if ev.endpoint:
             self.endpoint = ev.endpoint
         elif ev.state in ("stopped", "failed"):
-            self.endpoint = None
-        self.launch_pane.set_state(ev.state, ev.detail or None)
+            self.endpoint = self.local_endpoint = None
+        detail = ev.detail or None
+        if ev.state == "ready" and self._local():
+            detail = f"{detail or 'ready'}\n{endpoint_words(self.endpoint, self._local())}"
+        self.launch_pane.set_state(ev.state, detail)
         if not self._settled:
             pass  # the state found at start-up shows in the status line, not as news
         elif ev.state == "ready":
-            self.notify(f"ready: {ev.endpoint or ev.detail}", title="Deployment", markup=False)
+            self.notify(f"ready: {endpoint_words(ev.endpoint, self._local()) if ev.endpoint else ev.detail}",
+                        title="Deployment", markup=False)
         elif ev.state == "hung" and self._hang_told:
             pass  # the hang notice said it, with the fix
         elif ev.state in ("failed", "hung"):
@@ -455,8 +487,11 @@ class SparkApp(OperationsFlow, App):
     @on(M.EndpointReady)
     def _endpoint(self, msg: M.EndpointReady) -> None:
         e = msg.event
+        self._local_for = e.endpoint
+        self.local_endpoint = e.local
         rate = f", {e.tokens_per_s:.1f} tok/s" if e.tokens_per_s else ""
-        self.notify(f"{e.model} answered in {e.latency_s:.1f} s{rate} at {e.local}", title="Endpoint", markup=False)
+        self.notify(f"{e.model} answered in {e.latency_s:.1f} s{rate} through the local SSH forward {e.local}",
+                    title="Endpoint", markup=False)
 
     @on(M.JournalAdded)
     def _journal(self, msg: M.JournalAdded) -> None:
@@ -469,5 +504,6 @@ class SparkApp(OperationsFlow, App):
 
     @on(M.OperationDone)
     def _done(self, msg: M.OperationDone) -> None:
-        if msg.result:
+        # a copy's end was told by its transfer ("model copy to spark2: verified ..."): not twice
+        if msg.result and not any(msg.result in n.message for n in self._notifications):
             self.notify(msg.result, title=operation_name(msg.what), markup=False)

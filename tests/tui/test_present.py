@@ -162,6 +162,24 @@ def test_timeline_keeps_the_latest_of_each_step():
     assert timeline([], ["a"]).plain.strip().endswith("waiting")
 
 
+def test_a_ray_worker_row_follows_the_head_to_serving():
+    """Under Ray the worker's own log stops at `ray start`; its ranks log on the head, so its row must not
+    read "started › ray up" while the deployment serves."""
+    worker = [_m("container_started", node="spark2"), _m("ray_started", node="spark2")]
+    head = [_m("container_started"), _m("ray_started"), _m("ray_connected"), _m("dist_init_end")]
+    loading = timeline(worker + head, ["spark1", "spark2"]).plain.splitlines()
+    assert loading[1] == "spark2 started › ray up › its ranks log on spark1 (Ray worker)", loading
+    ready = timeline(worker + head + [_m("ready")], ["spark1", "spark2"]).plain.splitlines()
+    assert ready[1] == "spark2 started › ray up › serving (Ray worker: its ranks log on spark1)", ready
+    assert ready[0].endswith("READY") and "Ray worker" not in ready[0]
+    # no Ray, or Ray not yet past its own start: nothing is said on anyone's behalf
+    native = timeline([_m("container_started", node="spark2"), _m("container_started"), _m("ready")],
+                      ["spark1", "spark2"]).plain
+    assert "Ray worker" not in native and "serving" not in native
+    early = timeline(worker + [_m("ray_started")], ["spark1", "spark2"]).plain
+    assert "Ray worker" not in early
+
+
 def test_tcp_transport_is_a_warning():
     assert milestone_style(_m("nccl_transport", transport="socket")) == "$warning"
     assert milestone_style(_m("nccl_transport", transport="rdma")) != "$warning"
@@ -173,7 +191,8 @@ def test_problem_and_hang_text():
     text = problem_lines(p).plain
     assert "spark1: suspected rendezvous hang" in text and "fix: set SGLANG_HOST_IP." in text
     notice = hang_notice(p, "ctrl+p")
-    assert "on spark1" in notice and "set SGLANG_HOST_IP" in notice and notice.endswith("Press ctrl+p to pivot.")
+    assert "on spark1" in notice and notice.endswith("set SGLANG_HOST_IP.")
+    assert notice.startswith("Distributed init hung on spark1. Press ctrl+p to pivot.")  # first: a short toast keeps it
 
 
 def test_journal_cells():

@@ -5,7 +5,7 @@ import time
 
 from sparktui.core.events import DeploymentChanged
 from sparktui.core.logevents import Milestone, Problem
-from sparktui.tui.app import SparkApp
+from sparktui.tui.app import NARROW_KEEP, SparkApp
 from sparktui.tui.toasts import MAX_TOASTS
 
 from .conftest import wait_for
@@ -19,7 +19,7 @@ def _toasts(app) -> list[tuple[str, str]]:
 
 async def test_the_same_news_shows_once_and_the_pile_is_bounded(config, core):
     app = SparkApp(config, controller=core)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         app.clear_notifications()
         for _ in range(3):
@@ -65,7 +65,7 @@ async def test_reopening_does_not_replay_old_news():
 async def test_the_latest_news_stays_when_older_failures_follow(config, core):
     """After a pivot the endpoint's answer must stay on screen even if the replaced engine's errors arrive."""
     app = SparkApp(config, controller=core)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         app.clear_notifications()
         app.notify("old failure 1", severity="error")
@@ -75,3 +75,32 @@ async def test_the_latest_news_stays_when_older_failures_follow(config, core):
         await pilot.pause()
         toasts = _toasts(app)
         assert len(toasts) == MAX_TOASTS and ("information", "qwen answered in 0.1 s") in toasts, toasts
+
+
+async def test_a_narrow_screen_shows_fewer_notices(config, core):
+    """At 80 columns a toast spans the bottom: NARROW_KEEP at a time, the newest always among them."""
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        app.clear_notifications()
+        app.notify("the hang", severity="error")
+        app.notify("launched")
+        app.notify("qwen answered in 0.1 s")
+        await pilot.pause()
+        assert len(_toasts(app)) == NARROW_KEEP == 2
+        assert _toasts(app) == [("error", "the hang"), ("information", "qwen answered in 0.1 s")]
+
+
+async def test_an_operation_does_not_repeat_what_its_transfer_said(config, core):
+    from sparktui.tui import messages as M
+
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        app.clear_notifications()
+        app.notify("model copy to spark2: verified: 7 files, 64.0 MiB")
+        app.post_message(M.OperationDone("sync_model", "spark2: verified: 7 files, 64.0 MiB"))
+        app.post_message(M.OperationDone("refresh", "2 nodes probed"))
+        await wait_for(pilot, lambda: len(_toasts(app)) == 2, what="the refresh's word")
+        assert _toasts(app) == [("information", "model copy to spark2: verified: 7 files, 64.0 MiB"),
+                                ("information", "2 nodes probed")]

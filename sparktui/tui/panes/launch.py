@@ -7,7 +7,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static, Tab, Tabs
 
 from ...core.diagnose import Milestone, Problem
-from ..present.deploy import preflight_text, problem_key, problem_lines, state_badge, timeline
+from ..present.deploy import preflight_text, problem_key, problem_lines, speed_note, state_badge, timeline
 from ..present.serving import serving_block
 from ..ids import widget_id
 from ..widgets.log_view import LogView
@@ -17,7 +17,8 @@ ALL = "log-all"
 
 class LaunchPane(Vertical):
     DEFAULT_CSS = """
-    LaunchPane > #deploy-state { height: 1; }
+    LaunchPane > #deploy-state { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }
+    LaunchPane > #sim-note { height: 1; color: $warning; }
     LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
     LaunchPane > #preflight { height: auto; max-height: 6; display: none; }
     LaunchPane > #serving { height: auto; max-height: 4; display: none; }
@@ -31,9 +32,10 @@ class LaunchPane(Vertical):
     LaunchPane #problems { height: auto; }
     """
 
-    def __init__(self, nodes: list[str], max_lines: int = 100_000, **kw) -> None:
+    def __init__(self, nodes: list[str], max_lines: int = 100_000, sim_speed: float | None = None, **kw) -> None:
         super().__init__(**kw)
         self.nodes = nodes
+        self.sim_speed = sim_speed  # a demo's engines run this many times faster: said under the state
         self.max_lines = max_lines
         self.milestones: list[Milestone] = []
         self.problems: dict[tuple, Problem] = {}
@@ -43,6 +45,8 @@ class LaunchPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(state_badge(self.state, self.detail), id="deploy-state")
+        if self.sim_speed:
+            yield Static(speed_note(self.sim_speed), id="sim-note", markup=False)
         yield Static(timeline([], self.nodes), id="timeline")
         yield Static(id="preflight")
         yield Static(id="serving")

@@ -68,9 +68,26 @@ def latest_by_node(milestones: list[Milestone]) -> dict[str | None, dict[str, Mi
     return out
 
 
+RAY_ONLY = {"container_started", "ray_started", "ray_connected"}
+
+
+def ray_head(by_node: dict[str | None, dict[str, Milestone]]) -> str | None:
+    """Under Ray the node running the driver: Ray milestones and steps past them. The other nodes'
+    ranks are Ray actors whose stdout and stderr Ray publishes to the driver, prefixed with their pid
+    and ip (ray-project/ray doc/source/ray-observability/ray-logging.rst, ray-1.11.0; the same in
+    https://docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html), so a worker
+    node's own log stops at `ray start`."""
+    for node, kinds in by_node.items():
+        if node is not None and kinds.keys() & {"ray_started", "ray_connected"} and kinds.keys() - RAY_ONLY:
+            return node
+    return None
+
+
 def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
-    """One line per node: its steps in start order, the latest of each."""
+    """One line per node: its steps in start order, the latest of each. A Ray worker, whose own log
+    says no more than that Ray started, follows the head: its ranks log there."""
     by_node = latest_by_node(milestones)
+    head = ray_head(by_node)
     width = max([len(n) for n in nodes] + [4])
     lines = []
     for node in nodes + [n for n in by_node if n not in nodes and n is not None]:
@@ -83,6 +100,13 @@ def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
             parts.append(("waiting", "$text-muted"))
         for i, m in enumerate(shown):
             parts += ([" › "] if i else []) + [(milestone_label(m), milestone_style(m))]
+        if head is not None and node != head and kinds.keys() & {"ray_started", "ray_connected"} \
+                and kinds.keys() <= RAY_ONLY:
+            if "ready" in by_node[head]:
+                parts += [" › ", ("serving", "$success bold"),
+                          (f" (Ray worker: its ranks log on {head})", "$text-muted")]
+            else:
+                parts += [" › ", (f"its ranks log on {head} (Ray worker)", "$text-muted")]
         lines.append(Content.assemble(*parts))
     return Content("\n").join(lines) if lines else Content("no deployment yet")
 
@@ -103,9 +127,37 @@ def problem_lines(p: Problem) -> Content:
 
 
 def hang_notice(p: Problem, pivot_key: str) -> str:
-    """The notification text for a hang: what is wrong, the fix, and the key that pivots."""
+    """The notification text for a hang: what is wrong, the key that pivots, then the fix (the key
+    first: a narrow screen shows a notice's first lines only)."""
     where = f" on {p.node}" if p.node else ""
-    return f"Distributed init hung{where}. {p.hint.rstrip('. ')}. Press {pivot_key} to pivot."
+    return f"Distributed init hung{where}. Press {pivot_key} to pivot. {p.hint.rstrip('. ')}."
+
+
+def endpoint_words(endpoint: str | None, local: str | None) -> str:
+    """Both URLs of a ready engine, a line each saying where it works: the nodes' own address, and
+    the forward this machine opened over SSH (the one to use from here)."""
+    parts = []
+    if endpoint:
+        parts.append(f"on the nodes {endpoint}")
+    if local:
+        parts.append(f"local {local} (SSH forward from this machine)")
+    return "\n".join(parts)
+
+
+def sim_speed(env: dict[str, str]) -> float | None:
+    """The demo's engine speed-up, from the containers' SPARKTUI_SIM_SPEED (sparktui/sim/clock.py);
+    None for real engines (or a speed of 1, where engine time is wall time)."""
+    try:
+        speed = float(env.get("SPARKTUI_SIM_SPEED", ""))
+    except ValueError:
+        return None
+    return speed if speed > 0 and speed != 1 else None
+
+
+def speed_note(speed: float) -> str:
+    """Why a demo engine says "after 300 s" 15 s after launch: its logs count engine seconds
+    (sparktui/sim/clock.py), which pass `speed` times faster than the wall clock here."""
+    return f"demo: engines {speed:g}× faster than real ones; their logs' 300 s pass in {300 / speed:.3g} s here"
 
 
 def problem_key(p: Problem) -> tuple:

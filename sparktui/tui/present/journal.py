@@ -8,7 +8,7 @@ from textual.content import Content
 from ...core.journal import Entry
 from . import fmt
 
-COLUMNS = ("time", "node", "exit", "took", "command")
+COLUMNS = ("time", "node", "exit", "took", "command (enter: the whole entry)")
 
 
 def exit_cell(e: Entry) -> Content:
