@@ -13,7 +13,7 @@ Anything unreadable is None (unknown), never a guess.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -22,6 +22,7 @@ class FabricPath:
     transport: str  # local, roce, socket
     halves: int  # HCAs NCCL spreads its channels over (1 when unknown)
     mtu: int | None  # the smallest MTU of their netdevs
+    hcas: tuple[str, ...] = field(default=(), compare=False)  # their names, as NCCL lists them
 
 
 def _roots(env) -> tuple[Path, Path]:
@@ -72,4 +73,4 @@ def fabric_path(nnodes: int, env=None) -> FabricPath:
     ib, net = _roots(env)
     hcas = listed_hcas(env) or _active(ib)
     mtus = [m for m in (_mtu(ib, net, h) for h in hcas) if m]
-    return FabricPath("roce", max(1, len(hcas)), min(mtus) if mtus else None)
+    return FabricPath("roce", max(1, len(hcas)), min(mtus) if mtus else None, tuple(hcas))
