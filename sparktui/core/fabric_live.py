@@ -6,7 +6,8 @@ NCCL prints at communicator init (NCCL_DEBUG=INFO, which every plan sets):
   `NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 1 'roceP2p1s0f1`                    (on a Spark)
   `NET/Socket : Using [0]lo:127.0.0.1<0>`                                                 plain TCP
 (NVIDIA/nccl#1537, NVIDIA/nccl-tests#185, mark-ramsey-ri/vllm-dgx-spark#1). Pure: lines in, facts and
-flags out; the launch pane's log reader is what would feed it (not wired yet).
+flags out. The deployment feeds every container's log lines to a Live (one GPU per node, so one rank per
+node) and shows each change as an `nccl_net` milestone: the launch pane's timeline and `--json` carry it.
 """
 from __future__ import annotations
 
@@ -63,3 +64,45 @@ def flags(rank: str, seen: RankNet, planned: str | None, rdma_exists: bool) -> l
     if seen.net == "ib" and off:
         out.append(f"{rank}: GPU Direct RDMA is off for {', '.join(off)}: data goes through host memory")
     return out
+
+
+def label(seen: RankNet) -> str | None:
+    """"NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)" or "NET/Socket (eth0)"; None until NCCL said."""
+    if seen.net == "ib":
+        gdr = [seen.gdr.get(h) for h in seen.hcas]
+        tail = ["GDR"] if gdr and all(gdr) else ["no GDR"] if any(g is False for g in gdr) else []
+        return f"NET/IB ({', '.join(seen.hcas + tail)})"
+    if seen.net == "socket":
+        return f"NET/Socket ({', '.join(dict.fromkeys(seen.socket_ifs))})"
+    return None
+
+
+class Live:
+    """Per node, what its rank's NCCL says, against the plan's NCCL_IB_HCA and whether the node has RDMA."""
+
+    def __init__(self, planned: dict[str, str] | None = None, rdma: dict[str, bool] | None = None) -> None:
+        self.planned, self.rdma = dict(planned or {}), dict(rdma or {})
+        self.ranks: dict[str, RankNet] = {}
+        self._shown: dict[str, tuple] = {}
+
+    def feed(self, node: str, texts: list[str]) -> dict | None:
+        """Read a batch of one node's lines; the node's new view when it changed, else None."""
+        r = None
+        for t in texts:
+            if "NET/" in t and "NCCL" in t:  # cheap test first: this sees every line of a flood
+                r = self.ranks.setdefault(node, RankNet())
+                r.feed(t)
+        if r is None:
+            return None
+        view = self.view(node)
+        key = (view["label"], tuple(view["flags"]))
+        if view["label"] is None or self._shown.get(node) == key:
+            return None
+        self._shown[node] = key
+        return view
+
+    def view(self, node: str) -> dict:
+        r = self.ranks.get(node) or RankNet()
+        return {"net": r.net, "hcas": list(r.hcas), "gdr": dict(r.gdr), "label": label(r),
+                "planned": self.planned.get(node) or None,
+                "flags": flags(node, r, self.planned.get(node), self.rdma.get(node, False))}

@@ -50,3 +50,20 @@ def channel_lines(path: FabricPath, rank: int, world: int, device: int = 0) -> l
         return [f"{p}Channel 00/0 : {rank}[{device}] -> {nxt}[0] [send] via NET/Socket/0"]
     return [f"{p}Channel {c:02d}/0 : {rank}[{device}] -> {nxt}[0] [send] via NET/IB/{c}/GDRDMA"
             for c in range(len(path.hcas))]
+
+
+def for_rank(rank: int, world: int, env=None) -> list[str]:
+    """What one rank spanning nodes prints with NCCL_DEBUG=INFO, from its environment and node; [] without it."""
+    from . import netinfo
+    from .fabric_env import fabric_path
+
+    env = os.environ if env is None else env
+    if not debug_on(env):
+        return []
+    path = fabric_path(2, env)
+    iface = str(env.get("NCCL_SOCKET_IFNAME", "")).lstrip("=^").split(",")[0]
+    try:
+        ip = next((i.address for i in netinfo.interfaces() if i.name == iface), "")
+    except (OSError, ValueError):
+        ip = ""
+    return init_lines(path, iface or "?", ip or "?") + channel_lines(path, rank, world)

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, netinfo, runtime, timing, wire
+from . import clock, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
 from .logfmt import VllmLog, emit, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
@@ -333,6 +333,10 @@ class VllmServer(RayPlacement):
         else:
             await clock.pause(2.0)
         multi_node = self.backend == "ray" and any(p.remote for p in self.placements) or self.args.nnodes > 1
+        for p in self.placements if multi_node else []:
+            if not p.remote:  # this node's ranks: NCCL's own lines, raw on stdout, when NCCL_DEBUG=INFO
+                for line in nccl_lines.for_rank(p.rank, self.world):
+                    self.log.raw(line)
         for p in self.placements:
             pp, tp = divmod(p.rank, self.args.tensor_parallel_size)
             self.wlog(p, "INFO", "parallel_state.py:1394", f"rank {p.rank} in world size {self.world} is assigned as "

@@ -85,3 +85,30 @@ def _serving(demo, env: dict) -> timing.TokenTiming:
     """The engine's timing on spark1 with the plan's env, read from the node's sysfs as the engine reads it."""
     node = dict(env, SPARKTUI_DEMO_NODE=str(demo.root / "nodes" / "spark1"))
     return timing.timing_for("sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2, env=node)
+
+
+async def test_launch_shows_per_node_what_nccl_uses_against_the_plan(demo, cli_env):
+    """The engines' own NCCL INFO lines (NCCL_DEBUG=INFO, as plans set it) become one `nccl_net` milestone
+    per node: both halves and GPU Direct RDMA where the plan listed both, flagged where a rank uses fewer."""
+    conf = ["--config", str(demo.config_path)]
+    rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
+    assert rc == 0, out + err
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:  # both halves up on both nodes, whatever ran before
+        for node, k in (("spark1", 11), ("spark2", 12)):
+            r = await cluster[node].run(f"sudo ip addr add 127.0.3.{k}/24 dev enP2p1s0f1np1 2>/dev/null; "
+                                        "sudo ip link set enP2p1s0f1np1 up", timeout=30)
+            assert r.ok, r.stderr
+    try:
+        # vLLM native: each node's engine prints its own ranks' lines (the demo's SGLang plays the pivot story)
+        rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", "native", "--wait",
+                                      "--no-preflight", "--yes", "--json", timeout=240)
+        doc = json.loads(out)
+        assert rc == 0 and doc["state"] == "ready", out + err
+        nets = {m["node"]: m for m in doc["milestones"] if m["kind"] == "nccl_net"}
+        assert set(nets) == {"spark1", "spark2"}, doc["milestones"]
+        for m in nets.values():
+            assert m["label"] == "NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)" and m["flags"] == [], m
+            assert m["planned"] == "rocep1s0f1,roceP2p1s0f1"
+    finally:
+        await sparktui(cli_env, *conf, "stop", "--yes", timeout=120)
