@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 _IB_USING = re.compile(r"NET/IB\w* ?: Using ((?:\[\d+\][\w.-]+:\d+/\w+\s*)+)")
 _HCA = re.compile(r"\[\d+\]([\w.-]+):\d+/(\w+)")
 _GDR = re.compile(r"NET/IB\w* ?: GPU Direct RDMA (?:\(\w+\) )?(enabled|Enabled|Disabled|disabled) for HCA \d+ '([\w.-]+)")
+_RAY_IP = re.compile(r"\bip=([0-9A-Fa-f.:]+)\)")  # Ray's prefix on a remote worker's line: (RayWorkerWrapper pid=N, ip=A)
 _SOCKET = re.compile(r"NET/Socket ?: Using \[\d+\]([\w.-]+):")
 
 
@@ -80,26 +81,30 @@ def label(seen: RankNet) -> str | None:
 class Live:
     """Per node, what its rank's NCCL says, against the plan's NCCL_IB_HCA and whether the node has RDMA."""
 
-    def __init__(self, planned: dict[str, str] | None = None, rdma: dict[str, bool] | None = None) -> None:
+    def __init__(self, planned: dict[str, str] | None = None, rdma: dict[str, bool] | None = None,
+                 ips: dict[str, str] | None = None) -> None:
         self.planned, self.rdma = dict(planned or {}), dict(rdma or {})
+        self.ips = dict(ips or {})  # address -> node: with Ray, remote ranks' lines reach the head's log
         self.ranks: dict[str, RankNet] = {}
         self._shown: dict[str, tuple] = {}
 
-    def feed(self, node: str, texts: list[str]) -> dict | None:
-        """Read a batch of one node's lines; the node's new view when it changed, else None."""
-        r = None
+    def feed(self, node: str, texts: list[str]) -> dict[str, dict]:
+        """Read a batch of one container's lines; per node whose view changed, its new view."""
+        fed = []
         for t in texts:
             if "NET/" in t and "NCCL" in t:  # cheap test first: this sees every line of a flood
-                r = self.ranks.setdefault(node, RankNet())
-                r.feed(t)
-        if r is None:
-            return None
-        view = self.view(node)
-        key = (view["label"], tuple(view["flags"]))
-        if view["label"] is None or self._shown.get(node) == key:
-            return None
-        self._shown[node] = key
-        return view
+                m = _RAY_IP.search(t) if "ip=" in t else None
+                who = self.ips.get(m[1], node) if m else node
+                if self.ranks.setdefault(who, RankNet()).feed(t) and who not in fed:
+                    fed.append(who)
+        out = {}
+        for who in fed:
+            view = self.view(who)
+            key = (view["label"], tuple(view["flags"]))
+            if view["label"] is not None and self._shown.get(who) != key:
+                self._shown[who] = key
+                out[who] = view
+        return out
 
     def view(self, node: str) -> dict:
         r = self.ranks.get(node) or RankNet()

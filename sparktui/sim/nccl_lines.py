@@ -23,14 +23,14 @@ def debug_on(env=None) -> bool:
     return str(env.get("NCCL_DEBUG", "")).strip().upper() in ("INFO", "TRACE")
 
 
-def _prefix(device: int) -> str:
-    host = os.environ.get("HOSTNAME") or socket.gethostname()
+def _prefix(device: int, host: str | None = None) -> str:
+    host = host or os.environ.get("HOSTNAME") or socket.gethostname()
     return f"{host}:{os.getpid()}:{threading.get_native_id()} [{device}] NCCL INFO "
 
 
-def init_lines(path: FabricPath, iface: str, ip: str, device: int = 0) -> list[str]:
+def init_lines(path: FabricPath, iface: str, ip: str, device: int = 0, host: str | None = None) -> list[str]:
     """What a rank prints while its communicator comes up: version, network, HCAs and GPU Direct RDMA."""
-    p = _prefix(device)
+    p = _prefix(device, host)
     out = [f"{p}NCCL version {VERSION}+cuda13.0"]
     if path.transport == "socket" or not path.hcas:
         out += [f"{p}NET/Socket : Using [0]{iface}:{ip}<0>", f"{p}Using network Socket"]
@@ -42,9 +42,9 @@ def init_lines(path: FabricPath, iface: str, ip: str, device: int = 0) -> list[s
     return out
 
 
-def channel_lines(path: FabricPath, rank: int, world: int, device: int = 0) -> list[str]:
+def channel_lines(path: FabricPath, rank: int, world: int, device: int = 0, host: str | None = None) -> list[str]:
     """One ring channel per HCA: this rank's send to the next, over the network path in use."""
-    p = _prefix(device)
+    p = _prefix(device, host)
     nxt = (rank + 1) % world
     if path.transport == "socket" or not path.hcas:
         return [f"{p}Channel 00/0 : {rank}[{device}] -> {nxt}[0] [send] via NET/Socket/0"]
@@ -52,8 +52,9 @@ def channel_lines(path: FabricPath, rank: int, world: int, device: int = 0) -> l
             for c in range(len(path.hcas))]
 
 
-def for_rank(rank: int, world: int, env=None) -> list[str]:
-    """What one rank spanning nodes prints with NCCL_DEBUG=INFO, from its environment and node; [] without it."""
+def for_rank(rank: int, world: int, env=None, ip: str | None = None) -> list[str]:
+    """What one rank spanning nodes prints with NCCL_DEBUG=INFO, from its environment and node; [] without it.
+    `ip`: the rank's own address where it runs on another node than this process (a Ray worker)."""
     from . import netinfo
     from .fabric_env import fabric_path
 
@@ -62,8 +63,10 @@ def for_rank(rank: int, world: int, env=None) -> list[str]:
         return []
     path = fabric_path(2, env)
     iface = str(env.get("NCCL_SOCKET_IFNAME", "")).lstrip("=^").split(",")[0]
-    try:
-        ip = next((i.address for i in netinfo.interfaces() if i.name == iface), "")
-    except (OSError, ValueError):
-        ip = ""
-    return init_lines(path, iface or "?", ip or "?") + channel_lines(path, rank, world)
+    if ip is None:
+        try:
+            ip = next((i.address for i in netinfo.interfaces() if i.name == iface), "")
+        except (OSError, ValueError):
+            ip = ""
+    host = env.get("HOSTNAME") if env is not os.environ else None
+    return init_lines(path, iface or "?", ip or "?", host=host) + channel_lines(path, rank, world, host=host)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sparktui.core.config import load_config
 from sparktui.core.ssh import Cluster
 from sparktui.demo.checkpoint import CONFIG as DEMO_CONFIG, FULL_SIZE as DEMO_SIZE
@@ -87,7 +89,8 @@ def _serving(demo, env: dict) -> timing.TokenTiming:
     return timing.timing_for("sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2, env=node)
 
 
-async def test_launch_shows_per_node_what_nccl_uses_against_the_plan(demo, cli_env):
+@pytest.mark.parametrize("mode", ["native", "ray"])
+async def test_launch_shows_per_node_what_nccl_uses_against_the_plan(demo, cli_env, mode):
     """The engines' own NCCL INFO lines (NCCL_DEBUG=INFO, as plans set it) become one `nccl_net` milestone
     per node: both halves and GPU Direct RDMA where the plan listed both, flagged where a rank uses fewer."""
     conf = ["--config", str(demo.config_path)]
@@ -100,8 +103,8 @@ async def test_launch_shows_per_node_what_nccl_uses_against_the_plan(demo, cli_e
                                         "sudo ip link set enP2p1s0f1np1 up", timeout=30)
             assert r.ok, r.stderr
     try:
-        # vLLM native: each node's engine prints its own ranks' lines (the demo's SGLang plays the pivot story)
-        rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", "native", "--wait",
+        # vLLM (the demo's SGLang plays the pivot story); with Ray the remote rank's lines reach the head's log
+        rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", mode, "--wait",
                                       "--no-preflight", "--yes", "--json", timeout=240)
         doc = json.loads(out)
         assert rc == 0 and doc["state"] == "ready", out + err

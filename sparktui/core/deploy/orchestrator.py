@@ -193,9 +193,8 @@ class Deployer:
         off = self._offsets.get(node, 0.0)
         times = [None if k is None else k / 1e9 - off for k in lines.keys]
         self._on_diag(d.feed_batch(lines.texts, node, times))
-        view = self.fabric.feed(node, lines.texts)
-        if view is not None:  # what this rank's NCCL uses, against the plan (fabric_live)
-            m = Milestone("nccl_net", 0, node, time.time(), view, view["label"])
+        for who, view in self.fabric.feed(node, lines.texts).items():  # what each rank's NCCL uses (fabric_live)
+            m = Milestone("nccl_net", 0, who, time.time(), view, view["label"])
             self.net_milestones.append(m)
             self._emit(m)
 
@@ -303,7 +302,8 @@ class Deployer:
         self.own_problems = []
         plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
         nodes = plan.nodes if plan is not None else []
-        self.fabric = Live({n.name: n.env.get("NCCL_IB_HCA", "") for n in nodes}, {n.name: bool(n.rdma) for n in nodes})
+        self.fabric = Live({n.name: n.env.get("NCCL_IB_HCA", "") for n in nodes},
+                           {n.name: bool(n.rdma) for n in nodes}, {n.ip: n.name for n in nodes if n.ip})
         self.net_milestones = []
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
