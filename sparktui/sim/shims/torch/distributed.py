@@ -83,14 +83,14 @@ def all_reduce(t) -> None:
     if bw:
         need = t.n * 4 * 2.0 * (world - 1) / world / (bw * 1e9 / 8)
         # Back-to-back collectives queue on the GPU's stream and the host only waits at synchronize, so a run
-        # of them takes the sum of their wire times: keep one schedule across calls (a late exchange here
-        # is made up by the next one) rather than adding this host's overhead to each.
-        due, end = _G.get("due"), _G.get("end")
-        back_to_back = due is not None and end is not None and t0 - end < 0.002  # not after idle time
-        due = (due if back_to_back else t0) + need
-        _G["due"] = due
+        # of them takes the sum of their wire times: what this host's exchange and sleep overran in one call
+        # of a run is taken off the next (never carried in from before the run, so it cannot add speed).
+        end = _G.get("end")
+        chained = end is not None and t0 - end < 0.002
+        due = t0 + need - (_G.get("late", 0.0) if chained and _G.get("chained") else 0.0)
         time.sleep(max(0.0, due - time.monotonic()))
         _G["end"] = time.monotonic()
+        _G["late"], _G["chained"] = max(0.0, _G["end"] - due), chained
 
 
 def barrier() -> None:
