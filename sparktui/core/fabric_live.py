@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 _IB_USING = re.compile(r"NET/IB\w* ?: Using ((?:\[\d+\][\w.-]+:\d+/\w+\s*)+)")
 _HCA = re.compile(r"\[\d+\]([\w.-]+):\d+/(\w+)")
 _GDR = re.compile(r"NET/IB\w* ?: GPU Direct RDMA (?:\(\w+\) )?(enabled|Enabled|Disabled|disabled) for HCA \d+ '([\w.-]+)")
-_RAY_IP = re.compile(r"\bip=([0-9A-Fa-f.:]+)\)")  # Ray's prefix on a remote worker's line: (RayWorkerWrapper pid=N, ip=A)
+# Ray's prefix on a remote worker's forwarded line: "(RayWorkerWrapper pid=N, ip=A)"
+_RAY_IP = re.compile(r"\bip=([0-9A-Fa-f.:]+)\)")
 _SOCKET = re.compile(r"NET/Socket ?: Using \[\d+\]([\w.-]+):")
 
 
