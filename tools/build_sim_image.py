@@ -206,7 +206,9 @@ def collect(python: str) -> Rootfs:
         if "__pycache__" in rel.parts or path.is_dir() or path.suffix == ".pyc":
             continue
         if rel.parts[0] == "shims":
-            if len(rel.parts) > 1 and rel.parts[1] == "bin":
+            # bin/: launchers are written below; torch/: the lab's image has no torch, so its preflight takes
+            # the TCP path over the lab's real kernel networking (the demo's containers get the stand-in)
+            if len(rel.parts) > 1 and rel.parts[1] in ("bin", "torch"):
                 continue
             fs.add_file(f"{site}/{Path(*rel.parts[1:])}", src=str(path), mode=0o644)
         else:

@@ -52,6 +52,8 @@ def milestone_words(kind: str, data: dict | None = None) -> str:
             return f"NCCL over RDMA{dev}"
         iface = f" on {d['iface']}" if d.get("iface") else ""
         return f"NCCL over TCP sockets{iface} (slow path)"
+    if kind == "nccl_net":
+        return f"NCCL uses {d.get('label') or 'an unknown network'}" + "".join(f"; {f}" for f in d.get("flags") or [])
     if kind == "weights_loading":
         pct = d.get("percent")
         return "weights loaded" if pct == 100 else f"loading weights {_number(pct)} %" if pct is not None \

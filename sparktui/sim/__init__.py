@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 SHIMS_DIR = Path(__file__).resolve().parent / "shims"
-"""Holds the top-level `sglang`, `vllm` and `ray` packages and bin/ launchers."""
+"""Holds the top-level `sglang`, `vllm`, `ray` and `torch` (the preflight's slice) packages and bin/ launchers."""
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 """Directory that holds the `sparktui` package (goes on PYTHONPATH next to SHIMS_DIR)."""

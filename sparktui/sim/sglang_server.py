@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, netinfo, runtime, timing
+from . import clock, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing
 from .logfmt import SGLangLog, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .sglang_args import VERSION, build_parser, server_args_repr
@@ -161,6 +161,9 @@ class SGLangNode:
             await clock.pause(1.5)
         self.each(f"sglang is using nccl=={NCCL_VERSION}")
         if a.nnodes > 1:
+            for g in self.global_ranks:  # NCCL's own lines, raw on stdout, when NCCL_DEBUG=INFO
+                for line in nccl_lines.for_rank(g, a.tp_size * a.pp_size):
+                    self.log.raw(line)
             self.each("CustomAllreduce is disabled because this process group spans across nodes.")
             await self.message_queue()
         await clock.pause(0.5)

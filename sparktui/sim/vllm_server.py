@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, netinfo, runtime, timing, wire
+from . import clock, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
 from .logfmt import VllmLog, emit, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
@@ -89,6 +89,16 @@ class VllmServer(RayPlacement):
             pp, tp = divmod(p.rank, self.args.tensor_parallel_size)
             return f"Worker_PP{pp}_TP{tp} pid={p.pid}"
         return f"Worker_TP{p.rank} pid={p.pid}" if self.world > 1 else f"EngineCore_DP0 pid={self.log.pid + 1}"
+
+    def _worker_env(self, p: Placement) -> dict:
+        """A remote Ray worker's environment as NCCL sees it there: the NCCL_ variables vLLM copied from the
+        driver, its own host name, and on a demo node that node's stand-in sysfs."""
+        env = dict(os.environ, HOSTNAME=str((p.node or {}).get("hostname") or "node"))
+        root = os.environ.get("SPARKTUI_DEMO_ROOT")
+        there = os.path.join(root, "nodes", env["HOSTNAME"]) if root else None
+        if there and os.path.isdir(there):
+            env["SPARKTUI_DEMO_NODE"] = there
+        return env
 
     def wlog(self, p: Placement, level: str, where: str, msg: str) -> None:
         self.log.worker(self.worker_tag(p), level, where, msg)
@@ -333,6 +343,13 @@ class VllmServer(RayPlacement):
         else:
             await clock.pause(2.0)
         multi_node = self.backend == "ray" and any(p.remote for p in self.placements) or self.args.nnodes > 1
+        for p in self.placements if multi_node else []:  # NCCL's own lines, raw on stdout, when NCCL_DEBUG=INFO
+            if not p.remote:
+                for line in nccl_lines.for_rank(p.rank, self.world):
+                    self.log.raw(line)
+            elif p.node is not None:  # Ray forwards a remote worker's output to the driver, prefixed with it
+                for line in nccl_lines.for_rank(p.rank, self.world, self._worker_env(p), ip=p.ip):
+                    self.log.raw(line, who=self.worker_tag(p))
         for p in self.placements:
             pp, tp = divmod(p.rank, self.args.tensor_parallel_size)
             self.wlog(p, "INFO", "parallel_state.py:1394", f"rank {p.rank} in world size {self.world} is assigned as "

@@ -185,6 +185,17 @@ def test_tcp_transport_is_a_warning():
     assert milestone_style(_m("nccl_transport", transport="rdma")) != "$warning"
 
 
+def test_live_transport_per_node_in_the_timeline_flagged_against_the_plan():
+    ok = _m("nccl_net", net="ib", label="NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)", flags=[])
+    short = _m("nccl_net", node="spark2", net="ib", label="NET/IB (rocep1s0f1)",
+               flags=["spark2: NCCL uses rocep1s0f1 of the planned rocep1s0f1, roceP2p1s0f1: roceP2p1s0f1 idle"])
+    lines = timeline([_m("dist_init_end"), ok, short], ["spark1", "spark2"]).plain.splitlines()
+    assert lines[0].endswith("dist init ✓ › NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)")
+    assert lines[1].endswith("NET/IB (rocep1s0f1) ⚠")
+    assert milestone_style(short) == "$warning" and milestone_style(ok) != "$warning"
+    assert milestone_style(_m("nccl_net", net="socket", label="NET/Socket (eth0)", flags=[])) == "$warning"
+
+
 def test_problem_and_hang_text():
     p = Problem("rendezvous_hang", 4, "distributed init stalled on spark1", "set SGLANG_HOST_IP.", "spark1",
                 provisional=True)

@@ -40,3 +40,58 @@ def test_fewer_halves_than_planned_and_sockets_beside_rdma_are_flagged():
     assert sock.net == "socket" and "TCP sockets (lo)" in flags("rank 0", sock, "rocep1s0f1", True)[0]
     assert flags("rank 0", sock, None, False) == []  # no RDMA anywhere: sockets are all there is
     assert "GPU Direct RDMA is off for mlx5_0" in flags("rank 0", _read(IB_TWO, GDR_OFF), "mlx5_0,mlx5_1", True)[0]
+
+
+def test_live_labels_each_node_and_flags_a_missing_half_once():
+    from sparktui.core.fabric_live import Live
+
+    live = Live({"spark1": "rocep1s0f1,roceP2p1s0f1", "spark2": "rocep1s0f1,roceP2p1s0f1"},
+                {"spark1": True, "spark2": True})
+    spark = ("spark2:312:401 [0] NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [1]roceP2p1s0f1:1/RoCE [RO]; "
+             "OOB enp1s0f1np1:192.168.100.11<0>")
+    assert live.feed("spark1", ["INFO loading weights", "NCCL INFO Using network IB"]) == {}  # nothing to show
+    v = live.feed("spark2", [spark, GDR_SPARK.replace("HCA 1", "HCA 0").replace("roceP2p1s0f1", "rocep1s0f1"),
+                             GDR_SPARK])["spark2"]
+    assert v["label"] == "NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)" and v["flags"] == []
+    one = spark.split(" [1]")[0] + " [RO]; OOB enp1s0f1np1:192.168.100.10<0>"
+    v = live.feed("spark1", [one])["spark1"]
+    assert v["label"] == "NET/IB (rocep1s0f1)" and "roceP2p1s0f1 idle" in v["flags"][0]
+    assert live.feed("spark1", [one]) == {}  # the same view again is not news
+    assert live.feed("spark1", [SOCKET.replace("h200", "spark1")]) == {}
+    assert live.view("spark1")["label"] == "NET/IB (rocep1s0f1)"  # IB, once said, stays the data path
+
+
+def test_with_ray_a_remote_ranks_lines_in_the_heads_log_count_for_its_node():
+    from sparktui.core.fabric_live import Live
+
+    live = Live({"spark1": "rocep1s0f1", "spark2": "rocep1s0f1"}, {}, {"192.168.100.11": "spark2"})
+    # Ray's prefix for a worker's output (docs.ray.io "Logging": "(MyActor pid=..., ip=...)"), vLLM's tag before it
+    line = ("(EngineCore_DP0 pid=210) (RayWorkerWrapper pid=3301, ip=192.168.100.11) " + SOCKET)
+    views = live.feed("spark1", [line])
+    assert list(views) == ["spark2"] and views["spark2"]["label"] == "NET/Socket (lo)"
+
+
+def test_live_flags_sockets_where_the_node_has_rdma():
+    from sparktui.core.fabric_live import Live
+
+    v = Live({"n1": "mlx5_0"}, {"n1": True}).feed("n1", [SOCKET])["n1"]
+    assert v["label"] == "NET/Socket (lo)" and "TCP sockets" in v["flags"][0]
+    assert Live({}, {"n1": False}).feed("n1", [SOCKET])["n1"]["flags"] == []  # no RDMA to miss
+
+
+def test_the_simulators_nccl_lines_read_as_real_ones(tmp_path):
+    """The simulated engines and the demo's torch print what fabric_live and the preflight parse."""
+    from sparktui.core.fabric_live import Live
+    from sparktui.preflight_check import transport
+    from sparktui.sim import nccl_lines
+    from sparktui.sim.fabric_env import FabricPath
+
+    path = FabricPath("roce", 2, 9000, ("rocep1s0f1", "roceP2p1s0f1"))
+    lines = nccl_lines.init_lines(path, "enp1s0f1np1", "127.0.1.11") + nccl_lines.channel_lines(path, 0, 2)
+    v = Live({"n": "rocep1s0f1,roceP2p1s0f1"}, {"n": True}).feed("n", lines)["n"]
+    assert v["label"] == "NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)" and v["flags"] == []
+    assert transport(lines)["transport"] == "rdma"
+    sock = FabricPath("socket", 0, None)
+    lines = nccl_lines.init_lines(sock, "enp1s0f1np1", "127.0.1.11") + nccl_lines.channel_lines(sock, 0, 2)
+    assert Live({}, {"n": True}).feed("n", lines)["n"]["label"] == "NET/Socket (enp1s0f1np1)"
+    assert transport(lines)["transport"] == "socket"

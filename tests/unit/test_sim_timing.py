@@ -58,3 +58,59 @@ async def test_the_server_paces_tokens_with_its_timing(monkeypatch):
         assert json.loads(json.dumps(state.gauges()))["running"] == 0
     finally:
         await api.close()
+
+
+def _node(tmp_path, twin_up: bool, mtu: int) -> dict:
+    """A demo node's stand-in sysfs (as hardware.save writes it), twin half up or not, every fabric MTU set."""
+    from sparktui.demo import hardware
+
+    ifaces = hardware.interfaces(1)
+    for i in ifaces:
+        if i.get("rdma"):
+            i["mtu"] = mtu
+            if i["name"] == "enP2p1s0f1np1" and twin_up:
+                i.update(up=True, ipv4=["127.0.3.11", 24])
+    hardware.write_sysfs_net(tmp_path / "sys-class-net", 1, ifaces)
+    hardware.write_sysfs_ib(tmp_path / "sys-class" / "infiniband", ifaces)
+    return {"SPARKTUI_DEMO_NODE": str(tmp_path)}
+
+
+def test_the_engine_learns_halves_and_mtu_from_nccl_ib_hca_and_the_nodes_sysfs(tmp_path):
+    env = _node(tmp_path, twin_up=False, mtu=1500)
+    assert timing.fabric_path(2, dict(env, NCCL_IB_HCA="rocep1s0f1")) == timing.FabricPath("roce", 1, 1500)
+    both = dict(env, NCCL_IB_HCA="=rocep1s0f1:1,roceP2p1s0f1")
+    assert timing.fabric_path(2, both) == timing.FabricPath("roce", 2, 1500)
+    assert timing.fabric_path(2, env).halves == 1  # unset: the active devices, and the twin is down
+    assert timing.fabric_path(2, dict(env, NCCL_IB_DISABLE="1")).transport == "socket"
+    env = _node(tmp_path, twin_up=True, mtu=9000)
+    assert timing.fabric_path(2, env) == timing.FabricPath("roce", 2, 9000)
+    assert timing.fabric_path(2, dict(env, NCCL_IB_HCA="^roceP2p1s0f1")).halves == 2  # exclusion: not read as a list
+
+
+def test_an_unreadable_sysfs_leaves_the_mtu_unknown(tmp_path):
+    env = _node(tmp_path, twin_up=False, mtu=1500)
+    (tmp_path / "sys-class-net" / "enp1s0f1np1" / "mtu").write_text("garbage\n")
+    assert timing.fabric_path(2, dict(env, NCCL_IB_HCA="rocep1s0f1")) == timing.FabricPath("roce", 1, None)
+
+
+def test_both_halves_and_jumbo_frames_lift_prefill_as_measured_and_leave_decode_be():
+    """MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#104: 1311 -> 1343 -> 1410 tok/s prefill, decode unchanged."""
+    def t(halves, mtu):
+        return timing.timing_for("sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2,
+                                 path=timing.FabricPath("roce", halves, mtu))
+
+    fresh, jumbo, fixed = t(1, 1500), t(1, 9000), t(2, 9000)
+    assert fresh.prefill_tok_s < jumbo.prefill_tok_s < fixed.prefill_tok_s
+    assert fixed.prefill_tok_s / fresh.prefill_tok_s == pytest.approx(1410 / 1311, rel=0.01)
+    assert jumbo.prefill_tok_s / fresh.prefill_tok_s == pytest.approx(1343 / 1311, rel=0.01)
+    assert fresh.decode_s == fixed.decode_s
+    sock = timing.timing_for("sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2,
+                             path=timing.FabricPath("socket", 0, None))
+    assert sock.prefill_tok_s < fresh.prefill_tok_s
+
+
+def test_bus_bandwidth_by_halves_and_mtu():
+    bw = lambda h, m: timing.busbw_gbps(timing.FabricPath("roce", h, m))
+    assert bw(1, 9000) == 98.0 and bw(2, 9000) == 161.0  # the public figures
+    assert bw(1, 1500) < bw(1, 9000) and bw(1, None) == bw(1, 9000)  # unknown MTU: no penalty invented
+    assert timing.busbw_gbps(timing.FabricPath("local", 0, None)) is None

@@ -17,6 +17,8 @@ ID = re.compile(r"[a-z]+_[a-z_]+")  # snake_case: an internal identifier
     ("kv_cache", {"tokens": 123456}, "KV cache 123,456 tokens"),
     ("nccl_transport", {"transport": "socket", "iface": "enp1s0f1np1"}, "NCCL over TCP sockets on enp1s0f1np1 (slow path)"),
     ("cuda_graph", {"phase": "end", "seconds": 12.0}, "CUDA graphs captured in 12.0 s"),
+    ("nccl_net", {"label": "NET/IB (rocep1s0f1)", "flags": ["spark2: roceP2p1s0f1 idle"]},
+     "NCCL uses NET/IB (rocep1s0f1); spark2: roceP2p1s0f1 idle"),
     ("some_new_step", {"size_gib": 1.25, "rank": 3, "tokens": 7}, "some new step 1.2 GiB, rank 3, 7 tokens"),
 ])
 def test_milestones_read_as_words(kind, data, text):

@@ -20,6 +20,7 @@ from .. import labels as L
 from ..channels import SESSIONS_NEEDED
 from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
+from ..fabric_live import Live
 from ..engines import ENGINES, default_mode
 from ..engines.common import Nested, Step, safe_name
 from ..events import (DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines,
@@ -118,6 +119,8 @@ class Deployer:
         self.check: EndpointChecked | None = None
         self.last_check: Check | None = None
         self.warnings: list[str] = []
+        self.fabric = Live()  # per node, the transport its rank's NCCL reports
+        self.net_milestones: list[Milestone] = []
         self.own_problems: list[Problem] = []  # what the orchestrator found itself (a step failed, not ready)
         self.followers: dict[tuple[str, str], LogFollower] = {}
         self._jobs: dict[str, asyncio.Task] = {}
@@ -161,7 +164,7 @@ class Deployer:
 
     @property
     def milestones(self) -> list[Milestone]:
-        return list(self.diagnoser.milestones) if self.diagnoser else []
+        return (list(self.diagnoser.milestones) if self.diagnoser else []) + list(self.net_milestones)
 
     def _on_diag(self, events: list[Event]) -> None:
         for e in events:
@@ -190,6 +193,10 @@ class Deployer:
         off = self._offsets.get(node, 0.0)
         times = [None if k is None else k / 1e9 - off for k in lines.keys]
         self._on_diag(d.feed_batch(lines.texts, node, times))
+        for who, view in self.fabric.feed(node, lines.texts).items():  # what each rank's NCCL uses (fabric_live)
+            m = Milestone("nccl_net", 0, who, time.time(), view, view["label"])
+            self.net_milestones.append(m)
+            self._emit(m)
 
     def _problem(self, kind: str, node: str | None, message: str, hint: str) -> None:
         p = Problem(kind, 0, message, hint, node, time.time())
@@ -293,6 +300,11 @@ class Deployer:
         self.last_check = None
         self.endpoint = None
         self.own_problems = []
+        plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
+        nodes = plan.nodes if plan is not None else []
+        self.fabric = Live({n.name: n.env.get("NCCL_IB_HCA", "") for n in nodes},
+                           {n.name: bool(n.rdma) for n in nodes}, {n.ip: n.name for n in nodes if n.ip})
+        self.net_milestones = []
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
 

@@ -8,7 +8,7 @@ from ...core.words import milestone_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
 STEPS = ("container_started", "ray_started", "ray_connected", "dist_init_begin", "dist_init_end",
-         "nccl_transport", "weights_loading", "slow_load", "kv_cache", "cuda_graph", "ready")
+         "nccl_transport", "nccl_net", "weights_loading", "slow_load", "kv_cache", "cuda_graph", "ready")
 
 STATE_STYLE = {
     "idle": "$text-muted", "planned": "$text-muted", "starting": "$accent", "launching": "$accent",
@@ -28,6 +28,8 @@ def milestone_label(m: Milestone) -> str:
         return "dist init ✓"
     if m.kind == "nccl_transport":
         return "NCCL RDMA" if d.get("transport") == "rdma" else "NCCL TCP"
+    if m.kind == "nccl_net":  # what this rank's NCCL uses (core/fabric_live), flagged against the plan
+        return (d.get("label") or "NCCL net") + (" ⚠" if d.get("flags") else "")
     if m.kind == "weights_loading":
         pct = d.get("percent")
         return "weights ✓" if pct == 100 else f"weights {pct}%"
@@ -55,7 +57,7 @@ def milestone_style(m: Milestone) -> str:
         return "$success bold"
     if m.kind == "nccl_transport" and m.data.get("transport") != "rdma":
         return "$warning"  # TCP works but is the slow path
-    if m.kind == "slow_load":
+    if m.kind == "slow_load" or (m.kind == "nccl_net" and (m.data.get("flags") or m.data.get("net") == "socket")):
         return "$warning"
     return "$success" if m.kind.endswith("_end") or m.kind in ("container_started", "ray_connected") else "$accent"
 
