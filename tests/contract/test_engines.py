@@ -28,6 +28,10 @@ DOCUMENTED = {
     "OMPI_MCA_btl_tcp_if_include",
     # https://github.com/NVIDIA/nvidia-container-toolkit (which GPUs the runtime exposes)
     "NVIDIA_VISIBLE_DEVICES",
+    # Set as NVIDIA's DGX Spark playbooks set them for three or more nodes (NVIDIA/dgx-spark-playbooks,
+    # nvidia/connect-three-sparks and the switch playbook): NCCL's net_ib reads it in the builds those playbooks
+    # use; a build that does not know a variable ignores it
+    "NCCL_IB_SUBNET_AWARE_ROUTING",
     # Ray reads RAY_<name> for each entry of its ray_config_def.h; NVIDIA's DGX Spark playbook sets this one
     "RAY_memory_monitor_refresh_ms",
 }

@@ -380,13 +380,14 @@ async def test_setup_trust_replaces_a_stale_host_key_only_when_the_peer_proves_i
 
 async def test_image_sync_skips_equal_ids_and_ends_with_equal_ids(make_env):
     env = await make_env(3)
-    img = "lmsysorg/sglang:spark"
+    img = env.config.images.sglang  # "sglang" below resolves to the config's image
+    f = img.translate(str.maketrans("/:@", "___")) + ".img"
     store = {n: env.homes[n] / ".docker-sim" for n in env.homes}
     for s in store.values():
         s.mkdir()
     payload = os.urandom(12 * MB)
-    (store["n1"] / "lmsysorg_sglang_spark.img").write_bytes(b"lmsysorg/sglang:spark sha256:aaa\n" + payload)
-    (store["n3"] / "lmsysorg_sglang_spark.img").write_bytes(b"lmsysorg/sglang:spark sha256:old\n" + b"x")
+    (store["n1"] / f).write_bytes(img.encode() + b" sha256:aaa\n" + payload)
+    (store["n3"] / f).write_bytes(img.encode() + b" sha256:old\n" + b"x")
     events: list[TransferProgress] = []
     async with Cluster(env.config) as c:
         outs = await asyncio.wait_for(
@@ -396,7 +397,7 @@ async def test_image_sync_skips_equal_ids_and_ends_with_equal_ids(make_env):
     assert by["n1"].ok and by["n1"].id is None and "already has" in by["n1"].message
     assert by["n2"].ok and by["n3"].ok and "sha256:aaa" in by["n3"].message
     for n in ("n2", "n3"):
-        assert (store[n] / "lmsysorg_sglang_spark.img").read_bytes().startswith(b"lmsysorg/sglang:spark sha256:aaa")
+        assert (store[n] / f).read_bytes().startswith(img.encode() + b" sha256:aaa")
     moving = [e.bytes for e in events if e.state == "running" and e.dest == "n2" and e.bytes]
     assert len(set(moving)) >= 2 and moving == sorted(moving)
     assert all(o.ok and o.id is None for o in outs2)  # everyone has it now: nothing moves

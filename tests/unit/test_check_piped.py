@@ -28,7 +28,7 @@ def piped(monkeypatch, tmp_path):
 
     class FakeCluster:
         def __init__(self, config, journal=None, **kw):
-            pass
+            self.nodes = {}  # no node to ask about images: check lists none
 
         async def __aenter__(self):
             return self
