@@ -102,8 +102,9 @@ def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
             parts.append(("waiting", "$text-muted"))
         for i, m in enumerate(shown):
             parts += ([" › "] if i else []) + [(milestone_label(m), milestone_style(m))]
+        # the NCCL transport a worker's ranks use reaches the head's log too: it still follows the head
         if head is not None and node != head and kinds.keys() & {"ray_started", "ray_connected"} \
-                and kinds.keys() <= RAY_ONLY:
+                and kinds.keys() - {"nccl_net"} <= RAY_ONLY:
             if "ready" in by_node[head]:
                 parts += [" › ", ("serving", "$success bold"),
                           (f" (Ray worker: its ranks log on {head})", "$text-muted")]
