@@ -106,17 +106,8 @@ def load_last(cluster: str, node_names: list[str], hosts: dict[str, str], path: 
     if not path.exists():
         raise FactsFileError(f"no facts kept for cluster {cluster} yet ({path}): run `sparktui check` once while "
                              f"the nodes are reachable, or plan from a file with --facts FILE")
-    found = _read_store(path, hosts)
-    facts: dict[str, NodeFacts] = {}
-    taken: dict[str, float | None] = {}
-    for name in node_names:
-        if name in found:
-            facts[name], taken[name] = found[name]
-        else:
-            facts[name] = NodeFacts(name=name, host=hosts.get(name, ""), reachable=False,
-                                    error=f"no facts kept for {name}: it never answered a probe")
-            taken[name] = None
-    return Saved(facts, taken, f"the facts kept from the last probe ({path})")
+    return _pick(_read_store(path, hosts), node_names, hosts, f"the facts kept from the last probe ({path})",
+                 "no facts kept for {name}: it never answered a probe")
 
 
 def load_file(path: str | Path, node_names: list[str], hosts: dict[str, str]) -> Saved:
@@ -137,6 +128,12 @@ def load_file(path: str | Path, node_names: list[str], hosts: dict[str, str]) ->
     else:
         raise FactsFileError(f"{p}: not a facts file: expected the output of `sparktui check --json` "
                              f"(an object with a list under 'nodes')")
+    return _pick(found, node_names, hosts, f"{p}", f"{p} has no facts for {{name}}")
+
+
+def _pick(found: dict[str, tuple[NodeFacts, float | None]], node_names: list[str], hosts: dict[str, str],
+          source: str, missing: str) -> Saved:
+    """The config's nodes in its order; a node the facts lack is unreachable, with `missing` saying why."""
     facts: dict[str, NodeFacts] = {}
     taken: dict[str, float | None] = {}
     for name in node_names:
@@ -144,9 +141,9 @@ def load_file(path: str | Path, node_names: list[str], hosts: dict[str, str]) ->
             facts[name], taken[name] = found[name]
         else:
             facts[name] = NodeFacts(name=name, host=hosts.get(name, ""), reachable=False,
-                                    error=f"{p} has no facts for {name}")
+                                    error=missing.replace("{name}", name))  # a path may hold braces
             taken[name] = None
-    return Saved(facts, taken, f"{p}")
+    return Saved(facts, taken, source)
 
 
 def _load_json(p: Path) -> Any:
