@@ -1,0 +1,304 @@
+"""k copy streams on a host that has the cores for them: sparktui's copy job with 1..k streams, same run.
+
+    python bench/transfer_cores.py [--shards 16] [--shard-mb 256] [--streams 1 2 4 8] [--repeat 3] [--json]
+
+bench/transfer.py needs the lab (namespaces, a fabric veth) and runs on a 2-core box, where a second
+stream only takes the first one's core. This one needs only OpenSSH and rsync, so it also runs on a
+many-core machine: one sshd on 127.0.0.1 (its own host key, verified, and its own user key) stands for
+the destination node, a directory for each node's disk. Every method copies the same shards, median of
+--repeat:
+  raw-tcp-xC   python3 sendfile over C loopback TCP connections at once (C: the most streams asked for),
+               each into one file: the ceiling of this host's "link" (loopback has no line rate)
+  write-xC     C plain writers of the same bytes at once: the destination's disk (page cache) ceiling
+  sparktui-kN  sparktui's copy job (streams.job) with N streams, the cipher cipher.choose picks
+Each row names its bound: the link (>= 80 % of raw TCP), the destination's writes (>= 80 % of the plain
+write), this host's cores (busy >= 90 %, or k streams needing >= 85 % of them at one stream's measured
+share: here both ends share one host's cores, where real nodes each have their own), else the streams. `x k*one` is the rate over
+k times one stream's: the parallel copy's goal is >= 0.8 until a ceiling.
+Talks only to 127.0.0.1. Needs sshd, ssh, ssh-keygen and rsync on PATH (as root, the `sshd` user
+for privilege separation, as OpenSSH requires).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+try:
+    from sparktui.core.transfers import cipher, streams  # noqa: E402
+except ImportError:  # a GPU host without sparktui's dependencies: the copy job's modules need only the stdlib
+    import types
+    _pkg = types.ModuleType("sparktui.core.transfers")
+    _pkg.__path__ = [str(ROOT / "sparktui" / "core" / "transfers")]
+    sys.modules["sparktui.core.transfers"] = _pkg
+    from sparktui.core.transfers import cipher, streams  # noqa: E402
+from sparktui.core.transfers.options import TransferOptions  # noqa: E402
+
+MB = 1 << 20
+GB = 1e9
+
+RECEIVER = r"""import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+with open(sys.argv[1], "wb") as f:
+    while True:
+        b = c.recv(1 << 20)
+        if not b:
+            break
+        f.write(b)
+"""
+SENDER = r"""import os, socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+for path in sys.argv[2:]:
+    with open(path, "rb") as f:
+        n, off = os.fstat(f.fileno()).st_size, 0
+        while off < n:
+            off += os.sendfile(c.fileno(), f.fileno(), off, n - off)
+c.close()
+"""
+
+
+WRITER = r"""import sys
+b = b"\0" * (1 << 20)
+with open(sys.argv[1], "wb") as f:
+    for _ in range(int(sys.argv[2])):
+        f.write(b)
+"""
+
+
+def box_busy() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v) - idle, sum(v)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Host:
+    """One sshd on 127.0.0.1 with its own keys; the ssh command line that reaches it, host key checked."""
+
+    def __init__(self, d: Path):
+        self.d = d
+        self.port = free_port()
+        for name in ("host", "user"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True)
+        (d / "authorized_keys").write_text((d / "user.pub").read_text())
+        pub = (d / "host.pub").read_text().split()
+        (d / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {pub[0]} {pub[1]}\n")
+        (d / "sshd_config").write_text(
+            f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {d / 'host'}\n"
+            f"AuthorizedKeysFile {d / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+            f"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+            f"PidFile {d / 'sshd.pid'}\nMaxStartups 64\nMaxSessions 64\n")
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        if os.geteuid() == 0:  # as root, OpenSSH's privilege separation chroots there (Debian's service makes it)
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        self.proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE,
+                                     text=True)
+        self.ssh = (f"ssh -i {d / 'user'} -p {self.port} -o UserKnownHostsFile={d / 'known_hosts'} "
+                    f"-o StrictHostKeyChecking=yes")
+        deadline = time.monotonic() + 20
+        while True:  # bounded: sshd listens within a moment or the bench stops
+            r = subprocess.run([*shlex.split(self.ssh), "-o", "BatchMode=yes", "root@127.0.0.1", "true"],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise SystemExit(f"sshd did not take a login: {r.stderr.strip()} {self.err()}")
+            time.sleep(0.2)
+
+    def err(self) -> str:
+        if self.proc.poll() is None:
+            return ""
+        return (self.proc.stderr.read() or "")[-400:]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+class LocalRunner:
+    """cipher.choose talks to the sending node through .run(); here that node is this host."""
+    name = "this host"
+
+    async def run(self, cmd: str, timeout: float = 60):
+        r = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=timeout)
+
+        class R:
+            ok = r.returncode == 0
+            exit_status = r.returncode
+            stdout = r.stdout
+            stderr = r.stderr
+        return R()
+
+
+def make_shards(src: Path, shards: int, shard_mb: int) -> int:
+    """Incompressible shards (a random block, each shard with its own header so no two are alike)."""
+    (src / "shards").mkdir(parents=True)
+    block = os.urandom(16 * MB)
+    for i in range(shards):
+        with open(src / "shards" / f"model-{i + 1:05d}.safetensors", "wb") as f:
+            f.write(os.urandom(4096))
+            left = shard_mb * MB - 4096
+            while left > 0:
+                n = min(left, len(block))
+                f.write(block[:n])
+                left -= n
+    return shards * shard_mb * MB
+
+
+def dir_bytes(d: Path) -> int:
+    return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+
+
+def timed(fn) -> tuple[float, float]:
+    b0 = box_busy()
+    t0 = time.perf_counter()
+    fn()
+    dt = time.perf_counter() - t0
+    b1 = box_busy()
+    return dt, (b1[0] - b0[0]) / max(1, b1[1] - b0[1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shards", type=int, default=16)
+    ap.add_argument("--shard-mb", type=int, default=256)
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default=None, help="where the two nodes' disks go (default: a temporary directory)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="sparktui-cores-", dir=args.dir))
+    host = None
+    try:
+        src, dst, state, keys = base / "node1", base / "node2", base / "state", base / "keys"
+        for d in (dst, state, keys):
+            d.mkdir()
+        nbytes = make_shards(src, args.shards, args.shard_mb)
+        host = Host(keys)
+        opts = TransferOptions(ssh=host.ssh, connect_timeout=5)
+        choice = asyncio.run(cipher.choose(LocalRunner(), "root", "127.0.0.1", opts))
+        ssh = streams.remote.ssh_command(opts.ssh, opts.connect_timeout, choice.ciphers)
+        sizes = {f"shards/{p.name}": p.stat().st_size for p in (src / "shards").iterdir()}
+
+        conns = max(1, min(max(args.streams), args.shards))
+        parts = [sorted(str(p) for p in (src / "shards").iterdir())[i::conns] for i in range(conns)]
+
+        def raw() -> None:
+            recvs = [subprocess.Popen([sys.executable, "-c", RECEIVER, str(dst / f"raw.{i}")], stdout=subprocess.PIPE,
+                                      text=True) for i in range(conns)]
+            ports = [r.stdout.readline().strip() for r in recvs]
+            sends = [subprocess.Popen([sys.executable, "-c", SENDER, port, *files]) for port, files in zip(ports, parts)]
+            for p in (*sends, *recvs):
+                if p.wait(900) != 0:
+                    raise SystemExit("a raw TCP copy failed")
+            assert dir_bytes(dst) == nbytes
+
+        def write() -> None:
+            each = nbytes // MB // conns
+            ws = [subprocess.Popen([sys.executable, "-c", WRITER, str(dst / f"w.{i}"), str(each)])
+                  for i in range(conns)]
+            for w in ws:
+                if w.wait(900) != 0:
+                    raise SystemExit("a plain write failed")
+
+        def copy(k: int):
+            p = streams.plan(sizes, {}, k)
+            job = streams.job(p, str(src), "root", "127.0.0.1", str(dst), ssh, opts.io_timeout)
+            files = streams.state_files(p)
+
+            def run() -> None:
+                shutil.rmtree(state, ignore_errors=True)
+                state.mkdir()
+                for name, text in files.items():
+                    (state / name).write_text(text)
+                r = subprocess.run(["sh", "-c", job], cwd=state, capture_output=True, text=True, timeout=1800)
+                if r.returncode != 0:
+                    raise SystemExit(f"copy with {k} streams failed (exit {r.returncode}): {r.stderr[-600:]}")
+                got = dir_bytes(dst / "shards")
+                assert got == nbytes, f"{k} streams copied {got} of {nbytes} bytes"
+            return p.count, run
+
+        raw_m, write_m = f"raw-tcp-x{conns}", f"write-x{conns}"
+        methods = {raw_m: (conns, raw), write_m: (conns, write)}
+        for k in args.streams:
+            n, fn = copy(k)
+            methods[f"sparktui-k{n}"] = (n, fn)
+        times: dict[str, list[float]] = {m: [] for m in methods}
+        busy: dict[str, list[float]] = {m: [] for m in methods}
+        for _ in range(args.repeat):
+            for m, (_, fn) in methods.items():
+                shutil.rmtree(dst, ignore_errors=True)
+                dst.mkdir()
+                dt, b = timed(fn)
+                times[m].append(dt)
+                busy[m].append(b)
+        rate = {m: nbytes / statistics.median(ts) / GB for m, ts in times.items()}
+        one = next((r for m, r in rate.items() if m == "sparktui-k1"), None)
+        # both ends run on this one host: one stream keeps this many of its cores busy (sender's rsync
+        # and ssh, sshd and the receiver's rsyncs), so k streams need k times that
+        cores = os.cpu_count() or 1
+        need = statistics.median(busy["sparktui-k1"]) * cores if "sparktui-k1" in busy else None
+        rows = []
+        for m, (n, _) in methods.items():
+            bz = statistics.median(busy[m])
+            if m in (raw_m, write_m):
+                bound = "-"
+            elif rate[m] >= 0.8 * rate[raw_m]:
+                bound = "link"
+            elif rate[m] >= 0.8 * rate[write_m]:
+                bound = "destination writes"
+            elif bz >= 0.9 or (need is not None and n * need >= 0.85 * cores):
+                bound = "cores of this host"
+            else:
+                bound = "the streams"
+            xk = rate[m] / (n * one) if one and m.startswith("sparktui-k") else None
+            rows.append({"method": m, "streams": n, "gbps": rate[m], "x_one": rate[m] / one if one else None,
+                         "x_k_one_stream": xk, "busy": bz, "bound": bound,
+                         "cores_needed": n * need if need is not None and m.startswith("sparktui-k") else None})
+        out = {"bytes": nbytes, "cores": os.cpu_count(), "cipher": choice.cipher, "cipher_note": choice.note,
+               "repeat": args.repeat, "rows": rows}
+        if args.json:
+            print(json.dumps(out, indent=1))
+        else:
+            print(f"{nbytes / GB:.2f} GB in {args.shards} shards over 127.0.0.1; this host has {out['cores']} cores; "
+                  f"cipher {choice.cipher or 'ssh default'}" + (f" ({choice.note})" if choice.note else "")
+                  + f"; median of {args.repeat}")
+            print(f"{'method':<14} {'GB/s':>7} {'x one':>6} {'x k*one':>8} {'busy':>5} {'cores k*one':>11}  bound")
+            for r in rows:
+                xo = f"{r['x_one']:.2f}" if r["x_one"] is not None and r["method"].startswith("sparktui") else "-"
+                xk = f"{r['x_k_one_stream']:.2f}" if r["x_k_one_stream"] is not None else "-"
+                cn = f"{r['cores_needed']:.1f}" if r["cores_needed"] is not None else "-"
+                print(f"{r['method']:<14} {r['gbps']:7.3f} {xo:>6} {xk:>8} {r['busy'] * 100:4.0f}% {cn:>11}  {r['bound']}")
+        return 0
+    finally:
+        if host is not None:
+            host.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
