@@ -13,7 +13,7 @@ import secrets
 import socket
 import time
 
-from . import gpu, netinfo, wire
+from . import collective, gpu, netinfo, wire
 
 CLUSTER_FILE = "ray_current_cluster"
 
@@ -203,7 +203,7 @@ class NcclEndpoint:
             msg = await wire.recv(reader)
             if msg and msg.get("op") == "hello":
                 await wire.send(writer, {"op": "welcome"})
-                await wire.recv(reader)
+                await collective.answer_steps(reader, writer)  # the driver's per-step all-reduce
         except (ConnectionError, OSError):
             pass
         finally:

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
+from . import clock, collective, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
 from .logfmt import VllmLog, emit, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
@@ -73,6 +73,7 @@ class VllmServer(RayPlacement):
         self.placements: list[Placement] = []
         self.gcs: GcsClient | None = None
         self.links: list[asyncio.StreamWriter] = []
+        self.sync = collective.StepSync()  # the per-step all-reduce with the other nodes, once serving
         self.group: StoreServer | StoreClient | None = None
         self.endpoint: mesh.QueueEndpoint | None = None
         self.driver_ip = ""
@@ -218,8 +219,14 @@ class VllmServer(RayPlacement):
         await self.serve()
         stats = asyncio.ensure_future(self.stats_loop())
         try:
-            await self.lost.wait()
-            self.peer_lost(during_init=False)
+            idx, how = await runtime.first(self.lost.wait(), self.sync.stalled(self.step_timeout_s()))
+            if idx == 0:
+                self.peer_lost(during_init=False)
+            elif how == "hang":
+                self.collective_timeout()
+            else:
+                self.execute_model_timeout()
+            self.sync.abort()  # the requests in flight get the engine's error
             await runtime.forever()  # /health answers 503 from here on; the port stays open
         finally:
             stats.cancel()
@@ -339,7 +346,9 @@ class VllmServer(RayPlacement):
                 self.wlog(p, "INFO", "parallel_state.py:1208", f"world_size={self.world} rank={p.rank} local_rank="
                           f"{p.rank % max(1, len(self.placements))} distributed_init_method=tcp://{a.master_addr}:"
                           f"{a.master_port} backend=nccl")
-            await mesh.join_mesh(self.endpoint, peers)
+            for reader, writer in await mesh.join_mesh(self.endpoint, peers):
+                if not self.headless:
+                    self.sync.add(reader, writer)
         else:
             await clock.pause(2.0)
         multi_node = self.backend == "ray" and any(p.remote for p in self.placements) or self.args.nnodes > 1
@@ -366,13 +375,14 @@ class VllmServer(RayPlacement):
             await wire.send(writer, {"op": "hello"})
             reply = await wire.recv(reader)
             if reply and reply.get("op") == "welcome":
-                asyncio.ensure_future(self._hold(reader))
+                self.sync.add(reader, writer)  # its reader notices the link closing
+                asyncio.ensure_future(self._hold())
                 return writer
             wire.close(writer)
             await asyncio.sleep(wire.RETRY_GAP_S)
 
-    async def _hold(self, reader: asyncio.StreamReader) -> None:
-        await wire.recv(reader)
+    async def _hold(self) -> None:
+        await self.sync.lost.wait()
         self.lost.set()
 
     async def _watch_links(self) -> None:
@@ -489,6 +499,7 @@ class VllmServer(RayPlacement):
             self.state.timing = timing.timing_for("vllm", self.model.total_bytes, self.model.config,
                                                   self.model.num_layers, self.world, max(1, a.nnodes,
                                                                                          len({p.ip for p in self.placements})))
+        self.state.steps = self.sync if self.sync.peers else None
         await self.api.start(sock=self.sock)
         self.state.status = "ready"
         self.log.uvicorn("INFO", f"Started server process [{self.log.pid}]")
@@ -531,6 +542,60 @@ class VllmServer(RayPlacement):
             self.log.core("ERROR", "core.py:708", "EngineCore failed to start.")
         return 134
 
+    def step_timeout_s(self) -> float:
+        """How long one step may wait for the workers before the engine gives up. The multiprocessing
+        executor (native multi-node) bounds each execute_model RPC by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS,
+        300 s by default (vllm/envs.py; vllm/v1/executor/multiproc_executor.py collective_rpc), which
+        raises TimeoutError("RPC call to execute_model timed out.") in EngineCore. Ray's compiled graph
+        waits on its channels with no such bound (a Ray node's death ends it instead): an hour here."""
+        if self.backend == "ray":
+            return 3600.0
+        raw = os.environ.get("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "").strip()
+        try:
+            return float(int(raw)) if raw else 300.0
+        except ValueError:
+            return 300.0
+
+    def execute_model_timeout(self) -> None:
+        """A worker never answered one step: EngineCore dies as it does in the multiprocessing executor
+        (vllm-project/vllm#19668's trace: collective_rpc -> get_response -> dequeue -> TimeoutError)."""
+        assert self.state is not None
+        st = self.state
+        self.log.core("ERROR", "dump_input.py:72", f"Dumping input data for V1 LLM engine (v{VERSION}) with config: "
+                      f"model='{self.args.model}', tensor_parallel_size={self.args.tensor_parallel_size}")
+        self.log.core("ERROR", "dump_input.py:82", f"SchedulerStats(num_running_reqs={st.running}, "
+                      f"num_waiting_reqs={st.waiting}, kv_cache_usage={st.gauges()['kv_usage']})")
+        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.\n" + runtime.traceback_text([
+            (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
+            (f"{runtime.PY}/vllm/v1/engine/core.py", 1393, "run_busy_loop", "self._process_engine_step()"),
+            (f"{runtime.PY}/vllm/v1/executor/multiproc_executor.py", 387, "get_response",
+             "status, result = mq.dequeue(timeout=dequeue_timeout)"),
+        ], "TimeoutError: RPC call to execute_model timed out."))
+        st.status = "dead"
+        self.log.api("ERROR", "async_llm.py:543", "AsyncLLM output_handler failed.")
+
+    def collective_timeout(self) -> None:
+        """The scenario's hung all-reduce mid-serving: torch's NCCL watchdog fires on every local rank and
+        terminates the process group (the lines of tests/corpus/torch_watchdog_pg_guid.log and
+        vllm_v0_serving_then_allreduce_timeout.log), then the engine is dead."""
+        ms = int(collective.TORCH_NCCL_TIMEOUT_S * 1000)
+        seq = self.sync.seq * 2 * max(1, self.model.num_layers if self.model else 1)
+        for p in self.placements:
+            stamp = f"{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d}"
+            self.log.raw(f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:632] [Rank {p.rank}] Watchdog caught "
+                         f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=4096, "
+                         f"NumelOut=4096, Timeout(ms)={ms}) ran for {ms + random.randint(3, 90)} milliseconds before "
+                         "timing out.", who=self.worker_tag(p))
+            self.log.raw(f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:2168] [PG ID 2 PG GUID 3(TP) Rank {p.rank}] "
+                         "Terminating the process after attempting to dump debug info, due to collective timeout or "
+                         "exception.", who=self.worker_tag(p))
+        if self.state is not None:
+            self.state.status = "dead"
+        if self.backend != "ray":  # the executor's monitor sees its worker process end (multiproc_executor.py)
+            self.log.core("ERROR", "multiproc_executor.py:154", "Worker proc VllmWorker-0 died unexpectedly, "
+                                                                "shutting down executor.")
+        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.")
+
     def peer_lost(self, during_init: bool) -> int:
         where = self.worker_tag(self.placements[0]) if self.placements else None
         self.log.raw("RuntimeError: NCCL error: remote process exited or there was a network error, NCCL version "
@@ -555,6 +620,7 @@ class VllmServer(RayPlacement):
             await self.api.close()
         elif self.sock is not None:
             self.sock.close()
+        self.sync.close()
         for w in self.links:
             wire.close(w)
         if self.gcs is not None:
