@@ -20,7 +20,8 @@ import time
 from . import clock, wire
 
 TORCH_NCCL_TIMEOUT_S = 600.0  # torch's default process-group timeout for NCCL (torch/distributed/constants.py)
-SCENARIO_HANG_AFTER_S = 20.0  # engine seconds of token generation before the scenario's collective hangs
+SCENARIO_HANG_AFTER_S = 20.0  # engine seconds of stepping (serving under load) before the scenario's hang
+BUSY_GAP_S = 1.0  # steps closer than this (engine seconds) count as one stretch of serving
 
 
 class PeerLost(ConnectionError):
@@ -46,13 +47,14 @@ class StepSync:
         self.hung = False  # the scenario's collective hang is under way
         self.dead = False  # the engine gave up (abort): every step fails from now on
         self.waiting_since: float | None = None  # monotonic start of the exchange in flight
-        self.generating_s = 0.0  # engine seconds of steps so far (the scenario's trigger)
+        self.busy_s = 0.0  # engine seconds spent stepping so far (the scenario's trigger)
+        self._last_step: float | None = None
         self._scenario = clock.active("collective-timeout") if scenario_hang is None else scenario_hang
         self._writers: list[asyncio.StreamWriter] = []
         self._readers: list[asyncio.Task] = []
         self._pending: dict[int, tuple[asyncio.Future, set[int]]] = {}
         self._inflight: asyncio.Future | None = None
-        self._moved = asyncio.Event()  # set whenever an exchange ends (stall watchers re-arm on it)
+        self._moved = asyncio.Event()  # set whenever an exchange starts or ends (stall watchers re-arm on it)
 
     @property
     def peers(self) -> int:
@@ -79,14 +81,17 @@ class StepSync:
             if not fut.done():
                 fut.set_exception(PeerLost("a remote rank's link closed"))
 
-    async def step(self, engine_s: float = 0.0) -> None:
+    async def step(self) -> None:
         """Wait for this step's collective: joins the exchange in flight, else starts one. PeerLost when a
-        peer is gone. `engine_s`: how long the step computes (counts towards the scenario's trigger)."""
+        peer is gone or the engine died."""
         if not self._writers:
             return
         if self.lost.is_set() or self.dead:
             raise PeerLost("a remote rank's link closed" if self.lost.is_set() else "the engine died")
-        self.generating_s += engine_s
+        now = time.monotonic()
+        if self._last_step is not None and (now - self._last_step) * clock.speed() < BUSY_GAP_S:
+            self.busy_s += (now - self._last_step) * clock.speed()
+        self._last_step = now
         if self._inflight is None or self._inflight.done():
             self._inflight = asyncio.ensure_future(self._exchange())
         await asyncio.shield(self._inflight)
@@ -106,8 +111,9 @@ class StepSync:
         fut = asyncio.get_running_loop().create_future()
         self._pending[seq] = (fut, set())
         self.waiting_since = time.monotonic()
+        self._signal()
         try:
-            if self._scenario and self.generating_s >= SCENARIO_HANG_AFTER_S:
+            if self._scenario and self.busy_s >= SCENARIO_HANG_AFTER_S:
                 self.hung = True  # the all-reduce never completes on the GPUs: nothing goes out
                 await fut  # until abort()
             line = json.dumps({"op": "step", "seq": seq}, separators=(",", ":")).encode() + b"\n"
@@ -120,8 +126,11 @@ class StepSync:
         finally:
             self._pending.pop(seq, None)
             self.waiting_since = None
-            self._moved.set()
-            self._moved = asyncio.Event()
+            self._signal()
+
+    def _signal(self) -> None:
+        self._moved.set()
+        self._moved = asyncio.Event()
 
     def stalled_for(self) -> float:
         """Engine seconds the exchange in flight has waited (0 when none is)."""
@@ -139,9 +148,9 @@ class StepSync:
             if self.waiting_since is not None and left <= 0:
                 return "hang" if self.hung else "frozen"
             moved = self._moved
-            wait = clock.scaled(left) if self.waiting_since is not None else 1.0
-            try:
-                await asyncio.wait_for(moved.wait(), timeout=max(0.01, min(wait, 1.0)))
+            try:  # until this exchange's deadline, or the next start or end of one
+                deadline = None if self.waiting_since is None else max(0.01, clock.scaled(left))
+                await asyncio.wait_for(moved.wait(), deadline)
             except asyncio.TimeoutError:
                 pass
 

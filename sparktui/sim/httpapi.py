@@ -66,11 +66,11 @@ def _engine_now() -> float:
     return time.monotonic() * clock.speed()
 
 
-async def _collective(state: EngineState, engine_s: float) -> None:
+async def _collective(state: EngineState) -> None:
     """This step's all-reduce with the other nodes: a frozen peer holds it (and the request) here."""
     if state.steps is not None:
         try:
-            await state.steps.step(engine_s)
+            await state.steps.step()
         except PeerLost:
             raise EngineDead() from None
 
@@ -108,7 +108,7 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
         held = prompt_tokens
         if state.on_prefill:
             state.on_prefill(prompt_tokens, state.running)
-        await _collective(state, state.timing.prefill(prompt_tokens))
+        await _collective(state)
         await clock.pause(state.timing.prefill(prompt_tokens))
         m.inc("prompt_tokens", prompt_tokens, streaming)
         out: list[str] = []
@@ -117,7 +117,7 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
             if i > 1:
                 step = state.timing.step(state.running)
                 state.last_step_s = step
-                await _collective(state, step)
+                await _collective(state)
                 await clock.pause(step)
             if state.status == "dead":
                 raise EngineDead()

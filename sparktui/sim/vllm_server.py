@@ -572,7 +572,15 @@ class VllmServer(RayPlacement):
              "status, result = mq.dequeue(timeout=dequeue_timeout)"),
         ], "TimeoutError: RPC call to execute_model timed out."))
         st.status = "dead"
-        self.log.api("ERROR", "async_llm.py:543", "AsyncLLM output_handler failed.")
+        self.engine_dead_lines()
+
+    def engine_dead_lines(self) -> None:
+        """The API process learns the engine core died (vllm/v1/engine/async_llm.py output_handler)."""
+        self.log.api("ERROR", "async_llm.py:543", "AsyncLLM output_handler failed.\n" + runtime.traceback_text([
+            (f"{runtime.PY}/vllm/v1/engine/async_llm.py", 500, "output_handler",
+             "outputs = await engine_core.get_output_async()"),
+        ], "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+           "the root cause."))
 
     def collective_timeout(self) -> None:
         """The scenario's hung all-reduce mid-serving: torch's NCCL watchdog fires on every local rank and
@@ -595,6 +603,7 @@ class VllmServer(RayPlacement):
             self.log.core("ERROR", "multiproc_executor.py:154", "Worker proc VllmWorker-0 died unexpectedly, "
                                                                 "shutting down executor.")
         self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.")
+        self.engine_dead_lines()
 
     def peer_lost(self, during_init: bool) -> int:
         where = self.worker_tag(self.placements[0]) if self.placements else None
