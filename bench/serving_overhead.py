@@ -189,7 +189,6 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
                     node = cluster[config.nodes[i].name]
                     local = await node.forward(port)
                     watch = ServingWatch(node, Target(f"d{i + 1}", "vllm", node.name, port, "0.33.0"), "m", None, 60.0)
-                    watch.probe_every = float("inf")  # under load the deployer sends no one-token probe either
                     watches.append((watch, local))
                 loop = asyncio.get_running_loop()
                 for r in range(repeat):

@@ -13,12 +13,13 @@ import asyncio
 import errno
 import os
 import random
+import secrets
 import socket
 import sys
 import time
 
 from . import clock, collective, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
-from .logfmt import VllmLog, emit, progress_bar
+from .logfmt import VllmLog, emit, progress_bar, ray_line
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
 from .vllm_args import VERSION, add_serve_args, build_cli_parser, set_native_defaults
@@ -78,6 +79,8 @@ class VllmServer(RayPlacement):
         self.endpoint: mesh.QueueEndpoint | None = None
         self.driver_ip = ""
         self.lost = asyncio.Event()
+        self.node_dead: dict | None = None  # what the GCS published of a placed node it marked dead
+        self.ray_dead = asyncio.Event()
         self.kv_tokens = 0
         self.world = max(1, args.tensor_parallel_size) * max(1, args.pipeline_parallel_size)
         self.headless = bool(args.headless or args.node_rank > 0)
@@ -219,9 +222,12 @@ class VllmServer(RayPlacement):
         await self.serve()
         stats = asyncio.ensure_future(self.stats_loop())
         try:
-            idx, how = await runtime.first(self.lost.wait(), self.sync.stalled(self.step_timeout_s()))
+            idx, how = await runtime.first(self.lost.wait(), self.sync.stalled(self.step_timeout_s()),
+                                           self.ray_dead.wait())
             if idx == 0:
                 self.peer_lost(during_init=False)
+            elif idx == 2:
+                self.ray_node_died()
             elif how == "hang":
                 self.collective_timeout()
             else:
@@ -387,8 +393,15 @@ class VllmServer(RayPlacement):
 
     async def _watch_links(self) -> None:
         if self.gcs is not None and self.gcs.reader is not None:
-            await self.gcs.wait_closed()
+            await self.gcs.wait_closed(self._gcs_push)
             self.lost.set()
+
+    def _gcs_push(self, msg: dict) -> None:
+        """The GCS marked a node dead: its Ray workers (actors) die with it."""
+        placed = {str((p.node or {}).get("node_id")) for p in self.placements if p.remote}
+        if msg.get("op") == "node_dead" and str(msg.get("node_id")) in placed and self.node_dead is None:
+            self.node_dead = msg
+            self.ray_dead.set()
 
     # -- engine -------------------------------------------------------------------------------
     async def build_engine(self) -> int:
@@ -581,6 +594,25 @@ class VllmServer(RayPlacement):
              "outputs = await engine_core.get_output_async()"),
         ], "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
            "the root cause."))
+
+    def ray_node_died(self) -> None:
+        """Ray marked a worker's node dead (missed health checks): the driver prints what the GCS published,
+        the actor's pending step fails with ActorDiedError and EngineCore dies (vllm/v1/executor/
+        ray_executor.py execute_model waits on the compiled graph's output, which raises)."""
+        msg = self.node_dead or {}
+        ray_line("WARNING", "worker.py:2094", str(msg.get("message", "a node was marked dead")))
+        p = next((p for p in self.placements if p.remote and str((p.node or {}).get("node_id")) ==
+                  str(msg.get("node_id"))), None)
+        actor = f"RayWorkerWrapper pid={p.pid}, ip={p.ip}" if p else "RayWorkerWrapper"
+        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.\n" + runtime.traceback_text([
+            (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
+            (f"{runtime.PY}/vllm/v1/executor/ray_executor.py", 512, "execute_model", "return refs[0].get()"),
+        ], f"ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: "
+           f"RayWorkerWrapper\n\tactor_id: {secrets.token_hex(16)}\n\tip: {p.ip if p else '?'}\n"
+           f"The actor is dead because its node was marked dead ({actor})."))
+        if self.state is not None:
+            self.state.status = "dead"
+        self.engine_dead_lines()
 
     def collective_timeout(self) -> None:
         """The scenario's hung all-reduce mid-serving: torch's NCCL watchdog fires on every local rank and

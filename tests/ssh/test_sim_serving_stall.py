@@ -182,3 +182,48 @@ def test_the_collective_timeout_scenario_ends_serving_with_torch_s_watchdog_and_
     assert p.message.startswith("collective timeout on rank 0:") and p.message.endswith("while serving"), p.message
     assert "NCCL ALLREDUCE did not finish within 600 s" in p.message
     assert json.dumps(p.message)  # plain text, printable as --json
+
+
+def test_a_frozen_ray_worker_node_is_marked_dead_by_the_gcs_and_vllm_dies_with_its_actor(model, tmp_path):
+    head_tmp, worker_tmp = tmp_path / "head", tmp_path / "worker"
+    head_tmp.mkdir()
+    worker_tmp.mkdir()
+    gcs, port = free_port("127.0.0.2"), free_port("127.0.0.2")
+
+    def ray(tmpdir, *args: str) -> SimProcess:
+        return SimProcess(launcher_argv("ray", *args), speed=SPEED, extra_env={"TMPDIR": str(tmpdir)})
+
+    head = ray(head_tmp, "start", "--head", "--node-ip-address", "127.0.0.2", "--port", str(gcs), "--block")
+    worker = ray(worker_tmp, "start", "--address", f"127.0.0.2:{gcs}", "--node-ip-address", "127.0.0.3", "--block")
+    server = SimProcess(launcher_argv("vllm", "serve", model, "--tensor-parallel-size", "2",
+                                      "--distributed-executor-backend", "ray", "--host", "127.0.0.2", "--port",
+                                      str(port)), speed=SPEED,
+                        extra_env={"TMPDIR": str(head_tmp), "VLLM_HOST_IP": "127.0.0.2"})
+    base = f"http://127.0.0.2:{port}"
+    with head:
+        head.wait_for("This command will now block forever", timeout=30)
+        with worker:
+            worker.wait_for("Ray runtime started.", timeout=30)
+            with server:
+                server.wait_for(READY_VLLM, timeout=60)
+                assert http("POST", f"{base}/v1/completions", {"prompt": "hi", "max_tokens": 8})[0] == 200
+                freeze(worker, True)  # the worker's raylet and its actor: the node stops answering
+                try:
+                    req = Request(base, max_tokens=4000)
+                    req.start()
+                    assert http("GET", f"{base}/health")[0] == 200
+                    # Ray's health checks miss five times in a row (~65 engine s): the node is dead
+                    server.wait_for("has been marked dead because the detector has missed too many heartbeats",
+                                    timeout=30)
+                    server.wait_for("ray.exceptions.ActorDiedError: The actor died unexpectedly", timeout=30)
+                    req.join(30)
+                    assert req.result is not None and req.result[0] == 500
+                    assert http("GET", f"{base}/health")[0] == 503
+                finally:
+                    freeze(worker, False)
+                lines = server.snapshot()
+    d = Diagnoser("vllm")
+    for line in lines:
+        d.feed(line)
+    d.finish()
+    assert d.state == "failed" and any(p.kind == "engine_died" for p in d.problems)
