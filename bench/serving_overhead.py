@@ -14,9 +14,12 @@ Three processes, so each cost is counted where it belongs:
   completions as the simulator's engines; a 122B MoE on two Sparks, ~20 tokens/s a request) and, in the
   same process, the load: 2 clients per engine sending 16-token completions back to back.
 
-Windows alternate, polling off then on, `--repeat` times; printed: the poller's CPU in % of one core in
-each mode and their difference, and request latency (p50, p99) in each mode with the ratio on/off.
-Everything stays on 127.0.0.0/8 and every loop ends with its window.
+Windows of three modes alternate, `--repeat` times: `none` (connections held, nothing polled), `health` (the
+/health poll alone, what the deployer did before it read metrics) and `metrics` (/health, then the metrics
+and the wedged judgement: the deployer now). Printed: the poller's CPU in % of one core per mode, what the
+metrics add over `health` (the cost of watching the metrics) and over `none`, and request latency (p50, p99)
+per mode with the ratios metrics/health and metrics/none. Everything stays on 127.0.0.0/8 and every loop
+ends with its window.
 """
 from __future__ import annotations
 
@@ -142,8 +145,9 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p / 100 * len(s)))] if s else float("nan")
 
 
-async def _poll(watches: list, interval: float, seconds: float) -> int:
-    """The deployer's health tick for every deployment, every `interval` s, for `seconds`; returns scrapes."""
+async def _poll(watches: list, interval: float, seconds: float, metrics: bool) -> int:
+    """The deployer's health tick for every deployment, every `interval` s, for `seconds` (with the metrics
+    read after each healthy answer when `metrics`); returns the healthy answers."""
     from sparktui.core.deploy.health import probe_health
 
     end = time.monotonic() + seconds
@@ -159,7 +163,9 @@ async def _poll(watches: list, interval: float, seconds: float) -> int:
             if time.monotonic() >= end:
                 return
             ok, _, _ = await probe_health(f"http://127.0.0.1:{local}")
-            if ok:
+            if ok and not metrics:
+                scrapes += 1
+            elif ok:
                 await watch.tick(local)
                 watch.view.to_json()
                 {f: watch.view.series(f)[-120:] for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage",
@@ -192,13 +198,15 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
                     watches.append((watch, local))
                 loop = asyncio.get_running_loop()
                 for r in range(repeat):
-                    for mode in ("off", "on"):
+                    for mode in ("none", "health", "metrics"):
                         engines.stdin.write(f"{window}\n")
                         engines.stdin.flush()
                         cpu0, t0 = time.process_time(), time.perf_counter()
-                        scrapes = await _poll(watches, interval, window) if mode == "on" else 0
-                        if mode == "off":
+                        if mode == "none":
+                            scrapes = 0
                             await asyncio.sleep(window)  # connections held, nothing polled
+                        else:
+                            scrapes = await _poll(watches, interval, window, mode == "metrics")
                         answer = await loop.run_in_executor(None, engines.stdout.readline)
                         cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
                         lat = json.loads(answer)
@@ -216,11 +224,14 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
     def med(mode: str, key: str) -> float:
         return statistics.median(x[key] for x in rows if x["mode"] == mode)
 
-    summary = {k: {"off": med("off", k), "on": med("on", k)} for k in ("cpu_pct", "p50_ms", "p99_ms", "requests")}
-    summary["scrapes_per_window"] = med("on", "scrapes")
-    summary["cpu_pct_added"] = summary["cpu_pct"]["on"] - summary["cpu_pct"]["off"]
+    modes = ("none", "health", "metrics")
+    summary = {k: {m: med(m, k) for m in modes} for k in ("cpu_pct", "p50_ms", "p99_ms", "requests")}
+    summary["polls_per_window"] = med("metrics", "scrapes")
+    summary["cpu_pct_metrics_over_health"] = summary["cpu_pct"]["metrics"] - summary["cpu_pct"]["health"]
+    summary["cpu_pct_metrics_over_none"] = summary["cpu_pct"]["metrics"] - summary["cpu_pct"]["none"]
     for k in ("p50_ms", "p99_ms"):
-        summary[k]["ratio"] = summary[k]["on"] / summary[k]["off"]
+        summary[k]["ratio_metrics_health"] = summary[k]["metrics"] / summary[k]["health"]
+        summary[k]["ratio_metrics_none"] = summary[k]["metrics"] / summary[k]["none"]
     return {"deployments": n, "window_s": window, "interval_s": interval, "repeat": repeat, "runs": rows,
             "summary": summary}
 
@@ -251,12 +262,16 @@ def main() -> int:
     s = out["summary"]
     print(f"{a.deployments} deployments polled every {out['interval_s']:g} s, windows of {a.window:g} s, "
           f"{a.repeat} runs (medians)")
-    print(f"  poller CPU: off {s['cpu_pct']['off']:.2f} % of a core, on {s['cpu_pct']['on']:.2f} %, "
-          f"added {s['cpu_pct_added']:.2f} % ({s['scrapes_per_window']:g} scrapes a window)")
+    c = s["cpu_pct"]
+    print(f"  poller CPU, % of one core: none {c['none']:.2f}, health {c['health']:.2f}, metrics {c['metrics']:.2f}; "
+          f"metrics add {s['cpu_pct_metrics_over_health']:.2f} over health ({s['polls_per_window']:g} scrapes a "
+          f"window), {s['cpu_pct_metrics_over_none']:.2f} over none")
     for k in ("p50_ms", "p99_ms"):
-        print(f"  request latency {k[:3]}: off {s[k]['off']:.1f} ms, on {s[k]['on']:.1f} ms, ratio on/off "
-              f"{s[k]['ratio']:.3f}")
-    print(f"  requests a window: off {s['requests']['off']:g}, on {s['requests']['on']:g}")
+        print(f"  request latency {k[:3]}, ms: none {s[k]['none']:.1f}, health {s[k]['health']:.1f}, metrics "
+              f"{s[k]['metrics']:.1f}; ratio metrics/health {s[k]['ratio_metrics_health']:.3f}, "
+              f"metrics/none {s[k]['ratio_metrics_none']:.3f}")
+    r = s["requests"]
+    print(f"  requests a window: none {r['none']:g}, health {r['health']:g}, metrics {r['metrics']:g}")
     return 0
 
 
