@@ -14,7 +14,9 @@ Three processes, so each cost is counted where it belongs:
   completions as the simulator's engines; a 122B MoE on two Sparks, ~20 tokens/s a request) and, in the
   same process, the load: 2 clients per engine sending 16-token completions back to back.
 
-Windows of three modes alternate, `--repeat` times: `none` (connections held, nothing polled), `health` (the
+The engines (with their load) are pinned to one half of the CPUs, the poller and the SSH servers to the other
+half (on the real cluster the engines run on the Sparks, the poller on the laptop), and the deployments' ticks
+are spread over the interval as deployments launched at different times are. Windows of three modes alternate, `--repeat` times: `none` (connections held, nothing polled), `health` (the
 /health poll alone, what the deployer did before it read metrics) and `metrics` (/health, then the metrics
 and the wedged judgement: the deployer now). Printed: the poller's CPU in % of one core per mode, what the
 metrics add over `health` (the cost of watching the metrics) and over `none`, and request latency (p50, p99)
@@ -115,6 +117,25 @@ async def _load(ports: list[int], seconds: float) -> list[float]:
 
 # ---- this process: the poller ----------------------------------------------------------------------
 
+CPUS_ENV = "SPARKTUI_BENCH_CPUS"  # "POLLER;ENGINES", comma lists: what the parent chose for its children
+
+
+def _pin(which: int) -> None:
+    """Keep this process on its half of the CPUs (0: the poller and the nodes, 1: the engines) where there
+    are two or more: the engines run on the Sparks, not on the machine that watches them, so the poller's
+    CPU must not show up as the engines' latency."""
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    if CPUS_ENV not in os.environ:
+        mine = sorted(os.sched_getaffinity(0))
+        if len(mine) < 2:
+            return
+        half = len(mine) // 2
+        os.environ[CPUS_ENV] = ";".join(",".join(map(str, part)) for part in (mine[:half], mine[half:]))
+    part = os.environ[CPUS_ENV].split(";")[which]
+    os.sched_setaffinity(0, {int(c) for c in part.split(",")})
+
+
 def _child(mode: str, root: Path, n: int) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT), SPARKTUI_SIM_SPEED="1")
     proc = subprocess.Popen([sys.executable, __file__, f"--{mode}", str(root), "--deployments", str(n)],
@@ -153,8 +174,9 @@ async def _poll(watches: list, interval: float, seconds: float, metrics: bool) -
     end = time.monotonic() + seconds
     scrapes = 0
 
-    async def one(watch, local: int) -> None:
+    async def one(watch, local: int, offset: float) -> None:
         nonlocal scrapes
+        await asyncio.sleep(offset)  # deployments are launched at different times: their ticks do not coincide
         while True:
             left = end - time.monotonic()
             if left <= 0:
@@ -172,7 +194,7 @@ async def _poll(watches: list, interval: float, seconds: float, metrics: bool) -
                                                           "running", "waiting")}
                 scrapes += 1
 
-    await asyncio.gather(*(one(w, local) for w, local in watches))
+    await asyncio.gather(*(one(w, local, i * interval / len(watches)) for i, (w, local) in enumerate(watches)))
     return scrapes
 
 
@@ -248,12 +270,16 @@ def main() -> int:
     ap.add_argument("--engines", type=Path, help=argparse.SUPPRESS)  # child: the engines and their load
     a = ap.parse_args()
     if a.nodes:
+        _pin(0)
         asyncio.run(_serve_nodes(a.nodes, a.deployments))
         return 0
     if a.engines:
+        _pin(1)
         asyncio.run(_serve_engines(a.engines, a.deployments))
         return 0
     from sparktui.core.deploy.health import HEALTH_INTERVAL_S
+
+    _pin(0)
 
     out = asyncio.run(bench(a.deployments, a.window, a.repeat, a.interval or HEALTH_INTERVAL_S))
     if a.json:
