@@ -12,6 +12,7 @@ import threading
 
 import pytest
 
+from sparktui.cli import main
 from sparktui.core.diagnose import Diagnoser
 from sparktui.sim.testing import SimProcess, free_port, http, launcher_argv, make_model, module_argv
 
@@ -154,7 +155,7 @@ def test_a_frozen_sglang_worker_stalls_the_head_until_the_scheduler_watchdog(mod
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_the_collective_timeout_scenario_ends_serving_with_torch_s_watchdog_and_diagnose_names_it(
-        engine, model, tmp_path):
+        engine, model, tmp_path, capsys):
     if engine == "vllm":
         head, worker, base = vllm_pair(model, tmp_path, speed=400, scenarios=("collective-timeout",))
         ready = READY_VLLM
@@ -181,7 +182,13 @@ def test_the_collective_timeout_scenario_ends_serving_with_torch_s_watchdog_and_
     (p,) = [p for p in d.ordered_problems() if p.kind == "watchdog_timeout"]
     assert p.message.startswith("collective timeout on rank 0:") and p.message.endswith("while serving"), p.message
     assert "NCCL ALLREDUCE did not finish within 600 s" in p.message
-    assert json.dumps(p.message)  # plain text, printable as --json
+    # `sparktui diagnose` on the saved log says the same
+    log = tmp_path / "head.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert main(["diagnose", "--engine", engine, "--json", str(log)]) != 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["state"] == "failed"
+    assert any(q["kind"] == "watchdog_timeout" and q["message"] == p.message for q in out["problems"]), out
 
 
 def test_a_frozen_ray_worker_node_is_marked_dead_by_the_gcs_and_vllm_dies_with_its_actor(model, tmp_path):
