@@ -1,6 +1,6 @@
 """`sparktui demo`: the whole story on a simulated cluster on this machine (no GPUs, no root).
 
-  sparktui demo [--nodes N] [--scenario pivot|happy] [--speed X] [--keep]   the TUI on the demo
+  sparktui demo [--nodes N] [--scenario pivot|happy|collective-timeout] [--speed X] [--keep]   the TUI on the demo
   sparktui demo up [...] [--json]     start the nodes, print the config path, stay in the foreground
                                       until Ctrl-C (or `demo down` from another terminal)
   sparktui demo down [ID]             stop background demos (`demo up`): all of this user's, or the one named
@@ -17,7 +17,8 @@ import sys
 from .common import CliExit, console, err_console, print_json
 
 SCENARIO_HELP = ("pivot: SGLang hangs at the rendezvous and you pivot to vLLM; "
-                 "happy: everything works the first time")
+                 "happy: everything works the first time; "
+                 "collective-timeout: it serves, then the all-reduce between the nodes hangs mid-serving")
 
 
 def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
@@ -25,7 +26,7 @@ def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
     # subcommand's defaults overwrite what the parent parsed).
     d = (lambda v: argparse.SUPPRESS) if sub else (lambda v: v)
     p.add_argument("--nodes", type=int, default=d(2), metavar="N", help="simulated nodes (default 2)")
-    p.add_argument("--scenario", choices=("pivot", "happy"), default=d("pivot"), help=SCENARIO_HELP)
+    p.add_argument("--scenario", choices=("pivot", "happy", "collective-timeout"), default=d("pivot"), help=SCENARIO_HELP)
     p.add_argument("--speed", type=float, default=d(10.0), metavar="X",
                    help="how many times faster than real engines the simulated ones run (default 10)")
     p.add_argument("--keep", action="store_true", default=d(False), help="keep the demo's directory when it ends")

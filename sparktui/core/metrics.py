@@ -12,6 +12,7 @@ SGLang's dp_rank) add up.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -37,6 +38,32 @@ def _leader(labels: dict[str, str]) -> bool:
     return all(labels.get(k, "0") in ("0", "") for k in _NON_LEADER)
 
 
+_SAMPLE_SUFFIXES = ("_bucket",)  # of a histogram only the buckets are read (_count and _sum are not)
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")  # a metric name (the exposition format's grammar)
+
+
+def _relevant(text: str, want) -> str:
+    """The lines of the families read here (their TYPE lines and samples), for prometheus_client's parser.
+
+    Parsing is most of what a scrape costs (bench/serving_overhead.py), and an engine's page is mostly series
+    the view never reads (request-size histograms, `_created` gauges, ...): only names are compared here,
+    every kept line is still parsed by prometheus_client."""
+    fams = set(want) | {n.removesuffix("_total") for n in want} | {n + "_total" for n in want}
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("#"):
+            parts = line.split(None, 3)
+            if len(parts) >= 3 and parts[1] == "TYPE" and parts[2] in fams:
+                out.append(line)
+            continue
+        name = line.split("{", 1)[0].split(None, 1)[0] if line.strip() else ""
+        if name and not _NAME.fullmatch(name):
+            out.append(line)  # not a sample line: the parser says what is wrong with it (counted, shown)
+        elif name in fams or any(name.endswith(x) and name[:-len(x)] in fams for x in _SAMPLE_SUFFIXES):
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def parse(text: str, engine: str, version: str | None = None, at: float | None = None) -> Scrape:
     """One scrape; never raises on bad text: it says so in .error."""
     from prometheus_client.parser import text_string_to_metric_families
@@ -47,7 +74,7 @@ def parse(text: str, engine: str, version: str | None = None, at: float | None =
     vals: dict[str, float] = {}  # by series name: gauges and counters, leader ranks summed (kv: max)
     hist: dict[str, dict[float, float]] = {}  # by series name: le -> cumulative count
     try:
-        for fam in text_string_to_metric_families(text):
+        for fam in text_string_to_metric_families(_relevant(text, want)):
             for smp in fam.samples:
                 name = smp.name
                 base = name[:-7] if name.endswith("_bucket") else name

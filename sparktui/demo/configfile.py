@@ -8,6 +8,12 @@ SCENARIOS = {
     # demo scenario -> engine simulator scenarios passed to the containers through docker.env
     "pivot": ("sglang-host-ip",),
     "happy": (),
+    "collective-timeout": ("collective-timeout",),
+}
+WHY = {  # what each demo scenario's simulator scenarios do, for the config file's reader
+    "pivot": "SGLang's message queue wanders off the fabric: the rendezvous hangs",
+    "collective-timeout": "after ~20 s of serving under load the all-reduce between the nodes hangs; torch's "
+                          "NCCL watchdog ends it 600 engine seconds later",
 }
 CLUSTER_NAME = "DEMO \u2014 simulated cluster"
 
@@ -49,8 +55,7 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
     ]
     sims = SCENARIOS[scenario]
     if sims:
-        lines.append(f"    SPARKTUI_SIM_SCENARIO: {_q(','.join(sims))}  "
-                     "# SGLang's message queue wanders off the fabric: the rendezvous hangs")
+        lines.append(f"    SPARKTUI_SIM_SCENARIO: {_q(','.join(sims))}  # {WHY[scenario]}")
     lines += [
         "ssh:",
         f"  known_hosts: {_q(known_hosts)}  # the demo nodes' host keys: still verified",
@@ -62,5 +67,7 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
         f"  dist_port: {ports['dist']}",
         f"  ray_port: {ports['ray']}",
         f"  hang_after: {hang_after:g}  # seconds of silence in distributed init, scaled to the demo's speed",
+        # the engines' own step timeouts count engine seconds: the wedge shows well before they end it
+        f"  wedge_after: {max(5.0, round(150.0 / speed, 1)):g}  # seconds without a token while requests wait",
     ]
     return "\n".join(lines) + "\n"

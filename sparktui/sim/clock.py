@@ -15,6 +15,7 @@ SCENARIOS = {
     "oom": "CUDA out of memory while loading weights",
     "no-ray-cluster": "vLLM does not find the running Ray cluster and starts a local one",
     "slow-load": "weight loading ten times slower, with the unified-memory prefetch warning",
+    "collective-timeout": "mid-serving, the all-reduce between the nodes hangs until torch's NCCL watchdog (600 s)",
 }
 
 

@@ -14,6 +14,7 @@ from http import HTTPStatus
 from typing import Awaitable, Callable
 
 from . import clock, http1, textgen, timing
+from .collective import PeerLost, StepSync
 from .metrics import CONTENT_TYPE, EngineMetrics
 
 
@@ -42,6 +43,7 @@ class EngineState:
         self.generation_tokens = 0
         self.requests = 0
         self.last_step_s = 0.0
+        self.steps: StepSync | None = None  # the head's per-step all-reduce with the other nodes (collective.py)
         self._slots = asyncio.Condition()
         # vLLM always serves /metrics; SGLang only with --enable-metrics (both as upstream)
         self.metrics_enabled = metrics_enabled
@@ -64,6 +66,15 @@ def _engine_now() -> float:
     return time.monotonic() * clock.speed()
 
 
+async def _collective(state: EngineState) -> None:
+    """This step's all-reduce with the other nodes: a frozen peer holds it (and the request) here."""
+    if state.steps is not None:
+        try:
+            await state.steps.step()
+        except PeerLost:
+            raise EngineDead() from None
+
+
 async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens: int | None,
                    emit: Callable[[str, int, str | None], Awaitable[None]] | None = None, *, ignore_eos: bool = False,
                    min_tokens: int = 0, streaming: bool = False) -> tuple[str, str, int]:
@@ -83,6 +94,8 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
     admitted = False
     held = 0
     try:
+        if state.steps is not None:
+            await state.steps.settled()  # admitted between steps: during a stall it stays waiting
         async with state._slots:
             await state._slots.wait_for(lambda: state.running < state.max_running)
             state.waiting -= 1
@@ -95,6 +108,7 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
         held = prompt_tokens
         if state.on_prefill:
             state.on_prefill(prompt_tokens, state.running)
+        await _collective(state)
         await clock.pause(state.timing.prefill(prompt_tokens))
         m.inc("prompt_tokens", prompt_tokens, streaming)
         out: list[str] = []
@@ -103,6 +117,7 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
             if i > 1:
                 step = state.timing.step(state.running)
                 state.last_step_s = step
+                await _collective(state)
                 await clock.pause(step)
             if state.status == "dead":
                 raise EngineDead()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from . import netinfo, wire
+from . import collective, netinfo, wire
 
 
 class QueueEndpoint:
@@ -40,7 +40,7 @@ class QueueEndpoint:
         await wire.send(writer, {"op": "welcome", "rank": self.rank})
         if self.expected <= self.inbound:
             self.all_inbound.set()
-        await wire.recv(reader)  # hold the link until either side goes away
+        await collective.answer_steps(reader, writer)  # the head's per-step all-reduce, until a side goes away
 
     async def close(self) -> None:
         for w in self._writers:
@@ -49,20 +49,22 @@ class QueueEndpoint:
             self._server.close()
 
 
-async def link_to(host: str, port: int, my_rank: int) -> asyncio.StreamWriter:
+async def link_to(host: str, port: int, my_rank: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Connect to a peer's published queue address; retries until cancelled (a watchdog bounds it)."""
     while True:
         reader, writer = await wire.connect_retrying(host, port, deadline=None)
         await wire.send(writer, {"op": "hello", "rank": my_rank})
         reply = await wire.recv(reader)
         if reply and reply.get("op") == "welcome":
-            return writer
+            return reader, writer
         wire.close(writer)
         await asyncio.sleep(wire.RETRY_GAP_S)
 
 
-async def join_mesh(endpoint: QueueEndpoint, peers: dict[int, tuple[str, int]]) -> list[asyncio.StreamWriter]:
-    """Connect to every peer and wait for every peer to connect back."""
+async def join_mesh(endpoint: QueueEndpoint, peers: dict[int, tuple[str, int]]
+                    ) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """Connect to every peer and wait for every peer to connect back; returns this node's links to them
+    (the head carries its per-step all-reduce on them)."""
     links = await asyncio.gather(*(link_to(h, p, endpoint.rank) for h, p in peers.values()))
     await endpoint.all_inbound.wait()
     return list(links)

@@ -13,7 +13,7 @@ import secrets
 import socket
 import time
 
-from . import gpu, netinfo, wire
+from . import clock, collective, gpu, netinfo, wire
 
 CLUSTER_FILE = "ray_current_cluster"
 
@@ -80,6 +80,24 @@ def new_node(ip: str, resources: dict, nccl_port: int, is_head: bool) -> dict:
             "env": {k: os.environ[k] for k in NODE_ENV if k in os.environ}}
 
 
+# The GCS health-checks every raylet (src/ray/common/ray_config_def.h, Ray 2.x: health_check_initial_delay_ms
+# 5000, health_check_period_ms 3000, health_check_timeout_ms 10000, health_check_failure_threshold 5), so a
+# frozen node (a paused container: its connection stays up, nothing answers) is marked dead after ~1 minute.
+HEALTH_INITIAL_DELAY_S = 5.0
+HEALTH_PERIOD_S = 3.0
+HEALTH_TIMEOUT_S = 10.0
+HEALTH_FAILURES = 5
+
+
+def node_dead_message(node: dict) -> str:
+    """What the GCS publishes to drivers (src/ray/gcs/gcs_server/gcs_node_manager.cc, RemoveNode)."""
+    ip = node.get("ip", "")
+    return (f"The node with node id: {node.get('node_id')} and address: {ip} and node name: {ip} has been marked "
+            "dead because the detector has missed too many heartbeats from it. This can happen when a \t(1) raylet "
+            "crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats due to slow network or busy "
+            "workload.")
+
+
 class GcsServer:
     def __init__(self) -> None:
         self.nodes: dict[str, dict] = {}
@@ -105,6 +123,8 @@ class GcsServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         key = id(writer)
         registered: str | None = None
+        healthy: asyncio.Event | None = None
+        checker: asyncio.Future | None = None
         self._writers.add(writer)
         try:
             while True:
@@ -117,6 +137,10 @@ class GcsServer:
                     registered = node["node_id"]
                     self.nodes[registered] = node
                     await wire.send(writer, {"op": "registered", "node_id": registered})
+                    healthy = asyncio.Event()
+                    checker = asyncio.ensure_future(self._health_check(node, writer, healthy))
+                elif op == "healthy" and healthy is not None:
+                    healthy.set()
                 elif op == "nodes":
                     await wire.send(writer, {"op": "nodes", "nodes": list(self.nodes.values()), "used": self.used()})
                 elif op == "reserve":
@@ -129,11 +153,36 @@ class GcsServer:
         except (ConnectionError, OSError):
             pass
         finally:
+            if checker is not None:
+                checker.cancel()
             self._writers.discard(writer)
             self.reservations.pop(key, None)
             if registered is not None:
                 self.nodes.pop(registered, None)  # the raylet went away: the node is dead
             wire.close(writer)
+
+    async def _health_check(self, node: dict, writer: asyncio.StreamWriter, healthy: asyncio.Event) -> None:
+        """Ping the raylet on its registration link; after HEALTH_FAILURES misses in a row the node is dead:
+        gone from the cluster, and every driver is told."""
+        await clock.pause(HEALTH_INITIAL_DELAY_S)
+        failures = 0
+        while failures < HEALTH_FAILURES:
+            healthy.clear()
+            try:
+                await wire.send(writer, {"op": "health"})
+                await asyncio.wait_for(healthy.wait(), clock.scaled(HEALTH_TIMEOUT_S))
+                failures = 0
+            except (asyncio.TimeoutError, ConnectionError, OSError):
+                failures += 1
+            await clock.pause(HEALTH_PERIOD_S)
+        self.nodes.pop(node["node_id"], None)
+        push = {"op": "node_dead", "node_id": node["node_id"], "ip": node.get("ip"), "message": node_dead_message(node)}
+        for w in list(self._writers):
+            if w is not writer:
+                try:
+                    await wire.send(w, push)
+                except (ConnectionError, OSError):
+                    pass
 
     def _reserve(self, key: int, bundles: list) -> bool:
         want: dict[str, float] = {}
@@ -154,6 +203,9 @@ class GcsServer:
             self._server.close()
 
 
+PUSHED = ("node_dead",)  # what the GCS publishes unasked on any connection
+
+
 class GcsClient:
     """One connection to the GCS; requests are answered in order."""
 
@@ -170,15 +222,24 @@ class GcsClient:
         async with self._lock:
             await wire.send(self.writer, obj)
             reply = await wire.recv(self.reader)
+            while reply is not None and reply.get("op") in PUSHED:  # published, not an answer
+                reply = await wire.recv(self.reader)
         if reply is None:
             raise ConnectionError("GCS connection closed")
         return reply
 
-    async def wait_closed(self) -> None:
-        """Returns when the GCS side goes away (use on a connection that only registered)."""
-        assert self.reader is not None
-        while await wire.recv(self.reader) is not None:
-            pass
+    async def wait_closed(self, on_push=None) -> None:
+        """Returns when the GCS side goes away (use on a connection that only registered, or a driver's once
+        placed): answers the GCS's health checks, hands what it publishes to `on_push`."""
+        assert self.reader is not None and self.writer is not None
+        while (msg := await wire.recv(self.reader)) is not None:
+            if msg.get("op") == "health":
+                try:
+                    await wire.send(self.writer, {"op": "healthy"})
+                except (ConnectionError, OSError):
+                    return
+            elif msg.get("op") in PUSHED and on_push is not None:
+                on_push(msg)
 
     def close(self) -> None:
         wire.close(self.writer)
@@ -203,7 +264,7 @@ class NcclEndpoint:
             msg = await wire.recv(reader)
             if msg and msg.get("op") == "hello":
                 await wire.send(writer, {"op": "welcome"})
-                await wire.recv(reader)
+                await collective.answer_steps(reader, writer)  # the driver's per-step all-reduce
         except (ConnectionError, OSError):
             pass
         finally:

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing
+from . import clock, collective, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing
 from .logfmt import SGLangLog, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .sglang_args import VERSION, build_parser, server_args_repr
@@ -51,6 +51,7 @@ class SGLangNode:
         self.kv_tokens = 0
         self.avail_after = 0.0
         self.queue_up = asyncio.Event()
+        self.sync = collective.StepSync()  # node 0's per-step all-reduce with the other nodes, once serving
         n = max(1, args.nnodes)
         world = max(1, args.tp_size) * max(1, args.pp_size)
         self.gpus_here = max(1, world // n)
@@ -132,11 +133,22 @@ class SGLangNode:
         code = await self.serve_http()
         if code:
             return code
-        await self.warmup()
-        await self.peer_gone()
+        idx, how = await runtime.first(self.serve_until_stall(), self.peer_gone())
+        self.sync.abort()  # the requests in flight end with the scheduler's death
+        if idx == 0 and how == "hang":
+            return self.collective_timeout()
+        if idx == 0:  # a frozen peer: the scheduler's watchdog sees no forward pass complete
+            return self.watchdog_kill()
         self.peer_lost_after_ready(exit_after=False)
         await runtime.forever()  # the HTTP server stays up with /health 503, as SGLang's can
         return 0
+
+    async def serve_until_stall(self) -> str:
+        """Warm up and serve; returns how a step's collective stalled past SGLang's watchdog: the scheduler
+        watchdog (--watchdog-timeout, 300 s) kills a scheduler whose forward count stops moving while a
+        batch runs (sglang/srt/managers/scheduler.py watchdog_thread, 0.5.x)."""
+        await self.warmup()
+        return await self.sync.stalled(float(self.args.watchdog_timeout))
 
     async def peer_gone(self) -> None:
         """Returns once another node went away after the message queue was up (never on a single node).
@@ -264,7 +276,9 @@ class SGLangNode:
         assert self.group is not None and self.endpoint is not None
         peers = {r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
                  for r, m in self.group.members.items() if r != self.args.node_rank}
-        await mesh.join_mesh(self.endpoint, peers)
+        for reader, writer in await mesh.join_mesh(self.endpoint, peers):
+            if self.args.node_rank == 0:
+                self.sync.add(reader, writer)
         self.queue_up.set()
 
     # -- weights, KV, graphs ------------------------------------------------------------------
@@ -374,6 +388,7 @@ class SGLangNode:
         if self.model is not None:
             self.state.timing = timing.timing_for("sglang", self.model.total_bytes, self.model.config,
                                                   self.model.num_layers, a.tp_size, a.nnodes)
+        self.state.steps = self.sync if self.sync.peers else None
         self.state.on_prefill = self._prefill_line
         self.state.on_decode = self._decode_line
         pid = os.getpid()
@@ -429,6 +444,25 @@ class SGLangNode:
         self.log.main("Exit code: -9")
         return 137
 
+    def collective_timeout(self) -> int:
+        """The scenario's hung all-reduce mid-serving: torch's NCCL watchdog terminates the process group on
+        each local rank (the form of tests/corpus/sglang_serving_dot_form_then_allgather_timeout.log)."""
+        ms = int(collective.TORCH_NCCL_TIMEOUT_S * 1000)
+        seq = self.sync.seq * 2 * max(1, self.model.num_layers if self.model else 1)
+        for g in self.global_ranks:
+            stamp = f"{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999999):09d}"
+            self.log.raw(f"[rank{g}]:[E{stamp} ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 Rank {g}] Process group "
+                         f"watchdog thread terminated with exception: [Rank {g}] Watchdog caught collective operation "
+                         f"timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, "
+                         f"Timeout(ms)={ms}) ran for {ms + random.randint(3, 120)} milliseconds before timing out.")
+            self.log.raw(f"[rank{g}]:[E{stamp} ProcessGroupNCCL.cpp:1601] [PG ID 2 PG GUID 3 Rank {g}] Terminating "
+                         "the process after attempting to dump debug info, due to collective timeout or exception.")
+        if self.state is not None:
+            self.state.status = "dead"
+        self.log.main("Rank 0 scheduler is dead. Please check if there are relevant logs.")
+        self.log.main("Exit code: -6")
+        return 134
+
     def peer_lost_during_init(self) -> int:
         return self.crash("torch.distributed.DistNetworkError: failed to recv, got 0 bytes. "
                           "Connection was likely closed. Did the remote server shutdown or crash?")
@@ -457,6 +491,7 @@ class SGLangNode:
             self.log.uvicorn("INFO", f"Finished server process [{os.getpid()}]")
 
     async def close(self) -> None:
+        self.sync.close()
         if self.api is not None:
             await self.api.close()
         if self.endpoint is not None:

@@ -13,12 +13,13 @@ import asyncio
 import errno
 import os
 import random
+import secrets
 import socket
 import sys
 import time
 
-from . import clock, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
-from .logfmt import VllmLog, emit, progress_bar
+from . import clock, collective, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
+from .logfmt import VllmLog, emit, progress_bar, ray_line
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
 from .vllm_args import VERSION, add_serve_args, build_cli_parser, set_native_defaults
@@ -73,10 +74,13 @@ class VllmServer(RayPlacement):
         self.placements: list[Placement] = []
         self.gcs: GcsClient | None = None
         self.links: list[asyncio.StreamWriter] = []
+        self.sync = collective.StepSync()  # the per-step all-reduce with the other nodes, once serving
         self.group: StoreServer | StoreClient | None = None
         self.endpoint: mesh.QueueEndpoint | None = None
         self.driver_ip = ""
         self.lost = asyncio.Event()
+        self.node_dead: dict | None = None  # what the GCS published of a placed node it marked dead
+        self.ray_dead = asyncio.Event()
         self.kv_tokens = 0
         self.world = max(1, args.tensor_parallel_size) * max(1, args.pipeline_parallel_size)
         self.headless = bool(args.headless or args.node_rank > 0)
@@ -218,8 +222,17 @@ class VllmServer(RayPlacement):
         await self.serve()
         stats = asyncio.ensure_future(self.stats_loop())
         try:
-            await self.lost.wait()
-            self.peer_lost(during_init=False)
+            idx, how = await runtime.first(self.lost.wait(), self.sync.stalled(self.step_timeout_s()),
+                                           self.ray_dead.wait())
+            if idx == 0:
+                self.peer_lost(during_init=False)
+            elif idx == 2:
+                self.ray_node_died()
+            elif how == "hang":
+                self.collective_timeout()
+            else:
+                self.execute_model_timeout()
+            self.sync.abort()  # the requests in flight get the engine's error
             await runtime.forever()  # /health answers 503 from here on; the port stays open
         finally:
             stats.cancel()
@@ -339,7 +352,9 @@ class VllmServer(RayPlacement):
                 self.wlog(p, "INFO", "parallel_state.py:1208", f"world_size={self.world} rank={p.rank} local_rank="
                           f"{p.rank % max(1, len(self.placements))} distributed_init_method=tcp://{a.master_addr}:"
                           f"{a.master_port} backend=nccl")
-            await mesh.join_mesh(self.endpoint, peers)
+            for reader, writer in await mesh.join_mesh(self.endpoint, peers):
+                if not self.headless:
+                    self.sync.add(reader, writer)
         else:
             await clock.pause(2.0)
         multi_node = self.backend == "ray" and any(p.remote for p in self.placements) or self.args.nnodes > 1
@@ -366,19 +381,27 @@ class VllmServer(RayPlacement):
             await wire.send(writer, {"op": "hello"})
             reply = await wire.recv(reader)
             if reply and reply.get("op") == "welcome":
-                asyncio.ensure_future(self._hold(reader))
+                self.sync.add(reader, writer)  # its reader notices the link closing
+                asyncio.ensure_future(self._hold())
                 return writer
             wire.close(writer)
             await asyncio.sleep(wire.RETRY_GAP_S)
 
-    async def _hold(self, reader: asyncio.StreamReader) -> None:
-        await wire.recv(reader)
+    async def _hold(self) -> None:
+        await self.sync.lost.wait()
         self.lost.set()
 
     async def _watch_links(self) -> None:
         if self.gcs is not None and self.gcs.reader is not None:
-            await self.gcs.wait_closed()
+            await self.gcs.wait_closed(self._gcs_push)
             self.lost.set()
+
+    def _gcs_push(self, msg: dict) -> None:
+        """The GCS marked a node dead: its Ray workers (actors) die with it."""
+        placed = {str((p.node or {}).get("node_id")) for p in self.placements if p.remote}
+        if msg.get("op") == "node_dead" and str(msg.get("node_id")) in placed and self.node_dead is None:
+            self.node_dead = msg
+            self.ray_dead.set()
 
     # -- engine -------------------------------------------------------------------------------
     async def build_engine(self) -> int:
@@ -489,6 +512,7 @@ class VllmServer(RayPlacement):
             self.state.timing = timing.timing_for("vllm", self.model.total_bytes, self.model.config,
                                                   self.model.num_layers, self.world, max(1, a.nnodes,
                                                                                          len({p.ip for p in self.placements})))
+        self.state.steps = self.sync if self.sync.peers else None
         await self.api.start(sock=self.sock)
         self.state.status = "ready"
         self.log.uvicorn("INFO", f"Started server process [{self.log.pid}]")
@@ -531,6 +555,88 @@ class VllmServer(RayPlacement):
             self.log.core("ERROR", "core.py:708", "EngineCore failed to start.")
         return 134
 
+    def step_timeout_s(self) -> float:
+        """How long one step may wait for the workers before the engine gives up. The multiprocessing
+        executor (native multi-node) bounds each execute_model RPC by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS,
+        300 s by default (vllm/envs.py; vllm/v1/executor/multiproc_executor.py collective_rpc), which
+        raises TimeoutError("RPC call to execute_model timed out.") in EngineCore. Ray's compiled graph
+        waits on its channels with no such bound (a Ray node's death ends it instead): an hour here."""
+        if self.backend == "ray":
+            return 3600.0
+        raw = os.environ.get("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "").strip()
+        try:
+            return float(int(raw)) if raw else 300.0
+        except ValueError:
+            return 300.0
+
+    def execute_model_timeout(self) -> None:
+        """A worker never answered one step: EngineCore dies as it does in the multiprocessing executor
+        (vllm-project/vllm#19668's trace: collective_rpc -> get_response -> dequeue -> TimeoutError)."""
+        assert self.state is not None
+        st = self.state
+        self.log.core("ERROR", "dump_input.py:72", f"Dumping input data for V1 LLM engine (v{VERSION}) with config: "
+                      f"model='{self.args.model}', tensor_parallel_size={self.args.tensor_parallel_size}")
+        self.log.core("ERROR", "dump_input.py:82", f"SchedulerStats(num_running_reqs={st.running}, "
+                      f"num_waiting_reqs={st.waiting}, kv_cache_usage={st.gauges()['kv_usage']})")
+        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.\n" + runtime.traceback_text([
+            (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
+            (f"{runtime.PY}/vllm/v1/engine/core.py", 1393, "run_busy_loop", "self._process_engine_step()"),
+            (f"{runtime.PY}/vllm/v1/executor/multiproc_executor.py", 387, "get_response",
+             "status, result = mq.dequeue(timeout=dequeue_timeout)"),
+        ], "TimeoutError: RPC call to execute_model timed out."))
+        st.status = "dead"
+        self.engine_dead_lines()
+
+    def engine_dead_lines(self) -> None:
+        """The API process learns the engine core died (vllm/v1/engine/async_llm.py output_handler)."""
+        self.log.api("ERROR", "async_llm.py:543", "AsyncLLM output_handler failed.\n" + runtime.traceback_text([
+            (f"{runtime.PY}/vllm/v1/engine/async_llm.py", 500, "output_handler",
+             "outputs = await engine_core.get_output_async()"),
+        ], "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+           "the root cause."))
+
+    def ray_node_died(self) -> None:
+        """Ray marked a worker's node dead (missed health checks): the driver prints what the GCS published,
+        the actor's pending step fails with ActorDiedError and EngineCore dies (vllm/v1/executor/
+        ray_executor.py execute_model waits on the compiled graph's output, which raises)."""
+        msg = self.node_dead or {}
+        ray_line("WARNING", "worker.py:2094", str(msg.get("message", "a node was marked dead")))
+        p = next((p for p in self.placements if p.remote and str((p.node or {}).get("node_id")) ==
+                  str(msg.get("node_id"))), None)
+        actor = f"RayWorkerWrapper pid={p.pid}, ip={p.ip}" if p else "RayWorkerWrapper"
+        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.\n" + runtime.traceback_text([
+            (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
+            (f"{runtime.PY}/vllm/v1/executor/ray_executor.py", 512, "execute_model", "return refs[0].get()"),
+        ], f"ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: "
+           f"RayWorkerWrapper\n\tactor_id: {secrets.token_hex(16)}\n\tip: {p.ip if p else '?'}\n"
+           f"The actor is dead because its node was marked dead ({actor})."))
+        if self.state is not None:
+            self.state.status = "dead"
+        self.engine_dead_lines()
+
+    def collective_timeout(self) -> None:
+        """The scenario's hung all-reduce mid-serving: torch's NCCL watchdog fires on every local rank and
+        terminates the process group (the lines of tests/corpus/torch_watchdog_pg_guid.log and
+        vllm_v0_serving_then_allreduce_timeout.log), then the engine is dead."""
+        ms = int(collective.TORCH_NCCL_TIMEOUT_S * 1000)
+        seq = self.sync.seq * 2 * max(1, self.model.num_layers if self.model else 1)
+        for p in self.placements:
+            stamp = f"{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d}"
+            self.log.raw(f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:632] [Rank {p.rank}] Watchdog caught "
+                         f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=4096, "
+                         f"NumelOut=4096, Timeout(ms)={ms}) ran for {ms + random.randint(3, 90)} milliseconds before "
+                         "timing out.", who=self.worker_tag(p))
+            self.log.raw(f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:2168] [PG ID 2 PG GUID 3(TP) Rank {p.rank}] "
+                         "Terminating the process after attempting to dump debug info, due to collective timeout or "
+                         "exception.", who=self.worker_tag(p))
+        if self.state is not None:
+            self.state.status = "dead"
+        if self.backend != "ray":  # the executor's monitor sees its worker process end (multiproc_executor.py)
+            self.log.core("ERROR", "multiproc_executor.py:154", "Worker proc VllmWorker-0 died unexpectedly, "
+                                                                "shutting down executor.")
+        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.")
+        self.engine_dead_lines()
+
     def peer_lost(self, during_init: bool) -> int:
         where = self.worker_tag(self.placements[0]) if self.placements else None
         self.log.raw("RuntimeError: NCCL error: remote process exited or there was a network error, NCCL version "
@@ -555,6 +661,7 @@ class VllmServer(RayPlacement):
             await self.api.close()
         elif self.sock is not None:
             self.sock.close()
+        self.sync.close()
         for w in self.links:
             wire.close(w)
         if self.gcs is not None:

@@ -39,3 +39,11 @@ def test_hang_detection_follows_the_speed():
     slow = load_config_text(render("pivot", speed=2)).engine.hang_after
     fast = load_config_text(render("pivot", speed=30)).engine.hang_after
     assert fast < slow
+
+
+def test_the_collective_timeout_scenario_reaches_the_engines_and_wedge_detection_follows_the_speed():
+    cfg = load_config_text(render("collective-timeout"))
+    assert cfg.docker.env["SPARKTUI_SIM_SCENARIO"] == "collective-timeout"
+    # at speed 10 the watchdog ends the hang 60 s after it starts: `wedged` must show before that
+    assert cfg.engine.wedge_after < 600 / 10
+    assert load_config_text(render("happy", speed=30)).engine.wedge_after < cfg.engine.wedge_after

@@ -136,3 +136,46 @@ async def test_python_in_a_container_sees_its_node_network(demo):
     names, mine, theirs = r.stdout.splitlines()
     assert "enp1s0f1np1" in names.split(",") and "wlan0" in names.split(",")
     assert mine == f"{own} ok" and theirs == f"{other} EADDRNOTAVAIL"
+
+
+async def test_pause_freezes_a_container_and_unpause_thaws_it(demo):
+    config = load_config(demo.config_path)
+    port = demo.ports["sglang"]
+    m = demo.model_path
+    async with Cluster(config) as cluster:
+        node = cluster["spark1"]
+        run = await node.run(sh("docker", "run", "-d", "--name", "frozen", "--label", "sparktui.deployment=p",
+                                "--network", "host", "-v", f"{m}:{m}:ro", "-e", "SPARKTUI_SIM_SPEED=80",
+                                "lmsysorg/sglang:spark", "python3", "-m", "sglang.launch_server", "--model-path", m,
+                                "--tp", "1", "--host", "0.0.0.0", "--port", str(port)), timeout=60)
+        assert run.ok, run.stderr
+
+        async def ready() -> bool:
+            r = await node.run(["docker", "logs", "frozen"], timeout=30)
+            return READY in r.stdout + r.stderr
+
+        await until(ready, 90, "the simulated SGLang to be ready")
+        local = await node.forward(port)
+        try:
+            assert (await node.run(["docker", "pause", "frozen"])).stdout.strip() == "frozen"
+            ps = await node.run(["docker", "ps", "--filter", "name=frozen", "--format", "{{.Status}}"])
+            assert ps.stdout.strip().endswith("(Paused)")
+            again = await node.run(["docker", "pause", "frozen"])
+            assert not again.ok and "already paused" in again.stderr
+            # every process of it is stopped: even its HTTP server answers nothing
+            try:
+                await asyncio.wait_for(asyncio.to_thread(_get, f"http://127.0.0.1:{local}/v1/models"), 2)
+                answered = True
+            except (asyncio.TimeoutError, OSError):
+                answered = False
+            assert not answered
+            assert (await node.run(["docker", "unpause", "frozen"])).ok
+            models = await asyncio.to_thread(_get, f"http://127.0.0.1:{local}/v1/models")
+            assert models["data"][0]["id"] == m
+            assert (await node.run(["docker", "pause", "frozen"])).ok
+            stop = await node.run(["docker", "stop", "-t", "10", "frozen"], timeout=60)  # a paused one stops too
+            assert stop.ok
+            state = await node.run(["docker", "inspect", "--format", "{{.State.Status}}", "frozen"])
+            assert state.stdout.strip() == "exited"
+        finally:
+            await node.run(["docker", "rm", "-f", "frozen"])

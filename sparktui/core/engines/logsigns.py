@@ -234,6 +234,12 @@ SIGNS: list[Sign] = [
          hint="the engine version in the image does not take this flag: check `--help` inside the image"),
     Sign("bad_arguments", _re(r"must be divisible by (?:the )?(?:tensor|pipeline) parallel size"),
          hint="pick a TP that divides the model's attention heads"),
+    # vLLM's multiprocessing executor bounds each step's RPC to its workers by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
+    # (300 s; vllm/v1/executor/multiproc_executor.py collective_rpc): a rank stuck in a collective ends there
+    Sign("watchdog_timeout", _re(r"RPC call to (execute_model|sample_tokens) timed out"), engines=("vllm",),
+         message="a step's workers did not answer within VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS ({0} RPC timed out)",
+         hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric link): "
+              "check every node; raise VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS only for steps that are slow on purpose"),
     # the engine process died (usually after one of the above)
     Sign("engine_died", _re(r"Rank \d+ scheduler (?:is dead|died)|Received sigquit from a child proc|"
                             r"EngineCore failed to start|Engine core initialization failed|EngineDeadError|"

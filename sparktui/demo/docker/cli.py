@@ -14,13 +14,13 @@ from .store import DockerError, Store
 COMMANDS = {
     "run": cc.cmd_run, "ps": cc.cmd_ps, "inspect": cc.cmd_inspect, "exec": cc.cmd_exec, "logs": cc.cmd_logs,
     "top": cc.cmd_top, "stop": cc.cmd_stop, "kill": cc.cmd_kill, "rm": cc.cmd_rm, "start": cc.cmd_start,
-    "restart": cc.cmd_restart, "wait": cc.cmd_wait,
+    "restart": cc.cmd_restart, "wait": cc.cmd_wait, "pause": cc.cmd_pause, "unpause": cc.cmd_unpause,
     "images": ic.cmd_images, "rmi": ic.cmd_rmi, "save": ic.cmd_save, "load": ic.cmd_load, "pull": ic.cmd_pull,
     "tag": ic.cmd_tag, "version": ic.cmd_version, "info": ic.cmd_info, "image": ic.cmd_image,
 }
 CONTAINER_SUB = {"ls": "ps", "list": "ps", "ps": "ps", "inspect": "inspect", "exec": "exec", "logs": "logs",
                  "top": "top", "stop": "stop", "kill": "kill", "rm": "rm", "start": "start", "restart": "restart",
-                 "wait": "wait", "run": "run"}
+                 "wait": "wait", "run": "run", "pause": "pause", "unpause": "unpause"}
 
 
 def main(argv: list[str]) -> int:

@@ -415,6 +415,29 @@ def cmd_kill(store: Store, args: list[str]) -> int:
     return _each(store, names, "kill", kill)
 
 
+def cmd_pause(store: Store, args: list[str]) -> int:
+    """Freeze every process of the container (dockerd uses the cgroup freezer; SIGSTOP to the tree here)."""
+    def pause(c: Container) -> None:
+        if not c.running:
+            raise DockerError(f"Error response from daemon: container {c.id} is not running")
+        if c.state.get("Paused"):
+            raise DockerError(f"Error response from daemon: container {c.id} is already paused")
+        runtime.freeze(c, True)
+        store.set_state(c, Paused=True)
+
+    return _each(store, parse(Spec("pause"), args)[1], "pause", pause)
+
+
+def cmd_unpause(store: Store, args: list[str]) -> int:
+    def unpause(c: Container) -> None:
+        if not c.state.get("Paused"):
+            raise DockerError(f"Error response from daemon: container {c.id} is not paused")
+        runtime.freeze(c, False)
+        store.set_state(c, Paused=False)
+
+    return _each(store, parse(Spec("unpause"), args)[1], "unpause", unpause)
+
+
 def cmd_rm(store: Store, args: list[str]) -> int:
     opts, names = parse(Spec("rm", bools={"force": ("-f", "--force"), "volumes": ("-v", "--volumes"),
                                           "link": ("-l", "--link")}), args)

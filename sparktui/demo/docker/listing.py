@@ -30,7 +30,7 @@ def status_text(c: Container) -> str:
     s = c.state
     if s.get("Status") == "running":
         started = times.parse_stamp(s.get("StartedAt", "")) or times.now_ns()
-        return "Up " + times.human((times.now_ns() - started) / 1e9)
+        return "Up " + times.human((times.now_ns() - started) / 1e9) + (" (Paused)" if s.get("Paused") else "")
     if s.get("Status") == "exited":
         ended = times.parse_stamp(s.get("FinishedAt", "")) or times.now_ns()
         return f"Exited ({s.get('ExitCode', 0)}) {times.human((times.now_ns() - ended) / 1e9)} ago"

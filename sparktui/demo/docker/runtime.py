@@ -210,7 +210,22 @@ def start_detached(store: Store, c: Container) -> Container:
 def signal_container(c: Container, sig: int) -> None:
     pid = c.state.get("Pid") or 0
     if pid and c.running:
+        if c.state.get("Paused"):
+            freeze(c, False)  # a stopped process would never see the signal
         _kill(pid, sig)
+
+
+def freeze(c: Container, on: bool) -> None:
+    """SIGSTOP (SIGCONT) the container's process and all its descendants: what `docker pause` does to it."""
+    pid = c.state.get("Pid") or 0
+    todo, seen = [pid] if pid else [], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        _kill(p, signal.SIGSTOP if on else signal.SIGCONT)
+        todo.extend(_children(p))
 
 
 def wait_stopped(store: Store, c: Container, timeout: float) -> Container | None:
