@@ -1,0 +1,135 @@
+"""TensorRT-LLM's engine module on its own (not yet in ENGINES): the MPI launch shape, per-node env, fit."""
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from sparktui.core.config import DockerConfig
+from sparktui.core.engines import ENGINES, trtllm
+from sparktui.core.engines.common import Context, Secret, Spot, interface_env
+
+pytestmark = pytest.mark.unit
+
+MODEL = "/models/Qwen3-235B-A22B-FP4"
+IFACES = ["enp1s0f1np1", "enP2p1s0f1np1", "enp1s0f0np0", "enP2p1s0f0np0"]
+
+
+def make_ctx(n: int = 2, **kw) -> Context:
+    nodes = []
+    for i in range(n):
+        spot = Spot(name=f"spark{i + 1}", rank=i, role="head" if i == 0 else "worker", iface=IFACES[i % 4],
+                    ip=f"192.168.100.{10 + i}", rdma=f"rocep{i}s0f1", infiniband=True)
+        nodes.append(spot)
+    args = dict(engine="trtllm", mode="mpi", image=trtllm.DEFAULT_IMAGE, model_path=MODEL, served_name=None,
+                tp=n, pp=1, head_ip=nodes[0].ip, dist_port=0, port=trtllm.DEFAULT_PORT, ray_port=0,
+                mem_fraction=None, max_model_len=None, trust_remote_code=False, extra_args=[], deployment="d",
+                plan_id="p1", docker=DockerConfig(), nodes=nodes)
+    args.update(kw)
+    ctx = Context(**args)
+    for spot in ctx.nodes:
+        spot.env = {**interface_env(spot), **trtllm.node_env(ctx, spot)}
+    return ctx
+
+
+def env_of(argv: list[str]) -> dict[str, str]:
+    out = {}
+    for i, a in enumerate(argv):
+        if a == "-e":
+            k, _, v = argv[i + 1].partition("=")
+            out[k] = v
+    return out
+
+
+def test_not_registered_yet():
+    # the engine protocol lands first; until then code that lists ENGINES sees two
+    assert "trtllm" not in ENGINES
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_containers_first_workers_then_head_each_with_its_own_interfaces(n):
+    ctx = make_ctx(n)
+    steps = trtllm.steps(ctx)
+    runs = [s for s in steps if s.kind == "run"]
+    assert [s.rank for s in runs] == list(range(1, n)) + [0]
+    for s in runs:
+        argv = s.argv
+        env = env_of(argv)
+        spot = ctx.nodes[s.rank]
+        for k in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"):
+            assert env[k] == spot.iface
+        assert env["NCCL_IB_HCA"] == spot.rdma
+        assert env["OMPI_MCA_orte_default_hostfile"] == trtllm.HOSTFILE
+        assert env["OMPI_MCA_rmaps_ppr_n_pernode"] == "1"
+        assert f"sshd -D -e -p {trtllm.SSH_PORT}" in argv[-1]
+        assert "PermitUserEnvironment=yes" in argv[-1]  # the node's own env reaches the rank SSH starts
+        assert "env > /root/.ssh/environment" in argv[-1]
+        assert argv[argv.index("--entrypoint") + 1] == "sh"
+        assert any(a.endswith(":/tmp/.ssh:ro") for a in argv)
+        assert f"{MODEL}:{MODEL}:ro" in argv
+
+
+def test_head_waits_for_every_worker_ssh_then_hostfile_then_mpirun():
+    ctx = make_ctx(3)
+    steps = trtllm.steps(ctx)
+    tail = steps[3:]
+    assert [s.kind for s in tail] == ["wait", "wait", "exec", "exec"]
+    assert all(s.node == "spark1" for s in tail)
+    assert [s.argv[-2] for s in tail[:2]] == ["192.168.100.11", "192.168.100.12"]
+    assert all(s.argv[-1] == str(trtllm.SSH_PORT) and s.matches("open\n") for s in tail[:2])
+    hostfile = tail[2].argv
+    assert hostfile[-2:] == ["192.168.100.10\n192.168.100.11\n192.168.100.12\n", trtllm.HOSTFILE]
+
+
+def test_mpirun_line_one_rank_per_node_and_serve_flags():
+    ctx = make_ctx(2, mem_fraction=0.8, max_model_len=32768, trust_remote_code=True)
+    start = trtllm.steps(ctx)[-1]
+    argv = start.argv
+    assert argv[:3] == ["docker", "exec", "-d"] and argv[4:6] == ["sh", "-c"]
+    inner = shlex.split(argv[6].replace(trtllm.TO_CONTAINER_LOG, ""))
+    assert inner[:inner.index("trtllm-llmapi-launch")] == [
+        "mpirun", "--allow-run-as-root", "-np", "2", "--hostfile", trtllm.HOSTFILE, "--map-by", "ppr:1:node",
+        "--mca", "plm_rsh_args", f"-p {trtllm.SSH_PORT} -o StrictHostKeyChecking=accept-new -o BatchMode=yes"]
+    serve = inner[inner.index("trtllm-llmapi-launch") + 1:]
+    assert serve[:2] == ["trtllm-serve", MODEL]
+    flags = dict(zip(serve[2::2], serve[3::2]))
+    assert flags["--tp_size"] == "2" and flags["--pp_size"] == "1"
+    assert flags["--host"] == "0.0.0.0" and flags["--port"] == "8355"
+    assert flags["--kv_cache_free_gpu_memory_fraction"] == "0.8"
+    assert flags["--max_seq_len"] == "32768"
+    assert serve[-1] == "--trust_remote_code"
+    # no interface variable is copied from the head with -x: each node keeps its own names
+    assert "-x" not in inner
+
+
+def test_secret_in_extra_env_goes_by_name_and_is_masked():
+    tok = Secret("HF_TOKEN", "hf_very_secret_value")
+    assert "-x" not in trtllm.mpirun_words(make_ctx(2, extra_args=["--revision", "main"]))
+    ctx2 = make_ctx(2)
+    ctx2.extra_args = ["--tokenizer", tok]
+    start = trtllm.steps(ctx2)[-1]
+    assert "hf_very_secret_value" not in start.display
+    assert "HF_TOKEN" in start.secrets
+    assert "-x HF_TOKEN" in start.command
+
+
+def test_refusals_name_what_does_not_carry():
+    ctx = make_ctx(2, served_name="my-model")
+    why = trtllm.refusals(ctx, api_key="sk-1")
+    assert any("--served-model-name" in w for w in why)
+    assert any("--api-key" in w for w in why)
+    assert trtllm.refusals(make_ctx(2, served_name="Qwen3-235B-A22B-FP4")) == []
+    assert "one rank per node" in trtllm.refusals(make_ctx(2, tp=4))[0]
+
+
+def test_served_name_is_the_directory_basename():
+    assert trtllm.served_name("/models/Qwen3-235B-A22B-FP4/") == "Qwen3-235B-A22B-FP4"
+    assert trtllm.served_name("nvidia/Qwen3-8B-FP4") == "Qwen3-8B-FP4"
+
+
+def test_fit_fraction_is_of_free_memory_after_weights():
+    assert trtllm.kv_bytes(40.0, 0.9) == pytest.approx(36.0)
+    # vLLM at 0.85 of 120 GiB with 70 GiB weights leaves 32 GiB of KV: TRT-LLM needs 32/50 of what is free
+    assert trtllm.kv_fraction_for(0.85, 120.0, 70.0) == pytest.approx(0.64)
+    assert trtllm.kv_fraction_for(0.85, 120.0, 70.0, free=110.0) == pytest.approx(0.8)
+    assert trtllm.kv_fraction_for(0.5, 120.0, 70.0) is None
