@@ -99,8 +99,10 @@ def entrypoint_script(ssh_port: int = SSH_PORT) -> str:
     return ("set -e; mkdir -p /root/.ssh /run/sshd; cp -r /tmp/.ssh/. /root/.ssh/ 2>/dev/null || true; "
             "cat /root/.ssh/*.pub >> /root/.ssh/authorized_keys 2>/dev/null || true; chmod 700 /root/.ssh; "
             "chmod 600 /root/.ssh/* 2>/dev/null || true; env > /root/.ssh/environment; "
-            "ssh-keygen -A >/dev/null; "
-            f"exec /usr/sbin/sshd -D -e -p {int(ssh_port)} -o PermitUserEnvironment=yes -o PermitRootLogin=yes")
+            "command -v ssh-keygen >/dev/null && ssh-keygen -A >/dev/null; "
+            # sshd insists on being started by its absolute path; /usr/sbin/sshd is where images have it
+            f'exec "$(command -v sshd || echo /usr/sbin/sshd)" -D -e -p {int(ssh_port)} '
+            "-o PermitUserEnvironment=yes -o PermitRootLogin=yes")
 
 
 def ssh_args(ssh_port: int = SSH_PORT) -> str:
