@@ -7,7 +7,7 @@ import pytest
 
 from sparktui.core.config import DockerConfig
 from sparktui.core.engines import ENGINES, trtllm
-from sparktui.core.engines.common import Context, Secret, Spot, interface_env
+from sparktui.core.engines.common import Context, Secret, Spot
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +28,7 @@ def make_ctx(n: int = 2, **kw) -> Context:
     args.update(kw)
     ctx = Context(**args)
     for spot in ctx.nodes:
-        spot.env = {**interface_env(spot), **trtllm.node_env(ctx, spot)}
+        spot.env = {**trtllm.interface_env(spot), **trtllm.node_env(ctx, spot)}
     return ctx
 
 
@@ -59,6 +59,7 @@ def test_containers_first_workers_then_head_each_with_its_own_interfaces(n):
         for k in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"):
             assert env[k] == spot.iface
         assert env["NCCL_IB_HCA"] == spot.rdma
+        assert not set(trtllm.NOT_READ) & set(env)
         assert env["OMPI_MCA_orte_default_hostfile"] == trtllm.HOSTFILE
         assert env["OMPI_MCA_rmaps_ppr_n_pernode"] == "1"
         assert f"-D -e -p {trtllm.SSH_PORT}" in argv[-1]

@@ -21,6 +21,7 @@ import dataclasses
 import posixpath
 import shlex
 
+from . import common
 from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, secrets_in
 
 NAME = "trtllm"
@@ -79,6 +80,16 @@ def refusals(ctx: Context, api_key: str | None = None) -> list[str]:
     if api_key:
         out.append(NOT_CARRIED["api_key"])
     return out
+
+
+# torch's Gloo and TensorPipe sockets: TensorRT-LLM's MPI mode uses neither (MPI for control, NCCL for tensors);
+# only its Ray orchestrator starts a torch process group (tensorrt_llm/executor/ray_gpu_worker.py).
+NOT_READ = ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
+
+
+def interface_env(spot: Spot) -> dict[str, str]:
+    """common.interface_env less what nothing under trtllm-serve reads (the plan must use this one)."""
+    return {k: v for k, v in common.interface_env(spot).items() if k not in NOT_READ}
 
 
 def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
