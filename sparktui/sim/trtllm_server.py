@@ -144,8 +144,12 @@ class TrtServe:
         kv_gib = free * a.free_gpu_memory_fraction
         per_token = max(1, model.kv_bytes_per_token(a.tensor_parallel_size))
         kv_tokens = int(kv_gib * GIB // per_token)
-        info(f"[kv cache manager] Allocated {kv_gib:.2f} GiB for max tokens in paged KV cache ({kv_tokens}).")
         max_len = a.max_seq_len or model.max_position or 4096
+        # cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp TLLM_LOG_INFO lines, then the Python summary
+        cpp("Number of tokens per block: 32.")
+        cpp(f"[MemUsageChange] Allocated {kv_gib:.2f} GiB for max tokens in paged KV cache ({kv_tokens}).")
+        info(f"max_seq_len={max_len}, max_num_requests={a.max_batch_size}, max_num_tokens={a.max_num_tokens}, "
+             f"max_batch_size={a.max_batch_size}")
         self.state = httpapi.EngineState("vllm", os.path.basename(a.model.rstrip("/")) or a.model, a.model,
                                          max_len, VERSION)
         self.state.kv_tokens = kv_tokens

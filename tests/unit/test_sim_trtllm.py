@@ -133,6 +133,9 @@ def test_two_ranks_reach_ready_and_serve(tmp_path):
         text = "".join(seen)
         assert "mpi_rank: 0" in text and "rank0 run mgmn leader node with mpi_world_size: 2" in text
         assert "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 1" in text
+        # what the engine module reads from a real log, the simulator prints
+        for key in ("version", "mpi_rank", "leader", "kv_cache", "ready"):
+            assert eng.PROGRESS[key].search(text), key
         assert read_until(sshd, "MPI size: 2, MPI local size: 1, rank: 1", seen_sshd)  # the remote rank's log
         base = f"http://127.0.0.1:{http_port}"
         with urllib.request.urlopen(base + "/health", timeout=10) as r:

@@ -134,3 +134,33 @@ def test_fit_fraction_is_of_free_memory_after_weights():
     assert trtllm.kv_fraction_for(0.85, 120.0, 70.0) == pytest.approx(0.64)
     assert trtllm.kv_fraction_for(0.85, 120.0, 70.0, free=110.0) == pytest.approx(0.8)
     assert trtllm.kv_fraction_for(0.5, 120.0, 70.0) is None
+
+
+# real line forms (docs/trtllm.md names the source of each)
+LINES = {
+    "rank_unreachable": "ssh: connect to host 192.168.100.11 port 2233: Connection refused",
+    "engine_died": "ORTE has lost communication with a remote daemon.",
+    "port_in_use": "RuntimeError: Failed to bind socket to 0.0.0.0:8355: [Errno 98] Address already in use",
+    "bad_arguments": "Error: No such option: --served-model-name Did you mean --server_role?",
+}
+
+
+@pytest.mark.parametrize("kind,line", sorted(LINES.items()))
+def test_failure_signs_match_the_real_lines(kind, line):
+    hits = [s for s in trtllm.SIGNS if s.pattern.search(line)]
+    assert hits and hits[0].kind == kind
+    m = hits[0].pattern.search(line)
+    assert "{" not in hits[0].message.format(*m.groups())
+
+
+def test_progress_lines():
+    p = trtllm.PROGRESS
+    assert p["version"].search("[TensorRT-LLM] TensorRT LLM version: 1.3.0rc20").group(1) == "1.3.0rc20"
+    assert p["version"].search("[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6").group(1) == "1.2.0rc6"
+    assert p["mpi_rank"].search("[TensorRT-LLM][INFO] MPI size: 4, MPI local size: 4, rank: 2").groups() == ("4", "4", "2")
+    assert p["ready"].search("INFO:     Application startup complete.")
+    assert trtllm.IGNORE.search("UCX  WARN  network device 'enp1s0f0np0' is not available, please use one or more of")
+    assert not any(s.pattern.search("UCX  WARN  network device 'enp1s0f0np0' is not available") for s in trtllm.SIGNS)
+    kv = p["kv_cache"].search("[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV "
+                              "cache (8224).")
+    assert kv.groups() == ("0.56", "8224")

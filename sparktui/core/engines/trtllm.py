@@ -212,3 +212,47 @@ def describe(ctx: Context, ssh_port: int = SSH_PORT) -> str:
     return (f"mpirun on {ctx.head.name} starts {len(ctx.nodes)} ranks over SSH port {ssh_port} "
             f"({', '.join(s.name for s in ctx.nodes)}); rank 0 serves {shlex.quote(served_name(ctx.model_path))} "
             f"on port {ctx.port}")
+
+
+# ---- log signs --------------------------------------------------------------------------------
+# As the real processes print them (docs/trtllm.md names each line's source). Data only, in logsigns' form;
+# diagnose.py takes them once the engine is registered.
+
+from . import logsigns as _ls  # noqa: E402 - the signs below only, after the launch data above
+
+_MPI_HINT = (f"mpirun on the head reaches the other containers over SSH on port {SSH_PORT}: check each worker "
+             "container is running (its sshd is its main process), the fabric IP in the hostfile is that node's, "
+             "and the port is open between the nodes (`sparktui preflight`)")
+_IFACE_HINT = ("UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include must name each node's own "
+               "interface on the fabric subnet (sparktui plans set them per node through each container's sshd)")
+
+PROGRESS = {
+    "version": _ls._re(r"\[TensorRT-LLM\] TensorRT[- ]LLM version: (\S+)"),
+    "mpi_rank": _ls._re(r"\[TensorRT-LLM\]\[INFO\] MPI size: (\d+), MPI local size: (\d+), rank: (\d+)"),
+    "leader": _ls._re(r"rank0 run mgmn leader node with mpi_world_size: (\d+)"),
+    "worker": _ls._re(r"rank(\d+) run mgmn worker node with mpi_world_size: (\d+)"),
+    "kv_cache": _ls._re(r"\[MemUsageChange\] Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)"),
+    "ready": _ls._re(r"Application startup complete\."),
+}
+
+SIGNS = [
+    _ls.Sign("rank_unreachable", _ls._re(r"ssh: connect to host (\S+) port (\d+): (Connection (?:refused|timed out)|"
+                                          r"No route to host)"), engines=(NAME,),
+             message="mpirun could not reach the container on {0} (port {1}: {2})", hint=_MPI_HINT),
+    _ls.Sign("rank_unreachable", _ls._re(r"Connection timed out during banner exchange|"
+                                          r"ORTE was unable to reliably start one or more daemons"), engines=(NAME,),
+             message="mpirun could not start a rank on another node", hint=_MPI_HINT),
+    _ls.Sign("engine_died", _ls._re(r"ORTE has lost communication with a remote daemon"), engines=(NAME,),
+             message="a remote rank's container went away while the job ran",
+             hint="read that node's container log for the first error; then restart the launch"),
+    _ls.Sign("nccl_error", _ls._re(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found"), engines=(NAME,),
+             hint=_IFACE_HINT),
+    _ls.Sign("port_in_use", _ls._re(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
+             engines=(NAME,), message="the HTTP port {1} is taken",
+             hint="another server holds the port: stop it or pick another --port"),
+    _ls.Sign("bad_arguments", _ls._re(r"Error: No such option: (\S+)"), engines=(NAME,),
+             message="trtllm-serve does not take {0}",
+             hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`"),
+]
+# The playbook's harmless warning when one of the two CX-7 ports has no cable.
+IGNORE = _ls._re(r"UCX\s+WARN\s+network device '\S+' is not available")
