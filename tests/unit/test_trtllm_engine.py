@@ -164,3 +164,14 @@ def test_progress_lines():
     kv = p["kv_cache"].search("[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV "
                               "cache (8224).")
     assert kv.groups() == ("0.56", "8224")
+
+
+def test_release_order_and_note():
+    k = trtllm.release_key
+    assert k("1.2.0rc0") < k("1.2.0rc6") < k("1.2.0") < k("1.2.1") < k("1.3.0rc5") < k("1.3.0rc20") < k("1.3.0")
+    assert k("not a version") is None
+    assert trtllm.release_note("1.3.0rc5", 2) is None and trtllm.release_note("1.2.1", 1) is None
+    assert trtllm.release_note(None, 2) is None  # unknown: nothing to say
+    note = trtllm.release_note("1.2.0rc0", 2)
+    assert "1.3.0rc5" in note and "#8474" in note
+    assert "1.2.0rc6" in trtllm.release_note("1.2.0rc0", 1)

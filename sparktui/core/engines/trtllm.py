@@ -187,6 +187,36 @@ def steps(ctx: Context, ssh_port: int = SSH_PORT) -> list[Step]:
     return out
 
 
+# ---- releases ---------------------------------------------------------------------------------
+# The releases NVIDIA's DGX Spark playbook runs (nvidia/trt-llm/README.md): 1.2.0rc6 on one Spark, 1.3.0rc5 on
+# two. Older ones fail on GB10 in public reports (NVIDIA/TensorRT-LLM#8474: GPT-OSS on 1.2.0rc0).
+SPARK_SINCE = "1.2.0rc6"
+TWO_NODES_SINCE = "1.3.0rc5"
+
+
+def release_key(version: str) -> tuple | None:
+    """'1.3.0rc5' -> (1, 3, 0, 0, 5); a final release sorts after its rcs ('1.2.1' -> (1, 2, 1, 1, 0))."""
+    import re
+
+    m = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(rc|post)(\d+))?", version or "")
+    if not m:
+        return None
+    major, minor, patch, tag, n = m.groups()
+    pre = (0, int(n)) if tag == "rc" else (1, int(n or 0))
+    return (int(major), int(minor), int(patch or 0)) + pre
+
+
+def release_note(version: str | None, nodes: int) -> str | None:
+    """A warning when the image's release is older than the one the playbook runs for this many nodes."""
+    since = TWO_NODES_SINCE if nodes > 1 else SPARK_SINCE
+    have, want = release_key(version or ""), release_key(since)
+    if have is None or have >= want:
+        return None
+    return (f"TensorRT-LLM {version} in this image is older than {since}, the release NVIDIA's DGX Spark playbook "
+            f"runs on {'two Sparks' if nodes > 1 else 'one Spark'}; older releases fail on GB10 in public reports "
+            f"(NVIDIA/TensorRT-LLM#8474): use nvcr.io/nvidia/tensorrt-llm/release:{since} or newer")
+
+
 # ---- fit ------------------------------------------------------------------------------------
 
 def kv_bytes(free_after_weights: float, fraction: float) -> float:
