@@ -175,3 +175,16 @@ def test_release_order_and_note():
     note = trtllm.release_note("1.2.0rc0", 2)
     assert "1.3.0rc5" in note and "#8474" in note
     assert "1.2.0rc6" in trtllm.release_note("1.2.0rc0", 1)
+
+
+def test_prefilter_agrees_with_every_trtllm_pattern():
+    # the quickre prefilter may only skip lines that cannot match (as tests/unit/test_quickre.py checks for logsigns)
+    qs = [s.pattern for s in trtllm.SIGNS] + list(trtllm.PROGRESS.values()) + [trtllm.IGNORE]
+    lines = set(LINES.values()) | {
+        "[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6", "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 1",
+        "rank0 run mgmn leader node with mpi_world_size: 2 ...", "UCX  WARN  network device 'x' is not available",
+        "UCX  ERROR no such device", "Connection timed out during banner exchange", "INFO:     Application startup complete."}
+    lines |= {ln.upper() for ln in lines} | {ln.lower() for ln in lines}
+    for q in qs:
+        for ln in lines:
+            assert bool(q.search(ln)) == bool(q.regex.search(ln)), (q, ln)
