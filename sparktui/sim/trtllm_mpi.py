@@ -50,6 +50,18 @@ This usually is caused by:
   them. Please check network connectivity (including firewalls
   and network routing requirements).
 --------------------------------------------------------------------------"""
+# OpenMPI 4's words when a rank exits non-zero (quoted in many public threads, e.g. NCCL-tests issues).
+RANK_FAILED = """--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[{job},1],{rank}]
+  Exit code:    {code}
+--------------------------------------------------------------------------"""
 ORTE_LOST = """--------------------------------------------------------------------------
 ORTE has lost communication with a remote daemon.
 --------------------------------------------------------------------------"""
@@ -57,6 +69,26 @@ ORTE has lost communication with a remote daemon.
 
 def err(text: str) -> None:
     emit(text, sys.stderr)
+
+
+def nccl_iface_problem(env=None) -> list[str]:
+    """NCCL's lines when NCCL_SOCKET_IFNAME selects no interface of this node (its bootstrap then fails);
+    [] when it selects one or is unset. Forms as NCCL prints them (see vllm_ray.py, which does the same)."""
+    from . import netinfo
+    from .ray_env import ifname_matches
+
+    env = os.environ if env is None else env
+    want = str(env.get("NCCL_SOCKET_IFNAME", "")).strip()
+    try:
+        names = [i.name for i in netinfo.interfaces()]
+    except (OSError, ValueError):
+        return []
+    if not want or not names or ifname_matches(want, names):
+        return []
+    host = os.uname().nodename
+    pid = os.getpid()
+    return [f"{host}:{pid}:{pid} [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to {want}",
+            f"{host}:{pid}:{pid} [0] NCCL WARN Bootstrap : no socket interface found"]
 
 
 # ---- mpirun -----------------------------------------------------------------------------------
@@ -147,13 +179,21 @@ async def mpirun(argv: list[str]) -> int:
         return 1
     env = dict(os.environ, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE=str(size), OMPI_COMM_WORLD_LOCAL_RANK="0")
     proc = await asyncio.create_subprocess_exec(*o["cmd"], env=env)
-    watchers = [asyncio.ensure_future(r.read()) for r, _ in links]  # EOF: that daemon is gone
+    watchers = [asyncio.ensure_future(r.read()) for r, _ in links]  # "exit N" or EOF: that rank or daemon ended
     waiter = asyncio.ensure_future(proc.wait())
+    job = os.getpid() % 65536
     try:
         done, _ = await asyncio.wait([waiter, *watchers], return_when=asyncio.FIRST_COMPLETED)
         if waiter in done:
+            if proc.returncode:
+                err(RANK_FAILED.format(job=job, rank=0, code=proc.returncode))
             return proc.returncode or 0
-        err(ORTE_LOST)
+        first = next(w for w in watchers if w in done)
+        said = first.result().decode(errors="replace").split()
+        if said[:1] == ["exit"] and len(said) > 1:
+            err(RANK_FAILED.format(job=job, rank=watchers.index(first) + 1, code=said[1]))
+        else:
+            err(ORTE_LOST)
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 10)
         return 1
@@ -228,6 +268,15 @@ async def serve_ranks(port: int, host: str = "0.0.0.0") -> None:
             emit(f"[TensorRT-LLM][INFO] MPI size: {size}, MPI local size: 1, rank: {rank}")
             writer.write(b"ok\n")
             await writer.drain()
+            # the rank runs with this container's environment (sshd's, as ~/.ssh/environment gives it)
+            problem = nccl_iface_problem()
+            if problem:
+                await clock.pause(1.0)  # NCCL comes up as the executor starts, before rank 0 serves
+                for line in problem:
+                    emit(line)
+                writer.write(b"exit 1\n")
+                await writer.drain()
+                return
             await reader.read()  # the rank lives until mpirun lets go
         except (ValueError, ConnectionError, OSError):
             pass

@@ -137,6 +137,14 @@ class TrtServe:
         for r in range(self.size):
             cpp(f"MPI size: {self.size}, MPI local size: 1, rank: {r}")
             cpp(f"Rank {r} is using GPU 0")
+        if self.size > 1:
+            from .trtllm_mpi import nccl_iface_problem
+
+            problem = nccl_iface_problem()
+            if problem:
+                for line in problem:
+                    emit(line)
+                return 1
         per_rank = model.total_bytes / max(1, world) / GIB
         await clock.pause(2.0 + per_rank / 4)
         info(f"Loading weights: {per_rank:.2f} GiB per rank", "llmapi")

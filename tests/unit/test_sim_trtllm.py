@@ -195,3 +195,27 @@ def test_silent_rank_hangs_the_launch_until_ssh_gives_up(tmp_path):
     assert "Connection timed out during banner exchange" in p.stderr
     assert "ORTE was unable to reliably start one or more daemons." in p.stderr
     assert "mpi_rank" not in p.stdout + p.stderr  # no rank ever started
+
+
+def test_remote_rank_without_its_interface_ends_the_job_with_mpis_words(tmp_path):
+    # the worker container's NCCL_SOCKET_IFNAME names no interface of that node: its rank fails NCCL's bootstrap
+    env = sim_env(speed=SPEED, interfaces="lo=127.0.0.1/8,fab0=127.0.0.2/24")
+    sshd_port = free_port()
+    sshd = start(["sshd", "-D", "-e", "-p", str(sshd_port)], dict(env, NCCL_SOCKET_IFNAME="enp9s0f0np0"))
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("127.0.0.1\n127.0.0.1\n")
+    timer = with_deadline([sshd])
+    try:
+        assert read_until(sshd, "Server listening", [])
+        p = subprocess.run(mpirun_cmd(hostfile, sshd_port, make_model(tmp_path), free_port()),
+                           env=dict(env, NCCL_SOCKET_IFNAME="fab0"), capture_output=True, text=True, timeout=BOUND_S)
+        seen: list[str] = []
+        assert read_until(sshd, "no socket interface found", seen)
+        assert "NCCL_SOCKET_IFNAME set by environment to enp9s0f0np0" in "".join(seen)
+        timer.cancel()
+    finally:
+        stop(sshd)
+    assert p.returncode == 1
+    assert "mpirun detected that one or more processes exited with non-zero status" in p.stderr
+    assert "Process name: [[" in p.stderr and "],1]" in p.stderr
+    assert "Application startup complete." not in p.stdout

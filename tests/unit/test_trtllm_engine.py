@@ -139,7 +139,7 @@ def test_fit_fraction_is_of_free_memory_after_weights():
 # real line forms (docs/trtllm.md names the source of each)
 LINES = {
     "rank_unreachable": "ssh: connect to host 192.168.100.11 port 2233: Connection refused",
-    "engine_died": "ORTE has lost communication with a remote daemon.",
+    "engine_died": "mpirun detected that one or more processes exited with non-zero status, thus causing",
     "port_in_use": "RuntimeError: Failed to bind socket to 0.0.0.0:8355: [Errno 98] Address already in use",
     "bad_arguments": "Error: No such option: --served-model-name Did you mean --server_role?",
 }

@@ -273,6 +273,9 @@ SIGNS = [
     _ls.Sign("rank_unreachable", _ls._re(r"Connection timed out during banner exchange|"
                                           r"ORTE was unable to reliably start one or more daemons"), engines=(NAME,),
              message="mpirun could not start a rank on another node", hint=_MPI_HINT),
+    _ls.Sign("engine_died", _ls._re(r"mpirun detected that one or more processes exited with non-zero status"),
+             engines=(NAME,), message="a rank exited with an error and mpirun ended the job",
+             hint="the first error is in the failing rank's node log (Process name: [[job,1],RANK] names it)"),
     _ls.Sign("engine_died", _ls._re(r"ORTE has lost communication with a remote daemon"), engines=(NAME,),
              message="a remote rank's container went away while the job ran",
              hint="read that node's container log for the first error; then restart the launch"),
