@@ -128,7 +128,7 @@ class TrtServe:
         except OSError as e:
             emit(f"RuntimeError: Failed to bind socket to {a.host}:{a.port}: {e}")
             return 1
-        info(f"Using LLM with PyTorch backend", "llmapi")
+        info("Using LLM with PyTorch backend", "llmapi")
         try:
             model = load_model(a.model)
         except ModelNotFound:

@@ -70,7 +70,8 @@ def release_files():
 def test_serve_flags_are_the_releases_options(release, release_files):
     options = src.click_options((release_files / "serve.py").read_text(), "serve")
     source = (release_files / "source").read_text().strip()
-    assert options["<arguments>"] == ["model"], f"TensorRT-LLM {release} ({source}): serve takes {options['<arguments>']}"
+    assert options["<arguments>"] == ["model"], \
+        f"TensorRT-LLM {release} ({source}): serve takes {options['<arguments>']}"
     for label, argv in mpirun_argvs():
         words = serve_part(argv)
         assert not words[0].startswith("-"), label  # MODEL first

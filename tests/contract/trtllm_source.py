@@ -27,7 +27,8 @@ from .venvs import cache_root
 
 RELEASE = "1.2.1"  # the newest tensorrt-llm release `pip index versions` lists on PyPI (2026-12)
 WHY = "newest TensorRT-LLM release on PyPI"
-FILES = {"serve.py": "tensorrt_llm/commands/serve.py", "trtllm-llmapi-launch": "tensorrt_llm/llmapi/trtllm-llmapi-launch"}
+FILES = {"serve.py": "tensorrt_llm/commands/serve.py",
+         "trtllm-llmapi-launch": "tensorrt_llm/llmapi/trtllm-llmapi-launch"}
 RAW = "https://raw.githubusercontent.com/NVIDIA/TensorRT-LLM/v{release}/{path}"
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 BUDGET_S = 1500.0

@@ -2,12 +2,9 @@
 sshd run as processes on 127.0.0.1 (ready, HTTP, a rank that cannot be reached)."""
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 

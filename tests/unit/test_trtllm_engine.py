@@ -157,7 +157,8 @@ def test_progress_lines():
     p = trtllm.PROGRESS
     assert p["version"].search("[TensorRT-LLM] TensorRT LLM version: 1.3.0rc20").group(1) == "1.3.0rc20"
     assert p["version"].search("[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6").group(1) == "1.2.0rc6"
-    assert p["mpi_rank"].search("[TensorRT-LLM][INFO] MPI size: 4, MPI local size: 4, rank: 2").groups() == ("4", "4", "2")
+    mpi = p["mpi_rank"].search("[TensorRT-LLM][INFO] MPI size: 4, MPI local size: 4, rank: 2")
+    assert mpi.groups() == ("4", "4", "2")
     assert p["ready"].search("INFO:     Application startup complete.")
     assert trtllm.IGNORE.search("UCX  WARN  network device 'enp1s0f0np0' is not available, please use one or more of")
     assert not any(s.pattern.search("UCX  WARN  network device 'enp1s0f0np0' is not available") for s in trtllm.SIGNS)
@@ -183,7 +184,8 @@ def test_prefilter_agrees_with_every_trtllm_pattern():
     lines = set(LINES.values()) | {
         "[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6", "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 1",
         "rank0 run mgmn leader node with mpi_world_size: 2 ...", "UCX  WARN  network device 'x' is not available",
-        "UCX  ERROR no such device", "Connection timed out during banner exchange", "INFO:     Application startup complete."}
+        "UCX  ERROR no such device", "Connection timed out during banner exchange",
+        "INFO:     Application startup complete."}
     lines |= {ln.upper() for ln in lines} | {ln.lower() for ln in lines}
     for q in qs:
         for ln in lines:

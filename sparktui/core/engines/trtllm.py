@@ -30,8 +30,9 @@ IMAGE_KEY = "trtllm"  # config.images.<key>
 DEFAULT_IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc5"  # the playbook's two-Spark image
 DEFAULT_PORT = 8355  # the playbook's `--port 8355` (trtllm-serve's own default is 8000, serve.py --port)
 SSH_PORT = 2233  # the playbook's entrypoint sshd port ("If port 2233 is already utilized ... will not start")
-HOSTFILE = "/etc/openmpi-hostfile"
-SSH_MOUNT = ("/.ssh", "/tmp/.ssh")  # (under the remote home, in the container): the playbook's -v ~/.ssh:/tmp/.ssh:ro  # where the playbook copies it (docker cp ... :/etc/openmpi-hostfile)
+HOSTFILE = "/etc/openmpi-hostfile"  # where the playbook copies it (docker cp ... :/etc/openmpi-hostfile)
+# (under the remote home, in the container): the playbook's -v ~/.ssh:/tmp/.ssh:ro
+SSH_MOUNT = ("/.ssh", "/tmp/.ssh")
 
 # tensorrt_llm/serve/openai_server.py register_routes: /health answers 200 once the executor is healthy, else
 # 503 "LLM is unavailable. Please check the server logs for more details."; /v1/models lists one model.
