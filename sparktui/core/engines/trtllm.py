@@ -110,8 +110,9 @@ def entrypoint_script(ssh_port: int = SSH_PORT) -> str:
     ~/.ssh of the node user is mounted read-only at /tmp/.ssh, as the playbook does; its keys let the head's
     container reach the others (the same passwordless SSH the playbook sets up between the nodes)."""
     return ("set -e; mkdir -p /root/.ssh /run/sshd; cp -r /tmp/.ssh/. /root/.ssh/ 2>/dev/null || true; "
-            "cat /root/.ssh/*.pub >> /root/.ssh/authorized_keys 2>/dev/null || true; chmod 700 /root/.ssh; "
-            "chmod 600 /root/.ssh/* 2>/dev/null || true; env > /root/.ssh/environment; "
+            "cat /root/.ssh/*.pub >> /root/.ssh/authorized_keys 2>/dev/null || true; env > /root/.ssh/environment; "
+            # private: the environment may carry a token (HF_TOKEN), the keys are keys
+            "chmod 700 /root/.ssh; chmod 600 /root/.ssh/* 2>/dev/null || true; "
             "command -v ssh-keygen >/dev/null && ssh-keygen -A >/dev/null; "
             # sshd insists on being started by its absolute path; /usr/sbin/sshd is where images have it
             f'exec "$(command -v sshd || echo /usr/sbin/sshd)" -D -e -p {int(ssh_port)} '
