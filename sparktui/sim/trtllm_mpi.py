@@ -62,6 +62,28 @@ the job to be terminated. The first process to do so was:
   Process name: [[{job},1],{rank}]
   Exit code:    {code}
 --------------------------------------------------------------------------"""
+# Open MPI 4.1.4's own words (apt's openmpi-bin, run as root without the override; a missing hostfile).
+AS_ROOT = """--------------------------------------------------------------------------
+mpirun has detected an attempt to run as root.
+
+Running as root is *strongly* discouraged as any mistake (e.g., in
+defining TMPDIR) or bug can result in catastrophic damage to the OS
+file system, leaving your system in an unusable state.
+
+We strongly suggest that you run mpirun as a non-root user.
+
+You can override this protection by adding the --allow-run-as-root option
+to the cmd line or by setting two environment variables in the following way:
+the variable OMPI_ALLOW_RUN_AS_ROOT=1 to indicate the desire to override this
+protection, and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 to confirm the choice and
+add one more layer of certainty that you want to do so.
+We reiterate our advice against doing so - please proceed at your own risk.
+--------------------------------------------------------------------------"""
+NO_HOSTFILE = """--------------------------------------------------------------------------
+Open RTE was unable to open the hostfile:
+    {path}
+Check to make sure the path and filename are correct.
+--------------------------------------------------------------------------"""
 ORTE_LOST = """--------------------------------------------------------------------------
 ORTE has lost communication with a remote daemon.
 --------------------------------------------------------------------------"""
@@ -95,7 +117,8 @@ def nccl_iface_problem(env=None) -> list[str]:
 
 def parse_mpirun(argv: list[str]) -> dict:
     """The options sparktui plans (and the playbook's -x), then the command."""
-    o = {"np": None, "hostfile": os.environ.get("OMPI_MCA_orte_default_hostfile"), "mca": {}, "x": [], "cmd": []}
+    o = {"np": None, "hostfile": os.environ.get("OMPI_MCA_orte_default_hostfile"), "mca": {}, "x": [], "cmd": [],
+         "root_ok": all(os.environ.get(k) == "1" for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"))}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -113,7 +136,10 @@ def parse_mpirun(argv: list[str]) -> dict:
             i += 2
         elif a == "--map-by":
             i += 2
-        elif a in ("--allow-run-as-root", "--oversubscribe", "--bind-to"):
+        elif a == "--allow-run-as-root":
+            o["root_ok"] = True
+            i += 1
+        elif a in ("--oversubscribe", "--bind-to"):
             i += 2 if a == "--bind-to" else 1
         elif a.startswith("-"):
             err(f"mpirun: Error: unknown option \"{a}\"\nType 'mpirun --help' for usage.")
@@ -157,6 +183,9 @@ async def launch_remote(host: str, port: int, rank: int, size: int, cmd: list[st
 
 async def mpirun(argv: list[str]) -> int:
     o = parse_mpirun(argv)
+    if os.geteuid() == 0 and not o["root_ok"]:
+        err(AS_ROOT)
+        return 1
     if not o["cmd"]:
         err("No executable was specified on the mpirun command line.")
         return 1
@@ -164,8 +193,7 @@ async def mpirun(argv: list[str]) -> int:
         with open(o["hostfile"] or "", encoding="utf-8") as f:
             hosts = [ln.split()[0] for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
     except OSError:
-        err(f"Open RTE was unable to open the hostfile:\n    {o['hostfile']}\nCheck to make sure the path and "
-            "filename are correct.")
+        err(NO_HOSTFILE.format(path=o["hostfile"]))
         return 1
     size = o["np"] or len(hosts)
     port = ssh_port(o["mca"].get("plm_rsh_args", ""))

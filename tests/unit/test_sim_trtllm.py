@@ -3,6 +3,7 @@ sshd run as processes on 127.0.0.1 (ready, HTTP, a rank that cannot be reached).
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -216,3 +217,14 @@ def test_remote_rank_without_its_interface_ends_the_job_with_mpis_words(tmp_path
     assert "mpirun detected that one or more processes exited with non-zero status" in p.stderr
     assert "Process name: [[" in p.stderr and "],1]" in p.stderr
     assert "Application startup complete." not in p.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Open MPI's root check applies to root only")
+def test_mpirun_as_root_needs_the_override_like_open_mpi(tmp_path):
+    env = {k: v for k, v in sim_env(speed=SPEED).items() if not k.startswith("OMPI_ALLOW_RUN_AS_ROOT")}
+    p = subprocess.run(["mpirun", "-np", "1", "true"], env=env, capture_output=True, text=True, timeout=BOUND_S)
+    assert p.returncode == 1 and "mpirun has detected an attempt to run as root." in p.stderr
+    ok = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    p = subprocess.run(["mpirun", "-np", "1", "--hostfile", str(tmp_path / "none"), "true"], env=ok,
+                       capture_output=True, text=True, timeout=BOUND_S)
+    assert p.returncode == 1 and "Open RTE was unable to open the hostfile:" in p.stderr
