@@ -190,3 +190,21 @@ def test_prefilter_agrees_with_every_trtllm_pattern():
     for q in qs:
         for ln in lines:
             assert bool(q.search(ln)) == bool(q.regex.search(ln)), (q, ln)
+
+
+def test_hostfile_step_writes_the_hostfile_through_a_real_shell(tmp_path):
+    import subprocess
+
+    ctx = make_ctx(3)
+    step = [s for s in trtllm.steps(ctx) if "hostfile" in s.description][0]
+    argv = step.argv[step.argv.index("sh"):]
+    argv[-1] = str(tmp_path / "openmpi-hostfile")  # the container's /etc path, here
+    subprocess.run(argv, check=True, timeout=30)
+    assert (tmp_path / "openmpi-hostfile").read_text() == trtllm.hostfile_text(ctx)
+    assert trtllm.hostfile_text(ctx).splitlines() == [s.ip for s in ctx.nodes]
+
+
+def test_describe_names_head_ranks_port_and_served_name():
+    line = trtllm.describe(make_ctx(2))
+    assert "mpirun on spark1 starts 2 ranks over SSH port 2233" in line
+    assert "Qwen3-235B-A22B-FP4" in line and "8355" in line
