@@ -49,7 +49,8 @@ SKIP_DYNLOAD = ("_test", "xx", "_ctypes_test", "_tkinter", "_ssl", "_hashlib", "
                 "_dbm", "_gdbm", "nis", "ossaudiodev", "_crypt")
 # A shell and the few tools scripts around engines use (bash -c, grep, ls); a couple of MB in all
 TOOLS = ("/usr/bin/dash", "/usr/bin/bash", "/usr/bin/sleep", "/usr/bin/cat", "/usr/bin/env", "/usr/bin/grep",
-         "/usr/bin/ls", "/usr/bin/head", "/usr/bin/tail", "/usr/bin/mkdir", "/usr/bin/rm", "/usr/bin/timeout")
+         "/usr/bin/ls", "/usr/bin/head", "/usr/bin/tail", "/usr/bin/mkdir", "/usr/bin/rm", "/usr/bin/timeout",
+         "/usr/bin/cp", "/usr/bin/chmod")  # cp, chmod: the TensorRT-LLM containers' entrypoint
 
 
 @dataclass
@@ -216,6 +217,13 @@ def collect(python: str) -> Rootfs:
     launcher = "#!/usr/bin/python3\nimport sys\n\nfrom {mod} import main\n\nsys.exit(main(sys.argv[1:]))\n"
     fs.add_file("/usr/local/bin/vllm", data=launcher.format(mod="vllm.entrypoints.cli.main").encode(), mode=0o755)
     fs.add_file("/usr/local/bin/ray", data=launcher.format(mod="ray.scripts.scripts").encode(), mode=0o755)
+    # TensorRT-LLM's MPI launch: mpirun, the launcher, trtllm-serve, and the containers' sshd where images have it
+    named = "#!/usr/bin/python3\nimport sys\n\nfrom {mod} import {fn}\n\nsys.exit({fn}(sys.argv[1:]))\n"
+    for path, mod, fn in (("/usr/local/bin/mpirun", "sparktui.sim.trtllm_mpi", "mpirun_main"),
+                          ("/usr/local/bin/trtllm-llmapi-launch", "sparktui.sim.trtllm_mpi", "launch_main"),
+                          ("/usr/local/bin/trtllm-serve", "sparktui.sim.trtllm_server", "main"),
+                          ("/usr/sbin/sshd", "sparktui.sim.trtllm_mpi", "sshd_main")):
+        fs.add_file(path, data=named.format(mod=mod, fn=fn).encode(), mode=0o755)
     return fs
 
 

@@ -1,0 +1,198 @@
+"""`trtllm-serve MODEL ...` as rank 0 runs it under trtllm-llmapi-launch: its log lines, then real HTTP.
+
+Lines and endpoints follow docs/trtllm.md (tensorrt_llm/commands/serve.py, tensorrt_llm/serve/openai_server.py,
+real logs from public issue threads): the version banner, `[TRT-LLM] [I]` Python-logger lines, one
+`[TensorRT-LLM][INFO] MPI size: ...` line per rank, then uvicorn's. Endpoints: /health (503 with
+"LLM is unavailable..." until ready), /version, /v1/models (the model directory's basename), /metrics (JSON
+iteration stats), /prometheus/metrics (Prometheus text, only with return_perf_metrics in the options file), and
+the OpenAI routes of the simulator (completions.py). TensorRT-LLM has no API key: no route is guarded.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+import time
+
+from . import clock, http1, httpapi, runtime, timing
+from .logfmt import emit
+from .model import GIB, ModelNotFound, load_model
+from .trtllm_args import VERSION, UsageError, parse
+
+UNAVAILABLE = b"LLM is unavailable. Please check the server logs for more details."
+PROM_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def stamp() -> str:
+    """The Python logger's time stamp: [07/05/2026-01:22:02]."""
+    return time.strftime("[%m/%d/%Y-%H:%M:%S]")
+
+
+def info(msg: str, tag: str = "") -> None:
+    emit(f"{stamp()} [TRT-LLM] [I] {'[' + tag + '] ' if tag else ''}{msg}")
+
+
+def cpp(msg: str, level: str = "INFO") -> None:
+    emit(f"[TensorRT-LLM][{level}] {msg}")
+
+
+def uvicorn(msg: str) -> None:
+    emit(f"{'INFO:'.ljust(9)} {msg}")
+
+
+def wants_prometheus(path: str | None) -> bool:
+    """return_perf_metrics: true in the extra LLM API options file (a YAML line; stdlib only here)."""
+    if not path:
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            return any(line.split("#")[0].replace(" ", "").strip().lower() == "return_perf_metrics:true" for line in f)
+    except OSError:
+        return False
+
+
+class TrtApi(httpapi.ApiServer):
+    """The simulator's HTTP server with TensorRT-LLM's own routes in front of the shared generation ones."""
+
+    def __init__(self, state: httpapi.EngineState, prometheus: bool) -> None:
+        super().__init__(state, lambda client, req: uvicorn(f"{client} - {req}"))
+        self.prometheus = prometheus
+
+    async def _route(self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool,
+                     auth: str = "") -> int:
+        st = self.state
+        if path == "/health" and method == "GET":
+            code = 200 if st.status == "ready" else 503
+            await http1.respond(w, code, b"" if code == 200 else UNAVAILABLE, keep=keep)
+            return code
+        if path == "/metrics" and method == "GET":
+            stats = [{"iter": st.requests, "numActiveRequests": st.running, "numQueuedRequests": st.waiting,
+                      "kvCacheStats": {"usedNumBlocks": st.kv_used // 32, "tokensPerBlock": 32,
+                                       "maxNumBlocks": st.kv_tokens // 32}}] if st.requests else []
+            await http1.respond(w, 200, _json(stats), keep=keep)
+            return 200
+        if path.startswith("/prometheus/metrics") and method == "GET" and self.prometheus:
+            await http1.respond(w, 200, prometheus_text(st).encode(), keep=keep, ctype=PROM_TYPE)
+            return 200
+        if path == "/v1/models" and method == "GET":
+            card = {"id": st.served_name, "object": "model", "created": st.created, "owned_by": "tensorrt_llm"}
+            await http1.respond(w, 200, {"object": "list", "data": [card]}, keep=keep)
+            return 200
+        return await super()._route(method, path, body, w, keep, auth)
+
+
+def _json(obj) -> bytes:
+    import json
+    return json.dumps(obj).encode()
+
+
+def prometheus_text(st: httpapi.EngineState) -> str:
+    """The served state under tensorrt_llm/metrics/collector.py's names (trtllm_ prefix)."""
+    rows = [("trtllm_num_requests_running", "gauge", st.running),
+            ("trtllm_num_requests_waiting", "gauge", st.waiting),
+            ("trtllm_kv_cache_utilization", "gauge", st.kv_used / st.kv_tokens if st.kv_tokens else 0.0),
+            ("trtllm_prompt_tokens_total", "counter", st.prompt_tokens),
+            ("trtllm_generation_tokens_total", "counter", st.generation_tokens)]
+    out = []
+    for name, kind, value in rows:
+        base = name[:-6] if kind == "counter" else name
+        out += [f"# HELP {base} {base}", f"# TYPE {base} {kind}", f"{name} {float(value)}"]
+    return "\n".join(out) + "\n"
+
+
+class TrtServe:
+    def __init__(self, argv: list[str]) -> None:
+        self.a = parse(argv)
+        self.rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0") or 0)
+        self.size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("tllm_mpi_size", "1")) or 1)
+        self.state: httpapi.EngineState | None = None
+        self.api: TrtApi | None = None
+
+    async def run(self) -> int:
+        a = self.a
+        emit(f"[TensorRT-LLM] TensorRT-LLM version: {VERSION}")
+        await clock.pause(2.0)
+        world = a.tensor_parallel_size * a.pipeline_parallel_size
+        if world != self.size:
+            emit(runtime.traceback_text([
+                (f"{runtime.PY}/tensorrt_llm/llmapi/llm.py", 1100, "__init__", "self._build_model()")],
+                f"RuntimeError: tp_size * pp_size ({world}) does not match the MPI world size ({self.size})"))
+            return 1
+        # bind first, as launch_server does, so a taken port fails before anything loads
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        host = "0.0.0.0" if a.host in ("0.0.0.0", "") else ("127.0.0.1" if a.host == "localhost" else a.host)
+        try:
+            sock.bind((host, a.port))
+        except OSError as e:
+            emit(f"RuntimeError: Failed to bind socket to {a.host}:{a.port}: {e}")
+            return 1
+        info("Using LLM with PyTorch backend", "llmapi")
+        try:
+            model = load_model(a.model)
+        except ModelNotFound:
+            emit(f"OSError: {a.model} is not a local folder and is not a valid model identifier")
+            return 1
+        for r in range(self.size):
+            cpp(f"MPI size: {self.size}, MPI local size: 1, rank: {r}")
+            cpp(f"Rank {r} is using GPU 0")
+        if self.size > 1:
+            from .trtllm_mpi import nccl_iface_problem
+
+            problem = nccl_iface_problem()
+            if problem:
+                for line in problem:
+                    emit(line)
+                return 1
+        per_rank = model.total_bytes / max(1, world) / GIB
+        await clock.pause(2.0 + per_rank / 4)
+        info(f"Loading weights: {per_rank:.2f} GiB per rank", "llmapi")
+        free = max(0.0, 119.7 - per_rank - 2.0)
+        kv_gib = free * a.free_gpu_memory_fraction
+        per_token = max(1, model.kv_bytes_per_token(a.tensor_parallel_size))
+        kv_tokens = int(kv_gib * GIB // per_token)
+        max_len = a.max_seq_len or model.max_position or 4096
+        # cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp TLLM_LOG_INFO lines, then the Python summary
+        cpp("Number of tokens per block: 32.")
+        cpp(f"[MemUsageChange] Allocated {kv_gib:.2f} GiB for max tokens in paged KV cache ({kv_tokens}).")
+        info(f"max_seq_len={max_len}, max_num_requests={a.max_batch_size}, max_num_tokens={a.max_num_tokens}, "
+             f"max_batch_size={a.max_batch_size}")
+        self.state = httpapi.EngineState("vllm", os.path.basename(a.model.rstrip("/")) or a.model, a.model,
+                                         max_len, VERSION)
+        self.state.kv_tokens = kv_tokens
+        self.state.max_running = a.max_batch_size
+        self.state.timing = timing.timing_for("vllm", model.total_bytes, model.config, model.num_layers,
+                                              world, self.size)
+        sock.listen(128)
+        sock.setblocking(False)
+        self.api = TrtApi(self.state, wants_prometheus(a.extra_llm_api_options))
+        await self.api.start(sock=sock)
+        uvicorn(f"Started server process [{os.getpid()}]")
+        uvicorn("Waiting for application startup.")
+        self.state.status = "ready"
+        uvicorn("Application startup complete.")
+        uvicorn(f"Uvicorn running on http://{a.host}:{a.port} (Press CTRL+C to quit)")
+        try:
+            await runtime.forever()
+        except asyncio.CancelledError:
+            uvicorn("Shutting down")
+            uvicorn("Waiting for application shutdown.")
+            uvicorn("Application shutdown complete.")
+            uvicorn(f"Finished server process [{os.getpid()}]")
+            await self.api.close()
+            raise
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        serve = TrtServe(sys.argv[1:] if argv is None else argv)
+    except UsageError as e:
+        print(e.text, file=sys.stderr, flush=True)
+        return 2
+    return runtime.run(serve.run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""TensorRT-LLM's engine module on its own (not yet in ENGINES): the MPI launch shape, per-node env, fit."""
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from sparktui.core.config import DockerConfig
+from sparktui.core.engines import ENGINES, trtllm
+from sparktui.core.engines.common import Context, Secret, Spot
+
+pytestmark = pytest.mark.unit
+
+MODEL = "/models/Qwen3-235B-A22B-FP4"
+IFACES = ["enp1s0f1np1", "enP2p1s0f1np1", "enp1s0f0np0", "enP2p1s0f0np0"]
+
+
+def make_ctx(n: int = 2, **kw) -> Context:
+    nodes = []
+    for i in range(n):
+        spot = Spot(name=f"spark{i + 1}", rank=i, role="head" if i == 0 else "worker", iface=IFACES[i % 4],
+                    ip=f"192.168.100.{10 + i}", rdma=f"rocep{i}s0f1", infiniband=True)
+        nodes.append(spot)
+    args = dict(engine="trtllm", mode="mpi", image=trtllm.DEFAULT_IMAGE, model_path=MODEL, served_name=None,
+                tp=n, pp=1, head_ip=nodes[0].ip, dist_port=0, port=trtllm.DEFAULT_PORT, ray_port=0,
+                mem_fraction=None, max_model_len=None, trust_remote_code=False, extra_args=[], deployment="d",
+                plan_id="p1", docker=DockerConfig(), nodes=nodes)
+    args.update(kw)
+    ctx = Context(**args)
+    for spot in ctx.nodes:
+        spot.env = {**trtllm.interface_env(spot), **trtllm.node_env(ctx, spot)}
+    return ctx
+
+
+def env_of(argv: list[str]) -> dict[str, str]:
+    out = {}
+    for i, a in enumerate(argv):
+        if a == "-e":
+            k, _, v = argv[i + 1].partition("=")
+            out[k] = v
+    return out
+
+
+def test_not_registered_yet():
+    # the engine protocol lands first; until then code that lists ENGINES sees two
+    assert "trtllm" not in ENGINES
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_containers_first_workers_then_head_each_with_its_own_interfaces(n):
+    ctx = make_ctx(n)
+    steps = trtllm.steps(ctx)
+    runs = [s for s in steps if s.kind == "run"]
+    assert [s.rank for s in runs] == list(range(1, n)) + [0]
+    for s in runs:
+        argv = s.argv
+        env = env_of(argv)
+        spot = ctx.nodes[s.rank]
+        for k in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"):
+            assert env[k] == spot.iface
+        assert env["NCCL_IB_HCA"] == spot.rdma
+        assert not set(trtllm.NOT_READ) & set(env)
+        assert env["OMPI_MCA_orte_default_hostfile"] == trtllm.HOSTFILE
+        assert env["OMPI_MCA_rmaps_ppr_n_pernode"] == "1"
+        assert f"-D -e -p {trtllm.SSH_PORT}" in argv[-1]
+        assert "PermitUserEnvironment=yes" in argv[-1]  # the node's own env reaches the rank SSH starts
+        assert "env > /root/.ssh/environment" in argv[-1]
+        assert argv[argv.index("--entrypoint") + 1] == "sh"
+        assert any(a.endswith(":/tmp/.ssh:ro") for a in argv)
+        assert f"{MODEL}:{MODEL}:ro" in argv
+
+
+def test_head_waits_for_every_worker_ssh_then_hostfile_then_mpirun():
+    ctx = make_ctx(3)
+    steps = trtllm.steps(ctx)
+    tail = steps[3:]
+    assert [s.kind for s in tail] == ["wait", "wait", "exec", "exec"]
+    assert all(s.node == "spark1" for s in tail)
+    assert [s.argv[-2] for s in tail[:2]] == ["192.168.100.11", "192.168.100.12"]
+    assert all(s.argv[-1] == str(trtllm.SSH_PORT) and s.matches("open\n") for s in tail[:2])
+    hostfile = tail[2].argv
+    assert hostfile[-2:] == ["192.168.100.10\n192.168.100.11\n192.168.100.12\n", trtllm.HOSTFILE]
+
+
+def test_mpirun_line_one_rank_per_node_and_serve_flags():
+    ctx = make_ctx(2, mem_fraction=0.8, max_model_len=32768, trust_remote_code=True)
+    start = trtllm.steps(ctx)[-1]
+    argv = start.argv
+    assert argv[:3] == ["docker", "exec", "-d"] and argv[4:6] == ["sh", "-c"]
+    inner = shlex.split(argv[6].replace(trtllm.TO_CONTAINER_LOG, ""))
+    assert inner[:inner.index("trtllm-llmapi-launch")] == [
+        "mpirun", "--allow-run-as-root", "-np", "2", "--hostfile", trtllm.HOSTFILE, "--map-by", "ppr:1:node",
+        "--mca", "plm_rsh_args", f"-p {trtllm.SSH_PORT} -o StrictHostKeyChecking=accept-new -o BatchMode=yes"]
+    serve = inner[inner.index("trtllm-llmapi-launch") + 1:]
+    assert serve[:2] == ["trtllm-serve", MODEL]
+    flags = dict(zip(serve[2::2], serve[3::2]))
+    assert flags["--tp_size"] == "2" and flags["--pp_size"] == "1"
+    assert flags["--host"] == "0.0.0.0" and flags["--port"] == "8355"
+    assert flags["--kv_cache_free_gpu_memory_fraction"] == "0.8"
+    assert flags["--max_seq_len"] == "32768"
+    assert serve[-1] == "--trust_remote_code"
+    # no interface variable is copied from the head with -x: each node keeps its own names
+    assert "-x" not in inner
+
+
+def test_secret_in_extra_env_goes_by_name_and_is_masked():
+    tok = Secret("HF_TOKEN", "hf_very_secret_value")
+    assert "-x" not in trtllm.mpirun_words(make_ctx(2, extra_args=["--revision", "main"]))
+    ctx2 = make_ctx(2)
+    ctx2.extra_args = ["--tokenizer", tok]
+    start = trtllm.steps(ctx2)[-1]
+    assert "hf_very_secret_value" not in start.display
+    assert "HF_TOKEN" in start.secrets
+    assert "-x HF_TOKEN" in start.command
+
+
+def test_refusals_name_what_does_not_carry():
+    ctx = make_ctx(2, served_name="my-model")
+    why = trtllm.refusals(ctx, api_key="sk-1")
+    assert any("--served-model-name" in w for w in why)
+    assert any("--api-key" in w for w in why)
+    assert trtllm.refusals(make_ctx(2, served_name="Qwen3-235B-A22B-FP4")) == []
+    assert "one rank per node" in trtllm.refusals(make_ctx(2, tp=4))[0]
+
+
+def test_served_name_is_the_directory_basename():
+    assert trtllm.served_name("/models/Qwen3-235B-A22B-FP4/") == "Qwen3-235B-A22B-FP4"
+    assert trtllm.served_name("nvidia/Qwen3-8B-FP4") == "Qwen3-8B-FP4"
+
+
+def test_fit_fraction_is_of_free_memory_after_weights():
+    assert trtllm.kv_bytes(40.0, 0.9) == pytest.approx(36.0)
+    # vLLM at 0.85 of 120 GiB with 70 GiB weights leaves 32 GiB of KV: TRT-LLM needs 32/50 of what is free
+    assert trtllm.kv_fraction_for(0.85, 120.0, 70.0) == pytest.approx(0.64)
+    assert trtllm.kv_fraction_for(0.85, 120.0, 70.0, free=110.0) == pytest.approx(0.8)
+    assert trtllm.kv_fraction_for(0.5, 120.0, 70.0) is None
+
+
+# real line forms (docs/trtllm.md names the source of each)
+LINES = {
+    "rank_unreachable": "ssh: connect to host 192.168.100.11 port 2233: Connection refused",
+    "engine_died": "mpirun detected that one or more processes exited with non-zero status, thus causing",
+    "port_in_use": "RuntimeError: Failed to bind socket to 0.0.0.0:8355: [Errno 98] Address already in use",
+    "bad_arguments": "Error: No such option: --served-model-name Did you mean --server_role?",
+}
+
+
+@pytest.mark.parametrize("kind,line", sorted(LINES.items()))
+def test_failure_signs_match_the_real_lines(kind, line):
+    hits = [s for s in trtllm.SIGNS if s.pattern.search(line)]
+    assert hits and hits[0].kind == kind
+    m = hits[0].pattern.search(line)
+    assert "{" not in hits[0].message.format(*m.groups())
+
+
+def test_progress_lines():
+    p = trtllm.PROGRESS
+    assert p["version"].search("[TensorRT-LLM] TensorRT LLM version: 1.3.0rc20").group(1) == "1.3.0rc20"
+    assert p["version"].search("[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6").group(1) == "1.2.0rc6"
+    mpi = p["mpi_rank"].search("[TensorRT-LLM][INFO] MPI size: 4, MPI local size: 4, rank: 2")
+    assert mpi.groups() == ("4", "4", "2")
+    assert p["ready"].search("INFO:     Application startup complete.")
+    assert trtllm.IGNORE.search("UCX  WARN  network device 'enp1s0f0np0' is not available, please use one or more of")
+    assert not any(s.pattern.search("UCX  WARN  network device 'enp1s0f0np0' is not available") for s in trtllm.SIGNS)
+    kv = p["kv_cache"].search("[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV "
+                              "cache (8224).")
+    assert kv.groups() == ("0.56", "8224")
+
+
+def test_release_order_and_note():
+    k = trtllm.release_key
+    assert k("1.2.0rc0") < k("1.2.0rc6") < k("1.2.0") < k("1.2.1") < k("1.3.0rc5") < k("1.3.0rc20") < k("1.3.0")
+    assert k("not a version") is None
+    assert trtllm.release_note("1.3.0rc5", 2) is None and trtllm.release_note("1.2.1", 1) is None
+    assert trtllm.release_note(None, 2) is None  # unknown: nothing to say
+    note = trtllm.release_note("1.2.0rc0", 2)
+    assert "1.3.0rc5" in note and "#8474" in note
+    assert "1.2.0rc6" in trtllm.release_note("1.2.0rc0", 1)
+
+
+def test_prefilter_agrees_with_every_trtllm_pattern():
+    # the quickre prefilter may only skip lines that cannot match (as tests/unit/test_quickre.py checks for logsigns)
+    qs = [s.pattern for s in trtllm.SIGNS] + list(trtllm.PROGRESS.values()) + [trtllm.IGNORE]
+    lines = set(LINES.values()) | {
+        "[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6", "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 1",
+        "rank0 run mgmn leader node with mpi_world_size: 2 ...", "UCX  WARN  network device 'x' is not available",
+        "UCX  ERROR no such device", "Connection timed out during banner exchange",
+        "INFO:     Application startup complete."}
+    lines |= {ln.upper() for ln in lines} | {ln.lower() for ln in lines}
+    for q in qs:
+        for ln in lines:
+            assert bool(q.search(ln)) == bool(q.regex.search(ln)), (q, ln)
+
+
+def test_hostfile_step_writes_the_hostfile_through_a_real_shell(tmp_path):
+    import subprocess
+
+    ctx = make_ctx(3)
+    step = [s for s in trtllm.steps(ctx) if "hostfile" in s.description][0]
+    argv = step.argv[step.argv.index("sh"):]
+    argv[-1] = str(tmp_path / "openmpi-hostfile")  # the container's /etc path, here
+    subprocess.run(argv, check=True, timeout=30)
+    assert (tmp_path / "openmpi-hostfile").read_text() == trtllm.hostfile_text(ctx)
+    assert trtllm.hostfile_text(ctx).splitlines() == [s.ip for s in ctx.nodes]
+
+
+def test_describe_names_head_ranks_port_and_served_name():
+    line = trtllm.describe(make_ctx(2))
+    assert "mpirun on spark1 starts 2 ranks over SSH port 2233" in line
+    assert "Qwen3-235B-A22B-FP4" in line and "8355" in line
