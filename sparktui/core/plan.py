@@ -461,10 +461,10 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     info = info_for(facts, order[0] if order else None, image) if image else None
     mode_note = ""
     if engine_mod is not None:
-        mode, mode_note = (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.MODES, info,
+        mode, mode_note = (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.modes, info,
                                                                          opts.engine_version)
-        if mode not in engine_mod.MODES:
-            c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
+        if mode not in engine_mod.modes:
+            c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.modes)})")
     counts = _check_nodes(config, order, facts, c)
     per_node = max(counts) if counts else 0
     gpus = per_node * len(order)
@@ -561,7 +561,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         "nodes": [[s.name, s.rank, s.iface, s.ip, s.rdma, s.infiniband, _shown_env(s.env)] for s in spots],
         **({"files": sorted(ctx.files)} if ctx.files else {}),
     })
-    if engine_mod is not None and mode in engine_mod.MODES and head_ip and tp >= 1 and pp >= 1:
+    if engine_mod is not None and mode in engine_mod.modes and head_ip and tp >= 1 and pp >= 1:
         plan.steps = _with_files(engine_mod.steps(ctx), spots, opts.files)
     for spot in spots:
         plan.nodes.append(NodePlan(name=spot.name, rank=spot.rank, role=spot.role, iface=spot.iface, ip=spot.ip,
@@ -604,4 +604,4 @@ def _with_files(steps: list[Step], spots: list[Spot], files: dict[str, str]) -> 
 
 
 def health_paths(engine: str) -> tuple[str, ...]:
-    return get_engine(engine).HEALTH_PATHS
+    return get_engine(engine).health_paths

@@ -4,8 +4,9 @@ Workers start first and the head last (SGLang's own multi-node recipe); only ran
 """
 from __future__ import annotations
 
-from .versions import sglang_balance_switch
+from .base import Engine
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
+from .versions import sglang_balance_switch
 
 NAME = "sglang"
 MODES = ("native",)
@@ -47,3 +48,45 @@ def steps(ctx: Context) -> list[Step]:
         out.append(make_step(spot.name, spot.rank, "run", docker_run(ctx, spot, launch_words(ctx, spot)),
                              f"start SGLang rank {spot.rank} ({what})", ctx.container(spot)))
     return out
+
+
+class SGLang(Engine):
+    name = NAME
+    label = "SGLang"
+    modes = MODES
+    shapes = {"native": "ranks"}
+    default_port = 30000
+    package = "sglang"
+    health_paths = HEALTH_PATHS
+    ready_line = READY_LINE
+    host_ip_env = "SGLANG_HOST_IP"
+    # sglang/srt/server_args.py (0.5.3.post3, 0.5.23): the flags for the shared terms
+    vocabulary = {
+        "model": "--model-path", "tp": "--tp", "pp": "--pp-size", "served_name": "--served-model-name",
+        "context_length": "--context-length", "mem_fraction": "--mem-fraction-static", "api_key": "--api-key",
+        "trust_remote_code": "--trust-remote-code", "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype",
+        "quantization": "--quantization", "load_format": "--load-format", "download_dir": "--download-dir",
+        "chat_template": "--chat-template", "revision": "--revision", "tool_call_parser": "--tool-call-parser",
+        "reasoning_parser": "--reasoning-parser", "tokenizer": "--tokenizer-path", "seed": "--random-seed",
+        "max_running": "--max-running-requests", "eager": "--disable-cuda-graph",
+    }
+    fit_fraction = 0.75
+    fit_covers = "SGLang's static share: weights + KV cache, activations outside"
+    activations_in_budget = False
+    # with DP attention every rank holds the whole embedding table and lm_head
+    embeddings_replicated_by = "--enable-dp-attention"
+    log_words = ("sglang",)
+    no_metrics_hint = ("SGLang serves /metrics only with --enable-metrics: redeploy with a current sparktui plan "
+                       "(it adds the flag), or add it to the launch's extra arguments")
+    recipe_runtimes = {"sglang": None}
+    recipe_programs = (("python3", "-m", "sglang.launch_server"), ("python", "-m", "sglang.launch_server"),
+                       ("sglang", "serve"))
+
+    def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
+        return node_env(ctx, spot)
+
+    def steps(self, ctx: Context) -> list[Step]:
+        return steps(ctx)
+
+
+ENGINE = SGLang()

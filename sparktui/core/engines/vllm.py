@@ -16,6 +16,8 @@ import json
 import re
 import shlex
 
+from .base import Engine
+from .versions import vllm_native_refusal
 from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt, secrets_in
 
 NAME = "vllm"
@@ -152,3 +154,69 @@ def steps_native(ctx: Context) -> list[Step]:
 
 def steps(ctx: Context) -> list[Step]:
     return steps_ray(ctx) if ctx.mode == "ray" else steps_native(ctx)
+
+
+class VLLM(Engine):
+    name = NAME
+    label = "vLLM"
+    modes = MODES
+    shapes = {"ray": "ray-driver", "native": "ranks"}
+    default_port = 8000
+    package = "vllm"
+    health_paths = HEALTH_PATHS
+    ready_line = READY_LINE
+    host_ip_env = "VLLM_HOST_IP"
+    # vllm/entrypoints/openai/cli_args.py: the API key may come from $VLLM_API_KEY instead of --api-key
+    api_key_env = "VLLM_API_KEY"
+    # vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py (0.11.0, 0.31.0, 0.33.0)
+    vocabulary = {
+        "model": "--model", "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
+        "served_name": "--served-model-name", "context_length": "--max-model-len",
+        "mem_fraction": "--gpu-memory-utilization", "api_key": "--api-key", "trust_remote_code": "--trust-remote-code",
+        "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype", "quantization": "--quantization",
+        "load_format": "--load-format", "download_dir": "--download-dir", "chat_template": "--chat-template",
+        "revision": "--revision", "tool_call_parser": "--tool-call-parser", "reasoning_parser": "--reasoning-parser",
+        "tokenizer": "--tokenizer", "seed": "--seed", "max_running": "--max-num-seqs", "eager": "--enforce-eager",
+    }
+    # vLLM serves tool calls only with both
+    companions = {"--tool-call-parser": "--enable-auto-tool-choice"}
+    fit_fraction = 0.8
+    fit_covers = "vLLM's share for weights, activations and KV cache"
+    activations_in_budget = True
+    log_words = ("vllm", "ray runtime started")
+    reads_neutral_logs = True  # its rule set holds every engine-neutral signature
+    recipe_runtimes = {"vllm-ray": "ray", "vllm-distributed": "native",
+                       "eugr-vllm": "ray"}  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
+    recipe_programs = (("vllm", "serve"), ("python3", "-m", "vllm.entrypoints.openai.api_server"))
+
+    def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
+        return node_env(ctx, spot)
+
+    def steps(self, ctx: Context) -> list[Step]:
+        return steps(ctx)
+
+    def pick_mode(self, info, version: str | None) -> tuple[str, str]:
+        """Native in an image without Ray whose release runs natively. NGC's vLLM images ship without Ray from
+        26.05-py3 (NVIDIA/dgx-spark-playbooks nvidia/vllm/README.md, commit 0db7c14: "The 26.05-py3 NGC image
+        ships without ray")."""
+        if info is not None and info.has("ray") is False:
+            if vllm_native_refusal(version or info.version(self.package)) is None:
+                return "native", f"mode native: {info.ref} has no Ray"
+        return self.modes[0], ""
+
+    def refusals(self, mode: str, image: str, info, version: str | None) -> list[str]:
+        out = []
+        if mode == "native" and (why := vllm_native_refusal(version)):
+            out.append(why)
+        if mode == "ray" and info is not None and info.has("ray") is False:
+            out.append(f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
+                       f"(pip install 'ray[default]'), use another image, or use --mode native")
+        return out
+
+    def bad_arguments_hint(self, text: str) -> str | None:
+        if any(f in text for f in ("--nnodes", "--headless", "--master-addr", "--node-rank")):
+            return "this vLLM predates native multi-node (--nnodes/--headless): use --mode ray or a newer image"
+        return None
+
+
+ENGINE = VLLM()
