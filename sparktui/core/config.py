@@ -165,6 +165,12 @@ class Config:
             return s.image
         return getattr(self.images, engine, None) or _engine_default(engine, "default_image")
 
+    def engine_images(self) -> dict[str, str]:
+        """engine -> its image, for every engine in the registry that has one, in registry order."""
+        from .engines import ENGINES  # the engines import this module (DockerConfig)
+
+        return {e: ref for e in ENGINES if (ref := self.image_for(e))}
+
     def port_for(self, engine: str) -> int | None:
         """The engine's HTTP port: engines.<engine>.port, else engine.<engine>_port, else the engine's own default."""
         s = self.engines.get(engine)

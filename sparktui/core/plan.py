@@ -14,7 +14,7 @@ from ipaddress import IPv4Network
 from typing import Union
 
 from .config import Config
-from .engines import ENGINES, get_engine
+from .engines import DEFAULT_ENGINE, ENGINES, get_engine
 from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import plan_files
@@ -36,9 +36,9 @@ _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UC
 class PlanOptions:
     """What the user chose; None means the config's default (or the engine's)."""
 
-    engine: str = "sglang"  # sglang | vllm
-    mode: str | None = None  # vllm: ray | native; sglang: native (its own multi-node)
-    image: str | None = None  # default: config.images.<engine>
+    engine: str = DEFAULT_ENGINE  # a name in the engine registry (core/engines)
+    mode: str | None = None  # one of the engine's modes; None: its first (or what its image allows)
+    image: str | None = None  # default: config.image_for(engine)
     model_path: str | None = None  # default: config.model.path
     served_model_name: str | None = None  # default: config.model.name
     tp: int | None = None  # default: GPUs per node x nodes
@@ -457,7 +457,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.error(f"unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})")
         mode = opts.mode or ""
     order = list(opts.nodes) if opts.nodes else _narrow(_default_order(config), facts, opts, c)
-    image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""
+    image = opts.image or (config.image_for(engine) if engine_mod else None) or ""
     info = info_for(facts, order[0] if order else None, image) if image else None
     mode_note = ""
     if engine_mod is not None:
@@ -473,7 +473,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     _check_parallel(tp, pp, gpus, opts.model_config, c)
 
     eng = config.engine
-    default_port = eng.vllm_port if engine == "vllm" else eng.sglang_port
+    default_port = config.port_for(engine)
     port = opts.port if opts.port is not None else default_port
     dist_port = opts.dist_port if opts.dist_port is not None else eng.dist_port
     ray_port = opts.ray_port if opts.ray_port is not None else eng.ray_port

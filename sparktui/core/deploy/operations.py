@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from .. import labels as L
 from ..config import Config
+from ..engines import DEFAULT_ENGINE
 from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
 from .. import facts_store
 from .. import inventory as _inventory
@@ -247,7 +248,7 @@ class Operations:
             p = Prepared(op, d.name, ch, Preview(f"Stop deployment {d.name}", stops_of(found)), found=found)
             p.warnings = [f"{f.node}: cannot tell what runs ({f.error})" for f in found.values() if f.error]
             return p
-        what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or 'sglang'}"
+        what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or DEFAULT_ENGINE}"
         return Prepared(op, self.config.cluster, ch, Preview(f"Copy {what} to the nodes"))
 
     async def prepare_check(self, ch: Choices) -> Prepared:
@@ -369,7 +370,7 @@ class Operations:
             return "; ".join(f"{o.dest}: {o.message}" for o in outs) or "every node already has the model"
         from ..transfers import sync_image
 
-        outs = await sync_image(self.cluster, self.config, p.choices.engine_or_image or "sglang", emit=self.bus.emit,
+        outs = await sync_image(self.cluster, self.config, p.choices.engine_or_image or DEFAULT_ENGINE, emit=self.bus.emit,
                                 opts=self.transfer_opts, subnet=subnet)
         return "; ".join(f"{o.dest}: {o.message}" for o in outs)
 

@@ -37,6 +37,7 @@ class Engine(ABC):
     label: ClassVar[str]  # as people write it: "SGLang"
     modes: ClassVar[tuple[str, ...]]  # the first is the default
     shapes: ClassVar[Mapping[str, str]]  # mode -> one of SHAPES
+    mode_labels: ClassVar[Mapping[str, str]] = {}  # mode -> as people write it, where it differs
     default_port: ClassVar[int]  # HTTP port on the head unless the config says otherwise
     default_image: ClassVar[str | None] = None  # for engines the config's `images:` section has no key for
     package: ClassVar[str]  # the Python distribution whose version is the engine release in an image
@@ -74,6 +75,10 @@ class Engine(ABC):
 
     def shape(self, mode: str) -> str:
         return self.shapes.get(mode, SHAPES[0])
+
+    def choice_label(self, mode: str) -> str:
+        """How the launch form lists engine and mode: "SGLang", "vLLM (Ray)"."""
+        return self.label if len(self.modes) == 1 else f"{self.label} ({self.mode_labels.get(mode, mode)})"
 
     # -- releases -----------------------------------------------------------------------------
     def pick_mode(self, info, version: str | None) -> tuple[str, str]:

@@ -161,6 +161,7 @@ class VLLM(Engine):
     label = "vLLM"
     modes = MODES
     shapes = {"ray": "ray-driver", "native": "ranks"}
+    mode_labels = {"ray": "Ray"}
     default_port = 8000
     package = "vllm"
     health_paths = HEALTH_PATHS
