@@ -55,12 +55,14 @@ class Engine(ABC):
     embeddings_replicated_by: ClassVar[str | None] = None  # a flag that makes every GPU hold the embeddings
     log_words: ClassVar[tuple[str, ...]] = ()  # lower-case words that mark a log as this engine's
     reads_neutral_logs: ClassVar[bool] = False  # its rule set reads a log that names no engine
+    hang_pivot: ClassVar[tuple[str, str] | None] = None  # (engine, why) to suggest when a launch hangs
     no_metrics_hint: ClassVar[str] = "this engine release serves no /metrics"
     # sparkrun recipes: runtime (as resolved) -> mode (None: the default), and the commands that run it
     recipe_runtimes: ClassVar[Mapping[str, str | None]] = {}
     recipe_programs: ClassVar[tuple[tuple[str, ...], ...]] = ()
     recipe_flags: ClassVar[Mapping[str, str]] = {}  # sparkrun defaults key -> this engine's flag
     recipe_negated: ClassVar[frozenset[str]] = frozenset()  # switches on by default: false is --no-<flag>
+    recipe_command_hint: ClassVar[tuple[str, str] | None] = None  # (regex on a runtime-less command, runtime)
     # the benchmark client: a callable building the load generator for this engine, once one exists
     bench_client: ClassVar[Callable[..., Any] | None] = None
 
@@ -88,6 +90,11 @@ class Engine(ABC):
     def refusals(self, mode: str, image: str, info, version: str | None) -> list[str]:
         """Why this release or image cannot run `mode`, each with the way out; empty when it can."""
         return []
+
+    def resolve_recipe(self, runtime: str, builder: str, data: dict, defaults: dict,
+                       cmd: str) -> tuple[str, str, str | None] | None:
+        """(runtime, builder, why) where sparkrun resolves this runtime further (recipe_rules.resolve_runtime)."""
+        return None
 
     def bad_arguments_hint(self, text: str) -> str | None:
         """A better hint for "unrecognized arguments" in this text, when the cause is known."""

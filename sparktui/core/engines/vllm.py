@@ -59,6 +59,9 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
 PER_NODE_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME",
                 "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "VLLM_HOST_IP")
 NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json"
+# sparkrun 0.4.2 core/recipe.py _RAY_BACKEND_RE, and the eugr nightly image that marks its eugr builder
+_RAY_BACKEND = re.compile(r"--distributed-executor-backend\s+ray\b")
+EUGR_CONTAINER = "ghcr.io/spark-arena/dgx-vllm-eugr-nightly"
 
 
 def non_carry_over_script() -> str:
@@ -189,6 +192,34 @@ class VLLM(Engine):
     recipe_runtimes = {"vllm-ray": "ray", "vllm-distributed": "native",
                        "eugr-vllm": "ray"}  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
     recipe_programs = (("vllm", "serve"), ("python3", "-m", "vllm.entrypoints.openai.api_server"))
+    # sparkrun 0.4.2 runtimes/_vllm_common.py VLLM_FLAG_MAP and VLLM_BOOL_FLAGS: defaults key -> flag
+    recipe_flags = {
+        "dtype": "--dtype", "quantization": "--quantization", "kv_cache_dtype": "--kv-cache-dtype",
+        "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
+        "api_key": "--api-key", "attention_backend": "--attention-backend", "load_format": "--load-format",
+        "reasoning_parser": "--reasoning-parser", "tool_call_parser": "--tool-call-parser",
+        "data_parallel": "--data-parallel-size", "enforce_eager": "--enforce-eager",
+        "enable_prefix_caching": "--enable-prefix-caching", "enable_auto_tool_choice": "--enable-auto-tool-choice",
+        "enable_chunked_prefill": "--enable-chunked-prefill", "async_scheduling": "--async-scheduling",
+        "chat_template": "--chat-template", "speculative_config": "--speculative-config",
+        "tokenizer_mode": "--tokenizer-mode", "mm_encoder_tp_mode": "--mm-encoder-tp-mode",
+        "block_size": "--block-size", "seed": "--seed", "otlp_traces_endpoint": "--otlp-traces-endpoint",
+        "generation_config": "--generation-config", "hf_overrides": "--hf-overrides",
+        "compilation_config": "--compilation-config", "attention_config": "--attention-config",
+        "model_loader_extra_config": "--model-loader-extra-config",
+        "default_chat_template_kwargs": "--default-chat-template-kwargs",
+        "limit_mm_per_prompt": "--limit-mm-per-prompt", "mm_processor_cache_gb": "--mm-processor-cache-gb",
+        "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
+        "max_cudagraph_capture_size": "--max-cudagraph-capture-size",
+        "long_prefill_token_threshold": "--long-prefill-token-threshold", "mamba_cache_dtype": "--mamba-cache-dtype",
+        "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype",
+        "enable_prompt_tokens_details": "--enable-prompt-tokens-details",
+        "enable_force_include_usage": "--enable-force-include-usage",
+        "enable_request_id_headers": "--enable-request-id-headers",
+        "disable_custom_all_reduce": "--disable-custom-all-reduce"
+    }
+    # VLLM_NEGATABLE_BOOL_FLAGS: on by default in vLLM, so a recipe's false is written --no-<flag>
+    recipe_negated = frozenset({"enable_prefix_caching", "enable_chunked_prefill", "async_scheduling"})
 
     def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
         return node_env(ctx, spot)
@@ -213,6 +244,27 @@ class VLLM(Engine):
             out.append(f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
                        f"(pip install 'ray[default]'), use another image, or use --mode native")
         return out
+
+    def resolve_recipe(self, runtime: str, builder: str, data: dict, defaults: dict,
+                       cmd: str) -> tuple[str, str, str | None] | None:
+        """sparkrun 0.4.2 core/recipe.py: _resolve_vllm_variant (vllm, or no runtime, -> vllm-ray when
+        defaults.distributed_executor_backend is ray or the command holds `--distributed-executor-backend ray`,
+        else vllm-distributed), and _resolve_v1_migration / _resolve_eugr_signals (recipe_version "1",
+        build_args, or an eugr nightly container get the eugr builder)."""
+        if runtime not in ("vllm", ""):
+            return None
+        if not builder:
+            rc = data.get("runtime_config")
+            build_args = data.get("build_args") or (rc.get("build_args") if isinstance(rc, dict) else None)
+            if (str(data.get("recipe_version", "2")) == "1" or build_args
+                    or str(data.get("container") or "").strip().startswith(EUGR_CONTAINER)):
+                builder = "eugr"
+        ray = str(defaults.get("distributed_executor_backend", "")).lower() == "ray" or _RAY_BACKEND.search(cmd)
+        variant = "vllm-ray" if ray else "vllm-distributed"
+        bare = "runtime vllm" if runtime else "no runtime"
+        why = (f"{bare} with distributed_executor_backend ray means vllm-ray (vLLM over Ray)" if ray else
+               f"{bare} and no Ray backend named means vllm-distributed (vLLM's own multi-node mode)")
+        return variant, builder, why
 
     def bad_arguments_hint(self, text: str) -> str | None:
         if any(f in text for f in ("--nnodes", "--headless", "--master-addr", "--node-rank")):
