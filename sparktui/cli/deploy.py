@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pivot", help="stop, then launch the other engine with the same model, TP/PP and network")
     add_config_arg(p)
     _deployment_arg(p)
-    p.add_argument("--to", choices=sorted(ENGINES), help="engine to switch to (default: the other one)")
+    p.add_argument("--to", choices=sorted(ENGINES),
+                   help="engine to switch to (default: the next one; with two engines, the other one)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
     _wait_args(p)
     add_json_arg(p)
@@ -207,7 +208,8 @@ def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
             dep = f" --deployment {shlex.quote(d.name)}" if args is not None and d.name != safe_name(
                 get_config(args).cluster) else ""
             cmd = _again(args, "pivot", "--to", to) if args is not None else f"sparktui pivot --to {to}"
-            console.print(f"  next: {cmd}{dep}   ({why})", markup=False, soft_wrap=True)  # a wrapped command would not run
+            # a wrapped command would not run
+            console.print(f"  next: {cmd}{dep}   ({why})", markup=False, soft_wrap=True)
     for w in d.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), w))
 

@@ -87,7 +87,8 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
         env[k] = v
     nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
     if args.mode and len(get_engine(args.engine or DEFAULT_ENGINE).modes) == 1 and not args.recipe:
-        raise CliExit(2, f"--mode applies to --engine {' or '.join(e.name for e in ENGINES.values() if len(e.modes) > 1)} only")
+        multi = " or ".join(e.name for e in ENGINES.values() if len(e.modes) > 1)
+        raise CliExit(2, f"--mode applies to --engine {multi} only")
     opts = PlanOptions(engine=args.engine or DEFAULT_ENGINE, mode=args.mode, image=args.image, tp=args.tp, pp=args.pp,
                        nodes=nodes, rendezvous=args.iface, dist_port=args.dist_port, port=args.port,
                        ray_port=args.ray_port, mem_fraction=args.mem_fraction, max_model_len=args.max_model_len,

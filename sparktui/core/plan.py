@@ -14,8 +14,8 @@ from ipaddress import IPv4Network
 from typing import Union
 
 from .config import Config
-from .engines import DEFAULT_ENGINE, ENGINES, get_engine
-from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
+from .engines import DEFAULT_ENGINE, ENGINES, get_engine, runs_ray
+from .engines.common import Context, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
@@ -29,7 +29,8 @@ from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_prob
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
 _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "SGLANG_HOST_IP", "VLLM_HOST_IP")
+             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
+             *(e.host_ip_env for e in ENGINES.values()))
 
 
 @dataclass
@@ -112,7 +113,7 @@ class Plan:
 
     @property
     def rendezvous_port(self) -> int:
-        return self.ray_port if self.mode == "ray" else self.dist_port
+        return self.ray_port if runs_ray(self.engine, self.mode) else self.dist_port
 
     def steps_for(self, node: str) -> list[Step]:
         return [s for s in self.steps if s.node == node]
@@ -245,8 +246,8 @@ def _check_parallel(tp: int, pp: int, gpus: int, cfg: dict | None, c: _Checks) -
 
 
 def _check_ports(engine: str, mode: str, ports: dict[str, int], c: _Checks) -> None:
-    used = {k: v for k, v in ports.items() if not (k == "ray port" and mode != "ray")
-            and not (k == "dist port" and mode == "ray")}
+    ray = runs_ray(engine, mode)
+    used = {k: v for k, v in ports.items() if not (k == "ray port" and not ray) and not (k == "dist port" and ray)}
     for what, p in used.items():
         if not _valid_port(p):
             c.error(f"{what} {p} is not a valid TCP port (1-65535)")
@@ -430,7 +431,7 @@ def _shown_env(env: dict[str, Union[str, Secret]]) -> dict[str, str]:
 
 def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot: Spot, c: _Checks) -> dict:
     env: dict[str, Union[str, Secret]] = {}
-    env.update(interface_env(spot))
+    env.update(engine_mod.interface_env(spot))
     env.update(engine_mod.node_env(ctx, spot))
     env["NCCL_DEBUG"] = "INFO"  # one line at init tells the transport (RoCE or sockets); diagnosis reads it
     if config.docker.gpu_style == "runtime-nvidia":
@@ -552,6 +553,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     if engine_mod is not None:
         for spot in spots:
             spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)
+        for why in engine_mod.plan_refusals(ctx):
+            c.error(why)
     ctx.plan_id = plan.plan_id = _plan_id({
         "engine": engine, "mode": mode, "image": image, "model": model_path, "served": served, "tp": tp, "pp": pp,
         "ports": [port, dist_port, ray_port], "mem": mem_fraction, "max_len": max_len, "trust": trust,

@@ -46,6 +46,7 @@ class Toy(Engine):
     default_port, default_image, package = 9100, "toy/serve:1", "toy"
     health_paths, ready_line, host_ip_env = ("/health",), "ready", "TOY_HOST_IP"
     vocabulary = {"context_length": "--max-seq-len", "api_key": "--api-key", "served_name": "--served-model-name"}
+    not_carried = {"tool_call_parser": "Toy parses tool calls itself"}
 
     def node_env(self, ctx, spot):
         return {self.host_ip_env: spot.ip or ""}
@@ -65,7 +66,7 @@ def test_pivot_to_a_third_engine_carries_the_shared_terms_and_names_the_rest(mon
     notes = pivot_notes(opts, "toy")
     assert notes == ["not carried over to Toy (no equivalent): --enforce-eager, --tool-call-parser",
                      "carried over to Toy: --max-model-len as --max-seq-len, --served-model-name, "
-                     "VLLM_API_KEY as --api-key"]
+                     "VLLM_API_KEY as --api-key", "--tool-call-parser: Toy parses tool calls itself"]
     assert api_key_of(new) == "sk-env"
     back = pivot_options(new, "sglang")  # and on from the third engine to another
     assert back.extra_args == ["--context-length", "4096", "--served-model-name=q", "--api-key", "sk-env"]

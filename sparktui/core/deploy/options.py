@@ -158,6 +158,11 @@ def pivot_notes(opts: PlanOptions, to: str) -> list[str]:
         notes.append(f"not carried over to {name} (no equivalent): {', '.join(t.dropped)}")
     if t.carried:
         notes.append(f"carried over to {name}: {', '.join(t.carried)}")
+    src, dst = find_engine(opts.engine), find_engine(to)
+    for flag in t.dropped:  # what the new engine offers instead, where it says
+        term = src.term(flag) if src else None
+        if dst and term in dst.not_carried:
+            notes.append(f"{flag}: {dst.not_carried[term]}")
     return notes
 
 

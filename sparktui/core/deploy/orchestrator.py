@@ -21,7 +21,7 @@ from ..channels import SESSIONS_NEEDED
 from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
 from ..fabric_live import Live
-from ..engines import DEFAULT_ENGINE, ENGINES, default_mode
+from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
 from ..events import (DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines,
                       ServingStats)
@@ -294,7 +294,8 @@ class Deployer:
         self.name = cur.name
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
                                    and cur.options.model_path else self.config.model.path,
-                                   expect=cur.containers if cur.mode != "ray" else (),  # with Ray only the head inits
+                                   # with Ray only the head inits
+                                   expect=() if runs_ray(cur.engine, cur.mode) else cur.containers,
                                    limits=self.config.engine.phase_limits, env_set=self._env_everywhere(cur))
         self.check = None
         self.last_check = None

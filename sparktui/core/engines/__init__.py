@@ -32,6 +32,12 @@ def default_mode(engine: str) -> str:
     return get_engine(engine).modes[0]
 
 
+def runs_ray(engine: str, mode: str | None) -> bool:
+    """Does this engine's mode start a Ray cluster first (Ray's GCS port is the rendezvous, only the head inits)?"""
+    e = ENGINES.get(engine)
+    return e is not None and mode is not None and e.shape(mode) == "ray-driver"
+
+
 def next_engine(engine: str) -> str:
     """Where pivot goes without being told: the next engine in the registry (with two, the other one)."""
     names = list(ENGINES)

@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, Mapping
 
 from . import logsigns, metricnames
+from . import common
 from .common import Context, Spot, Step
 
 # The shared vocabulary: what a launch means, whatever the engine calls it. An engine maps the terms it
@@ -47,6 +48,7 @@ class Engine(ABC):
     api_key_env: ClassVar[str | None] = None  # a variable the engine also reads its API key from
     vocabulary: ClassVar[Mapping[str, str]]  # shared term (TERMS) -> this engine's flag
     companions: ClassVar[Mapping[str, str]] = {}  # flag -> the flag it needs beside it in this engine
+    not_carried: ClassVar[Mapping[str, str]] = {}  # shared term this engine has no flag for -> what to do instead
     # fit semantics: the fraction NVIDIA's DGX Spark examples use, what it covers, and whether the
     # activations live inside it (vLLM) or outside (SGLang)
     fit_fraction: ClassVar[float] = 0.8
@@ -74,6 +76,14 @@ class Engine(ABC):
     @abstractmethod
     def steps(self, ctx: Context) -> list[Step]:
         """Every launch action, in order."""
+
+    def interface_env(self, spot: Spot) -> dict[str, str]:
+        """The variables that keep every library's sockets on the node's rendezvous interface."""
+        return common.interface_env(spot)
+
+    def plan_refusals(self, ctx: Context) -> list[str]:
+        """Why this plan cannot run on this engine as asked (errors on the plan); empty when it can."""
+        return []
 
     def shape(self, mode: str) -> str:
         return self.shapes.get(mode, SHAPES[0])

@@ -18,7 +18,8 @@ import shlex
 
 from .base import Engine
 from .versions import vllm_native_refusal
-from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt, secrets_in
+from .common import (HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt,
+                     secrets_in)
 
 NAME = "vllm"
 MODES = ("ray", "native")
