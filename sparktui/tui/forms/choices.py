@@ -10,7 +10,7 @@ from textual.content import Content
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
-from ...core.engines import ENGINES as REGISTRY, default_mode, runs_ray
+from ...core.engines import ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
 from ...core.fit import default_fraction
 from ...core.plan import PlanOptions, _norm_image
 
@@ -28,7 +28,7 @@ def engine_key(engine: str, mode: str) -> str:
 def runs_ray(key: str) -> bool:
     """Does this engine:mode choice start a Ray cluster (its GCS port matters, the rendezvous port does not)?"""
     engine, _, mode = key.partition(":")
-    return runs_ray(engine, mode)
+    return engine_runs_ray(engine, mode)
 
 
 def engine_options() -> list[tuple[str, str]]:
