@@ -42,7 +42,7 @@ MODES = list(dict.fromkeys(m for e in sorted(ENGINES.values(), key=lambda e: -le
 
 def add_plan_args(p: argparse.ArgumentParser) -> None:
     """The plan options, shared by every command that builds a plan (plan, preflight, launch)."""
-    p.add_argument("--engine", choices=sorted(ENGINES), help="inference engine (default: sglang, or the recipe's)")
+    p.add_argument("--engine", choices=sorted(ENGINES), help=f"inference engine (default: {DEFAULT_ENGINE}, or the recipe's)")
     p.add_argument("--mode", choices=MODES, help="vLLM multi-node mode (default: ray, or native where the image has no Ray)")
     p.add_argument("--tp", type=int, help="tensor parallel size (default: GPUs per node x nodes)")
     p.add_argument("--pp", type=int, help="pipeline parallel size (default: 1)")

@@ -10,7 +10,7 @@ from textual.content import Content
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
-from ...core.engines import ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
+from ...core.engines import DEFAULT_ENGINE, ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
 from ...core.fit import default_fraction
 from ...core.plan import PlanOptions, _norm_image
 
@@ -124,7 +124,7 @@ def subnet_detail(s: Subnet | None, nodes: list[str]) -> Content:
 class FormValues:
     """The form's raw values, as typed."""
 
-    engine: str = "sglang:native"
+    engine: str = engine_key(DEFAULT_ENGINE, default_mode(DEFAULT_ENGINE))
     image: str | None = None
     parallel: str = "1:1"
     rendezvous: str | None = None
