@@ -114,3 +114,36 @@ def test_no_file_outside_the_engines_branches_on_an_engine_name():
                          capture_output=True, text=True).stdout.split()
     outside = [f for f in out if not re.match(r"sparktui/(core/engines|sim|demo)/", f)]
     assert len(outside) <= 2, outside
+
+
+class MpiToy(Toy):
+    """A third engine with an MPI launcher: one command on the head, its own interface variables and a refusal."""
+
+    def interface_env(self, spot):
+        return {k: v for k, v in super().interface_env(spot).items() if k != "GLOO_SOCKET_IFNAME"}
+
+    def plan_refusals(self, ctx):
+        return ["Toy reads no context length cap"] if ctx.max_model_len else []
+
+    def steps(self, ctx):
+        from sparktui.core.engines.common import docker_run, make_step
+
+        head = ctx.head
+        return [make_step(head.name, 0, "run", docker_run(ctx, head, ["mpirun", "-np", str(len(ctx.nodes)), "toy"]),
+                          "start mpirun on the head", ctx.container(head))]
+
+
+def test_a_third_engine_is_planned_through_its_own_hooks(monkeypatch):
+    from sparktui.core.plan import make_plan
+    from tests.unit.test_plan import IMAGE_ID, cluster
+
+    monkeypatch.setitem(registry.ENGINES, "toy", MpiToy())
+    config, facts, subnets = cluster(2, images={"toy/serve:1": IMAGE_ID})
+    plan = make_plan(config, facts, subnets, PlanOptions(engine="toy", tp=2))
+    assert plan.ok, plan.errors
+    assert (plan.mode, plan.image, plan.port) == ("mpi", "toy/serve:1", 9100)
+    assert [s.description for s in plan.steps] == ["start mpirun on the head"]
+    env = plan.nodes[1].env
+    assert env["TOY_HOST_IP"] and env["NCCL_SOCKET_IFNAME"] and "GLOO_SOCKET_IFNAME" not in env
+    refused = make_plan(config, facts, subnets, PlanOptions(engine="toy", tp=2, max_model_len=4096))
+    assert refused.errors == ["Toy reads no context length cap"]
