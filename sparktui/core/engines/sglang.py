@@ -60,9 +60,9 @@ class SGLang(Engine):
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE
     host_ip_env = "SGLANG_HOST_IP"
-    # sglang/srt/server_args.py (0.5.3.post3, 0.5.23): the flags for the shared terms
+    # sglang/srt/server_args.py: the flags for the shared terms (tests/contract checks each in every release)
     vocabulary = {
-        "model": "--model-path", "tp": "--tp", "pp": "--pp-size", "served_name": "--served-model-name",
+        "model": "--model-path", "tp": "--tp-size", "pp": "--pp-size", "served_name": "--served-model-name",
         "context_length": "--context-length", "mem_fraction": "--mem-fraction-static", "api_key": "--api-key",
         "trust_remote_code": "--trust-remote-code", "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype",
         "quantization": "--quantization", "load_format": "--load-format", "download_dir": "--download-dir",

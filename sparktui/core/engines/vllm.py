@@ -171,9 +171,9 @@ class VLLM(Engine):
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE
     host_ip_env = "VLLM_HOST_IP"
-    # vllm/entrypoints/openai/cli_args.py: the API key may come from $VLLM_API_KEY instead of --api-key
+    # vllm/envs.py VLLM_API_KEY, read by entrypoints/serve/middleware/register.py (0.31.0) when --api-key is not given
     api_key_env = "VLLM_API_KEY"
-    # vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py (0.11.0, 0.31.0, 0.33.0)
+    # vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py (tests/contract checks each in every release)
     vocabulary = {
         "model": "--model", "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
         "served_name": "--served-model-name", "context_length": "--max-model-len",
