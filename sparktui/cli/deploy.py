@@ -23,7 +23,7 @@ from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogBatch, Lo
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
 from ..core.diagnose import Milestone, Problem, ProblemCleared
-from ..core.engines import ENGINES
+from ..core.engines import ENGINES, find_engine
 from ..core.engines.common import safe_name
 from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.ssh import Cluster
@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pivot", help="stop, then launch the other engine with the same model, TP/PP and network")
     add_config_arg(p)
     _deployment_arg(p)
-    p.add_argument("--to", choices=sorted(ENGINES), help="engine to switch to (default: the other one)")
+    p.add_argument("--to", choices=sorted(ENGINES),
+                   help="engine to switch to (default: the next one; with two engines, the other one)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
     _wait_args(p)
     add_json_arg(p)
@@ -201,12 +202,14 @@ def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
         console.print(Text.assemble(("stopped: ", "bold yellow"), d.detail))
     elif d.state in ("failed", "hung"):
         console.print(Text.assemble((f"{d.state}: ", "bold red"), d.detail))
-        if d.state == "hung" and d.current and d.current.engine == "sglang":
+        eng = find_engine(d.current.engine) if d.current else None
+        if d.state == "hung" and eng is not None and eng.hang_pivot:
+            to, why = eng.hang_pivot
             dep = f" --deployment {shlex.quote(d.name)}" if args is not None and d.name != safe_name(
                 get_config(args).cluster) else ""
-            cmd = _again(args, "pivot", "--to", "vllm") if args is not None else "sparktui pivot --to vllm"
-            console.print(f"  next: {cmd}{dep}   (vLLM with Ray joins the ranks through Ray, not torch's "
-                          f"TCP rendezvous)", markup=False, soft_wrap=True)  # a wrapped command would not run
+            cmd = _again(args, "pivot", "--to", to) if args is not None else f"sparktui pivot --to {to}"
+            # a wrapped command would not run
+            console.print(f"  next: {cmd}{dep}   ({why})", markup=False, soft_wrap=True)
     for w in d.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), w))
 

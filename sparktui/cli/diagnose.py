@@ -82,7 +82,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             raise CliExit(2, f"{args.file}: {e.strerror or e}") from None
         engine = args.engine or guess_engine(head.decode("utf-8", "replace"))
         if engine is None:
-            raise CliExit(2, "cannot tell which engine wrote this log: pass --engine sglang or --engine vllm")
+            raise CliExit(2, "cannot tell which engine wrote this log: pass "
+                          + " or ".join(f"--engine {e}" for e in sorted(READY)))
         d = Diagnoser(engine, hang_after=hang_after, model_path=args.model_path, limits=limits)
         diagnose_stream(f, d, head)
     finally:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.config import Config
-from ..core.engines import ENGINES
+from ..core.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from ..core.export import write_export
 from ..core.fit import gib
 from ..core.plan import Plan, PlanOptions
@@ -36,10 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_plan)
 
 
+# every engine's modes, the multi-mode ones' first ("ray", "native")
+MODES = list(dict.fromkeys(m for e in sorted(ENGINES.values(), key=lambda e: -len(e.modes)) for m in e.modes))
+
+
 def add_plan_args(p: argparse.ArgumentParser) -> None:
     """The plan options, shared by every command that builds a plan (plan, preflight, launch)."""
-    p.add_argument("--engine", choices=sorted(ENGINES), help="inference engine (default: sglang, or the recipe's)")
-    p.add_argument("--mode", choices=["ray", "native"], help="vLLM multi-node mode (default: ray, or native where the image has no Ray)")
+    p.add_argument("--engine", choices=sorted(ENGINES), help=f"inference engine (default: {DEFAULT_ENGINE}, or the recipe's)")
+    p.add_argument("--mode", choices=MODES, help="vLLM multi-node mode (default: ray, or native where the image has no Ray)")
     p.add_argument("--tp", type=int, help="tensor parallel size (default: GPUs per node x nodes)")
     p.add_argument("--pp", type=int, help="pipeline parallel size (default: 1)")
     p.add_argument("--nodes", metavar="A,B,...", help="nodes in rank order, head first (default: all, head first)")
@@ -82,9 +86,10 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
             raise CliExit(2, f"--env takes NAME=VALUE (got {item!r})")
         env[k] = v
     nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
-    if args.mode and (args.engine or "sglang") == "sglang" and not args.recipe:
-        raise CliExit(2, "--mode applies to --engine vllm only")
-    opts = PlanOptions(engine=args.engine or "sglang", mode=args.mode, image=args.image, tp=args.tp, pp=args.pp,
+    if args.mode and len(get_engine(args.engine or DEFAULT_ENGINE).modes) == 1 and not args.recipe:
+        multi = " or ".join(e.name for e in ENGINES.values() if len(e.modes) > 1)
+        raise CliExit(2, f"--mode applies to --engine {multi} only")
+    opts = PlanOptions(engine=args.engine or DEFAULT_ENGINE, mode=args.mode, image=args.image, tp=args.tp, pp=args.pp,
                        nodes=nodes, rendezvous=args.iface, dist_port=args.dist_port, port=args.port,
                        ray_port=args.ray_port, mem_fraction=args.mem_fraction, max_model_len=args.max_model_len,
                        served_model_name=args.served_model_name, extra_args=list(args.extra_args), env=env,

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from ..core import argcheck
 from ..core.config import Config
+from ..core.engines import ENGINES
 from ..core.events import TransferProgress
 from ..core.ssh import Cluster
 from ..core.yamlpos import unknown_names
@@ -76,7 +77,8 @@ def register(subparsers) -> None:
     m.set_defaults(func=cmd_model)
 
     i = sub.add_parser("image", help="docker save | docker load an image onto the nodes that lack it")
-    i.add_argument("image", metavar="ENGINE_OR_IMAGE", help="sglang, vllm (the configured image) or an image reference")
+    i.add_argument("image", metavar="ENGINE_OR_IMAGE",
+                   help=f"{', '.join(ENGINES)} (the configured image) or an image reference")
     _add_transfer_args(i)
     i.set_defaults(func=cmd_image)
 

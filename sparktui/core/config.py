@@ -17,7 +17,7 @@ from sparktui.core.yamlpos import MAX_BYTES, EMPTY, NULL, STR, ConfigError, Sour
 
 __all__ = [
     "GPU_STYLES", "HOST_KEY_POLICIES", "ROLES", "ConfigError", "ConfigNotFound", "Config", "NodeConfig",
-    "ModelConfig", "ImagesConfig", "DockerConfig", "SshConfig", "EngineDefaults",
+    "ModelConfig", "ImagesConfig", "DockerConfig", "SshConfig", "EngineDefaults", "EngineSettings",
     "load_config", "load_config_text", "find_config", "user_config_path",
 ]
 
@@ -124,6 +124,14 @@ class EngineDefaults:
 
 
 @dataclass
+class EngineSettings:
+    """One entry of the `engines:` map; None keeps images.<engine> / engine.<engine>_port, else the engine's own."""
+
+    image: str | None = None  # image that runs this engine, same ID on every node
+    port: int | None = None  # its HTTP port on the head
+
+
+@dataclass
 class Config:
     """The whole cluster description."""
 
@@ -137,6 +145,7 @@ class Config:
     keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
     theme: str | None = None  # theme name; None = the default dark theme
     secrets: list[str] = field(default_factory=list)  # more variable or flag names whose values are masked
+    engines: dict[str, EngineSettings] = field(default_factory=dict)  # engine -> its image and port
     path: Path | None = None  # file it was read from
 
     @property
@@ -148,6 +157,38 @@ class Config:
             if n.name == name:
                 return n
         raise KeyError(name)
+
+    def image_for(self, engine: str) -> str | None:
+        """The engine's image: engines.<engine>.image, else images.<engine>, else the engine's own default."""
+        s = self.engines.get(engine)
+        if s is not None and s.image:
+            return s.image
+        return getattr(self.images, engine, None) or _engine_default(engine, "default_image")
+
+    def engine_images(self) -> dict[str, str]:
+        """engine -> its image, for every engine in the registry that has one, in registry order."""
+        from .engines import ENGINES  # the engines import this module (DockerConfig)
+
+        return {e: ref for e in ENGINES if (ref := self.image_for(e))}
+
+    def port_for(self, engine: str) -> int | None:
+        """The engine's HTTP port: engines.<engine>.port, else engine.<engine>_port, else the engine's own default."""
+        s = self.engines.get(engine)
+        if s is not None and s.port is not None:
+            return s.port
+        if f"{engine}_port" in _LEGACY_PORTS:
+            return getattr(self.engine, f"{engine}_port")
+        return _engine_default(engine, "default_port")
+
+
+_LEGACY_PORTS = {f.name for f in fields(EngineDefaults) if f.name.endswith("_port")}
+
+
+def _engine_default(engine: str, what: str):
+    from .engines import find_engine  # the engines import this module (DockerConfig)
+
+    e = find_engine(engine)
+    return getattr(e, what, None) if e is not None else None
 
 
 CIDR_HINT = "an IPv4 subnet such as 192.168.100.0/24"  # the network analysis reads IPv4 only
@@ -269,6 +310,57 @@ def _check_nodes(src: Source, nodes: list[tuple[NodeConfig, dict]]) -> None:
         nodes[0][0].role = "head"  # the documented rule: without an explicit head, the first node leads
 
 
+def _engines(src: Source, node: yaml.Node, images: tuple[ImagesConfig, dict],
+             defaults: tuple[EngineDefaults, dict]) -> dict[str, EngineSettings]:
+    """The `engines:` map: engine -> {image, port}; a value also written under images:/engine: must agree."""
+    from .engines import ENGINES  # the engines import this module (DockerConfig)
+
+    def name(k: yaml.Node) -> str:
+        n = src.text(k, "engine name", expected="an engine name")
+        if n not in ENGINES:
+            raise src.error(k, f"unknown engine '{shorten(n)}'", did_you_mean(n, list(ENGINES)))
+        return n
+
+    image = lambda n, w: src.opt_text(n, w, NO_SPACE, "an image reference such as repo/name:tag")
+    port = lambda n, w: None if n.tag == NULL else src.integer(n, w, 1, 65535)
+    out: dict[str, EngineSettings] = {}
+    if node.tag == NULL:
+        return out
+    for knode, vnode in src.mapping(node, "engines", "engine: {image: ..., port: ...}").values():
+        eng = name(knode)
+        if eng in out:
+            raise src.error(knode, f"engines names {eng} twice", "each engine once")
+        s, items = src.section(EngineSettings, vnode, f"engines.{eng}", {"image": image, "port": port})
+        for key, (obj, written), old in (("image", images, eng), ("port", defaults, f"{eng}_port")):
+            mine = getattr(s, key)
+            if mine is not None and old in written and getattr(obj, old) != mine:
+                section = "images" if key == "image" else "engine"
+                raise src.error(items[key][1], f"engines.{eng}.{key} {mine} differs from {section}.{old} "
+                                f"{getattr(obj, old)}", f"one of the two (engines.{eng}.{key} is the newer spelling)")
+        out[eng] = s
+        # the older keys read the same value, so readers of either spelling agree
+        if s.image is not None and hasattr(images[0], eng):
+            setattr(images[0], eng, s.image)
+        if s.port is not None and hasattr(defaults[0], f"{eng}_port"):
+            setattr(defaults[0], f"{eng}_port", s.port)
+    return out
+
+
+def _check_engine_ports(src: Source, defaults: EngineDefaults, engines: dict[str, EngineSettings],
+                        node: yaml.Node) -> None:
+    # engines.<name>.port binds on the head beside the rendezvous and Ray's GCS, like engine.<name>_port
+    items = src.mapping(node, "engines") if node.tag != NULL else {}
+    for knode, vnode in items.values():
+        s = engines[knode.value]
+        if s.port is None:
+            continue
+        for other in ("dist_port", "ray_port"):
+            if getattr(defaults, other) == s.port:
+                raise src.error(src.mapping(vnode, "engines")["port"][1],
+                                f"engines.{knode.value}.port {s.port} is also engine.{other}",
+                                "different ports for the rendezvous, Ray and the HTTP server")
+
+
 def _check_ports(src: Source, engine: EngineDefaults, items: dict) -> None:
     # The head binds these at once: the rendezvous, Ray's GCS and an engine's HTTP port must differ.
     for a, b in (("dist_port", "sglang_port"), ("dist_port", "vllm_port"), ("dist_port", "ray_port"),
@@ -334,7 +426,7 @@ def _phase(src: Source, node: yaml.Node) -> str:
     return name
 
 
-def _engine(src: Source, node: yaml.Node) -> EngineDefaults:
+def _engine(src: Source, node: yaml.Node) -> tuple[EngineDefaults, dict]:
     port = lambda n, w: src.integer(n, w, 1, 65535)
     engine, items = src.section(EngineDefaults, node, "engine", {
         "sglang_port": port, "vllm_port": port, "dist_port": port, "ray_port": port,
@@ -346,7 +438,7 @@ def _engine(src: Source, node: yaml.Node) -> EngineDefaults:
                                                   lambda v, name: src.number(v, f"{w}.{name}")),
     })
     _check_ports(src, engine, items)
-    return engine
+    return engine, items
 
 
 def _config(src: Source, root: yaml.Node | None) -> Config:
@@ -367,14 +459,19 @@ def _config(src: Source, root: yaml.Node | None) -> Config:
     _check_nodes(src, nodes)
     image = lambda n, w: src.text(n, w, NO_SPACE, "an image reference such as repo/name:tag")
     binding = lambda k: src.text(k, "keymap binding id", NO_SPACE, "a binding id without spaces")
+    images = src.section(ImagesConfig, val("images"), "images", {f.name: image for f in fields(ImagesConfig)})
+    defaults = _engine(src, val("engine"))
+    engines = _engines(src, val("engines"), images, defaults)
+    _check_engine_ports(src, defaults[0], engines, val("engines"))
     return Config(
         cluster=cluster,
         nodes=[n for n, _ in nodes],
         model=_model(src, val("model"), [n.name for n, _ in nodes]),
-        images=src.section(ImagesConfig, val("images"), "images", {"sglang": image, "vllm": image})[0],
+        images=images[0],
         docker=_docker(src, val("docker")),
         ssh=_ssh(src, val("ssh")),
-        engine=_engine(src, val("engine")),
+        engine=defaults[0],
+        engines=engines,
         keymap=src.text_map(val("keymap"), "keymap", "binding id: keys", binding,
                             lambda v, k: _keys(src, v, f"keymap.{k}")),
         theme=src.opt_text(val("theme"), "theme", NO_SPACE, "a theme name"),

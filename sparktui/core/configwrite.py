@@ -8,6 +8,7 @@ differently. write_config_file() refuses to replace a file unless asked, and nev
 from __future__ import annotations
 
 import datetime
+from dataclasses import fields as dc_fields
 import os
 import tempfile
 from importlib import resources
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import Config, ConfigError, load_config_text
+from .config import Config, ConfigError, ImagesConfig, load_config_text
 
 COMMENT_COLUMN = 37  # 0-based column of '#', as in config.example.yaml
 
@@ -77,6 +78,7 @@ NOTES = {
     "engine.hang_after": "seconds of silence in distributed init before a hang is flagged",
     "engine.wedge_after": "seconds of requests pending with no token generated before a ready endpoint is wedged",
     "engine.phase_limits": "seconds of silence allowed in a later phase, e.g. {weights: 3600}",
+    "engines": "per engine {image, port}; another spelling of images.<engine> and engine.<engine>_port",
     "secrets": ("more variable or flag names whose values are masked in every output,\n"
                 "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
                 "  --api-key, --hf-token and the like are masked without being listed"),
@@ -85,7 +87,7 @@ NOTES = {
 }
 KEYMAP_HINT = ("#   quit: ctrl+q", "#   launch: f5,ctrl+l")
 SECTION_KEYS = {
-    "images": ("sglang", "vllm"),
+    "images": tuple(f.name for f in dc_fields(ImagesConfig)),
     "ssh": ("host_key_policy", "known_hosts", "keepalive_interval", "connect_timeout", "max_channels", "ssh_config"),
     "engine": ("sglang_port", "vllm_port", "dist_port", "ray_port", "mem_fraction", "max_model_len", "hang_after",
                "wedge_after", "phase_limits"),
@@ -244,6 +246,8 @@ def render_config(config: Config, header: str | None = None,
     out.add("")
     _section(out, config, "engine")
     out.add("")
+    _engines(out, config)
+    out.add("")
     out.sequence("", "secrets", config.secrets, NOTES["secrets"])
     out.add("")
     if config.keymap:
@@ -255,6 +259,17 @@ def render_config(config: Config, header: str | None = None,
     out.add("")
     out.add(f"theme: {scalar(config.theme)}", NOTES["theme"])
     return "\n".join(out.lines) + "\n"
+
+
+def _engines(out: _Out, config: Config) -> None:
+    if not config.engines:
+        out.add("engines: {}", NOTES["engines"])
+        return
+    out.add("engines:", NOTES["engines"])
+    for name, s in config.engines.items():
+        out.add(f"  {scalar(name, 'key')}:")
+        for k, v in (("image", s.image), ("port", s.port)):
+            out.add(f"    {k}: {scalar(v)}")
 
 
 def _section(out: _Out, config: Config, name: str) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from .engines import logsigns as S
+from .engines import find_engine, logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
 from .diagnose_batch import BatchFeed
 from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
@@ -415,9 +415,8 @@ class Diagnoser(BatchFeed):
             if sign.kind == "ray_resources" and self._ray_local:
                 hint = ("vllm started its own Ray instead of joining the cluster: run it inside the head container "
                         "with RAY_ADDRESS=HEAD_IP:RAY_PORT (sparktui plans do)")
-            if sign.kind == "bad_arguments" and self.engine == "vllm" and any(
-                    f in seg for f in ("--nnodes", "--headless", "--master-addr", "--node-rank")):
-                hint = "this vLLM predates native multi-node (--nnodes/--headless): use --mode ray or a newer image"
+            if sign.kind == "bad_arguments" and (eng := find_engine(self.engine)) is not None:
+                hint = eng.bad_arguments_hint(seg) or hint
             if sign.kind == "watchdog_timeout" and ns.dist == "in":
                 message += " during distributed init"
                 hint = self.hang_hint

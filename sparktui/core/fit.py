@@ -21,18 +21,19 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from .engines import ENGINES
 from .facts import NodeFacts
 
 GIB = 1024**3
 RUNTIME_OVERHEAD = 3 * GIB
 LOW_HEADROOM = 0.10  # of usable memory per GPU
 REPLICATED_ALLOWANCE = 0.03  # of the weights, when the model's config.json is not at hand
-# NVIDIA's DGX Spark examples (REFERENCE.md): the fraction used when neither the user nor the config sets one
-NVIDIA_FRACTION = {"vllm": 0.8, "sglang": 0.75}
-COVERS = {
-    "vllm": "vLLM's share for weights, activations and KV cache",
-    "sglang": "SGLang's static share: weights + KV cache, activations outside",
-}
+# NVIDIA's DGX Spark examples (REFERENCE.md): the fraction used when neither the user nor the config sets one,
+# per engine (Engine.fit_fraction); what it covers (Engine.fit_covers)
+NVIDIA_FRACTION = {e.name: e.fit_fraction for e in ENGINES.values()}
+COVERS = {e.name: e.fit_covers for e in ENGINES.values()}
+# an estimate made without naming the engine reads the budget the way this one does (activations inside)
+_BUDGET_READER = next(e.name for e in ENGINES.values() if e.activations_in_budget)
 _DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 
 
@@ -75,7 +76,9 @@ def replicated_params(model_config: dict, engine: str, extra_args: list[str] | N
         moe = sum(1 for i in range(layers) if i not in dense and i >= first and (i + 1) % step == 0)
         shared = hidden if _int(cfg, "shared_expert_intermediate_size") else 0  # shared_expert_gate: hidden -> 1
         parts["router"] = moe * (experts * hidden + shared)
-    if engine == "sglang" and "--enable-dp-attention" in (extra_args or []) and vocab:
+    eng = ENGINES.get(engine)
+    flag = eng.embeddings_replicated_by if eng else None
+    if flag and flag in (extra_args or []) and vocab:
         copies = 1 if model_config.get("tie_word_embeddings", cfg.get("tie_word_embeddings")) else 2
         parts["embeddings" if copies == 1 else "embeddings + lm_head"] = copies * vocab * hidden
     return sum(parts.values()) * size, " + ".join(parts)
@@ -88,7 +91,7 @@ class Fit:
     tp: int
     pp: int
     mem_fraction: float
-    engine: str = "vllm"
+    engine: str = _BUDGET_READER
     checkpoint_bytes: int | None = None
     replicated_bytes: int = 0  # per GPU above an even split: parameters every GPU of a stage holds whole
     replicated_what: str = ""  # what they are, or how they were allowed for
@@ -123,7 +126,8 @@ class Fit:
     @property
     def overhead_inside(self) -> bool:
         """Does the budget hold the activations too (vLLM), or do they live outside it (SGLang)?"""
-        return self.engine != "sglang"
+        eng = ENGINES.get(self.engine)
+        return eng.activations_in_budget if eng else True
 
     def summary(self) -> str:
         if not self.known:
@@ -141,7 +145,7 @@ class Fit:
 
 
 def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | None], tp: int, pp: int,
-                 mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = "vllm",
+                 mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = _BUDGET_READER,
                  replicated: tuple[int, str] | None = None) -> Fit:
     """memory_per_gpu: node -> usable bytes for one of its GPUs (None = unknown);
     replicated: (bytes, what) from replicated_params, or None for the 3 % allowance."""
@@ -199,7 +203,7 @@ def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | N
 
 
 def fit_from_facts(facts: dict[str, NodeFacts], nodes: list[str], checkpoint_bytes: int | None, tp: int, pp: int,
-                   mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = "vllm",
+                   mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = _BUDGET_READER,
                    model_config: dict | None = None, extra_args: list[str] | None = None) -> Fit:
     """The estimate for the nodes of a plan, from what the probes found (and the model's config.json)."""
     mem = {n: (facts[n].usable_gpu_memory() if n in facts else None) for n in nodes}

@@ -15,13 +15,13 @@ import shlex
 from dataclasses import asdict, dataclass, field
 
 from . import statefile
-from .engines.versions import vllm_native_refusal
+from .engines import ENGINES, get_engine, label
 
 RUN_TIMEOUT_S = 60  # the one-shot version run; a cold image start on a slow disk takes some seconds
 CACHE_DIR = "$HOME/.cache/sparktui/images"
 # torch's version names its CUDA (2.9.1+cu130); NCCL shows as a package only where pip installed it
 # (NGC images build theirs: the preflight reads the one torch loads).
-PACKAGES = ("vllm", "sglang", "ray", "torch", "nvidia-nccl-cu13", "nvidia-nccl-cu12")
+PACKAGES = tuple(e.package for e in ENGINES.values()) + ("ray", "torch", "nvidia-nccl-cu13", "nvidia-nccl-cu12")
 _MARK = "@@sparktui-image "
 
 # Run inside the image: one JSON line {package: version or null}. Metadata first: importing vLLM
@@ -200,7 +200,7 @@ def holds(info: ImageInfo) -> str:
         return info.problem
     if not info.versions:
         return "versions not read"
-    words = [f"{name} {info.version(p)}" for p, name in (("vllm", "vLLM"), ("sglang", "SGLang")) if info.version(p)]
+    words = [f"{e.label} {info.version(e.package)}" for e in ENGINES.values() if info.version(e.package)]
     words.append(f"Ray {info.version('ray')}" if info.version("ray") else "no Ray" if info.has("ray") is False
                  else "Ray ?")
     torch = info.version("torch")
@@ -228,7 +228,7 @@ async def inspect_for_plan(cluster, config, facts: dict, opts) -> ImageInfo | No
     Runs before planning (make_plan reads the facts and never a node); None when there is nothing to ask.
     """
     head = (opts.nodes or [config.head.name])[0]
-    ref = opts.image or getattr(config.images, opts.engine, None)
+    ref = opts.image or config.image_for(opts.engine)
     node = cluster.nodes.get(head)
     f = facts.get(head)
     if not ref or node is None or f is None or not f.reachable:
@@ -247,10 +247,7 @@ async def inspect_configured(cluster, config, facts: dict, known: dict[str, Imag
     if f is None or node is None or not f.reachable:
         return False
     new = False
-    for engine in ("sglang", "vllm"):
-        ref = getattr(config.images, engine, None)
-        if not ref:
-            continue
+    for ref in config.engine_images().values():
         have = known.get(ref)
         now = f.docker.images.get(ref)
         if have is None or (now and have.id != now) or (not now and have.id):
@@ -258,9 +255,6 @@ async def inspect_configured(cluster, config, facts: dict, known: dict[str, Imag
             new = True
         f.images[ref] = have
     return new
-
-
-_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 @dataclass
@@ -274,37 +268,32 @@ class Release:
 
 
 def default_mode(engine: str, modes: tuple[str, ...], info: ImageInfo | None, given: str | None) -> tuple[str, str]:
-    """(mode, why) when none was asked for: the engine's first, except vLLM in an image without Ray whose
-    release runs natively. NGC's vLLM images ship without Ray from 26.05-py3 (NVIDIA/dgx-spark-playbooks
-    nvidia/vllm/README.md, commit 0db7c14: "The 26.05-py3 NGC image ships without ray")."""
-    if engine == "vllm" and "native" in modes and info is not None and info.has("ray") is False:
-        version = given or info.version("vllm")
-        if vllm_native_refusal(version) is None:
-            return "native", f"mode native: {info.ref} has no Ray"
-    return modes[0], ""
+    """(mode, why) when none was asked for: the engine's first, unless the image says otherwise (Engine.pick_mode)."""
+    if engine not in ENGINES:
+        return modes[0], ""
+    return get_engine(engine).pick_mode(info, given)
 
 
 def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, given: str | None) -> Release:
     """Given (PlanOptions.engine_version) wins; else what the head's inspection found; unknown is planned
     as the newest release, and said so."""
-    word = _ENGINE_NAMES.get(engine, engine)
+    word = label(engine)
+    eng = ENGINES.get(engine)
+    package = eng.package if eng else engine
     r = Release(given, "")
     if given:
         r.note = f"{word} {given} (given)"
-    elif info is not None and info.version(engine):
-        r.version = info.version(engine)
+    elif info is not None and info.version(package):
+        r.version = info.version(package)
         # the same words whether read now or from the node's cache: the plan must not depend on which
         r.note = f"{word} {r.version} in {image} on {info.node}"
     elif info is not None and info.problem:
         r.note = f"{word} version unknown ({info.problem}): planned for the newest release"
-    elif info is not None and info.has(engine) is False:
+    elif info is not None and info.has(package) is False:
         r.note = f"{word} not found in {image}: planned for the newest release"
-        r.warnings.append(f"{image} has no {engine} Python package that python3 in it finds: the engine may not start")
+        r.warnings.append(f"{image} has no {package} Python package that python3 in it finds: the engine may not start")
     else:
         r.note = f"{word} version not read: planned for the newest release"
-    if engine == "vllm" and mode == "native" and (why := vllm_native_refusal(r.version)):
-        r.errors.append(why)
-    if engine == "vllm" and mode == "ray" and info is not None and info.has("ray") is False:
-        r.errors.append(f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
-                        f"(pip install 'ray[default]'), use another image, or use --mode native")
+    if eng is not None:
+        r.errors += eng.refusals(mode, image, info, r.version)
     return r

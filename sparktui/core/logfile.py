@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import BinaryIO, Iterator
 
 from .diagnose import Diagnoser
+from .engines import ENGINES
 
 CHUNK = 256 << 10  # fits the CPU caches: counting runs fastest at this size
 MAX_LINE = 1 << 20  # a longer "line" is cut there (binary junk must not grow memory)
@@ -22,18 +23,20 @@ SERVING = (b"Avg prompt throughput:", b'HTTP/1.1" 200', b"] Decode batch.", b"] 
 
 # Text of the layers under both engines: a log of only these is read with the shared rules.
 NEUTRAL = ("nccl", "torch", "c10d", "gloo", "[rank", "ray", "traceback", "cuda")
+_NEUTRAL_READER = next((e.name for e in ENGINES.values() if e.reads_neutral_logs), None)
 
 
 def guess_engine(text: str) -> str | None:
+    """The engine whose words (Engine.log_words) a line names first; a log of only the layers under every
+    engine goes to the engine whose rule set holds the engine-neutral signatures (Engine.reads_neutral_logs)."""
     neutral = False
     for line in text.splitlines()[:400]:
         low = line.lower()
-        if "sglang" in low:
-            return "sglang"
-        if "vllm" in low or "ray runtime started" in low:
-            return "vllm"
+        for e in ENGINES.values():
+            if any(w in low for w in e.log_words):
+                return e.name
         neutral = neutral or any(w in low for w in NEUTRAL)
-    return "vllm" if neutral else None  # vLLM's rule set holds every engine-neutral signature
+    return _NEUTRAL_READER if neutral else None
 
 
 def _chunks(stream: BinaryIO, first: bytes) -> Iterator[bytes]:

@@ -14,8 +14,8 @@ from ipaddress import IPv4Network
 from typing import Union
 
 from .config import Config
-from .engines import ENGINES, get_engine
-from .engines.common import Context, Secret, Spot, Step, env_value, interface_env, protect_args, render, safe_name
+from .engines import DEFAULT_ENGINE, ENGINES, get_engine, runs_ray
+from .engines.common import Context, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
@@ -29,16 +29,17 @@ from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_prob
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
 _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "SGLANG_HOST_IP", "VLLM_HOST_IP")
+             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
+             *(e.host_ip_env for e in ENGINES.values()))
 
 
 @dataclass
 class PlanOptions:
     """What the user chose; None means the config's default (or the engine's)."""
 
-    engine: str = "sglang"  # sglang | vllm
-    mode: str | None = None  # vllm: ray | native; sglang: native (its own multi-node)
-    image: str | None = None  # default: config.images.<engine>
+    engine: str = DEFAULT_ENGINE  # a name in the engine registry (core/engines)
+    mode: str | None = None  # one of the engine's modes; None: its first (or what its image allows)
+    image: str | None = None  # default: config.image_for(engine)
     model_path: str | None = None  # default: config.model.path
     served_model_name: str | None = None  # default: config.model.name
     tp: int | None = None  # default: GPUs per node x nodes
@@ -112,7 +113,7 @@ class Plan:
 
     @property
     def rendezvous_port(self) -> int:
-        return self.ray_port if self.mode == "ray" else self.dist_port
+        return self.ray_port if runs_ray(self.engine, self.mode) else self.dist_port
 
     def steps_for(self, node: str) -> list[Step]:
         return [s for s in self.steps if s.node == node]
@@ -245,8 +246,8 @@ def _check_parallel(tp: int, pp: int, gpus: int, cfg: dict | None, c: _Checks) -
 
 
 def _check_ports(engine: str, mode: str, ports: dict[str, int], c: _Checks) -> None:
-    used = {k: v for k, v in ports.items() if not (k == "ray port" and mode != "ray")
-            and not (k == "dist port" and mode == "ray")}
+    ray = runs_ray(engine, mode)
+    used = {k: v for k, v in ports.items() if not (k == "ray port" and not ray) and not (k == "dist port" and ray)}
     for what, p in used.items():
         if not _valid_port(p):
             c.error(f"{what} {p} is not a valid TCP port (1-65535)")
@@ -430,7 +431,7 @@ def _shown_env(env: dict[str, Union[str, Secret]]) -> dict[str, str]:
 
 def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot: Spot, c: _Checks) -> dict:
     env: dict[str, Union[str, Secret]] = {}
-    env.update(interface_env(spot))
+    env.update(engine_mod.interface_env(spot))
     env.update(engine_mod.node_env(ctx, spot))
     env["NCCL_DEBUG"] = "INFO"  # one line at init tells the transport (RoCE or sockets); diagnosis reads it
     if config.docker.gpu_style == "runtime-nvidia":
@@ -457,14 +458,14 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.error(f"unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})")
         mode = opts.mode or ""
     order = list(opts.nodes) if opts.nodes else _narrow(_default_order(config), facts, opts, c)
-    image = opts.image or (getattr(config.images, engine, None) if engine_mod else None) or ""
+    image = opts.image or (config.image_for(engine) if engine_mod else None) or ""
     info = info_for(facts, order[0] if order else None, image) if image else None
     mode_note = ""
     if engine_mod is not None:
-        mode, mode_note = (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.MODES, info,
+        mode, mode_note = (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.modes, info,
                                                                          opts.engine_version)
-        if mode not in engine_mod.MODES:
-            c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.MODES)})")
+        if mode not in engine_mod.modes:
+            c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.modes)})")
     counts = _check_nodes(config, order, facts, c)
     per_node = max(counts) if counts else 0
     gpus = per_node * len(order)
@@ -473,7 +474,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     _check_parallel(tp, pp, gpus, opts.model_config, c)
 
     eng = config.engine
-    default_port = eng.vllm_port if engine == "vllm" else eng.sglang_port
+    default_port = config.port_for(engine)
     port = opts.port if opts.port is not None else default_port
     dist_port = opts.dist_port if opts.dist_port is not None else eng.dist_port
     ray_port = opts.ray_port if opts.ray_port is not None else eng.ray_port
@@ -552,6 +553,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     if engine_mod is not None:
         for spot in spots:
             spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)
+        for why in engine_mod.plan_refusals(ctx):
+            c.error(why)
     ctx.plan_id = plan.plan_id = _plan_id({
         "engine": engine, "mode": mode, "image": image, "model": model_path, "served": served, "tp": tp, "pp": pp,
         "ports": [port, dist_port, ray_port], "mem": mem_fraction, "max_len": max_len, "trust": trust,
@@ -561,7 +564,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         "nodes": [[s.name, s.rank, s.iface, s.ip, s.rdma, s.infiniband, _shown_env(s.env)] for s in spots],
         **({"files": sorted(ctx.files)} if ctx.files else {}),
     })
-    if engine_mod is not None and mode in engine_mod.MODES and head_ip and tp >= 1 and pp >= 1:
+    if engine_mod is not None and mode in engine_mod.modes and head_ip and tp >= 1 and pp >= 1:
         plan.steps = _with_files(engine_mod.steps(ctx), spots, opts.files)
     for spot in spots:
         plan.nodes.append(NodePlan(name=spot.name, rank=spot.rank, role=spot.role, iface=spot.iface, ip=spot.ip,
@@ -604,4 +607,4 @@ def _with_files(steps: list[Step], spots: list[Spot], files: dict[str, str]) -> 
 
 
 def health_paths(engine: str) -> tuple[str, ...]:
-    return get_engine(engine).HEALTH_PATHS
+    return get_engine(engine).health_paths

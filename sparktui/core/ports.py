@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from . import labels as L
+from .engines import runs_ray
 from .plan import Plan
 from .probes import parse_docker_ps
 from .ssh import Cluster
@@ -63,7 +64,7 @@ def ports_of(plan: Plan) -> dict[str, dict[int, str]]:
         return {}
     head = plan.nodes[0].name
     want = {plan.port: "HTTP port"}
-    if plan.mode == "ray":
+    if runs_ray(plan.engine, plan.mode):
         want.setdefault(plan.ray_port, "ray port")
     else:
         want.setdefault(plan.dist_port, "dist port")

@@ -18,18 +18,14 @@ from pathlib import Path
 import yaml
 
 from . import recipe_mods
+from .engines import ENGINES
 from .plan import PlanOptions
 from .recipe_rules import defaults_to_flags, resolve_runtime, switch
 from .secrets import shorten
 from .yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
 
-# sparkrun runtime (after resolve_runtime) -> (engine, mode)
-RUNTIMES = {
-    "vllm-ray": ("vllm", "ray"),
-    "vllm-distributed": ("vllm", "native"),
-    "eugr-vllm": ("vllm", "ray"),  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
-    "sglang": ("sglang", None),
-}
+# sparkrun runtime (after resolve_runtime) -> (engine, mode): each engine's Engine.recipe_runtimes
+RUNTIMES = {rt: (e.name, mode) for e in ENGINES.values() for rt, mode in e.recipe_runtimes.items()}
 TOP_KEYS = {"model", "runtime", "container", "defaults", "env", "command", "min_nodes", "max_nodes", "mode", "mods",
             "solo_only", "cluster_only", "metadata", "sparkrun_version", "recipe_version", "builder", "name",
             "description"}
@@ -44,8 +40,7 @@ _VALUE_FLAGS = {
     "--nccl-init-addr", "--distributed-executor-backend", "--master-addr", "--master-port",
 }
 _BOOL_FLAGS = {"--headless", "--trust-remote-code"}
-_PROGRAMS = (("python3", "-m", "sglang.launch_server"), ("python", "-m", "sglang.launch_server"),
-             ("sglang", "serve"), ("vllm", "serve"), ("python3", "-m", "vllm.entrypoints.openai.api_server"))
+_PROGRAMS = tuple(p for e in ENGINES.values() for p in e.recipe_programs)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ENV_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -10,6 +10,7 @@ import copy
 from typing import Any
 
 from ..core.deploy.operations import Choices, Op, Preview
+from ..core.engines import DEFAULT_ENGINE, ENGINES
 from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan import Plan, PlanOptions, make_plan
 from . import actions
@@ -36,7 +37,7 @@ class OperationsFlow:
                          last_subnet=None if o.rendezvous else self.last_subnet)
 
     def action_launch(self) -> None:
-        engine = "vllm" if self.plan is not None and self.plan.engine == "vllm" else "sglang"
+        engine = self.plan.engine if self.plan is not None and self.plan.engine in ENGINES else DEFAULT_ENGINE
         form = LaunchForm(self.config, self.facts, self.subnets, self.make_plan, engine=engine, check=self.check_form,
                           drop=self.drop_from_form)
         self.push_screen(form, callback=self._launch_chosen)
@@ -212,7 +213,7 @@ class OperationsFlow:
         self._sync(Op.SYNC_MODEL, Choices())
 
     def action_sync_image(self) -> None:
-        self._sync(Op.SYNC_IMAGE, Choices(engine_or_image=self.plan.engine if self.plan else "sglang"))
+        self._sync(Op.SYNC_IMAGE, Choices(engine_or_image=self.plan.engine if self.plan else DEFAULT_ENGINE))
 
     def on_preflight_began(self, msg: M.PreflightBegan) -> None:
         e = msg.event

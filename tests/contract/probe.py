@@ -129,6 +129,8 @@ def main():
         except Exception as e:  # click errors, bad shapes
             out["results"].append({"ok": False, "error": f"{type(e).__name__}: {e}"[-600:]})
     out["env_read"] = {n: n in known for n in req["env"]}
+    # every option string the parser knows: the engine's flags for the shared vocabulary must be among them
+    out["options"] = sorted(parser._option_string_actions) if parser is not None else []
     print(json.dumps(out))
 
 

@@ -6,6 +6,7 @@ import shlex
 
 import pytest
 
+from sparktui.core.engines import get_engine
 from sparktui.core.engines.common import Nested, render
 from sparktui.core.engines.versions import VLLM_NATIVE_SINCE
 from sparktui.core.plan import PlanOptions, make_plan
@@ -101,6 +102,21 @@ def test_sglang_commands_parse(sglang_release):
     bad = [(a, r["error"]) for a, r in zip(argvs, res["results"]) if not r["ok"]]
     assert not bad, bad[:3]
     assert res["version"] == sglang_release.version
+
+
+def _unknown_flags(engine: str, release) -> list[str]:
+    """Pivot renames flags through Engine.vocabulary: each one must exist in every release of the matrix."""
+    e = get_engine(engine)
+    known = set(probe(release, [])["options"])
+    return sorted((set(e.vocabulary.values()) | set(e.companions.values()) | set(e.companions)) - known)
+
+
+def test_sglang_knows_every_flag_of_its_shared_vocabulary(sglang_release):
+    assert _unknown_flags("sglang", sglang_release) == []
+
+
+def test_vllm_knows_every_flag_of_its_shared_vocabulary(vllm_release):
+    assert _unknown_flags("vllm", vllm_release) == []
 
 
 @pytest.mark.parametrize("mode", ["ray", "native"])

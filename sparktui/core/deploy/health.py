@@ -30,7 +30,7 @@ async def probe_health(base: str, timeout: float = HEALTH_TIMEOUT_S) -> tuple[bo
 def _port_of(config: Config, engine: str, record: Any) -> int:
     if record is not None and record.engine == engine and record.port:
         return record.port
-    return config.engine.vllm_port if engine == "vllm" else config.engine.sglang_port
+    return config.port_for(engine)
 
 
 async def _liveness(cluster: Cluster, config: Config, d: dict, node: str, engine: str, port: int, base: str,

@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 
 from ..config import Config
+from ..engines import Engine, find_engine
 from ..metrics import Scrape, parse
 from ..ssh import Cluster, Node
 from .containers import find_all, summarize
@@ -85,9 +86,8 @@ async def scrape(node: Node, t: Target, timeout: float = SCRAPE_TIMEOUT_S) -> Sc
         raise MetricsUnavailable(f"no answer from {t.node}:127.0.0.1:{t.port}/metrics ({type(e).__name__}: {e})"
                                  ) from None
     if status == 404:
-        why = ("SGLang serves /metrics only with --enable-metrics: redeploy with a current sparktui plan "
-               "(it adds the flag), or add it to the launch's extra arguments") if t.engine == "sglang" else (
-               "this engine release serves no /metrics")
+        eng = find_engine(t.engine)
+        why = eng.no_metrics_hint if eng else Engine.no_metrics_hint
         raise MetricsUnavailable(f"{t.engine} on {t.node} has no /metrics (HTTP 404): {why}")
     if status != 200:
         raise MetricsUnavailable(f"{t.node}:{t.port}/metrics answered HTTP {status}")

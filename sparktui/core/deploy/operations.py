@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from .. import labels as L
 from ..config import Config
+from ..engines import DEFAULT_ENGINE
 from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
 from .. import facts_store
 from .. import inventory as _inventory
@@ -57,7 +58,7 @@ class Choices:
     """What the user picked; None is the default (the config's, or the running deployment's)."""
 
     options: PlanOptions | None = None  # launch: the plan options (form fields or command-line flags)
-    to: str | None = None  # pivot: the engine to switch to (default: the other one)
+    to: str | None = None  # pivot: the engine to switch to (default: the next in the registry; of two, the other)
     deployment: str | None = None  # stop / pivot / redeploy: which deployment (default: the cluster name)
     dests: list[str] | None = None  # sync model: the nodes to copy to (default: all that lack it)
     engine_or_image: str | None = None  # sync image
@@ -247,7 +248,7 @@ class Operations:
             p = Prepared(op, d.name, ch, Preview(f"Stop deployment {d.name}", stops_of(found)), found=found)
             p.warnings = [f"{f.node}: cannot tell what runs ({f.error})" for f in found.values() if f.error]
             return p
-        what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or 'sglang'}"
+        what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or DEFAULT_ENGINE}"
         return Prepared(op, self.config.cluster, ch, Preview(f"Copy {what} to the nodes"))
 
     async def prepare_check(self, ch: Choices) -> Prepared:
@@ -369,7 +370,8 @@ class Operations:
             return "; ".join(f"{o.dest}: {o.message}" for o in outs) or "every node already has the model"
         from ..transfers import sync_image
 
-        outs = await sync_image(self.cluster, self.config, p.choices.engine_or_image or "sglang", emit=self.bus.emit,
+        image = p.choices.engine_or_image or DEFAULT_ENGINE
+        outs = await sync_image(self.cluster, self.config, image, emit=self.bus.emit,
                                 opts=self.transfer_opts, subnet=subnet)
         return "; ".join(f"{o.dest}: {o.message}" for o in outs)
 

@@ -1,8 +1,9 @@
 """What to launch again: options for a pivot or a redeploy, and the default planner that re-plans them.
 
-A pivot keeps the model, TP/PP, the nodes and the rendezvous network, pinned to what the first plan
-resolved, and what the user set that the other engine understands too (API key, served name, context
-length, memory fraction, env, flags both engines share or that have an equivalent). The image and mode
+A pivot goes from any engine to any other. It keeps the model, TP/PP, the nodes and the rendezvous
+network, pinned to what the first plan resolved, and what the user set that the new engine understands
+too: a flag is carried when both engines map its shared term (Engine.vocabulary: API key, served name,
+context length, memory fraction, ...), renamed where they spell it differently. The image and mode
 belong to one engine; flags without an equivalent are dropped and named, never silently.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from ..config import Config
+from ..engines import ENGINES, find_engine, label, next_engine
 from ..plan import Plan, PlanOptions, make_plan
 from ..ssh import Cluster
 from .record import Record
@@ -21,7 +23,8 @@ Planner = Callable[[PlanOptions], Awaitable[Plan]]
 
 
 def other_engine(engine: str) -> str:
-    return "vllm" if engine == "sglang" else "sglang"
+    """Where a pivot goes unless told: the next engine in the registry (with two, the other one)."""
+    return next_engine(engine)
 
 
 def pivot_options(opts: PlanOptions, to: str, record: Record | None = None) -> PlanOptions:
@@ -45,15 +48,6 @@ def pivot_options(opts: PlanOptions, to: str, record: Record | None = None) -> P
     return new
 
 
-# Flags both engines read with one meaning: carried as they are.
-SHARED = {"--api-key", "--served-model-name", "--trust-remote-code", "--dtype", "--kv-cache-dtype", "--quantization",
-          "--load-format", "--download-dir", "--chat-template", "--revision", "--tool-call-parser",
-          "--reasoning-parser"}
-# SGLang flag -> vLLM flag with the same effect.
-SGLANG_TO_VLLM = {"--context-length": "--max-model-len", "--mem-fraction-static": "--gpu-memory-utilization",
-                  "--tokenizer-path": "--tokenizer", "--random-seed": "--seed",
-                  "--max-running-requests": "--max-num-seqs", "--disable-cuda-graph": "--enforce-eager"}
-VLLM_TO_SGLANG = {v: k for k, v in SGLANG_TO_VLLM.items()}
 # Flags that take no value (the others take the next word unless it is a flag itself).
 SWITCHES = {"--trust-remote-code", "--disable-cuda-graph", "--enforce-eager", "--enable-auto-tool-choice",
             "--disable-radix-cache", "--enable-metrics", "--enable-dp-attention", "--skip-server-warmup",
@@ -66,7 +60,9 @@ ALIASES = {"--tp": "--tensor-parallel-size", "--tp-size": "--tensor-parallel-siz
 MANAGED = {"--tensor-parallel-size", "--pipeline-parallel-size", "--model-path", "--host", "--port", "--nnodes",
            "--node-rank", "--dist-init-addr", "--nccl-init-addr", "--master-addr", "--master-port",
            "--distributed-executor-backend", "--headless"}
-ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
+# Flags that only go beside another in some engine (vLLM's --enable-auto-tool-choice): never carried as such,
+# the new engine's own companions are added back where it needs them.
+COMPANIONS = frozenset(c for e in ENGINES.values() for c in e.companions.values())
 
 
 @dataclass
@@ -95,54 +91,60 @@ def _flags(args: list[str]) -> list[tuple[str, str | None, bool]]:
 
 
 def translate_args(args: list[str], frm: str, to: str, env: dict[str, str] | None = None) -> Translation:
-    """The user's extra engine flags for engine `to`: shared ones kept, equivalents renamed, the rest named.
+    """The user's extra engine flags for engine `to`: each flag of `frm` goes through its shared term
+    (Engine.vocabulary) to `to`'s flag for it, kept or renamed; a flag without one is named as dropped.
 
-    Authentication is never lost: vLLM also takes its key from VLLM_API_KEY, which SGLang does not read,
-    so that key becomes --api-key for SGLang.
+    Authentication is never lost: a key the old engine read from its variable (vLLM's VLLM_API_KEY),
+    which the new one does not read, becomes the new engine's API key flag.
     """
     t = Translation([], [], [])
     if frm == to:
         t.args = list(args)
         return t
-    table = SGLANG_TO_VLLM if (frm, to) == ("sglang", "vllm") else VLLM_TO_SGLANG if (frm, to) == ("vllm", "sglang") else {}
+    src, dst = find_engine(frm), find_engine(to)
+    key_flag = dst.flag("api_key") if dst else None
     has_key = False
     for flag, value, eq in _flags(args):
         name = ALIASES.get(flag, flag)
         if name in MANAGED:
             continue  # the plan writes it for the new engine from the pinned options
-        if name == "--enable-auto-tool-choice":
-            continue  # vLLM's companion of --tool-call-parser: added back below when it is needed
-        if name in SHARED:
-            new = name
-            t.carried.append(name)
-        elif name in table:
-            new = table[name]
-            t.carried.append(f"{name} as {new}")
-        else:
+        if name in COMPANIONS:
+            continue  # added back below where the new engine needs it
+        term = src.term(name) if src else None
+        new = dst.flag(term) if dst and term else None
+        if new is None:
             t.dropped.append(name)
             continue
-        has_key = has_key or new == "--api-key"
+        t.carried.append(name if new == name else f"{name} as {new}")
+        has_key = has_key or new == key_flag
         if value is None:
             t.args.append(new)
         else:
             t.args += [f"{new}={value}"] if eq else [new, value]
-    if to == "vllm" and "--tool-call-parser" in [f for f, _, _ in _flags(t.args)]:
-        t.args.append("--enable-auto-tool-choice")  # vLLM serves tool calls only with both
-    key = (env or {}).get("VLLM_API_KEY")
-    if frm == "vllm" and to == "sglang" and key and not has_key:
-        t.args += ["--api-key", key]
-        t.carried.append("VLLM_API_KEY as --api-key")
+    have = [f for f, _, _ in _flags(t.args)]
+    for flag, companion in (dst.companions.items() if dst else ()):
+        if flag in have:
+            t.args.append(companion)
+    var = src.api_key_env if src else None
+    key = (env or {}).get(var) if var else None
+    if key and key_flag and not has_key and (dst.api_key_env != var):
+        t.args += [key_flag, key]
+        t.carried.append(f"{var} as {key_flag}")
     return t
 
 
 def api_key_of(opts: PlanOptions | None) -> str | None:
-    """The key the endpoint demands (--api-key, or VLLM_API_KEY for vLLM), so readiness checks can send it."""
+    """The key the endpoint demands (its API key flag, or the variable it also reads: vLLM's VLLM_API_KEY),
+    so readiness checks can send it."""
     if opts is None:
         return None
+    eng = find_engine(opts.engine)
+    key_flag = (eng.flag("api_key") if eng else None) or "--api-key"
     for flag, value, _ in _flags(opts.extra_args):
-        if flag == "--api-key" and value:
+        if flag == key_flag and value:
             return value
-    return opts.env.get("VLLM_API_KEY") or None if opts.engine == "vllm" else None
+    var = eng.api_key_env if eng else None
+    return opts.env.get(var) or None if var else None
 
 
 def pivot_notes(opts: PlanOptions, to: str) -> list[str]:
@@ -150,12 +152,17 @@ def pivot_notes(opts: PlanOptions, to: str) -> list[str]:
     if to == opts.engine:
         return []
     t = translate_args(opts.extra_args, opts.engine, to, opts.env)
-    name = ENGINE_NAMES.get(to, to)
+    name = label(to)
     notes = []
     if t.dropped:
         notes.append(f"not carried over to {name} (no equivalent): {', '.join(t.dropped)}")
     if t.carried:
         notes.append(f"carried over to {name}: {', '.join(t.carried)}")
+    src, dst = find_engine(opts.engine), find_engine(to)
+    for flag in t.dropped:  # what the new engine offers instead, where it says
+        term = src.term(flag) if src else None
+        if dst and term in dst.not_carried:
+            notes.append(f"{flag}: {dst.not_carried[term]}")
     return notes
 
 

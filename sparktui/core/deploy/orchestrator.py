@@ -21,7 +21,7 @@ from ..channels import SESSIONS_NEEDED
 from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
 from ..fabric_live import Live
-from ..engines import ENGINES, default_mode
+from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
 from ..events import (DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines,
                       ServingStats)
@@ -294,7 +294,8 @@ class Deployer:
         self.name = cur.name
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
                                    and cur.options.model_path else self.config.model.path,
-                                   expect=cur.containers if cur.mode != "ray" else (),  # with Ray only the head inits
+                                   # with Ray only the head inits
+                                   expect=() if runs_ray(cur.engine, cur.mode) else cur.containers,
                                    limits=self.config.engine.phase_limits, env_set=self._env_everywhere(cur))
         self.check = None
         self.last_check = None
@@ -692,7 +693,7 @@ class Deployer:
 
     def _from_labels(self, ours: list[tuple[str, Container]], rec: Record | None) -> Current:
         engines = sorted({c.labels.get(L.ENGINE, "") for _, c in ours} - {""})
-        engine = rec.engine if rec and rec.engine in engines else (engines[0] if engines else "sglang")
+        engine = rec.engine if rec and rec.engine in engines else (engines[0] if engines else DEFAULT_ENGINE)
         mine = [(n, c) for n, c in ours if c.labels.get(L.ENGINE) == engine] or ours
         head = min(mine, key=lambda nc: int(nc[1].labels.get(L.RANK, "0") or 0))[0]
         plan_id = next((c.labels.get(L.PLAN, "") for _, c in mine), "")
@@ -700,7 +701,7 @@ class Deployer:
             mode, port, served, opts = rec.mode, rec.port, rec.served_model_name, rec.options
         else:  # no record: the engine's defaults are the best guess
             mode = default_mode(engine)
-            port = self.config.engine.vllm_port if engine == "vllm" else self.config.engine.sglang_port
+            port = self.config.port_for(engine)
             served, opts, rec = self.config.model.name, None, None
         return Current(self.name, engine, mode, plan_id, port, head, served, opts,
                        {n: c.name for n, c in mine}, rec)

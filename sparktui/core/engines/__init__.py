@@ -1,20 +1,50 @@
-"""The engines sparktui can launch: their commands, env, ready lines and health URLs."""
+"""The registry of engines sparktui can launch; each module's `ENGINE` (base.Engine) holds what is its own.
+
+A new engine: one module under core/engines/ with an Engine subclass, and one line below.
+"""
 from __future__ import annotations
 
-from types import ModuleType
-
+from .base import Engine
 from . import sglang, vllm
 
-ENGINES: dict[str, ModuleType] = {"sglang": sglang, "vllm": vllm}
+# In order: the first is the default engine, and pivot goes to the next one.
+ENGINES: dict[str, Engine] = {e.name: e for e in (
+    sglang.ENGINE,
+    vllm.ENGINE,
+)}
+DEFAULT_ENGINE = next(iter(ENGINES))
 
 
-def get_engine(name: str) -> ModuleType:
-    """The engine module by name; KeyError lists the known ones."""
+def get_engine(name: str) -> Engine:
+    """The engine by name; KeyError lists the known ones."""
     try:
         return ENGINES[name]
     except KeyError:
         raise KeyError(f"unknown engine {name!r} (expected one of: {', '.join(ENGINES)})") from None
 
 
+def find_engine(name: str | None) -> Engine | None:
+    """The engine by name, None for an unknown one (a log, a record or a container from elsewhere)."""
+    return ENGINES.get(name or "")
+
+
 def default_mode(engine: str) -> str:
-    return get_engine(engine).MODES[0]
+    return get_engine(engine).modes[0]
+
+
+def runs_ray(engine: str, mode: str | None) -> bool:
+    """Does this engine's mode start a Ray cluster first (Ray's GCS port is the rendezvous, only the head inits)?"""
+    e = ENGINES.get(engine)
+    return e is not None and mode is not None and e.shape(mode) == "ray-driver"
+
+
+def next_engine(engine: str) -> str:
+    """Where pivot goes without being told: the next engine in the registry (with two, the other one)."""
+    names = list(ENGINES)
+    return names[(names.index(engine) + 1) % len(names)] if engine in names else names[0]
+
+
+def label(engine: str) -> str:
+    """The engine's name as people write it ("vLLM"); an unknown one as given."""
+    e = ENGINES.get(engine)
+    return e.label if e else engine

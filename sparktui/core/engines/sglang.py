@@ -4,8 +4,9 @@ Workers start first and the head last (SGLang's own multi-node recipe); only ran
 """
 from __future__ import annotations
 
-from .versions import sglang_balance_switch
+from .base import Engine
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
+from .versions import sglang_balance_switch
 
 NAME = "sglang"
 MODES = ("native",)
@@ -47,3 +48,66 @@ def steps(ctx: Context) -> list[Step]:
         out.append(make_step(spot.name, spot.rank, "run", docker_run(ctx, spot, launch_words(ctx, spot)),
                              f"start SGLang rank {spot.rank} ({what})", ctx.container(spot)))
     return out
+
+
+class SGLang(Engine):
+    name = NAME
+    label = "SGLang"
+    modes = MODES
+    shapes = {"native": "ranks"}
+    default_port = 30000
+    package = "sglang"
+    health_paths = HEALTH_PATHS
+    ready_line = READY_LINE
+    host_ip_env = "SGLANG_HOST_IP"
+    # sglang/srt/server_args.py: the flags for the shared terms (tests/contract checks each in every release)
+    vocabulary = {
+        "model": "--model-path", "tp": "--tp-size", "pp": "--pp-size", "served_name": "--served-model-name",
+        "context_length": "--context-length", "mem_fraction": "--mem-fraction-static", "api_key": "--api-key",
+        "trust_remote_code": "--trust-remote-code", "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype",
+        "quantization": "--quantization", "load_format": "--load-format", "download_dir": "--download-dir",
+        "chat_template": "--chat-template", "revision": "--revision", "tool_call_parser": "--tool-call-parser",
+        "reasoning_parser": "--reasoning-parser", "tokenizer": "--tokenizer-path", "seed": "--random-seed",
+        "max_running": "--max-running-requests", "eager": "--disable-cuda-graph",
+    }
+    fit_fraction = 0.75
+    fit_covers = "SGLang's static share: weights + KV cache, activations outside"
+    activations_in_budget = False
+    # with DP attention every rank holds the whole embedding table and lm_head
+    embeddings_replicated_by = "--enable-dp-attention"
+    log_words = ("sglang",)
+    hang_pivot = ("vllm", "vLLM with Ray joins the ranks through Ray, not torch's TCP rendezvous")
+    no_metrics_hint = ("SGLang serves /metrics only with --enable-metrics: redeploy with a current sparktui plan "
+                       "(it adds the flag), or add it to the launch's extra arguments")
+    recipe_runtimes = {"sglang": None}
+    recipe_command_hint = (r"^(?:sglang\s+serve|python3?\s+-m\s+sglang\.launch_server)\b", "sglang")
+    recipe_programs = (("python3", "-m", "sglang.launch_server"), ("python", "-m", "sglang.launch_server"),
+                       ("sglang", "serve"))
+    # sparkrun 0.4.2 runtimes/sglang.py _SGLANG_FLAG_MAP and _SGLANG_BOOL_FLAGS: defaults key -> flag
+    recipe_flags = {
+        "dtype": "--dtype", "quantization": "--quantization", "kv_cache_dtype": "--kv-cache-dtype",
+        "max_num_seqs": "--max-running-requests", "chunked_prefill": "--chunked-prefill-size",
+        "api_key": "--api-key", "attention_backend": "--attention-backend", "load_format": "--load-format",
+        "reasoning_parser": "--reasoning-parser", "tool_call_parser": "--tool-call-parser",
+        "expert_parallel": "--ep-size", "enable_dp_attention": "--enable-dp-attention",
+        "tokenizer_path": "--tokenizer-path", "revision": "--revision", "model_type": "--model-type",
+        "max_total_tokens": "--max-total-tokens", "random_seed": "--random-seed",
+        "speculative_algorithm": "--speculative-algorithm",
+        "speculative_draft_model_path": "--speculative-draft-model-path",
+        "speculative_num_steps": "--speculative-num-steps", "speculative_eagle_topk": "--speculative-eagle-topk",
+        "speculative_num_draft_tokens": "--speculative-num-draft-tokens", "cuda_graph_bs": "--cuda-graph-bs",
+        "cuda_graph_max_bs": "--cuda-graph-max-bs", "torch_compile_max_bs": "--torch-compile-max-bs",
+        "num_continuous_decode_steps": "--num-continuous-decode-steps", "fp8_gemm_backend": "--fp8-gemm-backend",
+        "fp4_gemm_backend": "--fp4-gemm-backend", "moe_runner_backend": "--moe-runner-backend",
+        "mamba_ssm_dtype": "--mamba-ssm-dtype", "enable_torch_compile": "--enable-torch-compile",
+        "disable_radix_cache": "--disable-radix-cache", "disable_prefill_cuda_graph": "--disable-prefill-cuda-graph"
+    }
+
+    def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
+        return node_env(ctx, spot)
+
+    def steps(self, ctx: Context) -> list[Step]:
+        return steps(ctx)
+
+
+ENGINE = SGLang()

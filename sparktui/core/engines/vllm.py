@@ -16,7 +16,10 @@ import json
 import re
 import shlex
 
-from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt, secrets_in
+from .base import Engine
+from .versions import vllm_native_refusal
+from .common import (HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt,
+                     secrets_in)
 
 NAME = "vllm"
 MODES = ("ray", "native")
@@ -57,6 +60,9 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
 PER_NODE_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME",
                 "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "VLLM_HOST_IP")
 NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json"
+# sparkrun 0.4.2 core/recipe.py _RAY_BACKEND_RE, and the eugr nightly image that marks its eugr builder
+_RAY_BACKEND = re.compile(r"--distributed-executor-backend\s+ray\b")
+EUGR_CONTAINER = "ghcr.io/spark-arena/dgx-vllm-eugr-nightly"
 
 
 def non_carry_over_script() -> str:
@@ -152,3 +158,119 @@ def steps_native(ctx: Context) -> list[Step]:
 
 def steps(ctx: Context) -> list[Step]:
     return steps_ray(ctx) if ctx.mode == "ray" else steps_native(ctx)
+
+
+class VLLM(Engine):
+    name = NAME
+    label = "vLLM"
+    modes = MODES
+    shapes = {"ray": "ray-driver", "native": "ranks"}
+    mode_labels = {"ray": "Ray"}
+    default_port = 8000
+    package = "vllm"
+    health_paths = HEALTH_PATHS
+    ready_line = READY_LINE
+    host_ip_env = "VLLM_HOST_IP"
+    # vllm/envs.py VLLM_API_KEY, read by entrypoints/serve/middleware/register.py (0.31.0) when --api-key is not given
+    api_key_env = "VLLM_API_KEY"
+    # vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py (tests/contract checks each in every release)
+    vocabulary = {
+        "model": "--model", "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
+        "served_name": "--served-model-name", "context_length": "--max-model-len",
+        "mem_fraction": "--gpu-memory-utilization", "api_key": "--api-key", "trust_remote_code": "--trust-remote-code",
+        "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype", "quantization": "--quantization",
+        "load_format": "--load-format", "download_dir": "--download-dir", "chat_template": "--chat-template",
+        "revision": "--revision", "tool_call_parser": "--tool-call-parser", "reasoning_parser": "--reasoning-parser",
+        "tokenizer": "--tokenizer", "seed": "--seed", "max_running": "--max-num-seqs", "eager": "--enforce-eager",
+    }
+    # vLLM serves tool calls only with both
+    companions = {"--tool-call-parser": "--enable-auto-tool-choice"}
+    fit_fraction = 0.8
+    fit_covers = "vLLM's share for weights, activations and KV cache"
+    activations_in_budget = True
+    log_words = ("vllm", "ray runtime started")
+    reads_neutral_logs = True  # its rule set holds every engine-neutral signature
+    recipe_runtimes = {"vllm-ray": "ray", "vllm-distributed": "native",
+                       "eugr-vllm": "ray"}  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
+    recipe_programs = (("vllm", "serve"), ("python3", "-m", "vllm.entrypoints.openai.api_server"))
+    # sparkrun 0.4.2 runtimes/_vllm_common.py VLLM_FLAG_MAP and VLLM_BOOL_FLAGS: defaults key -> flag
+    recipe_flags = {
+        "dtype": "--dtype", "quantization": "--quantization", "kv_cache_dtype": "--kv-cache-dtype",
+        "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
+        "api_key": "--api-key", "attention_backend": "--attention-backend", "load_format": "--load-format",
+        "reasoning_parser": "--reasoning-parser", "tool_call_parser": "--tool-call-parser",
+        "data_parallel": "--data-parallel-size", "enforce_eager": "--enforce-eager",
+        "enable_prefix_caching": "--enable-prefix-caching", "enable_auto_tool_choice": "--enable-auto-tool-choice",
+        "enable_chunked_prefill": "--enable-chunked-prefill", "async_scheduling": "--async-scheduling",
+        "chat_template": "--chat-template", "speculative_config": "--speculative-config",
+        "tokenizer_mode": "--tokenizer-mode", "mm_encoder_tp_mode": "--mm-encoder-tp-mode",
+        "block_size": "--block-size", "seed": "--seed", "otlp_traces_endpoint": "--otlp-traces-endpoint",
+        "generation_config": "--generation-config", "hf_overrides": "--hf-overrides",
+        "compilation_config": "--compilation-config", "attention_config": "--attention-config",
+        "model_loader_extra_config": "--model-loader-extra-config",
+        "default_chat_template_kwargs": "--default-chat-template-kwargs",
+        "limit_mm_per_prompt": "--limit-mm-per-prompt", "mm_processor_cache_gb": "--mm-processor-cache-gb",
+        "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
+        "max_cudagraph_capture_size": "--max-cudagraph-capture-size",
+        "long_prefill_token_threshold": "--long-prefill-token-threshold", "mamba_cache_dtype": "--mamba-cache-dtype",
+        "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype",
+        "enable_prompt_tokens_details": "--enable-prompt-tokens-details",
+        "enable_force_include_usage": "--enable-force-include-usage",
+        "enable_request_id_headers": "--enable-request-id-headers",
+        "disable_custom_all_reduce": "--disable-custom-all-reduce"
+    }
+    # VLLM_NEGATABLE_BOOL_FLAGS: on by default in vLLM, so a recipe's false is written --no-<flag>
+    recipe_negated = frozenset({"enable_prefix_caching", "enable_chunked_prefill", "async_scheduling"})
+
+    def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
+        return node_env(ctx, spot)
+
+    def steps(self, ctx: Context) -> list[Step]:
+        return steps(ctx)
+
+    def pick_mode(self, info, version: str | None) -> tuple[str, str]:
+        """Native in an image without Ray whose release runs natively. NGC's vLLM images ship without Ray from
+        26.05-py3 (NVIDIA/dgx-spark-playbooks nvidia/vllm/README.md, commit 0db7c14: "The 26.05-py3 NGC image
+        ships without ray")."""
+        if info is not None and info.has("ray") is False:
+            if vllm_native_refusal(version or info.version(self.package)) is None:
+                return "native", f"mode native: {info.ref} has no Ray"
+        return self.modes[0], ""
+
+    def refusals(self, mode: str, image: str, info, version: str | None) -> list[str]:
+        out = []
+        if mode == "native" and (why := vllm_native_refusal(version)):
+            out.append(why)
+        if mode == "ray" and info is not None and info.has("ray") is False:
+            out.append(f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
+                       f"(pip install 'ray[default]'), use another image, or use --mode native")
+        return out
+
+    def resolve_recipe(self, runtime: str, builder: str, data: dict, defaults: dict,
+                       cmd: str) -> tuple[str, str, str | None] | None:
+        """sparkrun 0.4.2 core/recipe.py: _resolve_vllm_variant (vllm, or no runtime, -> vllm-ray when
+        defaults.distributed_executor_backend is ray or the command holds `--distributed-executor-backend ray`,
+        else vllm-distributed), and _resolve_v1_migration / _resolve_eugr_signals (recipe_version "1",
+        build_args, or an eugr nightly container get the eugr builder)."""
+        if runtime not in ("vllm", ""):
+            return None
+        if not builder:
+            rc = data.get("runtime_config")
+            build_args = data.get("build_args") or (rc.get("build_args") if isinstance(rc, dict) else None)
+            if (str(data.get("recipe_version", "2")) == "1" or build_args
+                    or str(data.get("container") or "").strip().startswith(EUGR_CONTAINER)):
+                builder = "eugr"
+        ray = str(defaults.get("distributed_executor_backend", "")).lower() == "ray" or _RAY_BACKEND.search(cmd)
+        variant = "vllm-ray" if ray else "vllm-distributed"
+        bare = "runtime vllm" if runtime else "no runtime"
+        why = (f"{bare} with distributed_executor_backend ray means vllm-ray (vLLM over Ray)" if ray else
+               f"{bare} and no Ray backend named means vllm-distributed (vLLM's own multi-node mode)")
+        return variant, builder, why
+
+    def bad_arguments_hint(self, text: str) -> str | None:
+        if any(f in text for f in ("--nnodes", "--headless", "--master-addr", "--node-rank")):
+            return "this vLLM predates native multi-node (--nnodes/--headless): use --mode ray or a newer image"
+        return None
+
+
+ENGINE = VLLM()

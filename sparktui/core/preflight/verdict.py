@@ -9,6 +9,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ...preflight_check import classify
+from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..fit import gib
 from ..facts import Memory
 from ..memfree import FreeMemory, measure
@@ -32,7 +33,7 @@ class Setting:
     subnet: str | None
     image: str
     timeout: float
-    engine: str = "sglang"
+    engine: str = DEFAULT_ENGINE
     head: str = ""
     alternatives: list[str] = field(default_factory=list)  # other subnets joining all nodes, best first
     ranks: dict[int, str] = field(default_factory=dict)  # rank -> node name
@@ -40,7 +41,7 @@ class Setting:
 
     @property
     def host_var(self) -> str:
-        return "VLLM_HOST_IP" if self.engine == "vllm" else "SGLANG_HOST_IP"
+        return (find_engine(self.engine) or get_engine(DEFAULT_ENGINE)).host_ip_env
 
     def other_subnet(self) -> str:
         if self.alternatives:

@@ -12,6 +12,7 @@ from . import remote, trust
 from .addresses import fabric_addresses
 from .errors import TransferBusy, TransferError, TrustMissing
 from .follow import follow
+from ..engines import ENGINES
 from .options import TransferOptions
 from .runner import Outcome, run_fanout
 from .schedule import FanOut
@@ -19,13 +20,12 @@ from .state import DONE, FAILED, RUNNING, UNVERIFIED, TransferMeta, new_id
 from .status import list_transfers, running_to
 
 Emit = Callable[[Any], None]
-ENGINES = ("sglang", "vllm")
 
 
 def resolve_image(config, image_or_engine: str) -> str:
-    """An engine name (sglang, vllm) means the configured image; anything else is an image reference."""
+    """An engine name (sglang, vllm, ...) means the configured image; anything else is an image reference."""
     if image_or_engine in ENGINES:
-        return getattr(config.images, image_or_engine)
+        return config.image_for(image_or_engine) or image_or_engine
     return image_or_engine
 
 

@@ -10,20 +10,25 @@ from textual.content import Content
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
+from ...core.engines import DEFAULT_ENGINE, ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
 from ...core.fit import default_fraction
 from ...core.plan import PlanOptions, _norm_image
 
 norm_image = _norm_image  # the plan's own reading of image names, so the form and the checks agree
 
+# (label, (engine, mode)) for every engine and mode in the registry: "SGLang", "vLLM (Ray)", "vLLM (native)"
 ENGINES: list[tuple[str, tuple[str, str]]] = [
-    ("SGLang", ("sglang", "native")),
-    ("vLLM (Ray)", ("vllm", "ray")),
-    ("vLLM (native)", ("vllm", "native")),
-]
+    (e.choice_label(m), (e.name, m)) for e in REGISTRY.values() for m in e.modes]
 
 
 def engine_key(engine: str, mode: str) -> str:
     return f"{engine}:{mode}"
+
+
+def runs_ray(key: str) -> bool:
+    """Does this engine:mode choice start a Ray cluster (its GCS port matters, the rendezvous port does not)?"""
+    engine, _, mode = key.partition(":")
+    return engine_runs_ray(engine, mode)
 
 
 def engine_options() -> list[tuple[str, str]]:
@@ -119,7 +124,7 @@ def subnet_detail(s: Subnet | None, nodes: list[str]) -> Content:
 class FormValues:
     """The form's raw values, as typed."""
 
-    engine: str = "sglang:native"
+    engine: str = engine_key(DEFAULT_ENGINE, default_mode(DEFAULT_ENGINE))
     image: str | None = None
     parallel: str = "1:1"
     rendezvous: str | None = None
@@ -178,9 +183,9 @@ def parse_form(v: FormValues, nodes: list[str]) -> Parsed:
 
 def defaults(config: Config, engine: str) -> FormValues:
     e = config.engine
-    return FormValues(engine=engine_key(engine, "native" if engine == "sglang" else "ray"),
-                      image=getattr(config.images, engine),
-                      port=str(e.vllm_port if engine == "vllm" else e.sglang_port),
+    return FormValues(engine=engine_key(engine, default_mode(engine)),
+                      image=config.image_for(engine) or "",
+                      port=str(config.port_for(engine)),
                       dist_port=str(e.dist_port), ray_port=str(e.ray_port),
                       mem_fraction=f"{default_fraction(engine, e.mem_fraction):g}")
 

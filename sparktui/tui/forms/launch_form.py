@@ -18,6 +18,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
+from ...core.engines import DEFAULT_ENGINE, label as engine_label
 from ...core.fit import default_fraction
 from ...core.memfree import FreeMemory, shortfalls
 from ...core.plan import Plan, PlanOptions
@@ -29,7 +30,7 @@ Result = tuple[Plan, PlanOptions]
 def fit_text(plan: Plan) -> Content:
     """The engine release the plan is written for (found in the image, or not), then the fit estimate."""
     # short enough for one line at 80x24; `sparktui plan` says where the release came from
-    word = {"vllm": "vLLM", "sglang": "SGLang"}.get(plan.engine, plan.engine)
+    word = engine_label(plan.engine)
     engine = Content.assemble(("engine: ", "bold"), (f"{word} {plan.engine_version}", "") if plan.engine_version
                               else (f"{word}, version unknown", "$text-muted"))
     f = plan.fit
@@ -91,7 +92,7 @@ class LaunchForm(ModalScreen[Result | None]):
                 Binding("ctrl+k", "check", "Check", id="form.check")]
 
     def __init__(self, config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet],
-                 planner, engine: str = "sglang", check=None, drop=None) -> None:
+                 planner, engine: str = DEFAULT_ENGINE, check=None, drop=None) -> None:
         super().__init__()
         self.check = check  # PlanOptions -> None: runs the preflight on these choices (the app's)
         self.drop = drop  # (nodes, what the plan check found) -> None: the app's confirmed drop-caches
@@ -160,7 +161,7 @@ class LaunchForm(ModalScreen[Result | None]):
 
     # -- live preview ------------------------------------------------------------------------
     def _show_mode(self) -> None:
-        ray = self.values.engine == C.engine_key("vllm", "ray")
+        ray = C.runs_ray(self.values.engine)
         self.query_one("#row-ray_port").set_class(not ray, "-hidden")
         self.query_one("#ray_port-error").set_class(not ray, "-hidden")
         self.query_one("#row-dist_port").set_class(ray, "-hidden")
@@ -209,7 +210,7 @@ class LaunchForm(ModalScreen[Result | None]):
 
     def _engine_changed(self) -> None:
         engine = self.values.engine.partition(":")[0]
-        default_image = getattr(self.config.images, engine)
+        default_image = self.config.image_for(engine) or ""
         imgs = C.image_options(self.facts, self.nodes, default_image, engine)
         sel = self.query_one("#image", Select)
         with sel.prevent(Select.Changed):
@@ -217,8 +218,7 @@ class LaunchForm(ModalScreen[Result | None]):
             sel.value = C.norm_image(default_image)
         self.values.image = str(sel.value)
         if self.values.port.strip() == self._auto_port:
-            e = self.config.engine
-            port = str(e.vllm_port if engine == "vllm" else e.sglang_port)
+            port = str(self.config.port_for(engine))
             box = self.query_one("#port", Input)
             with box.prevent(Input.Changed):
                 box.value = port

@@ -1,0 +1,133 @@
+"""What an engine module provides: one `Engine` object holding everything that differs between engines.
+
+The rest of sparktui asks the registry (`engines.get_engine(name)`) and reads these attributes; it never
+branches on an engine's name. A new engine is one module that defines an Engine subclass and one line
+in the registry (engines/__init__.py). See docs/architecture.md, "Where an engine lives".
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, ClassVar, Mapping
+
+from . import logsigns, metricnames
+from . import common
+from .common import Context, Spot, Step
+
+# The shared vocabulary: what a launch means, whatever the engine calls it. An engine maps the terms it
+# has onto its own flags (Engine.vocabulary); pivot carries a flag over when both engines have its term.
+TERMS = {
+    "model": "the checkpoint directory", "tp": "tensor-parallel size", "pp": "pipeline-parallel size",
+    "served_name": "the name the API serves", "context_length": "context length cap",
+    "mem_fraction": "share of GPU memory", "api_key": "key the API demands",
+    "trust_remote_code": "run the model's own code", "dtype": "weight dtype", "kv_cache_dtype": "KV cache dtype",
+    "quantization": "quantization method", "load_format": "checkpoint format", "download_dir": "download directory",
+    "chat_template": "chat template", "revision": "model revision", "tool_call_parser": "tool-call parser",
+    "reasoning_parser": "reasoning parser", "tokenizer": "tokenizer path", "seed": "random seed",
+    "max_running": "most requests run at once", "eager": "no CUDA graphs",
+}
+
+# Launch shapes a mode can have: every rank runs the engine with its rank's flags; a Ray cluster first,
+# then one driver on the head; one MPI launcher on the head starting every rank.
+SHAPES = ("ranks", "ray-driver", "mpi")
+
+
+class Engine(ABC):
+    """One inference engine. Subclasses set the class attributes and write `steps` and `node_env`."""
+
+    name: ClassVar[str]  # registry key, image/port key in the config, container-name part
+    label: ClassVar[str]  # as people write it: "SGLang"
+    modes: ClassVar[tuple[str, ...]]  # the first is the default
+    shapes: ClassVar[Mapping[str, str]]  # mode -> one of SHAPES
+    mode_labels: ClassVar[Mapping[str, str]] = {}  # mode -> as people write it, where it differs
+    default_port: ClassVar[int]  # HTTP port on the head unless the config says otherwise
+    default_image: ClassVar[str | None] = None  # for engines the config's `images:` section has no key for
+    package: ClassVar[str]  # the Python distribution whose version is the engine release in an image
+    health_paths: ClassVar[tuple[str, ...]]
+    ready_line: ClassVar[str]
+    host_ip_env: ClassVar[str]  # the variable that pins the engine's own sockets to a node's fabric address
+    api_key_env: ClassVar[str | None] = None  # a variable the engine also reads its API key from
+    vocabulary: ClassVar[Mapping[str, str]]  # shared term (TERMS) -> this engine's flag
+    companions: ClassVar[Mapping[str, str]] = {}  # flag -> the flag it needs beside it in this engine
+    not_carried: ClassVar[Mapping[str, str]] = {}  # shared term this engine has no flag for -> what to do instead
+    # fit semantics: the fraction NVIDIA's DGX Spark examples use, what it covers, and whether the
+    # activations live inside it (vLLM) or outside (SGLang)
+    fit_fraction: ClassVar[float] = 0.8
+    fit_covers: ClassVar[str] = "weights and KV cache"
+    activations_in_budget: ClassVar[bool] = True
+    embeddings_replicated_by: ClassVar[str | None] = None  # a flag that makes every GPU hold the embeddings
+    log_words: ClassVar[tuple[str, ...]] = ()  # lower-case words that mark a log as this engine's
+    reads_neutral_logs: ClassVar[bool] = False  # its rule set reads a log that names no engine
+    hang_pivot: ClassVar[tuple[str, str] | None] = None  # (engine, why) to suggest when a launch hangs
+    no_metrics_hint: ClassVar[str] = "this engine release serves no /metrics"
+    # sparkrun recipes: runtime (as resolved) -> mode (None: the default), and the commands that run it
+    recipe_runtimes: ClassVar[Mapping[str, str | None]] = {}
+    recipe_programs: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    recipe_flags: ClassVar[Mapping[str, str]] = {}  # sparkrun defaults key -> this engine's flag
+    recipe_negated: ClassVar[frozenset[str]] = frozenset()  # switches on by default: false is --no-<flag>
+    recipe_command_hint: ClassVar[tuple[str, str] | None] = None  # (regex on a runtime-less command, runtime)
+    # the benchmark client: a callable building the load generator for this engine, once one exists
+    bench_client: ClassVar[Callable[..., Any] | None] = None
+
+    # -- launch -------------------------------------------------------------------------------
+    @abstractmethod
+    def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
+        """The engine's own environment on one node."""
+
+    @abstractmethod
+    def steps(self, ctx: Context) -> list[Step]:
+        """Every launch action, in order."""
+
+    def interface_env(self, spot: Spot) -> dict[str, str]:
+        """The variables that keep every library's sockets on the node's rendezvous interface."""
+        return common.interface_env(spot)
+
+    def plan_refusals(self, ctx: Context) -> list[str]:
+        """Why this plan cannot run on this engine as asked (errors on the plan); empty when it can."""
+        return []
+
+    def shape(self, mode: str) -> str:
+        return self.shapes.get(mode, SHAPES[0])
+
+    def choice_label(self, mode: str) -> str:
+        """How the launch form lists engine and mode: "SGLang", "vLLM (Ray)"."""
+        return self.label if len(self.modes) == 1 else f"{self.label} ({self.mode_labels.get(mode, mode)})"
+
+    # -- releases -----------------------------------------------------------------------------
+    def pick_mode(self, info, version: str | None) -> tuple[str, str]:
+        """(mode, why) when none was asked for, given the image's inspection (image.ImageInfo or None)."""
+        return self.modes[0], ""
+
+    def refusals(self, mode: str, image: str, info, version: str | None) -> list[str]:
+        """Why this release or image cannot run `mode`, each with the way out; empty when it can."""
+        return []
+
+    def resolve_recipe(self, runtime: str, builder: str, data: dict, defaults: dict,
+                       cmd: str) -> tuple[str, str, str | None] | None:
+        """(runtime, builder, why) where sparkrun resolves this runtime further (recipe_rules.resolve_runtime)."""
+        return None
+
+    def bad_arguments_hint(self, text: str) -> str | None:
+        """A better hint for "unrecognized arguments" in this text, when the cause is known."""
+        return None
+
+    # -- metrics, hangs -------------------------------------------------------------------------
+    def metric_names(self, version: str | None) -> dict[str, str]:
+        return metricnames.names_for(self.name, version)
+
+    def metric_candidates(self, version: str | None) -> dict[str, tuple[str, ...]]:
+        return metricnames.candidates(self.name, version)
+
+    def hang_hint(self, env_set=frozenset()) -> str:
+        return logsigns.hang_hint(self.name, env_set)
+
+    # -- flags --------------------------------------------------------------------------------
+    def flag(self, term: str) -> str | None:
+        """This engine's flag for a shared term, None when it has none."""
+        return self.vocabulary.get(term)
+
+    def term(self, flag: str) -> str | None:
+        """The shared term one of this engine's flags stands for."""
+        return next((t for t, f in self.vocabulary.items() if f == flag), None)
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name}>"
