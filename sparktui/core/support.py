@@ -126,6 +126,7 @@ class Support:
     image_id: str | None = None
     config_hash: str | None = None
     cached: bool = False  # the answer came from the node's cache (no container ran)
+    no_model: bool = False  # the node lacks the model directory or its config.json (another node may hold it)
 
     @property
     def refuses(self) -> bool:
@@ -198,10 +199,10 @@ def parse_support(engine: str, image: str, model_path: str, node: str, out: str,
     s = Support(engine=engine, image=image, model_path=model_path, node=node)
     sec = _sections(out)
     if "nodir" in sec:
-        s.reason = f"{model_path} is not a directory on {node}"
+        s.reason, s.no_model = f"{model_path} is not a directory on {node}", True
         return s
     if "noconfig" in sec:
-        s.reason = f"{model_path} on {node} has no config.json"
+        s.reason, s.no_model = f"{model_path} on {node} has no config.json", True
         return s
     if "absent" in sec or not sec:
         detail = " ".join(x.strip() for x in sec.get("absent", []) if x.strip())[:200]
@@ -327,13 +328,34 @@ async def check_support(node, engine: str, image: str, model_path: str,
 
 async def support_for(cluster, config, engine: str, image: str | None = None, model_path: str | None = None,
                       head: str | None = None) -> Support | None:
-    """The check on the head for this engine's image (default: the config's) and model; None without a head."""
-    head = head or config.head.name
+    """The check for this engine's image (default: the config's) and model, on the head, or on the model's
+    source node when the head does not hold the model yet (before a sync); None without such a node."""
     ref = image or getattr(config.images, engine, None)
-    node = cluster.nodes.get(head) if hasattr(cluster, "nodes") else None
-    if not ref or node is None:
+    names = list(dict.fromkeys(n for n in (head or config.head.name, config.model.source) if n))
+    nodes = [cluster.nodes[n] for n in names if n in getattr(cluster, "nodes", {})]
+    if not ref or not nodes:
         return None
-    return await check_support(node, engine, ref, model_path or config.model.path)
+    s = None
+    for node in nodes:
+        s = await check_support(node, engine, ref, model_path or config.model.path)
+        if not s.no_model:
+            break
+    return s
+
+
+async def support_of_config(cluster, config) -> dict[str, Support]:
+    """The check for each engine's configured image, at once (what `check` and `sync model` show)."""
+    import asyncio
+
+    engines = [e for e in ENGINES if getattr(config.images, e, None)]
+    got = await asyncio.gather(*(support_for(cluster, config, e) for e in engines))
+    return {e: s for e, s in zip(engines, got) if s is not None}
+
+
+def line_of(d: dict) -> str:
+    """The line of a Support kept as JSON (check --json's), with its fix."""
+    s = Support(**{k: v for k, v in d.items() if k in Support.__dataclass_fields__})
+    return s.line() + (f"; fix: {s.fix}" if s.fix and s.status != "supported" else "")
 
 
 def plan_checks(s: Support | None, engine: str, image: str) -> tuple[list[str], list[str]]:
