@@ -20,7 +20,7 @@ from .facts import NodeFacts, Subnet
 from . import plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
-from .support import plan_checks
+from .support import plan_checks, support_of_info
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
@@ -497,7 +497,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.error(e)
     for w in release.warnings:
         c.warn(w)
-    support_errors, support_warnings = plan_checks(opts.support, engine, image)
+    support = opts.support if opts.support is not None else support_of_info(info)  # the form's: kept in the facts
+    support_errors, support_warnings = plan_checks(support, engine, image)
     for e in support_errors:  # before any container starts: the image cannot load this model
         c.error(e)
     for w in support_warnings:
@@ -538,8 +539,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                 dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
                 engine_note=version_note, mem_fraction=mem_fraction,
                 unified=[n for n in order if n in facts and facts[n].gpu.unified])
-    if getattr(opts.support, "engine", None) == engine and getattr(opts.support, "image", None) == image:
-        plan.support = opts.support.to_json()
+    if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
+        plan.support = support.to_json()
     spots = []
     for rank, name in enumerate(order):
         addr = subnet.nodes.get(name) if subnet else None

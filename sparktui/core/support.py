@@ -352,9 +352,44 @@ async def support_of_config(cluster, config) -> dict[str, Support]:
     return {e: s for e, s in zip(engines, got) if s is not None}
 
 
+def from_json(d: dict) -> Support:
+    """A Support kept as JSON (in the facts, in check --json); unknown keys are left out."""
+    return Support(**{k: v for k, v in d.items() if k in Support.__dataclass_fields__})
+
+
+def support_of_info(info) -> Support | None:
+    """The answer kept with an image's inspection (ImageInfo.support), if any."""
+    d = getattr(info, "support", None)
+    if not isinstance(d, dict):
+        return None
+    try:
+        return from_json(d)
+    except TypeError:  # a required field missing: as if never asked
+        return None
+
+
+async def support_configured(cluster, config, facts: dict) -> bool:
+    """Keep, with each configured image's inspection in the head's facts (core/image.inspect_configured), whether
+    it loads the config's model: what the launch form shows under the image. An inspection that already holds
+    an answer is not asked again (a new image ID brings a new inspection). True when something was learnt."""
+    f = facts.get(config.head.name)
+    if f is None or not f.reachable:
+        return False
+    new = False
+    for engine in ENGINES:
+        ref = getattr(config.images, engine, None)
+        info = f.images.get(ref) if ref else None
+        if info is None or info.support is not None:
+            continue
+        s = await support_for(cluster, config, engine)
+        if s is not None:
+            info.support, new = s.to_json(), True
+    return new
+
+
 def line_of(d: dict) -> str:
     """The line of a Support kept as JSON (check --json's), with its fix."""
-    s = Support(**{k: v for k, v in d.items() if k in Support.__dataclass_fields__})
+    s = from_json(d)
     return s.line() + (f"; fix: {s.fix}" if s.fix and s.status != "supported" else "")
 
 
