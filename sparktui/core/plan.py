@@ -499,8 +499,9 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.warn(w)
     support = opts.support if opts.support is not None else support_of_info(info)  # the form's: kept in the facts
     support_errors, support_warnings = plan_checks(support, engine, image)
-    for e in support_errors:  # before any container starts: the image cannot load this model
+    for e in support_errors:  # first: whatever else the plan says, this image cannot load this model
         c.error(e)
+        c.errors.insert(0, c.errors.pop())
     for w in support_warnings:
         c.warn(w)
 

@@ -195,3 +195,38 @@ def test_plan_refuses_an_image_that_cannot_load_the_model():
     # an answer about another engine's image says nothing about this plan
     plan = make_plan(config, facts, subnets, PlanOptions(engine="vllm", support=s))
     assert not any("cannot load" in e for e in plan.errors) and plan.support is None
+
+
+def test_plan_json_refusal_carries_the_fix(monkeypatch, tmp_path, capsys):
+    from sparktui.cli import main
+    from sparktui.core.deploy.operations import Operations
+
+    from .test_plan_cli import CONFIG
+
+    cfg_file = tmp_path / "sparktui.yaml"
+    cfg_file.write_text(CONFIG)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    config, facts, subnets = cluster(2)
+    s = classify(Support(engine="sglang", image=SGLANG_IMAGE, model_path=config.model.path, node="spark1"),
+                 _raw(engine_version="0.5.3.post3", archs_known={"Qwen3_5MoeForConditionalGeneration": False},
+                      autoconfig_error="ValueError: x", config_type_known=False))
+
+    class FakeCluster:
+        def __init__(self, *a, **kw):
+            self.nodes = {}
+
+        async def __aenter__(self):
+            return self
+
+        async def __aexit__(self, *exc):
+            return None
+
+    async def plan(self, opts, last_subnet=None):
+        return make_plan(config, facts, subnets, PlanOptions(engine="sglang", support=s, tp=3))
+
+    monkeypatch.setattr("sparktui.core.ssh.Cluster", FakeCluster)
+    monkeypatch.setattr(Operations, "plan", plan)
+    assert main(["plan", "--config", str(cfg_file), "--engine", "sglang", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["errors"]) > 1 and "cannot load qwen3_5_moe" in doc["errors"][0]  # first, before the TP error
+    assert "cannot load qwen3_5_moe" in doc["error"] and doc["fix"] == s.fix
