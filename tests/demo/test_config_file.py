@@ -39,3 +39,14 @@ def test_hang_detection_follows_the_speed():
     slow = load_config_text(render("pivot", speed=2)).engine.hang_after
     fast = load_config_text(render("pivot", speed=30)).engine.hang_after
     assert fast < slow
+
+
+def test_the_unsupported_scenario_runs_the_stock_sglang_image_on_a_qwen35_model():
+    from sparktui.demo import checkpoint
+
+    cfg = load_config_text(render("unsupported"))
+    assert cfg.images.sglang == "lmsysorg/sglang:spark"  # SGLang 0.5.3.post3: no Qwen3.5 in its registry
+    assert cfg.images.vllm == load_config_text(render("happy")).images.vllm
+    assert configfile.SCENARIO_MODELS["unsupported"]["model_type"] == "qwen3_5_moe"
+    assert "SPARKTUI_SIM_SCENARIO" not in cfg.docker.env
+    assert checkpoint.QWEN35["architectures"] == ["Qwen3_5MoeForConditionalGeneration"]
