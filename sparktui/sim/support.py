@@ -25,8 +25,6 @@ TRANSFORMERS = {("sglang", "0.5.3.post3"): "4.57.1", ("sglang", "0.5.23"): "5.19
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "qwen3_moe")
 MODEL_TYPE_SINCE = {"qwen3_5_moe": (5, 0), "qwen3_5_moe_text": (5, 0)}
 QUANTIZATION = ("fp8", "awq", "gptq", "compressed-tensors", "modelopt", "bitsandbytes")
-# SPARKTUI_SIM_ARCHS_MISSING=A,B: an image whose engine lacks these (a demo scenario's image)
-MISSING_ENV = "SPARKTUI_SIM_ARCHS_MISSING"
 
 
 def _v(text: str) -> tuple[int, ...]:
@@ -49,8 +47,7 @@ def release(engine: str) -> str:
 
 def archs(engine: str) -> set[str]:
     v = _v(release(engine))
-    have = set(COMMON_ARCHS) | {a for a, since in ARCH_SINCE.items() if v >= since[engine]}
-    return have - {a.strip() for a in os.environ.get(MISSING_ENV, "").split(",") if a.strip()}
+    return set(COMMON_ARCHS) | {a for a, since in ARCH_SINCE.items() if v >= since[engine]}
 
 
 def transformers_version() -> str:
