@@ -13,22 +13,25 @@ import uuid
 import pytest
 
 from .labtools import cli
-from .netlab import SIM_BUILDER, SIM_IMAGE, Lab
+from .netlab import SIM_BUILDER, Lab
 
 pytestmark = pytest.mark.lab
 OLD = "sparktui/engine-sim:sglang-0.5.3.post3"
+NEW = "sparktui/engine-sim:sglang-0.5.23"  # built here: the lab's shared image may predate the registries
 QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
           "quantization_config": {"quant_method": "fp8"}}
 
 
 @pytest.fixture(scope="module")
 def old_image(lab: Lab, tmp_path_factory):
-    tar = tmp_path_factory.mktemp("support") / "old.tar"
-    subprocess.run([sys.executable, str(SIM_BUILDER), "-o", str(tar), "-t", OLD, "--sglang-version", "0.5.3.post3"],
-                   check=True, capture_output=True, timeout=300)
-    lab.load_image(tar)
+    work = tmp_path_factory.mktemp("support")
+    for tag, version in ((OLD, "0.5.3.post3"), (NEW, "0.5.23")):
+        tar = work / (version + ".tar")
+        subprocess.run([sys.executable, str(SIM_BUILDER), "-o", str(tar), "-t", tag, "--sglang-version", version],
+                       check=True, capture_output=True, timeout=300)
+        lab.load_image(tar)
     yield OLD
-    lab.on_each(f"docker rmi {OLD} >/dev/null 2>&1; true", check=False)
+    lab.on_each(f"docker rmi {OLD} {NEW} >/dev/null 2>&1; true", check=False)
 
 
 @pytest.fixture
@@ -39,7 +42,7 @@ def config(lab: Lab, old_image):
                     f"head -c 1048576 /dev/urandom > {q}/model-00001-of-00001.safetensors")
     data = lab.config_data()
     data["model"]["path"] = path
-    data["images"] = {"sglang": old_image, "vllm": SIM_IMAGE}
+    data["images"] = {"sglang": old_image, "vllm": NEW}  # NEW plays vLLM 0.33.0 too
     yield lab.write_config(data)
     lab.on_each(f"rm -rf {q} $HOME/.cache/sparktui/support", check=False)
 
@@ -73,7 +76,7 @@ def test_sync_model_warns_before_copying(lab: Lab, config):
 
 
 def test_an_image_that_lists_the_architecture_passes(lab: Lab, config):
-    r = cli(config, "plan", "--engine", "sglang", "--image", SIM_IMAGE, "--json", timeout=240)
+    r = cli(config, "plan", "--engine", "sglang", "--image", NEW, "--json", timeout=240)
     plan = json.loads(r.stdout)
     assert plan["support"]["status"] == "supported", plan["support"]
     assert plan["support"]["engine_version"] == "0.5.23"
