@@ -85,3 +85,22 @@ def test_an_image_that_lists_the_architecture_passes(lab: Lab, config):
     images = json.loads(r.stdout)["images"]
     assert images["sglang"]["support"]["status"] == "unsupported"
     assert images["vllm"]["support"]["status"] == "supported"
+
+
+def test_an_image_without_python_cannot_be_asked(lab: Lab, config):
+    """Real dockerd on an image of static busybox: no python3 in it, so "could not check", never "supported"."""
+    from pathlib import Path
+
+    from . import tinyimage
+
+    tag = f"sparktui/support-nopython-{uuid.uuid4().hex[:6]}:latest"
+    tar = Path(lab.dir) / "support-rootfs.tar"
+    if not tar.exists():
+        tinyimage.build(tar)
+    lab.import_image(tar, tag, ["node1"])
+    try:
+        r = cli(config, "plan", "--engine", "sglang", "--image", tag, "--json", timeout=240)
+        s = json.loads(r.stdout)["support"]
+        assert s["status"] == "unknown" and f"{tag} has no python3" in s["reason"], s
+    finally:
+        lab.sh("node1", ["docker", "rmi", tag], check=False)
