@@ -269,7 +269,8 @@ def classify(s: Support, raw: dict) -> Support:
                  else False if known_type is False and s.transformers else None)
     archs = raw.get("archs_known")
     if not isinstance(archs, dict) or not archs:
-        s.reason = f"{word}'s model registry in {s.image} could not be read ({raw.get('registry_error') or 'no answer'})"
+        why = raw.get("registry_error") or "no answer"
+        s.reason = f"{word}'s model registry in {s.image} could not be read ({why})"
         return s
     arch_list = " / ".join(s.architectures)
     newer_fix = (f"an image whose {word} lists {s.architectures[0]}" + (f", e.g. {newer}" if newer else ""))

@@ -60,7 +60,8 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
                      "# SGLang's message queue wanders off the fabric: the rendezvous hangs")
     images = SCENARIO_IMAGES.get(scenario)
     if images:  # the stock SGLang image of the seed's story: it lacks the model's architecture
-        lines += ["images:"] + [f"  {k}: {_q(v)}  # cannot load the model: the support check says so" for k, v in images.items()]
+        lines += ["images:"] + [f"  {k}: {_q(v)}  # cannot load the model: the support check says so"
+                                for k, v in images.items()]
     lines += [
         "ssh:",
         f"  known_hosts: {_q(known_hosts)}  # the demo nodes' host keys: still verified",
