@@ -59,3 +59,14 @@ def transformers_version() -> str:
 def model_types() -> set[str]:
     v = _v(transformers_version())
     return set(MODEL_TYPES) | {t for t, since in MODEL_TYPE_SINCE.items() if v >= since}
+
+
+def refusal(config: dict) -> str | None:
+    """What the played release's transformers raises on this config.json (AutoConfig, which both engines
+    call first), or None when it reads it. transformers' own words (models/auto/configuration_auto.py)."""
+    mt = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(mt, str) or mt in model_types():
+        return None
+    return (f"ValueError: The checkpoint you are trying to load has model type `{mt}` but Transformers does not "
+            "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+            "version of Transformers is out of date.")
