@@ -9,6 +9,7 @@ from ..core.config import Config
 from ..core.inventory import Inventory, take_inventory
 from ..core.requirements import Need, node_needs, unmet
 from ..core.ssh import Cluster
+from ..core.support import line_of as support_line
 from . import common
 from .common import add_config_arg, add_json_arg, get_config, journal, print_json
 
@@ -211,9 +212,15 @@ async def cmd_check(args: argparse.Namespace) -> int:
     async with Cluster(config, journal=journal()) as cluster:
         import asyncio
 
-        inv, images = await asyncio.gather(take_inventory(cluster, config), _images(cluster, config))
+        from ..core.support import support_of_config
+
+        inv, images, support = await asyncio.gather(take_inventory(cluster, config), _images(cluster, config),
+                                                    support_of_config(cluster, config))
         if not inv.facts.get(config.head.name) or not inv.facts[config.head.name].reachable:
             images = {}  # the head did not answer: nothing to say about its images
+        for engine, s in support.items():  # whether each image loads the model, as the image answered
+            if engine in images:
+                images[engine]["support"] = s.to_json()
     needs = node_needs(config, inv)
     if args.json:
         print_json({**inv.to_json(), "images": images, "requirements": [n.to_json() for n in needs]})
@@ -221,6 +228,10 @@ async def cmd_check(args: argparse.Namespace) -> int:
         print_inventory(config, inv)
         for engine, i in images.items():
             _console().print(f"[bold]{engine}[/] {i['image']} on {i['node']}: {i['holds']}", highlight=False)
+            s = i.get("support")
+            if s:
+                style = {"supported": "green", "unsupported": "red"}.get(s["status"], "yellow")
+                _console().print("  " + support_line(s), style=style, highlight=False, markup=False)
         print_needs(needs)
     if not inv.all_reachable:
         return 1

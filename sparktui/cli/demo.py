@@ -18,7 +18,8 @@ from .common import CliExit, console, err_console, print_json
 
 SCENARIO_HELP = ("pivot: SGLang hangs at the rendezvous and you pivot to vLLM; "
                  "happy: everything works the first time; "
-                 "collective-timeout: it serves, then the all-reduce between the nodes hangs mid-serving")
+                 "collective-timeout: it serves, then the all-reduce between the nodes hangs mid-serving; "
+                 "unsupported: the SGLang image cannot load the model's architecture, and the check says so first")
 
 
 def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
@@ -26,7 +27,8 @@ def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
     # subcommand's defaults overwrite what the parent parsed).
     d = (lambda v: argparse.SUPPRESS) if sub else (lambda v: v)
     p.add_argument("--nodes", type=int, default=d(2), metavar="N", help="simulated nodes (default 2)")
-    p.add_argument("--scenario", choices=("pivot", "happy", "collective-timeout"), default=d("pivot"), help=SCENARIO_HELP)
+    p.add_argument("--scenario", choices=("pivot", "happy", "collective-timeout", "unsupported"), default=d("pivot"),
+                   help=SCENARIO_HELP)
     p.add_argument("--speed", type=float, default=d(10.0), metavar="X",
                    help="how many times faster than real engines the simulated ones run (default 10)")
     p.add_argument("--keep", action="store_true", default=d(False), help="keep the demo's directory when it ends")

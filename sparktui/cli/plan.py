@@ -123,7 +123,11 @@ async def cmd_plan(args: argparse.Namespace) -> int:
             plan = await ops.plan(opts, last_subnet=None if opts.rendezvous else await ops.last_subnet(opts.deployment))
     plan.warnings[:0] = notes
     if args.json:
-        print_json(plan.to_json())
+        doc = plan.to_json()
+        s = plan.support or {}
+        if s.get("status") == "unsupported" and plan.errors and plan.errors[0].startswith(s.get("image") or "\0"):
+            doc["fix"] = s.get("fix")  # the refusal's way out: the image release that loads the model
+        print_json(doc)
     elif args.export:
         for path in write_export(plan, args.export):
             console.print(str(path), markup=False)

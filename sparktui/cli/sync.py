@@ -228,9 +228,27 @@ async def _run_sync(args: argparse.Namespace, start) -> int:
     return _report(outcomes, as_json, args.wait)
 
 
+async def _warn_support(cluster, config) -> None:
+    """Before the weights move: say which configured image cannot load the model (the image answers, on
+    the model's node); a warning on stderr, so `--json` keeps its one document on stdout."""
+    from ..core.support import support_of_config
+
+    for engine, s in (await support_of_config(cluster, config)).items():
+        if s.status == "supported":
+            continue
+        words = s.line() + (f"; fix: {s.fix}" if s.fix else "")
+        if s.refuses:
+            words = f"warning: {words}. Copying the model is for nothing with {engine} until then"
+        else:
+            words = f"warning: {words}"
+        err_console.print(words, markup=False, soft_wrap=True)
+
+
 async def cmd_model(args: argparse.Namespace) -> int:
-    return await _run_sync(args, lambda cluster, config, opts, emit: sync_model(
-        cluster, config, args.to, emit=emit, opts=opts, subnet=args.subnet, wait=args.wait))
+    async def start(cluster, config, opts, emit):
+        await _warn_support(cluster, config)
+        return await sync_model(cluster, config, args.to, emit=emit, opts=opts, subnet=args.subnet, wait=args.wait)
+    return await _run_sync(args, start)
 
 
 async def cmd_image(args: argparse.Namespace) -> int:

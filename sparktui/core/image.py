@@ -54,6 +54,7 @@ class ImageInfo:
     versions: dict[str, str | None] = field(default_factory=dict)  # vllm / sglang / ray -> release, None = absent
     cached: bool = False  # the versions came from the node's cache (no container ran)
     problem: str | None = None  # why the image or its versions could not be read
+    support: dict | None = None  # whether it loads the config's model (core/support.py Support.to_json), if asked
 
     def version(self, package: str) -> str | None:
         v = self.versions.get(package)

@@ -20,6 +20,7 @@ from .facts import NodeFacts, Subnet
 from . import plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
+from .support import plan_checks, support_of_info
 from .fit import Fit, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
@@ -59,6 +60,7 @@ class PlanOptions:
     engine_version: str | None = None  # the engine release inside the image, when known (flags follow it)
     files: dict[str, str] = field(default_factory=dict)  # container path -> base64 content (a recipe's mods)
     node_limit: int | None = None  # without `nodes`: use at most this many, head first (a recipe's max_nodes)
+    support: object = None  # core.support.Support: whether the image loads the model, as the head's image answered
 
 
 @dataclass
@@ -104,6 +106,7 @@ class Plan:
     mem_fraction: float | None = None  # of each GPU's total memory, as the engine flag says
     unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
     fabric: dict = field(default_factory=dict)  # topology, line rate, halves and MTU in use (fabric.summary)
+    support: dict | None = None  # the image's answer on loading the model (core/support.py), when asked
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -130,6 +133,7 @@ class Plan:
             "nodes": [n.to_json() for n in self.nodes],
             "fit": self.fit.to_json() if self.fit else {},
             "fabric": dict(self.fabric),
+            "support": self.support,
             "warnings": list(self.warnings),
             "errors": list(self.errors),
             "runnable": self.ok,  # false: the nodes' commands are for reading until the errors are fixed
@@ -494,6 +498,13 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.error(e)
     for w in release.warnings:
         c.warn(w)
+    support = opts.support if opts.support is not None else support_of_info(info)  # the form's: kept in the facts
+    support_errors, support_warnings = plan_checks(support, engine, image)
+    for e in support_errors:  # first: whatever else the plan says, this image cannot load this model
+        c.error(e)
+        c.errors.insert(0, c.errors.pop())
+    for w in support_warnings:
+        c.warn(w)
 
     mem_fraction = opts.mem_fraction if opts.mem_fraction is not None else default_fraction(engine, eng.mem_fraction)
     if not 0 < mem_fraction <= 1:
@@ -530,6 +541,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                 dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
                 engine_note=version_note, mem_fraction=mem_fraction,
                 unified=[n for n in order if n in facts and facts[n].gpu.unified])
+    if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
+        plan.support = support.to_json()
     spots = []
     for rank, name in enumerate(order):
         addr = subnet.nodes.get(name) if subnet else None

@@ -50,10 +50,16 @@ def _safetensors(path: Path, tensor: str, size: int) -> None:
             left -= n
 
 
-def write(dest: Path, total_bytes: int, shards: int = 4) -> int:
-    """Write the checkpoint into dest (created); returns the bytes written."""
+# The `unsupported` scenario's model: the seed's Qwen3.5 architecture (model type qwen3_5_moe, FP8), which the
+# SGLang of lmsysorg/sglang:spark (0.5.3.post3, transformers 4.57.1) cannot load (sparktui/sim/support.py).
+QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+          "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
+
+
+def write(dest: Path, total_bytes: int, shards: int = 4, config: dict | None = None) -> int:
+    """Write the checkpoint into dest (created); returns the bytes written. config: fields over CONFIG."""
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
+    (dest / "config.json").write_text(json.dumps({**CONFIG, **(config or {})}, indent=2) + "\n")
     (dest / "generation_config.json").write_text(json.dumps({"temperature": 0.7, "top_p": 0.8, "top_k": 20}) + "\n")
     weight_map = {}
     per = max(2, total_bytes // shards)

@@ -195,7 +195,8 @@ class DemoCluster:
             node = DemoNode(name, k, d, asyncssh.generate_private_key("ssh-ed25519"))
             node.port = _free_port(list(node.addresses.values()))
             self.nodes.append(node)
-        checkpoint.write(self.node_model_dir(self.nodes[0].name), o.model_bytes)
+        checkpoint.write(self.node_model_dir(self.nodes[0].name), o.model_bytes,
+                         config=configfile.SCENARIO_MODELS.get(o.scenario))
         if o.trust:
             self._trust_each_other()
         else:

@@ -4,17 +4,24 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from . import checkpoint
+
 SCENARIOS = {
     # demo scenario -> engine simulator scenarios passed to the containers through docker.env
     "pivot": ("sglang-host-ip",),
     "happy": (),
     "collective-timeout": ("collective-timeout",),
+    "unsupported": (),
 }
 WHY = {  # what each demo scenario's simulator scenarios do, for the config file's reader
     "pivot": "SGLang's message queue wanders off the fabric: the rendezvous hangs",
     "collective-timeout": "after ~20 s of serving under load the all-reduce between the nodes hangs; torch's "
                           "NCCL watchdog ends it 600 engine seconds later",
 }
+# demo scenario -> the engine images of the config (default: the config's defaults)
+SCENARIO_IMAGES = {"unsupported": {"sglang": "lmsysorg/sglang:spark"}}
+# demo scenario -> config.json fields over the demo checkpoint's (checkpoint.py)
+SCENARIO_MODELS = {"unsupported": checkpoint.QWEN35}
 CLUSTER_NAME = "DEMO \u2014 simulated cluster"
 
 
@@ -56,6 +63,10 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
     sims = SCENARIOS[scenario]
     if sims:
         lines.append(f"    SPARKTUI_SIM_SCENARIO: {_q(','.join(sims))}  # {WHY[scenario]}")
+    images = SCENARIO_IMAGES.get(scenario)
+    if images:  # the stock SGLang image of the seed's story: it lacks the model's architecture
+        lines += ["images:"] + [f"  {k}: {_q(v)}  # cannot load the model: the support check says so"
+                                for k, v in images.items()]
     lines += [
         "ssh:",
         f"  known_hosts: {_q(known_hosts)}  # the demo nodes' host keys: still verified",

@@ -21,6 +21,7 @@ from . import clock, collective, gpu, httpapi, mesh, nccl_lines, netinfo, runtim
 from .logfmt import SGLangLog, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .sglang_args import VERSION, build_parser, server_args_repr
+from .support import refusal
 from .store import StoreClient, StoreError, StoreServer, wait_complete
 
 NCCL_VERSION = "2.27.3"
@@ -99,6 +100,14 @@ class SGLangNode:
             ], f"OSError: Can't load the configuration of '{a.model_path}'. If you were trying to load it from "
                f"'https://huggingface.co/models', make sure you don't have a local directory with the same name. "
                f"Otherwise, make sure '{a.model_path}' is the correct path to a directory containing a config.json file"))
+            return 1
+        why = refusal(self.model.config)  # the image's transformers cannot read the model type
+        if why:
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/sglang/launch_server.py", 29, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
+                (f"{runtime.PY}/transformers/models/auto/configuration_auto.py", 1360, "from_pretrained",
+                 "raise ValueError("),
+            ], why))
             return 1
         problem = self.check_layout()
         if problem:

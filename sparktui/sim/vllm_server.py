@@ -23,6 +23,7 @@ from .logfmt import VllmLog, emit, progress_bar, ray_line
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
 from .vllm_args import VERSION, add_serve_args, build_cli_parser, set_native_defaults
+from .support import refusal
 from .vllm_ray import Placement, RayPlacement
 from .store import StoreClient, StoreError, StoreServer, wait_complete
 
@@ -138,6 +139,13 @@ class VllmServer(RayPlacement):
                "that contains a recognized configuration file.\n   - For Hugging Face models: ensure the presence of a "
                "'config.json'.\n   - For Mistral models: ensure the presence of a 'params.json'."),
                 who=f"APIServer pid={self.log.pid}")
+            return 1
+        why = refusal(self.model.config)  # the image's transformers cannot read the model type
+        if why:
+            self.log.raw(runtime.traceback_text([
+                (f"{runtime.PY}/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
+                (f"{runtime.PY}/vllm/transformers_utils/config.py", 561, "get_config", "raise ValueError(error_message) from e"),
+            ], why), who=f"APIServer pid={self.log.pid}")
             return 1
         if not self.headless:
             code = self.bind_early()

@@ -20,6 +20,7 @@ from ..core.config import Config
 from ..core.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
 from ..core.facts import NodeFacts
 from ..core.image import inspect_configured
+from ..core.support import support_configured
 from ..core.inventory import Inventory
 from ..core.journal import Entry, Journal, default_journal_path
 from ..core import labels as L
@@ -182,6 +183,9 @@ class Controller:
         self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
         # the engine release in each image, for the launch form: asked once per image ID, then cached
         if await inspect_configured(self.cluster, self.config, inv.facts, self._images):
+            self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
+        # whether each image loads the model (asked of the image once per inspection): the form's line
+        if await support_configured(self.cluster, self.config, inv.facts):
             self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
         return inv
 

@@ -47,3 +47,14 @@ def test_the_collective_timeout_scenario_reaches_the_engines_and_wedge_detection
     # at speed 10 the watchdog ends the hang 60 s after it starts: `wedged` must show before that
     assert cfg.engine.wedge_after < 600 / 10
     assert load_config_text(render("happy", speed=30)).engine.wedge_after < cfg.engine.wedge_after
+
+
+def test_the_unsupported_scenario_runs_the_stock_sglang_image_on_a_qwen35_model():
+    from sparktui.demo import checkpoint
+
+    cfg = load_config_text(render("unsupported"))
+    assert cfg.images.sglang == "lmsysorg/sglang:spark"  # SGLang 0.5.3.post3: no Qwen3.5 in its registry
+    assert cfg.images.vllm == load_config_text(render("happy")).images.vllm
+    assert configfile.SCENARIO_MODELS["unsupported"]["model_type"] == "qwen3_5_moe"
+    assert "SPARKTUI_SIM_SCENARIO" not in cfg.docker.env
+    assert checkpoint.QWEN35["architectures"] == ["Qwen3_5MoeForConditionalGeneration"]

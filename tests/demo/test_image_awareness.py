@@ -79,3 +79,30 @@ async def test_an_image_entrypoint_runs_with_the_command_as_its_arguments(demo):
                                 timeout=60)
         assert forgot.exit_status == 2
         assert "vllm serve: error: unrecognized arguments: start" in forgot.stdout + forgot.stderr
+
+
+async def test_each_demo_image_answers_whether_it_loads_the_model(demo):
+    """The support check asks the simulated image: the stock SGLang image (0.5.3.post3) lacks Qwen3.5,
+    the vLLM 26.10 image (0.31.0) has it; both load the demo's Qwen3 MoE. Nothing is started."""
+    import json
+    import shlex
+
+    from sparktui.demo import checkpoint
+
+    config = load_config(demo.config_path)
+    qwen35 = config.model.path.rstrip("/") + "-qwen35"
+    async with Cluster(config) as cluster:
+        node = cluster["spark1"]
+        cfg = shlex.quote(json.dumps({**checkpoint.CONFIG, **checkpoint.QWEN35}))
+        await node.run(f"mkdir -p {shlex.quote(qwen35)} && printf '%s' {cfg} > {shlex.quote(qwen35)}/config.json")
+        ops = Operations(cluster, config, EventBus())
+        old = "lmsysorg/sglang:spark"
+        plan = await ops.plan(PlanOptions(engine="sglang", image=old, model_path=qwen35))
+        assert plan.support["status"] == "unsupported", plan.support
+        assert "qwen3_5_moe" in plan.errors[0] and "SGLang 0.5.3.post3" in plan.errors[0]
+        plan = await ops.plan(PlanOptions(engine="vllm", image="nvcr.io/nvidia/vllm:26.10-py3", model_path=qwen35))
+        assert plan.support["status"] == "supported" and plan.support["engine_version"] == "0.31.0"
+        plan = await ops.plan(PlanOptions(engine="sglang", image=old))
+        assert plan.support["status"] == "supported" and plan.support["model_type"] == "qwen3_moe"
+        ps = await node.run("docker ps -aq")
+        assert not ps.stdout.split()

@@ -171,3 +171,22 @@ def test_checkpoint_too_big_for_one_gpu_runs_out_of_memory(tmp_path):
     with sglang(big, "--port", str(free_port())) as proc:
         proc.wait_for("CUDA out of memory", timeout=60)
         assert proc.wait_exit(timeout=30) == 137
+
+
+def test_a_model_type_the_images_transformers_lacks_is_the_engine_s_error(tmp_path):
+    """SGLang 0.5.3.post3's image (transformers 4.57.1) on a Qwen3.5 checkpoint: transformers' own refusal,
+    which the log signature `unsupported_model` names (core/engines/logsigns.py)."""
+    from sparktui.core.engines.logsigns import SIGNS
+
+    path = str(make_model(tmp_path / "qwen35", shards=1, config={
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}))
+    with sglang(path, "--port", str(free_port()), extra_env={"SPARKTUI_SIM_SGLANG_VERSION": "0.5.3.post3"}) as proc:
+        assert proc.wait_exit(timeout=30) == 1
+    at = proc.find("model type `qwen3_5_moe` but Transformers does not recognize this architecture")
+    assert at >= 0, proc.snapshot()
+    sign = next(s for s in SIGNS if s.kind == "unsupported_model")
+    assert any(sign.pattern.search(line) for line in proc.snapshot())
+    # the release whose transformers knows it loads the same checkpoint past that point
+    with sglang(path, "--port", str(free_port()), extra_env={"SPARKTUI_SIM_SGLANG_VERSION": "0.5.23"}) as proc:
+        proc.wait_for("server_args=", timeout=30)
+        assert proc.find("does not recognize this architecture") < 0

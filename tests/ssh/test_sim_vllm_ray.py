@@ -290,3 +290,13 @@ def test_interface_names_that_differ_survive_ray_only_when_listed_not_to_carry_o
                     server.wait_for("no socket interface found", timeout=60)
                     assert server.find("ip=127.0.0.3)") >= 0  # on the remote worker, not the head
                     assert server.wait_exit(timeout=60) != 0
+
+
+def test_vllm_0_11_refuses_a_model_type_its_transformers_lacks(tmp_path, tmpdirs):
+    """vLLM 0.11.0's image ships transformers 4.57.x, which predates qwen3_5_moe: transformers' own refusal."""
+    path = str(make_model(tmp_path / "qwen35", shards=1, config={
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}))
+    with vllm(tmpdirs["head"], "serve", path, "--port", str(free_port()),
+              env={"SPARKTUI_SIM_VLLM_VERSION": "0.11.0"}) as server:
+        assert server.wait_exit(timeout=30) == 1
+    assert server.find("model type `qwen3_5_moe` but Transformers does not recognize this architecture") > 0

@@ -178,3 +178,31 @@ async def test_core_work_runs_off_the_callers_loop():
     await c.close()
     await c.close()  # twice is harmless (quit, then unmount)
     assert not c._core.running
+
+
+async def test_a_pivot_to_an_image_that_cannot_load_the_model_is_refused_in_its_confirmation(monkeypatch):
+    from sparktui.core.support import Support
+
+    c, _, stubs = make()
+    image = c.config.images.vllm
+    lacks = Support(engine="vllm", image=image, model_path=c.config.model.path, node="spark1", status="unsupported",
+                    reason="vLLM 0.11.0 has no Qwen3_5MoeForConditionalGeneration in its model registry",
+                    fix="an image whose vLLM lists it", model_type="qwen3_5_moe", engine_version="0.11.0")
+    target = planned(c, PlanOptions(engine="vllm", mode="ray", support=lacks))
+    c._get_deployer().target = (PlanOptions(engine="vllm"), target)
+
+    async def no_conflicts(cluster, wanted, own):
+        return []
+
+    monkeypatch.setattr("sparktui.core.deploy.operations.port_conflicts", no_conflicts)
+    prepared = await c.prepare("pivot")
+    assert any(f"{image} cannot load qwen3_5_moe" in e and "fix: an image whose vLLM lists it" in e
+               for e in prepared.errors), prepared.errors
+    try:
+        await c.run(prepared)
+    except Exception as e:  # noqa: BLE001
+        assert "cannot load" in str(e)
+    else:
+        raise AssertionError("a pivot to an image that cannot load the model must not run")
+    assert not any(call[0] == "relaunch" for call in stubs[0].calls)
+    await c.close()

@@ -146,3 +146,34 @@ async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native
         form.query_one("#engine", Select).value = "vllm:ray"
         await pilot.pause()
         assert form.plan.engine_version == "0.11.0" and not form.plan.errors
+
+
+async def test_the_line_under_the_image_says_whether_it_loads_the_model(config, core):
+    from textual.widgets import Static
+
+    from sparktui.core.image import ImageInfo
+    from sparktui.core.support import Support
+
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        await pilot.pause()
+        line = form.query_one("#image-support", Static)
+        assert not line.display  # nothing asked yet: no line
+        image = config.images.sglang
+        lacks = Support(engine="sglang", image=image, model_path=config.model.path, node=config.head.name,
+                        status="unsupported", reason="SGLang 0.5.3.post3 has no Qwen3_5MoeForConditionalGeneration",
+                        fix="an image whose SGLang lists it", model_type="qwen3_5_moe", engine_version="0.5.3.post3")
+        app.facts[config.head.name].images[image] = ImageInfo(ref=image, node=config.head.name,
+                                                              id="sha256:" + "1" * 64, support=lacks.to_json())
+        form.refresh_preview()
+        await pilot.pause()
+        assert line.display and "cannot load qwen3_5_moe" in str(line.render())
+        assert any("cannot load qwen3_5_moe" in e and "fix: " in e for e in form.plan.errors)
+        assert form.query_one("#launch", Button).disabled
+        ok = Support(**{**lacks.to_json(), "status": "supported", "reason": "", "engine_version": "0.5.23"})
+        app.facts[config.head.name].images[image].support = ok.to_json()
+        form.refresh_preview()
+        await pilot.pause()
+        assert "loads qwen3_5_moe (SGLang 0.5.23)" in str(line.render())
+        assert not any("cannot load" in e for e in form.plan.errors)

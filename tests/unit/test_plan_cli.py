@@ -116,15 +116,18 @@ def test_json_plan_end_to_end(fake_cluster, capsys):
     assert main(["plan", "--config", str(cfg_file), "--engine", "vllm", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
-                        "fabric", "warnings", "errors", "runnable"}
+                        "fabric", "support", "warnings", "errors", "runnable"}
     assert out["mode"] == "ray" and out["tp"] == 2 and out["errors"] == []
+    # the image was asked whether it loads the model, on the head; no answer is "could not check", not an error
+    assert [node for node, cmd in calls if "@@sparktui-support" in cmd] == ["spark1"]
+    assert out["support"]["status"] == "unknown" and any("could not check" in w for w in out["warnings"])
     # the image was asked about on the head only; a node that cannot say leaves the version unknown, not an error
     asked = [node for node, cmd in calls if "@@sparktui-image" in cmd]
     assert asked == ["spark1"]
     assert out["engine_version"] is None and "planned for the newest release" in out["engine_note"]
     assert out["rendezvous"]["head_ip"] == "192.168.100.10"
     # config.json was read from the model's node, with the path quoted as one word
-    reads = [(node, cmd) for node, cmd in calls if "config.json" in cmd]
+    reads = [(node, cmd) for node, cmd in calls if "config.json" in cmd and "@@sparktui-support" not in cmd]
     path = shlex.quote(f"{MODEL}/config.json")
     assert reads == [("spark1", f"if [ -f {path} ]; then cat {path}; fi")]
 

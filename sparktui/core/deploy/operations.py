@@ -229,7 +229,20 @@ class Operations:
         facts_store.remember(self.config.cluster, {n.name: n.host for n in self.config.nodes}, inv.facts)
         if opts.model_config is None:
             opts.model_config = await self._read_model_config(opts)
+        image = opts.image or getattr(self.config.images, opts.engine, None)
+        if getattr(opts.support, "image", None) != image or getattr(opts.support, "engine", None) != opts.engine:
+            opts.support = await self.support(opts, inv)  # asked of the image before anything starts
         return make_plan(self.config, inv.facts, inv.subnets, opts, last_subnet=last_subnet)
+
+    async def support(self, opts: PlanOptions, inv: Inventory | None = None):
+        """The support check (core/support.py) for the image these options would run, on their head."""
+        from ..support import support_for
+
+        head = (opts.nodes or [self.config.head.name])[0]
+        f = (inv or self.inventory).facts.get(head) if (inv or self.inventory) else None
+        if f is None or not f.reachable:
+            return None
+        return await support_for(self.cluster, self.config, opts.engine, opts.image, opts.model_path, head=head)
 
     async def _fresh_plan(self, opts: PlanOptions) -> Plan:
         return await self.plan(opts)

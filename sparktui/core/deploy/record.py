@@ -77,12 +77,13 @@ def learn_secrets(opts: PlanOptions) -> None:
 def options_to_json(opts: PlanOptions) -> dict:
     d = asdict(opts)
     d.pop("model_config", None)  # re-read from the node at the next plan; it can be large
+    d.pop("support", None)  # asked of the image again at the next plan (cached on the node)
     return d
 
 
 def options_from_json(d: object, where: str = "deployment record") -> PlanOptions:
     """The options of a record, every field's type checked (model_config is read again, never kept)."""
-    return statefile.load(PlanOptions, d, f"{where} (options)", FIX, skip=("model_config",))
+    return statefile.load(PlanOptions, d, f"{where} (options)", FIX, skip=("model_config", "support"))
 
 
 def record_path(deployment: str) -> str:

@@ -42,6 +42,10 @@ class Engine(ABC):
     default_port: ClassVar[int]  # HTTP port on the head unless the config says otherwise
     default_image: ClassVar[str | None] = None  # for engines the config's `images:` section has no key for
     package: ClassVar[str]  # the Python distribution whose version is the engine release in an image
+    # the support check (core/support.py): Python run by the image's python3 that defines registry_archs(),
+    # quant_methods() and config_types(); None: this engine's images are not asked ("could not check")
+    support_probe: ClassVar[str | None] = None
+    support_newer_image: ClassVar[str | None] = None  # the image release to name as the way out
     health_paths: ClassVar[tuple[str, ...]]
     ready_line: ClassVar[str]
     host_ip_env: ClassVar[str]  # the variable that pins the engine's own sockets to a node's fabric address

@@ -50,8 +50,72 @@ def steps(ctx: Context) -> list[Step]:
     return out
 
 
+# -- the support check (core/support.py): how to ask an SGLang image what it can load, run by its python3.
+# SGLang's ModelRegistry (sglang/srt/models/registry.py, 0.5.3.post3 and 0.5.23) is the EntryClass names of
+# the modules of sglang.srt.models, less SGLANG_DISABLED_MODEL_ARCHS; importing them needs the GPU stack, so
+# the source is read the same way without importing (ast), and the imported registry is asked only where
+# no source holds an EntryClass. Quantization: the keys of sglang/srt/layers/quantization/__init__.py's
+# QUANTIZATION_METHODS. Own configs for model types transformers lacks: _CONFIG_REGISTRY
+# (0.5.3.post3 srt/utils/hf_transformers_utils.py; 0.5.23 srt/utils/hf_transformers/common.py).
+SUPPORT_PROBE = '''
+def _sources(package):
+    import importlib.util, os
+    spec = importlib.util.find_spec(package)
+    where = list(spec.submodule_search_locations or []) if spec else []
+    return [os.path.join(d, n) for d in where for n in sorted(os.listdir(d)) if n.endswith(".py")]
+
+def registry_archs():
+    import ast, os
+    off = {x.strip() for x in os.environ.get("SGLANG_DISABLED_MODEL_ARCHS", "").split(",") if x.strip()}
+    out = set()
+    for path in _sources("sglang.srt.models"):
+        if os.path.basename(path)[:-3] in off:
+            continue
+        text = open(path, encoding="utf-8-sig", errors="replace").read()
+        if "EntryClass" not in text:
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:  # as SGLang skips a module that does not import
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "EntryClass" for t in node.targets):
+                vals = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+                out |= {v.id for v in vals if isinstance(v, ast.Name)}
+    if not out:
+        from sglang.srt.models.registry import ModelRegistry
+        out = set(ModelRegistry.get_supported_archs())
+    return out
+
+def quant_methods():
+    try:
+        from sglang.srt.layers.quantization import QUANTIZATION_METHODS
+        return set(QUANTIZATION_METHODS)
+    except Exception:
+        import ast
+        paths = [p for p in _sources("sglang.srt.layers.quantization") if p.endswith("__init__.py")]
+        tree = ast.parse(open(paths[0], encoding="utf-8-sig").read())
+        return {k.value for d in ast.walk(tree) if isinstance(d, ast.Dict)
+                for k in d.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+def config_types():
+    import importlib
+    for name in ("sglang.srt.utils.hf_transformers.common", "sglang.srt.utils.hf_transformers_utils"):
+        try:
+            return set(importlib.import_module(name)._CONFIG_REGISTRY)
+        except Exception:
+            continue
+    raise RuntimeError("SGLang's own config registry did not import")
+'''
+# What to name as the way out when this image's SGLang lacks an architecture: the newest release the
+# contract tier checks (tests/contract/venvs.py), in NVIDIA's SGLang playbook image.
+SUPPORT_NEWER_IMAGE = "lmsysorg/sglang:latest-cu130 (SGLang 0.5.23)"
+
+
 class SGLang(Engine):
     name = NAME
+    support_probe = SUPPORT_PROBE
+    support_newer_image = SUPPORT_NEWER_IMAGE
     label = "SGLang"
     modes = MODES
     shapes = {"native": "ranks"}

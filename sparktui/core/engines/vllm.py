@@ -160,8 +160,31 @@ def steps(ctx: Context) -> list[Step]:
     return steps_ray(ctx) if ctx.mode == "ray" else steps_native(ctx)
 
 
+# -- the support check (core/support.py): how to ask a vLLM image what it can load, run by its python3.
+# vLLM's ModelRegistry imports on a CPU without loading a model class (vllm/model_executor/models/registry.py,
+# get_supported_archs, 0.11.0 to 0.33.0); QUANTIZATION_METHODS in vllm/model_executor/layers/quantization;
+# its own configs for model types transformers lacks: _CONFIG_REGISTRY in vllm/transformers_utils/config.py.
+SUPPORT_PROBE = '''
+def registry_archs():
+    from vllm.model_executor.models.registry import ModelRegistry
+    return set(ModelRegistry.get_supported_archs())
+
+def quant_methods():
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    return set(QUANTIZATION_METHODS)
+
+def config_types():
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    return set(_CONFIG_REGISTRY)
+'''
+# The way out when this image's vLLM lacks an architecture: vLLM's own newest image (contract tier's newest).
+SUPPORT_NEWER_IMAGE = "vllm/vllm-openai:v0.33.0 (vLLM 0.33.0)"
+
+
 class VLLM(Engine):
     name = NAME
+    support_probe = SUPPORT_PROBE
+    support_newer_image = SUPPORT_NEWER_IMAGE
     label = "vLLM"
     modes = MODES
     shapes = {"ray": "ray-driver", "native": "ranks"}

@@ -42,6 +42,19 @@ def fit_text(plan: Plan) -> Content:
     return Content("\n").join([engine, fit]) if plan.engine_note else fit
 
 
+def support_text(plan: Plan) -> Content:
+    """The line under the image: whether it loads the model, as the image answered (core/support.py)."""
+    s = plan.support or {}
+    if s.get("status") == "supported":
+        word = engine_label(plan.engine)
+        return Content.styled(f"✓ loads {s.get('model_type') or 'the model'} ({word} {s.get('engine_version')})",
+                              "$success")
+    if s.get("status") == "unsupported":
+        return Content.styled(f"✗ cannot load {s.get('model_type') or 'the model'}: see the checks", "$error")
+    return Content.styled("⚠ model support: " + ("Transformers backend only" if s.get("status") == "fallback"
+                                                 else "could not check"), "$warning")
+
+
 def issues_text(plan: Plan) -> Content:
     lines = [Content.assemble(("✗ ", "$error bold"), (e, "$error")) for e in plan.errors]
     lines += [Content.assemble(("⚠ ", "$warning bold"), w) for w in plan.warnings]
@@ -86,6 +99,8 @@ class LaunchForm(ModalScreen[Result | None]):
     LaunchForm #buttons { height: 1; align-horizontal: right; padding: 0 1; }
     LaunchForm #buttons Button { margin-left: 2; }
     LaunchForm #buttons #drop.-hidden { display: none; }
+    LaunchForm #image-support { height: auto; margin-top: -1; margin-bottom: 1; padding-left: 11; }
+    LaunchForm #image-support.-hidden { display: none; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="form.cancel"),
                 Binding("ctrl+s", "submit", "Launch", id="form.submit"),
@@ -131,6 +146,7 @@ class LaunchForm(ModalScreen[Result | None]):
                                                      compact=True, id="engine"), "engine")
                     yield self._row("Image", Select(imgs, value=v.image, allow_blank=False, compact=True,
                                                     id="image"), "image")
+                    yield Static(id="image-support", classes="-hidden")
                     yield self._row("TP × PP", Select(par, value=v.parallel, allow_blank=False, compact=True,
                                                       id="parallel"), "parallel")
                     if rdv:
@@ -178,6 +194,9 @@ class LaunchForm(ModalScreen[Result | None]):
         chosen = plan.subnet if self.values.rendezvous == C.AUTO else self.values.rendezvous
         sub = next((s for s in self.subnets if s.subnet == chosen), None)
         self.query_one("#rdv-detail", Static).update(C.subnet_detail(sub, self.nodes))
+        support = self.query_one("#image-support", Static)  # shown once the image has answered
+        support.update(support_text(plan))
+        support.set_class(not plan.support, "-hidden")
         self.query_one("#fit", Static).update(fit_text(plan))
         self.query_one("#issues", Static).update(issues_text(plan))
         self.query_one("#preview", Static).update(commands_text(plan))

@@ -1,0 +1,10 @@
+"""Simulated SGLang model registry: the architectures the played release lists (sparktui/sim/support.py)."""
+from sparktui.sim.support import archs
+
+
+class _ModelRegistry:
+    def get_supported_archs(self):
+        return archs("sglang")
+
+
+ModelRegistry = _ModelRegistry()

@@ -1,0 +1,2 @@
+"""Simulated: SGLang's own configs for model types transformers lacks; the simulator plays none."""
+_CONFIG_REGISTRY = {}

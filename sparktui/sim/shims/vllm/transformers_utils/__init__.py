@@ -1,0 +1,1 @@
+"""Simulated (see sparktui/sim/support.py)."""
