@@ -111,6 +111,16 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
     return rows
 
 
+async def run_on_deployment(cluster: Cluster, config: Config, name: str, w: client.Workload,
+                            on_progress: Callable[[client.Progress], None] = lambda p: None) -> list[Row]:
+    """prepare + run, and the rows kept in the local history."""
+    from .results import append
+
+    rows = await run(cluster, config, await prepare(cluster, config, name), w, on_progress)
+    append(rows)
+    return rows
+
+
 async def _follow(node: Node, bid: str, on_progress: Callable[[client.Progress], None]) -> tuple[int, str]:
     """Poll the job until its rc appears; a job gone without rc is a failure (exit 255)."""
     while True:
