@@ -93,4 +93,5 @@ async def test_a_missing_client_is_shown_with_its_fix(config, core):
         await ready(pilot, app, core)
         await pilot.press("b")
         await wait_for(pilot, lambda: "no benchmark client on spark1" in screen_text(app), what="the error")
-        assert "sparktui sync image vllm --to spark1" in screen_text(app)
+        assert "sparktui sync image vllm --to spark1" in app.screen.error  # shown whole (wrapped)
+        assert "sparktui sync image vllm" in " ".join(screen_text(app).replace("█", " ").split())

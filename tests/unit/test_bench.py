@@ -111,6 +111,22 @@ def test_a_missing_client_is_said_by_the_node_and_named_with_the_fix(tmp_path):
     assert "n1" in msg and "img:1" in msg and "sparktui sync image vllm --to n1" in msg
 
 
+def test_the_engine_simulators_vllm_is_not_taken_for_the_client(tmp_path):
+    from sparktui.sim import SHIMS_DIR
+    from sparktui.sim.testing import launcher_argv
+
+    shim = tmp_path / "vllm"  # the simulator's `vllm` as its image has it: serve, no bench
+    shim.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in launcher_argv("vllm")) + ' "$@"\n')
+    shim.chmod(0o755)
+    repo = Path(__file__).resolve().parents[2]
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{SHIMS_DIR}:{repo}"}
+    serve = subprocess.run([str(shim), "serve", "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert serve.returncode == 0, serve.stderr  # it is the simulator's vllm, answering serve
+    out = subprocess.run(["/bin/sh", "-c", client.find_client("img:1")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == "none"
+
+
 def test_failure_words_pick_the_clients_error_line():
     tail = " 0%|   | 0/8 [00:00<?, ?it/s]\nTraceback (most recent call last):\nOSError: /m does not appear to have a file named config.json\n"
     assert client.failure_words(tail).startswith("OSError: /m does not appear")

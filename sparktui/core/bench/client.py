@@ -15,6 +15,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
+# the transfers' "any live process in group $g" (reads /proc with the shell's own `read`)
+from ..transfers.remote import _GROUP_ALIVE_FN as GROUP_ALIVE_FN
+
 STATE_ROOT = ".local/state/sparktui/bench"  # under the head's $HOME
 PRUNE_DAYS = 14
 MARK = "=== sparktui bench concurrency "  # the job writes this before each run of the client
@@ -56,8 +59,9 @@ def container_name(bid: str) -> str:
 
 
 def find_client(image: str) -> str:
-    """Prints `path` or `image` (where the client is), else `none`."""
-    return ("if command -v vllm >/dev/null 2>&1; then echo path; "
+    """Prints `path` or `image` (where the client is), else `none`. A `vllm` on the PATH counts only when it
+    has `bench serve` (the engine simulator's `vllm` has no benchmark client)."""
+    return ("if command -v vllm >/dev/null 2>&1 && vllm bench serve --help >/dev/null 2>&1; then echo path; "
             f"elif command -v docker >/dev/null 2>&1 && docker image inspect {shlex.quote(image)} >/dev/null 2>&1; "
             "then echo image; else echo none; fi")
 
@@ -69,7 +73,8 @@ def missing_fix(node: str, image: str) -> str:
 
 def missing_message(node: str, image: str) -> str:
     return (f"no benchmark client on {node}: `vllm bench serve` is neither on its PATH nor in {image} there "
-            f"(that image is not on the node); fix: {missing_fix(node, image)}")
+            f"(that image is not on the node; a `vllm` without `bench serve`, as the engine simulator's, does not "
+            f"count); fix: {missing_fix(node, image)}")
 
 
 def client_argv(where: str, bid: str, image: str, model_path: str, c: int) -> list[str]:
@@ -122,15 +127,18 @@ def poll(bid: str, tail: int = 4000) -> str:
 
 
 def stop(bid: str) -> str:
-    """Stop the job's process group and any client container; waits (bounded) until nothing runs."""
+    """Stop the job's process group and any client container; waits (5 s at most) until no live process of
+    the group is left (zombies of an orphaned job do not count: nodes' containers may have no reaper),
+    then kills what is left."""
     name = container_name(bid)
     return (f"cd {state_dir_word(bid)} 2>/dev/null || exit 0\n"
-            'p=$(cat pid 2>/dev/null)\n'
+            f"{GROUP_ALIVE_FN}\n"
+            'p=$(cat pid 2>/dev/null); g=$p\n'
             '[ -z "$p" ] || kill -TERM -"$p" 2>/dev/null || true\n'
             "if command -v docker >/dev/null 2>&1; then "
             f"ids=$(docker ps -aq --filter name={shlex.quote(name)} 2>/dev/null); "
             '[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || true; fi\n'
-            'i=0; while [ -n "$p" ] && kill -0 -"$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n'
+            'i=0; while [ -n "$p" ] && galive && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n'
             '[ -z "$p" ] || kill -KILL -"$p" 2>/dev/null || true\n'
             '[ -e rc ] || { echo 130 > rc.tmp; mv rc.tmp rc; }\n')
 
