@@ -116,7 +116,7 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             err_console.print("bench: stopped; the client on the head was stopped too", markup=False)
             raise
     results.append(rows)
-    before, other = results.beside(results.load()[0], name)
+    other = results.beside(results.load()[0], name)[1]
     if args.json:
         print_json({"deployment": name, "rows": [r.to_json() for r in rows],
                     "previous_engine": [r.to_json() for r in other]})

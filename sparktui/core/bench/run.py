@@ -78,7 +78,7 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
               on_progress: Callable[[client.Progress], None] = lambda p: None) -> list[Row]:
     node = cluster[b.target.node]
     image = config.images.vllm
-    r = await node.run(client.find_client(image), timeout=30)
+    r = await node.run(client.find_client(image), timeout=120)  # `vllm bench serve --help` imports vLLM
     where = r.stdout.strip()
     if where not in ("path", "image"):
         raise BenchError(client.missing_message(node.name, image), "client missing",
