@@ -125,6 +125,10 @@ def test_the_engine_simulators_vllm_is_not_taken_for_the_client(tmp_path):
     out = subprocess.run(["/bin/sh", "-c", client.find_client("img:1")], env=env, capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.strip() == "none"
+    # the same vllm run as the client anyway (from an image that holds it): its refusal is known for what it is
+    ran = subprocess.run([str(shim), "bench", "serve", "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0 and client.lacks_bench(ran.stdout + ran.stderr)
+    assert not client.lacks_bench((SAMPLES / "vllm.log").read_text())
 
 
 def test_failure_words_pick_the_clients_error_line():

@@ -192,6 +192,12 @@ def progress(log_tail: str) -> Progress:
     return p
 
 
+def lacks_bench(log_tail: str) -> bool:
+    """The `vllm` that ran has no `bench` subcommand (argparse's refusal): a release before the benchmark
+    client moved into the CLI, or the engine simulator's image."""
+    return "invalid choice: 'bench'" in log_tail
+
+
 def failure_words(log_tail: str) -> str:
     """The client's own last words when it failed (its error line, else the last lines)."""
     lines = [ln.strip() for ln in re.split(r"[\r\n]", log_tail) if ln.strip() and not _BAR.search(ln)]

@@ -93,6 +93,9 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
     except BaseException:  # cancelled (Ctrl-C, esc) or the link broke: the client must not stay behind
         await asyncio.shield(node.run(client.stop(b.bid), timeout=20))
         raise
+    if rc != 0 and client.lacks_bench(tail):
+        raise BenchError(f"{client.missing_message(node.name, image)} (the `vllm` in it has no `bench`)",
+                         "client missing", client.missing_fix(node.name, image))
     if rc != 0:
         raise BenchError(f"the client exited {rc} on {node.name}: {client.failure_words(tail)}", "client failed")
     r = await node.run(client.read_results(b.bid, w.concurrency), timeout=30)
