@@ -15,6 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from ..engines.vllm import BENCH_CLIENT
 # the transfers' "any live process in group $g" (reads /proc with the shell's own `read`)
 from ..transfers.remote import _GROUP_ALIVE_FN as GROUP_ALIVE_FN
 
@@ -61,7 +62,8 @@ def container_name(bid: str) -> str:
 def find_client(image: str) -> str:
     """Prints `path` or `image` (where the client is), else `none`. A `vllm` on the PATH counts only when it
     has `bench serve` (the engine simulator's `vllm` has no benchmark client)."""
-    return ("if command -v vllm >/dev/null 2>&1 && vllm bench serve --help >/dev/null 2>&1; then echo path; "
+    exe, words = BENCH_CLIENT[0], " ".join(BENCH_CLIENT)
+    return (f"if command -v {exe} >/dev/null 2>&1 && {words} --help >/dev/null 2>&1; then echo path; "
             f"elif command -v docker >/dev/null 2>&1 && docker image inspect {shlex.quote(image)} >/dev/null 2>&1; "
             "then echo image; else echo none; fi")
 
@@ -80,15 +82,15 @@ def missing_message(node: str, image: str) -> str:
 def client_argv(where: str, bid: str, image: str, model_path: str, c: int) -> list[str]:
     """The words before `bench serve ...` for one concurrency's run."""
     if where == "path":
-        return ["vllm"]
+        return [BENCH_CLIENT[0]]
     # HF_HUB_OFFLINE: the tokenizer is the model's own directory, nodes may have no internet
     return ["docker", "run", "--rm", "--name", f"{container_name(bid)}-c{c}", "--network", "host",
-            "--entrypoint", "vllm", "-e", "HF_HUB_OFFLINE=1", "-v", f"{model_path}:{model_path}:ro",
+            "--entrypoint", BENCH_CLIENT[0], "-e", "HF_HUB_OFFLINE=1", "-v", f"{model_path}:{model_path}:ro",
             "-v", "__DIR__:__DIR__", image]
 
 
 def bench_args(port: int, model: str, tokenizer: str, w: Workload, c: int) -> list[str]:
-    return ["bench", "serve", "--backend", "openai", "--base-url", f"http://127.0.0.1:{int(port)}",
+    return [*BENCH_CLIENT[1:], "--backend", "openai", "--base-url", f"http://127.0.0.1:{int(port)}",
             "--endpoint", "/v1/completions", "--model", model, "--tokenizer", tokenizer,
             "--dataset-name", "random", "--random-input-len", str(int(w.input_len)),
             "--random-output-len", str(int(w.output_len)), "--ignore-eos",

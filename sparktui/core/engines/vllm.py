@@ -152,3 +152,9 @@ def steps_native(ctx: Context) -> list[Step]:
 
 def steps(ctx: Context) -> list[Step]:
     return steps_ray(ctx) if ctx.mode == "ray" else steps_native(ctx)
+
+
+# The serving benchmark client `sparktui bench` runs for every engine (core/bench/client.py): vLLM's own CLI
+# subcommand (vllm/entrypoints/cli/benchmark/serve.py in 0.11.0, 0.31.0 and 0.33.0; the ssh and lab tiers run
+# 0.31.0's, the release in config.example.yaml's image).
+BENCH_CLIENT = ("vllm", "bench", "serve")
