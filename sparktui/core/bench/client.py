@@ -174,8 +174,8 @@ class Progress:
     def words(self) -> str:
         if self.concurrency is None:
             return "starting the client"
-        bar = f" {self.done}/{self.total} requests" if self.total else ""
-        return f"concurrency {self.concurrency}:{bar}"
+        bar = f": {self.done}/{self.total} requests" if self.total else ""
+        return f"concurrency {self.concurrency}{bar}"
 
 
 def progress(log_tail: str) -> Progress:
@@ -192,6 +192,16 @@ def progress(log_tail: str) -> Progress:
     lines = [ln.strip() for ln in re.split(r"[\r\n]", log_tail) if ln.strip()]
     p.last_line = lines[-1][:200] if lines else ""
     return p
+
+
+def image_lacks_fix(node: str) -> str:
+    return (f"set images.vllm to a vLLM release image and `sparktui sync image vllm --to {node}`, "
+            f"or install vllm on {node}")
+
+
+def image_lacks_message(node: str, image: str) -> str:
+    return (f"no benchmark client on {node}: the `vllm` in {image} has no `bench serve` (an engine simulator's "
+            f"image serves only, a vLLM before its CLI benchmarks neither); fix: {image_lacks_fix(node)}")
 
 
 def lacks_bench(log_tail: str) -> bool:

@@ -94,8 +94,8 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
         await asyncio.shield(node.run(client.stop(b.bid), timeout=20))
         raise
     if rc != 0 and client.lacks_bench(tail):
-        raise BenchError(f"{client.missing_message(node.name, image)} (the `vllm` in it has no `bench`)",
-                         "client missing", client.missing_fix(node.name, image))
+        raise BenchError(client.image_lacks_message(node.name, image), "client missing",
+                         client.image_lacks_fix(node.name))
     if rc != 0:
         raise BenchError(f"the client exited {rc} on {node.name}: {client.failure_words(tail)}", "client failed")
     r = await node.run(client.read_results(b.bid, w.concurrency), timeout=30)
