@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 
 from rich.table import Table
 
@@ -66,8 +67,6 @@ def table(rows: list[results.Row], title: str) -> Table:
 
 def run_title(g: list[results.Row]) -> str:
     r = g[0]
-    import time
-
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
     return (f"{r.deployment} · {r.engine} {r.mode} TP{r.tp} · {r.image or 'image ?'} · plan {r.plan_id or '?'}"
             f" · {r.input_len}/{r.output_len} tokens · {when}")
