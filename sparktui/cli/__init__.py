@@ -11,14 +11,14 @@ from ..core.statefile import StateFileError
 
 # Each module adds its subcommands with register(subparsers).
 COMMAND_MODULES = ["check", "plan", "diagnose", "sync", "deploy", "journal", "demo", "preflight", "init", "memory",
-                   "metrics"]
+                   "metrics", "bench"]
 # Which module registers which command word: a run imports only the module of its command, so
 # `--version` or `plan` never pays for SSH, cryptography or the TUI (tests/unit/test_cli_lazy.py keeps
 # this in step with the modules; a word missing here still works, it only loads every module).
 COMMANDS = {"check": "check", "status": "check", "plan": "plan", "diagnose": "diagnose", "sync": "sync",
             "setup": "sync", "launch": "deploy", "stop": "deploy", "pivot": "deploy", "redeploy": "deploy",
             "logs": "deploy", "journal": "journal", "demo": "demo", "preflight": "preflight", "init": "init",
-            "drop-caches": "memory", "metrics": "metrics"}
+            "drop-caches": "memory", "metrics": "metrics", "bench": "bench"}
 ALSO = {"status": ["sync", "deploy"]}  # modules that add sections to a command of another module
 _VALUED = ("--config", "-c", "--theme")  # the global options that take a value
 

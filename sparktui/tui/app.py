@@ -320,6 +320,11 @@ class SparkApp(OperationsFlow, App):
     def action_prev_pane(self) -> None:
         self._cycle(-1)
 
+    def action_bench(self) -> None:
+        from .screens.bench import BenchScreen
+
+        self.push_screen(BenchScreen(self.controller))
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(actions.help_rows(self, self.config.keymap)))
 

@@ -280,6 +280,20 @@ class Controller:
         """Flush the page cache on these nodes (the CLI's drop-caches), then probe again: each Dropped."""
         return await self._run(self._drop_caches(names))
 
+    async def _bench(self, workload: Any, on_progress: Callable[[Any], None]) -> tuple[list, list]:
+        from ..core.bench import results
+        from ..core.bench.run import run_on_deployment
+        from ..core.engines.common import safe_name
+
+        name = safe_name(self.config.cluster)
+        rows = await run_on_deployment(self.cluster, self.config, name, workload, on_progress)
+        return rows, results.beside(results.load()[0], name)[1]
+
+    async def bench(self, workload: Any, on_progress: Callable[[Any], None]) -> tuple[list, list]:
+        """`sparktui bench` on the deployment: (its rows, the previous engine's rows); cancelling stops the
+        client on the head. on_progress is called on the core thread."""
+        return await self._run(self._bench(workload, on_progress))
+
     # -- shutdown ---------------------------------------------------------------------------
     async def close(self) -> None:
         if self._closed:

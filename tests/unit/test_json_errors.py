@@ -52,6 +52,8 @@ ERROR_PATHS: dict[str, list[list[str]]] = {
     "journal": [["--config", "MISSING", "journal"], ["journal", "--all", "--limit", "0"]],
     "preflight": [["--config", "CONF", "preflight"]],
     "metrics": [["--config", "CONF", "metrics"], ["--config", "CONF", "metrics", "--count", "0"]],
+    "bench": [["--config", "CONF", "bench"], ["--config", "CONF", "bench", "--concurrency", "0,8"],
+              ["--config", "CONF", "bench", "--input-len", "x"]],
     "drop-caches": [["--config", "CONF", "drop-caches"], ["--config", "CONF", "drop-caches", "nosuchnode"]],
     "init": [["init", "--node", "a=127.0.0.1,port=1", "--model-path", "/m", "-o", "OUT"], ["init"]],
     "demo": [["demo"]],  # the interactive demo, without a terminal to run in

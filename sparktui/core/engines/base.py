@@ -69,8 +69,9 @@ class Engine(ABC):
     recipe_flags: ClassVar[Mapping[str, str]] = {}  # sparkrun defaults key -> this engine's flag
     recipe_negated: ClassVar[frozenset[str]] = frozenset()  # switches on by default: false is --no-<flag>
     recipe_command_hint: ClassVar[tuple[str, str] | None] = None  # (regex on a runtime-less command, runtime)
-    # the benchmark client: a callable building the load generator for this engine, once one exists
-    bench_client: ClassVar[Callable[..., Any] | None] = None
+    # the serving benchmark client this engine's image carries (argv words, e.g. vLLM's `vllm bench serve`);
+    # `sparktui bench` runs one such client for every engine so rows compare (core/bench/client.py)
+    bench_client: ClassVar[tuple[str, ...] | None] = None
 
     # -- launch -------------------------------------------------------------------------------
     @abstractmethod

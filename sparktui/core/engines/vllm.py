@@ -181,10 +181,17 @@ def config_types():
 SUPPORT_NEWER_IMAGE = "vllm/vllm-openai:v0.33.0 (vLLM 0.33.0)"
 
 
+# The serving benchmark client `sparktui bench` runs for every engine (core/bench/client.py): vLLM's own CLI
+# subcommand (vllm/entrypoints/cli/benchmark/serve.py in 0.11.0, 0.31.0 and 0.33.0; the ssh and lab tiers run
+# 0.31.0's, the release in config.example.yaml's image).
+BENCH_CLIENT = ("vllm", "bench", "serve")
+
+
 class VLLM(Engine):
     name = NAME
     support_probe = SUPPORT_PROBE
     support_newer_image = SUPPORT_NEWER_IMAGE
+    bench_client = BENCH_CLIENT
     label = "vLLM"
     modes = MODES
     shapes = {"ray": "ray-driver", "native": "ranks"}

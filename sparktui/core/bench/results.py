@@ -1,0 +1,133 @@
+"""Benchmark rows: one per concurrency, read from the client's own result file (`--save-result`), and the
+local history of them, $XDG_STATE_HOME/sparktui/bench.jsonl (one row a line), read back through
+statefile's validated loader: a damaged line is skipped and said once, the others stay.
+
+Keys of vllm bench serve's result (vllm/benchmarks/serve.py, 0.11.0 and 0.33.0): completed, failed,
+duration, request_throughput, output_throughput, median_ttft_ms, p99_ttft_ms, median_itl_ms (p{N}_ kept
+for each --metric-percentiles value).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import statefile
+
+FIX = "remove the line (or the file) to start the history again"
+ROW_FIX = "the client wrote no usable result; its log is in ~/.local/state/sparktui/bench/<id>/log on the head"
+
+
+@dataclass
+class Row:
+    deployment: str
+    engine: str
+    image: str  # the engine's image (its release), "" when the record does not say
+    plan_id: str
+    concurrency: int
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    itl_p50_ms: float
+    output_tokens_per_s: float
+    requests_per_s: float
+    completed: int
+    failed: int = 0
+    input_len: int = 0
+    output_len: int = 0
+    mode: str = ""
+    tp: int = 0
+    client: str = "vllm bench serve"
+    started: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.deployment, self.engine, self.image, self.plan_id)
+
+
+@dataclass
+class _ClientResult:
+    """The part of the client's result file sparktui reads, each field type-checked."""
+    completed: int
+    request_throughput: float
+    output_throughput: float
+    median_ttft_ms: float
+    p99_ttft_ms: float
+    median_itl_ms: float
+    failed: int = 0
+    max_concurrency: int | None = None
+
+
+def from_client(text: str, where: str, **ctx) -> Row:
+    """A Row from one result file of `vllm bench serve`; StateFileError when it is not one."""
+    r = statefile.load(_ClientResult, statefile.parse_json(text, where, ROW_FIX), where, ROW_FIX)
+    if r.completed < 1:
+        raise statefile.StateFileError(where, f"no request completed ({r.failed} failed)", ROW_FIX)
+    c = ctx.pop("concurrency", r.max_concurrency)
+    return Row(concurrency=int(c or 0), ttft_p50_ms=r.median_ttft_ms, ttft_p99_ms=r.p99_ttft_ms,
+               itl_p50_ms=r.median_itl_ms, output_tokens_per_s=r.output_throughput,
+               requests_per_s=r.request_throughput, completed=r.completed, failed=r.failed, **ctx)
+
+
+def history_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "sparktui" / "bench.jsonl"
+
+
+def append(rows: list[Row], path: Path | None = None) -> None:
+    """Add rows to the history (0600; a line each, so a cut-off write loses at most its own line)."""
+    path = path or history_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a") as f:
+        for r in rows:
+            f.write(statefile.dumps(r.to_json(), sort_keys=True) + "\n")
+
+
+def load(path: Path | None = None) -> tuple[list[Row], list[str]]:
+    """(rows, problems): every usable row, oldest first, and one line per damaged line skipped."""
+    path = path or history_path()
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return [], []
+    except OSError as e:
+        return [], [f"{path}: cannot be read ({e.strerror or e}); {FIX}"]
+    rows, problems = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            rows.append(statefile.load(Row, statefile.parse_json(line, where, FIX), where, FIX,
+                                       ranges={"concurrency": (1, 1 << 20)}))
+        except statefile.StateFileError as e:
+            problems.append(e.line())
+    if len(problems) > 1:
+        problems = [problems[0] + f" (and {len(problems) - 1} more damaged lines skipped)"]
+    return rows, problems
+
+
+def runs(rows: list[Row]) -> list[list[Row]]:
+    """Rows grouped by run (deployment, engine, image, plan and start time), oldest run first."""
+    out: dict[tuple, list[Row]] = {}
+    for r in rows:
+        out.setdefault((*r.key, r.started), []).append(r)
+    return [sorted(v, key=lambda r: r.concurrency) for v in out.values()]
+
+
+def beside(rows: list[Row], deployment: str) -> tuple[list[Row], list[Row]]:
+    """(latest run, the previous engine's latest run) of a deployment: after a pivot both are shown."""
+    mine = [g for g in runs(rows) if g[0].deployment == deployment]
+    if not mine:
+        return [], []
+    latest = mine[-1]
+    other = next((g for g in reversed(mine[:-1]) if g[0].engine != latest[0].engine), [])
+    return latest, other
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,136 @@
+"""Benchmark rows from the real client's result files, progress from its real log, the local history and
+the job's shell text (samples/bench/README.md says how the samples were made)."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sparktui.core import statefile
+from sparktui.core.bench import client, results
+
+SAMPLES = Path(__file__).parent / "samples" / "bench"
+CTX = dict(deployment="lab", engine="vllm", image="img:1", plan_id="p1")
+
+
+def row(engine: str, c: int, **kw) -> results.Row:
+    ctx = {**CTX, "engine": engine, **kw}
+    return results.from_client((SAMPLES / f"{engine}-c{c}.json").read_text(), f"{engine}-c{c}.json",
+                               concurrency=c, **ctx)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_row_per_concurrency_from_the_clients_result_file(engine):
+    one, eight = row(engine, 1), row(engine, 8)
+    raw = json.loads((SAMPLES / f"{engine}-c8.json").read_text())
+    assert (eight.ttft_p50_ms, eight.ttft_p99_ms, eight.itl_p50_ms) == (
+        raw["median_ttft_ms"], raw["p99_ttft_ms"], raw["median_itl_ms"])
+    assert (eight.output_tokens_per_s, eight.requests_per_s) == (raw["output_throughput"], raw["request_throughput"])
+    assert eight.completed == 32 and eight.failed == 0 and eight.concurrency == 8
+    assert eight.ttft_p50_ms <= eight.ttft_p99_ms
+    # more in flight: more served per second
+    assert eight.output_tokens_per_s > 3 * one.output_tokens_per_s
+    keys = eight.to_json()
+    for k in ("engine", "concurrency", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "output_tokens_per_s",
+              "requests_per_s"):
+        assert k in keys
+
+
+def test_a_result_without_the_p99_or_with_nothing_completed_is_one_error_naming_the_file():
+    raw = json.loads((SAMPLES / "vllm-c1.json").read_text())
+    del raw["p99_ttft_ms"]
+    with pytest.raises(statefile.StateFileError, match="c1.json: has no 'p99_ttft_ms'"):
+        results.from_client(json.dumps(raw), "c1.json", concurrency=1, **CTX)
+    raw = json.loads((SAMPLES / "vllm-c1.json").read_text())
+    raw.update(completed=0, failed=8)
+    with pytest.raises(statefile.StateFileError, match="no request completed .8 failed"):
+        results.from_client(json.dumps(raw), "c1.json", concurrency=1, **CTX)
+    with pytest.raises(statefile.StateFileError, match="unreadable"):
+        results.from_client('{"completed": 8, "median_ttft_ms": NaN', "c1.json", concurrency=1, **CTX)
+
+
+def test_progress_follows_the_clients_real_log():
+    log = (SAMPLES / "vllm.log").read_text()
+    first = log[: log.index(client.MARK + "8")]
+    p = client.progress(first)
+    assert (p.concurrency, p.done, p.total) == (1, 8, 8)
+    p = client.progress(log)
+    assert (p.concurrency, p.done, p.total) == (8, 32, 32)
+    cut = log[: log.index("9/32")]  # mid-run: the last bar drawn so far
+    assert client.progress(cut).done < 9 and client.progress(cut).concurrency == 8
+    assert client.progress("").words() == "starting the client"
+
+
+def test_the_history_keeps_rows_and_skips_a_damaged_line_saying_so_once(tmp_path):
+    path = tmp_path / "bench.jsonl"
+    results.append([row("sglang", 1, started=1.0), row("sglang", 8, started=1.0)], path)
+    with open(path, "a") as f:
+        f.write('{"engine": "vllm", "concurrency": "eight"}\nnot json\n')
+    results.append([row("vllm", 1, started=2.0), row("vllm", 8, started=2.0)], path)
+    rows, problems = results.load(path)
+    assert [(r.engine, r.concurrency) for r in rows] == [("sglang", 1), ("sglang", 8), ("vllm", 1), ("vllm", 8)]
+    assert len(problems) == 1 and "bench.jsonl:3" in problems[0] and "1 more damaged" in problems[0]
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    latest, before = results.beside(rows, "lab")
+    assert [r.engine for r in latest] == ["vllm", "vllm"] and [r.engine for r in before] == ["sglang", "sglang"]
+    assert results.beside(rows, "other") == ([], [])
+
+
+def test_the_history_of_one_engine_has_nothing_beside(tmp_path):
+    path = tmp_path / "bench.jsonl"
+    results.append([row("vllm", 1, started=1.0)], path)
+    results.append([row("vllm", 1, started=2.0)], path)
+    latest, before = results.beside(results.load(path)[0], "lab")
+    assert latest[0].started == 2.0 and before == []
+
+
+def test_the_job_quotes_what_comes_from_the_user_and_runs_every_concurrency_in_order():
+    w = client.Workload([1, 8], input_len=64, output_len=16)
+    text = client.job("image", "b1", "img:1", 8000, "my model; rm -rf /", "/models/a b", w)
+    assert "'my model; rm -rf /'" in text and "'/models/a b:/models/a b:ro'" in text
+    assert text.index(client.MARK + "1") < text.index(client.MARK + "8")
+    assert "--max-concurrency 1 " in text and "--max-concurrency 8 " in text and "--ignore-eos" in text
+    assert "--name sparktui-bench-b1-c8" in text
+    # the shell reads it as the words meant (the result directory expands on the node)
+    words = shlex.split(text.split("\n")[1].replace('"$PWD"', "/state"))
+    assert words[words.index("--model") + 1] == "my model; rm -rf /"
+    assert words[words.index("--result-dir") + 1] == "/state"
+    with pytest.raises(ValueError):
+        client.state_dir_word("../x")
+
+
+def test_a_missing_client_is_said_by_the_node_and_named_with_the_fix(tmp_path):
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}  # no vllm, no docker
+    out = subprocess.run(["/bin/sh", "-c", client.find_client("img:1")], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "none"
+    msg = client.missing_message("n1", "img:1")
+    assert "n1" in msg and "img:1" in msg and "sparktui sync image vllm --to n1" in msg
+
+
+def test_the_engine_simulators_vllm_is_not_taken_for_the_client(tmp_path):
+    from sparktui.sim import SHIMS_DIR
+    from sparktui.sim.testing import launcher_argv
+
+    shim = tmp_path / "vllm"  # the simulator's `vllm` as its image has it: serve, no bench
+    shim.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in launcher_argv("vllm")) + ' "$@"\n')
+    shim.chmod(0o755)
+    repo = Path(__file__).resolve().parents[2]
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{SHIMS_DIR}:{repo}"}
+    serve = subprocess.run([str(shim), "serve", "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert serve.returncode == 0, serve.stderr  # it is the simulator's vllm, answering serve
+    out = subprocess.run(["/bin/sh", "-c", client.find_client("img:1")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == "none"
+    # the same vllm run as the client anyway (from an image that holds it): its refusal is known for what it is
+    ran = subprocess.run([str(shim), "bench", "serve", "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0 and client.lacks_bench(ran.stdout + ran.stderr)
+    assert not client.lacks_bench((SAMPLES / "vllm.log").read_text())
+
+
+def test_failure_words_pick_the_clients_error_line():
+    tail = " 0%|   | 0/8 [00:00<?, ?it/s]\nTraceback (most recent call last):\nOSError: /m does not appear to have a file named config.json\n"
+    assert client.failure_words(tail).startswith("OSError: /m does not appear")
