@@ -79,7 +79,7 @@ class SparkApp(OperationsFlow, App):
         self.node_names = [config.head.name] + [n.name for n in config.nodes if n.name != config.head.name]
         # UiState, read by the action registry's predicates (deploy_state, endpoint, running: reactive)
         self.inventory_ready = False
-        self._op_workers: dict[Worker, str] = {}  # each operation's worker and the name it shows under
+        self._op_workers: dict[Worker, Op] = {}  # each operation's worker and the name it shows under
         self.has_plan = False
         self.links: dict[str, Link] = {}
         # What the core told in messages (never read from the controller, whose thread writes it)
@@ -203,7 +203,7 @@ class SparkApp(OperationsFlow, App):
         try:
             await self.controller.start()
         except Exception as e:  # noqa: BLE001 - shown to the user, never a crash
-            self.post_message(M.OperationFailed("connect", f"{type(e).__name__}: {e}"))
+            self.post_message(M.OperationFailed(Op.CONNECT, f"{type(e).__name__}: {e}"))
         finally:
             self._settled = True
 
@@ -274,7 +274,7 @@ class SparkApp(OperationsFlow, App):
             self.refresh_bindings()
 
     # -- operations -------------------------------------------------------------------------
-    def _run_op(self, name: str, work: Awaitable[Any], group: str | None = None) -> None:
+    def _run_op(self, name: Op, work: Awaitable[Any], group: str | None = None) -> None:
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
         worker = self.run_worker(work, group=group or name, exclusive=group is not None, name=name,
                                  exit_on_error=False)  # an adapter error is a notification, not a crash
@@ -296,7 +296,7 @@ class SparkApp(OperationsFlow, App):
             self.post_message(M.OperationDone(name, result if isinstance(result, str) else ""))
 
     def action_refresh(self) -> None:
-        self._run_op("refresh", self.controller.refresh())
+        self._run_op(Op.REFRESH, self.controller.refresh())
 
     def action_filter(self) -> None:
         self.launch_pane.open_filter()
