@@ -28,7 +28,8 @@ from ..statefile import parse_json
 from ..states import Op
 from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
-from .record import Record, record_path
+from ..deployment import Deployment
+from .record import record_path
 
 PREFLIGHT_TIMEOUT = 30.0
 
@@ -194,7 +195,7 @@ class Operations:
             path = record_path(name)
             try:  # no record is the common case: not an error in the journal
                 r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then cat {path}; fi", timeout=30)
-                rec = Record.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
+                rec = Deployment.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
             except Exception:  # noqa: BLE001 - unreadable: the plan works without it
                 return None
             self._last[name] = rec.subnet if rec is not None else None
