@@ -21,8 +21,10 @@ from textual.widgets import Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from ..core.config import Config
+from ..core.deployment import Deployment
 from ..core.facts import NodeFacts, Subnet
 from ..core.plan import Plan
+from ..core.states import Op, State
 from ..core.words import milestone_words, operation_name
 from . import actions
 from . import messages as M
@@ -62,11 +64,10 @@ class SparkApp(OperationsFlow, App):
     BINDINGS = actions.bindings()
     NOTIFICATION_TIMEOUT = 8
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLS, "-wide")]  # classes on every screen (app.tcss)
-    # UiState the status line and the keys follow: set from message handlers, drawn by the watchers
-    deploy_state: reactive[str] = reactive("idle", init=False)
-    endpoint: reactive[str | None] = reactive(None, init=False)  # as the nodes reach it
-    local_endpoint: reactive[str | None] = reactive(None, init=False)  # the same through our SSH forward
-    running: reactive[frozenset[str]] = reactive(frozenset(), init=False)  # operations in flight, by name
+    # UiState the status line and the keys follow: set from message handlers, drawn by the watchers.
+    # The deployment as the core told it, one snapshot replaced (never mutated) on each change.
+    deployment: reactive[Deployment] = reactive(lambda: Deployment("", "", "", None), init=False)
+    running: reactive[frozenset[Op]] = reactive(frozenset(), init=False)  # operations in flight
     close_timeout = 5.0  # seconds to close the nodes' links on the way out (shorter on a signal)
 
     def __init__(self, config: Config, theme: str | None = None, controller: Any = None, *,
@@ -77,7 +78,7 @@ class SparkApp(OperationsFlow, App):
         self.max_log_lines = max_log_lines
         self.autostart = autostart
         self.node_names = [config.head.name] + [n.name for n in config.nodes if n.name != config.head.name]
-        # UiState, read by the action registry's predicates (deploy_state, endpoint, running: reactive)
+        # UiState, read by the action registry's predicates (deployment, running: reactive)
         self.inventory_ready = False
         self._op_workers: dict[Worker, Op] = {}  # each operation's worker and the name it shows under
         self.has_plan = False
@@ -120,6 +121,18 @@ class SparkApp(OperationsFlow, App):
         self.theme = name if name in self.available_themes else "textual-dark"
 
     # -- UiState ----------------------------------------------------------------------------
+    @property
+    def deploy_state(self) -> State:
+        return self.deployment.state
+
+    @property
+    def endpoint(self) -> str | None:  # as the nodes reach it
+        return self.deployment.endpoint
+
+    @property
+    def local_endpoint(self) -> str | None:  # the same through our SSH forward
+        return self.deployment.local
+
     @property
     def modal(self) -> bool:
         return isinstance(self.screen, ModalScreen)
@@ -261,7 +274,7 @@ class SparkApp(OperationsFlow, App):
         self._draw_status()
         self.refresh_bindings()
 
-    watch_deploy_state = watch_endpoint = watch_local_endpoint = watch_running = _state_changed
+    watch_deployment = watch_running = _state_changed
 
     def show_pane(self, pane: str) -> None:
         self.query_one("#panes", TabbedContent).active = pane
@@ -447,11 +460,13 @@ class SparkApp(OperationsFlow, App):
     @on(M.DeploymentStateChanged)
     def _deployment(self, msg: M.DeploymentStateChanged) -> None:
         ev = msg.event
-        self.deploy_state = ev.state  # the watchers redraw the status line and the keys
+        d = self.deployment.but(deployment=ev.id, engine=ev.engine, mode=ev.mode, state=State(ev.state),
+                                detail=ev.detail)
         if ev.endpoint:
-            self.endpoint = ev.endpoint
-        elif ev.state in ("stopped", "failed"):
-            self.endpoint = self.local_endpoint = None
+            d = d.but(endpoint=ev.endpoint)
+        elif ev.state in (State.STOPPED, State.FAILED):
+            d = d.but(endpoint=None, local=None)
+        self.deployment = d  # the watcher redraws the status line and the keys
         detail = ev.detail or None
         if ev.state == "ready" and self._local():
             detail = f"{detail or 'ready'}\n{endpoint_words(self.endpoint, self._local())}"
@@ -488,7 +503,7 @@ class SparkApp(OperationsFlow, App):
     def _endpoint(self, msg: M.EndpointReady) -> None:
         e = msg.event
         self._local_for = e.endpoint
-        self.local_endpoint = e.local
+        self.deployment = self.deployment.but(local=e.local)
         rate = f", {e.tokens_per_s:.1f} tok/s" if e.tokens_per_s else ""
         self.notify(f"{e.model} answered in {e.latency_s:.1f} s{rate} through the local SSH forward {e.local}",
                     title="Endpoint", markup=False)
