@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
@@ -23,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from ..core.config import Config
 from ..core.deployment import Deployment
 from ..core.facts import NodeFacts, Subnet
+from ..core.inventory import Inventory
 from ..core.plan import Plan
 from ..core.states import Op, State
 from ..core.words import milestone_words, operation_name
@@ -83,9 +85,9 @@ class SparkApp(OperationsFlow, App):
         self._op_workers: dict[Worker, Op] = {}  # each operation's worker and the name it shows under
         self.has_plan = False
         self.links: dict[str, Link] = {}
-        # What the core told in messages (never read from the controller, whose thread writes it)
-        self.facts: dict[str, NodeFacts] = {}
-        self.subnets: list[Subnet] = []
+        # What the core told in messages (never read from the controller, whose thread writes it):
+        # the cluster facts as one object, replaced when news comes and handed to the launch form as is
+        self.inventory = Inventory({})
         self.model_config: dict | None = None
         self.last_subnet: str | None = None
         self.plan: Plan | None = None  # the last plan this app ran
@@ -119,6 +121,14 @@ class SparkApp(OperationsFlow, App):
         if extra is not None:
             self.register_theme(extra)
         self.theme = name if name in self.available_themes else "textual-dark"
+
+    @property
+    def facts(self) -> dict[str, NodeFacts]:
+        return self.inventory.facts
+
+    @property
+    def subnets(self) -> list[Subnet]:
+        return self.inventory.subnets
 
     # -- UiState ----------------------------------------------------------------------------
     @property
@@ -371,7 +381,7 @@ class SparkApp(OperationsFlow, App):
     @on(M.InventoryChanged)
     def _inventory(self, msg: M.InventoryChanged) -> None:
         self.inventory_ready = True
-        self.facts, self.subnets = msg.inventory.facts, msg.inventory.subnets
+        self.inventory = msg.inventory
         self.model_config = msg.model_config or self.model_config
         self.last_subnet = msg.last_subnet
         plan = self.plan
@@ -388,7 +398,7 @@ class SparkApp(OperationsFlow, App):
     def _facts(self, msg: M.FactsChanged) -> None:
         self.nodes_pane.set_facts(msg.facts)
         if self.inventory_ready:  # plans use what the cards show, not the round before (its end comes later)
-            self.facts = {**self.facts, msg.facts.name: msg.facts}
+            self.inventory = replace(self.inventory, facts={**self.facts, msg.facts.name: msg.facts})
             for screen in self.screen_stack:
                 if isinstance(screen, LaunchForm):
                     screen.update_facts(self.facts, self.subnets)
