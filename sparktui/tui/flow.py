@@ -183,8 +183,8 @@ class OperationsFlow:
             self.plan = p.plan
             if not p.needs_preflight:
                 self._new_start()
-            self.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP {p.plan.pp} "
-                                                   f"over {p.plan.subnet}")
+            self.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP "
+                                                       f"{p.plan.pp} over {p.plan.subnet}")
 
     def _new_start(self) -> None:
         """A launch, pivot or redeploy begins: the timeline, problems and hang notice start over."""

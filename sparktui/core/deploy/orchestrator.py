@@ -335,7 +335,8 @@ class Deployer:
                     self.last_check = Check(False, "forward", f"port forward to {cur.head}:{cur.port}: {e}")
                     await asyncio.sleep(self.poll_interval)
                     continue
-            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_model_name, api_key=api_key_of(cur.options))
+            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_model_name,
+                                       api_key=api_key_of(cur.options))
             self.last_check = chk
             if chk.ok:
                 ev = EndpointChecked(cur.deployment, self._endpoint_url(cur), f"http://127.0.0.1:{local}/v1",
