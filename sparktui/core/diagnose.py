@@ -20,10 +20,10 @@ from .engines import find_engine, logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
 from .diagnose_batch import BatchFeed
 from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
+from .states import State
 
 __all__ = ["Diagnoser", "Event", "Milestone", "Problem", "ProblemCleared", "parse_docker_ts", "strip_prefixes"]
 
-STATES = ("starting", "loading", "ready", "failed", "hung")
 MAX_MILESTONES = 500  # bounded memory on endless logs: later milestones are counted, not kept
 MAX_PROBLEMS = 200
 ABSENT_FACTOR = 10  # how much longer init may stay quiet while a node of the deployment has not started
@@ -74,21 +74,22 @@ class Diagnoser(BatchFeed):
     # ---- state ----------------------------------------------------------------------------
 
     @property
-    def state(self) -> str:
+    def state(self) -> State:
+        """One of states.FROM_LOGS: what the log alone tells."""
         # Only a suspicion (silence, a log that stops) is "hung"; a rendezvous that timed out has failed.
         # While serving, a doubt (a soft watchdog's stack dump, an NCCL warning) leaves the server ready.
         if self.ready and all(p.provisional for p in self.problems):
-            return "ready"
+            return State.READY
         if any(not (p.kind in S.SUSPECT and p.provisional) for p in self.problems):
-            return "failed"
+            return State.FAILED
         if self.problems:
-            return "hung"
+            return State.HUNG
         if self.ready:
-            return "ready"
-        return "loading" if self._loading else "starting"
+            return State.READY
+        return State.LOADING if self._loading else State.STARTING
 
     def to_json(self) -> dict:
-        return {"engine": self.engine, "ready": self.state == "ready", "state": self.state,
+        return {"engine": self.engine, "ready": self.state == "ready", "state": self.state.value,
                 "milestones": [m.to_json() for m in self.milestones],
                 "problems": [p.to_json() for p in self.ordered_problems()],
                 "nodes": self.phases.to_json()}

@@ -160,9 +160,6 @@ class TransferProgress:
     cipher: str | None = None  # what the copy's ssh encrypts with
 
 
-DEPLOYMENT_STATES = tuple(s.value for s in State if s is not State.IDLE)
-
-
 @dataclass
 class DeploymentChanged:
     """Where a deployment (the engine containers of one launch) stands."""
@@ -170,7 +167,7 @@ class DeploymentChanged:
     id: str  # deployment name (container label sparktui.deployment)
     engine: str  # sglang | vllm
     mode: str  # native | ray
-    state: str  # a State (one of DEPLOYMENT_STATES)
+    state: State  # the Deployer's (never IDLE, PREFLIGHT or REFUSED)
     detail: str = ""  # plain words: the step running, the problem and its hint, ...
     endpoint: str | None = None  # http://HEAD:PORT/v1 once ready
 

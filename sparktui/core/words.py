@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .states import Op
+
 # A data key's unit (suffix) and how it reads.
 _UNITS = (("_gib", "GiB"), ("_gb", "GB"), ("_mib", "MiB"), ("_s", "s"), ("seconds", "s"), ("percent", "%"))
 
@@ -77,18 +79,18 @@ def milestone_words(kind: str, data: dict | None = None) -> str:
 
 # Operation ids (what runs) in words, as a noun ("Sync model failed") and as a doing ("syncing model").
 OPERATIONS = {
-    "launch": ("Launch", "launching"), "stop": ("Stop", "stopping"), "pivot": ("Pivot", "pivoting"),
-    "redeploy": ("Redeploy", "redeploying"), "replace": ("Replace", "replacing"),
-    "sync_model": ("Sync model", "syncing model"), "sync_image": ("Sync image", "syncing image"),
-    "refresh": ("Probe", "probing nodes"), "connect": ("Connect", "connecting"),
-    "prepare_stop": ("Stop", "preparing stop"), "prepare_pivot": ("Pivot", "preparing pivot"),
-    "prepare_redeploy": ("Redeploy", "preparing redeploy"),
+    Op.LAUNCH: ("Launch", "launching"), Op.STOP: ("Stop", "stopping"), Op.PIVOT: ("Pivot", "pivoting"),
+    Op.REDEPLOY: ("Redeploy", "redeploying"), Op.REPLACE: ("Replace", "replacing"),
+    Op.SYNC_MODEL: ("Sync model", "syncing model"), Op.SYNC_IMAGE: ("Sync image", "syncing image"),
+    Op.REFRESH: ("Probe", "probing nodes"), Op.CONNECT: ("Connect", "connecting"),
+    Op.PREPARE_STOP: ("Stop", "preparing stop"), Op.PREPARE_PIVOT: ("Pivot", "preparing pivot"),
+    Op.PREPARE_REDEPLOY: ("Redeploy", "preparing redeploy"),
 }
 
 
-def operation_name(op: str) -> str:
+def operation_name(op: Op | str) -> str:
     return OPERATIONS.get(op, (op.replace("_", " ").capitalize(), ""))[0]
 
 
-def operation_doing(op: str) -> str:
+def operation_doing(op: Op | str) -> str:
     return OPERATIONS.get(op, ("", op.replace("_", " ")))[1]

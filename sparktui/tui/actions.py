@@ -11,16 +11,16 @@ from typing import Callable, Protocol
 
 from textual.binding import Binding
 
-# Deployment states in which something runs on the nodes (stop / pivot / redeploy make sense).
-ACTIVE_STATES = ("starting", "launching", "loading", "ready", "unhealthy", "wedged", "hung", "failed", "pivoting")
+from ..core.states import Op, State
+
 
 
 class UiState(Protocol):
     """What the predicates read; the app implements it from its own message-fed state."""
 
-    deploy_state: str  # idle | starting | loading | ready | hung | failed | stopping | stopped
+    deploy_state: State
     inventory_ready: bool  # the first probe of every node has come back
-    running: frozenset[str]  # operations in progress (launch, stop, sync_model, ...)
+    running: frozenset[Op]  # operations in flight
     has_plan: bool  # something was launched since the app started (redeploy knows what)
     log_visible: bool  # the launch pane (with the log view) is showing
     modal: bool  # a form or dialog is on top
@@ -40,9 +40,14 @@ class Action:
     short: str = ""  # the footer's word when the screen is narrow
 
 
+def _active(s: UiState) -> bool:
+    """Something of the deployment runs on the nodes (stop / pivot / redeploy make sense)."""
+    return State(s.deploy_state).active
+
+
 def _deploying(s: UiState) -> bool:
     """Something runs on the nodes, or a launch is on its way there."""
-    return not s.modal and (s.deploy_state in ACTIVE_STATES or "launch" in s.running)
+    return not s.modal and (_active(s) or Op.LAUNCH in s.running)
 
 
 def _free(s: UiState, op: str) -> bool:
@@ -51,11 +56,11 @@ def _free(s: UiState, op: str) -> bool:
 
 ACTIONS: tuple[Action, ...] = (
     Action("launch", "l", "launch", "Launch", enabled=lambda s: _free(s, "launch") and s.inventory_ready
-           and s.deploy_state not in ACTIVE_STATES, why="a deployment is running: stop or pivot it instead"),
+           and not _active(s), why="a deployment is running: stop or pivot it instead"),
     Action("pivot", "p", "pivot", "Pivot", dangerous=True, enabled=_deploying,
            why="nothing is deployed to pivot away from"),
     Action("redeploy", "r", "redeploy", "Redeploy", dangerous=True,
-           enabled=lambda s: not s.modal and (s.has_plan or s.deploy_state in ACTIVE_STATES),
+           enabled=lambda s: not s.modal and (s.has_plan or _active(s)),
            why="nothing was launched yet"),
     Action("stop", "s", "stop", "Stop", dangerous=True, enabled=_deploying, why="nothing is deployed"),
     Action("sync_model", "t", "sync_model", "Sync model", short="Sync",

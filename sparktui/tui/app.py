@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
@@ -21,8 +22,11 @@ from textual.widgets import Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from ..core.config import Config
+from ..core.deployment import Deployment
 from ..core.facts import NodeFacts, Subnet
+from ..core.inventory import Inventory
 from ..core.plan import Plan
+from ..core.states import Op, State
 from ..core.words import milestone_words, operation_name
 from . import actions
 from . import messages as M
@@ -62,11 +66,10 @@ class SparkApp(OperationsFlow, App):
     BINDINGS = actions.bindings()
     NOTIFICATION_TIMEOUT = 8
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLS, "-wide")]  # classes on every screen (app.tcss)
-    # UiState the status line and the keys follow: set from message handlers, drawn by the watchers
-    deploy_state: reactive[str] = reactive("idle", init=False)
-    endpoint: reactive[str | None] = reactive(None, init=False)  # as the nodes reach it
-    local_endpoint: reactive[str | None] = reactive(None, init=False)  # the same through our SSH forward
-    running: reactive[frozenset[str]] = reactive(frozenset(), init=False)  # operations in flight, by name
+    # UiState the status line and the keys follow: set from message handlers, drawn by the watchers.
+    # The deployment as the core told it, one snapshot replaced (never mutated) on each change.
+    deployment: reactive[Deployment] = reactive(lambda: Deployment("", "", "", None), init=False)
+    running: reactive[frozenset[Op]] = reactive(frozenset(), init=False)  # operations in flight
     close_timeout = 5.0  # seconds to close the nodes' links on the way out (shorter on a signal)
 
     def __init__(self, config: Config, theme: str | None = None, controller: Any = None, *,
@@ -77,14 +80,14 @@ class SparkApp(OperationsFlow, App):
         self.max_log_lines = max_log_lines
         self.autostart = autostart
         self.node_names = [config.head.name] + [n.name for n in config.nodes if n.name != config.head.name]
-        # UiState, read by the action registry's predicates (deploy_state, endpoint, running: reactive)
+        # UiState, read by the action registry's predicates (deployment, running: reactive)
         self.inventory_ready = False
-        self._op_workers: dict[Worker, str] = {}  # each operation's worker and the name it shows under
+        self._op_workers: dict[Worker, Op] = {}  # each operation's worker and the name it shows under
         self.has_plan = False
         self.links: dict[str, Link] = {}
-        # What the core told in messages (never read from the controller, whose thread writes it)
-        self.facts: dict[str, NodeFacts] = {}
-        self.subnets: list[Subnet] = []
+        # What the core told in messages (never read from the controller, whose thread writes it):
+        # the cluster facts as one object, replaced when news comes and handed to the launch form as is
+        self.inventory = Inventory({})
         self.model_config: dict | None = None
         self.last_subnet: str | None = None
         self.plan: Plan | None = None  # the last plan this app ran
@@ -119,7 +122,27 @@ class SparkApp(OperationsFlow, App):
             self.register_theme(extra)
         self.theme = name if name in self.available_themes else "textual-dark"
 
+    @property
+    def facts(self) -> dict[str, NodeFacts]:
+        return self.inventory.facts
+
+    @property
+    def subnets(self) -> list[Subnet]:
+        return self.inventory.subnets
+
     # -- UiState ----------------------------------------------------------------------------
+    @property
+    def deploy_state(self) -> State:
+        return self.deployment.state
+
+    @property
+    def endpoint(self) -> str | None:  # as the nodes reach it
+        return self.deployment.endpoint
+
+    @property
+    def local_endpoint(self) -> str | None:  # the same through our SSH forward
+        return self.deployment.local
+
     @property
     def modal(self) -> bool:
         return isinstance(self.screen, ModalScreen)
@@ -203,7 +226,7 @@ class SparkApp(OperationsFlow, App):
         try:
             await self.controller.start()
         except Exception as e:  # noqa: BLE001 - shown to the user, never a crash
-            self.post_message(M.OperationFailed("connect", f"{type(e).__name__}: {e}"))
+            self.post_message(M.OperationFailed(Op.CONNECT, f"{type(e).__name__}: {e}"))
         finally:
             self._settled = True
 
@@ -261,7 +284,7 @@ class SparkApp(OperationsFlow, App):
         self._draw_status()
         self.refresh_bindings()
 
-    watch_deploy_state = watch_endpoint = watch_local_endpoint = watch_running = _state_changed
+    watch_deployment = watch_running = _state_changed
 
     def show_pane(self, pane: str) -> None:
         self.query_one("#panes", TabbedContent).active = pane
@@ -274,7 +297,7 @@ class SparkApp(OperationsFlow, App):
             self.refresh_bindings()
 
     # -- operations -------------------------------------------------------------------------
-    def _run_op(self, name: str, work: Awaitable[Any], group: str | None = None) -> None:
+    def _run_op(self, name: Op, work: Awaitable[Any], group: str | None = None) -> None:
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
         worker = self.run_worker(work, group=group or name, exclusive=group is not None, name=name,
                                  exit_on_error=False)  # an adapter error is a notification, not a crash
@@ -296,7 +319,7 @@ class SparkApp(OperationsFlow, App):
             self.post_message(M.OperationDone(name, result if isinstance(result, str) else ""))
 
     def action_refresh(self) -> None:
-        self._run_op("refresh", self.controller.refresh())
+        self._run_op(Op.REFRESH, self.controller.refresh())
 
     def action_filter(self) -> None:
         self.launch_pane.open_filter()
@@ -363,7 +386,7 @@ class SparkApp(OperationsFlow, App):
     @on(M.InventoryChanged)
     def _inventory(self, msg: M.InventoryChanged) -> None:
         self.inventory_ready = True
-        self.facts, self.subnets = msg.inventory.facts, msg.inventory.subnets
+        self.inventory = msg.inventory
         self.model_config = msg.model_config or self.model_config
         self.last_subnet = msg.last_subnet
         plan = self.plan
@@ -380,7 +403,7 @@ class SparkApp(OperationsFlow, App):
     def _facts(self, msg: M.FactsChanged) -> None:
         self.nodes_pane.set_facts(msg.facts)
         if self.inventory_ready:  # plans use what the cards show, not the round before (its end comes later)
-            self.facts = {**self.facts, msg.facts.name: msg.facts}
+            self.inventory = replace(self.inventory, facts={**self.facts, msg.facts.name: msg.facts})
             for screen in self.screen_stack:
                 if isinstance(screen, LaunchForm):
                     screen.update_facts(self.facts, self.subnets)
@@ -452,11 +475,13 @@ class SparkApp(OperationsFlow, App):
     @on(M.DeploymentStateChanged)
     def _deployment(self, msg: M.DeploymentStateChanged) -> None:
         ev = msg.event
-        self.deploy_state = ev.state  # the watchers redraw the status line and the keys
+        d = self.deployment.but(deployment=ev.id, engine=ev.engine, mode=ev.mode, state=State(ev.state),
+                                detail=ev.detail)
         if ev.endpoint:
-            self.endpoint = ev.endpoint
-        elif ev.state in ("stopped", "failed"):
-            self.endpoint = self.local_endpoint = None
+            d = d.but(endpoint=ev.endpoint)
+        elif ev.state in (State.STOPPED, State.FAILED):
+            d = d.but(endpoint=None, local=None)
+        self.deployment = d  # the watcher redraws the status line and the keys
         detail = ev.detail or None
         if ev.state == "ready" and self._local():
             detail = f"{detail or 'ready'}\n{endpoint_words(self.endpoint, self._local())}"
@@ -493,7 +518,7 @@ class SparkApp(OperationsFlow, App):
     def _endpoint(self, msg: M.EndpointReady) -> None:
         e = msg.event
         self._local_for = e.endpoint
-        self.local_endpoint = e.local
+        self.deployment = self.deployment.but(local=e.local)
         rate = f", {e.tokens_per_s:.1f} tok/s" if e.tokens_per_s else ""
         self.notify(f"{e.model} answered in {e.latency_s:.1f} s{rate} through the local SSH forward {e.local}",
                     title="Endpoint", markup=False)

@@ -60,7 +60,6 @@ class Controller:
         self._deployer_factory = deployer_factory
         self.ops: Operations | None = None
         self._images: dict = {}  # image ref -> ImageInfo: what the head last said each engine image holds
-        self.inventory: Inventory | None = None  # core-thread state: the app gets it inside messages
         self._post: Post = lambda m: None
         self._unsubscribe: Callable[[], None] | None = None
         self._poller: asyncio.Task | None = None
@@ -205,6 +204,16 @@ class Controller:
                 await self._refresh()
 
     # -- operations: the core's, prepared and run the same way as on the command line -----------
+    @property
+    def inventory(self) -> Inventory | None:
+        """The freshest inventory, kept once, by the operations (core-thread state: the app gets it
+        inside messages)."""
+        return self.ops.inventory if self.ops is not None else None
+
+    @inventory.setter
+    def inventory(self, inv: Inventory | None) -> None:
+        self._ops().inventory = inv
+
     def _ops(self) -> Operations:
         if self.ops is None:
             from ..core.deploy.operations import Operations

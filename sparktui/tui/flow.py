@@ -9,10 +9,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..core.deploy.operations import Choices, Op, Preview
+from ..core.deploy.operations import Choices, Preview
 from ..core.engines import DEFAULT_ENGINE, ENGINES
 from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan import Plan, PlanOptions, make_plan
+from ..core.states import Op, State
 from . import actions
 from . import messages as M
 from .forms.launch_form import LaunchForm, Result
@@ -58,10 +59,10 @@ class OperationsFlow:
             verdict = await self.controller.preflight(prepared)
             return verdict.summary().splitlines()[0]
 
-        self._run_op("check", check())
+        self._run_op(Op.CHECK, check())
 
     def _operate(self, op: Op, choices: Choices | None = None) -> None:
-        self._run_op(f"prepare_{op.value}", self._flow(op, choices or Choices()))
+        self._run_op(op.preparing, self._flow(op, choices or Choices()))
 
     async def _flow(self, op: Op, choices: Choices) -> str:
         prepared = await self.controller.prepare(op, choices)
@@ -83,7 +84,7 @@ class OperationsFlow:
                                                     f"Drop caches on {len(drop)} nodes") if drop else None)
                 if answer == "alt":  # drop the page cache, then check (and offer the operation) again
                     known = {m.node: m for m in verdict.memory_short}
-                    self._run_op("drop_caches", self._drop_flow(drop, known, again=(op, choices)))
+                    self._run_op(Op.DROP_CACHES, self._drop_flow(drop, known, again=(op, choices)))
                     return ""
                 if not answer:
                     return f"not started: {verdict.reason}"
@@ -94,7 +95,7 @@ class OperationsFlow:
                 return ""
         self.post_message(M.Confirmed(prepared))
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
-        self._run_op(op.value, self.controller.run(prepared, force=force), group="deploy")
+        self._run_op(op, self.controller.run(prepared, force=force), group="deploy")
         return ""
 
     async def _confirmed(self, preview: Any, verb: str, alt: str | None = None) -> bool | str:
@@ -106,11 +107,11 @@ class OperationsFlow:
     # -- drop caches: free the page cache a copy left, when the engine would otherwise lack memory ----
     def action_drop_caches(self) -> None:
         names, known = self._drop_targets()
-        self._run_op("drop_caches", self._drop_flow(names, known))
+        self._run_op(Op.DROP_CACHES, self._drop_flow(names, known))
 
     def drop_from_form(self, names: list[str], known: dict[str, FreeMemory]) -> None:
         """The form's Drop caches button (its plan check found the shortfall)."""
-        self._run_op("drop_caches", self._drop_flow(names, known))
+        self._run_op(Op.DROP_CACHES, self._drop_flow(names, known))
 
     def _judging_plan(self) -> Plan | None:
         """The plan whose fraction free memory is judged by: the launched one, else the defaults'."""
@@ -169,13 +170,13 @@ class OperationsFlow:
 
     def on_refused(self, msg: M.Refused) -> None:
         p = msg.prepared
-        self.launch_pane.set_state("refused", p.errors[0])
+        self.launch_pane.set_state(State.REFUSED, p.errors[0])
         self.notify("\n".join(p.errors), title=f"{p.op.value} refused", severity="error", timeout=30, markup=False)
 
     def on_preflight_asked(self, msg: M.PreflightAsked) -> None:
         self._new_start()
         plan = msg.prepared.plan
-        self.launch_pane.set_state("preflight", f"checking the rendezvous at {plan.head_ip} on {plan.subnet}")
+        self.launch_pane.set_state(State.PREFLIGHT, f"checking the rendezvous at {plan.head_ip} on {plan.subnet}")
 
     def on_confirmed(self, msg: M.Confirmed) -> None:
         p = msg.prepared
@@ -183,8 +184,8 @@ class OperationsFlow:
             self.plan = p.plan
             if not p.needs_preflight:
                 self._new_start()
-            self.launch_pane.set_state("starting", f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP {p.plan.pp} "
-                                                   f"over {p.plan.subnet}")
+            self.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP "
+                                                       f"{p.plan.pp} over {p.plan.subnet}")
 
     def _new_start(self) -> None:
         """A launch, pivot or redeploy begins: the timeline, problems and hang notice start over."""
@@ -207,7 +208,7 @@ class OperationsFlow:
             return await self.controller.run(await self.controller.prepare(op, choices))
 
         self.show_pane("pane-transfers")
-        self._run_op(op.value, sync())
+        self._run_op(op, sync())
 
     def action_sync_model(self) -> None:
         self._sync(Op.SYNC_MODEL, Choices())
@@ -230,7 +231,7 @@ class OperationsFlow:
         self._forward_check()
         self.memory_short = list(v.memory_short) if v is not None else []
         if v is not None and not v.ok:
-            self.launch_pane.set_state("refused", f"preflight: {v.reason}")
+            self.launch_pane.set_state(State.REFUSED, f"preflight: {v.reason}")
             offer = ""
             if v.droppable:
                 key = actions.display_keys(actions.keys_for("drop_caches", self.config.keymap))

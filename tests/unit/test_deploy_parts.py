@@ -10,7 +10,7 @@ import pytest
 from calendar import timegm
 from dataclasses import asdict
 
-from sparktui.core.deploy import Record, options_of, pivot_options, split_ts, summarize
+from sparktui.core.deploy import Deployment as Record, options_of, pivot_options, split_ts, summarize
 from sparktui.core.deploy.containers import Found, remove_command
 from sparktui.core.deploy.logstream import Deduper
 from sparktui.core.deploy.orchestrator import exec_signature
@@ -251,7 +251,8 @@ def test_reading_a_record_back_teaches_this_process_its_secrets():
 
 
 def test_the_hang_hint_knows_what_the_launched_plan_set_on_every_node():
-    from sparktui.core.deploy.orchestrator import Current, Deployer
+    from sparktui.core.deploy.orchestrator import Deployer
+    from sparktui.core.deployment import Deployment
     from sparktui.core.engines.logsigns import hang_hint
     from sparktui.core.events import EventBus
 
@@ -260,9 +261,10 @@ def test_the_hang_hint_knows_what_the_launched_plan_set_on_every_node():
     plan, _ = plan_for(2, engine="sglang")
     d = Deployer(None, make_config(2), EventBus(), planner=lambda o: None)
     d.plan = plan
-    cur = Current("sparks", "sglang", plan.mode, plan.plan_id, plan.port, "spark1")
+    cur = Deployment("sparks", "sglang", plan.mode, None, plan_id=plan.plan_id, port=plan.port, head="spark1")
     env = d._env_everywhere(cur)
     assert {"SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} <= env
     assert "already set" in hang_hint("sglang", frozenset(env))
     # a reattached deployment of another plan: nothing known, the plain hint
-    assert d._env_everywhere(Current("sparks", "sglang", plan.mode, "other", plan.port, "spark1")) == set()
+    assert d._env_everywhere(Deployment("sparks", "sglang", plan.mode, None, plan_id="other", port=plan.port,
+                                                 head="spark1")) == set()

@@ -6,19 +6,20 @@ logstream.py     docker logs -f -t per container, resumed with --since and dedup
 readiness.py     /health, /v1/models and one chat completion through an SSH forward
 watchdog.py      ticks the Diagnoser so silence past its phase's limit is flagged
 containers.py    this deployment's containers, found and removed by label only
-record.py        the launch's options, kept on the head for pivot/redeploy from a new process
+record.py        a Deployment's JSON form, kept on the head for pivot/redeploy from a new process
 """
 from __future__ import annotations
 
 from .containers import Found, find_all, summarize
 from .logstream import LogBatch, LogFollower, LogLine, split_ts
 from .options import Planner, inventory_planner, options_of, other_engine, pivot_options, read_model_config
-from .orchestrator import Current, DeployError, Deployer, DeploymentExists
+from ..deployment import Deployment
+from .orchestrator import DeployError, Deployer, DeploymentExists
 from .readiness import Check, check_endpoint
 from .record import Record, load_record, save_record
 
 __all__ = [
-    "Check", "Current", "DeployError", "Deployer", "DeploymentExists", "Found", "LogBatch", "LogFollower", "LogLine",
+    "Check", "DeployError", "Deployer", "Deployment", "DeploymentExists", "Found", "LogBatch", "LogFollower", "LogLine",
     "Planner", "Record", "check_endpoint", "find_all", "inventory_planner", "load_record", "options_of",
     "other_engine", "pivot_options", "read_model_config", "save_record", "split_ts", "summarize",
 ]

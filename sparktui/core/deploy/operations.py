@@ -12,7 +12,6 @@ import copy
 import json
 import shlex
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Callable
 
 from .. import labels as L
@@ -27,30 +26,13 @@ from ..plan import Plan, PlanOptions, make_plan
 from ..ports import Holder, port_conflicts, ports_of
 from ..ssh import Cluster
 from ..statefile import parse_json
+from ..states import Op
 from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
-from .record import Record, record_path
+from ..deployment import Deployment
+from .record import record_path
 
 PREFLIGHT_TIMEOUT = 30.0
-
-
-class Op(str, Enum):
-    LAUNCH = "launch"
-    PIVOT = "pivot"
-    REDEPLOY = "redeploy"
-    STOP = "stop"
-    SYNC_MODEL = "sync_model"
-    SYNC_IMAGE = "sync_image"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __hash__(self) -> int:  # as the plain word's, so dicts keyed by the word find it
-        return hash(self.value)
-
-    @property
-    def starts_engine(self) -> bool:
-        return self in (Op.LAUNCH, Op.PIVOT, Op.REDEPLOY)
 
 
 @dataclass
@@ -214,7 +196,7 @@ class Operations:
             path = record_path(name)
             try:  # no record is the common case: not an error in the journal
                 r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then cat {path}; fi", timeout=30)
-                rec = Record.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
+                rec = Deployment.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
             except Exception:  # noqa: BLE001 - unreadable: the plan works without it
                 return None
             self._last[name] = rec.subnet if rec is not None else None
@@ -261,6 +243,8 @@ class Operations:
             p = Prepared(op, d.name, ch, Preview(f"Stop deployment {d.name}", stops_of(found)), found=found)
             p.warnings = [f"{f.node}: cannot tell what runs ({f.error})" for f in found.values() if f.error]
             return p
+        if op not in (Op.SYNC_MODEL, Op.SYNC_IMAGE):
+            raise ValueError(f"{op.value} is not an operation to prepare")
         what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or DEFAULT_ENGINE}"
         return Prepared(op, self.config.cluster, ch, Preview(f"Copy {what} to the nodes"))
 

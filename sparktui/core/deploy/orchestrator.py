@@ -13,7 +13,6 @@ import contextlib
 import copy
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import labels as L
@@ -38,7 +37,8 @@ from .health import FAILS_BEFORE_UNHEALTHY, HEALTH_INTERVAL_S, probe_health
 from .metrics_read import Target
 from .readiness import Check, check_endpoint
 from .serving import LOOK_AT, ServingWatch
-from .record import STATE_DIR, Record, load_record, save_record
+from ..deployment import Deployment
+from .record import STATE_DIR, load_record, save_record
 from .watchdog import tick_interval, watch
 
 READY_TIMEOUT_S = 2400.0  # a ~120 GB checkpoint took ~15 min to load on two Sparks; leave room
@@ -61,22 +61,6 @@ class DeploymentExists(DeployError):
     def lines(self) -> list[str]:
         return [f"{f.node}: {c.name} ({L.engine_of(c.labels)}, {c.state})"
                 for f in self.found.values() for c in f.containers]
-
-
-@dataclass
-class Current:
-    """The deployment this Deployer watches (from a launch, or rebuilt from labels by reattach)."""
-
-    name: str
-    engine: str
-    mode: str
-    plan_id: str
-    port: int
-    head: str  # node serving HTTP (rank 0)
-    served_name: str | None = None
-    options: PlanOptions | None = None
-    containers: dict[str, str] = field(default_factory=dict)  # node -> container
-    record: Record | None = None
 
 
 def exec_signature(step: Step) -> str | None:
@@ -110,7 +94,7 @@ class Deployer:
         self.reconnect_timeout = reconnect_timeout
         self.stop_grace = stop_grace
         self.health_interval = health_interval
-        self.current: Current | None = None
+        self.current: Deployment | None = None
         self.plan: Plan | None = None
         self.state = State.STOPPED
         self.detail = ""
@@ -289,9 +273,9 @@ class Deployer:
 
         await asyncio.gather(*(one(n) for n in nodes))
 
-    def _begin(self, cur: Current) -> None:
+    def _begin(self, cur: Deployment) -> None:
         self.current = cur
-        self.name = cur.name
+        self.name = cur.deployment
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
                                    and cur.options.model_path else self.config.model.path,
                                    # with Ray only the head inits
@@ -309,7 +293,7 @@ class Deployer:
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
 
-    def _env_everywhere(self, cur: Current) -> set[str]:
+    def _env_everywhere(self, cur: Deployment) -> set[str]:
         """Variables this launch's plan sets on every node (none known for a reattached deployment)."""
         plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
         if plan is None or not plan.nodes:
@@ -321,7 +305,7 @@ class Deployer:
         # Bounded: past the readiness deadline silence means nothing new (and the engine is up or gone).
         await watch(self.diagnoser, self._on_diag, interval, max_ticks=int(self.ready_timeout / interval) + 1)
 
-    def _endpoint_url(self, cur: Current) -> str:
+    def _endpoint_url(self, cur: Deployment) -> str:
         return f"http://{self.config.node(cur.head).host}:{cur.port}/v1"
 
     def _left(self) -> float:
@@ -338,7 +322,7 @@ class Deployer:
         raise DeployError(f"a launch needs {SESSIONS_NEEDED} SSH sessions at once on each node (one follows the "
                           f"engine's log while commands run); nothing was started: " + "; ".join(why))
 
-    async def _readiness(self, cur: Current) -> None:
+    async def _readiness(self, cur: Deployment) -> None:
         node = self.cluster[cur.head]
         deadline = self._deadline if self._deadline is not None else time.monotonic() + self.ready_timeout
         local: int | None = None
@@ -352,10 +336,11 @@ class Deployer:
                     self.last_check = Check(False, "forward", f"port forward to {cur.head}:{cur.port}: {e}")
                     await asyncio.sleep(self.poll_interval)
                     continue
-            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_name, api_key=api_key_of(cur.options))
+            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_model_name,
+                                       api_key=api_key_of(cur.options))
             self.last_check = chk
             if chk.ok:
-                ev = EndpointChecked(cur.name, self._endpoint_url(cur), f"http://127.0.0.1:{local}/v1",
+                ev = EndpointChecked(cur.deployment, self._endpoint_url(cur), f"http://127.0.0.1:{local}/v1",
                                      chk.model or "", chk.latency_s or 0.0, chk.completion_tokens, chk.tokens_per_s,
                                      chk.reply)
                 self.check = ev
@@ -373,20 +358,20 @@ class Deployer:
                           "the log shows how far loading got; a large checkpoint may need a longer --timeout")
             self._set("failed", f"not ready after {self.ready_timeout:g} s: {why}")
 
-    async def _health(self, cur: Current, local: int | None) -> None:
+    async def _health(self, cur: Deployment, local: int | None) -> None:
         """While ready (or unhealthy, or wedged), poll /health so an engine that dies later shows at once, and
         after each healthy answer read its metrics and judge whether tokens still come out (wedged)."""
         node = self.cluster[cur.head]
         url = self._endpoint_url(cur)
-        watch = ServingWatch(node, Target(cur.name, cur.engine, cur.head, cur.port),
-                             cur.served_name or (self.check.model if self.check else None),
+        watch = ServingWatch(node, Target(cur.deployment, cur.engine, cur.head, cur.port),
+                             cur.served_model_name or (self.check.model if self.check else None),
                              api_key_of(cur.options), self.config.engine.wedge_after)
         try:
             await self._health_loop(cur, node, url, local, watch)
         finally:
             watch.close()
 
-    async def _health_loop(self, cur: Current, node: Node, url: str, local: int | None, watch: ServingWatch) -> None:
+    async def _health_loop(self, cur: Deployment, node: Node, url: str, local: int | None, watch: ServingWatch) -> None:
         fails = 0
         while self.state in (State.READY, State.UNHEALTHY, State.WEDGED):
             await asyncio.sleep(self.health_interval)
@@ -406,24 +391,24 @@ class Deployer:
             if ok:
                 fails = 0
                 if self.state is State.UNHEALTHY:
-                    self._emit(EndpointHealth(cur.name, url, True, "healthy again"))
+                    self._emit(EndpointHealth(cur.deployment, url, True, "healthy again"))
                     self._set(State.READY, "the endpoint answers /health again", url)
                 await self._serving(cur, url, local, watch)
                 continue
             fails += 1
             if fails == FAILS_BEFORE_UNHEALTHY and self.state in (State.READY, State.WEDGED):
-                self._emit(EndpointHealth(cur.name, url, False, detail))
+                self._emit(EndpointHealth(cur.deployment, url, False, detail))
                 self._problem("endpoint_unhealthy", cur.head, f"{url} stopped answering ({detail})",
                               "the engine may have died: its last log lines say why (sparktui logs)")
                 self._set(State.UNHEALTHY, f"{url}: {detail}")
 
-    async def _serving(self, cur: Current, url: str, local: int | None, watch: ServingWatch) -> None:
+    async def _serving(self, cur: Deployment, url: str, local: int | None, watch: ServingWatch) -> None:
         """Metrics after a healthy poll, and the wedged judgement (back to ready when tokens flow)."""
         why = await watch.tick(local)
         v = watch.view
         series = {f: v.series(f)[-120:] for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage",
                                                    "running", "waiting")}
-        self._emit(ServingStats(cur.name, v.to_json(), series, watch.unavailable))
+        self._emit(ServingStats(cur.deployment, v.to_json(), series, watch.unavailable))
         if self.state not in (State.READY, State.WEDGED):
             return
         if why and self.state is State.READY:
@@ -463,16 +448,14 @@ class Deployer:
             return  # reattached
         opts = copy.deepcopy(options) if options is not None else options_of(plan)
         opts.model_config = None
-        head = plan.nodes[0].name
-        cur = Current(plan.deployment, plan.engine, plan.mode, plan.plan_id, plan.port, head, plan.served_model_name,
-                      opts, {n.name: n.container for n in plan.nodes}, Record.from_plan(plan, opts))
+        cur = Deployment.from_plan(plan, opts)
         self.plan = plan
         self.warnings = []
         await self._measure_offsets([n.name for n in plan.nodes])
         with contextlib.suppress(Exception):  # what ran before is replaced: a stop from now on is of this launch
             await stopmark.clear(self.cluster[self.config.head.name], plan.deployment)
         self._begin(cur)
-        err = await save_record(self.cluster[self.config.head.name], cur.record)
+        err = await save_record(self.cluster[self.config.head.name], cur)
         if err:
             self.warnings.append(f"could not keep the deployment record on {self.config.head.name}: {err} "
                                  f"(pivot and redeploy from another process will not know the options)")
@@ -612,10 +595,10 @@ class Deployer:
         found = await self.existing()
         return [(f.node, c.name, c.state) for f in found.values() for c in f.containers]
 
-    async def current_options(self) -> tuple[PlanOptions, Record | None]:
+    async def current_options(self) -> tuple[PlanOptions, Deployment | None]:
         """The options of the running (or last) launch: this process's, else the record on the head."""
-        if self.current is not None and self.current.options is not None:
-            return copy.deepcopy(self.current.options), self.current.record
+        if self.current is not None and self.current.options is not None:  # a launch's, or read from its record
+            return copy.deepcopy(self.current.options), self.current
         try:
             rec = await load_record(self.cluster[self.config.head.name], self.name)
         except StateFileError as e:
@@ -691,7 +674,7 @@ class Deployer:
             self._spawn("ready", self._readiness(cur))
         return True
 
-    def _from_labels(self, ours: list[tuple[str, Container]], rec: Record | None) -> Current:
+    def _from_labels(self, ours: list[tuple[str, Container]], rec: Deployment | None) -> Deployment:
         engines = sorted({c.labels.get(L.ENGINE, "") for _, c in ours} - {""})
         engine = rec.engine if rec and rec.engine in engines else (engines[0] if engines else DEFAULT_ENGINE)
         mine = [(n, c) for n, c in ours if c.labels.get(L.ENGINE) == engine] or ours
@@ -703,8 +686,11 @@ class Deployer:
             mode = default_mode(engine)
             port = self.config.port_for(engine)
             served, opts, rec = self.config.model.name, None, None
-        return Current(self.name, engine, mode, plan_id, port, head, served, opts,
-                       {n: c.name for n, c in mine}, rec)
+        containers = {n: c.name for n, c in mine}
+        if rec is not None:  # the record's choices, with what the labels show now
+            return rec.but(deployment=self.name, plan_id=plan_id, head=head, containers=containers)
+        return Deployment(self.name, engine, mode, opts, plan_id=plan_id, port=port, served_model_name=served,
+                          containers=containers, head=head)
 
 
 _SEE_HELP = re.compile(r"^See '.*--help'\.?$")

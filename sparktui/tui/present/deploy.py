@@ -4,6 +4,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from ...core.diagnose import Milestone, Problem
+from ...core.states import State
 from ...core.words import milestone_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
@@ -11,10 +12,10 @@ STEPS = ("container_started", "ray_started", "ray_connected", "dist_init_begin",
          "nccl_transport", "nccl_net", "weights_loading", "slow_load", "kv_cache", "cuda_graph", "ready")
 
 STATE_STYLE = {
-    "idle": "$text-muted", "planned": "$text-muted", "starting": "$accent", "launching": "$accent",
-    "loading": "$accent", "ready": "$success bold", "hung": "$error bold", "failed": "$error bold",
-    "stopping": "$warning", "stopped": "$text-muted", "pivoting": "$warning", "unhealthy": "$error bold",
-    "wedged": "$error bold", "preflight": "$accent", "refused": "$error bold",
+    State.IDLE: "$text-muted", State.STARTING: "$accent", State.LOADING: "$accent", State.READY: "$success bold",
+    State.HUNG: "$error bold", State.FAILED: "$error bold", State.STOPPING: "$warning", State.STOPPED: "$text-muted",
+    State.UNHEALTHY: "$error bold", State.WEDGED: "$error bold", State.PREFLIGHT: "$accent",
+    State.REFUSED: "$error bold",
 }
 
 
@@ -114,7 +115,7 @@ def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
     return Content("\n").join(lines) if lines else Content("no deployment yet")
 
 
-def state_badge(state: str, detail: str | None = None) -> Content:
+def state_badge(state: State, detail: str | None = None) -> Content:
     parts: list = [("●", STATE_STYLE.get(state, "")), " ", (state.upper(), STATE_STYLE.get(state, "bold"))]
     if detail:
         parts.append(f"  {detail}")
