@@ -26,8 +26,8 @@ from sparktui.core.plan import make_plan
 from sparktui.core.memfree import DROP_SCRIPT
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
 from sparktui.core.probes import parse_meminfo
-from sparktui.tui.controller import Controller
-from sparktui.tui.messages import InventoryChanged
+from sparktui.tui.controller import Controller, InventoryRound
+from sparktui.tui.messages import CoreEvent
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
 BATCH = 4  # lines per LogLines event, like a container log read in chunks
@@ -90,7 +90,7 @@ class ScriptedCore(Controller):
         self.inventory = analyse(self.config, self._facts)
         for f in self.inventory.facts.values():
             self.bus.emit(NodeUpdated(f))
-        self._post(InventoryChanged(self.inventory))
+        self._post(CoreEvent(InventoryRound(self.inventory)))
 
     async def refresh(self):
         await self.start()
