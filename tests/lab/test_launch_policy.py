@@ -20,7 +20,7 @@ from sparktui.core.config import load_config
 from sparktui.core.deploy.operations import Choices, Op
 from sparktui.core.journal import Journal
 from sparktui.core.plan import PlanOptions
-from sparktui.sim.testing import make_model
+from tests.simhelpers import make_model
 from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller
 from sparktui.tui.forms import choices as C

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from ...preflight_check import classify
+from .check_program import classify
 from ..fit import gib
 from ..facts import Memory
 from ..memfree import FreeMemory, measure
