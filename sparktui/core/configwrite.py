@@ -83,7 +83,7 @@ NOTES = {
                 "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
                 "  --api-key, --hf-token and the like are masked without being listed"),
     "keymap": "binding id -> key(s), comma-separated, to remap the TUI's keys",
-    "theme": "theme name from themes/; ~ = the default dark theme",
+    "theme": "dark, light, high-contrast, a name in ~/.config/sparktui/themes/ or a .yaml path; ~ = dark",
 }
 KEYMAP_HINT = ("#   quit: ctrl+q", "#   launch: f5,ctrl+l")
 SECTION_KEYS = {

@@ -1,7 +1,9 @@
 """The Textual app: four panes, keys from the action registry, themes, notifications.
 
-State the keys depend on lives here and is changed only by message handlers (@on), fed by the
-controller; core operations run in async workers so the screen never waits on a node.
+State the keys depend on lives here and is changed only by message handlers, fed by the controller:
+each core event arrives as one CoreEvent and goes to the panes that own its data, then to the
+operations flow and to the app's own handlers (toasts, status line); see routing.py. Core operations
+run in async workers so the screen never waits on a node.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from textual.worker import Worker, WorkerState
 
 from ..core.config import Config
 from ..core.deployment import Deployment
+from ..core.diagnose import Milestone, Problem, ProblemCleared
+from ..core.events import ConnectionChanged, DeploymentChanged, EndpointChecked, LaunchStep, NodeUpdated, TransferProgress
 from ..core.facts import NodeFacts, Subnet
 from ..core.inventory import Inventory
 from ..core.plan import Plan
@@ -30,7 +34,7 @@ from ..core.states import Op, State
 from ..core.words import milestone_words, operation_name
 from . import actions
 from . import messages as M
-from .controller import Controller
+from .controller import Controller, InventoryRound
 from .flow import OperationsFlow
 from .forms.launch_form import LaunchForm
 from .panes.journal import JournalPane
@@ -39,6 +43,7 @@ from .panes.nodes import NodesPane
 from .panes.transfers import TransfersPane
 from .present.deploy import endpoint_words, hang_notice, sim_speed
 from .present.nodes import Link
+from .routing import Router, handles
 from .screens.help import HelpScreen
 from .theming import DEFAULT, ThemeError, discover, resolve
 from .toasts import MAX_TOASTS, show
@@ -60,7 +65,7 @@ NARROW_KEEP = 2
 _thawed = [False]  # an app of this process has unfrozen the heap (see SparkApp._settle_heap)
 
 
-class SparkApp(OperationsFlow, App):
+class SparkApp(App):
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))  # absolute: subclasses elsewhere find it too
     TITLE = "sparktui"
     BINDINGS = actions.bindings()
@@ -99,6 +104,8 @@ class SparkApp(OperationsFlow, App):
         self._startup_notes: list[str] = []
         self._brake_timer = None
         self._heap_frozen = False  # gc.freeze() once the screen is built (see _settle_heap)
+        self.flow = OperationsFlow(self.controller, config, self)  # what the operation keys do
+        self._router: Router | None = None  # built on mount, once the panes exist
         self._setup_themes(theme)
         if config.keymap:
             unknown = sorted(set(config.keymap) - set(actions.BY_ID))
@@ -192,6 +199,9 @@ class SparkApp(OperationsFlow, App):
         yield FitFooter()
 
     def on_mount(self) -> None:
+        # the owners of each event's data first, then the flow and the app's own reactions (routing.py)
+        self._router = Router([self.query_one(NodesPane), self.query_one(TransfersPane), self.launch_pane,
+                               self.query_one(JournalPane), self.flow, self])
         self.controller.attach(self.post_message)
         for note in self._startup_notes:
             self.notify(note, severity="warning", markup=False)
@@ -297,7 +307,7 @@ class SparkApp(OperationsFlow, App):
             self.refresh_bindings()
 
     # -- operations -------------------------------------------------------------------------
-    def _run_op(self, name: Op, work: Awaitable[Any], group: str | None = None) -> None:
+    def run_op(self, name: Op | str, work: Awaitable[Any], group: str | None = None) -> None:
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
         worker = self.run_worker(work, group=group or name, exclusive=group is not None, name=name,
                                  exit_on_error=False)  # an adapter error is a notification, not a crash
@@ -319,7 +329,48 @@ class SparkApp(OperationsFlow, App):
             self.post_message(M.OperationDone(name, result if isinstance(result, str) else ""))
 
     def action_refresh(self) -> None:
-        self._run_op(Op.REFRESH, self.controller.refresh())
+        self.run_op(Op.REFRESH, self.controller.refresh())
+
+    # the operation keys: the flow (flow.py) does the work
+    def action_launch(self) -> None:
+        self.flow.launch()
+
+    def action_pivot(self) -> None:
+        self.flow.pivot()
+
+    def action_redeploy(self) -> None:
+        self.flow.redeploy()
+
+    def action_stop(self) -> None:
+        self.flow.stop()
+
+    def action_sync_model(self) -> None:
+        self.flow.sync_model()
+
+    def action_sync_image(self) -> None:
+        self.flow.sync_image()
+
+    def action_drop_caches(self) -> None:
+        self.flow.drop_caches()
+
+    def new_start(self) -> None:
+        """A launch, pivot or redeploy begins: the timeline, problems and hang notice start over."""
+        self.has_plan = True
+        self._hang_told = False
+        self.launch_pane.reset()
+        self.show_pane("pane-launch")
+
+    @on(M.Refused)
+    def _refused(self, msg: M.Refused) -> None:
+        self.flow.refused(msg.prepared)
+
+    @on(M.PreflightAsked)
+    def _preflight_asked(self, msg: M.PreflightAsked) -> None:
+        self.flow.preflight_asked(msg.prepared)
+
+    @on(M.Confirmed)
+    def _confirmed_op(self, msg: M.Confirmed) -> None:
+        self.flow.confirmed(msg.prepared)
 
     def action_filter(self) -> None:
         self.launch_pane.open_filter()
@@ -383,75 +434,60 @@ class SparkApp(OperationsFlow, App):
                 yield command
 
     # -- core events ------------------------------------------------------------------------
-    @on(M.InventoryChanged)
-    def _inventory(self, msg: M.InventoryChanged) -> None:
+    @on(M.CoreEvent)
+    def _core_event(self, msg: M.CoreEvent) -> None:
+        if self._router is not None:
+            self._router.deliver(msg.event)
+
+    @handles(InventoryRound)
+    def _inventory(self, e: InventoryRound) -> None:
         self.inventory_ready = True
-        self.inventory = msg.inventory
-        self.model_config = msg.model_config or self.model_config
-        self.last_subnet = msg.last_subnet
+        self.inventory = e.inventory
+        self.model_config = e.model_config or self.model_config
+        self.last_subnet = e.last_subnet
         plan = self.plan
-        self.nodes_pane.set_subnets(msg.inventory.subnets, plan.subnet if plan else None)
+        self.nodes_pane.set_subnets(e.inventory.subnets, plan.subnet if plan else None)
         for screen in self.screen_stack:
             if isinstance(screen, LaunchForm):  # an open form re-checks its plan against the new facts
-                screen.update_facts(msg.inventory.facts, msg.inventory.subnets)
+                screen.update_facts(e.inventory.facts, e.inventory.subnets)
         self.refresh_bindings()
         pending, self._pending = self._pending, None
         if pending is not None:
             self.call_later(self.run_action, pending.action)
 
-    @on(M.FactsChanged)
-    def _facts(self, msg: M.FactsChanged) -> None:
-        self.nodes_pane.set_facts(msg.facts)
+    @handles(NodeUpdated)
+    def _facts(self, e: NodeUpdated) -> None:
         if self.inventory_ready:  # plans use what the cards show, not the round before (its end comes later)
-            self.inventory = replace(self.inventory, facts={**self.facts, msg.facts.name: msg.facts})
+            self.inventory = replace(self.inventory, facts={**self.facts, e.facts.name: e.facts})
             for screen in self.screen_stack:
                 if isinstance(screen, LaunchForm):
                     screen.update_facts(self.facts, self.subnets)
 
-    @on(M.LinkChanged)
-    def _link(self, msg: M.LinkChanged) -> None:
-        ev = msg.event
+    @handles(ConnectionChanged)
+    def _link(self, ev: ConnectionChanged) -> None:
         before = self.links.get(ev.node)
         self.links[ev.node] = Link(ev.connected, ev.error)
-        self.nodes_pane.set_link(ev.node, self.links[ev.node])
         if before is not None and before.connected and not ev.connected:
             self.notify(f"{ev.node}: link lost ({ev.error or 'closed'})", severity="warning", markup=False)
         self._draw_status()
 
-    @on(M.TransferChanged)
-    def _transfer(self, msg: M.TransferChanged) -> None:
-        t = msg.event
-        self.query_one(TransfersPane).update_transfer(t)
+    @handles(TransferProgress)
+    def _transfer(self, t: TransferProgress) -> None:
         if t.state == "done":
             self.notify(f"{t.kind} copy to {t.dest}: {t.message or 'done'}", markup=False)
         elif t.state in ("failed", "lost"):
             self.notify(f"{t.kind} copy to {t.dest} {t.state}: {t.message or ''}", severity="error", markup=False)
 
-    @on(M.LogArrived)
-    def _lines(self, msg: M.LogArrived) -> None:
-        ev = msg.event
-        self.launch_pane.add_lines(ev.node, ev.lines, ev.stamps, ev.ack)
-
-    @on(M.LogsArrived)
-    def _many_lines(self, msg: M.LogsArrived) -> None:
-        # The message carries the controller's drain: the batches are taken when handled, not when posted.
-        for batch in msg.take():
-            self.launch_pane.add_lines(batch.node, batch.lines, batch.stamps, batch.ack)
-
-    @on(M.MilestoneReached)
-    def _milestone(self, msg: M.MilestoneReached) -> None:
-        m = msg.event
-        self.launch_pane.add_milestone(m)
+    @handles(Milestone)
+    def _milestone(self, m: Milestone) -> None:
         if self._history(m.at):
             return
         if m.kind in NOTIFY_MILESTONES or (m.kind == "weights_loading" and m.data.get("percent") == 100):
             severity = "warning" if m.kind == "nccl_transport" and m.data.get("transport") != "rdma" else "information"
             self.notify(f"{m.node or 'engine'}: {milestone_words(m.kind, m.data)}", severity=severity, markup=False)
 
-    @on(M.ProblemFound)
-    def _problem(self, msg: M.ProblemFound) -> None:
-        p = msg.event
-        self.launch_pane.add_problem(p)
+    @handles(Problem)
+    def _problem(self, p: Problem) -> None:
         if self._history(p.at):
             self._hang_told = self._hang_told or p.kind == "rendezvous_hang"
             self.refresh_bindings()
@@ -467,14 +503,12 @@ class SparkApp(OperationsFlow, App):
             self.notify(f"{where}{p.message}\nfix: {p.hint}", title=p.kind.replace("_", " "),
                         severity="warning" if p.provisional else "error", timeout=15, markup=False)
 
-    @on(M.ProblemWithdrawn)
-    def _cleared(self, msg: M.ProblemWithdrawn) -> None:
-        self.launch_pane.clear_problem(msg.event.problem)
-        self.notify(f"withdrawn: {msg.event.problem.kind.replace('_', ' ')} ({msg.event.reason})", markup=False)
+    @handles(ProblemCleared)
+    def _cleared(self, e: ProblemCleared) -> None:
+        self.notify(f"withdrawn: {e.problem.kind.replace('_', ' ')} ({e.reason})", markup=False)
 
-    @on(M.DeploymentStateChanged)
-    def _deployment(self, msg: M.DeploymentStateChanged) -> None:
-        ev = msg.event
+    @handles(DeploymentChanged)
+    def _deployment(self, ev: DeploymentChanged) -> None:
         d = self.deployment.but(deployment=ev.id, engine=ev.engine, mode=ev.mode, state=State(ev.state),
                                 detail=ev.detail)
         if ev.endpoint:
@@ -501,31 +535,20 @@ class SparkApp(OperationsFlow, App):
             self.notify(f"{ev.detail} — r redeploys", title="Endpoint wedged", severity="error", timeout=30,
                         markup=False)
 
-    @on(M.StepChanged)
-    def _step(self, msg: M.StepChanged) -> None:
-        s = msg.event
+    @handles(LaunchStep)
+    def _step(self, s: LaunchStep) -> None:
         detail = f"step {s.index + 1}/{s.total} on {s.node}: {s.description} ({s.state})"
         self.launch_pane.set_state(self.deploy_state, detail)
         if s.state == "failed":
             self.notify(f"{s.node}: {s.description} failed: {s.detail}", severity="error", markup=False)
 
-    @on(M.ServingChanged)
-    def _serving(self, msg: M.ServingChanged) -> None:
-        ev = msg.event
-        self.launch_pane.set_serving(ev.stats, ev.series, ev.unavailable)
-
-    @on(M.EndpointReady)
-    def _endpoint(self, msg: M.EndpointReady) -> None:
-        e = msg.event
+    @handles(EndpointChecked)
+    def _endpoint(self, e: EndpointChecked) -> None:
         self._local_for = e.endpoint
         self.deployment = self.deployment.but(local=e.local)
         rate = f", {e.tokens_per_s:.1f} tok/s" if e.tokens_per_s else ""
         self.notify(f"{e.model} answered in {e.latency_s:.1f} s{rate} through the local SSH forward {e.local}",
                     title="Endpoint", markup=False)
-
-    @on(M.JournalAdded)
-    def _journal(self, msg: M.JournalAdded) -> None:
-        self.query_one(JournalPane).add_entry(msg.entry)
 
     @on(M.OperationFailed)
     def _failed(self, msg: M.OperationFailed) -> None:

@@ -1,7 +1,7 @@
 """The one object between the TUI and the core: owns the Cluster, the deployer and the transfers.
 
-It subscribes to the core's EventBus and the Journal, and turns what they report into Textual
-messages through `post` (App.post_message, safe from any thread). Textual is imported only when a
+It subscribes to the core's EventBus and the Journal and hands what they report, as it is, to the
+screen in one Textual message (messages.CoreEvent) through `post` (App.post_message, safe from any thread). Textual is imported only when a
 message is built: `sparktui` starts the probes (prestart) before it loads the screen's code. Widgets never reach the
 network; the app calls these coroutines from async workers on its own loop.
 
@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import threading
 import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.config import Config
@@ -34,6 +35,26 @@ if TYPE_CHECKING:  # names for annotations only: Textual loads when the first me
 Post = Callable[["Message"], Any]
 Make = Callable[[], "Message | None"]  # builds a message when it is handed over (Textual loaded by then)
 POLL_INTERVAL = 30.0  # seconds between inventory rounds; a round starts only after the last one ended
+
+
+_CORE = __name__.rsplit(".", 2)[0] + ".core."  # events the core's own modules define
+
+
+@dataclass
+class InventoryRound:
+    """A whole inventory round finished: facts for every node plus the subnets joining them."""
+
+    inventory: Any
+    model_config: dict | None = None  # the model's config.json (the form checks TP against its heads)
+    last_subnet: str | None = None  # the subnet the deployment's last launch used: part of the fabric
+
+
+@dataclass
+class LogDrain:
+    """Every LogLines batch queued since the last drain was handled: a flood is one message in the
+    screen's queue, so a key press never waits behind it."""
+
+    take: Callable[[], list]  # every batch queued so far; lets the next drain be posted
 
 
 def _messages() -> Any:
@@ -116,12 +137,15 @@ class Controller:
     def _forward(self, event: Any) -> None:
         if isinstance(event, LogLines):
             self._queue_lines(event)
-            return
-        self._say(lambda: _messages().to_message(event))
+        elif type(event).__module__.startswith(_CORE):  # anything else on the bus is not the screen's
+            self._core_event(event)
+
+    def _core_event(self, event: Any) -> None:
+        self._say(lambda: _messages().CoreEvent(event))
 
     def _queue_lines(self, event: LogLines) -> None:
         # Held until the log view has it (back-pressure on the reader). Coalesced: at most one
-        # LogsArrived waits in the app's queue; later batches join it.
+        # LogDrain waits in the app's queue; later batches join it.
         event.hold()
         with self._logs_lock:
             if event.flow is not None:
@@ -130,7 +154,7 @@ class Controller:
             if self._logs_posted:
                 return
             self._logs_posted = True
-        self._say(lambda: _messages().LogsArrived(self._take_logs))
+        self._core_event(LogDrain(self._take_logs))
 
     def brake_logs(self, on: bool) -> None:
         """Keys first: hold every log reader back while the screen answers a key (they share one
@@ -141,14 +165,14 @@ class Controller:
             gate.brake(on)
 
     def _take_logs(self) -> list[LogLines]:
-        """Called by the app when it handles LogsArrived: everything queued so far."""
+        """Called by the log view when it handles a LogDrain: everything queued so far."""
         with self._logs_lock:
             batches, self._logs = self._logs, []
             self._logs_posted = False
         return batches
 
     def _journaled(self, entry: Entry) -> None:
-        self._say(lambda: _messages().JournalAdded(entry))
+        self._core_event(entry)
 
     def _link(self, node: Any) -> None:
         self.bus.emit(ConnectionChanged(node.name, node.connected, node.error))
@@ -189,7 +213,7 @@ class Controller:
         return inv
 
     def _inventory_changed(self, inv: Inventory, model_config: Any, subnet: Any) -> None:
-        self._say(lambda: _messages().InventoryChanged(inv, model_config, subnet))
+        self._core_event(InventoryRound(inv, model_config, subnet))
 
     async def _refresh_quietly(self) -> None:
         """A fresh inventory after an operation changed the nodes; a failed probe waits for the next poll."""

@@ -1,53 +1,91 @@
-"""What the keys for launch, pivot, redeploy, stop and sync do: the core's operations, as on the command line.
+"""What the keys for launch, pivot, redeploy, stop, sync and drop caches do: the core's operations, as on the
+command line.
 
 prepare (fresh facts, model config, plan, checks) -> refused, or the preflight as rows in the launch
 pane -> a confirmation naming what stops and starts where ("launch anyway" after a failed check) -> run.
-Each step runs in a Textual worker; what the core says arrives as messages handled here.
+Each step runs in a Textual worker. The flow is an object the app holds, given what it uses: the
+controller (the core's operations), the config, and the screen (`FlowUi`, which the app is).
 """
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Awaitable, Protocol
 
 from ..core.deploy.operations import Choices, Preview
 from ..core.engines import DEFAULT_ENGINE, ENGINES
+from ..core.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStarted
+from ..core.facts import NodeFacts, Subnet
 from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan import Plan, PlanOptions, make_plan
 from ..core.states import Op, State
 from . import actions
 from . import messages as M
 from .forms.launch_form import LaunchForm, Result
+from .panes.launch import LaunchPane
+from .routing import handles
 from .screens.confirm import ConfirmScreen
 
 
-class OperationsFlow:
-    """Mixed into the app (which provides controller, config, the panes, _run_op and the UiState)."""
+class FlowUi(Protocol):
+    """What the flow needs of the screen: the facts the last inventory brought, the plan last run,
+    the launch pane, dialogs, toasts and workers."""
 
-    controller: Any
-    config: Any
+    facts: dict[str, NodeFacts]
+    subnets: list[Subnet]
+    model_config: dict | None
+    last_subnet: str | None
     plan: Plan | None
-    memory_short: list[FreeMemory] = []  # the last preflight's nodes short of free memory (replaced, never mutated)
+    screen_stack: list
+
+    @property
+    def launch_pane(self) -> LaunchPane: ...
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = True) -> None: ...
+
+    def clear_notifications(self) -> None: ...
+
+    def push_screen(self, screen: Any, callback: Any = None) -> Any: ...
+
+    async def push_screen_wait(self, screen: Any) -> Any: ...
+
+    def post_message(self, message: Any) -> bool: ...
+
+    def show_pane(self, pane: str) -> None: ...
+
+    def run_op(self, name: Op | str, work: Awaitable[Any], group: str | None = None) -> None: ...
+
+    def new_start(self) -> None: ...
+
+
+class OperationsFlow:
+    def __init__(self, controller: Any, config: Any, ui: FlowUi) -> None:
+        self.controller = controller
+        self.config = config
+        self.ui = ui
+        self.memory_short: list[FreeMemory] = []  # the last preflight's nodes short of free memory
 
     # A launch, pivot or redeploy goes through the core's operations, as on the command line:
     # prepare (fresh facts, model config, plan, checks) -> refuse or preflight -> confirm -> run.
     def make_plan(self, opts: PlanOptions) -> Plan:
         """The form's live preview: the same planner on the facts the last inventory message carried."""
+        ui = self.ui
         o = copy.copy(opts)
-        o.model_config = self.model_config
-        return make_plan(self.config, self.facts, self.subnets, o,
-                         last_subnet=None if o.rendezvous else self.last_subnet)
+        o.model_config = ui.model_config
+        return make_plan(self.config, ui.facts, ui.subnets, o, last_subnet=None if o.rendezvous else ui.last_subnet)
 
-    def action_launch(self) -> None:
-        engine = self.plan.engine if self.plan is not None and self.plan.engine in ENGINES else DEFAULT_ENGINE
-        form = LaunchForm(self.config, self.facts, self.subnets, self.make_plan, engine=engine, check=self.check_form,
+    def launch(self) -> None:
+        ui = self.ui
+        engine = ui.plan.engine if ui.plan is not None and ui.plan.engine in ENGINES else DEFAULT_ENGINE
+        form = LaunchForm(self.config, ui.facts, ui.subnets, self.make_plan, engine=engine, check=self.check_form,
                           drop=self.drop_from_form)
-        self.push_screen(form, callback=self._launch_chosen)
+        ui.push_screen(form, callback=self._launch_chosen)
 
     def _launch_chosen(self, result: Result | None) -> None:
         if result is None:
             return
         _plan, options = result
-        self._operate(Op.LAUNCH, Choices(options=options))
+        self.operate(Op.LAUNCH, Choices(options=options))
 
     def check_form(self, options: PlanOptions) -> None:
         """The form's Check button: the preflight on the form's current choices, nothing launched."""
@@ -59,19 +97,19 @@ class OperationsFlow:
             verdict = await self.controller.preflight(prepared)
             return verdict.summary().splitlines()[0]
 
-        self._run_op(Op.CHECK, check())
+        self.ui.run_op(Op.CHECK, check())
 
-    def _operate(self, op: Op, choices: Choices | None = None) -> None:
-        self._run_op(op.preparing, self._flow(op, choices or Choices()))
+    def operate(self, op: Op, choices: Choices | None = None) -> None:
+        self.ui.run_op(op.preparing, self._flow(op, choices or Choices()))
 
     async def _flow(self, op: Op, choices: Choices) -> str:
         prepared = await self.controller.prepare(op, choices)
         if not prepared.ok:
-            self.post_message(M.Refused(prepared))
+            self.ui.post_message(M.Refused(prepared))
             return ""
         force = False
         if prepared.needs_preflight:
-            self.post_message(M.PreflightAsked(prepared))
+            self.ui.post_message(M.PreflightAsked(prepared))
             verdict = await self.controller.preflight(prepared)
             if not verdict.ok:
                 likely = ("the engine will most likely refuse to start for want of free memory"
@@ -84,7 +122,7 @@ class OperationsFlow:
                                                     f"Drop caches on {len(drop)} nodes") if drop else None)
                 if answer == "alt":  # drop the page cache, then check (and offer the operation) again
                     known = {m.node: m for m in verdict.memory_short}
-                    self._run_op(Op.DROP_CACHES, self._drop_flow(drop, known, again=(op, choices)))
+                    self.ui.run_op(Op.DROP_CACHES, self._drop_flow(drop, known, again=(op, choices)))
                     return ""
                 if not answer:
                     return f"not started: {verdict.reason}"
@@ -93,38 +131,38 @@ class OperationsFlow:
             verbs = {Op.STOP: "Stop", Op.PIVOT: "Pivot", Op.REDEPLOY: "Redeploy", Op.LAUNCH: "Replace"}
             if not force and not await self._confirmed(prepared.preview, verbs[op]):
                 return ""
-        self.post_message(M.Confirmed(prepared))
+        self.ui.post_message(M.Confirmed(prepared))
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
-        self._run_op(op, self.controller.run(prepared, force=force), group="deploy")
+        self.ui.run_op(op, self.controller.run(prepared, force=force), group="deploy")
         return ""
 
     async def _confirmed(self, preview: Any, verb: str, alt: str | None = None) -> bool | str:
         """True, False, or "alt" when the third button (alt) was offered and chosen."""
-        self.clear_notifications()  # toasts sit above dialogs; the one being answered has done its job
-        answer = await self.push_screen_wait(ConfirmScreen(preview, verb, alt))
+        self.ui.clear_notifications()  # toasts sit above dialogs; the one being answered has done its job
+        answer = await self.ui.push_screen_wait(ConfirmScreen(preview, verb, alt))
         return answer if answer == "alt" and alt else bool(answer is True)
 
     # -- drop caches: free the page cache a copy left, when the engine would otherwise lack memory ----
-    def action_drop_caches(self) -> None:
+    def drop_caches(self) -> None:
         names, known = self._drop_targets()
-        self._run_op(Op.DROP_CACHES, self._drop_flow(names, known))
+        self.ui.run_op(Op.DROP_CACHES, self._drop_flow(names, known))
 
     def drop_from_form(self, names: list[str], known: dict[str, FreeMemory]) -> None:
         """The form's Drop caches button (its plan check found the shortfall)."""
-        self._run_op(Op.DROP_CACHES, self._drop_flow(names, known))
+        self.ui.run_op(Op.DROP_CACHES, self._drop_flow(names, known))
 
     def _judging_plan(self) -> Plan | None:
         """The plan whose fraction free memory is judged by: the launched one, else the defaults'."""
         try:
-            plan = self.plan if self.plan is not None else self.make_plan(PlanOptions())
+            plan = self.ui.plan if self.ui.plan is not None else self.make_plan(PlanOptions())
         except Exception:  # noqa: BLE001 - no plan to judge by: no shortfall known
             return None
         return plan if plan.mem_fraction is not None else None
 
-    def _plan_shortfalls(self) -> list[FreeMemory]:
+    def plan_shortfalls(self) -> list[FreeMemory]:
         """The plan checks' free-memory shortfalls on the freshest facts."""
         plan = self._judging_plan()
-        return shortfalls(self.facts or {}, [n.name for n in plan.nodes], plan.mem_fraction) if plan else []
+        return shortfalls(self.ui.facts or {}, [n.name for n in plan.nodes], plan.mem_fraction) if plan else []
 
     def _judge_after(self, results: list, known: dict[str, FreeMemory]) -> list[FreeMemory]:
         """The plan check again, on the memory each node reported right after its drop (nodes on
@@ -141,7 +179,7 @@ class OperationsFlow:
 
     def _drop_targets(self) -> tuple[list[str], dict[str, FreeMemory]]:
         """The nodes a drop would help (the last preflight's, else the plan checks'), else every node."""
-        found = [m for m in self.memory_short if m.droppable] or [m for m in self._plan_shortfalls() if m.droppable]
+        found = [m for m in self.memory_short if m.droppable] or [m for m in self.plan_shortfalls() if m.droppable]
         if found:
             return [m.node for m in found], {m.node: m for m in found}
         return [n.name for n in self.config.nodes], {}
@@ -157,96 +195,84 @@ class OperationsFlow:
         lines = [r.summary() for r in results]
         ok = all(r.ok for r in results)
         if ok and again is not None:
-            self.notify("\n".join(lines + ["checking again…"]), title="Drop caches", markup=False)
-            self._operate(*again)
+            self.ui.notify("\n".join(lines + ["checking again…"]), title="Drop caches", markup=False)
+            self.operate(*again)
             return ""
         judged = self._judge_after(results, known)
         still = [m for m in judged if m.short]
         lines += [f"still short: {m.message()}" for m in still] or (
             ["free memory ok on " + ", ".join(m.node for m in judged)] if judged else [])
-        self.notify("\n".join(lines), title="Drop caches", severity="information" if ok and not still else "warning",
-                    timeout=30, markup=False)
+        self.ui.notify("\n".join(lines), title="Drop caches", severity="information" if ok and not still else "warning",
+                       timeout=30, markup=False)
         return ""
 
-    def on_refused(self, msg: M.Refused) -> None:
-        p = msg.prepared
-        self.launch_pane.set_state(State.REFUSED, p.errors[0])
-        self.notify("\n".join(p.errors), title=f"{p.op.value} refused", severity="error", timeout=30, markup=False)
+    # -- what the flow's own messages say (posted from its workers, handled in order on the screen) --
+    def refused(self, p: Any) -> None:
+        self.ui.launch_pane.set_state(State.REFUSED, p.errors[0])
+        self.ui.notify("\n".join(p.errors), title=f"{p.op.value} refused", severity="error", timeout=30,
+                       markup=False)
 
-    def on_preflight_asked(self, msg: M.PreflightAsked) -> None:
-        self._new_start()
-        plan = msg.prepared.plan
-        self.launch_pane.set_state(State.PREFLIGHT, f"checking the rendezvous at {plan.head_ip} on {plan.subnet}")
+    def preflight_asked(self, p: Any) -> None:
+        self.ui.new_start()
+        self.ui.launch_pane.set_state(State.PREFLIGHT, f"checking the rendezvous at {p.plan.head_ip} on {p.plan.subnet}")
 
-    def on_confirmed(self, msg: M.Confirmed) -> None:
-        p = msg.prepared
+    def confirmed(self, p: Any) -> None:
         if p.plan is not None:
-            self.plan = p.plan
+            self.ui.plan = p.plan
             if not p.needs_preflight:
-                self._new_start()
-            self.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP "
-                                                       f"{p.plan.pp} over {p.plan.subnet}")
+                self.ui.new_start()
+            self.ui.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP {p.plan.pp} "
+                                                      f"over {p.plan.subnet}")
 
-    def _new_start(self) -> None:
-        """A launch, pivot or redeploy begins: the timeline, problems and hang notice start over."""
-        self.has_plan = True
-        self._hang_told = False
-        self.launch_pane.reset()
-        self.show_pane("pane-launch")
+    def pivot(self) -> None:
+        self.operate(Op.PIVOT)
 
-    def action_pivot(self) -> None:
-        self._operate(Op.PIVOT)
+    def redeploy(self) -> None:
+        self.operate(Op.REDEPLOY)
 
-    def action_redeploy(self) -> None:
-        self._operate(Op.REDEPLOY)
-
-    def action_stop(self) -> None:
-        self._operate(Op.STOP)
+    def stop(self) -> None:
+        self.operate(Op.STOP)
 
     def _sync(self, op: Op, choices: Choices) -> None:
         async def sync() -> str:
             return await self.controller.run(await self.controller.prepare(op, choices))
 
-        self.show_pane("pane-transfers")
-        self._run_op(op, sync())
+        self.ui.show_pane("pane-transfers")
+        self.ui.run_op(op, sync())
 
-    def action_sync_model(self) -> None:
+    def sync_model(self) -> None:
         self._sync(Op.SYNC_MODEL, Choices())
 
-    def action_sync_image(self) -> None:
-        self._sync(Op.SYNC_IMAGE, Choices(engine_or_image=self.plan.engine if self.plan else DEFAULT_ENGINE))
+    def sync_image(self) -> None:
+        plan = self.ui.plan
+        self._sync(Op.SYNC_IMAGE, Choices(engine_or_image=plan.engine if plan else DEFAULT_ENGINE))
 
-    def on_preflight_began(self, msg: M.PreflightBegan) -> None:
-        e = msg.event
-        self.launch_pane.preflight_begin(e.nodes, f"{e.addr} on {e.subnet} in {e.image}")
+    # -- core events (the launch pane draws the rows first; routing.py) ---------------------------
+    @handles(PreflightStarted, PreflightNode)
+    def _preflight_progress(self, _e: Any) -> None:
         self._forward_check()
 
-    def on_preflight_row(self, msg: M.PreflightRow) -> None:
-        self.launch_pane.preflight_row(msg.event.result)
-        self._forward_check()
-
-    def on_preflight_done(self, msg: M.PreflightDone) -> None:
-        v = msg.event.verdict
-        self.launch_pane.preflight_done(v, None if v is not None else msg.event.summary)
+    @handles(PreflightFinished)
+    def _preflight_finished(self, e: PreflightFinished) -> None:
+        v = e.verdict
         self._forward_check()
         self.memory_short = list(v.memory_short) if v is not None else []
         if v is not None and not v.ok:
-            self.launch_pane.set_state(State.REFUSED, f"preflight: {v.reason}")
+            self.ui.launch_pane.set_state(State.REFUSED, f"preflight: {v.reason}")
             offer = ""
             if v.droppable:
                 key = actions.display_keys(actions.keys_for("drop_caches", self.config.keymap))
                 offer = f"\npress {key} to drop the page cache on {', '.join(v.droppable)}"
-            self.notify(f"{v.reason}\nfix: {v.fix}{offer}", title="Preflight failed", severity="error", timeout=30,
-                        markup=False)
+            self.ui.notify(f"{v.reason}\nfix: {v.fix}{offer}", title="Preflight failed", severity="error", timeout=30,
+                           markup=False)
 
     def _forward_check(self) -> None:
-        content = self.launch_pane.preflight_content()
-        for screen in self.screen_stack:
+        content = self.ui.launch_pane.preflight_content()
+        for screen in self.ui.screen_stack:
             if isinstance(screen, LaunchForm) and content is not None:
                 screen.show_check(content)
 
-    def on_health_changed(self, msg: M.HealthChanged) -> None:
-        e = msg.event
+    @handles(EndpointHealth)
+    def _health(self, e: EndpointHealth) -> None:
         if e.ok:  # the state change tells the loss; the recovery deserves its own word
-            self.notify(f"{e.endpoint} answers again", title="Endpoint", markup=False)
-
+            self.ui.notify(f"{e.endpoint} answers again", title="Endpoint", markup=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.sim.testing import SimProcess, free_port, http, launcher_argv, make_model, module_argv
+from tests.simhelpers import SimProcess, free_port, http, launcher_argv, make_model, module_argv
 
 from .venvs import Release, python_of
 

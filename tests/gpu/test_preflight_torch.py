@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import sparktui.preflight_check as pc
+import sparktui.core.preflight.check_program as pc
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available() or torch.cuda.device_count() < 2:

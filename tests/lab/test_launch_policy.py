@@ -20,7 +20,7 @@ from sparktui.core.config import load_config
 from sparktui.core.deploy.operations import Choices, Op
 from sparktui.core.journal import Journal
 from sparktui.core.plan import PlanOptions
-from sparktui.sim.testing import make_model
+from tests.simhelpers import make_model
 from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller
 from sparktui.tui.forms import choices as C
@@ -125,7 +125,7 @@ async def test_a_fabric_link_down_refuses_plan_preflight_and_launch_in_both_fron
             await pilot.press("ctrl+s")  # refused in the form: nothing leaves it
             assert isinstance(app.screen, LaunchForm)
             await pilot.press("escape")
-            app._operate(Op.LAUNCH, Choices(options=PlanOptions(engine="vllm")))  # past the form: the core refuses
+            app.flow.operate(Op.LAUNCH, Choices(options=PlanOptions(engine="vllm")))  # past the form: the core refuses
             await wait_for(pilot, lambda: app.launch_pane.state == "refused", timeout=60, what="refused")
             detail = " ".join((app.launch_pane.detail or "").split())
             assert all(w in detail for w in want), detail

@@ -143,7 +143,7 @@ def test_a_node_full_of_page_cache_fails_the_check_with_drop_caches_offered(sim,
 
 
 def test_launch_refuses_a_failed_preflight_and_starts_nothing(sim, capsys, monkeypatch, tmp_path):
-    from sparktui.sim.testing import make_model
+    from tests.simhelpers import make_model
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     for n in sim.nodes:  # a valid plan otherwise: the model is on every node

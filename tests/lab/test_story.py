@@ -26,7 +26,7 @@ from sparktui.core.config import Config, load_config
 from sparktui.core.deploy import Deployer
 from sparktui.core.events import EventBus, LogLines
 from sparktui.core.ssh import Cluster
-from sparktui.sim.testing import make_model
+from tests.simhelpers import make_model
 
 from .netlab import SIM_IMAGE, Lab
 

@@ -7,22 +7,12 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
+from tests import configs
 
 
 def write_config(cfg, path: Path) -> Path:
-    data = {
-        "cluster": cfg.cluster,
-        "nodes": [
-            {"name": n.name, "host": n.host, "port": n.port, "user": "root", "identity_file": n.identity_file,
-             "role": n.role}
-            for n in cfg.nodes
-        ],
-        "model": {"name": "m", "path": cfg.model.path},
-        "ssh": {"known_hosts": cfg.ssh.known_hosts, "connect_timeout": 2},
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return configs.write_config(cfg, path, user="root", model_name="m", connect_timeout=2, ssh_config=None,
+                                keepalive_interval=None)
 
 
 async def sparktui(*args: str) -> tuple[int, str, str]:

@@ -7,21 +7,12 @@ import os
 import sys
 from pathlib import Path
 
-import yaml
-
+from tests import configs
 from .test_deploy_fakes import fake_cluster  # noqa: F401 (fixture)
 
 
 def write_config(cfg, path: Path) -> Path:
-    data = {
-        "cluster": cfg.cluster,
-        "nodes": [{"name": n.name, "host": n.host, "port": n.port, "user": "root",
-                   "identity_file": n.identity_file, "role": n.role} for n in cfg.nodes],
-        "model": {"name": cfg.model.name, "path": cfg.model.path},
-        "ssh": {"known_hosts": cfg.ssh.known_hosts, "connect_timeout": 3, "ssh_config": []},
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return configs.write_config(cfg, path, user="root", connect_timeout=3, keepalive_interval=None)
 
 
 async def sparktui(*args: str) -> tuple[int, str, str]:

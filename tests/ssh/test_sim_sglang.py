@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sparktui.sim.testing import SimProcess, free_port, group_alive, http, make_model, module_argv, sse_events
+from tests.simhelpers import SimProcess, free_port, group_alive, http, make_model, module_argv, sse_events
 
 SPEED = 50
 READY = "The server is fired up and ready to roll!"

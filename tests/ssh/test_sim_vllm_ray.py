@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from sparktui import sim
-from sparktui.sim.testing import SimProcess, free_port, http, launcher_argv, make_model, sse_events
+from tests.simhelpers import SimProcess, free_port, http, launcher_argv, make_model, sse_events
 
 SPEED = 50
 UP = "Ray runtime started."

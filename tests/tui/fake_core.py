@@ -26,8 +26,9 @@ from sparktui.core.plan import make_plan
 from sparktui.core.memfree import DROP_SCRIPT
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
 from sparktui.core.probes import parse_meminfo
-from sparktui.tui.controller import Controller
-from sparktui.tui.messages import InventoryChanged
+from sparktui.tui.controller import Controller, InventoryRound
+from sparktui.tui.messages import CoreEvent
+from tests.fakes import FakeCluster, FakeNode
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
 BATCH = 4  # lines per LogLines event, like a container log read in chunks
@@ -46,27 +47,6 @@ def dropped(meminfo: str, left_kb: int = 600_000) -> str:
     return re.sub(r"^Buffers:\s+\d+", "Buffers:        0", out, flags=re.M)
 
 
-class FakeNode:
-    """A node as core.memfree.drop_caches sees it: its meminfo now, and a drop that frees the cache."""
-
-    def __init__(self, core: "ScriptedCore", name: str) -> None:
-        self.core, self.name = core, name
-
-    async def run(self, command: str, timeout: float | None = None, **_) -> SimpleNamespace:
-        self.core.calls.append(("run", (self.name, command)))
-        before = self.core.meminfo.get(self.name, "")
-        if command != DROP_SCRIPT or not before:
-            return SimpleNamespace(ok=False, stdout="", stderr="sh: unexpected command", exit_status=127)
-        after = self.core.meminfo[self.name] = dropped(before)
-        self.core._facts[self.name].memory = parse_meminfo(after)
-        return SimpleNamespace(ok=True, stdout=f"{before}@@after\n{after}", stderr="", exit_status=0)
-
-
-class FakeCluster(dict):
-    async def close(self) -> None:
-        pass
-
-
 class ScriptedCore(Controller):
     def __init__(self, config: Config, facts: dict[str, NodeFacts]) -> None:
         super().__init__(config, journal=Journal(), threaded=False)  # replays on the app's loop
@@ -79,7 +59,17 @@ class ScriptedCore(Controller):
         self.plan: Plan | None = None
         self.options: PlanOptions | None = None
         self.meminfo: dict[str, str] = {}  # /proc/meminfo per node as the preflight reads it (none: not judged)
-        self.cluster = FakeCluster({n.name: FakeNode(self, n.name) for n in config.nodes})
+        self.cluster = FakeCluster([FakeNode(n.name, self._answer) for n in config.nodes])
+
+    def _answer(self, node: str, command: str) -> SimpleNamespace:
+        """A node as core.memfree.drop_caches sees it: its meminfo now, and a drop that frees the cache."""
+        self.calls.append(("run", (node, command)))
+        before = self.meminfo.get(node, "")
+        if command != DROP_SCRIPT or not before:
+            return SimpleNamespace(ok=False, stdout="", stderr="sh: unexpected command", exit_status=127)
+        after = self.meminfo[node] = dropped(before)
+        self._facts[node].memory = parse_meminfo(after)
+        return SimpleNamespace(ok=True, stdout=f"{before}@@after\n{after}", stderr="", exit_status=0)
 
     # -- start-up -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -90,7 +80,7 @@ class ScriptedCore(Controller):
         self.inventory = analyse(self.config, self._facts)
         for f in self.inventory.facts.values():
             self.bus.emit(NodeUpdated(f))
-        self._post(InventoryChanged(self.inventory))
+        self._post(CoreEvent(InventoryRound(self.inventory)))
 
     async def refresh(self):
         await self.start()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparktui.core.config import Config, EngineDefaults, ModelConfig, NodeConfig
+from sparktui.core.config import Config, EngineDefaults
 from sparktui.core.facts import NodeFacts
 from sparktui.core.probes import parse_probe
+
+from tests.configs import make_config
 
 PROBES = Path(__file__).resolve().parents[1] / "unit" / "samples" / "probes"
 MODEL = "/models/Qwen3.5-122B-A10B-FP8"
@@ -50,11 +52,5 @@ def spark_facts(model_on_spark2: bool = True) -> dict[str, NodeFacts]:
 
 
 def spark_config(keymap: dict[str, str] | None = None, theme: str | None = None) -> Config:
-    return Config(
-        cluster="sparks",
-        nodes=[NodeConfig("spark1", HOSTS["spark1"], role="head"), NodeConfig("spark2", HOSTS["spark2"])],
-        model=ModelConfig(name="Qwen3.5-122B-A10B-FP8", path=MODEL),
-        engine=EngineDefaults(hang_after=90.0),
-        keymap=dict(keymap or {}),
-        theme=theme,
-    )
+    return make_config(2, hosts=HOSTS, user=None, model_name="Qwen3.5-122B-A10B-FP8",
+                       engine=EngineDefaults(hang_after=90.0), keymap=keymap, theme=theme)

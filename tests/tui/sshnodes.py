@@ -17,6 +17,8 @@ import asyncssh
 from sparktui.core.config import Config, EngineDefaults, ModelConfig, NodeConfig, SshConfig
 from sparktui.demo.sshserver import LocalSshServer
 
+from tests import configs
+
 PROBES = Path(__file__).resolve().parents[1] / "unit" / "samples" / "probes"
 
 SHIMS = {
@@ -89,18 +91,7 @@ def stop_nodes(servers: list[LocalSshServer]) -> None:
 
 def write_config(cfg: Config, path: Path) -> Path:
     """The config as YAML, for the app run from a terminal."""
-    import yaml
-
-    doc = {
-        "cluster": cfg.cluster,
-        "nodes": [{"name": n.name, "host": n.host, "port": n.port, "user": n.user,
-                   "identity_file": n.identity_file, "role": n.role} for n in cfg.nodes],
-        "model": {"name": cfg.model.name, "path": cfg.model.path},
-        "ssh": {"known_hosts": cfg.ssh.known_hosts, "connect_timeout": cfg.ssh.connect_timeout,
-                "ssh_config": [], "keepalive_interval": cfg.ssh.keepalive_interval},
-    }
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return configs.write_config(cfg, path, sort_keys=False)
 
 
 async def _serve(root: Path, n: int) -> None:

@@ -7,11 +7,11 @@ from sparktui.core.diagnose import Milestone, Problem
 from sparktui.core.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
 from sparktui.core.facts import Container
 from sparktui.core.inventory import analyse
-from sparktui.core.journal import Journal
+from sparktui.core.journal import Entry, Journal
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.tui import messages as M
-from sparktui.tui.controller import Controller
+from sparktui.tui.controller import Controller, InventoryRound, LogDrain
 
 from .samples import spark_config, spark_facts
 
@@ -72,10 +72,10 @@ def test_log_batches_are_coalesced_into_one_waiting_message():
     for i in range(3):
         c.bus.emit(LogLines("spark1", "x", [f"line {i}"]))
     assert len(posted) == 1  # one message waits, however many batches arrive
-    assert [b.lines for b in posted[0].take()] == [["line 0"], ["line 1"], ["line 2"]]
-    assert posted[0].take() == []
+    assert [b.lines for b in posted[0].event.take()] == [["line 0"], ["line 1"], ["line 2"]]
+    assert posted[0].event.take() == []
     c.bus.emit(LogLines("spark2", "x", ["next"]))
-    assert len(posted) == 2 and [b.node for b in posted[1].take()] == ["spark2"]
+    assert len(posted) == 2 and [b.node for b in posted[1].event.take()] == ["spark2"]
 
 
 def test_core_events_become_messages():
@@ -86,13 +86,13 @@ def test_core_events_become_messages():
               DeploymentChanged("sparks", "sglang", "native", "ready", "serving", "http://x/v1"), object()]
     for e in events:
         c.bus.emit(e)
-    kinds = [type(m) for m in posted]
-    assert kinds == [M.LinkChanged, M.LogsArrived, M.TransferChanged, M.MilestoneReached, M.ProblemFound,
-                     M.DeploymentStateChanged]
-    assert posted[-1].state == "ready" and posted[-1].detail == "serving"
+    assert all(isinstance(m, M.CoreEvent) for m in posted)  # one message type, whatever the event
+    kinds = [type(m.event) for m in posted]
+    assert kinds == [ConnectionChanged, LogDrain, TransferProgress, Milestone, Problem, DeploymentChanged]
+    assert posted[-1].event.state == "ready" and posted[-1].event.detail == "serving"
     entry = c.journal.start("spark1", "docker ps --filter label=API_TOKEN=abc123")
     c.journal.finish(entry, 0)
-    assert isinstance(posted[-1], M.JournalAdded) and "abc123" not in posted[-1].entry.command
+    assert isinstance(posted[-1].event, Entry) and "abc123" not in posted[-1].event.command
 
 
 def planned(c, opts):
@@ -159,7 +159,7 @@ async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch)
     c.cluster = Cluster()
     await c.start()
     assert stubs and stubs[0].calls == [("reattach",)]
-    assert any(isinstance(m, M.InventoryChanged) for m in posted)
+    assert any(isinstance(m.event, InventoryRound) for m in posted)
     await c.close()
 
 

@@ -55,7 +55,7 @@ async def test_the_drop_key_offers_the_plan_checks_shortfall_and_cancel_runs_not
     async with app.run_test(size=(100, 32)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         # the sample Sparks hold 25 GiB of page cache and lack 2 GiB of the default fraction: both short
-        assert [m.node for m in app._plan_shortfalls()] == ["spark1", "spark2"]
+        assert [m.node for m in app.flow.plan_shortfalls()] == ["spark1", "spark2"]
         await pilot.press("d")
         ask = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert ask.preview.title == "Drop the page cache on spark1, spark2"
@@ -72,7 +72,7 @@ async def test_the_drop_key_offers_the_plan_checks_shortfall_and_cancel_runs_not
                                                    if "free memory ok on spark1, spark2" in n.message), None))
         assert note.count("page cache dropped") == 2
         # the plan checks run again on the probe taken after the drop
-        await wait_for(pilot, lambda: app._plan_shortfalls() == [], what="the plan checks to pass")
+        await wait_for(pilot, lambda: app.flow.plan_shortfalls() == [], what="the plan checks to pass")
 
 
 async def test_the_launch_forms_plan_check_offers_the_drop_and_checks_again_after_it(config, core):

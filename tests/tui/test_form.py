@@ -120,7 +120,7 @@ async def test_a_nodes_fresh_facts_recheck_the_form_before_the_round_ends(config
     async with app.run_test(size=(120, 40)) as pilot:
         form = await open_form(pilot, app)
         assert not form.plan.ok and "spark2: model directory" in str(form.query_one("#issues").content)
-        core.bus.emit(NodeUpdated(spark_facts()["spark2"]))  # spark2 answers; no InventoryChanged yet
+        core.bus.emit(NodeUpdated(spark_facts()["spark2"]))  # spark2 answers; no inventory round yet
         await wait_for(pilot, lambda: form.plan.ok, what="the plan re-checked on spark2's facts")
         assert "model directory" not in str(form.query_one("#issues").content)
         assert not form.query_one("#launch", Button).disabled

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+from sparktui.core.events import ConnectionChanged, NodeUpdated
 from sparktui.core.journal import Journal
 from sparktui.core.ssh import Result
-from sparktui.tui import messages as M
 from sparktui.tui.app import SparkApp
-from sparktui.tui.controller import Controller
+from sparktui.tui.controller import Controller, InventoryRound
 
 from .conftest import wait_for
 from .samples import spark_config
@@ -46,19 +46,19 @@ async def test_each_card_is_filled_as_its_node_answers_not_when_the_last_one_doe
 
     def post(msg) -> None:
         posted.append(msg)
-        if isinstance(msg, M.FactsChanged):
+        if isinstance(msg.event, NodeUpdated):
             first_in.set()
 
     c = Controller(cfg, journal=Journal(), cluster=Nodes(nodes), poll_interval=3600, threaded=False)
     c.attach(post)
     start = asyncio.ensure_future(c._start())
     await asyncio.wait_for(first_in.wait(), 10)
-    assert [m.facts.name for m in posted if isinstance(m, M.FactsChanged)] == [cfg.nodes[0].name]
-    assert not any(isinstance(m, M.InventoryChanged) for m in posted)  # the slow node holds only its own card
+    assert [m.event.facts.name for m in posted if isinstance(m.event, NodeUpdated)] == [cfg.nodes[0].name]
+    assert not any(isinstance(m.event, InventoryRound) for m in posted)  # the slow node holds only its own card
     gate.set()
     await asyncio.wait_for(start, 10)
-    assert [m.facts.name for m in posted if isinstance(m, M.FactsChanged)] == [n.name for n in cfg.nodes]
-    assert isinstance([m for m in posted if not isinstance(m, M.LinkChanged)][-1], M.InventoryChanged)
+    assert [m.event.facts.name for m in posted if isinstance(m.event, NodeUpdated)] == [n.name for n in cfg.nodes]
+    assert isinstance([m.event for m in posted if not isinstance(m.event, ConnectionChanged)][-1], InventoryRound)
     c._poller.cancel()
 
 
@@ -68,7 +68,7 @@ async def test_probes_begun_before_the_screen_reach_it_in_order(tmp_path):
     controller.prestart()  # as `sparktui` does before building the app
     await asyncio.wrap_future(controller._early_start)  # everything happens before the screen exists
     early = [make() for make in controller._early]  # the messages are built once the screen attaches
-    assert early and isinstance(early[-1], M.InventoryChanged)
+    assert early and isinstance(early[-1].event, InventoryRound)
     app = SparkApp(cfg, controller=controller)
     try:
         async with app.run_test(size=(100, 32)) as pilot:
@@ -99,10 +99,10 @@ def test_a_start_begun_before_textual_loads_hands_over_what_it_saw(tmp_path):
              "from sparktui.core.journal import Journal\nfrom sparktui.tui.controller import Controller\n"
              "c = Controller(load_config(sys.argv[1]), journal=Journal(), poll_interval=3600)\nc.prestart()\n"
              "import sparktui.tui.app\nc._early_start.result(30)\nposted = []\nc.attach(posted.append)\n"
-             "print(sorted({type(m).__name__ for m in posted}))\nc.abandon()\n")
+             "print(sorted({type(m).__name__ + ':' + type(m.event).__name__ for m in posted}))\nc.abandon()\n")
     repo = Path(__file__).resolve().parents[2]
     r = subprocess.run([sys.executable, "-c", probe, str(cfg)], capture_output=True, text=True, cwd=repo, timeout=60,
                        env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)})
     assert r.returncode == 0, r.stderr[-2000:]
     said = r.stdout.strip().splitlines()[-1]
-    assert "FactsChanged" in said and "InventoryChanged" in said, said
+    assert "CoreEvent:NodeUpdated" in said and "CoreEvent:InventoryRound" in said, said

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from sparktui.cli import check, main
-from sparktui.core.inventory import Inventory
 
+from tests.fakes import FakeCluster, fixed_inventory
 from .test_plan import cluster
 from .test_plan_cli import CONFIG
 
@@ -26,25 +26,12 @@ def piped(monkeypatch, tmp_path):
     for i, f in enumerate(facts.values()):
         f.host = LONG_HOST.format(i + 1)
 
-    class FakeCluster:
-        def __init__(self, config, journal=None, **kw):
-            self.nodes = {}  # no node to ask about images: check lists none
-
-        async def __aenter__(self):
-            return self
-
-        async def __aexit__(self, *exc):
-            return None
-
-    async def fake_inventory(cl, config):
-        return Inventory(facts=facts, subnets=subnets)
-
     async def deployments(cl, config):
         return [{"summary": "sparktui-qwen3.5-122b-a10b-fp8-vllm-ray on spark1, spark2: ready at "
                             "http://192.168.100.10:8000/v1 (model /models/Qwen3.5-122B-A10B-FP8)"}]
 
-    monkeypatch.setattr(check, "Cluster", FakeCluster)
-    monkeypatch.setattr(check, "take_inventory", fake_inventory)
+    monkeypatch.setattr(check, "Cluster", FakeCluster.replacing())  # no node to ask about images: none listed
+    monkeypatch.setattr(check, "take_inventory", fixed_inventory(facts, subnets))
     async def transfers(cl, config):
         return []
 

@@ -82,7 +82,7 @@ def test_live_flags_sockets_where_the_node_has_rdma():
 def test_the_simulators_nccl_lines_read_as_real_ones(tmp_path):
     """The simulated engines and the demo's torch print what fabric_live and the preflight parse."""
     from sparktui.core.fabric_live import Live
-    from sparktui.preflight_check import transport
+    from sparktui.core.preflight.check_program import transport
     from sparktui.sim import nccl_lines
     from sparktui.sim.fabric_env import FabricPath
 

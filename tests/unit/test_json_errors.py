@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from sparktui.cli import build_parser, main
-from sparktui.core.inventory import Inventory
-from sparktui.core.network import subnets as find_subnets
 
+from tests.fakes import FakeCluster, fixed_inventory
 from .test_plan import FABRIC_NAMES, cluster
 from .test_plan_cli import CONFIG
 
@@ -129,24 +128,11 @@ def link_down(monkeypatch, tmp_path):
     fab = facts["spark2"].interfaces[1]
     fab.up, fab.state = False, "no carrier"
 
-    class FakeCluster:
-        def __init__(self, config, journal=None, **kw):
-            self.nodes = {}
-
-        async def __aenter__(self):
-            return self
-
-        async def __aexit__(self, *exc):
-            return None
-
-    async def fake_inventory(cl, config):
-        return Inventory(facts=facts, subnets=find_subnets(list(facts.values())))
-
     async def never(*a, **kw):
         raise AssertionError("the check ran on a plan that cannot rendezvous")
 
-    monkeypatch.setattr("sparktui.cli.preflight.Cluster", FakeCluster)
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fake_inventory)
+    monkeypatch.setattr("sparktui.cli.preflight.Cluster", FakeCluster.replacing())
+    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fixed_inventory(facts))
     monkeypatch.setattr("sparktui.core.preflight.run_preflight", never)
     return cfg_file
 

@@ -11,22 +11,19 @@ import subprocess
 
 import pytest
 
-from sparktui.core.config import Config, ModelConfig, NodeConfig
+from sparktui.core.config import Config
 from sparktui.core.engines.vllm import count_ray_nodes
 from sparktui.core.facts import DockerInfo, Gpu, Interface, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
 from sparktui.core.plan import PlanOptions, make_plan
 
+from tests.configs import MODEL, make_config, node_name
+
 GIB = 1024**3
-MODEL = "/models/Qwen3.5-122B-A10B-FP8"
 SGLANG_IMAGE = "lmsysorg/sglang:latest-cu130"  # the default (config.ImagesConfig)
 VLLM_IMAGE = "nvcr.io/nvidia/vllm:26.10-py3"
 IMAGE_ID = "sha256:" + "ab" * 32
 # Twins of one ConnectX port carry different names on different nodes; the plan must follow each node's.
 FABRIC_NAMES = ["enp1s0f1np1", "enP2p1s0f1np1", "enp1s0f0np0", "enP2p1s0f0np0"]
-
-
-def node_name(i: int) -> str:
-    return f"spark{i + 1}"
 
 
 def fabric_ip(i: int) -> str:
@@ -46,15 +43,6 @@ def make_facts(i: int, *, gpus: int = 1, mem: int | None = 128 * GIB, model_byte
     f.model = ModelDir(MODEL, present, model_bytes, 40)
     f.infiniband = ib
     return f
-
-
-def make_config(n: int, **docker) -> Config:
-    nodes = [NodeConfig(node_name(i), f"10.0.0.{11 + i}", user="ubuntu", role="head" if i == 0 else "worker")
-             for i in range(n)]
-    cfg = Config(cluster="sparks", nodes=nodes, model=ModelConfig("qwen3.5-122b", MODEL))
-    for k, v in docker.items():
-        setattr(cfg.docker, k, v)
-    return cfg
 
 
 def make_subnets(facts: dict[str, NodeFacts]) -> list[Subnet]:

@@ -14,10 +14,10 @@ from sparktui.cli import build_parser, main
 from sparktui.cli.common import CliExit
 from sparktui.cli.plan import options_from_args, render_plan
 from sparktui.core.config import load_config
-from sparktui.core.inventory import Inventory
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.core.ssh import Result
 
+from tests.fakes import FakeCluster, fixed_inventory
 from .test_plan import MODEL, cluster, make_config
 from .test_recipe import SGLANG_RECIPE
 
@@ -36,15 +36,6 @@ model:
 MODEL_CONFIG = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "text_config": {"num_attention_heads": 32}}
 
 
-class FakeNode:
-    def __init__(self, name: str, calls: list):
-        self.name, self.connected, self.calls = name, True, calls
-
-    async def run(self, cmd, timeout=None, input=None):
-        self.calls.append((self.name, cmd))
-        return Result(0, json.dumps(MODEL_CONFIG), "", 0.01)
-
-
 @pytest.fixture
 def fake_cluster(monkeypatch, tmp_path):
     """Cluster and probe replaced; returns (config file, calls, facts) to adjust per test."""
@@ -54,21 +45,12 @@ def fake_cluster(monkeypatch, tmp_path):
     _, facts, subnets = cluster(2)
     calls: list = []
 
-    class FakeCluster:
-        def __init__(self, config, journal=None, **kw):
-            self.nodes = {n.name: FakeNode(n.name, calls) for n in config.nodes}
+    def answer(node: str, cmd: str) -> Result:  # every node has the model's config.json
+        calls.append((node, cmd))
+        return Result(0, json.dumps(MODEL_CONFIG), "", 0.01)
 
-        async def __aenter__(self):
-            return self
-
-        async def __aexit__(self, *exc):
-            return None
-
-    async def fake_inventory(cl, config):
-        return Inventory(facts=facts, subnets=subnets)
-
-    monkeypatch.setattr("sparktui.core.ssh.Cluster", FakeCluster)
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fake_inventory)
+    monkeypatch.setattr("sparktui.core.ssh.Cluster", FakeCluster.replacing(answer))
+    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fixed_inventory(facts, subnets))
     return cfg_file, calls, facts
 
 

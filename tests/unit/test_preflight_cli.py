@@ -9,9 +9,9 @@ import json
 import pytest
 
 from sparktui.cli import build_parser, main
-from sparktui.core.inventory import Inventory
 from sparktui.core.preflight import NodeResult, Setting, Verdict
 
+from tests.fakes import FakeCluster, fixed_inventory
 from .test_plan import cluster
 from .test_plan_cli import CONFIG
 
@@ -24,19 +24,6 @@ def fake(monkeypatch, tmp_path):
     cfg_file.write_text(CONFIG)
     _, facts, subnets = cluster(2)
     record: dict = {}
-
-    class FakeCluster:
-        def __init__(self, config, journal=None, **kw):
-            self.nodes = {}
-
-        async def __aenter__(self):
-            return self
-
-        async def __aexit__(self, *exc):
-            return None
-
-    async def fake_inventory(cl, config):
-        return Inventory(facts=facts, subnets=subnets)
 
     async def fake_run(cl, config, plan, timeout, *, subnets=None, mode="auto", on_node=None):
         record.update(plan=plan, timeout=timeout, mode=mode, subnets=subnets)
@@ -52,8 +39,8 @@ def fake(monkeypatch, tmp_path):
                 on_node(r)
         return v
 
-    monkeypatch.setattr("sparktui.cli.preflight.Cluster", FakeCluster)
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fake_inventory)
+    monkeypatch.setattr("sparktui.cli.preflight.Cluster", FakeCluster.replacing())
+    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fixed_inventory(facts, subnets))
     monkeypatch.setattr("sparktui.core.preflight.run_preflight", fake_run)
     return cfg_file, record
 

@@ -10,7 +10,7 @@ from sparktui.core.journal import MASK
 from sparktui.core.plan import NodePlan
 from sparktui.core.preflight.remote import (check_command, free_port, judge_look, look_command, parse_look,
                                             result_from_output, sweep_command)
-from sparktui.preflight_check import MARK
+from sparktui.core.preflight.check_program import MARK
 
 IP_JSON = [
     {"ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"], "operstate": "UNKNOWN",

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import sparktui.preflight_check as pc
+import sparktui.core.preflight.check_program as pc
 
 PROGRAM = Path(pc.__file__)
-REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port(host: str = "127.0.0.2") -> int:
@@ -115,9 +114,12 @@ def test_a_port_in_use_on_the_head_is_named():
 
 def test_a_hung_check_is_killed_at_the_deadline_and_says_where_it_hung():
     # The child's work replaced by one that never returns, as NCCL's C code can: the parent must bound it.
-    code = ("import sys, time; sys.path.insert(0, %r); import sparktui.preflight_check as pc\n"
+    # The program loaded from its file alone, as on a node (its package's imports would eat the deadline).
+    code = ("import importlib.util, sys, time\n"
+            "spec = importlib.util.spec_from_file_location('pc', %r)\n"
+            "pc = sys.modules['pc'] = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(pc)\n"
             "def hang(a, deadline):\n    pc._stage('all-reduce')\n    time.sleep(600)\n"
-            "pc.work = hang\nsys.exit(pc.main(sys.argv[1:]))\n" % str(REPO))
+            "pc.work = hang\nsys.exit(pc.main(sys.argv[1:]))\n" % str(PROGRAM))
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-c", code, "--rank", "0", "--world", "1", "--addr", "127.0.0.2",
                           "--port", "1", "--timeout", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

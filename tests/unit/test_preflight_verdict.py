@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain
-from sparktui.preflight_check import classify, iface_matches, transport
+from sparktui.core.preflight.check_program import classify, iface_matches, transport
 
 # Lines as printed by torch 2.11 / NCCL 2.28.9 on two H200s (see REFERENCE.md) and by docker.
 NO_IFACE = ("h200:4242:4242 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to doesnotexist0\n"

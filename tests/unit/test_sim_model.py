@@ -7,7 +7,7 @@ import pytest
 
 from sparktui.sim import gpu
 from sparktui.sim.model import GIB, ModelNotFound, load_model
-from sparktui.sim.testing import make_model
+from tests.simhelpers import make_model
 
 
 def test_index_total_size_stands_for_the_checkpoint_size(tmp_path):

@@ -6,7 +6,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from ...preflight_check import HOST_IP_VARS, IFNAME_VARS, MARK, classify, iface_matches
+from .check_program import HOST_IP_VARS, IFNAME_VARS, MARK, classify, iface_matches
 from ..config import DockerConfig
 from ..engines.common import Spot, Word, docker_flags, render
 from ..facts import Memory

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ... import preflight_check
+from . import check_program
 from ..config import Config
 from ..facts import Subnet
 from ..plan import NodePlan, Plan
@@ -110,7 +110,7 @@ def _notify(on_node: Callable[[NodeResult], None] | None, r: NodeResult) -> None
 
 async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, str], timeout: float,
                    names: dict[str, str], started: dict[str, str], on_node) -> dict[str, NodeResult]:
-    program = Path(preflight_check.__file__).read_text(encoding="utf-8")
+    program = Path(check_program.__file__).read_text(encoding="utf-8")
     tasks: dict[asyncio.Task, NodePlan] = {}
     for n in order:
         started[n.name] = names[n.name]

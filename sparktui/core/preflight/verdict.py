@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from ...preflight_check import classify
+from .check_program import classify
 from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..fit import gib
 from ..facts import Memory

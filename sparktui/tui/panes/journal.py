@@ -6,6 +6,7 @@ from textual.widgets import DataTable
 
 from ...core.journal import Entry
 from ..present.journal import COLUMNS, entry_cells
+from ..routing import handles
 
 KEEP = 2000  # rows kept on screen; the journal file keeps everything
 
@@ -19,6 +20,7 @@ class JournalPane(DataTable):
     def on_mount(self) -> None:
         self.add_columns(*COLUMNS)
 
+    @handles(Entry)
     def add_entry(self, e: Entry) -> None:
         at_end = self.cursor_row >= self.row_count - 1
         width = max(40, self.size.width - 40) if self.size.width else 60  # the other columns take ~40

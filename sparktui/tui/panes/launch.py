@@ -6,10 +6,13 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static, Tab, Tabs
 
-from ...core.diagnose import Milestone, Problem
+from ...core.diagnose import Milestone, Problem, ProblemCleared
+from ...core.events import PreflightFinished, PreflightNode, PreflightStarted, ServingStats
+from ..controller import LogDrain
 from ..present.deploy import preflight_text, problem_key, problem_lines, speed_note, state_badge, timeline
 from ..present.serving import serving_block
 from ..ids import widget_id
+from ..routing import handles
 from ..widgets.log_view import LogView
 
 ALL = "log-all"
@@ -67,6 +70,7 @@ class LaunchPane(Vertical):
             self.set_class(False, "-serving")  # nothing serves: old numbers would mislead
         self.query_one("#deploy-state", Static).update(state_badge(state, detail))
 
+    @handles(Milestone)
     def add_milestone(self, m: Milestone) -> None:
         self.milestones.append(m)
         self.query_one("#timeline", Static).update(timeline(self.milestones, self.nodes))
@@ -75,6 +79,10 @@ class LaunchPane(Vertical):
         """From READY on: the engine's metrics (tokens/s, requests, KV cache, latency) with sparklines."""
         self.set_class(True, "-serving")
         self.query_one("#serving", Static).update(serving_block(stats, series, unavailable))
+
+    @handles(ServingStats)
+    def _serving(self, e: ServingStats) -> None:
+        self.set_serving(e.stats, e.series, e.unavailable)
 
     def reset(self) -> None:
         """A new launch: the timeline and problems start over; logs stay for comparison."""
@@ -101,6 +109,18 @@ class LaunchPane(Vertical):
                 self._pf["rows"].update(verdict.nodes)
             self._draw_preflight()
 
+    @handles(PreflightStarted)
+    def _preflight_started(self, e: PreflightStarted) -> None:
+        self.preflight_begin(e.nodes, f"{e.addr} on {e.subnet} in {e.image}")
+
+    @handles(PreflightNode)
+    def _preflight_node(self, e: PreflightNode) -> None:
+        self.preflight_row(e.result)
+
+    @handles(PreflightFinished)
+    def _preflight_finished(self, e: PreflightFinished) -> None:
+        self.preflight_done(e.verdict, None if e.verdict is not None else e.summary)
+
     def preflight_content(self):
         pf = self._pf
         return None if pf is None else preflight_text(pf["head"], pf["nodes"], pf["rows"], pf["verdict"], pf["error"])
@@ -111,6 +131,7 @@ class LaunchPane(Vertical):
         if content is not None:
             self.query_one("#preflight", Static).update(content)
 
+    @handles(Problem)
     def add_problem(self, p: Problem) -> None:
         self.problems[problem_key(p)] = p
         if p.text:
@@ -120,6 +141,10 @@ class LaunchPane(Vertical):
     def clear_problem(self, p: Problem) -> None:
         self.problems.pop(problem_key(p), None)
         self._draw_problems()
+
+    @handles(ProblemCleared)
+    def _problem_cleared(self, e: ProblemCleared) -> None:
+        self.clear_problem(e.problem)
 
     def _draw_problems(self) -> None:
         from textual.content import Content
@@ -131,6 +156,13 @@ class LaunchPane(Vertical):
     # -- logs -------------------------------------------------------------------------------
     def add_lines(self, node: str, lines: list[str], stamps: list | None = None, ack=None) -> None:
         self.log.add(node, lines, stamps, ack)
+
+    @handles(LogDrain)
+    def _drain(self, drain: LogDrain) -> None:
+        # The drain is taken when handled, not when posted: one message however many batches came.
+        add = self.log.add
+        for batch in drain.take():
+            add(batch.node, batch.lines, batch.stamps, batch.ack)
 
     @on(Tabs.TabActivated, "#log-tabs")
     def _tab(self, event: Tabs.TabActivated) -> None:

@@ -5,10 +5,12 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
 from ...core.config import Config
+from ...core.events import ConnectionChanged, NodeUpdated
 from ...core.facts import NodeFacts, Subnet
 from ...core.requirements import tool_needs
 from ..present.nodes import Link, fabric_subnet
 from ..ids import widget_id
+from ..routing import handles
 from ..widgets.node_card import NodeCard
 
 
@@ -31,6 +33,14 @@ class NodesPane(VerticalScroll):
             card.missing = ([n for n in tool_needs(facts, self.config) if n.status == "fail"]
                             if facts.reachable else [])
             card.redraw()
+
+    @handles(NodeUpdated)
+    def _facts(self, e: NodeUpdated) -> None:
+        self.set_facts(e.facts)
+
+    @handles(ConnectionChanged)
+    def _link(self, e: ConnectionChanged) -> None:
+        self.set_link(e.node, Link(e.connected, e.error))
 
     def set_link(self, name: str, link: Link) -> None:
         if any(n.name == name for n in self.config.nodes):

@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from ...core.events import TransferProgress
 from ..ids import widget_id
+from ..routing import handles
 from ..present.transfers import key, summary, transfer_lines
 
 HINT = "t sync the model to every node · i sync the engine image"
@@ -30,6 +31,7 @@ class TransfersPane(Vertical):
         yield Static(f"no transfers — {HINT}", id="transfers-title")
         yield VerticalScroll(id="transfer-rows")
 
+    @handles(TransferProgress)
     def update_transfer(self, t: TransferProgress) -> None:
         if t.dest == "-":  # a note about the whole sync (fabric addresses), not a destination
             self.query_one("#transfers-title", Static).update(t.message or "")

@@ -1,4 +1,4 @@
-"""A stand-in for the slice of torch that sparktui's rendezvous preflight uses (sparktui/preflight_check.py's
+"""A stand-in for the slice of torch that sparktui's rendezvous preflight uses (sparktui/core/preflight/check_program.py's
 NCCL path), so the demo's check runs as on a Spark: one GB10, a NCCL process group over the node's fabric,
 all-reduces that really sum across ranks and take the time the simulated fabric's bus bandwidth says
 (sparktui.sim.timing.busbw_gbps: halves in NCCL_IB_HCA, MTU, sockets). No GPU and no NCCL are involved.

@@ -1,4 +1,4 @@
-"""Running the simulator as local processes and waiting on what they print (tests, lab, demo).
+"""Running the simulator as local processes and waiting on what they print (tests and the lab).
 
 Waiting is on output lines with bounded timeouts, never on sleeps. Stdlib only, like the rest.
 """
@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
-from . import sim_env
+from sparktui.sim import sim_env
 
 GIB = 1024 ** 3
 
@@ -55,7 +55,7 @@ def module_argv(module: str, *args: str) -> list[str]:
 
 def launcher_argv(name: str, *args: str) -> list[str]:
     """`vllm ...` / `ray ...` through the shim launchers, with this interpreter."""
-    from . import SHIMS_DIR
+    from sparktui.sim import SHIMS_DIR
     return [sys.executable, str(SHIMS_DIR / "bin" / name), *args]
 
 
