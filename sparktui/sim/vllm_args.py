@@ -86,4 +86,6 @@ def build_cli_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="Start the vLLM OpenAI Compatible API server.",
                            usage="vllm serve [model_tag] [options]")
     add_serve_args(serve, positional=True)
+    from .vllm_bench import add_bench_parser  # the client a vLLM image carries: `vllm bench serve`
+    add_bench_parser(sub)
     return p

@@ -35,6 +35,12 @@ STATS_INTERVAL_S = 10.0
 
 def cli_main(argv: list[str] | None = None) -> int:
     parser = build_cli_parser()
+    if argv and argv[0] == "bench":  # the real CLI parses bench's options strictly (argparse's refusal)
+        args = parser.parse_args(argv)
+        if args.bench_type != "serve":
+            parser.parse_args(["bench", "--help"])
+        from .vllm_bench import main as bench_main
+        return bench_main(args)
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.subparser == "serve":  # the real parser refuses them (argparse's own words)
         serve = parser._subparsers._group_actions[0].choices["serve"]  # noqa: SLF001 - argparse keeps it there

@@ -111,22 +111,35 @@ def test_a_missing_client_is_said_by_the_node_and_named_with_the_fix(tmp_path):
     assert "n1" in msg and "img:1" in msg and "sparktui sync image vllm --to n1" in msg
 
 
-def test_the_engine_simulators_vllm_is_not_taken_for_the_client(tmp_path):
+def test_the_engine_simulators_vllm_is_the_client_and_one_without_bench_is_not(tmp_path):
     from sparktui.sim import SHIMS_DIR
     from sparktui.sim.testing import launcher_argv
 
-    shim = tmp_path / "vllm"  # the simulator's `vllm` as its image has it: serve, no bench
-    shim.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in launcher_argv("vllm")) + ' "$@"\n')
-    shim.chmod(0o755)
+    sim, old = tmp_path / "sim", tmp_path / "old"
+    sim.mkdir()
+    old.mkdir()
+    # the simulator's `vllm` as its image has it: it serves and carries `bench serve`, as a vLLM image does
+    (sim / "vllm").write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in launcher_argv("vllm")) + ' "$@"\n')
+    # a vLLM from before the CLI benchmarks: argparse refuses `bench` (its words as such a release prints them)
+    (old / "vllm").write_text("#!/bin/sh\n[ \"$1\" = bench ] || exit 0\necho \"usage: vllm [-h] {serve} ...\" >&2\n"
+                              "echo \"vllm: error: argument subparser: invalid choice: 'bench' (choose from 'serve')\" >&2\n"
+                              "exit 2\n")
+    for d in (sim, old):
+        (d / "vllm").chmod(0o755)
     repo = Path(__file__).resolve().parents[2]
-    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{SHIMS_DIR}:{repo}"}
-    serve = subprocess.run([str(shim), "serve", "--help"], env=env, capture_output=True, text=True, timeout=60)
-    assert serve.returncode == 0, serve.stderr  # it is the simulator's vllm, answering serve
-    out = subprocess.run(["/bin/sh", "-c", client.find_client("img:1")], env=env, capture_output=True, text=True,
-                         timeout=60)
-    assert out.stdout.strip() == "none"
-    # the same vllm run as the client anyway (from an image that holds it): its refusal is known for what it is
-    ran = subprocess.run([str(shim), "bench", "serve", "--help"], env=env, capture_output=True, text=True, timeout=60)
+
+    def env(d):
+        return {"PATH": f"{d}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{SHIMS_DIR}:{repo}"}
+
+    def where(d):
+        return subprocess.run(["/bin/sh", "-c", client.find_client("img:1")], env=env(d), capture_output=True,
+                              text=True, timeout=60).stdout.strip()
+
+    assert where(sim) == "path"
+    assert where(old) == "none"
+    # the old vllm run as the client anyway (from an image that holds it): its refusal is known for what it is
+    ran = subprocess.run([str(old / "vllm"), "bench", "serve", "--help"], env=env(old), capture_output=True,
+                         text=True, timeout=60)
     assert ran.returncode != 0 and client.lacks_bench(ran.stdout + ran.stderr)
     assert not client.lacks_bench((SAMPLES / "vllm.log").read_text())
 

@@ -65,7 +65,7 @@ def container_name(bid: str) -> str:
 
 def find_client(image: str) -> str:
     """Prints `path` or `image` (where the client is), else `none`. A `vllm` on the PATH counts only when it
-    has `bench serve` (the engine simulator's `vllm` has no benchmark client)."""
+    has `bench serve` (a release before the CLI benchmarks has none; the engine simulator's has its own)."""
     exe, words = BENCH_CLIENT[0], " ".join(BENCH_CLIENT)
     return (f"if command -v {exe} >/dev/null 2>&1 && {words} --help >/dev/null 2>&1; then echo path; "
             f"elif command -v docker >/dev/null 2>&1 && docker image inspect {shlex.quote(image)} >/dev/null 2>&1; "
@@ -79,8 +79,8 @@ def missing_fix(node: str, image: str) -> str:
 
 def missing_message(node: str, image: str) -> str:
     return (f"no benchmark client on {node}: `vllm bench serve` is neither on its PATH nor in {image} there "
-            f"(that image is not on the node; a `vllm` without `bench serve`, as the engine simulator's, does not "
-            f"count); fix: {missing_fix(node, image)}")
+            f"(that image is not on the node; a `vllm` without `bench serve` does not count); "
+            f"fix: {missing_fix(node, image)}")
 
 
 def client_argv(where: str, bid: str, image: str, model_path: str, c: int) -> list[str]:
@@ -205,13 +205,13 @@ def image_lacks_fix(node: str) -> str:
 
 
 def image_lacks_message(node: str, image: str) -> str:
-    return (f"no benchmark client on {node}: the `vllm` in {image} has no `bench serve` (an engine simulator's "
-            f"image serves only, a vLLM before its CLI benchmarks neither); fix: {image_lacks_fix(node)}")
+    return (f"no benchmark client on {node}: the `vllm` in {image} has no `bench serve` (a vLLM before its "
+            f"CLI benchmarks, or an image whose `vllm` only serves); fix: {image_lacks_fix(node)}")
 
 
 def lacks_bench(log_tail: str) -> bool:
     """The `vllm` that ran has no `bench` subcommand (argparse's refusal): a release before the benchmark
-    client moved into the CLI, or the engine simulator's image."""
+    client moved into the CLI, or an image whose `vllm` only serves."""
     return "invalid choice: 'bench'" in log_tail
 
 
