@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparktui.sim.testing import SimProcess, free_port, launcher_argv, make_model, module_argv
+from tests.simhelpers import SimProcess, free_port, launcher_argv, make_model, module_argv
 
 HERE = Path(__file__).resolve().parent
 CONTRACT = HERE / "contract"

@@ -111,7 +111,9 @@ def _words(text: str) -> str:
             hide_next = False
         elif hide_next:
             hide_next = False
-            if not value.startswith("-") and not value.startswith(MASK):
+            # the word after a secret flag is its value even when it starts with "-" (argparse takes
+            # "-00000" as one): hiding a flag that stood there by mistake costs less than showing a key
+            if not value.startswith(MASK):
                 new = MASK
         elif value.startswith("-"):
             flag, eq, v = value.partition("=")

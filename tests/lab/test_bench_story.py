@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.sim.testing import make_model
+from tests.simhelpers import make_model
 from tests.benchclient import CONTRACT, client_python
 
 from .netlab import SIM_BUILDER, Lab

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.sim.testing import make_model
+from tests.simhelpers import make_model
 
 from .netlab import SIM_IMAGE, Lab
 

@@ -152,6 +152,6 @@ async def test_a_head_without_the_client_is_named_with_the_fix(fake_cluster, tmp
 
 
 def _bare_model(tmp_path: Path) -> Path:
-    from sparktui.sim.testing import make_model
+    from tests.simhelpers import make_model
 
     return make_model(tmp_path / "model", shards=2)

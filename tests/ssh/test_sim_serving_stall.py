@@ -14,7 +14,7 @@ import pytest
 
 from sparktui.cli import main
 from sparktui.core.diagnose import Diagnoser
-from sparktui.sim.testing import SimProcess, free_port, http, launcher_argv, make_model, module_argv
+from tests.simhelpers import SimProcess, free_port, http, launcher_argv, make_model, module_argv
 
 SPEED = 50
 READY_VLLM = "Application startup complete."

@@ -11,7 +11,7 @@ import pytest
 
 from sparktui.core.bench import client, results
 from sparktui.sim import sim_env
-from sparktui.sim.testing import SimProcess, free_port, launcher_argv, make_model
+from tests.simhelpers import SimProcess, free_port, launcher_argv, make_model
 
 SAMPLES = Path(__file__).resolve().parents[1] / "unit" / "samples" / "bench"
 

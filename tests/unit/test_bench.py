@@ -113,7 +113,7 @@ def test_a_missing_client_is_said_by_the_node_and_named_with_the_fix(tmp_path):
 
 def test_the_engine_simulators_vllm_is_the_client_and_one_without_bench_is_not(tmp_path):
     from sparktui.sim import SHIMS_DIR
-    from sparktui.sim.testing import launcher_argv
+    from tests.simhelpers import launcher_argv
 
     sim, old = tmp_path / "sim", tmp_path / "old"
     sim.mkdir()
