@@ -568,6 +568,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
             spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)
         for why in engine_mod.plan_refusals(ctx):
             c.error(why)
+        for why in engine_mod.plan_warnings(ctx):
+            c.warn(why)
     ctx.plan_id = plan.plan_id = _plan_id({
         "engine": engine, "mode": mode, "image": image, "model": model_path, "served": served, "tp": tp, "pp": pp,
         "ports": [port, dist_port, ray_port], "mem": mem_fraction, "max_len": max_len, "trust": trust,

@@ -1,4 +1,4 @@
-"""TensorRT-LLM's engine module on its own (not yet in ENGINES): the MPI launch shape, per-node env, fit."""
+"""TensorRT-LLM's engine module: the MPI launch shape, per-node env, fit, and its plan through the registry."""
 from __future__ import annotations
 
 import shlex
@@ -41,9 +41,45 @@ def env_of(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def test_not_registered_yet():
-    # the engine protocol lands first; until then code that lists ENGINES sees two
-    assert "trtllm" not in ENGINES
+def test_registered_as_the_third_engine_with_the_mpi_shape():
+    e = ENGINES["trtllm"]
+    assert list(ENGINES)[-1] == "trtllm" and e.shape("mpi") == "mpi" and e.default_port == trtllm.DEFAULT_PORT
+    assert e.interface_env(make_ctx().head) == trtllm.interface_env(make_ctx().head)
+
+
+def _plan(n=2, **opts):
+    from tests.unit.test_plan import VLLM_IMAGE, plan_for
+    return plan_for(n, engine="trtllm", tp=n, image=VLLM_IMAGE, **opts)[0]  # an image the nodes hold
+
+
+def test_plan_runs_mpirun_on_the_head_with_each_nodes_own_interfaces_and_no_torch_socket_vars():
+    plan = _plan(2)
+    assert not plan.errors, plan.errors
+    assert len({n.iface for n in plan.nodes}) == 2
+    for node in plan.nodes:
+        assert node.env["NCCL_SOCKET_IFNAME"] == node.iface and node.env["UCX_NET_DEVICES"].startswith(node.iface)
+        assert node.env["OMPI_MCA_btl_tcp_if_include"] == node.iface
+        assert not {"GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"} & set(node.env)
+    last = plan.steps[-1]
+    words = shlex.split(last.display)
+    assert "mpirun" in last.display and "trtllm-serve" in last.display and last.node == plan.nodes[0].name
+    assert "-np" in " ".join(words) and "--tp_size 2" in last.display
+    # the config's model name differs from the directory's basename: said, not refused
+    assert any("--served-model-name" in w for w in plan.warnings), plan.warnings
+
+
+def test_plan_refuses_api_key_and_served_name_flags_and_tp_that_does_not_fill_the_nodes():
+    assert any("--api-key" in e for e in _plan(2, extra_args=["--api-key", "sk-x"]).errors)
+    assert any("--served-model-name" in e for e in _plan(2, extra_args=["--served-model-name=q"]).errors)
+    from tests.unit.test_plan import plan_for
+    bad = plan_for(2, engine="trtllm", tp=1, nodes=["spark1", "spark2"])[0]
+    assert any("must equal the number of nodes" in e for e in bad.errors)
+
+
+def test_plan_warns_when_the_release_is_older_than_the_playbooks():
+    plan = _plan(2, engine_version="1.2.0rc6")
+    assert any("older than 1.3.0rc5" in w for w in plan.warnings), plan.warnings
+    assert not any("older than" in w for w in _plan(2, engine_version="1.3.0rc5").warnings)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])

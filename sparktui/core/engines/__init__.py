@@ -5,12 +5,13 @@ A new engine: one module under core/engines/ with an Engine subclass, and one li
 from __future__ import annotations
 
 from .base import Engine
-from . import sglang, vllm
+from . import sglang, trtllm, vllm
 
 # In order: the first is the default engine, and pivot goes to the next one.
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     sglang.ENGINE,
     vllm.ENGINE,
+    trtllm.ENGINE,
 )}
 DEFAULT_ENGINE = next(iter(ENGINES))
 
