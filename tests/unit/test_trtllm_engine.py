@@ -244,3 +244,18 @@ def test_describe_names_head_ranks_port_and_served_name():
     line = trtllm.describe(make_ctx(2))
     assert "mpirun on spark1 starts 2 ranks over SSH port 2233" in line
     assert "Qwen3-235B-A22B-FP4" in line and "8355" in line
+
+
+def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
+    from sparktui.core.diagnose import Diagnoser
+    d = Diagnoser("trtllm", clock=lambda: 0.0)
+    d.feed_lines(["[TensorRT-LLM] TensorRT-LLM version: 1.3.0rc5",
+                  "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 0",
+                  "rank0 run mgmn leader node with mpi_world_size: 2",
+                  "INFO:     Application startup complete."], node="spark1")
+    assert d.state == "ready"
+    bad = Diagnoser("trtllm", clock=lambda: 0.0)
+    bad.feed_lines(["ssh: connect to host 192.168.100.11 port 2233: Connection timed out"], node="spark1")
+    p = bad.problems[0]
+    assert p.kind == "rank_unreachable" and "192.168.100.11" in p.message and "2233" in p.hint
+    assert "OMPI_MCA_btl_tcp_if_include" in ENGINES["trtllm"].hang_hint()

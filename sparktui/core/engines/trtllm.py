@@ -363,10 +363,16 @@ class TensorRTLLM(Engine):
     def metric_candidates(self, version: str | None) -> dict[str, tuple[str, ...]]:
         return {}
 
-    def hang_hint(self, env_set=frozenset()) -> str:
-        return f"{_MPI_HINT}; {_IFACE_HINT}"
-
 
 ENGINE = TensorRTLLM()
-# Its log signs join the shared list that diagnosis reads (each is marked engines=(NAME,)).
+# Its log data joins the shared tables diagnosis reads (each sign is marked engines=(NAME,)): the MPI size line
+# opens the distributed phase, rank 0's leader line closes it, uvicorn's startup line is ready.
 _ls.SIGNS.extend(s for s in SIGNS if s not in _ls.SIGNS)
+_ls.DIST_BEGIN.setdefault(NAME, PROGRESS["mpi_rank"])
+_ls.DIST_END.setdefault(NAME, PROGRESS["leader"])
+_ls.READY.setdefault(NAME, PROGRESS["ready"])
+_ls.HANG_HINT.setdefault(NAME, f"{_MPI_HINT}; {_IFACE_HINT}")
+_ls.HANG_ENV.setdefault(NAME, ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"))
+_ls.HANG_HINT_ENV_SET.setdefault(NAME, (
+    "the plan already set UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include on every node, so "
+    f"the next likely cause is the path between the nodes: {_MPI_HINT}"))
