@@ -259,3 +259,18 @@ def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
     p = bad.problems[0]
     assert p.kind == "rank_unreachable" and "192.168.100.11" in p.message and "2233" in p.hint
     assert "OMPI_MCA_btl_tcp_if_include" in ENGINES["trtllm"].hang_hint()
+
+
+def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_names_the_rest():
+    from sparktui.core.deploy.options import pivot_notes, pivot_options
+    from sparktui.core.plan import PlanOptions
+    o = PlanOptions(engine="vllm", mode="ray", tp=2, max_model_len=4096, served_model_name="q", rendezvous="enp1",
+                    model_path=MODEL, extra_args=["--api-key", "sk", "--trust-remote-code"])
+    n = pivot_options(o, "trtllm")
+    assert (n.engine, n.tp, n.max_model_len, n.rendezvous, n.model_path) == ("trtllm", 2, 4096, "enp1", MODEL)
+    assert n.extra_args == ["--trust_remote_code"]
+    notes = " | ".join(pivot_notes(o, "trtllm"))
+    assert "--api-key: trtllm-serve has no --api-key" in notes and "the name the API serves (q)" in notes
+    back = pivot_options(n, "vllm")
+    assert (back.engine, back.tp, back.max_model_len, back.extra_args) == ("vllm", 2, 4096, ["--trust-remote-code"])
+    assert not any("name the API serves" in x for x in pivot_notes(n, "vllm"))
