@@ -24,3 +24,9 @@ def test_the_demo_nodes_hold_the_default_tensorrt_llm_image_at_the_release_the_s
     assert ref in images.CATALOG
     env = dict(kv.split("=", 1) for kv in images.CATALOG[ref]["env"])
     assert env[trtllm_args.VERSION_ENV] == ref.rsplit(":", 1)[1]
+
+
+def test_the_form_hides_the_dist_port_for_launches_that_dial_no_torch_rendezvous():
+    shown = {key: choices.uses_dist_port(key) for _, key in choices.engine_options()}
+    assert shown["trtllm:mpi"] is False and shown["vllm:ray"] is False
+    assert shown["sglang:native"] is True and shown["vllm:native"] is True

@@ -39,6 +39,13 @@ def runs_ray(engine: str, mode: str | None) -> bool:
     return e is not None and mode is not None and e.shape(mode) == "ray-driver"
 
 
+def uses_dist_port(engine: str, mode: str | None) -> bool:
+    """Does this mode's launch dial a torch rendezvous (--dist-port)? Only the `ranks` shape: Ray's driver joins
+    through Ray's GCS, and an MPI launcher starts its ranks over SSH (TensorRT-LLM: the containers' sshd port)."""
+    e = ENGINES.get(engine)
+    return e is None or mode is None or e.shape(mode) == "ranks"
+
+
 def next_engine(engine: str) -> str:
     """Where pivot goes without being told: the next engine in the registry (with two, the other one)."""
     names = list(ENGINES)
