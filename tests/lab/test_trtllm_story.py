@@ -37,3 +37,13 @@ def test_trtllm_launch_serves_a_chat_then_pivot_to_vllm_serves(story: Story):  #
     assert reply["choices"][0]["message"]["content"]
     rc, doc, err = cli_json(story, "pivot", "--to", "vllm", "--yes", "--wait", "--timeout", "120", timeout=240)
     assert rc == 0 and doc["state"] == "ready", (doc.get("detail"), err[-3000:])
+
+
+def test_a_wrong_interface_stops_the_trtllm_launch_with_the_interface_hint(story: Story):  # noqa: F811
+    rc, doc, err = cli_json(story, "launch", "--engine", "trtllm", "--image", SIM_IMAGE, "--env",
+                            "NCCL_SOCKET_IFNAME=nosuch0", "--yes", "--wait", "--no-preflight", "--timeout", "60",
+                            timeout=240)
+    assert rc != 0 and doc["state"] in ("hung", "failed"), (doc.get("state"), err[-2000:])
+    print("state", doc["state"], [(p["kind"], p.get("hint", "")[:90]) for p in doc["problems"]])
+    hints = " ".join(p.get("hint") or "" for p in doc["problems"])
+    assert "OMPI_MCA_btl_tcp_if_include" in hints and "GLOO" not in hints, json.dumps(doc["problems"], indent=1)[:3000]

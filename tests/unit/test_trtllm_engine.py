@@ -274,3 +274,12 @@ def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_
     back = pivot_options(n, "vllm")
     assert (back.engine, back.tp, back.max_model_len, back.extra_args) == ("vllm", 2, 4096, ["--trust-remote-code"])
     assert not any("name the API serves" in x for x in pivot_notes(n, "vllm"))
+
+
+def test_a_node_without_the_named_interface_gets_trtllms_own_hint_not_torchs():
+    from sparktui.core.diagnose import Diagnoser
+    d = Diagnoser("trtllm", clock=lambda: 0.0)
+    d.feed_lines(["spark2:12:12 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to nosuch0",
+                  "spark2:12:12 [0] NCCL WARN Bootstrap : no socket interface found"], node="spark2")
+    [p] = [p for p in d.problems if p.kind == "nccl_error"]
+    assert "OMPI_MCA_btl_tcp_if_include" in p.hint and "GLOO" not in p.hint

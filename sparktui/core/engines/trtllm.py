@@ -282,7 +282,8 @@ SIGNS = [
     _ls.Sign("engine_died", _ls._re(r"ORTE has lost communication with a remote daemon"), engines=(NAME,),
              message="a remote rank's container went away while the job ran",
              hint="read that node's container log for the first error; then restart the launch"),
-    _ls.Sign("nccl_error", _ls._re(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found"), engines=(NAME,),
+    _ls.Sign("nccl_error", _ls._re(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found|"
+                                    r"Bootstrap : no socket interface found"), engines=(NAME,),
              hint=_IFACE_HINT),
     _ls.Sign("port_in_use", _ls._re(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
              engines=(NAME,), message="the HTTP port {1} is taken",
@@ -367,7 +368,8 @@ class TensorRTLLM(Engine):
 ENGINE = TensorRTLLM()
 # Its log data joins the shared tables diagnosis reads (each sign is marked engines=(NAME,)): the MPI size line
 # opens the distributed phase, rank 0's leader line closes it, uvicorn's startup line is ready.
-_ls.SIGNS.extend(s for s in SIGNS if s not in _ls.SIGNS)
+# Ahead of the shared ones, so its own hint (no GLOO/TP variables here) wins where both match.
+_ls.SIGNS[:0] = [s for s in SIGNS if s not in _ls.SIGNS]
 _ls.DIST_BEGIN.setdefault(NAME, PROGRESS["mpi_rank"])
 _ls.DIST_END.setdefault(NAME, PROGRESS["leader"])
 _ls.READY.setdefault(NAME, PROGRESS["ready"])
