@@ -14,7 +14,7 @@ from ipaddress import IPv4Network
 from typing import Union
 
 from .config import Config
-from .engines import DEFAULT_ENGINE, ENGINES, get_engine, runs_ray
+from .engines import DEFAULT_ENGINE, ENGINES, get_engine, runs_ray, uses_dist_port
 from .engines.common import Context, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import plan_files
@@ -251,7 +251,8 @@ def _check_parallel(tp: int, pp: int, gpus: int, cfg: dict | None, c: _Checks) -
 
 def _check_ports(engine: str, mode: str, ports: dict[str, int], c: _Checks) -> None:
     ray = runs_ray(engine, mode)
-    used = {k: v for k, v in ports.items() if not (k == "ray port" and not ray) and not (k == "dist port" and ray)}
+    dist = uses_dist_port(engine, mode)
+    used = {k: v for k, v in ports.items() if not (k == "ray port" and not ray) and not (k == "dist port" and not dist)}
     for what, p in used.items():
         if not _valid_port(p):
             c.error(f"{what} {p} is not a valid TCP port (1-65535)")
@@ -568,6 +569,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
             spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)
         for why in engine_mod.plan_refusals(ctx):
             c.error(why)
+        for why in engine_mod.plan_warnings(ctx):
+            c.warn(why)
     ctx.plan_id = plan.plan_id = _plan_id({
         "engine": engine, "mode": mode, "image": image, "model": model_path, "served": served, "tp": tp, "pp": pp,
         "ports": [port, dist_port, ray_port], "mem": mem_fraction, "max_len": max_len, "trust": trust,

@@ -1,4 +1,4 @@
-"""TensorRT-LLM's engine module on its own (not yet in ENGINES): the MPI launch shape, per-node env, fit."""
+"""TensorRT-LLM's engine module: the MPI launch shape, per-node env, fit, and its plan through the registry."""
 from __future__ import annotations
 
 import shlex
@@ -41,9 +41,45 @@ def env_of(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def test_not_registered_yet():
-    # the engine protocol lands first; until then code that lists ENGINES sees two
-    assert "trtllm" not in ENGINES
+def test_registered_as_the_third_engine_with_the_mpi_shape():
+    e = ENGINES["trtllm"]
+    assert list(ENGINES)[-1] == "trtllm" and e.shape("mpi") == "mpi" and e.default_port == trtllm.DEFAULT_PORT
+    assert e.interface_env(make_ctx().head) == trtllm.interface_env(make_ctx().head)
+
+
+def _plan(n=2, **opts):
+    from tests.unit.test_plan import VLLM_IMAGE, plan_for
+    return plan_for(n, engine="trtllm", tp=n, image=VLLM_IMAGE, **opts)[0]  # an image the nodes hold
+
+
+def test_plan_runs_mpirun_on_the_head_with_each_nodes_own_interfaces_and_no_torch_socket_vars():
+    plan = _plan(2)
+    assert not plan.errors, plan.errors
+    assert len({n.iface for n in plan.nodes}) == 2
+    for node in plan.nodes:
+        assert node.env["NCCL_SOCKET_IFNAME"] == node.iface and node.env["UCX_NET_DEVICES"].startswith(node.iface)
+        assert node.env["OMPI_MCA_btl_tcp_if_include"] == node.iface
+        assert not {"GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"} & set(node.env)
+    last = plan.steps[-1]
+    words = shlex.split(last.display)
+    assert "mpirun" in last.display and "trtllm-serve" in last.display and last.node == plan.nodes[0].name
+    assert "-np" in " ".join(words) and "--tp_size 2" in last.display
+    # the config's model name differs from the directory's basename: said, not refused
+    assert any("--served-model-name" in w for w in plan.warnings), plan.warnings
+
+
+def test_plan_refuses_api_key_and_served_name_flags_and_tp_that_does_not_fill_the_nodes():
+    assert any("--api-key" in e for e in _plan(2, extra_args=["--api-key", "sk-x"]).errors)
+    assert any("--served-model-name" in e for e in _plan(2, extra_args=["--served-model-name=q"]).errors)
+    from tests.unit.test_plan import plan_for
+    bad = plan_for(2, engine="trtllm", tp=1, nodes=["spark1", "spark2"])[0]
+    assert any("must equal the number of nodes" in e for e in bad.errors)
+
+
+def test_plan_warns_when_the_release_is_older_than_the_playbooks():
+    plan = _plan(2, engine_version="1.2.0rc6")
+    assert any("older than 1.3.0rc5" in w for w in plan.warnings), plan.warnings
+    assert not any("older than" in w for w in _plan(2, engine_version="1.3.0rc5").warnings)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
@@ -208,3 +244,42 @@ def test_describe_names_head_ranks_port_and_served_name():
     line = trtllm.describe(make_ctx(2))
     assert "mpirun on spark1 starts 2 ranks over SSH port 2233" in line
     assert "Qwen3-235B-A22B-FP4" in line and "8355" in line
+
+
+def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
+    from sparktui.core.diagnose import Diagnoser
+    d = Diagnoser("trtllm", clock=lambda: 0.0)
+    d.feed_lines(["[TensorRT-LLM] TensorRT-LLM version: 1.3.0rc5",
+                  "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 0",
+                  "rank0 run mgmn leader node with mpi_world_size: 2",
+                  "INFO:     Application startup complete."], node="spark1")
+    assert d.state == "ready"
+    bad = Diagnoser("trtllm", clock=lambda: 0.0)
+    bad.feed_lines(["ssh: connect to host 192.168.100.11 port 2233: Connection timed out"], node="spark1")
+    p = bad.problems[0]
+    assert p.kind == "rank_unreachable" and "192.168.100.11" in p.message and "2233" in p.hint
+    assert "OMPI_MCA_btl_tcp_if_include" in ENGINES["trtllm"].hang_hint()
+
+
+def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_names_the_rest():
+    from sparktui.core.deploy.options import pivot_notes, pivot_options
+    from sparktui.core.plan import PlanOptions
+    o = PlanOptions(engine="vllm", mode="ray", tp=2, max_model_len=4096, served_model_name="q", rendezvous="enp1",
+                    model_path=MODEL, extra_args=["--api-key", "sk", "--trust-remote-code"])
+    n = pivot_options(o, "trtllm")
+    assert (n.engine, n.tp, n.max_model_len, n.rendezvous, n.model_path) == ("trtllm", 2, 4096, "enp1", MODEL)
+    assert n.extra_args == ["--trust_remote_code"]
+    notes = " | ".join(pivot_notes(o, "trtllm"))
+    assert "--api-key: trtllm-serve has no --api-key" in notes and "the name the API serves (q)" in notes
+    back = pivot_options(n, "vllm")
+    assert (back.engine, back.tp, back.max_model_len, back.extra_args) == ("vllm", 2, 4096, ["--trust-remote-code"])
+    assert not any("name the API serves" in x for x in pivot_notes(n, "vllm"))
+
+
+def test_a_node_without_the_named_interface_gets_trtllms_own_hint_not_torchs():
+    from sparktui.core.diagnose import Diagnoser
+    d = Diagnoser("trtllm", clock=lambda: 0.0)
+    d.feed_lines(["spark2:12:12 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to nosuch0",
+                  "spark2:12:12 [0] NCCL WARN Bootstrap : no socket interface found"], node="spark2")
+    [p] = [p for p in d.problems if p.kind == "nccl_error"]
+    assert "OMPI_MCA_btl_tcp_if_include" in p.hint and "GLOO" not in p.hint

@@ -15,6 +15,7 @@ from typing import Awaitable, Callable
 
 from ..config import Config
 from ..engines import ENGINES, find_engine, label, next_engine
+from ..engines.base import TERMS
 from ..plan import Plan, PlanOptions, make_plan
 from ..ssh import Cluster
 from .record import Record
@@ -163,6 +164,10 @@ def pivot_notes(opts: PlanOptions, to: str) -> list[str]:
         term = src.term(flag) if src else None
         if dst and term in dst.not_carried:
             notes.append(f"{flag}: {dst.not_carried[term]}")
+    # the options (not flags) the new engine has no flag for: the served name, the memory fraction
+    for term, given in (("served_name", opts.served_model_name), ("mem_fraction", opts.mem_fraction)):
+        if given is not None and dst and term in dst.not_carried:
+            notes.append(f"{TERMS[term]} ({given}): {dst.not_carried[term]}")
     return notes
 
 

@@ -5,12 +5,13 @@ A new engine: one module under core/engines/ with an Engine subclass, and one li
 from __future__ import annotations
 
 from .base import Engine
-from . import sglang, vllm
+from . import sglang, trtllm, vllm
 
 # In order: the first is the default engine, and pivot goes to the next one.
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     sglang.ENGINE,
     vllm.ENGINE,
+    trtllm.ENGINE,
 )}
 DEFAULT_ENGINE = next(iter(ENGINES))
 
@@ -36,6 +37,13 @@ def runs_ray(engine: str, mode: str | None) -> bool:
     """Does this engine's mode start a Ray cluster first (Ray's GCS port is the rendezvous, only the head inits)?"""
     e = ENGINES.get(engine)
     return e is not None and mode is not None and e.shape(mode) == "ray-driver"
+
+
+def uses_dist_port(engine: str, mode: str | None) -> bool:
+    """Does this mode's launch dial a torch rendezvous (--dist-port)? Only the `ranks` shape: Ray's driver joins
+    through Ray's GCS, and an MPI launcher starts its ranks over SSH (TensorRT-LLM: the containers' sshd port)."""
+    e = ENGINES.get(engine)
+    return e is None or mode is None or e.shape(mode) == "ranks"
 
 
 def next_engine(engine: str) -> str:

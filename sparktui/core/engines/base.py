@@ -90,6 +90,10 @@ class Engine(ABC):
         """Why this plan cannot run on this engine as asked (errors on the plan); empty when it can."""
         return []
 
+    def plan_warnings(self, ctx: Context) -> list[str]:
+        """What the plan should know about this engine here (warnings on the plan): what does not carry over."""
+        return []
+
     def shape(self, mode: str) -> str:
         return self.shapes.get(mode, SHAPES[0])
 

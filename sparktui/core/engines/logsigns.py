@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .. import quickre
 
-ALL = ("sglang", "vllm")
+ALL = ("sglang", "vllm", "trtllm")  # engine-neutral signs (OOM, NCCL, tracebacks) read every log
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ MPI leader, and every other rank an MPI worker. Only rank 0 serves HTTP.
 Each node's interface variables differ (names differ per node), so they are not copied from the head with
 `mpirun -x`: each container writes its own environment to ~/.ssh/environment and its sshd reads it
 (PermitUserEnvironment), so the rank that SSH starts there gets that node's own values. Facts and sources:
-docs/trtllm.md. Not registered in ENGINES yet; plan.py does not know it.
+docs/trtllm.md. Registered in ENGINES (engines/__init__.py) as the third engine.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import posixpath
 import shlex
 
 from . import common
+from .base import Engine
 from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, secrets_in
 
 NAME = "trtllm"
@@ -281,7 +282,8 @@ SIGNS = [
     _ls.Sign("engine_died", _ls._re(r"ORTE has lost communication with a remote daemon"), engines=(NAME,),
              message="a remote rank's container went away while the job ran",
              hint="read that node's container log for the first error; then restart the launch"),
-    _ls.Sign("nccl_error", _ls._re(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found"), engines=(NAME,),
+    _ls.Sign("nccl_error", _ls._re(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found|"
+                                    r"Bootstrap : no socket interface found"), engines=(NAME,),
              hint=_IFACE_HINT),
     _ls.Sign("port_in_use", _ls._re(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
              engines=(NAME,), message="the HTTP port {1} is taken",
@@ -292,3 +294,87 @@ SIGNS = [
 ]
 # The playbook's harmless warning when one of the two CX-7 ports has no cable.
 IGNORE = _ls._re(r"UCX\s+WARN\s+network device '\S+' is not available")
+
+
+# ---- the engine object (base.Engine): what the rest of sparktui reads ------------------------------
+
+def _extra_flags(ctx: Context) -> set[str]:
+    """The flag names in the extra arguments (``--flag=value`` counted as ``--flag``)."""
+    return {str(w).split("=", 1)[0] for w in ctx.extra_args if str(w).startswith("--")}
+
+
+class TensorRTLLM(Engine):
+    name = NAME
+    label = "TensorRT-LLM"
+    modes = MODES
+    shapes = {"mpi": "mpi"}
+    default_port = DEFAULT_PORT
+    default_image = DEFAULT_IMAGE
+    package = "tensorrt_llm"
+    health_paths = HEALTH_PATHS
+    ready_line = READY_LINE
+    # NCCL/UCX/OpenMPI take interfaces, not an address: the per-node interface variables pin the sockets
+    host_ip_env = "NCCL_SOCKET_IFNAME"
+    # tensorrt_llm/commands/serve.py options (underscores, as Click declares them; docs/trtllm.md). The memory
+    # fraction is not here: --kv_cache_free_gpu_memory_fraction is a share of the memory free after the weights,
+    # not of the total (kv_fraction_for), so carrying the number over would mean something else.
+    vocabulary = {"tp": "--tp_size", "pp": "--pp_size", "context_length": "--max_seq_len",
+                  "trust_remote_code": "--trust_remote_code"}
+    not_carried = {**NOT_CARRIED,
+                   "mem_fraction": "--kv_cache_free_gpu_memory_fraction is a share of the memory free after the "
+                                   "weights, not of the total: set it anew (sparktui fit tells the size)"}
+    fit_fraction = 0.9  # KvCacheConfig.free_gpu_memory_fraction's default
+    fit_covers = "TensorRT-LLM's KV cache: a share of the memory free after the weights"
+    activations_in_budget = False
+    log_words = ("tensorrt-llm", "tensorrt_llm", "trtllm")
+    hang_pivot = ("vllm", "vLLM with Ray joins the ranks through Ray, not OpenMPI over SSH")
+    no_metrics_hint = ("trtllm-serve serves Prometheus text at /prometheus/metrics only with the LLM API option "
+                       "return_perf_metrics; /metrics is JSON iteration stats")
+
+    def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
+        return node_env(ctx, spot)
+
+    def steps(self, ctx: Context) -> list[Step]:
+        return steps(ctx)
+
+    def interface_env(self, spot: Spot) -> dict[str, str]:
+        return interface_env(spot)
+
+    def plan_refusals(self, ctx: Context) -> list[str]:
+        flags = _extra_flags(ctx)
+        out = [r for r in refusals(dataclasses.replace(ctx, served_name=None)) if r]
+        if flags & {"--api-key", "--api_key"}:
+            out.append(NOT_CARRIED["api_key"])
+        if flags & {"--served-model-name", "--served_model_name"}:
+            out.append(NOT_CARRIED["served_name"])
+        return out
+
+    def plan_warnings(self, ctx: Context) -> list[str]:
+        out = []
+        if note := release_note(ctx.engine_version, len(ctx.nodes)):
+            out.append(note)
+        if ctx.served_name and ctx.served_name != served_name(ctx.model_path):
+            out.append(f"{NOT_CARRIED['served_name']}: clients ask for {served_name(ctx.model_path)!r}, "
+                       f"not {ctx.served_name!r}")
+        return out
+
+    def metric_names(self, version: str | None) -> dict[str, str]:
+        return {}  # no Prometheus series by default (no_metrics_hint)
+
+    def metric_candidates(self, version: str | None) -> dict[str, tuple[str, ...]]:
+        return {}
+
+
+ENGINE = TensorRTLLM()
+# Its log data joins the shared tables diagnosis reads (each sign is marked engines=(NAME,)): the MPI size line
+# opens the distributed phase, rank 0's leader line closes it, uvicorn's startup line is ready.
+# Ahead of the shared ones, so its own hint (no GLOO/TP variables here) wins where both match.
+_ls.SIGNS[:0] = [s for s in SIGNS if s not in _ls.SIGNS]
+_ls.DIST_BEGIN.setdefault(NAME, PROGRESS["mpi_rank"])
+_ls.DIST_END.setdefault(NAME, PROGRESS["leader"])
+_ls.READY.setdefault(NAME, PROGRESS["ready"])
+_ls.HANG_HINT.setdefault(NAME, f"{_MPI_HINT}; {_IFACE_HINT}")
+_ls.HANG_ENV.setdefault(NAME, ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"))
+_ls.HANG_HINT_ENV_SET.setdefault(NAME, (
+    "the plan already set UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include on every node, so "
+    f"the next likely cause is the path between the nodes: {_MPI_HINT}"))

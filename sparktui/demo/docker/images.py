@@ -54,6 +54,14 @@ CATALOG = {
                 "SPARKTUI_SIM_VLLM_VERSION=0.33.0"],
         "labels": {"org.opencontainers.image.source": "https://github.com/vllm-project/vllm"},
     },
+    # NVIDIA's two-Spark TensorRT-LLM image (dgx-spark-playbooks nvidia/trt-llm/README.md); the simulator's
+    # mpirun, trtllm-llmapi-launch, trtllm-serve and sshd stand in for its tools
+    "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc5": {
+        "created": "2026-09-30T11:02:37.514006118Z", "workdir": "/app/tensorrt_llm", "cmd": ["/bin/bash"],
+        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+                "SPARKTUI_SIM_TRTLLM_VERSION=1.3.0rc5"],
+        "labels": {"org.opencontainers.image.source": "https://github.com/NVIDIA/TensorRT-LLM"},
+    },
 }
 DEFAULT_PAYLOAD = 24 << 20  # layer bytes per image: enough for an image copy to show progress
 

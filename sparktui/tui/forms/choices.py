@@ -11,6 +11,7 @@ from textual.content import Content
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
 from ...core.engines import DEFAULT_ENGINE, ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
+from ...core.engines import uses_dist_port as engine_uses_dist_port
 from ...core.fit import default_fraction
 from ...core.plan import PlanOptions, _norm_image
 
@@ -29,6 +30,12 @@ def runs_ray(key: str) -> bool:
     """Does this engine:mode choice start a Ray cluster (its GCS port matters, the rendezvous port does not)?"""
     engine, _, mode = key.partition(":")
     return engine_runs_ray(engine, mode)
+
+
+def uses_dist_port(key: str) -> bool:
+    """Does this engine:mode choice dial a torch rendezvous (its dist port matters)?"""
+    engine, _, mode = key.partition(":")
+    return engine_uses_dist_port(engine, mode)
 
 
 def engine_options() -> list[tuple[str, str]]:

@@ -180,7 +180,7 @@ class LaunchForm(ModalScreen[Result | None]):
         ray = C.runs_ray(self.values.engine)
         self.query_one("#row-ray_port").set_class(not ray, "-hidden")
         self.query_one("#ray_port-error").set_class(not ray, "-hidden")
-        self.query_one("#row-dist_port").set_class(ray, "-hidden")
+        self.query_one("#row-dist_port").set_class(not C.uses_dist_port(self.values.engine), "-hidden")
 
     def refresh_preview(self) -> Plan:
         parsed = C.parse_form(self.values, self.nodes)
