@@ -18,7 +18,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Sta
 
 from ...core import firstrun
 from ...core.config import ConfigError, SshConfig, default_image
-from ...core.engines import ENGINES
+from ...core.engines import ENGINES, label as engine_label
 from ...core.configwrite import ConfigExists, checked_text, default_header, write_config_file
 from ...core.facts import NodeFacts, Subnet
 from ...core.journal import Journal
@@ -37,8 +37,6 @@ HINTS = {
     "model-path": "model path: the checkpoint folder, the same absolute path on every node",
     "model-name": "served model name (the OpenAI \"model\" field); empty = the folder's name",
     "cluster": "cluster name, shown in the title and in --json output",
-    **{f"image-{e.name}": f"image that runs {e.label}; → takes the suggestion from the nodes' images"
-       for e in ENGINES.values()},
     "fabric": "the subnet joining the nodes: each node's interface on it goes into the config",
 }
 
@@ -122,7 +120,11 @@ class SetupScreen(Screen[Path | None]):
         self.query_one("#name", Input).focus()
 
     def on_descendant_focus(self, event) -> None:
-        hint = HINTS.get(event.widget.id or "", "")
+        wid = event.widget.id or ""
+        hint = HINTS.get(wid, "")
+        if wid.startswith("image-"):  # one field per registered engine
+            engine = engine_label(wid.removeprefix("image-"))
+            hint = f"image that runs {engine}; → takes the suggestion from the nodes' images"
         self.query_one("#hint", Static).update(hint)
 
     def _title(self) -> None:
@@ -285,7 +287,8 @@ class SetupScreen(Screen[Path | None]):
         lines += [f"{engine}: {line}" for engine, line in firstrun.image_summary(config, self.facts).items()]
         refs = list(firstrun.images_found(self.facts))
         for engine in ENGINES:  # → completes an image the nodes already have
-            self.query_one(f"#image-{engine}", Input).suggester = SuggestFromList(refs, case_sensitive=True) if refs else None
+            suggest = SuggestFromList(refs, case_sensitive=True) if refs else None
+            self.query_one(f"#image-{engine}", Input).suggester = suggest
         self.query_one("#found", Static).update("\n".join(lines))
 
     @on(Input.Changed, ".image")
