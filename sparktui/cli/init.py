@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from ..core import firstrun
-from ..core.config import ConfigError, ImagesConfig, SshConfig, user_config_path
+from ..core.config import ConfigError, SshConfig, default_image, user_config_path
+from ..core.engines import ENGINES
 from ..core.configwrite import ConfigExists, checked_text, default_header, example_text, write_config_file
 from .common import CliExit, add_json_arg, err_console, journal, print_json
 
@@ -23,9 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-path", metavar="DIR", help="checkpoint directory, the same absolute path on every node")
     p.add_argument("--model-name", metavar="NAME", help="served model name (default: the folder's name)")
     p.add_argument("--cluster", default="sparks", metavar="NAME", help="cluster name (default: sparks)")
-    defaults = ImagesConfig()
-    p.add_argument("--image-sglang", default=defaults.sglang, metavar="IMAGE", help=f"default: {defaults.sglang}")
-    p.add_argument("--image-vllm", default=defaults.vllm, metavar="IMAGE", help=f"default: {defaults.vllm}")
+    p.add_argument("--image", action="append", default=[], metavar="ENGINE=IMAGE",
+                   help="the image that runs ENGINE, repeated; defaults: " +
+                   ", ".join(f"{e}={ref}" for e in ENGINES if (ref := default_image(e))))
+    for e in ENGINES:  # --image-ENGINE IMAGE: the older spelling, kept for scripts that use it
+        p.add_argument(f"--image-{e}", dest=f"image_{e}", metavar="IMAGE", help=f"same as --image {e}=IMAGE")
     p.add_argument("--fabric", metavar="SUBNET", help="the subnet joining the nodes (CIDR, an address on it or the "
                    "head's interface); default: the best one the probe finds")
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to check and extend "
@@ -82,6 +85,20 @@ def _drafts(args: argparse.Namespace) -> list[firstrun.NodeDraft]:
     return drafts
 
 
+def _images(args: argparse.Namespace) -> dict[str, str]:
+    """engine -> image named on the command line (--image ENGINE=IMAGE, or --image-ENGINE IMAGE)."""
+    chosen = {e: ref for e in ENGINES if (ref := getattr(args, f"image_{e}", None))}
+    for spec in args.image:
+        engine, sep, ref = (part.strip() for part in spec.partition("="))
+        if not sep or not ref:
+            raise CliExit(2, f"init: --image {spec!r}: expected ENGINE=IMAGE, e.g. {next(iter(ENGINES))}=IMAGE")
+        if engine not in ENGINES:
+            raise CliExit(2, f"init: --image {spec!r}: unknown engine {engine!r} (expected one of: "
+                             f"{', '.join(ENGINES)})")
+        chosen[engine] = ref
+    return chosen
+
+
 def _say(args: argparse.Namespace, text: str) -> None:
     if not args.json:
         print(text, flush=True)  # plain print: rich would wrap a long path across lines
@@ -114,8 +131,10 @@ async def cmd_init(args: argparse.Namespace) -> int:
     if target.exists() and not args.force:  # before any SSH: nothing to lose by asking early
         raise CliExit(2, f"init: {target} exists; pass --force to replace it, or --output FILE")
     ssh = SshConfig(known_hosts=str(Path(args.known_hosts).expanduser()) if args.known_hosts else None)
-    images = ImagesConfig(sglang=args.image_sglang, vllm=args.image_vllm)
-    config = firstrun.draft_config(drafts, args.model_path, ssh, args.cluster, args.model_name, images)
+    images = _images(args)
+    config = firstrun.draft_config(drafts, args.model_path, ssh, args.cluster, args.model_name)
+    for engine, ref in images.items():
+        config.set_image(engine, ref)
     report: dict = {"path": str(target), "written": False, "nodes": [], "fabric": None, "warnings": []}
     notes: dict = {}
     if not args.no_probe:

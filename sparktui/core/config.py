@@ -171,6 +171,17 @@ class Config:
 
         return {e: ref for e in ENGINES if (ref := self.image_for(e))}
 
+    def set_image(self, engine: str, ref: str) -> None:
+        """Make `ref` the engine's image where image_for reads it first: an existing engines.<engine>.image,
+        else images.<engine> where that key exists, else a new engines.<engine> entry."""
+        s = self.engines.get(engine)
+        if s is not None and s.image:
+            s.image = ref
+        elif engine in _IMAGE_KEYS:
+            setattr(self.images, engine, ref)
+        else:
+            self.engines.setdefault(engine, EngineSettings()).image = ref
+
     def port_for(self, engine: str) -> int | None:
         """The engine's HTTP port: engines.<engine>.port, else engine.<engine>_port, else the engine's own default."""
         s = self.engines.get(engine)
@@ -182,6 +193,12 @@ class Config:
 
 
 _LEGACY_PORTS = {f.name for f in fields(EngineDefaults) if f.name.endswith("_port")}
+_IMAGE_KEYS = {f.name for f in fields(ImagesConfig)}
+
+
+def default_image(engine: str) -> str | None:
+    """The image an engine runs when the config names none: images.<engine>'s default, else the engine's own."""
+    return getattr(ImagesConfig(), engine, None) or _engine_default(engine, "default_image")
 
 
 def _engine_default(engine: str, what: str):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from .config import Config, ConfigError, ImagesConfig, load_config_text
+from .config import Config, ConfigError, EngineDefaults, ImagesConfig, load_config_text
+from .engines import ENGINES
 
 COMMENT_COLUMN = 37  # 0-based column of '#', as in config.example.yaml
 
@@ -49,8 +50,8 @@ NOTES = {
     "model.source": "node that holds the weights first (copied to the others); leave out = the head",
     "model.copy_streams": "most parallel rsync streams per copy (fewer on a sender with fewer cores)",
     "images": "container image per engine; the image ID must match on every node",
-    "images.sglang": "image that runs SGLang (NVIDIA's SGLang playbook, 2026-07)",
-    "images.vllm": "image that runs vLLM (NGC; no Ray inside: --mode defaults to native)",
+    **{f"images.{e.name}": f"image that runs {e.label}" + (f" ({e.image_note})" if e.image_note else "")
+       for e in ENGINES.values()},
     "docker": "how engine containers are run on every node",
     "docker.gpu_style": "gpus-all (--gpus all) | runtime-nvidia (--runtime nvidia) | cdi | none",
     "docker.extra_args": 'more `docker run` arguments, one list item each, e.g. ["--privileged"]',
@@ -69,8 +70,7 @@ NOTES = {
     "ssh.max_channels": "concurrent SSH channels per node (OpenSSH MaxSessions defaults to 10)",
     "ssh.ssh_config": "list of ssh_config files to read; ~ (null) = ~/.ssh/config",
     "engine": "defaults for the launch form",
-    "engine.sglang_port": "SGLang HTTP port on the head",
-    "engine.vllm_port": "vLLM HTTP port on the head",
+    **{f"engine.{e.name}_port": f"{e.label} HTTP port on the head" for e in ENGINES.values()},
     "engine.dist_port": "rendezvous port (--dist-init-addr / --master-port); differs from the others",
     "engine.ray_port": "Ray GCS port on the head (vLLM with Ray)",
     "engine.mem_fraction": "share of GPU memory, in (0, 1]; ~ = NVIDIA's: vLLM 0.8, SGLang 0.75",
@@ -89,8 +89,7 @@ KEYMAP_HINT = ("#   quit: ctrl+q", "#   launch: f5,ctrl+l")
 SECTION_KEYS = {
     "images": tuple(f.name for f in dc_fields(ImagesConfig)),
     "ssh": ("host_key_policy", "known_hosts", "keepalive_interval", "connect_timeout", "max_channels", "ssh_config"),
-    "engine": ("sglang_port", "vllm_port", "dist_port", "ray_port", "mem_fraction", "max_model_len", "hang_after",
-               "wedge_after", "phase_limits"),
+    "engine": tuple(f.name for f in dc_fields(EngineDefaults)),
 }
 
 

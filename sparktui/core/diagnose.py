@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from .engines import find_engine, logsigns as S
+from .engines import find_engine, label, logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
 from .diagnose_batch import BatchFeed
 from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
@@ -414,8 +414,9 @@ class Diagnoser(BatchFeed):
             message = sign.message.format(*groups) if sign.message else body[:300]
             hint = sign.hint
             if sign.kind == "ray_resources" and self._ray_local:
-                hint = ("vllm started its own Ray instead of joining the cluster: run it inside the head container "
-                        "with RAY_ADDRESS=HEAD_IP:RAY_PORT (sparktui plans do)")
+                # the engine whose log this is runs Ray: name it as its users write it
+                hint = (f"{label(self.engine)} started its own Ray instead of joining the cluster: run it inside "
+                        "the head container with RAY_ADDRESS=HEAD_IP:RAY_PORT (sparktui plans do)")
             if sign.kind == "bad_arguments" and (eng := find_engine(self.engine)) is not None:
                 hint = eng.bad_arguments_hint(seg) or hint
             if sign.kind == "watchdog_timeout" and ns.dist == "in":

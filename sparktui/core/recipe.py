@@ -263,8 +263,7 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
     if why:
         w.append(f"runtime {r.runtime}: {why}")
     if r.runtime not in RUNTIMES:
-        r.errors.append(f"runtime {r.runtime!r} is not supported (sparktui runs: sglang, vllm-distributed, "
-                        f"vllm-ray)")
+        r.errors.append(f"runtime {r.runtime!r} is not supported (sparktui runs: {', '.join(RUNTIMES)})")
     if r.builder:
         w.append(f"builder {r.builder}: sparkrun would build the image (with its mods); sparktui runs the "
                  f"container as named")

@@ -172,3 +172,30 @@ async def test_without_output_it_writes_the_file_sparktui_reads_next(tmp_path):
     rc, _, err = await init(tmp_path, "--node", "a=h", "--model-path", "/m", "--no-probe")
     assert rc == 0, err
     assert load_config(tmp_path / "home" / ".config" / "sparktui" / "config.yaml").nodes[0].name == "a"
+
+
+async def test_images_are_named_per_engine_and_the_older_flags_still_work(tmp_path):
+    from sparktui.core.config import default_image
+    from sparktui.core.engines import ENGINES
+
+    first, *rest = ENGINES
+    out = tmp_path / "c.yaml"
+    args = ["--node", "a=h", "--model-path", "/m", "--no-probe", "--output", str(out),
+            "--image", f"{first}=one/engine:1", *(a for e in rest for a in (f"--image-{e}", f"{e}/older:2"))]
+    rc, _, err = await init(tmp_path, *args)
+    assert rc == 0, err
+    cfg = load_config(out)
+    assert cfg.image_for(first) == "one/engine:1"
+    assert all(cfg.image_for(e) == f"{e}/older:2" for e in rest)
+    rc, _, err = await init(tmp_path, "--node", "a=h", "--model-path", "/m", "--no-probe", "--force",
+                            "--output", str(out))
+    assert rc == 0, err
+    assert load_config(out).engine_images() == {e: ref for e in ENGINES if (ref := default_image(e))}
+
+
+@pytest.mark.parametrize("spec,why", [("nothing", "expected ENGINE=IMAGE"), ("llama=x:1", "unknown engine 'llama'")])
+async def test_a_bad_image_spec_is_named_and_nothing_is_written(tmp_path, spec, why):
+    rc, _, err = await init(tmp_path, "--node", "a=h", "--model-path", "/m", "--no-probe", "--image", spec,
+                            "--output", str(tmp_path / "c.yaml"))
+    assert rc == 2 and why in err, err
+    assert not (tmp_path / "c.yaml").exists()

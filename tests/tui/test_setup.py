@@ -218,3 +218,22 @@ async def test_a_known_hosts_file_that_cannot_be_written_is_said_not_crashed(tmp
         await wait_for(pilot, lambda: "cannot add spark1's key" in message(app), 20, "the refusal")
         assert setup_screen(app).busy == "" and app.is_running
     assert not (tmp_path / "c.yaml").exists()
+
+
+async def test_every_registered_engine_gets_an_image_field(tmp_path, monkeypatch):
+    """A new engine in the registry has its own image field; what is typed there is the image its config names."""
+    from sparktui.core import engines as registry
+    from sparktui.core.config import default_image
+    from tests.unit.test_engines import Toy
+
+    monkeypatch.setitem(registry.ENGINES, "toy", Toy())
+    app = SetupApp(tmp_path / "c.yaml", ssh=SshConfig(ssh_config=[]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = setup_screen(app)
+        assert all(screen.query_one(f"#image-{e}", Input) for e in registry.ENGINES)
+        await add_node(pilot, "a", "h1")
+        await type_into(pilot, "image-toy", "toy/serve:2")
+        assert "image that runs Toy" in str(app.screen.query_one("#hint").content)
+        config = screen._draft_config()
+    assert config.image_for("toy") == "toy/serve:2"
+    assert all(config.image_for(e) == default_image(e) for e in registry.ENGINES if e != "toy")  # left as given

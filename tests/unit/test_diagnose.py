@@ -76,6 +76,13 @@ def test_vllm_native_ready_path_over_sockets():
 
 # ---- one transcript per problem kind -----------------------------------------------------------
 
+def test_ray_started_locally_names_the_engine_that_runs_ray():
+    from sparktui.core.engines import label
+    d = run("vllm_ray_local.log")
+    p = next(p for p in d.problems if p.kind == "ray_resources")
+    assert p.hint.startswith(f"{label('vllm')} started its own Ray"), p.hint
+
+
 @pytest.mark.parametrize("name,first,state", [
     ("sglang_hang_cut.log", "stopped", "hung"),
     ("sglang_nccl_iface.log", "nccl_error", "failed"),

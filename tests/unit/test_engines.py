@@ -107,13 +107,37 @@ def test_a_bad_engines_map_says_where_and_why(extra, where, what):
     assert str(e.value).startswith(f"c.yaml:{line}:") and what in str(e.value), str(e.value)
 
 
+# Where an engine may be named outside its module: the registry and the engines' package, the simulator and the
+# demo, and the config module (its `images:` keys and engine.<engine>_port fields are the file format).
+NAMING_ALLOWED = r"sparktui/(core/engines/|sim/|demo/|core/config\.py$)"
+
+
+def naming_pattern(names, host_ip_vars) -> str:
+    """An engine named in code: a quoted name, an attribute (`.images.vllm`), a per-engine field or flag
+    (`vllm_port`, `image-vllm`, `image_vllm`), or its host-IP variable."""
+    n = "|".join(map(re.escape, names))
+    return (rf"[\"']({n})[\"']|\.({n})\b|\b({n})_port\b|\bimage[-_]({n})\b|"
+            rf"\b({'|'.join(map(re.escape, host_ip_vars))})\b")
+
+
 def test_no_file_outside_the_engines_branches_on_an_engine_name():
-    """Engine names appear as literals only in core/engines, the simulator and the demo (and at most two others:
-    the config's defaults and the registry)."""
-    out = subprocess.run(["grep", "-rlE", r"[\"'](sglang|vllm)[\"']", "sparktui", "--include=*.py"], cwd=ROOT,
-                         capture_output=True, text=True).stdout.split()
-    outside = [f for f in out if not re.match(r"sparktui/(core/engines|sim|demo)/", f)]
-    assert len(outside) <= 2, outside
+    """Every registered engine's name appears in code only in the allowed places (NAMING_ALLOWED)."""
+    pattern = naming_pattern(registry.ENGINES, registry.host_ip_vars())
+    out = subprocess.run(["grep", "-rnE", pattern, "sparktui", "--include=*.py"], cwd=ROOT,
+                         capture_output=True, text=True).stdout.splitlines()
+    outside = [line for line in out if not re.match(NAMING_ALLOWED, line.split(":", 1)[0])]
+    assert not outside, "\n".join(outside)
+
+
+@pytest.mark.parametrize("line", ['if engine == "vllm":', "ref = config.images.vllm", "port = cfg.engine.sglang_port",
+                                  'p.add_argument("--image-sglang")', "args.image_vllm",
+                                  'os.environ.get("VLLM_HOST_IP")'])
+def test_the_naming_guard_catches_each_form(line):
+    def hits(text: str) -> bool:  # read by grep -E, as the guard reads the tree
+        return subprocess.run(["grep", "-qE", naming_pattern(registry.ENGINES, registry.host_ip_vars())],
+                              input=text + "\n", text=True).returncode == 0
+
+    assert hits(line) and not hits("port = config.port_for(engine)")
 
 
 class MpiToy(Toy):

@@ -7,14 +7,18 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 import sparktui.core.preflight.check_program as pc
+from sparktui.core.engines import host_ip_vars
+from sparktui.core.preflight.remote import program_text
 
-PROGRAM = Path(pc.__file__)
+PROGRAM = program_text().encode()  # as sent to a node: the registry's host-IP variables written in
+PROGRAM_FILE = Path(pc.__file__)  # the program's file alone, as a node holds it
 
 
 def free_port(host: str = "127.0.0.2") -> int:
@@ -29,9 +33,11 @@ def start(rank: int, world: int, addr: str, port: int, bind: str = "", timeout: 
             "--timeout", str(timeout), "--mode", "tcp", "--tcp-mb", "1", *extra]
     if bind:
         argv += ["--bind", bind]
-    e = {k: v for k, v in os.environ.items() if k not in pc.IFNAME_VARS + pc.HOST_IP_VARS}
+    e = {k: v for k, v in os.environ.items() if k not in pc.IFNAME_VARS + host_ip_vars()}
     e.update(env or {})
-    with PROGRAM.open("rb") as f:
+    with tempfile.TemporaryFile() as f:  # a file, as `python3 -` reads it whole before running
+        f.write(PROGRAM)
+        f.seek(0)
         return subprocess.Popen(argv, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
 
 
@@ -119,7 +125,7 @@ def test_a_hung_check_is_killed_at_the_deadline_and_says_where_it_hung():
             "spec = importlib.util.spec_from_file_location('pc', %r)\n"
             "pc = sys.modules['pc'] = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(pc)\n"
             "def hang(a, deadline):\n    pc._stage('all-reduce')\n    time.sleep(600)\n"
-            "pc.work = hang\nsys.exit(pc.main(sys.argv[1:]))\n" % str(PROGRAM))
+            "pc.work = hang\nsys.exit(pc.main(sys.argv[1:]))\n" % str(PROGRAM_FILE))
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-c", code, "--rank", "0", "--world", "1", "--addr", "127.0.0.2",
                           "--port", "1", "--timeout", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -130,9 +136,8 @@ def test_a_hung_check_is_killed_at_the_deadline_and_says_where_it_hung():
 
 
 def test_bad_arguments_exit_2_without_a_result():
-    with PROGRAM.open("rb") as f:
-        p = subprocess.run([sys.executable, "-", "--rank", "2", "--world", "2", "--addr", "127.0.0.2", "--port", "1"],
-                           stdin=f, capture_output=True, timeout=30)
+    p = subprocess.run([sys.executable, "-", "--rank", "2", "--world", "2", "--addr", "127.0.0.2", "--port", "1"],
+                       input=PROGRAM, capture_output=True, timeout=30)
     assert p.returncode == 2 and pc.MARK.encode() not in p.stdout
 
 
@@ -143,8 +148,22 @@ def test_forcing_nccl_without_torch_says_so(mode):
         pytest.skip("torch is installed here: the GPU tier covers the NCCL path")
     except ImportError:
         pass
-    with PROGRAM.open("rb") as f:
-        p = subprocess.Popen([sys.executable, "-", "--rank", "0", "--world", "1", "--addr", "127.0.0.2", "--port",
-                              str(free_port()), "--mode", mode], stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = start(0, 1, "127.0.0.2", free_port(), extra=("--mode", mode))
     r = result(p)
     assert r["kind"] == "gpu" and "no torch" in r["error"]
+
+
+def test_the_program_as_sent_reads_every_registered_engines_host_ip_variable(monkeypatch):
+    """The node cannot import the registry: the list written into the sent program is the registry's, a new
+    engine's variable included."""
+    from sparktui.core import engines as registry
+    from tests.unit.test_engines import Toy
+
+    ns: dict = {}  # no __name__: the program's main does not run
+    exec(compile(program_text(), "preflight_check.py", "exec"), ns)
+    every = tuple(dict.fromkeys(e.host_ip_env for e in registry.ENGINES.values()))
+    assert ns["HOST_IP_VARS"] == host_ip_vars() == every and every
+    monkeypatch.setitem(registry.ENGINES, "toy", Toy())
+    ns = {}
+    exec(compile(program_text(), "preflight_check.py", "exec"), ns)
+    assert ns["HOST_IP_VARS"][-1] == Toy.host_ip_env and len(ns["HOST_IP_VARS"]) == len(set(ns["HOST_IP_VARS"]))

@@ -147,6 +147,10 @@ def test_unsupported_runtime_and_bad_fields_are_errors_in_the_recipe():
     r = parse_recipe("model: Qwen/Qwen3-1.7B-GGUF:Q8_0\nruntime: llama-cpp\nmin_nodes: two\n", "l.yaml", environ={})
     assert any("llama-cpp" in e for e in r.errors)
     assert any("min_nodes" in e for e in r.errors)
+    # the runtimes offered instead are every engine's in the registry, none written by hand
+    from sparktui.core.engines import ENGINES
+    offered = next(e for e in r.errors if "llama-cpp" in e)
+    assert all(rt in offered for e in ENGINES.values() for rt in e.recipe_runtimes), offered
     _, warnings = apply_recipe(r, PlanOptions(), MODEL)
     assert any(w.startswith("recipe error:") for w in warnings)
 

@@ -56,3 +56,8 @@ def label(engine: str) -> str:
     """The engine's name as people write it ("vLLM"); an unknown one as given."""
     e = ENGINES.get(engine)
     return e.label if e else engine
+
+
+def host_ip_vars() -> tuple[str, ...]:
+    """Every engine's variable that pins its sockets to a node's fabric address, in registry order, once each."""
+    return tuple(dict.fromkeys(e.host_ip_env for e in ENGINES.values()))

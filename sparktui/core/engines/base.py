@@ -41,6 +41,7 @@ class Engine(ABC):
     mode_labels: ClassVar[Mapping[str, str]] = {}  # mode -> as people write it, where it differs
     default_port: ClassVar[int]  # HTTP port on the head unless the config says otherwise
     default_image: ClassVar[str | None] = None  # for engines the config's `images:` section has no key for
+    image_note: ClassVar[str] = ""  # where its image comes from, for the written config's comment
     package: ClassVar[str]  # the Python distribution whose version is the engine release in an image
     # the support check (core/support.py): Python run by the image's python3 that defines registry_archs(),
     # quant_methods() and config_types(); None: this engine's images are not asked ("could not check")

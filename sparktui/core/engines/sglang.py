@@ -120,6 +120,7 @@ class SGLang(Engine):
     modes = MODES
     shapes = {"native": "ranks"}
     default_port = 30000
+    image_note = "NVIDIA's SGLang playbook, 2026-07"
     package = "sglang"
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE

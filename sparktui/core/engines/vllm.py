@@ -197,6 +197,7 @@ class VLLM(Engine):
     shapes = {"ray": "ray-driver", "native": "ranks"}
     mode_labels = {"ray": "Ray"}
     default_port = 8000
+    image_note = "NGC; no Ray inside: --mode defaults to native"
     package = "vllm"
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE

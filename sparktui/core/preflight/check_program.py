@@ -37,7 +37,9 @@ MARK = "SPARKTUI-PREFLIGHT "  # the result line
 STAGE = "SPARKTUI-STAGE "  # progress lines from the child to the parent
 GRACE = 2.0  # seconds past the deadline before the child is killed (its own timeouts fire first)
 TEARDOWN = 5.0  # seconds a child that has reported may spend tearing NCCL down before it is killed
-HOST_IP_VARS = ("SGLANG_HOST_IP", "VLLM_HOST_IP")
+# The variables that pin an engine's sockets to the node's fabric address: every registered engine's, written in
+# when the program is sent (core/preflight/remote.program_text); this file cannot import the registry on a node.
+HOST_IP_VARS: tuple = ()
 IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 
 # Error kinds, root causes first: the first kind whose pattern matches a failed rank's text wins.

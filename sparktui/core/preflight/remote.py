@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .check_program import HOST_IP_VARS, IFNAME_VARS, MARK, classify, iface_matches
+from . import check_program
+from .check_program import IFNAME_VARS, MARK, classify, iface_matches
 from ..config import DockerConfig
+from ..engines import host_ip_vars
 from ..engines.common import Spot, Word, docker_flags, render
 from ..facts import Memory
 from ..probes import parse_meminfo
@@ -18,6 +21,15 @@ from ..ssh import script
 
 PREFIX = "sparktui-preflight-"
 PORT_SPAN = 200  # how far above the dist port a free port is looked for
+_HOST_IP_LINE = "HOST_IP_VARS: tuple = ()\n"
+
+
+def program_text() -> str:
+    """The check program as sent to a node: its host-IP variables are the registry's (it cannot import it there)."""
+    text = Path(check_program.__file__).read_text(encoding="utf-8")
+    if _HOST_IP_LINE not in text:  # the line moved: fail here, not with a check that ignores the variables
+        raise RuntimeError(f"{check_program.__file__} lost its line {_HOST_IP_LINE.strip()!r}")
+    return text.replace(_HOST_IP_LINE, f"HOST_IP_VARS: tuple = {host_ip_vars()!r}\n", 1)
 
 _LOOK = """echo @@ip; ip -j addr 2>&1
 echo @@image; docker image inspect --format {fmt} {image} 2>&1; echo "@@rc $?"
@@ -127,7 +139,7 @@ def judge_look(n: NodePlan, look: Look) -> tuple[str | None, str, list[str]]:
                     notes)
     if n.ip and n.ip not in look.addresses:
         return "address_missing", f"{n.ip} is not an address of this node ({n.name})", notes
-    for var in HOST_IP_VARS:
+    for var in host_ip_vars():
         v = n.env.get(var)
         if v and v != MASK and v not in look.addresses:
             return "address_missing", f"{var} {v} is not an address of this node ({n.name})", notes

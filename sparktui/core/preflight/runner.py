@@ -15,16 +15,14 @@ import contextlib
 import re
 import secrets
 import time
-from pathlib import Path
 from typing import Callable
 
-from . import check_program
 from ..config import Config
 from ..facts import Subnet
 from ..plan import NodePlan, Plan
 from ..ssh import Cluster
 from .remote import (Look, check_command, container_name, free_port, judge_look, look_command, parse_look,
-                     result_from_output, sweep_command)
+                     program_text, result_from_output, sweep_command)
 from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_memory
 
 DEFAULT_TIMEOUT = 30.0
@@ -110,7 +108,7 @@ def _notify(on_node: Callable[[NodeResult], None] | None, r: NodeResult) -> None
 
 async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, str], timeout: float,
                    names: dict[str, str], started: dict[str, str], on_node) -> dict[str, NodeResult]:
-    program = Path(check_program.__file__).read_text(encoding="utf-8")
+    program = program_text()
     tasks: dict[asyncio.Task, NodePlan] = {}
     for n in order:
         started[n.name] = names[n.name]

@@ -17,7 +17,8 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 
 from ...core import firstrun
-from ...core.config import ConfigError, ImagesConfig, SshConfig
+from ...core.config import ConfigError, SshConfig, default_image
+from ...core.engines import ENGINES, label as engine_label
 from ...core.configwrite import ConfigExists, checked_text, default_header, write_config_file
 from ...core.facts import NodeFacts, Subnet
 from ...core.journal import Journal
@@ -36,8 +37,6 @@ HINTS = {
     "model-path": "model path: the checkpoint folder, the same absolute path on every node",
     "model-name": "served model name (the OpenAI \"model\" field); empty = the folder's name",
     "cluster": "cluster name, shown in the title and in --json output",
-    "image-sglang": "image that runs SGLang; → takes the suggestion from the nodes' images",
-    "image-vllm": "image that runs vLLM; → takes the suggestion from the nodes' images",
     "fabric": "the subnet joining the nodes: each node's interface on it goes into the config",
 }
 
@@ -99,13 +98,14 @@ class SetupScreen(Screen[Path | None]):
             yield Static("Model and images", classes="section")
             for label, wid, value in (("model path", "model-path", ""), ("served name", "model-name", ""),
                                       ("cluster name", "cluster", "sparks"),
-                                      ("SGLang image", "image-sglang", ImagesConfig().sglang),
-                                      ("vLLM image", "image-vllm", ImagesConfig().vllm)):
+                                      *((f"{e.label} image", f"image-{e.name}", default_image(e.name) or "")
+                                        for e in ENGINES.values())):
                 with Horizontal():
                     yield Label(label)
                     placeholder = "/models/NAME, the same on every node" if wid == "model-path" else \
                         "default: the folder's name" if wid == "model-name" else ""
-                    yield Input(value, placeholder=placeholder, id=wid, classes="field", compact=True)
+                    yield Input(value, placeholder=placeholder, id=wid, compact=True,
+                                classes="field image" if wid.startswith("image-") else "field")
             yield Static("", id="found", classes="note", markup=False)
             yield Static("Fabric (the subnet joining the nodes)", classes="section")
             yield Select([], prompt="test SSH first: the probe finds the subnets", id="fabric", compact=True)
@@ -120,7 +120,11 @@ class SetupScreen(Screen[Path | None]):
         self.query_one("#name", Input).focus()
 
     def on_descendant_focus(self, event) -> None:
-        hint = HINTS.get(event.widget.id or "", "")
+        wid = event.widget.id or ""
+        hint = HINTS.get(wid, "")
+        if wid.startswith("image-"):  # one field per registered engine
+            engine = engine_label(wid.removeprefix("image-"))
+            hint = f"image that runs {engine}; → takes the suggestion from the nodes' images"
         self.query_one("#hint", Static).update(hint)
 
     def _title(self) -> None:
@@ -241,10 +245,12 @@ class SetupScreen(Screen[Path | None]):
 
     def _draft_config(self):
         v = self._value
-        images = ImagesConfig(sglang=v("image-sglang") or ImagesConfig().sglang,
-                              vllm=v("image-vllm") or ImagesConfig().vllm)
-        return firstrun.draft_config(self.drafts, v("model-path") or "/nonexistent-model-path", self.ssh,
-                                     v("cluster") or "sparks", v("model-name") or None, images)
+        config = firstrun.draft_config(self.drafts, v("model-path") or "/nonexistent-model-path", self.ssh,
+                                       v("cluster") or "sparks", v("model-name") or None)
+        for engine in ENGINES:  # one field per registered engine; an empty one keeps the engine's default
+            if ref := v(f"image-{engine}"):
+                config.set_image(engine, ref)
+        return config
 
     @work(group="probe", exclusive=True)
     async def probe(self) -> None:
@@ -280,11 +286,12 @@ class SetupScreen(Screen[Path | None]):
             lines.append("model " + firstrun.model_summary(config, self.facts))
         lines += [f"{engine}: {line}" for engine, line in firstrun.image_summary(config, self.facts).items()]
         refs = list(firstrun.images_found(self.facts))
-        for wid in ("image-sglang", "image-vllm"):  # → completes an image the nodes already have
-            self.query_one(f"#{wid}", Input).suggester = SuggestFromList(refs, case_sensitive=True) if refs else None
+        for engine in ENGINES:  # → completes an image the nodes already have
+            suggest = SuggestFromList(refs, case_sensitive=True) if refs else None
+            self.query_one(f"#image-{engine}", Input).suggester = suggest
         self.query_one("#found", Static).update("\n".join(lines))
 
-    @on(Input.Changed, "#image-sglang, #image-vllm")
+    @on(Input.Changed, ".image")
     def _image_changed(self) -> None:
         self._show_found(self._draft_config())
 
