@@ -200,7 +200,7 @@ async def _images(cluster: Cluster, config: Config) -> dict[str, dict]:
     node = cluster.nodes.get(config.head.name)
     if node is None:
         return {}
-    refs = config.engine_images()
+    refs = config.used_images()
     infos = await asyncio.gather(*(inspect_image(node, r, run_image=False) for r in dict.fromkeys(refs.values())))
     by_ref = {i.ref: i for i in infos}
     return {e: {"image": r, "node": node.name, "holds": holds(by_ref[r]), "versions": by_ref[r].versions,

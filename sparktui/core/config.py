@@ -171,6 +171,14 @@ class Config:
 
         return {e: ref for e in ENGINES if (ref := self.image_for(e))}
 
+    def used_images(self) -> dict[str, str]:
+        """engine -> its image for the engines this config names (an `images:` key, which the two first
+        engines always have, or an `engines:` entry): what the nodes are asked to hold. A registered engine
+        the config never names is not required on every node; its image is needed when it is launched."""
+        from .engines import ENGINES
+
+        return {e: ref for e in ENGINES if (e in _IMAGE_KEYS or e in self.engines) and (ref := self.image_for(e))}
+
     def set_image(self, engine: str, ref: str) -> None:
         """Make `ref` the engine's image where image_for reads it first: an existing engines.<engine>.image,
         else images.<engine> where that key exists, else a new engines.<engine> entry."""

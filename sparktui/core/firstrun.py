@@ -225,7 +225,7 @@ def image_summary(config: Config, facts: dict[str, NodeFacts]) -> dict[str, str]
     """engine -> `IMAGE: on spark1, spark2` / `IMAGE: on no node (pull it on one, then sync it)`."""
     found = images_found(facts)
     out = {}
-    for engine, ref in config.engine_images().items():
+    for engine, ref in config.used_images().items():
         where = found.get(ref) or found.get(f"{ref}:latest") or []
         out[engine] = f"{ref}: " + (f"on {', '.join(where)}" if where else
                                     "on no node (pull it on one node, then `sparktui sync image`)")

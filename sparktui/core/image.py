@@ -248,7 +248,7 @@ async def inspect_configured(cluster, config, facts: dict, known: dict[str, Imag
     if f is None or node is None or not f.reachable:
         return False
     new = False
-    for ref in config.engine_images().values():
+    for ref in config.used_images().values():
         have = known.get(ref)
         now = f.docker.images.get(ref)
         if have is None or (now and have.id != now) or (not now and have.id):

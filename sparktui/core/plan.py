@@ -14,7 +14,7 @@ from ipaddress import IPv4Network
 from typing import Union
 
 from .config import Config
-from .engines import DEFAULT_ENGINE, ENGINES, get_engine, runs_ray, uses_dist_port
+from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
 from .engines.common import Context, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import plan_files
@@ -31,7 +31,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
 _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
              "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
-             *(e.host_ip_env for e in ENGINES.values()))
+             *host_ip_vars())
 
 
 @dataclass

@@ -21,7 +21,7 @@ from .secrets import shorten
 # hint is its Engine.recipe_command_hint, the runtimes sparktui does not run are listed here
 _CMD_HINTS = tuple((re.compile(e.recipe_command_hint[0]), e.recipe_command_hint[1]) for e in ENGINES.values()
                    if e.recipe_command_hint) + (
-    (re.compile(r"^llama-server\b"), "llama-cpp"), (re.compile(r"^(?:trtllm-serve|mpirun\b.*trtllm)"), "trtllm"))
+    (re.compile(r"^llama-server\b"), "llama-cpp"),)
 
 # defaults key -> flag, per engine: Engine.recipe_flags (the upstream-engine entries of sparkrun's maps);
 # a key no engine has a flag for is "not known", one only some engines have is reported for the others

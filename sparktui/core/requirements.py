@@ -144,7 +144,7 @@ def tool_needs(f: NodeFacts, config: Config) -> list[Need]:
 def node_needs(config: Config, inv: Inventory) -> list[Need]:
     """Every need of every node, in config order."""
     source = config.model.source or config.head.name
-    images = config.engine_images()
+    images = config.used_images()
     out: list[Need] = []
     for f in inv.facts.values():
         if not f.reachable:

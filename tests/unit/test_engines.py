@@ -22,7 +22,9 @@ def test_every_registered_engine_fills_in_the_protocol(name):
     e = registry.get_engine(name)
     assert isinstance(e, Engine) and e.name == name and e.label
     assert e.modes and set(e.shapes) == set(e.modes) and set(e.shapes.values()) <= set(SHAPES)
-    assert 0 < e.default_port < 65536 and e.health_paths and e.ready_line and e.host_ip_env
+    assert 0 < e.default_port < 65536 and e.health_paths and e.ready_line
+    # an address variable, never an interface one (an MPI engine pins its sockets by interface alone)
+    assert e.host_ip_env is None or (e.host_ip_env.isupper() and 'IFNAME' not in e.host_ip_env)
     assert set(e.vocabulary) <= set(TERMS), set(e.vocabulary) - set(TERMS)
     assert len(set(e.vocabulary.values())) == len(e.vocabulary), "one flag per term, so a flag reads back to one term"
     assert 0 < e.fit_fraction <= 1 and e.fit_covers

@@ -101,7 +101,7 @@ async def test_configured_images_are_asked_about_again_only_when_their_id_change
             return SimpleNamespace(stdout=out(f'{M}cached\n{{"vllm": "0.31.0", "sglang": null, "ray": "2.49.2"}}\n'))
 
     config = SimpleNamespace(head=SimpleNamespace(name="spark1"),
-                             engine_images=lambda: {"sglang": "s:1", "vllm": "v:1"})
+                             used_images=lambda: {"sglang": "s:1", "vllm": "v:1"})
     facts = {"spark1": NodeFacts("spark1", "h", True, docker=DockerInfo(images={"s:1": ID, "v:1": ID}))}
     cluster = SimpleNamespace(nodes={"spark1": Head()})
     known: dict = {}

@@ -60,4 +60,4 @@ def label(engine: str) -> str:
 
 def host_ip_vars() -> tuple[str, ...]:
     """Every engine's variable that pins its sockets to a node's fabric address, in registry order, once each."""
-    return tuple(dict.fromkeys(e.host_ip_env for e in ENGINES.values()))
+    return tuple(dict.fromkeys(e.host_ip_env for e in ENGINES.values() if e.host_ip_env))

@@ -7,7 +7,7 @@ in the registry (engines/__init__.py). See docs/architecture.md, "Where an engin
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Mapping
+from typing import ClassVar, Mapping
 
 from . import logsigns, metricnames
 from . import common
@@ -49,7 +49,9 @@ class Engine(ABC):
     support_newer_image: ClassVar[str | None] = None  # the image release to name as the way out
     health_paths: ClassVar[tuple[str, ...]]
     ready_line: ClassVar[str]
-    host_ip_env: ClassVar[str]  # the variable that pins the engine's own sockets to a node's fabric address
+    # the variable that pins the engine's own sockets to a node's fabric address (None: the engine takes
+    # interfaces only, e.g. an MPI launch through NCCL/UCX/OpenMPI interface variables)
+    host_ip_env: ClassVar[str | None] = None
     api_key_env: ClassVar[str | None] = None  # a variable the engine also reads its API key from
     vocabulary: ClassVar[Mapping[str, str]]  # shared term (TERMS) -> this engine's flag
     companions: ClassVar[Mapping[str, str]] = {}  # flag -> the flag it needs beside it in this engine

@@ -313,8 +313,12 @@ class TensorRTLLM(Engine):
     package = "tensorrt_llm"
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE
-    # NCCL/UCX/OpenMPI take interfaces, not an address: the per-node interface variables pin the sockets
-    host_ip_env = "NCCL_SOCKET_IFNAME"
+    # NCCL/UCX/OpenMPI take interfaces, not an address: the per-node interface variables pin the sockets,
+    # and no variable holds the node's address (the check program reads host-IP variables as addresses)
+    host_ip_env = None
+    # sparkrun 0.4.2's trtllm runtime (core/recipe.py _CMD_TRTLLM_RE for a recipe that names no runtime)
+    recipe_runtimes = {"trtllm": None}
+    recipe_command_hint = (r"^(?:trtllm-serve|mpirun\b.*trtllm)", "trtllm")
     # tensorrt_llm/commands/serve.py options (underscores, as Click declares them; docs/trtllm.md). The memory
     # fraction is not here: --kv_cache_free_gpu_memory_fraction is a share of the memory free after the weights,
     # not of the total (kv_fraction_for), so carrying the number over would mean something else.

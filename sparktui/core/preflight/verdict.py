@@ -41,7 +41,8 @@ class Setting:
 
     @property
     def host_var(self) -> str:
-        return (find_engine(self.engine) or get_engine(DEFAULT_ENGINE)).host_ip_env
+        e = find_engine(self.engine) or get_engine(DEFAULT_ENGINE)
+        return e.host_ip_env or "the rendezvous address"
 
     def other_subnet(self) -> str:
         if self.alternatives:
