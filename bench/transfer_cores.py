@@ -10,7 +10,12 @@ the destination node, a directory for each node's disk. Every method copies the 
   raw-tcp-xC   python3 sendfile over C loopback TCP connections at once (C: the most streams asked for),
                each into one file: the ceiling of this host's "link" (loopback has no line rate)
   write-xC     C plain writers of the same bytes at once: the destination's disk (page cache) ceiling
+  today        the rsync command line sparktui ran before parallel streams (remote.rsync_job: ssh's default
+               cipher): the baseline of the CPU column
   sparktui-kN  sparktui's copy job (streams.job) with N streams, the cipher cipher.choose picks
+CPU-s/GB counts both ends: the copy's client side (this process's reaped children: sh, rsync, ssh) and the
+sshd standing for the destination (its own and its reaped sessions' CPU: sshd, the receiving rsyncs), read
+once the sessions are gone, so nothing else on the host is counted.
 Each row names its bound: the link (>= 80 % of raw TCP), the destination's writes (>= 80 % of the plain
 write), this host's cores (busy >= 90 %, or k streams needing >= 85 % of them at one stream's measured
 share: here both ends share one host's cores, where real nodes each have their own), else the streams. `x k*one` is the rate over
@@ -24,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shlex
 import shutil
 import socket
@@ -45,6 +51,7 @@ except ImportError:  # a GPU host without sparktui's dependencies: the copy job'
     _pkg.__path__ = [str(ROOT / "sparktui" / "core" / "transfers")]
     sys.modules["sparktui.core.transfers"] = _pkg
     from sparktui.core.transfers import cipher, streams  # noqa: E402
+from sparktui.core.transfers import remote  # noqa: E402
 from sparktui.core.transfers.options import TransferOptions  # noqa: E402
 
 MB = 1 << 20
@@ -173,13 +180,44 @@ def dir_bytes(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
-def timed(fn) -> tuple[float, float]:
+def proc_cpu(pid: int) -> float:
+    """utime + stime + cutime + cstime of one process: its own CPU and its reaped descendants'."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def settled(pid: int, limit: float = 20.0) -> None:
+    """Wait (bounded) until sshd has reaped every session, so their CPU is in its cutime/cstime."""
+    end = time.monotonic() + limit
+    while children(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+
+
+def client_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fn, sshd: int) -> tuple[float, float, float]:
+    """(seconds, share of the host busy, CPU seconds of both ends)."""
+    settled(sshd)
+    c0 = client_cpu() + proc_cpu(sshd)
     b0 = box_busy()
     t0 = time.perf_counter()
     fn()
     dt = time.perf_counter() - t0
     b1 = box_busy()
-    return dt, (b1[0] - b0[0]) / max(1, b1[1] - b0[1])
+    settled(sshd)
+    return dt, (b1[0] - b0[0]) / max(1, b1[1] - b0[1]), client_cpu() + proc_cpu(sshd) - c0
 
 
 def main() -> int:
@@ -242,20 +280,30 @@ def main() -> int:
                 assert got == nbytes, f"{k} streams copied {got} of {nbytes} bytes"
             return p.count, run
 
+        def today() -> None:
+            r = subprocess.run(["sh", "-c", remote.rsync_job(str(src), "root", "127.0.0.1", str(dst), opts.ssh,
+                                                            opts.connect_timeout, opts.io_timeout)],
+                               capture_output=True, text=True, timeout=1800)
+            if r.returncode != 0:
+                raise SystemExit(f"today's copy failed (exit {r.returncode}): {r.stderr[-600:]}")
+            assert dir_bytes(dst / "shards") == nbytes
+
         raw_m, write_m = f"raw-tcp-x{conns}", f"write-x{conns}"
-        methods = {raw_m: (conns, raw), write_m: (conns, write)}
+        methods = {raw_m: (conns, raw), write_m: (conns, write), "today": (1, today)}
         for k in args.streams:
             n, fn = copy(k)
             methods[f"sparktui-k{n}"] = (n, fn)
         times: dict[str, list[float]] = {m: [] for m in methods}
         busy: dict[str, list[float]] = {m: [] for m in methods}
+        cpu: dict[str, list[float]] = {m: [] for m in methods}
         for _ in range(args.repeat):
             for m, (_, fn) in methods.items():
                 shutil.rmtree(dst, ignore_errors=True)
                 dst.mkdir()
-                dt, b = timed(fn)
+                dt, b, c = timed(fn, host.proc.pid)
                 times[m].append(dt)
                 busy[m].append(b)
+                cpu[m].append(c / (nbytes / GB))
         rate = {m: nbytes / statistics.median(ts) / GB for m, ts in times.items()}
         one = next((r for m, r in rate.items() if m == "sparktui-k1"), None)
         # both ends run on this one host: one stream keeps this many of its cores busy (sender's rsync
@@ -263,9 +311,10 @@ def main() -> int:
         cores = os.cpu_count() or 1
         need = statistics.median(busy["sparktui-k1"]) * cores if "sparktui-k1" in busy else None
         rows = []
+        base_cpu = statistics.median(cpu["today"])
         for m, (n, _) in methods.items():
             bz = statistics.median(busy[m])
-            if m in (raw_m, write_m):
+            if m in (raw_m, write_m, "today"):
                 bound = "-"
             elif rate[m] >= 0.8 * rate[raw_m]:
                 bound = "link"
@@ -278,7 +327,9 @@ def main() -> int:
             xk = rate[m] / (n * one) if one and m.startswith("sparktui-k") else None
             rows.append({"method": m, "streams": n, "gbps": rate[m], "x_one": rate[m] / one if one else None,
                          "x_k_one_stream": xk, "busy": bz, "bound": bound,
-                         "cores_needed": n * need if need is not None and m.startswith("sparktui-k") else None})
+                         "cores_needed": n * need if need is not None and m.startswith("sparktui-k") else None,
+                         "cpu_s_per_gb": statistics.median(cpu[m]),
+                         "cpu_x_today": statistics.median(cpu[m]) / base_cpu if m not in (raw_m, write_m) else None})
         out = {"bytes": nbytes, "cores": os.cpu_count(), "cipher": choice.cipher, "cipher_note": choice.note,
                "repeat": args.repeat, "rows": rows}
         if args.json:
@@ -287,12 +338,15 @@ def main() -> int:
             print(f"{nbytes / GB:.2f} GB in {args.shards} shards over 127.0.0.1; this host has {out['cores']} cores; "
                   f"cipher {choice.cipher or 'ssh default'}" + (f" ({choice.note})" if choice.note else "")
                   + f"; median of {args.repeat}")
-            print(f"{'method':<14} {'GB/s':>7} {'x one':>6} {'x k*one':>8} {'busy':>5} {'cores k*one':>11}  bound")
+            print(f"{'method':<14} {'GB/s':>7} {'x one':>6} {'x k*one':>8} {'busy':>5} {'cores k*one':>11} "
+                  f"{'CPU-s/GB':>9} {'x today':>8}  bound")
             for r in rows:
                 xo = f"{r['x_one']:.2f}" if r["x_one"] is not None and r["method"].startswith("sparktui") else "-"
                 xk = f"{r['x_k_one_stream']:.2f}" if r["x_k_one_stream"] is not None else "-"
                 cn = f"{r['cores_needed']:.1f}" if r["cores_needed"] is not None else "-"
-                print(f"{r['method']:<14} {r['gbps']:7.3f} {xo:>6} {xk:>8} {r['busy'] * 100:4.0f}% {cn:>11}  {r['bound']}")
+                xt = f"{r['cpu_x_today']:.2f}" if r["cpu_x_today"] is not None else "-"
+                print(f"{r['method']:<14} {r['gbps']:7.3f} {xo:>6} {xk:>8} {r['busy'] * 100:4.0f}% {cn:>11} "
+                      f"{r['cpu_s_per_gb']:9.2f} {xt:>8}  {r['bound']}")
         return 0
     finally:
         if host is not None:
