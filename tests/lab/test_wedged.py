@@ -114,6 +114,13 @@ def test_a_paused_worker_turns_native_vllm_wedged_while_health_answers_then_read
     assert rc == 0 and doc.get("state") == "ready", (out[-2000:], err[-2000:])
     dep = status(path, state)
     assert dep["serving"] == "ready", dep
+    # the engine's own metrics, read on the head through its SSH connection
+    rc, out, err = cli(path, state, "metrics", "--json")
+    assert rc == 0, (out[-1000:], err[-1000:])
+    m = json.loads(out)
+    assert m["engine"] == "vllm" and {"running", "waiting", "kv_cache_usage", "generation_tokens_per_s",
+                                       "prompt_tokens_per_s", "ttft_p50_s"} <= set(m), m
+    assert 0 <= m["kv_cache_usage"] <= 1 and m["running"] >= 0 and m["waiting"] >= 0
     base = dep["endpoint"].removesuffix("/v1")
     worker = worker_container(lab, lab.nodes[1].name)
 
