@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import shlex
 import subprocess
 import sys
@@ -206,7 +207,9 @@ async def mpirun(argv: list[str]) -> int:
         err(ORTE_DAEMONS)
         return 1
     env = dict(os.environ, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE=str(size), OMPI_COMM_WORLD_LOCAL_RANK="0")
-    proc = await asyncio.create_subprocess_exec(*o["cmd"], env=env)
+    # the local rank in a process group of its own, ended whole with the job: Open MPI tears down every
+    # rank's process tree when mpirun ends, so no rank (nor the server trtllm-llmapi-launch started) outlives it
+    proc = await asyncio.create_subprocess_exec(*o["cmd"], env=env, start_new_session=True)
     watchers = [asyncio.ensure_future(r.read()) for r, _ in links]  # "exit N" or EOF: that rank or daemon ended
     waiter = asyncio.ensure_future(proc.wait())
     job = os.getpid() % 65536
@@ -222,18 +225,25 @@ async def mpirun(argv: list[str]) -> int:
             err(RANK_FAILED.format(job=job, rank=watchers.index(first) + 1, code=said[1]))
         else:
             err(ORTE_LOST)
-        proc.terminate()
+        _end_group(proc)
         await asyncio.wait_for(proc.wait(), 10)
         return 1
     except asyncio.CancelledError:
-        if proc.returncode is None:
-            proc.terminate()
+        _end_group(proc)
         raise
     finally:
         for w in watchers:
             w.cancel()
         for _, writer in links:
             writer.close()
+
+
+def _end_group(proc) -> None:
+    """SIGTERM to the rank's whole process group (the rank itself may be gone while its server lives on)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def mpirun_main(argv: list[str] | None = None) -> int:
