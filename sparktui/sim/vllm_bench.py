@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import json
 import math
 import random
@@ -103,7 +104,10 @@ async def request(url: str, payload: dict, out: Output) -> None:
         out.error = f"Cannot connect to host {u.hostname}:{u.port}: {e}"
         return
     try:
-        writer.write((f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\ncontent-type: application/json\r\n"
+        # the key as the real client sends it: OPENAI_API_KEY as a bearer token (endpoint_request_func.py)
+        key = os.environ.get("OPENAI_API_KEY")
+        auth = f"Authorization: Bearer {key}\r\n" if key else ""
+        writer.write((f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\ncontent-type: application/json\r\n{auth}"
                       f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body)
         await writer.drain()
         status = (await reader.readline()).decode("latin-1").split()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,47 @@ def test_an_unreachable_endpoint_fails_with_the_error_and_no_completed_request(t
     doc = json.loads((tmp_path / "c1.json").read_text())
     assert doc["completed"] == 0 and doc["failed"] == 2
     assert "Cannot connect to host 127.0.0.1" in ran.stdout
+
+
+def test_the_start_script_hands_the_key_to_the_client_and_leaves_it_nowhere(tmp_path):
+    """The endpoint's key comes on stdin, reaches the client as OPENAI_API_KEY (what the real client sends as a
+    bearer token), and is on no command line, in no file once read, and in no log."""
+    key = "sk-bench-ＫＥＹ-1"
+    text = client.start("b1", 'printf "%s" "$OPENAI_API_KEY" > seen; tr "\\0" " " < /proc/$$/cmdline > cmdline',
+                        key_on_stdin=True)
+    assert key not in text
+    home = tmp_path / "home"
+    home.mkdir()
+    r = subprocess.run(["sh", "-c", text], input=key, capture_output=True, text=True, timeout=30,
+                       env={"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    d = home / client.STATE_ROOT / "b1"
+    deadline = time.monotonic() + 20
+    while not (d / "rc").exists():  # the job runs detached: its exit status, written last, is its end
+        assert time.monotonic() < deadline, "the job did not end"
+        time.sleep(0.05)
+    assert (d / "rc").read_text().strip() == "0"
+    assert (d / "seen").read_text() == key
+    assert key not in (d / "cmdline").read_text() and key not in (d / "log").read_text()
+    assert not (d / "key").exists()
+
+
+def test_a_keyed_endpoint_answers_the_client_that_sends_the_key_and_refuses_one_that_does_not(tmp_path):
+    model = str(make_model(tmp_path / "m" / "qwen", shards=2))
+    port = free_port()
+    proc = SimProcess(launcher_argv("vllm", "serve", model, "--port", str(port), "--served-model-name", "sim-model",
+                                    "--api-key", "sk-k1"), speed=50).start()
+    try:
+        proc.wait_for("Application startup complete.", timeout=120)
+        w = client.Workload([2], input_len=8, output_len=4, prompts_per_slot=2)
+        argv = [a.replace("__DIR__", str(tmp_path)) for a in
+                launcher_argv("vllm") + client.bench_args(port, "sim-model", model, w, 2)]
+        keyed = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                               env=sim_env(None) | {"OPENAI_API_KEY": "sk-k1"})
+        assert keyed.returncode == 0, keyed.stdout + keyed.stderr
+        assert json.loads((tmp_path / "c2.json").read_text())["completed"] == w.num_prompts(2)
+        bare = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in sim_env(None).items() if k != "OPENAI_API_KEY"})
+        assert bare.returncode != 0  # every request refused: 401
+    finally:
+        proc.terminate()

@@ -89,7 +89,7 @@ def client_argv(where: str, bid: str, image: str, model_path: str, c: int) -> li
         return [BENCH_CLIENT[0]]
     # HF_HUB_OFFLINE: the tokenizer is the model's own directory, nodes may have no internet
     return ["docker", "run", "--rm", "--name", f"{container_name(bid)}-c{c}", "--network", "host",
-            "--entrypoint", BENCH_CLIENT[0], "-e", "HF_HUB_OFFLINE=1", "-v", f"{model_path}:{model_path}:ro",
+            "--entrypoint", BENCH_CLIENT[0], "-e", "HF_HUB_OFFLINE=1", "-e", "OPENAI_API_KEY", "-v", f"{model_path}:{model_path}:ro",
             "-v", "__DIR__:__DIR__", image]
 
 
@@ -112,15 +112,21 @@ def job(where: str, bid: str, image: str, port: int, model: str, model_path: str
     return "\n".join(lines)
 
 
-def start(bid: str, job_text: str) -> str:
-    """Create the state directory and start the job under setsid; prints its pid (= its process group)."""
-    inner = f"echo $$ > pid; ( {job_text}\n); echo $? > rc.tmp; mv rc.tmp rc"
+def start(bid: str, job_text: str, key_on_stdin: bool = False) -> str:
+    """Create the state directory and start the job under setsid; prints its pid (= its process group).
+
+    key_on_stdin: the endpoint's API key comes on stdin; it goes to a file only its owner reads, which the
+    job reads into OPENAI_API_KEY (what vllm bench serve's openai backend sends as a bearer token,
+    vllm/benchmarks/lib/endpoint_request_func.py) and removes, so it is on no command line and in no log."""
+    take = 'OPENAI_API_KEY=$(cat key 2>/dev/null); rm -f key; export OPENAI_API_KEY; ' if key_on_stdin else ""
+    inner = f"echo $$ > pid; {take}( {job_text}\n); echo $? > rc.tmp; mv rc.tmp rc"
     return ("set -e\n"
             f'find "$HOME"/{STATE_ROOT} -mindepth 2 -maxdepth 2 -name rc -mtime +{PRUNE_DAYS} 2>/dev/null '
             '| while read -r f; do rm -rf -- "${f%/rc}"; done\n'
             f"d={state_dir_word(bid)}\n"
             'mkdir -p "$d"\ncd "$d"\n: > log\n'
-            f"setsid nohup sh -c {shlex.quote(inner)} </dev/null >log 2>&1 &\n"
+            + ("(umask 077; cat > key)\n" if key_on_stdin else "")
+            + f"setsid nohup sh -c {shlex.quote(inner)} </dev/null >log 2>&1 &\n"
             "echo $!\n")
 
 

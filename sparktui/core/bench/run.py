@@ -15,6 +15,7 @@ from typing import Callable
 from .. import statefile
 from ..config import Config
 from ..deploy.metrics_read import MetricsUnavailable, Target, http_get, locate
+from ..deploy.options import api_key_of
 from ..deploy.record import Record, load_record
 from ..ssh import Cluster, Node
 from . import client
@@ -41,12 +42,14 @@ class Bench:
     mode: str
     tp: int
     bid: str = field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3))
+    api_key: str | None = field(default=None, repr=False)  # the endpoint's key, from the deployment's record
 
 
-async def served_model(node: Node, port: int) -> str:
+async def served_model(node: Node, port: int, api_key: str | None = None) -> str:
     """The model id the engine serves (/v1/models): what the client must name."""
+    auth = {"Authorization": f"Bearer {api_key}"} if api_key else None
     try:
-        status, body = await http_get(node, port, "/v1/models")
+        status, body = await http_get(node, port, "/v1/models", headers=auth)
         ids = [m.get("id") for m in json.loads(body).get("data", []) if isinstance(m, dict)]
     except (OSError, TimeoutError, ValueError, AttributeError) as e:
         raise BenchError(f"{node.name}:127.0.0.1:{port}/v1/models did not answer ({type(e).__name__}: {e})",
@@ -68,8 +71,9 @@ async def prepare(cluster: Cluster, config: Config, name: str) -> Bench:
         rec = await load_record(cluster[config.head.name], name)
     except statefile.StateFileError:
         rec = None  # the figures are kept without the plan's id; launch rewrites the record
-    model = await served_model(node, t.port)
-    return Bench(target=t, model=model, model_path=(rec.options.model_path if rec and getattr(
+    key = api_key_of(rec.options) if rec else None
+    model = await served_model(node, t.port, key)
+    return Bench(api_key=key, target=t, model=model, model_path=(rec.options.model_path if rec and getattr(
         rec.options, "model_path", None) else config.model.path), image=rec.image if rec else "",
         plan_id=rec.plan_id if rec else "", mode=rec.mode if rec else "", tp=rec.tp if rec else 0)
 
@@ -84,7 +88,8 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
         raise BenchError(client.missing_message(node.name, image), "client missing",
                          client.missing_fix(node.name, image))
     text = client.job(where, b.bid, image, b.target.port, b.model, b.model_path, w)
-    r = await node.run(client.start(b.bid, text), timeout=30)
+    r = await node.run(client.start(b.bid, text, key_on_stdin=bool(b.api_key)), timeout=30,
+                       input=b.api_key or None)
     if not r.ok:
         raise BenchError(f"the client did not start on {node.name}: {r.stderr.strip()[:300]}", "start failed")
     started = time.time()

@@ -35,13 +35,15 @@ class Target:
     version: str | None = None
 
 
-async def http_get(node: Node, port: int, path: str, timeout: float = SCRAPE_TIMEOUT_S) -> tuple[int, bytes]:
+async def http_get(node: Node, port: int, path: str, timeout: float = SCRAPE_TIMEOUT_S,
+                   headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     """(status, body) of GET http://127.0.0.1:port/path on the node; OSError/TimeoutError when unreachable."""
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
 
     async def go() -> tuple[int, bytes]:
         reader, writer = await node.open_tcp(port)
         try:
-            writer.write(f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+            writer.write(f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n{extra}Connection: close\r\n\r\n".encode())
             raw = await reader.read(MAX_BODY)
             while len(raw) < MAX_BODY:
                 more = await reader.read(MAX_BODY - len(raw))
