@@ -14,9 +14,10 @@ def test_the_launch_form_lists_tensorrt_llm_with_its_mpi_mode():
     assert ("TensorRT-LLM", ("trtllm", "mpi")) in choices.ENGINES
 
 
-def test_pivot_goes_round_three_engines_and_back_to_the_default():
+def test_the_pivot_key_keeps_between_sglang_and_vllm_and_takes_trtllm_back_to_the_default():
     names = list(ENGINES)
-    assert other_engine("vllm") == "trtllm" and other_engine("trtllm") == names[0]
+    assert other_engine("sglang") == "vllm" and other_engine("vllm") == "sglang"  # as before a third engine
+    assert other_engine("trtllm") == names[0]  # TensorRT-LLM is chosen on purpose: pivot --to trtllm
 
 
 def test_the_demo_nodes_hold_the_default_tensorrt_llm_image_at_the_release_the_simulator_reports():

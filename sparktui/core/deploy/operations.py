@@ -40,7 +40,7 @@ class Choices:
     """What the user picked; None is the default (the config's, or the running deployment's)."""
 
     options: PlanOptions | None = None  # launch: the plan options (form fields or command-line flags)
-    to: str | None = None  # pivot: the engine to switch to (default: the next in the registry; of two, the other)
+    to: str | None = None  # pivot: the engine to switch to (default: the next of the pivot cycle, engines.next_engine)
     deployment: str | None = None  # stop / pivot / redeploy: which deployment (default: the cluster name)
     dests: list[str] | None = None  # sync model: the nodes to copy to (default: all that lack it)
     engine_or_image: str | None = None  # sync image

@@ -24,7 +24,7 @@ Planner = Callable[[PlanOptions], Awaitable[Plan]]
 
 
 def other_engine(engine: str) -> str:
-    """Where a pivot goes unless told: the next engine in the registry (with two, the other one)."""
+    """Where a pivot goes unless told: the next engine of the registry's pivot cycle (engines.next_engine)."""
     return next_engine(engine)
 
 

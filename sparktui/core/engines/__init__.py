@@ -47,8 +47,9 @@ def uses_dist_port(engine: str, mode: str | None) -> bool:
 
 
 def next_engine(engine: str) -> str:
-    """Where pivot goes without being told: the next engine in the registry (with two, the other one)."""
-    names = list(ENGINES)
+    """Where pivot goes without being told: the next engine of the registry's pivot cycle (with two, the other
+    one); an engine outside the cycle pivots back to the cycle's first."""
+    names = [n for n, e in ENGINES.items() if e.in_pivot_cycle] or list(ENGINES)
     return names[(names.index(engine) + 1) % len(names)] if engine in names else names[0]
 
 

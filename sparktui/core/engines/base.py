@@ -46,6 +46,9 @@ class Engine(ABC):
     # the support check (core/support.py): Python run by the image's python3 that defines registry_archs(),
     # quant_methods() and config_types(); None: this engine's images are not asked ("could not check")
     support_probe: ClassVar[str | None] = None
+    # whether the pivot key (a pivot without --to) steps onto this engine; one that a launch must choose on
+    # purpose (its own launcher, flags it refuses) is reached with `pivot --to NAME` or the launch form
+    in_pivot_cycle: ClassVar[bool] = True
     support_newer_image: ClassVar[str | None] = None  # the image release to name as the way out
     health_paths: ClassVar[tuple[str, ...]]
     ready_line: ClassVar[str]

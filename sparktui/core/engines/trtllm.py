@@ -316,6 +316,9 @@ class TensorRTLLM(Engine):
     # NCCL/UCX/OpenMPI take interfaces, not an address: the per-node interface variables pin the sockets,
     # and no variable holds the node's address (the check program reads host-IP variables as addresses)
     host_ip_env = None
+    # reached with `pivot --to trtllm` or the form, not the pivot key: an MPI launch that refuses an API key
+    # and a served name is a deliberate choice, and the key keeps toggling between the two engines it always did
+    in_pivot_cycle = False
     # sparkrun 0.4.2's trtllm runtime (core/recipe.py _CMD_TRTLLM_RE for a recipe that names no runtime)
     recipe_runtimes = {"trtllm": None}
     recipe_command_hint = (r"^(?:trtllm-serve|mpirun\b.*trtllm)", "trtllm")
