@@ -120,7 +120,10 @@ async def test_ctrl_c_stops_the_client_on_the_head_and_leaves_nothing_running(fa
         p = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "sparktui", "bench", "--concurrency", "1", "--config", str(conf),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=env_for(conf))
+            env=env_for(conf),
+            # as in a terminal: Ctrl-C's default action, whatever this test process inherited (an ignored
+            # SIGINT would pass to the child through exec, and Python then never raises KeyboardInterrupt)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         seen = b""
         while b"bench: concurrency 1" not in seen:  # the client has started on the node
             line = await asyncio.wait_for(p.stderr.readline(), 120)
