@@ -21,7 +21,7 @@ from ..engines import ENGINES
 CLIENT_ENGINE = next(e for e in ENGINES.values() if e.bench_client)
 BENCH_CLIENT = CLIENT_ENGINE.bench_client
 # the transfers' "any live process in group $g" (reads /proc with the shell's own `read`)
-from ..transfers.remote import _GROUP_ALIVE_FN as GROUP_ALIVE_FN
+from ..procgroup import GROUP_ALIVE_FN
 
 STATE_ROOT = ".local/state/sparktui/bench"  # under the head's $HOME
 PRUNE_DAYS = 14

@@ -22,6 +22,8 @@ import json
 import re
 import shlex
 
+from ..procgroup import GROUP_ALIVE_FN
+
 STATE_ROOT = ".local/state/sparktui/transfers"  # under $HOME of the source node's login
 READ_CHUNK = 1 << 20  # most log bytes fetched per poll; a flood of errors is read over several polls
 PRUNE_DAYS = 14  # a new transfer removes the state of transfers that ended longer ago
@@ -39,15 +41,6 @@ _ALIVE_FN = (
     'alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1; '
     '[ -r "/proc/$1/stat" ] || return 0; '
     'read -r _l < "/proc/$1/stat" 2>/dev/null || return 0; _l=${_l##*) }; [ "${_l%% *}" != Z ]; }'
-)
-
-
-# any live (non-zombie) process in group $1? /proc is read with the shell's own `read` (no fork
-# per process); without /proc, kill -0 on the group (which counts zombies, so it errs on "alive")
-_GROUP_ALIVE_FN = (
-    'galive() { if [ -d /proc/self ]; then for s in /proc/[0-9]*/stat; do '
-    'read -r l < "$s" 2>/dev/null || continue; r=${l##*) }; set -- $r; '
-    '[ "$1" != Z ] && [ "$3" = "$g" ] && return 0; done; return 1; fi; kill -0 -"$g" 2>/dev/null; }'
 )
 
 
@@ -265,7 +258,7 @@ def cancel(tid: str, grace: int = 10) -> str:
     so the group is named as `-PGID` right after the signal.
     """
     return (
-        f"{_GROUP_ALIVE_FN}\n"
+        f"{GROUP_ALIVE_FN}\n"
         f"d={state_dir_word(tid)}\n"
         'cd "$d" 2>/dev/null || { echo "no such transfer directory: $d" >&2; exit 3; }\n'
         "if [ -f rc ]; then echo finished; exit 0; fi\n"
