@@ -1,5 +1,5 @@
 """What the lab tests share: running the CLI against a lab config, waiting for a condition on the
-nodes, and making and comparing model directories on them."""
+nodes, making and comparing model directories on them, and a site with the engine simulator."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .netlab import Lab
+from .netlab import SIM_BUILDER, SIM_IMAGE, Lab
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = "/root/.local/state/sparktui/transfers"  # where transfers keep their state on a node
@@ -27,6 +27,29 @@ def cli(cfg: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProc
     """`sparktui --config CFG ARGS...`, with no terminal on stdin."""
     return subprocess.run([sys.executable, "-m", "sparktui", "--config", str(cfg), *args], cwd=REPO, env=cli_env(),
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+
+def state_cli(cfg: Path, state: Path, *args: str, timeout: float = 150) -> tuple[int, str, str]:
+    """`sparktui ARGS... --config CFG` with its own state directory (deployment records, journal):
+    (exit status, stdout, stderr)."""
+    env = cli_env() | {"XDG_STATE_HOME": str(state), "PYTHONUNBUFFERED": "1"}
+    r = subprocess.run([sys.executable, "-m", "sparktui", *args, "--config", str(cfg)], cwd=REPO, env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def sim_site(lab: Lab, work: Path, model_bytes: int = 1 << 30) -> None:
+    """The engine simulator image on every node (built and loaded where a node lacks it) and the lab's
+    model, in two shards, on every node that lacks it."""
+    from tests.simhelpers import make_model as make_checkpoint
+    if not all(r.returncode == 0 for r in lab.on_each(["docker", "image", "inspect", SIM_IMAGE], check=False).values()):
+        tar = work / "sim.tar"
+        subprocess.run([sys.executable, str(SIM_BUILDER), "-o", str(tar)], check=True, capture_output=True,
+                       timeout=300)
+        lab.load_image(tar)
+    for n in lab.nodes:
+        if not (n.path / "models" / lab.model / "config.json").exists():
+            make_checkpoint(n.path / "models" / lab.model, shards=2, total_bytes=model_bytes)
 
 
 def wait_for(cond, timeout: float, what: str):

@@ -8,9 +8,7 @@ ready, `status` tells an endpoint whose engine was killed as unhealthy.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,13 +18,14 @@ from sparktui.core.config import load_config
 from sparktui.core.deploy.operations import Choices, Op
 from sparktui.core.journal import Journal
 from sparktui.core.plan import PlanOptions
-from tests.simhelpers import make_model
 from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller
 from sparktui.tui.forms import choices as C
 from sparktui.tui.forms.launch_form import LaunchForm
 
 from ..tui.conftest import wait_for
+from .labtools import sim_site
+from .labtools import state_cli as cli
 from .netlab import SIM_IMAGE, Lab
 
 pytestmark = pytest.mark.lab
@@ -37,14 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 def site(lab: Lab, tmp_path_factory) -> tuple[Lab, Path, Path]:
     """(lab, config path, state dir): the simulator image and the model on every node, a fast engine."""
     work = tmp_path_factory.mktemp("policy")
-    if not all(r.returncode == 0 for r in lab.on_each(["docker", "image", "inspect", SIM_IMAGE], check=False).values()):
-        tar = work / "sim.tar"
-        subprocess.run([sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)], check=True,
-                       capture_output=True, timeout=300)
-        lab.load_image(tar)
-    for n in lab.nodes:
-        if not (n.path / "models" / lab.model / "config.json").exists():
-            make_model(n.path / "models" / lab.model, shards=2, total_bytes=1 << 30)
+    sim_site(lab, work)
     data = lab.config_data()
     data["cluster"] = "policy"
     data["docker"]["env"] = {"SPARKTUI_SIM_SPEED": "20"}
@@ -53,14 +45,6 @@ def site(lab: Lab, tmp_path_factory) -> tuple[Lab, Path, Path]:
     yield lab, path, work / "state"
     cli(path, work / "state", "stop", "--yes")
     lab.on_each("docker rm -f squatter >/dev/null 2>&1; true")
-
-
-def cli(path: Path, state: Path, *args: str, timeout: float = 150) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
-    env.update(XDG_STATE_HOME=str(state), PYTHONUNBUFFERED="1", COLUMNS="200")
-    r = subprocess.run([sys.executable, "-m", "sparktui", *args, "--config", str(path)], cwd=REPO, env=env,
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-    return r.returncode, r.stdout, r.stderr
 
 
 def engine_containers(lab: Lab) -> dict[str, list[str]]:

@@ -6,9 +6,6 @@ tokens flow again and it is ready once more.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -17,26 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.simhelpers import make_model
-
-from .netlab import SIM_IMAGE, Lab
+from .labtools import sim_site
+from .labtools import state_cli as cli
+from .netlab import Lab
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
 WEDGE_AFTER = 10  # seconds: status's one-token probe then waits 5 s
 
 
 @pytest.fixture(scope="module")
 def site(lab: Lab, tmp_path_factory):
     work = tmp_path_factory.mktemp("wedged")
-    if not all(r.returncode == 0 for r in lab.on_each(["docker", "image", "inspect", SIM_IMAGE], check=False).values()):
-        tar = work / "sim.tar"
-        subprocess.run([sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)], check=True,
-                       capture_output=True, timeout=300)
-        lab.load_image(tar)
-    for n in lab.nodes:
-        if not (n.path / "models" / lab.model / "config.json").exists():
-            make_model(n.path / "models" / lab.model, shards=2, total_bytes=1 << 30)
+    sim_site(lab, work)
     data = lab.config_data()
     data["cluster"] = "wedged"
     # the engine's own step timeout (300 engine s, 15 s at this speed) would end the stall before the
@@ -47,14 +36,6 @@ def site(lab: Lab, tmp_path_factory):
     path = lab.write_config(data, work / "sparktui.yaml")
     yield lab, path, work / "state"
     cli(path, work / "state", "stop", "--yes")
-
-
-def cli(path: Path, state: Path, *args: str, timeout: float = 150) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
-    env.update(XDG_STATE_HOME=str(state), PYTHONUNBUFFERED="1", COLUMNS="200")
-    r = subprocess.run([sys.executable, "-m", "sparktui", *args, "--config", str(path)], cwd=REPO, env=env,
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-    return r.returncode, r.stdout, r.stderr
 
 
 def status(path: Path, state: Path) -> dict:
