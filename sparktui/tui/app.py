@@ -73,7 +73,7 @@ class SparkApp(App):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLS, "-wide")]  # classes on every screen (app.tcss)
     # UiState the status line and the keys follow: set from message handlers, drawn by the watchers.
     # The deployment as the core told it, one snapshot replaced (never mutated) on each change.
-    deployment: reactive[Deployment] = reactive(lambda: Deployment("", "", "", None), init=False)
+    deployment: reactive[Deployment] = reactive(Deployment.empty, init=False)
     running: reactive[frozenset[Op]] = reactive(frozenset(), init=False)  # operations in flight
     close_timeout = 5.0  # seconds to close the nodes' links on the way out (shorter on a signal)
 
