@@ -175,12 +175,12 @@ def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict
     cur = d.current
     return {
         "deployment": d.name,
-        "engine": cur.engine if cur else None,
-        "mode": cur.mode if cur else None,
-        "plan_id": cur.plan_id if cur else None,
-        "state": d.state,
-        "detail": d.detail,
-        "endpoint": d.endpoint if d.state == "ready" else None,
+        "engine": cur.engine if cur.known else None,
+        "mode": cur.mode if cur.known else None,
+        "plan_id": cur.plan_id if cur.known else None,
+        "state": cur.state,
+        "detail": cur.detail,
+        "endpoint": cur.endpoint if cur.state == "ready" else None,
         "check": asdict(d.check) if d.check else None,
         "problems": [p.to_json() for p in d.problems],
         "milestones": [m.to_json() for m in d.milestones],
@@ -191,19 +191,20 @@ def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict
 
 
 def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
-    if d.state == "ready" and d.check:
+    cur = d.current
+    if cur.state == "ready" and d.check:
         c = d.check
         rate = f", {c.tokens_per_s:.1f} tok/s" if c.tokens_per_s else ""
         console.print(Text.assemble(("ready: ", "bold green"), c.endpoint, f"  (model {c.model})"))
         console.print(f"  chat completion: {c.latency_s:.2f} s, {c.completion_tokens} tokens{rate}", markup=False)
         console.print(f"  endpoint (stays up after this command exits): {c.endpoint}", markup=False)
         console.print(f"  SSH forward from this machine, only while this command runs: {c.local}", markup=False)
-    elif d.state == "stopped":
-        console.print(Text.assemble(("stopped: ", "bold yellow"), d.detail))
-    elif d.state in ("failed", "hung"):
-        console.print(Text.assemble((f"{d.state}: ", "bold red"), d.detail))
-        eng = find_engine(d.current.engine) if d.current else None
-        if d.state == "hung" and eng is not None and eng.hang_pivot:
+    elif cur.state == "stopped":
+        console.print(Text.assemble(("stopped: ", "bold yellow"), cur.detail))
+    elif cur.state in ("failed", "hung"):
+        console.print(Text.assemble((f"{cur.state}: ", "bold red"), cur.detail))
+        eng = find_engine(cur.engine)
+        if cur.state == "hung" and eng is not None and eng.hang_pivot:
             to, why = eng.hang_pivot
             dep = f" --deployment {shlex.quote(d.name)}" if args is not None and d.name != safe_name(
                 get_config(args).cluster) else ""
@@ -243,18 +244,18 @@ def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") 
 
 async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra: dict | None = None) -> int:
     """After a launch: wait when asked, print the outcome, exit 0 (ready or launched) or 1 (a problem)."""
-    if args.wait and d.state not in ("failed",):
+    if args.wait and d.current.state not in ("failed",):
         # readiness has its own deadline; "stopped": a `sparktui stop` from elsewhere ended it
         await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung", "stopped"))
     left: list[tuple[str, str, str]] = []
-    if d.state in ("failed", "hung"):  # a failed launch does not remove its containers: say which still run
+    if d.current.state in ("failed", "hung"):  # a failed launch does not remove its containers: say which still run
         with contextlib.suppress(Exception):
             left = await d.leftovers()
     if args.json:
         print_json(result_doc(d, printer, {**(extra or {}), "left_on_nodes": [
             {"node": n, "container": c, "state": s} for n, c, s in left]}))
     else:
-        if not args.wait and d.state not in ("failed", "hung"):
+        if not args.wait and d.current.state not in ("failed", "hung"):
             console.print(f"launched {d.name}; `sparktui logs -f` follows it, `sparktui status` shows it", markup=False)
         print_outcome(d, args)
         if left:
@@ -263,7 +264,8 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
             lines += [f"  {n}: {c} ({s})" for n, c, s in left]
             lines += [f"  read them: {_again(args, 'logs')}{dep}   remove them: {_again(args, 'stop')}{dep}"]
             console.print("\n".join(lines), markup=False, soft_wrap=True)
-    return 0 if d.state not in ("failed", "hung", "stopped") and (d.state == "ready" or not args.wait) else 1
+    state = d.current.state
+    return 0 if state not in ("failed", "hung", "stopped") and (state == "ready" or not args.wait) else 1
 
 
 async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:

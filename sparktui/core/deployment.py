@@ -54,6 +54,16 @@ class Deployment:
         d["version"] = VERSION
         return d
 
+    @classmethod
+    def empty(cls, name: str = "", state: State = State.IDLE) -> "Deployment":
+        """Nothing launched or found yet: no engine and no record fields (`known` is False)."""
+        return cls(name, "", "", None, state=state)
+
+    @property
+    def known(self) -> bool:
+        """Whether a launch, a record or the containers told what runs (an `empty` snapshot did not)."""
+        return bool(self.engine)
+
     def but(self, **changes: object) -> "Deployment":
         """A new snapshot with some fields changed (a front's reactive is replaced, never mutated)."""
         return dataclasses.replace(self, **changes)

@@ -27,7 +27,6 @@ from ..core.config import Config
 from ..core.deployment import Deployment
 from ..core.diagnose import Milestone, Problem, ProblemCleared
 from ..core.events import ConnectionChanged, DeploymentChanged, EndpointChecked, LaunchStep, NodeUpdated, TransferProgress
-from ..core.facts import NodeFacts, Subnet
 from ..core.inventory import Inventory
 from ..core.plan import Plan
 from ..core.states import Op, State
@@ -73,7 +72,7 @@ class SparkApp(App):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLS, "-wide")]  # classes on every screen (app.tcss)
     # UiState the status line and the keys follow: set from message handlers, drawn by the watchers.
     # The deployment as the core told it, one snapshot replaced (never mutated) on each change.
-    deployment: reactive[Deployment] = reactive(lambda: Deployment("", "", "", None), init=False)
+    deployment: reactive[Deployment] = reactive(Deployment.empty, init=False)
     running: reactive[frozenset[Op]] = reactive(frozenset(), init=False)  # operations in flight
     close_timeout = 5.0  # seconds to close the nodes' links on the way out (shorter on a signal)
 
@@ -128,14 +127,6 @@ class SparkApp(App):
         if extra is not None:
             self.register_theme(extra)
         self.theme = name if name in self.available_themes else "textual-dark"
-
-    @property
-    def facts(self) -> dict[str, NodeFacts]:
-        return self.inventory.facts
-
-    @property
-    def subnets(self) -> list[Subnet]:
-        return self.inventory.subnets
 
     # -- UiState ----------------------------------------------------------------------------
     @property
@@ -442,14 +433,11 @@ class SparkApp(App):
     @handles(InventoryRound)
     def _inventory(self, e: InventoryRound) -> None:
         self.inventory_ready = True
-        self.inventory = e.inventory
         self.model_config = e.model_config or self.model_config
         self.last_subnet = e.last_subnet
         plan = self.plan
         self.nodes_pane.set_subnets(e.inventory.subnets, plan.subnet if plan else None)
-        for screen in self.screen_stack:
-            if isinstance(screen, LaunchForm):  # an open form re-checks its plan against the new facts
-                screen.update_facts(e.inventory.facts, e.inventory.subnets)
+        self._replace_inventory(e.inventory)
         self.refresh_bindings()
         pending, self._pending = self._pending, None
         if pending is not None:
@@ -458,10 +446,14 @@ class SparkApp(App):
     @handles(NodeUpdated)
     def _facts(self, e: NodeUpdated) -> None:
         if self.inventory_ready:  # plans use what the cards show, not the round before (its end comes later)
-            self.inventory = replace(self.inventory, facts={**self.facts, e.facts.name: e.facts})
-            for screen in self.screen_stack:
-                if isinstance(screen, LaunchForm):
-                    screen.update_facts(self.facts, self.subnets)
+            self._replace_inventory(replace(self.inventory, facts={**self.inventory.facts, e.facts.name: e.facts}))
+
+    def _replace_inventory(self, inventory: Inventory) -> None:
+        """The one inventory, replaced (never mutated): an open launch form follows it and re-checks its plan."""
+        self.inventory = inventory
+        for screen in self.screen_stack:
+            if isinstance(screen, LaunchForm):
+                screen.update_inventory(inventory)
 
     @handles(ConnectionChanged)
     def _link(self, ev: ConnectionChanged) -> None:

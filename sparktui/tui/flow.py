@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Protocol
 from ..core.deploy.operations import Choices, Preview
 from ..core.engines import DEFAULT_ENGINE, ENGINES
 from ..core.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStarted
-from ..core.facts import NodeFacts, Subnet
+from ..core.inventory import Inventory
 from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan import Plan, PlanOptions, make_plan
 from ..core.states import Op, State
@@ -27,11 +27,10 @@ from .screens.confirm import ConfirmScreen
 
 
 class FlowUi(Protocol):
-    """What the flow needs of the screen: the facts the last inventory brought, the plan last run,
-    the launch pane, dialogs, toasts and workers."""
+    """What the flow needs of the screen: the last inventory, the plan last run, the launch pane, dialogs,
+    toasts and workers."""
 
-    facts: dict[str, NodeFacts]
-    subnets: list[Subnet]
+    inventory: Inventory
     model_config: dict | None
     last_subnet: str | None
     plan: Plan | None
@@ -72,12 +71,13 @@ class OperationsFlow:
         ui = self.ui
         o = copy.copy(opts)
         o.model_config = ui.model_config
-        return make_plan(self.config, ui.facts, ui.subnets, o, last_subnet=None if o.rendezvous else ui.last_subnet)
+        return make_plan(self.config, ui.inventory.facts, ui.inventory.subnets, o,
+                         last_subnet=None if o.rendezvous else ui.last_subnet)
 
     def launch(self) -> None:
         ui = self.ui
         engine = ui.plan.engine if ui.plan is not None and ui.plan.engine in ENGINES else DEFAULT_ENGINE
-        form = LaunchForm(self.config, ui.facts, ui.subnets, self.make_plan, engine=engine, check=self.check_form,
+        form = LaunchForm(self.config, ui.inventory, self.make_plan, engine=engine, check=self.check_form,
                           drop=self.drop_from_form)
         ui.push_screen(form, callback=self._launch_chosen)
 
@@ -162,7 +162,7 @@ class OperationsFlow:
     def plan_shortfalls(self) -> list[FreeMemory]:
         """The plan checks' free-memory shortfalls on the freshest facts."""
         plan = self._judging_plan()
-        return shortfalls(self.ui.facts or {}, [n.name for n in plan.nodes], plan.mem_fraction) if plan else []
+        return shortfalls(self.ui.inventory.facts, [n.name for n in plan.nodes], plan.mem_fraction) if plan else []
 
     def _judge_after(self, results: list, known: dict[str, FreeMemory]) -> list[FreeMemory]:
         """The plan check again, on the memory each node reported right after its drop (nodes on

@@ -83,10 +83,10 @@ async def test_a_wait_that_never_comes_true_fails_the_launch_naming_the_step(fak
         d = Deployer(cluster, fc.config, bus, wait_interval=0.1)
         try:
             await d.launch(plan)
-            assert d.state == "failed"
+            assert d.current.state == "failed"
             failed = [e for e in rec.of(LaunchStep) if e.state == "failed"]
             assert [e.kind for e in failed] == ["wait"] and "gave up" in failed[0].detail
-            assert "ray status" in d.detail and "step 3/5" in d.detail
+            assert "ray status" in d.current.detail and "step 3/5" in d.current.detail
         finally:
             await d.close()
     assert not [a for _, a in fc.calls() if a[:2] == ["exec", "-d"]], "serve must not start after a failed wait"
@@ -325,6 +325,7 @@ async def test_ready_only_after_health_models_and_a_chat_answer_through_the_forw
         try:
             await d.launch(plan)
             assert await d.wait(15) == "ready"
+            snap = d.current  # the one place the Deployer keeps where it stands
         finally:
             await d.close()
             api.server.close()
@@ -335,6 +336,7 @@ async def test_ready_only_after_health_models_and_a_chat_answer_through_the_forw
     assert chk.endpoint == f"http://127.0.0.1:{port}/v1" and chk.local.startswith("http://127.0.0.1:")
     ready = [e for e in rec.of(DeploymentChanged) if e.state == "ready"]
     assert ready and ready[0].endpoint == chk.endpoint
+    assert (snap.state, snap.endpoint, snap.detail) == ("ready", chk.endpoint, ready[-1].detail)
 
 
 async def test_after_ready_a_dead_endpoint_turns_the_deployment_unhealthy_and_back(fake_cluster):
@@ -396,7 +398,7 @@ async def test_the_launch_timeout_bounds_its_wait_steps(fake_cluster):
             took = loop.time() - t0
         finally:
             await d.close()
-    assert d.state == "failed" and took < 10, (d.state, took)
+    assert d.current.state == "failed" and took < 10, (d.current.state, took)
     failed = [e for e in rec.of(LaunchStep) if e.state == "failed"]
     assert failed and "(the launch's timeout)" in failed[0].detail, failed
 
@@ -436,6 +438,6 @@ async def test_a_stop_from_another_process_reads_as_stopped_not_as_an_nccl_failu
             await other.stop()
             e = await rec.wait_for(lambda e: isinstance(e, DeploymentChanged) and e.state in ("stopped", "failed"))
             assert e.state == "stopped" and "stopped from elsewhere" in e.detail
-            assert d.state == "stopped"
+            assert d.current.state == "stopped"
         finally:
             await d.close()

@@ -99,12 +99,12 @@ async def test_requests_running_with_a_flat_counter_turn_ready_into_wedged_and_b
             assert stats.stats["running"] == 2 and stats.unavailable is None
             eng.freeze()
             assert await d.wait(15, until=("wedged",)) == "wedged"
-            assert "2 request(s) running or waiting and no token generated" in d.detail
+            assert "2 request(s) running or waiting and no token generated" in d.current.detail
             p = next(p for p in d.problems if p.kind == "wedged")
             assert "r, or `sparktui redeploy`" in p.hint
             eng.thaw()
             assert await d.wait(15, until=("ready",)) == "ready"
-            assert d.detail == "tokens flow again"
+            assert d.current.detail == "tokens flow again"
             assert not any(p.kind == "wedged" for p in d.problems)  # withdrawn
             assert any(isinstance(e, ProblemCleared) and e.problem.kind == "wedged" for e in rec.events)
         finally:
@@ -124,7 +124,7 @@ async def test_an_idle_engine_whose_one_token_probe_gets_no_answer_is_wedged(fak
             assert await d.wait(15) == "ready"
             eng.freeze()
             assert await d.wait(15, until=("wedged",)) == "wedged"
-            assert "one-token completion got no answer" in d.detail
+            assert "one-token completion got no answer" in d.current.detail
             assert eng.probes >= 1
             assert any(isinstance(e, Problem) and e.kind == "wedged" for e in rec.events)
             eng.thaw()

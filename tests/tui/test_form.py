@@ -135,7 +135,7 @@ async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native
     async with app.run_test(size=(120, 40)) as pilot:
         form = await open_form(pilot, app)
         image = config.images.vllm
-        app.facts[config.head.name].images[image] = ImageInfo(
+        app.inventory.facts[config.head.name].images[image] = ImageInfo(
             ref=image, node=config.head.name, id="sha256:" + "0" * 64,
             versions={"vllm": "0.11.0", "sglang": None, "ray": "2.49.2"})
         form.query_one("#engine", Select).value = "vllm:native"
@@ -164,7 +164,7 @@ async def test_the_line_under_the_image_says_whether_it_loads_the_model(config, 
         lacks = Support(engine="sglang", image=image, model_path=config.model.path, node=config.head.name,
                         status="unsupported", reason="SGLang 0.5.3.post3 has no Qwen3_5MoeForConditionalGeneration",
                         fix="an image whose SGLang lists it", model_type="qwen3_5_moe", engine_version="0.5.3.post3")
-        app.facts[config.head.name].images[image] = ImageInfo(ref=image, node=config.head.name,
+        app.inventory.facts[config.head.name].images[image] = ImageInfo(ref=image, node=config.head.name,
                                                               id="sha256:" + "1" * 64, support=lacks.to_json())
         form.refresh_preview()
         await pilot.pause()
@@ -172,8 +172,45 @@ async def test_the_line_under_the_image_says_whether_it_loads_the_model(config, 
         assert any("cannot load qwen3_5_moe" in e and "fix: " in e for e in form.plan.errors)
         assert form.query_one("#launch", Button).disabled
         ok = Support(**{**lacks.to_json(), "status": "supported", "reason": "", "engine_version": "0.5.23"})
-        app.facts[config.head.name].images[image].support = ok.to_json()
+        app.inventory.facts[config.head.name].images[image].support = ok.to_json()
         form.refresh_preview()
         await pilot.pause()
         assert "loads qwen3_5_moe (SGLang 0.5.23)" in str(line.render())
         assert not any("cannot load" in e for e in form.plan.errors)
+
+
+async def test_the_form_holds_the_apps_own_inventory_and_follows_each_replacement(config):
+    """Facts live once, in the app's Inventory: the open form holds that very object (no copy of its facts or
+    subnets), and each replacement, one node's answer or a whole round, reaches the form and its preview."""
+    from dataclasses import replace
+
+    from textual.widgets import Static
+
+    from sparktui.core.events import NodeUpdated
+    from sparktui.tui.controller import InventoryRound
+    from sparktui.tui.messages import CoreEvent
+
+    from .fake_core import ScriptedCore
+    from .samples import spark_facts
+
+    core = ScriptedCore(config, spark_facts(model_on_spark2=False))
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_form(pilot, app)
+        first = app.inventory
+        assert form.inventory is first and form.facts is first.facts and form.subnets is first.subnets
+        assert not form.plan.ok
+        core.bus.emit(NodeUpdated(spark_facts()["spark2"]))  # the model is on spark2 now
+        await wait_for(pilot, lambda: form.plan.ok, what="the plan re-checked on spark2's facts")
+        assert app.inventory is not first and form.inventory is app.inventory
+        assert not first.facts["spark2"].model.present  # the inventory the form had is replaced, never changed
+
+        # a round in which spark2 has another address on the rendezvous subnet
+        inv = app.inventory
+        rdv = next(s for s in inv.subnets if s.subnet == form.plan.subnet)
+        moved = replace(rdv, nodes={**rdv.nodes, "spark2": replace(rdv.nodes["spark2"], ip="192.168.177.99")})
+        new = replace(inv, subnets=[moved if s is rdv else s for s in inv.subnets])
+        core._post(CoreEvent(InventoryRound(new)))
+        await wait_for(pilot, lambda: form.inventory is new, what="the form on the new round's inventory")
+        assert app.inventory is new
+        assert "192.168.177.99" in str(form.query_one("#rdv-detail", Static).render())

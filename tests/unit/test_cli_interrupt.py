@@ -9,6 +9,8 @@ import pytest
 
 from sparktui.cli import deploy, sync
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
+from sparktui.core.deployment import Deployment
+from sparktui.core.states import State
 
 
 def test_an_interrupted_launch_names_what_runs_on_which_node_and_how_to_stop_it(tmp_path, capsys, monkeypatch):
@@ -73,8 +75,8 @@ def test_the_pivot_suggested_after_a_hang_runs_as_printed(tmp_path, capsys):
 
     cfg = tmp_path / "my cluster.yaml"
     cfg.write_text("cluster: sparks\nnodes:\n  - {name: a, host: 127.0.0.1}\nmodel: {name: m, path: /models/m}\n")
-    d = SimpleNamespace(state="hung", detail="rendezvous_hang on a: silent", name="other", warnings=[],
-                        current=SimpleNamespace(engine="sglang"), check=None)
+    d = SimpleNamespace(name="other", warnings=[], check=None, current=Deployment(
+        "other", "sglang", "native", None, state=State.HUNG, detail="rendezvous_hang on a: silent"))
     deploy.print_outcome(d, argparse.Namespace(config=str(cfg)))
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "next:" in ln)
     cmd = shlex.split(line.split("next:", 1)[1].split("   (")[0])
@@ -95,14 +97,14 @@ def test_a_failed_launch_says_which_containers_it_left_running_and_how_to_remove
 
     class Failed(SimpleNamespace):
         async def wait(self, timeout=None, until=()):
-            return self.state
+            return self.current.state
 
         async def leftovers(self):
             return [("a", "sparktui-sparks-vllm-0", "running"), ("b", "sparktui-sparks-vllm-1", "running")]
 
-    d = Failed(state="failed", detail="bad_arguments on a: the engine rejected its arguments: --bogus",
-               name="sparks", warnings=[], current=SimpleNamespace(engine="vllm", mode="ray", plan_id="p"),
-               check=None, ready_timeout=10, problems=[], milestones=[], endpoint=None)
+    d = Failed(name="sparks", warnings=[], check=None, ready_timeout=10, problems=[], milestones=[],
+               current=Deployment("sparks", "vllm", "ray", None, plan_id="p", state=State.FAILED,
+                                  detail="bad_arguments on a: the engine rejected its arguments: --bogus"))
     printer = deploy.Printer(SimpleNamespace(nodes=[]), quiet=True)
     args = argparse.Namespace(config=str(cfg), wait=True, json=False)
     assert asyncio.run(deploy._finish(d, printer, args)) == 1

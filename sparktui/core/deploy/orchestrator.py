@@ -94,11 +94,9 @@ class Deployer:
         self.reconnect_timeout = reconnect_timeout
         self.stop_grace = stop_grace
         self.health_interval = health_interval
-        self.current: Deployment | None = None
+        # The one place where the deployment stands (state, detail, endpoint): a new snapshot on each change
+        self.current = Deployment.empty(self.name, State.STOPPED)
         self.plan: Plan | None = None
-        self.state = State.STOPPED
-        self.detail = ""
-        self.endpoint: str | None = None
         self.diagnoser: Diagnoser | None = None
         self.check: EndpointChecked | None = None
         self.last_check: Check | None = None
@@ -118,28 +116,30 @@ class Deployer:
         self.bus.emit(event)
 
     def _set(self, state: State | str, detail: str = "", endpoint: str | None = None) -> None:
+        """A new snapshot where the deployment stands now; an event when its state or detail changed."""
         state = State(state)
-        if endpoint is not None:
-            self.endpoint = endpoint
-        if (state, detail) == (self.state, self.detail):
-            return
-        self.state, self.detail = state, detail
         cur = self.current
-        self._emit(DeploymentChanged(self.name, cur.engine if cur else "", cur.mode if cur else "", state, detail,
-                                     self.endpoint if state == "ready" else None))
+        endpoint = cur.endpoint if endpoint is None else endpoint
+        if (state, detail) == (cur.state, cur.detail):
+            if endpoint != cur.endpoint:
+                self.current = cur.but(endpoint=endpoint)
+            return
+        self.current = cur = cur.but(state=state, detail=detail, endpoint=endpoint)
+        self._emit(DeploymentChanged(self.name, cur.engine, cur.mode, state, detail,
+                                     cur.endpoint if state == "ready" else None))
         self._changed.set()
 
     async def wait(self, timeout: float | None = None, until: tuple[str, ...] = SETTLED) -> State:
         """The state once it is one of `until` (or whatever it is when `timeout` runs out)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.state not in until:
+        while self.current.state not in until:
             self._changed.clear()
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 break
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), left)
-        return self.state
+        return self.current.state
 
     @property
     def problems(self) -> list[Problem]:
@@ -153,20 +153,20 @@ class Deployer:
     def _on_diag(self, events: list[Event]) -> None:
         for e in events:
             self._emit(e)
-        if not events or self.diagnoser is None or self.state in ("stopping", "stopped"):
+        if not events or self.diagnoser is None or self.current.state in ("stopping", "stopped"):
             return
         d = self.diagnoser
         if d.state == "failed":
-            if self.state == "failed":
+            if self.current.state == "failed":
                 return
             p = next(p for p in d.problems if p.kind != "rendezvous_hang")
             # a stop from another terminal makes the engines fail on their way out: ask the head first
             self._spawn("stopped?", self._fail_unless_stopped(_problem_words(p)))
         elif d.state == "hung":
             self._set("hung", _problem_words(d.problems[0]))
-        elif self.state in ("failed", "hung") and any(isinstance(e, ProblemCleared) for e in events):
+        elif self.current.state in ("failed", "hung") and any(isinstance(e, ProblemCleared) for e in events):
             self._set(d.state, "the engine went on after all")
-        elif self.state == "starting" and d.state == "loading":
+        elif self.current.state == "starting" and d.state == "loading":
             self._set("loading", "the engine is loading")
 
     def _on_lines(self, node: str, container: str, lines: LogBatch, gate: Gate | None = None) -> None:
@@ -218,12 +218,12 @@ class Deployer:
 
     async def _run_follower(self, node: str, container: str, f: LogFollower) -> None:
         why = await f.run()
-        if self.state in ("stopping", "stopped"):
+        if self.current.state in ("stopping", "stopped"):
             return
         if why == "lost":
             self._problem("log_stream_lost", node, f"lost {container}'s log: {node} stayed unreachable",
                           "check the node's link; `sparktui logs` reads the log again once it is back")
-        elif why in ("exited", "removed") and self.state != "failed":
+        elif why in ("exited", "removed") and self.current.state != "failed":
             if await self._stopped_elsewhere():
                 return
             code = await self._exit_words(node, container) if why == "exited" else "was removed"
@@ -235,19 +235,19 @@ class Deployer:
 
     async def _stopped_elsewhere(self) -> bool:
         """When `sparktui stop` ran from another process since this launch: say "stopped", and true."""
-        if self.state in ("stopping", "stopped"):
+        if self.current.state in ("stopping", "stopped"):
             return True
         try:
             asked = await stopmark.stopped(self.cluster[self.config.head.name], self.name)
         except Exception:  # noqa: BLE001 - the head cannot say: judge by the logs alone
             asked = False
-        if asked and self.state not in ("stopping", "stopped"):
+        if asked and self.current.state not in ("stopping", "stopped"):
             self._set("stopped", "stopped from elsewhere: `sparktui stop` removed its containers (the engines' "
                                  "errors above are from being stopped)")
         return asked
 
     async def _fail_unless_stopped(self, words: str) -> None:
-        if not await self._stopped_elsewhere() and self.state not in ("failed", "stopping", "stopped"):
+        if not await self._stopped_elsewhere() and self.current.state not in ("failed", "stopping", "stopped"):
             self._set("failed", words)
 
     async def _exit_words(self, node: str, container: str) -> str:
@@ -274,7 +274,8 @@ class Deployer:
         await asyncio.gather(*(one(n) for n in nodes))
 
     def _begin(self, cur: Deployment) -> None:
-        self.current = cur
+        # where it stood carries over until the launch or reattach says otherwise; the endpoint is proven anew
+        self.current = cur.but(state=self.current.state, detail=self.current.detail, endpoint=None)
         self.name = cur.deployment
         self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
                                    and cur.options.model_path else self.config.model.path,
@@ -283,7 +284,6 @@ class Deployer:
                                    limits=self.config.engine.phase_limits, env_set=self._env_everywhere(cur))
         self.check = None
         self.last_check = None
-        self.endpoint = None
         self.own_problems = []
         plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
         nodes = plan.nodes if plan is not None else []
@@ -327,7 +327,7 @@ class Deployer:
         deadline = self._deadline if self._deadline is not None else time.monotonic() + self.ready_timeout
         local: int | None = None
         while time.monotonic() < deadline:
-            if self.state in ("failed", "stopping", "stopped"):
+            if self.current.state in ("failed", "stopping", "stopped"):
                 return
             if local is None:
                 try:
@@ -352,7 +352,7 @@ class Deployer:
             if chk.refused:
                 local = None  # the forward died with the old connection
             await asyncio.sleep(self.poll_interval)
-        if self.state not in ("failed", "stopping", "stopped"):
+        if self.current.state not in ("failed", "stopping", "stopped"):
             why = self.last_check.detail if self.last_check else "no answer"
             self._problem("not_ready", cur.head, f"not ready after {self.ready_timeout:g} s ({why})",
                           "the log shows how far loading got; a large checkpoint may need a longer --timeout")
@@ -373,7 +373,7 @@ class Deployer:
 
     async def _health_loop(self, cur: Deployment, node: Node, url: str, local: int | None, watch: ServingWatch) -> None:
         fails = 0
-        while self.state in (State.READY, State.UNHEALTHY, State.WEDGED):
+        while self.current.state in (State.READY, State.UNHEALTHY, State.WEDGED):
             await asyncio.sleep(self.health_interval)
             if local is None:
                 try:
@@ -386,17 +386,17 @@ class Deployer:
                 ok, detail, refused = await probe_health(f"http://127.0.0.1:{local}")
             if refused:
                 local = None  # the forward died with the old connection; a new one next round
-            if self.state not in (State.READY, State.UNHEALTHY, State.WEDGED):
+            if self.current.state not in (State.READY, State.UNHEALTHY, State.WEDGED):
                 return
             if ok:
                 fails = 0
-                if self.state is State.UNHEALTHY:
+                if self.current.state is State.UNHEALTHY:
                     self._emit(EndpointHealth(cur.deployment, url, True, "healthy again"))
                     self._set(State.READY, "the endpoint answers /health again", url)
                 await self._serving(cur, url, local, watch)
                 continue
             fails += 1
-            if fails == FAILS_BEFORE_UNHEALTHY and self.state in (State.READY, State.WEDGED):
+            if fails == FAILS_BEFORE_UNHEALTHY and self.current.state in (State.READY, State.WEDGED):
                 self._emit(EndpointHealth(cur.deployment, url, False, detail))
                 self._problem("endpoint_unhealthy", cur.head, f"{url} stopped answering ({detail})",
                               "the engine may have died: its last log lines say why (sparktui logs)")
@@ -409,12 +409,12 @@ class Deployer:
         series = {f: v.series(f)[-120:] for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage",
                                                    "running", "waiting")}
         self._emit(ServingStats(cur.deployment, v.to_json(), series, watch.unavailable))
-        if self.state not in (State.READY, State.WEDGED):
+        if self.current.state not in (State.READY, State.WEDGED):
             return
-        if why and self.state is State.READY:
+        if why and self.current.state is State.READY:
             self._problem("wedged", cur.head, f"{url} is wedged: {why}", LOOK_AT)
             self._set(State.WEDGED, f"wedged: {why}", url)
-        elif not why and self.state is State.WEDGED:
+        elif not why and self.current.state is State.WEDGED:
             for p in [p for p in self.own_problems if p.kind == "wedged"]:
                 self.own_problems.remove(p)
                 self._emit(ProblemCleared(p, "tokens flow again"))
@@ -464,7 +464,7 @@ class Deployer:
                   else f"{len(plan.steps)} steps on {len(plan.nodes)} node(s)")
         if not await self._run_steps(plan, resume):
             return
-        if self.state == "starting":
+        if self.current.state == "starting":
             self._set("starting", "every step ran; waiting for the engine")
         self._spawn("ready", self._readiness(cur))
 
@@ -499,7 +499,7 @@ class Deployer:
     async def _run_steps(self, plan: Plan, resume: dict[str, set[str]]) -> bool:
         total = len(plan.steps)
         for i, step in enumerate(plan.steps):
-            if self.state == "failed":
+            if self.current.state == "failed":
                 return False
             node = self.cluster[step.node]
 
@@ -513,8 +513,8 @@ class Deployer:
                 self._set("failed", msg)
                 return False
             tell("running")
-            if self.state in ("starting", "loading"):
-                self._set(self.state, f"step {i + 1}/{total} on {step.node}: {step.description}")
+            if self.current.state in ("starting", "loading"):
+                self._set(self.current.state, f"step {i + 1}/{total} on {step.node}: {step.description}")
             if step.kind in ("run", "exec") and resume:
                 skip = await self._already_done(node, step, resume)
                 if skip:
@@ -559,7 +559,7 @@ class Deployer:
             if left <= 0:
                 why = "" if limit >= own else " (the launch's timeout)"
                 return False, f"gave up after {limit:g} s{why}" + (f"; last answer: {last}" if last else "")
-            if self.state == "failed":
+            if self.current.state == "failed":
                 return False, "the engine failed meanwhile"
             r = await node.run(step.command, timeout=max(1.0, min(60.0, left)), shown=step.display or None)
             if r.ok and step.matches(r.stdout):
@@ -575,7 +575,7 @@ class Deployer:
 
     async def stop(self) -> int:
         """Remove this deployment's containers (by label) on every node; returns how many went."""
-        if self.state not in ("stopped",):
+        if self.current.state not in ("stopped",):
             self._set("stopping", f"removing {self.name}'s containers")
         await self.close()
         with contextlib.suppress(Exception):  # only words for a launch watching elsewhere: never blocks a stop
@@ -597,7 +597,7 @@ class Deployer:
 
     async def current_options(self) -> tuple[PlanOptions, Deployment | None]:
         """The options of the running (or last) launch: this process's, else the record on the head."""
-        if self.current is not None and self.current.options is not None:  # a launch's, or read from its record
+        if self.current.options is not None:  # a launch's, or read from its record
             return copy.deepcopy(self.current.options), self.current
         try:
             rec = await load_record(self.cluster[self.config.head.name], self.name)
@@ -650,7 +650,8 @@ class Deployer:
         found = await self.existing()
         ours = [(f.node, c) for f in found.values() for c in f.containers]
         if not ours:
-            self.current = None
+            # nothing to watch; where it stood carries over to the _set below, as in _begin
+            self.current = Deployment.empty(self.name).but(state=self.current.state, detail=self.current.detail)
             self._set("stopped", f"no containers of {self.name}")
             return False
         try:

@@ -18,6 +18,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from ...core.config import Config
 from ...core.facts import NodeFacts, Subnet
+from ...core.inventory import Inventory
 from ...core.engines import DEFAULT_ENGINE, label as engine_label
 from ...core.fit import default_fraction
 from ...core.memfree import FreeMemory, shortfalls
@@ -106,15 +107,14 @@ class LaunchForm(ModalScreen[Result | None]):
                 Binding("ctrl+s", "submit", "Launch", id="form.submit"),
                 Binding("ctrl+k", "check", "Check", id="form.check")]
 
-    def __init__(self, config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet],
-                 planner, engine: str = DEFAULT_ENGINE, check=None, drop=None) -> None:
+    def __init__(self, config: Config, inventory: Inventory, planner, engine: str = DEFAULT_ENGINE, check=None,
+                 drop=None) -> None:
         super().__init__()
         self.check = check  # PlanOptions -> None: runs the preflight on these choices (the app's)
         self.drop = drop  # (nodes, what the plan check found) -> None: the app's confirmed drop-caches
         self.droppable: list[FreeMemory] = []  # the plan check's shortfalls a drop of the page cache would fix
         self.config = config
-        self.facts = facts
-        self.subnets = subnets
+        self.inventory = inventory  # the app's own (never a copy); replaced through update_inventory
         self.planner = planner  # PlanOptions -> Plan (the controller's make_plan)
         self.nodes = C.node_order(config)
         self.values = C.defaults(config, engine)
@@ -122,6 +122,14 @@ class LaunchForm(ModalScreen[Result | None]):
         self.parsed: C.Parsed | None = None
         self._auto_port = self.values.port  # the port the form chose; a typed one is kept
         self._auto_mem = self.values.mem_fraction  # likewise the engine's default memory fraction
+
+    @property
+    def facts(self) -> dict[str, NodeFacts]:
+        return self.inventory.facts
+
+    @property
+    def subnets(self) -> list[Subnet]:
+        return self.inventory.subnets
 
     # -- layout -----------------------------------------------------------------------------
     def _row(self, label: str, widget, key: str):
@@ -208,9 +216,9 @@ class LaunchForm(ModalScreen[Result | None]):
         self.query_one("#drop", Button).set_class(not (self.droppable and self.drop), "-hidden")
         return plan
 
-    def update_facts(self, facts: dict[str, NodeFacts], subnets: list[Subnet]) -> None:
-        """A fresh inventory (a copy finished, a node came back): the same choices, checked again."""
-        self.facts, self.subnets = facts, subnets
+    def update_inventory(self, inventory: Inventory) -> None:
+        """The app's fresh inventory (a copy finished, a node came back): the same choices, checked again."""
+        self.inventory = inventory
         if self.is_mounted:
             self.refresh_preview()
 
