@@ -333,7 +333,7 @@ async def support_for(cluster, config, engine: str, image: str | None = None, mo
                       head: str | None = None) -> Support | None:
     """The check for this engine's image (default: the config's) and model, on the head, or on the model's
     source node when the head does not hold the model yet (before a sync); None without such a node."""
-    ref = image or getattr(config.images, engine, None)
+    ref = image or config.image_for(engine)
     names = list(dict.fromkeys(n for n in (head or config.head.name, config.model.source) if n))
     nodes = [cluster.nodes[n] for n in names if n in getattr(cluster, "nodes", {})]
     if not ref or not nodes:
@@ -350,7 +350,7 @@ async def support_of_config(cluster, config) -> dict[str, Support]:
     """The check for each engine's configured image, at once (what `check` and `sync model` show)."""
     import asyncio
 
-    engines = [e for e in ENGINES if getattr(config.images, e, None)]
+    engines = list(config.used_images())  # the engines the config names, each with its image
     got = await asyncio.gather(*(support_for(cluster, config, e) for e in engines))
     return {e: s for e, s in zip(engines, got) if s is not None}
 
@@ -379,9 +379,8 @@ async def support_configured(cluster, config, facts: dict) -> bool:
     if f is None or not f.reachable:
         return False
     new = False
-    for engine in ENGINES:
-        ref = getattr(config.images, engine, None)
-        info = f.images.get(ref) if ref else None
+    for engine, ref in config.used_images().items():
+        info = f.images.get(ref)
         if info is None or info.support is not None:
             continue
         s = await support_for(cluster, config, engine)

@@ -91,6 +91,11 @@ async def test_launch_tensorrt_llm_then_pivot_to_vllm_headless(demo, cli_env):
     await _synced(demo, cli_env)
     conf = ["--config", str(demo.config_path)]
     config = load_config(demo.config_path)
+    # the image answers the support check from its own registry before anything starts
+    rc, out, err = await sparktui(cli_env, *conf, "plan", "--engine", "trtllm", "--json", timeout=120)
+    assert rc == 0, out + err
+    support = json.loads(out)["support"]
+    assert (support["status"], support["engine_version"]) == ("supported", "1.3.0rc5"), support
     rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "trtllm", "--wait", "--yes", "--json",
                                   timeout=240)
     assert rc == 0, out + err
