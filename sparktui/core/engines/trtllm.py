@@ -311,12 +311,15 @@ IGNORE = _ls._re(r"UCX\s+WARN\s+network device '\S+' is not available")
 # ModelConfig.load_hf_quant_config (tensorrt_llm/_torch/model_config.py) compares against, plus ModelOpt's,
 # whose checkpoints TensorRT-LLM reads from hf_quant_config.json. Sources and the release read: docs/trtllm.md.
 SUPPORT_PROBE = '''
-def _trtllm_files(*parts):
-    import importlib.util, os
+def _trtllm_roots():
+    import importlib.util
     spec = importlib.util.find_spec("tensorrt_llm")  # a top-level package is found, not imported
-    roots = list(spec.submodule_search_locations or []) if spec else []
+    return list(spec.submodule_search_locations or []) if spec else []
+
+def _trtllm_files(*parts):
+    import os
     out = []
-    for root in roots:
+    for root in _trtllm_roots():
         for d, _, names in os.walk(os.path.join(root, *parts)):
             out += [os.path.join(d, n) for n in sorted(names) if n.endswith(".py")]
     return out
@@ -354,12 +357,10 @@ def lookup_archs(cfg):
     return archs[:1]
 
 def quant_methods():
-    import ast
+    import ast, os
     out, modelopt = set(), False
-    for path in _trtllm_files("_torch"):
-        if not path.endswith("model_config.py"):
-            continue
-        tree = _trtllm_tree(path)
+    for root in _trtllm_roots():
+        tree = _trtllm_tree(os.path.join(root, "_torch", "model_config.py"))
         for node in ast.walk(tree) if tree is not None else ():
             modelopt = modelopt or getattr(node, "id", None) == "is_modelopt_quant_config" or (
                 isinstance(node, ast.Constant) and node.value == "hf_quant_config.json")
