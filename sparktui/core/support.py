@@ -30,13 +30,15 @@ _JSON = "@@sparktui-support-json "
 TRANSFORMERS_FIX = ("build an image from {image} with a newer transformers (`pip install -U transformers` in a "
                     "Dockerfile FROM it), as images for Qwen3.5 needed transformers 5")
 
-# Run inside the image after the engine's support_probe (registry_archs, quant_methods, config_types):
-# argv = model directory, engine. Prints one marked JSON line; never asks the network.
+# Run inside the image after the engine's support_probe (registry_archs, quant_methods, config_types, and
+# optionally lookup_archs(cfg): the names the engine looks up for this config, where it looks up fewer or
+# other names than config.json's architectures): argv = model directory, the engine's Python package.
+# Prints one marked JSON line; never asks the network.
 _PROBE_MAIN = r'''
 import json, os, sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-path, engine = sys.argv[1], sys.argv[2]
+path, package = sys.argv[1], sys.argv[2]
 out = {}
 
 def emit():
@@ -74,7 +76,7 @@ def version(p):
         except Exception:
             return None
 
-out["engine_version"] = version(engine)
+out["engine_version"] = version(package)
 out["transformers"] = version("transformers")
 try:
     from transformers import AutoConfig
@@ -84,7 +86,8 @@ except Exception as e:
     out["autoconfig_error"] = short(e)
 try:
     have = registry_archs()
-    out["archs_known"] = {a: a in have for a in out["architectures"]}
+    asked = lookup_archs(cfg) if "lookup_archs" in globals() else out["architectures"]
+    out["archs_known"] = {a: a in have for a in asked}
 except Exception as e:
     out["registry_error"] = short(e)
 if out["quant_method"]:
@@ -159,7 +162,7 @@ def support_script(engine: str, image: str, model_path: str, timeout: int = RUN_
     q, m = shlex.quote(image), shlex.quote(model_path.rstrip("/") or "/")
     prog = shlex.quote(probe_program(engine))
     run = (f"timeout {int(timeout)} docker run --rm --network none -v {m}:{m}:ro --entrypoint python3 {q} "
-           f"-c {prog} {m} {shlex.quote(engine)}")
+           f"-c {prog} {m} {shlex.quote(ENGINES[engine].package)}")
     return "\n".join([
         f"[ -d {m} ] || {{ echo '{_MARK}nodir'; exit 0; }}",
         f"[ -f {m}/config.json ] || {{ echo '{_MARK}noconfig'; exit 0; }}",
@@ -274,7 +277,7 @@ def classify(s: Support, raw: dict) -> Support:
     arch_list = " / ".join(s.architectures)
     newer_fix = (f"an image whose {word} lists {s.architectures[0]}" + (f", e.g. {newer}" if newer else ""))
     if not any(v is True for v in archs.values()):
-        if config_ok:
+        if config_ok and getattr(ENGINES.get(s.engine), "transformers_fallback", True):
             s.status = "fallback"
             s.reason = (f"{arch_list} is not in the model registry of {release} ({word} would fall back to its "
                         f"Transformers backend, slower, and only if the model supports it)")
@@ -330,7 +333,7 @@ async def support_for(cluster, config, engine: str, image: str | None = None, mo
                       head: str | None = None) -> Support | None:
     """The check for this engine's image (default: the config's) and model, on the head, or on the model's
     source node when the head does not hold the model yet (before a sync); None without such a node."""
-    ref = image or getattr(config.images, engine, None)
+    ref = image or config.image_for(engine)
     names = list(dict.fromkeys(n for n in (head or config.head.name, config.model.source) if n))
     nodes = [cluster.nodes[n] for n in names if n in getattr(cluster, "nodes", {})]
     if not ref or not nodes:
@@ -347,7 +350,7 @@ async def support_of_config(cluster, config) -> dict[str, Support]:
     """The check for each engine's configured image, at once (what `check` and `sync model` show)."""
     import asyncio
 
-    engines = [e for e in ENGINES if getattr(config.images, e, None)]
+    engines = list(config.used_images())  # the engines the config names, each with its image
     got = await asyncio.gather(*(support_for(cluster, config, e) for e in engines))
     return {e: s for e, s in zip(engines, got) if s is not None}
 
@@ -376,9 +379,8 @@ async def support_configured(cluster, config, facts: dict) -> bool:
     if f is None or not f.reachable:
         return False
     new = False
-    for engine in ENGINES:
-        ref = getattr(config.images, engine, None)
-        info = f.images.get(ref) if ref else None
+    for engine, ref in config.used_images().items():
+        info = f.images.get(ref)
         if info is None or info.support is not None:
             continue
         s = await support_for(cluster, config, engine)

@@ -202,8 +202,8 @@ class DemoCluster:
         else:
             for n in self.nodes:
                 (n.home / ".ssh" / "authorized_keys").touch(mode=0o600)
-        dist, sglang, vllm, ray = _free_ports(4)
-        self.ports = {"dist": dist, "sglang": sglang, "vllm": vllm, "ray": ray}
+        dist, sglang, vllm, ray, trtllm = _free_ports(5)
+        self.ports = {"dist": dist, "sglang": sglang, "vllm": vllm, "ray": ray, "trtllm": trtllm}
         self._write_demo_json()
         self._write_config()
         await asyncio.gather(*(self._start_node(n, node_bin) for n in self.nodes))

@@ -44,7 +44,7 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
         "# sparktui demo: a SIMULATED cluster on this machine. No real GPU, no real network.",
         "# Each node is an SSH server on a loopback address with its own namespaces (model directory,",
         "# processes, hostname); docker, nvidia-smi, ibdev2netdev and ip are stand-ins, and the engines",
-        "# are sparktui's simulator (same flags, log lines, rendezvous and HTTP API as SGLang and vLLM).",
+        "# are sparktui's simulator (same flags, log lines, rendezvous and HTTP API as SGLang, vLLM and TensorRT-LLM).",
         f"cluster: {_q(CLUSTER_NAME)}",
         "nodes:",
     ]
@@ -81,4 +81,6 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
         # the engines' own step timeouts count engine seconds: the wedge shows well before they end it
         f"  wedge_after: {max(5.0, round(150.0 / speed, 1)):g}  # seconds without a token while requests wait",
     ]
+    if "trtllm" in ports:  # its playbook port (8355) would clash with anything else holding it on this machine
+        lines += ["engines:", "  trtllm:", f"    port: {ports['trtllm']}"]
     return "\n".join(lines) + "\n"

@@ -294,10 +294,25 @@ def parse_sshd(argv: list[str]) -> int:
     return port
 
 
+def listen_addresses(host: str = "0.0.0.0") -> list[str]:
+    """Where sshd listens: every address (0.0.0.0), as sshd does without ListenAddress. On a simulated node that
+    shares its kernel with others (SPARKTUI_SIM_INTERFACES, the demo) "every address" is the node's own
+    addresses, lo aside: each node's sshd then holds the port on its own addresses, as in a network namespace."""
+    from . import netinfo
+
+    if host not in ("0.0.0.0", "") or not netinfo.overridden():
+        return [host]
+    own = [i.address for i in netinfo.interfaces() if not i.loopback]
+    return own or [host]
+
+
 async def serve_ranks(port: int, host: str = "0.0.0.0") -> None:
     async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            req = json.loads((await reader.readline()) or b"{}")
+            first = await reader.readline()
+            if not first.strip():
+                return  # a bare TCP connect (the plan's wait for this port): no login, no rank
+            req = json.loads(first)
             rank, size = int(req.get("rank", 0)), int(req.get("size", 1))
             emit(f"mpi_rank: {rank}")
             emit(f"tllm_mpi_size: {size}")
@@ -321,8 +336,10 @@ async def serve_ranks(port: int, host: str = "0.0.0.0") -> None:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(one, host, port, reuse_address=True)
-    emit(f"Server listening on {host} port {port}.", sys.stderr)
+    hosts = listen_addresses(host)
+    server = await asyncio.start_server(one, hosts, port, reuse_address=True)
+    for h in hosts:
+        emit(f"Server listening on {h} port {port}.", sys.stderr)
     async with server:
         await server.serve_forever()
 

@@ -82,6 +82,20 @@ class TrtApi(httpapi.ApiServer):
         return await super()._route(method, path, body, w, keep, auth)
 
 
+def unknown_architecture(config: dict) -> str | None:
+    """The image's registry refusing the checkpoint (the simulated tensorrt_llm package's lookup, which the
+    support check reads too), as the error line; None when it holds the architecture."""
+    try:
+        from tensorrt_llm._torch.models import AutoModelForCausalLM
+    except ImportError:  # run without the shims on the path: nothing to refuse with
+        return None
+    try:
+        AutoModelForCausalLM.from_config(config)
+    except ValueError as e:
+        return f"ValueError: {e}"
+    return None
+
+
 def _json(obj) -> bytes:
     import json
     return json.dumps(obj).encode()
@@ -133,6 +147,12 @@ class TrtServe:
             model = load_model(a.model)
         except ModelNotFound:
             emit(f"OSError: {a.model} is not a local folder and is not a valid model identifier")
+            return 1
+        unknown = unknown_architecture({**model.config, "architectures": [model.architecture]})
+        if unknown:
+            emit(runtime.traceback_text([
+                (f"{runtime.PY}/tensorrt_llm/_torch/models/modeling_auto.py", 56, "from_config",
+                 "raise ValueError(")], unknown))
             return 1
         for r in range(self.size):
             cpp(f"MPI size: {self.size}, MPI local size: 1, rank: {r}")

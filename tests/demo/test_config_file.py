@@ -6,7 +6,7 @@ import pytest
 from sparktui.core.config import load_config_text
 from sparktui.demo import configfile
 
-PORTS = {"sglang": 31000, "vllm": 31001, "dist": 31002, "ray": 31003}
+PORTS = {"sglang": 31000, "vllm": 31001, "dist": 31002, "ray": 31003, "trtllm": 31004}
 
 
 def render(scenario: str, speed: float = 10.0) -> str:
@@ -25,6 +25,9 @@ def test_config_loads_and_names_the_demo(scenario):
     assert cfg.model.path == "/d/models/m" and cfg.model.source == "spark1"
     assert cfg.ssh.ssh_config == [] and cfg.ssh.known_hosts == "/d/known_hosts"
     assert (cfg.engine.sglang_port, cfg.engine.dist_port) == (PORTS["sglang"], PORTS["dist"])
+    # TensorRT-LLM serves on a port the demo picked free too, not its playbook's 8355 (engines.trtllm.port)
+    assert cfg.port_for("trtllm") == PORTS["trtllm"]
+    assert cfg.image_for("trtllm") == "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc5"
 
 
 def test_only_the_pivot_scenario_makes_sglang_hang():

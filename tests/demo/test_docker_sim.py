@@ -95,6 +95,31 @@ async def test_attached_runs_pass_the_exit_code_and_rm_cleans_up(demo):
         assert notfound.exit_status == 127 and "executable file not found" in notfound.stderr
 
 
+async def test_logs_of_both_streams_keep_the_order_they_were_written(demo):
+    """docker logs writes stdout entries to stdout and stderr entries to stderr, each as it reads it: read
+    through one pipe (2>&1, as sparktui's log stream reads them) the lines keep the log's order, which
+    sparktui's resume by time (--since after the last stamp seen) depends on."""
+    config = load_config(demo.config_path)
+    lines = ["out 1", "err 2", "out 3", "err 4", "out 5"]
+    script = "; ".join(f"echo '{x}'" + (" >&2" if x.startswith("err") else "") for x in lines)
+    async with Cluster(config) as cluster:
+        node = cluster["spark1"]
+        run = await node.run(sh("docker", "run", "-d", "--name", "streams", "lmsysorg/sglang:spark",
+                                "sh", "-c", script), timeout=60)
+        assert run.ok, run.stderr
+        try:
+            async def written() -> str:
+                r = await node.run("docker logs -t streams 2>&1")
+                return r.stdout if r.stdout.count("\n") >= len(lines) else ""
+
+            got = [x.split(" ", 1) for x in (await until(written, 30, "the five lines")).splitlines()]
+            assert sorted(text for _, text in got) == sorted(lines)
+            stamps = [stamp for stamp, _ in got]
+            assert stamps == sorted(stamps), got  # the log's order (each entry is stamped as it is written)
+        finally:
+            await node.run(["docker", "rm", "-f", "streams"])
+
+
 async def test_a_name_is_taken_until_the_container_is_removed(demo):
     config = load_config(demo.config_path)
     async with Cluster(config) as cluster:

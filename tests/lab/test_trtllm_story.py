@@ -28,6 +28,15 @@ async def chat(s: Story, port: int, model: str) -> dict:
         return await asyncio.to_thread(lambda: json.loads(opener.open(req, timeout=30).read()))
 
 
+def test_the_simulator_image_answers_the_trtllm_support_check_from_its_registry(story: Story):  # noqa: F811
+    rc, doc, err = cli_json(story, "plan", "--engine", "trtllm", "--image", SIM_IMAGE, timeout=240)
+    support = doc["support"] or {}
+    # python3 in the image found its tensorrt_llm package, its release and the model's class in its registry
+    assert support.get("engine") == "trtllm" and support.get("image") == SIM_IMAGE, (support, err[-2000:])
+    assert support.get("status") == "supported" and support.get("engine_version"), support
+    assert support.get("architectures"), support
+
+
 def test_trtllm_launch_serves_a_chat_then_pivot_to_vllm_serves(story: Story):  # noqa: F811
     rc, doc, err = cli_json(story, "launch", "--engine", "trtllm", "--image", SIM_IMAGE, "--yes", "--wait",
                             "--no-preflight", "--timeout", "120", timeout=240)

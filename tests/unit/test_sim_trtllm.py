@@ -124,6 +124,7 @@ def test_two_ranks_reach_ready_and_serve(tmp_path):
         seen_sshd: list[str] = []
         timer = with_deadline([sshd])
         assert read_until(sshd, "Server listening", seen_sshd)
+        socket.create_connection(("127.0.0.1", sshd_port), timeout=10).close()  # the plan's wait for the port
         mpi = start(mpirun_cmd(hostfile, sshd_port, model, http_port, ["--extra_llm_api_options", str(opts)]), env)
         timer2 = with_deadline([mpi, sshd])
         seen: list[str] = []
@@ -135,6 +136,8 @@ def test_two_ranks_reach_ready_and_serve(tmp_path):
         for key in ("version", "mpi_rank", "leader", "kv_cache", "ready"):
             assert eng.PROGRESS[key].search(text), key
         assert read_until(sshd, "MPI size: 2, MPI local size: 1, rank: 1", seen_sshd)  # the remote rank's log
+        # the bare connect before it started no rank: the container log shows rank 1 only
+        assert [x.strip() for x in seen_sshd if x.startswith("mpi_rank")] == ["mpi_rank: 1"], seen_sshd
         base = f"http://127.0.0.1:{http_port}"
         with urllib.request.urlopen(base + "/health", timeout=10) as r:
             assert r.status == 200
@@ -156,6 +159,28 @@ def test_two_ranks_reach_ready_and_serve(tmp_path):
         timer2.cancel()
     finally:
         stop(*(p for p in (mpi, sshd) if p is not None))
+
+
+def test_sshds_of_nodes_sharing_a_kernel_each_hold_the_port_on_their_own_addresses():
+    # the demo's nodes share this machine's network: each container's sshd, like sshd in a network namespace of
+    # its own, listens on every address of its node, and two nodes' sshds take the same port side by side
+    port = free_port()
+    procs = [start(["sshd", "-D", "-e", "-p", str(port)],
+                   sim_env(speed=SPEED, interfaces=f"lo=127.0.0.1/32,mgmt=127.0.4.{k}/24,fab=127.0.3.{k}/24"))
+             for k in (21, 22)]
+    try:
+        timer = with_deadline(procs)
+        for k, p in zip((21, 22), procs):
+            seen: list[str] = []
+            assert read_until(p, f"Server listening on 127.0.3.{k} port {port}.", seen), seen
+            assert any(f"Server listening on 127.0.4.{k} port {port}." in x for x in seen), seen
+            socket.create_connection((f"127.0.3.{k}", port), timeout=10).close()
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=10).close()  # lo is left to this machine
+        assert all(p.poll() is None for p in procs)
+        timer.cancel()
+    finally:
+        stop(*procs)
 
 
 def test_refused_rank_fails_with_ssh_and_orte_words(tmp_path):
@@ -201,7 +226,7 @@ def test_remote_rank_without_its_interface_ends_the_job_with_mpis_words(tmp_path
     sshd_port = free_port()
     sshd = start(["sshd", "-D", "-e", "-p", str(sshd_port)], dict(env, NCCL_SOCKET_IFNAME="enp9s0f0np0"))
     hostfile = tmp_path / "hostfile"
-    hostfile.write_text("127.0.0.1\n127.0.0.1\n")
+    hostfile.write_text("127.0.0.1\n127.0.0.2\n")  # the worker by its fabric address, as plans list it
     timer = with_deadline([sshd])
     try:
         assert read_until(sshd, "Server listening", [])

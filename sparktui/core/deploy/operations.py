@@ -211,7 +211,7 @@ class Operations:
         facts_store.remember(self.config.cluster, {n.name: n.host for n in self.config.nodes}, inv.facts)
         if opts.model_config is None:
             opts.model_config = await self._read_model_config(opts)
-        image = opts.image or getattr(self.config.images, opts.engine, None)
+        image = opts.image or self.config.image_for(opts.engine)
         if getattr(opts.support, "image", None) != image or getattr(opts.support, "engine", None) != opts.engine:
             opts.support = await self.support(opts, inv)  # asked of the image before anything starts
         return make_plan(self.config, inv.facts, inv.subnets, opts, last_subnet=last_subnet)

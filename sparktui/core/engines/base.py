@@ -50,6 +50,9 @@ class Engine(ABC):
     # purpose (its own launcher, flags it refuses) is reached with `pivot --to NAME` or the launch form
     in_pivot_cycle: ClassVar[bool] = True
     support_newer_image: ClassVar[str | None] = None  # the image release to name as the way out
+    # whether an architecture missing from the registry still loads through the engine's Transformers backend
+    # (slower: a warning); False: the engine refuses it (the check says unsupported)
+    transformers_fallback: ClassVar[bool] = True
     health_paths: ClassVar[tuple[str, ...]]
     ready_line: ClassVar[str]
     # the variable that pins the engine's own sockets to a node's fabric address (None: the engine takes

@@ -288,12 +288,96 @@ SIGNS = [
     _ls.Sign("port_in_use", _ls._re(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
              engines=(NAME,), message="the HTTP port {1} is taken",
              hint="another server holds the port: stop it or pick another --port"),
+    # tensorrt_llm/_torch/models/modeling_auto.py: the image's model registry lacks the checkpoint's architecture
+    _ls.Sign("unsupported_model", _ls._re(r"Unknown architecture for AutoModelForCausalLM: (\S+)"), engines=(NAME,),
+             message="TensorRT-LLM in this image has no {0} in its model registry",
+             hint="use an image whose TensorRT-LLM release lists this architecture (`sparktui check` asks the image), "
+                  "or pivot to another engine"),
     _ls.Sign("bad_arguments", _ls._re(r"Error: No such option: (\S+)"), engines=(NAME,),
              message="trtllm-serve does not take {0}",
              hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`"),
 ]
 # The playbook's harmless warning when one of the two CX-7 ports has no cable.
 IGNORE = _ls._re(r"UCX\s+WARN\s+network device '\S+' is not available")
+
+
+# ---- the support check (core/support.py): how to ask a TensorRT-LLM image what it can load ---------------
+# The PyTorch backend's registry (tensorrt_llm/_torch/models/modeling_utils.py): `@register_auto_model("Arch")`
+# on each model class fills MODEL_CLASS_MAPPING; AutoModelForCausalLM (modeling_auto.py) looks up
+# architectures[0] only, as "EAGLE3" + the name (its "Eagle3" removed) when config.json has draft_vocab_size, and
+# fails with "Unknown architecture for AutoModelForCausalLM: ...". The package does not import on a CPU (its
+# bindings link CUDA), so the decorators are read from the source with ast, without importing anything;
+# MODEL_CLASS_MAPPING itself is asked only where no source holds one. Quantization: the quant_method values
+# ModelConfig.load_hf_quant_config (tensorrt_llm/_torch/model_config.py) compares against, plus ModelOpt's,
+# whose checkpoints TensorRT-LLM reads from hf_quant_config.json. Sources and the release read: docs/trtllm.md.
+SUPPORT_PROBE = '''
+def _trtllm_roots():
+    import importlib.util
+    spec = importlib.util.find_spec("tensorrt_llm")  # a top-level package is found, not imported
+    return list(spec.submodule_search_locations or []) if spec else []
+
+def _trtllm_files(*parts):
+    import os
+    out = []
+    for root in _trtllm_roots():
+        for d, _, names in os.walk(os.path.join(root, *parts)):
+            out += [os.path.join(d, n) for n in sorted(names) if n.endswith(".py")]
+    return out
+
+def _trtllm_tree(path):
+    import ast
+    try:
+        return ast.parse(open(path, encoding="utf-8-sig", errors="replace").read())
+    except (OSError, SyntaxError):
+        return None
+
+def registry_archs():
+    import ast
+    out = set()
+    for path in _trtllm_files("_torch", "models"):
+        tree = _trtllm_tree(path)
+        for node in ast.walk(tree) if tree is not None else ():
+            f = getattr(node, "func", None)
+            if (isinstance(node, ast.Call) and (getattr(f, "id", None) or getattr(f, "attr", None)) ==
+                    "register_auto_model" and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                out.add(node.args[0].value)
+    if not out:
+        import tensorrt_llm._torch.models
+        from tensorrt_llm._torch.models.modeling_utils import MODEL_CLASS_MAPPING
+        out = set(MODEL_CLASS_MAPPING)
+    return out
+
+def lookup_archs(cfg):
+    archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+    if not archs:
+        return []
+    if "draft_vocab_size" in cfg:
+        return ["EAGLE3" + archs[0].replace("Eagle3", "")]
+    return archs[:1]
+
+def quant_methods():
+    import ast, os
+    out, modelopt = set(), False
+    for root in _trtllm_roots():
+        tree = _trtllm_tree(os.path.join(root, "_torch", "model_config.py"))
+        for node in ast.walk(tree) if tree is not None else ():
+            modelopt = modelopt or getattr(node, "id", None) == "is_modelopt_quant_config" or (
+                isinstance(node, ast.Constant) and node.value == "hf_quant_config.json")
+            if not isinstance(node, ast.Compare) or not isinstance(node.left, ast.Call):
+                continue
+            args = node.left.args
+            if (getattr(node.left.func, "attr", None) == "get" and args and isinstance(args[0], ast.Constant)
+                    and args[0].value == "quant_method"):
+                out |= {c.value for c in node.comparators if isinstance(c, ast.Constant)
+                        and isinstance(c.value, str)}
+    if not out:
+        raise RuntimeError("no quant_method comparison in tensorrt_llm/_torch/model_config.py")
+    return out | ({"modelopt"} if modelopt else set())
+
+def config_types():
+    raise RuntimeError("TensorRT-LLM keeps no registry of model types beside transformers' that sparktui reads")
+'''
 
 
 # ---- the engine object (base.Engine): what the rest of sparktui reads ------------------------------
@@ -311,6 +395,8 @@ class TensorRTLLM(Engine):
     default_port = DEFAULT_PORT
     default_image = DEFAULT_IMAGE
     package = "tensorrt_llm"
+    support_probe = SUPPORT_PROBE
+    transformers_fallback = False  # AutoModelForCausalLM raises for an architecture the registry lacks
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE
     # NCCL/UCX/OpenMPI take interfaces, not an address: the per-node interface variables pin the sockets,

@@ -288,6 +288,7 @@ def cmd_logs(store: Store, args: list[str]) -> int:
         if n >= 0:
             lines = lines[-n:] if n else []
     out, err = sys.stdout.buffer, sys.stderr.buffer
+    held = [out]  # the stream written last
 
     def emit(raw: bytes) -> None:
         try:
@@ -298,7 +299,13 @@ def cmd_logs(store: Store, args: list[str]) -> int:
         if (since is not None and ts < since) or (until is not None and ts > until):
             return
         text = (e["time"] + " " if stamps else "") + e.get("log", "")
-        (err if e.get("stream") == "stderr" else out).write(text.encode())
+        to = err if e.get("stream") == "stderr" else out
+        if to is not held[0]:
+            # docker writes each entry to its stream as it reads it: where both streams go to one reader
+            # (2>&1, an SSH channel merging them) the entries keep the log's order
+            held[0].flush()
+            held[0] = to
+        to.write(text.encode())
 
     for raw in lines:
         emit(raw)
