@@ -3,6 +3,8 @@ that TensorRT-LLM, OpenMPI, UCX or NCCL reads.
 
 - `trtllm-serve`: its options as the release declares them (tensorrt_llm/commands/serve.py of TensorRT-LLM
   trtllm_source.RELEASE, read with ast: the package does not import without CUDA); the release is in each test's id.
+  Where that release cannot be fetched (CI), the options and launcher of a named release stored as facts
+  (tests/contract/data/trtllm_<release>_serve_options.json, the release named by the same copy's version.py).
 - `trtllm-llmapi-launch`: the release's script takes no options of its own (everything after it is the command).
 - `mpirun`: the real Open MPI (apt's openmpi-bin) runs the planned line on this host with one slot.
 - OMPI_MCA_* names: parameters `ompi_info` lists; OMPI_ALLOW_RUN_AS_ROOT*: mpirun obeys them (as root).
@@ -77,7 +79,10 @@ def test_serve_flags_are_the_releases_options(release, release_files):
     check_serve_flags(options, f"{release} ({source})")
 
 
-STORED = Path(__file__).parent / "data" / "trtllm_serve_options.json"
+DATA = Path(__file__).parent / "data"
+STORED = DATA / "trtllm_serve_options.json"  # NVIDIA/TensorRT-LLM at a commit whose release is not named
+# a named release's facts: tensorrt_llm/version.py of the same copy names it
+RELEASES = {json.loads(p.read_text())["version"]: p for p in sorted(DATA.glob("trtllm_[0-9]*_serve_options.json"))}
 
 
 def check_serve_flags(options: dict, where: str) -> None:
@@ -105,10 +110,30 @@ def test_serve_flags_against_the_stored_facts_when_the_release_is_not_fetched():
     check_serve_flags(facts["options"], where)
 
 
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_serve_flags_and_launcher_of_a_named_release(release):
+    """The release's own options, stored as facts (names and kinds) with where they were read and the
+    release its version.py names; checked always, so the contract tier names a release without a network."""
+    facts = json.loads(RELEASES[release].read_text())
+    where = f"{release} (stored facts of {facts['url']})"
+    assert facts["version"] == release and facts["arguments"] == ["model"], where
+    check_serve_flags(facts["options"], where)
+    launcher = facts["launcher"]
+    assert not launcher["parses_options"] and launcher["runs_its_arguments_as_the_command"], where
+    for label, argv in mpirun_argvs():
+        assert argv[argv.index("trtllm-llmapi-launch") + 1] == "trtllm-serve", label
+
+
+def test_a_named_release_is_stored():
+    assert RELEASES, "no stored facts of a named TensorRT-LLM release in tests/contract/data"
+
+
 @pytest.mark.parametrize("release", [src.RELEASE])
 def test_llmapi_launch_takes_the_command_as_is(release, release_files):
     text = (release_files / "trtllm-llmapi-launch").read_text()
-    assert "getopts" not in text and '"${@:1}"' in text, f"TensorRT-LLM {release}: the launcher parses options"
+    # 1.2.x runs "${@:1}"; later releases keep ("$@") and run "${task_with_command[@]}"
+    runs_args = '"${@:1}"' in text or ('("$@")' in text and '"${task_with_command[@]}"' in text)
+    assert "getopts" not in text and runs_args, f"TensorRT-LLM {release}: the launcher parses options"
     for label, argv in mpirun_argvs():
         after = argv[argv.index("trtllm-llmapi-launch") + 1:]
         assert after[0] == "trtllm-serve", label
