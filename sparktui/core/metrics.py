@@ -17,7 +17,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from .engines.metricnames import KINDS, candidates
+from .engines import find_engine
+from .engines.metricnames import KINDS
 
 WINDOW_S = 60.0  # rates and quantiles over about the last minute
 KEEP_S = 600.0  # sparklines: the last ten minutes
@@ -69,7 +70,8 @@ def parse(text: str, engine: str, version: str | None = None, at: float | None =
     from prometheus_client.parser import text_string_to_metric_families
 
     s = Scrape(time.time() if at is None else at)
-    names = candidates(engine, version)
+    eng = find_engine(engine)
+    names = eng.metric_candidates(version) if eng else {}
     want = {n: f for f, ns in names.items() for n in ns}
     vals: dict[str, float] = {}  # by series name: gauges and counters, leader ranks summed (kv: max)
     hist: dict[str, dict[float, float]] = {}  # by series name: le -> cumulative count

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
 
 import pytest
+import yaml
 
 from sparktui.core.config import DockerConfig
 from sparktui.core.engines import ENGINES, trtllm
@@ -110,7 +112,7 @@ def test_head_waits_for_every_worker_ssh_then_hostfile_then_mpirun():
     ctx = make_ctx(3)
     steps = trtllm.steps(ctx)
     tail = steps[3:]
-    assert [s.kind for s in tail] == ["wait", "wait", "exec", "exec"]
+    assert [s.kind for s in tail] == ["wait", "wait", "exec", "exec", "exec"]
     assert all(s.node == "spark1" for s in tail)
     assert [s.argv[-2] for s in tail[:2]] == ["192.168.100.11", "192.168.100.12"]
     assert all(s.argv[-1] == str(trtllm.SSH_PORT) and s.matches("open\n") for s in tail[:2])
@@ -226,6 +228,29 @@ def test_prefilter_agrees_with_every_trtllm_pattern():
     for q in qs:
         for ln in lines:
             assert bool(q.search(ln)) == bool(q.regex.search(ln)), (q, ln)
+
+
+def test_the_head_gets_an_options_file_that_serves_prometheus_and_serve_reads_it(tmp_path):
+    ctx = make_ctx(2)
+    step = [s for s in trtllm.steps(ctx) if "LLM API options" in s.description][0]
+    assert step.node == "spark1" and step.argv[:3] == ["docker", "exec", ctx.container(ctx.head)]
+    argv = list(step.argv[3:])
+    argv[-1] = str(tmp_path / "options.yaml")  # the container's /etc path, here
+    subprocess.run(argv, check=True)
+    assert yaml.safe_load((tmp_path / "options.yaml").read_text()) == {"return_perf_metrics": True}
+    serve = trtllm.serve_words(ctx)
+    assert serve[serve.index("--extra_llm_api_options") + 1] == trtllm.OPTIONS_FILE == step.argv[-1]
+    assert trtllm.ENGINE.metrics_path == "/prometheus/metrics"
+
+
+@pytest.mark.parametrize("flag", ["--config", "--extra_llm_api_options"])
+def test_an_options_file_of_the_users_own_is_the_one_and_the_plan_says_what_metrics_need(flag):
+    ctx = make_ctx(2, extra_args=[flag, "/models/mine.yaml"])
+    assert not [s for s in trtllm.steps(ctx) if "LLM API options" in s.description]
+    serve = trtllm.serve_words(ctx)
+    assert trtllm.OPTIONS_FILE not in serve and serve[-2:] == [flag, "/models/mine.yaml"]
+    assert any("return_perf_metrics: true" in w for w in trtllm.ENGINE.plan_warnings(ctx))
+    assert not any("return_perf_metrics" in w for w in trtllm.ENGINE.plan_warnings(make_ctx(2)))
 
 
 def test_hostfile_step_writes_the_hostfile_through_a_real_shell(tmp_path):

@@ -82,17 +82,18 @@ def _unchunk(body: bytes) -> bytes:
 
 
 async def scrape(node: Node, t: Target, timeout: float = SCRAPE_TIMEOUT_S) -> Scrape:
+    eng = find_engine(t.engine)
+    path = eng.metrics_path if eng else Engine.metrics_path
     try:
-        status, body = await http_get(node, t.port, "/metrics", timeout)
+        status, body = await http_get(node, t.port, path, timeout)
     except Exception as e:  # noqa: BLE001 - a link or channel failure, a timeout: say so, do not crash
-        raise MetricsUnavailable(f"no answer from {t.node}:127.0.0.1:{t.port}/metrics ({type(e).__name__}: {e})"
+        raise MetricsUnavailable(f"no answer from {t.node}:127.0.0.1:{t.port}{path} ({type(e).__name__}: {e})"
                                  ) from None
     if status == 404:
-        eng = find_engine(t.engine)
         why = eng.no_metrics_hint if eng else Engine.no_metrics_hint
-        raise MetricsUnavailable(f"{t.engine} on {t.node} has no /metrics (HTTP 404): {why}")
+        raise MetricsUnavailable(f"{t.engine} on {t.node} has no {path} (HTTP 404): {why}")
     if status != 200:
-        raise MetricsUnavailable(f"{t.node}:{t.port}/metrics answered HTTP {status}")
+        raise MetricsUnavailable(f"{t.node}:{t.port}{path} answered HTTP {status}")
     return parse(body.decode("utf-8", "replace"), t.engine, t.version)
 
 

@@ -71,6 +71,7 @@ class Engine(ABC):
     log_words: ClassVar[tuple[str, ...]] = ()  # lower-case words that mark a log as this engine's
     reads_neutral_logs: ClassVar[bool] = False  # its rule set reads a log that names no engine
     hang_pivot: ClassVar[tuple[str, str] | None] = None  # (engine, why) to suggest when a launch hangs
+    metrics_path: ClassVar[str] = "/metrics"  # where its Prometheus text is served
     no_metrics_hint: ClassVar[str] = "this engine release serves no /metrics"
     # sparkrun recipes: runtime (as resolved) -> mode (None: the default), and the commands that run it
     recipe_runtimes: ClassVar[Mapping[str, str | None]] = {}

@@ -32,6 +32,12 @@ DEFAULT_IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc5"  # the playbook's
 DEFAULT_PORT = 8355  # the playbook's `--port 8355` (trtllm-serve's own default is 8000, serve.py --port)
 SSH_PORT = 2233  # the playbook's entrypoint sshd port ("If port 2233 is already utilized ... will not start")
 HOSTFILE = "/etc/openmpi-hostfile"  # where the playbook copies it (docker cp ... :/etc/openmpi-hostfile)
+# The LLM API options file (serve.py --extra_llm_api_options, also spelled --config), read by rank 0's
+# trtllm-serve only: return_perf_metrics mounts the Prometheus text at /prometheus/metrics (openai_server.py
+# mount_metrics), which the serving view reads; sparktui's plans for SGLang add --enable-metrics alike.
+OPTIONS_FILE = "/etc/sparktui-llm-api-options.yaml"
+OPTIONS_TEXT = "return_perf_metrics: true\n"
+OPTIONS_FLAGS = ("--extra_llm_api_options", "--config")
 # (under the remote home, in the container): the playbook's -v ~/.ssh:/tmp/.ssh:ro
 SSH_MOUNT = ("/.ssh", "/tmp/.ssh")
 
@@ -42,6 +48,13 @@ HEALTH_PATHS = ("/health", "/v1/models")
 # the LLM API option return_perf_metrics is true (openai_server.py mount_metrics).
 ITERATION_STATS_PATH = "/metrics"
 METRICS_PATH = "/prometheus/metrics"
+# Series behind the serving view (tensorrt_llm/metrics/collector.py, trtllm_ prefix). 1.3.0rc3 has the two
+# histograms (time_to_first_token_seconds, time_per_output_token_seconds); the gauges and token counters are
+# main's, so an older release shows those fields as missing, not as zero.
+METRIC_NAMES = {"running": "trtllm_num_requests_running", "waiting": "trtllm_num_requests_waiting",
+                "kv_cache_usage": "trtllm_kv_cache_utilization", "prompt_tokens": "trtllm_prompt_tokens_total",
+                "generation_tokens": "trtllm_generation_tokens_total", "ttft": "trtllm_time_to_first_token_seconds",
+                "itl": "trtllm_time_per_output_token_seconds"}
 # uvicorn's lines (trtllm-serve runs uvicorn.Server with log_level="info", openai_server.py __call__).
 READY_LINE = "Application startup complete."
 LISTEN_LINE = "Uvicorn running on"
@@ -131,6 +144,8 @@ def serve_words(ctx: Context) -> list[Word]:
     w: list[Word] = ["trtllm-serve", ctx.model_path, "--backend", "pytorch",
                      "--tp_size", str(ctx.tp), "--pp_size", str(ctx.pp),
                      "--host", HOST_ALL, "--port", str(ctx.port)]
+    if not own_options_file(ctx):
+        w += ["--extra_llm_api_options", OPTIONS_FILE]
     if ctx.mem_fraction is not None:
         # Of the memory free after weights and buffers, not of the total (see kv_fraction_for)
         w += ["--kv_cache_free_gpu_memory_fraction", str(ctx.mem_fraction)]
@@ -139,6 +154,15 @@ def serve_words(ctx: Context) -> list[Word]:
     if ctx.trust_remote_code:
         w.append("--trust_remote_code")
     return w + list(ctx.extra_args)
+
+
+def own_options_file(ctx: Context) -> bool:
+    """The user passes an LLM API options file of their own: theirs is the one (Click keeps one value)."""
+    return bool(_extra_flags(ctx) & set(OPTIONS_FLAGS))
+
+
+def options_words() -> list[Word]:
+    return ["sh", "-c", 'printf "%s" "$1" > "$2"', "llm-api-options", OPTIONS_TEXT, OPTIONS_FILE]
 
 
 def mpirun_words(ctx: Context, ssh_port: int = SSH_PORT) -> list[Word]:
@@ -165,7 +189,7 @@ TO_CONTAINER_LOG = " >/proc/1/fd/1 2>/proc/1/fd/2"  # the container's log is PID
 
 def steps(ctx: Context, ssh_port: int = SSH_PORT) -> list[Step]:
     """Workers' containers, the head's, then (on the head) wait for every worker's sshd, write the
-    hostfile and start mpirun; mpirun reaches the workers over SSH on ssh_port."""
+    hostfile and the LLM API options, and start mpirun; mpirun reaches the workers over SSH on ssh_port."""
     out = []
     entry = ["sh", "-c", entrypoint_script(ssh_port)]
     # the node user's SSH keys, read-only, where the entrypoint copies them from (as the playbook mounts them)
@@ -181,6 +205,10 @@ def steps(ctx: Context, ssh_port: int = SSH_PORT) -> list[Step]:
                              expect=r"^open$", expect_ere="^open$", timeout=WAIT_SSH_S))
     out.append(make_step(head.name, 0, "exec", ["docker", "exec", hc] + hostfile_words(ctx),
                          f"write the OpenMPI hostfile ({len(ctx.nodes)} nodes) in the head container", hc))
+    if not own_options_file(ctx):
+        out.append(make_step(head.name, 0, "exec", ["docker", "exec", hc] + options_words(),
+                             "write the LLM API options in the head container (return_perf_metrics: the "
+                             "Prometheus series at /prometheus/metrics)", hc))
     inner = mpirun_words(ctx, ssh_port)
     exec_words: list[Word] = ["docker", "exec", "-d"]
     for s in secrets_in(inner):
@@ -446,16 +474,21 @@ class TensorRTLLM(Engine):
         out = []
         if note := release_note(ctx.engine_version, len(ctx.nodes)):
             out.append(note)
+        if own_options_file(ctx):
+            out.append(f"your LLM API options file decides whether {METRICS_PATH} is served: sparktui metrics and "
+                       "the serving view need return_perf_metrics: true in it")
         if ctx.served_name and ctx.served_name != served_name(ctx.model_path):
             out.append(f"{NOT_CARRIED['served_name']}: clients ask for {served_name(ctx.model_path)!r}, "
                        f"not {ctx.served_name!r}")
         return out
 
+    metrics_path = METRICS_PATH
+
     def metric_names(self, version: str | None) -> dict[str, str]:
-        return {}  # no Prometheus series by default (no_metrics_hint)
+        return dict(METRIC_NAMES)
 
     def metric_candidates(self, version: str | None) -> dict[str, tuple[str, ...]]:
-        return {}
+        return {f: (n,) for f, n in METRIC_NAMES.items()}
 
 
 ENGINE = TensorRTLLM()
