@@ -40,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.copyprogs import RECEIVER, SENDER, WRITER  # noqa: E402
 from sparktui.core.transfers import cipher, remote, streams  # noqa: E402
 from sparktui.core.transfers.options import TransferOptions  # noqa: E402
 
@@ -48,35 +49,6 @@ DST = "/models/bench-dst"
 MB = 1 << 20
 GB = 1e9
 PORT = 47011
-
-RECEIVER = r"""import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1)
-print("listening", flush=True)
-c, _ = s.accept()
-with open(sys.argv[3], "wb") as f:
-    while True:
-        b = c.recv(1 << 20)
-        if not b:
-            break
-        f.write(b)
-"""
-SENDER = r"""import os, socket, sys
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
-for name in sorted(os.listdir(sys.argv[3])):
-    with open(os.path.join(sys.argv[3], name), "rb") as f:
-        n, off = os.fstat(f.fileno()).st_size, 0
-        while off < n:
-            off += os.sendfile(c.fileno(), f.fileno(), off, n - off)
-c.close()
-"""
-WRITER = r"""import sys
-b = b"\0" * (1 << 20)
-with open(sys.argv[1], "wb") as f:
-    for _ in range(int(sys.argv[2])):
-        f.write(b)
-"""
-
 
 def node_cpu(pid1: int) -> float:
     """CPU seconds of every process in the PID namespace of pid1, reaped children included."""
@@ -164,7 +136,7 @@ def raw_tcp(lab, nbytes: int) -> None:
     recv = subprocess.Popen(["nsenter", "-t", str(n2.pid), "-n", "-m", "-p", "--", *argv_r],
                             stdout=subprocess.PIPE, text=True)
     try:
-        assert recv.stdout.readline().strip() == "listening"
+        assert recv.stdout.readline().strip() == str(PORT)
         lab.sh("node1", ["python3", "-c", SENDER, addr, str(PORT), f"{SRC}/shards"], timeout=600)
         recv.wait(120)
     finally:

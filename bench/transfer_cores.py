@@ -55,42 +55,12 @@ except ImportError:  # a GPU host without sparktui's dependencies: the copy job'
     _pkg.__path__ = [str(ROOT / "sparktui" / "core" / "transfers")]
     sys.modules["sparktui.core.transfers"] = _pkg
     from sparktui.core.transfers import cipher, streams  # noqa: E402
+from bench.copyprogs import RECEIVER, SENDER, WRITER  # noqa: E402
 from sparktui.core.transfers import remote  # noqa: E402
 from sparktui.core.transfers.options import TransferOptions  # noqa: E402
 
 MB = 1 << 20
 GB = 1e9
-
-RECEIVER = r"""import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 0)); s.listen(1)
-print(s.getsockname()[1], flush=True)
-c, _ = s.accept()
-with open(sys.argv[1], "wb") as f:
-    while True:
-        b = c.recv(1 << 20)
-        if not b:
-            break
-        f.write(b)
-"""
-SENDER = r"""import os, socket, sys
-c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-for path in sys.argv[2:]:
-    with open(path, "rb") as f:
-        n, off = os.fstat(f.fileno()).st_size, 0
-        while off < n:
-            off += os.sendfile(c.fileno(), f.fileno(), off, n - off)
-c.close()
-"""
-
-
-WRITER = r"""import sys
-b = b"\0" * (1 << 20)
-with open(sys.argv[1], "wb") as f:
-    for _ in range(int(sys.argv[2])):
-        f.write(b)
-"""
-
 
 def box_busy(cpus: frozenset[int] | None = None) -> tuple[int, int]:
     """(busy, total) jiffies of the whole host, or of the CPUs in `cpus` summed."""
@@ -305,10 +275,11 @@ def main() -> int:
             parts = [sorted(str(p) for p in (src / "shards").iterdir())[i::n] for i in range(n)]
 
             def run() -> None:
-                recvs = [subprocess.Popen([sys.executable, "-c", RECEIVER, str(dst / f"raw.{i}")],
-                                          stdout=subprocess.PIPE, text=True, preexec_fn=pin(far)) for i in range(n)]
+                recvs = [subprocess.Popen([sys.executable, "-c", RECEIVER, "127.0.0.1", "0", str(dst / f"raw.{i}")],
+                                          stdout=subprocess.PIPE, text=True, preexec_fn=pin(far))
+                         for i in range(n)]
                 ports = [r.stdout.readline().strip() for r in recvs]
-                sends = [subprocess.Popen([sys.executable, "-c", SENDER, port, *files])
+                sends = [subprocess.Popen([sys.executable, "-c", SENDER, "127.0.0.1", port, *files])
                          for port, files in zip(ports, parts)]
                 for p in (*sends, *recvs):
                     if p.wait(900) != 0:
