@@ -23,7 +23,7 @@ from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogBatch, Lo
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
 from ..core.diagnose import Milestone, Problem, ProblemCleared
-from ..core.engines import ENGINES, find_engine
+from ..core.engines import ENGINES, find_engine, label
 from ..core.engines.common import safe_name
 from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.ssh import Cluster
@@ -57,11 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_arg(p)
     p.set_defaults(func=cmd_stop)
 
+    cycle = [label(n) for n, e in ENGINES.items() if e.in_pivot_cycle] or [label(n) for n in ENGINES]
     p = sub.add_parser("pivot", help="stop, then launch the other engine with the same model, TP/PP and network")
     add_config_arg(p)
     _deployment_arg(p)
     p.add_argument("--to", choices=sorted(ENGINES),
-                   help="engine to switch to (default: the next one; with two engines, the other one)")
+                   help=f"engine to switch to (default: the next of {' -> '.join(cycle)}, round; from another engine, "
+                        f"{cycle[0]})")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
     _wait_args(p)
     add_json_arg(p)
