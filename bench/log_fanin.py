@@ -25,7 +25,6 @@ import gc
 import json
 import os
 import resource
-import select
 import shlex
 import statistics
 import subprocess
@@ -37,6 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.sshnodes import nodes_config, serve_nodes, start_child  # noqa: E402
 
 LINE = ("2026-01-01T00:00:00.%09dZ [2026-01-01 00:00:00 TP%d] Loading safetensors checkpoint shards: "
         "%d%% Completed | %d/%d [00:02<00:19, 2.86s/it] avail mem=59.10 GB")
@@ -67,54 +68,20 @@ def docker_shim(lines: int) -> str:
 # ---- the nodes: a child process serving SSH on 127.0.0.1 --------------------------------------
 
 async def _serve(root: Path, n: int, lines: int) -> None:
-    import asyncssh
-
-    from sparktui.demo.sshserver import LocalSshServer
-
-    client = asyncssh.generate_private_key("ssh-ed25519")
-    key = root / "id_ed25519"
-    key.write_bytes(client.export_private_key())
-    key.chmod(0o600)
     shims = root / "bin"
     shims.mkdir()
     (shims / "docker").write_text(docker_shim(lines))
     (shims / "docker").chmod(0o755)
-    env = {"PATH": f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-    servers, nodes, known = [], [], []
-    for i in range(n):
-        hk = asyncssh.generate_private_key("ssh-ed25519")
-        srv = await LocalSshServer(hk, [client], host="127.0.0.1", env=env).start()
-        servers.append(srv)
-        known.append(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode().strip()}\n")
-        nodes.append({"name": f"n{i + 1}", "port": srv.port})
-    (root / "known_hosts").write_text("".join(known))
-    (root / "nodes.json").write_text(json.dumps(nodes))
-    print("READY", flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
+    await serve_nodes(root, n, env={"PATH": f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
 
 
 def start_servers(root: Path, n: int, lines: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(root), "--nodes", str(n), "--lines", str(lines)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    ready, _, _ = select.select([proc.stdout], [], [], 60)
-    if not ready or proc.stdout.readline().strip() != "READY":
-        proc.kill()
-        raise SystemExit("the SSH servers did not start")
-    return proc
+    return start_child([sys.executable, __file__, "--serve", str(root), "--nodes", str(n), "--lines", str(lines)],
+                       "the SSH servers")
 
 
 def make_config(root: Path):
-    from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
-
-    nodes = json.loads((root / "nodes.json").read_text())
-    return Config(
-        cluster="bench",
-        nodes=[NodeConfig(name=n["name"], host="127.0.0.1", port=n["port"], user="bench",
-                          identity_file=str(root / "id_ed25519"), role="head" if i == 0 else "worker")
-               for i, n in enumerate(nodes)],
-        model=ModelConfig(name="m", path="/nonexistent"),
-        ssh=SshConfig(known_hosts=str(root / "known_hosts"), ssh_config=[], connect_timeout=10),
-    )
+    return nodes_config(root, "/nonexistent")
 
 
 # ---- raw asyncssh ------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import json
 import os
-import select
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.sshnodes import nodes_config, serve_nodes, start_child  # noqa: E402
+
 CLIENTS_PER_ENGINE = 2
 MAX_TOKENS = 16
 
@@ -47,24 +48,7 @@ MAX_TOKENS = 16
 # ---- nodes: a child process serving SSH ------------------------------------------------------------
 
 async def _serve_nodes(root: Path, n: int) -> None:
-    import asyncssh
-
-    from sparktui.demo.sshserver import LocalSshServer
-
-    client = asyncssh.generate_private_key("ssh-ed25519")
-    key = root / "id_ed25519"
-    key.write_bytes(client.export_private_key())
-    key.chmod(0o600)
-    known, nodes = [], []
-    for i in range(n):
-        hk = asyncssh.generate_private_key("ssh-ed25519")
-        srv = await LocalSshServer(hk, [client], host="127.0.0.1", forwarding=True).start()
-        known.append(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode().strip()}\n")
-        nodes.append({"name": f"n{i + 1}", "port": srv.port})
-    (root / "known_hosts").write_text("".join(known))
-    (root / "nodes.json").write_text(json.dumps(nodes))
-    print("READY", flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
+    await serve_nodes(root, n, forwarding=True)
 
 
 # ---- engines and their load: a child process -------------------------------------------------------
@@ -138,27 +122,12 @@ def _pin(which: int) -> None:
 
 def _child(mode: str, root: Path, n: int) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT), SPARKTUI_SIM_SPEED="1")
-    proc = subprocess.Popen([sys.executable, __file__, f"--{mode}", str(root), "--deployments", str(n)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    ready, _, _ = select.select([proc.stdout], [], [], 60)
-    if not ready or proc.stdout.readline().strip() != "READY":
-        proc.kill()
-        raise SystemExit(f"the {mode} did not start")
-    return proc
+    return start_child([sys.executable, __file__, f"--{mode}", str(root), "--deployments", str(n)], f"the {mode}",
+                       env)
 
 
 def _config(root: Path):
-    from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
-
-    nodes = json.loads((root / "nodes.json").read_text())
-    return Config(
-        cluster="bench",
-        nodes=[NodeConfig(name=x["name"], host="127.0.0.1", port=x["port"], user="bench",
-                          identity_file=str(root / "id_ed25519"), role="head" if i == 0 else "worker")
-               for i, x in enumerate(nodes)],
-        model=ModelConfig(name="m", path="/models/m"),
-        ssh=SshConfig(known_hosts=str(root / "known_hosts"), ssh_config=[], connect_timeout=10),
-    )
+    return nodes_config(root, "/models/m")
 
 
 def pct(values: list[float], p: float) -> float:
