@@ -8,6 +8,11 @@ does (a frozen or unplugged worker stalls every all-reduce of the head: vllm-pro
 - a one-token completion sent to it got no answer in time while /health answered 200 and no token
   was generated meanwhile (what catches an idle engine, or one whose release exports no metrics).
 Tokens flowing again (the counter moves, or the probe answers) make it ready again.
+
+An engine whose metrics lack the generation-token counter (TensorRT-LLM 1.3.0rc3 exports only per-request
+histograms) cannot show that others' tokens flowed while the probe queued: there, other requests getting their
+first token meanwhile (the TTFT histogram's count) is progress, and a silent probe without it is `cannot_tell`,
+not wedged, since a batch full of long requests looks the same as a stalled rank.
 """
 from __future__ import annotations
 
@@ -28,6 +33,9 @@ class Liveness:
     busy_since: float | None = None  # start of the current stretch with requests running or waiting
     busy: int = 0
     probe_failed: str | None = None  # why the last probe counts against it; cleared by progress
+    firsts: float | None = None  # requests given a first token so far (the TTFT histogram's count)
+    no_counter: bool = False  # the last scrape read the engine's metrics and found no generation-token counter
+    cannot_tell: str | None = None  # a silent probe the metrics cannot judge; cleared by progress
 
     def observe(self, s: Scrape) -> None:
         """One /metrics scrape (a scrape without the counter or the request gauges says nothing)."""
@@ -35,8 +43,14 @@ class Liveness:
         if gen is not None:
             if self.tokens is None or gen != self.tokens:
                 if self.tokens is not None:
-                    self.probe_failed = None  # tokens flow
+                    self.probe_failed = self.cannot_tell = None  # tokens flow
                 self.tokens, self.moved_at = gen, s.at
+        self.no_counter = "generation_tokens" in s.missing
+        ttft = s.buckets.get("ttft")
+        if ttft:
+            if self.firsts is not None and ttft[-1][1] != self.firsts:
+                self.probe_failed = self.cannot_tell = None  # first tokens flow
+            self.firsts = ttft[-1][1]
         if "running" in s.values or "waiting" in s.values:
             self.busy = int(s.values.get("running", 0) + s.values.get("waiting", 0))
             if self.busy and self.busy_since is None:
@@ -44,13 +58,22 @@ class Liveness:
             elif not self.busy:
                 self.busy_since = None
 
-    def probe(self, answered: bool, waited: float, tokens_before: float | None = None) -> None:
-        """A one-token completion's outcome; tokens_before: the counter when it was sent."""
+    def probe(self, answered: bool, waited: float, tokens_before: float | None = None,
+              firsts_before: float | None = None) -> None:
+        """A one-token completion's outcome; tokens_before, firsts_before: the counter and the first-token count
+        when it was sent."""
+        silent = f"a one-token completion got no answer in {waited:.0f} s while /health answers 200"
         if answered:
-            self.probe_failed = None
-        elif tokens_before is None or self.tokens is None or self.tokens == tokens_before:
-            self.probe_failed = (f"a one-token completion got no answer in {waited:.0f} s while /health answers "
-                                 f"200")
+            self.probe_failed = self.cannot_tell = None
+        elif None not in (tokens_before, self.tokens) and self.tokens != tokens_before:
+            pass  # busy: others' tokens flowed while it queued
+        elif None not in (firsts_before, self.firsts) and self.firsts != firsts_before:
+            pass  # others got their first token meanwhile
+        elif self.tokens is None and self.no_counter:
+            self.cannot_tell = (f"{silent}, and the engine exports no generation-token counter to tell a stalled "
+                                "rank from a batch busy with long requests")
+        else:
+            self.probe_failed = silent
 
     def verdict(self, now: float) -> str | None:
         """Why it is wedged now, or None."""

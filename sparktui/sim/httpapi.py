@@ -23,7 +23,7 @@ class EngineState:
 
     def __init__(self, kind: str, served_name: str, model_path: str, max_model_len: int,
                  version: str, server_info: dict | None = None, api_key: str | None = None,
-                 metrics_enabled: bool = True) -> None:
+                 metrics_enabled: bool = True, metrics_kind: str | None = None) -> None:
         self.kind = kind  # "sglang" | "vllm"
         self.api_key = api_key  # --api-key: requests must carry "Authorization: Bearer KEY"
         self.served_name = served_name
@@ -47,7 +47,8 @@ class EngineState:
         self._slots = asyncio.Condition()
         # vLLM always serves /metrics; SGLang only with --enable-metrics (both as upstream)
         self.metrics_enabled = metrics_enabled
-        self.metrics = EngineMetrics(kind, version, served_name, self.gauges)
+        # whose Prometheus series: the engine's own (TensorRT-LLM serves the vLLM-like routes with its series)
+        self.metrics = EngineMetrics(metrics_kind or kind, version, served_name, self.gauges)
         self.on_prefill: Callable[[int, int], None] | None = None  # (new tokens, running) -> log
         self.on_decode: Callable[[int, int], None] | None = None  # (tokens so far, running) -> log
 

@@ -4,7 +4,10 @@ Counters and histograms move as requests are served (tokens, finished requests, 
 per-request TPOT, end-to-end and queue time, all in engine seconds); the gauges (running, waiting, KV-cache
 use) are read live from the engine when scraped. Rendered in the text format prometheus_client writes
 (version 0.0.4): HELP/TYPE lines, counters as NAME_total plus NAME_created, histograms as cumulative
-_bucket{le=...} series ending in +Inf, then _count and _sum. Names per release: metrics_catalog.py.
+_bucket{le=...} series ending in +Inf, then _count and _sum. An engine whose page prometheus_client's
+MultiProcessCollector writes (metrics_catalog.MULTIPROCESS) shows what that collector merges from its files
+instead: only families with a touched series, no _created, a histogram's _sum ahead of its buckets and _count.
+Names per release: metrics_catalog.py.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import bisect
 import time
 from typing import Callable
 
-from .metrics_catalog import Spec, catalog
+from .metrics_catalog import FIXED_LABELS, MULTIPROCESS, Spec, catalog
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 FINISH_REASONS = ("stop", "length", "abort")  # vllm/v1/engine/__init__.py FinishReason, pre-created as upstream
@@ -38,7 +41,8 @@ class EngineMetrics:
         self.kind = kind
         self.specs, scopes = catalog(kind, version)
         fixed = {"model_name": model_name, "engine": "0", "engine_type": "unified", "tp_rank": "0",
-                 "pp_rank": "0", "moe_ep_rank": "0"}
+                 "pp_rank": "0", "moe_ep_rank": "0", **FIXED_LABELS.get(kind, {})}
+        self.multiprocess = kind in MULTIPROCESS
         self.labels = {scope: tuple((n, fixed[n]) for n in names) for scope, names in scopes.items()}
         self.gauges = gauges or (lambda: {})
         self.counters: dict[tuple[str, tuple[str, ...]], list[float]] = {}  # -> [value, created]
@@ -79,12 +83,19 @@ class EngineMetrics:
         """A counter's total over its label values (for tests and log lines)."""
         return sum(v[0] for (r, _), v in self.counters.items() if r == role)
 
+    def _series(self, table: dict) -> list:
+        """prometheus_client's registry writes a family's series sorted by label values; the multiprocess
+        collector in the order they were first touched (their order in its file)."""
+        return list(table.items()) if self.multiprocess else sorted(table.items(), key=lambda kv: kv[0])
+
     def render(self) -> str:
         out: list[str] = []
         live = self.gauges()
         for s in self.specs:
             base = s.name[:-len("_total")] if s.kind == "counter" and s.name.endswith("_total") else s.name
             shown = base + "_total" if s.kind == "counter" else base
+            if self.multiprocess and not any(role == s.role for role, _ in [*self.counters, *self.hists]):
+                continue  # no file holds a sample of it yet, so the collector knows no such family
             out.append(f"# HELP {shown} {_escape_help(s.help)}")
             out.append(f"# TYPE {shown} {s.kind}")
             fixed = self.labels[s.scope]
@@ -92,23 +103,29 @@ class EngineMetrics:
             if s.kind == "gauge":
                 out.append(f"{base}{_labels(fixed)} {_num(live.get(s.role, 0.0))}")
             elif s.kind == "counter":
-                for (role, extra), (value, ts) in sorted(self.counters.items()):
+                for (role, extra), (value, ts) in self._series(self.counters):
                     if role == s.role:
                         lab = _labels(fixed + tuple(zip(s.extra, extra)))
                         out.append(f"{base}_total{lab} {_num(value)}")
                         created.append(f"{base}_created{lab} {_num(ts)}")
             else:
-                for (role, extra), h in sorted(self.hists.items(), key=lambda kv: kv[0]):
+                for (role, extra), h in self._series(self.hists):
                     if role != s.role:
                         continue
                     pairs = fixed + tuple(zip(s.extra, extra))
+                    total_line = f"{base}_sum{_labels(pairs)} {_num(h.sum)}"
+                    if self.multiprocess:  # _sum is a file's own value; the buckets and _count are summed up after
+                        out.append(total_line)
                     acc = 0
                     for bound, n in zip([*h.bounds, float("inf")], h.counts):
                         acc += n
                         out.append(f"{base}_bucket{_labels(pairs + (('le', _num(bound)),))} {_num(float(acc))}")
                     out.append(f"{base}_count{_labels(pairs)} {_num(float(acc))}")
-                    out.append(f"{base}_sum{_labels(pairs)} {_num(h.sum)}")
-                    created.append(f"{base}_created{_labels(pairs)} {_num(h.created)}")
+                    if not self.multiprocess:
+                        out.append(total_line)
+                        created.append(f"{base}_created{_labels(pairs)} {_num(h.created)}")
+            if self.multiprocess:
+                created = []  # the files keep values only, no creation times
             if created:  # prometheus_client writes these as a gauge family of their own
                 out.append(f"# HELP {base}_created {_escape_help(s.help)}")
                 out.append(f"# TYPE {base}_created gauge")

@@ -10,9 +10,15 @@ Read from the releases' own sources (the subset a metrics reader uses: load, tok
 - SGLang 0.5.3.post3: sglang/srt/metrics/collector.py (scheduler labels model_name, engine_type, tp_rank,
   pp_rank; tokenizer labels model_name) with the labels set in sglang/srt/managers/scheduler_metrics_mixin.py
   and sglang/srt/managers/tokenizer_manager.py.
+- TensorRT-LLM 1.3.0rc3 (its tensorrt_llm/version.py): tensorrt_llm/metrics/collector.py (MetricsCollector: the
+  request counter by finished_reason and four histograms, trtllm_ prefix), labelled as
+  tensorrt_llm/serve/openai_server.py sets it (model_name and engine_type both "undefined") and served through
+  prometheus_client's MultiProcessCollector (mount_metrics). No running/waiting/KV gauges, no token counters:
+  those came after it.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -92,6 +98,28 @@ _SGLANG_0_5_23.insert(-1, Spec(
     "Per-request TPOT in seconds: (finished_time - first_token_time) / (completion_tokens - 1).", "tokenizer",
     ("is_streaming",), SGLANG_ITL))
 
+# tensorrt_llm/metrics/collector.py (1.3.0rc3) says it is adapted from vLLM's metrics.py; its bucket lists are
+# vLLM's values: TTFT's for time to first token, ITL's for time per output token, the latency one for e2e and queue
+_TRTLLM_1_3 = [
+    Spec("requests", "trtllm_request_success_total", "counter", "Count of successfully processed requests.",
+         extra=("finished_reason",)),
+    Spec("e2e", "trtllm_e2e_request_latency_seconds", "histogram",
+         "Histogram of end to end request latency in seconds.", buckets=VLLM_LATENCY),
+    Spec("ttft", "trtllm_time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.",
+         buckets=VLLM_TTFT),
+    # per request, (last token - first token) / (tokens - 1) (executor/result.py _process_req_perf_metrics)
+    Spec("tpot", "trtllm_time_per_output_token_seconds", "histogram",
+         "Histogram of time per output token in seconds.", buckets=VLLM_ITL),
+    Spec("queue", "trtllm_request_queue_time_seconds", "histogram",
+         "Histogram of time spent in WAITING phase for request.", buckets=VLLM_LATENCY),
+]
+
+# Label values a release sets whatever it serves (else: the served name, engine "0", engine_type "unified", ranks 0)
+FIXED_LABELS = {"trtllm": {"model_name": "undefined", "engine_type": "undefined"}}  # openai_server.py __init__
+# Engines whose page prometheus_client's MultiProcessCollector writes (a registry of the multiprocess directory's
+# files): a family shows only once a series of it was touched, and no _created samples
+MULTIPROCESS = {"trtllm"}  # openai_server.py set_prometheus_multiproc_dir + mount_metrics
+
 # release -> (specs, label names per scope); a release not listed plays the newest one at or below it
 CATALOG: dict[tuple[str, str], tuple[list[Spec], dict[str, tuple[str, ...]]]] = {
     ("vllm", "0.11.0"): (_VLLM_0_11, {"engine": ("model_name", "engine")}),
@@ -102,14 +130,17 @@ CATALOG: dict[tuple[str, str], tuple[list[Spec], dict[str, tuple[str, ...]]]] = 
     ("sglang", "0.5.23"): (_SGLANG_0_5_23, {"scheduler": ("model_name", "engine_type", "tp_rank", "pp_rank",
                                                           "moe_ep_rank"),
                                             "tokenizer": ("model_name", "engine_type")}),
+    ("trtllm", "1.3.0rc3"): (_TRTLLM_1_3, {"engine": ("model_name", "engine_type")}),
 }
 
 
 def _key(version: str) -> tuple:
+    """Release order: 0.5.3 < 0.5.3.post3; 1.3.0rc3 < 1.3.0rc5 < 1.3.0 < 1.3.1."""
     parts = []
     for p in version.replace(".post", ".").split("."):
-        digits = "".join(c for c in p if c.isdigit())
-        parts.append(int(digits) if digits else 0)
+        m = re.match(r"(\d*)(?:rc(\d+))?", p)
+        pre = m.group(2)
+        parts.append((int(m.group(1) or 0), 0 if pre is not None else 1, int(pre or 0)))
     return tuple(parts)
 
 

@@ -4,8 +4,9 @@ Lines and endpoints follow docs/trtllm.md (tensorrt_llm/commands/serve.py, tenso
 real logs from public issue threads): the version banner, `[TRT-LLM] [I]` Python-logger lines, one
 `[TensorRT-LLM][INFO] MPI size: ...` line per rank, then uvicorn's. Endpoints: /health (503 with
 "LLM is unavailable..." until ready), /version, /v1/models (the model directory's basename), /metrics (JSON
-iteration stats), /prometheus/metrics (Prometheus text, only with return_perf_metrics in the options file), and
-the OpenAI routes of the simulator (completions.py). TensorRT-LLM has no API key: no route is guarded.
+iteration stats), /prometheus/metrics (Prometheus text, only with return_perf_metrics in the options file: the
+release's series from metrics_catalog.py, moving as requests are served), and the OpenAI routes of the
+simulator (completions.py). TensorRT-LLM has no API key: no route is guarded.
 """
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ import time
 
 from . import clock, http1, httpapi, runtime, timing
 from .logfmt import emit
+from .metrics import CONTENT_TYPE
 from .model import GIB, ModelNotFound, load_model
 from .trtllm_args import VERSION, UsageError, parse
 
 UNAVAILABLE = b"LLM is unavailable. Please check the server logs for more details."
-PROM_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def stamp() -> str:
@@ -73,7 +74,7 @@ class TrtApi(httpapi.ApiServer):
             await http1.respond(w, 200, _json(stats), keep=keep)
             return 200
         if path.startswith("/prometheus/metrics") and method == "GET" and self.prometheus:
-            await http1.respond(w, 200, prometheus_text(st).encode(), keep=keep, ctype=PROM_TYPE)
+            await http1.respond(w, 200, st.metrics.render().encode(), keep=keep, ctype=CONTENT_TYPE)
             return 200
         if path == "/v1/models" and method == "GET":
             card = {"id": st.served_name, "object": "model", "created": st.created, "owned_by": "tensorrt_llm"}
@@ -99,20 +100,6 @@ def unknown_architecture(config: dict) -> str | None:
 def _json(obj) -> bytes:
     import json
     return json.dumps(obj).encode()
-
-
-def prometheus_text(st: httpapi.EngineState) -> str:
-    """The served state under tensorrt_llm/metrics/collector.py's names (trtllm_ prefix)."""
-    rows = [("trtllm_num_requests_running", "gauge", st.running),
-            ("trtllm_num_requests_waiting", "gauge", st.waiting),
-            ("trtllm_kv_cache_utilization", "gauge", st.kv_used / st.kv_tokens if st.kv_tokens else 0.0),
-            ("trtllm_prompt_tokens_total", "counter", st.prompt_tokens),
-            ("trtllm_generation_tokens_total", "counter", st.generation_tokens)]
-    out = []
-    for name, kind, value in rows:
-        base = name[:-6] if kind == "counter" else name
-        out += [f"# HELP {base} {base}", f"# TYPE {base} {kind}", f"{name} {float(value)}"]
-    return "\n".join(out) + "\n"
 
 
 class TrtServe:
@@ -179,7 +166,7 @@ class TrtServe:
         info(f"max_seq_len={max_len}, max_num_requests={a.max_batch_size}, max_num_tokens={a.max_num_tokens}, "
              f"max_batch_size={a.max_batch_size}")
         self.state = httpapi.EngineState("vllm", os.path.basename(a.model.rstrip("/")) or a.model, a.model,
-                                         max_len, VERSION)
+                                         max_len, VERSION, metrics_kind="trtllm")
         self.state.kv_tokens = kv_tokens
         self.state.max_running = a.max_batch_size
         self.state.timing = timing.timing_for("vllm", model.total_bytes, model.config, model.num_layers,

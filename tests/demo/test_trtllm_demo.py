@@ -15,7 +15,7 @@ from sparktui.tui.app import SparkApp
 from sparktui.tui.forms.launch_form import LaunchForm
 
 from ..tui.conftest import wait_for
-from .conftest import load_json_lines, sparktui
+from .conftest import load_json_lines, sparktui, sparktui_argv
 
 # lines only TensorRT-LLM's processes print: trtllm-llmapi-launch, the version banner, the C++ runtime
 OWN_LINES = ("rank0 run mgmn leader node with mpi_world_size: 2", "[TensorRT-LLM] TensorRT-LLM version: 1.3.0rc5",
@@ -29,6 +29,28 @@ def _chat(endpoint: str, model: str) -> dict:
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
+
+
+async def _metrics_around_a_chat(cli_env, conf: list[str], endpoint: str, model: str) -> dict:
+    """`metrics --json --watch`: a chat completion sent after its first report (two scrapes made) shows in the
+    first later report whose window holds it; that report."""
+    p = await asyncio.create_subprocess_exec(*sparktui_argv(), *conf, "metrics", "--json", "--watch",
+                                             "--interval", "1", "--count", "60", env=cli_env,
+                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        first = await asyncio.wait_for(p.stdout.readline(), 90)
+        assert first, (await p.stderr.read()).decode()
+        assert json.loads(first)["ttft_p50_s"] is None  # nothing served between its first two scrapes
+        await asyncio.to_thread(_chat, endpoint, model)
+        while line := await asyncio.wait_for(p.stdout.readline(), 30):
+            report = json.loads(line)
+            if report["ttft_p50_s"] is not None:
+                return report
+        raise AssertionError(f"no report showed the chat's TTFT: {(await p.stderr.read()).decode()}")
+    finally:
+        if p.returncode is None:
+            p.kill()
+        await p.wait()
 
 
 async def _synced(demo, cli_env) -> None:
@@ -113,6 +135,10 @@ async def test_launch_tensorrt_llm_then_pivot_to_vllm_headless(demo, cli_env):
     assert worker == ["mpi_rank: 1"], worker
     assert await _engine_containers(config) == {"spark1": ["sparktui-DEMO-simulated-cluster-trtllm-0"],
                                                 "spark2": ["sparktui-DEMO-simulated-cluster-trtllm-1"]}
+    # /prometheus/metrics of the release: TTFT and the per-request TPOT (read as ITL) move, its lacks are named
+    report = await _metrics_around_a_chat(cli_env, conf, launched["endpoint"], config.model.name)
+    assert report["engine"] == "trtllm" and report["itl_p50_s"] > 0 and report["parse_errors"] == 0, report
+    assert report["missing"] == ["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens"]
     rc, out, err = await sparktui(cli_env, *conf, "pivot", "--to", "vllm", "--wait", "--yes", "--json", timeout=240)
     assert rc == 0, out + err
     pivoted = json.loads(out)

@@ -57,3 +57,41 @@ def test_without_metrics_the_probe_alone_decides():
     assert lv.verdict(30)
     lv.observe(Scrape(35, {}))
     assert lv.verdict(35)  # a scrape with nothing in it proves nothing
+
+
+def histogram_scrape(at: float, firsts: float) -> Scrape:
+    """What TensorRT-LLM 1.3.0rc3's page gives: TTFT and TPOT histograms, no token counter, no request gauges."""
+    return Scrape(at, buckets={"ttft": [(0.5, firsts), (float("inf"), firsts)],
+                               "itl": [(0.05, firsts), (float("inf"), firsts)]},
+                  missing=["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens"])
+
+
+def test_without_a_token_counter_a_silent_probe_cannot_tell_unless_others_got_first_tokens():
+    lv = Liveness()
+    lv.observe(histogram_scrape(0, 10))
+    lv.probe(answered=False, waited=30, tokens_before=lv.tokens, firsts_before=lv.firsts)
+    assert lv.verdict(30) is None  # a batch full of long requests leaves it waiting just the same
+    assert "no generation-token counter" in lv.cannot_tell and "no answer in 30 s" in lv.cannot_tell
+    lv.observe(histogram_scrape(35, 12))  # others' first tokens: it generates
+    assert lv.cannot_tell is None and lv.verdict(35) is None
+    before = lv.firsts
+    lv.observe(histogram_scrape(60, 15))
+    lv.probe(answered=False, waited=30, firsts_before=before)  # first tokens came while it queued
+    assert lv.cannot_tell is None and lv.verdict(65) is None
+
+
+def test_a_release_page_before_any_request_cannot_tell_either_and_an_answer_clears_it():
+    lv = Liveness()
+    lv.observe(Scrape(0, missing=["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens",
+                                  "ttft", "itl"]))  # the collector's page is empty until a request finished
+    lv.probe(answered=False, waited=30)
+    assert lv.verdict(30) is None and lv.cannot_tell
+    lv.probe(answered=True, waited=1)
+    assert lv.cannot_tell is None and lv.verdict(31) is None
+
+
+def test_an_engine_with_the_counter_gets_a_verdict_not_a_cannot_tell():
+    lv = Liveness()
+    lv.observe(Scrape(0, {"generation_tokens": 500}, buckets={"ttft": [(float("inf"), 3)]}, missing=["itl"]))
+    lv.probe(answered=False, waited=30, tokens_before=500, firsts_before=3)
+    assert lv.verdict(30) and lv.cannot_tell is None  # the counter says it: nothing was generated

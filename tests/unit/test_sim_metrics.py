@@ -126,3 +126,134 @@ def test_an_unknown_release_plays_the_nearest_older_one():
     assert "# TYPE sglang:request_time_per_output_token_seconds histogram" in EngineMetrics(
         "sglang", "0.6.0", "m").render()
     assert "request_time_per_output_token" not in EngineMetrics("sglang", "0.5.4", "m").render()
+
+
+# TensorRT-LLM 1.3.0rc3's tensorrt_llm/metrics/collector.py, as a scraper sees the families (counter without _total)
+TRTLLM_1_3 = {"trtllm_request_success": "counter", "trtllm_e2e_request_latency_seconds": "histogram",
+              "trtllm_time_to_first_token_seconds": "histogram", "trtllm_time_per_output_token_seconds": "histogram",
+              "trtllm_request_queue_time_seconds": "histogram"}
+
+
+async def trtllm_api():
+    from sparktui.sim.trtllm_server import TrtApi
+
+    state = httpapi.EngineState("vllm", "Tiny-Model", "/m/Tiny-Model", 4096, "1.3.0rc5", metrics_kind="trtllm")
+    state.status, state.kv_tokens = "ready", 10000
+    api = TrtApi(state, prometheus=True)
+    await api.start("127.0.0.1", 0)
+    return api, api._server.sockets[0].getsockname()[1]
+
+
+async def prometheus_page(port: int) -> str:
+    status, headers, body, *_ = await request(port, "GET", "/prometheus/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
+    return body.decode()
+
+
+async def chat(port: int, max_tokens: int) -> None:
+    status, *_ = await request(port, "POST", "/v1/chat/completions", {
+        "model": "Tiny-Model", "max_tokens": max_tokens, "ignore_eos": True,
+        "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 200
+
+
+async def test_trtllm_serves_its_releases_series_and_they_move_as_it_serves():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    api, port = await trtllm_api()
+    try:
+        assert await prometheus_page(port) == "\n"  # the collector shows a family once a series of it is touched
+        for _ in range(2):
+            await chat(port, 6)
+        fams = {f.name: f for f in text_string_to_metric_families(await prometheus_page(port))}
+    finally:
+        await api.close()
+    assert {n: f.type for n, f in fams.items()} == TRTLLM_1_3
+    samples = [s for f in fams.values() for s in f.samples]
+    assert not [s.name for s in samples if s.name.endswith("_created")]  # a multiprocess page has none
+    assert all((s.labels["model_name"], s.labels["engine_type"]) == ("undefined", "undefined") for s in samples)
+    by_name = {}
+    for s in samples:
+        by_name.setdefault(s.name, []).append(s)
+    assert [(s.labels["finished_reason"], s.value) for s in by_name["trtllm_request_success_total"]] == [
+        ("length", 2.0)]
+    for fam in TRTLLM_1_3:
+        if TRTLLM_1_3[fam] == "histogram":
+            assert [s.value for s in by_name[fam + "_count"]] == [2.0], fam
+            assert by_name[fam + "_sum"][0].value > 0, fam
+    # per request, (last - first token) / 5: no more than the whole request took
+    assert by_name["trtllm_time_per_output_token_seconds_sum"][0].value < by_name[
+        "trtllm_e2e_request_latency_seconds_sum"][0].value
+
+
+REAL_MULTIPROCESS = '''
+import json, sys
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from sparktui.sim.metrics_catalog import catalog
+specs, _ = catalog("trtllm", "1.3.0rc3")
+lab = {"model_name": "undefined", "engine_type": "undefined"}
+made = {s.role: (Counter(s.name, s.help, [*lab, *s.extra]) if s.kind == "counter"
+                 else Histogram(s.name, s.help, [*lab], buckets=s.buckets)) for s in specs}
+for role, value, reason in json.loads(sys.argv[1]):
+    if reason:
+        made[role].labels(**lab, finished_reason=reason).inc(value)
+    else:
+        made[role].labels(**lab).observe(value)
+reg = CollectorRegistry()
+multiprocess.MultiProcessCollector(reg)
+sys.stdout.write(generate_latest(reg).decode())
+'''
+
+
+def test_trtllm_page_is_what_prometheus_clients_multiprocess_collector_writes(tmp_path):
+    """The same events through the real prometheus_client in multiprocess mode (as trtllm-serve runs it) give the
+    same lines; only the order of families differs there (its directory's listing order)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    events = [("requests", 1, "stop"), ("e2e", 1.25, None), ("ttft", 0.3, None), ("tpot", 0.02, None),
+              ("queue", 0.5, None), ("requests", 1, "length"), ("ttft", 0.07, None), ("e2e", 9000.0, None)]
+    mine = EngineMetrics("trtllm", "1.3.0rc5", "Tiny-Model")
+    for role, value, reason in events:
+        if reason:
+            mine.inc(role, value, finish=reason)
+        else:
+            mine.observe(role, value)
+    import sparktui
+
+    root = os.path.dirname(os.path.dirname(sparktui.__file__))
+    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path), PYTHONPATH=root)
+    real = subprocess.run([sys.executable, "-c", REAL_MULTIPROCESS, json.dumps(events)], env=env, check=True,
+                          capture_output=True, text=True, timeout=60).stdout
+
+    def families(text: str) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for line in text.splitlines():
+            if line.startswith("# HELP "):
+                name = line.split()[2]
+            out.setdefault(name, []).append(line)
+        return out
+
+    assert families(mine.render()) == families(real)
+    assert len(families(real)) == 5
+
+
+async def test_sparktuis_reader_gets_ttft_and_itl_from_it_and_names_what_the_release_lacks():
+    from sparktui.core.metrics import Serving, parse as read
+
+    api, port = await trtllm_api()
+    try:
+        view = Serving("trtllm", "1.3.0rc5")
+        view.add(read(await prometheus_page(port), "trtllm", "1.3.0rc5", at=0.0))
+        for n in (4, 12):
+            await chat(port, n)
+        view.add(read(await prometheus_page(port), "trtllm", "1.3.0rc5", at=2.0))
+    finally:
+        await api.close()
+    j = view.to_json()
+    assert j["parse_errors"] == 0 and j["scrapes"] == 2
+    assert 0 < j["ttft_p50_s"] <= j["ttft_p90_s"] and 0 < j["itl_p50_s"] <= j["itl_p90_s"]
+    assert j["missing"] == ["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens"]
+    assert (j["running"], j["generation_tokens_per_s"], j["generation_tokens_total"]) == (None, None, None)

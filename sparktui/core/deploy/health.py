@@ -40,18 +40,21 @@ async def _liveness(cluster: Cluster, config: Config, d: dict, node: str, engine
     from .options import api_key_of
     from .serving import LOOK_AT, check_wedged
 
-    why = await check_wedged(cluster[node], Target(d["name"], engine, node, port), base,
-                             rec.served_model_name if rec is not None else None,
-                             api_key_of(rec.options) if rec is not None else None, config.engine.wedge_after)
-    d["serving"] = "wedged" if why else "ready"
+    why, unsure = await check_wedged(cluster[node], Target(d["name"], engine, node, port), base,
+                                     rec.served_model_name if rec is not None else None,
+                                     api_key_of(rec.options) if rec is not None else None, config.engine.wedge_after)
+    d["serving"] = "wedged" if why else "unknown" if unsure else "ready"
     if why:
         d["health"] = f"wedged: {why}"
         d["look_at"] = LOOK_AT
+    elif unsure:
+        d["health"] = f"healthy; cannot tell whether it still generates: {unsure}"
 
 
 async def health_of(cluster: Cluster, config: Config, deployments: list[dict]) -> None:
     """Add "endpoint" and "health" to each deployment of containers.summarize(), asking its head; a healthy one
-    also gets "serving": ready, or wedged (with "look_at") when a one-token completion gets no answer."""
+    also gets "serving": ready, or wedged (with "look_at") when a one-token completion gets no answer, or unknown
+    when it gets none and the engine's metrics cannot say whether tokens flow meanwhile."""
 
     async def one(d: dict) -> None:
         heads = [c for c in d["containers"] if c.get("rank") == "0"] or d["containers"][:1]

@@ -70,10 +70,10 @@ class ServingWatch:
         return self.live.verdict(now)
 
     async def _run_probe(self, base: str) -> None:
-        before, t0 = self.live.tokens, self.clock()
+        before, firsts, t0 = self.live.tokens, self.live.firsts, self.clock()
         try:
             ok = await one_token(base, self.model, self.probe_every, self.api_key)
-            self.live.probe(ok, self.clock() - t0, before)
+            self.live.probe(ok, self.clock() - t0, before, firsts)
         finally:
             self._probe = None
 
@@ -83,8 +83,9 @@ class ServingWatch:
 
 
 async def check_wedged(node: Node, target: Target, base: str, model: str | None, api_key: str | None,
-                       wedge_after: float) -> str | None:
-    """Once, for `status`: a one-token probe that gets no answer while no token is generated -> why."""
+                       wedge_after: float) -> tuple[str | None, str | None]:
+    """Once, for `status`: (why it is wedged: a one-token probe got no answer while no token was generated,
+    why its metrics cannot tell: the probe got none and the engine exports no generation-token counter)."""
     live = Liveness(wedge_after)
 
     async def observe() -> None:
@@ -96,10 +97,10 @@ async def check_wedged(node: Node, target: Target, base: str, model: str | None,
             live.observe(s)
 
     await observe()
-    before = live.tokens
+    before, firsts = live.tokens, live.firsts
     wait = probe_timeout(wedge_after)
     t0 = time.monotonic()
     ok = await one_token(base, model, wait, api_key)
     await observe()
-    live.probe(ok, time.monotonic() - t0, before)
-    return live.probe_failed
+    live.probe(ok, time.monotonic() - t0, before, firsts)
+    return live.probe_failed, live.cannot_tell

@@ -49,8 +49,9 @@ HEALTH_PATHS = ("/health", "/v1/models")
 ITERATION_STATS_PATH = "/metrics"
 METRICS_PATH = "/prometheus/metrics"
 # Series behind the serving view (tensorrt_llm/metrics/collector.py, trtllm_ prefix). 1.3.0rc3 has the two
-# histograms (time_to_first_token_seconds, time_per_output_token_seconds); the gauges and token counters are
-# main's, so an older release shows those fields as missing, not as zero.
+# histograms (time_to_first_token_seconds, time_per_output_token_seconds: one value per request, its mean gap
+# between tokens, read as itl); the gauges and token counters are main's, so an older release shows those fields
+# as missing, not as zero.
 METRIC_NAMES = {"running": "trtllm_num_requests_running", "waiting": "trtllm_num_requests_waiting",
                 "kv_cache_usage": "trtllm_kv_cache_utilization", "prompt_tokens": "trtllm_prompt_tokens_total",
                 "generation_tokens": "trtllm_generation_tokens_total", "ttft": "trtllm_time_to_first_token_seconds",
