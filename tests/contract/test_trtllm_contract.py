@@ -124,6 +124,21 @@ def test_serve_flags_and_launcher_of_a_named_release(release):
         assert argv[argv.index("trtllm-llmapi-launch") + 1] == "trtllm-serve", label
 
 
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_the_simulator_and_the_reader_follow_the_releases_metric_series(release):
+    """The simulated trtllm-serve serves exactly the release's series (names, kinds, buckets), and the serving
+    view's latency fields read series the release has."""
+    from sparktui.sim.metrics_catalog import catalog
+
+    facts = json.loads(RELEASES[release].read_text())
+    series = {x["name"]: (x["kind"], tuple(x["buckets"] or ())) for x in facts["metrics"]["series"]}
+    specs, _ = catalog("trtllm", release)
+    assert {s.name: (s.kind, tuple(s.buckets)) for s in specs} == series, f"{release} ({facts['url']})"
+    names = eng.ENGINE.metric_names(release)
+    for field in ("ttft", "itl"):
+        assert series.get(names[field], ("",))[0] == "histogram", f"{release} has no {names[field]}"
+
+
 def test_a_named_release_is_stored():
     assert RELEASES, "no stored facts of a named TensorRT-LLM release in tests/contract/data"
 
@@ -159,6 +174,22 @@ def other(nope):
                     "--tp_size": {"flag": False}, "--trust_remote_code": {"flag": True}}
     with pytest.raises(LookupError):
         src.click_options(text, "serve_encoder")
+
+
+def test_collector_reader_on_a_declaration():
+    text = """
+class MetricsCollector:
+    def __init__(self, labels):
+        from prometheus_client import Counter, Histogram
+        self.metric_prefix = "trtllm_"
+        self.c = Counter(name=self.metric_prefix + "request_success_total", documentation="d", labelnames=[])
+        self.h = Histogram(name=self.metric_prefix + "time_to_first_token_seconds", documentation="d",
+                           buckets=[0.1, 1.0], labelnames=[])
+        self.other = dict(name="not a metric")
+"""
+    assert src.collector_series(text) == [
+        {"name": "trtllm_request_success_total", "kind": "counter", "buckets": None},
+        {"name": "trtllm_time_to_first_token_seconds", "kind": "histogram", "buckets": [0.1, 1.0]}]
 
 
 def _need_openmpi():

@@ -134,6 +134,33 @@ def click_options(source: str, command: str = "serve") -> dict[str, dict]:
     raise LookupError(f"no Click command {command!r} in this source")
 
 
+def collector_series(source: str) -> list[dict]:
+    """The Prometheus series tensorrt_llm/metrics/collector.py registers: [{"name", "kind", "buckets"}] in order,
+    the name being the metric prefix the constructor sets plus the literal after it."""
+    tree = ast.parse(source)
+    prefix = ""
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                and any(isinstance(t, ast.Attribute) and t.attr == "metric_prefix" for t in node.targets)):
+            prefix = node.value.value
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("Counter", "Gauge", "Histogram")):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        name = kw.get("name")
+        if isinstance(name, ast.BinOp) and isinstance(name.right, ast.Constant):
+            text = prefix + name.right.value
+        elif isinstance(name, ast.Constant):
+            text = name.value
+        else:
+            continue
+        buckets = ast.literal_eval(kw["buckets"]) if "buckets" in kw else None
+        out.append({"name": text, "kind": node.func.id.lower(), "buckets": buckets})
+    return sorted(out, key=lambda d: d["name"])
+
+
 def main() -> int:
     return 0 if fetch(log=lambda s: print(s, flush=True)) else 1
 
