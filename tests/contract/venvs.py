@@ -54,7 +54,7 @@ SKIP = re.compile(r"^(torch|torchaudio|torchvision|torchcodec|xformers|flashinfe
                   r"quack|tokenspeed|humming|instanttensor|fastsafetensors|pynvvideocodec|numba|opencv|cupy|"
                   r"triton|ray|sgl-kernel|sgl_kernel|flash|deep|cuda|vllm|decord|torchao|mooncake|"
                   r"apache-tvm|xgrammar|llguidance|outlines|lm-format|compressed-tensors|depyf|mistral|"
-                  r"gguf|scipy|importlib)", re.I)
+                  r"gguf|scipy|importlib|sgl-|sglang-kernel|nvshmem|kernels\b)", re.I)
 # Installed with --no-deps when the parser needs them (their own requirements pull torch or CUDA).
 MODULE_TO_PACKAGE = {
     "PIL": "pillow", "yaml": "pyyaml", "zmq": "pyzmq", "google": "protobuf", "cv2": "opencv-python-headless",
@@ -70,7 +70,7 @@ MODULE_TO_PACKAGE = {
 }
 # Requirements the parsers import whose own requirements pull torch or CUDA: installed with --no-deps.
 NO_DEPS = re.compile(r"^(xgrammar|llguidance|outlines[_-]core|lm-format-enforcer|compressed-tensors|depyf|"
-                     r"mistral[_-]common|apache-tvm-ffi|gguf)\b", re.I)
+                     r"mistral[_-]common|apache-tvm-ffi|gguf|triton)\b", re.I)  # SGLang 0.5.23 imports triton
 MISSING = re.compile(r"No module named '([^'.]+)")
 NOT_FOUND = re.compile(r"The '([^']+)' distribution was not found|"
                        r"PackageNotFoundError: No package metadata was found for ([\w.-]+)\s*$", re.M)
@@ -177,6 +177,8 @@ def build(r: Release, log=print) -> Path:
     subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "torchvision", "torchaudio"],
                    capture_output=True, text=True, timeout=300)
     _fill_missing(python, r, lambda: _probe(python, r.engine), "the argument parser", log)
+    if err := _probe(python, r.engine):  # a parser that does not import is no contract: not marked ready
+        raise RuntimeError(f"{r.key}: the argument parser does not import:\n{err[-3000:]}")
     (d / "ready").write_text(RECIPE + "\n")
     log(f"{r.key}: ready in {time.monotonic() - t0:.0f} s")
     return python
