@@ -28,8 +28,18 @@ async def chat(s: Story, port: int, model: str) -> dict:
         return await asyncio.to_thread(lambda: json.loads(opener.open(req, timeout=30).read()))
 
 
-def test_the_simulator_image_answers_the_trtllm_support_check_from_its_registry(story: Story):  # noqa: F811
-    rc, doc, err = cli_json(story, "plan", "--engine", "trtllm", "--image", SIM_IMAGE, timeout=240)
+def test_plan_runs_mpi_on_both_nodes_each_on_its_fabric_and_asks_the_image(story: Story):  # noqa: F811
+    rc, doc, err = cli_json(story, "plan", "--engine", "trtllm", "--tp", "2", "--image", SIM_IMAGE, timeout=240)
+    assert (doc["engine"], doc["mode"], doc["tp"]) == ("trtllm", "mpi", 2), err[-2000:]
+    assert [n["name"] for n in doc["nodes"]] == [n.name for n in story.lab.nodes]
+    for n in doc["nodes"]:
+        node = story.lab.node(n["name"])  # the lab's fabric names differ per node: each keeps its own
+        env = n["env"]
+        assert env["NCCL_SOCKET_IFNAME"] == env["UCX_NET_DEVICES"] == env["OMPI_MCA_btl_tcp_if_include"] \
+            == node.fabric_iface, (n["name"], env)
+        assert env["NCCL_IB_HCA"] == node.rdma, (n["name"], env)
+    head = " ".join(str(c) for c in doc["nodes"][0]["commands"])
+    assert "mpirun" in head and "-np 2" in head and "trtllm-llmapi-launch trtllm-serve" in head, head[-1500:]
     support = doc["support"] or {}
     # python3 in the image found its tensorrt_llm package, its release and the model's class in its registry
     assert support.get("engine") == "trtllm" and support.get("image") == SIM_IMAGE, (support, err[-2000:])
