@@ -237,6 +237,7 @@ class ServingStats:
     stats: dict
     series: dict = field(default_factory=dict)  # generation_tokens / prompt_tokens (tok/s), kv_cache_usage ...
     unavailable: str | None = None
+    cannot_tell: str | None = None  # a silent probe these metrics cannot judge (core/liveness.py)
 
 
 @dataclass

@@ -23,14 +23,15 @@ from .test_deploy_fakes import Recorder, fake_cluster, plan_for  # noqa: F401 (f
 
 
 class Engine:
-    def __init__(self, running: int):
+    def __init__(self, running: int, counter: bool = True):
         self.frozen = asyncio.Event()  # set: frozen
         self.thawed = asyncio.Event()
         self.reg = CollectorRegistry()
         lab = ["model_name", "engine"]
         Gauge("vllm:num_requests_running", "r", lab, registry=self.reg).labels("tiny", "0").set(running)
         Gauge("vllm:num_requests_waiting", "w", lab, registry=self.reg).labels("tiny", "0").set(0)
-        self.gen = Counter("vllm:generation_tokens", "g", lab, registry=self.reg).labels("tiny", "0")
+        self.gen = Counter("vllm:generation_tokens", "g", lab, registry=CollectorRegistry() if not counter
+                           else self.reg).labels("tiny", "0")  # without it: a release exporting no token counter
         self.probes = 0
 
     async def handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
@@ -76,8 +77,8 @@ class Engine:
         return self.server.sockets[0].getsockname()[1]
 
 
-async def _run(fake_cluster, running: int, wedge_after: float):
-    eng = Engine(running)
+async def _run(fake_cluster, running: int, wedge_after: float, counter: bool = True):
+    eng = Engine(running, counter)
     port = await eng.start()
     fc = await fake_cluster(1)
     fc.nodes[0].server.forwarding = True
@@ -129,6 +130,30 @@ async def test_an_idle_engine_whose_one_token_probe_gets_no_answer_is_wedged(fak
             assert any(isinstance(e, Problem) and e.kind == "wedged" for e in rec.events)
             eng.thaw()
             assert await d.wait(15, until=("ready",)) == "ready"
+        finally:
+            await d.close()
+            eng.thaw()
+            eng.server.close()
+
+
+async def test_without_a_token_counter_a_silent_probe_stays_ready_and_the_view_says_it_cannot_tell(fake_cluster):
+    eng, fc, plan = await _run(fake_cluster, running=0, wedge_after=0.8, counter=False)
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, poll_interval=0.05, health_interval=0.05)
+        try:
+            await d.launch(plan)
+            assert await d.wait(15) == "ready"
+            eng.freeze()
+            told = await rec.wait_for(lambda e: isinstance(e, ServingStats) and e.cannot_tell)
+            assert "no generation-token counter" in told.cannot_tell and "no answer in" in told.cannot_tell
+            assert "generation_tokens" in told.stats["missing"]
+            assert d.current.state == "ready" and not any(p.kind == "wedged" for p in d.problems)
+            eng.thaw()
+            n = len(rec.events)
+            await rec.wait_for(lambda _: any(isinstance(e, ServingStats) and not e.cannot_tell
+                                             for e in rec.events[n:]))  # the waiting probe answers: cleared
         finally:
             await d.close()
             eng.thaw()

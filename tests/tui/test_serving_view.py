@@ -46,3 +46,34 @@ async def test_the_launch_pane_shows_metrics_once_they_come_and_wedged_in_the_ba
         assert app.check_action("redeploy", ()) is True  # r redeploys a wedged deployment (ACTIVE_STATES)
         core.bus.emit(DeploymentChanged("sparks", "vllm", "native", "stopped", "stopped"))
         await wait_for(pilot, lambda: not pane.has_class("-serving"), what="the block hidden once stopped")
+
+
+WHY = ("a one-token completion got no answer in 30 s while /health answers 200, and the engine exports no "
+       "generation-token counter to tell a stalled rank from a batch busy with long requests")
+
+
+def test_a_silent_probe_the_metrics_cannot_judge_is_shown_as_unknown_with_why():
+    trt = {**STATS, "engine": "trtllm", "generation_tokens_per_s": None, "missing": ["generation_tokens", "kv_cache_usage"]}
+    text = serving_block(trt, {}, None, WHY).plain
+    assert "not exported: generation_tokens, kv_cache_usage" in text
+    assert text.splitlines()[-1] == "liveness unknown: " + WHY
+    assert "liveness" not in serving_block(trt, {}).plain  # nothing said while probes answer
+    lost = serving_block({"scrapes": 0}, {}, "no /prometheus/metrics", WHY).plain
+    assert lost.startswith("serving no metrics:") and "liveness unknown: " + WHY in lost
+
+
+async def test_the_launch_pane_shows_unknown_liveness_whole_and_drops_it_when_tokens_flow(config, core):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        pane = app.launch_pane
+        app.query_one("#panes").active = "pane-launch"
+        trt = {**STATS, "engine": "trtllm", "missing": ["generation_tokens"]}
+        core.bus.emit(ServingStats("sparks", trt, {}, None, WHY))
+        block = pane.query_one("#serving")
+        await wait_for(pilot, lambda: "liveness unknown" in str(block.render()), what="the unknown line")
+        await wait_for(pilot, lambda: block.region.height > 0, what="the block on screen")
+        shown = " ".join(strip.text.strip() for strip in block.render_lines(block.region.reset_offset))
+        assert "not exported: generation_tokens" in shown and shown.rstrip().endswith("long requests"), shown  # whole
+        core.bus.emit(ServingStats("sparks", trt, {}))
+        await wait_for(pilot, lambda: "liveness" not in str(block.render()), what="the line gone once tokens flow")

@@ -408,7 +408,7 @@ class Deployer:
         v = watch.view
         series = {f: v.series(f)[-120:] for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage",
                                                    "running", "waiting")}
-        self._emit(ServingStats(cur.deployment, v.to_json(), series, watch.unavailable))
+        self._emit(ServingStats(cur.deployment, v.to_json(), series, watch.unavailable, watch.live.cannot_tell))
         if self.current.state not in (State.READY, State.WEDGED):
             return
         if why and self.current.state is State.READY:

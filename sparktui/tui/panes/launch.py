@@ -24,7 +24,7 @@ class LaunchPane(Vertical):
     LaunchPane > #sim-note { height: 1; color: $warning; }
     LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
     LaunchPane > #preflight { height: auto; max-height: 6; display: none; }
-    LaunchPane > #serving { height: auto; max-height: 4; display: none; }
+    LaunchPane > #serving { height: auto; max-height: 6; display: none; }
     LaunchPane.-serving > #serving { display: block; }
     LaunchPane.-preflight > #preflight { display: block; }
     LaunchPane > #log-tabs { height: 2; }
@@ -75,14 +75,15 @@ class LaunchPane(Vertical):
         self.milestones.append(m)
         self.query_one("#timeline", Static).update(timeline(self.milestones, self.nodes))
 
-    def set_serving(self, stats: dict, series: dict, unavailable: str | None = None) -> None:
+    def set_serving(self, stats: dict, series: dict, unavailable: str | None = None,
+                    cannot_tell: str | None = None) -> None:
         """From READY on: the engine's metrics (tokens/s, requests, KV cache, latency) with sparklines."""
         self.set_class(True, "-serving")
-        self.query_one("#serving", Static).update(serving_block(stats, series, unavailable))
+        self.query_one("#serving", Static).update(serving_block(stats, series, unavailable, cannot_tell))
 
     @handles(ServingStats)
     def _serving(self, e: ServingStats) -> None:
-        self.set_serving(e.stats, e.series, e.unavailable)
+        self.set_serving(e.stats, e.series, e.unavailable, e.cannot_tell)
 
     def reset(self) -> None:
         """A new launch: the timeline and problems start over; logs stay for comparison."""

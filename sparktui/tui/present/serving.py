@@ -26,10 +26,13 @@ def _ms(v) -> str:
     return "—" if v is None else f"{v * 1000:.0f} ms"
 
 
-def serving_block(stats: dict, series: dict, unavailable: str | None = None) -> Content:
-    """Three or four lines: tokens/s, requests and KV cache, latency quantiles; a missing source once."""
+def serving_block(stats: dict, series: dict, unavailable: str | None = None, cannot_tell: str | None = None) -> Content:
+    """Three to five lines: tokens/s, requests and KV cache, latency quantiles; a missing source once; and
+    when a probe went unanswered that these metrics cannot judge, that liveness is unknown and why."""
+    unknown = Content.assemble(("liveness unknown: ", "bold $warning"), (cannot_tell or "", "$warning"))
     if unavailable and not stats.get("scrapes"):
-        return Content.assemble(("serving ", "bold"), (f"no metrics: {unavailable}", "$warning"))
+        head = Content.assemble(("serving ", "bold"), (f"no metrics: {unavailable}", "$warning"))
+        return Content("\n").join([head, unknown]) if cannot_tell else head
     gen, prompt = stats.get("generation_tokens_per_s"), stats.get("prompt_tokens_per_s")
     kv = stats.get("kv_cache_usage")
     lines = [
@@ -50,4 +53,6 @@ def serving_block(stats: dict, series: dict, unavailable: str | None = None) -> 
         notes.append(f"metrics lost: {unavailable}")
     if notes:
         lines.append(Content.assemble(("; ".join(notes), "$text-muted")))
+    if cannot_tell:
+        lines.append(unknown)
     return Content("\n").join(lines)
