@@ -23,10 +23,11 @@ import shlex
 import subprocess
 import sys
 
-from . import clock, runtime
+from . import clock, collective, runtime
 from .logfmt import emit
 from .trtllm_args import VERSION
 
+STEP_PEERS_ENV = "SPARKTUI_SIM_STEP_PEERS"
 SSH_CONNECT_S = 127.0  # Linux's SYN retries before connect() gives up, what ssh waits without ConnectTimeout
 ORTE_DAEMONS = """--------------------------------------------------------------------------
 ORTE was unable to reliably start one or more daemons.
@@ -207,6 +208,9 @@ async def mpirun(argv: list[str]) -> int:
         err(ORTE_DAEMONS)
         return 1
     env = dict(os.environ, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE=str(size), OMPI_COMM_WORLD_LOCAL_RANK="0")
+    # where rank 0's engine finds the other ranks for its per-step all-reduce (the simulator's stand-in for NCCL's
+    # own connections between the ranks, which the real job sets up by itself)
+    env[STEP_PEERS_ENV] = ",".join(f"{h}:{port}" for h in hosts[1:size])
     # the local rank in a process group of its own, ended whole with the job: Open MPI tears down every
     # rank's process tree when mpirun ends, so no rank (nor the server trtllm-llmapi-launch started) outlives it
     proc = await asyncio.create_subprocess_exec(*o["cmd"], env=env, start_new_session=True)
@@ -313,6 +317,9 @@ async def serve_ranks(port: int, host: str = "0.0.0.0") -> None:
             if not first.strip():
                 return  # a bare TCP connect (the plan's wait for this port): no login, no rank
             req = json.loads(first)
+            if req.get("op") == "steps":  # rank 0's engine: this rank's share of every step's all-reduce
+                await collective.answer_steps(reader, writer)
+                return
             rank, size = int(req.get("rank", 0)), int(req.get("size", 1))
             emit(f"mpi_rank: {rank}")
             emit(f"tllm_mpi_size: {size}")

@@ -16,13 +16,16 @@ import socket
 import sys
 import time
 
-from . import clock, http1, httpapi, runtime, timing
+from . import clock, collective, http1, httpapi, runtime, timing, wire
 from .logfmt import emit
 from .metrics import CONTENT_TYPE
 from .model import GIB, ModelNotFound, load_model
 from .trtllm_args import VERSION, UsageError, parse
 
 UNAVAILABLE = b"LLM is unavailable. Please check the server logs for more details."
+# tensorrt_llm/_torch/pyexecutor/hang_detector.py: HangDetector(timeout=None) waits 300 s; PyExecutor checkpoints it
+# every executor iteration and pauses it while idle, waiting for requests (request_utils.py)
+HANG_DETECTION_S = 300.0
 
 
 def stamp() -> str:
@@ -36,6 +39,21 @@ def info(msg: str, tag: str = "") -> None:
 
 def cpp(msg: str, level: str = "INFO") -> None:
     emit(f"[TensorRT-LLM][{level}] {msg}")
+
+
+def error(msg: str) -> None:
+    emit(f"{stamp()} [TRT-LLM] [E] {msg}")
+
+
+class Gone:
+    """The executor after its hang detector fired: its loop is still held in the collective and serves nothing
+    again, so a new request waits unanswered (the HTTP server, not the executor, answers /health)."""
+
+    async def step(self) -> None:
+        await asyncio.Event().wait()
+
+    async def settled(self) -> None:
+        await asyncio.Event().wait()  # never scheduled: it stays waiting
 
 
 def uvicorn(msg: str) -> None:
@@ -109,6 +127,31 @@ class TrtServe:
         self.size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("tllm_mpi_size", "1")) or 1)
         self.state: httpapi.EngineState | None = None
         self.api: TrtApi | None = None
+        self.sync = collective.StepSync(scenario_hang=False)  # rank 0's per-step all-reduce with the other ranks
+
+    async def join_ranks(self) -> None:
+        """Links to the other ranks for every step's all-reduce (mpirun says where they run); a rank already
+        gone leaves its link out (mpirun ends the job for it)."""
+        from .trtllm_mpi import STEP_PEERS_ENV
+
+        for peer in filter(None, os.environ.get(STEP_PEERS_ENV, "").split(",")):
+            host, _, port = peer.rpartition(":")
+            try:
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), clock.scaled(30))
+                await wire.send(writer, {"op": "steps"})
+            except (OSError, ValueError, asyncio.TimeoutError):
+                continue
+            self.sync.add(reader, writer)
+
+    async def hang_detector(self) -> None:
+        """PyExecutor's hang detector: an iteration held past HANG_DETECTION_S (a rank frozen inside the
+        all-reduce) is logged, and the requests in flight end with its error (PyExecutor._handle_errors)."""
+        await self.sync.stalled(HANG_DETECTION_S, HANG_DETECTION_S)
+        error(f"Hang detected after {HANG_DETECTION_S:.0f} seconds.")
+        error(f"Hang detected on rank {self.rank} in PyExecutor.")
+        self.sync.abort()
+        if self.state is not None:
+            self.state.steps = Gone()
 
     async def run(self) -> int:
         a = self.a
@@ -171,6 +214,9 @@ class TrtServe:
         self.state.max_running = a.max_batch_size
         self.state.timing = timing.timing_for("vllm", model.total_bytes, model.config, model.num_layers,
                                               world, self.size)
+        if self.size > 1:
+            await self.join_ranks()
+            self.state.steps = self.sync if self.sync.peers else None
         sock.listen(128)
         sock.setblocking(False)
         self.api = TrtApi(self.state, wants_prometheus(a.extra_llm_api_options))
@@ -180,9 +226,13 @@ class TrtServe:
         self.state.status = "ready"
         uvicorn("Application startup complete.")
         uvicorn(f"Uvicorn running on http://{a.host}:{a.port} (Press CTRL+C to quit)")
+        detector = asyncio.ensure_future(self.hang_detector()) if self.sync.peers else None
         try:
             await runtime.forever()
         except asyncio.CancelledError:
+            if detector is not None:
+                detector.cancel()
+            self.sync.close()
             uvicorn("Shutting down")
             uvicorn("Waiting for application shutdown.")
             uvicorn("Application shutdown complete.")

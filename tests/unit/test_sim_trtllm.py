@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -255,3 +256,95 @@ def test_mpirun_as_root_needs_the_override_like_open_mpi(tmp_path):
     p = subprocess.run(["mpirun", "-np", "1", "--hostfile", str(tmp_path / "none"), "true"], env=ok,
                        capture_output=True, text=True, timeout=BOUND_S)
     assert p.returncode == 1 and "Open RTE was unable to open the hostfile:" in p.stderr
+
+
+def _post(base: str, timeout: float, max_tokens: int = 8) -> tuple[int, str]:
+    req = urllib.request.Request(base + "/v1/chat/completions", method="POST",
+                                 data=json.dumps({"model": "Tiny-Model", "max_tokens": max_tokens,
+                                                  "messages": [{"role": "user", "content": "hi"}]}).encode(),
+                                 headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:  # no answer in time
+        return 0, str(e)
+
+
+def _get(base: str, path: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(base + path, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_a_frozen_rank_stalls_serving_while_health_answers_until_the_hang_detector_fires(tmp_path):
+    import signal
+    import threading
+    from sparktui.core.diagnose import Diagnoser
+
+    speed = 40.0  # the hang detector's 300 s are 7.5 s here
+    env = sim_env(speed=speed)
+    model = make_model(tmp_path)
+    sshd_port, http_port = free_port(), free_port()
+    sshd = start(["sshd", "-D", "-e", "-p", str(sshd_port)], env)
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("127.0.0.1\n127.0.0.1\n")
+    mpi = None
+    base = f"http://127.0.0.1:{http_port}"
+
+    def freeze(on: bool) -> None:  # what `docker pause` does to the remote rank's container
+        os.kill(sshd.pid, signal.SIGSTOP if on else signal.SIGCONT)
+
+    def active() -> int:
+        stats = json.loads(_get(base, "/metrics")[1] or b"[]")
+        return stats[-1]["numActiveRequests"] if stats else 0
+
+    def in_background(max_tokens: int, timeout: float) -> tuple[threading.Thread, list]:
+        out: list = []
+        t = threading.Thread(target=lambda: out.append(_post(base, timeout, max_tokens)), daemon=True)
+        t.start()
+        return t, out
+
+    try:
+        timer = with_deadline([sshd], 90)
+        assert read_until(sshd, "Server listening", [])
+        mpi = start(mpirun_cmd(hostfile, sshd_port, model, http_port), env)
+        timer2 = with_deadline([mpi, sshd], 90)
+        seen: list[str] = []
+        assert read_until(mpi, eng.READY_LINE, seen), "".join(seen)
+        assert _post(base, 30)[0] == 200  # every step answered while the rank runs
+        # frozen: the request is taken in and holds at its first step; /health (the HTTP server) answers 200
+        freeze(True)
+        t, out = in_background(8, 60)
+        deadline = time.monotonic() + 30
+        while active() != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)  # a bounded poll of the engine's own counters, not a wait for time to pass
+        assert active() == 1 and not out
+        assert _get(base, "/health")[0] == 200
+        freeze(False)  # back: the step completes and the request with it
+        t.join(30)
+        assert out and out[0][0] == 200, out
+        # frozen past the hang detector's timeout: its line, the request in flight ends with an error, and a new
+        # one gets no answer while /health still answers 200
+        freeze(True)
+        t, out = in_background(8, 60)
+        assert read_until(mpi, "Hang detected after 300 seconds.", seen), "".join(seen[-20:])
+        t.join(30)
+        assert out and out[0][0] != 200, out
+        assert _post(base, 2)[0] == 0
+        assert _get(base, "/health")[0] == 200
+        freeze(False)
+        d = Diagnoser("trtllm")
+        for line in "".join(seen).splitlines():
+            d.feed(line)
+        (p,) = [p for p in d.ordered_problems() if p.kind == "watchdog_timeout"]
+        assert "no progress for 300 s" in p.message and "docker ps" in p.hint
+        timer.cancel()
+        timer2.cancel()
+    finally:
+        if sshd.poll() is None:
+            os.kill(sshd.pid, signal.SIGCONT)
+        stop(*(p for p in (mpi, sshd) if p is not None))

@@ -322,6 +322,13 @@ SIGNS = [
              message="TensorRT-LLM in this image has no {0} in its model registry",
              hint="use an image whose TensorRT-LLM release lists this architecture (`sparktui check` asks the image), "
                   "or pivot to another engine"),
+    # tensorrt_llm/_torch/pyexecutor/hang_detector.py (logger.error), then PyExecutor's on_detected error text
+    _ls.Sign("watchdog_timeout", _ls._re(r"\[TRT-LLM\] \[E\] Hang detected after (\d+) seconds"), engines=(NAME,),
+             message="TensorRT-LLM's hang detector: an executor iteration made no progress for {0} s; the requests in "
+                     "flight ended with an error and the executor serves no more",
+             hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric "
+                  "link): check every node's container is running and not paused (`docker ps`), then redeploy "
+                  "(r, or `sparktui redeploy`)"),
     _ls.Sign("bad_arguments", _ls._re(r"Error: No such option: (\S+)"), engines=(NAME,),
              message="trtllm-serve does not take {0}",
              hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`"),
