@@ -1,11 +1,14 @@
 """A frozen worker on real nodes (sshd + dockerd, the engine simulator image): vLLM native across two nodes,
 under load, `docker pause` of the worker's container. The head's engine waits in every step's all-reduce
 while its HTTP server answers /health 200; `sparktui status --json` says `wedged`; `docker unpause` lets the
-tokens flow again and it is ready once more.
+tokens flow again and it is ready once more. TensorRT-LLM (1.3.0rc3's metrics have no token counter) is
+`unknown` instead, until its hang detector's line, which diagnose names.
 """
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -16,7 +19,7 @@ import pytest
 
 from .labtools import sim_site
 from .labtools import state_cli as cli
-from .netlab import Lab
+from .netlab import SIM_IMAGE, Lab
 
 pytestmark = pytest.mark.lab
 WEDGE_AFTER = 10  # seconds: status's one-token probe then waits 5 s
@@ -140,3 +143,39 @@ def test_a_paused_worker_turns_native_vllm_wedged_while_health_answers_then_read
         stop.set()
         sender.join(60)
     assert answers and set(answers) == {200}  # the stalled request finished too, once the worker thawed
+
+
+def test_a_paused_trtllm_rank_is_unknown_not_wedged_and_its_hang_detector_is_named(site):
+    lab, path, state = site
+    rc, out, err = cli(path, state, "launch", "--engine", "trtllm", "--image", SIM_IMAGE, "--yes", "--wait",
+                       "--no-preflight", "--timeout", "120", "--json")
+    doc = json.loads(out) if out.strip().startswith("{") else {}
+    assert rc == 0 and doc.get("state") == "ready", (out[-2000:], err[-2000:])
+    dep = status(path, state)
+    assert dep["serving"] == "ready", dep
+    base = dep["endpoint"].removesuffix("/v1")
+    head, worker_node = lab.nodes[0].name, lab.nodes[1].name
+    worker = worker_container(lab, worker_node)
+    lab.sh(worker_node, ["docker", "pause", worker])
+    try:
+        # the one-token probe gets no answer and nothing says whether tokens flow elsewhere: unknown, with why
+        dep = until(serving_is("unknown", path, state), 90, "status says unknown")
+        assert "no generation-token counter" in dep["health"] and "wedged" not in dep["health"], dep
+        assert get(f"{base}/health")[0] == 200
+        # 300 engine seconds (15 s here) into the held step, TensorRT-LLM's hang detector says so
+        def hang_line() -> tuple[bool, str]:
+            rc, out, err = cli(path, state, "logs", head)
+            return "Hang detected after 300 seconds." in out, out
+        log = until(hang_line, 90, "the hang detector's line in the head's log")
+        state.mkdir(parents=True, exist_ok=True)
+        saved = state / "head.log"
+        saved.write_text(log)
+        r = subprocess.run([sys.executable, "-m", "sparktui", "diagnose", "--engine", "trtllm", "--json", str(saved)],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        out, err = r.stdout, r.stderr
+        found = json.loads(out) if out.strip().startswith("{") else {}
+        assert found.get("state") == "failed", (out[-2000:], err[-2000:])
+        assert any(p["kind"] == "watchdog_timeout" and "no progress for 300 s" in p["message"]
+                   for p in found["problems"]), found["problems"]
+    finally:
+        lab.sh(worker_node, ["docker", "unpause", worker], check=False)
