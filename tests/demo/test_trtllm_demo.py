@@ -1,10 +1,11 @@
 """TensorRT-LLM in `sparktui demo`: picked in the launch form it comes up over MPI, its own lines fill the log pane
-and the endpoint answers a chat completion; headless, `launch --engine trtllm` then `pivot --to vllm` reach
+and the endpoint answers a chat completion; a paused rank ends in its hang detector, named live; headless, `launch --engine trtllm` then `pivot --to vllm` reach
 ready. The demo's nodes share one kernel, so each node's container sshd (port 2233) must hold its own addresses."""
 from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
 import urllib.request
 
 from textual.widgets import Select
@@ -68,10 +69,28 @@ async def _engine_containers(config) -> dict[str, list[str]]:
         return out
 
 
+WORKER = "sparktui-DEMO-simulated-cluster-trtllm-1"
+
+
+async def _docker(config, node: str, *args: str) -> None:
+    async with Cluster(config) as cluster:
+        r = await cluster[node].run(["docker", *args])
+        assert r.ok, r.stderr
+
+
+def _chat_status(endpoint: str, model: str) -> int:
+    try:
+        _chat(endpoint, model)
+        return 200
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
 async def test_tensorrt_llm_picked_in_the_form_serves_with_its_own_log_lines(demo, cli_env):
     await _synced(demo, cli_env)
     config = load_config(demo.config_path)
     app = SparkApp(config)
+    paused = False
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.inventory_ready, 60, "the nodes probed")
@@ -98,11 +117,23 @@ async def test_tensorrt_llm_picked_in_the_form_serves_with_its_own_log_lines(dem
                 assert line in shown, line
             assert "vLLM API server" not in shown and "sglang" not in shown.lower()
             endpoint = app.endpoint
-        assert endpoint == f"http://{config.head.host}:{config.port_for('trtllm')}/v1"
-        answer = await asyncio.to_thread(_chat, endpoint, config.model.name)
-        assert answer["choices"][0]["message"]["content"].strip(), answer
-        assert answer["model"] == config.model.name  # trtllm-serve names the model directory's basename
+            assert endpoint == f"http://{config.head.host}:{config.port_for('trtllm')}/v1"
+            answer = await asyncio.to_thread(_chat, endpoint, config.model.name)
+            assert answer["choices"][0]["message"]["content"].strip(), answer
+            assert answer["model"] == config.model.name  # trtllm-serve names the model directory's basename
+            # rank 1's container frozen (docker pause): a chat's step holds on the head until TensorRT-LLM's hang
+            # detector (300 engine seconds) ends it; the live log follower names it in the launch pane
+            await _docker(config, "spark2", "pause", WORKER)
+            paused = True
+            held = asyncio.ensure_future(asyncio.to_thread(_chat_status, endpoint, config.model.name))
+            await wait_for(pilot, lambda: app.deploy_state == "failed", 120, "the hang detector's failure")
+            assert "hang detector" in (app.launch_pane.detail or ""), app.launch_pane.detail
+            problems = str(app.launch_pane.query_one("#problems").render())
+            assert "no progress for 300 s" in problems and "docker ps" in problems, problems
+            assert await asyncio.wait_for(held, 60) == 500  # the request in flight ended with the engine's error
     finally:
+        if paused:
+            await _docker(config, "spark2", "unpause", WORKER)
         await asyncio.wait_for(app.controller.close(), 30)
         rc, out, err = await sparktui(cli_env, "--config", str(demo.config_path), "stop", "--yes")
         assert rc == 0, out + err
