@@ -87,8 +87,10 @@ async def _run(fake_cluster, running: int, wedge_after: float, counter: bool = T
     return eng, fc, plan
 
 
-async def test_requests_running_with_a_flat_counter_turn_ready_into_wedged_and_back(fake_cluster):
-    eng, fc, plan = await _run(fake_cluster, running=2, wedge_after=0.6)
+@contextlib.asynccontextmanager
+async def ready(fake_cluster, running: int, wedge_after: float, counter: bool = True):
+    """The stand-in engine launched through a Deployer and ready: (engine, deployer, recorder); all closed after."""
+    eng, fc, plan = await _run(fake_cluster, running, wedge_after, counter)
     async with Cluster(fc.config) as cluster:
         bus = EventBus()
         rec = Recorder(bus)
@@ -96,68 +98,51 @@ async def test_requests_running_with_a_flat_counter_turn_ready_into_wedged_and_b
         try:
             await d.launch(plan)
             assert await d.wait(15) == "ready"
-            stats = await rec.wait_for(lambda e: isinstance(e, ServingStats) and e.stats["generation_tokens_per_s"])
-            assert stats.stats["running"] == 2 and stats.unavailable is None
-            eng.freeze()
-            assert await d.wait(15, until=("wedged",)) == "wedged"
-            assert "2 request(s) running or waiting and no token generated" in d.current.detail
-            p = next(p for p in d.problems if p.kind == "wedged")
-            assert "r, or `sparktui redeploy`" in p.hint
-            eng.thaw()
-            assert await d.wait(15, until=("ready",)) == "ready"
-            assert d.current.detail == "tokens flow again"
-            assert not any(p.kind == "wedged" for p in d.problems)  # withdrawn
-            assert any(isinstance(e, ProblemCleared) and e.problem.kind == "wedged" for e in rec.events)
+            yield eng, d, rec
         finally:
             await d.close()
             eng.thaw()
             eng.server.close()
+
+
+async def test_requests_running_with_a_flat_counter_turn_ready_into_wedged_and_back(fake_cluster):
+    async with ready(fake_cluster, running=2, wedge_after=0.6) as (eng, d, rec):
+        stats = await rec.wait_for(lambda e: isinstance(e, ServingStats) and e.stats["generation_tokens_per_s"])
+        assert stats.stats["running"] == 2 and stats.unavailable is None
+        eng.freeze()
+        assert await d.wait(15, until=("wedged",)) == "wedged"
+        assert "2 request(s) running or waiting and no token generated" in d.current.detail
+        p = next(p for p in d.problems if p.kind == "wedged")
+        assert "r, or `sparktui redeploy`" in p.hint
+        eng.thaw()
+        assert await d.wait(15, until=("ready",)) == "ready"
+        assert d.current.detail == "tokens flow again"
+        assert not any(p.kind == "wedged" for p in d.problems)  # withdrawn
+        assert any(isinstance(e, ProblemCleared) and e.problem.kind == "wedged" for e in rec.events)
 
 
 async def test_an_idle_engine_whose_one_token_probe_gets_no_answer_is_wedged(fake_cluster):
-    eng, fc, plan = await _run(fake_cluster, running=0, wedge_after=0.8)
-    async with Cluster(fc.config) as cluster:
-        bus = EventBus()
-        rec = Recorder(bus)
-        d = Deployer(cluster, fc.config, bus, poll_interval=0.05, health_interval=0.05)
-        try:
-            await d.launch(plan)
-            assert await d.wait(15) == "ready"
-            eng.freeze()
-            assert await d.wait(15, until=("wedged",)) == "wedged"
-            assert "one-token completion got no answer" in d.current.detail
-            assert eng.probes >= 1
-            assert any(isinstance(e, Problem) and e.kind == "wedged" for e in rec.events)
-            eng.thaw()
-            assert await d.wait(15, until=("ready",)) == "ready"
-        finally:
-            await d.close()
-            eng.thaw()
-            eng.server.close()
+    async with ready(fake_cluster, running=0, wedge_after=0.8) as (eng, d, rec):
+        eng.freeze()
+        assert await d.wait(15, until=("wedged",)) == "wedged"
+        assert "one-token completion got no answer" in d.current.detail
+        assert eng.probes >= 1
+        assert any(isinstance(e, Problem) and e.kind == "wedged" for e in rec.events)
+        eng.thaw()
+        assert await d.wait(15, until=("ready",)) == "ready"
 
 
 async def test_without_a_token_counter_a_silent_probe_stays_ready_and_the_view_says_it_cannot_tell(fake_cluster):
-    eng, fc, plan = await _run(fake_cluster, running=0, wedge_after=0.8, counter=False)
-    async with Cluster(fc.config) as cluster:
-        bus = EventBus()
-        rec = Recorder(bus)
-        d = Deployer(cluster, fc.config, bus, poll_interval=0.05, health_interval=0.05)
-        try:
-            await d.launch(plan)
-            assert await d.wait(15) == "ready"
-            eng.freeze()
-            told = await rec.wait_for(lambda e: isinstance(e, ServingStats) and e.cannot_tell)
-            assert "no generation-token counter" in told.cannot_tell and "no answer in" in told.cannot_tell
-            assert "generation_tokens" in told.stats["missing"]
-            assert d.current.state == "ready" and not any(p.kind == "wedged" for p in d.problems)
-            eng.thaw()
-            n = len(rec.events)
-            await rec.wait_for(lambda _: any(isinstance(e, ServingStats) and not e.cannot_tell
-                                             for e in rec.events[n:]))  # the waiting probe answers: cleared
-        finally:
-            await d.close()
-            eng.thaw()
-            eng.server.close()
+    async with ready(fake_cluster, running=0, wedge_after=0.8, counter=False) as (eng, d, rec):
+        eng.freeze()
+        told = await rec.wait_for(lambda e: isinstance(e, ServingStats) and e.cannot_tell)
+        assert "no generation-token counter" in told.cannot_tell and "no answer in" in told.cannot_tell
+        assert "generation_tokens" in told.stats["missing"]
+        assert d.current.state == "ready" and not any(p.kind == "wedged" for p in d.problems)
+        eng.thaw()
+        n = len(rec.events)
+        await rec.wait_for(lambda _: any(isinstance(e, ServingStats) and not e.cannot_tell
+                                         for e in rec.events[n:]))  # the waiting probe answers: cleared
 
 
 async def test_status_json_says_wedged_while_health_answers_and_ready_once_tokens_flow(fake_cluster, tmp_path):

@@ -111,13 +111,20 @@ def with_deadline(procs, seconds: float = BOUND_S):
     return t
 
 
-def test_two_ranks_reach_ready_and_serve(tmp_path):
-    env = sim_env(speed=SPEED)
+def two_nodes(tmp_path, env: dict):
+    """A model, a container's sshd on 127.0.0.1 and a hostfile naming it twice (rank 0 runs beside mpirun):
+    (model, sshd port, HTTP port, sshd process, hostfile)."""
     model = make_model(tmp_path)
     sshd_port, http_port = free_port(), free_port()
     sshd = start(["sshd", "-D", "-e", "-p", str(sshd_port)], env)
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("127.0.0.1\n127.0.0.1\n")
+    return model, sshd_port, http_port, sshd, hostfile
+
+
+def test_two_ranks_reach_ready_and_serve(tmp_path):
+    env = sim_env(speed=SPEED)
+    model, sshd_port, http_port, sshd, hostfile = two_nodes(tmp_path, env)
     opts = tmp_path / "extra.yml"
     opts.write_text("return_perf_metrics: true\n")
     mpi = None
@@ -287,11 +294,7 @@ def test_a_frozen_rank_stalls_serving_while_health_answers_until_the_hang_detect
 
     speed = 40.0  # the hang detector's 300 s are 7.5 s here
     env = sim_env(speed=speed)
-    model = make_model(tmp_path)
-    sshd_port, http_port = free_port(), free_port()
-    sshd = start(["sshd", "-D", "-e", "-p", str(sshd_port)], env)
-    hostfile = tmp_path / "hostfile"
-    hostfile.write_text("127.0.0.1\n127.0.0.1\n")
+    model, sshd_port, http_port, sshd, hostfile = two_nodes(tmp_path, env)
     mpi = None
     base = f"http://127.0.0.1:{http_port}"
 
