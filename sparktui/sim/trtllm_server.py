@@ -33,16 +33,13 @@ def stamp() -> str:
     return time.strftime("[%m/%d/%Y-%H:%M:%S]")
 
 
-def info(msg: str, tag: str = "") -> None:
-    emit(f"{stamp()} [TRT-LLM] [I] {'[' + tag + '] ' if tag else ''}{msg}")
+def info(msg: str, tag: str = "", level: str = "I") -> None:
+    """The Python logger's line (tensorrt_llm/logger.py: [I] info, [E] error)."""
+    emit(f"{stamp()} [TRT-LLM] [{level}] {'[' + tag + '] ' if tag else ''}{msg}")
 
 
 def cpp(msg: str, level: str = "INFO") -> None:
     emit(f"[TensorRT-LLM][{level}] {msg}")
-
-
-def error(msg: str) -> None:
-    emit(f"{stamp()} [TRT-LLM] [E] {msg}")
 
 
 class Gone:
@@ -146,9 +143,9 @@ class TrtServe:
     async def hang_detector(self) -> None:
         """PyExecutor's hang detector: an iteration held past HANG_DETECTION_S (a rank frozen inside the
         all-reduce) is logged, and the requests in flight end with its error (PyExecutor._handle_errors)."""
-        await self.sync.stalled(HANG_DETECTION_S, HANG_DETECTION_S)
-        error(f"Hang detected after {HANG_DETECTION_S:.0f} seconds.")
-        error(f"Hang detected on rank {self.rank} in PyExecutor.")
+        await self.sync.stalled(HANG_DETECTION_S)  # StepSync without the scenario: a frozen peer is the one cause
+        info(f"Hang detected after {HANG_DETECTION_S:.0f} seconds.", level="E")
+        info(f"Hang detected on rank {self.rank} in PyExecutor.", level="E")
         self.sync.abort()
         if self.state is not None:
             self.state.steps = Gone()
