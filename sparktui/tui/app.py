@@ -427,7 +427,8 @@ class SparkApp(App):
     # -- core events ------------------------------------------------------------------------
     @on(M.CoreEvent)
     def _core_event(self, msg: M.CoreEvent) -> None:
-        if self._router is not None:
+        # Shutdown removes the panes while this queue still drains: an event then has no pane to show it.
+        if self._router is not None and self.is_running:
             self._router.deliver(msg.event)
 
     @handles(InventoryRound)
