@@ -46,6 +46,10 @@ class Tmux:
                 raise AssertionError(f"{describe} not on screen after {timeout:g} s:\n{screen}")
             time.sleep(0.1)  # polling a terminal we do not own; bounded by the deadline above
 
+    def wait_for_all(self, *texts: str, timeout: float = 30.0) -> str:
+        """The first screen that shows every one of `texts`: one capture can catch a frame drawn in part."""
+        return self.wait_for(lambda s: all(t in s for t in texts), timeout, " and ".join(map(repr, texts)))
+
     def wait_gone(self, text: str, timeout: float = 10.0) -> None:
         self.wait_for(lambda s: text not in s, timeout, f"{text!r} gone")
 

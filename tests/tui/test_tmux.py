@@ -59,24 +59,20 @@ def test_form_in_a_real_terminal(tmp_path):
             tmux.wait_for("2/2 nodes up")
             tmux.wait_for("◆ fabric")
             tmux.keys("l")
-            screen = tmux.wait_for("Launch m on spark1, spark2")
-            assert "TP 2 × PP 1" in screen and "auto: the fabric" in screen and "192.168.100.10" in screen
+            screen = tmux.wait_for_all("Launch m on spark1, spark2", "TP 2 × PP 1", "auto: the fabric", "192.168.100.10")
             assert "✗" not in screen, screen  # warnings (no /dev/infiniband here) but no errors
             # the engine select has the focus: open it, move to vLLM (Ray), choose it
             tmux.keys("Enter")
             tmux.wait_for("vLLM (native)")
             tmux.keys("Down")
             tmux.keys("Enter")
-            screen = tmux.wait_for("Ray port")
-            assert "8000" in screen, screen  # the HTTP port follows the engine
+            tmux.wait_for_all("Ray port", "8000")  # the HTTP port follows the engine
             tmux.keys("C-s")
             # the preflight runs first, a row per node; these nodes have no docker, so it fails and the
             # launch is refused unless told to go anyway
-            screen = tmux.wait_for("anyway (y)", 60)
-            assert "preflight" in screen and "spark1" in screen, screen
+            tmux.wait_for_all("anyway (y)", "preflight", "spark1", timeout=60)
             tmux.keys("n")
-            screen = tmux.wait_for("REFUSED")
-            assert "Launch  Journal" in screen
+            tmux.wait_for_all("REFUSED", "Launch  Journal")
             tmux.wait_gone("anyway (y)")  # a person sees the dialog go before pressing q (it takes no q)
             tmux.keys("q")
             tmux.wait_exit(20)
@@ -118,11 +114,9 @@ def test_demo_story_in_a_real_terminal(tmp_path):
         tmux.wait_for("HUNG", 120)
         screen = tmux.wait_for("rendezvous hang", 30)
         tmux.keys("p")
-        screen = tmux.wait_for("stop  sparktui-", 60)  # the confirmation, node by node
-        assert "start sparktui-" in screen and "Pivot (y)" in screen, screen
+        tmux.wait_for_all("stop  sparktui-", "start sparktui-", "Pivot (y)", timeout=60)  # node by node
         tmux.keys("y")
-        screen = tmux.wait_for("READY", 180)
-        assert "ray joined" in screen or "ray up" in screen, screen
+        tmux.wait_for(lambda s: "READY" in s and ("ray joined" in s or "ray up" in s), 180, "READY with Ray up")
         tmux.keys("q")
         tmux.wait_exit(30)
     finally:
