@@ -93,6 +93,9 @@ class Controller:
         self._early: list[Make] | None = []  # what the core said before the screen attached
         self._early_lock = threading.Lock()
         self._early_start: Any = None  # the start begun by prestart(), a concurrent future
+        self._rounds_begun = 0  # inventory rounds begun so far: each round's number
+        self._round_landed = 0  # the newest round whose inventory was told
+        self._node_told: dict[str, int] = {}  # node -> the newest round that told its facts
 
     # -- wiring -----------------------------------------------------------------------------
     def _listen(self) -> None:
@@ -192,24 +195,39 @@ class Controller:
         self._poller = asyncio.ensure_future(self._poll())
 
     async def _refresh(self, first: bool = False) -> Inventory:
+        """One inventory round. Rounds overlap (the poll, the end of a copy, ctrl+r); a round that began
+        earlier but ends later holds older facts, so it never replaces what a later round already told."""
         from ..core.inventory import take_inventory
+
+        self._rounds_begun += 1
+        seq = self._rounds_begun
 
         def answered(node: Any, facts: NodeFacts) -> None:
             if first:
                 self._link(node)
-            self.bus.emit(NodeUpdated(facts))
+            if seq >= self._node_told.get(facts.name, 0):
+                self._node_told[facts.name] = seq
+                self.bus.emit(NodeUpdated(facts))
 
         inv = await take_inventory(self.cluster, self.config, on_facts=answered)
+        if seq < self._round_landed:
+            return self.inventory or inv
+        self._round_landed = seq
         self.inventory = inv
         await self._read_model_config()
         ops = self._ops()
-        self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
+
+        async def tell() -> None:
+            if seq == self._round_landed:  # else a later round has told newer facts (and learns its own)
+                self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
+
+        await tell()
         # the engine release in each image, for the launch form: asked once per image ID, then cached
         if await inspect_configured(self.cluster, self.config, inv.facts, self._images):
-            self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
+            await tell()
         # whether each image loads the model (asked of the image once per inspection): the form's line
         if await support_configured(self.cluster, self.config, inv.facts):
-            self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
+            await tell()
         return inv
 
     def _inventory_changed(self, inv: Inventory, model_config: Any, subnet: Any) -> None:

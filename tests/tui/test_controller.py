@@ -1,6 +1,7 @@
 """The controller: core events become messages, operations reach the deployer with what was confirmed."""
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 from sparktui.core.diagnose import Milestone, Problem
@@ -13,6 +14,7 @@ from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.tui import messages as M
 from sparktui.tui.controller import Controller, InventoryRound, LogDrain
 
+from ..fakes import FakeCluster
 from .samples import spark_config, spark_facts
 
 
@@ -205,4 +207,42 @@ async def test_a_pivot_to_an_image_that_cannot_load_the_model_is_refused_in_its_
     else:
         raise AssertionError("a pivot to an image that cannot load the model must not run")
     assert not any(call[0] == "relaunch" for call in stubs[0].calls)
+    await c.close()
+
+
+async def test_a_round_begun_earlier_never_lands_after_a_later_one(monkeypatch):
+    """Rounds overlap (the poll, the end of a copy, ctrl+r): a slow round that probed before the model was
+    copied must not replace, when it ends, what a later round already showed (the form refused to launch
+    with "model directory is missing" while the cards showed the model on both nodes)."""
+    from sparktui.core.events import NodeUpdated
+
+    c, posted, _ = make()
+    before, after = analyse(c.config, spark_facts(model_on_spark2=False)), analyse(c.config, spark_facts())
+    entered, release = asyncio.Event(), asyncio.Event()
+    calls = []
+
+    async def take_inventory(cluster, config, on_facts=None):
+        calls.append(len(calls))
+        if len(calls) == 1:  # the slow round: probed before the copy, answers last
+            entered.set()
+            await release.wait()
+            inv = before
+        else:
+            inv = after
+        for f in inv.facts.values():
+            on_facts(None, f)
+        return inv
+
+    monkeypatch.setattr("sparktui.core.inventory.take_inventory", take_inventory)
+    c.cluster = FakeCluster()  # no node answers: no image is inspected
+    slow = asyncio.ensure_future(c._refresh())
+    await entered.wait()
+    await c._refresh()  # the later round lands first
+    release.set()
+    assert await slow is after  # the slow round answers with the freshest inventory, not its own
+    rounds = [m.event for m in posted if isinstance(m.event, InventoryRound)]
+    assert rounds and all(r.inventory is after for r in rounds)
+    spark2 = [m.event.facts for m in posted if isinstance(m.event, NodeUpdated) and m.event.facts.name == "spark2"]
+    assert spark2[-1] is after.facts["spark2"] and before.facts["spark2"] not in spark2
+    assert c.inventory is after
     await c.close()
