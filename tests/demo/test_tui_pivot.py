@@ -49,6 +49,10 @@ def test_pivot_story_with_keys(tmp_path, env):
         form = tui.wait_for_all("Launch demo-moe-30b-a3b", "SGLang", timeout=30)
         assert "✗" not in form
         tui.keys("C-s")
+        # the form goes, or says why it cannot launch (a toast gone in seconds: caught here, not later)
+        left = tui.wait_for(lambda s: "Launch demo-moe-30b-a3b on spark1" not in s or "cannot launch" in toasts(s), 30,
+                            "the form gone or its refusal")
+        assert "cannot launch" not in toasts(left), left
         # notifications are drawn right of a "▌" edge and wrap: read their text as one string
         tui.wait_for(lambda s: "Press p to pivot" in toasts(s) and "hang" in toasts(s).lower(), 120,
                      "the hang notification offering p")
