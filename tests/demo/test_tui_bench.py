@@ -24,6 +24,11 @@ def env(tmp_path) -> dict[str, str]:
     return e
 
 
+def bench_rows(screen: str) -> list[tuple[str, ...]]:
+    """(concurrency, TTFT p50, ITL p50, out tok/s, req/s) for each row of the benchmark's table."""
+    return re.findall(r"(?<![\d.])(\d+)\s+(\d+) ms\s+\d+ ms\s+([\d.]+) ms\s+([\d.]+)\s+([\d.]+)", screen)
+
+
 def test_b_in_the_demo_shows_the_clients_rows(tmp_path, env):
     require_namespaces()
     cmd = (f"{shlex.join(sparktui_argv())} demo --scenario happy --speed 60 --model-mb 2 "
@@ -43,9 +48,11 @@ def test_b_in_the_demo_shows_the_clients_rows(tmp_path, env):
         tui.wait_for("● READY", 240)
         tui.keys("b")
         tui.wait_for("Benchmark on the head node", 30)
-        done = tui.wait_for(lambda s: "now: " in s and "esc closes" in s, 300, "the benchmark's rows")
-        # a row per concurrency (1, 8, 32) under the table's title, each with its figures
-        rows = re.findall(r"(?<![\d.])(\d+)\s+(\d+) ms\s+\d+ ms\s+([\d.]+) ms\s+([\d.]+)\s+([\d.]+)", done)
+        # the table's title, then a row per concurrency (1, 8, 32) with its figures: the screen grows to
+        # hold them after the title is drawn, so all of it is waited for together
+        done = tui.wait_for(lambda s: "now: " in s and "esc closes" in s and len(bench_rows(s)) >= 3, 300,
+                            "the benchmark's title and its three rows")
+        rows = bench_rows(done)
         assert [r[0] for r in rows] == ["1", "8", "32"], done
         assert all(float(r[3]) > 0 and float(r[4]) > 0 for r in rows), done  # measured throughput
         assert "no benchmark client" not in done

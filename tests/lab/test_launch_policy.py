@@ -184,12 +184,12 @@ def test_a_tui_launch_in_a_terminal_shows_the_preflight_rows_and_reaches_ready(s
         def ok_rows(screen: str) -> list[str]:
             return [ln for ln in screen.splitlines() if "✓ ok" in ln]
 
-        # the verdict and a row per node (waited for together: the pane paints them in parts)
-        screen = tmux.wait_for(lambda s: "every node met the head" in s and {r.split()[0] for r in ok_rows(s)} == names,
-                               90, "the preflight's verdict and an ok row per node")
+        # the header, the verdict and a row per node (waited for together: the pane paints them in parts)
+        screen = tmux.wait_for(lambda s: f"preflight {lab.head.fabric_ip}" in s and "every node met the head" in s
+                               and {r.split()[0] for r in ok_rows(s)} == names,
+                               90, "the preflight's header, its verdict and an ok row per node")
         rows = ok_rows(screen)
         assert all("tcp" in r for r in rows), screen  # transport (the simulator's image has no torch)
-        assert f"preflight {lab.head.fabric_ip}" in screen, screen
         screen = tmux.wait_for("READY", 180)
         assert engine_containers(lab) == {n.name: [f"sparktui-policy-vllm-{i}"] for i, n in enumerate(lab.nodes)}
         tmux.keys("q")
