@@ -177,7 +177,9 @@ def _tui(options, args: argparse.Namespace) -> int:
         app = SparkApp(load_config(demo.config_path), theme=getattr(args, "theme", None))
         app.title = "sparktui DEMO \u2014 simulated cluster"
         app.sub_title = f"{options.nodes} nodes on this machine, scenario {options.scenario}"
-        run_app(app)  # a terminal closing or `kill` ends the app the normal way: the nodes stop below
+        # a terminal closing or `kill` ends the app the normal way and the nodes stop below; if that way
+        # is stuck, run_app stops them itself before it exits
+        run_app(app, on_forced_exit=runner.stop)
     finally:
         runner.stop()
     err_console.print(f"demo ended; config was {runner.cluster.config_path}" if options.keep and runner.cluster.root

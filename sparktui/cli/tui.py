@@ -8,8 +8,9 @@ import importlib.util
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..core.config import ConfigNotFound, find_config, user_config_path
 from .common import CliExit, get_config
@@ -53,12 +54,33 @@ def need_terminal(instead: str) -> None:
                          f"{'is' if len(missing) == 1 else 'are'} not one); {instead}")
 
 
-def run_app(app: Any) -> Any:
-    """app.run(), with SIGTERM and SIGHUP (`kill`, a closed terminal) ending the app the normal way:
-    the terminal restored and what it started stopped, within a short wait for the nodes' links."""
+EXIT_GRACE_S = 10.0  # after SIGTERM or SIGHUP: the app's own shutdown, then a forced exit
 
-    def end(*_: object) -> None:
+
+def run_app(app: Any, on_forced_exit: Callable[[], None] | None = None) -> Any:
+    """app.run(), with SIGTERM and SIGHUP (`kill`, a closed terminal) ending the app the normal way:
+    the terminal restored and what it started stopped, within a short wait for the nodes' links.
+
+    A closed terminal can leave that way stuck: Textual's output thread dies on the hung-up terminal's
+    first failed write and the app's next writes wait on its full queue for ever. So a signal also arms
+    a guard: if the app has not ended EXIT_GRACE_S later, on_forced_exit (what must not outlive us,
+    such as the demo's nodes) runs and the process exits as the signal would have ended it."""
+    ended = threading.Event()
+    guard: list[threading.Thread] = []
+
+    def force(signum: int) -> None:
+        if ended.wait(EXIT_GRACE_S):
+            return
+        if on_forced_exit is not None:
+            with contextlib.suppress(Exception):
+                on_forced_exit()
+        os._exit(128 + signum)
+
+    def end(signum: int, _frame: object = None) -> None:
         app.close_timeout = 1.0  # leaving on a signal: a dead link must not hold the exit up
+        if not guard:
+            guard.append(threading.Thread(target=force, args=(signum,), name="sparktui-exit-guard", daemon=True))
+            guard[0].start()
         with contextlib.suppress(Exception):
             app.exit()
 
@@ -69,6 +91,7 @@ def run_app(app: Any) -> Any:
     try:
         return app.run()
     finally:
+        ended.set()
         for sig, handler in before.items():
             signal.signal(sig, handler)
         # The interpreter's last collections over a TUI's many objects took seconds on the way out;
