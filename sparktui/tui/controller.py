@@ -218,8 +218,9 @@ class Controller:
         ops = self._ops()
 
         async def tell() -> None:
+            subnet = await ops.last_subnet()  # asked first: a later round may land while it is read
             if seq == self._round_landed:  # else a later round has told newer facts (and learns its own)
-                self._inventory_changed(inv, ops.model_config, await ops.last_subnet())
+                self._inventory_changed(inv, ops.model_config, subnet)
 
         await tell()
         # the engine release in each image, for the launch form: asked once per image ID, then cached
