@@ -42,8 +42,9 @@ MS_BIND, MS_REC, MS_MOVE = 0x1000, 0x4000, 0x2000
 RDMA_NODES = ("rdma_cm", "uverbs0", "uverbs1", "uverbs2", "uverbs3")
 
 
-def _mount(libc, src: str, dst: str, fstype: str | None, flags: int) -> None:
-    if libc.mount(src.encode(), dst.encode(), fstype.encode() if fstype else None, flags, None) != 0:
+def _mount(libc, src: str, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    if libc.mount(src.encode(), dst.encode(), fstype.encode() if fstype else None, flags,
+                  data.encode() if data else None) != 0:
         e = ctypes.get_errno()
         raise OSError(e, f"mount {src} on {dst}: {os.strerror(e)}")
 
@@ -54,7 +55,10 @@ def _rdma_dev(stage: str) -> None:
     moved over /dev. Only this node's mount namespace sees it."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     os.makedirs(stage, exist_ok=True)
-    _mount(libc, "tmpfs", stage, "tmpfs", 0)
+    # mode 755 as a real /dev: tmpfs defaults to 1777, and in a sticky world-writable directory the
+    # kernel refuses O_CREAT opens of a device its opener does not own (may_create_in_sticky), so for
+    # an unprivileged user `>/dev/null` failed with "Permission denied" (root owns /dev/null).
+    _mount(libc, "tmpfs", stage, "tmpfs", 0, "mode=755")
     for name in os.listdir("/dev"):
         src, dst = os.path.join("/dev", name), os.path.join(stage, name)
         try:

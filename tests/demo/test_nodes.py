@@ -65,6 +65,19 @@ async def test_a_node_has_a_sparks_cores_for_its_copy_streams(demo):
     assert r.stdout.split() == ["20", "16"]
 
 
+async def test_a_nodes_dev_is_a_real_dev_for_whoever_runs_the_demo(demo):
+    # A world-writable sticky /dev made every `>/dev/null` fail for an unprivileged user (the kernel
+    # refuses O_CREAT of a device its opener does not own there); `mktemp` then failed and both nodes'
+    # probes shared one scratch directory.
+    config = load_config(demo.config_path)
+    async with Cluster(config) as cluster:
+        r = await cluster["spark1"].run("stat -c %a /dev; echo x >/dev/null && echo null-ok; "
+                                        "ls /dev/infiniband; d=$(mktemp -d) && echo tmp-ok && rmdir $d")
+    assert r.ok, r.stderr
+    lines = r.stdout.split()
+    assert lines[0] == "755" and "null-ok" in lines and "tmp-ok" in lines and "uverbs0" in lines
+
+
 async def test_node_to_node_ssh_is_verified_and_stays_inside_the_demo(demo):
     config = load_config(demo.config_path)
     async with Cluster(config) as cluster:
