@@ -32,7 +32,10 @@ if timeout -k 2 1 true >/dev/null 2>&1; then T="timeout -k 2 __TIMEOUT__"
 elif timeout 1 true >/dev/null 2>&1; then T="timeout __TIMEOUT__"; fi
 # Every section runs at once, into its own files; they are printed in order once all have ended, so a
 # slow tool (nvidia-smi, the docker CLI) costs its own time, not the sum of all of them.
-D=$(mktemp -d 2>/dev/null) || { D=${TMPDIR:-/tmp}/sparktui-probe.$$; mkdir -p "$D"; }
+# Without mktemp: a directory only this run creates (mkdir without -p fails on one that exists; $$
+# alone is not unique where nodes share /tmp from PID namespaces of their own).
+D=$(mktemp -d 2>/dev/null) || { i=0; until D=${TMPDIR:-/tmp}/sparktui-probe.$$.$i; mkdir -m 700 "$D" 2>/dev/null
+  do i=$((i+1)); [ $i -lt 100 ] || exit 1; done; }
 trap 'rm -rf "$D"' EXIT
 trap 'exit 129' HUP INT TERM
 sec() {

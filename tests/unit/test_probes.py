@@ -395,3 +395,17 @@ def test_missing_tool_note_and_infiniband_flag():
 def test_empty_output_is_an_error():
     facts = parse_probe("n", "h", "")
     assert facts.error and facts.gpu.count == 0
+
+
+def test_without_mktemp_two_probes_with_one_pid_get_their_own_scratch_directories(tmp_path):
+    # Simulated nodes have PID namespaces of their own and may share /tmp: the fallback name alone
+    # ($$) collided, and one node's sections were read as the other's.
+    lines = probes._SCRIPT.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("D=$(mktemp"))
+    end = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("}"))
+    fallback = "\n".join(lines[start:end + 1])
+    out = run_sh(f"mktemp() {{ return 1; }}\n{fallback}\necho \"$D\"\n{fallback}\necho \"$D\"\n",
+                 env=dict(os.environ, TMPDIR=str(tmp_path)))
+    first, second = out.split()
+    assert first != second and Path(first).is_dir() and Path(second).is_dir()
+    assert Path(first).parent == tmp_path and oct(Path(first).stat().st_mode & 0o777) == "0o700"
