@@ -79,13 +79,26 @@ def _size(n: int | None) -> str:
     return humanize.naturalsize(n or 0, binary=True)
 
 
+async def require_rsync(node, who: str) -> None:
+    """Raise TransferError unless rsync runs on node, saying why in the node's own words.
+
+    Only a lookup that ran and found nothing means "not installed"; any other failure (a shell that
+    cannot redirect, a full disk) is reported with the stderr the node gave.
+    """
+    r = await node.run(remote.has_command("rsync"), timeout=30)
+    if r.ok:
+        return
+    err = " ".join(r.stderr.split())[:300]
+    if r.exit_status == 255:
+        raise TransferError(f"{who} is unreachable: {err}")
+    if not err:  # `command -v` found nothing: exit 1 in bash, 127 in dash and busybox
+        raise TransferError(f"rsync is not installed on {node.name}; install it there (apt install rsync)")
+    raise TransferError(f"cannot check for rsync on {node.name}: {err}")
+
+
 async def _preflight_dest(node, path: str, need_bytes: int) -> None:
     """Raise TransferError when dest cannot take the copy: unreachable, no rsync, no room."""
-    r = await node.run(remote.has_command("rsync"), timeout=30)
-    if r.exit_status == 255:
-        raise TransferError(f"{node.name} is unreachable: {r.stderr.strip()}")
-    if not r.ok:
-        raise TransferError(f"rsync is not installed on {node.name}; install it there (apt install rsync)")
+    await require_rsync(node, node.name)
     have = await inventory(node, path)
     f = await node.run(remote.free_space(path), timeout=30)
     kv = _kv(f.stdout)
@@ -242,11 +255,7 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
     if not targets:
         return []
     src_node = cluster[source]
-    ok = await src_node.run(remote.has_command("rsync"), timeout=30)
-    if ok.exit_status == 255:
-        raise TransferError(f"{source} (the model's source) is unreachable: {ok.stderr.strip()}")
-    if not ok.ok:
-        raise TransferError(f"rsync is not installed on {source}; install it there (apt install rsync)")
+    await require_rsync(src_node, f"{source} (the model's source)")
     total = await inventory(src_node, path)
     if total is None:
         raise TransferError(f"model directory {path} not found on {source} (model.source); "

@@ -341,7 +341,9 @@ def whoami() -> str:
 
 
 def has_command(name: str) -> str:
-    return f"command -v {shlex.quote(name)} >/dev/null 2>&1\n"
+    """Exit 0 when name runs here, 1 with nothing on stderr when it is not found; a failure of the
+    shell itself leaves its own words on stderr (the path found goes to stdout, unread)."""
+    return f"command -v {shlex.quote(name)}\n"
 
 
 def checksum_dry_run(src_path: str, user: str, addr: str, dest_path: str, ssh: str, connect_timeout: int) -> str:
