@@ -1,4 +1,5 @@
-"""asyncssh, imported without the compiler runs its library lookup would start.
+"""asyncssh, imported without the compiler runs its library lookup would start, and without the
+deprecation notes its own import triggers.
 
 At import, asyncssh asks ctypes.util.find_library for liboqs (only needed for the sntrup761 key
 exchange; ML-KEM comes with cryptography). Where the linker cache lacks it, find_library goes on to
@@ -10,6 +11,18 @@ from __future__ import annotations
 
 import ctypes.util
 import sys
+import warnings
+
+
+def _quiet_dsa() -> None:
+    """cryptography 51 deprecates DSA, and asyncssh's type hints touch it at import: ten warning lines
+    above every command's output. Only that warning, only from asyncssh's modules, is silenced."""
+    try:
+        from cryptography.utils import CryptographyDeprecationWarning
+    except ImportError:  # an older cryptography: nothing to silence
+        return
+    warnings.filterwarnings("ignore", message="DSA is deprecated", category=CryptographyDeprecationWarning,
+                            module=r"asyncssh(\.|$)")
 
 
 def _load():
@@ -19,6 +32,7 @@ def _load():
     cache_only = getattr(ctypes.util, "_findSoname_ldconfig", None)  # CPython's first step on Linux
     if cache_only is not None and sys.platform.startswith("linux"):
         ctypes.util.find_library = cache_only
+    _quiet_dsa()
     try:
         import asyncssh
     finally:
