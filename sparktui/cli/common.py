@@ -168,10 +168,21 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
 
 
 def confirm(question: str, assume_yes: bool) -> bool:
-    """Ask on the terminal; refuse (False) when there is no terminal to ask on."""
+    """Ask on the terminal (y or yes goes ahead, anything else is no); refuse (False) when there is no
+    terminal to ask on: the caller's refusal says to pass --yes."""
     if assume_yes:
         return True
     if not sys.stdin.isatty():
-        __getattr__("err_console").print(f"{question} — not confirmed (no terminal); pass --yes to proceed")
         return False
-    return __getattr__("console").input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    from rich.text import Text
+
+    # a Text, not a markup string: rich would read "[y/N]" as a style tag and print nothing of it
+    return __getattr__("console").input(Text(f"{question} [y/N] ")).strip().lower() in ("y", "yes")
+
+
+def not_confirmed(said: str = "nothing changed") -> CliExit:
+    """The refusal of a command that was not confirmed: without a terminal it says how to go ahead."""
+    if sys.stdin.isatty():
+        return CliExit(1, said)
+    return CliExit(1, f"{said}: no terminal to confirm on; pass --yes to go ahead",
+                   reason="no terminal to confirm on", fix="run the command again with --yes")

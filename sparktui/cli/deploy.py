@@ -31,7 +31,7 @@ from ..core.statefile import StateFileError
 from ..core.words import milestone_words
 from . import check
 from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, console, err_console, get_config,
-                     journal, print_json)
+                     journal, not_confirmed, print_json)
 from .plan import add_plan_args, options_from_args
 
 NODE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -233,7 +233,7 @@ def _ask(preview: Preview, yes: bool) -> None:
     if not yes:
         err_console.print(preview.text(notes=False), markup=False)
     if not confirm("go ahead?", yes):
-        raise CliExit(1, "nothing changed")
+        raise not_confirmed()
 
 
 def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") -> int:
