@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,18 @@ def __getattr__(name: str):
             return globals()[name]
         from rich.console import Console
 
-        made = Console(stderr=name == "err_console", highlight=False)
+        stderr = name == "err_console"
+        made = Console(stderr=stderr, highlight=False)
+        if not made.is_terminal and not os.environ.get("COLUMNS"):  # rich would hard-wrap at 80 columns
+            made = Console(stderr=stderr, highlight=False, soft_wrap=True, width=PIPE_WIDTH)
         globals()[name] = made
         return made
     raise AttributeError(name)
+
+
+# Piped, lines end where sparktui ends them: prose is never wrapped (soft_wrap) and tables take their
+# natural width up to this. COLUMNS, when set, is a width asked for: it still decides.
+PIPE_WIDTH = 400
 
 
 class CliExit(Exception):
