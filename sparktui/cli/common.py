@@ -181,7 +181,8 @@ def confirm(question: str, assume_yes: bool) -> bool:
     terminal to ask on: the caller's refusal says to pass --yes."""
     if assume_yes:
         return True
-    if not sys.stdin.isatty():
+    if not sys.stdin.isatty():  # the question still says what would have been done
+        __getattr__("err_console").print(f"{question} — no terminal to ask on", markup=False)
         return False
     from rich.text import Text
 
@@ -193,5 +194,5 @@ def not_confirmed(said: str = "nothing changed") -> CliExit:
     """The refusal of a command that was not confirmed: without a terminal it says how to go ahead."""
     if sys.stdin.isatty():
         return CliExit(1, said)
-    return CliExit(1, f"{said}: no terminal to confirm on; pass --yes to go ahead",
+    return CliExit(1, f"{said}: not confirmed; pass --yes to go ahead",
                    reason="no terminal to confirm on", fix="run the command again with --yes")
