@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -57,18 +58,49 @@ def error_document(code: int, message: str, reason: str | None = None, fix: str 
                    command: str | None = None) -> dict:
     """What `--json` prints on stdout when a command refuses or fails: one JSON object.
 
-    error: the first line of the message (what went wrong); reason: the whole message, or the cause when
-    the command gave one; fix: the way out when the command knows one (bad input: the command's --help).
+    error: the first line of the message (what went wrong); reason: why, when something says more than the
+    error (the message's further lines, the cause the command gave); fix: a concrete way out, when one is
+    known. reason and fix are left out rather than repeating the error or saying nothing new.
     """
-    lines = [ln for ln in message.strip().splitlines() if ln.strip()] or [f"exit {code}"]
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()] or [f"exit {code}"]
+    error, rest = lines[0], " ".join(lines[1:])
+    why, way_out = _dial_words(message)
+    reason = reason or rest or why
     if fix is None:
         from ..core.statefile import fix_in
 
-        fix = fix_in(message)
+        fix = fix_in(message) or way_out
     if fix is None and code == 2:
-        fix = f"see `sparktui {command} --help`" if command else "see `sparktui --help`"
-    return {"error": lines[0].strip(), "reason": reason or " ".join(ln.strip() for ln in lines),
-            "fix": fix, "exit": code}
+        fix = _choice_fix(error)
+    return _fields(error, reason, fix) | {"exit": code}
+
+
+def _fields(error: str, reason: str | None, fix: str | None) -> dict:
+    doc = {"error": error}
+    if reason and reason.strip() != error:
+        doc["reason"] = reason
+    if fix:
+        doc["fix"] = fix
+    return doc
+
+
+def _dial_words(text: str) -> tuple[str | None, str | None]:
+    """Why a node was not reached and the way out, when `text` says one was not."""
+    from ..core.reach import why_unreachable
+
+    return why_unreachable([text])
+
+
+# argparse's refusal as _Parser words it: `argument --engine: invalid choice: 'vlm'; did you mean 'vllm'?`
+_CHOICE = re.compile(r"argument (\S+?)(?:/\S+)?: invalid choice: '.*'; did you mean '([^']*)'\?")
+
+
+def _choice_fix(error: str) -> str | None:
+    m = _CHOICE.match(error)
+    if not m:
+        return None
+    opt, choice = m.groups()
+    return f"pass {opt} {choice}" if opt.startswith("-") else f"use '{choice}'"
 
 
 def checked(fn, *extra):
@@ -138,8 +170,9 @@ def _finite(data: Any) -> Any:
 
 
 def release(code: int, command: str | None) -> None:
-    """Write the held document: a command that exits non-zero gets `error`, `reason` and `fix` beside its
-    own fields (taken from its errors, its unreachable nodes), so every refusal reads the same."""
+    """Write the held document: a command that exits non-zero gets `error`, and `reason` and `fix` where
+    they say more, beside its own fields (taken from its errors, its unreachable nodes), so every refusal
+    reads the same."""
     global held
     docs, held = held or [], None
     for data in docs:
@@ -169,11 +202,13 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
         from ..core.statefile import fix_in
 
         fix = next((f for f in map(fix_in, said) if f), None)  # a damaged state file's way out
+    why, way_out = _dial_words("; ".join(said + down))
     if down and not said:
         said = [f"unreachable: {'; '.join(str(d) for d in down)}"]
-        fix = fix or "bring the node(s) up or fix their address in the config; `sparktui check` tests every node"
-    reason = "; ".join(said) or f"{command or 'the command'} exited {code}"
-    return {"error": said[0] if said else reason, "reason": reason, "fix": fix}
+    reason = "; ".join(said[1:]) or why
+    if down and not way_out:  # a cause without known words: still a thing to do
+        way_out = "bring the node(s) up or correct their address in the config"
+    return _fields(said[0] if said else f"{command or 'the command'} exited {code}", reason, fix or way_out)
 
 
 def confirm(question: str, assume_yes: bool) -> bool:

@@ -135,7 +135,7 @@ def _down(args: argparse.Namespace) -> int:
     if not demos:
         if args.json:
             why = f"no running demo with id {args.id}" if args.id else "no demo started with `sparktui demo up` runs"
-            print_json({"stopped": [], "failed": [], "error": why, "reason": why,
+            print_json({"stopped": [], "failed": [], "error": why,
                         "fix": "`sparktui demo up` starts one" if not found else
                         f"running: {', '.join(d.id for d in found)}; `sparktui demo down ID` stops one"})
         else:
