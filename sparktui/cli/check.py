@@ -204,7 +204,24 @@ async def _images(cluster: Cluster, config: Config) -> dict[str, dict]:
     infos = await asyncio.gather(*(inspect_image(node, r, run_image=False) for r in dict.fromkeys(refs.values())))
     by_ref = {i.ref: i for i in infos}
     return {e: {"image": r, "node": node.name, "holds": holds(by_ref[r]), "versions": by_ref[r].versions,
-                "problem": by_ref[r].problem} for e, r in refs.items()}
+                "problem": by_ref[r].problem, "unread": by_ref[r].unread} for e, r in refs.items()}
+
+
+def _read_by_the_model_check(entry: dict, s: dict) -> None:
+    """An image whose versions are not cached, where the model check ran it and read the engine's release:
+    say what was read and what was not, never 'not read' beside the release it then shows."""
+    if not entry.pop("unread", False) or not s.get("engine_version"):
+        return
+    from ..core.engines import ENGINES, label
+
+    engine = s.get("engine")
+    read = {ENGINES[engine].package if engine in ENGINES else engine: s["engine_version"],
+            "transformers": s.get("transformers")}
+    entry["versions"] = {**entry["versions"], **read}
+    entry["holds"] = (f"{label(engine)} {s['engine_version']}, transformers {s.get('transformers') or 'absent'}; "
+                      f"Ray, torch and NCCL not read yet (`sparktui plan` reads them once per image)")
+    entry["problem"] = (f"Ray, torch and NCCL in {entry['image']} are not read yet on {entry['node']} "
+                        f"(`sparktui plan` reads them once per image)")
 
 
 async def cmd_check(args: argparse.Namespace) -> int:
@@ -221,6 +238,9 @@ async def cmd_check(args: argparse.Namespace) -> int:
         for engine, s in support.items():  # whether each image loads the model, as the image answered
             if engine in images:
                 images[engine]["support"] = s.to_json()
+                _read_by_the_model_check(images[engine], images[engine]["support"])
+        for entry in images.values():
+            entry.pop("unread", None)
     needs = node_needs(config, inv)
     if args.json:
         print_json({**inv.to_json(), "images": images, "requirements": [n.to_json() for n in needs]})

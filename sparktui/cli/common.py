@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +24,18 @@ def __getattr__(name: str):
             return globals()[name]
         from rich.console import Console
 
-        made = Console(stderr=name == "err_console", highlight=False)
+        stderr = name == "err_console"
+        made = Console(stderr=stderr, highlight=False)
+        if not made.is_terminal and not os.environ.get("COLUMNS"):  # rich would hard-wrap at 80 columns
+            made = Console(stderr=stderr, highlight=False, soft_wrap=True, width=PIPE_WIDTH)
         globals()[name] = made
         return made
     raise AttributeError(name)
+
+
+# Piped, lines end where sparktui ends them: prose is never wrapped (soft_wrap) and tables take their
+# natural width up to this. COLUMNS, when set, is a width asked for: it still decides.
+PIPE_WIDTH = 400
 
 
 class CliExit(Exception):
@@ -48,18 +58,49 @@ def error_document(code: int, message: str, reason: str | None = None, fix: str 
                    command: str | None = None) -> dict:
     """What `--json` prints on stdout when a command refuses or fails: one JSON object.
 
-    error: the first line of the message (what went wrong); reason: the whole message, or the cause when
-    the command gave one; fix: the way out when the command knows one (bad input: the command's --help).
+    error: the first line of the message (what went wrong); reason: why, when something says more than the
+    error (the message's further lines, the cause the command gave); fix: a concrete way out, when one is
+    known. reason and fix are left out rather than repeating the error or saying nothing new.
     """
-    lines = [ln for ln in message.strip().splitlines() if ln.strip()] or [f"exit {code}"]
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()] or [f"exit {code}"]
+    error, rest = lines[0], " ".join(lines[1:])
+    why, way_out = _dial_words(message)
+    reason = reason or rest or why
     if fix is None:
         from ..core.statefile import fix_in
 
-        fix = fix_in(message)
+        fix = fix_in(message) or way_out
     if fix is None and code == 2:
-        fix = f"see `sparktui {command} --help`" if command else "see `sparktui --help`"
-    return {"error": lines[0].strip(), "reason": reason or " ".join(ln.strip() for ln in lines),
-            "fix": fix, "exit": code}
+        fix = _choice_fix(error)
+    return _fields(error, reason, fix) | {"exit": code}
+
+
+def _fields(error: str, reason: str | None, fix: str | None) -> dict:
+    doc = {"error": error}
+    if reason and reason.strip() != error:
+        doc["reason"] = reason
+    if fix:
+        doc["fix"] = fix
+    return doc
+
+
+def _dial_words(text: str) -> tuple[str | None, str | None]:
+    """Why a node was not reached and the way out, when `text` says one was not."""
+    from ..core.reach import why_unreachable
+
+    return why_unreachable([text])
+
+
+# argparse's refusal as _Parser words it: `argument --engine: invalid choice: 'vlm'; did you mean 'vllm'?`
+_CHOICE = re.compile(r"argument (\S+?)(?:/\S+)?: invalid choice: '.*'; did you mean '([^']*)'\?")
+
+
+def _choice_fix(error: str) -> str | None:
+    m = _CHOICE.match(error)
+    if not m:
+        return None
+    opt, choice = m.groups()
+    return f"pass {opt} {choice}" if opt.startswith("-") else f"use '{choice}'"
 
 
 def checked(fn, *extra):
@@ -129,8 +170,9 @@ def _finite(data: Any) -> Any:
 
 
 def release(code: int, command: str | None) -> None:
-    """Write the held document: a command that exits non-zero gets `error`, `reason` and `fix` beside its
-    own fields (taken from its errors, its unreachable nodes), so every refusal reads the same."""
+    """Write the held document: a command that exits non-zero gets `error`, and `reason` and `fix` where
+    they say more, beside its own fields (taken from its errors, its unreachable nodes), so every refusal
+    reads the same."""
     global held
     docs, held = held or [], None
     for data in docs:
@@ -160,18 +202,32 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
         from ..core.statefile import fix_in
 
         fix = next((f for f in map(fix_in, said) if f), None)  # a damaged state file's way out
+    why, way_out = _dial_words("; ".join(said + down))
     if down and not said:
         said = [f"unreachable: {'; '.join(str(d) for d in down)}"]
-        fix = fix or "bring the node(s) up or fix their address in the config; `sparktui check` tests every node"
-    reason = "; ".join(said) or f"{command or 'the command'} exited {code}"
-    return {"error": said[0] if said else reason, "reason": reason, "fix": fix}
+    reason = "; ".join(said[1:]) or why
+    if down and not way_out:  # a cause without known words: still a thing to do
+        way_out = "bring the node(s) up or correct their address in the config"
+    return _fields(said[0] if said else f"{command or 'the command'} exited {code}", reason, fix or way_out)
 
 
 def confirm(question: str, assume_yes: bool) -> bool:
-    """Ask on the terminal; refuse (False) when there is no terminal to ask on."""
+    """Ask on the terminal (y or yes goes ahead, anything else is no); refuse (False) when there is no
+    terminal to ask on: the caller's refusal says to pass --yes."""
     if assume_yes:
         return True
-    if not sys.stdin.isatty():
-        __getattr__("err_console").print(f"{question} — not confirmed (no terminal); pass --yes to proceed")
+    if not sys.stdin.isatty():  # the question still says what would have been done
+        __getattr__("err_console").print(f"{question} — no terminal to ask on", markup=False)
         return False
-    return __getattr__("console").input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    from rich.text import Text
+
+    # a Text, not a markup string: rich would read "[y/N]" as a style tag and print nothing of it
+    return __getattr__("console").input(Text(f"{question} [y/N] ")).strip().lower() in ("y", "yes")
+
+
+def not_confirmed(said: str = "nothing changed") -> CliExit:
+    """The refusal of a command that was not confirmed: without a terminal it says how to go ahead."""
+    if sys.stdin.isatty():
+        return CliExit(1, said)
+    return CliExit(1, f"{said}: not confirmed; pass --yes to go ahead",
+                   reason="no terminal to confirm on", fix="run the command again with --yes")

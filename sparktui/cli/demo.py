@@ -1,6 +1,6 @@
 """`sparktui demo`: the whole story on a simulated cluster on this machine (no GPUs, no root).
 
-  sparktui demo [--nodes N] [--scenario pivot|happy|collective-timeout] [--speed X] [--keep]   the TUI on the demo
+  sparktui demo [--nodes N] [--scenario {scenarios}] [--speed X] [--keep]   the TUI on the demo
   sparktui demo up [...] [--json]     start the nodes, print the config path, stay in the foreground
                                       until Ctrl-C (or `demo down` from another terminal)
   sparktui demo down [ID]             stop background demos (`demo up`): all of this user's, or the one named
@@ -14,12 +14,10 @@ import json
 import signal
 import sys
 
+from ..demo.configfile import SCENARIOS, STORIES
 from .common import CliExit, console, err_console, print_json
 
-SCENARIO_HELP = ("pivot: SGLang hangs at the rendezvous and you pivot to vLLM; "
-                 "happy: everything works the first time; "
-                 "collective-timeout: it serves, then the all-reduce between the nodes hangs mid-serving; "
-                 "unsupported: the SGLang image cannot load the model's architecture, and the check says so first")
+SCENARIO_HELP = "; ".join(f"{name}: {STORIES[name]}" for name in SCENARIOS)
 
 
 def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
@@ -27,7 +25,7 @@ def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
     # subcommand's defaults overwrite what the parent parsed).
     d = (lambda v: argparse.SUPPRESS) if sub else (lambda v: v)
     p.add_argument("--nodes", type=int, default=d(2), metavar="N", help="simulated nodes (default 2)")
-    p.add_argument("--scenario", choices=("pivot", "happy", "collective-timeout", "unsupported"), default=d("pivot"),
+    p.add_argument("--scenario", choices=tuple(SCENARIOS), default=d("pivot"),
                    help=SCENARIO_HELP)
     p.add_argument("--speed", type=float, default=d(10.0), metavar="X",
                    help="how many times faster than real engines the simulated ones run (default 10)")
@@ -46,7 +44,8 @@ def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="try sparktui on a simulated cluster on this machine (no GPUs, no root)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__.format(scenarios="|".join(SCENARIOS)),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_options(p)
     p.add_argument("--headless", action="store_true", help="no TUI: same as `demo up`")
     inner = p.add_subparsers(dest="demo_command", metavar="up|down")
@@ -136,7 +135,7 @@ def _down(args: argparse.Namespace) -> int:
     if not demos:
         if args.json:
             why = f"no running demo with id {args.id}" if args.id else "no demo started with `sparktui demo up` runs"
-            print_json({"stopped": [], "failed": [], "error": why, "reason": why,
+            print_json({"stopped": [], "failed": [], "error": why,
                         "fix": "`sparktui demo up` starts one" if not found else
                         f"running: {', '.join(d.id for d in found)}; `sparktui demo down ID` stops one"})
         else:

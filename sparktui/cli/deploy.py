@@ -31,7 +31,7 @@ from ..core.statefile import StateFileError
 from ..core.words import milestone_words
 from . import check
 from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, console, err_console, get_config,
-                     journal, print_json)
+                     journal, not_confirmed, print_json)
 from .plan import add_plan_args, options_from_args
 
 NODE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -97,7 +97,8 @@ def _deployment_arg(p: argparse.ArgumentParser) -> None:
 
 def _wait_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", action="store_true",
-                   help="follow the logs until the endpoint answers (exit 0) or a problem shows (exit 1)")
+                   help="show progress (steps, milestones, problems) until the endpoint answers (exit 0) or a "
+                        "problem shows (exit 1); `sparktui logs` has the engine's own log")
     p.add_argument("--timeout", type=checked(argcheck.seconds), metavar="S",
                    help=f"with --wait: seconds to wait for the endpoint (default {READY_TIMEOUT_S:g})")
 
@@ -116,10 +117,13 @@ async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
 class Printer:
     """Deployment events as lines: node-coloured log lines, steps, milestones, problems with hints."""
 
-    def __init__(self, config: Config, quiet: bool = False, lines: bool = True, config_file: str | None = None):
+    def __init__(self, config: Config, quiet: bool = False, lines: bool = False, config_file: str | None = None):
         self.quiet = quiet  # --json: nothing but the final document
         self.config_file = config_file  # --config as given: the commands a hint names carry it
+        # the engine's own log runs to hundreds of lines: progress is its milestones, phases and problems,
+        # and `sparktui logs` has the log itself
         self.lines = lines
+        self.log_said = False
         self.colours = {n.name: NODE_COLOURS[i % len(NODE_COLOURS)] for i, n in enumerate(config.nodes)}
         self.width = max((len(n.name) for n in config.nodes), default=4)
         self.steps: list[dict] = []
@@ -137,6 +141,10 @@ class Printer:
             if self.lines:
                 for ln in e.lines:
                     console.print(Text.assemble(self.node(e.node), " │ ", ln), soft_wrap=True)
+            elif not self.log_said:
+                self.log_said = True
+                console.print(Text(with_config("the engine's own log is not shown here: `sparktui logs -f` follows "
+                                               "it", self.config_file), style="dim"), soft_wrap=True)
         elif isinstance(e, LaunchStep):
             style = {"failed": "red", "skipped": "dim", "done": "green", "waiting": "yellow"}.get(e.state, "")
             if e.state != "running":
@@ -233,7 +241,7 @@ def _ask(preview: Preview, yes: bool) -> None:
     if not yes:
         err_console.print(preview.text(notes=False), markup=False)
     if not confirm("go ahead?", yes):
-        raise CliExit(1, "nothing changed")
+        raise not_confirmed()
 
 
 def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") -> int:

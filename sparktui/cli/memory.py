@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from .common import CliExit, add_config_arg, add_json_arg, confirm, console, get_config, journal, print_json
+from .common import (CliExit, add_config_arg, add_json_arg, confirm, console, get_config, journal, not_confirmed,
+                     print_json)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +29,7 @@ async def cmd_drop_caches(args: argparse.Namespace) -> int:
         raise CliExit(2, unknown_names("node", bad, known))
     names = args.nodes or known
     if not confirm(DropPreview(names).text() + "\nDrop it?", args.yes):  # the TUI's confirmation text
-        raise CliExit(1, "nothing done", fix="pass --yes to drop the page cache without asking")
+        raise not_confirmed("nothing done")
     async with Cluster(config, journal=journal()) as cluster:
         results = await asyncio.gather(*(drop_caches(cluster[n]) for n in names))
     if args.json:

@@ -46,7 +46,8 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
                     if not f.reachable and n in [x.name for x in plan.nodes]]
             # A node or the fabric found unusable is a problem found; anything else is input naming no rendezvous.
             found = bool(down) or (plan.subnet is None and not opts.rendezvous)  # the fabric, found unusable
-            raise CliExit(1 if found else 2, "nothing to check: " + "; ".join(down + plan.errors + problems))
+            why = "; ".join(down + plan.errors + problems)
+            raise CliExit(1 if found else 2, f"nothing to check: {why}", reason=why)
         if not args.json:
             err_console.print(f"checking {len(plan.nodes)} node(s) at {plan.head_ip} on {plan.subnet} in {plan.image} "
                               f"(up to {args.timeout:g} s)...", markup=False, soft_wrap=True)

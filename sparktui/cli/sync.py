@@ -19,7 +19,8 @@ from ..core.transfers import (
     Outcome, TransferError, TransferOptions, cancel_transfer, setup_trust, sync_image, sync_model,
     transfer_status, trust_plan,
 )
-from .common import CliExit, add_json_arg, checked, confirm, console, err_console, get_config, journal, print_json
+from .common import (CliExit, add_json_arg, checked, confirm, console, err_console, get_config, journal, not_confirmed,
+                     print_json)
 
 
 def _size(n: float | None) -> str:
@@ -325,7 +326,7 @@ async def cmd_trust(args: argparse.Namespace) -> int:
             for line in plan.describe():
                 out.print(f"  - {line}", markup=False)
         if not confirm("Proceed?", args.yes):
-            return 1
+            raise not_confirmed()
         steps = await setup_trust(cluster, plan)
     if as_json:
         print_json([{"node": s.node, "ok": s.ok, "what": s.what} for s in steps])

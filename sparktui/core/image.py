@@ -53,6 +53,7 @@ class ImageInfo:
     labels: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str | None] = field(default_factory=dict)  # vllm / sglang / ray -> release, None = absent
     cached: bool = False  # the versions came from the node's cache (no container ran)
+    unread: bool = False  # the image is there, its versions are not cached and no container was to run
     problem: str | None = None  # why the image or its versions could not be read
     support: dict | None = None  # whether it loads the config's model (core/support.py Support.to_json), if asked
 
@@ -173,6 +174,7 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
             return info
     if "uncached" in sections:
         info.problem = f"what {ref} holds is not read yet on {node} (`sparktui plan` reads it once per image)"
+        info.unread = True
         return info
     failed = sections.get("failed", [])
     rc = failed[0].strip() if failed else "?"

@@ -13,6 +13,12 @@ SCENARIOS = {
     "collective-timeout": ("collective-timeout",),
     "unsupported": (),
 }
+STORIES = {  # what the user sees in each demo scenario: `sparktui demo --help` lists these
+    "pivot": "SGLang hangs at the rendezvous and you pivot to vLLM",
+    "happy": "everything works the first time",
+    "collective-timeout": "it serves, then the all-reduce between the nodes hangs mid-serving",
+    "unsupported": "the SGLang image cannot load the model's architecture, and the check says so first",
+}
 WHY = {  # what each demo scenario's simulator scenarios do, for the config file's reader
     "pivot": "SGLang's message queue wanders off the fabric: the rendezvous hangs",
     "collective-timeout": "after ~20 s of serving under load the all-reduce between the nodes hangs; torch's "

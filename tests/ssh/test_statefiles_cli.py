@@ -40,7 +40,7 @@ async def test_a_damaged_record_is_named_by_pivot_and_redeploy(fake_cluster, tmp
         assert "no record of deployment" not in err
     rc, out, err = await sparktui("pivot", "--config", str(conf), "--yes", "--json")
     doc = json.loads(out)
-    assert rc == 1 and words in json.dumps(doc) and {"error", "reason", "fix"} <= set(doc)
+    assert rc == 1 and words in json.dumps(doc) and {"error", "fix"} <= set(doc)
     assert doc["fix"] == "launch the deployment again to rewrite it (or remove the file)", doc
 
 

@@ -58,6 +58,10 @@ def test_piped_tables_are_not_cut_to_80_columns(piped, capsys, command):
 def test_columns_still_decide_when_set(piped, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.setattr(check, "_wide", None, raising=False)
+    from sparktui.cli import common
+
+    monkeypatch.setitem(common.__dict__, "console", common.console)  # put back after the test
+    del common.__dict__["console"]  # made again on first use, as in a fresh run
     assert main(["--config", str(piped), "check"]) == 0
     out = capsys.readouterr().out
     assert max(len(ln.rstrip()) for ln in out.splitlines()) <= 100, out

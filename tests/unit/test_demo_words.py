@@ -35,3 +35,20 @@ def test_readme_says_demo_up_holds_the_terminal_and_the_speed_factor():
     assert "`sparktui demo up` starts a simulated cluster without the TUI" in readme
     assert "**stays in the foreground** until Ctrl-C" in readme
     assert "The simulated engines run 10× faster than real ones" in readme
+
+
+def test_demo_help_lists_every_scenario_with_its_story(capsys, monkeypatch):
+    import pytest
+
+    from sparktui.cli import main
+    from sparktui.demo.configfile import SCENARIOS
+
+    monkeypatch.setenv("COLUMNS", "200")  # argparse wraps the usage block to the terminal's width
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    out = capsys.readouterr().out
+    usage = next(ln for ln in out.splitlines() if ln.strip().startswith("sparktui demo [--nodes N]"))
+    assert f"--scenario {'|'.join(SCENARIOS)}" in usage, usage
+    flat = " ".join(out.split())  # the option's help is wrapped by argparse
+    for name in SCENARIOS:
+        assert f"{name}: " in flat, name

@@ -106,9 +106,10 @@ def test_a_refusal_under_json_is_one_document_with_error_reason_fix(argv, tmp_pa
     assert "Traceback" not in r.stderr, r.stderr
     doc = _strict(r.stdout)
     assert isinstance(doc, dict), doc
-    assert {"error", "reason", "fix"} <= set(doc), doc
-    assert isinstance(doc["error"], str) and doc["error"].strip() and isinstance(doc["reason"], str)
-    assert doc["fix"] is None or isinstance(doc["fix"], str)
+    assert isinstance(doc["error"], str) and doc["error"].strip(), doc
+    # reason says why and fix what to do, or they are left out: never the error again, never empty
+    assert "reason" not in doc or (isinstance(doc["reason"], str) and doc["reason"] not in ("", doc["error"])), doc
+    assert "fix" not in doc or (isinstance(doc["fix"], str) and doc["fix"].strip()), doc
     assert "exited" not in doc["error"], doc  # a reason in words, not just the exit code
 
 
@@ -143,7 +144,7 @@ def test_preflight_json_with_a_fabric_link_down_names_the_link(link_down, capsys
     doc = _strict(cap.out)
     link = FABRIC_NAMES[1]  # spark2's fabric port
     assert "spark2" in doc["error"] and link in doc["reason"], doc
-    assert doc["exit"] == 1 and "fix" in doc
+    assert doc["exit"] == 1
 
 
 def test_a_number_json_cannot_carry_is_written_as_null(capsys):
@@ -174,3 +175,18 @@ def test_a_refusal_after_the_document_takes_its_words_from_the_check_inside(monk
     assert doc["error"] == "10.0.0.1:29501 is unreachable from spark2"
     assert doc["fix"] == "check the fabric cable of spark2"
     assert doc["state"] == "not started"
+
+
+def test_a_bad_value_is_the_error_alone_or_with_the_value_to_pass(tmp_path):
+    doc = _strict(_run(["--config", "CONF", "launch", "--tp", "0"], tmp_path).stdout)
+    assert doc == {"error": "--tp must be positive (got 0)", "exit": 2}  # nothing to add: no reason, no fix
+    doc = _strict(_run(["plan", "--engine", "vlm"], tmp_path).stdout)
+    assert doc["fix"] == "pass --engine vllm" and "reason" not in doc, doc
+
+
+@pytest.mark.parametrize("argv", [["check"], ["stop", "--yes"], ["sync", "model"]], ids=" ".join)
+def test_a_node_not_reached_says_why_and_what_to_do(argv, tmp_path):
+    doc = _strict(_run(["--config", "CONF", *argv], tmp_path).stdout)
+    assert "connection refused" in doc["error"], doc
+    assert doc["reason"] == "nothing accepts SSH connections at the node's host and port", doc
+    assert doc["fix"] == "start sshd on the node, or correct its host and port in the config", doc

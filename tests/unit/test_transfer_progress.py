@@ -152,8 +152,28 @@ def test_counts_agree_with_the_verifier_and_a_known_rate_has_an_eta():
     # 7 files in a directory: rsync's to-chk counts the directory too (8), its xfr# only what it sent
     closing = parse_update("     62,914,560  39%   40.17MB/s    0:00:01 (xfr#2, to-chk=5/8)")
     assert closing.eta is None  # the closing update carries the elapsed time, not an ETA
-    assert in_verifier_terms(closing, 160_000_000, 7) == (2, 7, pytest.approx((160_000_000 - 62_914_560) / closing.rate))
+    # 20 s in: bytes left at the measured rate
+    assert in_verifier_terms(closing, 160_000_000, 7, 20.0) == (2, 7, pytest.approx((160_000_000 - 62_914_560)
+                                                                                      / closing.rate))
     last = parse_update("    160,000,000 100%   40.00MB/s    0:00:04 (xfr#3, to-chk=0/8)")  # 4 were in place
     assert in_verifier_terms(last, 160_000_000, 7)[:2] == (7, 7)  # then "verified: 7 files"
     flying = parse_update("     43,319,296  27%   40.04MB/s    0:00:02  ")
-    assert in_verifier_terms(flying, 160_000_000, 7)[2] == 2.0  # rsync's own ETA while a file is in flight
+    assert in_verifier_terms(flying, 160_000_000, 7, 2.0)[2] == pytest.approx((160_000_000 - 43_319_296) / flying.rate)
+    assert in_verifier_terms(flying, 160_000_000, 7)[2] is None  # no time measured: no rate, no ETA
+
+
+def test_the_eta_comes_from_a_measured_rate_not_the_first_sample():
+    from sparktui.core.transfers.eta import eta
+    from sparktui.core.transfers.rsync_progress import in_verifier_terms
+
+    total = 67_110_376  # a 64 MiB model that copies in about 2 s
+    # rsync's update after the first small file: 517 bytes at 46.88 kB/s, once read as 23 minutes left
+    first = parse_update("            517   0%   46.88kB/s    0:00:00 (xfr#2, to-chk=2/5)")
+    assert in_verifier_terms(first, total, 7, 1.2)[2] is None
+    assert eta(total, 9_372_165, 8.9 * 2**20, 0.3) is None  # under a second: nothing measured yet
+    assert eta(total, 9_372_165, 8.9 * 2**20, 1.1) == pytest.approx((total - 9_372_165) / (8.9 * 2**20))
+    # a stale low rate cannot make it longer than the average pace since the start predicts
+    assert eta(total, total // 2, 1_000.0, 1.0) == pytest.approx(1.0, rel=1e-3)
+    assert eta(total, total, 0.0, 2.0) == 0.0 and eta(None, 5, 1.0, 2.0) is None and eta(total, None, 1.0, 2.0) is None
+    # a huge copy gets an ETA once 256 MiB have moved, not only after 1 % of it
+    assert eta(10 << 40, 300 << 20, 1 << 30, 3.0) == pytest.approx(((10 << 40) - (300 << 20)) / (1 << 30))

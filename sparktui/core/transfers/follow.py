@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..events import TransferProgress
 from . import remote
+from .eta import eta
 from .options import TransferOptions
 from .rsync_progress import ProgressParser, RsyncUpdate, in_verifier_terms
 from .state import CANCELLED, FAILED, LOST, RUNNING, UNVERIFIED, TransferMeta, describe_end, parse_poll
@@ -46,7 +47,7 @@ def progress_of(meta: TransferMeta, state: str, last: RsyncUpdate | None, count:
     if last is not None:
         p.bytes, p.percent, p.rate = last.bytes, float(last.percent), last.rate
         p.files_left = last.files_left
-        p.files_done, p.files_total, p.eta = in_verifier_terms(last, meta.total_bytes, meta.total_files)
+        p.files_done, p.files_total, p.eta = in_verifier_terms(last, meta.total_bytes, meta.total_files, p.elapsed)
     elif count is not None:
         p.bytes = count
         if meta.total_bytes:
@@ -111,8 +112,7 @@ async def follow(node, meta: TransferMeta, emit: Emit | None = None, opts: Trans
                             main_done=poll.rc is not None or poll.main_rc is not None)
             if meta.kind == "image" and image_rate is not None:
                 p = replace(p, rate=image_rate)
-                if meta.total_bytes and image_rate > 0 and count is not None:
-                    p.eta = max(0.0, (meta.total_bytes - count) / image_rate)
+                p.eta = eta(meta.total_bytes, count, image_rate, p.elapsed)
             emit(p)
         if poll.rc is not None and not more:
             state = CANCELLED if poll.cancelled else UNVERIFIED if poll.rc == 0 else FAILED

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .eta import eta
+
 # bytes may be comma- or dot-grouped (locale), or scaled with -h ("1.23G"); the rate uses "%7.2f".
 _UPDATE = re.compile(
     r"^\s*(?P<bytes>\d[\d,.]{0,40})(?P<scale>[KMGTP])?\s+(?P<pct>\d{1,3})%"
@@ -83,23 +85,21 @@ def _update(m: re.Match) -> RsyncUpdate:
     )
 
 
-def in_verifier_terms(u: RsyncUpdate, total_bytes: int | None, total_files: int | None
-                      ) -> tuple[int | None, int | None, float | None]:
+def in_verifier_terms(u: RsyncUpdate, total_bytes: int | None, total_files: int | None,
+                      elapsed: float | None = None) -> tuple[int | None, int | None, float | None]:
     """(files done, files in all, ETA seconds) that agree with the verifier's count of regular files.
 
     rsync's to-chk total also counts directories and xfr# skips files already in place, so the
     known file count wins and the files done are that count less the entries left (directories are
-    listed first), never fewer than rsync says it sent. rsync gives no ETA on the update that closes a file; bytes left at the average
-    rate stand in, so a known rate always comes with an ETA.
+    listed first), never fewer than rsync says it sent. The ETA is bytes left at a measured rate
+    (eta.py), not rsync's own, which its first samples make hours long; `elapsed`: seconds since the
+    start (default: what a closing update says).
     """
     total = total_files or u.files_total
     done = u.files_done
     if total is not None and u.files_left is not None:
         done = max(0, min(total, max(u.files_done or 0, total - u.files_left)))  # sent ones were checked too
-    eta = u.eta
-    if eta is None and u.rate > 0 and total_bytes:
-        eta = max(0.0, (total_bytes - u.bytes) / u.rate)
-    return done, total, eta
+    return done, total, eta(total_bytes, u.bytes, u.rate, elapsed if elapsed is not None else u.elapsed)
 
 
 class ProgressParser:

@@ -135,7 +135,8 @@ class TransferRecord:
                 p.bytes, p.percent, p.rate = u.bytes, float(u.percent), u.rate
                 p.elapsed = u.elapsed if u.elapsed is not None else p.elapsed
                 p.files_left = u.files_left
-                p.files_done, p.files_total, p.eta = in_verifier_terms(u, m.total_bytes, m.total_files)
+                p.files_done, p.files_total, p.eta = in_verifier_terms(u, m.total_bytes, m.total_files,
+                                                                       p.elapsed)
         elif self.count is not None:
             p.bytes = self.count
             if m.total_bytes:

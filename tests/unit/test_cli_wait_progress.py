@@ -1,0 +1,49 @@
+"""`launch --wait` (and pivot, redeploy) show progress: steps, phases, milestones, problems with their hint
+and the outcome; the engine's raw log is left to `sparktui logs`, named once. Under --json nothing but the
+document reaches stdout."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from sparktui.cli import deploy
+from sparktui.cli.common import print_json
+from sparktui.core.diagnose import Milestone, Problem
+from sparktui.core.events import DeploymentChanged, LaunchStep, LogLines
+
+NODES = SimpleNamespace(nodes=[SimpleNamespace(name="spark1"), SimpleNamespace(name="spark2")])
+RAW = [f"INFO 06-12 10:00:{i:02d} [model_runner.py:{i}] Loading safetensors shard {i}/180" for i in range(180)]
+
+
+def events():
+    yield LaunchStep("lab", "spark1", 0, 2, "exec", "start vllm serve in the head container", "done")
+    for node in ("spark1", "spark2"):
+        yield LogLines(node, f"sparktui-lab-vllm-{node[-1]}", RAW[:90])
+    yield DeploymentChanged("lab", "vllm", "ray", "loading", "the engine is loading")
+    yield Milestone("weights_loaded", 120, "spark1")
+    yield Problem("nccl_error", 150, "NCCL found no interface named by NCCL_SOCKET_IFNAME on this node",
+                  "set NCCL_SOCKET_IFNAME to this node's own interface", "spark2")
+    yield LogLines("spark1", "sparktui-lab-vllm-0", RAW[90:])
+
+
+def test_wait_shows_progress_and_not_the_engine_log(capsys):
+    printer = deploy.Printer(NODES, config_file="my.yaml")
+    for e in events():
+        printer(e)
+    out = capsys.readouterr().out
+    assert "Loading safetensors" not in out, out
+    assert "start vllm serve in the head container: done" in out
+    assert "loading — the engine is loading" in out and "weights loaded" in out
+    assert "NCCL_SOCKET_IFNAME on this node" in out and "hint: set NCCL_SOCKET_IFNAME" in out
+    told = [ln for ln in out.splitlines() if "sparktui --config my.yaml logs -f" in ln]
+    assert len(told) == 1, out  # where the log is: said once, not per batch
+    assert len(out.splitlines()) < 12, out
+
+
+def test_wait_with_json_prints_only_the_document(capsys):
+    printer = deploy.Printer(NODES, quiet=True)
+    for e in events():
+        printer(e)
+    print_json({"deployment": "lab", "steps": printer.steps})
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["steps"][0]["description"] == "start vllm serve in the head container"
