@@ -91,7 +91,7 @@ def _dial_words(text: str) -> tuple[str | None, str | None]:
     return why_unreachable([text])
 
 
-# argparse's refusal as _Parser words it: `argument --engine: invalid choice: 'vlm'; did you mean 'vllm'?`
+# argparse's refusal as _Parser words it: `argument --mode: invalid choice: 'rey'; did you mean 'ray'?`
 _CHOICE = re.compile(r"argument (\S+?)(?:/\S+)?: invalid choice: '.*'; did you mean '([^']*)'\?")
 
 
