@@ -127,9 +127,22 @@ async def _up(options, as_json: bool) -> int:
     return 0
 
 
+def _refuse(args: argparse.Namespace, why: str, fix: str) -> int:
+    if args.json:
+        print_json({"stopped": [], "failed": [], "error": why, "reason": why, "fix": fix})
+    else:
+        err_console.print(f"{why}; {fix}", markup=False)
+    return 1
+
+
 def _down(args: argparse.Namespace) -> int:
+    from ..demo.registry import ID
     from ..demo.runner import running_demos, stop_demo
 
+    if args.id is not None and not ID.fullmatch(args.id):
+        # "" must not mean "every demo": a script's empty variable would stop them all
+        return _refuse(args, f"no demo has the id {args.id!r}",
+                       "`sparktui demo down` without an id stops every `demo up` of this user")
     found = running_demos()
     # Without an id only background demos: an interactive `sparktui demo` belongs to its terminal.
     demos = [d for d in found if d.id == args.id] if args.id else [d for d in found if d.background]
