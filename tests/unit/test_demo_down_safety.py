@@ -6,6 +6,7 @@ import os
 import pwd
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -119,3 +120,28 @@ def test_a_pid_reused_by_a_process_that_is_no_demo_is_not_signalled(tmp_path):
         assert sleeper.poll() is None
     finally:
         demofakes.end(sleeper)
+
+
+def test_a_demo_killed_with_9_leaves_a_directory_the_next_demo_down_removes(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = demofakes.registered(tmp_path, "dead1")
+    live = demofakes.registered(tmp_path, "live1", background=False)
+    # one known only from its directory (its registry elsewhere), and one kept on purpose
+    orphan, kept = demofakes.demo_process(tmp_path), demofakes.demo_process(tmp_path)
+    for name, p, keep in (("orphan1", orphan, False), ("kept1", kept, True)):
+        (tmp_path / f"{PREFIX}{name}").mkdir(mode=0o700)
+        (tmp_path / f"{PREFIX}{name}" / "demo.json").write_text(json.dumps(
+            {"pid": p.pid, "start_ticks": proc.start_ticks(p.pid), "boot_id": proc.boot_id(),
+             "started": time.time(), "keep": keep}))
+    try:
+        for p in (dead, orphan, kept):
+            p.kill()
+            p.wait()
+            demofakes.wait_dead(p.pid)
+        assert main(["demo", "down"]) == 1  # no background demo runs, yet it cleans up
+        assert not (tmp_path / f"{PREFIX}dead1").exists() and not (tmp_path / f"{PREFIX}orphan1").exists()
+        assert not (registry.directory() / "dead1.json").exists()
+        assert (tmp_path / f"{PREFIX}live1" / "client").is_dir() and live.poll() is None
+        assert (tmp_path / f"{PREFIX}kept1").is_dir()
+    finally:
+        demofakes.end(dead, live, orphan, kept)
