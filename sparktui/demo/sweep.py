@@ -11,14 +11,12 @@ import re
 import shutil
 import stat
 import tempfile
-import time
 from pathlib import Path
 
 from . import proc, registry
 from .cluster import PREFIX
 
 NAME = re.compile(re.escape(PREFIX) + registry.ID.pattern)
-GRACE = 60.0  # a directory younger than this without a demo.json may be a demo still writing its first one
 
 
 def _ours(path: Path) -> bool:
@@ -31,25 +29,18 @@ def _ours(path: Path) -> bool:
 
 
 def _held(root: Path) -> bool:
-    """Whether a live demo (or one still starting) may be using root, from its own demo.json."""
+    """Whether root may still be in use or wanted, from its own demo.json; True when in doubt."""
     try:
         fd = os.open(root / "demo.json", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, encoding="utf-8") as f:
             d = json.load(f)
-        pid = int(d["pid"])
-    except FileNotFoundError:
-        try:
-            return time.time() - os.lstat(root).st_mtime < GRACE
-        except OSError:
-            return False
+        pid, ticks = int(d["pid"]), d["start_ticks"]
     except (OSError, ValueError, KeyError, TypeError):
-        return True  # unreadable: not ours to judge
-    if d.get("keep") is True:
+        # none yet (a demo starting), unreadable, or from an older sparktui, which did not say --keep
         return True
-    if "start_ticks" in d:
-        return d.get("boot_id") == proc.boot_id() and proc.start_ticks(pid) == d["start_ticks"]
-    began = proc.start_time(pid)  # a demo.json of an older sparktui: its start time in epoch seconds
-    return began is not None and began <= float(d.get("started", 0)) + 2
+    if d.get("keep") is not False:
+        return True
+    return d.get("boot_id") == proc.boot_id() and proc.start_ticks(pid) == ticks
 
 
 def _remove(root: Path) -> bool:

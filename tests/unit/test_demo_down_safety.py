@@ -128,6 +128,9 @@ def test_a_demo_killed_with_9_leaves_a_directory_the_next_demo_down_removes(tmp_
     live = demofakes.registered(tmp_path, "live1", background=False)
     # one known only from its directory (its registry elsewhere), and one kept on purpose
     orphan, kept = demofakes.demo_process(tmp_path), demofakes.demo_process(tmp_path)
+    older = tmp_path / f"{PREFIX}older1"  # an older sparktui's demo.json: it never said whether it was kept
+    older.mkdir(mode=0o700)
+    (older / "demo.json").write_text(json.dumps({"pid": kept.pid, "started": time.time(), "uid": os.getuid()}))
     for name, p, keep in (("orphan1", orphan, False), ("kept1", kept, True)):
         (tmp_path / f"{PREFIX}{name}").mkdir(mode=0o700)
         (tmp_path / f"{PREFIX}{name}" / "demo.json").write_text(json.dumps(
@@ -142,6 +145,6 @@ def test_a_demo_killed_with_9_leaves_a_directory_the_next_demo_down_removes(tmp_
         assert not (tmp_path / f"{PREFIX}dead1").exists() and not (tmp_path / f"{PREFIX}orphan1").exists()
         assert not (registry.directory() / "dead1.json").exists()
         assert (tmp_path / f"{PREFIX}live1" / "client").is_dir() and live.poll() is None
-        assert (tmp_path / f"{PREFIX}kept1").is_dir()
+        assert (tmp_path / f"{PREFIX}kept1").is_dir() and older.is_dir()
     finally:
         demofakes.end(dead, live, orphan, kept)
