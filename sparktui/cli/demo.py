@@ -3,7 +3,8 @@
   sparktui demo [--nodes N] [--scenario {scenarios}] [--speed X] [--keep]   the TUI on the demo
   sparktui demo up [...] [--json]     start the nodes, print the config path, stay in the foreground
                                       until Ctrl-C (or `demo down` from another terminal)
-  sparktui demo down [ID]             stop background demos (`demo up`): all of this user's, or the one named
+  sparktui demo down [ID]             stop background demos (`demo up`): all of this user's, or the one named;
+                                      also removes what demos killed with -9 left behind
 `demo --headless` is `demo up`.
 """
 from __future__ import annotations
@@ -74,12 +75,14 @@ def _options(args: argparse.Namespace):
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo.errors import DemoError
+    from ..demo.sweep import sweep
 
     command = getattr(args, "demo_command", None)
     try:
         if command == "down":
             return _down(args)
         options = _options(args)
+        sweep()  # what earlier demos killed with -9 left in the temp directory
         if command == "up" or args.headless:
             options.background = True
             return asyncio.run(_up(options, args.json))
@@ -126,9 +129,24 @@ async def _up(options, as_json: bool) -> int:
     return 0
 
 
-def _down(args: argparse.Namespace) -> int:
-    from ..demo.runner import running_demos, stop_demo
+def _refuse(args: argparse.Namespace, why: str, fix: str) -> int:
+    if args.json:
+        print_json({"stopped": [], "failed": [], "error": why, "reason": why, "fix": fix})
+    else:
+        err_console.print(f"{why}; {fix}", markup=False)
+    return 1
 
+
+def _down(args: argparse.Namespace) -> int:
+    from ..demo.registry import ID
+    from ..demo.runner import running_demos, stop_demo
+    from ..demo.sweep import sweep
+
+    if args.id is not None and not ID.fullmatch(args.id):
+        # "" must not mean "every demo": a script's empty variable would stop them all
+        return _refuse(args, f"no demo has the id {args.id!r}",
+                       "`sparktui demo down` without an id stops every `demo up` of this user")
+    sweep()  # directories of demos killed with -9: nothing else would ever remove them
     found = running_demos()
     # Without an id only background demos: an interactive `sparktui demo` belongs to its terminal.
     demos = [d for d in found if d.id == args.id] if args.id else [d for d in found if d.background]

@@ -1,6 +1,7 @@
 """The simulated cluster: N nodes on this machine, each an SSH server with its own namespaces.
 
-Layout of a demo's directory (tempfile.gettempdir()/sparktui-demo-<id>/):
+Layout of a demo's directory (tempfile.gettempdir()/sparktui-demo-<id>/, mode 0700; which demos run is
+recorded apart, where only their user can write: registry.py):
   demo.json                what the node tools read: nodes, ports, host keys, speed, link rate
   sparktui.yaml            the config sparktui is pointed at
   known_hosts, client/     sparktui's side: the nodes' host keys and its login key
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.sshlib import asyncssh
-from . import checkpoint, configfile, hardware, launchers
+from . import checkpoint, configfile, hardware, launchers, proc, registry
 from .docker import images as docker_images
 from .docker.store import Store
 from .errors import DemoError
@@ -134,6 +135,8 @@ class DemoCluster:
         self.ports: dict[str, int] = {}
         self.started = False
         self._stopped = False
+        self._began = time.time()
+        self._entry: Path | None = None  # this demo's registry file, removed when it stops
 
     # -- paths --------------------------------------------------------------------------------
     @property
@@ -162,8 +165,15 @@ class DemoCluster:
     async def start(self) -> "DemoCluster":
         await check_namespaces()
         base = self.options.base or tempfile.gettempdir()
-        self.root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))
+        self.root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))  # 0700: it will hold a private key
         try:
+            self.root.chmod(0o700)
+            self._write_demo_json()  # at once: a sweep by another `demo up` sees the directory is in use
+            try:
+                self._entry = registry.add(registry.entry_for_self(
+                    self.id, self._began, self.root, self.options.background, self.options.keep))
+            except OSError as e:
+                raise DemoError(f"cannot record the demo in {registry.directory()}: {e}") from None
             await self._start()
         except BaseException:
             await self.stop()
@@ -228,8 +238,9 @@ class DemoCluster:
         assert self.root is not None
         o = self.options
         data = {
-            "id": self.id, "pid": os.getpid(), "uid": os.getuid(), "started": time.time(),
-            "background": o.background,
+            "id": self.id, "pid": os.getpid(), "uid": os.getuid(), "started": self._began,
+            "start_ticks": proc.start_ticks(os.getpid()), "boot_id": proc.boot_id(),
+            "background": o.background, "keep": o.keep,
             "root": str(self.root), "config": str(self.config_path), "speed": o.speed, "scenario": o.scenario,
             "link_bytes_per_s": o.link_mb_per_s * 1e6,
             "stream_bytes_per_s": o.stream_mb_per_s * 1e6, "image_bytes": o.image_bytes, "model_path": self.model_path,
@@ -306,6 +317,8 @@ class DemoCluster:
                 shutil.rmtree(self.root, ignore_errors=True)
                 if self.root.exists():
                     await asyncio.sleep(0.1)
+        if self._entry is not None:
+            registry.remove(self._entry)
 
     async def __aenter__(self) -> "DemoCluster":
         return await self.start()

@@ -1,4 +1,4 @@
-"""Running a demo next to something else: its own event loop on a thread, or a `demo up` to find later.
+"""Running a demo next to something else: its own event loop on a thread, or a `demo up` to find later (registry.py).
 
 The TUI runs Textual's loop on the main thread; the demo nodes' SSH servers (which also carry
 node-to-node rsync traffic) get a loop of their own, so neither waits on the other.
@@ -7,16 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
-import signal
-import tempfile
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
-from .cluster import PREFIX, DemoCluster, DemoOptions
+from . import proc, registry
+from .cluster import DemoCluster, DemoOptions
 from .errors import DemoError
 
 
@@ -72,58 +67,18 @@ class ThreadedDemo:
         thread.join(timeout)
 
 
-@dataclass
-class Running:
-    """A demo started by `sparktui demo up` (maybe in another terminal), from its demo.json."""
-
-    id: str
-    pid: int
-    root: Path
-    config: str
-    started: float
-    background: bool = False  # started by `demo up` (an older demo.json without the field: treated as not)
+def running_demos() -> list[registry.Entry]:
+    """This user's demos (its own registry) whose process is still the sparktui demo that started them."""
+    return [e for _, e in registry.entries() if e.alive() and proc.is_demo(e.pid)]
 
 
-def _start_time(pid: int) -> float | None:
-    """When a live process started (epoch seconds), from /proc: tells a reused pid from the demo's."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        if fields[0] in ("Z", "X"):
-            return None  # ended; only its parent has not collected it yet
-        ticks = int(fields[19])
-        btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                     if line.startswith("btime "))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-    return btime + ticks / os.sysconf("SC_CLK_TCK")
-
-
-def running_demos(base: str | None = None) -> list[Running]:
-    """This user's demos whose process is still the one that started them."""
-    out = []
-    for meta in sorted(Path(base or tempfile.gettempdir()).glob(f"{PREFIX}*/demo.json")):
-        try:
-            d = json.loads(meta.read_text())
-            pid, started = int(d["pid"]), float(d["started"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if d.get("uid") != os.getuid():
-            continue
-        began = _start_time(pid)
-        if began is None or began > started + 2:
-            continue  # gone, or the pid now belongs to another process
-        out.append(Running(d.get("id", meta.parent.name), pid, meta.parent, d.get("config", ""), started,
-                           d.get("background") is True))
-    return out
-
-
-def stop_demo(demo: Running, timeout: float = 60.0) -> bool:
-    """Ask a running demo to end (SIGTERM) and wait for its process to go; True when it did."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(demo.pid, signal.SIGTERM)
+def stop_demo(demo: registry.Entry, timeout: float = 60.0) -> bool:
+    """Ask a running demo to end (SIGTERM), proving its identity first, and wait for it to go; True when it did."""
+    if not proc.terminate(demo.pid, demo.start_ticks):
+        return not demo.alive()  # already gone counts as stopped; a pid now someone else's is left alone
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _start_time(demo.pid) is None:
+        if not demo.alive():
             return True
         time.sleep(0.1)
     return False

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,37 @@ async def test_demo_up_prints_the_config_and_demo_down_stops_it(tmp_path, cli_en
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def _killed_demo_up(env: dict[str, str]) -> dict:
+    """A `demo up` that ran, then was killed with -9: what it printed."""
+    proc = await asyncio.create_subprocess_exec(
+        *sparktui_argv(), "demo", "up", "--json", "--model-mb", "1", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        line = await asyncio.wait_for(proc.stdout.readline(), 120)
+        assert line, (await proc.stderr.read()).decode()
+        return json.loads(line)
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+async def test_a_demo_killed_with_9_is_swept_by_the_next_demo_up_or_down(tmp_path, cli_env):
+    require_namespaces()
+    env = dict(cli_env, TMPDIR=str(tmp_path))
+    demos = Path(cli_env["XDG_STATE_HOME"]) / "sparktui/demos"
+    first = await _killed_demo_up(env)
+    root = Path(first["root"])
+    # the directory holds the client's key: its user's alone; the registry is out of the shared temp dir
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700 and (root / "client/id_ed25519").is_file()
+    entry = demos / f"{first['id']}.json"
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600 and stat.S_IMODE(demos.stat().st_mode) == 0o700
+    second = await _killed_demo_up(env)  # nothing ran to remove the first: the next `demo up` does
+    assert not root.exists() and not entry.exists() and Path(second["root"]).exists()
+    rc, out, err = await sparktui(env, "demo", "down", "--json")
+    assert rc == 1 and json.loads(out)["stopped"] == [], err  # nothing to stop, yet it cleans up
+    assert not Path(second["root"]).exists() and not list(demos.iterdir())
 
 
 async def test_setup_trust_then_sync_on_a_demo_without_trust(tmp_path, cli_env):

@@ -6,14 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from sparktui.cli import main
 from sparktui.demo.cluster import PREFIX
+from tests.unit import demofakes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,35 +46,18 @@ def test_the_demo_tui_refuses_without_a_terminal_before_starting_nodes(tmp_path)
     assert "starting the simulated nodes" not in r.stderr and not list(tmp_path.glob(f"{PREFIX}*"))
 
 
-def _fake_demo(base: Path, name: str, background: bool | None) -> subprocess.Popen:
-    """A process standing for a running demo, with the demo.json the demo writes."""
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
-    d = base / f"{PREFIX}{name}"
-    d.mkdir()
-    data = {"id": name, "pid": proc.pid, "uid": os.getuid(), "started": time.time(), "config": str(d / "c.yaml")}
-    if background is not None:
-        data["background"] = background
-    (d / "demo.json").write_text(json.dumps(data))
-    return proc
-
-
-def test_demo_down_without_an_id_stops_only_background_demos(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    up = _fake_demo(tmp_path, "bg", True)
-    mine = _fake_demo(tmp_path, "tty", False)
-    old = _fake_demo(tmp_path, "old", None)  # a demo.json from before the field: not assumed background
+def test_demo_down_without_an_id_stops_only_background_demos(tmp_path, capsys):
+    up = demofakes.registered(tmp_path, "bg", True)
+    mine = demofakes.registered(tmp_path, "tty", False)
     try:
         assert main(["demo", "down", "--json"]) == 0
         assert json.loads(capsys.readouterr().out) == {"stopped": ["bg"], "failed": []}
         assert up.wait(10) == -signal.SIGTERM
-        assert mine.poll() is None and old.poll() is None
+        assert mine.poll() is None
         assert main(["demo", "down"]) == 1  # nothing in the background now; says how to stop the others
         err = capsys.readouterr().err
         assert "interactive" in err and "sparktui demo down tty" in err
         assert main(["demo", "down", "tty", "--json"]) == 0  # named: the user means it
-        assert mine.wait(10) == -signal.SIGTERM and old.poll() is None
+        assert mine.wait(10) == -signal.SIGTERM
     finally:
-        for p in (up, mine, old):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        demofakes.end(up, mine)
