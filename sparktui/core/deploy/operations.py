@@ -29,7 +29,7 @@ from ..states import Op
 from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
 from ..deployment import Deployment
-from .record import record_path
+from .record import read_command, record_path
 
 PREFLIGHT_TIMEOUT = 30.0
 
@@ -193,7 +193,8 @@ class Operations:
         if name not in self._last:
             path = record_path(name)
             try:  # no record is the common case: not an error in the journal
-                r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then cat {path}; fi", timeout=30)
+                r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then {read_command(path)}; fi",
+                                                                 timeout=30)
                 rec = Deployment.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
             except Exception:  # noqa: BLE001 - unreadable: the plan works without it
                 return None
