@@ -10,6 +10,7 @@ import asyncio
 import time
 
 from rich.table import Table
+from rich.text import Text
 
 from ..core.bench import client, results
 from ..core.bench.run import BenchError, prepare, run
@@ -56,12 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def table(rows: list[results.Row], title: str) -> Table:
-    tab = Table(title=title)
+    tab = Table(title=Text(title))
     for head, _, _ in COLUMNS:
         tab.add_column(head, justify="left" if head == "engine" else "right")
     for r in rows:
         d = r.to_json()
-        tab.add_row(*(fmt.format(d[key]) for _, key, fmt in COLUMNS))
+        tab.add_row(*(Text(fmt.format(d[key])) for _, key, fmt in COLUMNS))  # the file's strings: never markup
     return tab
 
 

@@ -137,7 +137,12 @@ def get_config(args: argparse.Namespace) -> Config:
 def journal() -> Journal:
     from ..core.journal import Journal, default_journal_path
 
-    return Journal(default_journal_path())
+    return Journal(default_journal_path(), on_problem=_journal_problem)
+
+
+def _journal_problem(msg: str) -> None:
+    """Said once on stderr: a command that ran but is missing from `sparktui journal` would mislead."""
+    __getattr__("err_console").print(f"warning: {msg}", markup=False, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

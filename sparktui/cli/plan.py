@@ -173,14 +173,14 @@ def render_plan(plan: Plan) -> Group:
         for col in ("#", "node", "kind", "what"):
             order.add_column(col)
         for i, s in enumerate(plan.steps, 1):
-            order.add_row(str(i), s.node, s.kind, s.description)
+            order.add_row(str(i), Text(s.node), Text(s.kind), Text(s.description))  # node data: never markup
         parts.append(order)
     for n in plan.nodes:
         env = Table(show_header=False, show_edge=False, box=None)
         env.add_column(style="dim")
         env.add_column()
         for k, v in n.env.items():
-            env.add_row(k, v)
+            env.add_row(Text(k), Text(v))
         if plan.ok:
             cmds = [Text(c, style="green") for c in n.commands]
         else:  # commented out and said so: a copied line must not run a plan that was refused
@@ -188,7 +188,7 @@ def render_plan(plan: Plan) -> Group:
                 Text("# " + c, style="dim") for c in n.commands]
         cmds = cmds or [Text("(no commands: fix the errors)", style="dim")]
         title = f"{n.name}  rank {n.rank} {n.role}  {n.iface or '?'} {n.ip or '?'}  RDMA {n.rdma or 'none'}"
-        parts.append(Panel(Group(env, Text(""), *cmds), title=title, title_align="left"))
+        parts.append(Panel(Group(env, Text(""), *cmds), title=Text(title), title_align="left"))
     if plan.fit is not None:
         f = plan.fit
         style = "red" if f.errors else ("yellow" if f.warnings else "green")

@@ -101,10 +101,11 @@ def learn_secrets(opts: PlanOptions) -> None:
 def options_to_json(opts: PlanOptions) -> dict:
     d = asdict(opts)
     d.pop("model_config", None)  # re-read from the node at the next plan; it can be large
+    d.pop("model_config_problem", None)  # and so is what was wrong with it
     d.pop("support", None)  # asked of the image again at the next plan (cached on the node)
     return d
 
 
 def options_from_json(d: object, where: str = "deployment record") -> PlanOptions:
     """The options of a record, every field's type checked (model_config is read again, never kept)."""
-    return statefile.load(PlanOptions, d, f"{where} (options)", FIX, skip=("model_config", "support"))
+    return statefile.load(PlanOptions, d, f"{where} (options)", FIX, skip=("model_config", "model_config_problem", "support"))

@@ -7,6 +7,7 @@ checked for its type: a bad file is one line naming the file and the field, neve
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -20,6 +21,9 @@ from .image import ImageInfo
 
 VERSION = 1
 MAX_FILE = 64 << 20  # a check --json of 32 nodes with every container is well under 1 MiB
+
+
+TAKEN_AT = (0.0, 1e11)  # unix times a facts file can hold (time.gmtime refuses far beyond)
 
 
 class FactsFileError(Exception):
@@ -90,9 +94,14 @@ def remember(cluster: str, hosts: dict[str, str], facts: dict[str, NodeFacts], n
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # addresses and users: not for others
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, allow_nan=False)
-        os.replace(tmp, path)  # a reader never sees half a file
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(doc, allow_nan=False))  # whole before the first byte is written
+            os.replace(tmp, path)  # a reader never sees half a file
+        except BaseException:  # a full disk, a NaN, Ctrl-C: no half-written temp file left behind
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         return None
     except (OSError, ValueError, TypeError) as e:
         return f"could not keep the node facts in {path} for `plan --offline`: {e}"
@@ -184,6 +193,8 @@ def _read_store(path: Path, hosts: dict[str, str], doc: Any = None) -> dict[str,
             raise FactsFileError(f"{path}: {where}: expected an object; {fix}")
         try:
             taken = _num(entry.get("taken_at"), f"{where}.taken_at", path)
+            if taken is not None and not TAKEN_AT[0] <= taken <= TAKEN_AT[1]:
+                taken = None  # a clock far off or a hand edit: said as "an unknown time", never a crash
             host = _str(entry.get("host"), f"{where}.host", path)
             f = node_from_json(entry.get("facts"), f"{where}.facts", path)
         except FactsFileError as e:

@@ -59,6 +59,14 @@ def _int(cfg: dict, *keys: str) -> int:
     return 0
 
 
+def _moe_layers(layers: int, first: int, step: int, mlp_only: object) -> int:
+    """Layers i in [first, layers) with (i + 1) % step == 0 and not in mlp_only, counted in closed form:
+    the counts come from config.json, so nothing here loops over them."""
+    sparse = layers // step - first // step  # multiples of step in [first + 1, layers]
+    dense = {i for i in mlp_only if type(i) is int} if isinstance(mlp_only, list) else set()  # [[1]]: not a layer
+    return sparse - sum(1 for i in dense if first <= i < layers and (i + 1) % step == 0)
+
+
 def replicated_params(model_config: dict, engine: str, extra_args: list[str] | None = None) -> tuple[int, str]:
     """(bytes every GPU of a stage holds whole, what they are) from a config.json; (0, why) when unreadable."""
     cfg = model_config.get("text_config") if isinstance(model_config.get("text_config"), dict) else model_config
@@ -71,9 +79,8 @@ def replicated_params(model_config: dict, engine: str, extra_args: list[str] | N
     experts = _int(cfg, "num_experts", "num_local_experts", "n_routed_experts")
     if experts:
         step = _int(cfg, "decoder_sparse_step") or 1
-        dense = set(cfg.get("mlp_only_layers") or []) if isinstance(cfg.get("mlp_only_layers"), list) else set()
-        first = _int(cfg, "first_k_dense_replace")
-        moe = sum(1 for i in range(layers) if i not in dense and i >= first and (i + 1) % step == 0)
+        first = min(_int(cfg, "first_k_dense_replace"), layers)
+        moe = _moe_layers(layers, first, step, cfg.get("mlp_only_layers"))
         shared = hidden if _int(cfg, "shared_expert_intermediate_size") else 0  # shared_expert_gate: hidden -> 1
         parts["router"] = moe * (experts * hidden + shared)
     eng = ENGINES.get(engine)

@@ -56,8 +56,10 @@ class Journal:
     """In-memory list plus an optional append-only file; listeners hear about every change."""
 
     def __init__(self, path: Path | None = None, keep: int = 5000, cluster: str | None = None,
-                 max_bytes: int = MAX_BYTES):
+                 max_bytes: int = MAX_BYTES, on_problem: Callable[[str], None] | None = None):
         self.path = path
+        self.on_problem = on_problem  # told once when the file cannot be written (the CLI prints it)
+        self.problem: str | None = None  # that sentence, once said
         self.cluster = cluster  # recorded with every entry (a Cluster sets its config's name)
         self.keep = keep
         self.max_bytes = max_bytes
@@ -86,8 +88,12 @@ class Journal:
             line = (statefile.dumps(asdict(e)) + "\n").encode("utf-8")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             append(self.path, line, self.max_bytes)
-        except (OSError, ValueError):
-            pass  # the journal must never break the operation it records
+        except (OSError, ValueError) as err:  # the journal must never break the operation it records
+            if self.problem is None:  # but losing commands silently hides the record people rely on
+                why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+                self.problem = f"the journal cannot be written ({self.path}: {why}); commands are not recorded"
+                if self.on_problem is not None:
+                    self.on_problem(self.problem)
 
 
 def append(path: Path, line: bytes, max_bytes: int) -> None:
@@ -96,7 +102,7 @@ def append(path: Path, line: bytes, max_bytes: int) -> None:
     Several processes append to one journal: the rotation happens under an flock, and only when the
     file at `path` is still the one measured, so two of them never rotate twice (losing a generation).
     """
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # readable: fresh_line reads the last byte
     fd = os.open(path, flags, 0o600)
     try:
         st = os.fstat(fd)
@@ -115,7 +121,7 @@ def append(path: Path, line: bytes, max_bytes: int) -> None:
             old, fd = fd, -1
             os.close(old)
             fd = os.open(path, flags, 0o600)
-        os.write(fd, line)
+        statefile.locked_append(fd, line)
     finally:
         if fd >= 0:
             os.close(fd)

@@ -17,7 +17,7 @@ from .config import Config
 from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
 from .engines.common import Context, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
-from . import plan_files
+from . import modelconfig, plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
 from .support import plan_checks, support_of_info
@@ -57,6 +57,7 @@ class PlanOptions:
     env: dict[str, str] = field(default_factory=dict)  # extra container env (wins over computed values)
     deployment: str | None = None  # default: config.cluster
     model_config: dict | None = None  # the model's config.json, when it could be read
+    model_config_problem: str | None = None  # why it could not be used (a plan warning), when it could not
     engine_version: str | None = None  # the engine release inside the image, when known (flags follow it)
     files: dict[str, str] = field(default_factory=dict)  # container path -> base64 content (a recipe's mods)
     node_limit: int | None = None  # without `nodes`: use at most this many, head first (a recipe's max_nodes)
@@ -449,6 +450,17 @@ def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot:
     return env
 
 
+def _usable_config(opts: PlanOptions, c: _Checks) -> dict | None:
+    """The model's config.json when its fields are in range; else None and a warning naming the field."""
+    why = opts.model_config_problem
+    if why is None and opts.model_config is not None:
+        why = modelconfig.problem(opts.model_config)
+    if why is None:
+        return opts.model_config
+    c.warn(f"{why}; planned without it (TP not checked against its heads, fit with an allowance)")
+    return None
+
+
 def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet], opts: PlanOptions, *,
               last_subnet: str | None = None) -> Plan:
     """Check the options against the cluster and write every node's commands.
@@ -457,6 +469,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     nodes[].interfaces, it is the fabric, and the plan never leaves the fabric unless told to.
     """
     c = _Checks()
+    model_cfg = _usable_config(opts, c)
     engine = opts.engine
     engine_mod = ENGINES.get(engine)
     if engine_mod is None:
@@ -476,7 +489,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     gpus = per_node * len(order)
     tp = opts.tp if opts.tp is not None else max(gpus, 1)
     pp = opts.pp if opts.pp is not None else 1
-    _check_parallel(tp, pp, gpus, opts.model_config, c)
+    _check_parallel(tp, pp, gpus, model_cfg, c)
 
     eng = config.engine
     default_port = config.port_for(engine)
@@ -522,7 +535,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     fit = None
     if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1:
         fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction,
-                             engine=engine, model_config=opts.model_config, extra_args=opts.extra_args)
+                             engine=engine, model_config=model_cfg, extra_args=opts.extra_args)
         for e in fit.errors:
             c.error(f"fit: {e}")
         for w in fit.warnings:
@@ -532,7 +545,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
 
     trust = opts.trust_remote_code
     if trust is None:
-        trust = isinstance(opts.model_config, dict) and "auto_map" in opts.model_config
+        trust = isinstance(model_cfg, dict) and "auto_map" in model_cfg
     deployment = safe_name(opts.deployment or config.cluster)
     served = opts.served_model_name or config.model.name or None
     head_ip = subnet.nodes[order[0]].ip if subnet and order and order[0] in subnet.nodes else None

@@ -9,12 +9,15 @@ reads the value later.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import json
 import math
+import os
 import types
 import typing
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -61,6 +64,49 @@ def parse_json(text: str | bytes, where: str, fix: str = "") -> Any:
         raise StateFileError(where, "unreadable: nested too deeply", fix) from None
     except ValueError as e:  # JSONDecodeError, a bad number, bytes that are not UTF-8
         raise StateFileError(where, f"unreadable: {_short(str(e))}", fix) from None
+
+
+def fresh_line(fd: int) -> bytes:
+    """b"\n" when the file open at `fd` (readable) ends in a cut-off line, else b"": what an append writes
+    first, so the cut-off line does not swallow the new one."""
+    size = os.fstat(fd).st_size
+    return b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+
+
+def locked_append(fd: int, data: bytes) -> None:
+    """Write `data` at the end of the file open at `fd` (O_APPEND, readable), on a fresh line after a
+    cut-off one. Under an flock: a writer midway through a line must not read as a cut-off one."""
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        os.write(fd, fresh_line(fd) + data)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def append_lines(path: Path, data: bytes) -> None:
+    """Append whole lines to a 0600 file in one write, on a fresh line after a cut-off one."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        locked_append(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: Path, max_line: int) -> Iterator[tuple[int, bytes | None]]:
+    """(number, line) for each line of a file, streamed; a line over max_line bytes is None, never held."""
+    with open(path, "rb") as f:
+        n = 0
+        while True:
+            line = f.readline(max_line + 1)
+            if not line:
+                return
+            n += 1
+            if len(line) > max_line and not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):  # the rest of it, a piece at a time
+                    line = f.readline(max_line)
+                yield n, None
+            else:
+                yield n, line.rstrip(b"\n")
 
 
 def dumps(data: Any, **kw: Any) -> str:

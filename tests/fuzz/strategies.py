@@ -56,3 +56,34 @@ def scalars() -> st.SearchStrategy:
     return st.recursive(leaf, lambda kids: st.one_of(st.lists(kids, max_size=4),
                                                       st.dictionaries(st.text(max_size=10), kids, max_size=4)),
                         max_leaves=12)
+
+
+def bounded(examples: int, seconds: float = 5) -> settings:
+    """budget() with a deadline far above a real example's milliseconds: work proportional to a number
+    in the file (a loop over 10**10 layers) fails here instead of running for hours."""
+    from datetime import timedelta
+
+    return settings(budget(examples), deadline=timedelta(seconds=seconds))
+
+
+# What data from elsewhere carried into sparktui's readers before: far numbers, Rich markup, deep nesting.
+FAR = [1e300, -1e300, -1e18, 1e18, 10**10, 10**30, -(10**30), 2**63, -1, 0, 5e-324]
+MARKUP = ["[/x]", "[bold]", "[/]", "[link=x]", "\\[", "[red]x[/blue]", "[[/x]]"]
+
+
+def nested(depth: int) -> object:
+    v: object = 1
+    for i in range(depth):
+        v = [v] if i % 2 else {"a": v}
+    return v
+
+
+def hostile_values() -> st.SearchStrategy:
+    """Any JSON value, weighted towards the shapes that broke readers: far numbers, markup, deep nesting."""
+    return st.one_of(st.sampled_from(FAR), st.sampled_from(MARKUP), st.integers(2, 400).map(nested), scalars())
+
+
+def deep_text() -> st.SearchStrategy:
+    """JSON text nested deeper than any parser recurses, sometimes cut off."""
+    return st.builds(lambda n, kind, cut: (kind[0] * n + "1" + kind[1] * n)[: None if not cut else n + cut],
+                     st.integers(50, 200_000), st.sampled_from(['[]', ('{"a":', "}")]), st.integers(0, 5))

@@ -111,7 +111,7 @@ def test_json_plan_end_to_end(fake_cluster, capsys):
     # config.json was read from the model's node, with the path quoted as one word
     reads = [(node, cmd) for node, cmd in calls if "config.json" in cmd and "@@sparktui-support" not in cmd]
     path = shlex.quote(f"{MODEL}/config.json")
-    assert reads == [("spark1", f"if [ -f {path} ]; then cat {path}; fi")]
+    assert reads == [("spark1", f"if [ -f {path} ]; then head -c {4 * 2**20 + 1} {path}; fi")]  # capped
 
 
 def test_model_config_feeds_the_checks(fake_cluster, capsys):

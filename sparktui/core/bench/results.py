@@ -15,6 +15,8 @@ from pathlib import Path
 
 from .. import statefile
 
+MAX_LINE = 64 * 1024  # a row is some 400 bytes; a longer line is damage
+STARTED = (0.0, 1e11)  # unix times a row can hold (time.localtime refuses far beyond)
 FIX = "remove the line (or the file) to start the history again"
 ROW_FIX = "the client wrote no usable result; its log is in ~/.local/state/sparktui/bench/<id>/log on the head"
 
@@ -81,31 +83,30 @@ def append(rows: list[Row], path: Path | None = None) -> None:
     """Add rows to the history (0600; a line each, so a cut-off write loses at most its own line)."""
     path = path or history_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "a") as f:
-        for r in rows:
-            f.write(statefile.dumps(r.to_json(), sort_keys=True) + "\n")
+    statefile.append_lines(path, "".join(statefile.dumps(r.to_json(), sort_keys=True) + "\n" for r in rows).encode())
 
 
 def load(path: Path | None = None) -> tuple[list[Row], list[str]]:
-    """(rows, problems): every usable row, oldest first, and one line per damaged line skipped."""
+    """(rows, problems): every usable row, oldest first, and one line per damaged line skipped.
+    Read a line at a time: memory holds the rows, never the file."""
     path = path or history_path()
+    rows, problems = [], []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        for n, line in statefile.read_lines(path, MAX_LINE):
+            where = f"{path}:{n}"
+            if line is not None and not line.strip():
+                continue
+            try:
+                if line is None:
+                    raise statefile.StateFileError(where, f"a line is longer than {MAX_LINE} bytes", FIX)
+                rows.append(statefile.load(Row, statefile.parse_json(line, where, FIX), where, FIX,
+                                           ranges={"concurrency": (1, 1 << 20), "started": STARTED}))
+            except statefile.StateFileError as e:
+                problems.append(e.line())
     except FileNotFoundError:
         return [], []
     except OSError as e:
-        return [], [f"{path}: cannot be read ({e.strerror or e}); {FIX}"]
-    rows, problems = [], []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{n}"
-        try:
-            rows.append(statefile.load(Row, statefile.parse_json(line, where, FIX), where, FIX,
-                                       ranges={"concurrency": (1, 1 << 20)}))
-        except statefile.StateFileError as e:
-            problems.append(e.line())
+        return rows, [f"{path}: cannot be read ({e.strerror or e}); {FIX}"]
     if len(problems) > 1:
         problems = [problems[0] + f" (and {len(problems) - 1} more damaged lines skipped)"]
     return rows, problems

@@ -9,8 +9,6 @@ with the same Preview, so both fronts plan, check and refuse alike for the same 
 from __future__ import annotations
 
 import copy
-import json
-import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -20,6 +18,7 @@ from ..engines import DEFAULT_ENGINE
 from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
 from .. import facts_store
 from .. import inventory as _inventory
+from .. import modelconfig
 from ..image import inspect_for_plan
 from ..inventory import Inventory
 from ..plan import Plan, PlanOptions, make_plan
@@ -30,7 +29,7 @@ from ..states import Op
 from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
 from ..deployment import Deployment
-from .record import record_path
+from .record import read_command, record_path
 
 PREFLIGHT_TIMEOUT = 30.0
 
@@ -128,7 +127,8 @@ class Prepared:
 
 
 async def model_config_of(cluster: Cluster, config: Config, path: str) -> dict | None:
-    """The model's config.json from the node holding it first (None when absent or unreadable).
+    """The model's config.json from the node holding it first (None when absent); ModelConfigError when
+    it cannot be used (too large, not JSON, a field out of range).
 
     The TP checks read its head counts and trust_remote_code comes from its auto_map, so every front
     plans with it; a checkpoint without one is not an error worth a failed command in the journal.
@@ -136,13 +136,7 @@ async def model_config_of(cluster: Cluster, config: Config, path: str) -> dict |
     node = cluster.nodes.get(config.model.source or config.head.name)
     if node is None:
         return None
-    f = shlex.quote(path.rstrip("/") + "/config.json")
-    r = await node.run(f"if [ -f {f} ]; then cat {f}; fi", timeout=15)
-    try:
-        data = json.loads(r.stdout) if r.ok and r.stdout.strip() else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    return await modelconfig.fetch(node, path)
 
 
 class Operations:
@@ -182,7 +176,11 @@ class Operations:
         return self.inventory
 
     async def _read_model_config(self, opts: PlanOptions) -> dict | None:
-        cfg = await model_config_of(self.cluster, self.config, opts.model_path or self.config.model.path)
+        try:
+            cfg = await model_config_of(self.cluster, self.config, opts.model_path or self.config.model.path)
+        except modelconfig.ModelConfigError as e:  # planned without it; the plan says why
+            opts.model_config_problem = str(e)
+            return None
         if cfg is not None:
             self.model_config = cfg
         return cfg
@@ -195,7 +193,8 @@ class Operations:
         if name not in self._last:
             path = record_path(name)
             try:  # no record is the common case: not an error in the journal
-                r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then cat {path}; fi", timeout=30)
+                r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then {read_command(path)}; fi",
+                                                                 timeout=30)
                 rec = Deployment.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
             except Exception:  # noqa: BLE001 - unreadable: the plan works without it
                 return None

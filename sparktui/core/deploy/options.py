@@ -9,10 +9,10 @@ belong to one engine; flags without an equivalent are dropped and named, never s
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+from .. import modelconfig
 from ..config import Config
 from ..engines import ENGINES, find_engine, label, next_engine
 from ..engines.base import TERMS
@@ -180,16 +180,12 @@ def options_of(plan: Plan) -> PlanOptions:
 
 
 async def read_model_config(cluster: Cluster, config: Config, path: str) -> dict | None:
-    """The model's config.json from the node holding it first (TP checks read its head counts)."""
+    """The model's config.json from the node holding it first (TP checks read its head counts); None when
+    absent, ModelConfigError when it cannot be used."""
     node = cluster.nodes.get(config.model.source or config.head.name)
     if node is None:
         return None
-    r = await node.run(["cat", path.rstrip("/") + "/config.json"], timeout=15)
-    try:
-        data = json.loads(r.stdout) if r.ok else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    return await modelconfig.fetch(node, path)
 
 
 def inventory_planner(cluster: Cluster, config: Config) -> Planner:
@@ -199,7 +195,10 @@ def inventory_planner(cluster: Cluster, config: Config) -> Planner:
     async def plan(opts: PlanOptions) -> Plan:
         inv = await take_inventory(cluster, config)
         if opts.model_config is None:
-            opts.model_config = await read_model_config(cluster, config, opts.model_path or config.model.path)
+            try:
+                opts.model_config = await read_model_config(cluster, config, opts.model_path or config.model.path)
+            except modelconfig.ModelConfigError as e:  # planned without it; the plan says why
+                opts.model_config_problem = str(e)
         return make_plan(config, inv.facts, inv.subnets, opts)
 
     return plan

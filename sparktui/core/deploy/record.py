@@ -19,6 +19,12 @@ __all__ = ["FIX", "STATE_DIR", "VERSION", "Deployment", "Record", "learn_secrets
 
 STATE_DIR = ".local/state/sparktui/deployments"  # under the head's $HOME
 _ABSENT = 3  # load_record's exit status for "no record"
+MAX_BYTES = 1 << 20  # save_command writes it as one printf argument, which Linux caps at 128 KiB
+
+
+def read_command(path: str) -> str:
+    """Print the record at `path` (a shell word), at most MAX_BYTES + 1 bytes: a larger one is damage."""
+    return f"head -c {MAX_BYTES + 1} {path}"
 
 
 # The record is a Deployment's JSON form; the old name stays for callers that use it.
@@ -62,7 +68,7 @@ async def load_record(node: Node, deployment: str) -> Deployment | None:
     StateFileError naming it: "no record" would send the user to look for a launch that did happen.
     """
     path = record_path(deployment)
-    r = await node.run(f"[ -e {path} ] || exit {_ABSENT}; cat {path}", timeout=30)
+    r = await node.run(f"[ -e {path} ] || exit {_ABSENT}; {read_command(path)}", timeout=30)
     where = record_where(node, deployment)
     if not r.ok:
         if r.exit_status == _ABSENT or "No such file" in r.stderr:  # the test, not cat's words (locale)
@@ -71,4 +77,6 @@ async def load_record(node: Node, deployment: str) -> Deployment | None:
                                        FIX)
     if not r.stdout.strip():
         raise statefile.StateFileError(where, "is empty", FIX)
+    if len(r.stdout) > MAX_BYTES:
+        raise statefile.StateFileError(where, f"is larger than {MAX_BYTES >> 10} KiB, not a record", FIX)
     return Deployment.from_json(statefile.parse_json(r.stdout, where, FIX), where)

@@ -27,6 +27,7 @@ from ..procgroup import GROUP_ALIVE_FN
 STATE_ROOT = ".local/state/sparktui/transfers"  # under $HOME of the source node's login
 READ_CHUNK = 1 << 20  # most log bytes fetched per poll; a flood of errors is read over several polls
 PRUNE_DAYS = 14  # a new transfer removes the state of transfers that ended longer ago
+META_BYTES = 128 * 1024  # meta.json is written as one printf argument, which Linux caps at 128 KiB
 TAIL_BYTES = 2000  # log tail shown by listings (last progress update, last error lines)
 RS = "\x1e"  # stands in for \r and \n in a listing's log tail, so a record stays on one line
 
@@ -238,13 +239,14 @@ def list_states(tail_bytes: int = TAIL_BYTES) -> str:
         'now=$(date +%s)\n'
         'for d in "$root"/*; do\n'
         '  [ -f "$d/meta.json" ] || continue\n'
-        '  rc=; [ ! -f "$d/rc" ] || rc=$(cat "$d/rc")\n'
+        '  rc=; [ ! -f "$d/rc" ] || rc=$(head -c 32 "$d/rc")\n'
         '  a=0; alive "$(cat "$d/pid" 2>/dev/null)" && a=1\n'
         '  c=0; [ ! -e "$d/cancelled" ] || c=1\n'
         '  printf "@@ %s rc=%s alive=%s cancelled=%s now=%s\\n" "${d##*/}" "$rc" "$a" "$c" "$now"\n'
-        '  printf "meta=%s\\n" "$(head -n 1 "$d/meta.json")"\n'
-        '  printf "verified=%s\\n" "$(head -n 1 "$d/verified" 2>/dev/null)"\n'
-        '  printf "count=%s\\n" "$(cat "$d/count" 2>/dev/null)"\n'
+        # capped: a damaged or planted file is read as far as a real one goes, never whole
+        f'  printf "meta=%s\\n" "$(head -c {META_BYTES} "$d/meta.json" | head -n 1)"\n'
+        f'  printf "verified=%s\\n" "$(head -c {META_BYTES} "$d/verified" 2>/dev/null | head -n 1)"\n'
+        '  printf "count=%s\\n" "$(head -c 32 "$d/count" 2>/dev/null)"\n'
         f"  printf 'tail=%s\\n' \"$(tail -c {int(tail_bytes)} \"$d/log\" 2>/dev/null | tr '\\r\\n' '{RS}{RS}')\"\n"
         f'  ( cd "$d" && {STREAM_LINES.strip()} ) | sed "s/^/stream=/"\n'
         "done\n"
