@@ -134,7 +134,14 @@ def hang_notice(p: Problem, pivot_key: str) -> str:
     """The notification text for a hang: what is wrong, the key that pivots, then the fix (the key
     first: a narrow screen shows a notice's first lines only)."""
     where = f" on {p.node}" if p.node else ""
-    return f"Distributed init hung{where}. Press {pivot_key} to pivot. {p.hint.rstrip('. ')}."
+    return f"Distributed init hung{where}. Press {pivot_key} to pivot. {sentence(p.hint)}"
+
+
+def sentence(words: str) -> str:
+    """Words as a sentence of their own: a capital first, one full stop last (hints start lower-case, to
+    follow a colon)."""
+    words = words.strip().rstrip(". ")
+    return words[:1].upper() + words[1:] + "." if words else ""
 
 
 def endpoint_words(endpoint: str | None, local: str | None) -> str:
