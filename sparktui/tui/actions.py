@@ -67,8 +67,7 @@ ACTIONS: tuple[Action, ...] = (
            enabled=lambda s: _free(s, "sync_model") and s.inventory_ready, why="needs the nodes probed"),
     Action("sync_image", "i", "sync_image", "Sync image", short="Image",
            enabled=lambda s: _free(s, "sync_image") and s.inventory_ready, why="needs the nodes probed"),
-    # b: not in the footer (its words are in help and the palette); a deployment that serves
-    Action("bench", "b", "bench", "Benchmark", show=False,
+    Action("bench", "b", "bench", "Benchmark", short="Bench",
            enabled=lambda s: _free(s, "bench") and s.deploy_state in ("ready", "wedged", "unhealthy"),
            why="needs a deployment that serves (READY)"),
     Action("drop_caches", "d", "drop_caches", "Drop caches", dangerous=True, show=False,
