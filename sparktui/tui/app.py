@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, WorkerState
 
 from ..core.config import Config
@@ -146,6 +146,10 @@ class SparkApp(App):
         return isinstance(self.screen, ModalScreen)
 
     @property
+    def typing(self) -> bool:
+        return isinstance(self.focused, (Input, TextArea))
+
+    @property
     def log_visible(self) -> bool:
         return self._active_pane() == "pane-launch"
 
@@ -164,6 +168,8 @@ class SparkApp(App):
         done = await super().run_action(action, default_namespace, namespaces)
         a = actions.BY_ACTION.get(action) if isinstance(action, str) else None
         if done or a is None or default_namespace not in (None, self) or self.modal:
+            return done
+        if a.priority and self.typing:  # the key goes on to the text field: nothing to say
             return done
         if actions.waits_for_probe(a, self):
             self._pending = a

@@ -20,7 +20,7 @@ from .samples import spark_config, spark_facts
 
 def state(**kw):
     base = dict(deploy_state="idle", inventory_ready=True, running=frozenset(), has_plan=False, log_visible=False,
-                modal=False)
+                modal=False, typing=False)
     base.update(kw)
     return SimpleNamespace(**base)
 

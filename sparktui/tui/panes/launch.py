@@ -183,7 +183,8 @@ class LaunchPane(Vertical):
         self.add_class("-filtering")
         box = self.query_one("#log-filter", Input)
         box.value = self.log.filter_text
-        box.focus()
+        # at once, not when the queue drains (as focus() does): keys typed right behind / come next
+        self.screen.set_focus(box)
 
     @on(Input.Changed, "#log-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
