@@ -40,7 +40,7 @@ from .panes.journal import JournalPane
 from .panes.launch import LaunchPane
 from .panes.nodes import NodesPane
 from .panes.transfers import TransfersPane
-from .present.deploy import endpoint_words, hang_notice, sim_speed
+from .present.deploy import endpoint_words, hang_notice, pivot_advice, sim_speed
 from .present.nodes import Link
 from .routing import Router, handles
 from .screens.help import HelpScreen
@@ -487,6 +487,9 @@ class SparkApp(App):
 
     @handles(Problem)
     def _problem(self, p: Problem) -> None:
+        key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
+        if p.kind == "rendezvous_hang":
+            self.launch_pane.set_advice(pivot_advice(self.deployment.engine, key))
         if self._history(p.at):
             self._hang_told = self._hang_told or p.kind == "rendezvous_hang"
             self.refresh_bindings()
@@ -494,7 +497,6 @@ class SparkApp(App):
         if p.kind == "rendezvous_hang":
             if not self._hang_told:  # every rank hangs together: one notice per start, not one per node
                 self._hang_told = True
-                key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
                 self.notify(hang_notice(p, key), title="Hang", severity="error", timeout=30, markup=False)
             self.refresh_bindings()
         else:

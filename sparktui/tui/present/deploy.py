@@ -4,6 +4,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from ...core.diagnose import Milestone, Problem
+from ...core.engines import ENGINES, label, next_engine
 from ...core.states import State
 from ...core.words import milestone_words
 
@@ -128,6 +129,14 @@ def problem_lines(p: Problem) -> Content:
     first = Content.assemble(("✗ ", "$error bold"), (f"{where}{tag}{p.kind.replace('_', ' ')}", "$error bold"),
                              f" — {p.message}")
     return Content("\n").join([first, Content.assemble(("  fix: ", "$warning bold"), p.hint)])
+
+
+def pivot_advice(engine: str | None, pivot_key: str) -> str:
+    """The way out of a hang, in a line: the key, the engine it pivots to, and why that one joins its ranks
+    where this one hangs (when the engine says so)."""
+    to = next_engine(engine or "")
+    why = getattr(ENGINES.get(engine or ""), "hang_pivot", None)
+    return f"press {pivot_key} to pivot to {label(to)}" + (f": {why[1]}" if why and why[0] == to else "")
 
 
 def hang_notice(p: Problem, pivot_key: str) -> str:
