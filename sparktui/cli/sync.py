@@ -232,17 +232,11 @@ async def _run_sync(args: argparse.Namespace, start) -> int:
 async def _warn_support(cluster, config) -> None:
     """Before the weights move: say which configured image cannot load the model (the image answers, on
     the model's node); a warning on stderr, so `--json` keeps its one document on stdout."""
-    from ..core.support import support_of_config
+    from ..core.support import before_copy, support_of_config
 
-    for engine, s in (await support_of_config(cluster, config)).items():
-        if s.status == "supported":
-            continue
-        words = s.line() + (f"; fix: {s.fix}" if s.fix else "")
-        if s.refuses:
-            words = f"warning: {words}. Copying the model is for nothing with {engine} until then"
-        else:
-            words = f"warning: {words}"
-        err_console.print(words, markup=False, soft_wrap=True)
+    refusals, warnings = before_copy(await support_of_config(cluster, config))
+    for words in refusals + warnings:
+        err_console.print(f"warning: {words}", markup=False, soft_wrap=True)
 
 
 async def cmd_model(args: argparse.Namespace) -> int:

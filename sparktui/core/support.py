@@ -355,6 +355,21 @@ async def support_of_config(cluster, config) -> dict[str, Support]:
     return {e: s for e, s in zip(engines, got) if s is not None}
 
 
+def before_copy(found: dict[str, Support]) -> tuple[list[str], list[str]]:
+    """(refusals, warnings) to tell before the model is copied, from support_of_config: each configured image
+    that cannot load it (the copy is for nothing with that engine), then each that may not."""
+    refusals, warnings = [], []
+    for engine, s in found.items():
+        if s.status == "supported":
+            continue
+        words = s.line() + (f"; fix: {s.fix}" if s.fix else "")
+        if s.refuses:
+            refusals.append(f"{words}. Copying the model is for nothing with {engine} until then")
+        else:
+            warnings.append(words)
+    return refusals, warnings
+
+
 def from_json(d: dict) -> Support:
     """A Support kept as JSON (in the facts, in check --json); unknown keys are left out."""
     return Support(**{k: v for k, v in d.items() if k in Support.__dataclass_fields__})

@@ -24,6 +24,7 @@ class UiState(Protocol):
     has_plan: bool  # something was launched since the app started (redeploy knows what)
     log_visible: bool  # the launch pane (with the log view) is showing
     modal: bool  # a form or dialog is on top
+    typing: bool  # a text field has the focus: printable keys are its text
 
 
 @dataclass(frozen=True)
@@ -67,13 +68,15 @@ ACTIONS: tuple[Action, ...] = (
            enabled=lambda s: _free(s, "sync_model") and s.inventory_ready, why="needs the nodes probed"),
     Action("sync_image", "i", "sync_image", "Sync image", short="Image",
            enabled=lambda s: _free(s, "sync_image") and s.inventory_ready, why="needs the nodes probed"),
-    # b: not in the footer (its words are in help and the palette); a deployment that serves
-    Action("bench", "b", "bench", "Benchmark", show=False,
+    Action("bench", "b", "bench", "Benchmark", short="Bench",
            enabled=lambda s: _free(s, "bench") and s.deploy_state in ("ready", "wedged", "unhealthy"),
            why="needs a deployment that serves (READY)"),
     Action("drop_caches", "d", "drop_caches", "Drop caches", dangerous=True, show=False,
            enabled=lambda s: _free(s, "drop_caches") and s.inventory_ready, why="needs the nodes probed"),
-    Action("filter", "slash", "filter", "Filter", enabled=lambda s: s.log_visible and not s.modal,
+    # priority: the app opens the filter as / arrives, so keys typed right behind it land in the filter
+    # (else each is handed to the log, which had the focus when it came, and acts as an app key)
+    Action("filter", "slash", "filter", "Filter", priority=True,
+           enabled=lambda s: s.log_visible and not s.modal and not s.typing,
            why="only on the Launch pane, where the log is"),
     Action("follow", "f", "follow", "Follow", enabled=lambda s: s.log_visible and not s.modal,
            why="only on the Launch pane, where the log is"),
@@ -107,8 +110,9 @@ def state_of(action: str, state: UiState) -> bool | None:
         return True
     if a.enabled(state):
         return True
-    # Pane keys must fall through to the focused widget inside a modal: False (hidden, not handled).
-    return False if a.priority else None
+    # A priority key that is the focused widget's own (inside a modal, or text in a field): False (hidden, not
+    # handled); elsewhere greyed out like any other.
+    return False if a.priority and (state.modal or state.typing) else None
 
 
 class _Assume:

@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, WorkerState
 
 from ..core.config import Config
@@ -40,7 +40,7 @@ from .panes.journal import JournalPane
 from .panes.launch import LaunchPane
 from .panes.nodes import NodesPane
 from .panes.transfers import TransfersPane
-from .present.deploy import endpoint_words, hang_notice, sim_speed
+from .present.deploy import endpoint_words, hang_notice, pivot_advice, sim_speed
 from .present.nodes import Link
 from .routing import Router, handles
 from .screens.help import HelpScreen
@@ -146,6 +146,10 @@ class SparkApp(App):
         return isinstance(self.screen, ModalScreen)
 
     @property
+    def typing(self) -> bool:
+        return isinstance(self.focused, (Input, TextArea))
+
+    @property
     def log_visible(self) -> bool:
         return self._active_pane() == "pane-launch"
 
@@ -164,6 +168,8 @@ class SparkApp(App):
         done = await super().run_action(action, default_namespace, namespaces)
         a = actions.BY_ACTION.get(action) if isinstance(action, str) else None
         if done or a is None or default_namespace not in (None, self) or self.modal:
+            return done
+        if a.priority and self.typing:  # the key goes on to the text field: nothing to say
             return done
         if actions.waits_for_probe(a, self):
             self._pending = a
@@ -481,6 +487,9 @@ class SparkApp(App):
 
     @handles(Problem)
     def _problem(self, p: Problem) -> None:
+        key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
+        if p.kind == "rendezvous_hang":
+            self.launch_pane.set_advice(pivot_advice(self.deployment.engine, key))
         if self._history(p.at):
             self._hang_told = self._hang_told or p.kind == "rendezvous_hang"
             self.refresh_bindings()
@@ -488,7 +497,6 @@ class SparkApp(App):
         if p.kind == "rendezvous_hang":
             if not self._hang_told:  # every rank hangs together: one notice per start, not one per node
                 self._hang_told = True
-                key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
                 self.notify(hang_notice(p, key), title="Hang", severity="error", timeout=30, markup=False)
             self.refresh_bindings()
         else:

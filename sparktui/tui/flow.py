@@ -235,7 +235,13 @@ class OperationsFlow:
 
     def _sync(self, op: Op, choices: Choices) -> None:
         async def sync() -> str:
-            return await self.controller.run(await self.controller.prepare(op, choices))
+            prepared = await self.controller.prepare(op, choices)
+            if prepared.futile:  # an image cannot load the model: said, and asked, before anything is copied
+                ask = Preview("An engine image cannot load this model: copy it anyway",
+                              notes=prepared.futile + prepared.warnings)
+                if not await self._confirmed(ask, "Copy anyway"):
+                    return "not copied"
+            return await self.controller.run(prepared)
 
         self.ui.show_pane("pane-transfers")
         self.ui.run_op(op, sync())

@@ -55,6 +55,7 @@ class ScriptedCore(Controller):
         self.now = 1_764_000_000.0  # the Diagnoser's clock: advanced by the script, never by waiting
         self.release = asyncio.Event()  # set by a test to let a held step go on
         self.hold_sync = False
+        self.futile: list[str] = []  # what the support check says before a model copy (none: every image loads it)
         self.fail_preflight: str | None = None  # a node whose preflight fails
         self.plan: Plan | None = None
         self.options: PlanOptions | None = None
@@ -156,7 +157,7 @@ class ScriptedCore(Controller):
         if op is Op.STOP:
             return Prepared(op, "sparks", ch, Preview("Stop deployment sparks", stops))
         if op in (Op.SYNC_MODEL, Op.SYNC_IMAGE):
-            return Prepared(op, "sparks", ch, Preview("copy"))
+            return Prepared(op, "sparks", ch, Preview("copy"), futile=list(self.futile) if op is Op.SYNC_MODEL else [])
         if op is Op.LAUNCH:
             target = self.make_plan(ch.options or PlanOptions())
             return Prepared(op, "sparks", ch, Preview("Launch sparks", [], starts_of(target)), plan=target,

@@ -208,6 +208,30 @@ async def test_sync_model_fills_the_transfers_pane(config, core):
         await wait_for(pilot, lambda: "verified: 57 files" in screen_text(app), what="the verify line drawn")
 
 
+async def test_sync_model_asks_first_when_an_image_cannot_load_the_model(config, core):
+    """`t` with the stock SGLang image and a Qwen3.5: the dialog says why before anything is copied; n copies
+    nothing, y copies anyway."""
+    core.futile = ["lmsysorg/sglang:spark cannot load qwen3_5_moe (Qwen3_5MoeForConditionalGeneration): SGLang "
+                   "0.5.3.post3 in lmsysorg/sglang:spark has no Qwen3_5MoeForConditionalGeneration in its model "
+                   "registry. Copying the model is for nothing with sglang until then"]
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        await pilot.press("t")
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok")
+                                 and app.screen, what="the question")
+        assert "cannot load this model" in confirm.preview.title and core.futile[0] in confirm.preview.lines()
+        assert "Copy anyway" in str(confirm.query_one("#ok").label)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: "sync_model" not in app.running, what="the sync given up")
+        assert not [c for c in core.calls if c[0] == "sync_model"]
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok"),
+                       what="the question again")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: ("sync_model", None) in core.calls, what="the copy, anyway")
+
+
 async def test_transfer_bars_follow_the_terminals_width(config, core):
     """A bar is as wide as the pane: drawn again when the terminal is resized."""
     app = SparkApp(config, controller=core)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from textual.widgets import Footer
 
 from sparktui.tui import actions
@@ -18,7 +20,7 @@ from .samples import spark_config, spark_facts
 
 def state(**kw):
     base = dict(deploy_state="idle", inventory_ready=True, running=frozenset(), has_plan=False, log_visible=False,
-                modal=False)
+                modal=False, typing=False)
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -122,3 +124,13 @@ async def test_an_unknown_keymap_id_is_reported():
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert any("unknown binding id lanuch" in n.message for n in app._notifications)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 30)])
+async def test_the_bench_key_is_in_the_footer(config, core, size):
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.inventory_ready)
+        keys = await wait_for(pilot, lambda: {k.action: k for k in app.screen.query("FooterKey")}, what="footer")
+        assert "bench" in keys and keys["bench"].key_display == "b", sorted(keys)
+        assert keys["bench"].description == ("Bench" if size[0] < 100 else "Benchmark")

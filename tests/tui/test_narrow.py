@@ -67,3 +67,18 @@ async def test_help_shows_every_note_whole_or_scrolls_to_it(height, config, core
         assert "Remap a key with keymap: {ID: KEY} in the config." in seen
         for row in app.screen.rows:  # every key's note, whole
             assert " ".join(row[3].split()) in seen, row
+
+
+async def test_the_hang_box_keeps_the_pivot_advice_at_80x24(config, core):
+    """Two ranks hang with long fixes: the way out (the pivot key and where it goes) is what the box shows first."""
+    from .conftest import submit_form
+
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit_form(pilot, app)
+        await wait_for(pilot, lambda: app.deploy_state == "hung", what="hang")
+        await wait_for(pilot, lambda: len(app.launch_pane.problems) == 2, what="both ranks' hang")
+        app.clear_notifications()  # the toast says it too: the box alone must
+        text = await settled_text(pilot, app)
+        assert "press p to pivot to vLLM" in " ".join(text.split()), text
+        assert "suspected rendezvous hang" in text, text

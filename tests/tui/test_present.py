@@ -202,8 +202,14 @@ def test_problem_and_hang_text():
     text = problem_lines(p).plain
     assert "spark1: suspected rendezvous hang" in text and "fix: set SGLANG_HOST_IP." in text
     notice = hang_notice(p, "ctrl+p")
-    assert "on spark1" in notice and notice.endswith("set SGLANG_HOST_IP.")
+    assert "on spark1" in notice and notice.endswith(". Set SGLANG_HOST_IP.")
     assert notice.startswith("Distributed init hung on spark1. Press ctrl+p to pivot.")  # first: a short toast keeps it
+
+
+def test_hang_notice_starts_each_sentence_with_a_capital():
+    p = Problem("rendezvous_hang", 4, "distributed init stalled", "the plan already set SGLANG_HOST_IP. ", "spark1",
+                provisional=True)
+    assert hang_notice(p, "p") == "Distributed init hung on spark1. Press p to pivot. The plan already set SGLANG_HOST_IP."
 
 
 def test_journal_cells():

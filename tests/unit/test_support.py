@@ -230,3 +230,39 @@ def test_plan_json_refusal_carries_the_fix(monkeypatch, tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["errors"]) > 1 and "cannot load qwen3_5_moe" in doc["errors"][0]  # first, before the TP error
     assert "cannot load qwen3_5_moe" in doc["error"] and doc["fix"] == s.fix
+
+
+async def test_a_model_copy_is_prepared_with_each_image_that_cannot_load_it(monkeypatch):
+    """`t` and `sync model` ask the images before the weights move: a refusal makes the copy futile (a front
+    asks first), a doubt is a warning, a supported image says nothing; an image copy asks nothing."""
+    from sparktui.core.deploy.operations import Operations
+    from sparktui.core.events import EventBus
+    from sparktui.core.states import Op
+
+    from ..fakes import FakeCluster
+
+    config, _, _ = cluster(2)
+    path = config.model.path
+    lacks = Support("sglang", "lmsysorg/sglang:spark", path, "spark1", status="unsupported",
+                    reason="SGLang 0.5.3.post3 has no Qwen3_5MoeForConditionalGeneration", fix="a newer image",
+                    model_type="qwen3_5_moe")
+    loads = Support("vllm", "nvcr.io/nvidia/vllm:26.10-py3", path, "spark1", status="supported")
+    asked = []
+
+    async def found(cl, cfg):
+        asked.append(cfg)
+        return {"sglang": lacks, "vllm": loads}
+
+    monkeypatch.setattr("sparktui.core.support.support_of_config", found)
+    ops = Operations(FakeCluster(), config, EventBus())
+    p = await ops.prepare(Op.SYNC_MODEL)
+    assert len(p.futile) == 1 and not p.warnings and p.ok
+    assert "lmsysorg/sglang:spark cannot load qwen3_5_moe" in p.futile[0] and "fix: a newer image" in p.futile[0]
+    assert "for nothing with sglang" in p.futile[0]
+    loads.status = "unknown"
+    assert (await ops.prepare(Op.SYNC_MODEL)).warnings
+    lacks.status = "supported"
+    assert not (await ops.prepare(Op.SYNC_MODEL)).futile
+    calls = len(asked)
+    image = await ops.prepare(Op.SYNC_IMAGE)
+    assert not image.futile and len(asked) == calls

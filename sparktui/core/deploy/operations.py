@@ -103,6 +103,8 @@ class Prepared:
     conflicts: list[Holder] = field(default_factory=list)  # ports the plan needs, held on a node
     errors: list[str] = field(default_factory=list)  # why it must not run (plan errors included)
     warnings: list[str] = field(default_factory=list)
+    # why running it would be for nothing (a copy of a model that a configured image cannot load): fronts ask first
+    futile: list[str] = field(default_factory=list)
     resuming: bool = False  # this very plan already runs: nothing starts twice
     replaces: bool = False  # something of this deployment runs and will be stopped first
     verdict: Any = None  # the preflight's Verdict once it ran
@@ -245,7 +247,12 @@ class Operations:
         if op not in (Op.SYNC_MODEL, Op.SYNC_IMAGE):
             raise ValueError(f"{op.value} is not an operation to prepare")
         what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or DEFAULT_ENGINE}"
-        return Prepared(op, self.config.cluster, ch, Preview(f"Copy {what} to the nodes"))
+        p = Prepared(op, self.config.cluster, ch, Preview(f"Copy {what} to the nodes"))
+        if op is Op.SYNC_MODEL:  # each configured image is asked before any weights move
+            from ..support import before_copy, support_of_config
+
+            p.futile, p.warnings = before_copy(await support_of_config(self.cluster, self.config))
+        return p
 
     async def prepare_check(self, ch: Choices) -> Prepared:
         """A launch planned for its preflight only (`sparktui preflight`): fresh facts, model config, plan."""

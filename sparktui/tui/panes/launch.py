@@ -45,6 +45,7 @@ class LaunchPane(Vertical):
         self.state = "idle"
         self.detail = "press l to open the launch form"
         self._pf: dict | None = None  # the last preflight: nodes, rows, verdict
+        self.advice: str | None = None  # the way out of a hang: first in the problems box, which is short
 
     def compose(self) -> ComposeResult:
         yield Static(state_badge(self.state, self.detail), id="deploy-state")
@@ -90,6 +91,7 @@ class LaunchPane(Vertical):
         self.set_class(False, "-serving")
         self.milestones.clear()
         self.problems.clear()
+        self.advice = None
         self.query_one("#timeline", Static).update(timeline([], self.nodes))
         self._draw_problems()
 
@@ -147,12 +149,18 @@ class LaunchPane(Vertical):
     def _problem_cleared(self, e: ProblemCleared) -> None:
         self.clear_problem(e.problem)
 
+    def set_advice(self, advice: str | None) -> None:
+        self.advice = advice
+        self._draw_problems()
+
     def _draw_problems(self) -> None:
         from textual.content import Content
 
         self.set_class(bool(self.problems), "-problems")
+        hung = any(p.kind == "rendezvous_hang" for p in self.problems.values())
+        first = [Content.styled(f"→ {self.advice}", "$warning bold")] if hung and self.advice else []
         self.query_one("#problems", Static).update(
-            Content("\n").join([problem_lines(p) for p in self.problems.values()]))
+            Content("\n").join(first + [problem_lines(p) for p in self.problems.values()]))
 
     # -- logs -------------------------------------------------------------------------------
     def add_lines(self, node: str, lines: list[str], stamps: list | None = None, ack=None) -> None:
@@ -183,7 +191,8 @@ class LaunchPane(Vertical):
         self.add_class("-filtering")
         box = self.query_one("#log-filter", Input)
         box.value = self.log.filter_text
-        box.focus()
+        # at once, not when the queue drains (as focus() does): keys typed right behind / come next
+        self.screen.set_focus(box)
 
     @on(Input.Changed, "#log-filter")
     def _filter_changed(self, event: Input.Changed) -> None:

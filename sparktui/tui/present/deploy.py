@@ -4,6 +4,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from ...core.diagnose import Milestone, Problem
+from ...core.engines import ENGINES, label, next_engine
 from ...core.states import State
 from ...core.words import milestone_words
 
@@ -130,11 +131,26 @@ def problem_lines(p: Problem) -> Content:
     return Content("\n").join([first, Content.assemble(("  fix: ", "$warning bold"), p.hint)])
 
 
+def pivot_advice(engine: str | None, pivot_key: str) -> str:
+    """The way out of a hang, in a line: the key, the engine it pivots to, and why that one joins its ranks
+    where this one hangs (when the engine says so)."""
+    to = next_engine(engine or "")
+    why = getattr(ENGINES.get(engine or ""), "hang_pivot", None)
+    return f"press {pivot_key} to pivot to {label(to)}" + (f": {why[1]}" if why and why[0] == to else "")
+
+
 def hang_notice(p: Problem, pivot_key: str) -> str:
     """The notification text for a hang: what is wrong, the key that pivots, then the fix (the key
     first: a narrow screen shows a notice's first lines only)."""
     where = f" on {p.node}" if p.node else ""
-    return f"Distributed init hung{where}. Press {pivot_key} to pivot. {p.hint.rstrip('. ')}."
+    return f"Distributed init hung{where}. Press {pivot_key} to pivot. {sentence(p.hint)}"
+
+
+def sentence(words: str) -> str:
+    """Words as a sentence of their own: a capital first, one full stop last (hints start lower-case, to
+    follow a colon)."""
+    words = words.strip().rstrip(". ")
+    return words[:1].upper() + words[1:] + "." if words else ""
 
 
 def endpoint_words(endpoint: str | None, local: str | None) -> str:
