@@ -12,12 +12,13 @@ import pytest
 from sparktui.core.deploy import Deployer
 from sparktui.core.deploy.lock import LockHeld
 from sparktui.core.deploy.operations import Choices, Operations
-from sparktui.core.events import EventBus
+from sparktui.core.events import DeploymentChanged, EventBus
+from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster
 from sparktui.core.states import Op
 
 from .test_deploy_cli import ours, sparktui, write_config
-from .test_deploy_fakes import fake_cluster, planner_for  # noqa: F401 (fixture)
+from .test_deploy_fakes import Recorder, fake_cluster, plan_for, planner_for  # noqa: F401 (fixture)
 
 
 def lock_file(fc, name: str = "lab"):
@@ -108,4 +109,25 @@ async def test_stop_refuses_while_another_holds_the_lock_and_breaks_it_when_aske
         assert rc == 0 and "is held: launch by" in err, err
         assert fc["n1"].names() == [] and not lock_file(fc).exists()
         await holder.close()  # its lock was broken: letting go removes nothing of another's
+
+
+async def test_a_resume_that_fails_says_so_and_names_redeploy(fake_cluster):
+    fc = await fake_cluster(2)
+    plan = plan_for(fc.config, PlanOptions(engine="sglang"))
+    async with Cluster(fc.config) as cluster:
+        first = Deployer(cluster, fc.config, EventBus())
+        await first.launch(plan)
+        await first.close()
+        bus = EventBus()
+        rec = Recorder(bus)
+        again = Deployer(cluster, fc.config, bus)
+        try:
+            await again.launch(plan_for(fc.config, PlanOptions(engine="sglang")))  # the same plan: resumed
+            head = next(c for c in fc["n1"].names() if c.startswith("sparktui-lab-"))
+            fc["n1"].write_log(head, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+            await rec.wait_for(lambda e: isinstance(e, DeploymentChanged) and e.state == "failed")
+        finally:
+            await again.close()
+    p = next(p for p in again.problems if p.kind == "resumed_broken")
+    assert "resumed 2 container(s)" in p.message and "`sparktui redeploy`" in p.hint
 
