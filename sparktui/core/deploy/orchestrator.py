@@ -536,7 +536,7 @@ class Deployer:
                 ok, detail = await self._wait_step(node, step, tell)
             else:
                 r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())),
-                                   shown=step.display or None)
+                                   input=step.stdin or None, shown=step.display or None)
                 ok = r.ok
                 detail = r.stdout.strip()[:64] if ok else _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
                 if ok or step.kind == "run":
