@@ -20,6 +20,7 @@ from ..core import argcheck
 from ..core.config import Config
 from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogBatch, LogFollower, find_all, load_record,
                            summarize)
+from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
 from ..core.diagnose import Milestone, Problem, ProblemCleared
@@ -45,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", "-y", action="store_true", help="replace a running deployment without asking")
     p.add_argument("--no-preflight", action="store_true", help="skip the rendezvous check before launching")
     p.add_argument("--force", action="store_true", help="launch even when the preflight check fails")
+    _break_lock_arg(p)
     p.add_argument("--dry-run", action="store_true",
                    help="prepare and check only: the plan, its checks and what would stop and start; start nothing")
     add_json_arg(p)
@@ -54,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_arg(p)
     _deployment_arg(p)
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
+    _break_lock_arg(p)
     add_json_arg(p)
     p.set_defaults(func=cmd_stop)
 
@@ -65,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"engine to switch to (default: the next of {' -> '.join(cycle)}, round; from another engine, "
                         f"{cycle[0]})")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
+    _break_lock_arg(p)
     _wait_args(p)
     add_json_arg(p)
     p.set_defaults(func=cmd_pivot)
@@ -73,6 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_arg(p)
     _deployment_arg(p)
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
+    _break_lock_arg(p)
     _wait_args(p)
     add_json_arg(p)
     p.set_defaults(func=cmd_redeploy)
@@ -93,6 +98,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _deployment_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deployment", help="deployment name (default: the cluster name)")
+
+
+def _break_lock_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--break-lock", action="store_true",
+                   help="when another sparktui holds this deployment's lock: show who, and break it once confirmed")
 
 
 def _wait_args(p: argparse.ArgumentParser) -> None:
@@ -232,6 +242,22 @@ def _operations(cluster: Cluster, config: Config, bus: EventBus, args: argparse.
     if timeout is not None and not timeout > 0:
         raise CliExit(2, f"--timeout must be positive (got {timeout:g})")
     return Operations(cluster, config, bus, ready_timeout=timeout or READY_TIMEOUT_S)
+
+
+async def _lock(ops: Operations, op: Op, deployment: str | None, args: argparse.Namespace) -> None:
+    """Take the deployment's lock before looking at it: the loser of two at once is refused, naming the
+    holder; --break-lock shows the holder and breaks its lock once confirmed."""
+    try:
+        await ops.lock(op, deployment)
+    except LockHeld as e:
+        if not getattr(args, "break_lock", False):
+            raise CliExit(1, str(e), reason=str(e), fix="wait, or pass --break-lock if that process is gone") from None
+        err_console.print(f"{e.where} is held: {e.holder.words()}", markup=False, soft_wrap=True)
+        if not confirm(f"break the lock of that {e.holder.op}?", args.yes):
+            raise CliExit(1, "nothing changed: the lock stays with its holder") from None
+        await ops.lock(op, deployment, breaking=e.holder)
+    for note in ops.lock_notes:
+        err_console.print(f"note: {note}", markup=False)
 
 
 def _ask(preview: Preview, yes: bool) -> None:
@@ -393,6 +419,8 @@ async def cmd_launch(args: argparse.Namespace) -> int:
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
         try:
+            if not args.dry_run:  # a dry run changes nothing: it needs no lock
+                await _lock(ops, Op.LAUNCH, opts.deployment, args)
             p = await ops.prepare(Op.LAUNCH, Choices(options=opts, notes=notes))
             if args.dry_run:
                 return _dry_run(p, args)
@@ -407,6 +435,7 @@ async def cmd_launch(args: argparse.Namespace) -> int:
                 _ask(p.preview, args.yes)
             with interrupted(args, p):
                 await ops.run(p, force=True)  # the preflight's verdict was judged above (--force)
+                await ops.unlock(p.deployment)  # every step ran: watching it needs no lock
                 return await _finish(ops.deployer(), printer, args, extra)
         except DeploymentExists as e:  # something appeared between the look and the launch
             raise CliExit(1, f"{e}:\n" + "\n".join(f"  {x}" for x in e.lines())) from None
@@ -423,18 +452,19 @@ async def cmd_stop(args: argparse.Namespace) -> int:
     bus.subscribe(printer)
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
-        p = await ops.prepare(Op.STOP, Choices(deployment=args.deployment))
-        down = [f"{f.node}: {f.error}" for f in p.found.values() if f.error]
-        runs = [f"{n}: {c}" for n, c in p.preview.stops if not c.startswith("?")]
-        if not runs:
-            if args.json:
-                print_json({"deployment": p.deployment, "removed": 0, "unreachable": down})
-            else:
-                console.print(f"nothing to stop: no container of {p.deployment}" + (
-                    f" (could not ask {'; '.join(down)})" if down else ""), markup=False)
-            return 1 if down else 0
-        _ask(p.preview, args.yes)
         try:
+            await _lock(ops, Op.STOP, args.deployment, args)
+            p = await ops.prepare(Op.STOP, Choices(deployment=args.deployment))
+            down = [f"{f.node}: {f.error}" for f in p.found.values() if f.error]
+            runs = [f"{n}: {c}" for n, c in p.preview.stops if not c.startswith("?")]
+            if not runs:
+                if args.json:
+                    print_json({"deployment": p.deployment, "removed": 0, "unreachable": down})
+                else:
+                    console.print(f"nothing to stop: no container of {p.deployment}" + (
+                        f" (could not ask {'; '.join(down)})" if down else ""), markup=False)
+                return 1 if down else 0
+            _ask(p.preview, args.yes)
             result = await ops.run(p)
         except DeployError as e:
             raise CliExit(1, str(e)) from None
@@ -456,6 +486,7 @@ async def _switch(args: argparse.Namespace, op: Op) -> int:
     async with Cluster(config, journal=journal()) as cluster:
         ops = _operations(cluster, config, bus, args)
         try:
+            await _lock(ops, op, args.deployment, args)
             p = await ops.prepare(op, Choices(deployment=args.deployment, to=getattr(args, "to", None)))
             if not p.ok:
                 return _refuse(p, args, f"cannot {op.value}")
@@ -465,6 +496,7 @@ async def _switch(args: argparse.Namespace, op: Op) -> int:
             _ask(p.preview, args.yes)
             with interrupted(args, p):
                 await ops.run(p, force=True)
+                await ops.unlock(p.deployment)
                 return await _finish(ops.deployer(), printer, args, extra)
         except DeployError as e:
             raise CliExit(1, str(e)) from None

@@ -15,7 +15,7 @@ from typing import Union
 
 from .config import Config
 from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
-from .engines.common import Context, Secret, Spot, Step, env_value, protect_args, render, safe_name
+from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
@@ -447,6 +447,8 @@ def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot:
             if k in _PER_NODE and k in env and env[k] != v:
                 c.warn(f"{source} sets {k}={v} on every node, replacing {spot.name}'s own {env[k]}")
             env[k] = env_value(k, str(v))
+            if isinstance(env[k], Secret) and ("\n" in str(v) or "\r" in str(v)):
+                c.error(f"{k}'s value has a line break: the env file that carries secrets to docker cannot hold it")
     return env
 
 
@@ -459,6 +461,39 @@ def _usable_config(opts: PlanOptions, c: _Checks) -> dict | None:
         return opts.model_config
     c.warn(f"{why}; planned without it (TP not checked against its heads, fit with an allowance)")
     return None
+
+
+def _secrets_off_argv(engine_mod, extra: list, c: _Checks) -> tuple[list, dict[str, Secret]]:
+    """Secret-valued engine flags never stay on the engine's command line: `ps` on the node shows every
+    argv to every user for the deployment's life. The API key goes to the variable the engine reads it
+    from (vLLM's VLLM_API_KEY), through the container's env file; any other secret flag is refused."""
+    var = getattr(engine_mod, "api_key_env", None)
+    key_flag = engine_mod.flag("api_key") if engine_mod is not None else None
+    out: list = []
+    env: dict[str, Secret] = {}
+    for i, w in enumerate(extra):
+        if isinstance(w, Secret):
+            continue  # taken with its flag below
+        nxt = extra[i + 1] if i + 1 < len(extra) else None
+        flag, secret = (w, nxt) if isinstance(w, str) and isinstance(nxt, Secret) else (None, None)
+        if isinstance(w, Joined) and any(isinstance(p, Secret) for p in w.parts):
+            flag, secret = str(w.parts[0]).rstrip("="), next(p for p in w.parts if isinstance(p, Secret))
+        if secret is None:
+            out.append(w)
+        elif var and flag == key_flag:
+            env[var] = Secret(var, secret.value)
+        else:
+            c.error(_argv_secret_refusal(engine_mod, flag, flag == key_flag))
+            out += [w] if isinstance(w, Joined) else [w, secret]
+    return out, env
+
+
+def _argv_secret_refusal(engine_mod, flag: str, is_key: bool) -> str:
+    name = getattr(engine_mod, "label", "the engine")
+    why = f"{name} reads its API key only from {flag}" if is_key else f"the secret flag {flag}, given to the engine"
+    way = ("serve with vLLM (it reads VLLM_API_KEY) or put an authenticating proxy in front" if is_key else
+           "pass it as --env NAME=VALUE where the engine reads it from its environment (HF_TOKEN)")
+    return f"{why}, and `ps` on the node shows an engine's command line to every user while it serves: {way}"
 
 
 def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet], opts: PlanOptions, *,
@@ -572,6 +607,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
     taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
     extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})
+    extra, key_env = _secrets_off_argv(engine_mod, extra, c)
     ctx = Context(engine=engine, mode=mode, image=image, model_path=model_path, served_name=served, tp=tp, pp=pp,
                   head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
                   mem_fraction=mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
@@ -579,7 +615,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                   engine_version=version, files=plan_files.mounts(opts.files))
     if engine_mod is not None:
         for spot in spots:
-            spot.env = _spot_env(config, opts, engine_mod, ctx, spot, c)
+            spot.env = {**_spot_env(config, opts, engine_mod, ctx, spot, c), **key_env}
         for why in engine_mod.plan_refusals(ctx):
             c.error(why)
         for why in engine_mod.plan_warnings(ctx):

@@ -286,9 +286,9 @@ class Controller:
 
         return await self._ops().preflight(prepared, PREFLIGHT_TIMEOUT)
 
-    async def _run_prepared(self, prepared: Prepared, force: bool = False) -> str:
+    async def _run_prepared(self, prepared: Prepared, force: bool = False, breaking: Any = None) -> str:
         try:
-            return await self._ops().run(prepared, force=force)
+            return await self._ops().run(prepared, force=force, breaking=breaking)
         finally:
             await self._refresh_quietly()  # the cards show the new containers, the form the copies
 
@@ -324,9 +324,10 @@ class Controller:
         """The rendezvous check of a prepared launch, pivot or redeploy (rows arrive as messages)."""
         return await self._run(self._preflight(prepared))
 
-    async def run(self, prepared: Prepared, force: bool = False) -> str:
-        """Run what was prepared (and confirmed); force: past a failed preflight."""
-        return await self._run(self._run_prepared(prepared, force))
+    async def run(self, prepared: Prepared, force: bool = False, breaking: Any = None) -> str:
+        """Run what was prepared (and confirmed); force: past a failed preflight; breaking: the lock
+        holder shown to the user and agreed to break."""
+        return await self._run(self._run_prepared(prepared, force, breaking))
 
     async def drop_caches(self, names: list[str]) -> list[Any]:
         """Flush the page cache on these nodes (the CLI's drop-caches), then probe again: each Dropped."""

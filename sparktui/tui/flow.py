@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Awaitable, Protocol
 
+from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import Choices, Preview
 from ..core.engines import DEFAULT_ENGINE, ENGINES
 from ..core.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStarted
@@ -133,8 +134,21 @@ class OperationsFlow:
                 return ""
         self.ui.post_message(M.Confirmed(prepared))
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
-        self.ui.run_op(op, self.controller.run(prepared, force=force), group="deploy")
+        self.ui.run_op(op, self._run_locked(prepared, force), group="deploy")
         return ""
+
+    async def _run_locked(self, prepared: Any, force: bool) -> str:
+        """Run under the deployment's lock; when another sparktui holds it, show who, and break it only
+        when told to (the same choice as the CLI's --break-lock)."""
+        try:
+            return await self.controller.run(prepared, force=force)
+        except LockHeld as e:
+            busy = Preview(f"{prepared.deployment} is busy: another sparktui holds its lock", [], [],
+                           [f"held by: {e.holder.words()}", f"lock: {e.where}",
+                            "break it only if that process is gone or stuck"])
+            if not await self._confirmed(busy, "Break the lock"):
+                return f"not started: {e.holder.words()} holds the lock"
+            return await self.controller.run(prepared, force=force, breaking=e.holder)
 
     async def _confirmed(self, preview: Any, verb: str, alt: str | None = None) -> bool | str:
         """True, False, or "alt" when the third button (alt) was offered and chosen."""

@@ -1,10 +1,11 @@
-"""An API key set at launch: demanded by the endpoint, kept by a pivot, and never shown anywhere."""
+"""An API key set at launch: demanded by the endpoint, never on a command line, never shown anywhere."""
 from __future__ import annotations
 
 import asyncio
 import json
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from sparktui.core.config import load_config
 from sparktui.core.ssh import Cluster
@@ -36,7 +37,19 @@ async def _endpoint_demands_the_key(config_path, engine: str) -> None:
         assert await asyncio.to_thread(_status, local, KEY) == 200
 
 
-async def test_pivot_keeps_the_api_key_and_no_output_shows_it(demo, cli_env, tmp_path):
+def host_command_lines() -> list[str]:
+    """Every process's command line on this machine (what `ps -eo args` prints), NULs as spaces."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out.append((d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return out
+
+
+async def test_the_api_key_and_token_reach_vllm_by_env_and_no_output_or_argv_shows_them(demo, cli_env, tmp_path):
     conf = ["--config", str(demo.config_path)]
     rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
     assert rc == 0, out + err
@@ -48,16 +61,16 @@ async def test_pivot_keeps_the_api_key_and_no_output_shows_it(demo, cli_env, tmp
     rc, out, err = await sparktui(cli_env, *conf, "plan", "--engine", "vllm", "--mode", "ray", *args,
                                   "--export", str(tmp_path / "export"))
     seen.append(out + err + "".join(p.read_text() for p in (tmp_path / "export").iterdir()))
-    # the demo's SGLang hangs at the rendezvous (its pivot story): launch it, then pivot to vLLM
-    rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "sglang", *args, "--no-preflight", "--yes",
-                                  timeout=240)
-    seen.append(out + err)
-    assert rc == 0, out + err
-    rc, out, err = await sparktui(cli_env, *conf, "pivot", "--to", "vllm", "--wait", "--yes", timeout=240)
+    rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", "ray", *args,
+                                  "--no-preflight", "--yes", "--wait", timeout=240)
     seen.append(out + err)
     assert rc == 0 and "ready" in out, out + err  # readiness sent the key the endpoint demands
-    assert "note: carried over to vLLM: --api-key" in err
-    await _endpoint_demands_the_key(demo.config_path, "vllm")  # the new engine serves with the same key
+    await _endpoint_demands_the_key(demo.config_path, "vllm")  # vLLM read it from VLLM_API_KEY
+    seen.append("\n".join(host_command_lines()))  # `ps -eo args` of every demo node: they are this host's processes
+    # SGLang reads its key only from its command line: the pivot refuses rather than show it to `ps`
+    rc, out, err = await sparktui(cli_env, *conf, "pivot", "--to", "sglang", "--yes", timeout=240)
+    seen.append(out + err)
+    assert rc == 1 and "SGLang reads its API key only from --api-key" in err, out + err
     for cmd in (["logs"], ["journal"], ["journal", "--json"], ["status", "--json"]):
         rc, out, err = await sparktui(cli_env, *conf, *cmd, timeout=60)
         seen.append(out + err)

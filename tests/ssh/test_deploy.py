@@ -195,8 +195,8 @@ async def test_leftover_exited_containers_of_this_deployment_are_cleared_before_
 
 async def test_pivot_from_a_new_process_keeps_model_tp_and_network(fake_cluster):
     fc = await fake_cluster(2)
-    opts = PlanOptions(engine="sglang", extra_args=["--disable-cuda-graph", "--api-key", "sk-kept 1",
-                                                    "--disable-radix-cache"])
+    opts = PlanOptions(engine="sglang", extra_args=["--disable-cuda-graph", "--disable-radix-cache"],
+                       env={"HF_TOKEN": "hf_kept_0001"})
     async with Cluster(fc.config) as cluster:
         d = Deployer(cluster, fc.config, EventBus())
         first = plan_for(fc.config, opts)
@@ -221,8 +221,8 @@ async def test_pivot_from_a_new_process_keeps_model_tp_and_network(fake_cluster)
     assert (plan.engine, plan.mode) == ("vllm", "ray")
     assert (plan.tp, plan.pp, plan.subnet, plan.model_path) == (first.tp, first.pp, first.subnet, first.model_path)
     assert seen[0].rendezvous == FABRIC and seen[0].tp == first.tp  # pinned, not re-guessed
-    # the record carried the key to this process; SGLang-only flags are named, not passed to vLLM
-    assert seen[0].extra_args == ["--enforce-eager", "--api-key", "sk-kept 1"]
+    # the record carried the token to this process; SGLang-only flags are named, not passed to vLLM
+    assert seen[0].extra_args == ["--enforce-eager"] and seen[0].env == {"HF_TOKEN": "hf_kept_0001"}
     assert plan.warnings[0] == "not carried over to vLLM (no equivalent): --disable-radix-cache"
     assert fc["n1"].names() == ["sparktui-lab-vllm-0"] and fc["n2"].names() == ["sparktui-lab-vllm-1"]
     assert saved is not None and saved.engine == "vllm" and saved.subnet == FABRIC

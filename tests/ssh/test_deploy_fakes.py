@@ -76,7 +76,7 @@ def all_meta():
     return out
 
 VALUED = {"--name", "--label", "--network", "--ipc", "--gpus", "--ulimit", "--cap-add", "--device", "-v",
-          "--shm-size", "-e", "--runtime", "--filter", "--format", "-t", "--since", "--time", "-o"}
+          "--shm-size", "-e", "--env-file", "--runtime", "--filter", "--format", "-t", "--since", "--time", "-o"}
 
 def opts(args, valued=VALUED):
     flags, rest, i = [], [], 0
@@ -113,7 +113,8 @@ if cmd == "run":
     labels = dict(v.split("=", 1) for k, v in flags if k == "--label")
     m = {"id": hashlib.sha256(f"{name}{time.time_ns()}".encode()).hexdigest(), "name": name, "image": rest[0],
          "labels": labels, "state": "running", "cmd": " ".join(rest[1:]), "procs": [], "exit": 0,
-         "env": [v for k, v in flags if k == "-e"]}
+         "env": [v for k, v in flags if k == "-e"]
+                + [ln for k, v in flags if k == "--env-file" for ln in open(v).read().splitlines()]}
     os.makedirs(os.path.join(CT, name))
     save(m)
     log(m, "fake: started " + m["cmd"])

@@ -338,3 +338,33 @@ async def test_the_forms_check_runs_the_preflight_on_its_choices_and_launches_no
         checked = next(plan for op, plan in core.calls if op == "preflight")
         assert checked.plan_id == form.plan.plan_id  # the form's own choices were checked
         assert isinstance(app.screen, LaunchForm) and not any(op == "launch" for op, _ in core.calls)
+
+
+async def test_a_busy_deployment_shows_the_lock_holder_and_is_broken_only_when_told(config, core):
+    from sparktui.core.deploy.lock import Holder, LockHeld
+
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await launched(pilot, app, core)
+        holder, real, asked = Holder("laptop", "ann", 4242, "launch", "t0k", 0, 75), core.run, []
+
+        async def run(prepared, force=False, breaking=None):  # another sparktui holds the lock
+            asked.append(breaking)
+            if breaking is None:
+                raise LockHeld(prepared.deployment, holder, "spark1:~/.local/state/sparktui/locks/sparks.lock")
+            return await real(prepared, force)
+
+        core.run = run
+        for answer in ("enter", "y"):  # Enter is Cancel: the lock stays; then y breaks it
+            await pilot.press("s")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="stop's confirmation")
+            await pilot.press("y")
+            busy = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "busy" in
+                                  app.screen.preview.title and app.screen, what="the lock's holder")
+            assert "held by: launch by ann@laptop (pid 4242), 75 s ago" in busy.preview.notes
+            await pilot.press(answer)
+            await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+            if answer == "enter":
+                assert asked == [None] and ("stop", None) not in core.calls
+        await wait_for(pilot, lambda: app.deploy_state == "stopped", what="stopped")
+        assert asked == [None, None, holder]

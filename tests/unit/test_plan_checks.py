@@ -204,10 +204,12 @@ def test_secrets_are_masked_when_shown_and_real_when_run():
     shown = str(plan.to_json())
     assert "hf_abcdefgh1234" not in shown and "sk-live-99999" not in shown
     assert plan.nodes[0].env["HF_TOKEN"] == "****"
-    assert parse_run(plan.steps[0].argv)["env"]["HF_TOKEN"] == "hf_abcdefgh1234"
-    assert "sk-live-99999" in plan.steps[-1].command
-    assert "sk-live-99999" not in plan.steps[-1].display
-    assert set(plan.steps[-1].secrets) == {"API_KEY"}
+    env = parse_run(plan.steps[0].argv)["env"]  # the container's env: what vLLM reads its key from
+    assert env["HF_TOKEN"] == "hf_abcdefgh1234" and env["VLLM_API_KEY"] == "sk-live-99999"
+    for step in plan.steps:  # no command line holds a value: an env file on stdin carries them
+        assert "sk-live-99999" not in step.command + step.display and "hf_abcdefgh1234" not in step.command
+    assert plan.steps[0].stdin == "HF_TOKEN=hf_abcdefgh1234\nVLLM_API_KEY=sk-live-99999\n"
+    assert "--env-file" in plan.steps[0].command and plan.steps[-1].secrets == []
 
 
 def test_env_overrides_win_and_warn_for_per_node_values():

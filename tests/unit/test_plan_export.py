@@ -52,13 +52,10 @@ def _run_script(tmp_path: Path, path: Path, **env) -> tuple[subprocess.Completed
     return r, calls
 
 
-def _as_exported(argv: list[str]) -> list[str]:
+def _as_exported(argv: list[str], *secret: str) -> list[str]:
     """A plan step's argv as the script runs it: $HOME expanded there, secrets inherited by name."""
-    out = []
-    for a in argv:
-        a = a.replace("$HOME", "/home/u")
-        out.append("HF_TOKEN" if a == f"HF_TOKEN={TOKEN}" else a)
-    return out
+    named = {f"HF_TOKEN={TOKEN}": "HF_TOKEN", **({f"{secret[0]}={secret[1]}": secret[0]} if secret else {})}
+    return [named.get(a, a).replace("$HOME", "/home/u") for a in argv]
 
 
 def test_files_names_and_syntax(tmp_path):
@@ -80,7 +77,7 @@ def test_no_secret_value_is_written(tmp_path):
         assert TOKEN not in text and KEY not in text, name
     head = export_files(plan)["0-spark1.sh"]
     assert ': "${HF_TOKEN:?set HF_TOKEN in the environment first}"' in head
-    assert ': "${API_KEY:?set API_KEY in the environment first}"' in head
+    assert ': "${VLLM_API_KEY:?set VLLM_API_KEY in the environment first}"' in head  # vLLM reads it there
     assert "HF_TOKEN" in export_files(plan)["README.txt"]
 
 
@@ -112,19 +109,18 @@ def test_scripts_refuse_to_run_without_their_secrets(tmp_path):
 def test_ray_head_script_waits_for_the_cluster_then_serves(tmp_path):
     plan, _ = _plan(2, engine="vllm", mode="ray", extra_args=["--api-key", KEY])
     write_export(plan, tmp_path / "x")
-    r, calls = _run_script(tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, API_KEY=KEY,
+    r, calls = _run_script(tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, VLLM_API_KEY=KEY,
                            FAKE_RAY_NODES="2")
     assert r.returncode == 0, r.stderr
     run, wait, keep, serve = plan.steps[0], plan.steps[2], plan.steps[3], plan.steps[4]
-    assert ["docker"] + calls[1] == _as_exported(run.argv)
+    assert ["docker"] + calls[1] == _as_exported(run.argv, "VLLM_API_KEY", KEY)
+    assert "VLLM_API_KEY" in calls[1]  # the container gets the key from the script's environment
     assert ["docker"] + calls[2] == wait.argv
     assert ["docker"] + calls[3] == keep.argv  # the non-carry-over list, written before serve
     exe = calls[4]
     assert exe[:4] == ["exec", "-d", "-e", f"RAY_ADDRESS={plan.head_ip}:6379"]
-    assert exe[4:6] == ["-e", "API_KEY"]  # the container gets the key from the script's environment
-    inner = shlex.split(exe[-1])
-    assert inner[inner.index("--api-key") + 1] == "$API_KEY"  # the quotes keep it one word for the inner shell
-    assert shlex.split(serve.argv[-1])[:-1] == [KEY if w == "$API_KEY" else w for w in inner][:-1]
+    assert "--api-key" not in exe[-1] and "--api-key" not in serve.argv[-1]  # vLLM reads VLLM_API_KEY instead
+    assert exe[4:] == serve.argv[5:]
 
 
 def test_ray_wait_gives_up_and_stops_the_script(tmp_path):
@@ -157,26 +153,3 @@ def test_native_worker_script_waits_for_the_rendezvous_port(tmp_path):
         assert "--headless" in calls[1]
     finally:
         srv.close()
-
-
-def test_a_flag_and_an_env_secret_of_one_name_stay_distinct(tmp_path):
-    flag_token = "hf_flag_value_000111"
-    plan, _ = _plan(2, engine="vllm", mode="ray", extra_args=[f"--hf-token={flag_token}"])
-    head = export_files(plan)["0-spark1.sh"]
-    assert TOKEN not in head and flag_token not in head
-    assert ': "${HF_TOKEN:?' in head and ': "${HF_TOKEN_ARG:?' in head  # two values, two variables
-    write_export(plan, tmp_path / "x")
-    r, calls = _run_script(tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, HF_TOKEN_ARG=flag_token,
-                           FAKE_RAY_NODES="2")
-    assert r.returncode == 0, r.stderr
-    serve = plan.steps[4]
-    inner = shlex.split(calls[4][-1])
-    assert "--hf-token=$HF_TOKEN_ARG" in inner
-    assert f"--hf-token={flag_token}" in shlex.split(serve.argv[-1])  # the plan runs the flag's own value
-    assert calls[1][calls[1].index("-e") + 1:].count("HF_TOKEN") == 1
-
-
-def test_one_value_under_one_name_is_asked_once():
-    plan, _ = _plan(2, engine="vllm", mode="ray", extra_args=["--hf-token", TOKEN])
-    head = export_files(plan)["0-spark1.sh"]
-    assert ': "${HF_TOKEN:?' in head and "HF_TOKEN_ARG" not in head

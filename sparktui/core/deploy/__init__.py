@@ -7,6 +7,7 @@ readiness.py     /health, /v1/models and one chat completion through an SSH forw
 watchdog.py      ticks the Diagnoser so silence past its phase's limit is flagged
 containers.py    this deployment's containers, found and removed by label only
 record.py        a Deployment's JSON form, kept on the head for pivot/redeploy from a new process
+lock.py          the deployment's lock on the head: one launch, pivot, redeploy or stop at a time
 """
 from __future__ import annotations
 

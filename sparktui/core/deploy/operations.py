@@ -8,6 +8,7 @@ with the same Preview, so both fronts plan, check and refuse alike for the same 
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -30,6 +31,9 @@ from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
 from ..deployment import Deployment
 from .record import read_command, record_path
+from . import lock as _lock
+
+LOCKED_OPS = (Op.LAUNCH, Op.PIVOT, Op.REDEPLOY, Op.STOP)  # what changes a deployment's containers
 
 PREFLIGHT_TIMEOUT = 30.0
 
@@ -157,6 +161,8 @@ class Operations:
         self.inventory: Inventory | None = None  # the freshest one taken here
         self.model_config: dict | None = None  # the model's config.json, as last read
         self._last: dict[str, str | None] = {}  # deployment -> the subnet of its last launch
+        self._locks: dict[str, _lock.Holder] = {}  # deployment -> this process's hold of its lock
+        self.lock_notes: list[str] = []  # what taking a lock said (a dead holder's lock taken over)
 
     # -- parts ------------------------------------------------------------------------------------
     def deployer(self, name: str | None = None) -> Any:
@@ -229,6 +235,36 @@ class Operations:
 
     async def _fresh_plan(self, opts: PlanOptions) -> Plan:
         return await self.plan(opts)
+
+    # -- the deployment's lock ----------------------------------------------------------------------
+    async def lock(self, op: Op | str, deployment: str | None = None, *,
+                   breaking: _lock.Holder | None = None) -> _lock.Holder:
+        """Take the deployment's lock on the head for `op` (kept until unlock or close); LockHeld names
+        the holder. A holder whose process is gone from this very host is taken over, with a note."""
+        from ..engines.common import safe_name
+
+        name = safe_name(deployment or self.config.cluster)
+        if name in self._locks:
+            return self._locks[name]
+        head = self.cluster[self.config.head.name]
+        try:
+            held = await _lock.take(head, name, Op(op).value, breaking=breaking)
+        except _lock.LockHeld as e:
+            if breaking is not None or not e.holder.gone():
+                raise
+            held = await _lock.take(head, name, Op(op).value, breaking=e.holder)
+            self.lock_notes.append(f"took over the lock of {name}: its holder ({e.holder.words()}) "
+                                   f"no longer runs on this host")
+        self._locks[name] = held
+        return held
+
+    async def unlock(self, deployment: str | None = None) -> None:
+        from ..engines.common import safe_name
+
+        held = self._locks.pop(safe_name(deployment or self.config.cluster), None)
+        if held is not None:
+            await _lock.release(self.cluster[self.config.head.name], safe_name(deployment or self.config.cluster),
+                                held)
 
     # -- prepare ------------------------------------------------------------------------------------
     async def prepare(self, op: Op | str, choices: Choices | None = None) -> Prepared:
@@ -346,10 +382,23 @@ class Operations:
         return verdict
 
     # -- run ----------------------------------------------------------------------------------------
-    async def run(self, p: Prepared, *, force: bool = False) -> str:
-        """Do what was prepared. Refused when its checks failed (unless force, for the preflight only)."""
+    async def run(self, p: Prepared, *, force: bool = False, breaking: _lock.Holder | None = None) -> str:
+        """Do what was prepared. Refused when its checks failed (unless force, for the preflight only).
+
+        An operation on a deployment runs under its lock: the caller's (lock()) if it took it before
+        preparing, else one taken here for the run alone. breaking: the holder shown and agreed to break.
+        """
         if p.errors:
             raise DeployError("; ".join(p.errors))
+        if p.op not in LOCKED_OPS or p.deployment in self._locks:
+            return await self._run(p, force)
+        await self.lock(p.op, p.deployment, breaking=breaking)
+        try:
+            return await self._run(p, force)
+        finally:
+            await self.unlock(p.deployment)
+
+    async def _run(self, p: Prepared, force: bool) -> str:
         self._last.pop(p.deployment, None)  # its record changes with this run
         if p.verdict is not None and not p.verdict.ok and not force:
             raise DeployError(f"the preflight failed: {p.verdict.reason} (fix: {p.verdict.fix})")
@@ -384,6 +433,9 @@ class Operations:
         return plan.subnet if plan is not None else None
 
     async def close(self) -> None:
+        for name in list(self._locks):  # every way out of a front ends here: no lock outlives its holder
+            with contextlib.suppress(Exception):
+                await self.unlock(name)
         if self._deployer is not None:
             closer = getattr(self._deployer, "close", None)
             if closer is not None:

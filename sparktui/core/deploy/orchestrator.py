@@ -109,6 +109,7 @@ class Deployer:
         self._offsets: dict[str, float] = {}
         self._changed = asyncio.Event()
         self._deadline: float | None = None  # monotonic end of the current launch (its ready_timeout)
+        self._resumed = 0  # containers this launch found running of its very plan and left as they were
 
     # ---- state and events ---------------------------------------------------------------------
 
@@ -124,10 +125,19 @@ class Deployer:
             if endpoint != cur.endpoint:
                 self.current = cur.but(endpoint=endpoint)
             return
+        if state in (State.FAILED, State.HUNG) and self._resumed and cur.state not in (State.FAILED, State.HUNG):
+            self._resume_failed()
         self.current = cur = cur.but(state=state, detail=detail, endpoint=endpoint)
         self._emit(DeploymentChanged(self.name, cur.engine, cur.mode, state, detail,
                                      cur.endpoint if state == "ready" else None))
         self._changed.set()
+
+    def _resume_failed(self) -> None:
+        # launching the same plan again would resume the same broken containers and fail again
+        self._problem("resumed_broken", self.current.head or None,
+                      f"this launch resumed {self._resumed} container(s) already running this plan and started "
+                      f"nothing anew: what runs there is broken, and launching again resumes it again",
+                      "`sparktui redeploy` stops them and starts this plan afresh")
 
     async def wait(self, timeout: float | None = None, until: tuple[str, ...] = SETTLED) -> State:
         """The state once it is one of `until` (or whatever it is when `timeout` runs out)."""
@@ -442,6 +452,7 @@ class Deployer:
         await self.close()
         self._deadline = time.monotonic() + self.ready_timeout
         self.name = plan.deployment
+        self._resumed = 0
         await self._check_sessions([n.name for n in plan.nodes])
         resume = await self._prepare(plan, if_exists)
         if resume is None:
@@ -459,7 +470,7 @@ class Deployer:
         if err:
             self.warnings.append(f"could not keep the deployment record on {self.config.head.name}: {err} "
                                  f"(pivot and redeploy from another process will not know the options)")
-        started = sum(len(v) for v in resume.values())
+        started = self._resumed = sum(len(v) for v in resume.values())
         self._set("starting", f"resuming: {started} container(s) of this plan already run" if started
                   else f"{len(plan.steps)} steps on {len(plan.nodes)} node(s)")
         if not await self._run_steps(plan, resume):
@@ -525,7 +536,7 @@ class Deployer:
                 ok, detail = await self._wait_step(node, step, tell)
             else:
                 r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())),
-                                   shown=step.display or None)
+                                   input=step.stdin or None, shown=step.display or None)
                 ok = r.ok
                 detail = r.stdout.strip()[:64] if ok else _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
                 if ok or step.kind == "run":
@@ -647,6 +658,7 @@ class Deployer:
     async def reattach(self) -> bool:
         """Rebuild the deployment from its container labels and resume logs and readiness."""
         await self.close()
+        self._resumed = 0  # watching what runs is not a launch: a failure there is not a resume's
         found = await self.existing()
         ours = [(f.node, c) for f in found.values() for c in f.containers]
         if not ours:

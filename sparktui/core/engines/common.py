@@ -228,10 +228,13 @@ class Step:
     interval: float = 5.0  # wait: seconds between polls
     secrets: list[str] = field(default_factory=list)  # env names an exported script must be given
     words: list = field(default_factory=list, repr=False, compare=False)  # what the lines were rendered from
+    stdin: str = field(default="", repr=False)  # the secret env file's lines, given on stdin (never printed)
 
     @property
     def argv(self) -> list[str]:
-        return shlex.split(self.command)
+        """The docker command the step means, secret variables as `-e NAME=VALUE` (what the container gets;
+        `command` hands those to docker in an env file instead)."""
+        return shlex.split(render(self.words, "run") if self.words else self.command)
 
     def matches(self, stdout: str) -> bool:
         """A wait step's condition on one poll's output."""
@@ -245,11 +248,38 @@ class Step:
         return d
 
 
+ENV_DIR = ".local/state/sparktui/env"  # under the node user's $HOME: secret env files while docker reads them
+
+
 def make_step(node: str, rank: int, kind: str, words: list[Word], description: str, container: str,
               **wait) -> Step:
-    return Step(node=node, rank=rank, kind=kind, command=render(words, "run"), description=description,
+    command, stdin = render(words, "run"), ""
+    secret_env = [w for w in words if isinstance(w, EnvFlag) and isinstance(w.value, Secret)]
+    if kind == "run" and secret_env:
+        command, stdin = env_file_run(words, secret_env, container)
+    return Step(node=node, rank=rank, kind=kind, command=command, description=description,
                 display=render(words, "show"), script=render(words, "export"), container=container,
-                secrets=[s.name for s in secrets_in(words)], words=list(words), **wait)
+                secrets=[s.name for s in secrets_in(words)], words=list(words), stdin=stdin, **wait)
+
+
+def env_file_run(words: list[Word], secret_env: list[EnvFlag], container: str) -> tuple[str, str]:
+    """`docker run` with its secret variables in a 0600 env file written from stdin, never on a command
+    line (`ps` shows every argv to every user of the node). The file goes once docker run returns: the
+    container keeps its env, and no copy of the secret stays at rest in the user's home."""
+    kept: list[Word] = []
+    for i, w in enumerate(words):
+        if w == "-e" and i + 1 < len(words) and words[i + 1] in secret_env:
+            continue
+        if w in secret_env:
+            continue
+        kept.append(w)
+    at = kept.index("-d") + 1 if "-d" in kept else 2
+    f = Home(f"/{ENV_DIR}/{container}.env")
+    kept[at:at] = ["--env-file", f]
+    path = render_word(f)
+    cmd = (f'umask 077 && mkdir -p "$HOME"/{shlex.quote(ENV_DIR)} && cat > {path} && '
+           f'{{ {render(kept, "run")}; rc=$?; rm -f {path}; exit $rc; }}')
+    return cmd, "".join(f"{e.name}={e.value.value}\n" for e in secret_env)
 
 
 @dataclass
