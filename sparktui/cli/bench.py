@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import time
 
 from rich.table import Table
@@ -15,6 +16,7 @@ from ..core.bench import client, results
 from ..core.bench.run import BenchError, prepare, run
 from ..core.engines.common import safe_name
 from ..core.ssh import Cluster
+from .deploy import _Term
 from .common import CliExit, add_config_arg, add_json_arg, console, err_console, get_config, journal, print_json
 
 COLUMNS = [("engine", "engine", "{}"), ("conc", "concurrency", "{}"), ("TTFT p50 ms", "ttft_p50_ms", "{:.1f}"),
@@ -103,6 +105,8 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             last[0] = words
             err_console.print(f"bench: {words}", markup=False)
 
+    # SIGTERM or a hangup ends the run as Ctrl-C does: cancelled, so the client on the head is stopped first
+    term = _Term((signal.SIGTERM, signal.SIGHUP))
     async with Cluster(config, journal=journal()) as cluster:
         try:
             b = await prepare(cluster, config, name)
@@ -113,7 +117,11 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             raise CliExit(1, str(e), reason=e.reason, fix=e.fix) from None
         except (asyncio.CancelledError, KeyboardInterrupt):
             err_console.print("bench: stopped; the client on the head was stopped too", markup=False)
+            if term.fired:  # a cancelled task would end in a traceback; 143 is the shell's code for SIGTERM
+                raise CliExit(143) from None
             raise
+        finally:
+            term.remove()
     results.append(rows)
     other = results.beside(results.load()[0], name)[1]
     if args.json:

@@ -94,7 +94,9 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
         raise BenchError(f"the client did not start on {node.name}: {r.stderr.strip()[:300]}", "start failed")
     started = time.time()
     try:
-        rc, tail = await _follow(node, b.bid, on_progress)
+        # the watchdog stops the client if sparktui ends with no chance to (kill -9, a lost link)
+        async with node.held(client.watchdog(b.bid)):
+            rc, tail = await _follow(node, b.bid, on_progress)
     except BaseException:  # cancelled (Ctrl-C, esc) or the link broke: the client must not stay behind
         await asyncio.shield(node.run(client.stop(b.bid), timeout=20))
         raise
