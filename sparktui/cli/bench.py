@@ -52,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input-len", type=length, default=512, metavar="N", help="prompt tokens (default 512)")
     p.add_argument("--output-len", type=length, default=128, metavar="N", help="tokens generated (default 128)")
     p.add_argument("--history", action="store_true", help="list the kept results instead of running")
+    p.add_argument("--last", type=int, default=20, metavar="N", help="with --history: the last N runs (default 20)")
     add_json_arg(p)
     add_config_arg(p)
     p.set_defaults(func=cmd_bench)
@@ -75,14 +76,15 @@ def run_title(g: list[results.Row]) -> str:
 
 
 def history(args: argparse.Namespace) -> int:
-    rows, problems = results.load()
+    if args.last < 1:
+        raise CliExit(2, "--last must be 1 or more")
+    # read from the end: the last runs only, however long the file has grown
+    rows, problems = results.load(last=args.last, deployment=safe_name(args.deployment) if args.deployment else None)
     for p in problems:
         err_console.print(p, markup=False, soft_wrap=True)
-    if args.deployment:
-        rows = [r for r in rows if r.deployment == safe_name(args.deployment)]
     if args.json:
         print_json({"rows": [r.to_json() for r in rows], "problems": problems,
-                    "file": str(results.history_path())})
+                    "file": str(results.history_path()), "last": args.last})
         return 0
     if not rows:
         console.print(f"no benchmark results kept yet ({results.history_path()}); `sparktui bench` makes some")
@@ -123,7 +125,7 @@ async def cmd_bench(args: argparse.Namespace) -> int:
         finally:
             term.remove()
     results.append(rows)
-    other = results.beside(results.load()[0], name)[1]
+    other = results.beside(results.load(deployment=name)[0], name)[1]
     if args.json:
         print_json({"deployment": name, "rows": [r.to_json() for r in rows],
                     "previous_engine": [r.to_json() for r in other]})
