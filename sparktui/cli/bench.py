@@ -71,7 +71,8 @@ def table(rows: list[results.Row], title: str) -> Table:
 def run_title(g: list[results.Row]) -> str:
     r = g[0]
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
-    return (f"{r.deployment} · {r.engine} {r.mode} TP{r.tp} · {r.image or 'image ?'} · plan {r.plan_id or '?'}"
+    mark = f"TAINTED ({r.tainted}) · " if r.tainted else ""
+    return (f"{mark}{r.deployment} · {r.engine} {r.mode} TP{r.tp} · {r.image or 'image ?'} · plan {r.plan_id or '?'}"
             f" · {r.input_len}/{r.output_len} tokens · {when}")
 
 
@@ -126,8 +127,12 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             term.remove()
     results.append(rows)
     other = results.beside(results.load(deployment=name)[0], name)[1]
+    tainted = rows[0].tainted if rows else ""
+    if tainted:
+        err_console.print(f"bench: tainted run ({tainted}): kept in the history, not compared with clean runs",
+                          markup=False, soft_wrap=True)
     if args.json:
-        print_json({"deployment": name, "rows": [r.to_json() for r in rows],
+        print_json({"deployment": name, "rows": [r.to_json() for r in rows], "tainted": tainted,
                     "previous_engine": [r.to_json() for r in other]})
         return 0
     console.print(table(rows, run_title(rows)))

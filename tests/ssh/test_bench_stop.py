@@ -46,11 +46,11 @@ def slow_vllm(model: str, speed: float = 10.0) -> SimProcess:
                                     "--port", str(port)), speed=speed), port
 
 
-async def start_bench(conf: Path):
+async def start_bench(conf: Path, *args: str):
     """sparktui bench, once its client runs on the head: (process, the job's process group, its state dir)."""
+    args = args or ("--output-len", "4000")
     p = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "sparktui", "bench", "--concurrency", "1", "--output-len", "4000", "--config",
-        str(conf), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "sparktui", "bench", "--concurrency", "1", *args, "--config", str(conf), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env=env_for(conf))
     seen = b""
     while b"bench: concurrency 1" not in seen:

@@ -39,6 +39,7 @@ class Row:
     tp: int = 0
     client: str = "vllm bench serve"
     started: float = 0.0
+    tainted: str = ""  # why the run did not measure the deployment alone (taint.py); never compared when set
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -186,12 +187,15 @@ def runs(rows: list[Row]) -> list[list[Row]]:
 
 
 def beside(rows: list[Row], deployment: str) -> tuple[list[Row], list[Row]]:
-    """(latest run, the previous engine's latest run) of a deployment: after a pivot both are shown."""
+    """(latest run, the previous engine's latest clean run) of a deployment: after a pivot both are shown.
+    A tainted run is set beside nothing."""
     mine = [g for g in runs(rows) if g[0].deployment == deployment]
     if not mine:
         return [], []
     latest = mine[-1]
-    other = next((g for g in reversed(mine[:-1]) if g[0].engine != latest[0].engine), [])
+    if latest[0].tainted:
+        return latest, []
+    other = next((g for g in reversed(mine[:-1]) if g[0].engine != latest[0].engine and not g[0].tainted), [])
     return latest, other
 
 
