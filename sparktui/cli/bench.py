@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import time
 
 from rich.table import Table
@@ -16,6 +17,7 @@ from ..core.bench import client, results
 from ..core.bench.run import BenchError, prepare, run
 from ..core.engines.common import safe_name
 from ..core.ssh import Cluster
+from .deploy import _Term
 from .common import CliExit, add_config_arg, add_json_arg, console, err_console, get_config, journal, print_json
 
 COLUMNS = [("engine", "engine", "{}"), ("conc", "concurrency", "{}"), ("TTFT p50 ms", "ttft_p50_ms", "{:.1f}"),
@@ -51,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input-len", type=length, default=512, metavar="N", help="prompt tokens (default 512)")
     p.add_argument("--output-len", type=length, default=128, metavar="N", help="tokens generated (default 128)")
     p.add_argument("--history", action="store_true", help="list the kept results instead of running")
+    p.add_argument("--last", type=int, default=20, metavar="N", help="with --history: the last N runs (default 20)")
     add_json_arg(p)
     add_config_arg(p)
     p.set_defaults(func=cmd_bench)
@@ -69,19 +72,21 @@ def table(rows: list[results.Row], title: str) -> Table:
 def run_title(g: list[results.Row]) -> str:
     r = g[0]
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
-    return (f"{r.deployment} · {r.engine} {r.mode} TP{r.tp} · {r.image or 'image ?'} · plan {r.plan_id or '?'}"
+    mark = f"TAINTED ({r.tainted}) · " if r.tainted else ""
+    return (f"{mark}{r.deployment} · {r.engine} {r.mode} TP{r.tp} · {r.image or 'image ?'} · plan {r.plan_id or '?'}"
             f" · {r.input_len}/{r.output_len} tokens · {when}")
 
 
 def history(args: argparse.Namespace) -> int:
-    rows, problems = results.load()
+    if args.last < 1:
+        raise CliExit(2, "--last must be 1 or more")
+    # read from the end: the last runs only, however long the file has grown
+    rows, problems = results.load(last=args.last, deployment=safe_name(args.deployment) if args.deployment else None)
     for p in problems:
         err_console.print(p, markup=False, soft_wrap=True)
-    if args.deployment:
-        rows = [r for r in rows if r.deployment == safe_name(args.deployment)]
     if args.json:
         print_json({"rows": [r.to_json() for r in rows], "problems": problems,
-                    "file": str(results.history_path())})
+                    "file": str(results.history_path()), "last": args.last})
         return 0
     if not rows:
         console.print(f"no benchmark results kept yet ({results.history_path()}); `sparktui bench` makes some")
@@ -104,6 +109,8 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             last[0] = words
             err_console.print(f"bench: {words}", markup=False)
 
+    # SIGTERM or a hangup ends the run as Ctrl-C does: cancelled, so the client on the head is stopped first
+    term = _Term((signal.SIGTERM, signal.SIGHUP))
     async with Cluster(config, journal=journal()) as cluster:
         try:
             b = await prepare(cluster, config, name)
@@ -114,11 +121,19 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             raise CliExit(1, str(e), reason=e.reason, fix=e.fix) from None
         except (asyncio.CancelledError, KeyboardInterrupt):
             err_console.print("bench: stopped; the client on the head was stopped too", markup=False)
+            if term.fired:  # a cancelled task would end in a traceback; 143 is the shell's code for SIGTERM
+                raise CliExit(143) from None
             raise
+        finally:
+            term.remove()
     results.append(rows)
-    other = results.beside(results.load()[0], name)[1]
+    other = results.beside(results.load(deployment=name)[0], name)[1]
+    tainted = rows[0].tainted if rows else ""
+    if tainted:
+        err_console.print(f"bench: tainted run ({tainted}): kept in the history, not compared with clean runs",
+                          markup=False, soft_wrap=True)
     if args.json:
-        print_json({"deployment": name, "rows": [r.to_json() for r in rows],
+        print_json({"deployment": name, "rows": [r.to_json() for r in rows], "tainted": tainted,
                     "previous_engine": [r.to_json() for r in other]})
         return 0
     console.print(table(rows, run_title(rows)))

@@ -363,8 +363,8 @@ class _Term:
     """SIGTERM (`kill`, a service manager) ends the watching the way Ctrl-C does, so it is said too:
     without a handler Python dies at once and prints nothing."""
 
-    def __init__(self):
-        self.fired = False
+    def __init__(self, sigs: tuple[signal.Signals, ...] = (signal.SIGTERM,)):
+        self.fired, self.sigs = False, sigs
         self.loop: asyncio.AbstractEventLoop | None = None
         try:
             loop, task = asyncio.get_running_loop(), asyncio.current_task()
@@ -373,7 +373,8 @@ class _Term:
         if task is None:
             return
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGTERM, self._fire, task)
+            for sig in sigs:
+                loop.add_signal_handler(sig, self._fire, task)
             self.loop = loop
 
     def _fire(self, task: asyncio.Task) -> None:
@@ -382,8 +383,9 @@ class _Term:
 
     def remove(self) -> None:
         if self.loop is not None:
-            with contextlib.suppress(Exception):
-                self.loop.remove_signal_handler(signal.SIGTERM)
+            for sig in self.sigs:
+                with contextlib.suppress(Exception):
+                    self.loop.remove_signal_handler(sig)
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from ..core.deploy.metrics_read import MetricsUnavailable, Target, locate, scrap
 from ..core.engines.common import safe_name
 from ..core.metrics import Serving
 from ..core.ssh import Cluster
-from .common import CliExit, add_config_arg, add_json_arg, checked, console, get_config, journal
+from .common import CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, journal
 from .deploy import print_json_line
 
 
@@ -58,24 +58,47 @@ async def cmd_metrics(args: argparse.Namespace) -> int:
     name = safe_name(args.deployment or config.cluster)
     if args.count is not None and args.count < 1:
         raise CliExit(2, "--count must be 1 or more")
+    w = _Watch(name)
     async with Cluster(config, journal=journal()) as cluster:
-        try:
-            t = await locate(cluster, config, name)
-            view = Serving(t.engine, t.version)
-            node = cluster[t.node]
-            view.add(await scrape(node, t))
-            reports = 0
-            while True:
-                await asyncio.sleep(args.interval)
-                view.add(await scrape(node, t))
-                j = {"deployment": name, "node": t.node, **view.to_json()}
-                if args.json:
-                    print_json_line(j)
-                else:
-                    console.print(render(j, t))
-                reports += 1
-                if not args.watch or (args.count is not None and reports >= args.count):
-                    break
-        except MetricsUnavailable as e:
-            raise CliExit(1, str(e), reason="no metrics", fix="sparktui status shows the deployment's state") from None
+        reports = 0
+        while True:
+            try:
+                j = await w.report(cluster, config, args.interval)
+            except MetricsUnavailable as e:
+                if not args.watch:
+                    raise CliExit(1, str(e), reason="no metrics",
+                                  fix="sparktui status shows the deployment's state") from None
+                # a watcher keeps going: the engine may come back (a restart, a pivot to another port)
+                j = w.gone(str(e))
+            if args.json:
+                print_json_line(j)
+            elif j["reachable"]:
+                console.print(render(j, w.t))
+            else:
+                err_console.print(f"metrics: {j['deployment']} unreachable: {j['error']}", markup=False)
+            reports += 1
+            if not args.watch or (args.count is not None and reports >= args.count):
+                break
+            if not j["reachable"]:
+                await asyncio.sleep(args.interval)  # the next try, an interval on
     return 0
+
+
+class _Watch:
+    """The deployment's target and recent scrapes; forgotten when the engine stops answering."""
+
+    def __init__(self, name: str):
+        self.name, self.t, self.view = name, None, None
+
+    async def report(self, cluster: Cluster, config, interval: float) -> dict:
+        if self.t is None:  # first, or after the engine went away: locate again, two scrapes for the rates
+            self.t = await locate(cluster, config, self.name)
+            self.view = Serving(self.t.engine, self.t.version)
+            self.view.add(await scrape(cluster[self.t.node], self.t))
+        await asyncio.sleep(interval)
+        self.view.add(await scrape(cluster[self.t.node], self.t))
+        return {"deployment": self.name, "node": self.t.node, "reachable": True, **self.view.to_json()}
+
+    def gone(self, why: str) -> dict:
+        node, self.t = (self.t.node if self.t else None), None
+        return {"deployment": self.name, "node": node, "reachable": False, "error": why}

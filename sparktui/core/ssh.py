@@ -454,6 +454,33 @@ class Node:
         finally:
             await self._slots.release()
 
+    @contextlib.asynccontextmanager
+    async def held(self, cmd: str | Sequence[str]) -> AsyncIterator[None]:
+        """Run `cmd` with its stdin held open while the block runs. Leaving the block sends EOF, and so
+        does the end of this process or of the connection (the node's sshd closes the pipe): a watchdog
+        on the node that waits for EOF acts however sparktui ends, kill -9 included."""
+        line = self._line(cmd)
+        entry = self.journal.start(self.name, line)
+        conn = await self._ensure()
+        await self._slots.acquire()  # the channel stays open: it holds a slot as a stream does
+        try:
+            try:
+                proc = await conn.create_process(line, encoding="utf-8", errors="replace")
+            except (asyncssh.Error, OSError) as e:
+                self.journal.finish(entry, 255, f"{self.name}: {e}")
+                raise
+            try:
+                yield
+            finally:
+                with contextlib.suppress(Exception):
+                    proc.stdin.write_eof()
+                with contextlib.suppress(Exception):  # the watchdog's own work is done when it exits
+                    await asyncio.wait_for(asyncio.shield(proc.wait_closed()), 30)
+                proc.close()
+                self.journal.finish(entry, proc.exit_status)
+        finally:
+            await self._slots.release()
+
     async def open_tcp(self, remote_port: int, remote_host: str = "127.0.0.1"):
         """(reader, writer) to remote_host:remote_port as seen from the node, over this connection.
 

@@ -340,7 +340,7 @@ class Controller:
 
         name = safe_name(self.config.cluster)
         rows = await run_on_deployment(self.cluster, self.config, name, workload, on_progress)
-        return rows, results.beside(results.load()[0], name)[1]
+        return rows, results.beside(results.load(deployment=name)[0], name)[1]
 
     async def bench(self, workload: Any, on_progress: Callable[[Any], None]) -> tuple[list, list]:
         """`sparktui bench` on the deployment: (its rows, the previous engine's rows); cancelling stops the

@@ -21,6 +21,7 @@ async def test_bench_in_the_demo_gives_a_row_per_concurrency(demo, cli_env):
         assert rc == 0, out + err
         doc = json.loads(out)
         rows = doc["rows"]
+        assert doc["tainted"] == ""  # the bench alone on the engine: its own counters agree
         assert [r["concurrency"] for r in rows] == [1, 4]
         for r in rows:  # figures the client measured: every request completed, with real latencies
             assert r["engine"] == "vllm" and r["failed"] == 0 and r["completed"] == max(8, 4 * r["concurrency"])

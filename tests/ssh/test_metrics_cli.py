@@ -17,8 +17,8 @@ from .test_deploy_fakes import fake_cluster  # noqa: F401 (fixture)
 class Engine:
     """Serves /metrics; every scrape finds 300 more generated tokens and 50 more first tokens at 40 ms."""
 
-    def __init__(self, status: int = 200, text: str | None = None):
-        self.status, self.text, self.scrapes = status, text, 0
+    def __init__(self, status: int = 200, text: str | None = None, answers: int | None = None):
+        self.status, self.text, self.scrapes, self.answers = status, text, 0, answers
         self.reg = CollectorRegistry()
         lab = ["model_name", "engine"]
         Gauge("vllm:num_requests_running", "r", lab, registry=self.reg).labels("m", "0").set(8)
@@ -35,6 +35,9 @@ class Engine:
             pass
         assert line.startswith(b"GET /metrics ")
         self.scrapes += 1
+        if self.answers is not None and self.scrapes > self.answers:  # gone: the port answers nothing
+            w.close()
+            return
         self.gen.inc(300)
         self.prompt.inc(1000)
         for _ in range(50):
@@ -83,6 +86,22 @@ async def test_metrics_watch_prints_a_line_per_interval_and_stops_after_count(fa
     eng.server.close()
     assert rc == 0, err
     assert len(out.splitlines()) == 3 and eng.scrapes == 4
+
+
+async def test_metrics_watch_json_says_each_tick_when_the_engine_is_unreachable(fake_cluster, tmp_path):
+    eng = Engine(answers=3)
+    conf = await _setup(fake_cluster, tmp_path, eng)
+    rc, out, err = await sparktui("metrics", "--watch", "--count", "4", "--json", "--interval", "0.2",
+                                  "--config", str(conf))
+    eng.server.close()
+    assert rc == 0, err
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert [d["reachable"] for d in docs] == [True, True, False, False]
+    assert docs[1]["generation_tokens_per_s"] > 0
+    for d in docs[2:]:  # why, and where, each time
+        assert d["deployment"] == "lab" and "no answer from n1:127.0.0.1:" in d["error"]
+        assert "generation_tokens_per_s" not in d
+    assert docs[2]["node"] == "n1"
 
 
 async def test_sglang_without_metrics_is_named_with_the_fix(fake_cluster, tmp_path):

@@ -147,3 +147,53 @@ def test_the_engine_simulators_vllm_is_the_client_and_one_without_bench_is_not(t
 def test_failure_words_pick_the_clients_error_line():
     tail = " 0%|   | 0/8 [00:00<?, ?it/s]\nTraceback (most recent call last):\nOSError: /m does not appear to have a file named config.json\n"
     assert client.failure_words(tail).startswith("OSError: /m does not appear")
+
+
+def test_the_history_rotates_past_its_size_and_is_still_read_across_the_two_files(tmp_path):
+    path = tmp_path / "bench.jsonl"
+    size = len(results.statefile.dumps(row("vllm", 1).to_json(), sort_keys=True)) + 1
+    for t in range(1, 7):  # three runs fill the file past its limit: it moves aside, whole
+        results.append([row("vllm", 1, started=float(t))], path, rotate_bytes=3 * size - 1)
+    old = results.rotated(path)
+    assert [r.started for r in results.load(old)[0]] == [4.0, 5.0, 6.0]  # runs 1-3 went with the earlier rotation
+    assert path.exists() is False or results.load(path)[0] == []
+    results.append([row("sglang", 1, started=7.0)], path, rotate_bytes=3 * size - 1)
+    rows, problems = results.load(path, last=3)
+    assert [r.started for r in rows] == [5.0, 6.0, 7.0] and problems == []
+    assert results.beside(rows, "lab")[1][0].engine == "vllm"  # the previous engine, from the rotated file
+
+
+def test_a_large_history_is_read_from_its_end_in_bounded_memory(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "bench.jsonl"
+    line = statefile.dumps(row("vllm", 1).to_json(), sort_keys=True)
+    runs = 40_000  # about 20 MB
+    with open(path, "w") as f:
+        f.writelines(line.replace('"started": 0.0', f'"started": {t}.0') + "\n" for t in range(runs))
+        f.write("not json\n")  # the newest line is damaged: named by its line number
+    assert path.stat().st_size > 15 << 20
+    small = tmp_path / "small.jsonl"
+    small.write_text(line + "\nnot json\n")
+    results.load(small)  # what a first call imports is not the reading's memory
+    tracemalloc.start()
+    rows, problems = results.load(path, last=5)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [r.started for r in rows] == [float(t) for t in range(runs - 5, runs)]
+    assert len(problems) == 1 and f"bench.jsonl:{runs + 1}" in problems[0]
+    assert peak < 2 << 20, peak  # a block and a few rows, not the file
+
+
+def test_history_lists_the_last_runs_only(tmp_path, monkeypatch, capsys):
+    from sparktui.cli import main
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    path = results.history_path()
+    for t in range(30):
+        results.append([row("vllm", 1, started=float(t)), row("vllm", 8, started=float(t))], path)
+    assert main(["bench", "--history", "--json", "--last", "3"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["started"] for r in doc["rows"]] == [27.0, 27.0, 28.0, 28.0, 29.0, 29.0]
+    assert main(["bench", "--history", "--deployment", "other"]) == 0
+    assert "no benchmark results kept yet" in capsys.readouterr().out

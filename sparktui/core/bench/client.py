@@ -155,6 +155,18 @@ def stop(bid: str) -> str:
             '[ -e rc ] || { echo 130 > rc.tmp; mv rc.tmp rc; }\n')
 
 
+def watchdog(bid: str) -> str:
+    """Held open by sparktui for the run (Node.held): when its stdin ends (sparktui done, killed, even with
+    -9, or its connection gone) it stops the job unless the job has ended. sshd sends no signal to a command
+    without a PTY, only EOF; a TERM or HUP from elsewhere stops the job too. The job stays detached (a PTY's
+    hangup would not reach a client running in a container; stop() removes that too)."""
+    body = stop(bid).split("\n", 1)[1]  # stop() without its first line: the watchdog is in the directory
+    return (f"cd {state_dir_word(bid)} || exit 0\n"
+            f"s() {{ [ -e rc ] || {{\n{body}}}; }}\n"
+            "trap 's; exit 0' HUP INT TERM\n"
+            "cat >/dev/null\ns\n")
+
+
 def read_results(bid: str, concurrency: list[int]) -> str:
     """Each concurrency's result file, framed: `--- c<N>` then its JSON (nothing when it is missing)."""
     parts = [f'echo "--- c{int(c)}"; cat c{int(c)}.json 2>/dev/null; echo' for c in concurrency]

@@ -41,6 +41,7 @@ class Row:
     tp: int = 0
     client: str = "vllm bench serve"
     started: float = 0.0
+    tainted: str = ""  # why the run did not measure the deployment alone (taint.py); never compared when set
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -79,34 +80,96 @@ def history_path() -> Path:
     return Path(base) / "sparktui" / "bench.jsonl"
 
 
-def append(rows: list[Row], path: Path | None = None) -> None:
-    """Add rows to the history (0600; a line each, so a cut-off write loses at most its own line)."""
+ROTATE_BYTES = 4 << 20  # past this the file becomes bench.jsonl.1 (the one before is dropped): thousands of runs
+LAST_RUNS = 200  # what a reader takes by default, newest first: bounded whatever the file's size
+_BLOCK = 1 << 16
+
+
+def rotated(path: Path) -> Path:
+    return path.with_name(path.name + ".1")
+
+
+def append(rows: list[Row], path: Path | None = None, rotate_bytes: int = ROTATE_BYTES) -> None:
+    """Add rows to the history (0600; a line each, so a cut-off write loses at most its own line); a file past
+    rotate_bytes moves to bench.jsonl.1 (rename: atomic, and a writer still holding it writes there)."""
     path = path or history_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     statefile.append_lines(path, "".join(statefile.dumps(r.to_json(), sort_keys=True) + "\n" for r in rows).encode())
+    if path.stat().st_size > rotate_bytes:
+        os.replace(path, rotated(path))
 
 
-def load(path: Path | None = None) -> tuple[list[Row], list[str]]:
-    """(rows, problems): every usable row, oldest first, and one line per damaged line skipped.
-    Read a line at a time: memory holds the rows, never the file."""
+def _backwards(path: Path):
+    """(index from the end, line) from the last line to the first, read a block at a time from the end: memory
+    is a block and a line whatever the size. An over-long line comes as None."""
+    with open(path, "rb") as f:
+        pos, rest, k, long = f.seek(0, os.SEEK_END), b"", 0, False
+        while pos > 0:
+            n = min(_BLOCK, pos)
+            pos -= n
+            f.seek(pos)
+            parts = (f.read(n) + rest).split(b"\n")
+            rest = parts.pop(0)
+            for part in reversed(parts):
+                yield k, None if long else part
+                k, long = k + 1, False
+            if len(rest) > MAX_LINE:
+                rest, long = b"", True
+        yield k, None if long else rest
+
+
+def _line_count(path: Path) -> int:
+    n = 1
+    with open(path, "rb") as f:
+        while chunk := f.read(_BLOCK):
+            n += chunk.count(b"\n")
+    return n
+
+
+def _row(raw: bytes | None, where: str) -> Row:
+    if raw is None:
+        raise statefile.StateFileError(where, f"a line longer than {MAX_LINE} bytes", FIX)
+    return statefile.load(Row, statefile.parse_json(raw.decode("utf-8", "replace"), where, FIX), where, FIX,
+                          ranges={"concurrency": (1, 1 << 20), "started": STARTED})
+
+
+def load(path: Path | None = None, last: int = LAST_RUNS, deployment: str | None = None
+         ) -> tuple[list[Row], list[str]]:
+    """(rows, problems): the usable rows of the `last` runs (of `deployment`, when given), oldest first, read
+    from the end of the file and then of its rotated predecessor; one line per damaged line skipped."""
     path = path or history_path()
-    rows, problems = [], []
-    try:
-        for n, line in statefile.read_lines(path, MAX_LINE):
-            where = f"{path}:{n}"
-            if line is not None and not line.strip():
-                continue
-            try:
-                if line is None:
-                    raise statefile.StateFileError(where, f"a line is longer than {MAX_LINE} bytes", FIX)
-                rows.append(statefile.load(Row, statefile.parse_json(line, where, FIX), where, FIX,
-                                           ranges={"concurrency": (1, 1 << 20), "started": STARTED}))
-            except statefile.StateFileError as e:
-                problems.append(e.line())
-    except FileNotFoundError:
-        return [], []
-    except OSError as e:
-        return rows, [f"{path}: cannot be read ({e.strerror or e}); {FIX}"]
+    rows: list[Row] = []
+    problems: list[str] = []
+    seen: set[tuple] = set()
+    for p in (path, rotated(path)):
+        if len(seen) > last:
+            break
+        try:
+            total = None
+            for k, raw in _backwards(p):
+                if raw is not None and not raw.strip():
+                    continue
+                try:
+                    r = _row(raw, str(p))
+                except statefile.StateFileError:
+                    total = total or _line_count(p)  # counted only when a line is damaged: it names the line
+                    try:
+                        _row(raw, f"{p}:{total - k}")
+                    except statefile.StateFileError as e:
+                        problems.append(e.line())
+                    continue
+                if deployment is not None and r.deployment != deployment:
+                    continue
+                seen.add((*r.key, r.started))
+                if len(seen) > last:
+                    break
+                rows.append(r)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            problems.append(f"{p}: cannot be read ({e.strerror or e}); {FIX}")
+    rows.reverse()
+    problems.reverse()
     if len(problems) > 1:
         problems = [problems[0] + f" (and {len(problems) - 1} more damaged lines skipped)"]
     return rows, problems
@@ -121,12 +184,15 @@ def runs(rows: list[Row]) -> list[list[Row]]:
 
 
 def beside(rows: list[Row], deployment: str) -> tuple[list[Row], list[Row]]:
-    """(latest run, the previous engine's latest run) of a deployment: after a pivot both are shown."""
+    """(latest run, the previous engine's latest clean run) of a deployment: after a pivot both are shown.
+    A tainted run is set beside nothing."""
     mine = [g for g in runs(rows) if g[0].deployment == deployment]
     if not mine:
         return [], []
     latest = mine[-1]
-    other = next((g for g in reversed(mine[:-1]) if g[0].engine != latest[0].engine), [])
+    if latest[0].tainted:
+        return latest, []
+    other = next((g for g in reversed(mine[:-1]) if g[0].engine != latest[0].engine and not g[0].tainted), [])
     return latest, other
 
 

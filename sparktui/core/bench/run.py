@@ -14,11 +14,11 @@ from typing import Callable
 
 from .. import statefile
 from ..config import Config
-from ..deploy.metrics_read import MetricsUnavailable, Target, http_get, locate
+from ..deploy.metrics_read import MetricsUnavailable, Target, http_get, locate, scrape
 from ..deploy.options import api_key_of
 from ..deploy.record import Record, load_record
 from ..ssh import Cluster, Node
-from . import client
+from . import client, taint
 from .results import Row, from_client
 
 POLL_S = 1.0
@@ -87,6 +87,7 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
     if where not in ("path", "image"):
         raise BenchError(client.missing_message(node.name, image), "client missing",
                          client.missing_fix(node.name, image))
+    before = taint.Seen(b.target, b.plan_id, await _scrape(node, b.target))
     text = client.job(where, b.bid, image, b.target.port, b.model, b.model_path, w)
     r = await node.run(client.start(b.bid, text, key_on_stdin=bool(b.api_key)), timeout=30,
                        input=b.api_key or None)
@@ -94,7 +95,9 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
         raise BenchError(f"the client did not start on {node.name}: {r.stderr.strip()[:300]}", "start failed")
     started = time.time()
     try:
-        rc, tail = await _follow(node, b.bid, on_progress)
+        # the watchdog stops the client if sparktui ends with no chance to (kill -9, a lost link)
+        async with node.held(client.watchdog(b.bid)):
+            rc, tail = await _follow(node, b.bid, on_progress)
     except BaseException:  # cancelled (Ctrl-C, esc) or the link broke: the client must not stay behind
         await asyncio.shield(node.run(client.stop(b.bid), timeout=20))
         raise
@@ -116,7 +119,32 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
                                     tp=b.tp, input_len=w.input_len, output_len=w.output_len, started=started))
         except statefile.StateFileError as e:
             raise BenchError(e.line(), "unreadable result") from None
+    why = taint.reasons(before, await _seen(cluster, config, b.target.deployment),
+                        sent=sum(w.num_prompts(c) for c in w.concurrency), runs=len(w.concurrency),
+                        completed=sum(r.completed for r in rows), failed=sum(r.failed for r in rows))
+    for r in rows:
+        r.tainted = why
     return rows
+
+
+async def _scrape(node: Node, t: Target):
+    try:
+        return await scrape(node, t)
+    except MetricsUnavailable:
+        return None
+
+
+async def _seen(cluster: Cluster, config: Config, name: str) -> taint.Seen:
+    """The deployment after the run: what serves, its plan, its counters."""
+    try:
+        t = await locate(cluster, config, name)
+    except MetricsUnavailable as e:
+        return taint.Seen(None, "", None, str(e))
+    try:
+        rec = await load_record(cluster[config.head.name], name)
+    except statefile.StateFileError:
+        rec = None
+    return taint.Seen(t, rec.plan_id if rec else "", await _scrape(cluster[t.node], t))
 
 
 async def run_on_deployment(cluster: Cluster, config: Config, name: str, w: client.Workload,
