@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("metrics", help="tokens/s, requests, KV-cache use and latency quantiles from the engine")
     p.add_argument("--deployment", help="deployment name (default: the cluster name)")
     p.add_argument("--watch", action="store_true", help="keep printing every --interval seconds (Ctrl-C stops)")
-    p.add_argument("--interval", type=checked(argcheck.seconds), default=2.0, metavar="S",
+    p.add_argument("--interval", type=checked(argcheck.seconds, "--interval"), default=2.0, metavar="S",
                    help="seconds between scrapes (default 2)")
     p.add_argument("--count", type=int, metavar="N", help="with --watch: stop after N reports")
     add_json_arg(p)

@@ -49,6 +49,7 @@ def test_rates_and_seconds():
     (["sync", "model", "--bwlimit", "garbage"], "--bwlimit 'garbage' is not a rate"),
     (["launch", "--timeout", "nan"], "--timeout 'nan' is not a number of seconds"),
     (["preflight", "--timeout", "-1"], "--timeout '-1'"),
+    (["metrics", "--interval", "0"], "--interval '0' is not a number of seconds"),
     (["logs", "--since", "x" * 100_000], "(100002 characters)"),  # near the OS limit for one argument
     (["plan", "--engine", "x" * 100_000], "characters)"),  # argparse's own messages are shortened too
 ])
