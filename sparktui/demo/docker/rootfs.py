@@ -4,8 +4,9 @@ Images write there (TensorRT-LLM's entrypoint makes /root/.ssh and /run/sshd, th
 /etc/openmpi-hostfile): without this a demo run as root wrote this machine's /etc and /root/.ssh, and one
 run by a user failed at the first write. Where this user may read and write the machine's directory
 (root: this very Python may live under /root), the container gets an overlay of it that takes its
-writes; elsewhere a directory of its own with the machine's entries bound back in (what this user may see
-of them), so reads find the machine's files and new files land in the container's directory.
+writes; elsewhere, or where the kernel refuses the overlay, a directory of its own with the machine's
+entries bound back in (what this user may see of them, ~/.ssh never), so reads find the machine's files
+and new files land in the container's directory.
 
     python3 -S -m sparktui.demo.docker.rootfs TARGET MINE [TARGET MINE ...] -- COMMAND [ARG ...]
 
@@ -20,6 +21,9 @@ import os
 import sys
 
 PRIVATE_DIRS = ("/etc", "/root", "/run")
+# what a container writes into and must never reach on this machine, even bound back: the keys and
+# environment TensorRT-LLM's entrypoint puts in ~/.ssh
+NEVER_BOUND = {"/root": (".ssh",)}
 MS_BIND, MS_REC = 0x1000, 0x4000
 
 
@@ -36,6 +40,8 @@ def _bind_back(libc, target: str, mine: str) -> None:
     except OSError:  # a directory this user may not list (/root of another user): the container's own is empty
         names = []
     for name in names:
+        if name in NEVER_BOUND.get(target, ()):
+            continue
         src, dst = os.path.join(target, name), os.path.join(mine, name)
         if os.path.lexists(dst):
             continue  # the container wrote its own (or an earlier start of it made the mount point)
@@ -57,8 +63,13 @@ def own(libc, target: str, mine: str) -> None:
     if os.access(target, os.R_OK | os.W_OK | os.X_OK):
         work = mine + ".work"
         os.makedirs(work, exist_ok=True)
-        _mount(libc, "overlay", target, "overlay", 0, f"lowerdir={target},upperdir={mine},workdir={work}")
-        return
+        try:
+            _mount(libc, "overlay", target, "overlay", 0, f"lowerdir={target},upperdir={mine},workdir={work}")
+            return
+        except OSError:
+            # in a user namespace the kernel will not overlay a directory with mounts locked beneath it
+            # (/run/netns once `ip netns` ran): bind its entries back instead
+            pass
     _bind_back(libc, target, mine)
     _mount(libc, mine, target, None, MS_BIND | MS_REC)
 
