@@ -221,6 +221,11 @@ async def test_a_container_writes_its_own_etc_root_and_run_not_the_machines(demo
         again = await node.run(sh("docker", "run", "--rm", "lmsysorg/sglang:spark", "sh", "-c",
                                   f"ls /root/.ssh/{mark} /run/sshd/{mark} /etc/{mark} 2>&1 || echo absent"),
                              timeout=60)
+        # docker run -d returns with the container's directories in place: an exec right after writes its own
+        race = await node.run(sh("sh", "-c", f'docker run -d --rm --name {mark} lmsysorg/sglang:spark sleep 20 '
+                                             f'>/dev/null && docker exec {mark} sh -c "echo x > /etc/{mark}" && '
+                                             f'docker rm -f {mark}'), timeout=60)
+        assert race.ok, race.stderr
     assert "absent" in again.stdout  # each container starts from its own directories
     import os
     assert not any(os.path.lexists(p) for p in (f"/root/.ssh/{mark}", f"/run/sshd/{mark}", f"/etc/{mark}"))

@@ -35,6 +35,20 @@ def _own_dirs(c: Container) -> list[str]:
     return [x for target in rootfs.PRIVATE_DIRS for x in (target, str(c.dir / target.strip("/")))]
 
 
+def _wait_own_dirs(pid: int, proc: subprocess.Popen) -> None:
+    """Until PID 1 has made its own directories and exec'd the command (or ended): docker reports a
+    container running with its filesystem in place, and a `docker exec` right after (the TensorRT-LLM
+    head's hostfile) must not write the machine's /etc."""
+    deadline = time.monotonic() + START_WAIT_S
+    while pid and proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if b"sparktui.demo.docker.rootfs" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return
+        except OSError:
+            return
+        time.sleep(0.005)
+
+
 def _demo_settings() -> dict:
     try:
         with open(hardware.demo_root() / "demo.json", encoding="utf-8") as f:
@@ -163,6 +177,7 @@ def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False
             pid1 = kids[0] if kids else 0
             break
         time.sleep(0.01)
+    _wait_own_dirs(pid1, proc)
     store.set_state(c, Status="running", Running=True, Pid=pid1, ExitCode=0, Error="",
                     StartedAt=times.rfc3339(times.now_ns()), FinishedAt=times.ZERO,
                     _ticks=proc_start_ticks(pid1) if pid1 else None, _supervisor=os.getpid())
