@@ -13,7 +13,6 @@ with the reason, never "supported".
 """
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import asdict, dataclass, field
 

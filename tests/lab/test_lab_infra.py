@@ -282,7 +282,7 @@ def _leftovers(state: dict, pids: set[int]) -> list[str]:
             and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     left += [f"netns {ns}" for ns in state["netns"] if ns in names]
-    left += [f"link {l}" for l in state["links"] if Path(f"/sys/class/net/{l}").exists()]
+    left += [f"link {ln}" for ln in state["links"] if Path(f"/sys/class/net/{ln}").exists()]
     routes = subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
     left += [f"route {state['block']}" for line in routes.splitlines() if f"{state['block']}." in line]
     left += [f"cgroup {n['cgroup']}" for n in state["nodes"]

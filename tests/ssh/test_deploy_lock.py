@@ -86,7 +86,7 @@ async def test_a_dead_holder_on_this_host_is_taken_over_and_another_hosts_is_bro
         with pytest.raises(LockHeld) as e:
             await ops.lock(Op.STOP)
         await ops.lock(Op.STOP, breaking=e.value.holder)
-        assert f'"op": "stop"' in f.read_text()
+        assert '"op": "stop"' in f.read_text()
         await ops.close()
     assert not f.exists()
 

@@ -126,7 +126,7 @@ def flags(cmd: list[str]) -> dict:
 def check_common_run(run: dict, plan, facts, name: str, rank: int) -> None:
     """What every engine container gets: REFERENCE.md 'Docker on the nodes' and 'Rendezvous'."""
     f = facts[name]
-    iface, ip = f.interfaces[1].name, fabric_ip(rank)
+    iface = f.interfaces[1].name
     assert run["--name"] == f"sparktui-sparks-{plan.engine}-{rank}"
     assert run["labels"] == {"sparktui.deployment": "sparks", "sparktui.engine": plan.engine,
                              "sparktui.role": "head" if rank == 0 else "worker", "sparktui.rank": str(rank),

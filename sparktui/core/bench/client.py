@@ -16,12 +16,12 @@ import shlex
 from dataclasses import dataclass
 
 from ..engines import ENGINES
+# the transfers' "any live process in group $g" (reads /proc with the shell's own `read`)
+from ..procgroup import GROUP_ALIVE_FN
 
 # the engine whose image carries the client (vLLM's `vllm bench serve`): the same client for every engine
 CLIENT_ENGINE = next(e for e in ENGINES.values() if e.bench_client)
 BENCH_CLIENT = CLIENT_ENGINE.bench_client
-# the transfers' "any live process in group $g" (reads /proc with the shell's own `read`)
-from ..procgroup import GROUP_ALIVE_FN
 
 STATE_ROOT = ".local/state/sparktui/bench"  # under the head's $HOME
 PRUNE_DAYS = 14
