@@ -71,6 +71,9 @@ NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
 # vLLM V0 "Avg prompt throughput ... Pending" and V1 "Engine 000: Avg prompt throughput ... Running,
 # Waiting" (vllm/v1/metrics/loggers.py). SGLANG_LOG_FORWARD_ITERS puts " [N]" after "batch".
 SERVING = _re(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] #running-req')
+# vLLM's engine waiting on a worker (vllm/distributed/device_communicators/shm_broadcast.py), logged every
+# 60 s while it waits: a frozen TP rank of a ready engine shows this and nothing else in the log.
+WORKER_WAIT = "No available shared memory broadcast block found"
 # The collective a torch NCCL watchdog timeout names: the operation and its timeout.
 COLLECTIVE = _re(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)")
 
