@@ -35,9 +35,10 @@ _P = quickre.compile  # a substring prefilter in front of each: every line is tr
 PHASE_SIGNS: list[tuple[str, quickre.Quick]] = [
     ("first_request", _P(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] |'
                          r'The server is fired up and ready to roll')),
-    ("http_up", _P(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Started server process")),
-    ("graphs", _P(r"Capture cuda graph|Capturing CUDA graph|Graph capturing finished|cuda graph begin")),
-    ("kv_cache", _P(r"KV Cache is allocated|GPU KV cache size|Available KV cache memory|Memory pool end|"
+    ("http_up", _P(r"Application startup complete|Uvicorn running on|Starting vLLM (?:API )?server|Started server process")),
+    ("graphs", _P(r"Capture cuda graph|Capturing CUDA graph|Graph capturing finished|cuda graph begin|"
+                  r"Warming up model for the compilation")),  # vLLM on CPUs compiles instead of capturing
+    ("kv_cache", _P(r"KV Cache is allocated|[GC]PU KV cache size|Available KV cache memory|Memory pool end|"
                     r"# GPU blocks:|Maximum concurrency for")),
     ("weights", _P(r"Load weight begin|Load weight end|Starting to load model|Loading weights took|Loading model weights took|"
                    r"Loading \w+ checkpoint shards|Auto-prefetch is disabled|Filesystem type for checkpoints|"

