@@ -93,3 +93,34 @@ def test_each_phase_limit_leaves_room_over_the_real_silences():
     for phase, quiet in worst.items():
         limit = DEFAULT_LIMITS[phase]
         assert limit is None or phase in ("dist_init", "nccl_init") or limit >= 10 * quiet, (phase, quiet, limit)
+
+
+FROZEN = "vllm_cpu_tp2_frozen_rank_wedged.log"
+
+
+def test_a_frozen_rank_is_a_doubt_at_the_first_wait_and_a_wedge_at_the_second_while_health_answers():
+    d = Diagnoser("vllm")
+    seen = []
+    for line in lines(FROZEN):
+        d.feed(line)
+        if "shm_broadcast.py" in line:
+            seen.append((d.state, [p.kind for p in d.problems]))
+    assert seen == [("ready", ["stalled"]), ("wedged", ["wedged"])]
+    (p,) = d.ordered_problems()
+    assert p.message.startswith("wedged behind a stalled worker: the engine has waited 120 s for a worker")
+    assert p.phase == "first_request" and "paused or frozen" in p.hint
+    assert p.text == ("No available shared memory broadcast block found in 60 seconds. "
+                      "This typically happens when some processes are hanging or doing some time-consuming work "
+                      "(e.g. compilation, weight/kv cache quantization).")
+    wait = next(i for i, line in enumerate(lines(FROZEN)) if "shm_broadcast.py" in line)
+    assert '"GET /health HTTP/1.1" 200 OK' in lines(FROZEN)[wait - 1]  # /health answered all along
+
+
+def test_a_request_served_after_a_wait_clears_the_doubt():
+    d = Diagnoser("vllm")
+    shm = [line for line in lines(FROZEN) if "shm_broadcast.py" in line]
+    for line in lines(START) + shm[:1]:
+        d.feed(line)
+    d.feed('INFO:     127.0.0.1:36388 - "POST /v1/chat/completions HTTP/1.1" 200 OK')  # it went on
+    d.feed(shm[1])
+    assert d.state == "ready" and [p.kind for p in d.problems] == ["stalled"]

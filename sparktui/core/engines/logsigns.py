@@ -75,6 +75,12 @@ SERVING = _re(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|D
 # vLLM's engine waiting on a worker (vllm/distributed/device_communicators/shm_broadcast.py), logged every
 # 60 s while it waits: a frozen TP rank of a ready engine shows this and nothing else in the log.
 WORKER_WAIT = "No available shared memory broadcast block found"
+# Said twice with no request served between, by a ready engine whose /health answers: a rank is frozen or stuck.
+WEDGED_MESSAGE = ("wedged behind a stalled worker: the engine has waited {0} s for a worker (No available shared "
+                  "memory broadcast block found, repeated) and served nothing meanwhile; /health still answers")
+WEDGED_HINT = ("a rank stopped answering: check that every node and worker process is up and not paused or "
+               "frozen (`docker ps`; a stopped or swapping process); the engine goes on once that rank runs again, "
+               "otherwise redeploy (r, or `sparktui redeploy`)")
 # The collective a torch NCCL watchdog timeout names: the operation and its timeout.
 COLLECTIVE = _re(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)")
 
@@ -298,7 +304,7 @@ TRACEBACK_HINT = "read the traceback; if the server keeps serving afterwards it 
 # Lines that look alarming but are not: NCCL's RAS listener failing to bind is only a missing debug service.
 IGNORE = _re(r"ras/client_support\.cc|RAS failed to establish")
 # Problem kinds that are suspicions (silence, a log that stops), not failures.
-SUSPECT = ("rendezvous_hang", "stopped", "stalled")
+SUSPECT = ("rendezvous_hang", "stopped", "stalled", "wedged")
 
 # ---- reading lines --------------------------------------------------------------------------
 
