@@ -435,7 +435,23 @@ class Diagnoser(BatchFeed):
             if self.ready and not p.provisional:
                 p.phase = "first_request"  # it broke while serving, not while starting
                 p.message += " while serving"
+            if sign.kind == "engine_died":
+                return self._classified(ns, p) + self._fold_cause(p)
             return self._classified(ns, p)
+        return []
+
+    def _fold_cause(self, died: Problem) -> list[Event]:
+        """The engine died after an error nothing else named (vLLM: a worker's RuntimeError, then EngineDeadError):
+        that error was no harmless doubt but the cause, and the death says so in its own words."""
+        if died not in self.problems:
+            return []
+        cause = next((q for q in self.problems if q.kind == "traceback" and q.provisional), None)
+        if cause is None:
+            return []
+        cause.provisional = False
+        cause.phase = died.phase
+        died.message += f": {cause.message}"
+        died.hint = S.DIED_OF_HINT
         return []
 
     def _wedged(self, node, n: int, at: float, waited: int, body: str) -> list[Event]:

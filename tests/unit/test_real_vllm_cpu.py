@@ -124,3 +124,19 @@ def test_a_request_served_after_a_wait_clears_the_doubt():
     d.feed('INFO:     127.0.0.1:36388 - "POST /v1/chat/completions HTTP/1.1" 200 OK')  # it went on
     d.feed(shm[1])
     assert d.state == "ready" and [p.kind for p in d.problems] == ["stalled"]
+
+
+DIES = "vllm_cpu_tp2_head_dim_16_dies_at_first_request.log"
+CAUSE = "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2 kv_cache_idx=0"
+
+
+def test_an_engine_that_dies_after_ready_fails_with_its_own_error_as_the_cause():
+    d = Diagnoser("vllm")
+    replay(DIES, d)
+    assert d.ready and d.state == "failed"
+    first, *_, died = d.ordered_problems()
+    assert (first.kind, first.message, first.provisional, first.phase) == ("traceback", CAUSE, False, "first_request")
+    assert died.kind == "engine_died" and died.message == f"the engine process died while serving: {CAUSE}"
+    assert "own error" in died.hint
+    assert d.problems[0] is first  # what a live deployment's failed state quotes: the first in arrival order
+    assert lines(DIES)[-1].endswith("[core_client.py:777] [shutdown] MPClient: complete")  # the API server left too

@@ -95,6 +95,8 @@ MODEL_HINT = ("the model directory must exist at the same path on every node (it
 _OOM_HINT = ("lower the memory fraction (--mem-fraction) or the context length (--max-model-len), "
              "or spread the model over more GPUs (TP/PP); on unified memory close other GPU users first")
 _DIED_HINT = "the engine process is gone (see the first problem above); the HTTP port may still answer, /health will not"
+DIED_OF_HINT = ("the engine's own error above killed it (its traceback is in the log: sparktui logs); vLLM's API server "
+                "shuts down with it. Fix what the error names (a model, a flag or a kernel this build lacks) and redeploy")
 
 SIGNS: list[Sign] = [
     # rendezvous
