@@ -126,6 +126,13 @@ SIGNS: list[Sign] = [
     Sign("nccl_error", _re(r"Unable to find address for:? (\S+)"),
          message="Gloo found no interface named {0} on this node (GLOO_SOCKET_IFNAME takes one real name)",
          hint=_IFACE_HINT),
+    # Gloo reached the store but not its peers: a rank published an address they cannot use (a hostname that
+    # resolves to loopback, the wrong interface); vllm-project/vllm#7074 shows it after torch's loopback warning
+    Sign("nccl_error", _re(r"Gloo connectFullMesh failed with (.*)"),
+         message="Gloo could not connect the ranks ({0}): a rank offered an address or interface its peers cannot reach",
+         hint="set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to each node's own interface on the rendezvous subnet "
+              "and VLLM_HOST_IP to its address there; a hostname that resolves to 127.0.1.1 makes Gloo bind loopback "
+              "(sparktui plans set the interfaces per node)"),
     Sign("nccl_error", _re(r"socketProgress: Connection closed by remote peer|Got completion from peer \S+ with status=(\d+)"),
          message="an NCCL connection to a peer broke (the peer died or the link failed)",
          hint="look for the first error on the other node; if none, check the fabric link and RDMA (NCCL_IB_DISABLE=1 to confirm)"),
