@@ -59,6 +59,7 @@ RANK_TAGS = [
     _P(r"\[rank(\d+)\]:"),  # torch elastic
     _P(r"\((?:VllmWorker|Worker)[_ ](?:rank=|TP)(\d+)"),  # vLLM worker process tags
     _P(r"\[Gloo\] Rank (\d+) is connected"),
+    _P(r"\bworld_size=\d+ rank=(\d+) local_rank=\d+ distributed_init_method="),  # vLLM, before init_process_group
     _P(r"\[(?:PG [^\]]*?)?Rank (\d+)\]"),  # torch ProcessGroupNCCL
 ]
 NODE_TAG = _P(r"\([\w]+ pid=\d+, ip=([\d.]+)\)")  # Ray: (RayWorkerWrapper pid=344, ip=10.2.30.130)

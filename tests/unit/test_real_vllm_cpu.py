@@ -140,3 +140,31 @@ def test_an_engine_that_dies_after_ready_fails_with_its_own_error_as_the_cause()
     assert "own error" in died.hint
     assert d.problems[0] is first  # what a live deployment's failed state quotes: the first in arrival order
     assert lines(DIES)[-1].endswith("[core_client.py:777] [shutdown] MPClient: complete")  # the API server left too
+
+
+HEAD_WAITS = "vllm_cpu_native_head_waits_for_missing_rank.log"
+HEADLESS_IFACE = "vllm_cpu_native_headless_gloo_iface_missing.log"
+
+
+def test_the_head_waiting_in_gloo_init_for_a_rank_that_never_came_is_a_rendezvous_hang_on_rank_0():
+    d = Diagnoser("vllm", hang_after=90)
+    replay(HEAD_WAITS, d)
+    assert d.state == "starting" and d.problems == []  # the last line is rank 0 entering init_process_group
+    last, _ = parse_docker_ts(lines(HEAD_WAITS)[-1])
+    assert d.tick(last + 89) == []
+    (p,) = d.tick(last + 90)
+    assert (p.kind, p.phase, p.rank) == ("rendezvous_hang", "dist_init", 0) and "VLLM_HOST_IP" in p.hint
+    meta, log = BENCH.load(CORPUS / HEAD_WAITS)
+    stopped = BENCH.diagnose(meta, log).ordered_problems()[0]
+    assert (stopped.kind, stopped.phase, stopped.rank) == ("stopped", "dist_init", 0)
+
+
+def test_a_headless_rank_whose_gloo_interface_is_missing_names_it():
+    d = Diagnoser("vllm")
+    replay(HEADLESS_IFACE, d)
+    d.finish()
+    p = d.ordered_problems()[0]
+    assert d.state == "failed" and p.kind == "nccl_error"
+    assert p.message == ("Gloo found no interface named nonexist0 on this node (GLOO_SOCKET_IFNAME takes one real "
+                         "name)")
+    assert "GLOO_SOCKET_IFNAME" in p.hint
