@@ -168,3 +168,24 @@ def test_a_headless_rank_whose_gloo_interface_is_missing_names_it():
     assert p.message == ("Gloo found no interface named nonexist0 on this node (GLOO_SOCKET_IFNAME takes one real "
                          "name)")
     assert "GLOO_SOCKET_IFNAME" in p.hint
+
+
+def test_two_native_ranks_joining_over_gloo_end_init_on_both_nodes_and_their_compile_silence_is_no_hang():
+    both = sorted((parse_docker_ts(line)[0], node, line)
+                  for node, name in (("spark1", "vllm_cpu_native_head_ready.log"),
+                                     ("spark2", "vllm_cpu_native_headless_ready.log"))
+                  for line in lines(name))
+    assert max(q for q, _ in silences("vllm_cpu_native_headless_ready.log")) > 10  # the compile, after init
+    d = Diagnoser("vllm", hang_after=10, expect=("spark1", "spark2"))
+    events, last = [], None
+    for at, node, line in both:
+        while last is not None and last + 1 < at:
+            last += 1
+            events += d.tick(last)
+        events += d.feed(line, node=node)
+        last = at
+    assert [e for e in events if isinstance(e, Problem)] == []
+    ends = {m.node: m for m in d.milestones if m.kind == "dist_init_end"}
+    assert set(ends) == {"spark1", "spark2"}
+    assert "rank 1 in world size 2 is assigned as" in ends["spark2"].text  # after gloo's 5.7 s wait for the head
+    assert d.state == "ready"
