@@ -79,11 +79,12 @@ class Diagnoser(BatchFeed):
         """One of states.FROM_LOGS: what the log alone tells."""
         # Only a suspicion (silence, a log that stops) is "hung"; a rendezvous that timed out has failed.
         # While serving, a doubt (a soft watchdog's stack dump, an NCCL warning) leaves the server ready.
-        if self.ready and all(p.provisional for p in self.problems):
-            return State.WEDGED if any(p.kind == "wedged" for p in self.problems) else State.READY
-        if any(not (p.kind in S.SUSPECT and p.provisional) for p in self.problems):
+        problems = [p for p in self.problems if not (p.provisional and p.kind in S.TRANSIENT)]
+        if self.ready and all(p.provisional for p in problems):
+            return State.WEDGED if any(p.kind == "wedged" for p in problems) else State.READY
+        if any(not (p.kind in S.SUSPECT and p.provisional) for p in problems):
             return State.FAILED
-        if self.problems:
+        if problems:
             return State.HUNG
         if self.ready:
             return State.READY
@@ -287,10 +288,11 @@ class Diagnoser(BatchFeed):
             ns.allreduce_off = True
         if S.DIST_END[e].search(seg):
             out += self._advance(ns, node, n, at, seg, "dist_init_end")
-        if S.RAY_STARTED.search(seg):
-            out += self._once(ns, "ray_started", n, node, at, seg)
-        if S.RAY_CONNECTED.search(seg):
-            out += self._once(ns, "ray_connected", n, node, at, seg)
+        for kind, sign in (("ray_started", S.RAY_STARTED), ("ray_connected", S.RAY_CONNECTED)):
+            if sign.search(seg):
+                joined = self._once(ns, kind, n, node, at, seg)
+                # this node's Ray reached the GCS after all: its "cannot reach the GCS yet" is over
+                out += joined + (self._withdraw(node, "Ray joined the cluster") if joined else [])
         if S.RAY_LOCAL.search(seg):
             self._ray_local = True
         m = S.WEIGHTS_PERCENT.search(seg)

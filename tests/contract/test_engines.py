@@ -59,7 +59,7 @@ def engine_argvs(plan) -> list[list[str]]:
     """The engine command of each step: the container's (entrypoint + command) or the exec'd line."""
     out = []
     for step in plan.steps:
-        argv = shlex.split(step.command)
+        argv = step.argv  # the docker command itself: secrets reach it as -e, not in the env-file wrapper
         if argv[:2] == ["docker", "run"]:
             run = parse_run(argv)
             assert "--entrypoint" in run, f"{step.description}: no --entrypoint, so the image's own one would run first"
@@ -80,7 +80,7 @@ def env_names(plan) -> set[str]:
     for n in plan.nodes:
         names |= set(n.env)
     for step in plan.steps:
-        argv = shlex.split(step.command)
+        argv = step.argv  # the docker command itself: secrets reach it as -e, not in the env-file wrapper
         names |= {argv[i + 1].split("=", 1)[0] for i, a in enumerate(argv[:-1]) if a == "-e"}
     return names
 

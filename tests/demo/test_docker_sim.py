@@ -206,20 +206,26 @@ async def test_pause_freezes_a_container_and_unpause_thaws_it(demo):
             await node.run(["docker", "rm", "-f", "frozen"])
 
 
-async def test_a_container_writes_its_own_root_and_run_not_the_machines(demo, tmp_path):
-    # TensorRT-LLM's entrypoint makes /root/.ssh and /run/sshd: as root the demo wrote this machine's
-    # /root/.ssh, as a user it failed at the first mkdir and the rank never started
+async def test_a_container_writes_its_own_etc_root_and_run_not_the_machines(demo, tmp_path):
+    # TensorRT-LLM's entrypoint makes /root/.ssh and /run/sshd and its head gets /etc/openmpi-hostfile: as
+    # root the demo wrote this machine's, as a user it failed at the first write and the rank never started
     config = load_config(demo.config_path)
     mark = f"sparktui-demo-test-{tmp_path.name}"
     async with Cluster(config) as cluster:
         node = cluster["spark2"]
         r = await node.run(sh("docker", "run", "--rm", "lmsysorg/sglang:spark", "sh", "-c",
                               f"mkdir -p /root/.ssh /run/sshd && touch /root/.ssh/{mark} /run/sshd/{mark} && "
-                              f"ls /root/.ssh /run/sshd"), timeout=60)
+                              f"echo x > /etc/{mark} && ls /root/.ssh /run/sshd && test -s /etc/passwd"), timeout=60)
         assert r.ok, r.stderr
-        assert r.stdout.split() == ["/root/.ssh:", mark, "/run/sshd:", mark]
+        assert r.stdout.split() == ["/root/.ssh:", mark, "/run/sshd:", mark]  # and the machine's /etc is read
         again = await node.run(sh("docker", "run", "--rm", "lmsysorg/sglang:spark", "sh", "-c",
-                                  f"ls /root/.ssh/{mark} /run/sshd/{mark} 2>&1 || echo absent"), timeout=60)
+                                  f"ls /root/.ssh/{mark} /run/sshd/{mark} /etc/{mark} 2>&1 || echo absent"),
+                             timeout=60)
+        # docker run -d returns with the container's directories in place: an exec right after writes its own
+        race = await node.run(sh("sh", "-c", f'docker run -d --rm --name {mark} lmsysorg/sglang:spark sleep 20 '
+                                             f'>/dev/null && docker exec {mark} sh -c "echo x > /etc/{mark}" && '
+                                             f'docker rm -f {mark}'), timeout=60)
+        assert race.ok, race.stderr
     assert "absent" in again.stdout  # each container starts from its own directories
     import os
-    assert not os.path.lexists(f"/root/.ssh/{mark}") and not os.path.lexists(f"/run/sshd/{mark}")
+    assert not any(os.path.lexists(p) for p in (f"/root/.ssh/{mark}", f"/run/sshd/{mark}", f"/etc/{mark}"))

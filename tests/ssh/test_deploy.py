@@ -441,3 +441,84 @@ async def test_a_stop_from_another_process_reads_as_stopped_not_as_an_nccl_failu
             assert d.current.state == "stopped"
         finally:
             await d.close()
+
+
+async def test_a_container_an_earlier_launch_started_after_this_one_looked_is_resumed(fake_cluster):
+    fc = await fake_cluster(2)
+    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray"))
+    worker = next(s for s in plan.steps if s.kind == "run" and s.node == "n2")
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, wait_interval=0.1)
+        look = d.existing
+
+        async def look_then_land(nodes=None):
+            found = await look(nodes)
+            # a killed launch's `docker run` on n2 lands just after this launch looked
+            assert (await cluster["n2"].run(worker.command)).ok
+            return found
+
+        d.existing = look_then_land
+        try:
+            await d.launch(plan)
+            steps = [(e.node, e.kind, e.state) for e in rec.of(LaunchStep) if e.state in ("skipped", "failed")]
+        finally:
+            await d.close()
+    assert steps == [("n2", "run", "skipped")]
+    assert sorted(n for n, _ in runs(fc)) == ["n1", "n2", "n2"]  # the late one, then ours refused by its name
+    assert d.current.state != "failed"
+
+
+async def test_a_container_of_another_plan_in_the_way_still_fails_the_step(fake_cluster):
+    fc = await fake_cluster(2)
+    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray"))
+    worker = next(s for s in plan.steps if s.kind == "run" and s.node == "n2")
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, wait_interval=0.1)
+        look = d.existing
+
+        async def look_then_land(nodes=None):
+            found = await look(nodes)
+            fc["n2"].add_container(worker.container, {"sparktui.deployment": "lab", "sparktui.plan": "other"})
+            return found
+
+        d.existing = look_then_land
+        try:
+            await d.launch(plan)
+            failed = [(e.node, e.kind) for e in rec.of(LaunchStep) if e.state == "failed"]
+        finally:
+            await d.close()
+    assert failed == [("n2", "run")]
+    assert d.current.state == "failed" and "already in use" in d.current.detail
+
+
+async def test_a_container_of_this_plan_left_created_by_a_killed_launch_is_replaced(fake_cluster, monkeypatch):
+    from sparktui.core.deploy import orchestrator
+    monkeypatch.setattr(orchestrator, "CREATED_GRACE_S", 0.5)  # its maker died between create and start
+    fc = await fake_cluster(2)
+    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray"))
+    worker = next(s for s in plan.steps if s.kind == "run" and s.node == "n2")
+    async with Cluster(fc.config) as cluster:
+        bus = EventBus()
+        rec = Recorder(bus)
+        d = Deployer(cluster, fc.config, bus, wait_interval=0.1)
+        look = d.existing
+
+        async def look_then_land(nodes=None):
+            found = await look(nodes)
+            fc["n2"].add_container(worker.container, {"sparktui.deployment": "lab", "sparktui.plan": plan.plan_id},
+                                   state="created")
+            return found
+
+        d.existing = look_then_land
+        try:
+            await d.launch(plan)
+            n2 = [e.state for e in rec.of(LaunchStep) if e.node == "n2" and e.kind == "run"]
+        finally:
+            await d.close()
+    assert n2[-1] == "done" and "failed" not in n2
+    assert fc["n2"].meta(worker.container)["state"] == "running"
+    assert d.current.state != "failed"

@@ -54,6 +54,19 @@ class StubDeployer:
         return True
 
 
+def no_head_lock(monkeypatch):
+    """These controllers have no connection to a head to take the deployment's lock on; the lock itself
+    is tested in tests/ssh/test_deploy_lock.py."""
+    async def lock(self, op, deployment=None, **_):
+        return None
+
+    async def unlock(self, deployment=None):
+        return None
+
+    monkeypatch.setattr("sparktui.core.deploy.operations.Operations.lock", lock)
+    monkeypatch.setattr("sparktui.core.deploy.operations.Operations.unlock", unlock)
+
+
 def make(facts=None):
     cfg = spark_config()
     posted = []
@@ -102,6 +115,7 @@ def planned(c, opts):
 
 
 async def test_prepare_pivot_names_stops_and_starts_and_run_runs_that_plan(monkeypatch):
+    no_head_lock(monkeypatch)
     c, _, stubs = make()
     target = planned(c, PlanOptions(engine="vllm", mode="ray"))
     c._get_deployer().target = (PlanOptions(engine="vllm"), target)
@@ -120,7 +134,8 @@ async def test_prepare_pivot_names_stops_and_starts_and_run_runs_that_plan(monke
     await c.close()
 
 
-async def test_stop_reaches_the_deployer_and_a_plan_with_errors_never_runs():
+async def test_stop_reaches_the_deployer_and_a_plan_with_errors_never_runs(monkeypatch):
+    no_head_lock(monkeypatch)
     c, _, stubs = make()
     prepared = await c.prepare("stop")
     assert await c.run(prepared) == "removed 2 container(s)"

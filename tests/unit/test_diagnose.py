@@ -338,3 +338,19 @@ def test_a_hang_hint_the_plan_already_satisfies_gives_way_to_the_next_cause(engi
     assert "firewall" in set_all and "sparktui preflight" in set_all
     # one of them missing: the plain hint still applies
     assert hung({host_var, "NCCL_SOCKET_IFNAME"}) == plain
+
+
+def test_a_worker_that_reaches_the_gcs_late_is_not_a_failed_launch():
+    # under load the head's GCS came up after the worker's first 5 s of tries: the launch was failed at
+    # once, though the hint says it is normal for the first minute and the worker joined seconds later
+    d = Diagnoser("vllm")
+    d.feed("[2026-12-06 04:27:01,100 W 52 52] rpc_client.h:153: Failed to connect to GCS at address "
+           "127.0.1.11:6379 within 5 seconds.", node="spark2")
+    assert kinds(d) == ["ray_connect"] and d.state == "starting"
+    d.feed("Ray runtime started.", node="spark2")
+    assert d.problems == [] and d.state == "starting"
+    # a failure beside it still fails the launch
+    d.feed("[2026-12-06 04:28:01,100 W 52 52] rpc_client.h:153: Failed to connect to GCS at address "
+           "127.0.1.11:6379 within 5 seconds.", node="spark2")
+    d.feed("torch.OutOfMemoryError: CUDA out of memory.", node="spark1")
+    assert d.state == "failed"

@@ -45,6 +45,8 @@ from .watchdog import tick_interval, watch
 READY_TIMEOUT_S = 2400.0  # a ~120 GB checkpoint took ~15 min to load on two Sparks; leave room
 STEP_TIMEOUT_S = 300.0  # one docker run / exec (an image pull is not part of a launch)
 WAIT_STEP_DEFAULT_S = 600.0
+LATE_START_WAIT_S = 60.0  # a killed launch's `docker run` may still be creating its container (vfs: slow)
+CREATED_GRACE_S = 10.0  # docker run creates, then starts: one created for longer lost its client
 
 
 class DeployError(Exception):
@@ -544,10 +546,15 @@ class Deployer:
             if step.kind == "wait":
                 ok, detail = await self._wait_step(node, step, tell)
             else:
-                r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())),
-                                   input=step.stdin or None, shown=step.display or None)
-                ok = r.ok
-                detail = r.stdout.strip()[:64] if ok else _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
+                ok, detail = await self._run_one(node, step)
+                if not ok and step.kind == "run" and _name_conflict(detail):
+                    late = await self._started_late(node, step, plan.plan_id)
+                    if late:
+                        tell("skipped", late)
+                        self._follow(step.node, step.container)
+                        continue
+                    if late == "":  # ours, never started: it is gone now, so the step runs once more
+                        ok, detail = await self._run_one(node, step)
                 if ok or step.kind == "run":
                     self._follow(step.node, step.container)  # a failed run may still have made the container
             if not ok:
@@ -566,6 +573,41 @@ class Deployer:
         if needle and await C.process_running(node, step.container, needle):
             return f"`{needle}` already runs in {step.container}"
         return ""
+
+    async def _run_one(self, node: Node, step: Step) -> tuple[bool, str]:
+        r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())),
+                           input=step.stdin or None, shown=step.display or None)
+        if r.ok:
+            return True, r.stdout.strip()[:64]
+        return False, _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
+
+    async def _started_late(self, node: Node, step: Step, plan_id: str) -> str | None:
+        """The container in the way, when it is this very plan's, made by an earlier launch whose
+        `docker run` was still on its way when this one looked (a launch killed mid-step).
+
+        Returns words for a resumed step when it came up running; "" when it was ours but never ran
+        (its maker died between create and start), so it is removed for the step to run again;
+        None when it is not this plan's, and the step fails as it did.
+        """
+        deadline = time.monotonic() + max(0.0, min(LATE_START_WAIT_S, self._left()))
+        created_since: float | None = None
+        while True:
+            found = await C.find_on(node, self.name)
+            if found.error:
+                return None
+            mine = next((c for c in found.containers if c.name == step.container), None)
+            now = time.monotonic()
+            if mine is not None:
+                if mine.labels.get(L.PLAN) != plan_id:
+                    return None
+                if mine.state == "running":
+                    return "already running (same plan, started by an earlier launch)"
+                created_since = created_since or now
+                if mine.state != "created" or now - created_since >= CREATED_GRACE_S or now >= deadline:
+                    return "" if await C.remove_one(node, step.container) is None else None
+            elif now >= deadline:  # docker holds the name while it makes the container; ps shows it after
+                return None
+            await asyncio.sleep(0.5)
 
     async def _wait_step(self, node: Node, step: Step, tell: Callable[[str, str], None]) -> tuple[bool, str]:
         own = step.timeout or WAIT_STEP_DEFAULT_S
@@ -730,9 +772,14 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
+def _name_conflict(detail: str) -> bool:
+    low = detail.lower()
+    return "conflict" in low and "already in use" in low
+
+
 def _step_hint(step: Step, detail: str) -> str:
     low = detail.lower()
-    if "conflict" in low and "already in use" in low:
+    if _name_conflict(detail):
         return (f"a container named {step.container} already exists on {step.node} and is not this deployment's "
                 f"(sparktui removes only its own): remove or rename it there, or launch with another --deployment")
     if "no such image" in low or "unable to find image" in low or "pull access denied" in low:

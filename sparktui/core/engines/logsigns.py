@@ -314,6 +314,10 @@ TRACEBACK_HINT = "read the traceback; if the server keeps serving afterwards it 
 IGNORE = _re(r"ras/client_support\.cc|RAS failed to establish")
 # Problem kinds that are suspicions (silence, a log that stops), not failures.
 SUSPECT = ("rendezvous_hang", "stopped", "stalled", "wedged")
+# Provisional problems that only say "not yet": shown, but they change no state. A Ray worker started
+# while the head's GCS still comes up logs "Failed to connect to GCS" and joins seconds later; Ray
+# itself retries for ever, so a GCS that never answers ends in the launch's own wait for the nodes.
+TRANSIENT = ("ray_connect",)
 
 # ---- reading lines --------------------------------------------------------------------------
 

@@ -22,36 +22,31 @@ from pathlib import Path
 
 from ... import sim
 from .. import hardware
-from . import times
+from . import rootfs, times
 from .store import Container, DockerError, Store, proc_start_ticks
 
 UNSHARE = ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private", "--"]
-# A container's own /root and /run, set up in its mount namespace before its command starts (exec keeps
-# the command PID 1): images write there (~/.ssh, /run/sshd). Without them a demo run as root wrote this
-# machine's /root/.ssh, and one run by a user failed at its first mkdir. Where this user may read and
-# write the machine's directory (root: this Python may live under /root), the container gets an overlay
-# of it that takes its writes; elsewhere an empty directory of its own.
-PRIVATE_DIRS = ("/root", "/run")
-_OWN_DIRS = ('while [ "$1" != -- ]; do '
-             'if [ "$1" = overlay ]; then mount -t overlay overlay -o "lowerdir=$2,upperdir=$3,workdir=$3.work" "$2"; '
-             'else mount --bind "$3" "$2"; fi || { echo "cannot give the container its own $2" >&2; exit 125; }; '
-             'shift 3; done; shift; exec "$@"')
+CONTAINER_SITE = Path(__file__).resolve().parents[1] / "container_site"
+START_WAIT_S = 15.0  # how long `docker run -d` waits for the container's process to be up
 
 
 def _own_dirs(c: Container) -> list[str]:
-    """Arguments for _OWN_DIRS: (how, target, the container's directory) per private directory."""
-    out = []
-    for target in PRIVATE_DIRS:
-        mine = c.dir / target.strip("/")
-        mine.mkdir(exist_ok=True)
-        if os.access(target, os.R_OK | os.W_OK | os.X_OK):
-            (c.dir / f"{mine.name}.work").mkdir(exist_ok=True)
-            out += ["overlay", target, str(mine)]
-        else:
-            out += ["bind", target, str(mine)]
-    return out
-CONTAINER_SITE = Path(__file__).resolve().parents[1] / "container_site"
-START_WAIT_S = 15.0  # how long `docker run -d` waits for the container's process to be up
+    """rootfs.py's arguments: each private directory and the container's directory that stands for it."""
+    return [x for target in rootfs.PRIVATE_DIRS for x in (target, str(c.dir / target.strip("/")))]
+
+
+def _wait_own_dirs(pid: int, proc: subprocess.Popen) -> None:
+    """Until PID 1 has made its own directories and exec'd the command (or ended): docker reports a
+    container running with its filesystem in place, and a `docker exec` right after (the TensorRT-LLM
+    head's hostfile) must not write the machine's /etc."""
+    deadline = time.monotonic() + START_WAIT_S
+    while pid and proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if b"sparktui.demo.docker.rootfs" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return
+        except OSError:
+            return
+        time.sleep(0.005)
 
 
 def _demo_settings() -> dict:
@@ -170,7 +165,8 @@ def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False
             sys.stderr.write(f"docker: Error response from daemon: {_not_found(argv[0])}.\n")
         return 127
     unshare = shutil.which("unshare") or "unshare"
-    setup = ["/bin/sh", "-c", _OWN_DIRS, "sh", *_own_dirs(c), "--"]
+    # the container's own /etc, /root and /run (rootfs.py), then its command, exec'd: still PID 1
+    setup = [sys.executable, "-S", "-m", "sparktui.demo.docker.rootfs", *_own_dirs(c), "--"]
     proc = subprocess.Popen([unshare, *UNSHARE[1:], *setup, *argv], stdin=None if stdin else subprocess.DEVNULL,
                             stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd="/")
@@ -181,6 +177,7 @@ def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False
             pid1 = kids[0] if kids else 0
             break
         time.sleep(0.01)
+    _wait_own_dirs(pid1, proc)
     store.set_state(c, Status="running", Running=True, Pid=pid1, ExitCode=0, Error="",
                     StartedAt=times.rfc3339(times.now_ns()), FinishedAt=times.ZERO,
                     _ticks=proc_start_ticks(pid1) if pid1 else None, _supervisor=os.getpid())
