@@ -60,11 +60,11 @@ class EngineState:
         self.on_decode: Callable[[int, int], None] | None = None  # (tokens so far, running) -> log
 
     def gauges(self) -> dict[str, float]:
-        """Running, waiting and KV use as /metrics reads them: live, or (vLLM, a step stalled) as last published."""
-        if self.stats_per_step and self.stalled():
+        """Running, waiting and KV use as /metrics reads them: live, or (vLLM across nodes, a step in flight)
+        as the last finished step published them; reading them never publishes."""
+        if self.stats_per_step and self.steps is not None and self.steps.waiting_since is not None:
             return dict(self._published or self._live())
-        self._published = live = self._live()
-        return live
+        return self._live()
 
     def stalled(self) -> bool:
         """A step's exchange with the other nodes has waited past STALLED_AFTER_S (a frozen peer)."""

@@ -533,6 +533,7 @@ class VllmServer(RayPlacement):
                                                                                          len({p.ip for p in self.placements})))
         self.state.steps = self.sync if self.sync.peers else None
         self.state.stats_per_step = True
+        self.state.publish()  # an idle engine: what a request stuck in its first step reads as
         await self.api.start(sock=self.sock)
         self.state.status = "ready"
         self.log.uvicorn("INFO", f"Started server process [{self.log.pid}]")
