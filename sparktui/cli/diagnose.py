@@ -103,7 +103,7 @@ def _detail(m: dict) -> str:
 
 def render_diagnosis(d: Diagnoser) -> Group:
     data = mask_data(d.to_json())
-    colour = {"ready": "green", "failed": "red", "hung": "red"}.get(data["state"], "yellow")
+    colour = {"ready": "green", "failed": "red", "hung": "red", "wedged": "red"}.get(data["state"], "yellow")
     parts: list = [Text.assemble(("state ", "bold"), (data["state"], f"bold {colour}"), f"  ({d.engine})")]
     if data["milestones"]:
         t = Table(title="milestones", title_justify="left", show_edge=False)

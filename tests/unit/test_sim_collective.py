@@ -128,3 +128,29 @@ async def test_the_scenario_hangs_the_collective_after_a_stretch_of_serving(monk
     assert a.steps == before  # nothing went out for the hung step
     sync.close()
     servers[0].close()
+
+
+async def test_vllm_gauges_keep_what_the_last_finished_step_published_while_a_step_is_stalled(monkeypatch):
+    monkeypatch.setattr(httpapi, "STALLED_AFTER_S", 0.0)  # any exchange in flight counts as stalled here
+    a = Peer()
+    sync, servers = await linked(a)
+    state = httpapi.EngineState("vllm", "m", "m", 4096, "0.32.0")
+    state.status, state.steps, state.stats_per_step = "ready", sync, True
+    await asyncio.wait_for(httpapi.generate(state, 4, "hi there", 2), 5)
+    before = state.generation_tokens
+    a.thawed.clear()  # SIGSTOP
+    req = asyncio.ensure_future(httpapi.generate(state, 4, "hello there", 8))
+    await asyncio.wait_for(sync.stalled(0.0), 5)
+    late = asyncio.ensure_future(httpapi.generate(state, 4, "hello", 8))
+    await asyncio.wait_for(until(lambda: state.waiting == 1), 5)
+    assert (state.running, state.waiting) == (1, 1)  # inside the engine: one holds the step, one waits
+    g = state.gauges()
+    assert (g["running"], g["waiting"]) == (0.0, 0.0)  # /metrics: what the real vLLM showed, the idle engine's
+    state.stats_per_step = False
+    assert state.gauges()["running"] == 1.0  # an engine that reads its gauges live (SGLang) shows them
+    state.stats_per_step = True
+    a.thawed.set()  # SIGCONT
+    await asyncio.wait_for(asyncio.gather(req, late), 5)
+    assert state.gauges()["running"] == 0.0 and state.generation_tokens > before
+    sync.close()
+    servers[0].close()

@@ -18,7 +18,8 @@ from typing import Callable
 from .. import labels as L
 from ..channels import SESSIONS_NEEDED
 from ..config import Config
-from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared
+from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
+from ..engines import logsigns as S
 from ..fabric_live import Live
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
@@ -108,6 +109,7 @@ class Deployer:
         self.own_problems: list[Problem] = []  # what the orchestrator found itself (a step failed, not ready)
         self.followers: dict[tuple[str, str], LogFollower] = {}
         self._jobs: dict[str, asyncio.Task] = {}
+        self._watch: ServingWatch | None = None  # while ready: the wedged judgement, told of log signs too
         self._offsets: dict[str, float] = {}
         self._changed = asyncio.Event()
         self._deadline: float | None = None  # monotonic end of the current launch (its ready_timeout)
@@ -189,6 +191,10 @@ class Deployer:
         off = self._offsets.get(node, 0.0)
         times = [None if k is None else k / 1e9 - off for k in lines.keys]
         self._on_diag(d.feed_batch(lines.texts, node, times))
+        if self._watch is not None and d.ready:  # a worker the engine waits for: the wedge's log sign
+            for text in lines.texts:
+                if S.WORKER_WAIT in text:
+                    self._watch.live.worker_stalled(strip_prefixes(text))
         for who, view in self.fabric.feed(node, lines.texts).items():  # what each rank's NCCL uses (fabric_live)
             m = Milestone("nccl_net", 0, who, time.time(), view, view["label"])
             self.net_milestones.append(m)
@@ -378,10 +384,13 @@ class Deployer:
         watch = ServingWatch(node, Target(cur.deployment, cur.engine, cur.head, cur.port),
                              cur.served_model_name or (self.check.model if self.check else None),
                              api_key_of(cur.options), self.config.engine.wedge_after)
+        self._watch = watch
         try:
             await self._health_loop(cur, node, url, local, watch)
         finally:
             watch.close()
+            if self._watch is watch:
+                self._watch = None
 
     async def _health_loop(self, cur: Deployment, node: Node, url: str, local: int | None, watch: ServingWatch) -> None:
         fails = 0

