@@ -17,7 +17,7 @@ from sparktui.core.yamlpos import MAX_BYTES, EMPTY, NULL, STR, ConfigError, Sour
 
 __all__ = [
     "GPU_STYLES", "HOST_KEY_POLICIES", "ROLES", "ConfigError", "ConfigNotFound", "Config", "NodeConfig",
-    "ModelConfig", "ImagesConfig", "DockerConfig", "SshConfig", "EngineDefaults", "EngineSettings",
+    "ModelConfig", "ImagesConfig", "DockerConfig", "SshConfig", "EngineDefaults", "EngineSettings", "MemoryConfig",
     "load_config", "load_config_text", "find_config", "user_config_path",
 ]
 
@@ -124,6 +124,17 @@ class EngineDefaults:
 
 
 @dataclass
+class MemoryConfig:
+    """The unified-memory guard (core/memory): from container start to serving, on every node."""
+
+    guard: bool = True  # off: the memory is still watched and warned about, but nothing is stopped
+    floor: str = "4GiB"  # MemAvailable below this on a node stops the deployment (a size, or a share of MemTotal)
+    warn: str = "8GiB"  # how far above the floor the warning starts (a size, or a share of MemTotal)
+    pressure: float = 60.0  # /proc/pressure/memory "full" avg10, in %, above which it stops too
+    interval: float = 2.0  # seconds between two readings of a node
+
+
+@dataclass
 class EngineSettings:
     """One entry of the `engines:` map; None keeps images.<engine> / engine.<engine>_port, else the engine's own."""
 
@@ -146,6 +157,7 @@ class Config:
     theme: str | None = None  # theme name; None = the default dark theme
     secrets: list[str] = field(default_factory=list)  # more variable or flag names whose values are masked
     engines: dict[str, EngineSettings] = field(default_factory=dict)  # engine -> its image and port
+    memory: MemoryConfig = field(default_factory=MemoryConfig)  # the unified-memory guard
     path: Path | None = None  # file it was read from
 
     @property
@@ -442,6 +454,27 @@ def _ssh(src: Source, node: yaml.Node) -> SshConfig:
     })[0]
 
 
+def _amount(src: Source, node: yaml.Node, what: str) -> str:
+    from .memory.limits import SIZE_HINT, parse_amount
+
+    text = src.text(node, what, expected=SIZE_HINT)  # a bare number (no unit) is refused below
+    try:
+        parse_amount(text)
+    except ValueError as e:
+        raise src.error(node, f"{what}: {e}", SIZE_HINT) from None
+    return text
+
+
+def _memory(src: Source, node: yaml.Node) -> MemoryConfig:
+    return src.section(MemoryConfig, node, "memory", {
+        "guard": lambda n, w: src.flag(n, w),
+        "floor": lambda n, w: _amount(src, n, w),
+        "warn": lambda n, w: _amount(src, n, w),
+        "pressure": lambda n, w: src.number(n, w, 100.0),
+        "interval": lambda n, w: src.number(n, w),
+    })[0]
+
+
 def _phase(src: Source, node: yaml.Node) -> str:
     from .phases import PHASES  # the start-up phases that silence limits apply to
 
@@ -501,6 +534,7 @@ def _config(src: Source, root: yaml.Node | None) -> Config:
                             lambda v, k: _keys(src, v, f"keymap.{k}")),
         theme=src.opt_text(val("theme"), "theme", NO_SPACE, "a theme name"),
         secrets=src.text_list(val("secrets"), "secrets", SECRET_HINT, SECRET_NAME),
+        memory=_memory(src, val("memory")),
     )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import Config, ConfigError, EngineDefaults, ImagesConfig, load_config_text
+from .config import Config, ConfigError, EngineDefaults, ImagesConfig, MemoryConfig, load_config_text
 from .engines import ENGINES
 
 COMMENT_COLUMN = 37  # 0-based column of '#', as in config.example.yaml
@@ -78,6 +78,12 @@ NOTES = {
     "engine.hang_after": "seconds of silence in distributed init before a hang is flagged",
     "engine.wedge_after": "seconds of requests pending with no token generated before a ready endpoint is wedged",
     "engine.phase_limits": "seconds of silence allowed in a later phase, e.g. {weights: 3600}",
+    "memory": "the unified-memory guard, from container start to serving",
+    "memory.guard": "off = watch and warn only; on = stop this deployment before a node runs out",
+    "memory.floor": "MemAvailable below this on a node stops the deployment; a size or a share (5%)",
+    "memory.warn": "the warning starts this far above the floor (a size or a share of MemTotal)",
+    "memory.pressure": '/proc/pressure/memory "full" avg10 in % above which it stops too',
+    "memory.interval": "seconds between two readings of each node",
     "engines": "per engine {image, port}; another spelling of images.<engine> and engine.<engine>_port",
     "secrets": ("more variable or flag names whose values are masked in every output,\n"
                 "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
@@ -90,6 +96,7 @@ SECTION_KEYS = {
     "images": tuple(f.name for f in dc_fields(ImagesConfig)),
     "ssh": ("host_key_policy", "known_hosts", "keepalive_interval", "connect_timeout", "max_channels", "ssh_config"),
     "engine": tuple(f.name for f in dc_fields(EngineDefaults)),
+    "memory": tuple(f.name for f in dc_fields(MemoryConfig)),
 }
 
 
@@ -245,6 +252,8 @@ def render_config(config: Config, header: str | None = None,
     out.add("")
     _section(out, config, "engine")
     out.add("")
+    _section(out, config, "memory")
+    out.add("")
     _engines(out, config)
     out.add("")
     out.sequence("", "secrets", config.secrets, NOTES["secrets"])
@@ -284,6 +293,10 @@ def _section(out: _Out, config: Config, name: str) -> None:
             continue
         if key == "ssh_config" and value is not None:
             out.sequence("  ", key, [_local(p) for p in value], note)
+            continue
+        if isinstance(value, bool):  # the guard's switch reads as the example writes it
+            value = "on" if value else "off"
+            out.add(f"  {key}: {value}", note)
             continue
         out.add(f"  {key}: {scalar(value)}", note)
 

@@ -254,6 +254,14 @@ class Source:
             raise self.error(node, f"{what} is {kind(node)}", f"a list of {expected}")
         return [self.text(item, f"{what} item", pattern, expected) for item in node.value]
 
+    def flag(self, node: yaml.Node, what: str) -> bool:
+        """on/off (YAML 1.1 reads on, off, true, false, yes and no as booleans)."""
+        expected = "on or off"
+        node = self._scalar(node, what, expected)
+        if node.tag == BOOL:
+            return bool(self._loader.construct_object(node))
+        raise self.error(node, f"{what} '{shorten(node.value.strip(), 40)}' is not on or off", expected)
+
     def choice(self, node: yaml.Node, what: str, choices: tuple[str, ...]) -> str:
         value = self.text(node, what, expected="one of: " + ", ".join(choices))
         if value not in choices:
