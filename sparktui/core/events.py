@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .facts import NodeFacts
+from .memory.sample import MemSample
 from .states import State
 
 
@@ -247,4 +248,17 @@ class EndpointHealth:
     deployment: str
     endpoint: str
     ok: bool
+    detail: str = ""
+
+
+@dataclass
+class NodeMemory:
+    """A node's memory while a deployment starts or serves (core/memory), with the guard's verdict.
+
+    level: "ok", "warn" (inside the band above the floor), "stop" (the guard stops the deployment),
+    or "unwatched" (this reading failed or the node cannot say: never a reason to stop)."""
+
+    deployment: str
+    sample: MemSample
+    level: str
     detail: str = ""

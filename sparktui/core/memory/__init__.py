@@ -6,4 +6,5 @@ package reads every node's memory over the connection sparktui already holds, ju
 and a pressure limit, and says when to stop first.
 
 - `limits`: the `memory:` config values (a floor as a size or a share of MemTotal) turned into bytes.
+- `sample`: one reading of a node (/proc/meminfo, /proc/pressure/memory) as `MemSample`.
 """
