@@ -62,14 +62,14 @@ class EngineState:
     def gauges(self) -> dict[str, float]:
         """Running, waiting and KV use as /metrics reads them: live, or (vLLM across nodes, a step in flight)
         as the last finished step published them; reading them never publishes."""
-        if self.stats_per_step and self.steps is not None and self.steps.waiting_since is not None:
+        if self.stats_per_step and getattr(self.steps, "waiting_since", None) is not None:
             return dict(self._published or self._live())
         return self._live()
 
     def stalled(self) -> bool:
         """A step's exchange with the other nodes has waited past STALLED_AFTER_S (a frozen peer)."""
-        s = self.steps
-        return s is not None and s.waiting_since is not None and s.stalled_for() >= STALLED_AFTER_S
+        s = self.steps  # a StepSync, or what an engine puts there once its steps are gone (no exchange)
+        return getattr(s, "waiting_since", None) is not None and s.stalled_for() >= STALLED_AFTER_S
 
     def publish(self) -> None:
         """A step finished (or a request left): what the engine core tells the API process now."""
