@@ -540,6 +540,8 @@ class Session:
         try:
             with contextlib.suppress(Exception):
                 self._proc.stdin.write_eof()
+            with contextlib.suppress(Exception):  # a loop on its stdin ends at EOF: let it exit on its own
+                await asyncio.wait_for(asyncio.shield(self._proc.wait_closed()), 5)
             self._proc.close()
             self._node.journal.finish(self._entry, self._proc.exit_status)
         finally:
