@@ -88,3 +88,18 @@ async def test_a_reading_that_fails_stops_nothing(fake_cluster, files, tmp_path)
             assert len(said) == 1 and f"cannot read {tmp_path / 'gone'} on n2" in said[0]
         finally:
             await d.close()
+
+
+async def test_status_reads_each_nodes_memory_once_for_its_deployments(fake_cluster):
+    from sparktui.cli.deploy import deployments_section
+
+    fc = await fake_cluster(2)
+    for n in ("n1", "n2"):
+        fc[n].add_container(f"sparktui-lab-sglang-{n}", {"sparktui.deployment": "lab", "sparktui.rank": n[-1]})
+    async with Cluster(fc.config) as cluster:
+        (d,) = await deployments_section(cluster, fc.config)
+    assert set(d["memory"]) == {"n1", "n2"}
+    for n, m in d["memory"].items():  # this machine's own /proc, read through the nodes' shells
+        assert set(m) == {"available", "total", "swap_used", "psi_full", "level", "detail"}
+        assert 0 < m["available"] <= m["total"] and m["level"] in ("ok", "warn", "stop")
+        assert f"\n    {n} memory: " in d["summary"]
