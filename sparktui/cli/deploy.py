@@ -27,6 +27,7 @@ from ..core.diagnose import Milestone, Problem, ProblemCleared
 from ..core.engines import ENGINES, find_engine, label
 from ..core.engines.common import safe_name
 from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
+from ..core.memory.status import memory_json
 from ..core.ssh import Cluster
 from ..core.statefile import StateFileError
 from ..core.words import milestone_words
@@ -117,8 +118,18 @@ async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
     """Every sparktui deployment found on the nodes, with its endpoint and health, for `sparktui status`."""
     from ..core.deploy.health import health_of
 
+    from ..core.memory.status import memory_words, read_all
+
     out = summarize(await find_all(cluster, None))
     await health_of(cluster, config, out)
+    nodes = sorted({c["node"] for d in out for c in d.get("containers", [])})
+    mem = await read_all(cluster, config.memory, nodes)  # one reading per node, shared by its deployments
+    for d in out:
+        if "containers" not in d:
+            continue
+        d["memory"] = {n: mem[n] for n in sorted({c["node"] for c in d["containers"]})}
+        for n, m in d["memory"].items():
+            d["summary"] += "\n    " + memory_words(n, m)
     return out
 
 
@@ -178,7 +189,8 @@ def _state_style(state: str) -> str:
 
 def print_problem(p: Problem, config_file: str | None = None) -> None:
     where = f" on {p.node}" if p.node else ""
-    console.print(Text.assemble(("✗ ", "bold red"), (p.kind, "bold red"), where, ": ", p.message))
+    mark, style = ("! ", "bold yellow") if p.provisional else ("✗ ", "bold red")  # a warning may yet pass
+    console.print(Text.assemble((mark, style), (p.kind, style), where, ": ", p.message))
     if p.hint:
         # the terminal wraps it: a command in the hint stays one line to copy
         console.print(Text.assemble(("  hint: ", "yellow"), with_config(p.hint, config_file)), soft_wrap=True)
@@ -206,6 +218,7 @@ def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict
         "milestones": [m.to_json() for m in d.milestones],
         "steps": printer.steps,
         "warnings": list(d.warnings),
+        "memory": {n: memory_json(e.sample, e.level, e.detail) for n, e in d.memory.items()},
         **(extra or {}),
     }
 

@@ -454,6 +454,21 @@ class Node:
         finally:
             await self._slots.release()
 
+    async def session(self, cmd: str | Sequence[str], slot_timeout: float | None = None) -> "Session":
+        """Start `cmd` to be spoken to line by line for as long as the caller keeps it (a `Session`); it
+        holds one channel slot until closed. Raises SshError, or asyncio.TimeoutError when no slot frees up."""
+        line = self._line(cmd)
+        conn = await self._ensure()
+        await self._slots.acquire(slot_timeout)
+        entry = self.journal.start(self.name, line)
+        try:
+            proc = await conn.create_process(line, encoding="utf-8", errors="replace")
+        except (asyncssh.Error, OSError) as e:
+            self.journal.finish(entry, 255, f"{self.name}: {e}")
+            await self._slots.release()
+            raise SshError(f"{self.name}: {e}") from None
+        return Session(self, proc, entry)
+
     @contextlib.asynccontextmanager
     async def held(self, cmd: str | Sequence[str]) -> AsyncIterator[None]:
         """Run `cmd` with its stdin held open while the block runs. Leaving the block sends EOF, and so
@@ -496,6 +511,41 @@ class Node:
         listener = await conn.forward_local_port("127.0.0.1", 0, remote_host, remote_port)
         self.journal.finish(entry, 0)
         return listener.get_port()
+
+
+class Session:
+    """A remote command spoken to line by line (Node.session): a request written, its answer read. Closing
+    it sends EOF, which ends a remote loop that reads its stdin; so does a dropped connection."""
+
+    def __init__(self, node: Node, proc, entry) -> None:
+        self._node = node
+        self._proc = proc
+        self._entry = entry
+        self.closed = False
+
+    def send(self, line: str) -> None:
+        self._proc.stdin.write(line + "\n")
+
+    async def readline(self) -> str:
+        """The next line with its newline; "" once the command ended or the link dropped."""
+        try:
+            return await self._proc.stdout.readline()
+        except (asyncssh.Error, OSError, asyncio.IncompleteReadError):
+            return ""
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            with contextlib.suppress(Exception):
+                self._proc.stdin.write_eof()
+            with contextlib.suppress(Exception):  # a loop on its stdin ends at EOF: let it exit on its own
+                await asyncio.wait_for(asyncio.shield(self._proc.wait_closed()), 5)
+            self._proc.close()
+            self._node.journal.finish(self._entry, self._proc.exit_status)
+        finally:
+            await self._node._slots.release()
 
 
 class Cluster:

@@ -102,7 +102,7 @@ def test_a_failed_launch_says_which_containers_it_left_running_and_how_to_remove
         async def leftovers(self):
             return [("a", "sparktui-sparks-vllm-0", "running"), ("b", "sparktui-sparks-vllm-1", "running")]
 
-    d = Failed(name="sparks", warnings=[], check=None, ready_timeout=10, problems=[], milestones=[],
+    d = Failed(name="sparks", warnings=[], check=None, ready_timeout=10, problems=[], milestones=[], memory={},
                current=Deployment("sparks", "vllm", "ray", None, plan_id="p", state=State.FAILED,
                                   detail="bad_arguments on a: the engine rejected its arguments: --bogus"))
     printer = deploy.Printer(SimpleNamespace(nodes=[]), quiet=True)

@@ -47,3 +47,15 @@ def test_wait_with_json_prints_only_the_document(capsys):
     print_json({"deployment": "lab", "steps": printer.steps})
     doc = json.loads(capsys.readouterr().out)
     assert doc["steps"][0]["description"] == "start vllm serve in the head container"
+
+
+def test_wait_prints_the_memory_warning_as_passing_and_the_guards_stop_with_its_advice(capsys):
+    printer = deploy.Printer(NODES)
+    printer(Problem("memory_low", 0, "spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor", "launch with X",
+                    "spark2", 0.0, provisional=True))
+    printer(Problem("memory_floor", 0, "spark2: 3.1 GiB available, under the 4.0 GiB floor, falling 1.8 GiB/s",
+                    "lower --gpu-memory-utilization from 0.8 to 0.7", "spark2", 0.0))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "! memory_low on spark2: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor"
+    assert out[2].startswith("✗ memory_floor on spark2: spark2: 3.1 GiB available, under the 4.0 GiB floor, falling")
+    assert out[3] == "  hint: lower --gpu-memory-utilization from 0.8 to 0.7"

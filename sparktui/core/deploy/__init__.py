@@ -5,6 +5,7 @@ options.py       what a pivot or redeploy relaunches, and the default planner
 logstream.py     docker logs -f -t per container, resumed with --since and deduplicated
 readiness.py     /health, /v1/models and one chat completion through an SSH forward
 watchdog.py      ticks the Diagnoser so silence past its phase's limit is flagged
+memwatch.py      the unified-memory guard on every node, from the first container until stopped
 containers.py    this deployment's containers, found and removed by label only
 record.py        a Deployment's JSON form, kept on the head for pivot/redeploy from a new process
 lock.py          the deployment's lock on the head: one launch, pivot, redeploy or stop at a time

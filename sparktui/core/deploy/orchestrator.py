@@ -24,7 +24,7 @@ from ..fabric_live import Live
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
 from ..events import (DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines,
-                      ServingStats)
+                      NodeMemory, ServingStats)
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
@@ -35,6 +35,7 @@ from . import stopmark
 from .logstream import LogBatch, LogFollower
 from .options import Planner, api_key_of, inventory_planner, options_of, other_engine, pivot_notes, pivot_options
 from .health import FAILS_BEFORE_UNHEALTHY, HEALTH_INTERVAL_S, probe_health
+from .memwatch import MemFiles, watch_memory
 from .metrics_read import Target
 from .readiness import Check, check_endpoint
 from .serving import LOOK_AT, ServingWatch
@@ -83,7 +84,7 @@ class Deployer:
                  ready_timeout: float = READY_TIMEOUT_S, poll_interval: float = 2.0,
                  wait_interval: float | None = None, step_timeout: float = STEP_TIMEOUT_S,
                  reconnect_timeout: float = 900.0, stop_grace: int = C.STOP_GRACE_S,
-                 health_interval: float = HEALTH_INTERVAL_S):
+                 health_interval: float = HEALTH_INTERVAL_S, mem_files: dict[str, MemFiles] | None = None):
         self.cluster = cluster
         self.config = config
         self.bus = bus
@@ -97,6 +98,9 @@ class Deployer:
         self.reconnect_timeout = reconnect_timeout
         self.stop_grace = stop_grace
         self.health_interval = health_interval
+        self.mem_files = mem_files or {}  # node -> where the memory guard reads it; others: /proc
+        self.memory: dict[str, NodeMemory] = {}  # node -> its latest reading and verdict
+        self._halted: str | None = None  # why the memory guard stopped this launch
         # The one place where the deployment stands (state, detail, endpoint): a new snapshot on each change
         self.current = Deployment.empty(self.name, State.STOPPED)
         self.plan: Plan | None = None
@@ -216,7 +220,9 @@ class Deployer:
 
     async def close(self) -> None:
         """Stop following and probing (the containers keep running)."""
-        pending = [t for t in self._jobs.values() if not t.done()]
+        # the memory guard closes from its own task on its way to stopping: it ends by itself
+        me = asyncio.current_task()
+        pending = [t for t in self._jobs.values() if not t.done() and t is not me]
         for t in pending:
             t.cancel()
         if pending:
@@ -310,6 +316,11 @@ class Deployer:
         self.net_milestones = []
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
+        self.memory = {}
+        self._halted = None
+        watched = [n.name for n in nodes] or cur.nodes or list(cur.containers)
+        if watched:
+            self._spawn("memory", watch_memory(self, watched, self.mem_files))
 
     def _env_everywhere(self, cur: Deployment) -> set[str]:
         """Variables this launch's plan sets on every node (none known for a reattached deployment)."""
@@ -484,7 +495,12 @@ class Deployer:
         started = self._resumed = sum(len(v) for v in resume.values())
         self._set("starting", f"resuming: {started} container(s) of this plan already run" if started
                   else f"{len(plan.steps)} steps on {len(plan.nodes)} node(s)")
-        if not await self._run_steps(plan, resume):
+        ok = await self._run_steps(plan, resume)
+        if self._halted:  # a step under way when the memory guard stopped it may have made its container since
+            await self.wait(90.0, until=(State.FAILED,))  # its own removal first
+            await self._remove_all(grace=0)
+            return
+        if not ok:
             return
         if self.current.state == "starting":
             self._set("starting", "every step ran; waiting for the engine")
@@ -521,7 +537,7 @@ class Deployer:
     async def _run_steps(self, plan: Plan, resume: dict[str, set[str]]) -> bool:
         total = len(plan.steps)
         for i, step in enumerate(plan.steps):
-            if self.current.state == "failed":
+            if self.current.state in ("failed", "stopping"):
                 return False
             node = self.cluster[step.node]
 
@@ -557,6 +573,9 @@ class Deployer:
                         ok, detail = await self._run_one(node, step)
                 if ok or step.kind == "run":
                     self._follow(step.node, step.container)  # a failed run may still have made the container
+            if not ok and self._halted:  # the memory guard stopped it: its reason stands
+                tell("failed", self._halted)
+                return False
             if not ok:
                 tell("failed", detail)
                 msg = f"step {i + 1}/{total} on {step.node} failed ({step.description}): {detail}"
@@ -642,14 +661,27 @@ class Deployer:
         await self.close()
         with contextlib.suppress(Exception):  # only words for a launch watching elsewhere: never blocks a stop
             await stopmark.mark(self.cluster[self.config.head.name], self.name)
-        results = await asyncio.gather(*(C.remove_on(n, self.name, self.stop_grace) for n in self.cluster))
-        removed = sum(k for k, _ in results)
-        errors = [f"{n.name}: {e}" for n, (_, e) in zip(self.cluster, results) if e]
+        removed, errors = await self._remove_all()
         if errors:
             self._set("failed", "could not remove every container: " + "; ".join(errors))
             raise DeployError("could not remove every container: " + "; ".join(errors))
         self._set("stopped", f"removed {removed} container(s)")
         return removed
+
+    async def _remove_all(self, grace: int | None = None) -> tuple[int, list[str]]:
+        grace = self.stop_grace if grace is None else grace
+        results = await asyncio.gather(*(C.remove_on(n, self.name, grace) for n in self.cluster))
+        return sum(k for k, _ in results), [f"{n.name}: {e}" for n, (_, e) in zip(self.cluster, results) if e]
+
+    async def stop_for(self, reason: str) -> None:
+        """Remove this deployment's containers on every node and leave it failed with `reason`: the memory
+        guard's stop. No stop mark: nobody asked for it, and a watcher elsewhere should say failed, and why."""
+        self._halted = reason
+        self._set("stopping", f"{reason}; removing {self.name}'s containers")
+        await self.close()
+        removed, errors = await self._remove_all(grace=0)  # no grace: the host may wedge within seconds
+        left = f"; could not remove every container: {'; '.join(errors)}" if errors else ""
+        self._set("failed", f"{reason}; stopped: removed {removed} container(s){left}")
 
     async def leftovers(self) -> list[tuple[str, str, str]]:
         """(node, container, state) of this deployment's containers still on the nodes: after a failed

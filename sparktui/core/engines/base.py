@@ -67,6 +67,7 @@ class Engine(ABC):
     fit_fraction: ClassVar[float] = 0.8
     fit_covers: ClassVar[str] = "weights and KV cache"
     activations_in_budget: ClassVar[bool] = True
+    kv_cache_bytes_flag: ClassVar[str | None] = None  # a flag that sizes the KV cache in bytes (memory advice)
     embeddings_replicated_by: ClassVar[str | None] = None  # a flag that makes every GPU hold the embeddings
     log_words: ClassVar[tuple[str, ...]] = ()  # lower-case words that mark a log as this engine's
     reads_neutral_logs: ClassVar[bool] = False  # its rule set reads a log that names no engine

@@ -217,6 +217,7 @@ class VLLM(Engine):
     # vLLM serves tool calls only with both
     companions = {"--tool-call-parser": "--enable-auto-tool-choice"}
     fit_fraction = 0.8
+    kv_cache_bytes_flag = "--kv-cache-memory-bytes"
     fit_covers = "vLLM's share for weights, activations and KV cache"
     activations_in_budget = True
     log_words = ("vllm", "ray runtime started")

@@ -7,4 +7,7 @@ and a pressure limit, and says when to stop first.
 
 - `limits`: the `memory:` config values (a floor as a size or a share of MemTotal) turned into bytes.
 - `sample`: one reading of a node (/proc/meminfo, /proc/pressure/memory) as `MemSample`.
+- `reader`: `MemReader`, one long-lived remote shell per node that answers each request with both files.
+- `guard`: `Guard`, the verdict on each reading (ok, warn, stop, unwatched) and the fall rate; `advice`.
+- `status`: one reading per node for `sparktui status`, and the JSON shape of a node's memory.
 """

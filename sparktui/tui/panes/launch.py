@@ -4,12 +4,15 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.widgets import Input, Static, Tab, Tabs
 
 from ...core.diagnose import Milestone, Problem, ProblemCleared
-from ...core.events import PreflightFinished, PreflightNode, PreflightStarted, ServingStats
+from ...core.events import NodeMemory, PreflightFinished, PreflightNode, PreflightStarted, ServingStats
 from ..controller import LogDrain
 from ..present.deploy import preflight_text, problem_key, problem_lines, speed_note, state_badge, timeline
+from ..present.memory import WIDTH as MEM_WIDTH
+from ..present.memory import memory_line
 from ..present.serving import serving_block
 from ..ids import widget_id
 from ..routing import handles
@@ -25,6 +28,8 @@ class LaunchPane(Vertical):
     LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
     LaunchPane > #preflight { height: auto; max-height: 6; display: none; }
     LaunchPane > #serving { height: auto; max-height: 6; display: none; }
+    LaunchPane > #memory { height: auto; max-height: 4; display: none; text-wrap: nowrap; text-overflow: ellipsis; }
+    LaunchPane.-memory > #memory { display: block; }
     LaunchPane.-serving > #serving { display: block; }
     LaunchPane.-preflight > #preflight { display: block; }
     LaunchPane > #log-tabs { height: 2; }
@@ -46,6 +51,7 @@ class LaunchPane(Vertical):
         self.detail = "press l to open the launch form"
         self._pf: dict | None = None  # the last preflight: nodes, rows, verdict
         self.advice: str | None = None  # the way out of a hang: first in the problems box, which is short
+        self.memory: dict[str, tuple[NodeMemory, list[float]]] = {}  # node -> last reading, MemAvailable history
 
     def compose(self) -> ComposeResult:
         yield Static(state_badge(self.state, self.detail), id="deploy-state")
@@ -53,6 +59,7 @@ class LaunchPane(Vertical):
             yield Static(speed_note(self.sim_speed), id="sim-note", markup=False)
         yield Static(timeline([], self.nodes), id="timeline")
         yield Static(id="preflight")
+        yield Static(id="memory")
         yield Static(id="serving")
         yield Tabs(Tab("all", id=ALL), *[Tab(n, id=widget_id("log", n)) for n in self.nodes], id="log-tabs")
         yield Input(placeholder="filter lines (Enter keeps it, Esc clears)", id="log-filter", compact=True)
@@ -82,6 +89,18 @@ class LaunchPane(Vertical):
         self.set_class(True, "-serving")
         self.query_one("#serving", Static).update(serving_block(stats, series, unavailable, cannot_tell))
 
+    @handles(NodeMemory)
+    def add_memory(self, e: NodeMemory) -> None:
+        """One line per node through loading and serving: MemAvailable's sparkline, coloured by the level."""
+        _, history = self.memory.get(e.sample.node, (e, []))
+        if e.sample.available is not None:
+            history = (history + [float(e.sample.available)])[-MEM_WIDTH:]
+        self.memory[e.sample.node] = (e, history)
+        self.set_class(True, "-memory")
+        width = max(map(len, self.memory))
+        lines = [memory_line(ev, h, width) for ev, h in (self.memory[n] for n in sorted(self.memory))]
+        self.query_one("#memory", Static).update(Content("\n").join(lines))
+
     @handles(ServingStats)
     def _serving(self, e: ServingStats) -> None:
         self.set_serving(e.stats, e.series, e.unavailable, e.cannot_tell)
@@ -89,6 +108,8 @@ class LaunchPane(Vertical):
     def reset(self) -> None:
         """A new launch: the timeline and problems start over; logs stay for comparison."""
         self.set_class(False, "-serving")
+        self.set_class(False, "-memory")
+        self.memory.clear()
         self.milestones.clear()
         self.problems.clear()
         self.advice = None
