@@ -22,7 +22,7 @@ from . import modelconfig, plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
 from .support import plan_checks, support_of_info
-from .fit import Fit, default_fraction, fit_from_facts
+from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
 from .yamlpos import unknown_names
@@ -111,6 +111,7 @@ class Plan:
     unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
     fabric: dict = field(default_factory=dict)  # topology, line rate, halves and MTU in use (fabric.summary)
     support: dict | None = None  # the image's answer on loading the model (core/support.py), when asked
+    after_load: list[NodeRoom] = field(default_factory=list)  # per node sharing system memory: what stays after load
     notes: list[str] = field(default_factory=list)  # what the plan chose on its own and why (the preview shows them)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -139,6 +140,7 @@ class Plan:
             "fit": self.fit.to_json() if self.fit else {},
             "fabric": dict(self.fabric),
             "support": self.support,
+            "after_load": [r.to_json() for r in self.after_load],
             "notes": list(self.notes),
             "warnings": list(self.warnings),
             "errors": list(self.errors),
@@ -593,7 +595,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         if not _ENV_NAME.match(k):
             c.error(f"environment variable name {k!r} is not valid")
 
-    alloc, _, alloc_note = _alloc_conf(config, opts, engine_mod)
+    alloc, expandable, alloc_note = _alloc_conf(config, opts, engine_mod)
+    rooms: list[NodeRoom] = []
     fit = None
     if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1:
         fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction,
@@ -604,6 +607,11 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
             c.warn(f"fit: {w}")
         for short in shortfalls(facts, order, mem_fraction):
             c.warn(f"free memory: {short.message()}")
+        rooms = after_load(facts, order, engine=engine, fraction=mem_fraction, floor=config.memory.floor,
+                           weights_per_gpu=fit.weights_per_gpu, expandable=expandable, extra_args=opts.extra_args)
+        for room in rooms:
+            if room.short:
+                c.warn(f"after load: {room.message()}")
 
     trust = opts.trust_remote_code
     if trust is None:
@@ -616,7 +624,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                 tp=tp, pp=pp, deployment=deployment, subnet=subnet.subnet if subnet else None, head_ip=head_ip,
                 dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
                 engine_note=version_note, mem_fraction=mem_fraction,
-                unified=[n for n in order if n in facts and facts[n].gpu.unified],
+                unified=[n for n in order if n in facts and facts[n].gpu.unified], after_load=rooms,
                 notes=[alloc_note] if alloc_note else [])
     if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
         plan.support = support.to_json()

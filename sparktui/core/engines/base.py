@@ -70,6 +70,12 @@ class Engine(ABC):
     fit_covers: ClassVar[str] = "weights and KV cache"
     activations_in_budget: ClassVar[bool] = True
     embeddings_replicated_by: ClassVar[str | None] = None  # a flag that makes every GPU hold the embeddings
+    # what the engine holds once loaded (core/fit.py after_load): whether the fraction is a share of the memory
+    # free after the weights (TensorRT-LLM) rather than of the total, and a flag that sizes the KV cache in bytes
+    # instead of the fraction (None: the engine has none)
+    fraction_of_free: ClassVar[bool] = False
+    fraction_flag: ClassVar[str | None] = None  # the fraction's flag where vocabulary has no mem_fraction term
+    kv_bytes_flag: ClassVar[str | None] = None
     # PyTorch's CUDA allocator: whether the KV cache and the activations come from its caching allocator, so
     # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True hands back the blocks it reserves and does not use;
     # why not, when it does not; flags under which the engine's own allocator refuses expandable segments

@@ -455,6 +455,8 @@ class TensorRTLLM(Engine):
     fit_fraction = 0.9  # KvCacheConfig.free_gpu_memory_fraction's default
     fit_covers = "TensorRT-LLM's KV cache: a share of the memory free after the weights"
     activations_in_budget = False
+    fraction_of_free = True
+    fraction_flag = "--kv_cache_free_gpu_memory_fraction"
     # The KV cache pool is allocated by the C++ KVCacheManager through TensorRT-LLM's own BufferManager
     # (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, WindowBlockManager::allocatePools:
     # mBufferManager.gpuSync(cacheShape, poolDtype)), not by PyTorch's caching allocator: the setting would not
