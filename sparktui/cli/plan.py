@@ -194,6 +194,8 @@ def render_plan(plan: Plan) -> Group:
         style = "red" if f.errors else ("yellow" if f.warnings else "green")
         detail = f.summary() if f.known else f"fit unknown (weights {gib(f.weights_per_gpu)}, memory {gib(f.memory_per_gpu)})"
         parts.append(Text("fit: " + detail, style=style))
+    for n in plan.notes:
+        parts.append(Text("note: " + n, style="dim"))
     for w in plan.warnings:
         parts.append(Text("warning: " + w, style="yellow"))
     for e in plan.errors:

@@ -16,13 +16,28 @@ What the fraction covers differs, as the engines' own help says:
 The overhead (CUDA context, activations, CUDA graphs, NCCL buffers) is an estimate: a few GiB on the
 engines seen on Sparks, so 3 GiB is assumed. Weights above the budget are an error; KV room under 10 %
 of memory a warning (little KV cache: short contexts, few concurrent requests).
+
+After load (after_load), per node: on unified memory (GB10) and on a node without a GPU the engine's share
+comes out of the same MemTotal the OS lives on. About ten seconds after the weights load, the KV cache and
+the allocator take the rest of the budget, and MemAvailable drops by that much; below the `memory.floor` the
+host can wedge until a power cycle. What stays is
+    left = MemTotal - HOST_RESERVE - what the engine holds [- FRAGMENTATION without expandable segments]
+what the engine holds: fraction x MemTotal (vLLM), + the activations outside it (SGLang); weights +
+activations + fraction x what is free after them (TensorRT-LLM); weights + activations + the KV bytes when a
+flag sizes the KV cache (vLLM --kv-cache-memory-bytes). HOST_RESERVE (OS, container runtime, the engine's
+Python processes and CUDA context) and FRAGMENTATION (blocks PyTorch's caching allocator reserves and does
+not use; users measured 6-7 GiB back with expandable_segments:True) are estimates.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import math
+import re
+
 from .engines import ENGINES
 from .facts import NodeFacts
+from .memory.limits import amount_bytes
 
 GIB = 1024**3
 RUNTIME_OVERHEAD = 3 * GIB
@@ -34,6 +49,8 @@ NVIDIA_FRACTION = {e.name: e.fit_fraction for e in ENGINES.values()}
 COVERS = {e.name: e.fit_covers for e in ENGINES.values()}
 # an estimate made without naming the engine reads the budget the way this one does (activations inside)
 _BUDGET_READER = next(e.name for e in ENGINES.values() if e.activations_in_budget)
+HOST_RESERVE = 10 * GIB  # held outside the engine's budget on a node: OS, runtime, the engine's own processes
+FRAGMENTATION = 6 * GIB  # reserved but unused by PyTorch's caching allocator, without expandable segments
 _DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 
 
@@ -218,3 +235,127 @@ def fit_from_facts(facts: dict[str, NodeFacts], nodes: list[str], checkpoint_byt
     if rep is not None and not rep[0]:
         rep = None  # config.json without the sizes: the allowance instead
     return estimate_fit(checkpoint_bytes, mem, tp, pp, mem_fraction, overhead_bytes, engine, rep)
+
+
+@dataclass
+class NodeRoom:
+    """What one node keeps once the engine has loaded and taken its KV cache, against the floor."""
+
+    node: str
+    total: int  # MemTotal
+    held: int  # what the engine holds once loaded
+    reserve: int  # held outside the engine: HOST_RESERVE (+ FRAGMENTATION without expandable segments)
+    floor: int
+    fraction: float
+    flag: str  # the engine's flag for the fraction
+    suggest: float | None = None  # the fraction that leaves the floor (None: none does)
+    kv_bytes: int | None = None  # the KV cache's size when a flag gives it
+    kv_suggest: int | None = None  # the KV size that leaves the floor
+    kv_flag: str | None = None
+    expandable_hint: bool = False  # expandable segments are off where the engine would honour them
+
+    @property
+    def left(self) -> int:
+        return self.total - self.reserve - self.held
+
+    @property
+    def short(self) -> bool:
+        return self.left < self.floor
+
+    def message(self) -> str:
+        parts = f"the engine ~{gib(self.held)}, OS and runtime ~{gib(self.reserve)}"
+        if self.left > 0:
+            head = (f"{self.node}: about {gib(self.left)} of its {gib(self.total)} left after load ({parts}), "
+                    f"under the {gib(self.floor)} floor below which the host can wedge")
+        else:
+            head = (f"{self.node}: after load {parts} would want {gib(-self.left)} more than its {gib(self.total)}; "
+                    f"the host can wedge below the {gib(self.floor)} floor")
+        ways = []
+        if self.kv_bytes is not None and self.kv_flag:
+            ways.append(f"{self.kv_flag} {gib(self.kv_bytes)} -> {gib(self.kv_suggest)}" if self.kv_suggest
+                        else f"{self.kv_flag} {gib(self.kv_bytes)} leaves too little even at zero")
+        elif self.suggest is not None:
+            ways.append(f"{self.flag} {self.fraction:.2f} -> {self.suggest:.2f}")
+        elif self.kv_bytes is None:
+            ways.append(f"no {self.flag} leaves the floor: use more nodes or a smaller model")
+        if self.expandable_hint:
+            ways.append("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (about "
+                        f"{gib(FRAGMENTATION)} back)")
+        if self.kv_bytes is None and self.kv_flag:
+            ways.append(f"or size the KV cache with {self.kv_flag}")
+        return f"{head}: {'; '.join(ways)}"
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "left": self.left, "short": self.short}
+
+
+_KV_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+             "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def kv_bytes_arg(extra_args: list | None, flag: str | None) -> int | None:
+    """The byte count given to `flag` among the engine's extra arguments (vLLM's human-readable ints: 20G
+    binary, 20g decimal, or plain bytes); None when absent or unreadable."""
+    if not flag:
+        return None
+    words = [str(w) for w in extra_args or ()]
+    for i, w in enumerate(words):
+        value = w.split("=", 1)[1] if w.startswith(flag + "=") else (words[i + 1] if w == flag and i + 1 < len(words)
+                                                                      else None)
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)i?[bB]?\s*", value or "")
+        if m:
+            return int(float(m.group(1)) * _KV_UNITS[m.group(2)])
+    return None
+
+
+def host_bound(f: NodeFacts) -> bool:
+    """Does the engine's share come out of the node's system memory: unified memory (GB10), or no GPU?"""
+    return f.gpu.unified or (f.gpu.count == 0 and not f.gpu.memory_total_bytes)
+
+
+def after_load(facts: dict[str, NodeFacts], nodes: list[str], *, engine: str, fraction: float, floor: str,
+               weights_per_gpu: int | None = None, expandable: bool = False,
+               extra_args: list | None = None) -> list[NodeRoom]:
+    """Each node whose memory the engine shares with the OS, with MemTotal known: what stays after load."""
+    eng = ENGINES.get(engine)
+    if eng is None:
+        return []
+    flag = eng.flag("mem_fraction") or eng.fraction_flag or "the memory fraction"
+    kv = kv_bytes_arg(extra_args, eng.kv_bytes_flag)
+    frag = FRAGMENTATION if eng.torch_allocator and not expandable else 0
+    outside = 0 if eng.activations_in_budget else RUNTIME_OVERHEAD
+    out = []
+    for name in nodes:
+        f = facts.get(name)
+        total = f.memory.total_bytes if f is not None else None
+        if f is None or not total or not host_bound(f):
+            continue
+        gpus = max(f.gpu.count, 1)
+        reserve = HOST_RESERVE + frag
+        room = NodeRoom(name, total, 0, reserve, amount_bytes(floor, total) or 0, fraction, flag,
+                        kv_bytes=kv, kv_flag=eng.kv_bytes_flag, expandable_hint=bool(frag))
+        if kv is not None or eng.fraction_of_free:
+            if weights_per_gpu is None:
+                continue  # both depend on the weights: unknown, nothing to say
+            fixed = weights_per_gpu + RUNTIME_OVERHEAD
+            if kv is not None:
+                room.held = gpus * (fixed + kv)
+                spare = kv - (room.floor - room.left) // gpus
+                room.kv_suggest = spare if spare > 0 else None
+            else:
+                free = total // gpus - reserve - fixed  # per GPU, after the weights and activations
+                room.held = gpus * (fixed + int(fraction * max(free, 0)))
+                room.suggest = _down(1 - room.floor / (gpus * free)) if free > 0 else None
+        else:
+            room.held = int(gpus * (fraction * total / gpus + outside))
+            room.suggest = _down((total - reserve - room.floor - gpus * outside) / total)
+        if room.suggest is not None and not 0 < room.suggest < fraction:
+            room.suggest = None
+        out.append(room)
+    return out
+
+
+def _down(x: float) -> float | None:
+    """Two decimals, rounded down (a suggestion never overshoots); None when nothing above zero works."""
+    v = math.floor(x * 100 + 1e-9) / 100
+    return v if v > 0 else None

@@ -15,13 +15,14 @@ from typing import Union
 
 from .config import Config
 from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
+from .engines.base import ALLOC_CONF
 from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
 from .support import plan_checks, support_of_info
-from .fit import Fit, default_fraction, fit_from_facts
+from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
 from .yamlpos import unknown_names
@@ -32,6 +33,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
              "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
              *host_ip_vars())
+# PyTorch's allocator settings a user may give; since torch 2.9 PYTORCH_ALLOC_CONF is read before the CUDA one
+_USER_ALLOC = (ALLOC_CONF, "PYTORCH_ALLOC_CONF")
 
 
 @dataclass
@@ -108,6 +111,8 @@ class Plan:
     unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
     fabric: dict = field(default_factory=dict)  # topology, line rate, halves and MTU in use (fabric.summary)
     support: dict | None = None  # the image's answer on loading the model (core/support.py), when asked
+    after_load: list[NodeRoom] = field(default_factory=list)  # per node sharing system memory: what stays after load
+    notes: list[str] = field(default_factory=list)  # what the plan chose on its own and why (the preview shows them)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -135,6 +140,8 @@ class Plan:
             "fit": self.fit.to_json() if self.fit else {},
             "fabric": dict(self.fabric),
             "support": self.support,
+            "after_load": [r.to_json() for r in self.after_load],
+            "notes": list(self.notes),
             "warnings": list(self.warnings),
             "errors": list(self.errors),
             "runnable": self.ok,  # false: the nodes' commands are for reading until the errors are fixed
@@ -435,10 +442,31 @@ def _shown_env(env: dict[str, Union[str, Secret]]) -> dict[str, str]:
     return {k: (MASK if isinstance(v, Secret) else v) for k, v in env.items()}
 
 
-def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot: Spot, c: _Checks) -> dict:
+def _alloc_conf(config: Config, opts: PlanOptions, engine_mod) -> tuple[str | None, bool, str]:
+    """(PYTORCH_CUDA_ALLOC_CONF the plan sets, whether expandable segments will be on, the preview's line).
+    A user's own setting, in --env or the config's docker.env, is theirs: kept as given, never added to."""
+    if engine_mod is None:
+        return None, False, ""
+    value, why = engine_mod.alloc_conf(opts.extra_args)
+    for source, env in (("--env", opts.env), ("config docker.env", config.docker.env)):  # --env wins, as below
+        for name in _USER_ALLOC:
+            if name in env:
+                theirs = str(env[name])
+                on = "expandable_segments:true" in theirs.replace(" ", "").lower()
+                would = f"; sparktui would set {ALLOC_CONF}={value}" if value else ""
+                return None, on, f"{name}={theirs} from {source} is yours and wins{would}"
+    if value is None:
+        return None, False, f"{ALLOC_CONF}: {why}"
+    return value, True, f"{ALLOC_CONF}={value}: {why}"
+
+
+def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot: Spot, c: _Checks,
+              alloc: str | None = None) -> dict:
     env: dict[str, Union[str, Secret]] = {}
     env.update(engine_mod.interface_env(spot))
     env.update(engine_mod.node_env(ctx, spot))
+    if alloc:
+        env[ALLOC_CONF] = alloc  # before the user's env, which never has it (_alloc_conf)
     env["NCCL_DEBUG"] = "INFO"  # one line at init tells the transport (RoCE or sockets); diagnosis reads it
     if config.docker.gpu_style == "runtime-nvidia":
         env["NVIDIA_VISIBLE_DEVICES"] = "all"  # the nvidia runtime exposes no GPU without it
@@ -567,6 +595,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         if not _ENV_NAME.match(k):
             c.error(f"environment variable name {k!r} is not valid")
 
+    alloc, expandable, alloc_note = _alloc_conf(config, opts, engine_mod)
+    rooms: list[NodeRoom] = []
     fit = None
     if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1:
         fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction,
@@ -577,6 +607,11 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
             c.warn(f"fit: {w}")
         for short in shortfalls(facts, order, mem_fraction):
             c.warn(f"free memory: {short.message()}")
+        rooms = after_load(facts, order, engine=engine, fraction=mem_fraction, floor=config.memory.floor,
+                           weights_per_gpu=fit.weights_per_gpu, expandable=expandable, extra_args=opts.extra_args)
+        for room in rooms:
+            if room.short:
+                c.warn(f"after load: {room.message()}")
 
     trust = opts.trust_remote_code
     if trust is None:
@@ -589,7 +624,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                 tp=tp, pp=pp, deployment=deployment, subnet=subnet.subnet if subnet else None, head_ip=head_ip,
                 dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
                 engine_note=version_note, mem_fraction=mem_fraction,
-                unified=[n for n in order if n in facts and facts[n].gpu.unified])
+                unified=[n for n in order if n in facts and facts[n].gpu.unified], after_load=rooms,
+                notes=[alloc_note] if alloc_note else [])
     if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
         plan.support = support.to_json()
     spots = []
@@ -615,7 +651,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                   engine_version=version, files=plan_files.mounts(opts.files))
     if engine_mod is not None:
         for spot in spots:
-            spot.env = {**_spot_env(config, opts, engine_mod, ctx, spot, c), **key_env}
+            spot.env = {**_spot_env(config, opts, engine_mod, ctx, spot, c, alloc), **key_env}
         for why in engine_mod.plan_refusals(ctx):
             c.error(why)
         for why in engine_mod.plan_warnings(ctx):

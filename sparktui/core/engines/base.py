@@ -29,6 +29,8 @@ TERMS = {
 # Launch shapes a mode can have: every rank runs the engine with its rank's flags; a Ray cluster first,
 # then one driver on the head; one MPI launcher on the head starting every rank.
 SHAPES = ("ranks", "ray-driver", "mpi")
+ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
+EXPANDABLE = "expandable_segments:True"
 
 
 class Engine(ABC):
@@ -69,6 +71,18 @@ class Engine(ABC):
     activations_in_budget: ClassVar[bool] = True
     kv_cache_bytes_flag: ClassVar[str | None] = None  # a flag that sizes the KV cache in bytes (memory advice)
     embeddings_replicated_by: ClassVar[str | None] = None  # a flag that makes every GPU hold the embeddings
+    # what the engine holds once loaded (core/fit.py after_load): whether the fraction is a share of the memory
+    # free after the weights (TensorRT-LLM) rather than of the total, and a flag that sizes the KV cache in bytes
+    # instead of the fraction (None: the engine has none)
+    fraction_of_free: ClassVar[bool] = False
+    fraction_flag: ClassVar[str | None] = None  # the fraction's flag where vocabulary has no mem_fraction term
+    kv_bytes_flag: ClassVar[str | None] = None
+    # PyTorch's CUDA allocator: whether the KV cache and the activations come from its caching allocator, so
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True hands back the blocks it reserves and does not use;
+    # why not, when it does not; flags under which the engine's own allocator refuses expandable segments
+    torch_allocator: ClassVar[bool] = False
+    torch_allocator_note: ClassVar[str] = ""
+    expandable_refused_by: ClassVar[Mapping[str, str]] = {}
     log_words: ClassVar[tuple[str, ...]] = ()  # lower-case words that mark a log as this engine's
     reads_neutral_logs: ClassVar[bool] = False  # its rule set reads a log that names no engine
     hang_pivot: ClassVar[tuple[str, str] | None] = None  # (engine, why) to suggest when a launch hangs
@@ -104,6 +118,18 @@ class Engine(ABC):
     def plan_warnings(self, ctx: Context) -> list[str]:
         """What the plan should know about this engine here (warnings on the plan): what does not carry over."""
         return []
+
+    def alloc_conf(self, extra_args) -> tuple[str | None, str]:
+        """(PYTORCH_CUDA_ALLOC_CONF for this launch, why) -- None where the engine's allocator ignores or refuses
+        expandable segments with these flags."""
+        if not self.torch_allocator:
+            return None, self.torch_allocator_note or f"{self.label} does not allocate its KV cache through PyTorch"
+        given = {str(w).split("=", 1)[0] for w in extra_args or () if str(w).startswith("--")}
+        for flag, why in self.expandable_refused_by.items():
+            if flag in given:
+                return None, f"not set: {why}"
+        return EXPANDABLE, (f"{self.label}'s KV cache comes from PyTorch's allocator, which then gives back the "
+                            f"blocks it reserves and does not use")
 
     def shape(self, mode: str) -> str:
         return self.shapes.get(mode, SHAPES[0])

@@ -140,6 +140,14 @@ class SGLang(Engine):
     activations_in_budget = False
     # with DP attention every rank holds the whole embedding table and lm_head
     embeddings_replicated_by = "--enable-dp-attention"
+    # The KV pool is torch.zeros on the device (python/sglang/srt/mem_cache/memory_pool.py,
+    # MHATokenToKVPool._create_buffers, inside memory_saver_adapter.region): PyTorch's caching allocator. With
+    # --enable-memory-saver it goes through torch_memory_saver (python/sglang/srt/utils/torch_memory_saver_adapter.py),
+    # which refuses expandable segments ("TorchMemorySaver is disabled ... expandable_segments is not supported
+    # yet") or cannot pause what they allocate (fzyzcjy/torch_memory_saver#24).
+    torch_allocator = True
+    expandable_refused_by = {"--enable-memory-saver": "SGLang's memory saver (torch_memory_saver) does not work "
+                                                      "with expandable segments"}
     log_words = ("sglang",)
     hang_pivot = ("vllm", "vLLM with Ray joins the ranks through Ray, not torch's TCP rendezvous")
     no_metrics_hint = ("SGLang serves /metrics only with --enable-metrics: redeploy with a current sparktui plan "

@@ -455,6 +455,15 @@ class TensorRTLLM(Engine):
     fit_fraction = 0.9  # KvCacheConfig.free_gpu_memory_fraction's default
     fit_covers = "TensorRT-LLM's KV cache: a share of the memory free after the weights"
     activations_in_budget = False
+    fraction_of_free = True
+    fraction_flag = "--kv_cache_free_gpu_memory_fraction"
+    # The KV cache pool is allocated by the C++ KVCacheManager through TensorRT-LLM's own BufferManager
+    # (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, WindowBlockManager::allocatePools:
+    # mBufferManager.gpuSync(cacheShape, poolDtype)), not by PyTorch's caching allocator: the setting would not
+    # reach the memory taken after the weights.
+    torch_allocator = False
+    torch_allocator_note = ("TensorRT-LLM allocates its KV cache pool itself (KVCacheManager's BufferManager), not "
+                            "through PyTorch's allocator: PYTORCH_CUDA_ALLOC_CONF is not set")
     log_words = ("tensorrt-llm", "tensorrt_llm", "trtllm")
     hang_pivot = ("vllm", "vLLM with Ray joins the ranks through Ray, not OpenMPI over SSH")
     no_metrics_hint = ("trtllm-serve serves Prometheus text at /prometheus/metrics only with the LLM API option "

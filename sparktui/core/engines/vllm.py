@@ -254,6 +254,17 @@ class VLLM(Engine):
     # VLLM_NEGATABLE_BOOL_FLAGS: on by default in vLLM, so a recipe's false is written --no-<flag>
     recipe_negated = frozenset({"enable_prefix_caching", "enable_chunked_prefill", "async_scheduling"})
 
+    # sizes the KV cache in bytes, the fraction then left aside (vllm/config/cache.py kv_cache_memory_bytes)
+    kv_bytes_flag = "--kv-cache-memory-bytes"
+    # The KV cache is torch tensors from PyTorch's caching allocator (vllm/v1/worker/gpu_worker.py
+    # initialize_from_config -> model_runner.initialize_kv_cache, a nullcontext unless sleep mode). Sleep mode
+    # allocates through vLLM's own CuMemAllocator (vllm/device_allocator/cumem.py), whose __init__ asserts
+    # "expandable_segments:True" not in PYTORCH_CUDA_ALLOC_CONF ("Expandable segments are not compatible with
+    # memory pool", pytorch/pytorch#147851) in the releases before use_memory_pool turned them off around the pool.
+    torch_allocator = True
+    expandable_refused_by = {"--enable-sleep-mode": "vLLM's sleep-mode allocator (CuMemAllocator) asserts that "
+                                                    "expandable segments are off in the releases that have it"}
+
     def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
         return node_env(ctx, spot)
 

@@ -59,7 +59,9 @@ def support_text(plan: Plan) -> Content:
 def issues_text(plan: Plan) -> Content:
     lines = [Content.assemble(("✗ ", "$error bold"), (e, "$error")) for e in plan.errors]
     lines += [Content.assemble(("⚠ ", "$warning bold"), w) for w in plan.warnings]
-    return Content("\n").join(lines) if lines else Content.styled("✓ plan checks pass", "$success")
+    lines = lines or [Content.styled("✓ plan checks pass", "$success")]
+    lines += [Content.assemble(("ℹ ", "bold"), (n, "$text-muted")) for n in plan.notes]  # what the plan chose, why
+    return Content("\n").join(lines)
 
 
 def fold_command(cmd: str) -> list[str]:
