@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_arg(p)
     add_plan_args(p)
     _wait_args(p)
-    p.add_argument("--yes", "-y", action="store_true", help="replace a running deployment without asking")
+    p.add_argument("--yes", "-y", action="store_true",
+                   help="replace a running deployment, and remove stale containers the preflight names, without asking")
     p.add_argument("--no-preflight", action="store_true", help="skip the rendezvous check before launching")
     p.add_argument("--force", action="store_true", help="launch even when the preflight check fails")
     _break_lock_arg(p)
@@ -347,6 +348,34 @@ async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:
     raise CliExit(1, summary + "\n(fix it, or pass --force to launch anyway)")
 
 
+async def _stale(ops: Operations, p: Prepared, args: argparse.Namespace) -> dict | None:
+    """The preflight named stale containers (stopped ones with sparktui's labels): remove them once
+    confirmed (--yes); without a terminal and without --yes nothing is removed. The launch goes on either way."""
+    stale = p.verdict.stale if p.verdict is not None else {}
+    if not stale:
+        return None
+    listed = "; ".join(f"{n}: {', '.join(names)}" for n, names in stale.items())
+    doc: dict = {"found": [{"node": n, "container": c} for n, names in stale.items() for c in names],
+                 "removed": [], "errors": []}
+    if not confirm(f"remove the stale container(s) earlier launches left ({listed})?", args.yes):
+        doc["kept"] = True
+        if not args.json:
+            said = ("stale containers not removed: pass --yes to remove them" if not sys.stdin.isatty()
+                    else "stale containers kept")
+            err_console.print(f"{said} (the launch goes on)", markup=False)
+        return doc
+    for r in await ops.remove_stale(stale):
+        doc["removed"] += [{"node": r["node"], "container": c} for c in r["removed"]]
+        if r["error"]:
+            doc["errors"].append({"node": r["node"], "error": r["error"]})
+        if not args.json:
+            what = ", ".join(r["removed"]) or "nothing"
+            err_console.print(f"{r['node']}: removed {what}" + (f" ({r['error']})" if r["error"] else ""),
+                              markup=False)
+    doc["kept"] = False
+    return doc
+
+
 def _dry_run(p: Prepared, args: argparse.Namespace) -> int:
     """What a launch would do, as the TUI's form would prepare it: plan, checks, stops and starts."""
     if args.json:
@@ -446,6 +475,7 @@ async def cmd_launch(args: argparse.Namespace) -> int:
             if p.resuming and not args.json:
                 console.print("\n".join(p.preview.notes), markup=False)
             extra["preflight"] = await _preflight(ops, p, args)
+            extra["stale_containers"] = await _stale(ops, p, args)
             if p.replaces:
                 _ask(p.preview, args.yes)
             with interrupted(args, p):
@@ -508,6 +538,7 @@ async def _switch(args: argparse.Namespace, op: Op) -> int:
             _warn(p, args)
             extra: dict = {"plan_id": p.plan.plan_id if p.plan else None}
             extra["preflight"] = await _preflight(ops, p, args)
+            extra["stale_containers"] = await _stale(ops, p, args)
             _ask(p.preview, args.yes)
             with interrupted(args, p):
                 await ops.run(p, force=True)

@@ -71,6 +71,8 @@ class Diagnoser(BatchFeed):
         self._loading = False
         self._ray_local = False
         self._nodes: dict[str | None, _Node] = {}
+        self._worker_waits = 0  # the head's shm_broadcast waits, every node
+        self._semlock = False  # a worker lost its semaphore (SemLock._rebuild), on any node
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -409,6 +411,10 @@ class Diagnoser(BatchFeed):
         if self.model_path and "No such file or directory" in seg and self.model_path in seg:
             return self._classified(ns, Problem("model_not_found", n, f"{self.model_path} is missing in the container",
                                                 S.MODEL_HINT, node, at, body))
+        if S.WORKER_WAIT in seg:
+            self._worker_waits += 1
+            if self._semlock:  # the head waits for the worker that lost its semaphore: the trap, not a wedge
+                return self._trap(node, n, at, body)
         for sign in S.SIGNS:
             if self.engine not in sign.engines:
                 continue
@@ -432,6 +438,12 @@ class Diagnoser(BatchFeed):
                 if ns.waits >= 2:  # once can be a slow step; again with nothing served between is a wedge
                     return self._wedged(node, n, at, ns.waits * int(groups[0] or 60), body)
             p = Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional)
+            if sign.kind == "semaphore_lost":
+                self._semlock = True
+                if self._worker_waits:
+                    if ns.tb is not None:
+                        ns.tb["classified"] = True  # the traceback is this trap's
+                    return self._trap(node, n, at, body)
             if sign.kind == "watchdog_timeout" and "collective" in message and not self._collective(ns, p, seg):
                 return []  # every rank reports the same timed-out collective: the first one names it
             if self.ready and not p.provisional:
@@ -455,6 +467,18 @@ class Diagnoser(BatchFeed):
         died.message += f": {cause.message}"
         died.hint = S.DIED_OF_HINT
         return []
+
+    def _trap(self, node, n: int, at: float, body: str) -> list[Event]:
+        """A worker's lost semaphore and the head's wait for workers, on any nodes: the semaphore trap. It
+        replaces the lost semaphore's own problem and the wait's stall or wedge, which it explains."""
+        if any(q.kind == "semaphore_trap" for q in self.problems):
+            return []
+        out: list[Event] = []
+        for q in [q for q in self.problems if q.kind in ("semaphore_lost", "stalled", "wedged")]:
+            self.problems.remove(q)
+            out.append(ProblemCleared(q, "a worker lost its semaphore while the engine waits for it: the semaphore trap"))
+        return out + self._problem(Problem("semaphore_trap", n, S.SEMAPHORE_TRAP_MESSAGE, S.SEMAPHORE_HINT, node, at,
+                                           body[:300]))
 
     def _wedged(self, node, n: int, at: float, waited: int, body: str) -> list[Event]:
         """The wedge replaces the first wait's doubt on that node: it is the same stall, now proven."""

@@ -115,3 +115,20 @@ def test_real_ray_start_failures_captured_in_the_lab_are_named(name, kind):
     probs = BENCH.diagnose(meta, log).ordered_problems()
     assert probs and probs[0].kind == kind == meta["kind"], [p.kind for p in probs]
     assert probs[0].hint
+
+
+def test_constructed_cases_are_marked_scored_apart_and_right():
+    metas = [BENCH.load(p)[0] for p in FILES]
+    made = [m for m in metas if m.get("constructed")]
+    assert made and all(m["constructed"].startswith("yes, not captured") for m in made)
+    res = BENCH.score()
+    assert res["constructed"] == {"right": len(made), "total": len(made)}
+    assert res["total"] == len(metas) - len(made)
+
+
+def test_the_semaphore_trap_reads_as_the_trap_not_a_wedge_or_a_stall():
+    meta, log = BENCH.load(CORPUS / "vllm_semaphore_trap_constructed.log")
+    d = BENCH.diagnose(meta, log)
+    kinds = [p.kind for p in d.ordered_problems()]
+    assert kinds[0] == "semaphore_trap" and not {"stalled", "wedged", "semaphore_lost", "traceback"} & set(kinds)
+    assert "enable-linger" in d.ordered_problems()[0].hint and d.state == "failed"

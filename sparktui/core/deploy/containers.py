@@ -66,6 +66,16 @@ async def remove_on(node: Node, deployment: str, grace: int = STOP_GRACE_S) -> t
     return removed, None if r.ok else (r.stderr.strip() or f"exit {r.exit_status}")
 
 
+async def remove_stale(node: Node, names: list[str]) -> tuple[list[str], str | None]:
+    """(removed, error): `docker rm` without -f of containers found stopped, so one that runs again
+    meanwhile is refused by docker rather than killed; one call per node."""
+    if not names:
+        return [], None
+    r = await node.run(["docker", "rm", *names], timeout=60)
+    removed = [x for x in r.stdout.split() if x in names]
+    return removed, None if r.ok else (r.stderr.strip() or f"exit {r.exit_status}")
+
+
 async def remove_one(node: Node, container: str) -> str | None:
     r = await node.run(["docker", "rm", "-f", container], timeout=60)
     return None if r.ok else (r.stderr.strip() or f"exit {r.exit_status}")

@@ -381,6 +381,17 @@ class Operations:
         self.bus.emit(PreflightFinished(p.deployment, verdict, verdict.summary()))
         return verdict
 
+    async def remove_stale(self, stale: dict[str, list[str]]) -> list[dict]:
+        """Remove the stale containers the preflight named (node -> names), once the user agreed:
+        one `docker rm` per node; what each node removed or why not."""
+        import asyncio
+
+        from .containers import remove_stale
+
+        nodes = [n for n in stale if n in self.cluster.nodes]
+        done = await asyncio.gather(*(remove_stale(self.cluster[n], stale[n]) for n in nodes))
+        return [{"node": n, "removed": removed, "error": error} for n, (removed, error) in zip(nodes, done)]
+
     # -- run ----------------------------------------------------------------------------------------
     async def run(self, p: Prepared, *, force: bool = False, breaking: _lock.Holder | None = None) -> str:
         """Do what was prepared. Refused when its checks failed (unless force, for the preflight only).

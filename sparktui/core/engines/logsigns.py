@@ -81,6 +81,19 @@ WEDGED_MESSAGE = ("wedged behind a stalled worker: the engine has waited {0} s f
 WEDGED_HINT = ("a rank stopped answering: check that every node and worker process is up and not paused or "
                "frozen (`docker ps`; a stopped or swapping process); the engine goes on once that rank runs again, "
                "otherwise redeploy (r, or `sparktui redeploy`)")
+# The semaphore trap: systemd-logind's RemoveIPC removed the engine's POSIX semaphores and shared memory
+# when the SSH user's last session ended (lingering off, the engine running as that user with --ipc host).
+# A worker spawned afterwards fails in multiprocessing's SemLock._rebuild (FileNotFoundError) and the
+# head waits for it in shm_broadcast for ever (spark-arena/sparkrun#285 shows the worker's side).
+SEMLOCK = _re(r"SemLock\._rebuild")
+SEMAPHORE_TRAP_MESSAGE = ("the semaphore trap: a worker lost a semaphore its parent made (SemLock._rebuild: "
+                          "FileNotFoundError) and the engine waits for that worker (No available shared memory "
+                          "broadcast block found): logind removed the engine's IPC objects when the SSH session ended")
+SEMAPHORE_HINT = ("systemd-logind removes a user's semaphores and shared memory when the user's last session ends "
+                  "(RemoveIPC=yes, lingering off) and the engine ran as that user with --ipc host: run "
+                  "`sudo loginctl enable-linger USER` on every node, or set RemoveIPC=no under [Login] in "
+                  "/etc/systemd/logind.conf and `sudo systemctl restart systemd-logind` (or run the container as "
+                  "root), then redeploy; `sparktui preflight` checks every node for it")
 # The collective a torch NCCL watchdog timeout names: the operation and its timeout.
 COLLECTIVE = _re(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)")
 
@@ -217,6 +230,10 @@ SIGNS: list[Sign] = [
     Sign("watchdog_timeout", _re(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=([\d.]+)"), engines=("sglang",),
          message="SGLang's watchdog killed the scheduler after {0} s without progress",
          hint="the scheduler was stuck; read the lines before it for where"),
+    # a worker spawned after its semaphore was removed (alone: not yet proven to be logind; see SEMLOCK)
+    Sign("semaphore_lost", SEMLOCK,
+         message="a worker could not open a semaphore its parent made (SemLock._rebuild: FileNotFoundError)",
+         hint="the semaphore was gone before the worker started: its parent exited first, or " + SEMAPHORE_HINT),
     # a rank waiting on the others (vLLM's message queue between the engine and its workers)
     Sign("stalled", _re(r"No available shared memory broadcast block found in (\d+) seconds"), provisional=True,
          message="the engine waited {0} s for its workers: a rank is hanging or busy (compilation)",

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from . import check_program
 from .check_program import IFNAME_VARS, MARK, classify, iface_matches
+from .ipc import SECTION as IPC_SECTION, IpcLook, parse_ipc
 from ..config import DockerConfig
 from ..engines import host_ip_vars
 from ..engines.common import Spot, Word, docker_flags, render
 from ..facts import Memory
 from ..probes import parse_meminfo
 from ..secrets import MASK
-from ..labels import PREFLIGHT as LABEL
+from ..labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
 from ..plan import NodePlan
 from ..ssh import script
 
@@ -36,13 +37,22 @@ echo @@image; docker image inspect --format {fmt} {image} 2>&1; echo "@@rc $?"
 echo @@ib; if [ -e /dev/infiniband ]; then echo yes; else echo no; fi
 echo @@tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true
 echo @@mem; cat /proc/meminfo 2>/dev/null; true
+echo @@user; docker image inspect --format {ufmt} {image} 2>/dev/null; true
+echo @@ctrs; docker ps -a --no-trunc --filter {label} --format {jfmt} 2>&1; echo "@@rc $?"
+echo @@stats; ids=$(docker ps -q --no-trunc --filter {label} --filter status=running 2>/dev/null)
+if [ -n "$ids" ]; then docker stats --no-stream --no-trunc --format {sfmt} $ids 2>/dev/null; fi; true
 """
 
 
-def look_command(image: str) -> str:
-    """One round trip before anything starts: `ip -j addr`, the image, /dev/infiniband, listening ports,
-    and /proc/meminfo (free memory now, not at the last poll: a copy may have just filled the page cache)."""
-    return script(_LOOK, fmt="{{.Id}}", image=image)
+def look_command(image: str, root: str = "") -> str:
+    """One round trip before anything starts: `ip -j addr`, the image (and the user it runs as),
+    /dev/infiniband, listening ports, /proc/meminfo (free memory now, not at the last poll: a copy may
+    have just filled the page cache), every container with sparktui's labels and what the running ones
+    hold (`docker stats`), and logind's IPC settings for the SSH user (ipc.py). root: where the system's
+    files are read (a test's fake tree; "" on a node)."""
+    return script(_LOOK + IPC_SECTION, fmt="{{.Id}}", image=image,
+                  ufmt="{{.Config.User}}", label=f"label={LABEL_DEPLOYMENT}", jfmt="{{json .}}",
+                  sfmt="{{.Name}} {{.MemUsage}}", root=root)
 
 
 @dataclass
@@ -55,6 +65,11 @@ class Look:
     infiniband: bool = False
     listening: set[int] = field(default_factory=set)
     memory: Memory | None = None
+    image_user: str | None = None  # the image's USER ("" or None: root)
+    containers: list[str] | None = None  # `docker ps -a` JSON lines of sparktui's containers (None: docker failed)
+    containers_error: str | None = None
+    stats: list[str] = field(default_factory=list)  # `docker stats` lines: NAME USED / LIMIT
+    ipc: IpcLook | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -87,7 +102,7 @@ def _listening(lines: list[str]) -> set[int]:
     return ports
 
 
-def parse_look(text: str) -> Look:
+def parse_look(text: str, root: str = "") -> Look:
     sec = _sections(text)
     look = Look()
     try:
@@ -116,6 +131,18 @@ def parse_look(text: str) -> Look:
     look.listening = _listening(sec.get("tcp", []))
     mem = parse_meminfo("\n".join(sec.get("mem", [])))
     look.memory = mem if mem.total_bytes and mem.free_bytes is not None else None
+    user = [ln.strip() for ln in sec.get("user", []) if ln.strip()]
+    look.image_user = user[0] if user else None
+    if "ctrs" in sec:
+        rc = next((ln.split()[1] for ln in sec["ctrs"] if ln.startswith("@@rc ")), "1")
+        rows = [ln for ln in sec["ctrs"] if ln.strip() and not ln.startswith("@@rc")]
+        if rc == "0":
+            look.containers = rows
+        else:
+            look.containers_error = (rows[-1] if rows else "docker ps failed").strip()
+    look.stats = [ln.strip() for ln in sec.get("stats", []) if ln.strip()]
+    if "ipc" in sec:
+        look.ipc = parse_ipc(sec["ipc"], root)
     return look
 
 

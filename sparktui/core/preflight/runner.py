@@ -23,7 +23,10 @@ from ..plan import NodePlan, Plan
 from ..ssh import Cluster
 from .remote import (Look, check_command, container_name, free_port, judge_look, look_command, parse_look,
                      program_text, result_from_output, sweep_command)
-from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_memory
+from ..engines.common import Spot, docker_flags
+from .ipc import IpcRisk, engine_identity, judge_ipc
+from .leftovers import leftovers_of
+from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_ipc_risks, judge_memory
 
 DEFAULT_TIMEOUT = 30.0
 LOOK_TIMEOUT = 10.0  # the look is one small script
@@ -196,7 +199,7 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
             for n in order:
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
                     n.name, n.rank, n.iface, n.ip, "stopped", "no result")
-        _judge(verdict, order, looks, plan)
+        _judge(verdict, order, looks, plan, config)
     finally:
         if started:
             await _sweep(cluster, started)
@@ -204,12 +207,35 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
     return verdict
 
 
-def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None], plan: Plan) -> None:
+def _ipc_risks(order: list[NodePlan], looks: dict[str, Look | None], config: Config) -> dict[str, IpcRisk]:
+    """Each node's semaphore-trap judgement, from the engine container's own flags (docker_flags: the
+    --user and --ipc it will get) and the image's USER."""
+    out = {}
+    for n in order:
+        look = looks.get(n.name)
+        if look is None or look.ipc is None:
+            continue
+        spot = Spot(name=n.name, rank=n.rank, role=n.role, iface=n.iface, ip=n.ip, rdma=n.rdma, infiniband=False)
+        user, ipc = engine_identity(docker_flags(config.docker, spot))
+        out[n.name] = judge_ipc(n.name, look.ipc, user, look.image_user, ipc)
+    return out
+
+
+def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None], plan: Plan,
+           config: Config) -> None:
     """Reasons, fixes and warnings, once every node has a result."""
     s = verdict.setting
     plans = {n.name: n for n in order}
     judge_memory(verdict, {k: lk.memory for k, lk in looks.items() if lk is not None}, plan.unified,
                  plan.mem_fraction)
+    judge_ipc_risks(verdict, _ipc_risks(order, looks, config))
+    for n in order:
+        lk = looks.get(n.name)
+        if lk is not None:
+            lo = leftovers_of(n.name, plan.deployment, lk.containers, lk.stats, lk.memory, n.name in plan.unified,
+                              lk.containers_error)
+            if lo.any:
+                verdict.leftovers[n.name] = lo
     for r in verdict.nodes.values():
         n = plans[r.node]
         if not r.ok:

@@ -14,11 +14,13 @@ from ..fit import gib
 from ..facts import Memory
 from ..memfree import FreeMemory, measure
 from . import rate
+from .ipc import IpcRisk
+from .leftovers import Leftovers
 
 # Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
 # or losing one (peer_failed) is what the other ranks see of someone else's failure.
 ROOT_ORDER = ("ssh", "image_missing", "python_missing", "docker", "interface_missing", "address_missing",
-              "port_in_use", "unreachable", "refused", "rdma", "gpu", "nccl", "timeout", "unknown", "memory",
+              "port_in_use", "unreachable", "refused", "rdma", "gpu", "nccl", "timeout", "unknown", "memory", "ipc",
               "peer_missing", "peer_failed", "stopped", "skipped")
 SECONDARY = ("peer_missing", "peer_failed", "stopped", "skipped")  # never a reason to stop the others early
 _TARGET = (re.compile(r"\(([0-9A-Fa-f.:]+), (\d+)\)"), re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}):(\d+)\b"))
@@ -79,6 +81,7 @@ class NodeResult:
     tail: list[str] = field(default_factory=list)  # last output lines of a failed check
     notes: list[str] = field(default_factory=list)
     memory: FreeMemory | None = None  # free memory read at the check (unified memory only)
+    ipc: IpcRisk | None = None  # whether logind can remove the engine's IPC objects (the semaphore trap)
 
     @classmethod
     def from_check(cls, node: str, rank: int, iface: str | None, ip: str | None, data: dict) -> "NodeResult":
@@ -114,6 +117,7 @@ class NodeResult:
     def to_json(self) -> dict:
         out = asdict(self)
         out["memory"] = self.memory.to_json() if self.memory else None
+        out["ipc"] = self.ipc.to_json() if self.ipc else None
         return out
 
 
@@ -177,6 +181,8 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
         return f"{n} got no answer within {s.timeout:g} s{stuck}", fix
     if k == "memory" and r.memory is not None:
         return f"{n}: {_memory_reason(r.memory)}", r.memory.fix()
+    if k == "ipc" and r.ipc is not None:
+        return f"{n}: {r.ipc.why}", r.ipc.fix
     if k == "peer_missing":
         return f"{n} waited for ranks that never came ({said})", "see the nodes that did not join"
     if k == "peer_failed":
@@ -217,6 +223,24 @@ def judge_memory(verdict: "Verdict", memory: dict[str, Memory | None], unified: 
             verdict.warnings.append(f"free memory: {r.memory.message()}")
 
 
+def judge_ipc_risks(verdict: "Verdict", risks: dict[str, IpcRisk]) -> None:
+    """A node whose engine would lose its IPC objects when the SSH session ends fails the check: the
+    launch would load the weights and then wait for ever (the semaphore trap). A node that failed
+    otherwise keeps that failure; the trap becomes a warning."""
+    for r in verdict.nodes.values():
+        risk = risks.get(r.node)
+        if risk is None:
+            continue
+        r.ipc = risk
+        if not risk.at_risk:
+            continue
+        if r.ok:
+            r.ok, r.kind = False, "ipc"
+            r.reason, r.fix = explain(r, verdict.setting)
+        else:
+            verdict.warnings.append(f"{r.node}: {risk.why} (fix {risk.fix})")
+
+
 @dataclass
 class Verdict:
     """The whole check: ok, or the root cause with the fix to try; per-node results in rank order."""
@@ -226,6 +250,12 @@ class Verdict:
     seconds: float = 0.0
     check_id: str = ""
     warnings: list[str] = field(default_factory=list)
+    leftovers: dict[str, Leftovers] = field(default_factory=dict)  # nodes with something left to free
+
+    @property
+    def stale(self) -> dict[str, list[str]]:
+        """Stale containers by node: what a launch offers to remove."""
+        return {n: [s.name for s in lo.stale] for n, lo in self.leftovers.items() if lo.stale}
 
     @property
     def ok(self) -> bool:
@@ -319,6 +349,8 @@ class Verdict:
             "failed": [r.node for r in self.failed],
             "warnings": list(self.warnings),
             "drop_caches": self.droppable,
+            "leftovers": [lo.to_json() for lo in self.leftovers.values() if lo.any],
+            "ipc_at_risk": [r.node for r in self.nodes.values() if r.ipc is not None and r.ipc.at_risk],
             "nodes": [r.to_json() for r in self.nodes.values()],
         }
 
@@ -352,4 +384,5 @@ class Verdict:
             if r.transport_line and r.ok:
                 out.append(f"    {r.transport_line.strip()}")
         out += [f"  warning: {w}" for w in self.warnings]
+        out += [f"  left over: {ln}" for lo in self.leftovers.values() for ln in lo.lines()]
         return "\n".join(out)
