@@ -7,7 +7,8 @@ recorded apart, where only their user can write: registry.py):
   known_hosts, client/     sparktui's side: the nodes' host keys and its login key
   bin/, container-bin/     the stand-in tools (launchers.py)
   models/                  the model path's parent: empty here, each node binds its own over it
-  nodes/<name>/            one node: node.json, home/ (HOME, ~/.ssh), models/, docker/, meminfo, sys-class-net/
+  nodes/<name>/            one node: node.json, home/ (HOME, ~/.ssh), models/, docker/, meminfo, pressure-memory,
+                           sys-class-net/
 Everything the demo started ends in stop(): the servers close and each node's PID 1 exits, which
 ends every process of the node (containers, transfers); the directory goes unless `keep`.
 """
@@ -196,7 +197,9 @@ class DemoCluster:
                 (d / sub).mkdir(parents=True)
             (d / "home" / ".ssh").chmod(0o700)
             (d / "node.json").write_text(json.dumps(hardware.describe(k, name), indent=2))
-            (d / "meminfo").write_text(hardware.meminfo())
+            in_use = configfile.SCENARIO_IN_USE_KB.get(o.scenario, {}).get(k, 0)
+            (d / "meminfo").write_text(hardware.meminfo(available_kb=hardware.MEM_AVAILABLE_KB - in_use))
+            (d / "pressure-memory").write_text(hardware.PRESSURE_MEMORY)
             (d / "drop_caches").write_text("0\n")  # the node's own; a write drops its page cache (pagecache.py)
             hardware.write_sysfs_net(d / "sys-class-net", k)
             (d / "sys-class" / "net").mkdir(parents=True)  # the mount point for sys-class-net
@@ -278,7 +281,8 @@ class DemoCluster:
         assert self.root is not None
         n.namespace = NodeNamespace(
             n.name, binds=[(str(n.dir / "models"), str(self.root / "models"))],
-            optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "sys-class"), "/sys/class"),
+            optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "pressure-memory"), "/proc/pressure/memory"),
+                      (str(n.dir / "sys-class"), "/sys/class"),
                       (str(n.dir / "sys-class-net"), "/sys/class/net"),
                       (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches")],
             page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")), rdma_dev=str(n.dir / "dev"))

@@ -79,6 +79,12 @@ def sim_interfaces(k: int) -> str:
     return ",".join(out)
 
 
+# the node's /proc/pressure/memory: nothing waits for memory on a simulated node (this machine's own
+# pressure is not the node's)
+PRESSURE_MEMORY = ("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+
+
 def meminfo(total_kb: int = MEM_TOTAL_KB, available_kb: int = MEM_AVAILABLE_KB) -> str:
     free = available_kb - 2_100_000
     return (f"MemTotal:       {total_kb} kB\nMemFree:        {free} kB\nMemAvailable:   {available_kb} kB\n"

@@ -17,6 +17,9 @@ import re
 import signal
 import sys
 from pathlib import Path
+from typing import Callable
+
+from ..sim import hostmem
 
 LEFT_KB = 180_000  # what stays cached after a drop: files in use right now
 F_SETLEASE = getattr(fcntl, "F_SETLEASE", 1024)
@@ -37,11 +40,12 @@ def drop_page_cache(meminfo: str, left_kb: int = LEFT_KB) -> str:
     return re.sub(r"^Buffers:\s+\d+", "Buffers:        0", out, flags=re.M)
 
 
-def rewrite(path: Path | str, text: str) -> None:
-    """In place: the bind over /proc/meminfo follows the file's inode, not its name."""
-    with open(path, "r+", encoding="utf-8") as f:
-        f.truncate(0)
-        f.write(text)
+def rewrite(path: Path | str, change: str | Callable[[str], str]) -> None:
+    """The new text (or change(old text)), in place: the bind over /proc/meminfo follows the file's inode,
+    not its name. Under the lock the simulated engines take to move their memory (sim/hostmem.py)."""
+    with hostmem.locked(path) as f:
+        old = f.read()
+        hostmem.write_in_place(f, change(old) if callable(change) else change)
 
 
 class PageCache:
@@ -60,7 +64,7 @@ class PageCache:
     def _opened(self, *_: object) -> None:
         """Someone opens drop_caches to write: drop, then let the open return."""
         with contextlib.suppress(OSError):
-            rewrite(self.meminfo, drop_page_cache(Path(self.meminfo).read_text(encoding="utf-8")))
+            rewrite(self.meminfo, drop_page_cache)
         with contextlib.suppress(OSError):
             fcntl.fcntl(self.fd, F_SETLEASE, fcntl.F_UNLCK)
         self.tries = 0

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from . import clock, collective, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing
+from . import clock, collective, gpu, hostmem, httpapi, mesh, nccl_lines, netinfo, runtime, timing
 from .logfmt import SGLangLog, progress_bar
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .sglang_args import VERSION, build_parser, server_args_repr
@@ -50,6 +50,7 @@ class SGLangNode:
         self.state: httpapi.EngineState | None = None
         self.model: ModelInfo | None = None
         self.kv_tokens = 0
+        self.mem = hostmem.EngineMemory()  # what the ranks take of this node's memory (demo nodes only)
         self.avail_after = 0.0
         self.queue_up = asyncio.Event()
         self.sync = collective.StepSync()  # node 0's per-step all-reduce with the other nodes, once serving
@@ -317,6 +318,8 @@ class SGLangNode:
         assert m is not None
         total = gpu.total_gib()
         avail = total - gpu.RUNTIME_OVERHEAD_GIB
+        where = [None] * self.gpus_here
+        self.mem.set("runtime", gpu.RUNTIME_OVERHEAD_GIB, where)  # CUDA context, NCCL buffers
         self.each(f"Load weight begin. avail mem={avail:.2f} GB")
         if not m.shards:
             return self.crash(f"RuntimeError: Cannot find any model weights with `{a.model_path}`")
@@ -337,6 +340,7 @@ class SGLangNode:
                 free = max(0.05, avail - loaded * 0.98)
                 return self.crash("torch.OutOfMemoryError: " + gpu.torch_oom_message(
                     weights / n * 1.3, free, total - free))
+            self.mem.set("weights", loaded, where)
             if leader:
                 elapsed = (time.monotonic() - start) * clock.speed()
                 self.log.raw(progress_bar("Loading safetensors checkpoint shards", k, n, elapsed))
@@ -360,6 +364,7 @@ class SGLangNode:
         if a.max_total_tokens:
             self.kv_tokens = min(self.kv_tokens, a.max_total_tokens)
         kv_dtype = "torch.bfloat16" if a.kv_cache_dtype == "auto" else f"torch.{a.kv_cache_dtype}"
+        self.mem.set("kv", rest, [None] * self.gpus_here)  # the post-load drop: the KV pool, allocated whole
         self.each(f"Using KV cache dtype: {kv_dtype}")
         self.each(f"KV Cache is allocated. #tokens: {self.kv_tokens}, K size: {rest / 2:.2f} GB, "
                   f"V size: {rest / 2:.2f} GB")
@@ -385,6 +390,7 @@ class SGLangNode:
                 self.log.raw(progress_bar(label, done, len(bs), (time.monotonic() - started) * clock.speed(), bar=True))
         took = (time.monotonic() - started) * clock.speed()
         self.avail_after -= 0.86
+        self.mem.set("graphs", 0.86, [None] * self.gpus_here)
         self.each(f"Capture cuda graph end. Time elapsed: {took:.2f} s. mem usage=0.86 GB. "
                   f"avail mem={self.avail_after:.2f} GB.")
 
@@ -500,6 +506,7 @@ class SGLangNode:
             self.log.uvicorn("INFO", f"Finished server process [{os.getpid()}]")
 
     async def close(self) -> None:
+        self.mem.release()
         self.sync.close()
         if self.api is not None:
             await self.api.close()

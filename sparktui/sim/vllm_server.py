@@ -18,7 +18,7 @@ import socket
 import sys
 import time
 
-from . import clock, collective, gpu, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
+from . import clock, collective, gpu, hostmem, httpapi, mesh, nccl_lines, netinfo, runtime, timing, wire
 from .logfmt import VllmLog, emit, progress_bar, ray_line
 from .model import GIB, ModelInfo, ModelNotFound, load_model
 from .ray_gcs import GcsClient
@@ -32,6 +32,7 @@ SHARD_S = 2.5
 SLOW_SHARD_S = 25.0
 STATS_INTERVAL_S = 10.0
 API_WATCHDOG_S = 5.0  # the API server's check for a dead engine core (launcher.py watchdog_loop)
+GRAPHS_GIB = 0.52  # what capturing the CUDA graphs takes
 SHM_WARN_S = 60.0  # VLLM_RINGBUFFER_WARNING_INTERVAL: how often the engine core says it still waits for a worker
 
 
@@ -91,6 +92,7 @@ class VllmServer(RayPlacement):
         self.node_dead: dict | None = None  # what the GCS published of a placed node it marked dead
         self.ray_dead = asyncio.Event()
         self.kv_tokens = 0
+        self.mem = hostmem.EngineMemory()  # what the ranks take of their nodes' memory (demo nodes only)
         self.world = max(1, args.tensor_parallel_size) * max(1, args.pipeline_parallel_size)
         self.headless = bool(args.headless or args.node_rank > 0)
 
@@ -112,6 +114,20 @@ class VllmServer(RayPlacement):
         if there and os.path.isdir(there):
             env["SPARKTUI_DEMO_NODE"] = there
         return env
+
+    def mem_where(self) -> list[str | None]:
+        """Each rank's node meminfo for self.mem: None here, a Ray worker's on its node when that node is a
+        simulated one too (a rank on a node the simulator cannot see is left out)."""
+        out: list[str | None] = []
+        for p in self.placements:
+            if not p.remote:
+                out.append(None)
+                continue
+            there = self._worker_env(p).get("SPARKTUI_DEMO_NODE")
+            path = self.mem.node_file(there) if there != os.environ.get("SPARKTUI_DEMO_NODE") else None
+            if path:
+                out.append(path)
+        return out
 
     def wlog(self, p: Placement, level: str, where: str, msg: str) -> None:
         self.log.worker(self.worker_tag(p), level, where, msg)
@@ -432,6 +448,8 @@ class VllmServer(RayPlacement):
             return self.engine_failed()
         total = gpu.total_gib()
         weights = gpu.weights_gib(m.total_bytes, a.tensor_parallel_size, a.pipeline_parallel_size)
+        where = self.mem_where()
+        self.mem.set("runtime", gpu.RUNTIME_OVERHEAD_GIB, where)  # CUDA context, NCCL buffers
         for p in self.placements:
             self.wlog(p, "INFO", "gpu_model_runner.py:2602", f"Starting to load model {a.model}...")
         if clock.active("slow-load"):
@@ -457,6 +475,7 @@ class VllmServer(RayPlacement):
                 ], "torch.OutOfMemoryError: " + gpu.torch_oom_message(weights / n * 1.3, free, total - free)),
                     who=self.worker_tag(self.placements[0]))
                 return self.engine_failed()
+            self.mem.set("weights", loaded, where)
             if leader:
                 elapsed = (time.monotonic() - started) * clock.speed()
                 self.log.raw(progress_bar("Loading safetensors checkpoint shards", k, n, elapsed))
@@ -466,6 +485,7 @@ class VllmServer(RayPlacement):
             self.wlog(p, "INFO", "gpu_model_runner.py:2653", f"Model loading took {weights:.4f} GiB and "
                       f"{took + 1.7:.6f} seconds")
         await clock.pause(6.0)  # profiling run
+        self.mem.set("activations", gpu.ACTIVATION_PEAK_GIB, where)  # the allocator keeps the profiling peak
         kv_gib = total * a.gpu_memory_utilization - weights - gpu.ACTIVATION_PEAK_GIB - 0.5
         if kv_gib <= 0:
             self.log.raw(runtime.traceback_text([
@@ -489,15 +509,17 @@ class VllmServer(RayPlacement):
                f"{self.kv_tokens}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
                "initializing the engine."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
             return self.engine_failed()
+        self.mem.set("kv", kv_gib, where)  # the post-load drop: the KV cache, allocated whole
         self.api_or_core("INFO", "kv_cache_utils.py:1087", f"GPU KV cache size: {self.kv_tokens:,} tokens")
         self.api_or_core("INFO", "kv_cache_utils.py:1091", f"Maximum concurrency for {self.max_model_len():,} tokens "
                          f"per request: {self.kv_tokens / self.max_model_len():.2f}x")
         if not a.enforce_eager:
             await clock.pause(8.0)
+            self.mem.set("graphs", GRAPHS_GIB, where)
             if leader:
                 self.log.raw(progress_bar("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67, 67, 8.0, bar=True))
             for p in self.placements:
-                self.wlog(p, "INFO", "gpu_model_runner.py:3480", "Graph capturing finished in 9 secs, took 0.52 GiB")
+                self.wlog(p, "INFO", "gpu_model_runner.py:3480", f"Graph capturing finished in 9 secs, took {GRAPHS_GIB:.2f} GiB")
         self.api_or_core("INFO", "core.py:210", "init engine (profile, create kv cache, warmup model) took "
                          f"{(time.monotonic() - started) * clock.speed():.2f} seconds")
         return 0
@@ -704,6 +726,7 @@ class VllmServer(RayPlacement):
             self.log.uvicorn("INFO", "Application shutdown complete.")
 
     async def close(self) -> None:
+        self.mem.release()
         if self.api is not None:
             await self.api.close()
         elif self.sock is not None:

@@ -2,12 +2,15 @@
 nodes, making and comparing model directories on them, and a site with the engine simulator."""
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -76,3 +79,57 @@ def make_model(lab: Lab, node: str, path: str, sizes_mb: list[int], shards: str 
 def sums(lab: Lab, node: str, path: str) -> str:
     """Every file's sha256 under path, sorted by name: equal on two nodes means equal trees."""
     return lab.sh(node, f"cd {shlex.quote(path)} && find . -type f -exec sha256sum {{}} + | sort -k2").stdout
+
+
+# A memory hog for a container: allocates MiB and touches every page (so it is resident, not just
+# reserved), says so, holds it for HOLD seconds and ends; bounded whatever happens to the test.
+HOG_PROGRAM = ("import sys, time\n"
+               "n = int(sys.argv[1]) << 20\n"
+               "b = bytearray(n)\n"
+               "b[::4096] = b'\\x01' * len(range(0, n, 4096))\n"
+               "print('held', n, flush=True)\n"
+               "time.sleep(float(sys.argv[2]))\n")
+HOG_MAX_MIB = 2048
+
+
+def meminfo_kb(text: str, field: str = "MemAvailable") -> int:
+    return int(re.search(rf"^{field}:\s+(\d+)", text, re.M).group(1))
+
+
+def node_available_mib(lab: Lab, node: str) -> int:
+    """MemAvailable of the node's /proc/meminfo, read on the node (the file the memory guard reads)."""
+    return meminfo_kb(lab.sh(node, ["cat", "/proc/meminfo"]).stdout) // 1024
+
+
+def hog_size_mib(available_mib: int) -> int:
+    """What this machine can spare for a hog while tests run beside it: a quarter of what is available,
+    at most HOG_MAX_MIB."""
+    return max(64, min(HOG_MAX_MIB, available_mib // 4))
+
+
+@contextlib.contextmanager
+def real_meminfo(lab: Lab, node: str) -> Iterator[None]:
+    """The node's /proc/meminfo is this machine's while inside (a lab node's is a Spark's stand-in, which
+    no allocation moves); the stand-in comes back after."""
+    lab.sh(node, "umount /proc/meminfo")
+    try:
+        yield
+    finally:
+        lab.sh(node, "mountpoint -q /proc/meminfo || mount --bind /run/lab/meminfo /proc/meminfo")
+
+
+@contextlib.contextmanager
+def memory_hog(lab: Lab, node: str, mib: int, hold_s: float = 120.0, name: str = "lab-memory-hog",
+               image: str = SIM_IMAGE) -> Iterator[str]:
+    """A container on node holding mib MiB of real, touched memory (the simulator image's python3) until the
+    block ends or hold_s passes (it exits by itself then); yields its name once the memory is held."""
+    mib = min(mib, HOG_MAX_MIB)
+    lab.sh(node, ["docker", "rm", "-f", name], check=False)
+    lab.sh(node, ["docker", "run", "-d", "--rm", "--name", name, "--label", "sparktui.lab=memory-hog",
+                  "--entrypoint", "python3", image, "-c", HOG_PROGRAM, str(mib), str(hold_s)])
+    try:
+        wait_for(lambda: "held" in lab.sh(node, ["docker", "logs", name], check=False).stdout, 60,
+                 f"{mib} MiB held on {node}")
+        yield name
+    finally:
+        lab.sh(node, ["docker", "rm", "-f", name], check=False, timeout=60)

@@ -10,7 +10,8 @@ and new files land in the container's directory.
 
     python3 -S -m sparktui.demo.docker.rootfs TARGET MINE [TARGET MINE ...] -- COMMAND [ARG ...]
 
-Execs COMMAND (which stays the container's PID 1); exit 125 with the reason when a directory cannot be
+With $SPARKTUI_SIM_MEMINFO set (the node's stand-in meminfo), binds it over the container's fresh
+/proc/meminfo too. Execs COMMAND (which stays the container's PID 1); exit 125 with the reason when a directory cannot be
 set up. Stdlib only: it runs at every container start.
 """
 from __future__ import annotations
@@ -87,6 +88,12 @@ def main(argv: list[str]) -> int:
         except OSError as e:
             sys.stderr.write(f"cannot give the container its own {target}: {e.strerror or e}\n")
             return 125
+    node_meminfo = os.environ.get("SPARKTUI_SIM_MEMINFO")  # the node's, as a container sees its host's
+    if node_meminfo and os.path.isfile(node_meminfo):
+        try:
+            _mount(libc, node_meminfo, "/proc/meminfo", None, MS_BIND)
+        except OSError:
+            pass  # the container reads this machine's meminfo; the engines still account on the node's file
     try:
         os.execvp(command[0], command)
     except OSError as e:

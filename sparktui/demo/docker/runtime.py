@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 from ... import sim
+from ...sim import hostmem
 from .. import hardware
 from . import rootfs, times
-from .store import Container, DockerError, Store, proc_start_ticks
+from .store import MEMORY_LEDGER, Container, DockerError, Store, proc_start_ticks
 
 UNSHARE = ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private", "--"]
 CONTAINER_SITE = Path(__file__).resolve().parents[1] / "container_site"
@@ -74,6 +75,10 @@ def process_env(c: Container, extra: list[str] | None = None) -> dict[str, str]:
     }
     if settings.get("speed"):
         env["SPARKTUI_SIM_SPEED"] = str(settings["speed"])
+    meminfo = hardware.node_dir() / "meminfo"
+    if hostmem.usable(meminfo):  # the engines take and give back the node's memory there (sim/hostmem.py)
+        env[hostmem.MEMINFO_ENV] = str(meminfo)
+        env[hostmem.LEDGER_ENV] = str(c.dir / MEMORY_LEDGER)
     for kv in list(c.config["Config"].get("Env") or []) + list(extra or []):
         k, _, v = kv.partition("=")
         env[k] = v
@@ -199,6 +204,7 @@ def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False
     log.close()
     rc = proc.wait()
     code = rc if rc >= 0 else 128 - rc
+    hostmem.release_ledger(c.dir / MEMORY_LEDGER)  # a killed engine's memory comes back with its exit
     store.set_state(c, Status="exited", Running=False, Pid=0, ExitCode=code,
                     FinishedAt=times.rfc3339(times.now_ns()), _ticks=None)
     if c.config["HostConfig"].get("AutoRemove"):

@@ -5,7 +5,8 @@ NODE_DIR/docker/
   images/<hex id>.json         one image: Id, RepoTags, Size, Config (Env, Cmd, WorkingDir), ...
   containers/<hex id>/         one container: config.json (what docker inspect shows, fixed at create),
                                state.json (State, rewritten atomically), log.json (json-file driver),
-                               root/ and tmp/ (the process's HOME and TMPDIR)
+                               root/ and tmp/ (the process's HOME and TMPDIR), memory/ (what its
+                               simulated engines hold of the node's memory: sim/hostmem.py)
 A container being removed is first renamed to .rm-<id>, so listings never show half of one.
 """
 from __future__ import annotations
@@ -20,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ...sim import hostmem
 from ..hardware import node_dir
 from . import times
+
+MEMORY_LEDGER = "memory"  # in a container's directory: what its processes hold of the node's memory
 
 
 class DockerError(Exception):
@@ -175,6 +179,7 @@ class Store:
         sup = c.state.get("_supervisor", 0)
         if sup and proc_start_ticks(sup) is not None:
             return  # the supervisor is still writing the exit down
+        hostmem.release_ledger(c.dir / MEMORY_LEDGER)  # nobody else is left to give the memory back
         c.state.update(Status="exited", Running=False, Pid=0, ExitCode=137,
                        FinishedAt=times.rfc3339(times.now_ns()), Error="")
         with contextlib.suppress(OSError):
@@ -239,6 +244,7 @@ class Store:
         with self.locked():
             with contextlib.suppress(FileNotFoundError):
                 os.replace(c.dir, gone)
+        hostmem.release_ledger(gone / MEMORY_LEDGER)  # normally empty: the supervisor gave it back at the exit
         shutil.rmtree(gone, ignore_errors=True)
 
 
