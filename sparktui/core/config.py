@@ -129,7 +129,7 @@ class MemoryConfig:
 
     guard: bool = True  # off: the memory is still watched and warned about, but nothing is stopped
     floor: str = "4GiB"  # MemAvailable below this on a node stops the deployment (a size, or a share of MemTotal)
-    warn: str = "8GiB"  # how far above the floor the warning starts (a size, or a share of MemTotal)
+    warn: str = "2GiB"  # how far above the floor the warning starts: a loaded Spark keeps ~6.8 GiB, no warning
     pressure: float = 60.0  # /proc/pressure/memory "full" avg10, in %, above which it stops too
     interval: float = 2.0  # seconds between two readings of a node
 
