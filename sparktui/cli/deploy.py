@@ -12,7 +12,10 @@ import json
 import shlex
 import signal
 import sys
+import time
 from dataclasses import asdict
+
+import humanize
 
 from rich.text import Text
 
@@ -20,6 +23,7 @@ from ..core import argcheck
 from ..core.config import Config
 from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogBatch, LogFollower, find_all, load_record,
                            summarize)
+from ..core.deploy import stopmark
 from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
@@ -123,6 +127,16 @@ async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
 
     out = summarize(await find_all(cluster, None))
     await health_of(cluster, config, out)
+    head = cluster.nodes.get(config.head.name)
+    shown = {d.get("name") for d in out}
+    for g in (await stopmark.guarded(head)) if head is not None and head.connected else []:
+        if g["name"] in shown:
+            continue  # launched again since, or its removal failed: the containers say more
+        when = humanize.naturaltime(time.time() - g["at"]) if g["at"] else "earlier"
+        out.append({"name": g["name"], "state": "failed", "stopped_by": "memory guard", "reason": g["reason"],
+                    "at": g["at"], "containers": [],
+                    "summary": f"{g['name']} failed: the memory guard stopped it {when}: {g['reason']} "
+                               f"(a launch or `sparktui stop` clears this line)"})
     nodes = sorted({c["node"] for d in out for c in d.get("containers", [])})
     mem = await read_all(cluster, config.memory, nodes)  # one reading per node, shared by its deployments
     for d in out:

@@ -113,6 +113,7 @@ class Plan:
     support: dict | None = None  # the image's answer on loading the model (core/support.py), when asked
     after_load: list[NodeRoom] = field(default_factory=list)  # per node sharing system memory: what stays after load
     notes: list[str] = field(default_factory=list)  # what the plan chose on its own and why (the preview shows them)
+    expandable: bool = False  # PyTorch's expandable segments are on in the containers (set by the plan or the user)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -625,7 +626,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                 dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
                 engine_note=version_note, mem_fraction=mem_fraction,
                 unified=[n for n in order if n in facts and facts[n].gpu.unified], after_load=rooms,
-                notes=[alloc_note] if alloc_note else [])
+                notes=[alloc_note] if alloc_note else [], expandable=expandable)
     if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
         plan.support = support.to_json()
     spots = []

@@ -5,7 +5,8 @@ import asyncio
 
 import pytest
 
-from sparktui.core.deploy import Deployer
+from sparktui.cli.deploy import deployments_section
+from sparktui.core.deploy import Deployer, stopmark
 from sparktui.core.diagnose import Problem
 from sparktui.core.events import EventBus, NodeMemory
 from sparktui.core.plan import PlanOptions
@@ -52,16 +53,24 @@ async def test_a_node_under_the_floor_stops_this_deployment_everywhere_and_leave
             await rec.wait_for(lambda e: isinstance(e, NodeMemory) and e.sample.node == "n2" and e.level == "ok")
             (tmp_path / "n2-meminfo").write_text(meminfo(3.0))  # the weights land: 3 GiB left, under 4 GiB
             assert await d.wait(20, until=("failed",)) == "failed"
-            assert "memory_floor on n2" in d.current.detail and "3.0 GiB available" in d.current.detail
+            assert "memory_floor on n2: 3.0 GiB available" in d.current.detail
             assert fc["n1"].names() == fc["n2"].names() == ["user-db"]  # ours went on every node, nothing else
             p = next(p for p in rec.of(Problem) if p.kind == "memory_floor")
-            assert p.node == "n2" and "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in p.hint
+            # the plan already set the allocator for SGLang: the advice goes on to what is left to change
+            assert plan.expandable and p.node == "n2" and "PYTORCH_CUDA_ALLOC_CONF" not in p.hint
             assert "--mem-fraction-static from" in p.hint
             assert d.memory["n2"].level == "stop"
             watch = [t for t in asyncio.all_tasks() if t.get_name() == "sparktui-deploy-memory"]
             if watch:  # the watch ends with the stop, on its own
                 await asyncio.wait(watch, timeout=10)
             assert all(t.done() for t in watch)
+            # `status` from another process: no container is left, yet it says what stopped it
+            rows = await deployments_section(cluster, fc.config)
+            [row] = [r for r in rows if r.get("name") == "lab"]
+            assert row["state"] == "failed" and row["stopped_by"] == "memory guard"
+            assert row["reason"].startswith("memory_floor on n2: 3.0 GiB available") and row["containers"] == []
+            await d.stop()  # asked for: the guard's line goes with it
+            assert await stopmark.guarded(cluster["n1"]) == []
         finally:
             await d.close()
 

@@ -93,3 +93,12 @@ def test_the_advice_gives_numbers_for_the_engines_own_flags():
     assert "a shorter --max-model-len 16384" in text
     bare = advice(reading(3.0), cfg, fraction=0.8, fraction_flag=None, len_flag="--context-length")
     assert "utilization" not in bare and "kv" not in bare.lower() and "--context-length" in bare
+
+
+def test_the_advice_does_not_ask_for_the_allocator_setting_a_launch_already_had():
+    cfg = MemoryConfig(floor="4GiB", warn="2GiB")
+    text = advice(reading(3.0), cfg, fraction=0.75, fraction_flag="--mem-fraction-static",
+                  len_flag="--context-length", expandable=True)
+    assert ALLOC_ENV not in text and text.startswith("lower --mem-fraction-static from 0.75 to 0.7")
+    only_len = advice(reading(3.0), cfg, len_flag="--context-length", max_len=8192, expandable=True)
+    assert only_len == "a shorter --context-length 4096"

@@ -30,13 +30,15 @@ def hint_for(d: "Deployer", s: MemSample) -> str:
     cur = d.current
     eng = find_engine(cur.engine)
     opts = cur.options
-    fraction = d.plan.mem_fraction if d.plan is not None and d.plan.plan_id == cur.plan_id else None
+    plan = d.plan if d.plan is not None and d.plan.plan_id == cur.plan_id else None
+    fraction = plan.mem_fraction if plan is not None else None
     if fraction is None and opts is not None:
         fraction = opts.mem_fraction
     vocab = eng.vocabulary if eng is not None else {}
     return advice(s, d.config.memory, fraction=fraction, fraction_flag=vocab.get("mem_fraction"),
                   kv_flag=eng.kv_cache_bytes_flag if eng is not None else None,
-                  len_flag=vocab.get("context_length"), max_len=opts.max_model_len if opts is not None else None)
+                  len_flag=vocab.get("context_length"), max_len=opts.max_model_len if opts is not None else None,
+                  expandable=plan is not None and plan.expandable)
 
 
 async def watch_memory(d: "Deployer", nodes: list[str], files: dict[str, MemFiles] | None = None) -> None:
@@ -78,4 +80,4 @@ def _warn_or_clear(d: "Deployer", s: MemSample, v: Verdict, low: dict[str, Probl
 
 async def _stop(d: "Deployer", s: MemSample, v: Verdict) -> None:
     d._problem(v.kind, s.node, v.detail, hint_for(d, s))
-    await d.stop_for(f"{v.kind} on {s.node}: {v.detail}")
+    await d.stop_for(f"{v.kind} on {v.detail}")  # the detail starts with the node's name

@@ -681,6 +681,8 @@ class Deployer:
         await self.close()
         removed, errors = await self._remove_all(grace=0)  # no grace: the host may wedge within seconds
         left = f"; could not remove every container: {'; '.join(errors)}" if errors else ""
+        with contextlib.suppress(Exception):  # words for `status` elsewhere: never delays or blocks the stop
+            await stopmark.mark_guarded(self.cluster[self.config.head.name], self.name, reason)
         self._set("failed", f"{reason}; stopped: removed {removed} container(s){left}")
 
     async def leftovers(self) -> list[tuple[str, str, str]]:

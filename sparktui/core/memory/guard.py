@@ -98,15 +98,17 @@ class Guard:
 
 
 def advice(s: MemSample, cfg: MemoryConfig, *, fraction: float | None = None, fraction_flag: str | None = None,
-           kv_flag: str | None = None, len_flag: str | None = None, max_len: int | None = None) -> str:
+           kv_flag: str | None = None, len_flag: str | None = None, max_len: int | None = None,
+           expandable: bool = False) -> str:
     """What to launch with instead, with numbers: the allocator setting, a lower memory fraction (current ->
-    suggested), a fixed KV cache size, a shorter context. Flags are the engine's own (None: it has none)."""
+    suggested), a fixed KV cache size, a shorter context. Flags are the engine's own (None: it has none).
+    expandable: the allocator setting was already on, so it is not advised again."""
     total = s.total or 0
     floor = amount_bytes(cfg.floor, total) or 0
     band = amount_bytes(cfg.warn, total) or 0
     # what to give back: down to the floor, plus the warning band so the next launch runs clear of it
     short = max(0, floor - (s.available or 0)) + band
-    out = [f"launch with {ALLOC_ENV} (less fragmentation on unified memory)"]
+    out = [] if expandable else [f"launch with {ALLOC_ENV} (less fragmentation on unified memory)"]
     if fraction_flag and fraction and total:
         lower = max(0.05, math.floor((fraction - short / total) * 20) / 20)  # in steps of 0.05
         if lower < fraction:
@@ -116,4 +118,6 @@ def advice(s: MemSample, cfg: MemoryConfig, *, fraction: float | None = None, fr
     if len_flag:
         half = f" {max_len // 2}" if max_len else " (half the model's default, say)"
         out.append(f"or a shorter {len_flag}{half}")
+    if out and out[0].startswith("or "):
+        out[0] = out[0][3:]  # the first way out is no alternative to anything
     return "; ".join(out)
