@@ -12,28 +12,31 @@ SCENARIOS = {
     "happy": (),
     "collective-timeout": ("collective-timeout",),
     "unsupported": (),
-    "memory": (),
+    "memory": ("slow-load",),
 }
 STORIES = {  # what the user sees in each demo scenario: `sparktui demo --help` lists these
     "pivot": "SGLang hangs at the rendezvous and you pivot to vLLM",
     "happy": "everything works the first time",
     "collective-timeout": "it serves, then the all-reduce between the nodes hangs mid-serving",
     "unsupported": "the SGLang image cannot load the model's architecture, and the check says so first",
-    "memory": "spark2's memory runs out when the KV cache follows the weights, and the memory guard stops it",
+    "memory": "another job holds 80 GiB on spark2; its memory runs out while the weights load: the memory "
+              "guard warns, then stops the launch before the node wedges",
 }
 WHY = {  # what each demo scenario's simulator scenarios do, for the config file's reader
     "pivot": "SGLang's message queue wanders off the fabric: the rendezvous hangs",
     "collective-timeout": "after ~20 s of serving under load the all-reduce between the nodes hangs; torch's "
                           "NCCL watchdog ends it 600 engine seconds later",
+    "memory": "weight loading ten times slower, as from a disk, so spark2's memory falls shard by shard",
 }
 # demo scenario -> node index -> memory (kB) already in use on that node before anything is launched: the
 # engines size their KV cache from the GPU's total (a share of it), not from what is left, as on a GB10
-SCENARIO_IN_USE_KB = {"memory": {2: 24 * 1024 * 1024}}
+SCENARIO_IN_USE_KB = {"memory": {2: 80 * 1024 * 1024}}
 # demo scenario -> the engine images of the config (default: the config's defaults)
 SCENARIO_IMAGES = {"unsupported": {"sglang": "lmsysorg/sglang:spark"}}
 # demo scenario -> config.json fields over the demo checkpoint's (checkpoint.py)
 SCENARIO_MODELS = {"unsupported": checkpoint.QWEN35}
 MEMORY_FLOOR = "4GiB"  # the guard's default, written out in the memory scenario's config
+MEMORY_WARN = "16GiB"  # a wide band, so the warning shows for a while before the floor
 CLUSTER_NAME = "DEMO \u2014 simulated cluster"
 
 
@@ -97,7 +100,8 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
     if in_use:
         names = ", ".join(f"{nodes[k - 1].name} ({kb / (1 << 20):g} GiB)" for k, kb in in_use.items() if k <= len(nodes))
         lines += ["memory:", f"  floor: {_q(MEMORY_FLOOR)}  # already in use on {names} before any launch: its",
-                  "  # MemAvailable falls under the floor when the KV cache is allocated after the weights"]
+                  "  # MemAvailable falls through the warning band, then under the floor, as the weights load",
+                  f"  warn: {_q(MEMORY_WARN)}", "  interval: 1"]
     if "trtllm" in ports:  # its playbook port (8355) would clash with anything else holding it on this machine
         lines += ["engines:", "  trtllm:", f"    port: {ports['trtllm']}"]
     return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
+from . import clock
 from .model import GIB
 
 MEMINFO_ENV = "SPARKTUI_SIM_MEMINFO"
@@ -163,6 +164,18 @@ class EngineMemory:
             return
         self.phases[phase] = (max(0.0, gib), [w or self.here for w in ([None] if where is None else where)])  # type: ignore[misc]
         self._apply()
+
+    async def fill(self, phase: str, start: float, end: float, engine_s: float,
+                   where: list[str | None] | None = None, steps: int = 8) -> None:
+        """Take a phase from `start` to `end` GiB over `engine_s` engine seconds, a step at a time, as a shard
+        read from disk fills memory while it loads (without accounting: only the pause)."""
+        if not self.enabled:
+            await clock.pause(engine_s)
+            return
+        for j in range(1, steps + 1):
+            await clock.pause(engine_s / steps)
+            if j < steps:  # the last step is the caller's, after its own checks (an out-of-memory crash)
+                self.set(phase, start + (end - start) * j / steps, where)
 
     def release(self) -> None:
         self.phases.clear()

@@ -333,7 +333,8 @@ class SGLangNode:
         if leader:
             self.log.raw(progress_bar("Loading safetensors checkpoint shards", 0, n, 0.0))
         for k in range(1, n + 1):
-            await clock.pause(per * random.uniform(0.85, 1.15))
+            await self.mem.fill("weights", weights * (k - 1) / n, weights * k / n, per * random.uniform(0.85, 1.15),
+                                where)
             self.watchdog.feed()
             loaded = weights * k / n
             if (oom_at is not None and k == oom_at) or loaded > avail - 0.2:

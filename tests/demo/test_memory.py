@@ -1,5 +1,5 @@
-"""A demo node's memory moves with the engines in its containers, as a GB10's does: the scenario `memory`
-takes spark2 under the guard's floor once the KV cache follows the weights, and a stop gives it all back."""
+"""A demo node's memory moves with the engines in its containers, as a GB10's does, and a stop gives it all
+back; in the scenario `memory` spark2 runs out while the weights load, and the guard stops the launch."""
 from __future__ import annotations
 
 import json
@@ -19,41 +19,36 @@ def available_gib(meminfo: str) -> float:
     return int(re.search(r"^MemAvailable:\s+(\d+)", meminfo, re.M).group(1)) / GIB_KB
 
 
-async def test_the_memory_scenario_takes_spark2_under_the_floor_and_a_stop_gives_it_back(tmp_path, cli_env):
+async def meminfo(cluster: Cluster, name: str, *container: str) -> str:
+    r = await cluster[name].run(["docker", "exec", *container, "cat", "/proc/meminfo"] if container
+                                else ["cat", "/proc/meminfo"])
+    assert r.ok, r.stderr
+    return r.stdout
+
+
+async def test_a_launch_takes_each_nodes_memory_and_a_stop_gives_it_back(tmp_path, cli_env):
     require_namespaces()
-    demo = await DemoCluster(small(tmp_path, scenario="memory")).start()
+    demo = await DemoCluster(small(tmp_path, scenario="happy")).start()
     try:
-        text = demo.config_path.read_text()
-        assert 'floor: "4GiB"' in text
-        # the guard off, so the launch comes up whatever it does: this is about what the nodes' memory does
-        config_path = tmp_path / "unguarded.yaml"
-        config_path.write_text(text.replace("memory:\n", "memory:\n  guard: false\n"))
-        conf = ["--config", str(config_path)]
-        config = load_config(config_path)
-
-        async def meminfo(cluster: Cluster, name: str, *container: str) -> str:
-            r = await cluster[name].run(["docker", "exec", *container, "cat", "/proc/meminfo"] if container
-                                        else ["cat", "/proc/meminfo"])
-            assert r.ok, r.stderr
-            return r.stdout
-
+        conf = ["--config", str(demo.config_path)]
+        config = load_config(demo.config_path)
         async with Cluster(config) as cluster:
             start = {n: available_gib(await meminfo(cluster, n)) for n in ("spark1", "spark2")}
-            in_use = configfile.SCENARIO_IN_USE_KB["memory"][2] / GIB_KB
-            assert start["spark1"] == hardware.MEM_AVAILABLE_KB / GIB_KB
-            assert start["spark2"] == start["spark1"] - in_use
+            assert start["spark1"] == start["spark2"] == hardware.MEM_AVAILABLE_KB / GIB_KB
             rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
             assert rc == 0, out + err
             try:
                 rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "sglang", "--wait",
                                               "--no-preflight", "--yes", "--json", timeout=240)
-                assert rc == 0 and json.loads(out)["state"] == "ready", out + err
+                doc = json.loads(out)
+                assert rc == 0 and doc["state"] == "ready", out + err
                 now = {n: available_gib(await meminfo(cluster, n)) for n in ("spark1", "spark2")}
                 # the same ranks on both nodes: the same drop, the weights (half the model each) and the KV pool
                 drop = start["spark1"] - now["spark1"]
                 assert start["spark2"] - now["spark2"] == drop
                 assert 85 < drop < 105  # the share of the GPU the plan gives SGLang, plus its context and graphs
-                assert now["spark1"] > 8 and now["spark2"] < 4  # under the guard's default floor
+                # the guard read the same figures, and they are clear of its floor and band
+                assert {n: m["level"] for n, m in doc["memory"].items()} == {"spark1": "ok", "spark2": "ok"}
                 # what the engine's container reads as /proc/meminfo is its node's
                 r = await cluster["spark2"].run(["docker", "ps", "-q", "--filter", "label=sparktui.deployment"])
                 (cid,) = r.stdout.split()
@@ -61,6 +56,42 @@ async def test_the_memory_scenario_takes_spark2_under_the_floor_and_a_stop_gives
             finally:
                 rc, out, err = await sparktui(cli_env, *conf, "stop", "--yes", timeout=120)
             assert rc == 0, out + err
+            assert {n: available_gib(await meminfo(cluster, n)) for n in ("spark1", "spark2")} == start
+    finally:
+        await demo.stop()
+
+
+async def test_the_memory_scenario_warns_then_the_guard_stops_the_launch_and_the_nodes_live(tmp_path, cli_env):
+    require_namespaces()
+    # the demo's own pace: the memory falls through the warning band for seconds, read every second
+    demo = await DemoCluster(small(tmp_path, scenario="memory", speed=10.0)).start()
+    try:
+        conf = ["--config", str(demo.config_path)]
+        config = load_config(demo.config_path)
+        assert config.memory.guard and config.memory.floor == "4GiB"
+        async with Cluster(config) as cluster:
+            start = {n: available_gib(await meminfo(cluster, n)) for n in ("spark1", "spark2")}
+            in_use = configfile.SCENARIO_IN_USE_KB["memory"][2] / GIB_KB
+            assert start["spark2"] == start["spark1"] - in_use
+            rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
+            assert rc == 0, out + err
+            rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "sglang", "--wait",
+                                          "--no-preflight", "--yes", timeout=240)
+            assert rc == 1, out + err
+            said = out + err
+            # the line falls shard by shard: first the warning, then the stop with its reason and numbers
+            warn, stop = said.find("memory_low on spark2"), said.find("memory_floor on spark2")
+            assert 0 <= warn < stop, said
+            assert re.search(r"memory_floor on spark2: \d+\.\d GiB available, under the 4\.0 GiB floor", said), said
+            # while it loads: the weights were coming in at the warning, and it never served
+            assert "spark2 loading weights" in said[:warn] and "spark2 weights loaded" not in said[:warn]
+            assert not re.search(r"deployment \S+ ready\b", said), said
+            # nothing of the deployment is left, every node still answers, and its memory came back
+            r = await cluster["spark2"].run(["docker", "ps", "-aq", "--filter", "label=sparktui.deployment"])
+            assert r.ok and r.stdout.split() == []
+            rc, out, err = await sparktui(cli_env, *conf, "status", "--json")
+            [dep] = json.loads(out)["deployments"]
+            assert dep["state"] == "failed" and dep["stopped_by"] == "memory guard", dep
             assert {n: available_gib(await meminfo(cluster, n)) for n in ("spark1", "spark2")} == start
     finally:
         await demo.stop()
