@@ -3,14 +3,10 @@ connections held with nothing read.
 
     python bench/memory_sampling.py [--nodes 8] [--window 20] [--repeat 3] [--interval 2] [--json]
 
-Per node the sampler keeps one long-lived remote shell (one SSH channel) that answers each request line with
-the file's contents, using shell builtins only (no process started per sample):
-
-    while IFS= read -r _; do while IFS= read -r l; do printf '%s\\n' "$l"; done </proc/meminfo; printf '@@end\\n'; done
-
-and every `--interval` seconds (config `memory.interval`, default 2 s) it asks each node and parses the answer
-into a MemSample (sparktui.core.memory.sample). `sample_once` is the one call to point at the guard's reader
-once it is in (sparktui/core/memory/reader.py); `open_sampler` opens what it needs per node.
+The sampler is the guard's own reader (sparktui/core/memory/reader.py, `MemReader`) over sparktui's own
+connections (core/ssh.py `Cluster`): per node one long-lived remote shell (one SSH channel) that answers each
+request line with /proc/meminfo and /proc/pressure/memory, using shell builtins only (no process started per
+sample); every `--interval` seconds (config `memory.interval`, default 2 s) it asks each node.
 
 The nodes are 8 in-process SSH servers on 127.0.0.1 in a child process (bench/sshnodes.py), so this process's
 CPU is the sampler's alone. Windows of the two modes alternate, `--repeat` times: `none` (connections held,
@@ -34,23 +30,19 @@ sys.path.insert(0, str(ROOT))
 
 from bench.sshnodes import nodes_config, serve_nodes, start_child  # noqa: E402
 
-LOOP = ("while IFS= read -r _; do while IFS= read -r l; do printf '%s\\n' \"$l\"; done </proc/meminfo; "
-        "printf '@@end\\n'; done")
 GOAL_PCT = 0.5
 
 
-async def open_sampler(conn):
-    """What one node's sampling holds open: the remote shell answering requests."""
-    return await conn.create_process(LOOP, encoding="utf-8")
+def open_sampler(cluster, name: str):
+    """What one node's sampling holds: the guard's reader (it opens its shell at the first reading)."""
+    from sparktui.core.memory.reader import MemReader
+
+    return MemReader(cluster[name])
 
 
-async def sample_once(node: str, proc):
-    """One reading of one node (the stand-in for the guard's reader)."""
-    from sparktui.core.memory.sample import parse_sample
-
-    proc.stdin.write("\n")
-    text = await asyncio.wait_for(proc.stdout.readuntil("@@end\n"), 10)  # one read, not one per line
-    return parse_sample(node, time.time(), text, None)
+async def sample_once(node: str, reader):
+    """One reading of one node, as the guard takes it."""
+    return await reader.sample()
 
 
 async def _sample(samplers: list, interval: float, seconds: float) -> int:
@@ -72,7 +64,7 @@ async def _sample(samplers: list, interval: float, seconds: float) -> int:
 
 
 async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
-    import asyncssh
+    from sparktui.core.ssh import Cluster
 
     with tempfile.TemporaryDirectory(prefix="sparktui-memsample-") as tmp:
         root = Path(tmp)
@@ -80,23 +72,19 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
                             "the SSH servers")
         try:
             config = nodes_config(root, "/models/m")
-            conns = [await asyncssh.connect(x.host, port=x.port, username=x.user, client_keys=[x.identity_file],
-                                            known_hosts=config.ssh.known_hosts) for x in config.nodes]
-            samplers = [(x.name, await open_sampler(c)) for x, c in zip(config.nodes, conns)]
-            await _sample(samplers, interval, min(window, 2 * interval))  # warm up
-            rows = []
-            for r in range(repeat):
-                for mode in ("none", "sampling"):
-                    cpu0, t0 = time.process_time(), time.perf_counter()
-                    samples = await _sample(samplers, interval, window) if mode == "sampling" else \
-                        await asyncio.sleep(window) or 0
-                    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
-                    rows.append({"run": r, "mode": mode, "cpu_pct": 100 * cpu / wall, "samples": samples})
-            for _, p in samplers:
-                p.stdin.write_eof()
-                p.close()
-            for c in conns:
-                c.close()
+            async with Cluster(config) as cluster:
+                samplers = [(x.name, open_sampler(cluster, x.name)) for x in config.nodes]
+                await _sample(samplers, interval, min(window, 2 * interval))  # warm up: every shell is open
+                rows = []
+                for r in range(repeat):
+                    for mode in ("none", "sampling"):
+                        cpu0, t0 = time.process_time(), time.perf_counter()
+                        samples = await _sample(samplers, interval, window) if mode == "sampling" else \
+                            await asyncio.sleep(window) or 0
+                        cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+                        rows.append({"run": r, "mode": mode, "cpu_pct": 100 * cpu / wall, "samples": samples})
+                for _, reader in samplers:
+                    await reader.close()
         finally:
             child.stdin.close()
             child.wait(30)

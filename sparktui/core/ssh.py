@@ -514,7 +514,7 @@ class Node:
 
 
 class Session:
-    """A remote command spoken to line by line (Node.session): a request written, its answer read. Closing
+    """A remote command spoken to a request at a time (Node.session): a line written, its answer read. Closing
     it sends EOF, which ends a remote loop that reads its stdin; so does a dropped connection."""
 
     def __init__(self, node: Node, proc, entry) -> None:
@@ -526,11 +526,14 @@ class Session:
     def send(self, line: str) -> None:
         self._proc.stdin.write(line + "\n")
 
-    async def readline(self) -> str:
-        """The next line with its newline; "" once the command ended or the link dropped."""
+    async def readuntil(self, marker: str) -> str:
+        """Everything up to and with `marker`; without it (what came before) once the command ended or the
+        link dropped."""
         try:
-            return await self._proc.stdout.readline()
-        except (asyncssh.Error, OSError, asyncio.IncompleteReadError):
+            return await self._proc.stdout.readuntil(marker)
+        except asyncio.IncompleteReadError as e:
+            return str(e.partial or "")
+        except (asyncssh.Error, OSError):
             return ""
 
     async def close(self) -> None:
