@@ -19,10 +19,10 @@ def test_above_the_band_is_ok_inside_it_a_warning_under_the_floor_a_stop():
     assert g.judge(reading(12.5, 0)).level == "ok"
     warn = g.judge(reading(11.5, 1))
     assert (warn.level, warn.kind) == ("warn", "memory_low")
-    assert "spark2: 11.5 GiB available, 7.5 GiB above the 4.0 GiB floor" in warn.detail
+    assert "11.5 GiB available, 7.5 GiB above the 4.0 GiB floor" in warn.detail
     stop = g.judge(reading(3.9, 2))
     assert (stop.level, stop.kind) == ("stop", "memory_floor")
-    assert stop.detail.startswith("spark2: 3.9 GiB available, under the 4.0 GiB floor")
+    assert stop.detail.startswith("3.9 GiB available, under the 4.0 GiB floor")
 
 
 def test_a_share_floor_follows_each_nodes_total():
@@ -38,7 +38,7 @@ def test_the_fall_rate_is_measured_over_the_history_and_named_in_the_stop():
     v = g.judge(reading(3.1, 20))  # 60 -> 3.1 GiB over 20 s, then the oldest drops: 40 -> 3.1 over 15 s
     assert v.level == "stop"
     assert v.falling is not None and abs(v.falling - (40 - 3.1) * GiB / 15) < GiB / 100
-    assert v.detail == "spark2: 3.1 GiB available, under the 4.0 GiB floor, falling 2.5 GiB/s"
+    assert v.detail == "3.1 GiB available, under the 4.0 GiB floor, falling 2.5 GiB/s"
 
 
 def test_a_steady_node_names_no_fall_and_one_reading_has_no_rate():
@@ -102,3 +102,21 @@ def test_the_advice_does_not_ask_for_the_allocator_setting_a_launch_already_had(
     assert ALLOC_ENV not in text and text.startswith("lower --mem-fraction-static from 0.75 to 0.7")
     only_len = advice(reading(3.0), cfg, len_flag="--context-length", max_len=8192, expandable=True)
     assert only_len == "a shorter --context-length 4096"
+
+
+def test_a_steady_fall_is_stopped_before_the_floor_that_two_more_readings_would_pass():
+    g = Guard(MemoryConfig(floor="4GiB", warn="2GiB", interval=1.0))
+    for t, a in ((0, 12.0), (1, 10.5), (2, 9.0)):  # 1.5 GiB/s: 9 - 1.5 * 2 readings is still over 4
+        assert g.judge(reading(a, t)).level == "ok"
+    v = g.judge(reading(6.5, 3))  # 2.5 then 1.5 GiB/s: at the slower, under 4 GiB within 2 s
+    assert (v.level, v.kind) == ("stop", "memory_floor")
+    assert v.detail == "6.5 GiB available, falling 1.5 GiB/s: under the 4.0 GiB floor within 2 s"
+
+
+def test_a_pool_taken_whole_then_holding_is_no_fall_to_stop_for():
+    g = Guard(MemoryConfig(floor="4GiB", warn="2GiB", interval=2.0))
+    g.judge(reading(80.0, 0))
+    assert g.judge(reading(79.0, 2)).level == "ok"  # the last weights
+    assert g.judge(reading(25.0, 4)).level == "ok"  # the KV cache at once: falls, but once
+    assert g.judge(reading(24.5, 6)).level == "ok"  # then graphs, a little: the slower step is 0.25 GiB/s
+    assert g.judge(reading(24.5, 8)).level == "ok"

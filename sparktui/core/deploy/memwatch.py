@@ -80,4 +80,4 @@ def _warn_or_clear(d: "Deployer", s: MemSample, v: Verdict, low: dict[str, Probl
 
 async def _stop(d: "Deployer", s: MemSample, v: Verdict) -> None:
     d._problem(v.kind, s.node, v.detail, hint_for(d, s))
-    await d.stop_for(f"{v.kind} on {v.detail}")  # the detail starts with the node's name
+    await d.stop_for(f"{v.kind} on {s.node}: {v.detail}")

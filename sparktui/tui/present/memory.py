@@ -12,7 +12,8 @@ STYLE = {"ok": "$success", "warn": "$warning", "stop": "$error", "unwatched": "$
 
 
 def memory_line(e: NodeMemory, history: list[float], name_width: int = 0) -> Content:
-    """`n2  mem ▇▇▆▅▃ 11.5/128.0 GiB psi 0.5% warn`; the sparkline is scaled to the node's MemTotal."""
+    """`n2  mem ▇▇▆▅▃ 11.5 of 128.0 GiB free psi 0.5% warn` (free: MemAvailable); the sparkline is scaled to
+    the node's MemTotal."""
     s = e.sample
     style = STYLE.get(e.level, "")
     head = Content.assemble((s.node.ljust(name_width), "bold"), " mem ")
@@ -20,4 +21,4 @@ def memory_line(e: NodeMemory, history: list[float], name_width: int = 0) -> Con
         return Content.assemble(head, ("not read", style), " ", (sparkline(history, WIDTH, s.total or None), style))
     psi = "" if s.psi_full is None else f" psi {s.psi_full:g}%"
     return Content.assemble(head, (sparkline(history, WIDTH, float(s.total)), style),
-                            f" {s.available / GIB:.1f}/{s.total / GIB:.1f} GiB{psi} ", (e.level, style))
+                            f" {s.available / GIB:.1f} of {s.total / GIB:.1f} GiB free{psi} ", (e.level, style))
