@@ -329,6 +329,10 @@ class Controller:
         holder shown to the user and agreed to break."""
         return await self._run(self._run_prepared(prepared, force, breaking))
 
+    async def remove_stale(self, stale: dict[str, list[str]]) -> list[dict]:
+        """Remove the stale containers a preflight named (node -> names), once the user agreed."""
+        return await self._run(self._ops().remove_stale(stale))
+
     async def drop_caches(self, names: list[str]) -> list[Any]:
         """Flush the page cache on these nodes (the CLI's drop-caches), then probe again: each Dropped."""
         return await self._run(self._drop_caches(names))

@@ -128,6 +128,7 @@ class OperationsFlow:
                 if not answer:
                     return f"not started: {verdict.reason}"
                 force = True
+            await self._offer_stale(op, verdict)
         if op is not Op.LAUNCH or prepared.replaces:
             verbs = {Op.STOP: "Stop", Op.PIVOT: "Pivot", Op.REDEPLOY: "Redeploy", Op.LAUNCH: "Replace"}
             if not force and not await self._confirmed(prepared.preview, verbs[op]):
@@ -136,6 +137,23 @@ class OperationsFlow:
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
         self.ui.run_op(op, self._run_locked(prepared, force), group="deploy")
         return ""
+
+    async def _offer_stale(self, op: Op, verdict: Any) -> None:
+        """The preflight named containers earlier launches left stopped: remove them if the user agrees
+        (as the CLI's prompt or --yes); the operation goes on either way."""
+        stale = getattr(verdict, "stale", None) or {}
+        if not stale:
+            return
+        ask = Preview("Remove the stale containers earlier launches left",
+                      [(n, f"{c} (stopped)") for n, names in stale.items() for c in names], [],
+                      ["no process of theirs runs: removing them frees their names and their disk",
+                       f"the {op.value} goes on either way"])
+        if not await self._confirmed(ask, "Remove them"):
+            return
+        for r in await self.controller.remove_stale(stale):
+            what = ", ".join(r["removed"]) or "nothing"
+            self.ui.notify(f"{r['node']}: removed {what}" + (f" ({r['error']})" if r["error"] else ""),
+                           severity="error" if r["error"] else "information")
 
     async def _run_locked(self, prepared: Any, force: bool) -> str:
         """Run under the deployment's lock; when another sparktui holds it, show who, and break it only

@@ -22,6 +22,7 @@ from sparktui.core.journal import Journal
 from sparktui.core.plan import Plan, PlanOptions
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
 from sparktui.core.events import PreflightFinished, PreflightNode, PreflightStarted
+from sparktui.core.preflight.leftovers import Leftovers, Stale
 from sparktui.core.plan import make_plan
 from sparktui.core.memfree import DROP_SCRIPT
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
@@ -57,6 +58,7 @@ class ScriptedCore(Controller):
         self.hold_sync = False
         self.futile: list[str] = []  # what the support check says before a model copy (none: every image loads it)
         self.fail_preflight: str | None = None  # a node whose preflight fails
+        self.stale: dict[str, list[str]] = {}  # node -> stopped containers earlier launches left there
         self.plan: Plan | None = None
         self.options: PlanOptions | None = None
         self.meminfo: dict[str, str] = {}  # /proc/meminfo per node as the preflight reads it (none: not judged)
@@ -192,8 +194,16 @@ class ScriptedCore(Controller):
             self.bus.emit(PreflightNode("sparks", r))
             await asyncio.sleep(0)
         judge_memory(v, {k: parse_meminfo(t) for k, t in self.meminfo.items()}, plan.unified, plan.mem_fraction)
+        for node, names in self.stale.items():
+            v.leftovers[node] = Leftovers(node, stale=[Stale(c, "old", "sglang", "exited") for c in names])
         self.bus.emit(PreflightFinished("sparks", v, v.summary()))
         return v
+
+    async def remove_stale(self, stale: dict[str, list[str]]) -> list[dict]:
+        self.calls.append(("remove_stale", stale))
+        removed = [{"node": n, "removed": list(names), "error": None} for n, names in stale.items()]
+        self.stale = {}
+        return removed
 
     async def run(self, prepared: Prepared, force: bool = False) -> str:
         op = prepared.op

@@ -368,3 +368,27 @@ async def test_a_busy_deployment_shows_the_lock_holder_and_is_broken_only_when_t
                 assert asked == [None] and ("stop", None) not in core.calls
         await wait_for(pilot, lambda: app.deploy_state == "stopped", what="stopped")
         assert asked == [None, None, holder]
+
+
+async def test_stopped_containers_an_earlier_launch_left_are_removed_only_when_agreed(config, core):
+    core.stale = {"spark2": ["sparktui-old-sglang-1"]}
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await submit_form(pilot, app)
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
+        assert "stale containers" in confirm.preview.title and "Remove them" in str(confirm.query_one("#ok").label)
+        assert "sparktui-old-sglang-1 (stopped)" in "\n".join(confirm.preview.lines())
+        await pilot.press("n")  # kept: the launch goes on all the same
+        await wait_for(pilot, lambda: any(op == "launch" for op, _ in core.calls), what="the launch")
+        assert not any(op == "remove_stale" for op, _ in core.calls)
+        await wait_for(pilot, lambda: not app.running, what="the flow to end")
+    core.calls.clear()
+    app = SparkApp(config, controller=core)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await submit_form(pilot, app)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(op == "launch" for op, _ in core.calls), what="the launch")
+        assert ("remove_stale", {"spark2": ["sparktui-old-sglang-1"]}) in core.calls
+        ops = [op for op, _ in core.calls]
+        assert ops.index("remove_stale") < ops.index("launch")
