@@ -4,9 +4,9 @@ Per node the floor is the `memory.floor` (a size, or a share of MemTotal) and th
 `memory.warn` above it; /proc/pressure/memory's "full avg10" counts too, since a host that spends its
 time reclaiming is wedging before MemAvailable says so. A short history per node gives the fall rate:
 users saw MemAvailable drop 17-19 GiB within ~10 s of the weights loading, so the speed matters as
-much as the level. A node still falling steadily is stopped before it reaches the floor when, at its
-recent pace, it would be under it before two more readings came: one reading at a time, a fall of
-1-2 GiB/s would otherwise be stopped only with the node already near empty.
+much as the level. No stop is made on a projection: engines take memory in large steps (the weights,
+then a KV pool taken whole, then graphs), so two falls in a row say nothing of the next reading; the
+floor has to leave room for one interval's fall.
 """
 from __future__ import annotations
 
@@ -52,17 +52,6 @@ class Guard:
         (t0, a0), (t1, a1) = past[0], past[-1]
         return (a0 - a1) / (t1 - t0)
 
-    def steady_fall(self, node: str) -> float | None:
-        """Bytes/s of the slower of the last two steps between readings, when both fell: a pace that goes
-        on, not a one-off allocation (a KV pool taken whole falls once, then holds)."""
-        past = self._past.get(node)
-        if not past or len(past) < 3:
-            return None
-        (t0, a0), (t1, a1), (t2, a2) = past[-3], past[-2], past[-1]
-        if t1 <= t0 or t2 <= t1 or a1 >= a0 or a2 >= a1:
-            return None
-        return min((a0 - a1) / (t1 - t0), (a1 - a2) / (t2 - t1))
-
     def _remember(self, s: MemSample) -> None:
         past = self._past.setdefault(s.node, deque())
         past.append((s.at, s.available or 0))
@@ -90,16 +79,9 @@ class Guard:
         if s.psi_some is None and s.psi_full is None:
             notes.append(self._once(f"{s.node}:psi", f"no /proc/pressure on {s.node}: pressure not watched"))
         limit = self.cfg.pressure
-        steady = self.steady_fall(s.node)
-        ahead = 2 * self.cfg.interval  # two more readings away
         if s.available < floor:
             level, kind = "stop", "memory_floor"
             words = f"{gib(s.available)} available, under the {gib(floor)} floor{falling}"
-        elif steady and s.available - steady * ahead < floor:
-            level, kind = "stop", "memory_floor"
-            secs = (s.available - floor) / steady
-            words = (f"{gib(s.available)} available, falling {gib(steady)}/s: under the {gib(floor)} "
-                     f"floor within {secs:.0f} s")
         elif s.psi_full is not None and s.psi_full > limit:
             level, kind = "stop", "memory_pressure"
             words = (f"memory pressure {s.psi_full:g}% (full avg10), over the {limit:g}% limit; "
