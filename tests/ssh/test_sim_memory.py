@@ -39,8 +39,8 @@ def test_vllm_takes_the_weights_then_the_kv_cache_and_gives_them_back(tmp_path, 
     start = available_gib(meminfo)
     p = SimProcess(launcher_argv("vllm", "serve", model, "--port", str(free_port())), speed=SPEED, extra_env=env)
     with p:
-        i = p.wait_for("Loading weights took", timeout=60)
-        weights = number(p.snapshot()[i + 1], r"Model loading took ([\d.]+) GiB")
+        i = p.wait_for("Model loading took", timeout=60)  # the line after "Loading weights took"
+        weights = number(p.snapshot()[i], r"Model loading took ([\d.]+) GiB")
         assert weights == pytest.approx(MODEL_BYTES / 2 ** 30, abs=1e-3)
         # the weights are in use once they are loaded, the KV cache comes after
         assert start - available_gib(meminfo) >= gpu.RUNTIME_OVERHEAD_GIB + weights - 0.01

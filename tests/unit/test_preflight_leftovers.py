@@ -37,15 +37,16 @@ def test_stats_lines_give_the_memory_used_per_container():
     assert parse_stats(["other-r0 3.5GiB / 119.7GiB", "x -- / --"]) == {"other-r0": int(3.5 * GiB), "x": None}
 
 
-def test_stopped_containers_of_every_deployment_are_stale_and_running_ones_of_others_only_named():
+def test_stopped_containers_of_other_deployments_are_stale_and_running_ones_only_named():
     lo = leftovers_of("spark2", "mine", ROWS, ["other-r0 3.5GiB / 119.7GiB"], None, unified=True)
-    assert [(s.name, s.deployment, s.state) for s in lo.stale] == [
-        ("old-r0", "old", "exited"), ("mine-r1", "mine", "exited"), ("dead-r0", "gone", "dead")]
+    # this deployment's own stopped rank (mine-r1) is no question to ask: the launch or pivot clears it
+    assert [(s.name, s.deployment, s.state) for s in lo.stale] == [("old-r0", "old", "exited"),
+                                                                   ("dead-r0", "gone", "dead")]
     assert [(h.name, h.deployment, h.memory) for h in lo.running] == [("other-r0", "other", int(3.5 * GiB))]
     text = "\n".join(lo.lines())
     assert "docker rm old-r0" in text and "other-r0 of deployment other (sglang) holds 3.5" in text
     assert "not stale" in text and "plain" not in text and "mine-r0" not in text
-    assert lo.to_json()["remove"] == "docker rm old-r0 mine-r1 dead-r0"
+    assert lo.to_json()["remove"] == "docker rm old-r0 dead-r0"
 
 
 def test_page_cache_is_named_on_unified_memory_only_and_only_when_it_matters():
@@ -82,7 +83,7 @@ esac
     assert look.image_id and look.image_user == "1000:1000"
     assert look.containers is not None and len(look.containers) == len(ROWS)
     lo = leftovers_of("spark2", "mine", look.containers, look.stats, look.memory, unified=False)
-    assert [s.name for s in lo.stale] == ["old-r0", "mine-r1", "dead-r0"]
+    assert [s.name for s in lo.stale] == ["old-r0", "dead-r0"]
     assert lo.running[0].memory == int(3.5 * GiB)
     assert look.ipc is not None and look.ipc.live is True and look.ipc.systemd is False
 
@@ -108,7 +109,7 @@ def test_the_semaphore_trap_fails_the_node_with_the_fix_before_the_weights_load(
 def test_the_verdict_carries_the_leftovers_in_its_summary_and_json():
     v = _verdict()
     v.leftovers["spark2"] = leftovers_of("spark2", "mine", ROWS, [], None, unified=False)
-    assert v.stale == {"spark2": ["old-r0", "mine-r1", "dead-r0"]}
+    assert v.stale == {"spark2": ["old-r0", "dead-r0"]}
     assert "left over: spark2: stale container old-r0" in v.summary()
     (doc,) = v.to_json()["leftovers"]
-    assert doc["node"] == "spark2" and [s["name"] for s in doc["stale"]] == ["old-r0", "mine-r1", "dead-r0"]
+    assert doc["node"] == "spark2" and [s["name"] for s in doc["stale"]] == ["old-r0", "dead-r0"]

@@ -1,7 +1,7 @@
 """What an earlier launch or copy left on a node, named before a launch with what frees it.
 
-- Stale containers: sparktui's engine containers (by label) that no longer run, of any deployment
-  (this one's included). Removing them (`docker rm`, refused by docker should one run again) is
+- Stale containers: sparktui's engine containers (by label) that no longer run, of other
+  deployments (this one's are replaced by the launch itself, which removes them first). Removing them (`docker rm`, refused by docker should one run again) is
   offered after a confirmation; a running container of another deployment is never stale: the
   memory it holds (`docker stats`, where docker can tell) is named, nothing more.
 - Page cache (`Cached` in /proc/meminfo) on unified memory: a checkpoint just copied or read sits there
@@ -109,7 +109,7 @@ class Leftovers:
 
 def leftovers_of(node: str, deployment: str, containers: list[str] | None, stats: list[str],
                  memory: Memory | None, unified: bool, error: str | None = None) -> Leftovers:
-    """Judge one node's look: stale containers (every deployment), others' running ones, page cache."""
+    """Judge one node's look: stale containers (other deployments'), others' running ones, page cache."""
     out = Leftovers(node, error=error)
     if unified and memory is not None and (memory.cached_bytes or 0) >= CACHE_WORTH:
         out.page_cache = memory.cached_bytes
@@ -120,7 +120,8 @@ def leftovers_of(node: str, deployment: str, containers: list[str] | None, stats
         if not dep:  # docker's filter already asked for the label; nothing without it is touched
             continue
         if c.state not in RUNNING:
-            out.stale.append(Stale(c.name, dep, L.engine_of(c.labels), c.state, c.status))
+            if dep != deployment:  # this deployment's own: the launch or pivot clears them, unasked
+                out.stale.append(Stale(c.name, dep, L.engine_of(c.labels), c.state, c.status))
         elif dep != deployment:
             out.running.append(Held(c.name, dep, L.engine_of(c.labels), used.get(c.name)))
     return out
