@@ -35,6 +35,10 @@ DOCUMENTED = {
     "NCCL_IB_SUBNET_AWARE_ROUTING",
     # Ray reads RAY_<name> for each entry of its ray_config_def.h; NVIDIA's DGX Spark playbook sets this one
     "RAY_memory_monitor_refresh_ms",
+    # https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf:
+    # read by torch's CUDA caching allocator (c10), which holds vLLM's and SGLang's KV cache; the engines
+    # themselves need not name it
+    "PYTORCH_CUDA_ALLOC_CONF",
 }
 
 
