@@ -522,3 +522,19 @@ async def test_a_container_of_this_plan_left_created_by_a_killed_launch_is_repla
     assert n2[-1] == "done" and "failed" not in n2
     assert fc["n2"].meta(worker.container)["state"] == "running"
     assert d.current.state != "failed"
+
+
+async def test_a_strangers_container_in_the_way_fails_the_step_at_once(fake_cluster):
+    fc = await fake_cluster(2)
+    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray"))
+    worker = next(s for s in plan.steps if s.kind == "run" and s.node == "n2")
+    fc["n2"].add_container(worker.container, {})  # no label: never ours, and no waiting for it to become so
+    async with Cluster(fc.config) as cluster:
+        d = Deployer(cluster, fc.config, EventBus(), wait_interval=0.1)
+        try:
+            await d.launch(plan)
+        finally:
+            await d.close()
+    assert d.current.state == "failed" and "already in use" in d.current.detail
+    looks = [a for n, a in fc.calls() if n == "n2" and a[:1] == ["inspect"] and worker.container in a]
+    assert len(looks) == 1  # one look, not a poll until the late-start wait ran out

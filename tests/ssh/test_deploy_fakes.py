@@ -153,7 +153,7 @@ elif cmd == "inspect":
         print(f"Error: No such object: {refs[0]}", file=sys.stderr)
         sys.exit(1)
     print(fmt.replace("{{.State.Status}}", m["state"]).replace("{{.State.ExitCode}}", str(m["exit"]))
-             .replace("{{.State.OOMKilled}}", "false"))
+             .replace("{{.State.OOMKilled}}", "false").replace("{{json .Config.Labels}}", json.dumps(m["labels"])))
 elif cmd == "logs":
     flags, refs = opts(args, VALUED - {"-t"})
     d = dict(flags)

@@ -6,6 +6,7 @@ Every engine container sparktui starts carries labels (engines/common.py): spark
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 
 from .. import labels as L
@@ -79,6 +80,22 @@ async def remove_stale(node: Node, names: list[str]) -> tuple[list[str], str | N
 async def remove_one(node: Node, container: str) -> str | None:
     r = await node.run(["docker", "rm", "-f", container], timeout=60)
     return None if r.ok else (r.stderr.strip() or f"exit {r.exit_status}")
+
+
+async def inspect_one(node: Node, container: str) -> tuple[dict[str, str], str] | None:
+    """(labels, state) of one container by name, whoever made it; None when docker knows none by that name
+    (yet: a `docker run` still making it holds the name before inspect sees it)."""
+    r = await node.run(["docker", "inspect", "--format", "{{json .Config.Labels}} {{.State.Status}}", container],
+                       timeout=30)
+    if not r.ok:
+        return None
+    text = r.stdout.strip()
+    labels_json, _, state = text.rpartition(" ")
+    try:
+        labels = json.loads(labels_json) or {}
+    except ValueError:
+        return None
+    return ({str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}), state
 
 
 async def process_running(node: Node, container: str, needle: str) -> bool | None:

@@ -606,25 +606,23 @@ class Deployer:
 
         Returns words for a resumed step when it came up running; "" when it was ours but never ran
         (its maker died between create and start), so it is removed for the step to run again;
-        None when it is not this plan's, and the step fails as it did.
+        None when it is not this plan's (at once: a stranger's name clash is said as docker said it).
         """
         deadline = time.monotonic() + max(0.0, min(LATE_START_WAIT_S, self._left()))
         created_since: float | None = None
         while True:
-            found = await C.find_on(node, self.name)
-            if found.error:
-                return None
-            mine = next((c for c in found.containers if c.name == step.container), None)
+            found = await C.inspect_one(node, step.container)
             now = time.monotonic()
-            if mine is not None:
-                if mine.labels.get(L.PLAN) != plan_id:
+            if found is not None:
+                labels, state = found
+                if labels.get(L.PLAN) != plan_id:
                     return None
-                if mine.state == "running":
+                if state == "running":
                     return "already running (same plan, started by an earlier launch)"
                 created_since = created_since or now
-                if mine.state != "created" or now - created_since >= CREATED_GRACE_S or now >= deadline:
+                if state != "created" or now - created_since >= CREATED_GRACE_S or now >= deadline:
                     return "" if await C.remove_one(node, step.container) is None else None
-            elif now >= deadline:  # docker holds the name while it makes the container; ps shows it after
+            elif now >= deadline:  # docker holds the name while it makes the container; inspect sees it after
                 return None
             await asyncio.sleep(0.5)
 
