@@ -86,7 +86,7 @@ def test_a_node_under_the_floor_stops_the_loading_deployment_and_nothing_else(si
         assert launch.returncode != 0 and doc.get("state") == "failed", (out[-2000:], err[-2000:])
         problems = [p for p in doc.get("problems", []) if p.get("kind") == "memory_floor"]
         assert problems, doc.get("problems")
-        assert worker in problems[0]["message"] and "floor" in problems[0]["message"].lower(), problems
+        assert problems[0]["node"] == worker and "floor" in problems[0]["message"].lower(), problems
 
         rc, out, err = cli(path, state, "status", "--json")
         # no container is left, yet status from another process says what stopped it, and why
