@@ -155,7 +155,10 @@ def host_python_paths(python: str) -> tuple[str, str, str]:
     return out[0], out[1], out[2]
 
 
-def collect(python: str) -> Rootfs:
+def base_rootfs(python: str, os_name: str = "sparktui engine simulator",
+                skip_dynload: tuple[str, ...] = SKIP_DYNLOAD,
+                skip_stdlib: frozenset[str] | set[str] = SKIP_STDLIB) -> tuple[Rootfs, str]:
+    """This machine's python3 with its libraries, a shell and a few tools; returns it and "3.x"."""
     fs = Rootfs()
     # Debian's merged /usr, so paths printed by ldd (/lib/...) land where the loader looks
     for name in ("bin", "lib", "lib64", "sbin"):
@@ -167,7 +170,7 @@ def collect(python: str) -> Rootfs:
     fs.add_file("/etc/passwd", data=b"root:x:0:0:root:/root:/bin/sh\n"
                                     b"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
     fs.add_file("/etc/group", data=b"root:x:0:\nnogroup:x:65534:\n")
-    fs.add_file("/etc/os-release", data=b'PRETTY_NAME="sparktui engine simulator"\nID=sparktui-sim\n')
+    fs.add_file("/etc/os-release", data=f'PRETTY_NAME="{os_name}"\nID=sparktui-sim\n'.encode())
 
     stdlib, dynload, version = host_python_paths(python)
     binaries = [python]
@@ -183,7 +186,7 @@ def collect(python: str) -> Rootfs:
 
     for root, dirs, files in os.walk(stdlib):
         rel = os.path.relpath(root, stdlib)
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_STDLIB and not d.startswith(SKIP_STDLIB_PREFIX)
+        dirs[:] = sorted(d for d in dirs if d not in skip_stdlib and not d.startswith(SKIP_STDLIB_PREFIX)
                          and os.path.join(root, d) != dynload)
         for f in sorted(files):
             src = os.path.join(root, f)
@@ -193,13 +196,17 @@ def collect(python: str) -> Rootfs:
                 fs.add_file(os.path.normpath(os.path.join(stdlib, rel, f)), src=src)
     if dynload and os.path.isdir(dynload):
         for f in sorted(os.listdir(dynload)):
-            if f.endswith(".so") and not f.startswith(SKIP_DYNLOAD):
+            if f.endswith(".so") and not f.startswith(skip_dynload):
                 fs.copy_host_path(os.path.join(dynload, f))
                 binaries.append(os.path.join(dynload, f))
     for binary in binaries:
         for lib in ldd(binary):
             fs.copy_host_path(lib)
+    return fs, version
 
+
+def collect(python: str) -> Rootfs:
+    fs, version = base_rootfs(python)
     site = f"/usr/local/lib/python{version}/dist-packages"
     fs.add_file(f"{site}/sparktui/__init__.py", data=b'"""sparktui: only the engine simulator ships in this image."""\n')
     for path in sorted(SIM.rglob("*")):
@@ -274,7 +281,8 @@ def docker_arch() -> str:
 
 
 def build_image(fs: Rootfs, output: Path, tag: str, entrypoint: list[str] | None = None,
-                env: list[str] | None = None) -> dict:
+                env: list[str] | None = None, title: str = "sparktui engine simulator",
+                description: str = "SGLang, vLLM and Ray as seen from outside, without GPUs") -> dict:
     """Write the docker-archive tarball; returns {'id', 'layer', 'size'}.
 
     entrypoint: the image's ENTRYPOINT (vllm/vllm-openai has ["vllm", "serve"]); env: extra ENV
@@ -293,9 +301,8 @@ def build_image(fs: Rootfs, output: Path, tag: str, entrypoint: list[str] | None
             "architecture": docker_arch(), "os": "linux", "created": created,
             "config": {"Env": [f"PATH={PATH_ENV}", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", *(env or [])],
                        "Cmd": None if entrypoint else ["/bin/sh"], "WorkingDir": "/",
-                       "Labels": {"org.opencontainers.image.title": "sparktui engine simulator",
-                                  "org.opencontainers.image.description": "SGLang, vLLM and Ray as seen from outside, "
-                                                                          "without GPUs"}},
+                       "Labels": {"org.opencontainers.image.title": title,
+                                  "org.opencontainers.image.description": description}},
             "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_hex}"]},
             "history": [{"created": created, "created_by": "tools/build_sim_image.py"}],
         }
