@@ -1,6 +1,6 @@
 """Bring a lab up or down by hand.
 
-    python3 -m tests.lab up [--nodes N] [--max-sessions M] [--no-docker]   # prints the config path
+    python3 -m tests.lab up [--nodes N] [--max-sessions M] [--no-docker] [--storage overlay2]  # prints the config path
     python3 -m tests.lab sh NODE CMD... [--lab DIR]                       # a command inside a node
     python3 -m tests.lab list
     python3 -m tests.lab down [DIR...]       # without DIR: every lab started with `up`
@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--nodes", type=int, default=2)
     up.add_argument("--max-sessions", type=int, default=None)
     up.add_argument("--no-docker", action="store_true")
+    up.add_argument("--storage", default="vfs", help="dockerd's storage driver (overlay2 for large images)")
+    up.add_argument("--docker-tmpfs", default="", help="size of an in-memory /var/lib/docker per node, e.g. 6g")
     run = sub.add_parser("sh", help="run a command inside a node")
     run.add_argument("node")
     run.add_argument("command", nargs=argparse.REMAINDER)
@@ -35,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.cmd == "up":
         try:
-            lab = Lab(a.nodes, max_sessions=a.max_sessions, docker=not a.no_docker, own_process=False).up()
+            lab = Lab(a.nodes, max_sessions=a.max_sessions, docker=not a.no_docker, own_process=False,
+                      storage=a.storage, docker_tmpfs=a.docker_tmpfs).up()
         except (LabUnavailable, LabError) as e:
             print(f"lab: {e}", file=sys.stderr)
             return 1

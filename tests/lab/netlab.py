@@ -136,12 +136,17 @@ class Lab:
 
     def __init__(self, nodes: int = 2, *, max_sessions: int | None = None, docker: bool = True,
                  model: str = "tiny-model", connect_timeout: float = 3.0,
-                 own_process: bool = True, base_dir: str | Path | None = None):
+                 own_process: bool = True, base_dir: str | Path | None = None, storage: str = "vfs",
+                 docker_tmpfs: str = ""):
         if not 1 <= nodes <= len(FABRIC_IFACES) * 4:
             raise ValueError(f"nodes must be 1..{len(FABRIC_IFACES) * 4}")
         self.count = nodes
         self.max_sessions = max_sessions
         self.docker = docker
+        # vfs copies the whole image at every container start: seconds for the simulator's 40 MB, minutes for
+        # a real engine's 2 GB, whose lab asks for overlay2 (a node's mount namespace can mount overlayfs)
+        self.storage = storage
+        self.docker_tmpfs = docker_tmpfs  # e.g. "6g": each node's /var/lib/docker in memory ("" = on disk)
         self.model = model
         self.connect_timeout = connect_timeout
         self.own_process = own_process
@@ -226,7 +231,8 @@ class Lab:
             "id": lab_id, "dir": str(self.dir), "owner_pid": pid if self.own_process else None,
             "owner_start": start_time(pid) if self.own_process else None,
             "tag": f"s{pid:x}{seq % 256:02x}", "netns": [], "links": [], "routes": [], "nodes": [],
-            "max_sessions": self.max_sessions, "docker": self.docker,
+            "max_sessions": self.max_sessions, "docker": self.docker, "storage": self.storage,
+            "docker_tmpfs": self.docker_tmpfs,
         }
         if self.own_process:
             atexit.register(self.destroy)
@@ -264,7 +270,8 @@ class Lab:
         """A Lab object for a lab that is already up (started by `python3 -m tests.lab up`)."""
         state = json.loads((Path(lab_dir) / "lab.json").read_text())
         lab = cls(len(state["nodes"]), max_sessions=state.get("max_sessions"),
-                  docker=state.get("docker", True), own_process=False)
+                  docker=state.get("docker", True), own_process=False, storage=state.get("storage", "vfs"),
+                  docker_tmpfs=state.get("docker_tmpfs", ""))
         lab.state, lab.dir, lab.block = state, Path(state["dir"]), state["block"]
         lab.nodes = [LabNode(**n) for n in state["nodes"]]
         return lab
@@ -404,7 +411,7 @@ class Lab:
         argv = ["nsenter", f"--net=/run/netns/{n.netns}", "--",
                 "unshare", "--mount", "--uts", "--pid", "--fork", "--propagation", "private",
                 "--kill-child", shutil.which("tini") or "tini", "-s", "--",
-                "bash", str(NODE_INIT), n.dir, n.name]
+                "bash", str(NODE_INIT), n.dir, n.name, self.docker_tmpfs]
         if self.own_process and threading.current_thread() is threading.main_thread():
             argv = ["setpriv", "--pdeathsig", "KILL", "--"] + argv
         log = open(n.path / "lab/init.log", "wb")
@@ -424,7 +431,7 @@ class Lab:
         n.pid = int(children[0])
 
     def _start_dockerd(self, n: LabNode) -> None:
-        args = ["dockerd", "--storage-driver=vfs", "--iptables=false", "--ip-forward=false",
+        args = ["dockerd", f"--storage-driver={self.storage}", "--iptables=false", "--ip-forward=false",
                 "--ip-masq=false", "--bridge=none", "--userland-proxy=false",
                 "--exec-opt", "native.cgroupdriver=cgroupfs", f"--cgroup-parent=/{n.cgroup}",
                 "--add-runtime", "runc-clamp=/usr/local/sbin/runc-clamp", "--default-runtime", "runc-clamp",
