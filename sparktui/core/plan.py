@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from ipaddress import IPv4Network
 from typing import Union
 
 from .config import Config
 from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
+from .engines import cpubuild
 from .engines.base import ALLOC_CONF
 from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
@@ -596,10 +597,14 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         if not _ENV_NAME.match(k):
             c.error(f"environment variable name {k!r} is not valid")
 
-    alloc, expandable, alloc_note = _alloc_conf(config, opts, engine_mod)
+    cpu = cpubuild.is_cpu_build(version)
+    # PyTorch's CUDA allocator has nothing to say on a CPU build
+    alloc, expandable, alloc_note = _alloc_conf(config, opts, engine_mod) if not cpu else (None, False, "")
+    cpu_env = cpubuild.kv_env(list(opts.extra_args), getattr(engine_mod, "kv_bytes_flag", None)) if cpu else {}
     rooms: list[NodeRoom] = []
     fit = None
-    if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1:
+    # a CPU build's memory is the host's, not a GPU's: the GPU fit and its fraction don't apply
+    if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1 and not cpu:
         fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction,
                              engine=engine, model_config=model_cfg, extra_args=opts.extra_args)
         for e in fit.errors:
@@ -627,6 +632,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                 engine_note=version_note, mem_fraction=mem_fraction,
                 unified=[n for n in order if n in facts and facts[n].gpu.unified], after_load=rooms,
                 notes=[alloc_note] if alloc_note else [], expandable=expandable)
+    if cpu:
+        plan.notes.append(cpubuild.note(version or "", cpu_env, getattr(engine_mod, "kv_bytes_flag", None)))
     if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
         plan.support = support.to_json()
     spots = []
@@ -647,12 +654,13 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     extra, key_env = _secrets_off_argv(engine_mod, extra, c)
     ctx = Context(engine=engine, mode=mode, image=image, model_path=model_path, served_name=served, tp=tp, pp=pp,
                   head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
-                  mem_fraction=mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
-                  extra_args=extra, deployment=deployment, plan_id="", docker=config.docker, nodes=spots,
+                  mem_fraction=None if cpu else mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
+                  extra_args=extra, deployment=deployment, plan_id="",
+                  docker=replace(config.docker, gpu_style="none") if cpu else config.docker, nodes=spots,
                   engine_version=version, files=plan_files.mounts(opts.files))
     if engine_mod is not None:
         for spot in spots:
-            spot.env = {**_spot_env(config, opts, engine_mod, ctx, spot, c, alloc), **key_env}
+            spot.env = {**cpu_env, **_spot_env(config, opts, engine_mod, ctx, spot, c, alloc), **key_env}
         for why in engine_mod.plan_refusals(ctx):
             c.error(why)
         for why in engine_mod.plan_warnings(ctx):
@@ -660,7 +668,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     ctx.plan_id = plan.plan_id = _plan_id({
         "engine": engine, "mode": mode, "image": image, "model": model_path, "served": served, "tp": tp, "pp": pp,
         "ports": [port, dist_port, ray_port], "mem": mem_fraction, "max_len": max_len, "trust": trust,
-        "extra": render(extra, "show"), "docker": [config.docker.gpu_style, config.docker.ulimits,
+        "extra": render(extra, "show"), "docker": [ctx.docker.gpu_style, config.docker.ulimits,
                                                      config.docker.volumes, config.docker.shm_size,
                                                      render(protect_args(config.docker.extra_args), "show")],
         "nodes": [[s.name, s.rank, s.iface, s.ip, s.rdma, s.infiniband, _shown_env(s.env)] for s in spots],

