@@ -82,7 +82,8 @@ def pytest_make_collect_report(collector):
 def pytest_configure(config):
     home = hermetic.user_home()
     cache = hermetic.pin_contract_cache()
-    guard = hermetic.Guard(home, exempt=[cache, home / hermetic.CONTRACT_CACHE])
+    engine = hermetic.pin_engine_cache()
+    guard = hermetic.Guard(home, exempt=[cache, home / hermetic.CONTRACT_CACHE, engine, home / hermetic.ENGINE_CACHE])
     config.stash[_GUARD] = guard
     config.stash[_AT_START] = guard.digests()
     hermetic.install_node_homes()

@@ -8,9 +8,10 @@
   sandbox sits beside tmp_path, not in it, because some tests assert what their tmp_path holds.
 - Guard: the user's real ~/.local/state/sparktui, ~/.config/sparktui and ~/.cache/sparktui are compared
   before and after each test (metadata) and at the end of the session (contents); any file created,
-  changed or removed fails the test, and the suite. The contract tier's venv cache is exempt
-  ($SPARKTUI_CONTRACT_CACHE, default ~/.cache/sparktui/contract), and is pinned to the real home before
-  HOME moves, so tests/contract/venvs.py keeps finding it.
+  changed or removed fails the test, and the suite. The contract tier's venv cache
+  ($SPARKTUI_CONTRACT_CACHE, default ~/.cache/sparktui/contract) and the real engine's image cache
+  ($SPARKTUI_ENGINE_CACHE, default ~/.cache/sparktui/engine, tools/build_engine_image.py) are exempt, and
+  pinned to the real home before HOME moves, so the tests keep finding them.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pathlib import Path
 HOME_VARS = ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
 WATCHED = (".local/state/sparktui", ".config/sparktui", ".cache/sparktui")
 CONTRACT_CACHE = ".cache/sparktui/contract"
+ENGINE_CACHE = ".cache/sparktui/engine"
 
 
 def home_env(home: Path) -> dict[str, str]:
@@ -101,6 +103,12 @@ def pin_contract_cache() -> Path:
     the user set is kept)."""
     os.environ.setdefault("SPARKTUI_CONTRACT_CACHE", str(user_home() / CONTRACT_CACHE))
     return Path(os.environ["SPARKTUI_CONTRACT_CACHE"])
+
+
+def pin_engine_cache() -> Path:
+    """The same for the real engine's environment and image (tools/build_engine_image.py)."""
+    os.environ.setdefault("SPARKTUI_ENGINE_CACHE", str(user_home() / ENGINE_CACHE))
+    return Path(os.environ["SPARKTUI_ENGINE_CACHE"])
 
 
 class Guard:
