@@ -75,8 +75,10 @@ def _hint(hint: str, choices: list[str]) -> str:
     return hint if hint.startswith("expected") or "case" in hint else f"{hint} (choices: {', '.join(choices)})"
 
 
-# argparse's wording (Lib/argparse.py, _check_value, CPython 3.9-3.13): the value is repr()'d
-_INVALID_CHOICE = re.compile(r"(argument [^:]+): invalid choice: '(.*)' \(choose from (.*)\)$", re.S)
+# argparse's wording (Lib/argparse.py, _check_value): the value is repr()'d; with suggest_on_error (CPython 3.14,
+# on by default from 3.15) a close choice comes between: "invalid choice: 'rey', maybe you meant 'ray'? (choose ..."
+_INVALID_CHOICE = re.compile(
+    r"(argument [^:]+): invalid choice: '(.*)'(?:, maybe you meant '[^']*'\?)? \(choose from (.*)\)$", re.S)
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

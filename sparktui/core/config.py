@@ -5,9 +5,11 @@ Head rule: exactly one node may say `role: head`; when none does, the first node
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import re
+import stat
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 import yaml
@@ -574,6 +576,10 @@ def user_config_path() -> Path:
     return base / "sparktui" / "config.yaml"
 
 
+# what CPython 3.11-3.13's Path.is_file and Path.exists took for "not there" (the rest they raised)
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
 def find_config(explicit: str | Path | None = None) -> Path:
     """--config, then $SPARKTUI_CONFIG, ./sparktui.yaml, $XDG_CONFIG_HOME/sparktui/config.yaml.
 
@@ -584,12 +590,17 @@ def find_config(explicit: str | Path | None = None) -> Path:
         if value:
             p = Path(os.path.expanduser(str(value)))
             shown = shorten(p, 200)
+            # os.stat, not Path.is_file: from CPython 3.14 that answers False to every OSError, and a directory
+            # on the way that cannot be read, or a name too long, would read as a file that does not exist
             try:
-                if p.is_file():
+                if stat.S_ISREG(os.stat(p).st_mode):
                     return p
-                why = "is not a file" if p.exists() else "names a file that does not exist"
-            except OSError as e:  # a directory on the way that cannot be read, a name too long
-                why = f"cannot be looked at ({e.strerror or type(e).__name__})"
+                why = "is not a file"
+            except OSError as e:
+                if e.errno in _ABSENT:
+                    why = "names a file that does not exist"
+                else:  # a directory on the way that cannot be read, a name too long
+                    why = f"cannot be looked at ({e.strerror or type(e).__name__})"
             raise ConfigNotFound([f"{label} {shown}"], f"{label} {why}")
     places = [Path("sparktui.yaml"), user_config_path()]
     for p in places:

@@ -79,3 +79,18 @@ def test_a_bad_choice_is_one_line_with_the_likely_one(argv, hint, capsys):
     assert e.value.code == 2 and hint in err
     # the error alone, not argparse's usage block before it
     assert "usage:" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("message", [
+    "argument --engine: invalid choice: 'vlm' (choose from 'sglang', 'trtllm', 'vllm')",  # CPython 3.11-3.13
+    # suggest_on_error (CPython 3.14, on by default from 3.15) puts argparse's own guess in between
+    "argument --engine: invalid choice: 'vlm', maybe you meant 'vllm'? (choose from 'sglang', 'trtllm', 'vllm')",
+])
+def test_either_wording_of_a_bad_choice_is_one_line_with_the_likely_one(message, capsys):
+    from sparktui.cli import _Parser
+
+    with pytest.raises(SystemExit) as e:
+        _Parser(prog="sparktui plan").error(message)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err == ("sparktui plan: error: argument --engine: invalid choice: 'vlm'; "
+                                         "did you mean 'vllm'? (choices: sglang, trtllm, vllm)\n"), err
