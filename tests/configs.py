@@ -1,6 +1,6 @@
 """Configs for tests, built one way: a Config object (make_config) and its YAML file (write_config).
 
-Tests that hold the YAML text itself (a config error's line and column, the README's example) keep it.
+Tests that hold the YAML text itself (a config error's line and column, the reference's example) keep it.
 """
 from __future__ import annotations
 

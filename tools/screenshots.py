@@ -1,4 +1,4 @@
-"""Write the README's screenshots (SVG) from the real app, driven by the recorded story.
+"""Write the screenshots (SVG) of the README and the user guide from the real app, driven by the recorded story.
 
     python3 tools/screenshots.py            # -> docs/screenshots/*.svg
     python3 tools/screenshots.py --check    # exit 1 if the committed ones differ from the app's
@@ -95,7 +95,7 @@ def compare(committed: Path, fresh: Path) -> list[str]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description="the README's screenshots from the real app")
+    p = argparse.ArgumentParser(description="the docs' screenshots from the real app")
     p.add_argument("--check", action="store_true", help="compare with docs/screenshots instead of writing them")
     if not p.parse_args().check:
         asyncio.run(render(OUT))

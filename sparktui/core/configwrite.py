@@ -85,6 +85,9 @@ NOTES = {
     "memory.pressure": '/proc/pressure/memory "full" avg10 in % above which it stops too',
     "memory.interval": "seconds between two readings of each node",
     "engines": "per engine {image, port}; another spelling of images.<engine> and engine.<engine>_port",
+    # not written by render_config (an entry has no comment of its own); the reference page lists them
+    "engines.<engine>.image": "image that runs this engine; ~ = images.<engine>, else the engine's own",
+    "engines.<engine>.port": "its HTTP port on the head; ~ = engine.<engine>_port, else the engine's own",
     "secrets": ("more variable or flag names whose values are masked in every output,\n"
                 "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
                 "  --api-key, --hf-token and the like are masked without being listed"),

@@ -1,4 +1,4 @@
-"""The README's pictures are the app as it is: docs/screenshots compared with a fresh rendering."""
+"""The README's and the user guide's pictures are the app as it is: docs/screenshots compared with a fresh rendering."""
 from __future__ import annotations
 
 import os

@@ -32,7 +32,7 @@ def test_rendering_the_examples_values_gives_the_example_byte_for_byte():
 
 
 def test_the_packaged_example_is_the_root_example():
-    """The root file is the one to edit (the README reproduces it); a pip install ships the copy."""
+    """The root file is the one to edit (docs/config.md reproduces it); a pip install ships the copy."""
     assert example_text() == EXAMPLE.read_text(), (
         "sparktui/config.example.yaml must equal config.example.yaml: cp config.example.yaml sparktui/")
 

@@ -98,11 +98,11 @@ def test_serving_chunks_are_counted_not_parsed_and_change_nothing(monkeypatch):
     assert p.kind == "out_of_memory" and p.line == log[:log.index(b"torch.OutOfMemoryError")].count(b"\n") + 1
 
 
-def test_the_readme_quotes_the_score_the_corpus_gets():
+def test_the_user_guide_quotes_the_score_the_corpus_gets():
     import re
 
-    readme = (ROOT / "README.md").read_text()
-    row = next(line for line in readme.splitlines() if line.startswith("| `sparktui diagnose"))
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    row = next(line for line in guide.splitlines() if line.startswith("| `sparktui diagnose"))
     m = re.search(r"right on (\d+) of (\d+) real logs", row)
     res = BENCH.score()
     assert m and (int(m[1]), int(m[2])) == (res["right"], res["total"])
