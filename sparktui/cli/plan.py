@@ -169,6 +169,8 @@ def render_plan(plan: Plan) -> Group:
         parts.append(Text(f"engine {plan.engine_note}"))
     parts.append(Text(f"rendezvous {plan.subnet or '?'} head {plan.head_ip or '?'}:{plan.rendezvous_port}, "
                       f"HTTP port {plan.port}"))
+    if plan.collectives_line:
+        parts.append(Text(plan.collectives_line))
     if plan.steps:
         order = Table(title="launch order", title_justify="left", show_edge=False)
         for col in ("#", "node", "kind", "what"):
