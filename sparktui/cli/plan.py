@@ -62,7 +62,8 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
                    help="extra engine argument, repeatable (use --arg=--flag for flags)")
     p.add_argument("--env", dest="extra_env", action="append", default=[], metavar="K=V",
                    help="extra container environment, repeatable")
-    p.add_argument("--recipe", metavar="FILE", help="a sparkrun recipe to start from")
+    p.add_argument("--recipe", metavar="FILE",
+                   help="a recipe to start from: sparkrun's, or one of NVIDIA's Local AI Inference Recipes")
 
 
 def _positive(name: str, v: int | float | None) -> None:
@@ -168,6 +169,8 @@ def render_plan(plan: Plan) -> Group:
         parts.append(Text(f"engine {plan.engine_note}"))
     parts.append(Text(f"rendezvous {plan.subnet or '?'} head {plan.head_ip or '?'}:{plan.rendezvous_port}, "
                       f"HTTP port {plan.port}"))
+    if plan.collectives_line:
+        parts.append(Text(plan.collectives_line))
     if plan.steps:
         order = Table(title="launch order", title_justify="left", show_edge=False)
         for col in ("#", "node", "kind", "what"):

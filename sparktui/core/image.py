@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import statefile
 from .engines import ENGINES, get_engine, label
+from .image_community import recognise
 
 RUN_TIMEOUT_S = 60  # the one-shot version run; a cold image start on a slow disk takes some seconds
 CACHE_DIR = "$HOME/.cache/sparktui/images"
@@ -216,6 +217,9 @@ def holds(info: ImageInfo) -> str:
     nccl = info.version("nvidia-nccl-cu13") or info.version("nvidia-nccl-cu12")
     if nccl:
         words.append(f"NCCL {nccl} (pip)")
+    known = recognise(info.ref)
+    if known is not None:  # what the name adds: the build it comes from, and its date
+        words.append(f"{known.family.what}" + (f", built {known.built}" if known.built else ""))
     return ", ".join(words)
 
 
@@ -297,6 +301,10 @@ def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, g
         r.warnings.append(f"{image} has no {package} Python package that python3 in it finds: the engine may not start")
     else:
         r.note = f"{word} version not read: planned for the newest release"
+    known = recognise(image)
+    if not r.version and known is not None and known.engine == engine:  # the name still says which build
+        r.note += f" ({known.repo or image}: {known.family.what}" + (f", built {known.built})" if known.built
+                                                                       else ")")
     if eng is not None:
         r.errors += eng.refusals(mode, image, info, r.version)
     return r

@@ -22,6 +22,7 @@ from .facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
+from .plan_collectives import judge as judge_collectives
 from .support import plan_checks, support_of_info
 from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
 from .memfree import shortfalls
@@ -111,6 +112,8 @@ class Plan:
     mem_fraction: float | None = None  # of each GPU's total memory, as the engine flag says
     unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
     fabric: dict = field(default_factory=dict)  # topology, line rate, halves and MTU in use (fabric.summary)
+    collectives: dict | None = None  # the image's family and what carries TP all-reduces (plan_collectives.py)
+    collectives_line: str | None = None  # the same in one line, when not NCCL alone
     support: dict | None = None  # the image's answer on loading the model (core/support.py), when asked
     after_load: list[NodeRoom] = field(default_factory=list)  # per node sharing system memory: what stays after load
     notes: list[str] = field(default_factory=list)  # what the plan chose on its own and why (the preview shows them)
@@ -141,6 +144,7 @@ class Plan:
             "nodes": [n.to_json() for n in self.nodes],
             "fit": self.fit.to_json() if self.fit else {},
             "fabric": dict(self.fabric),
+            "collectives": self.collectives,
             "support": self.support,
             "after_load": [r.to_json() for r in self.after_load],
             "notes": list(self.notes),
@@ -412,12 +416,13 @@ def fabric_hcas(f: NodeFacts | None, addr, subnets: list[Subnet], order: list[st
 
 
 def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], order: list[str],
-                   spots: list[Spot], c: _Checks) -> dict:
+                   spots: list[Spot], c: _Checks, nccl_scope: str = "") -> dict:
     """Both halves of the port, the MTU, the topology's NCCL settings and each node's GID index; returns
-    what the preflight measures against (fabric.summary)."""
+    what the preflight measures against (fabric.summary). nccl_scope: what NCCL still carries when another
+    collective takes decode's all-reduces (plan_collectives.py)."""
     idle = idle_halves(facts, subnet, subnets, order)
     if idle and subnet.rdma:
-        c.warn(idle_warning(idle, subnet))
+        c.warn(idle_warning(idle, subnet) + (f" ({nccl_scope})" if nccl_scope else ""))
     errors, warns = mtu_checks(facts, subnet, subnets, order)
     for e in errors:
         c.error(e)
@@ -646,8 +651,15 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
                           iface=addr.iface if addr else None, ip=addr.ip if addr else None,
                           rdma=fabric_hcas(f, addr, subnets, order) if addr else None, infiniband=ib))
+    coll = judge_collectives(engine_mod, image, {**config.docker.env, **opts.env}, len(order))
+    for w in coll.warnings:
+        c.warn(w)
+    plan.notes += coll.notes
+    plan.collectives, plan.collectives_line = coll.to_json(), coll.line()
     if subnet is not None:
-        plan.fabric = _fabric_checks(facts, subnet, subnets, order, spots, c)
+        plan.fabric = _fabric_checks(facts, subnet, subnets, order, spots, c, coll.nccl_scope())
+        if coll.active:  # the preflight's bandwidth verdict reads it (preflight/rate.py)
+            plan.fabric["nccl_scope"] = coll.nccl_scope()
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
     taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
     extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})

@@ -1,4 +1,4 @@
-"""sparkrun recipes as a starting point for a plan.
+"""Recipes as a starting point for a plan: sparkrun's, and NVIDIA's (recipe_nvidia.py, told apart by their keys).
 
 A recipe (YAML) names a model, a runtime (vllm | sglang | ...), a container, `defaults` (port,
 tensor_parallel, gpu_memory_utilization, max_model_len, served_model_name, ... and any key its
@@ -40,7 +40,7 @@ _VALUE_FLAGS = {
     "--nccl-init-addr", "--distributed-executor-backend", "--master-addr", "--master-port",
 }
 _BOOL_FLAGS = {"--headless", "--trust-remote-code"}
-_PROGRAMS = tuple(p for e in ENGINES.values() for p in e.recipe_programs)
+PROGRAMS = tuple(p for e in ENGINES.values() for p in e.recipe_programs)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ENV_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -66,6 +66,9 @@ class Recipe:
     extra_args: list[str] = field(default_factory=list)  # template flags the plan does not write itself
     mods: list[str] = field(default_factory=list)  # sparkrun mods, as the recipe names them (recipe_mods.py)
     trust_remote_code: bool = False
+    kind: str = "sparkrun"  # the file's format: "sparkrun", or "nvidia" (recipe_nvidia.py)
+    hardware: str | None = None  # the NVIDIA recipe's hardware id (dgx-spark-2gpu)
+    min_memory_gb: int | None = None  # memory each node needs (an NVIDIA recipe's min_vidmem_gb)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -90,14 +93,14 @@ def _fill(template: str, values: dict, warnings: list[str]) -> str:
     return template
 
 
-def _split_command(text: str, warnings: list[str]) -> tuple[list[str], dict[str, str], bool]:
+def split_command(text: str, warnings: list[str]) -> tuple[list[str], dict[str, str], bool]:
     """Template flags -> (pass-through args, managed flag values, trust_remote_code)."""
     try:
         argv = shlex.split(text.replace("\\\n", " "))
     except ValueError as e:
         warnings.append(f"command template could not be read ({e}); none of its flags are used")
         return [], {}, False
-    for prog in _PROGRAMS:
+    for prog in PROGRAMS:
         if tuple(argv[:len(prog)]) == prog:
             argv = argv[len(prog):]
             break
@@ -130,7 +133,7 @@ def _split_command(text: str, warnings: list[str]) -> tuple[list[str], dict[str,
     return extra, managed, trust
 
 
-def _expand_env(env: dict, environ: dict[str, str], warnings: list[str]) -> dict[str, str]:
+def expand_env(env: dict, environ: dict[str, str], warnings: list[str]) -> dict[str, str]:
     """Values may name control-machine variables (${HF_TOKEN}); an unset one leaves the variable out."""
     out: dict[str, str] = {}
     for k, v in env.items():
@@ -253,6 +256,10 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
     data, root = _read(text, path)
     if not isinstance(data, dict):
         raise RecipeError(f"{path}: a recipe is a mapping (model, runtime, container, defaults, command)")
+    from . import recipe_nvidia  # here, not above: it imports this module
+
+    if recipe_nvidia.is_nvidia(data):
+        return recipe_nvidia.parse(data, root, text, path, environ)
     r = Recipe(path=path)
     _check_values(r, data, root)
     w = r.warnings
@@ -277,7 +284,7 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
     if not isinstance(env, dict):
         r.errors.append("env must be a mapping")
         env = {}
-    r.env = _expand_env(env, environ, w)
+    r.env = expand_env(env, environ, w)
     for key in ("min_nodes", "max_nodes"):
         v = data.get(key)
         if v is not None:
@@ -310,15 +317,15 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
         values = {**r.defaults, "model": r.model or "model"}
         used = set(_PLACEHOLDER.findall(r.command))
         filled = _fill(r.command, values, w)
-        r.extra_args, managed, r.trust_remote_code = _split_command(filled, w)
+        r.extra_args, managed, r.trust_remote_code = split_command(filled, w)
         for k in r.defaults:
             if k not in OPTION_KEYS and k not in used:
                 w.append(f"defaults.{k}: not used by the command template")
-        _check_managed(r, managed)
+        adopt_managed(r, managed)
     return r
 
 
-def _check_managed(r: Recipe, managed: dict[str, str]) -> None:
+def adopt_managed(r: Recipe, managed: dict[str, str]) -> None:
     """A template flag with a literal value the defaults do not carry: adopt it as the default."""
     pairs = (("--port", "port"), ("--host", "host"), ("--served-model-name", "served_model_name"),
              ("--max-model-len", "max_model_len"), ("--context-length", "max_model_len"),
@@ -435,4 +442,7 @@ def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, no
             w.append(f"recipe wants at least {r.min_nodes} nodes; the plan has {nodes}")
         if r.max_nodes and nodes > r.max_nodes and opts.nodes is not None:
             w.append(f"recipe supports at most {r.max_nodes} node(s); --nodes names {nodes}")
+    if r.min_memory_gb:  # the plan's fit estimate weighs it against the nodes' own memory
+        w.append(f"recipe is written for {r.hardware or 'nodes'} with {r.min_memory_gb} GB each (min_vidmem_gb); "
+                 f"its memory fraction and context length assume that much")
     return opts, w

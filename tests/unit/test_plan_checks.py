@@ -26,7 +26,7 @@ def test_json_has_exactly_the_documented_shape():
     plan, _ = plan_for(2, engine="vllm", mode="ray")
     j = plan.to_json()
     assert set(j) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
-                      "fabric", "warnings", "errors", "runnable", "support", "after_load", "notes"}
+                      "fabric", "warnings", "errors", "runnable", "support", "after_load", "notes", "collectives"}
     assert j["fabric"]["line_rate_mbps"] == 200000 and j["fabric"]["halves_in_use"] == {"spark1": 1, "spark2": 1}
     assert j["engine_version"] is None and "planned for the newest release" in j["engine_note"]
     assert j["rendezvous"] == {"subnet": "192.168.100.0/24", "head_ip": fabric_ip(0), "port": 6379}

@@ -98,7 +98,8 @@ def test_json_plan_end_to_end(fake_cluster, capsys):
     assert main(["plan", "--config", str(cfg_file), "--engine", "vllm", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
-                        "fabric", "support", "warnings", "errors", "runnable", "after_load", "notes"}
+                        "fabric", "support", "warnings", "errors", "runnable", "after_load", "notes",
+                        "collectives"}
     assert out["mode"] == "ray" and out["tp"] == 2 and out["errors"] == []
     # the image was asked whether it loads the model, on the head; no answer is "could not check", not an error
     assert [node for node, cmd in calls if "@@sparktui-support" in cmd] == ["spark1"]

@@ -7,11 +7,26 @@ in the registry (engines/__init__.py). See docs/architecture.md, "Where an engin
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import ClassVar, Mapping
 
 from . import logsigns, metricnames
 from . import common
 from .common import Context, Spot, Step
+
+@dataclass(frozen=True)
+class CommunityImage:
+    """A family of community-built images known by name (core/image_community.py recognises a reference)."""
+
+    repos: tuple[str, ...]  # Docker Hub repositories, without a registry host
+    local_tags: tuple[str, ...] = ()  # what the builder's own script tags a pulled image as
+    what: str = ""  # in words: which engine source it builds
+    ray: bool | None = None  # Ray installed (None: not known)
+    nccl: str = ""  # where its NCCL comes from, in words
+    env: Mapping[str, str] = field(default_factory=dict)  # variables it reads that a plan may set -> meaning
+    tp_all_reduce: str = ""  # the collective it can put in NCCL's place for TP across nodes, in words
+    source: str = ""  # where these facts were read
+
 
 # The shared vocabulary: what a launch means, whatever the engine calls it. An engine maps the terms it
 # has onto its own flags (Engine.vocabulary); pivot carries a flag over when both engines have its term.
@@ -97,6 +112,7 @@ class Engine(ABC):
     # the serving benchmark client this engine's image carries (argv words, e.g. vLLM's `vllm bench serve`);
     # `sparktui bench` runs one such client for every engine so rows compare (core/bench/client.py)
     bench_client: ClassVar[tuple[str, ...] | None] = None
+    community_images: ClassVar[tuple[CommunityImage, ...]] = ()  # images known by name (image_community.py)
 
     # -- launch -------------------------------------------------------------------------------
     @abstractmethod
@@ -142,6 +158,11 @@ class Engine(ABC):
     def pick_mode(self, info, version: str | None) -> tuple[str, str]:
         """(mode, why) when none was asked for, given the image's inspection (image.ImageInfo or None)."""
         return self.modes[0], ""
+
+    def tp_collectives(self, env: Mapping[str, str], image) -> dict | None:
+        """How tensor-parallel all-reduces cross nodes when not through NCCL alone, as the env asks of the
+        image (image_community.Known or None); None when NCCL carries them all."""
+        return None
 
     def refusals(self, mode: str, image: str, info, version: str | None) -> list[str]:
         """Why this release or image cannot run `mode`, each with the way out; empty when it can."""

@@ -16,7 +16,7 @@ import json
 import re
 import shlex
 
-from .base import Engine
+from .base import CommunityImage, Engine
 from .versions import vllm_native_refusal
 from .common import (HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt,
                      secrets_in)
@@ -187,11 +187,36 @@ SUPPORT_NEWER_IMAGE = "vllm/vllm-openai:v0.33.0 (vLLM 0.33.0)"
 BENCH_CLIENT = ("vllm", "bench", "serve")
 
 
+# eugr's nightly Spark images (eugr/spark-vllm-docker: README.md at 013cd2e, Dockerfile at 03860ea): both install
+# `ray[default]` and build NCCL from NVIDIA/nccl; build-and-copy.sh tags them vllm-node / vllm-node-b12x. The b12x
+# one runs local-inference-lab's vLLM fork, whose RoCEnante (vllm/distributed/device_communicators/
+# b12x_roce_all_reduce.py at 3b85a95) takes TP all-reduces of groups spanning nodes up to
+# VLLM_ROCE_ALLREDUCE_MAX_SIZE when VLLM_ENABLE_ROCE_ALLREDUCE=1, "NCCL remains the fallback above".
+_EUGR_SOURCE = "eugr/spark-vllm-docker README.md and Dockerfile"
+_EUGR_NCCL = "NCCL built from NVIDIA/nccl in the image (torch's pip copy links to it)"
+_ROCE = "VLLM_ENABLE_ROCE_ALLREDUCE"
+COMMUNITY_IMAGES = (
+    CommunityImage(repos=("eugr/spark-vllm-b12x",), local_tags=("vllm-node-b12x",),
+                   what="local-inference-lab's vLLM fork with the b12x kernels, tested nightly", ray=True,
+                   nccl=_EUGR_NCCL, source=_EUGR_SOURCE + "; local-inference-lab/vllm b12x_roce_all_reduce.py",
+                   tp_all_reduce="b12x one-shot RoCE collectives (RoCEnante)",
+                   env={_ROCE: "1 puts TP all-reduces across nodes on the b12x RoCE collectives",
+                        "VLLM_ROCE_ALLREDUCE_MAX_SIZE": "the largest all-reduce they take (NCCL above)",
+                        "VLLM_ROCE_ALLGATHER_MAX_SIZE": "the largest all-gather shard they take",
+                        "B12X_AUTOTUNE": "1 turns the b12x autotuning on (0 in the image)"}),
+    CommunityImage(repos=("eugr/spark-vllm",), local_tags=("vllm-node",),
+                   what="vLLM main, tested nightly", ray=True, nccl=_EUGR_NCCL, source=_EUGR_SOURCE,
+                   env={"B12X_AUTOTUNE": "1 turns the b12x autotuning on (0 in the image)"}),
+)
+_ON = {"1", "true", "yes", "on"}
+
+
 class VLLM(Engine):
     name = NAME
     support_probe = SUPPORT_PROBE
     support_newer_image = SUPPORT_NEWER_IMAGE
     bench_client = BENCH_CLIENT
+    community_images = COMMUNITY_IMAGES
     label = "vLLM"
     modes = MODES
     shapes = {"ray": "ray-driver", "native": "ranks"}
@@ -270,6 +295,17 @@ class VLLM(Engine):
 
     def steps(self, ctx: Context) -> list[Step]:
         return steps(ctx)
+
+    def tp_collectives(self, env, image) -> dict | None:
+        """RoCEnante, where the env turns it on: {"all_reduce", "max_size", "above", "carried"}; carried is
+        False when the image is known not to read the variable (NCCL then carries every all-reduce)."""
+        if str(env.get(_ROCE, "")).strip().lower() not in _ON:
+            return None
+        carried = None if image is None else bool(image.family.tp_all_reduce)
+        return {"all_reduce": "b12x one-shot RoCE collectives (RoCEnante)", "env": f"{_ROCE}={env[_ROCE]}",
+                "max_size": env.get("VLLM_ROCE_ALLREDUCE_MAX_SIZE") or None,
+                "all_gather_max_size": env.get("VLLM_ROCE_ALLGATHER_MAX_SIZE") or None,
+                "above": "NCCL", "carried": carried}
 
     def pick_mode(self, info, version: str | None) -> tuple[str, str]:
         """Native in an image without Ray whose release runs natively. NGC's vLLM images ship without Ray from

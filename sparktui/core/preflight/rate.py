@@ -57,4 +57,11 @@ def causes(transport: str | None, fabric: dict, nccl: str | None) -> list[str]:
         out.append(mtu)
     flag = nccl_flag(nccl)
     out.append(flag if flag else f"the NCCL build{f' ({nccl})' if nccl else ''}: {DEV_BUILD}")
+    if fabric.get("nccl_scope"):  # another collective takes decode's all-reduces: say what the shortfall costs
+        out.append(f"what this costs: {fabric['nccl_scope']}")
     return out
+
+
+def scope(fabric: dict) -> str | None:
+    """What the measured NCCL bandwidth bounds in this deployment, when not every all-reduce; None otherwise."""
+    return fabric.get("nccl_scope") if fabric else None

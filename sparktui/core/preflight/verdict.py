@@ -368,6 +368,8 @@ class Verdict:
             if self.nccl:
                 flag = rate.nccl_flag(self.nccl)
                 out.append(f"  NCCL {self.nccl} in the image" + (f": {flag}" if flag else ""))
+            if rate.scope(s.fabric) and bw is not None:
+                out.append(f"  {rate.scope(s.fabric)}")
             out += [f"  short of line rate, likely: {c}" for c in self.causes]
         else:
             out = [f"preflight FAILED in {self.seconds:.1f} s: {self.reason}", f"  try: {self.fix}"]
