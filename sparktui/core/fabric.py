@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 
 from .facts import Interface, NodeFacts, Subnet
+from .ring import fabric_links, ring_of
 
 # enp1s0f1np1 / enP2p1s0f1np1: one port, the second half in PCI domain 2 (network.py's twins).
 _PORT = re.compile(r"^en(?:P\d+)?(p\d+s\d+f\d+(?:np\d+)?)$")
@@ -222,15 +223,19 @@ def _up_ports(f: NodeFacts) -> int:
 
 
 def topology(facts: dict[str, NodeFacts], order: list[str]) -> str:
-    """"back-to-back" (two nodes), "ring" (three nodes, each with both ports up) or "switch".
+    """"back-to-back" (two nodes), "ring" or "switch".
 
-    NVIDIA's multi-sparks-through-switch playbook (assets/spark_cluster_setup/spark_cluster_setup.py,
-    pre_validate_cluster) calls three nodes with four CX7 interfaces up a ring, anything else with
-    three or more nodes a switch."""
+    A ring is read from the addresses first (ring.ring_of: point-to-point subnets in one cycle, none joining
+    every node). Without them, NVIDIA's multi-sparks-through-switch playbook
+    (assets/spark_cluster_setup/spark_cluster_setup.py, pre_validate_cluster) calls three nodes with four CX7
+    interfaces up a ring; that only holds while no RDMA subnet joins them all, which takes a switch."""
     if len(order) <= 2:
         return "back-to-back"
+    if ring_of(facts, order) is not None:
+        return "ring"
     nodes = [facts[n] for n in order if n in facts]
-    if len(order) == 3 and nodes and all(_up_ports(f) >= 2 for f in nodes):
+    _, shared = fabric_links(facts, order)
+    if len(order) == 3 and nodes and not shared and all(_up_ports(f) >= 2 for f in nodes):
         return "ring"
     return "switch"
 
