@@ -26,6 +26,7 @@ from .remote import (Look, check_command, container_name, free_port, judge_look,
 from ..engines.common import Spot, docker_flags
 from .ipc import IpcRisk, engine_identity, judge_ipc
 from .leftovers import leftovers_of
+from . import transit
 from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_ipc_risks, judge_memory
 
 DEFAULT_TIMEOUT = 30.0
@@ -236,6 +237,12 @@ def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None
                               lk.containers_error)
             if lo.any:
                 verdict.leftovers[n.name] = lo
+    ring = plan.fabric.get("ring") if plan.fabric else None
+    for n in order if ring else []:
+        lk = looks.get(n.name)
+        problems, notes = transit.judge(n.name, lk.transit if lk is not None else None, ring)
+        verdict.transit += problems
+        verdict.warnings += notes
     for r in verdict.nodes.values():
         n = plans[r.node]
         if not r.ok:

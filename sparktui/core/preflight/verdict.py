@@ -16,6 +16,7 @@ from ..memfree import FreeMemory, measure
 from . import rate
 from .ipc import IpcRisk
 from .leftovers import Leftovers
+from .transit import Problem
 
 # Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
 # or losing one (peer_failed) is what the other ranks see of someone else's failure.
@@ -251,6 +252,7 @@ class Verdict:
     check_id: str = ""
     warnings: list[str] = field(default_factory=list)
     leftovers: dict[str, Leftovers] = field(default_factory=dict)  # nodes with something left to free
+    transit: list[Problem] = field(default_factory=list)  # what blocks a ring's forwarding, with fixes
 
     @property
     def stale(self) -> dict[str, list[str]]:
@@ -350,6 +352,7 @@ class Verdict:
             "warnings": list(self.warnings),
             "drop_caches": self.droppable,
             "leftovers": [lo.to_json() for lo in self.leftovers.values() if lo.any],
+            "ring_transit": [p.to_json() for p in self.transit],
             "ipc_at_risk": [r.node for r in self.nodes.values() if r.ipc is not None and r.ipc.at_risk],
             "nodes": [r.to_json() for r in self.nodes.values()],
         }
@@ -383,6 +386,7 @@ class Verdict:
             out.append(f"  {r.node} (rank {r.rank}{', ' + where if where else ''}): {state}")
             if r.transport_line and r.ok:
                 out.append(f"    {r.transport_line.strip()}")
+        out += [f"  ring transit: {p.line()}" for p in self.transit]
         out += [f"  warning: {w}" for w in self.warnings]
         out += [f"  left over: {ln}" for lo in self.leftovers.values() for ln in lo.lines()]
         return "\n".join(out)
