@@ -319,6 +319,18 @@ class Verdict:
         return rate.share(self.bandwidth_gb_s, self.setting.fabric) if self.ok else None
 
     @property
+    def pass_line_gb_s(self) -> float | None:
+        """NVIDIA's pass line for the topology, where NCCL measured (a plain TCP stream is no NCCL number)."""
+        if not self.ok or self.transport in (None, "tcp"):
+            return None
+        return rate.pass_line(self.setting.fabric)
+
+    @property
+    def below_pass_line(self) -> bool:
+        line, bw = self.pass_line_gb_s, self.bandwidth_gb_s
+        return line is not None and bw is not None and bw < line
+
+    @property
     def nccl(self) -> str | None:
         return next((r.nccl for r in self.nodes.values() if r.nccl), None)
 
@@ -326,7 +338,7 @@ class Verdict:
     def causes(self) -> list[str]:
         """Why the bandwidth falls short of the line rate, most likely first; empty when it does not."""
         sh = self.share
-        if sh is None or sh >= rate.SHORT:
+        if sh is None or (sh >= rate.SHORT and not self.below_pass_line):
             return []
         return rate.causes(self.transport, self.setting.fabric, self.nccl)
 
@@ -344,6 +356,8 @@ class Verdict:
             "line_rate_gb_s": self.line_rate_gb_s,
             "line_rate_share": round(self.share, 3) if self.share is not None else None,
             "short_of_line_rate": self.causes,
+            "pass_line_gb_s": self.pass_line_gb_s,
+            "below_pass_line": self.below_pass_line,
             "nccl": self.nccl,
             "nccl_known_issue": rate.nccl_flag(self.nccl),
             "reason": self.reason,
@@ -368,6 +382,8 @@ class Verdict:
                    + (f" over {self.transport}" if self.transport else "")
                    + (f", {what} {bw:.2f} GB/s" if bw is not None else "")
                    + (f" = {sh * 100:.0f} % of line rate ({line:.2f} GB/s)" if sh is not None and line else "")]
+            if self.pass_line_gb_s is not None and bw is not None:
+                out.append(f"  {bw:.2f} GB/s {rate.pass_words(bw, s.fabric)}")
             if self.nccl:
                 flag = rate.nccl_flag(self.nccl)
                 out.append(f"  NCCL {self.nccl} in the image" + (f": {flag}" if flag else ""))
