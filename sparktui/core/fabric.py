@@ -294,3 +294,30 @@ def summary(facts: dict[str, NodeFacts], subnet: Subnet, used: dict[str, list[In
         mtu[name] = min(known) if known else None
     return {"topology": topo, "rdma": subnet.rdma, "line_rate_mbps": line_rate_mbps(facts, used),
             "halves_in_use": halves, "port_halves": of, "mtu": mtu, "idle_half": idle}
+
+
+def rails(facts: dict[str, NodeFacts], used: dict[str, list[Interface]], order: list[str]) -> list[dict]:
+    """Each RDMA half in use as a rail to test on its own: per subnet, the first node of `order` on it paired
+    with every other node there, with each end's device and the half's share of the port's speed."""
+    by_net: dict[str, list[tuple[str, Interface, str]]] = {}
+    for name in order:
+        for i in used.get(name, []):
+            if not i.rdma or not i.up:
+                continue
+            for c in i.ipv4:
+                if _is_cidr(c):
+                    by_net.setdefault(str(IPv4Interface(c).network), []).append((name, i, c.split("/")[0]))
+    out = []
+    for net, ends in sorted(by_net.items(), key=lambda kv: int(IPv4Network(kv[0]).network_address)):
+        first, rest = ends[0], [e for e in ends[1:] if e[0] != ends[0][0]]
+        for other in rest:
+            speeds = []
+            for name, i, _ in (first, other):
+                port = port_of(facts[name], i.name) if name in facts else None
+                speed = (port.speed_mbps() if port else None) or i.speed_mbps
+                speeds.append(speed // len(port.halves) if speed and port else speed)
+            known = [s for s in speeds if s]
+            out.append({"subnet": net, "speed_mbps": min(known) if known else None, "ends": [
+                {"node": n, "iface": i.name, "ip": ip, "rdma": i.rdma, "gid_index": i.gid_index}
+                for n, i, ip in (first, other)]})
+    return out

@@ -19,7 +19,8 @@ from .engines.base import ALLOC_CONF
 from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
-from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
+from .fabric import (gid_index, idle_halves, idle_warning, in_use, mtu_checks, rails, summary, topology,
+                     topology_env)
 from .image import default_mode, engine_release, info_for
 from .support import plan_checks, support_of_info
 from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
@@ -442,6 +443,7 @@ def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Su
             spot.ib_env["NCCL_IB_GID_INDEX"] = str(gid)
     out = summary(facts, subnet, used, topo, bool(idle))
     out["layout"] = layout(facts, order, topo)
+    out["rails"] = rails(facts, used, order)
     if ring is not None:
         out["ring"] = ring.to_json()
         out["rdma"] = out["rdma"] or bool(ring.links)

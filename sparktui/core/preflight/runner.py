@@ -27,6 +27,7 @@ from ..engines.common import Spot, docker_flags
 from .ipc import IpcRisk, engine_identity, judge_ipc
 from .leftovers import leftovers_of
 from . import transit
+from .rails import measure as measure_rails
 from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_ipc_risks, judge_memory
 
 DEFAULT_TIMEOUT = 30.0
@@ -151,12 +152,13 @@ async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, 
 
 async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: float = DEFAULT_TIMEOUT, *,
                         subnets: list[Subnet] | None = None, mode: str = "auto",
-                        on_node: Callable[[NodeResult], None] | None = None) -> Verdict:
+                        on_node: Callable[[NodeResult], None] | None = None, rails: bool = False) -> Verdict:
     """Check the plan's rendezvous on every node in the plan's image; bounded by about timeout + 12 s.
 
     subnets (the inventory's) lets a failed verdict suggest another subnet joining all nodes; mode is
     the check program's (auto: NCCL where torch sees a GPU, plain TCP otherwise); on_node is called
-    with each node's result as it arrives. Raises PreflightError when the plan gives nothing to check.
+    with each node's result as it arrives; rails measures each RDMA half of the plan alone afterwards
+    (ib_write_bw, a few seconds each). Raises PreflightError when the plan gives nothing to check.
     """
     problems = checkable(plan)
     if problems:
@@ -201,6 +203,8 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
                     n.name, n.rank, n.iface, n.ip, "stopped", "no result")
         _judge(verdict, order, looks, plan, config)
+        if rails and plan.fabric.get("rails"):
+            verdict.rails = await measure_rails(cluster, plan.fabric["rails"])
     finally:
         if started:
             await _sweep(cluster, started)

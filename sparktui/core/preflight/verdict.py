@@ -16,6 +16,7 @@ from ..memfree import FreeMemory, measure
 from . import rate
 from .ipc import IpcRisk
 from .leftovers import Leftovers
+from .rails import RailResult, links_short
 from .transit import Problem
 
 # Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
@@ -253,6 +254,7 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
     leftovers: dict[str, Leftovers] = field(default_factory=dict)  # nodes with something left to free
     transit: list[Problem] = field(default_factory=list)  # what blocks a ring's forwarding, with fixes
+    rails: list[RailResult] = field(default_factory=list)  # each RDMA half measured alone (--rails)
 
     @property
     def stale(self) -> dict[str, list[str]]:
@@ -342,6 +344,17 @@ class Verdict:
             return []
         return rate.causes(self.transport, self.setting.fabric, self.nccl)
 
+    def _rail_lines(self) -> list[str]:
+        measured = [r for r in self.rails if r.share is not None]
+        out = [f"  rail: {p}" for p in (r.problem() for r in self.rails) if p]
+        out += [f"  rail not measured: {r.name()}: {r.error}" for r in self.rails if r.error]
+        out += [f"  link: {ln}" for ln in links_short(self.rails)]
+        if measured and len(out) == 0:
+            low = min(measured, key=lambda r: r.share or 0)
+            out.append(f"  rails: {len(measured)} measured alone, the slowest {low.name()} at {low.gbps:.1f} Gb/s "
+                       f"({(low.share or 0) * 100:.0f} % of its share)")
+        return out
+
     def to_json(self) -> dict:
         s = self.setting
         return {
@@ -367,6 +380,8 @@ class Verdict:
             "drop_caches": self.droppable,
             "leftovers": [lo.to_json() for lo in self.leftovers.values() if lo.any],
             "ring_transit": [p.to_json() for p in self.transit],
+            "rails": [r.to_json() for r in self.rails],
+            "links_short": links_short(self.rails),
             "ipc_at_risk": [r.node for r in self.nodes.values() if r.ipc is not None and r.ipc.at_risk],
             "nodes": [r.to_json() for r in self.nodes.values()],
         }
@@ -403,6 +418,7 @@ class Verdict:
             if r.transport_line and r.ok:
                 out.append(f"    {r.transport_line.strip()}")
         out += [f"  ring transit: {p.line()}" for p in self.transit]
+        out += self._rail_lines()
         out += [f"  warning: {w}" for w in self.warnings]
         out += [f"  left over: {ln}" for lo in self.leftovers.values() for ln in lo.lines()]
         return "\n".join(out)
