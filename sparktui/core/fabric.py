@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 
 from .facts import Interface, NodeFacts, Subnet
-from .ring import fabric_links, ring_of
+from .ring import fabric_links, layout, ring_of
 
 # enp1s0f1np1 / enP2p1s0f1np1: one port, the second half in PCI domain 2 (network.py's twins).
 _PORT = re.compile(r"^en(?:P\d+)?(p\d+s\d+f\d+(?:np\d+)?)$")
@@ -321,3 +321,9 @@ def rails(facts: dict[str, NodeFacts], used: dict[str, list[Interface]], order: 
                 {"node": n, "iface": i.name, "ip": ip, "rdma": i.rdma, "gid_index": i.gid_index}
                 for n, i, ip in (first, other)]})
     return out
+
+
+def fabric_layout(facts: dict[str, NodeFacts], order: list[str]) -> dict:
+    """What the addresses say about the fabric (ring.layout): direct, ring or switch; one subnet or per-half."""
+    live = [n for n in order if n in facts and facts[n].reachable]
+    return layout(facts, live, topology(facts, live)) if len(live) >= 2 else {}

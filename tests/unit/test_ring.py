@@ -60,3 +60,23 @@ def test_two_sparks_back_to_back_are_direct_and_get_no_ring_settings():
     plan = _plan(facts)
     assert plan.fabric["layout"] == {"topology": "direct", "subnets": "one subnet"}
     assert "NCCL_NET_PLUGIN" not in plan.nodes[0].env and "ring" not in plan.fabric
+
+
+def test_the_inventory_says_the_layout_and_a_ring_draws_no_fabric_warnings():
+    from sparktui.core.inventory import analyse
+
+    inv = analyse(make_config(3), ring())
+    assert inv.layout == {"topology": "ring", "subnets": "per-half"} and inv.to_json()["layout"] == inv.layout
+    # each link reaching two nodes and the management subnet joining all three is the ring's design
+    assert not any("reaches" in w or "management subnet" in w or "no RDMA" in w for w in inv.warnings), inv.warnings
+    pair = analyse(make_config(2), {f.name: f for f in (make_facts(i) for i in range(2))})
+    assert pair.layout == {"topology": "direct", "subnets": "one subnet"}
+
+
+def test_check_prints_the_layout_it_sees(capsys):
+    from sparktui.cli.check import print_inventory
+    from sparktui.core.inventory import analyse
+
+    config = make_config(3)
+    print_inventory(config, analyse(config, ring()))
+    assert "fabric layout: ring, per-half subnets" in capsys.readouterr().out
