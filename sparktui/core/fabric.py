@@ -184,13 +184,14 @@ def in_use(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], o
 
 
 def mtu_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet],
-               order: list[str]) -> tuple[list[str], list[str]]:
+               order: list[str], used: dict[str, list[Interface]] | None = None) -> tuple[list[str], list[str]]:
     """(errors, warnings) about the MTU of the fabric interfaces in use.
 
     MTUs that differ between nodes on one subnet drop every frame larger than the smallest: an error
-    naming both. Below 9000 on a RoCE link: a warning with the measured effect and the fix."""
+    naming both. Below 9000 on a RoCE link: a warning with the measured effect and the fix. used: the
+    interfaces in use when they are not the rendezvous port's (a ring's links)."""
     errors, warns = [], []
-    used = in_use(facts, subnet, subnets, order)
+    used = used if used is not None else in_use(facts, subnet, subnets, order)
     by_net: dict[IPv4Network, list[tuple[str, Interface]]] = {}
     for name, ifaces in used.items():
         for i in ifaces:

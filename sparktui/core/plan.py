@@ -312,7 +312,8 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
         joining = [s for s in subnets if s.joins(order)]  # network.subnets lists the best first
         if fabric:
             usable = [s for s in joining if IPv4Network(s.subnet) in fabric and s.up]
-            boot = next((s for s in joining if s.up), None)
+            boot = next((s for s in joining if s.up and s.management), None) or next((s for s in joining if s.up),
+                                                                                      None)
             if not usable and ring is not None and boot is not None:
                 # No subnet joins a ring's nodes: bootstrap where they all meet, data over the ring's HCAs.
                 c.warn(boot_note(ring, boot.subnet))
@@ -425,13 +426,13 @@ def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Su
     idle = idle_halves(facts, subnet, subnets, order)
     if idle and subnet.rdma:
         c.warn(idle_warning(idle, subnet))
-    errors, warns = mtu_checks(facts, subnet, subnets, order)
+    ring = ring_of(facts, order)
+    used = ring_used(facts, ring) if ring is not None and not subnet.rdma else in_use(facts, subnet, subnets, order)
+    errors, warns = mtu_checks(facts, subnet, subnets, order, used)
     for e in errors:
         c.error(e)
     for w in warns:
         c.warn(w)
-    ring = ring_of(facts, order)
-    used = ring_used(facts, ring) if ring is not None and not subnet.rdma else in_use(facts, subnet, subnets, order)
     topo = topology(facts, order)
     extra = topology_env(topo)
     for spot in spots:

@@ -55,6 +55,13 @@ def test_a_ring_is_planned_over_the_management_rendezvous_with_every_hca_and_nvi
     assert plan.fabric["line_rate_mbps"] == 400000  # both ports, both halves each, on the slowest node
 
 
+def test_the_mtu_is_checked_on_the_ring_links_not_on_the_management_rendezvous():
+    facts = ring()
+    next(i for i in facts["spark2"].interfaces if i.name == "enp1s0f0np0").mtu = 1500
+    plan = _plan(facts)
+    assert any("MTUs differ on 192.168.4.0/24" in e and "spark2 enp1s0f0np0 MTU 1500" in e for e in plan.errors)
+
+
 def test_two_sparks_back_to_back_are_direct_and_get_no_ring_settings():
     facts = {f.name: f for f in (make_facts(i) for i in range(2))}
     plan = _plan(facts)

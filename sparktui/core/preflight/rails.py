@@ -38,14 +38,16 @@ def _words(end: dict, port: int) -> list[str]:
 
 def server_command(rail: dict, port: int) -> str:
     """The listening end, bounded: it exits after one test or when the client never comes."""
-    return f"timeout {SECONDS + 12} " + " ".join(shlex.quote(x) for x in _words(_end(rail, 0), port)) + " 2>&1"
+    return f"timeout {SECONDS + 15} " + " ".join(shlex.quote(x) for x in _words(_end(rail, 0), port)) + " 2>&1"
 
 
 def client_command(rail: dict, port: int) -> str:
     """The sending end, retrying until the server listens (it starts at the same moment), bounded too."""
     words = " ".join(shlex.quote(x) for x in _words(_end(rail, 1), port) + [_end(rail, 0)["ip"]])
     return (f"command -v ib_write_bw >/dev/null || {{ echo 'ib_write_bw: command not found'; exit 127; }}; "
-            f"for i in 1 2 3 4 5 6 7 8 9 10; do out=$(timeout {SECONDS + 8} {words} 2>&1) && break; sleep 0.3; done; "
+            f"end=$(( $(date +%s) + {SECONDS + 9} )); "
+            f"while :; do out=$(timeout {SECONDS + 6} {words} 2>&1) && break; "
+            f"[ $(date +%s) -lt $end ] || break; sleep 0.3; done; "
             f"printf '%s\\n' \"$out\"")
 
 
@@ -113,7 +115,7 @@ def links_short(results: list[RailResult]) -> list[str]:
     return out
 
 
-async def measure(cluster, rails: list[dict], timeout: float = SECONDS + 15) -> list[RailResult]:
+async def measure(cluster, rails: list[dict], timeout: float = SECONDS + 22) -> list[RailResult]:
     """Every rail in turn (rails of one port share its PCIe links: measured together they would split them)."""
     out = []
     for k, rail in enumerate(rails):
