@@ -158,7 +158,9 @@ def boot_note(ring: Ring, subnet: str) -> str:
     links = ", ".join(f"{lk.subnet} ({' - '.join(lk.ends)})" for lk in ring.links)
     return (f"the fabric is a ring of {len(ring.order)} nodes ({' - '.join(ring.order)}; links {links}): no subnet "
             f"joins them all, so the rendezvous uses {subnet}, as NVIDIA's NCCL playbook bootstraps over the "
-            f"management port, and NCCL moves the data over every HCA of the ring")
+            f"management port, and NCCL moves the data over every HCA of the ring. NVIDIA's cluster setup "
+            f"tests a ring with NCCL built from zyang-dev/nccl's dgxspark-3node-ring branch: if the image's NCCL "
+            f"hangs or crawls on the ring, that build is the one NVIDIA validated")
 
 
 TOPOLOGY_WORDS = {"back-to-back": "direct", "ring": "ring", "switch": "switch"}  # as NVIDIA Sync names them

@@ -42,7 +42,8 @@ def test_a_ring_is_planned_over_the_management_rendezvous_with_every_hca_and_nvi
     plan = _plan(ring())
     assert not plan.errors, plan.errors
     assert plan.subnet == "10.0.0.0/24" and plan.head_ip == "10.0.0.11"
-    assert any("ring of 3 nodes" in w and "NCCL moves the data over every HCA" in w for w in plan.warnings)
+    assert any("ring of 3 nodes" in w and "NCCL moves the data over every HCA" in w
+               and "dgxspark-3node-ring" in w for w in plan.warnings)
     assert not any("NCCL would run over TCP" in w for w in plan.warnings)
     env = plan.nodes[1].env
     assert env["NCCL_SOCKET_IFNAME"] == "enP7s7"
