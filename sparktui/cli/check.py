@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..core.config import Config
 from ..core.inventory import Inventory, take_inventory
 from ..core.requirements import Need, node_needs, unmet
+from ..core.ring import describe_layout
 from ..core.ssh import Cluster
 from ..core.support import line_of as support_line
 from . import common
@@ -111,6 +112,8 @@ def print_inventory(config: Config, inv: Inventory) -> None:
     console.print(node_table(inv))
     if inv.subnets:
         console.print(fabric_table(inv, [n.name for n in config.nodes]))
+    if inv.layout:
+        console.print(f"fabric layout: {describe_layout(inv.layout)}", markup=False, highlight=False)
     for f in inv.facts.values():
         if f.model is not None and f.model.incomplete:
             console.print(Text.assemble((f"{f.name}: ", "red"), f"model incomplete at {f.model.path} "

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"seconds the check may take on the nodes (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--via", choices=["auto", "nccl", "tcp"], default="auto",
                    help="auto: NCCL where the image's torch sees a GPU, plain TCP otherwise")
+    p.add_argument("--rails", action="store_true",
+                   help="then measure each RDMA half alone with ib_write_bw (perftest), a few seconds each, naming "
+                        "one that trained at full speed but moves a fraction of it")
     add_json_arg(p)
     p.set_defaults(func=cmd_preflight)
 
@@ -54,7 +57,7 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
         if not args.json:
             ops.bus.subscribe(lambda e: _progress(e.result) if isinstance(e, PreflightNode) else None)
         try:
-            verdict = await ops.preflight(p, args.timeout, mode=args.via)
+            verdict = await ops.preflight(p, args.timeout, mode=args.via, rails=args.rails)
         except PreflightError as e:
             raise CliExit(2, str(e)) from None
         notes = [w for w in p.warnings]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 
 from .facts import Interface, NodeFacts, Subnet
+from .ring import fabric_links, layout, ring_of
 
 # enp1s0f1np1 / enP2p1s0f1np1: one port, the second half in PCI domain 2 (network.py's twins).
 _PORT = re.compile(r"^en(?:P\d+)?(p\d+s\d+f\d+(?:np\d+)?)$")
@@ -183,13 +184,14 @@ def in_use(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], o
 
 
 def mtu_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet],
-               order: list[str]) -> tuple[list[str], list[str]]:
+               order: list[str], used: dict[str, list[Interface]] | None = None) -> tuple[list[str], list[str]]:
     """(errors, warnings) about the MTU of the fabric interfaces in use.
 
     MTUs that differ between nodes on one subnet drop every frame larger than the smallest: an error
-    naming both. Below 9000 on a RoCE link: a warning with the measured effect and the fix."""
+    naming both. Below 9000 on a RoCE link: a warning with the measured effect and the fix. used: the
+    interfaces in use when they are not the rendezvous port's (a ring's links)."""
     errors, warns = [], []
-    used = in_use(facts, subnet, subnets, order)
+    used = used if used is not None else in_use(facts, subnet, subnets, order)
     by_net: dict[IPv4Network, list[tuple[str, Interface]]] = {}
     for name, ifaces in used.items():
         for i in ifaces:
@@ -222,15 +224,19 @@ def _up_ports(f: NodeFacts) -> int:
 
 
 def topology(facts: dict[str, NodeFacts], order: list[str]) -> str:
-    """"back-to-back" (two nodes), "ring" (three nodes, each with both ports up) or "switch".
+    """"back-to-back" (two nodes), "ring" or "switch".
 
-    NVIDIA's multi-sparks-through-switch playbook (assets/spark_cluster_setup/spark_cluster_setup.py,
-    pre_validate_cluster) calls three nodes with four CX7 interfaces up a ring, anything else with
-    three or more nodes a switch."""
+    A ring is read from the addresses first (ring.ring_of: point-to-point subnets in one cycle, none joining
+    every node). Without them, NVIDIA's multi-sparks-through-switch playbook
+    (assets/spark_cluster_setup/spark_cluster_setup.py, pre_validate_cluster) calls three nodes with four CX7
+    interfaces up a ring; that only holds while no RDMA subnet joins them all, which takes a switch."""
     if len(order) <= 2:
         return "back-to-back"
+    if ring_of(facts, order) is not None:
+        return "ring"
     nodes = [facts[n] for n in order if n in facts]
-    if len(order) == 3 and nodes and all(_up_ports(f) >= 2 for f in nodes):
+    _, shared = fabric_links(facts, order)
+    if len(order) == 3 and nodes and not shared and all(_up_ports(f) >= 2 for f in nodes):
         return "ring"
     return "switch"
 
@@ -289,3 +295,36 @@ def summary(facts: dict[str, NodeFacts], subnet: Subnet, used: dict[str, list[In
         mtu[name] = min(known) if known else None
     return {"topology": topo, "rdma": subnet.rdma, "line_rate_mbps": line_rate_mbps(facts, used),
             "halves_in_use": halves, "port_halves": of, "mtu": mtu, "idle_half": idle}
+
+
+def rails(facts: dict[str, NodeFacts], used: dict[str, list[Interface]], order: list[str]) -> list[dict]:
+    """Each RDMA half in use as a rail to test on its own: per subnet, the first node of `order` on it paired
+    with every other node there, with each end's device and the half's share of the port's speed."""
+    by_net: dict[str, list[tuple[str, Interface, str]]] = {}
+    for name in order:
+        for i in used.get(name, []):
+            if not i.rdma or not i.up:
+                continue
+            for c in i.ipv4:
+                if _is_cidr(c):
+                    by_net.setdefault(str(IPv4Interface(c).network), []).append((name, i, c.split("/")[0]))
+    out = []
+    for net, ends in sorted(by_net.items(), key=lambda kv: int(IPv4Network(kv[0]).network_address)):
+        first, rest = ends[0], [e for e in ends[1:] if e[0] != ends[0][0]]
+        for other in rest:
+            speeds = []
+            for name, i, _ in (first, other):
+                port = port_of(facts[name], i.name) if name in facts else None
+                speed = (port.speed_mbps() if port else None) or i.speed_mbps
+                speeds.append(speed // len(port.halves) if speed and port else speed)
+            known = [s for s in speeds if s]
+            out.append({"subnet": net, "speed_mbps": min(known) if known else None, "ends": [
+                {"node": n, "iface": i.name, "ip": ip, "rdma": i.rdma, "gid_index": i.gid_index}
+                for n, i, ip in (first, other)]})
+    return out
+
+
+def fabric_layout(facts: dict[str, NodeFacts], order: list[str]) -> dict:
+    """What the addresses say about the fabric (ring.layout): direct, ring or switch; one subnet or per-half."""
+    live = [n for n in order if n in facts and facts[n].reachable]
+    return layout(facts, live, topology(facts, live)) if len(live) >= 2 else {}

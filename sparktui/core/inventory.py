@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import facts_store, network, probes
+from .fabric import fabric_layout
 from .config import Config
 from .facts import NodeFacts, Subnet
 from .channels import SESSIONS_NEEDED
@@ -53,6 +54,7 @@ class Inventory:
     facts: dict[str, NodeFacts]
     subnets: list[Subnet] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    layout: dict = field(default_factory=dict)  # direct | ring | switch; one subnet or per-half (fabric_layout)
 
     @property
     def all_reachable(self) -> bool:
@@ -62,6 +64,7 @@ class Inventory:
         return {
             "nodes": [f.to_json() for f in self.facts.values()],
             "fabric": [s.to_json() for s in self.subnets],
+            "layout": dict(self.layout),
             "warnings": self.warnings,
         }
 
@@ -74,7 +77,9 @@ def analyse(config: Config, facts: dict[str, NodeFacts]) -> Inventory:
     reachable = [f for f in facts.values() if f.reachable]
     dial = {n.name: n.host for n in config.nodes}
     subs = network.subnets(reachable, overrides(config), dial) if reachable else []
-    return Inventory(facts=facts, subnets=subs, warnings=network.warnings(subs, list(facts.values())))
+    lay = fabric_layout(facts, [n.name for n in config.nodes])
+    warns = network.warnings(subs, list(facts.values()), ring=lay.get("topology") == "ring")
+    return Inventory(facts=facts, subnets=subs, warnings=warns, layout=lay)
 
 
 async def take_inventory(cluster: Cluster, config: Config,

@@ -204,17 +204,20 @@ def _near_misses(facts: list[NodeFacts]) -> list[str]:
     return out[:4]
 
 
-def warnings(subnets: list[Subnet], facts: list[NodeFacts] | None = None) -> list[str]:
-    """Plain-language problems with the network; facts (optional) explains what is missing."""
+def warnings(subnets: list[Subnet], facts: list[NodeFacts] | None = None, ring: bool = False) -> list[str]:
+    """Plain-language problems with the network; facts (optional) explains what is missing. On a ring
+    (ring.ring_of) each link reaches two nodes by design and the management subnet is where they meet."""
     out: list[str] = []
     if facts is not None:
         out += [f"{f.name} is unreachable and left out: {f.error or 'no answer'}" for f in facts if not f.reachable]
-        out += _near_misses(facts)
+        out += [] if ring else _near_misses(facts)
     if not subnets:
         out.append("no subnet joins all nodes: give every node an address on one shared subnet (the fabric)")
         return out
     best = subnets[0]
-    if all(s.management for s in subnets):
+    if ring:
+        pass  # the rendezvous meets on the management subnet; the data goes over the ring's links
+    elif all(s.management for s in subnets):
         out.append(f"only the management subnet {best.subnet} joins all nodes: NCCL would run over TCP on it "
                    f"({TCP_VS_ROCE}); address the fabric link on every node")
     elif not best.rdma:

@@ -20,7 +20,8 @@ from .engines.base import ALLOC_CONF
 from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
-from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, summary, topology, topology_env
+from .fabric import (gid_index, idle_halves, idle_warning, in_use, mtu_checks, rails, summary, topology,
+                     topology_env)
 from .image import default_mode, engine_release, info_for
 from .plan_collectives import judge as judge_collectives
 from .support import plan_checks, support_of_info
@@ -28,6 +29,7 @@ from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
 from .yamlpos import unknown_names
+from .ring import boot_note, layout, ring_of, ring_used
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -296,6 +298,7 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
                  facts: dict[str, NodeFacts] | None = None, overrides: dict[str, dict[str, str]] | None = None,
                  last_subnet: str | None = None) -> Subnet | None:
     facts = facts or {}
+    ring = ring_of(facts, order)
     if spec:
         try:
             s = resolve(subnets, spec, order)
@@ -314,6 +317,12 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
         joining = [s for s in subnets if s.joins(order)]  # network.subnets lists the best first
         if fabric:
             usable = [s for s in joining if IPv4Network(s.subnet) in fabric and s.up]
+            boot = next((s for s in joining if s.up and s.management), None) or next((s for s in joining if s.up),
+                                                                                      None)
+            if not usable and ring is not None and boot is not None:
+                # No subnet joins a ring's nodes: bootstrap where they all meet, data over the ring's HCAs.
+                c.warn(boot_note(ring, boot.subnet))
+                return boot
             if not usable:
                 for net, why in fabric.items():
                     err = _fabric_error(facts, overrides or {}, net, why, order, joining)
@@ -336,7 +345,7 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
                 return None
     if not s.up:
         c.error(f"the rendezvous subnet {describe(s)} has an interface down")
-    if s.management:
+    if s.management and ring is None:
         c.warn(f"{s.subnet} is the management subnet: NCCL would run over TCP on it ({TCP_VS_ROCE}); "
                f"pick the fabric link with --iface if there is one")
     elif not s.rdma:
@@ -423,12 +432,13 @@ def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Su
     idle = idle_halves(facts, subnet, subnets, order)
     if idle and subnet.rdma:
         c.warn(idle_warning(idle, subnet) + (f" ({nccl_scope})" if nccl_scope else ""))
-    errors, warns = mtu_checks(facts, subnet, subnets, order)
+    ring = ring_of(facts, order)
+    used = ring_used(facts, ring) if ring is not None and not subnet.rdma else in_use(facts, subnet, subnets, order)
+    errors, warns = mtu_checks(facts, subnet, subnets, order, used)
     for e in errors:
         c.error(e)
     for w in warns:
         c.warn(w)
-    used = in_use(facts, subnet, subnets, order)
     topo = topology(facts, order)
     extra = topology_env(topo)
     for spot in spots:
@@ -438,7 +448,13 @@ def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Su
         gid = gid_index(used.get(spot.name, []))
         if gid is not None:
             spot.ib_env["NCCL_IB_GID_INDEX"] = str(gid)
-    return summary(facts, subnet, used, topo, bool(idle))
+    out = summary(facts, subnet, used, topo, bool(idle))
+    out["layout"] = layout(facts, order, topo)
+    out["rails"] = rails(facts, used, order)
+    if ring is not None:
+        out["ring"] = ring.to_json()
+        out["rdma"] = out["rdma"] or bool(ring.links)
+    return out
 
 
 def _plan_id(content: dict) -> str:
@@ -642,15 +658,19 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
         plan.support = support.to_json()
     spots = []
+    ring = ring_of(facts, order)
     for rank, name in enumerate(order):
         addr = subnet.nodes.get(name) if subnet else None
         f = facts.get(name)
         ib = bool(f and f.infiniband)
         if addr and addr.rdma and f is not None and not ib:
             c.warn(f"{name}: {addr.iface} has RDMA device {addr.rdma} but no /dev/infiniband: NCCL will use TCP sockets")
+        rdma = fabric_hcas(f, addr, subnets, order) if addr else None
+        if ring is not None and addr is not None and not addr.rdma:
+            rdma = ",".join(ring.hcas(name)) or None  # the rendezvous carries no data on a ring: every link does
         spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
                           iface=addr.iface if addr else None, ip=addr.ip if addr else None,
-                          rdma=fabric_hcas(f, addr, subnets, order) if addr else None, infiniband=ib))
+                          rdma=rdma, infiniband=ib))
     coll = judge_collectives(engine_mod, image, {**config.docker.env, **opts.env}, len(order))
     for w in coll.warnings:
         c.warn(w)

@@ -233,3 +233,10 @@ def test_transfer_lines_name_the_streams_and_the_cipher():
     assert "3 streams — ssh chacha20-poly1305" in done
     one = transfer_lines(_tp(bytes=5, total_bytes=10)).plain  # a single stream, cipher unknown: no such line
     assert len(one.splitlines()) == 2
+
+
+def test_card_says_the_fabric_layout_all_nodes_describe():
+    f = spark_facts()["spark1"]
+    text = node_card("spark1", "h", "head", f, Link(True), [], None, layout="ring, per-half subnets").plain
+    assert "FABRIC ring, per-half subnets" in text
+    assert "FABRIC" not in node_card("spark1", "h", "head", f, Link(True), [], None).plain

@@ -75,6 +75,8 @@ async def test_probes_begun_before_the_screen_reach_it_in_order(tmp_path):
             await wait_for(pilot, lambda: app.inventory_ready, timeout=30, what="the early inventory")
             assert all(app.links[n].connected for n in ("spark1", "spark2"))
             assert "NVIDIA GB10" in str(app.nodes_pane.card("spark2").content)
+            # the layout every node's addresses describe together, on each card
+            assert "FABRIC direct" in str(app.nodes_pane.card("spark1").content)
             journal = app.query_one("#journal")
             await wait_for(pilot, lambda: journal.row_count >= 2, what="the probes in the journal")
     finally:

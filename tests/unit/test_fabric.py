@@ -132,12 +132,17 @@ def test_mtu_below_jumbo_warns_and_unequal_mtus_refuse_naming_both():
 def test_topology_settings_follow_nvidias_playbook():
     two = {n: make_facts(i) for i, n in enumerate(["a", "b"])}
     assert topology(two, ["a", "b"]) == "back-to-back" and topology_env("back-to-back") == {}
-    ring = {}
+    both = {}
     for i, n in enumerate(["a", "b", "c"]):
         f = make_facts(i)
         f.interfaces += [Interface("enp2s0f0np0", [f"192.168.200.{10 + i}/24"], True, "rocep2s0f0", 200000)]
-        ring[n] = f
-    assert topology(ring, ["a", "b", "c"]) == "ring"
+        both[n] = f
+    # both ports up on three nodes is NVIDIA's ring test, but subnets that join all three take a switch
+    assert topology(both, ["a", "b", "c"]) == "switch"
+    for f in both.values():
+        for i in f.interfaces[1:]:
+            i.ipv4 = []
+    assert topology(both, ["a", "b", "c"]) == "ring"  # no fabric addresses yet: the port count decides
     assert topology_env("ring") == {"NCCL_IB_SUBNET_AWARE_ROUTING": "1", "NCCL_IB_MERGE_NICS": "0",
                                     "NCCL_NET_PLUGIN": "none"}
     four = {n: make_facts(i) for i, n in enumerate("abcd")}

@@ -25,8 +25,8 @@ def fake(monkeypatch, tmp_path):
     _, facts, subnets = cluster(2)
     record: dict = {}
 
-    async def fake_run(cl, config, plan, timeout, *, subnets=None, mode="auto", on_node=None):
-        record.update(plan=plan, timeout=timeout, mode=mode, subnets=subnets)
+    async def fake_run(cl, config, plan, timeout, *, subnets=None, mode="auto", on_node=None, rails=False):
+        record.update(plan=plan, timeout=timeout, mode=mode, subnets=subnets, rails=rails)
         s = Setting(addr=plan.head_ip, port=plan.dist_port + 1, subnet=plan.subnet, image=plan.image, timeout=timeout)
         v = Verdict(setting=s, seconds=1.5, check_id="abc")
         for n in plan.nodes:
@@ -55,8 +55,10 @@ def test_plan_options_reach_the_check_and_ok_exits_0(fake, capsys):
     assert out["plan"]["engine"] == "sglang"
     plan = record["plan"]
     assert plan.dist_port == 29600 and [n.name for n in plan.nodes] == ["spark1", "spark2"]
-    assert (record["timeout"], record["mode"]) == (12.0, "tcp")
+    assert (record["timeout"], record["mode"], record["rails"]) == (12.0, "tcp", False)
     assert record["subnets"]  # the inventory's subnets, so a failure can suggest another
+    assert main(["preflight", "--config", str(cfg_file), "--rails", "--json"]) == 0
+    assert record["rails"] is True  # each RDMA half measured alone after the check
 
 
 def test_a_failed_check_exits_1_and_says_why(fake, capsys):

@@ -357,7 +357,8 @@ class Operations:
         p.errors += [h.sentence() for h in p.conflicts]
 
     # -- preflight ----------------------------------------------------------------------------------
-    async def preflight(self, p: Prepared, timeout: float = PREFLIGHT_TIMEOUT, mode: str = "auto") -> Any:
+    async def preflight(self, p: Prepared, timeout: float = PREFLIGHT_TIMEOUT, mode: str = "auto",
+                        rails: bool = False) -> Any:
         """The rendezvous check of the prepared plan; every node's row is an event as it arrives."""
         from ..preflight import NodeResult, run_preflight
 
@@ -373,7 +374,7 @@ class Operations:
         try:
             verdict = await run_preflight(self.cluster, self.config, plan, timeout,
                                           subnets=self.inventory.subnets if self.inventory else None, mode=mode,
-                                          on_node=row)
+                                          on_node=row, rails=rails)
         except Exception as e:
             self.bus.emit(PreflightFinished(p.deployment, None, f"the check could not run: {e}"))
             raise

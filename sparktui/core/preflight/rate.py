@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ..ring import TOPOLOGY_WORDS
+
 SHORT = 0.6  # below this share of the line rate the verdict names a likely cause
 # NCCL releases with known multi-node trouble on Sparks, each with its source.
 NCCL_KNOWN = {
@@ -17,6 +19,31 @@ NCCL_KNOWN = {
 # busbw where a release build of the same version reached 23.74 GB/s on the same two Sparks.
 DEV_BUILD = ("a development NCCL build plateaued at 3.04 GB/s where a release build reached 23.74 GB/s "
              "(NVIDIA/dgx-spark-playbooks#102): use the image's own NCCL, or a release build")
+
+
+# NVIDIA's pass lines for all_gather_perf -b 16G -e 16G bus bandwidth (dgx-spark-playbooks
+# multi-sparks-through-switch/assets/spark_cluster_setup/spark_cluster_setup.py: MIN_NCCL_TEST_BW = 21.875
+# "175 Gbps", MIN_NCCL_TEST_BW_RING = 10 "80 Gbps"), by fabric.topology.
+PASS_LINES = {"back-to-back": 21.875, "switch": 21.875, "ring": 10.0}
+PASS_SOURCE = "NVIDIA's all_gather_perf -b 16G pass line (spark_cluster_setup.py)"
+
+
+def pass_line(fabric: dict) -> float | None:
+    """NVIDIA's pass line for the plan's topology; None off RDMA (NVIDIA measures over the HCAs only)."""
+    if not fabric or not fabric.get("rdma"):
+        return None
+    return PASS_LINES.get(fabric.get("topology") or "")
+
+
+def pass_words(bw: float, fabric: dict) -> str | None:
+    """"below NVIDIA's ... pass line for a ring (10.00 GB/s)" or "meets ..."; None without a line."""
+    line = pass_line(fabric)
+    if line is None:
+        return None
+    topo = TOPOLOGY_WORDS.get(fabric.get("topology") or "", fabric.get("topology"))
+    verdict = "below" if bw < line else "meets"
+    # The check measures an all-reduce on a smaller buffer: close to, not the same as, NVIDIA's all-gather.
+    return f"{verdict} {PASS_SOURCE} for a {topo} fabric ({line:.2f} GB/s busbw)"
 
 
 def line_rate_gb_s(fabric: dict) -> float | None:

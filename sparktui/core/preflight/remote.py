@@ -10,6 +10,7 @@ from pathlib import Path
 from . import check_program
 from .check_program import IFNAME_VARS, MARK, classify, iface_matches
 from .ipc import SECTION as IPC_SECTION, IpcLook, parse_ipc
+from . import transit
 from ..config import DockerConfig
 from ..engines import host_ip_vars
 from ..engines.common import Spot, Word, docker_flags, render
@@ -48,9 +49,10 @@ def look_command(image: str, root: str = "") -> str:
     """One round trip before anything starts: `ip -j addr`, the image (and the user it runs as),
     /dev/infiniband, listening ports, /proc/meminfo (free memory now, not at the last poll: a copy may
     have just filled the page cache), every container with sparktui's labels and what the running ones
-    hold (`docker stats`), and logind's IPC settings for the SSH user (ipc.py). root: where the system's
+    hold (`docker stats`), logind's IPC settings for the SSH user (ipc.py), and what a ring's transit needs
+    (transit.py). root: where the system's
     files are read (a test's fake tree; "" on a node)."""
-    return script(_LOOK + IPC_SECTION, fmt="{{.Id}}", image=image,
+    return script(_LOOK + IPC_SECTION + transit.SECTION, fmt="{{.Id}}", image=image,
                   ufmt="{{.Config.User}}", label=f"label={LABEL_DEPLOYMENT}", jfmt="{{json .}}",
                   sfmt="{{.Name}} {{.MemUsage}}", root=root)
 
@@ -70,6 +72,7 @@ class Look:
     containers_error: str | None = None
     stats: list[str] = field(default_factory=list)  # `docker stats` lines: NAME USED / LIMIT
     ipc: IpcLook | None = None
+    transit: transit.TransitLook | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -143,6 +146,7 @@ def parse_look(text: str, root: str = "") -> Look:
     look.stats = [ln.strip() for ln in sec.get("stats", []) if ln.strip()]
     if "ipc" in sec:
         look.ipc = parse_ipc(sec["ipc"], root)
+    look.transit = transit.parse(sec)
     return look
 
 

@@ -26,6 +26,8 @@ from .remote import (Look, check_command, container_name, free_port, judge_look,
 from ..engines.common import Spot, docker_flags
 from .ipc import IpcRisk, engine_identity, judge_ipc
 from .leftovers import leftovers_of
+from . import transit
+from .rails import measure as measure_rails
 from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_ipc_risks, judge_memory
 
 DEFAULT_TIMEOUT = 30.0
@@ -150,12 +152,13 @@ async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, 
 
 async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: float = DEFAULT_TIMEOUT, *,
                         subnets: list[Subnet] | None = None, mode: str = "auto",
-                        on_node: Callable[[NodeResult], None] | None = None) -> Verdict:
+                        on_node: Callable[[NodeResult], None] | None = None, rails: bool = False) -> Verdict:
     """Check the plan's rendezvous on every node in the plan's image; bounded by about timeout + 12 s.
 
     subnets (the inventory's) lets a failed verdict suggest another subnet joining all nodes; mode is
     the check program's (auto: NCCL where torch sees a GPU, plain TCP otherwise); on_node is called
-    with each node's result as it arrives. Raises PreflightError when the plan gives nothing to check.
+    with each node's result as it arrives; rails measures each RDMA half of the plan alone afterwards
+    (ib_write_bw, a few seconds each). Raises PreflightError when the plan gives nothing to check.
     """
     problems = checkable(plan)
     if problems:
@@ -200,6 +203,8 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
                     n.name, n.rank, n.iface, n.ip, "stopped", "no result")
         _judge(verdict, order, looks, plan, config)
+        if rails and plan.fabric.get("rails"):
+            verdict.rails = await measure_rails(cluster, plan.fabric["rails"])
     finally:
         if started:
             await _sweep(cluster, started)
@@ -236,6 +241,12 @@ def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None
                               lk.containers_error)
             if lo.any:
                 verdict.leftovers[n.name] = lo
+    ring = plan.fabric.get("ring") if plan.fabric else None
+    for n in order if ring else []:
+        lk = looks.get(n.name)
+        problems, notes = transit.judge(n.name, lk.transit if lk is not None else None, ring)
+        verdict.transit += problems
+        verdict.warnings += notes
     for r in verdict.nodes.values():
         n = plans[r.node]
         if not r.ok:

@@ -16,6 +16,8 @@ from ..memfree import FreeMemory, measure
 from . import rate
 from .ipc import IpcRisk
 from .leftovers import Leftovers
+from .rails import RailResult, links_short
+from .transit import Problem
 
 # Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
 # or losing one (peer_failed) is what the other ranks see of someone else's failure.
@@ -251,6 +253,8 @@ class Verdict:
     check_id: str = ""
     warnings: list[str] = field(default_factory=list)
     leftovers: dict[str, Leftovers] = field(default_factory=dict)  # nodes with something left to free
+    transit: list[Problem] = field(default_factory=list)  # what blocks a ring's forwarding, with fixes
+    rails: list[RailResult] = field(default_factory=list)  # each RDMA half measured alone (--rails)
 
     @property
     def stale(self) -> dict[str, list[str]]:
@@ -317,6 +321,18 @@ class Verdict:
         return rate.share(self.bandwidth_gb_s, self.setting.fabric) if self.ok else None
 
     @property
+    def pass_line_gb_s(self) -> float | None:
+        """NVIDIA's pass line for the topology, where NCCL measured (a plain TCP stream is no NCCL number)."""
+        if not self.ok or self.transport in (None, "tcp"):
+            return None
+        return rate.pass_line(self.setting.fabric)
+
+    @property
+    def below_pass_line(self) -> bool:
+        line, bw = self.pass_line_gb_s, self.bandwidth_gb_s
+        return line is not None and bw is not None and bw < line
+
+    @property
     def nccl(self) -> str | None:
         return next((r.nccl for r in self.nodes.values() if r.nccl), None)
 
@@ -324,9 +340,20 @@ class Verdict:
     def causes(self) -> list[str]:
         """Why the bandwidth falls short of the line rate, most likely first; empty when it does not."""
         sh = self.share
-        if sh is None or sh >= rate.SHORT:
+        if sh is None or (sh >= rate.SHORT and not self.below_pass_line):
             return []
         return rate.causes(self.transport, self.setting.fabric, self.nccl)
+
+    def _rail_lines(self) -> list[str]:
+        measured = [r for r in self.rails if r.share is not None]
+        out = [f"  rail: {p}" for p in (r.problem() for r in self.rails) if p]
+        out += [f"  rail not measured: {r.name()}: {r.error}" for r in self.rails if r.error]
+        out += [f"  link: {ln}" for ln in links_short(self.rails)]
+        if measured and len(out) == 0:
+            low = min(measured, key=lambda r: r.share or 0)
+            out.append(f"  rails: {len(measured)} measured alone, the slowest {low.name()} at {low.gbps:.1f} Gb/s "
+                       f"({(low.share or 0) * 100:.0f} % of its share)")
+        return out
 
     def to_json(self) -> dict:
         s = self.setting
@@ -342,6 +369,8 @@ class Verdict:
             "line_rate_gb_s": self.line_rate_gb_s,
             "line_rate_share": round(self.share, 3) if self.share is not None else None,
             "short_of_line_rate": self.causes,
+            "pass_line_gb_s": self.pass_line_gb_s,
+            "below_pass_line": self.below_pass_line,
             "nccl": self.nccl,
             "nccl_known_issue": rate.nccl_flag(self.nccl),
             "reason": self.reason,
@@ -350,6 +379,9 @@ class Verdict:
             "warnings": list(self.warnings),
             "drop_caches": self.droppable,
             "leftovers": [lo.to_json() for lo in self.leftovers.values() if lo.any],
+            "ring_transit": [p.to_json() for p in self.transit],
+            "rails": [r.to_json() for r in self.rails],
+            "links_short": links_short(self.rails),
             "ipc_at_risk": [r.node for r in self.nodes.values() if r.ipc is not None and r.ipc.at_risk],
             "nodes": [r.to_json() for r in self.nodes.values()],
         }
@@ -365,6 +397,8 @@ class Verdict:
                    + (f" over {self.transport}" if self.transport else "")
                    + (f", {what} {bw:.2f} GB/s" if bw is not None else "")
                    + (f" = {sh * 100:.0f} % of line rate ({line:.2f} GB/s)" if sh is not None and line else "")]
+            if self.pass_line_gb_s is not None and bw is not None:
+                out.append(f"  {bw:.2f} GB/s {rate.pass_words(bw, s.fabric)}")
             if self.nccl:
                 flag = rate.nccl_flag(self.nccl)
                 out.append(f"  NCCL {self.nccl} in the image" + (f": {flag}" if flag else ""))
@@ -385,6 +419,8 @@ class Verdict:
             out.append(f"  {r.node} (rank {r.rank}{', ' + where if where else ''}): {state}")
             if r.transport_line and r.ok:
                 out.append(f"    {r.transport_line.strip()}")
+        out += [f"  ring transit: {p.line()}" for p in self.transit]
+        out += self._rail_lines()
         out += [f"  warning: {w}" for w in self.warnings]
         out += [f"  left over: {ln}" for lo in self.leftovers.values() for ln in lo.lines()]
         return "\n".join(out)

@@ -8,6 +8,8 @@ from ...core.config import Config
 from ...core.events import ConnectionChanged, NodeUpdated
 from ...core.facts import NodeFacts, Subnet
 from ...core.requirements import tool_needs
+from ...core.fabric import fabric_layout
+from ...core.ring import describe_layout
 from ..present.nodes import Link, fabric_subnet
 from ..ids import widget_id
 from ..routing import handles
@@ -50,6 +52,9 @@ class NodesPane(VerticalScroll):
 
     def set_subnets(self, subnets: list[Subnet], chosen: str | None = None) -> None:
         fabric = fabric_subnet(subnets, chosen)
-        for card in self.query(NodeCard):
-            card.subnets, card.fabric = subnets, fabric
+        cards = list(self.query(NodeCard))
+        facts = {c.node_name: c.facts for c in cards if c.facts is not None}
+        layout = describe_layout(fabric_layout(facts, [n.name for n in self.config.nodes]))
+        for card in cards:
+            card.subnets, card.fabric, card.layout_words = subnets, fabric, layout
             card.redraw()

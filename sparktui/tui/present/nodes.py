@@ -134,8 +134,9 @@ def port_lines(facts: NodeFacts) -> list[Content]:
 
 
 def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Link,
-              subnets: list[Subnet], fabric: str | None, missing: list[Need] = ()) -> Content:
-    """The whole card as lines of Content (joined by newlines)."""
+              subnets: list[Subnet], fabric: str | None, missing: list[Need] = (), layout: str = "") -> Content:
+    """The whole card as lines of Content (joined by newlines); layout is the fabric's, as every node's
+    addresses describe it ("ring, per-half subnets")."""
     sym, style, words = status(facts, link)
     lines = [Content.assemble((sym, style), " ", (name, "bold"), f"  {host}  {role}  ", (words, style))]
     if facts is None or not facts.reachable:
@@ -170,6 +171,8 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
             continue
         lines.append(iface_line(name, iface, subnets, fabric))
     lines += halves
+    if layout:
+        lines.append(Content.assemble(("  FABRIC ", "bold"), layout))
     if idle:
         lines.append(Content.styled(f"  +{idle} idle interface{'s' if idle > 1 else ''} (down, no address)",
                                     "$text-muted"))

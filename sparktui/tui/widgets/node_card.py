@@ -23,6 +23,7 @@ class NodeCard(Static):
         self.link = Link()
         self.subnets: list[Subnet] = []
         self.fabric: str | None = None
+        self.layout_words = ""  # the fabric's layout, every node's addresses read together (panes/nodes.py)
         self.missing: list[Need] = []  # unmet tool needs (core/requirements.py), shown with their fix
 
     def on_mount(self) -> None:
@@ -32,4 +33,4 @@ class NodeCard(Static):
         down = self.link.connected is False or (self.facts is not None and not self.facts.reachable)
         self.set_class(down, "-down")
         self.update(node_card(self.node_name, self.host, self.role, self.facts, self.link, self.subnets, self.fabric,
-                              self.missing))
+                              self.missing, self.layout_words))
