@@ -35,6 +35,9 @@ import build_engine_image as engine_image  # noqa: E402
 REFUSED = "tiny-head-dim-16"  # loads and serves /health, then the CPU attention refuses its first request
 START_S = 900  # a cold start on two shared cores: imports, gloo join, load, warm-up (~2 min when quiet)
 WEDGE_AFTER = 10
+# the real head waits in silence for its peer while that one starts (~30 s on two busy cores): longer than
+# that, and the simulated SGLang's hang is still flagged within a minute
+SEED_HANG_AFTER = 60
 
 
 def _checkpoint(venv: Path, head_dim: int) -> Path:
@@ -77,12 +80,20 @@ def site(tmp_path_factory):
         data["engine"] = {"wedge_after": WEDGE_AFTER}
         data["ssh"]["keepalive_interval"] = 1
         path = lab.write_config(data, work / "sparktui.yaml")
+        seed = {**data, "cluster": "seed", "images": {"sglang": lab.sim_image(), "vllm": engine_image.DEFAULT_TAG},
+                # the simulator's SGLang publishes its queue on the wrong network, as SGLang does without
+                # SGLANG_HOST_IP; the real vLLM ignores these variables
+                # at twice its speed, SGLang's own 300 s watchdog (150 s) comes well after the hang is flagged
+                "docker": {**data["docker"], "env": {"SPARKTUI_SIM_SPEED": "2",
+                                                     "SPARKTUI_SIM_SCENARIO": "sglang-host-ip"}},
+                "engine": {"hang_after": SEED_HANG_AFTER}}
+        lab.write_config(seed, work / "seed.yaml")
         data["cluster"] = "refused"
         data["model"] = {"name": REFUSED, "path": f"/models/{REFUSED}"}
         lab.write_config(data, work / "refused.yaml")
         yield lab, path, work / "state"
-        cli(path, work / "state", "stop", "--yes")
-        cli(work / "refused.yaml", work / "state", "stop", "--yes")
+        for name in ("sparktui.yaml", "refused.yaml", "seed.yaml"):
+            cli(work / name, work / "state", "stop", "--yes")
     finally:
         lab.destroy()
 
@@ -231,3 +242,27 @@ def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_
     head = lab.sh(lab.nodes[0].name, ["docker", "ps", "--filter", "label=sparktui.deployment=refused",
                                       "--format", "{{.Names}}"]).stdout.split()
     assert head == [], head
+
+
+def test_the_seed_story_sglang_hangs_at_its_rendezvous_and_a_pivot_lands_on_the_real_vllm(site):
+    lab, path, state = site
+    for name in ("sparktui.yaml", "refused.yaml"):  # two real engines at a time is what these cores hold
+        cli(path.parent / name, state, "stop", "--yes")
+    seed = path.parent / "seed.yaml"
+    rc, out, err = cli(seed, state, "launch", "--engine", "sglang", "--yes", "--wait", "--timeout", "300", "--json",
+                       timeout=400)
+    doc = json.loads(out) if out.strip().startswith("{") else {}
+    assert rc == 1 and doc.get("state") == "hung", (doc.get("detail"), doc.get("problems"), err[-3000:])
+    hangs = [p for p in doc["problems"] if p["kind"] == "rendezvous_hang"]
+    assert hangs and "SGLANG_HOST_IP" in hangs[0]["hint"] and "pivot to vLLM" in hangs[0]["hint"]
+
+    rc, out, err = cli(seed, state, "pivot", "--to", "vllm", "--yes", "--wait", "--timeout", str(START_S), "--json",
+                       timeout=START_S + 60)
+    doc = json.loads(out) if out.strip().startswith("{") else {}
+    assert rc == 0 and (doc.get("state"), doc.get("engine"), doc.get("mode")) == ("ready", "vllm", "native"), \
+        (out[-3000:], err[-3000:])
+    assert doc["check"]["completion_tokens"] > 0
+    for n in lab.nodes:  # the simulated SGLang is gone; the real vLLM image runs on every node
+        out = lab.sh(n.name, ["docker", "ps", "--filter", "label=sparktui.deployment=seed",
+                              "--format", "{{.Image}}"]).stdout.split()
+        assert out == [engine_image.DEFAULT_TAG], out
