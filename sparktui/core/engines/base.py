@@ -66,6 +66,10 @@ class Engine(ABC):
     api_key_env: ClassVar[str | None] = None  # a variable the engine also reads its API key from
     vocabulary: ClassVar[Mapping[str, str]]  # shared term (TERMS) -> this engine's flag
     companions: ClassVar[Mapping[str, str]] = {}  # flag -> the flag it needs beside it in this engine
+    # for reading a user's extra flags (pivot): its flags that take no value, and those its plan writes itself in
+    # every spelling the engine takes (never carried over: the new plan writes its own)
+    switches: ClassVar[frozenset[str]] = frozenset()
+    managed_flags: ClassVar[frozenset[str]] = frozenset()
     not_carried: ClassVar[Mapping[str, str]] = {}  # shared term this engine has no flag for -> what to do instead
     # fit semantics: the fraction NVIDIA's DGX Spark examples use, what it covers, and whether the
     # activations live inside it (vLLM) or outside (SGLang)

@@ -186,6 +186,10 @@ class SGLang(Engine):
         "reasoning_parser": "--reasoning-parser", "tokenizer": "--tokenizer-path", "seed": "--random-seed",
         "max_running": "--max-running-requests", "eager": "--disable-cuda-graph",
     }
+    switches = frozenset({"--trust-remote-code", "--disable-cuda-graph", "--disable-radix-cache", "--enable-metrics",
+                          "--enable-dp-attention", "--skip-server-warmup"})
+    managed_flags = frozenset({"--model-path", "--tp", "--tp-size", "--pp", "--pp-size", "--nnodes", "--node-rank",
+                               "--dist-init-addr", "--nccl-init-addr", "--host", "--port"})
     fit_fraction = 0.75
     fit_covers = "SGLang's static share: weights + KV cache, activations outside"
     activations_in_budget = False

@@ -298,6 +298,12 @@ class VLLM(Engine):
     }
     # vLLM serves tool calls only with both
     companions = {"--tool-call-parser": "--enable-auto-tool-choice"}
+    switches = frozenset({"--trust-remote-code", "--enforce-eager", "--enable-auto-tool-choice",
+                          "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-chunked-prefill",
+                          "--disable-log-requests", "--disable-log-stats", "--enable-expert-parallel", "--headless"})
+    managed_flags = frozenset({"--model", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
+                               "--nnodes", "--node-rank", "--master-addr", "--master-port",
+                               "--distributed-executor-backend", "--headless", "--host", "--port"})
     fit_fraction = 0.8
     kv_cache_bytes_flag = "--kv-cache-memory-bytes"
     fit_covers = "vLLM's share for weights, activations and KV cache"
