@@ -8,12 +8,29 @@ from .. import quickre
 from .base import Engine
 from .logsigns import Sign
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
-from .versions import sglang_balance_switch
+from .versions import at_least
 
 NAME = "sglang"
 MODES = ("native",)
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
 READY_LINE = "The server is fired up and ready to roll!"
+
+# SGLang's switch for its TP memory-balance check: SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK (default on; 0 turns
+# it off) since 0.5.7; releases before read SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1.
+SGLANG_ENABLE_SWITCH_SINCE = "0.5.7"
+
+
+def sglang_balance_switch(version: str | None) -> dict[str, str]:
+    """The environment that turns off SGLang's memory-balance check in this release.
+
+    Right after a copy the receiving node holds the checkpoint in page cache, which the GPU's free
+    memory does not count on unified memory, so the ranks look unbalanced and SGLang refuses to
+    start; sparktui checks free memory per node itself before launching.
+    """
+    if version and not at_least(version, SGLANG_ENABLE_SWITCH_SINCE):
+        return {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}
+    return {"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0"}
+
 
 def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
     # Without it SGLang's cross-node message queue picks its own address (often the management NIC)

@@ -19,7 +19,7 @@ import shlex
 from .. import quickre
 from .base import Engine
 from .logsigns import Sign
-from .versions import vllm_native_refusal
+from .versions import at_least
 from .common import (HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt,
                      secrets_in)
 
@@ -36,6 +36,19 @@ RAY_WAIT_S = 300.0  # "Failed to connect to GCS" is normal for the first minute
 PORT_WAIT_S = 600.0  # rank 0 opens the store before loading weights, after its API server and engine start
 # The serve process is not the container's PID 1: send its output to PID 1's streams so `docker logs` has it.
 TO_CONTAINER_LOG = " >/proc/1/fd/1 2>/proc/1/fd/2"
+
+# vLLM's native multi-node flags (--nnodes, --node-rank, --master-addr, --master-port, --headless) first appear in
+# vLLM 0.11.1's engine/arg_utils.py; 0.11.0 rejects them ("unrecognized arguments").
+VLLM_NATIVE_SINCE = "0.11.1"
+
+
+def vllm_native_refusal(version: str | None) -> str | None:
+    """Why vLLM native mode cannot run on this release, with the way out; None when it can."""
+    if version and not at_least(version, VLLM_NATIVE_SINCE):
+        return (f"vLLM {version} in this image has no native multi-node mode (--nnodes/--headless came with "
+                f"vLLM {VLLM_NATIVE_SINCE}): use --mode ray, or an image with vLLM {VLLM_NATIVE_SINCE} or newer")
+    return None
+
 
 def count_ray_nodes(status: str) -> int:
     """Live nodes in `ray status` output."""
