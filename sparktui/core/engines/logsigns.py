@@ -1,9 +1,11 @@
-"""What engine log lines mean: the engine-neutral progress milestones and failure signatures, as data.
+"""What engine log lines mean: the progress milestones read in every log and the signs that read every log.
 
-Lines come from the layers every engine runs on (NCCL, torch.distributed, Ray, CUDA, Python) as they print
-them (see REFERENCE.md and the engines' sources). What only one engine prints lives on its Engine (its
-module: dist_begin, dist_end, ready_sign, signs, hang_advice); engines/logrules.py puts the two together once
-per engine. diagnose.py applies them; keep these tables free of logic.
+Lines come from the layers under the engines (NCCL, torch.distributed, Ray, CUDA, Python) and from the
+engines themselves, as they print them (see REFERENCE.md and the engines' sources). The progress lines here
+(weights, KV cache, graphs) still name several engines' wordings in one pattern, since each carries numbers
+diagnose.py reads the same way. What only one engine means (its distributed-init and ready lines, its own
+failure signs, its hang advice) lives on its Engine; engines/logrules.py puts the two together once per
+engine. diagnose.py applies them; keep these tables free of logic.
 """
 from __future__ import annotations
 
