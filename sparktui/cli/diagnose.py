@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.diagnose import Diagnoser
+from ..core.engines import ENGINES
 from ..core.logfile import diagnose_stream, guess_engine, read_head
 from ..core.phases import LABELS, PHASES
-from ..core.engines.logsigns import READY
 from ..core.secrets import mask_data
 from .common import CliExit, console, print_json
 
@@ -22,7 +22,7 @@ from .common import CliExit, console, print_json
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="read an engine log and list milestones and problems with hints")
     p.add_argument("file", nargs="?", default="-", metavar="FILE|-", help="log file (default: - for stdin)")
-    p.add_argument("--engine", choices=sorted(READY), help="engine that wrote the log (default: guessed)")
+    p.add_argument("--engine", choices=sorted(ENGINES), help="engine that wrote the log (default: guessed)")
     p.add_argument("--hang-after", type=str, default="90", metavar="S",
                    help="seconds of silence in distributed/NCCL init that count as a hang (docker -t timestamps)")
     p.add_argument("--limit", action="append", default=[], metavar="PHASE=S",
@@ -83,7 +83,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         engine = args.engine or guess_engine(head.decode("utf-8", "replace"))
         if engine is None:
             raise CliExit(2, "cannot tell which engine wrote this log: pass "
-                          + " or ".join(f"--engine {e}" for e in sorted(READY)))
+                          + " or ".join(f"--engine {e}" for e in sorted(ENGINES)))
         d = Diagnoser(engine, hang_after=hang_after, model_path=args.model_path, limits=limits)
         diagnose_stream(f, d, head)
     finally:

@@ -3,7 +3,7 @@
 Pure: feed it lines as they arrive (`feed`), tell it the time now and then (`tick`) so silence
 counts, and call `finish` when a log read from a file ends. Lines may carry docker's `-t`
 timestamp; it is stripped and used as the line's time. The signatures themselves live in
-engines/logsigns.py.
+engines/logsigns.py (the engine-neutral ones) and on each Engine (its own), put together by engines/logrules.py.
 
 Two judgements matter most:
 - silence inside distributed init is the cross-node hang (SGLang freezes after "Custom allreduce is
@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from .engines import find_engine, label, logsigns as S
+from .engines import ENGINES, find_engine, label, logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
 from .diagnose_batch import BatchFeed
 from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
@@ -51,16 +51,18 @@ class Diagnoser(BatchFeed):
     def __init__(self, engine: str, hang_after: float = 90.0, model_path: str | None = None,
                  clock: Callable[[], float] = time.time, limits: dict[str, float | None] | None = None,
                  expect: Iterable[str] = (), env_set: Iterable[str] = ()):
-        if engine not in S.READY:
-            raise ValueError(f"unknown engine {engine!r} (expected one of: {', '.join(S.READY)})")
+        eng = find_engine(engine)
+        if eng is None:
+            raise ValueError(f"unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})")
         self.engine = engine
+        self.rules = eng.log_rules
         self.hang_after = hang_after
         # Silence allowed per phase; the init phases take hang_after (the rendezvous hang).
         self.limits = {**DEFAULT_LIMITS, **{p: hang_after for p in INIT_PHASES}, **(limits or {})}
         self.phases = PhaseTracker()
         self.expected = set(expect)  # nodes of the deployment: a rendezvous waits until each has started
         # variables the plan set on every node: a hint asking for them gives way to the next cause
-        self.hang_hint = S.hang_hint(engine, frozenset(env_set))
+        self.hang_hint = eng.hang_hint(frozenset(env_set))
         self.dropped_milestones = 0
         self.model_path = model_path
         self.clock = clock
@@ -281,14 +283,14 @@ class Diagnoser(BatchFeed):
     def _progress(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
         out: list[Event] = []
         n = ns.lines
-        e = self.engine
-        if S.DIST_BEGIN[e].search(seg) and ns.dist != "in":
+        rules = self.rules
+        if rules.dist_begin is not None and rules.dist_begin.search(seg) and ns.dist != "in":
             ns.dist, ns.dist_line = "in", n
             ns.dist_at = at if at is not None else ns.last_at
             out.append(self._milestone("dist_init_begin", n, node, at, seg))
         if S.CUSTOM_ALLREDUCE_OFF.search(seg):
             ns.allreduce_off = True
-        if S.DIST_END[e].search(seg):
+        if rules.dist_end is not None and rules.dist_end.search(seg):
             out += self._advance(ns, node, n, at, seg, "dist_init_end")
         for kind, sign in (("ray_started", S.RAY_STARTED), ("ray_connected", S.RAY_CONNECTED)):
             if sign.search(seg):
@@ -327,7 +329,7 @@ class Diagnoser(BatchFeed):
             ns.seen.add(("cuda_graph", "begin"))
             out += self._advance(ns, node, n, at, seg, "cuda_graph", {"phase": "begin"})
         out += self._transport(ns, node, n, at, seg)
-        if S.READY[e].search(seg) and not self.ready:
+        if rules.ready.search(seg) and not self.ready:
             self.ready = True
             out += self._advance(ns, node, n, at, seg, "ready")
         if S.SERVING.search(seg):
@@ -415,9 +417,7 @@ class Diagnoser(BatchFeed):
             self._worker_waits += 1
             if self._semlock:  # the head waits for the worker that lost its semaphore: the trap, not a wedge
                 return self._trap(node, n, at, body)
-        for sign in S.SIGNS:
-            if self.engine not in sign.engines:
-                continue
+        for sign in self.rules.signs:
             m = sign.pattern.search(seg)
             if not m:
                 continue

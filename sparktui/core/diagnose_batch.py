@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .engines import logsigns as S
-from .phases import NODE_TAG, PHASE_SIGNS
+from .phases import NODE_TAG
 
 if TYPE_CHECKING:
     from .logevents import Event
@@ -54,12 +54,11 @@ class BatchFeed:
         """The literal texts (as they are, and lower-case for case-blind patterns) of which a line
         must hold one to match any pattern feed() tries; None when some pattern has none."""
         if self._needs is False:
-            e = self.engine
-            pats = [S.TRACEBACK, S.FRAME, S.DIST_BEGIN[e], S.DIST_END[e], S.READY[e], S.CUSTOM_ALLREDUCE_OFF,
+            pats = [S.TRACEBACK, S.FRAME, S.CUSTOM_ALLREDUCE_OFF,
                     S.RAY_STARTED, S.RAY_CONNECTED, S.RAY_LOCAL, S.WEIGHTS_PERCENT, S.WEIGHTS_BEGIN, S.WEIGHTS_END,
                     S.SLOW_LOAD, S.KV_SGLANG, S.KV_SGLANG_MLA, S.KV_TOKENS, S.KV_MEMORY, S.GRAPH_BEGIN, S.GRAPH_END,
-                    S.NCCL_RDMA, S.NCCL_SOCKET, S.SERVING, NODE_TAG, *(rx for _, rx in PHASE_SIGNS),
-                    *(s.pattern for s in S.SIGNS if e in s.engines)]
+                    S.NCCL_RDMA, S.NCCL_SOCKET, S.SERVING, NODE_TAG, *(rx for _, rx in self.phases.signs),
+                    *self.rules.patterns]
             if any(getattr(p, "needs", None) is None for p in pats):
                 self._needs = None
             else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import quickre
+from .engines import ENGINES
 
 PHASES = ("container", "ray_join", "dist_init", "nccl_init", "weights", "kv_cache", "graphs", "http_up",
           "first_request")
@@ -34,26 +35,38 @@ DEFAULT_LIMITS: dict[str, float | None] = {
     "kv_cache": 900.0, "graphs": 1200.0, "http_up": 900.0, "first_request": None,
 }
 
-# A line's phase, first match wins within a phase; phases are tried from the furthest back.
+# A line's phase: phases are tried from the furthest back. These are the lines of the layers under every
+# engine; each engine adds its own (Engine.phase_signs), and phase_signs() joins them per phase.
+SHARED_PHASE_SIGNS: dict[str, str] = {
+    "first_request": r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200',
+    "http_up": r"Application startup complete|Uvicorn running on|Started server process",  # uvicorn
+    "weights": r"Loading \w+ checkpoint shards",
+    "nccl_init": r"NCCL INFO|NCCL version \d",
+    "dist_init": r"\[Gloo\] Rank \d+ is connected|Custom ?[Aa]llreduce is disabled",
+    "ray_join": r"Connecting to existing Ray cluster|Connected to Ray cluster|Ray runtime started|"
+                r"Autoscaler status|Started a local Ray instance",
+}
 _P = quickre.compile  # a substring prefilter in front of each: every line is tried against all of them
-PHASE_SIGNS: list[tuple[str, quickre.Quick]] = [
-    ("first_request", _P(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] |'
-                         r'The server is fired up and ready to roll')),
-    ("http_up", _P(r"Application startup complete|Uvicorn running on|Starting vLLM (?:API )?server|Started server process")),
-    ("graphs", _P(r"Capture cuda graph|Capturing CUDA graph|Graph capturing finished|cuda graph begin|"
-                  r"Warming up model for the compilation")),  # vLLM on CPUs compiles instead of capturing
-    ("kv_cache", _P(r"KV Cache is allocated|[GC]PU KV cache size|Available KV cache memory|Memory pool end|"
-                    r"# GPU blocks:|Maximum concurrency for")),
-    ("weights", _P(r"Load weight begin|Load weight end|Starting to load model|Loading weights took|Loading model weights took|"
-                   r"Loading \w+ checkpoint shards|Auto-prefetch is disabled|Filesystem type for checkpoints|"
-                   r"Prefetching checkpoint files|Model loading took")),
-    ("nccl_init", _P(r"NCCL INFO|NCCL version \d")),
-    ("dist_init", _P(r"Init torch distributed begin|Init torch distributed ends|distributed_init_method=|"
-                     r"Initializing an? (?:V\d )?LLM engine|is using nccl==|\[Gloo\] Rank \d+ is connected|"
-                     r"world_size=\d+ rank=\d+|Custom ?[Aa]llreduce is disabled")),
-    ("ray_join", _P(r"Connecting to existing Ray cluster|Connected to Ray cluster|Ray runtime started|"
-                    r"Autoscaler status|Started a local Ray instance")),
-]
+_joined: dict[tuple, list[tuple[str, quickre.Quick]]] = {}
+
+
+def phase_signs() -> list[tuple[str, quickre.Quick]]:
+    """(phase, pattern) from the furthest phase back: the shared lines and every registered engine's, one
+    pattern per phase. Every engine's, since a saved log's engine is not always known and the lines of one
+    never appear in another's; built once per set of registered engines."""
+    key = tuple(ENGINES.values())
+    if key not in _joined:
+        _joined.clear()
+        table = []
+        for phase in reversed(PHASES):
+            parts = [SHARED_PHASE_SIGNS.get(phase)] + [e.phase_signs.get(phase) for e in key]
+            parts = [p for p in parts if p]
+            if parts:
+                table.append((phase, _P("|".join(parts))))
+        _joined[key] = table
+    return _joined[key]
+
+
 NCCL_COMM = _P(r"(?:^|\s)(?:[\w.-]+):(\d+):\d+ \[\d+\] NCCL INFO (?:ncclCommInitRank )?comm 0x[0-9a-f]+ rank (\d+) "
                r"n[Rr]anks \d+(?:.*?(Init START|Init COMPLETE))?")
 NCCL_PID = _P(r"(?:^|\s)[\w.-]+:(\d+):\d+ \[\d+\] NCCL ")
@@ -92,6 +105,7 @@ class NodeState:
 
 class PhaseTracker:
     def __init__(self) -> None:
+        self.signs = phase_signs()
         self.nodes: dict[str | None, NodeState] = {}
         self._pid_rank: dict[str, int] = {}
 
@@ -106,7 +120,7 @@ class PhaseTracker:
             ns = self.nodes.setdefault(m.group(1), NodeState())
             ns.lines = self.nodes[None].lines if None in self.nodes else ns.lines
             ns.last_text = text.strip()[:300]
-        phase = next((PHASES.index(p) for p, rx in PHASE_SIGNS if rx.search(text)), None)
+        phase = next((PHASES.index(p) for p, rx in self.signs if rx.search(text)), None)
         if phase is None and len(ns.ranks) > 0:
             return
         rank, nccl = self._rank(text)

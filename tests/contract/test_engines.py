@@ -8,7 +8,7 @@ import pytest
 
 from sparktui.core.engines import get_engine
 from sparktui.core.engines.common import Nested, render
-from sparktui.core.engines.versions import VLLM_NATIVE_SINCE
+from sparktui.core.engines.vllm import VLLM_NATIVE_SINCE
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.core.recipe import apply_recipe, parse_recipe
 

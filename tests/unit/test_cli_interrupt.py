@@ -141,10 +141,10 @@ def test_a_hint_names_its_commands_with_the_config_given(tmp_path, capsys):
 
     from sparktui.cli import build_parser
     from sparktui.core.diagnose import Problem
-    from sparktui.core.engines.logsigns import HANG_HINT
+    from sparktui.core.engines import get_engine
 
     cfg = tmp_path / "my cluster.yaml"
-    deploy.print_problem(Problem("rendezvous_hang", 1, "silent", HANG_HINT["sglang"], "a", 0.0), str(cfg))
+    deploy.print_problem(Problem("rendezvous_hang", 1, "silent", get_engine("sglang").hang_hint(), "a", 0.0), str(cfg))
     out = " ".join(capsys.readouterr().out.split())  # (the console wraps: words, one space apart)
     cmd = shlex.split(out.split("pivot to vLLM with Ray (`", 1)[1].split("`", 1)[0])
     parsed = build_parser(cmd[1:]).parse_args(cmd[1:])

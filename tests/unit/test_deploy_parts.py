@@ -253,7 +253,7 @@ def test_reading_a_record_back_teaches_this_process_its_secrets():
 def test_the_hang_hint_knows_what_the_launched_plan_set_on_every_node():
     from sparktui.core.deploy.orchestrator import Deployer
     from sparktui.core.deployment import Deployment
-    from sparktui.core.engines.logsigns import hang_hint
+    from sparktui.core.engines import get_engine
     from sparktui.core.events import EventBus
 
     from .test_plan import make_config, plan_for
@@ -264,7 +264,7 @@ def test_the_hang_hint_knows_what_the_launched_plan_set_on_every_node():
     cur = Deployment("sparks", "sglang", plan.mode, None, plan_id=plan.plan_id, port=plan.port, head="spark1")
     env = d._env_everywhere(cur)
     assert {"SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} <= env
-    assert "already set" in hang_hint("sglang", frozenset(env))
+    assert "already set" in get_engine("sglang").hang_hint(frozenset(env))
     # a reattached deployment of another plan: nothing known, the plain hint
     assert d._env_everywhere(Deployment("sparks", "sglang", plan.mode, None, plan_id="other", port=plan.port,
                                                  head="spark1")) == set()

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktui.core import phases, quickre
-from sparktui.core.engines import logsigns as S
+from sparktui.core.engines import ENGINES, logsigns as S
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -16,8 +16,10 @@ TESTS = Path(__file__).resolve().parents[1]
 def every_signature() -> list[quickre.Quick]:
     found = [v for v in vars(S).values() if isinstance(v, quickre.Quick)]
     found += [s.pattern for s in S.SIGNS] + list(S.PREFIXES)
-    found += [rx for table in (S.DIST_BEGIN, S.DIST_END, S.READY) for rx in table.values()]
-    found += [rx for _, rx in phases.PHASE_SIGNS] + list(phases.RANK_TAGS)
+    for e in ENGINES.values():
+        found += [rx for rx in (e.log_rules.dist_begin, e.log_rules.dist_end, e.log_rules.ready) if rx is not None]
+        found += [s.pattern for s in e.signs]
+    found += [rx for _, rx in phases.phase_signs()] + list(phases.RANK_TAGS)
     found += [phases.NCCL_COMM, phases.NCCL_PID, phases.NODE_TAG]
     assert all(isinstance(q, quickre.Quick) for q in found)
     return found

@@ -49,21 +49,23 @@ def pivot_options(opts: PlanOptions, to: str, record: Record | None = None) -> P
     return new
 
 
-# Flags that take no value (the others take the next word unless it is a flag itself).
-SWITCHES = {"--trust-remote-code", "--disable-cuda-graph", "--enforce-eager", "--enable-auto-tool-choice",
-            "--disable-radix-cache", "--enable-metrics", "--enable-dp-attention", "--skip-server-warmup",
-            "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-chunked-prefill",
-            "--disable-log-requests", "--disable-log-stats", "--enable-expert-parallel", "--headless"}
-ALIASES = {"--tp": "--tensor-parallel-size", "--tp-size": "--tensor-parallel-size", "-tp": "--tensor-parallel-size",
-           "--pp": "--pipeline-parallel-size", "--pp-size": "--pipeline-parallel-size",
-           "-pp": "--pipeline-parallel-size", "--model": "--model-path"}
-# The plan writes these itself (the pinned TP/PP, the model, ports, rendezvous): never carried.
-MANAGED = {"--tensor-parallel-size", "--pipeline-parallel-size", "--model-path", "--host", "--port", "--nnodes",
-           "--node-rank", "--dist-init-addr", "--nccl-init-addr", "--master-addr", "--master-port",
-           "--distributed-executor-backend", "--headless"}
-# Flags that only go beside another in some engine (vLLM's --enable-auto-tool-choice): never carried as such,
-# the new engine's own companions are added back where it needs them.
-COMPANIONS = frozenset(c for e in ENGINES.values() for c in e.companions.values())
+# The flag tables are each engine's (Engine.switches, managed_flags, companions), read over the registry when a
+# pivot translates: a user's flag may be any engine's spelling.
+def _switches() -> set[str]:
+    """Flags that take no value (the others take the next word unless it is a flag itself)."""
+    return {f for e in ENGINES.values() for f in e.switches}
+
+
+def _managed() -> set[str]:
+    """Flags the plan writes itself, in every spelling (the pinned TP/PP, the model, ports, rendezvous): never
+    carried."""
+    return {f for e in ENGINES.values() for f in e.managed_flags}
+
+
+def _companions() -> set[str]:
+    """Flags that only go beside another in some engine (vLLM's --enable-auto-tool-choice): never carried as such,
+    the new engine's own companions are added back where it needs them."""
+    return {c for e in ENGINES.values() for c in e.companions.values()}
 
 
 @dataclass
@@ -76,13 +78,14 @@ class Translation:
 def _flags(args: list[str]) -> list[tuple[str, str | None, bool]]:
     """(flag, value, written with =) for each flag of an argument list; a stray word is its own flag."""
     out: list[tuple[str, str | None, bool]] = []
+    switches = _switches()
     i = 0
     while i < len(args):
         a = args[i]
         if a.startswith("-") and "=" in a:
             f, v = a.split("=", 1)
             out.append((f, v, True))
-        elif a.startswith("-") and a not in SWITCHES and i + 1 < len(args) and not args[i + 1].startswith("-"):
+        elif a.startswith("-") and a not in switches and i + 1 < len(args) and not args[i + 1].startswith("-"):
             out.append((a, args[i + 1], False))
             i += 1
         else:
@@ -105,11 +108,11 @@ def translate_args(args: list[str], frm: str, to: str, env: dict[str, str] | Non
     src, dst = find_engine(frm), find_engine(to)
     key_flag = dst.flag("api_key") if dst else None
     has_key = False
-    for flag, value, eq in _flags(args):
-        name = ALIASES.get(flag, flag)
-        if name in MANAGED:
+    managed, companions = _managed(), _companions()
+    for name, value, eq in _flags(args):
+        if name in managed:
             continue  # the plan writes it for the new engine from the pinned options
-        if name in COMPANIONS:
+        if name in companions:
             continue  # added back below where the new engine needs it
         term = src.term(name) if src else None
         new = dst.flag(term) if dst and term else None

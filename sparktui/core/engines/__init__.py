@@ -1,6 +1,6 @@
 """The registry of engines sparktui can launch; each module's `ENGINE` (base.Engine) holds what is its own.
 
-A new engine: one module under core/engines/ with an Engine subclass, and one line below.
+A new engine: one module under core/engines/ with an Engine subclass, and one line below (or `register()`).
 """
 from __future__ import annotations
 
@@ -14,6 +14,25 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
     trtllm.ENGINE,
 )}
 DEFAULT_ENGINE = next(iter(ENGINES))
+
+
+def register(engine: Engine) -> Engine:
+    """Add an engine after the others; its log rules are put together now, not on the first line of a log."""
+    if engine.name in ENGINES:
+        raise ValueError(f"engine {engine.name!r} is registered already")
+    engine.log_rules  # built here, so reading lines never pays for it
+    ENGINES[engine.name] = engine
+    return engine
+
+
+def unregister(name: str) -> Engine:
+    """Take an engine out of the registry; KeyError for an unknown one."""
+    return ENGINES.pop(name)
+
+
+for _e in ENGINES.values():
+    _e.log_rules  # as register() does
+del _e
 
 
 def get_engine(name: str) -> Engine:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar, Mapping
 
-from . import logsigns, metricnames
-from . import common
+from .. import quickre
+from . import common, metricnames
 from .common import Context, Spot, Step
+from .logrules import LogRules, compile_rules
+from .logsigns import Sign
 
 @dataclass(frozen=True)
 class CommunityImage:
@@ -78,6 +81,10 @@ class Engine(ABC):
     api_key_env: ClassVar[str | None] = None  # a variable the engine also reads its API key from
     vocabulary: ClassVar[Mapping[str, str]]  # shared term (TERMS) -> this engine's flag
     companions: ClassVar[Mapping[str, str]] = {}  # flag -> the flag it needs beside it in this engine
+    # for reading a user's extra flags (pivot): its flags that take no value, and those its plan writes itself in
+    # every spelling the engine takes (never carried over: the new plan writes its own)
+    switches: ClassVar[frozenset[str]] = frozenset()
+    managed_flags: ClassVar[frozenset[str]] = frozenset()
     not_carried: ClassVar[Mapping[str, str]] = {}  # shared term this engine has no flag for -> what to do instead
     # fit semantics: the fraction NVIDIA's DGX Spark examples use, what it covers, and whether the
     # activations live inside it (vLLM) or outside (SGLang)
@@ -102,6 +109,26 @@ class Engine(ABC):
     reads_neutral_logs: ClassVar[bool] = False  # its rule set reads a log that names no engine
     hang_pivot: ClassVar[tuple[str, str] | None] = None  # (engine, why) to suggest when a launch hangs
     metrics_path: ClassVar[str] = "/metrics"  # where its Prometheus text is served
+    # field (metricnames.FIELDS) -> its series in the newest release; (field, release that renamed it, the name
+    # before) for older ones
+    metric_series: ClassVar[Mapping[str, str]] = {}
+    metric_renamed: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    # -- its own log lines; the engine-neutral ones (NCCL, OOM, tracebacks) are logsigns'. Put together once per
+    # engine (log_rules), so reading a line never asks which engine a sign is for.
+    dist_begin: ClassVar[quickre.Quick | None] = None  # opens distributed init: silence after it is a hang
+    dist_end: ClassVar[quickre.Quick | None] = None  # closes it
+    ready_sign: ClassVar[quickre.Quick | None] = None  # the server is up; None: ready_line as written
+    signs: ClassVar[tuple[Sign, ...]] = ()  # failure signatures only its logs hold, tried before the shared ones
+    # phase (phases.PHASES) -> a regex of its own lines that show a rank reached it; every registered engine's
+    # join the shared ones, since a saved log's engine is not always known (phases.phase_signs)
+    phase_signs: ClassVar[Mapping[str, str]] = {}
+    # what to check when distributed init goes silent; the variables that advice asks for; and the next likely
+    # cause once the plan set them all on every node (only a check across the nodes tells the path apart)
+    hang_advice: ClassVar[str] = ("a rank cannot reach the rendezvous: the head's address must be on the fabric "
+                                  "subnet and each node's interface variables name its interface there; "
+                                  "`sparktui preflight` checks them")
+    hang_env: ClassVar[tuple[str, ...]] = ()
+    hang_advice_env_set: ClassVar[str] = ""
     no_metrics_hint: ClassVar[str] = "this engine release serves no /metrics"
     # sparkrun recipes: runtime (as resolved) -> mode (None: the default), and the commands that run it
     recipe_runtimes: ClassVar[Mapping[str, str | None]] = {}
@@ -179,13 +206,23 @@ class Engine(ABC):
 
     # -- metrics, hangs -------------------------------------------------------------------------
     def metric_names(self, version: str | None) -> dict[str, str]:
-        return metricnames.names_for(self.name, version)
+        """field -> series name in this release (an unknown release gets the newest names)."""
+        return metricnames.names_at(self.metric_series, self.metric_renamed, version)
 
     def metric_candidates(self, version: str | None) -> dict[str, tuple[str, ...]]:
-        return metricnames.candidates(self.name, version)
+        """field -> names to look for, this release's first: an image whose release is unknown still reads."""
+        return metricnames.candidates_at(self.metric_series, self.metric_renamed, version)
 
     def hang_hint(self, env_set=frozenset()) -> str:
-        return logsigns.hang_hint(self.name, env_set)
+        """The hang advice, or the next likely cause when the plan already set what it asks for."""
+        if self.hang_advice_env_set and set(self.hang_env) <= set(env_set):
+            return self.hang_advice_env_set
+        return self.hang_advice
+
+    @cached_property
+    def log_rules(self) -> LogRules:
+        """Its log lines and the shared signs, in the order diagnosis tries them; the registry builds this once."""
+        return compile_rules(self)
 
     # -- flags --------------------------------------------------------------------------------
     def flag(self, term: str) -> str | None:

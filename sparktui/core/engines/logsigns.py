@@ -1,7 +1,11 @@
-"""What engine log lines mean: progress milestones and failure signatures, as data.
+"""What engine log lines mean: the progress milestones read in every log and the signs that read every log.
 
-Lines come from SGLang, vLLM, Ray, NCCL and torch.distributed as they print them (see
-REFERENCE.md and the engines' sources). diagnose.py applies these tables; keep them free of logic.
+Lines come from the layers under the engines (NCCL, torch.distributed, Ray, CUDA, Python) and from the
+engines themselves, as they print them (see REFERENCE.md and the engines' sources). The progress lines here
+(weights, KV cache, graphs) still name several engines' wordings in one pattern, since each carries numbers
+diagnose.py reads the same way. What only one engine means (its distributed-init and ready lines, its own
+failure signs, its hang advice) lives on its Engine; engines/logrules.py puts the two together once per
+engine. diagnose.py applies them; keep these tables free of logic.
 """
 from __future__ import annotations
 
@@ -10,14 +14,32 @@ from dataclasses import dataclass
 
 from .. import quickre
 
-ALL = ("sglang", "vllm", "trtllm")  # engine-neutral signs (OOM, NCCL, tracebacks) read every log
+
+class _Every:
+    """Every registered engine, asked of the registry when read: an engine registered later reads these too."""
+
+    def __contains__(self, name: object) -> bool:
+        from . import ENGINES  # the registry imports this module
+
+        return name in ENGINES
+
+    def __iter__(self):
+        from . import ENGINES
+
+        return iter(tuple(ENGINES))
+
+    def __repr__(self) -> str:
+        return "ALL"
+
+
+ALL = _Every()  # engine-neutral signs (OOM, NCCL, tracebacks) read every log
 
 
 @dataclass(frozen=True)
 class Sign:
     kind: str
     pattern: quickre.Quick
-    engines: tuple = ALL
+    engines: tuple[str, ...] | _Every = ALL  # whose logs it reads; an Engine's own signs read only its logs
     message: str = ""  # may use {0}, {1}... from the match groups; empty = the matched line
     hint: str = ""
     provisional: bool = False  # withdrawn if the server later shows progress or serves requests
@@ -30,19 +52,6 @@ def _re(p: str, flags: int = 0) -> quickre.Quick:
 
 # ---- progress -------------------------------------------------------------------------------
 
-DIST_BEGIN = {
-    "sglang": _re(r"Init torch distributed begin"),
-    "vllm": _re(r"Initializing an? (?:V\d )?LLM engine|distributed_init_method=\S+"),
-}
-DIST_END = {
-    "sglang": _re(r"Init torch distributed ends"),
-    # printed once initialize_model_parallel returns (after the cross-node message queue is up)
-    "vllm": _re(r"rank \d+ in world size \d+ is assigned as"),
-}
-READY = {
-    "sglang": _re(r"The server is fired up and ready to roll!"),
-    "vllm": _re(r"Application startup complete\."),
-}
 CUSTOM_ALLREDUCE_OFF = _re(r"Custom ?[Aa]llreduce is disabled because this process group spans across nodes")
 RAY_STARTED = _re(r"Ray runtime started\.")
 RAY_CONNECTED = _re(r"Connected to Ray cluster")
@@ -185,32 +194,6 @@ SIGNS: list[Sign] = [
          message="SGLang has not enough memory for the KV cache", hint=_OOM_HINT),
     Sign("out_of_memory", _re(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"),
          message="CUDA out of memory", hint=_OOM_HINT),
-    # Ray
-    Sign("ray_resources", _re(r"The number of required GPUs exceeds the total number of available GPUs in the placement group"),
-         engines=("vllm",), message="Ray has fewer GPUs than TP x PP needs",
-         hint="every node must have joined the Ray cluster (`ray status` lists N nodes / N GPUs) before vllm serve"),
-    Sign("ray_resources", _re(r"No available node types can fulfill resource request|Cannot provide a placement group|"
-                              r"pending placement groups?|Waiting for creating a placement group"),
-         engines=("vllm",), message="Ray cannot place the workers",
-         hint="check `ray status` in the head container lists every node and GPU"),
-    Sign("ray_resources", _re(r"Ray does not allocate any GPUs on the driver node"), engines=("vllm",),
-         message="Ray gave no GPU to the node running vllm serve",
-         hint="run vllm serve inside the head container, on a node whose GPU is in the Ray cluster"),
-    Sign("ray_resources", _re(r"Current node has no GPU available"), engines=("vllm",),
-         message="Ray sees no free GPU on the node running vllm serve",
-         hint="another job holds the GPUs in this Ray cluster, or the container was started without GPUs"),
-    Sign("ray_connect", _re(r"Failed to connect to GCS|Unable to connect to GCS at (\S+)"), engines=("vllm",),
-         provisional=True, message="Ray cannot reach the head's GCS yet",
-         hint="normal for the first minute; if it persists, the head IP/--ray-port is not reachable from this node"),
-    # Ray 2.60 `ray start` when --node-ip-address is not an address of this node: the raylet never
-    # registers, and after ~30 s the CLI raises this (captured in the lab, tests/corpus/ray_worker_wrong_node_ip.log).
-    Sign("ray_node_ip", _re(r"The current node timed out during startup"), engines=("vllm",),
-         message="this node's Ray did not come up (its raylet never registered with the GCS)",
-         hint="--node-ip-address must be an address this node holds on the fabric (`ip -4 addr`); "
-              "sparktui takes it from the node's fabric interface, so check the probed facts"),
-    Sign("ray_missing", _re(r"ray: (?:command )?not found|No module named '?ray'?|executable file not found in \$PATH.*\bray\b|\"ray\": executable file not found"),
-         engines=("vllm",), message="the image has no Ray",
-         hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', or use --mode native"),
     # watchdogs
     Sign("watchdog_timeout", _re(r"Watchdog caught collective operation(?:.*?Timeout\(ms\)=(\d+))?"),
          message="a collective operation timed out (torch NCCL watchdog, timeout {0} ms)",
@@ -223,13 +206,6 @@ SIGNS: list[Sign] = [
     Sign("watchdog_timeout", _re(r"Timed out waiting (\d+) ?ms for (?:send|recv) operation to complete"),
          message="a Gloo collective timed out after {0} ms",
          hint="one rank stopped answering: check every node is alive and GLOO_SOCKET_IFNAME names a reachable interface"),
-    # SGLang's soft watchdog only dumps stacks; the server goes on
-    Sign("watchdog_timeout", _re(r"atchdog timeout \(self\.watchdog_timeout=([\d.]+), self\.soft=True"), engines=("sglang",),
-         provisional=True, message="SGLang's soft watchdog dumped the scheduler's stacks after {0} s without progress",
-         hint="a slow step, not a failure, if serving goes on; otherwise read the dump for where it waits"),
-    Sign("watchdog_timeout", _re(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=([\d.]+)"), engines=("sglang",),
-         message="SGLang's watchdog killed the scheduler after {0} s without progress",
-         hint="the scheduler was stuck; read the lines before it for where"),
     # a worker spawned after its semaphore was removed (alone: not yet proven to be logind; see SEMLOCK)
     Sign("semaphore_lost", SEMLOCK,
          message="a worker could not open a semaphore its parent made (SemLock._rebuild: FileNotFoundError)",
@@ -270,51 +246,12 @@ SIGNS: list[Sign] = [
          hint="the engine version in the image does not take this flag: check `--help` inside the image"),
     Sign("bad_arguments", _re(r"must be divisible by (?:the )?(?:tensor|pipeline) parallel size"),
          hint="pick a TP that divides the model's attention heads"),
-    # vLLM's multiprocessing executor bounds each step's RPC to its workers by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
-    # (300 s; vllm/v1/executor/multiproc_executor.py collective_rpc): a rank stuck in a collective ends there
-    Sign("watchdog_timeout", _re(r"RPC call to (execute_model|sample_tokens) timed out"), engines=("vllm",),
-         message="a step's workers did not answer within VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS ({0} RPC timed out)",
-         hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric link): "
-              "check every node; raise VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS only for steps that are slow on purpose"),
     # the engine process died (usually after one of the above)
     Sign("engine_died", _re(r"Rank \d+ scheduler (?:is dead|died)|Received sigquit from a child proc|"
                             r"EngineCore failed to start|Engine core initialization failed|EngineDeadError|"
                             r"Worker proc \S+ died unexpectedly|Engine process failed to start"),
          message="the engine process died", hint=_DIED_HINT),
 ]
-
-HANG_HINT = {
-    "sglang": ("SGLang's cross-node message queue picked an address of its own: SGLANG_HOST_IP must be this node's "
-               "IP on the rendezvous subnet and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME its interface there "
-               "(sparktui plans set both), and --dist-init-addr the head's fabric IP; `sparktui preflight` checks the "
-               "subnet. If it still hangs, pivot to vLLM with Ray (`sparktui pivot --to vllm`)"),
-    "vllm": ("a rank cannot reach the rendezvous: VLLM_HOST_IP must be each node's fabric IP, --master-addr the "
-             "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
-             "reachable from every worker; `sparktui preflight` checks them"),
-}
-# The variables the hint above asks for, per engine (REFERENCE.md "Rendezvous").
-HANG_ENV = {"sglang": ("SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
-            "vllm": ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")}
-# When the plan already set every one of them on every node, that hint is satisfied: the next likely
-# cause is the path between the nodes (a firewall, a link without carrier), which only a check across
-# the nodes tells apart.
-HANG_HINT_ENV_SET = {
-    "sglang": ("the plan already set SGLANG_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so "
-               "the next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
-               "(--dist-init-addr) or NCCL's ports on the fabric, or a link that lost its carrier; "
-               "`sparktui preflight` checks the rendezvous across every node. If it passes and SGLang still "
-               "hangs here, pivot to vLLM with Ray (`sparktui pivot --to vllm`)"),
-    "vllm": ("the plan already set VLLM_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so the "
-             "next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
-             "(--master-port) or NCCL's ports on the fabric, or a link that lost its carrier; `sparktui preflight` "
-             "checks the rendezvous across every node"),
-}
-
-
-def hang_hint(engine: str, env_set: frozenset[str] | set[str] = frozenset()) -> str:
-    """The hang hint, or the next likely cause when the plan already set what it asks for."""
-    return HANG_HINT_ENV_SET[engine] if set(HANG_ENV[engine]) <= set(env_set) else HANG_HINT[engine]
-
 
 STALL_HINT = {
     "container": "the engine has not started: check the image and the command (docker logs on that node)",

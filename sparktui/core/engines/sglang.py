@@ -4,14 +4,32 @@ Workers start first and the head last (SGLang's own multi-node recipe); only ran
 """
 from __future__ import annotations
 
+from .. import quickre
 from .base import Engine
+from .logsigns import Sign
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
-from .versions import sglang_balance_switch
+from .versions import at_least
 
 NAME = "sglang"
 MODES = ("native",)
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
 READY_LINE = "The server is fired up and ready to roll!"
+
+# SGLang's switch for its TP memory-balance check: SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK (default on; 0 turns
+# it off) since 0.5.7; releases before read SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1.
+SGLANG_ENABLE_SWITCH_SINCE = "0.5.7"
+
+
+def sglang_balance_switch(version: str | None) -> dict[str, str]:
+    """The environment that turns off SGLang's memory-balance check in this release.
+
+    Right after a copy the receiving node holds the checkpoint in page cache, which the GPU's free
+    memory does not count on unified memory, so the ranks look unbalanced and SGLang refuses to
+    start; sparktui checks free memory per node itself before launching.
+    """
+    if version and not at_least(version, SGLANG_ENABLE_SWITCH_SINCE):
+        return {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}
+    return {"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0"}
 
 
 def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
@@ -111,6 +129,49 @@ def config_types():
 # contract tier checks (tests/contract/venvs.py), in NVIDIA's SGLang playbook image.
 SUPPORT_NEWER_IMAGE = "lmsysorg/sglang:latest-cu130 (SGLang 0.5.23)"
 
+# -- metrics: sglang/srt/metrics/collector.py (0.5.3.post3) and sglang/srt/observability/metrics_collector.py
+# (0.5.23): Gauges sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage (0-1), Counters
+# sglang:prompt_tokens_total and sglang:generation_tokens_total, Histograms sglang:time_to_first_token_seconds
+# and sglang:inter_token_latency_seconds. SGLang serves /metrics only with --enable-metrics (0.5.3.post3
+# server_args.py; 0.5.23 arg_groups/fields/observability.py, enable_metrics); sparktui plans add it.
+METRIC_SERIES = {"running": "sglang:num_running_reqs", "waiting": "sglang:num_queue_reqs",
+                 "kv_cache_usage": "sglang:token_usage", "prompt_tokens": "sglang:prompt_tokens_total",
+                 "generation_tokens": "sglang:generation_tokens_total", "ttft": "sglang:time_to_first_token_seconds",
+                 "itl": "sglang:inter_token_latency_seconds"}
+
+# -- its log lines (the engine-neutral ones are logsigns')
+_q = quickre.compile  # a substring prefilter in front of each: every line is tried against them
+SIGNS = (
+    # SGLang's soft watchdog only dumps stacks; the server goes on
+    Sign("watchdog_timeout", _q(r"atchdog timeout \(self\.watchdog_timeout=([\d.]+), self\.soft=True"),
+         provisional=True, message="SGLang's soft watchdog dumped the scheduler's stacks after {0} s without progress",
+         hint="a slow step, not a failure, if serving goes on; otherwise read the dump for where it waits"),
+    Sign("watchdog_timeout", _q(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=([\d.]+)"),
+         message="SGLang's watchdog killed the scheduler after {0} s without progress",
+         hint="the scheduler was stuck; read the lines before it for where"),
+)
+# phase -> its own lines there (phases.py holds the shared ones): "[.. TP0] Load weight begin", ...
+PHASE_SIGNS = {
+    "first_request": r"Decode batch(?: \[\d+\])?[.,] |The server is fired up and ready to roll",
+    "graphs": r"Capture cuda graph|cuda graph begin",
+    "kv_cache": r"KV Cache is allocated|Memory pool end",
+    "weights": r"Load weight begin|Load weight end",
+    "dist_init": r"Init torch distributed begin|Init torch distributed ends",
+}
+# The rendezvous hang: SGLang's cross-node message queue picks an address of its own without SGLANG_HOST_IP
+# (REFERENCE.md "Rendezvous" names the variables the advice asks for).
+HANG_ADVICE = ("SGLang's cross-node message queue picked an address of its own: SGLANG_HOST_IP must be this node's "
+               "IP on the rendezvous subnet and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME its interface there "
+               "(sparktui plans set both), and --dist-init-addr the head's fabric IP; `sparktui preflight` checks "
+               "the subnet. If it still hangs, pivot to vLLM with Ray (`sparktui pivot --to vllm`)")
+HANG_ENV = ("SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+HANG_ADVICE_ENV_SET = (
+    "the plan already set SGLANG_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so "
+    "the next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
+    "(--dist-init-addr) or NCCL's ports on the fabric, or a link that lost its carrier; "
+    "`sparktui preflight` checks the rendezvous across every node. If it passes and SGLang still "
+    "hangs here, pivot to vLLM with Ray (`sparktui pivot --to vllm`)")
+
 
 class SGLang(Engine):
     name = NAME
@@ -125,6 +186,13 @@ class SGLang(Engine):
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE
     host_ip_env = "SGLANG_HOST_IP"
+    metric_series = METRIC_SERIES
+    dist_begin = _q(r"Init torch distributed begin")
+    dist_end = _q(r"Init torch distributed ends")
+    ready_sign = _q(r"The server is fired up and ready to roll!")
+    signs = SIGNS
+    phase_signs = PHASE_SIGNS
+    hang_advice, hang_env, hang_advice_env_set = HANG_ADVICE, HANG_ENV, HANG_ADVICE_ENV_SET
     # sglang/srt/server_args.py: the flags for the shared terms (tests/contract checks each in every release)
     vocabulary = {
         "model": "--model-path", "tp": "--tp-size", "pp": "--pp-size", "served_name": "--served-model-name",
@@ -135,6 +203,10 @@ class SGLang(Engine):
         "reasoning_parser": "--reasoning-parser", "tokenizer": "--tokenizer-path", "seed": "--random-seed",
         "max_running": "--max-running-requests", "eager": "--disable-cuda-graph",
     }
+    switches = frozenset({"--trust-remote-code", "--disable-cuda-graph", "--disable-radix-cache", "--enable-metrics",
+                          "--enable-dp-attention", "--skip-server-warmup"})
+    managed_flags = frozenset({"--model-path", "--tp", "--tp-size", "--pp", "--pp-size", "--nnodes", "--node-rank",
+                               "--dist-init-addr", "--nccl-init-addr", "--host", "--port"})
     fit_fraction = 0.75
     fit_covers = "SGLang's static share: weights + KV cache, activations outside"
     activations_in_budget = False

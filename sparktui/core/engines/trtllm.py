@@ -21,8 +21,10 @@ import dataclasses
 import posixpath
 import shlex
 
+from .. import quickre
 from . import common
 from .base import Engine
+from .logsigns import Sign
 from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, secrets_in
 
 NAME = "trtllm"
@@ -278,10 +280,8 @@ def describe(ctx: Context, ssh_port: int = SSH_PORT) -> str:
 
 
 # ---- log signs --------------------------------------------------------------------------------
-# As the real processes print them (docs/trtllm.md names each line's source). Data only, in logsigns' form;
-# diagnose.py takes them once the engine is registered.
-
-from . import logsigns as _ls  # noqa: E402 - the signs below only, after the launch data above
+# As the real processes print them (docs/trtllm.md names each line's source). Data only, in logsigns' form; the
+# engine object below carries them.
 
 _MPI_HINT = (f"mpirun on the head reaches the other containers over SSH on port {SSH_PORT}: check each worker "
              "container is running (its sshd is its main process), the fabric IP in the hostfile is that node's, "
@@ -289,52 +289,53 @@ _MPI_HINT = (f"mpirun on the head reaches the other containers over SSH on port 
 _IFACE_HINT = ("UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include must name each node's own "
                "interface on the fabric subnet (sparktui plans set them per node through each container's sshd)")
 
+_q = quickre.compile  # a substring prefilter in front of each: every line is tried against them
 PROGRESS = {
-    "version": _ls._re(r"\[TensorRT-LLM\] TensorRT[- ]LLM version: (\S+)"),
-    "mpi_rank": _ls._re(r"\[TensorRT-LLM\]\[INFO\] MPI size: (\d+), MPI local size: (\d+), rank: (\d+)"),
-    "leader": _ls._re(r"rank0 run mgmn leader node with mpi_world_size: (\d+)"),
-    "worker": _ls._re(r"rank(\d+) run mgmn worker node with mpi_world_size: (\d+)"),
-    "kv_cache": _ls._re(r"\[MemUsageChange\] Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)"),
-    "ready": _ls._re(r"Application startup complete\."),
+    "version": _q(r"\[TensorRT-LLM\] TensorRT[- ]LLM version: (\S+)"),
+    "mpi_rank": _q(r"\[TensorRT-LLM\]\[INFO\] MPI size: (\d+), MPI local size: (\d+), rank: (\d+)"),
+    "leader": _q(r"rank0 run mgmn leader node with mpi_world_size: (\d+)"),
+    "worker": _q(r"rank(\d+) run mgmn worker node with mpi_world_size: (\d+)"),
+    "kv_cache": _q(r"\[MemUsageChange\] Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)"),
+    "ready": _q(r"Application startup complete\."),
 }
 
 SIGNS = [
-    _ls.Sign("rank_unreachable", _ls._re(r"ssh: connect to host (\S+) port (\d+): (Connection (?:refused|timed out)|"
-                                          r"No route to host)"), engines=(NAME,),
-             message="mpirun could not reach the container on {0} (port {1}: {2})", hint=_MPI_HINT),
-    _ls.Sign("rank_unreachable", _ls._re(r"Connection timed out during banner exchange|"
-                                          r"ORTE was unable to reliably start one or more daemons"), engines=(NAME,),
-             message="mpirun could not start a rank on another node", hint=_MPI_HINT),
-    _ls.Sign("engine_died", _ls._re(r"mpirun detected that one or more processes exited with non-zero status"),
-             engines=(NAME,), message="a rank exited with an error and mpirun ended the job",
-             hint="the first error is in the failing rank's node log (Process name: [[job,1],RANK] names it)"),
-    _ls.Sign("engine_died", _ls._re(r"ORTE has lost communication with a remote daemon"), engines=(NAME,),
-             message="a remote rank's container went away while the job ran",
-             hint="read that node's container log for the first error; then restart the launch"),
-    _ls.Sign("nccl_error", _ls._re(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found|"
-                                    r"Bootstrap : no socket interface found"), engines=(NAME,),
-             hint=_IFACE_HINT),
-    _ls.Sign("port_in_use", _ls._re(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
-             engines=(NAME,), message="the HTTP port {1} is taken",
-             hint="another server holds the port: stop it or pick another --port"),
+    Sign("rank_unreachable", _q(r"ssh: connect to host (\S+) port (\d+): (Connection (?:refused|timed out)|"
+                                r"No route to host)"),
+         message="mpirun could not reach the container on {0} (port {1}: {2})", hint=_MPI_HINT),
+    Sign("rank_unreachable", _q(r"Connection timed out during banner exchange|"
+                                r"ORTE was unable to reliably start one or more daemons"),
+         message="mpirun could not start a rank on another node", hint=_MPI_HINT),
+    Sign("engine_died", _q(r"mpirun detected that one or more processes exited with non-zero status"),
+         message="a rank exited with an error and mpirun ended the job",
+         hint="the first error is in the failing rank's node log (Process name: [[job,1],RANK] names it)"),
+    Sign("engine_died", _q(r"ORTE has lost communication with a remote daemon"),
+         message="a remote rank's container went away while the job ran",
+         hint="read that node's container log for the first error; then restart the launch"),
+    Sign("nccl_error", _q(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found|"
+                          r"Bootstrap : no socket interface found"),
+         hint=_IFACE_HINT),
+    Sign("port_in_use", _q(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
+         message="the HTTP port {1} is taken",
+         hint="another server holds the port: stop it or pick another --port"),
     # tensorrt_llm/_torch/models/modeling_auto.py: the image's model registry lacks the checkpoint's architecture
-    _ls.Sign("unsupported_model", _ls._re(r"Unknown architecture for AutoModelForCausalLM: (\S+)"), engines=(NAME,),
-             message="TensorRT-LLM in this image has no {0} in its model registry",
-             hint="use an image whose TensorRT-LLM release lists this architecture (`sparktui check` asks the image), "
-                  "or pivot to another engine"),
+    Sign("unsupported_model", _q(r"Unknown architecture for AutoModelForCausalLM: (\S+)"),
+         message="TensorRT-LLM in this image has no {0} in its model registry",
+         hint="use an image whose TensorRT-LLM release lists this architecture (`sparktui check` asks the image), "
+              "or pivot to another engine"),
     # tensorrt_llm/_torch/pyexecutor/hang_detector.py (logger.error), then PyExecutor's on_detected error text
-    _ls.Sign("watchdog_timeout", _ls._re(r"\[TRT-LLM\] \[E\] Hang detected after (\d+) seconds"), engines=(NAME,),
-             message="TensorRT-LLM's hang detector: an executor iteration made no progress for {0} s; the requests in "
-                     "flight ended with an error and the executor serves no more",
-             hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric "
-                  "link): check every node's container is running and not paused (`docker ps`), then redeploy "
-                  "(r, or `sparktui redeploy`)"),
-    _ls.Sign("bad_arguments", _ls._re(r"Error: No such option: (\S+)"), engines=(NAME,),
-             message="trtllm-serve does not take {0}",
-             hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`"),
+    Sign("watchdog_timeout", _q(r"\[TRT-LLM\] \[E\] Hang detected after (\d+) seconds"),
+         message="TensorRT-LLM's hang detector: an executor iteration made no progress for {0} s; the requests in "
+                 "flight ended with an error and the executor serves no more",
+         hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric "
+              "link): check every node's container is running and not paused (`docker ps`), then redeploy "
+              "(r, or `sparktui redeploy`)"),
+    Sign("bad_arguments", _q(r"Error: No such option: (\S+)"),
+         message="trtllm-serve does not take {0}",
+         hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`"),
 ]
 # The playbook's harmless warning when one of the two CX-7 ports has no cable.
-IGNORE = _ls._re(r"UCX\s+WARN\s+network device '\S+' is not available")
+IGNORE = _q(r"UCX\s+WARN\s+network device '\S+' is not available")
 
 
 # ---- the support check (core/support.py): how to ask a TensorRT-LLM image what it can load ---------------
@@ -501,23 +502,16 @@ class TensorRTLLM(Engine):
 
     metrics_path = METRICS_PATH
 
-    def metric_names(self, version: str | None) -> dict[str, str]:
-        return dict(METRIC_NAMES)
-
-    def metric_candidates(self, version: str | None) -> dict[str, tuple[str, ...]]:
-        return {f: (n,) for f, n in METRIC_NAMES.items()}
+    metric_series = METRIC_NAMES
+    # the MPI size line opens the distributed phase, rank 0's leader line closes it, uvicorn's startup line is
+    # ready; its signs go ahead of the shared ones, so its own hint (no GLOO/TP variables here) wins where both match
+    dist_begin, dist_end, ready_sign = PROGRESS["mpi_rank"], PROGRESS["leader"], PROGRESS["ready"]
+    signs = SIGNS
+    hang_advice = f"{_MPI_HINT}; {_IFACE_HINT}"
+    hang_env = ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include")
+    hang_advice_env_set = (
+        "the plan already set UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include on every node, so "
+        f"the next likely cause is the path between the nodes: {_MPI_HINT}")
 
 
 ENGINE = TensorRTLLM()
-# Its log data joins the shared tables diagnosis reads (each sign is marked engines=(NAME,)): the MPI size line
-# opens the distributed phase, rank 0's leader line closes it, uvicorn's startup line is ready.
-# Ahead of the shared ones, so its own hint (no GLOO/TP variables here) wins where both match.
-_ls.SIGNS[:0] = [s for s in SIGNS if s not in _ls.SIGNS]
-_ls.DIST_BEGIN.setdefault(NAME, PROGRESS["mpi_rank"])
-_ls.DIST_END.setdefault(NAME, PROGRESS["leader"])
-_ls.READY.setdefault(NAME, PROGRESS["ready"])
-_ls.HANG_HINT.setdefault(NAME, f"{_MPI_HINT}; {_IFACE_HINT}")
-_ls.HANG_ENV.setdefault(NAME, ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"))
-_ls.HANG_HINT_ENV_SET.setdefault(NAME, (
-    "the plan already set UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include on every node, so "
-    f"the next likely cause is the path between the nodes: {_MPI_HINT}"))

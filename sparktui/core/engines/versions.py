@@ -1,17 +1,9 @@
-"""What an engine release can do, by version, read from the releases themselves.
-
-Each fact names the first release that has it, checked against that release's own source:
-- vLLM's native multi-node flags (--nnodes, --node-rank, --master-addr, --master-port, --headless)
-  first appear in vLLM 0.11.1's engine/arg_utils.py; 0.11.0 rejects them ("unrecognized arguments").
-- SGLang's switch for its TP memory-balance check: `SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK` (default
-  on; 0 turns it off) since 0.5.7; releases before read `SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1`.
+"""Release numbers, read and compared: each engine's module names the first release that has a fact it gates
+on (VLLM_NATIVE_SINCE in vllm.py, ...), checked against that release's own source.
 """
 from __future__ import annotations
 
 import re
-
-VLLM_NATIVE_SINCE = "0.11.1"
-SGLANG_ENABLE_SWITCH_SINCE = "0.5.7"
 
 
 def parse(version: str) -> tuple[int, ...] | None:
@@ -27,23 +19,3 @@ def at_least(version: str | None, since: str) -> bool:
         return True
     n = max(len(v), len(s))
     return v + (0,) * (n - len(v)) >= s + (0,) * (n - len(s))
-
-
-def vllm_native_refusal(version: str | None) -> str | None:
-    """Why vLLM native mode cannot run on this release, with the way out; None when it can."""
-    if version and not at_least(version, VLLM_NATIVE_SINCE):
-        return (f"vLLM {version} in this image has no native multi-node mode (--nnodes/--headless came with "
-                f"vLLM {VLLM_NATIVE_SINCE}): use --mode ray, or an image with vLLM {VLLM_NATIVE_SINCE} or newer")
-    return None
-
-
-def sglang_balance_switch(version: str | None) -> dict[str, str]:
-    """The environment that turns off SGLang's memory-balance check in this release.
-
-    Right after a copy the receiving node holds the checkpoint in page cache, which the GPU's free
-    memory does not count on unified memory, so the ranks look unbalanced and SGLang refuses to
-    start; sparktui checks free memory per node itself before launching.
-    """
-    if version and not at_least(version, SGLANG_ENABLE_SWITCH_SINCE):
-        return {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}
-    return {"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0"}

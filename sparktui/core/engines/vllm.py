@@ -16,8 +16,10 @@ import json
 import re
 import shlex
 
+from .. import quickre
 from .base import CommunityImage, Engine
-from .versions import vllm_native_refusal
+from .logsigns import Sign
+from .versions import at_least
 from .common import (HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt,
                      secrets_in)
 
@@ -34,6 +36,18 @@ RAY_WAIT_S = 300.0  # "Failed to connect to GCS" is normal for the first minute
 PORT_WAIT_S = 600.0  # rank 0 opens the store before loading weights, after its API server and engine start
 # The serve process is not the container's PID 1: send its output to PID 1's streams so `docker logs` has it.
 TO_CONTAINER_LOG = " >/proc/1/fd/1 2>/proc/1/fd/2"
+
+# vLLM's native multi-node flags (--nnodes, --node-rank, --master-addr, --master-port, --headless) first appear in
+# vLLM 0.11.1's engine/arg_utils.py; 0.11.0 rejects them ("unrecognized arguments").
+VLLM_NATIVE_SINCE = "0.11.1"
+
+
+def vllm_native_refusal(version: str | None) -> str | None:
+    """Why vLLM native mode cannot run on this release, with the way out; None when it can."""
+    if version and not at_least(version, VLLM_NATIVE_SINCE):
+        return (f"vLLM {version} in this image has no native multi-node mode (--nnodes/--headless came with "
+                f"vLLM {VLLM_NATIVE_SINCE}): use --mode ray, or an image with vLLM {VLLM_NATIVE_SINCE} or newer")
+    return None
 
 
 def count_ray_nodes(status: str) -> int:
@@ -186,6 +200,79 @@ SUPPORT_NEWER_IMAGE = "vllm/vllm-openai:v0.33.0 (vLLM 0.33.0)"
 # 0.31.0's, the release in config.example.yaml's image).
 BENCH_CLIENT = ("vllm", "bench", "serve")
 
+# -- metrics: vLLM V1, vllm/v1/metrics/loggers.py (0.11.0, 0.31.0, 0.33.0): vllm:num_requests_running,
+# vllm:num_requests_waiting, vllm:kv_cache_usage_perc (was vllm:gpu_cache_usage_perc, "Deprecated in 0.9.2",
+# hidden in 0.11), Counters vllm:prompt_tokens and vllm:generation_tokens, Histograms
+# vllm:time_to_first_token_seconds and vllm:inter_token_latency_seconds (new in 0.11, replacing
+# vllm:time_per_output_token_seconds).
+METRIC_SERIES = {"running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting",
+                 "kv_cache_usage": "vllm:kv_cache_usage_perc", "prompt_tokens": "vllm:prompt_tokens_total",
+                 "generation_tokens": "vllm:generation_tokens_total", "ttft": "vllm:time_to_first_token_seconds",
+                 "itl": "vllm:inter_token_latency_seconds"}
+METRIC_RENAMED = (("kv_cache_usage", "0.9.2", "vllm:gpu_cache_usage_perc"),
+                  ("itl", "0.11.0", "vllm:time_per_output_token_seconds"))
+
+# -- its log lines (the engine-neutral ones are logsigns')
+_q = quickre.compile  # a substring prefilter in front of each: every line is tried against them
+SIGNS = (
+    # Ray
+    Sign("ray_resources",
+         _q(r"The number of required GPUs exceeds the total number of available GPUs in the placement group"),
+         message="Ray has fewer GPUs than TP x PP needs",
+         hint="every node must have joined the Ray cluster (`ray status` lists N nodes / N GPUs) before vllm serve"),
+    Sign("ray_resources", _q(r"No available node types can fulfill resource request|Cannot provide a placement group|"
+                             r"pending placement groups?|Waiting for creating a placement group"),
+         message="Ray cannot place the workers",
+         hint="check `ray status` in the head container lists every node and GPU"),
+    Sign("ray_resources", _q(r"Ray does not allocate any GPUs on the driver node"),
+         message="Ray gave no GPU to the node running vllm serve",
+         hint="run vllm serve inside the head container, on a node whose GPU is in the Ray cluster"),
+    Sign("ray_resources", _q(r"Current node has no GPU available"),
+         message="Ray sees no free GPU on the node running vllm serve",
+         hint="another job holds the GPUs in this Ray cluster, or the container was started without GPUs"),
+    Sign("ray_connect", _q(r"Failed to connect to GCS|Unable to connect to GCS at (\S+)"),
+         provisional=True, message="Ray cannot reach the head's GCS yet",
+         hint="normal for the first minute; if it persists, the head IP/--ray-port is not reachable from this node"),
+    # Ray 2.60 `ray start` when --node-ip-address is not an address of this node: the raylet never
+    # registers, and after ~30 s the CLI raises this (captured in the lab, tests/corpus/ray_worker_wrong_node_ip.log).
+    Sign("ray_node_ip", _q(r"The current node timed out during startup"),
+         message="this node's Ray did not come up (its raylet never registered with the GCS)",
+         hint="--node-ip-address must be an address this node holds on the fabric (`ip -4 addr`); "
+              "sparktui takes it from the node's fabric interface, so check the probed facts"),
+    Sign("ray_missing", _q(r"ray: (?:command )?not found|No module named '?ray'?|"
+                           r"executable file not found in \$PATH.*\bray\b|\"ray\": executable file not found"),
+         message="the image has no Ray",
+         hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', "
+              "or use --mode native"),
+    # vLLM's multiprocessing executor bounds each step's RPC to its workers by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
+    # (300 s; vllm/v1/executor/multiproc_executor.py collective_rpc): a rank stuck in a collective ends there
+    Sign("watchdog_timeout", _q(r"RPC call to (execute_model|sample_tokens) timed out"),
+         message="a step's workers did not answer within VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS ({0} RPC timed out)",
+         hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric link): "
+              "check every node; raise VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS only for steps that are slow on purpose"),
+)
+# phase -> its own lines there (phases.py holds the shared ones)
+PHASE_SIGNS = {
+    "first_request": r"Avg prompt throughput:",
+    "http_up": r"Starting vLLM (?:API )?server",
+    # vLLM on CPUs compiles instead of capturing
+    "graphs": r"Capturing CUDA graph|Graph capturing finished|Warming up model for the compilation",
+    "kv_cache": r"[GC]PU KV cache size|Available KV cache memory|# GPU blocks:|Maximum concurrency for",
+    "weights": r"Starting to load model|Loading weights took|Loading model weights took|Auto-prefetch is disabled|"
+               r"Filesystem type for checkpoints|Prefetching checkpoint files|Model loading took",
+    "dist_init": r"Initializing an? (?:V\d )?LLM engine|world_size=\d+ rank=\d+|distributed_init_method=|"
+                 r"is using nccl==",
+}
+HANG_ADVICE = ("a rank cannot reach the rendezvous: VLLM_HOST_IP must be each node's fabric IP, --master-addr the "
+               "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
+               "reachable from every worker; `sparktui preflight` checks them")
+HANG_ENV = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")  # what that advice asks for
+HANG_ADVICE_ENV_SET = (
+    "the plan already set VLLM_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so the "
+    "next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
+    "(--master-port) or NCCL's ports on the fabric, or a link that lost its carrier; `sparktui preflight` "
+    "checks the rendezvous across every node")
+
 
 # eugr's nightly Spark images (eugr/spark-vllm-docker: README.md at 013cd2e, Dockerfile at 03860ea): both install
 # `ray[default]` and build NCCL from NVIDIA/nccl; build-and-copy.sh tags them vllm-node / vllm-node-b12x. The b12x
@@ -227,6 +314,14 @@ class VLLM(Engine):
     health_paths = HEALTH_PATHS
     ready_line = READY_LINE
     host_ip_env = "VLLM_HOST_IP"
+    metric_series, metric_renamed = METRIC_SERIES, METRIC_RENAMED
+    dist_begin = _q(r"Initializing an? (?:V\d )?LLM engine|distributed_init_method=\S+")
+    # printed once initialize_model_parallel returns (after the cross-node message queue is up)
+    dist_end = _q(r"rank \d+ in world size \d+ is assigned as")
+    ready_sign = _q(r"Application startup complete\.")
+    signs = SIGNS
+    phase_signs = PHASE_SIGNS
+    hang_advice, hang_env, hang_advice_env_set = HANG_ADVICE, HANG_ENV, HANG_ADVICE_ENV_SET
     # vllm/envs.py VLLM_API_KEY, read by entrypoints/serve/middleware/register.py (0.31.0) when --api-key is not given
     api_key_env = "VLLM_API_KEY"
     # vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py (tests/contract checks each in every release)
@@ -241,6 +336,12 @@ class VLLM(Engine):
     }
     # vLLM serves tool calls only with both
     companions = {"--tool-call-parser": "--enable-auto-tool-choice"}
+    switches = frozenset({"--trust-remote-code", "--enforce-eager", "--enable-auto-tool-choice",
+                          "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-chunked-prefill",
+                          "--disable-log-requests", "--disable-log-stats", "--enable-expert-parallel", "--headless"})
+    managed_flags = frozenset({"--model", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
+                               "--nnodes", "--node-rank", "--master-addr", "--master-port",
+                               "--distributed-executor-backend", "--headless", "--host", "--port"})
     fit_fraction = 0.8
     kv_cache_bytes_flag = "--kv-cache-memory-bytes"
     fit_covers = "vLLM's share for weights, activations and KV cache"
