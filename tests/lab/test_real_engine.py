@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -26,11 +24,9 @@ import pytest
 from .conftest import _build
 from .labtools import state_cli as cli
 from .netlab import Lab
+from .realengine import EngineUnavailable, engine_image, engine_parts
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-import build_engine_image as engine_image  # noqa: E402
 
 REFUSED = "tiny-head-dim-16"  # loads and serves /health, then the CPU attention refuses its first request
 START_S = 900  # a cold start on two shared cores: imports, gloo join, load, warm-up (~2 min when quiet)
@@ -40,33 +36,12 @@ WEDGE_AFTER = 10
 SEED_HANG_AFTER = 60
 
 
-def _checkpoint(venv: Path, head_dim: int) -> Path:
-    out = venv / f"tiny-qwen3moe-hd{head_dim}"
-    if not (out / "config.json").exists():
-        tmp = venv / f"{out.name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run([str(venv / "bin" / "python"), str(REPO / "tools" / "tiny_checkpoint.py"), str(tmp),
-                        "--head-dim", str(head_dim)], check=True, capture_output=True, timeout=300)
-        tmp.rename(out)
-    return out
-
-
-def _engine_parts() -> tuple[Path, Path, Path]:
-    """(image tarball, checkpoint, checkpoint the CPU attention refuses), built once and cached beside the
-    engine's environment."""
-    try:
-        venv = engine_image.ensure_venv()
-    except (subprocess.CalledProcessError, OSError) as e:
-        pytest.skip(f"the real engine could not be installed ({e}); run `python3 tools/build_engine_image.py`")
-    built = subprocess.run([sys.executable, str(REPO / "tools" / "build_engine_image.py")], capture_output=True,
-                           text=True, timeout=900)
-    assert built.returncode == 0, built.stderr[-2000:]
-    return venv / "image.tar", _checkpoint(venv, 64), _checkpoint(venv, 16)
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    tar, checkpoint, refused = _engine_parts()
+    try:
+        tar, checkpoint, refused = engine_parts()
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
     lab = _build(nodes=2, storage="overlay2", docker_tmpfs="6g")
     work = tmp_path_factory.mktemp("real")
     try:
@@ -227,6 +202,7 @@ def test_a_paused_rank_is_wedged_while_health_answers_then_ready_after_unpause(s
 
 def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_error(site):
     lab, path, state = site
+    cli(path, state, "stop", "--yes")  # its HTTP and rendezvous ports are the ones this launch needs
     refused = path.parent / "refused.yaml"
     rc, out, err = cli(refused, state, "launch", "--engine", "vllm", "--mode", "native", "--tp", "2", "--yes",
                        "--wait", "--no-preflight", "--timeout", str(START_S), "--arg=--enforce-eager", "--json",
@@ -246,7 +222,7 @@ def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_
 
 def test_the_seed_story_sglang_hangs_at_its_rendezvous_and_a_pivot_lands_on_the_real_vllm(site):
     lab, path, state = site
-    for name in ("sparktui.yaml", "refused.yaml"):  # two real engines at a time is what these cores hold
+    for name in ("sparktui.yaml", "refused.yaml"):  # the same ports, and two real engines are what these cores hold
         cli(path.parent / name, state, "stop", "--yes")
     seed = path.parent / "seed.yaml"
     rc, out, err = cli(seed, state, "launch", "--engine", "sglang", "--yes", "--wait", "--timeout", "300", "--json",
