@@ -651,7 +651,7 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
                 tp=tp, pp=pp, deployment=deployment, subnet=subnet.subnet if subnet else None, head_ip=head_ip,
                 dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
                 engine_note=version_note, mem_fraction=mem_fraction,
-                unified=[n for n in order if n in facts and facts[n].gpu.unified], after_load=rooms,
+                unified=[] if cpu else [n for n in order if n in facts and facts[n].gpu.unified], after_load=rooms,
                 notes=[alloc_note] if alloc_note else [], expandable=expandable)
     if cpu:
         plan.notes.append(cpubuild.note(version or "", cpu_env, getattr(engine_mod, "kv_bytes_flag", None)))

@@ -30,7 +30,7 @@ def test_a_cpu_build_gets_no_gpu_no_memory_fraction_and_a_kv_cache_in_gib():
         assert "--gpus" not in step.argv and "--runtime" not in step.argv
         assert "--gpu-memory-utilization" not in run["cmd"]
         assert run["env"][KV_ENV] == "1" and "PYTORCH_CUDA_ALLOC_CONF" not in run["env"]
-    assert plan.fit is None  # a GPU fit would speak of GPU memory
+    assert plan.fit is None and plan.unified == []  # a GPU fit and the GPU's free-memory checks don't apply
     assert any(n.startswith("CPU build of the engine (0.32.0+cpu)") and "host's memory" in n for n in plan.notes)
 
 
