@@ -80,3 +80,19 @@ def test_plan_output_names_the_bootstrap_interface_and_the_data_hcas_per_node():
     out = cap.get()
     assert "bootstrap enP7s7 (management), data RDMA rocep1s0f1,roceP2p1s0f1" in out
     assert "bootstrap enP7s7 192.168.1.102  data rocep1s0f1,roceP2p1s0f1" in out
+
+
+def test_the_preflight_says_the_data_path_beside_a_management_bootstrap():
+    from sparktui.core.preflight import NodeResult, Setting, Verdict
+
+    plan = _plan(_sync_pair(), rendezvous=MGMT)
+    s = Setting(addr=plan.head_ip, port=29500, subnet=plan.subnet, image="img", timeout=30, fabric=plan.fabric)
+    nodes = {n.name: NodeResult.from_check(n.name, n.rank, n.iface, n.ip, {"ok": True, "path": "nccl",
+                                                                            "transport": "rdma"})
+             for n in plan.nodes}
+    v = Verdict(setting=s, nodes=nodes, seconds=5.0)
+    assert "  paths: bootstrap enP7s7 (management), data RDMA rocep1s0f1,roceP2p1s0f1" in v.summary()
+    assert v.to_json()["paths"]["data"]["transport"] == "rdma"
+    on_fabric = _plan(_sync_pair())
+    s.fabric = on_fabric.fabric
+    assert "paths:" not in v.summary()  # one subnet carries both: the node lines say it all

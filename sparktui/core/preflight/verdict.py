@@ -13,6 +13,7 @@ from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..fit import gib
 from ..facts import Memory
 from ..memfree import FreeMemory, measure
+from ..paths import describe_paths
 from . import rate
 from .ipc import IpcRisk
 from .leftovers import Leftovers
@@ -393,6 +394,7 @@ class Verdict:
             "ring_transit": [p.to_json() for p in self.transit],
             "rails": [r.to_json() for r in self.rails],
             "halves": [h.to_json() for h in self.halves],
+            "paths": (s.fabric or {}).get("paths"),
             "links_short": links_short(self.rails),
             "ipc_at_risk": [r.node for r in self.nodes.values() if r.ipc is not None and r.ipc.at_risk],
             "nodes": [r.to_json() for r in self.nodes.values()],
@@ -419,6 +421,10 @@ class Verdict:
             out += [f"  short of line rate, likely: {c}" for c in self.causes]
         else:
             out = [f"preflight FAILED in {self.seconds:.1f} s: {self.reason}", f"  try: {self.fix}"]
+        paths = (s.fabric or {}).get("paths")
+        # the nodes' lines below name the bootstrap interface: say the data path where it differs
+        if paths and (paths.get("data") or {}).get("subnet") != (paths.get("bootstrap") or {}).get("subnet"):
+            out.append(f"  paths: {describe_paths(paths)}")
         for r in self.nodes.values():
             where = " ".join(x for x in (r.iface, r.ip) if x)
             if r.ok:
