@@ -99,3 +99,12 @@ async def test_a_management_bootstrap_with_data_on_both_halves_is_accepted(sync)
     assert [n.rdma for n in plan.nodes] == [f"{n.rdma},{n.twin_rdma}" for n in sync.nodes]
     assert v.ok, v.summary()
     assert len(v.halves) == 2 and all(h.ok for h in v.halves)
+
+
+async def test_a_rendezvous_the_peers_cannot_reach_is_still_refused_with_the_fabric_to_choose(sync):
+    # wlan0 joins every node but drops every packet between them: SGLang's queue on the Wi-Fi address
+    v, plan, _ = await check(sync, timeout=12, rendezvous=sync.wlan_subnet)
+    assert plan.subnet == sync.wlan_subnet
+    assert not v.ok and v.root.kind == "unreachable", v.summary()
+    assert f"{sync.head.wlan_ip}:{v.setting.port}" in v.reason
+    assert sync.fabric_subnet in v.fix
