@@ -40,6 +40,9 @@ def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
     p.add_argument("--stream-mbps", type=float, default=d(0.0), metavar="MB/s",
                    help="most one copy stream carries, as one core bounds one rsync over ssh (default 0: "
                         "only the link)")
+    p.add_argument("--layout", choices=("fresh", "sync"), default=d("fresh"),
+                   help="fabric as a new Spark has it (fresh: the port's second half down, unaddressed) or as "
+                        "NVIDIA Sync writes it (sync: each half on a subnet of its own)")
     p.add_argument("--json", action="store_true", default=d(False), help="print machine-readable JSON")
 
 
@@ -70,7 +73,8 @@ def _options(args: argparse.Namespace):
         raise CliExit(2, "--speed and --link-mbps must be above 0, --model-mb at least 1")
     return DemoOptions(nodes=args.nodes, scenario=args.scenario, speed=args.speed, keep=args.keep,
                        trust=not args.no_trust, model_bytes=args.model_mb << 20, link_mb_per_s=args.link_mbps,
-                       stream_mb_per_s=max(0.0, getattr(args, "stream_mbps", 0.0)))
+                       stream_mb_per_s=max(0.0, getattr(args, "stream_mbps", 0.0)),
+                       layout=getattr(args, "layout", "fresh"))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

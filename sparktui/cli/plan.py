@@ -16,6 +16,7 @@ from ..core.config import Config
 from ..core.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from ..core.export import write_export
 from ..core.fit import gib
+from ..core.paths import describe_paths
 from ..core.plan import Plan, PlanOptions
 from ..core.recipe import RecipeError, apply_recipe, load_recipe
 from .common import CliExit, add_config_arg, console, get_config, journal, print_json
@@ -169,6 +170,8 @@ def render_plan(plan: Plan) -> Group:
         parts.append(Text(f"engine {plan.engine_note}"))
     parts.append(Text(f"rendezvous {plan.subnet or '?'} head {plan.head_ip or '?'}:{plan.rendezvous_port}, "
                       f"HTTP port {plan.port}"))
+    if plan.fabric.get("paths"):
+        parts.append(Text(describe_paths(plan.fabric["paths"], plan.nodes[0].name if plan.nodes else None)))
     if plan.collectives_line:
         parts.append(Text(plan.collectives_line))
     if plan.steps:
@@ -190,7 +193,8 @@ def render_plan(plan: Plan) -> Group:
             cmds = [Text("# NOT RUNNABLE: the plan has errors (below)", style="bold red")] * bool(n.commands) + [
                 Text("# " + c, style="dim") for c in n.commands]
         cmds = cmds or [Text("(no commands: fix the errors)", style="dim")]
-        title = f"{n.name}  rank {n.rank} {n.role}  {n.iface or '?'} {n.ip or '?'}  RDMA {n.rdma or 'none'}"
+        data = n.env.get("NCCL_IB_HCA") or "sockets"  # what NCCL_IB_HCA names, not the bootstrap interface
+        title = f"{n.name}  rank {n.rank} {n.role}  bootstrap {n.iface or '?'} {n.ip or '?'}  data {data}"
         parts.append(Panel(Group(env, Text(""), *cmds), title=Text(title), title_align="left"))
     if plan.fit is not None:
         f = plan.fit

@@ -30,6 +30,7 @@ from .memfree import shortfalls
 from .secrets import MASK, mask
 from .yamlpos import unknown_names
 from .ring import boot_note, layout, ring_of, ring_used
+from .paths import data_subnet, paths_of, split_note
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -345,10 +346,11 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
                 return None
     if not s.up:
         c.error(f"the rendezvous subnet {describe(s)} has an interface down")
-    if s.management and ring is None:
+    data = data_subnet(s, subnets, order)
+    if s.management and ring is None and data is None:
         c.warn(f"{s.subnet} is the management subnet: NCCL would run over TCP on it ({TCP_VS_ROCE}); "
                f"pick the fabric link with --iface if there is one")
-    elif not s.rdma:
+    elif not s.rdma and data is None:
         plain = [n for n in order if n in s.nodes and not s.nodes[n].rdma]
         c.warn(f"{s.subnet} has no RDMA device on {', '.join(plain)}: NCCL falls back to TCP sockets "
                f"(slower, still works)")
@@ -659,13 +661,18 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         plan.support = support.to_json()
     spots = []
     ring = ring_of(facts, order)
+    # The bootstrap (rendezvous) subnet need not carry the data: NCCL moves it over the HCAs it is given.
+    data = data_subnet(subnet, subnets, order) if subnet is not None and ring is None else None
+    if subnet is not None and data is not None and data is not subnet:
+        plan.notes.append(split_note(subnet, data))
     for rank, name in enumerate(order):
         addr = subnet.nodes.get(name) if subnet else None
         f = facts.get(name)
         ib = bool(f and f.infiniband)
         if addr and addr.rdma and f is not None and not ib:
             c.warn(f"{name}: {addr.iface} has RDMA device {addr.rdma} but no /dev/infiniband: NCCL will use TCP sockets")
-        rdma = fabric_hcas(f, addr, subnets, order) if addr else None
+        data_addr = data.nodes.get(name) if data is not None else addr
+        rdma = fabric_hcas(f, data_addr, subnets, order) if data_addr else None
         if ring is not None and addr is not None and not addr.rdma:
             rdma = ",".join(ring.hcas(name)) or None  # the rendezvous carries no data on a ring: every link does
         spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
@@ -677,7 +684,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     plan.notes += coll.notes
     plan.collectives, plan.collectives_line = coll.to_json(), coll.line()
     if subnet is not None:
-        plan.fabric = _fabric_checks(facts, subnet, subnets, order, spots, c, coll.nccl_scope())
+        plan.fabric = _fabric_checks(facts, data or subnet, subnets, order, spots, c, coll.nccl_scope())
+        plan.fabric["paths"] = paths_of(subnet, data, order, {s.name: s.rdma if s.infiniband else None for s in spots})
         if coll.active:  # the preflight's bandwidth verdict reads it (preflight/rate.py)
             plan.fabric["nccl_scope"] = coll.nccl_scope()
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.

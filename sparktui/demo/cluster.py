@@ -50,6 +50,7 @@ class DemoOptions:
     trust: bool = True  # nodes already trust each other for transfers (else: `sparktui setup trust`)
     base: str | None = None  # where the demo's directory goes (default: the temp directory)
     background: bool = False  # `demo up`: `demo down` without an id stops it (never an interactive demo)
+    layout: str = "fresh"  # hardware.LAYOUTS: "sync" puts each fabric half on a subnet of its own
 
 
 @dataclass
@@ -196,14 +197,14 @@ class DemoCluster:
             for sub in ("home/.ssh", "models", "docker"):
                 (d / sub).mkdir(parents=True)
             (d / "home" / ".ssh").chmod(0o700)
-            (d / "node.json").write_text(json.dumps(hardware.describe(k, name), indent=2))
+            (d / "node.json").write_text(json.dumps(hardware.describe(k, name, o.layout), indent=2))
             in_use = configfile.SCENARIO_IN_USE_KB.get(o.scenario, {}).get(k, 0)
             (d / "meminfo").write_text(hardware.meminfo(available_kb=hardware.MEM_AVAILABLE_KB - in_use))
             (d / "pressure-memory").write_text(hardware.PRESSURE_MEMORY)
             (d / "drop_caches").write_text("0\n")  # the node's own; a write drops its page cache (pagecache.py)
-            hardware.write_sysfs_net(d / "sys-class-net", k)
+            hardware.write_sysfs_net(d / "sys-class-net", k, hardware.interfaces(k, o.layout))
             (d / "sys-class" / "net").mkdir(parents=True)  # the mount point for sys-class-net
-            hardware.write_sysfs_ib(d / "sys-class" / "infiniband", hardware.interfaces(k))
+            hardware.write_sysfs_ib(d / "sys-class" / "infiniband", hardware.interfaces(k, o.layout))
             docker_images.seed(Store(d / "docker"), list(docker_images.CATALOG), o.image_bytes)
             node = DemoNode(name, k, d, asyncssh.generate_private_key("ssh-ed25519"))
             node.port = _free_port(list(node.addresses.values()))

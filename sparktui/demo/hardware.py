@@ -4,6 +4,8 @@ Addressing (node k = 1, 2, ...), all on loopback so nothing leaves this machine:
   enP7s7         management (10 GbE)   127.0.0.(10+k)/24   sparktui dials this one
   enp1s0f1np1    fabric (ConnectX-7)   127.0.1.(10+k)/24   RoCE device rocep1s0f1, really reachable
   enP2p1s0f1np1  the port's twin       no address, down    RoCE device roceP2p1s0f1 (the port's other half)
+                 (layout "sync": 127.0.3.(10+k)/24 and up, each half on a subnet of its own, as NVIDIA Sync
+                 writes a port)
 Both fabric halves start at MTU 1500, as a fresh Spark's CX7 netdevs do (dgx-spark-playbooks#25), and
 `ip addr add` / `ip link set` on the node change them (tools/ip.py), so the plan's fixes can be played.
   wlan0          Wi-Fi                 127.0.2.(10+k)/24   the network SGLang wanders onto
@@ -30,13 +32,21 @@ MEM_AVAILABLE_KB = 121_873_408
 CPU_CORES = 20
 
 
+LAYOUTS = ("fresh", "sync")  # the twin half down and unaddressed (a new Spark), or on its own subnet (NVIDIA Sync)
+
+
 def addresses(k: int) -> dict[str, str]:
     return {"mgmt": f"127.0.0.{10 + k}", "fabric": f"127.0.1.{10 + k}", "wlan": f"127.0.2.{10 + k}"}
 
 
-def interfaces(k: int) -> list[dict]:
+def twin_address(k: int) -> str:
+    return f"127.0.3.{10 + k}"
+
+
+def interfaces(k: int, layout: str = "fresh") -> list[dict]:
     """The node's NICs, in `ip addr` order; ipv4 is [address, prefix] or None."""
     a = addresses(k)
+    sync = layout == "sync"
     mac = lambda n: f"4c:bb:47:{k:02x}:{n:02x}:{0x10 + k:02x}"
     return [
         {"name": "lo", "kind": "loopback", "ipv4": ["127.0.0.1", 8], "up": True, "mac": "00:00:00:00:00:00",
@@ -45,19 +55,20 @@ def interfaces(k: int) -> list[dict]:
          "speed": 10000},
         {"name": "enp1s0f1np1", "kind": "ether", "ipv4": [a["fabric"], 24], "up": True, "mac": mac(2), "mtu": 1500,
          "speed": 200000, "rdma": "rocep1s0f1", "pci": "0000:01:00.1"},
-        {"name": "enP2p1s0f1np1", "kind": "ether", "ipv4": None, "up": False, "mac": mac(3), "mtu": 1500,
+        {"name": "enP2p1s0f1np1", "kind": "ether", "ipv4": [twin_address(k), 24] if sync else None, "up": sync,
+         "mac": mac(3), "mtu": 1500,
          "speed": 200000, "rdma": "roceP2p1s0f1", "pci": "0002:01:00.1"},
         {"name": "wlan0", "kind": "ether", "ipv4": [a["wlan"], 24], "up": True, "mac": mac(4), "mtu": 1500},
     ]
 
 
-def describe(k: int, name: str) -> dict:
+def describe(k: int, name: str, layout: str = "fresh") -> dict:
     return {
         "index": k,
         "name": name,
         "hostname": name,
         "addresses": addresses(k),
-        "interfaces": interfaces(k),
+        "interfaces": interfaces(k, layout),
         "gpu": {"name": GPU_NAME, "uuid": f"GPU-5a1e{k:04x}-0d3f-4b6e-9c2a-51b0c0de{k:04x}",
                 "bus_id": "0000000F:01:00.0", "driver": DRIVER, "cuda": CUDA},
     }
@@ -66,13 +77,13 @@ def describe(k: int, name: str) -> dict:
 DEFAULT_ROUTE = "wlan0"  # where a node's default route goes (`ip route`), and the engines' guess without *_HOST_IP
 
 
-def sim_interfaces(k: int) -> str:
+def sim_interfaces(k: int, ifaces: list[dict] | None = None) -> str:
     """SPARKTUI_SIM_INTERFACES for the node: what the engine simulator sees as this machine's NICs.
 
     lo is given as 127.0.0.1/32: every NIC of every demo node lives in 127.0.0.0/8, and a /8 lo
     would make the simulator count the whole range (other NICs' networks included) as lo's."""
     out = []
-    for i in interfaces(k):
+    for i in interfaces(k) if ifaces is None else ifaces:
         if i["ipv4"]:
             prefix = 32 if i["kind"] == "loopback" else i["ipv4"][1]
             out.append(f"{i['name']}={i['ipv4'][0]}/{prefix}")

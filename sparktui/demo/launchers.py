@@ -1,7 +1,8 @@
 """The executables on a simulated node's PATH: small sh launchers for the Python stand-ins.
 
 DEMO/bin            what a node's shell finds first: ip, nvidia-smi, ibdev2netdev, docker, ssh,
-                    ssh-keyscan, rsync (paced), nproc (a Spark's 20 cores), python3, sudo (the node's user
+                    ssh-keyscan, rsync (paced), nproc (a Spark's 20 cores), ping (the fabric halves),
+                    python3, sudo (the node's user
                     is root: it runs the command)
 DEMO/container-bin  what engine containers find: python3, python, nvidia-smi (the NVIDIA runtime
                     puts nvidia-smi into GPU containers)
@@ -24,6 +25,7 @@ NODE_TOOLS = {
     "ssh-keyscan": "sparktui.demo.tools.ssh_keyscan",
     "rsync": "sparktui.demo.tools.rsync",
     "nproc": "sparktui.demo.tools.nproc",
+    "ping": "sparktui.demo.tools.ping",
 }
 CONTAINER_TOOLS = {"nvidia-smi": "sparktui.demo.tools.nvidia_smi"}
 

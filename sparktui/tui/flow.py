@@ -251,6 +251,7 @@ class OperationsFlow:
     def confirmed(self, p: Any) -> None:
         if p.plan is not None:
             self.ui.plan = p.plan
+            self.ui.nodes_pane.set_paths(p.plan.fabric.get("paths"))
             if not p.needs_preflight:
                 self.ui.new_start()
             self.ui.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP {p.plan.pp} "

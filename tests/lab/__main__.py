@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .netlab import Lab, LabError, LabUnavailable, list_labs, teardown
+from .netlab import LAYOUTS, Lab, LabError, LabUnavailable, list_labs, teardown
 
 
 def _cli_labs() -> list[dict]:
@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--no-docker", action="store_true")
     up.add_argument("--storage", default="vfs", help="dockerd's storage driver (overlay2 for large images)")
     up.add_argument("--docker-tmpfs", default="", help="size of an in-memory /var/lib/docker per node, e.g. 6g")
+    up.add_argument("--layout", choices=LAYOUTS, default="fresh",
+                    help="sync: both halves of each port on a subnet of their own, as NVIDIA Sync writes them")
     run = sub.add_parser("sh", help="run a command inside a node")
     run.add_argument("node")
     run.add_argument("command", nargs=argparse.REMAINDER)
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "up":
         try:
             lab = Lab(a.nodes, max_sessions=a.max_sessions, docker=not a.no_docker, own_process=False,
-                      storage=a.storage, docker_tmpfs=a.docker_tmpfs).up()
+                      storage=a.storage, docker_tmpfs=a.docker_tmpfs, layout=a.layout).up()
         except (LabUnavailable, LabError) as e:
             print(f"lab: {e}", file=sys.stderr)
             return 1

@@ -9,7 +9,9 @@ sshd, its own dockerd, and its own /models, /root (so /root/.ssh), /tmp, /var/li
   interface names that differ between nodes and a RoCE device per node (ibdev2netdev); as on a fresh
   Spark, each port shows two halves: the fabric interface (addressed, up, MTU 1500) and its twin
   (`enp1s0f1np1` / `enP2p1s0f1np1`, its own RDMA device, down and unaddressed) cabled to the same
-  switch, whose ports take jumbo frames so a node's MTU is the node's own choice;
+  switch, whose ports take jumbo frames so a node's MTU is the node's own choice; with
+  `layout="sync"` each twin is up on a subnet of its own from the start (the next /24), as NVIDIA Sync
+  writes a port: two halves, two subnets, one interface per node on each;
 - wlan: one `wlan0` per node, all on one subnet but each cabled to a spare "blackhole" namespace,
   with permanent neighbour entries, so a peer's wlan address looks reachable and silently drops
   every packet (what makes a rendezvous on the wrong network hang).
@@ -74,6 +76,8 @@ MGMT_IFACE = "enP7s7"  # the Spark's 10 GbE management NIC
 FABRIC_IFACES = ("enp1s0f1np1", "enP2p1s0f1np1", "enp1s0f0np0", "enP2p1s0f0np0")  # differ per node
 WLAN_IFACE = "wlan0"
 MGMT_NET, FABRIC_NET, WLAN_NET = 0, 100, 200  # third octet inside the lab's 10.X.0.0/16
+# fresh: the twin half down and unaddressed (a new Spark); sync: both halves on their own /24 (NVIDIA Sync)
+LAYOUTS = ("fresh", "sync")
 TOOLS = ("ip", "nsenter", "unshare", "setpriv", "mount", "tini", "bash", "ssh", "ssh-keygen",
          "/usr/sbin/sshd", "dockerd", "/usr/bin/docker", "/usr/sbin/runc", "/usr/bin/python3",
          "busybox", "rsync")
@@ -137,9 +141,12 @@ class Lab:
     def __init__(self, nodes: int = 2, *, max_sessions: int | None = None, docker: bool = True,
                  model: str = "tiny-model", connect_timeout: float = 3.0,
                  own_process: bool = True, base_dir: str | Path | None = None, storage: str = "vfs",
-                 docker_tmpfs: str = ""):
+                 docker_tmpfs: str = "", layout: str = "fresh"):
         if not 1 <= nodes <= len(FABRIC_IFACES) * 4:
             raise ValueError(f"nodes must be 1..{len(FABRIC_IFACES) * 4}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}")
+        self.layout = layout
         self.count = nodes
         self.max_sessions = max_sessions
         self.docker = docker
@@ -179,6 +186,11 @@ class Lab:
     @property
     def fabric_subnet(self) -> str:
         return f"{self.block}.{FABRIC_NET}.0/24"
+
+    @property
+    def twin_subnet(self) -> str:
+        """The second half's subnet (addressed from the start with layout="sync", else by twin_up)."""
+        return f"{self.block}.{FABRIC_NET + 1}.0/24"
 
     @property
     def wlan_subnet(self) -> str:
@@ -232,7 +244,7 @@ class Lab:
             "owner_start": start_time(pid) if self.own_process else None,
             "tag": f"s{pid:x}{seq % 256:02x}", "netns": [], "links": [], "routes": [], "nodes": [],
             "max_sessions": self.max_sessions, "docker": self.docker, "storage": self.storage,
-            "docker_tmpfs": self.docker_tmpfs,
+            "docker_tmpfs": self.docker_tmpfs, "layout": self.layout,
         }
         if self.own_process:
             atexit.register(self.destroy)
@@ -271,7 +283,7 @@ class Lab:
         state = json.loads((Path(lab_dir) / "lab.json").read_text())
         lab = cls(len(state["nodes"]), max_sessions=state.get("max_sessions"),
                   docker=state.get("docker", True), own_process=False, storage=state.get("storage", "vfs"),
-                  docker_tmpfs=state.get("docker_tmpfs", ""))
+                  docker_tmpfs=state.get("docker_tmpfs", ""), layout=state.get("layout", "fresh"))
         lab.state, lab.dir, lab.block = state, Path(state["dir"]), state["block"]
         lab.nodes = [LabNode(**n) for n in state["nodes"]]
         return lab
@@ -333,7 +345,10 @@ class Lab:
         ip_batch(hole, bh)
         for n in self.nodes:
             lines = ["link set lo up"]
-            for dev, ip in ((n.mgmt_iface, n.mgmt_ip), (n.fabric_iface, n.fabric_ip), (n.wlan_iface, n.wlan_ip)):
+            addrs = [(n.mgmt_iface, n.mgmt_ip), (n.fabric_iface, n.fabric_ip), (n.wlan_iface, n.wlan_ip)]
+            if self.layout == "sync":
+                addrs.append((n.twin_iface, n.twin_ip))
+            for dev, ip in addrs:
                 lines += [f"addr add {ip}/24 dev {dev}", f"link set {dev} up"]
             for other in self.nodes:  # peers' wlan addresses "resolve" but lead into the blackhole
                 if other is not n:
@@ -519,9 +534,16 @@ class Lab:
         n = self.node(node)
         self.sh(n, f"ip addr add {n.twin_ip}/24 dev {n.twin_iface} && ip link set {n.twin_iface} up")
 
-    def _switch_port(self, node: str | LabNode, state: str) -> None:
+    def twin_link_down(self, node: str | LabNode) -> None:
+        """Unplug the node's second half only: the twin loses carrier, the first half keeps working."""
+        self._switch_port(node, "down", "b")
+
+    def twin_link_up(self, node: str | LabNode) -> None:
+        self._switch_port(node, "up", "b")
+
+    def _switch_port(self, node: str | LabNode, state: str, half: str = "") -> None:
         n = self.node(node)
-        run(["ip", "-n", self.state["switch"], "link", "set", f"port{n.index}", state])
+        run(["ip", "-n", self.state["switch"], "link", "set", f"port{n.index}{half}", state])
 
     def trust(self, src: str | LabNode, dst: str | LabNode) -> None:
         """Let root on src ssh to dst over the fabric: src's key on dst, dst's host key known to src."""

@@ -42,10 +42,17 @@ def test_subnets_join_all_nodes_and_management_is_flagged():
     inv = analyse(cfg, spark_facts())
     opts = C.subnet_options(inv.subnets, ["spark1", "spark2"])
     assert [v for _, v in opts][:2] == [C.AUTO, "192.168.100.0/24"]  # the fabric unless chosen otherwise
+    # with an RDMA fabric joining them, the management subnet bootstraps and the HCAs carry the data
     mgmt = next(lbl for lbl, v in opts if v == "192.168.1.0/24")
-    assert "⚠ management" in mgmt and "TCP" in mgmt
-    detail = C.subnet_detail(next(s for s in inv.subnets if s.management), ["spark1", "spark2"]).plain
-    assert "NCCL would run over TCP" in detail and "spark2 enP7s7 192.168.1.102" in detail
+    assert "management: bootstrap here, data over RDMA on 192.168.100.0/24" in mgmt and "TCP" not in mgmt
+    management = next(s for s in inv.subnets if s.management)
+    detail = C.subnet_detail(management, ["spark1", "spark2"], inv.subnets).plain
+    assert "data goes over RDMA on 192.168.100.0/24" in detail and "spark2 enP7s7 192.168.1.102" in detail
+    # without one, NCCL would run over TCP there
+    bare = [s for s in inv.subnets if not s.rdma]
+    assert "⚠ management: NCCL over TCP" in dict((v, lbl) for lbl, v in C.subnet_options(
+        bare, ["spark1", "spark2"]))["192.168.1.0/24"]
+    assert "NCCL would run over TCP" in C.subnet_detail(management, ["spark1", "spark2"], bare).plain
     assert C.subnet_options(inv.subnets, ["spark1", "spark9"]) == [("auto: the fabric", C.AUTO)]
     assert C.parse_form(C.FormValues(rendezvous=C.AUTO), ["spark1"]).options.rendezvous is None
 

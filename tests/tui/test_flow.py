@@ -34,6 +34,9 @@ async def test_launch_hang_pivot_ready(config, core):
         rows = str(app.launch_pane.preflight_content())
         assert "spark1" in rows and "spark2" in rows and rows.count("✓ ok") == 2 and "1.25 GB/s" in rows
         assert (launched.engine, launched.tp, launched.subnet) == ("sglang", 2, "192.168.100.0/24")
+        # each card tells the launched plan's bootstrap interface from its data path
+        card = str(app.nodes_pane.card("spark2").content)
+        assert f"PATHS bootstrap {launched.nodes[1].iface}, data" in card, card
 
         # logs stream in, then the silence turns into a hang with its fix and the pivot key
         await wait_for(pilot, lambda: app.deploy_state == "hung", what="hang")

@@ -63,14 +63,15 @@ async def test_bad_values_show_inline_and_block_launch(config, core):
         assert "0.8 x" in str(form.query_one("#fit").content)
 
 
-async def test_management_subnet_carries_its_warning(config, core):
+async def test_management_subnet_bootstraps_with_the_fabric_carrying_the_data(config, core):
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(120, 40)) as pilot:
         form = await open_form(pilot, app)
         form.query_one("#rendezvous", Select).value = "192.168.1.0/24"
         await pilot.pause()
-        assert "NCCL would run over TCP" in str(form.query_one("#rdv-detail").content)
-        assert "management subnet" in str(form.query_one("#issues").content)
+        assert "data goes over RDMA on 192.168.100.0/24" in str(form.query_one("#rdv-detail").content)
+        assert "would run over TCP" not in str(form.query_one("#issues").content)
+        assert "NCCL_IB_HCA=rocep1s0f1" in str(form.query_one("#preview").content)
         assert "SGLANG_HOST_IP=192.168.1.101" in str(form.query_one("#preview").content)
 
 

@@ -240,3 +240,11 @@ def test_card_says_the_fabric_layout_all_nodes_describe():
     text = node_card("spark1", "h", "head", f, Link(True), [], None, layout="ring, per-half subnets").plain
     assert "FABRIC ring, per-half subnets" in text
     assert "FABRIC" not in node_card("spark1", "h", "head", f, Link(True), [], None).plain
+
+
+def test_card_tells_the_bootstrap_interface_from_the_data_path():
+    f = spark_facts()["spark1"]
+    words = "bootstrap enP7s7 (management), data RDMA rocep1s0f1,roceP2p1s0f1"
+    text = node_card("spark1", "h", "head", f, Link(True), [], None, paths=words).plain
+    assert f"PATHS {words}" in text
+    assert "PATHS" not in node_card("spark1", "h", "head", f, Link(True), [], None).plain

@@ -81,17 +81,18 @@ def test_unknown_engine_or_mode_is_an_error_not_an_exception():
     assert _has(plan.errors, "no mode 'ray'")
 
 
-def test_default_rendezvous_is_the_fabric_and_management_warns():
+def test_default_rendezvous_is_the_fabric_and_a_management_bootstrap_keeps_rdma_data():
     plan, *_ = _plan()
     assert plan.subnet == "192.168.100.0/24" and not plan.warnings
     plan, *_ = _plan(rendezvous="10.0.0.0/24")
     assert plan.subnet == "10.0.0.0/24" and plan.head_ip == "10.0.0.11"
-    assert _has(plan.warnings, "management", "12.7 tok/s", "20 tok/s")
-    assert all(n.rdma is None for n in plan.nodes)
+    # NVIDIA's NCCL setup: bootstrap on the management port, data over the fabric's HCAs; not TCP
+    assert not _has(plan.warnings, "12.7 tok/s") and not _has(plan.warnings, "falls back to TCP"), plan.warnings
+    assert _has(plan.notes, "bootstrap over the management port", "192.168.100.0/24")
+    assert all(n.rdma == "rocep1s0f1" for n in plan.nodes)
     run = parse_run(plan.steps[0].argv)
     assert run["env"]["NCCL_SOCKET_IFNAME"] == "enP7s7"
-    # /dev/infiniband exists but not on this subnet: keep NCCL off the HCAs
-    assert run["env"]["NCCL_IB_DISABLE"] == "1" and "NCCL_IB_HCA" not in run["env"]
+    assert run["env"]["NCCL_IB_DISABLE"] == "0" and run["env"]["NCCL_IB_HCA"] == "rocep1s0f1"
 
 
 @pytest.mark.parametrize("spec", ["192.168.100.0/24", "192.168.100.10", "enp1s0f1np1", "enP2p1s0f1np1"])

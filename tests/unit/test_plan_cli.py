@@ -167,9 +167,10 @@ def test_rendering_masks_secrets_and_shows_problems(tmp_path):
     console.print(render_plan(plan))
     text = console.export_text()
     assert "hf_zzzzzzzzzzzz" not in text and "HF_TOKEN" in text and "****" in text
-    assert "warning: 10.0.0.0/24 is the management subnet" in text
+    # a management bootstrap with the fabric's HCAs for data: said as such, not warned as TCP
+    assert "note: bootstrap over the management port" in text and "is the management subnet" not in text
     assert "error: TP x PP must equal" in text
-    assert "spark1  rank 0 head  enP7s7 10.0.0.11" in text
+    assert "spark1  rank 0 head  bootstrap enP7s7 10.0.0.11  data rocep1s0f1" in text
 
 
 def test_a_recipe_with_bad_fields_exits_2_before_any_node_is_asked(tmp_path):

@@ -27,6 +27,7 @@ from ..engines.common import Spot, docker_flags
 from .ipc import IpcRisk, engine_identity, judge_ipc
 from .leftovers import leftovers_of
 from . import transit
+from .halves import probe as probe_halves
 from .rails import measure as measure_rails
 from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_ipc_risks, judge_memory
 
@@ -203,6 +204,8 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
                     n.name, n.rank, n.iface, n.ip, "stopped", "no result")
         _judge(verdict, order, looks, plan, config)
+        if plan.fabric.get("rails"):  # every half's subnet, not only the one the rendezvous crossed
+            verdict.halves = await probe_halves(cluster, plan.fabric["rails"])
         if rails and plan.fabric.get("rails"):
             verdict.rails = await measure_rails(cluster, plan.fabric["rails"])
     finally:
@@ -257,8 +260,8 @@ def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None
                 r.reason = f"{r.node} waited for {', '.join(who)}, which never joined ({r.line or r.error})"
         look = looks.get(r.node)
         if r.ok and r.transport == "socket" and n.rdma and look is not None and look.infiniband:
-            verdict.warnings.append(f"{r.node}: NCCL used sockets although {n.rdma} sits on {n.iface}: "
-                                    f"check NCCL_IB_HCA and /dev/infiniband")
+            verdict.warnings.append(f"{r.node}: NCCL used sockets although the plan's data path is {n.rdma} "
+                                    f"(bootstrap {n.iface}): check NCCL_IB_HCA and /dev/infiniband")
     if any(r.ok and r.path == "tcp" for r in verdict.nodes.values()):
         verdict.warnings.append("the image has no torch with a GPU: the check proved TCP reachability between "
                                 "the ranks on the plan's addresses, not NCCL itself")

@@ -13,9 +13,11 @@ from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..fit import gib
 from ..facts import Memory
 from ..memfree import FreeMemory, measure
+from ..paths import describe_paths
 from . import rate
 from .ipc import IpcRisk
 from .leftovers import Leftovers
+from .halves import HalfResult
 from .rails import RailResult, links_short
 from .transit import Problem
 
@@ -255,6 +257,7 @@ class Verdict:
     leftovers: dict[str, Leftovers] = field(default_factory=dict)  # nodes with something left to free
     transit: list[Problem] = field(default_factory=list)  # what blocks a ring's forwarding, with fixes
     rails: list[RailResult] = field(default_factory=list)  # each RDMA half measured alone (--rails)
+    halves: list[HalfResult] = field(default_factory=list)  # each fabric half's subnet pinged out of that half
 
     @property
     def stale(self) -> dict[str, list[str]]:
@@ -263,7 +266,12 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return bool(self.nodes) and all(r.ok for r in self.nodes.values())
+        return bool(self.nodes) and all(r.ok for r in self.nodes.values()) and not self.dead_halves
+
+    @property
+    def dead_halves(self) -> list[HalfResult]:
+        """Fabric halves in NCCL_IB_HCA whose subnet carried no traffic: NCCL would stall on them."""
+        return [h for h in self.halves if h.ok is False]
 
     @property
     def failed(self) -> list[NodeResult]:
@@ -280,11 +288,15 @@ class Verdict:
     @property
     def reason(self) -> str | None:
         r = self.root
+        if r is None and self.dead_halves:
+            return self.dead_halves[0].problem()
         return r.reason if r else None
 
     @property
     def fix(self) -> str | None:
         r = self.root
+        if r is None and self.dead_halves:
+            return (self.dead_halves[0].problem() or "").split(" Fix: ", 1)[-1]
         return r.fix if r else None
 
     @property
@@ -381,6 +393,8 @@ class Verdict:
             "leftovers": [lo.to_json() for lo in self.leftovers.values() if lo.any],
             "ring_transit": [p.to_json() for p in self.transit],
             "rails": [r.to_json() for r in self.rails],
+            "halves": [h.to_json() for h in self.halves],
+            "paths": (s.fabric or {}).get("paths"),
             "links_short": links_short(self.rails),
             "ipc_at_risk": [r.node for r in self.nodes.values() if r.ipc is not None and r.ipc.at_risk],
             "nodes": [r.to_json() for r in self.nodes.values()],
@@ -407,6 +421,10 @@ class Verdict:
             out += [f"  short of line rate, likely: {c}" for c in self.causes]
         else:
             out = [f"preflight FAILED in {self.seconds:.1f} s: {self.reason}", f"  try: {self.fix}"]
+        paths = (s.fabric or {}).get("paths")
+        # the nodes' lines below name the bootstrap interface: say the data path where it differs
+        if paths and (paths.get("data") or {}).get("subnet") != (paths.get("bootstrap") or {}).get("subnet"):
+            out.append(f"  paths: {describe_paths(paths)}")
         for r in self.nodes.values():
             where = " ".join(x for x in (r.iface, r.ip) if x)
             if r.ok:
@@ -420,6 +438,11 @@ class Verdict:
             if r.transport_line and r.ok:
                 out.append(f"    {r.transport_line.strip()}")
         out += [f"  ring transit: {p.line()}" for p in self.transit]
+        out += [f"  half: {h.problem()}" for h in self.dead_halves if h is not self.dead_halves[0] or self.root]
+        out += [f"  half not proven: {h.name()}: {h.error}" for h in self.halves if h.ok is None and h.error]
+        if self.halves and not self.dead_halves and all(h.ok for h in self.halves):
+            out.append(f"  halves: {len(self.halves)} fabric subnet(s) carried traffic "
+                       f"({', '.join(sorted({h.rail['subnet'] for h in self.halves}))})")
         out += self._rail_lines()
         out += [f"  warning: {w}" for w in self.warnings]
         out += [f"  left over: {ln}" for lo in self.leftovers.values() for ln in lo.lines()]

@@ -68,7 +68,7 @@ def process_env(c: Container, extra: list[str] | None = None) -> dict[str, str]:
         "TMPDIR": str(c.dir / "tmp"),  # a private /tmp: Ray keeps its session files there
         "HOSTNAME": node["hostname"],
         "LANG": "C.UTF-8",
-        "SPARKTUI_SIM_INTERFACES": hardware.sim_interfaces(node["index"]),
+        "SPARKTUI_SIM_INTERFACES": hardware.sim_interfaces(node["index"], node.get("interfaces")),
         "SPARKTUI_SIM_DEFAULT_ROUTE": hardware.DEFAULT_ROUTE,
         hardware.NODE_ENV: str(hardware.node_dir()),
         hardware.ROOT_ENV: str(hardware.demo_root()),

@@ -13,6 +13,7 @@ from ...core.facts import NodeFacts, Subnet
 from ...core.engines import DEFAULT_ENGINE, ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
 from ...core.engines import uses_dist_port as engine_uses_dist_port
 from ...core.fit import default_fraction
+from ...core.paths import data_subnet
 from ...core.plan import PlanOptions, _norm_image
 
 norm_image = _norm_image  # the plan's own reading of image names, so the form and the checks agree
@@ -96,11 +97,15 @@ def subnet_options(subnets: list[Subnet], nodes: list[str]) -> list[tuple[str, s
     for s in subnets:
         if not s.joins(nodes):
             continue
+        data = data_subnet(s, subnets, nodes) if s.management else None
         bits = [s.subnet]
-        bits.append("RDMA" if s.rdma else "TCP")
+        if data is None:  # a bootstrap-only subnet carries no NCCL data, TCP or not
+            bits.append("RDMA" if s.rdma else "TCP")
         if s.speed_mbps:
             bits.append(f"{s.speed_mbps // 1000}G" if s.speed_mbps >= 1000 else f"{s.speed_mbps}M")
-        if s.management:
+        if s.management and data is not None:  # NVIDIA's own setup: bootstrap here, tensors over the HCAs
+            bits.append(f"management: bootstrap here, data over RDMA on {data.subnet}")
+        elif s.management:
             bits.append("⚠ management: NCCL over TCP, slower")
         if not s.up:
             bits.append("✗ down")
@@ -108,8 +113,9 @@ def subnet_options(subnets: list[Subnet], nodes: list[str]) -> list[tuple[str, s
     return out
 
 
-def subnet_detail(s: Subnet | None, nodes: list[str]) -> Content:
-    """Per node: interface, IP, RDMA device on the subnet; the management warning when it applies."""
+def subnet_detail(s: Subnet | None, nodes: list[str], subnets: list[Subnet] = ()) -> Content:
+    """Per node: interface, IP, RDMA device on the subnet; what a management subnet carries (subnets: all of
+    them, to find the RDMA fabric that would carry the data)."""
     if s is None:
         return Content.styled("no subnet joins all nodes", "$error")
     lines = []
@@ -120,7 +126,11 @@ def subnet_detail(s: Subnet | None, nodes: list[str]) -> Content:
             continue
         lines.append(Content.assemble((n, "bold"), f" {a.iface} {a.ip} ",
                                       (a.rdma or "no RDMA", "$success" if a.rdma else "$warning")))
-    if s.management:
+    data = data_subnet(s, list(subnets), nodes) if s.management else None
+    if s.management and data is not None:
+        lines.append(Content.styled(f"management subnet: NCCL bootstraps here, its data goes over RDMA on "
+                                    f"{data.subnet} (NCCL_IB_HCA), as NVIDIA's cluster setup runs it", "$success"))
+    elif s.management:
         lines.append(Content.styled("⚠ management subnet: NCCL would run over TCP here", "$warning"))
     for note in s.notes:
         lines.append(Content.styled(f"⚠ {note}", "$warning"))

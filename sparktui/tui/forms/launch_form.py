@@ -203,7 +203,7 @@ class LaunchForm(ModalScreen[Result | None]):
             err.set_class(bool(msg), "-shown")
         chosen = plan.subnet if self.values.rendezvous == C.AUTO else self.values.rendezvous
         sub = next((s for s in self.subnets if s.subnet == chosen), None)
-        self.query_one("#rdv-detail", Static).update(C.subnet_detail(sub, self.nodes))
+        self.query_one("#rdv-detail", Static).update(C.subnet_detail(sub, self.nodes, self.subnets))
         support = self.query_one("#image-support", Static)  # shown once the image has answered
         support.update(support_text(plan))
         support.set_class(not plan.support, "-hidden")

@@ -9,6 +9,7 @@ from ...core.events import ConnectionChanged, NodeUpdated
 from ...core.facts import NodeFacts, Subnet
 from ...core.requirements import tool_needs
 from ...core.fabric import fabric_layout
+from ...core.paths import describe_paths
 from ...core.ring import describe_layout
 from ..present.nodes import Link, fabric_subnet
 from ..ids import widget_id
@@ -48,6 +49,13 @@ class NodesPane(VerticalScroll):
         if any(n.name == name for n in self.config.nodes):
             card = self.card(name)
             card.link = link
+            card.redraw()
+
+    def set_paths(self, paths: dict | None) -> None:
+        """The launched plan's bootstrap interface and data HCAs, per node (core/paths.py)."""
+        for card in self.query(NodeCard):
+            card.paths_words = describe_paths(paths, card.node_name) if paths and card.node_name in (
+                paths.get("bootstrap", {}).get("nodes") or {}) else ""
             card.redraw()
 
     def set_subnets(self, subnets: list[Subnet], chosen: str | None = None) -> None:

@@ -134,7 +134,8 @@ def port_lines(facts: NodeFacts) -> list[Content]:
 
 
 def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Link,
-              subnets: list[Subnet], fabric: str | None, missing: list[Need] = (), layout: str = "") -> Content:
+              subnets: list[Subnet], fabric: str | None, missing: list[Need] = (), layout: str = "",
+              paths: str = "") -> Content:
     """The whole card as lines of Content (joined by newlines); layout is the fabric's, as every node's
     addresses describe it ("ring, per-half subnets")."""
     sym, style, words = status(facts, link)
@@ -173,6 +174,8 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
     lines += halves
     if layout:
         lines.append(Content.assemble(("  FABRIC ", "bold"), layout))
+    if paths:  # bootstrap and data apart: a management bootstrap with RDMA data is NVIDIA's own setup
+        lines.append(Content.assemble(("  PATHS ", "bold"), paths))
     if idle:
         lines.append(Content.styled(f"  +{idle} idle interface{'s' if idle > 1 else ''} (down, no address)",
                                     "$text-muted"))

@@ -24,6 +24,7 @@ class NodeCard(Static):
         self.subnets: list[Subnet] = []
         self.fabric: str | None = None
         self.layout_words = ""  # the fabric's layout, every node's addresses read together (panes/nodes.py)
+        self.paths_words = ""  # the launched plan's bootstrap interface and data path (panes/nodes.py)
         self.missing: list[Need] = []  # unmet tool needs (core/requirements.py), shown with their fix
 
     def on_mount(self) -> None:
@@ -33,4 +34,4 @@ class NodeCard(Static):
         down = self.link.connected is False or (self.facts is not None and not self.facts.reachable)
         self.set_class(down, "-down")
         self.update(node_card(self.node_name, self.host, self.role, self.facts, self.link, self.subnets, self.fabric,
-                              self.missing, self.layout_words))
+                              self.missing, self.layout_words, self.paths_words))
