@@ -223,13 +223,15 @@ def test_vllm_native_ranks_headless_workers(n):
     plan, facts = plan_for(n, engine="vllm", mode="native")
     assert plan.ok, plan.errors
     head_ip = fabric_ip(0)
-    assert plan.steps[0].kind == "run" and plan.steps[0].rank == 0
-    # each worker first proves it reaches the head's rendezvous port, then starts
-    rest = plan.steps[1:]
-    assert [(s.kind, s.rank) for s in rest] == [x for r in range(1, n) for x in (("wait", r), ("run", r))]
+    # NVIDIA's recipes: every worker started, each waited for until it dials the head, the head last
+    workers = range(1, n)
+    assert [(s.kind, s.rank) for s in plan.steps] == ([("run", r) for r in workers] + [("wait", r) for r in workers]
+                                                      + [("run", 0)])
     for step in plan.steps:
         if step.kind == "wait":
-            assert step.argv[-2:] == [head_ip, "29500"] and step.node == node_name(step.rank)
+            assert step.node == node_name(step.rank) and step.node in step.description
+            assert step.argv[-2] == plan.nodes[step.rank].container
+            assert step.timeout and step.matches("dialing") and not step.matches("exited")
             continue
         run = parse_run(step.argv)
         check_common_run(run, plan, facts, step.node, step.rank)

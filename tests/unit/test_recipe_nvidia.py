@@ -59,7 +59,7 @@ def test_the_recipe_plans_a_native_launch_with_its_flags_on_every_rank():
     assert (plan.mode, plan.tp) == ("native", 2)
     runs = [parse_run(s.argv) for s in plan.steps if s.argv[:2] == ["docker", "run"]]
     assert len(runs) == 2
-    for rank, run in enumerate(runs):
+    for rank, run in zip((1, 0), runs):  # the worker first, the head last: the recipe's notes say so
         fl = flags(run["cmd"])
         assert fl["--node-rank"] == str(rank) and fl["--load-format"] == "instanttensor"
         assert fl["--max-model-len"] == "500000" and fl["--gpu-memory-utilization"] == "0.85"
