@@ -3,6 +3,9 @@
 Each fact names the first release that has it, checked against that release's own source:
 - vLLM's native multi-node flags (--nnodes, --node-rank, --master-addr, --master-port, --headless)
   first appear in vLLM 0.11.1's engine/arg_utils.py; 0.11.0 rejects them ("unrecognized arguments").
+- vLLM's `--kv-cache-memory-bytes` (size the KV cache in bytes, not as a share of GPU memory) first appears in
+  vLLM 0.10.2's engine/arg_utils.py (0.10.1.1 has none); `--max-model-len auto` (-1: fit the longest context
+  the KV cache holds) in 0.14.0, whose arg_utils.py parses it with human_readable_int_or_auto (0.13.0 does not).
 - SGLang's switch for its TP memory-balance check: `SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK` (default
   on; 0 turns it off) since 0.5.7; releases before read `SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1`.
 """
@@ -12,6 +15,8 @@ import re
 
 VLLM_NATIVE_SINCE = "0.11.1"
 SGLANG_ENABLE_SWITCH_SINCE = "0.5.7"
+VLLM_KV_BYTES_SINCE = "0.10.2"
+VLLM_AUTO_LEN_SINCE = "0.14.0"
 
 
 def parse(version: str) -> tuple[int, ...] | None:

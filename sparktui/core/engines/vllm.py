@@ -18,7 +18,7 @@ import re
 import shlex
 
 from .base import CommunityImage, Engine
-from .versions import vllm_native_refusal
+from .versions import VLLM_AUTO_LEN_SINCE, VLLM_KV_BYTES_SINCE, vllm_native_refusal
 from .common import (HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt,
                      secrets_in)
 
@@ -292,6 +292,8 @@ class VLLM(Engine):
 
     # sizes the KV cache in bytes, the fraction then left aside (vllm/config/cache.py kv_cache_memory_bytes)
     kv_bytes_flag = "--kv-cache-memory-bytes"
+    kv_bytes_since = VLLM_KV_BYTES_SINCE
+    auto_len_since = VLLM_AUTO_LEN_SINCE  # --max-model-len auto
     # The KV cache is torch tensors from PyTorch's caching allocator (vllm/v1/worker/gpu_worker.py
     # initialize_from_config -> model_runner.initialize_kv_cache, a nullcontext unless sleep mode). Sleep mode
     # allocates through vLLM's own CuMemAllocator (vllm/device_allocator/cumem.py), whose __init__ asserts
