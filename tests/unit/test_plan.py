@@ -148,8 +148,10 @@ NODE_COUNTS = [2, 3, 4, 8]
 
 
 @pytest.mark.parametrize("n", NODE_COUNTS)
-def test_sglang_every_rank_same_command_workers_first(n):
-    plan, facts = plan_for(n, engine="sglang")
+@pytest.mark.parametrize("version,program", [(None, ["sglang", "serve"]), ("0.5.5", ["sglang", "serve"]),
+                                             ("0.5.4.post3", ["python3", "-m", "sglang.launch_server"])])
+def test_sglang_every_rank_same_command_workers_first(n, version, program):
+    plan, facts = plan_for(n, engine="sglang", engine_version=version)
     assert plan.ok, plan.errors
     assert [s.kind for s in plan.steps] == ["run"] * n
     # workers first, head last
@@ -160,8 +162,8 @@ def test_sglang_every_rank_same_command_workers_first(n):
         check_common_run(run, plan, facts, step.node, step.rank)
         assert run["env"]["SGLANG_HOST_IP"] == fabric_ip(step.rank)
         assert run["image"] == SGLANG_IMAGE
-        assert run["cmd"][:3] == ["python3", "-m", "sglang.launch_server"]
-        fl = flags(run["cmd"][3:])
+        assert run["cmd"][:len(program)] == program  # `sglang serve` from the release that has the command
+        fl = flags(run["cmd"][len(program):])
         assert fl["--model-path"] == MODEL
         assert fl["--tp"] == str(n) and "--pp-size" not in fl
         assert fl["--nnodes"] == str(n) and fl["--node-rank"] == str(step.rank)

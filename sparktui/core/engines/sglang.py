@@ -1,4 +1,6 @@
-"""SGLang multi-node: every rank runs the same launch_server with its own --node-rank.
+"""SGLang multi-node: every rank runs the same server command with its own --node-rank.
+
+`sglang serve` where the release has the `sglang` command (0.5.5 on), `python3 -m sglang.launch_server` before.
 
 Workers start first and the head last (SGLang's own multi-node recipe); only rank 0 serves HTTP.
 """
@@ -6,7 +8,7 @@ from __future__ import annotations
 
 from .base import Engine
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
-from .versions import sglang_balance_switch
+from .versions import sglang_balance_switch, sglang_program
 
 NAME = "sglang"
 MODES = ("native",)
@@ -22,8 +24,7 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
 
 
 def launch_words(ctx: Context, spot: Spot) -> list[Word]:
-    w: list[Word] = ["python3", "-m", "sglang.launch_server", "--model-path", ctx.model_path,
-                     "--tp", str(ctx.tp)]
+    w: list[Word] = [*sglang_program(ctx.engine_version), "--model-path", ctx.model_path, "--tp", str(ctx.tp)]
     if ctx.pp > 1:
         w += ["--pp-size", str(ctx.pp)]
     w += ["--nnodes", str(len(ctx.nodes)), "--node-rank", str(spot.rank),

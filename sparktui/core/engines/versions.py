@@ -6,6 +6,8 @@ Each fact names the first release that has it, checked against that release's ow
 - vLLM's `--kv-cache-memory-bytes` (size the KV cache in bytes, not as a share of GPU memory) first appears in
   vLLM 0.10.2's engine/arg_utils.py (0.10.1.1 has none); `--max-model-len auto` (-1: fit the longest context
   the KV cache holds) in 0.14.0, whose arg_utils.py parses it with human_readable_int_or_auto (0.13.0 does not).
+- SGLang's `sglang serve` (the `sglang` console script, sglang/cli/main.py) first ships in 0.5.5;
+  0.5.4.post3 has neither the script nor sglang/cli, so older releases run `python3 -m sglang.launch_server`.
 - SGLang's switch for its TP memory-balance check: `SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK` (default
   on; 0 turns it off) since 0.5.7; releases before read `SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1`.
 """
@@ -15,6 +17,7 @@ import re
 
 VLLM_NATIVE_SINCE = "0.11.1"
 SGLANG_ENABLE_SWITCH_SINCE = "0.5.7"
+SGLANG_SERVE_SINCE = "0.5.5"
 VLLM_KV_BYTES_SINCE = "0.10.2"
 VLLM_AUTO_LEN_SINCE = "0.14.0"
 
@@ -52,3 +55,10 @@ def sglang_balance_switch(version: str | None) -> dict[str, str]:
     if version and not at_least(version, SGLANG_ENABLE_SWITCH_SINCE):
         return {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}
     return {"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0"}
+
+
+def sglang_program(version: str | None) -> list[str]:
+    """How this release starts a server: `sglang serve`, or the module before it had one."""
+    if version and not at_least(version, SGLANG_SERVE_SINCE):
+        return ["python3", "-m", "sglang.launch_server"]
+    return ["sglang", "serve"]
