@@ -244,6 +244,7 @@ def test_vllm_native_ranks_headless_workers(n):
         assert fl["--tensor-parallel-size"] == str(n)
         assert fl["--nnodes"] == str(n) and fl["--node-rank"] == str(step.rank)
         assert fl["--master-addr"] == head_ip and fl["--master-port"] == "29500"
+        assert run["cmd"].count("--master-addr") == 1 and run["env"]["MASTER_ADDR"] == head_ip
         if step.rank == 0:
             assert "--headless" not in fl and fl["--host"] == "0.0.0.0" and fl["--port"] == "8000"
         else:

@@ -65,6 +65,8 @@ def test_the_recipe_plans_a_native_launch_with_its_flags_on_every_rank():
         assert fl["--max-model-len"] == "500000" and fl["--gpu-memory-utilization"] == "0.85"
         assert fl["--served-model-name"] == "deepseek-ai/DeepSeek-V4-Flash"  # what the recipe's clients ask for
         assert ("--headless" in fl) == (rank > 0)
+        # the recipe's own "$HEAD_IP" gives way to the plan's head address, once on every rank
+        assert run["cmd"].count("--master-addr") == 1 and fl["--master-addr"] == plan.head_ip
         assert run["env"]["VLLM_USE_BREAKABLE_CUDAGRAPH"] == "1"
 
 
