@@ -10,7 +10,8 @@
 
 The image holds this machine's Debian python3 (the binary plus the shared libraries ldd lists), a
 lean standard library, dash as /bin/sh, bash, grep and a few coreutils, the simulator (sparktui/sim) and the shim
-packages `sglang`, `vllm` and `ray` in dist-packages, and /usr/local/bin/vllm and /usr/local/bin/ray.
+packages `sglang`, `vllm` and `ray` in dist-packages, /usr/local/bin/vllm, /usr/local/bin/ray and
+/usr/local/bin/sglang.
 One layer, sorted entries, fixed timestamps: the same inputs give the same image ID on every node.
 The image is for this machine's architecture.
 """
@@ -224,6 +225,7 @@ def collect(python: str) -> Rootfs:
     launcher = "#!/usr/bin/python3\nimport sys\n\nfrom {mod} import main\n\nsys.exit(main(sys.argv[1:]))\n"
     fs.add_file("/usr/local/bin/vllm", data=launcher.format(mod="vllm.entrypoints.cli.main").encode(), mode=0o755)
     fs.add_file("/usr/local/bin/ray", data=launcher.format(mod="ray.scripts.scripts").encode(), mode=0o755)
+    fs.add_file("/usr/local/bin/sglang", data=launcher.format(mod="sglang.cli.main").encode(), mode=0o755)
     # TensorRT-LLM's MPI launch: mpirun, the launcher, trtllm-serve, and the containers' sshd where images have it
     named = "#!/usr/bin/python3\nimport sys\n\nfrom {mod} import {fn}\n\nsys.exit({fn}(sys.argv[1:]))\n"
     for path, mod, fn in (("/usr/local/bin/mpirun", "sparktui.sim.trtllm_mpi", "mpirun_main"),

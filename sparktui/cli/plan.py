@@ -6,6 +6,7 @@ and a plan into text are plain functions, so they are tested with synthetic fact
 from __future__ import annotations
 
 import argparse
+import re
 
 from rich.console import Group
 from rich.panel import Panel
@@ -56,7 +57,11 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mem-fraction", type=float,
                    help="SGLang --mem-fraction-static (weights + KV cache) / vLLM --gpu-memory-utilization (weights, "
                         "activations, KV cache); default: engine.mem_fraction, else 0.75 SGLang / 0.8 vLLM")
-    p.add_argument("--max-model-len", type=int, help="context length cap")
+    p.add_argument("--max-model-len", type=_length, metavar="N|auto",
+                   help="context length cap; auto lets the engine fit the longest the KV cache holds (vLLM 0.14+)")
+    p.add_argument("--kv-cache-bytes", type=_size, metavar="BYTES",
+                   help="size the KV cache in bytes, e.g. 20G (vLLM 0.10.2+ --kv-cache-memory-bytes; the memory "
+                        "fraction then only bounds the rest)")
     p.add_argument("--served-model-name", help="model name in the API (default: model.name)")
     p.add_argument("--deployment", help="deployment name in container names (default: the cluster name)")
     p.add_argument("--arg", dest="extra_args", action="append", default=[], metavar="ARG",
@@ -67,15 +72,38 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
                    help="a recipe to start from: sparkrun's, or one of NVIDIA's Local AI Inference Recipes")
 
 
-def _positive(name: str, v: int | float | None) -> None:
+def _length(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of tokens or auto (got {text!r})") from None
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str) -> int:
+    """Bytes from `21474836480`, `20G`, `20GiB` or `512M` (binary units, as the fit shows GiB)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected bytes, e.g. 20G or 21474836480 (got {text!r})")
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def _positive(name: str, v: int | float | str | None) -> None:
     if v is not None and v <= 0:
         raise CliExit(2, f"{name} must be positive (got {v})")
 
 
 def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOptions, list[str]]:
     """Plan options from the command line (and the recipe under them); bad input exits 2."""
-    for name in ("tp", "pp", "port", "dist_port", "ray_port", "max_model_len", "mem_fraction"):
+    auto_len = args.max_model_len == "auto"
+    max_len = None if auto_len else args.max_model_len
+    for name in ("tp", "pp", "port", "dist_port", "ray_port", "mem_fraction", "kv_cache_bytes"):
         _positive("--" + name.replace("_", "-"), getattr(args, name, None))
+    _positive("--max-model-len", max_len)
     for name in ("port", "dist_port", "ray_port"):
         if (getattr(args, name, None) or 0) > 65535:
             raise CliExit(2, f"--{name.replace('_', '-')} must be a port 1-65535 (got {getattr(args, name)})")
@@ -93,7 +121,8 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
         raise CliExit(2, f"--mode applies to --engine {multi} only")
     opts = PlanOptions(engine=args.engine or DEFAULT_ENGINE, mode=args.mode, image=args.image, tp=args.tp, pp=args.pp,
                        nodes=nodes, rendezvous=args.iface, dist_port=args.dist_port, port=args.port,
-                       ray_port=args.ray_port, mem_fraction=args.mem_fraction, max_model_len=args.max_model_len,
+                       ray_port=args.ray_port, mem_fraction=args.mem_fraction, max_model_len=max_len,
+                       max_model_len_auto=auto_len, kv_cache_bytes=args.kv_cache_bytes,
                        served_model_name=args.served_model_name, extra_args=list(args.extra_args), env=env,
                        deployment=args.deployment)
     notes: list[str] = []

@@ -29,6 +29,7 @@ from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
 from .memfree import shortfalls
 from .secrets import MASK, mask
 from .yamlpos import unknown_names
+from .plan_sizing import sizing_words
 from .ring import boot_note, layout, ring_of, ring_used
 from .paths import data_subnet, paths_of, split_note
 from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
@@ -60,6 +61,8 @@ class PlanOptions:
     ray_port: int | None = None  # Ray GCS port (vllm ray)
     mem_fraction: float | None = None  # --mem-fraction-static / --gpu-memory-utilization
     max_model_len: int | None = None  # --context-length / --max-model-len
+    max_model_len_auto: bool = False  # let the engine fit the longest context (vLLM's --max-model-len auto)
+    kv_cache_bytes: int | None = None  # the KV cache's size in bytes (vLLM's --kv-cache-memory-bytes)
     trust_remote_code: bool | None = None  # None: when the model's config.json has auto_map
     extra_args: list[str] = field(default_factory=list)  # appended to the engine command
     env: dict[str, str] = field(default_factory=dict)  # extra container env (wins over computed values)
@@ -600,6 +603,12 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.error(e)
     for w in release.warnings:
         c.warn(w)
+    sizing, sizing_errors = sizing_words(engine_mod, version, opts.kv_cache_bytes, opts.max_model_len_auto,
+                                         opts.max_model_len)
+    for e in sizing_errors:
+        c.error(e)
+    if sizing:  # as engine arguments: the fit and the memory advice read the KV size from them
+        opts = replace(opts, extra_args=[*opts.extra_args, *sizing])
     support = opts.support if opts.support is not None else support_of_info(info)  # the form's: kept in the facts
     support_errors, support_warnings = plan_checks(support, engine, image)
     for e in support_errors:  # first: whatever else the plan says, this image cannot load this model
@@ -612,6 +621,8 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     if not 0 < mem_fraction <= 1:
         c.error(f"memory fraction {mem_fraction} must be above 0 and at most 1")
     max_len = opts.max_model_len if opts.max_model_len is not None else eng.max_model_len
+    if opts.max_model_len_auto:  # the engine picks it: the config's default length does not apply
+        max_len = None
     if max_len is not None and max_len < 1:
         c.error(f"max model length {max_len} must be positive")
     for e in plan_files.check_files(opts.files):

@@ -328,6 +328,11 @@ class VllmServer(RayPlacement):
                 return self.engine_failed()
             self.group, bind_addr = server, host
         else:
+            # run_headless (vllm/entrypoints/cli/serve.py) says so, then its ranks dial the master; torch's store
+            # client retries a refused connection until its timeout (c10d socket.cpp), so a worker may start first
+            emit(f"INFO {time.strftime('%m-%d %H:%M:%S')} [serve.py:224] Launching vLLM (v{VERSION}) headless "
+                 f"multiproc executor, with head node address {host}:{port} for torch.distributed process group.",
+                 self.log.stream)
             client = StoreClient(a.nnodes, a.node_rank)
             self.group = client
             try:

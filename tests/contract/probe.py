@@ -61,6 +61,13 @@ def sglang_parser():
 
 
 def sglang_args(argv):
+    if argv[:2] == ["sglang", "serve"]:
+        # the `sglang` console script (sglang.cli.main) hands what follows `serve` to prepare_server_args
+        from importlib.metadata import entry_points
+
+        if not [e for e in entry_points(group="console_scripts") if e.name == "sglang"]:
+            raise ValueError("this release has no `sglang` command (no sglang serve)")
+        return argv[2:]
     if argv[:3] != ["python3", "-m", "sglang.launch_server"]:
         raise ValueError(f"not an sglang launch_server command: {argv[:3]}")
     return argv[3:]

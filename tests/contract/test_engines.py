@@ -8,7 +8,8 @@ import pytest
 
 from sparktui.core.engines import get_engine
 from sparktui.core.engines.common import Nested, render
-from sparktui.core.engines.vllm import VLLM_NATIVE_SINCE
+from sparktui.core.engines.sglang import sglang_program
+from sparktui.core.engines.vllm import VLLM_AUTO_LEN_SINCE, VLLM_KV_BYTES_SINCE, VLLM_NATIVE_SINCE
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.core.recipe import apply_recipe, parse_recipe
 
@@ -99,13 +100,26 @@ def test_sglang_commands_parse(sglang_release):
     argvs = []
     for label, plan in plans("sglang", "native", sglang_release.version):
         assert plan.ok, (label, plan.errors)
-        got = of(engine_argvs(plan), ["python3", "-m", "sglang.launch_server"])
+        got = of(engine_argvs(plan), sglang_program(sglang_release.version))
         assert len(got) == len(plan.nodes), label
         argvs += got
     res = probe(sglang_release, argvs)
     bad = [(a, r["error"]) for a, r in zip(argvs, res["results"]) if not r["ok"]]
     assert not bad, bad[:3]
     assert res["version"] == sglang_release.version
+
+
+def test_sglang_serve_is_planned_only_where_the_release_has_the_command(sglang_release):
+    v = sglang_release.version
+    config, facts, subnets = cluster(2)
+    newest = make_plan(config, facts, subnets, PlanOptions(engine="sglang", engine_version=None))
+    argvs = of(engine_argvs(newest), ["sglang", "serve"])
+    assert len(argvs) == 2
+    res = probe(sglang_release, argvs)
+    has = sglang_program(v) == ["sglang", "serve"]
+    assert all(r["ok"] == has for r in res["results"]), (v, res["results"])
+    if not has:
+        assert all("no `sglang` command" in r["error"] for r in res["results"])
 
 
 def _unknown_flags(engine: str, release) -> list[str]:
@@ -146,6 +160,25 @@ def test_vllm_commands_parse_or_the_plan_refuses(vllm_release, mode):
     res = probe(vllm_release, argvs)
     bad = [(a, r["error"]) for a, r in zip(argvs, res["results"]) if not r["ok"]]
     assert not bad, bad[:3]
+
+
+def test_vllm_kv_bytes_and_auto_length_parse_where_the_release_has_them_else_the_plan_refuses(vllm_release):
+    v = vllm_release.version
+    config, facts, subnets = cluster(2)
+    asks = {"kv": {"kv_cache_bytes": 20 << 30}, "auto": {"max_model_len_auto": True}}
+    since = {"kv": VLLM_KV_BYTES_SINCE, "auto": VLLM_AUTO_LEN_SINCE}
+    for what, ask in asks.items():
+        plan = make_plan(config, facts, subnets, PlanOptions(engine="vllm", mode="ray", engine_version=v, **ask))
+        has = _newer(v, since[what])
+        # asked of the release's own parser, as the plan writes it for a release it cannot read
+        forced = make_plan(config, facts, subnets, PlanOptions(engine="vllm", mode="ray", engine_version=None, **ask))
+        argvs = of(engine_argvs(forced), ["vllm", "serve"])
+        assert argvs and all(since[what] not in e for e in forced.errors), forced.errors
+        res = probe(vllm_release, argvs)
+        assert all(r["ok"] == has for r in res["results"]), (what, v, res["results"])
+        assert plan.ok == has, (what, v, plan.errors)
+        if not has:
+            assert any(v in e and since[what] in e for e in plan.errors), plan.errors
 
 
 def test_ray_commands_parse(ray_release):

@@ -59,6 +59,7 @@ def test_layer_holds_python_its_libraries_and_the_engines(image):
     version = py.replace("python", "")
     for path in (f"usr/bin/{py}", "usr/bin/dash", f"usr/lib/{py}/asyncio/__init__.py", f"usr/lib/{py}/argparse.py",
                  f"usr/local/lib/{py}/dist-packages/sglang/launch_server.py",
+                 f"usr/local/lib/{py}/dist-packages/sglang/cli/main.py", "usr/local/bin/sglang",
                  f"usr/local/lib/{py}/dist-packages/vllm/entrypoints/cli/main.py",
                  f"usr/local/lib/{py}/dist-packages/ray/scripts/scripts.py",
                  f"usr/local/lib/{py}/dist-packages/sparktui/sim/sglang_server.py",
@@ -66,7 +67,7 @@ def test_layer_holds_python_its_libraries_and_the_engines(image):
         assert path in entries and entries[path].isfile(), path
     assert entries["usr/bin/python3"].issym() and entries["bin"].issym() and entries["usr/bin/sh"].linkname == "dash"
     assert entries["tmp"].mode == 0o1777
-    assert entries["usr/local/bin/vllm"].mode & 0o111
+    assert entries["usr/local/bin/vllm"].mode & 0o111 and entries["usr/local/bin/sglang"].mode & 0o111
     assert not any(f"/{py}/test/" in n or "/__pycache__/" in n or "/tkinter/" in n for n in entries), "lean stdlib"
     # every library the interpreter links against is inside
     needed = subprocess.run(["ldd", f"/usr/bin/{py}"], capture_output=True, text=True).stdout
@@ -101,6 +102,9 @@ def test_rootfs_runs_the_engines_in_a_chroot(tmp_path):
     helped = subprocess.run([chroot, str(root), "python3", "-m", "sglang.launch_server", "--help"], env=env,
                             capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "--dist-init-addr" in helped.stdout, helped.stderr
+    served = subprocess.run([chroot, str(root), "sglang", "serve", "--help"], env=env,  # what plans of 0.5.5+ run
+                            capture_output=True, text=True, timeout=60)
+    assert served.returncode == 0 and "--dist-init-addr" in served.stdout, served.stderr
     shells = subprocess.run([chroot, str(root), "/bin/sh", "-c", "vllm serve --help && ray --version"], env=env,
                             capture_output=True, text=True, timeout=60)
     assert shells.returncode == 0 and "--tensor-parallel-size" in shells.stdout and "ray, version" in shells.stdout

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from tests.simhelpers import SimProcess, free_port, group_alive, http, make_model, module_argv, sse_events
+from tests.simhelpers import (SimProcess, free_port, group_alive, http, launcher_argv, make_model, module_argv,
+                              sse_events)
 
 SPEED = 50
 READY = "The server is fired up and ready to roll!"
@@ -73,6 +74,26 @@ def test_two_ranks_reach_ready_and_answer_chat(model):
         assert head.terminate() == 0  # SIGTERM, as docker stop sends
     assert head.find("Finished server process") > 0
     assert not group_alive(head) and not group_alive(worker)  # nothing left behind
+
+
+def test_sglang_serve_runs_the_same_server_where_the_release_has_the_command(model):
+    port = free_port("127.0.0.2")
+    with SimProcess(launcher_argv("sglang", "serve", model, "--host", "127.0.0.2", "--port", str(port)),
+                    speed=SPEED) as server:  # the model positional, as `sglang serve MODEL` takes it
+        server.wait_for(READY, timeout=60)
+        assert http("GET", f"http://127.0.0.2:{port}/health")[0] == 200
+    old = SimProcess(launcher_argv("sglang", "serve", "--model-path", model), speed=SPEED,
+                     extra_env={"SPARKTUI_SIM_SGLANG_VERSION": "0.5.4.post3"})
+    with old:  # before 0.5.5 the image has no such program
+        assert old.wait_exit(timeout=30) == 127
+        assert old.find("sglang: not found") >= 0
+
+
+def test_the_simulated_command_and_the_plans_agree_on_the_first_release_with_it():
+    from sparktui.core.engines.sglang import SGLANG_SERVE_SINCE
+    from sparktui.sim.shims.sglang.cli import main as cli
+
+    assert cli.SERVE_SINCE == SGLANG_SERVE_SINCE
 
 
 def test_unreachable_dist_init_address_hangs_until_the_watchdog(model):

@@ -241,6 +241,21 @@ def test_vllm_native_multi_node_with_a_headless_rank(model, tmpdirs):
         assert http("GET", f"http://127.0.0.2:{port}/health")[0] == 200
 
 
+def test_a_headless_rank_started_before_the_head_says_it_dials_and_waits_for_it(model, tmpdirs):
+    master, port = free_port("127.0.0.2"), free_port("127.0.0.2")
+    common = ["-tp", "2", "--nnodes", "2", "--master-addr", "127.0.0.2", "--master-port", str(master)]
+    with vllm(tmpdirs["worker"], "serve", model, *common, "--node-rank", "1", "--headless",
+              env={"VLLM_HOST_IP": "127.0.0.3"}) as rank1:
+        # the line the plan's wait looks for, naming the head it dials; nothing listens there yet
+        rank1.wait_for(f"headless multiproc executor, with head node address 127.0.0.2:{master}", timeout=30)
+        assert rank1.proc is not None and rank1.proc.poll() is None and rank1.find("timed out") < 0
+        with vllm(tmpdirs["head"], "serve", model, *common, "--node-rank", "0", "--host", "127.0.0.2",
+                  "--port", str(port), env={"VLLM_HOST_IP": "127.0.0.2"}) as rank0:
+            rank0.wait_for(READY, timeout=60)
+            rank1.wait_for("Graph capturing finished", timeout=30)
+            assert http("GET", f"http://127.0.0.2:{port}/health")[0] == 200
+
+
 def test_cli_help_lists_the_flags_the_plans_use():
     env = sim.sim_env()
     out = subprocess.run(launcher_argv("vllm", "serve", "--help"), env=env, capture_output=True, text=True).stdout

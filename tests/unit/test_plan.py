@@ -148,8 +148,10 @@ NODE_COUNTS = [2, 3, 4, 8]
 
 
 @pytest.mark.parametrize("n", NODE_COUNTS)
-def test_sglang_every_rank_same_command_workers_first(n):
-    plan, facts = plan_for(n, engine="sglang")
+@pytest.mark.parametrize("version,program", [(None, ["sglang", "serve"]), ("0.5.5", ["sglang", "serve"]),
+                                             ("0.5.4.post3", ["python3", "-m", "sglang.launch_server"])])
+def test_sglang_every_rank_same_command_workers_first(n, version, program):
+    plan, facts = plan_for(n, engine="sglang", engine_version=version)
     assert plan.ok, plan.errors
     assert [s.kind for s in plan.steps] == ["run"] * n
     # workers first, head last
@@ -160,8 +162,8 @@ def test_sglang_every_rank_same_command_workers_first(n):
         check_common_run(run, plan, facts, step.node, step.rank)
         assert run["env"]["SGLANG_HOST_IP"] == fabric_ip(step.rank)
         assert run["image"] == SGLANG_IMAGE
-        assert run["cmd"][:3] == ["python3", "-m", "sglang.launch_server"]
-        fl = flags(run["cmd"][3:])
+        assert run["cmd"][:len(program)] == program  # `sglang serve` from the release that has the command
+        fl = flags(run["cmd"][len(program):])
         assert fl["--model-path"] == MODEL
         assert fl["--tp"] == str(n) and "--pp-size" not in fl
         assert fl["--nnodes"] == str(n) and fl["--node-rank"] == str(step.rank)
@@ -223,13 +225,15 @@ def test_vllm_native_ranks_headless_workers(n):
     plan, facts = plan_for(n, engine="vllm", mode="native")
     assert plan.ok, plan.errors
     head_ip = fabric_ip(0)
-    assert plan.steps[0].kind == "run" and plan.steps[0].rank == 0
-    # each worker first proves it reaches the head's rendezvous port, then starts
-    rest = plan.steps[1:]
-    assert [(s.kind, s.rank) for s in rest] == [x for r in range(1, n) for x in (("wait", r), ("run", r))]
+    # NVIDIA's recipes: every worker started, each waited for until it dials the head, the head last
+    workers = range(1, n)
+    assert [(s.kind, s.rank) for s in plan.steps] == ([("run", r) for r in workers] + [("wait", r) for r in workers]
+                                                      + [("run", 0)])
     for step in plan.steps:
         if step.kind == "wait":
-            assert step.argv[-2:] == [head_ip, "29500"] and step.node == node_name(step.rank)
+            assert step.node == node_name(step.rank) and step.node in step.description
+            assert step.argv[-2] == plan.nodes[step.rank].container
+            assert step.timeout and step.matches("dialing") and not step.matches("exited")
             continue
         run = parse_run(step.argv)
         check_common_run(run, plan, facts, step.node, step.rank)
@@ -240,6 +244,7 @@ def test_vllm_native_ranks_headless_workers(n):
         assert fl["--tensor-parallel-size"] == str(n)
         assert fl["--nnodes"] == str(n) and fl["--node-rank"] == str(step.rank)
         assert fl["--master-addr"] == head_ip and fl["--master-port"] == "29500"
+        assert run["cmd"].count("--master-addr") == 1 and run["env"]["MASTER_ADDR"] == head_ip
         if step.rank == 0:
             assert "--headless" not in fl and fl["--host"] == "0.0.0.0" and fl["--port"] == "8000"
         else:

@@ -1,12 +1,13 @@
 """Plan validation: user mistakes become plain errors and warnings, never exceptions."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
 
 from sparktui.core.engines.common import EnvFlag, Home, Joined, render, volume_word
-from sparktui.core.engines.vllm import port_wait_words
+from sparktui.core.engines.vllm import rank_wait_words
 from sparktui.core.plan import PlanOptions, make_plan
 
 from .test_plan import (GIB, IMAGE_ID, MODEL, SGLANG_IMAGE, cluster, fabric_ip, flags, make_config, node_name,
@@ -258,23 +259,24 @@ def test_home_volume_expands_remotely_and_stays_one_word(tmp_path):
     assert render([EnvFlag("A", "$(id)")]) == "'A=$(id)'"
 
 
-def test_port_wait_command_against_a_local_listener():
-    import socket
+def test_rank_wait_says_dialing_only_once_the_headless_rank_logged_it(tmp_path):
+    log = tmp_path / "log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"  # stands in for docker: logs prints the file, inspect says the state
+    docker.write_text(f'#!/bin/sh\ncase "$1" in logs) cat {log};; inspect) echo exited;; esac\n')
+    docker.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    line = render(rank_wait_words("sparktui-x-rank1"))
 
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    port = srv.getsockname()[1]
-    try:
-        line = render(port_wait_words("127.0.0.1", port))
-        r = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=15)
-        assert r.stdout.strip() == "open"
-    finally:
-        srv.close()
-    r = subprocess.run(["sh", "-c", render(port_wait_words("127.0.0.1", port))],
-                       capture_output=True, text=True, timeout=15)
-    assert r.stdout.strip() != "open" and r.returncode != 0
+    def answer() -> str:
+        return subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=15, env=env).stdout.strip()
 
+    log.write_text("INFO [serve.py:224] non-default args: {}\n")
+    assert answer() == "exited"
+    log.write_text("INFO [serve.py:224] Launching vLLM (v0.33.0) headless multiproc executor, with head node "
+                   "address 10.0.0.1:29500 for torch.distributed process group.\n")
+    assert answer() == "dialing"
 
 
 def test_tp_narrows_the_nodes_when_none_are_named():

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +33,8 @@ if sys.argv[1:2] == ["exec"] and sys.argv[-2:] == ["ray", "status"]:
     for i in range(n):
         print(" 1 node_%056x" % (i + 1))
     print("Pending:\\n (no pending nodes)\\nRecent failures:\\n (no failures)")
+if sys.argv[1:2] == ["logs"]:
+    print(os.environ.get("FAKE_LOGS", ""))
 """
 
 
@@ -133,22 +134,14 @@ def test_ray_wait_gives_up_and_stops_the_script(tmp_path):
     assert all(c[-2:] == ["ray", "status"] for c in calls[2:])
 
 
-def test_native_worker_script_waits_for_the_rendezvous_port(tmp_path):
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
-    port = srv.getsockname()[1]
-    try:
-        config = make_config(2)
-        config.docker.env = {"HF_TOKEN": TOKEN}
-        config, facts, subnets = cluster(2, config)
-        subnets[0].nodes["spark1"].ip = "127.0.0.1"  # a head the test may dial
-        plan = make_plan(config, facts, subnets, PlanOptions(engine="vllm", mode="native", dist_port=port))
-        assert plan.ok, plan.errors
-        write_export(plan, tmp_path / "x")
-        r, calls = _run_script(tmp_path, tmp_path / "x" / "1-spark2.sh", HF_TOKEN=TOKEN)
-        assert r.returncode == 0, r.stderr
-        assert calls[1][calls[1].index("--master-addr") + 1] == "127.0.0.1"
-        assert "--headless" in calls[1]
-    finally:
-        srv.close()
+def test_native_worker_script_starts_its_rank_then_waits_until_it_dials(tmp_path):
+    plan, _ = _plan(2, engine="vllm", mode="native")
+    assert plan.ok, plan.errors
+    write_export(plan, tmp_path / "x")
+    line = "Launching vLLM (v0.33.0) headless multiproc executor, with head node address 10.0.0.1:29500"
+    r, calls = _run_script(tmp_path, tmp_path / "x" / "1-spark2.sh", HF_TOKEN=TOKEN, FAKE_LOGS=line)
+    assert r.returncode == 0, r.stderr
+    run = next(c for c in calls if c[0] == "run")
+    assert run[run.index("--master-addr") + 1] == plan.head_ip and "--headless" in run
+    assert calls.index(run) < next(i for i, c in enumerate(calls) if c[0] == "logs")
+    assert "0-spark1.sh" in (tmp_path / "x" / "README.txt").read_text().split("1-spark2.sh", 1)[1]  # head last

@@ -59,12 +59,14 @@ def test_the_recipe_plans_a_native_launch_with_its_flags_on_every_rank():
     assert (plan.mode, plan.tp) == ("native", 2)
     runs = [parse_run(s.argv) for s in plan.steps if s.argv[:2] == ["docker", "run"]]
     assert len(runs) == 2
-    for rank, run in enumerate(runs):
+    for rank, run in zip((1, 0), runs):  # the worker first, the head last: the recipe's notes say so
         fl = flags(run["cmd"])
         assert fl["--node-rank"] == str(rank) and fl["--load-format"] == "instanttensor"
         assert fl["--max-model-len"] == "500000" and fl["--gpu-memory-utilization"] == "0.85"
         assert fl["--served-model-name"] == "deepseek-ai/DeepSeek-V4-Flash"  # what the recipe's clients ask for
         assert ("--headless" in fl) == (rank > 0)
+        # the recipe's own "$HEAD_IP" gives way to the plan's head address, once on every rank
+        assert run["cmd"].count("--master-addr") == 1 and fl["--master-addr"] == plan.head_ip
         assert run["env"]["VLLM_USE_BREAKABLE_CUDAGRAPH"] == "1"
 
 

@@ -99,6 +99,8 @@ class Engine(ABC):
     fraction_of_free: ClassVar[bool] = False
     fraction_flag: ClassVar[str | None] = None  # the fraction's flag where vocabulary has no mem_fraction term
     kv_bytes_flag: ClassVar[str | None] = None
+    kv_bytes_since: ClassVar[str | None] = None  # the first release with kv_bytes_flag (None: every release)
+    auto_len_since: ClassVar[str | None] = None  # the first release whose context-length flag takes "auto"
     # PyTorch's CUDA allocator: whether the KV cache and the activations come from its caching allocator, so
     # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True hands back the blocks it reserves and does not use;
     # why not, when it does not; flags under which the engine's own allocator refuses expandable segments

@@ -1,4 +1,6 @@
-"""SGLang multi-node: every rank runs the same launch_server with its own --node-rank.
+"""SGLang multi-node: every rank runs the same server command with its own --node-rank.
+
+`sglang serve` where the release has the `sglang` command (0.5.5 on), `python3 -m sglang.launch_server` before.
 
 Workers start first and the head last (SGLang's own multi-node recipe); only rank 0 serves HTTP.
 """
@@ -18,6 +20,16 @@ READY_LINE = "The server is fired up and ready to roll!"
 # SGLang's switch for its TP memory-balance check: SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK (default on; 0 turns
 # it off) since 0.5.7; releases before read SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1.
 SGLANG_ENABLE_SWITCH_SINCE = "0.5.7"
+# `sglang serve` (the `sglang` console script, sglang/cli/main.py) first ships in 0.5.5; 0.5.4.post3 has neither
+# the script nor sglang/cli, so older releases run the module
+SGLANG_SERVE_SINCE = "0.5.5"
+
+
+def sglang_program(version: str | None) -> list[str]:
+    """How this release starts a server: `sglang serve`, or the module before it had one."""
+    if version and not at_least(version, SGLANG_SERVE_SINCE):
+        return ["python3", "-m", "sglang.launch_server"]
+    return ["sglang", "serve"]
 
 
 def sglang_balance_switch(version: str | None) -> dict[str, str]:
@@ -40,8 +52,7 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
 
 
 def launch_words(ctx: Context, spot: Spot) -> list[Word]:
-    w: list[Word] = ["python3", "-m", "sglang.launch_server", "--model-path", ctx.model_path,
-                     "--tp", str(ctx.tp)]
+    w: list[Word] = [*sglang_program(ctx.engine_version), "--model-path", ctx.model_path, "--tp", str(ctx.tp)]
     if ctx.pp > 1:
         w += ["--pp-size", str(ctx.pp)]
     w += ["--nnodes", str(len(ctx.nodes)), "--node-rank", str(spot.rank),

@@ -5,10 +5,11 @@ ray (NVIDIA's playbook, vLLM's run_cluster.sh): every node runs a container whos
 `vllm serve --distributed-executor-backend ray` runs inside the head container.
 
 native (newer vLLM, no Ray): every node runs `vllm serve --nnodes N --node-rank R --master-addr HEAD`;
-ranks > 0 add --headless and serve no API. Rank 0 owns the torch.distributed store at
---master-addr:--master-port and the others dial it, retrying until the init timeout, so neither
-order is strictly required; vLLM's docs start the head first, and so do we. Each worker first
-waits until it can reach that port: this proves the rendezvous path before anything loads.
+ranks > 0 add --headless and serve no API. Workers start first and the head last, as NVIDIA's Spark
+recipes say ("start workers before the head"): a headless rank's torch store client retries its
+connection to --master-addr:--master-port until its timeout (c10d socket.cpp: "not yet listening,
+will retry"), and the head then finds every rank already dialing. Before the head starts, each worker
+is waited for until it logs that it is dialing the head, or the wait gives up naming the node.
 """
 from __future__ import annotations
 
@@ -33,13 +34,21 @@ READY_LINE = "Application startup complete."
 RAY_NODE_LINE = r"^[ \t]+\d+[ \t]+node_[0-9a-f]+[ \t]*$"
 RAY_NODE_LINE_ERE = "^[[:space:]]+[0-9]+[[:space:]]+node_[0-9a-f]+[[:space:]]*$"
 RAY_WAIT_S = 300.0  # "Failed to connect to GCS" is normal for the first minute
-PORT_WAIT_S = 600.0  # rank 0 opens the store before loading weights, after its API server and engine start
+# vllm/entrypoints/cli/serve.py run_headless (0.11.1 to 0.33.0) logs it just before the ranks dial the head:
+# "Launching vLLM (v...) headless multiproc executor, with head node address H:P for torch.distributed ..."
+HEADLESS_LINE = "headless multiproc executor"
+RANK_WAIT_S = 300.0  # the line comes after vLLM's imports and the model's config: seconds to a minute
 # The serve process is not the container's PID 1: send its output to PID 1's streams so `docker logs` has it.
 TO_CONTAINER_LOG = " >/proc/1/fd/1 2>/proc/1/fd/2"
 
 # vLLM's native multi-node flags (--nnodes, --node-rank, --master-addr, --master-port, --headless) first appear in
 # vLLM 0.11.1's engine/arg_utils.py; 0.11.0 rejects them ("unrecognized arguments").
 VLLM_NATIVE_SINCE = "0.11.1"
+# `--kv-cache-memory-bytes` (the KV cache in bytes, not a share of GPU memory) first appears in vLLM 0.10.2's
+# engine/arg_utils.py (0.10.1.1 has none); `--max-model-len auto` (-1: the longest context the KV cache holds)
+# in 0.14.0, whose arg_utils.py parses it with human_readable_int_or_auto (0.13.0 does not)
+VLLM_KV_BYTES_SINCE = "0.10.2"
+VLLM_AUTO_LEN_SINCE = "0.14.0"
 
 
 def vllm_native_refusal(version: str | None) -> str | None:
@@ -152,21 +161,28 @@ def steps_ray(ctx: Context) -> list[Step]:
     return out
 
 
-def port_wait_words(host: str, port: int) -> list[Word]:
-    """Succeeds (prints `open`) once host:port accepts TCP; bash's /dev/tcp needs no extra tool."""
-    return ["timeout", "5", "bash", "-c", ': </dev/tcp/"$1"/"$2" && echo open', "rendezvous", host, str(port)]
+def rank_wait_words(container: str) -> list[Word]:
+    """Prints `dialing` once the headless rank logged that it dials the head; else the container's state
+    (`exited` says it died), which the wait shows as its last answer."""
+    script = ('docker logs "$1" 2>&1 | grep -q "$2" && echo dialing '
+              '|| docker inspect -f "{{.State.Status}}" "$1"')
+    return ["sh", "-c", script, "rank-wait", container, HEADLESS_LINE]
 
 
 def steps_native(ctx: Context) -> list[Step]:
-    head = ctx.head
-    out = [make_step(head.name, 0, "run", docker_run(ctx, head, serve_words_native(ctx, head)),
-                     "start vllm serve rank 0 (head, serves HTTP)", ctx.container(head))]
+    """Workers first (all started, then each waited for), the head last."""
+    out = []
     for spot in ctx.workers:
-        out.append(make_step(spot.name, spot.rank, "wait", port_wait_words(ctx.head_ip, ctx.dist_port),
-                             f"wait until {ctx.head_ip}:{ctx.dist_port} answers from {spot.name}",
-                             ctx.container(spot), expect=r"^open$", expect_ere="^open$", timeout=PORT_WAIT_S))
         out.append(make_step(spot.name, spot.rank, "run", docker_run(ctx, spot, serve_words_native(ctx, spot)),
                              f"start vllm serve rank {spot.rank} (headless)", ctx.container(spot)))
+    for spot in ctx.workers:
+        c = ctx.container(spot)
+        out.append(make_step(spot.name, spot.rank, "wait", rank_wait_words(c),
+                             f"wait until rank {spot.rank} on {spot.name} dials {ctx.head_ip}:{ctx.dist_port}", c,
+                             expect=r"^dialing$", expect_ere="^dialing$", timeout=RANK_WAIT_S))
+    head = ctx.head
+    out.append(make_step(head.name, 0, "run", docker_run(ctx, head, serve_words_native(ctx, head)),
+                         "start vllm serve rank 0 (head, serves HTTP)", ctx.container(head)))
     return out
 
 
@@ -382,6 +398,8 @@ class VLLM(Engine):
 
     # sizes the KV cache in bytes, the fraction then left aside (vllm/config/cache.py kv_cache_memory_bytes)
     kv_bytes_flag = "--kv-cache-memory-bytes"
+    kv_bytes_since = VLLM_KV_BYTES_SINCE
+    auto_len_since = VLLM_AUTO_LEN_SINCE  # --max-model-len auto
     # The KV cache is torch tensors from PyTorch's caching allocator (vllm/v1/worker/gpu_worker.py
     # initialize_from_config -> model_runner.initialize_kv_cache, a nullcontext unless sleep mode). Sleep mode
     # allocates through vLLM's own CuMemAllocator (vllm/device_allocator/cumem.py), whose __init__ asserts
