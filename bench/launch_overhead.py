@@ -6,8 +6,8 @@ Two lab nodes (network namespaces with their own sshd and dockerd, tests/lab) an
 for CPUs (tools/build_engine_image.py) with a tiny checkpoint; the plan is native TP 2, one rank per node,
 rendezvous on the fabric subnet. Each run launches the same plan twice, in alternating order:
 - `sparktui`: `sparktui launch --wait` (SSH to both nodes, the plan's steps, its watch of the logs);
-- `by hand`: the plan's exported scripts (`sparktui plan --export`), each run on its node at the same moment,
-  as two terminals would.
+- `by hand`: the plan's exported scripts (`sparktui plan --export`), each run on its node in the order its
+  README gives, the next once the one before returned (a worker's script waits for its rank's own line).
 Both are timed from the start until the engine's /health answers 200 (polled every 0.2 s from here). The ratio
 sparktui / by hand is printed per run and as the median. For the sparktui launches it also prints the lag from
 the engine's own "Application startup complete." (its docker log timestamp) to the moment sparktui printed the
@@ -96,16 +96,29 @@ def through_sparktui(lab: Lab, cfg: Path, state: Path, url: str) -> dict:
     return {"health_s": health, "ready_lag_s": lag, "rc": proc.returncode}
 
 
-def by_hand(lab: Lab, scripts: dict[str, Path], url: str) -> dict:
+def by_hand(lab: Lab, scripts: list[tuple[str, Path]], url: str) -> dict:
+    """The scripts in the README's order, each once the one before has returned: the plan's own order."""
     t0 = time.monotonic()
-    runs = [threading.Thread(target=lambda n=n, s=s: lab.sh(n, ["sh", str(s)], timeout=START_S, check=False),
-                             daemon=True) for n, s in scripts.items()]
-    for t in runs:
-        t.start()
+
+    def run_all() -> None:
+        for node, script in scripts:
+            lab.sh(node, ["sh", str(script)], timeout=START_S, check=False)
+
+    runner = threading.Thread(target=run_all, daemon=True)
+    runner.start()
     health = health_at(url, t0, t0 + START_S)
-    for t in runs:
-        t.join(START_S)
+    runner.join(START_S)
     return {"health_s": health}
+
+
+def readme_order(export: Path) -> list[tuple[str, str]]:
+    """(node, script) as the exported README lists them ("  1. on node2: sh 1-node2.sh")."""
+    out = []
+    for line in (export / "README.txt").read_text().splitlines():
+        head, sep, script = line.strip().partition(": sh ")
+        if sep and head.split(".", 1)[0].isdigit():
+            out.append((head.split(" on ", 1)[1], script))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,11 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         out, _ = done.communicate(timeout=300)
         if done.returncode != 0:
             sys.exit(f"launch_overhead: plan --export failed:\n{out[-2000:]}")
-        scripts = {}
-        for n in lab.nodes:  # each node runs its script from its own /tmp, as copied there by hand
-            [script] = sorted(export.glob(f"*-{n.name}.sh"))
-            shutil.copy(script, n.path / "tmp" / script.name)
-            scripts[n.name] = Path("/tmp") / script.name
+        scripts = []
+        for node, name in readme_order(export):  # each node runs its script from its own /tmp, copied there
+            shutil.copy(export / name, lab.node(node).path / "tmp" / name)
+            scripts.append((node, Path("/tmp") / name))
+        if len(scripts) != len(lab.nodes):
+            sys.exit(f"launch_overhead: the exported README lists {scripts}, not one script per node")
         url = f"http://{lab.nodes[0].mgmt_ip}:8000/health"
         for run in range(a.runs):
             order = ["sparktui", "by hand"] if run % 2 == 0 else ["by hand", "sparktui"]
@@ -152,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             if not a.json:
                 lag = row["sparktui"]["ready_lag_s"]
                 print(f"run {run + 1} ({' then '.join(order)}): sparktui {s:.1f} s, by hand {h:.1f} s, "
-                      f"ratio {row['ratio']:.3f}, READY lag {lag:.2f} s" if s and h and lag is not None
+                      f"ratio {row['ratio']:.3f}, READY lag {lag:.3f} s" if s and h and lag is not None
                       else f"run {run + 1}: {json.dumps(row)}", flush=True)
     finally:
         clean(lab)
