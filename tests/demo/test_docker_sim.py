@@ -229,3 +229,13 @@ async def test_a_container_writes_its_own_etc_root_and_run_not_the_machines(demo
     assert "absent" in again.stdout  # each container starts from its own directories
     import os
     assert not any(os.path.lexists(p) for p in (f"/root/.ssh/{mark}", f"/run/sshd/{mark}", f"/etc/{mark}"))
+
+
+def test_an_unnamed_container_gets_a_name_no_container_holds():
+    # two `docker run --rm` in a row, the first one's container not yet gone, drew the same name and the second
+    # failed with docker's Conflict; dockerd draws again, then adds a digit
+    from sparktui.demo.docker.store import _LEFT, _RIGHT, _random_name
+    every = {f"{a}_{b}" for a in _LEFT for b in _RIGHT}
+    assert all(_random_name(every) not in every for _ in range(20))
+    one_free = sorted(every)[0]
+    assert _random_name(every - {one_free}) not in every - {one_free}

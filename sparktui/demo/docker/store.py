@@ -213,9 +213,9 @@ class Store:
         """Give config an Id (and a Name when it has none) and store it; a taken name is docker's Conflict."""
         with self.locked():
             cid = secrets.token_hex(32)
-            name = config.get("Name") or "/" + _random_name()
-            for c in self.containers():
-                if c.name == name.lstrip("/"):
+            taken = {c.name: c for c in self.containers()}
+            name = config.get("Name") or "/" + _random_name(taken)
+            for c in [taken[name.lstrip("/")]] if name.lstrip("/") in taken else []:
                     raise DockerError(
                         f'docker: Error response from daemon: Conflict. The container name "{name}" is already in '
                         f'use by container "{c.id}". You have to remove (or rename) that container to be able to '
@@ -254,5 +254,10 @@ _RIGHT = ("babbage", "curie", "dijkstra", "euler", "fermi", "gauss", "hopper", "
           "pascal", "ritchie", "shannon", "turing", "wozniak")
 
 
-def _random_name() -> str:
-    return f"{secrets.choice(_LEFT)}_{secrets.choice(_RIGHT)}"
+def _random_name(taken) -> str:
+    """A name no container holds: as dockerd's namesgenerator, another draw, then a digit after it."""
+    for retry in range(64):
+        name = f"{secrets.choice(_LEFT)}_{secrets.choice(_RIGHT)}" + (str(secrets.randbelow(10)) if retry else "")
+        if name not in taken:
+            return name
+    return f"{secrets.choice(_LEFT)}_{secrets.token_hex(6)}"
