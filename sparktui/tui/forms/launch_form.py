@@ -60,7 +60,9 @@ def issues_text(plan: Plan) -> Content:
     lines = [Content.assemble(("✗ ", "$error bold"), (e, "$error")) for e in plan.errors]
     lines += [Content.assemble(("⚠ ", "$warning bold"), w) for w in plan.warnings]
     lines = lines or [Content.styled("✓ plan checks pass", "$success")]
-    lines += [Content.assemble(("ℹ ", "bold"), (n, "$text-muted")) for n in plan.notes]  # what the plan chose, why
+    # what the plan chose, why; first how TP all-reduces cross nodes, when not NCCL alone
+    notes = ([plan.collectives_line] if plan.collectives_line else []) + plan.notes
+    lines += [Content.assemble(("ℹ ", "bold"), (n, "$text-muted")) for n in notes]
     return Content("\n").join(lines)
 
 
