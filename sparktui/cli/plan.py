@@ -6,7 +6,6 @@ and a plan into text are plain functions, so they are tested with synthetic fact
 from __future__ import annotations
 
 import argparse
-import re
 
 from rich.console import Group
 from rich.panel import Panel
@@ -19,6 +18,7 @@ from ..core.export import write_export
 from ..core.fit import gib
 from ..core.paths import describe_paths
 from ..core.plan import Plan, PlanOptions
+from ..core.plan_sizing import parse_bytes
 from ..core.recipe import RecipeError, apply_recipe, load_recipe
 from .common import CliExit, add_config_arg, console, get_config, journal, print_json
 
@@ -81,15 +81,11 @@ def _length(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a whole number of tokens or auto (got {text!r})") from None
 
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
 def _size(text: str) -> int:
-    """Bytes from `21474836480`, `20G`, `20GiB` or `512M` (binary units, as the fit shows GiB)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
-    if not m:
-        raise argparse.ArgumentTypeError(f"expected bytes, e.g. 20G or 21474836480 (got {text!r})")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
+    try:
+        return parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _positive(name: str, v: int | float | str | None) -> None:

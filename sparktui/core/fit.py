@@ -125,6 +125,8 @@ class Fit:
     budget_per_gpu: int | None = None  # memory_per_gpu x mem_fraction
     overhead_bytes: int = RUNTIME_OVERHEAD
     headroom_bytes: int | None = None  # left for the KV cache on each GPU
+    kv_bytes: int | None = None  # the KV cache asked in bytes (kv_flag): it, not the fraction, sizes the cache
+    kv_flag: str | None = None
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -158,6 +160,9 @@ class Fit:
             return "fit unknown: " + "; ".join(self.warnings or ["missing sizes"])
         rep = f" (+{gib(self.replicated_bytes)} replicated)" if self.replicated_bytes else ""
         over = (f" + ~{gib(self.overhead_bytes)} activations" if self.overhead_inside else "")
+        if self.kv_bytes is not None:
+            return (f"weights {gib(self.weights_per_gpu)}/GPU{rep}{over} + KV cache {gib(self.kv_bytes)} "
+                    f"({self.kv_flag}) = {gib(self.budget_per_gpu)} of {gib(self.memory_per_gpu)}")
         return (f"weights {gib(self.weights_per_gpu)}/GPU{rep}{over} in {gib(self.budget_per_gpu)} "
                 f"= {self.mem_fraction:g} x {gib(self.memory_per_gpu)} ({self.covers}); "
                 f"KV cache {gib(self.headroom_bytes)}")
@@ -170,11 +175,14 @@ class Fit:
 
 def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | None], tp: int, pp: int,
                  mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = _BUDGET_READER,
-                 replicated: tuple[int, str] | None = None) -> Fit:
+                 replicated: tuple[int, str] | None = None, kv: tuple[int, str] | None = None) -> Fit:
     """memory_per_gpu: node -> usable bytes for one of its GPUs (None = unknown);
-    replicated: (bytes, what) from replicated_params, or None for the 3 % allowance."""
+    replicated: (bytes, what) from replicated_params, or None for the 3 % allowance;
+    kv: (bytes, flag) where the KV cache is sized in bytes rather than by the fraction."""
     f = Fit(tp=tp, pp=pp, mem_fraction=mem_fraction, engine=engine, checkpoint_bytes=checkpoint_bytes,
             overhead_bytes=overhead_bytes)
+    if kv is not None:
+        f.kv_bytes, f.kv_flag = kv
     shards = tp * pp
     if shards < 1:
         f.errors.append("TP x PP must be at least 1")
@@ -201,6 +209,8 @@ def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | N
         f.budget_per_gpu = int(f.memory_per_gpu * mem_fraction)
     if f.weights_per_gpu is None or f.budget_per_gpu is None:
         return f
+    if f.kv_bytes is not None:
+        return _fit_kv_bytes(f)
     inside = overhead_bytes if f.overhead_inside else 0
     f.headroom_bytes = f.budget_per_gpu - f.weights_per_gpu - inside
     where = f" on {f.tightest_node}" if f.tightest_node else ""
@@ -226,6 +236,21 @@ def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | N
     return f
 
 
+def _fit_kv_bytes(f: Fit) -> Fit:
+    """The KV cache sized in bytes: the engine holds the weights, activations and that cache, whatever the
+    fraction, so the sum must fit in a GPU's memory."""
+    assert f.kv_bytes is not None and f.weights_per_gpu is not None and f.memory_per_gpu is not None
+    inside = f.overhead_bytes if f.overhead_inside else 0
+    f.headroom_bytes = f.kv_bytes
+    f.budget_per_gpu = f.weights_per_gpu + inside + f.kv_bytes
+    if f.budget_per_gpu > f.memory_per_gpu:
+        where = f" on {f.tightest_node}" if f.tightest_node else ""
+        f.errors.append(
+            f"weights {gib(f.weights_per_gpu)} + KV cache {gib(f.kv_bytes)} ({f.kv_flag}) per GPU (TP {f.tp} x PP "
+            f"{f.pp}) exceed the {gib(f.memory_per_gpu)} usable{where}; use more GPUs or a smaller KV cache")
+    return f
+
+
 def fit_from_facts(facts: dict[str, NodeFacts], nodes: list[str], checkpoint_bytes: int | None, tp: int, pp: int,
                    mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = _BUDGET_READER,
                    model_config: dict | None = None, extra_args: list[str] | None = None) -> Fit:
@@ -234,7 +259,11 @@ def fit_from_facts(facts: dict[str, NodeFacts], nodes: list[str], checkpoint_byt
     rep = replicated_params(model_config, engine, extra_args) if isinstance(model_config, dict) else None
     if rep is not None and not rep[0]:
         rep = None  # config.json without the sizes: the allowance instead
-    return estimate_fit(checkpoint_bytes, mem, tp, pp, mem_fraction, overhead_bytes, engine, rep)
+    eng = ENGINES.get(engine)
+    flag = eng.kv_bytes_flag if eng is not None else None
+    kv = kv_bytes_arg(extra_args, flag)
+    return estimate_fit(checkpoint_bytes, mem, tp, pp, mem_fraction, overhead_bytes, engine, rep,
+                        (kv, flag) if kv is not None and flag else None)
 
 
 @dataclass

@@ -7,6 +7,8 @@ asks for one the image's release lacks is refused, naming the release that has i
 """
 from __future__ import annotations
 
+import re
+
 from .engines.versions import at_least
 
 AUTO = "auto"
@@ -43,3 +45,24 @@ def sizing_words(engine, version: str | None, kv_bytes: int | None, auto_len: bo
         else:
             words += [flag, AUTO]
     return words, errors
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes from `21474836480`, `20G`, `20GiB` or `512M` (binary units, as the fit shows GiB); ValueError else."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
+    if not m:
+        raise ValueError(f"expected bytes, e.g. 20G or 21474836480 (got {text!r})")
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def refusals(engine, version: str | None) -> tuple[str | None, str | None]:
+    """Why this release cannot size the KV cache in bytes, and why it cannot fit the length itself (None: it can),
+    in the plan's own words, so a form can grey out what the plan would refuse."""
+    kv = sizing_words(engine, version, 1, False, None)[1]
+    auto = sizing_words(engine, version, None, True, None)[1]
+    if engine is None:  # no engine known: nothing to refuse yet
+        return None, None
+    return (kv[0] if kv else None), (auto[0] if auto else None)

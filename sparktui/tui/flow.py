@@ -254,6 +254,7 @@ class OperationsFlow:
             self.ui.nodes_pane.set_paths(p.plan.fabric.get("paths"))
             if not p.needs_preflight:
                 self.ui.new_start()
+            self.ui.launch_pane.set_plan(p.plan)
             self.ui.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP {p.plan.pp} "
                                                       f"over {p.plan.subnet}")
 

@@ -152,3 +152,13 @@ def test_the_plan_counts_replicated_parameters_from_the_model_config():
     assert with_cfg.replicated_what == "norms + router" and "allowance" in without.replicated_what
     assert with_cfg.mem_fraction == 0.75 and with_cfg.engine == "sglang"
     assert 0 < with_cfg.replicated_bytes < without.replicated_bytes
+
+
+def test_a_kv_cache_in_bytes_replaces_the_fraction_and_must_fit_whole():
+    # vLLM's --kv-cache-memory-bytes: weights + activations + that cache, whatever the fraction
+    kv = (100 * GIB - 80 * GIB - RUNTIME_OVERHEAD, "--kv-cache-memory-bytes")
+    at = estimate_fit(80 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.5, engine="vllm", kv=kv)
+    assert at.ok and at.headroom_bytes == kv[0] and at.budget_per_gpu == MEM
+    assert "+ KV cache 17.0 GiB (--kv-cache-memory-bytes) = 100.0 GiB of 100.0 GiB" in at.summary()
+    over = estimate_fit(80 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.5, engine="vllm", kv=(kv[0] + 1, kv[1]))
+    assert not over.ok and "smaller KV cache" in over.errors[0]

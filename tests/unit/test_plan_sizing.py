@@ -68,3 +68,19 @@ def test_an_engine_without_them_refuses_rather_than_passing_a_foreign_flag():
     assert not plan.ok
     assert any("SGLang" in e and "bytes" in e for e in plan.errors)
     assert any("SGLang" in e and "length" in e for e in plan.errors)
+
+
+def test_refusals_name_the_release_that_has_each_flag_as_the_plan_does():
+    from sparktui.core.engines import ENGINES
+    from sparktui.core.plan_sizing import parse_bytes, refusals
+
+    vllm, sglang = ENGINES["vllm"], ENGINES["sglang"]
+    assert refusals(vllm, "0.14.0") == (None, None) and refusals(vllm, None) == (None, None)
+    kv, auto = refusals(vllm, "0.10.1")
+    assert "(it came with vLLM 0.10.2)" in kv and "(it came with vLLM 0.14.0)" in auto
+    assert refusals(vllm, "0.13.9")[0] is None and "0.14.0" in refusals(vllm, "0.13.9")[1]
+    assert "no flag that sizes the KV cache in bytes" in refusals(sglang, "0.5.4")[0]
+    assert refusals(None, "1.0") == (None, None)
+    assert parse_bytes("20GiB") == parse_bytes(" 20g ") == GB20 and parse_bytes("512M") == 512 << 20
+    with pytest.raises(ValueError):
+        parse_bytes("twenty")

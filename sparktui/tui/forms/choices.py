@@ -15,6 +15,7 @@ from ...core.engines import uses_dist_port as engine_uses_dist_port
 from ...core.fit import default_fraction
 from ...core.paths import data_subnet
 from ...core.plan import PlanOptions, _norm_image
+from ...core.plan_sizing import AUTO as AUTO_LEN, parse_bytes, refusals
 
 norm_image = _norm_image  # the plan's own reading of image names, so the form and the checks agree
 
@@ -149,6 +150,21 @@ class FormValues:
     dist_port: str = ""
     ray_port: str = ""
     mem_fraction: str = ""
+    kv_cache: str = ""  # bytes such as 20G; empty: the memory fraction sizes it
+    context: str = ""  # tokens, or auto; empty: the config's length
+
+
+@dataclass
+class Refused:
+    """What the image's release cannot do, in the plan's words (core/plan_sizing.py); None where it can."""
+
+    kv_cache: str | None = None
+    auto_len: str | None = None
+
+
+def sizing_refusals(key: str, version: str | None) -> Refused:
+    """For the engine:mode choice and the release the plan found in the image."""
+    return Refused(*refusals(REGISTRY.get(key.partition(":")[0]), version))
 
 
 @dataclass
@@ -172,9 +188,46 @@ def _port(raw: str, what: str, errors: dict[str, str], key: str) -> int | None:
     return p
 
 
-def parse_form(v: FormValues, nodes: list[str]) -> Parsed:
+def _kv_cache(raw: str, refused: str | None, errors: dict[str, str]) -> int | None:
+    """A greyed-out field (the release lacks the flag) keeps its text but asks for nothing."""
+    if not raw.strip() or refused:
+        return None
+    try:
+        size = parse_bytes(raw)
+    except ValueError:
+        errors["kv_cache"] = "KV cache must be bytes such as 20G or 512M (empty: the memory fraction)"
+        return None
+    if size <= 0:
+        errors["kv_cache"] = "KV cache must be above 0 (empty: the memory fraction)"
+        return None
+    return size
+
+
+def _context(raw: str, refused: str | None, errors: dict[str, str]) -> tuple[int | None, bool]:
+    """(length, auto) from the context field; auto where the release lacks it is an error, named as the plan would."""
+    raw = raw.strip()
+    if not raw:
+        return None, False
+    if raw.lower() == AUTO_LEN:
+        if refused:
+            errors["context"] = refused
+            return None, False
+        return None, True
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        errors["context"] = f"context length must be a whole number of tokens or {AUTO_LEN}"
+        return None, False
+    return n, False
+
+
+def parse_form(v: FormValues, nodes: list[str], refused: Refused | None = None) -> Parsed:
     """PlanOptions from the form; field errors keep their field's default so the preview still runs."""
+    refused = refused or Refused()
     errors: dict[str, str] = {}
+    max_len, auto_len = _context(v.context, refused.auto_len, errors)
     engine, _, mode = v.engine.partition(":")
     tp_s, _, pp_s = v.parallel.partition(":")
     mem = None
@@ -193,7 +246,8 @@ def parse_form(v: FormValues, nodes: list[str]) -> Parsed:
         port=_port(v.port, "HTTP port", errors, "port"),
         dist_port=_port(v.dist_port, "rendezvous port", errors, "dist_port"),
         ray_port=_port(v.ray_port, "Ray port", errors, "ray_port"),
-        mem_fraction=mem,
+        mem_fraction=mem, kv_cache_bytes=_kv_cache(v.kv_cache, refused.kv_cache, errors),
+        max_model_len=max_len, max_model_len_auto=auto_len,
     )
     return Parsed(opts, errors)
 

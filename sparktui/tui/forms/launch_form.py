@@ -60,7 +60,9 @@ def issues_text(plan: Plan) -> Content:
     lines = [Content.assemble(("✗ ", "$error bold"), (e, "$error")) for e in plan.errors]
     lines += [Content.assemble(("⚠ ", "$warning bold"), w) for w in plan.warnings]
     lines = lines or [Content.styled("✓ plan checks pass", "$success")]
-    lines += [Content.assemble(("ℹ ", "bold"), (n, "$text-muted")) for n in plan.notes]  # what the plan chose, why
+    # what the plan chose, why; first how TP all-reduces cross nodes, when not NCCL alone
+    notes = ([plan.collectives_line] if plan.collectives_line else []) + plan.notes
+    lines += [Content.assemble(("ℹ ", "bold"), (n, "$text-muted")) for n in notes]
     return Content("\n").join(lines)
 
 
@@ -93,6 +95,8 @@ class LaunchForm(ModalScreen[Result | None]):
     LaunchForm .row Select, LaunchForm .row Input { width: 1fr; }
     LaunchForm .error { color: $error; height: auto; display: none; margin-top: -1; margin-bottom: 1; }
     LaunchForm .error.-shown { display: block; }
+    LaunchForm .note { color: $text-muted; height: auto; display: none; margin-top: -1; margin-bottom: 1; }
+    LaunchForm .note.-shown { display: block; }
     LaunchForm #rdv-detail { height: auto; margin-bottom: 1; }
     LaunchForm #row-ray_port.-hidden, LaunchForm #row-dist_port.-hidden { display: none; }
     LaunchForm #preview-box { width: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
@@ -169,6 +173,12 @@ class LaunchForm(ModalScreen[Result | None]):
                                        ("mem_fraction", "Mem frac")):
                         yield self._row(label, Input(getattr(v, key), id=key, compact=True), key)
                         yield Static(id=f"{key}-error", classes="error")
+                    for key, label, hint in (("kv_cache", "KV cache", "e.g. 20G; empty: mem frac"),
+                                             ("context", "Context", "tokens; empty: config")):
+                        yield self._row(label, Input(getattr(v, key), placeholder=hint, id=key, compact=True), key)
+                        yield Static(id=f"{key}-error", classes="error")
+                        if key == "kv_cache":  # why it is greyed out, when it is
+                            yield Static(id="kv_cache-note", classes="note")
                 with VerticalScroll(id="preview-box"):
                     yield Static(id="fit")
                     yield Static(id="issues")
@@ -195,8 +205,15 @@ class LaunchForm(ModalScreen[Result | None]):
     def refresh_preview(self) -> Plan:
         parsed = C.parse_form(self.values, self.nodes)
         plan = self.planner(parsed.options)
+        # the release is the image's, not the sizing's: one more plan, without what it lacks, settles it
+        refused = C.sizing_refusals(self.values.engine, plan.engine_version)
+        if refused != C.Refused():
+            again = C.parse_form(self.values, self.nodes, refused)
+            if again.options != parsed.options or again.errors != parsed.errors:
+                parsed, plan = again, self.planner(again.options)
         self.parsed, self.plan = parsed, plan
-        for key in ("port", "dist_port", "ray_port", "mem_fraction"):
+        self._show_sizing(refused)
+        for key in ("port", "dist_port", "ray_port", "mem_fraction", "kv_cache", "context"):
             err = self.query_one(f"#{key}-error", Static)
             msg = parsed.errors.get(key, "")
             err.update(msg)
@@ -217,6 +234,19 @@ class LaunchForm(ModalScreen[Result | None]):
         self.droppable = [m for m in found if m.droppable]
         self.query_one("#drop", Button).set_class(not (self.droppable and self.drop), "-hidden")
         return plan
+
+    def _show_sizing(self, refused: C.Refused) -> None:
+        """Grey out the KV cache size where the release lacks the flag, saying which release has it; a typed
+        size stays in the box for an image that can use it."""
+        box = self.query_one("#kv_cache", Input)
+        box.disabled = refused.kv_cache is not None
+        note = self.query_one("#kv_cache-note", Static)
+        # the plan's refusal up to its advice: the reason and the release that has the flag
+        note.update(Content(refused.kv_cache.partition(": ")[0] if refused.kv_cache else ""))
+        note.set_class(refused.kv_cache is not None, "-shown")
+        # auto is offered only where the release has it; a length works everywhere, so the field stays
+        self.query_one("#context", Input).placeholder = "tokens; empty: config" if refused.auto_len \
+            else "tokens or auto; empty: config"
 
     def update_inventory(self, inventory: Inventory) -> None:
         """The app's fresh inventory (a copy finished, a node came back): the same choices, checked again."""

@@ -25,6 +25,8 @@ class LaunchPane(Vertical):
     DEFAULT_CSS = """
     LaunchPane > #deploy-state { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }
     LaunchPane > #sim-note { height: 1; color: $warning; }
+    LaunchPane > #collectives { height: 1; display: none; text-wrap: nowrap; text-overflow: ellipsis; }
+    LaunchPane.-collectives > #collectives { display: block; }
     LaunchPane > #timeline { height: auto; max-height: 4; color: $text-muted; }
     LaunchPane > #preflight { height: auto; max-height: 6; display: none; }
     LaunchPane > #serving { height: auto; max-height: 6; display: none; }
@@ -57,6 +59,7 @@ class LaunchPane(Vertical):
         yield Static(state_badge(self.state, self.detail), id="deploy-state")
         if self.sim_speed:
             yield Static(speed_note(self.sim_speed), id="sim-note", markup=False)
+        yield Static(id="collectives")
         yield Static(timeline([], self.nodes), id="timeline")
         yield Static(id="preflight")
         yield Static(id="memory")
@@ -77,6 +80,14 @@ class LaunchPane(Vertical):
         if state in ("idle", "starting", "stopping", "stopped"):
             self.set_class(False, "-serving")  # nothing serves: old numbers would mislead
         self.query_one("#deploy-state", Static).update(state_badge(state, detail))
+
+    def set_plan(self, plan) -> None:
+        """The plan being run: how its TP all-reduces cross nodes, when not NCCL alone (a b12x image's RoCE
+        all-reduce), since decode speed there does not hang on NCCL's bandwidth. It stays until the next plan:
+        a pivot's old deployment stops after the new plan is confirmed."""
+        line = plan.collectives_line if plan is not None else None
+        self.set_class(bool(line), "-collectives")
+        self.query_one("#collectives", Static).update(Content.assemble(("ℹ ", "bold"), (line or "", "$text-muted")))
 
     @handles(Milestone)
     def add_milestone(self, m: Milestone) -> None:
