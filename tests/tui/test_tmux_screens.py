@@ -81,8 +81,10 @@ def test_the_demo_story_reads_whole(tmp_path, width, height):
         tmux.keys("p")
         tmux.wait_for("Pivot (y)", 60)
         tmux.keys("y")
-        ready = tmux.wait_for(lambda s: "● READY" in s and "Ray worker" in s and "SSH forward" in flat(s), 240,
-                              "vLLM ready, its URLs and the worker's row")
+        # the status line and the launch pane repaint on their own events: the frame that has both is the claim
+        ready = tmux.wait_for(lambda s: "● READY" in s and "Ray worker" in s and "SSH forward" in flat(s)
+                              and re.search(r"ready · on nodes http://\S+/v1", s.splitlines()[0]), 240,
+                              "vLLM ready, its URLs, the worker's row and the status line")
         status = ready.splitlines()[0]
         assert re.search(r"ready · on nodes http://\S+/v1", status), status
         if not narrow:
