@@ -3,12 +3,15 @@ nodes, making and comparing model directories on them, and a site with the engin
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Iterator
 
@@ -133,3 +136,32 @@ def memory_hog(lab: Lab, node: str, mib: int, hold_s: float = 120.0, name: str =
         yield name
     finally:
         lab.sh(node, ["docker", "rm", "-f", name], check=False, timeout=60)
+
+
+# -- an engine's HTTP endpoint on the lab, and waiting on the CLI's answers
+def get(url: str, body: dict | None = None, timeout: float = 10) -> tuple[int, bytes]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the lab's address, never a proxy
+    try:
+        with opener.open(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def metric(base: str, name: str) -> float:
+    text = get(f"{base}/metrics")[1].decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
+
+def until(cond, timeout: float, what: str):
+    """Ask cond() again until it returns something truthy (returned); each ask is a CLI run, so this is
+    bounded by the deadline and by the runs themselves, no sleeping in between."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last and last[0]:
+            return last[1]
+    pytest.fail(f"timed out after {timeout} s waiting for {what}; last: {last}")

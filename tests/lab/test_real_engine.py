@@ -15,13 +15,12 @@ import json
 import shutil
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from .conftest import _build
+from .labtools import get, metric, until
 from .labtools import state_cli as cli
 from .netlab import Lab
 from .realengine import EngineUnavailable, engine_image, engine_parts
@@ -73,38 +72,11 @@ def site(tmp_path_factory):
         lab.destroy()
 
 
-def get(url: str, body: dict | None = None, timeout: float = 10) -> tuple[int, bytes]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the lab's address, never a proxy
-    try:
-        with opener.open(req, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def metric(base: str, name: str) -> float:
-    text = get(f"{base}/metrics")[1].decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
-
-
 def status(path: Path, state: Path) -> dict:
     rc, out, err = cli(path, state, "status", "--json")
     assert out.strip(), err[-2000:]
     [dep] = [d for d in json.loads(out)["deployments"] if d["name"] == "real"]
     return dep
-
-
-def until(cond, timeout: float, what: str):
-    """Ask cond() again until it says yes; each ask is a CLI run, bounded by the deadline."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        ok, last = cond()
-        if ok:
-            return last
-    pytest.fail(f"timed out after {timeout} s waiting for {what}; last: {last}")
 
 
 def test_the_plan_recognises_the_cpu_build_from_the_image(site):

@@ -12,13 +12,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from .labtools import sim_site
+from .labtools import get, metric, until
 from .labtools import state_cli as cli
 from .netlab import SIM_IMAGE, Lab
 
@@ -49,39 +48,11 @@ def status(path: Path, state: Path) -> dict:
     return dep
 
 
-def until(cond, timeout: float, what: str):
-    """Ask cond() again until it returns something truthy (returned); each ask is a CLI run, so this is
-    bounded by the deadline and by the runs themselves, no sleeping in between."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last and last[0]:
-            return last[1]
-    pytest.fail(f"timed out after {timeout} s waiting for {what}; last: {last}")
-
-
 def serving_is(word: str, path: Path, state: Path):
     def check() -> tuple[bool, dict]:
         d = status(path, state)
         return d.get("serving") == word, d
     return check
-
-
-def get(url: str, body: dict | None = None, timeout: float = 10) -> tuple[int, bytes]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the lab's address, never a proxy
-    try:
-        with opener.open(req, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def metric(base: str, name: str) -> float:
-    text = get(f"{base}/metrics")[1].decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
 
 
 def worker_container(lab: Lab, node: str) -> str:
