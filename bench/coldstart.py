@@ -8,6 +8,7 @@ would do by hand: `ssh node 'sh -c PROBE'` for one node after the other, host ke
 and `check` take turns going first. The demo's nodes run their tools on this machine, so the CPU they
 use (measured on the demo's process) is printed too, with the floor it sets for `check`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,10 +48,29 @@ def openssh_loop(config_path: str) -> tuple[float, float]:
     cfg = load_config(config_path)
     cpu0, t0 = children_cpu(), time.perf_counter()
     for n in cfg.nodes:
-        r = subprocess.run(["ssh", "-F", "/dev/null", "-p", str(n.port), "-i", n.identity_file,
-                            "-o", f"UserKnownHostsFile={cfg.ssh.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-                            "-o", "BatchMode=yes", f"{n.user}@{n.host}", probe_command(cfg.model.path)],
-                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            [
+                "ssh",
+                "-F",
+                "/dev/null",
+                "-p",
+                str(n.port),
+                "-i",
+                n.identity_file,
+                "-o",
+                f"UserKnownHostsFile={cfg.ssh.known_hosts}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                "BatchMode=yes",
+                f"{n.user}@{n.host}",
+                probe_command(cfg.model.path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         if r.returncode != 0:
             raise SystemExit(f"ssh to {n.name} failed: {r.stderr[-300:]}")
     return time.perf_counter() - t0, children_cpu() - cpu0
@@ -88,37 +108,56 @@ def main() -> int:
             tui = tui_to_facts(demo.config)
             bare = timed([sys.executable, "-c", "pass"])
             version = timed([sys.executable, "-m", "sparktui", "--version"])
-            runs.append({"openssh_s": round(loop_s, 3), "openssh_cpu_s": round(loop_cpu, 3),
-                         "check_s": round(check_s, 3), "check_cpu_s": round(check_cpu, 3),
-                         "nodes_cpu_openssh_s": round(loop_nodes, 3), "nodes_cpu_check_s": round(check_nodes, 3),
-                         # all the CPU each needs, its own and the nodes': where the cores are the bottleneck
-                         # (the demo's nodes share them with the client), wall time tends to this ratio
-                         "check_work_vs_openssh": round((check_cpu + check_nodes) / (loop_cpu + loop_nodes), 2),
-                         "tui_facts_s": round(tui.get("facts_s", float("nan")), 3),
-                         "bare_python_s": round(bare, 4), "version_s": round(version, 4),
-                         "check_vs_openssh": round(check_s / loop_s, 2),
-                         "check_cpu_vs_openssh": round(check_cpu / loop_cpu, 2) if loop_cpu else None,
-                         "tui_vs_check": round(tui.get("facts_s", float("nan")) / check_s, 2),
-                         "version_vs_bare": round(version / bare, 2)})
+            runs.append(
+                {
+                    "openssh_s": round(loop_s, 3),
+                    "openssh_cpu_s": round(loop_cpu, 3),
+                    "check_s": round(check_s, 3),
+                    "check_cpu_s": round(check_cpu, 3),
+                    "nodes_cpu_openssh_s": round(loop_nodes, 3),
+                    "nodes_cpu_check_s": round(check_nodes, 3),
+                    # all the CPU each needs, its own and the nodes': where the cores are the bottleneck
+                    # (the demo's nodes share them with the client), wall time tends to this ratio
+                    "check_work_vs_openssh": round((check_cpu + check_nodes) / (loop_cpu + loop_nodes), 2),
+                    "tui_facts_s": round(tui.get("facts_s", float("nan")), 3),
+                    "bare_python_s": round(bare, 4),
+                    "version_s": round(version, 4),
+                    "check_vs_openssh": round(check_s / loop_s, 2),
+                    "check_cpu_vs_openssh": round(check_cpu / loop_cpu, 2) if loop_cpu else None,
+                    "tui_vs_check": round(tui.get("facts_s", float("nan")) / check_s, 2),
+                    "version_vs_bare": round(version / bare, 2),
+                }
+            )
     keys = ("check_vs_openssh", "check_cpu_vs_openssh", "check_work_vs_openssh", "tui_vs_check", "version_vs_bare")
-    out = {"nodes": a.nodes, "repeat": a.repeat, "cores": CORES, "runs": runs,
-           "median": {k: median([r[k] for r in runs if r[k] is not None]) for k in keys},
-           "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    out = {
+        "nodes": a.nodes,
+        "repeat": a.repeat,
+        "cores": CORES,
+        "runs": runs,
+        "median": {k: median([r[k] for r in runs if r[k] is not None]) for k in keys},
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
     m = out["median"]
     print(f"cold start, {a.nodes} demo nodes, median of {a.repeat}; load average {out['load_avg']}")
-    print(f"  check --json / sequential OpenSSH probe loop   {m['check_vs_openssh']:.2f} x  "
-          f"(CPU {m['check_cpu_vs_openssh']:.2f} x)")
-    print(f"    CPU of client and nodes together              {m['check_work_vs_openssh']:.2f} x  (the demo's nodes "
-          f"share this machine's {CORES} cores: where they are the bottleneck, wall time tends to this)")
+    print(
+        f"  check --json / sequential OpenSSH probe loop   {m['check_vs_openssh']:.2f} x  "
+        f"(CPU {m['check_cpu_vs_openssh']:.2f} x)"
+    )
+    print(
+        f"    CPU of client and nodes together              {m['check_work_vs_openssh']:.2f} x  (the demo's nodes "
+        f"share this machine's {CORES} cores: where they are the bottleneck, wall time tends to this)"
+    )
     print(f"  TUI facts on every card / check --json         {m['tui_vs_check']:.2f} x")
     print(f"  sparktui --version / python3 -c pass          {m['version_vs_bare']:.2f} x")
     for r in runs:
-        print(f"  run: openssh {r['openssh_s']:.2f} s (nodes' CPU {r['nodes_cpu_openssh_s']:.2f} s), check "
-              f"{r['check_s']:.2f} s (CPU {r['check_cpu_s']:.2f} s, nodes' {r['nodes_cpu_check_s']:.2f} s), TUI facts {r['tui_facts_s']:.2f} s, "
-              f"--version {r['version_s'] * 1000:.0f} ms vs {r['bare_python_s'] * 1000:.0f} ms")
+        print(
+            f"  run: openssh {r['openssh_s']:.2f} s (nodes' CPU {r['nodes_cpu_openssh_s']:.2f} s), check "
+            f"{r['check_s']:.2f} s (CPU {r['check_cpu_s']:.2f} s, nodes' {r['nodes_cpu_check_s']:.2f} s), TUI facts {r['tui_facts_s']:.2f} s, "
+            f"--version {r['version_s'] * 1000:.0f} ms vs {r['bare_python_s'] * 1000:.0f} ms"
+        )
     return 0
 
 

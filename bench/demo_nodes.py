@@ -1,5 +1,6 @@
 """What the benchmarks share: a demo cluster started and stopped around a run, a TUI child that
 reports when every card has its facts, and medians. Everything stays on 127.0.0.0/8."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": STATE}
 
 def sparktui(*args: str, timeout: float = 900) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "sparktui", *args], capture_output=True, text=True, env=ENV,
-                       timeout=timeout, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", *args], capture_output=True, text=True, env=ENV, timeout=timeout, cwd=ROOT
+    )
     return time.perf_counter() - t0, r
 
 
@@ -33,9 +35,15 @@ class Demo:
         self.info: dict = {}
 
     def __enter__(self) -> "Demo":
-        self.proc = subprocess.Popen([sys.executable, "-m", "sparktui", "demo", "up", "--nodes", str(self.nodes),
-                                      *self.extra, "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     stdin=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sparktui", "demo", "up", "--nodes", str(self.nodes), *self.extra, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=ENV,
+            cwd=ROOT,
+        )
         line = self.proc.stdout.readline()  # the demo prints its summary once every node is up
         if not line:
             self.proc.kill()
@@ -109,8 +117,15 @@ def tui_to_facts(config: str, idle: float = 0.0, timeout: float = 300) -> dict:
     """Seconds from starting the TUI process to facts on every card; with `idle`, the share of a core
     the TUI then uses while nothing happens, and its peak RSS."""
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-c", TUI_CHILD, config, str(idle)], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
+    p = subprocess.Popen(
+        [sys.executable, "-c", TUI_CHILD, config, str(idle)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
     out: dict = {}
     killer = threading.Timer(timeout, p.kill)  # a child that never reports is stopped, and the run goes on
     killer.start()

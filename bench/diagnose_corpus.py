@@ -5,6 +5,7 @@ Each corpus file names the verdict it must get (`kind`), and for a log that stop
 rank, where the log shows it). A benign log (`kind: none`) scores when nothing fatal is reported.
 Run: python3 bench/diagnose_corpus.py [--verbose]
 """
+
 from __future__ import annotations
 
 import io
@@ -75,9 +76,15 @@ def score(verbose: bool = False) -> dict:
             print(f"{'ok ' if ok else 'MISS'} {path.name}: expected {meta['kind']}, got {said}")
     right = sum(r for r, _ in per.values())
     total = sum(n for _, n in per.values())
-    return {"per_kind": dict(per), "right": right, "total": total, "accuracy": right / total if total else 0.0,
-            "misses": misses, "benign_fatal": benign_fatal, "constructed": {"right": constructed[0],
-                                                                            "total": constructed[1]}}
+    return {
+        "per_kind": dict(per),
+        "right": right,
+        "total": total,
+        "accuracy": right / total if total else 0.0,
+        "misses": misses,
+        "benign_fatal": benign_fatal,
+        "constructed": {"right": constructed[0], "total": constructed[1]},
+    }
 
 
 def main() -> int:

@@ -8,6 +8,7 @@ copy, the baseline), that copy removed, then `sync model --wait` to every other 
 fan-out / single is what a user waits for N nodes in units of one copy (log2 rounds would be
 ceil(log2 N)). The median over the runs is reported. Everything stays on 127.0.0.0/8.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,15 +28,35 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 def sparktui(*args: str, timeout: float = 900) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "sparktui", *args], capture_output=True, text=True, env=ENV,
-                       timeout=timeout, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", *args], capture_output=True, text=True, env=ENV, timeout=timeout, cwd=ROOT
+    )
     return time.perf_counter() - t0, r
 
 
 def demo_up(nodes: int, model_mb: int, link_mbps: float) -> tuple[subprocess.Popen, dict]:
-    proc = subprocess.Popen([sys.executable, "-m", "sparktui", "demo", "up", "--nodes", str(nodes), "--model-mb",
-                             str(model_mb), "--link-mbps", str(link_mbps), "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sparktui",
+            "demo",
+            "up",
+            "--nodes",
+            str(nodes),
+            "--model-mb",
+            str(model_mb),
+            "--link-mbps",
+            str(link_mbps),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
     line = proc.stdout.readline()
     if not line:
         proc.kill()
@@ -68,8 +89,12 @@ def one_run(nodes: int, model_mb: int, link_mbps: float, streams: int) -> dict:
             raise SystemExit(f"fan-out incomplete: {outs}")
     finally:
         demo_down(proc, demo)
-    return {"single_s": round(single, 2), "fanout_s": round(fan, 2), "ratio": round(fan / single, 2),
-            "senders": sorted({o["source"] for o in outs})}
+    return {
+        "single_s": round(single, 2),
+        "fanout_s": round(fan, 2),
+        "ratio": round(fan / single, 2),
+        "senders": sorted({o["source"] for o in outs}),
+    }
 
 
 def main() -> int:
@@ -84,19 +109,25 @@ def main() -> int:
     out = {"model_mb": a.model_mb, "link_mbps": a.link_mbps, "streams": a.streams, "results": {}}
     for n in a.nodes:
         runs = [one_run(n, a.model_mb, a.link_mbps, a.streams) for _ in range(a.repeat)]
-        out["results"][n] = {"runs": runs, "ratio": statistics.median(r["ratio"] for r in runs),
-                             "log2_rounds": math.ceil(math.log2(n))}
+        out["results"][n] = {
+            "runs": runs,
+            "ratio": statistics.median(r["ratio"] for r in runs),
+            "log2_rounds": math.ceil(math.log2(n)),
+        }
     out["load_avg"] = [round(x, 2) for x in os.getloadavg()]
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
     copy_s = a.model_mb * 1.048576 / a.link_mbps
-    print(f"model fan-out on shared links: {a.model_mb} MiB at {a.link_mbps:g} MB/s per node link "
-          f"(~{copy_s:.0f} s a copy), {a.streams} stream(s) per sender, median of {a.repeat}; load average {out['load_avg']}")
+    print(
+        f"model fan-out on shared links: {a.model_mb} MiB at {a.link_mbps:g} MB/s per node link "
+        f"(~{copy_s:.0f} s a copy), {a.streams} stream(s) per sender, median of {a.repeat}; load average {out['load_avg']}"
+    )
     for n, x in out["results"].items():
         runs = ", ".join(f"{r['fanout_s']:.1f}/{r['single_s']:.1f} s" for r in x["runs"])
-        print(f"  {n:>2} nodes: fan-out {x['ratio']:.2f} x a single copy (ceil(log2 N) = {x['log2_rounds']}); "
-              f"runs {runs}")
+        print(
+            f"  {n:>2} nodes: fan-out {x['ratio']:.2f} x a single copy (ceil(log2 N) = {x['log2_rounds']}); runs {runs}"
+        )
     return 0
 
 

@@ -8,6 +8,7 @@ in a child process of its own, whose peak RSS comes from wait4. Three readings: 
 config's cluster when its entries are the newest, and a cluster with no entry at all (the whole file
 scanned: memory must stay bounded even then).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,10 +44,18 @@ print(json.dumps([asdict(e) for e in out[::-1]]))
 
 
 def write_journal(path: Path, mb: int) -> int:
-    line = json.dumps({"node": "spark1", "started": 1764633600.25, "cluster": "lab", "exit_status": 0,
-                       "duration": 0.31, "error": None,
-                       "command": "docker ps -a --no-trunc --filter label=sparktui.deployment=lab --format "
-                                  "'{{json .}}' && docker inspect --format '{{json .State}}' sparktui-lab-sglang-0"})
+    line = json.dumps(
+        {
+            "node": "spark1",
+            "started": 1764633600.25,
+            "cluster": "lab",
+            "exit_status": 0,
+            "duration": 0.31,
+            "error": None,
+            "command": "docker ps -a --no-trunc --filter label=sparktui.deployment=lab --format "
+            "'{{json .}}' && docker inspect --format '{{json .State}}' sparktui-lab-sglang-0",
+        }
+    )
     chunk = ((line + "\n") * 4096).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
@@ -90,28 +99,41 @@ def main() -> None:
         cfg = {}
         for name in ("lab", "elsewhere"):
             cfg[name] = Path(tmp) / f"{name}.yaml"
-            cfg[name].write_text(f"cluster: {name}\nnodes: [{{name: a, host: 127.0.0.1}}]\n"
-                                 "model: {name: m, path: /m}\nimages: {sglang: s, vllm: v}\n")
+            cfg[name].write_text(
+                f"cluster: {name}\nnodes: [{{name: a, host: 127.0.0.1}}]\n"
+                "model: {name: m, path: /m}\nimages: {sglang: s, vllm: v}\n"
+            )
         env = dict(os.environ, XDG_STATE_HOME=str(state), PYTHONPATH=str(ROOT))
         env.pop("SPARKTUI_CONFIG", None)
         cases = {
             "--all --limit 5": (["journal", "--all", "--limit", "5", "--json"], ""),
             "own cluster, newest": (["--config", str(cfg["lab"]), "journal", "--limit", "5", "--json"], "lab"),
-            "cluster with no entry": (["--config", str(cfg["elsewhere"]), "journal", "--limit", "5", "--json"],
-                                      "elsewhere"),
+            "cluster with no entry": (
+                ["--config", str(cfg["elsewhere"]), "journal", "--limit", "5", "--json"],
+                "elsewhere",
+            ),
         }
         rows = []
         for label, (argv, cluster) in cases.items():
             new_t, new_m, old_t, old_m = [], [], [], []
             for i in range(args.repeat):
-                runs = [("new", [sys.executable, "-m", "sparktui", *argv]),
-                        ("old", [sys.executable, "-c", WHOLE_FILE, str(path), "5", cluster])]
-                for kind, cmd in (runs if i % 2 == 0 else runs[::-1]):  # take turns going first
+                runs = [
+                    ("new", [sys.executable, "-m", "sparktui", *argv]),
+                    ("old", [sys.executable, "-c", WHOLE_FILE, str(path), "5", cluster]),
+                ]
+                for kind, cmd in runs if i % 2 == 0 else runs[::-1]:  # take turns going first
                     t, m = measure(cmd, env)
                     (new_t if kind == "new" else old_t).append(t)
                     (new_m if kind == "new" else old_m).append(m)
-            rows.append({"case": label, "new_s": median(new_t), "new_rss_mib": max(new_m),
-                         "old_s": median(old_t), "old_rss_mib": max(old_m)})
+            rows.append(
+                {
+                    "case": label,
+                    "new_s": median(new_t),
+                    "new_rss_mib": max(new_m),
+                    "old_s": median(old_t),
+                    "old_rss_mib": max(old_m),
+                }
+            )
     size = args.mb
     if args.json:
         print(json.dumps({"journal_mib": size, "lines": lines, "rows": rows}, indent=2))
@@ -119,8 +141,10 @@ def main() -> None:
     print(f"journal: {size} MiB, {lines:,} lines; median of {args.repeat} runs, peak RSS the highest")
     print(f"{'case':24} {'new s':>7} {'old s':>7} {'old/new':>8} {'new MiB':>8} {'old MiB':>8} {'old/new':>8}")
     for r in rows:
-        print(f"{r['case']:24} {r['new_s']:7.2f} {r['old_s']:7.2f} {r['old_s'] / r['new_s']:8.1f} "
-              f"{r['new_rss_mib']:8.0f} {r['old_rss_mib']:8.0f} {r['old_rss_mib'] / r['new_rss_mib']:8.1f}")
+        print(
+            f"{r['case']:24} {r['new_s']:7.2f} {r['old_s']:7.2f} {r['old_s'] / r['new_s']:8.1f} "
+            f"{r['new_rss_mib']:8.0f} {r['old_rss_mib']:8.0f} {r['old_rss_mib'] / r['new_rss_mib']:8.1f}"
+        )
 
 
 if __name__ == "__main__":

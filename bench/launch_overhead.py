@@ -13,6 +13,7 @@ sparktui / by hand is printed per run and as the median. For the sparktui launch
 the engine's own "Application startup complete." (its docker log timestamp) to the moment sparktui printed the
 head's READY. Everything stays on the lab's own addresses; every loop has a deadline.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,15 @@ START_S = 900.0
 def sparktui(cfg: Path, state: Path, *args: str, timeout: float = START_S + 60) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
     env.update(XDG_STATE_HOME=str(state), PYTHONUNBUFFERED="1", COLUMNS="200")
-    return subprocess.Popen([sys.executable, "-m", "sparktui", *args, "--config", str(cfg)], cwd=ROOT, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparktui", *args, "--config", str(cfg)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def health_at(url: str, t0: float, deadline: float) -> float | None:
@@ -165,22 +173,31 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             if not a.json:
                 lag = row["sparktui"]["ready_lag_s"]
-                print(f"run {run + 1} ({' then '.join(order)}): sparktui {s:.1f} s, by hand {h:.1f} s, "
-                      f"ratio {row['ratio']:.3f}, READY lag {lag:.3f} s" if s and h and lag is not None
-                      else f"run {run + 1}: {json.dumps(row)}", flush=True)
+                print(
+                    f"run {run + 1} ({' then '.join(order)}): sparktui {s:.1f} s, by hand {h:.1f} s, "
+                    f"ratio {row['ratio']:.3f}, READY lag {lag:.3f} s"
+                    if s and h and lag is not None
+                    else f"run {run + 1}: {json.dumps(row)}",
+                    flush=True,
+                )
     finally:
         clean(lab)
         lab.destroy()
         shutil.rmtree(work, ignore_errors=True)
     ratios = [r["ratio"] for r in rows if r["ratio"]]
     lags = [r["sparktui"]["ready_lag_s"] for r in rows if r["sparktui"]["ready_lag_s"] is not None]
-    summary = {"runs": rows, "median_ratio": statistics.median(ratios) if ratios else None,
-               "median_ready_lag_s": statistics.median(lags) if lags else None}
+    summary = {
+        "runs": rows,
+        "median_ratio": statistics.median(ratios) if ratios else None,
+        "median_ready_lag_s": statistics.median(lags) if lags else None,
+    }
     if a.json:
         print(json.dumps(summary, indent=1))
     else:
-        print(f"median ratio sparktui / by hand: {summary['median_ratio']}; "
-              f"median lag from the engine's startup line to READY: {summary['median_ready_lag_s']} s")
+        print(
+            f"median ratio sparktui / by hand: {summary['median_ratio']}; "
+            f"median lag from the engine's startup line to READY: {summary['median_ready_lag_s']} s"
+        )
     return 0
 
 

@@ -17,6 +17,7 @@ From one run it prints:
 Nodes are in-process asyncssh servers on 127.0.0.1 (sparktui.demo.sshserver) that run each command
 in a local subprocess; every stream prints a fixed number of lines, so the run ends by itself.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.sshnodes import nodes_config, serve_nodes, start_child  # noqa: E402
 
-LINE = ("2026-01-01T00:00:00.%09dZ [2026-01-01 00:00:00 TP%d] Loading safetensors checkpoint shards: "
-        "%d%% Completed | %d/%d [00:02<00:19, 2.86s/it] avail mem=59.10 GB")
+LINE = (
+    "2026-01-01T00:00:00.%09dZ [2026-01-01 00:00:00 TP%d] Loading safetensors checkpoint shards: "
+    "%d%% Completed | %d/%d [00:02<00:19, 2.86s/it] avail mem=59.10 GB"
+)
 READERS = {  # how the core reads each node, as the app would get it
     "stream": "through the app (Node.stream)",
     "follower": "through the app (deploy LogFollower)",
@@ -57,15 +60,18 @@ def stream_command(lines: int, rank: int) -> str:
 
 def docker_shim(lines: int) -> str:
     """`docker logs -t [-f] CONTAINER` on a bench node: the flood, then the end of the container."""
-    return ("#!/bin/sh\n"
-            "case \"$1\" in\n"
-            f"  logs) exec {stream_command(lines, 0)} ;;\n"
-            "  inspect) echo exited ;;\n"
-            "  *) echo \"docker $1: not part of the bench\" >&2; exit 1 ;;\n"
-            "esac\n")
+    return (
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        f"  logs) exec {stream_command(lines, 0)} ;;\n"
+        "  inspect) echo exited ;;\n"
+        '  *) echo "docker $1: not part of the bench" >&2; exit 1 ;;\n'
+        "esac\n"
+    )
 
 
 # ---- the nodes: a child process serving SSH on 127.0.0.1 --------------------------------------
+
 
 async def _serve(root: Path, n: int, lines: int) -> None:
     shims = root / "bin"
@@ -76,8 +82,9 @@ async def _serve(root: Path, n: int, lines: int) -> None:
 
 
 def start_servers(root: Path, n: int, lines: int) -> subprocess.Popen:
-    return start_child([sys.executable, __file__, "--serve", str(root), "--nodes", str(n), "--lines", str(lines)],
-                       "the SSH servers")
+    return start_child(
+        [sys.executable, __file__, "--serve", str(root), "--nodes", str(n), "--lines", str(lines)], "the SSH servers"
+    )
 
 
 def make_config(root: Path):
@@ -86,12 +93,19 @@ def make_config(root: Path):
 
 # ---- raw asyncssh ------------------------------------------------------------------------------
 
+
 async def raw_read(config, lines: int) -> tuple[int, float]:
     import asyncssh
 
     async def one(i: int, node) -> int:
-        async with asyncssh.connect(node.host, port=node.port, username=node.user, client_keys=[node.identity_file],
-                                    known_hosts=config.ssh.known_hosts, config=[]) as conn:
+        async with asyncssh.connect(
+            node.host,
+            port=node.port,
+            username=node.user,
+            client_keys=[node.identity_file],
+            known_hosts=config.ssh.known_hosts,
+            config=[],
+        ) as conn:
             proc = await conn.create_process("docker logs -t flood", encoding="utf-8", errors="replace")
             count = 0
             async for line in proc.stdout:
@@ -106,6 +120,7 @@ async def raw_read(config, lines: int) -> tuple[int, float]:
 
 
 # ---- through the app ---------------------------------------------------------------------------
+
 
 def build_app(config, lines: int, reader: str):
     from sparktui.core.deploy.logstream import LogFollower
@@ -245,12 +260,22 @@ async def one_run(config, lines: int) -> dict:
         lat = [x * 1000 for x in app["latencies"]]
         rate = app["lines"] / app["seconds"]
         out[reader] = {
-            "no_keys": {"lines": quiet["lines"], "lines_per_s": round(quiet_rate), "ratio": round(quiet_rate / raw_rate, 3),
-                        "dropped": quiet["dropped"]},
-            "lines": app["lines"], "dropped": app["dropped"], "seconds": round(app["seconds"], 3),
-            "lines_per_s": round(rate), "ratio": round(rate / raw_rate, 3),
-            "latency_ms": {"samples": len(lat), "median": round(statistics.median(lat), 1) if lat else None,
-                           "p99": round(pct(lat, 99), 1) if lat else None},
+            "no_keys": {
+                "lines": quiet["lines"],
+                "lines_per_s": round(quiet_rate),
+                "ratio": round(quiet_rate / raw_rate, 3),
+                "dropped": quiet["dropped"],
+            },
+            "lines": app["lines"],
+            "dropped": app["dropped"],
+            "seconds": round(app["seconds"], 3),
+            "lines_per_s": round(rate),
+            "ratio": round(rate / raw_rate, 3),
+            "latency_ms": {
+                "samples": len(lat),
+                "median": round(statistics.median(lat), 1) if lat else None,
+                "p99": round(pct(lat, 99), 1) if lat else None,
+            },
         }
     return out
 
@@ -280,10 +305,16 @@ async def bench(n: int, lines: int, repeat: int) -> dict:
         med[reader] = {k: median_of(runs, reader, k) for k in ("lines_per_s", "ratio", "dropped")}
         med[reader]["latency_ms"] = {k: median_of(runs, reader, "latency_ms", k) for k in ("median", "p99")}
         med[reader]["no_keys"] = {k: median_of(runs, reader, "no_keys", k) for k in ("lines_per_s", "ratio")}
-    return {"nodes": n, "lines_per_node": lines, "repeat": repeat, "runs": runs, "median": med,
-            "lines_through_app": sum(r[x]["lines"] + r[x]["no_keys"]["lines"] for r in runs for x in READERS),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "nodes": n,
+        "lines_per_node": lines,
+        "repeat": repeat,
+        "runs": runs,
+        "median": med,
+        "lines_through_app": sum(r[x]["lines"] + r[x]["no_keys"]["lines"] for r in runs for x in READERS),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def main() -> int:
@@ -303,22 +334,36 @@ def main() -> int:
         return 0
     total = a.nodes * a.lines
     m = r["median"]
-    print(f"log fan-in: {a.nodes} nodes x {a.lines:,} lines of `docker logs -t` over SSH on 127.0.0.1 "
-          f"({total:,} lines), median of {a.repeat} runs; load average {r['load_avg']}")
+    print(
+        f"log fan-in: {a.nodes} nodes x {a.lines:,} lines of `docker logs -t` over SSH on 127.0.0.1 "
+        f"({total:,} lines), median of {a.repeat} runs; load average {r['load_avg']}"
+    )
     print(f"  {'raw asyncssh reads (line by line)':<38}{m['raw']['lines_per_s']:>10,.0f} lines/s   (the baseline)")
     for reader in READERS:
         x = m[reader]
         lat = x["latency_ms"]
-        print(f"  {READERS[reader]:<38}{x['lines_per_s']:>10,.0f} lines/s   ratio {x['ratio']:.2f}  "
-              f"dropped {x['dropped']:,.0f}")
-        print(f"  {'':<38}key -> repaint median {lat['median']} ms, p99 {lat['p99']} ms "
-              f"(a key every {LATENCY_GAP * 1000:.0f} ms)")
+        print(
+            f"  {READERS[reader]:<38}{x['lines_per_s']:>10,.0f} lines/s   ratio {x['ratio']:.2f}  "
+            f"dropped {x['dropped']:,.0f}"
+        )
+        print(
+            f"  {'':<38}key -> repaint median {lat['median']} ms, p99 {lat['p99']} ms "
+            f"(a key every {LATENCY_GAP * 1000:.0f} ms)"
+        )
         q = x["no_keys"]
         print(f"  {'  the same, no key pressed':<38}{q['lines_per_s']:>10,.0f} lines/s   ratio {q['ratio']:.2f}")
-    print(f"  {'peak memory (RSS)':<38}{r['peak_rss_mib']} MiB after {r['lines_through_app']:,} lines through the "
-          "app (this process; the SSH servers run in a child)")
-    print("  per run: " + "; ".join(f"raw {x['raw']['lines_per_s']:,}, " + ", ".join(
-        f"{k} {x[k]['ratio']:.2f} ({x[k]['no_keys']['ratio']:.2f} no keys)" for k in READERS) for x in r["runs"]))
+    print(
+        f"  {'peak memory (RSS)':<38}{r['peak_rss_mib']} MiB after {r['lines_through_app']:,} lines through the "
+        "app (this process; the SSH servers run in a child)"
+    )
+    print(
+        "  per run: "
+        + "; ".join(
+            f"raw {x['raw']['lines_per_s']:,}, "
+            + ", ".join(f"{k} {x[k]['ratio']:.2f} ({x[k]['no_keys']['ratio']:.2f} no keys)" for k in READERS)
+            for x in r["runs"]
+        )
+    )
     return 0
 
 

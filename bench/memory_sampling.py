@@ -14,6 +14,7 @@ nothing read) and `sampling`. Printed: this process's CPU in % of one core per m
 sampling adds over `none` (the goal: under 0.5 % of a core). Everything stays on 127.0.0.1; every loop ends with
 its window.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,8 +69,9 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
 
     with tempfile.TemporaryDirectory(prefix="sparktui-memsample-") as tmp:
         root = Path(tmp)
-        child = start_child([sys.executable, __file__, "--serve-nodes", str(root), "--nodes", str(n)],
-                            "the SSH servers")
+        child = start_child(
+            [sys.executable, __file__, "--serve-nodes", str(root), "--nodes", str(n)], "the SSH servers"
+        )
         try:
             config = nodes_config(root, "/models/m")
             async with Cluster(config) as cluster:
@@ -79,8 +81,11 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
                 for r in range(repeat):
                     for mode in ("none", "sampling"):
                         cpu0, t0 = time.process_time(), time.perf_counter()
-                        samples = await _sample(samplers, interval, window) if mode == "sampling" else \
-                            await asyncio.sleep(window) or 0
+                        samples = (
+                            await _sample(samplers, interval, window)
+                            if mode == "sampling"
+                            else await asyncio.sleep(window) or 0
+                        )
                         cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
                         rows.append({"run": r, "mode": mode, "cpu_pct": 100 * cpu / wall, "samples": samples})
                 for _, reader in samplers:
@@ -89,9 +94,16 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
             child.stdin.close()
             child.wait(30)
     med = {m: statistics.median(x["cpu_pct"] for x in rows if x["mode"] == m) for m in ("none", "sampling")}
-    return {"nodes": n, "interval_s": interval, "window_s": window, "rows": rows, "cpu_pct": med,
-            "samples_per_window": statistics.median(x["samples"] for x in rows if x["mode"] == "sampling"),
-            "cpu_pct_sampling_over_none": med["sampling"] - med["none"], "goal_pct": GOAL_PCT}
+    return {
+        "nodes": n,
+        "interval_s": interval,
+        "window_s": window,
+        "rows": rows,
+        "cpu_pct": med,
+        "samples_per_window": statistics.median(x["samples"] for x in rows if x["mode"] == "sampling"),
+        "cpu_pct_sampling_over_none": med["sampling"] - med["none"],
+        "goal_pct": GOAL_PCT,
+    }
 
 
 def main() -> int:
@@ -112,10 +124,14 @@ def main() -> int:
         return 0
     c = s["cpu_pct"]
     extra = s["cpu_pct_sampling_over_none"]
-    print(f"{s['nodes']} nodes, every {s['interval_s']:g} s, windows of {s['window_s']:g} s "
-          f"({s['samples_per_window']:g} samples a window)")
-    print(f"sampler CPU, % of one core:  none {c['none']:.3f}   sampling {c['sampling']:.3f}   "
-          f"sampling adds {extra:.3f} ({'within' if extra < GOAL_PCT else 'over'} the {GOAL_PCT:g} % goal)")
+    print(
+        f"{s['nodes']} nodes, every {s['interval_s']:g} s, windows of {s['window_s']:g} s "
+        f"({s['samples_per_window']:g} samples a window)"
+    )
+    print(
+        f"sampler CPU, % of one core:  none {c['none']:.3f}   sampling {c['sampling']:.3f}   "
+        f"sampling adds {extra:.3f} ({'within' if extra < GOAL_PCT else 'over'} the {GOAL_PCT:g} % goal)"
+    )
     return 0
 
 

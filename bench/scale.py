@@ -7,6 +7,7 @@ Per node count: a fresh demo; the probe round is a second `take_inventory` on co
 has its facts its CPU share is measured over `--idle` seconds of nothing happening, with its RSS.
 Ratios are against the 2-node figures of the same run. Everything stays on 127.0.0.0/8.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,12 @@ def main() -> int:
         with Demo(n) as demo:
             rounds = asyncio.run(probe_rounds(demo.config, a.repeat))
             tuis = [tui_to_facts(demo.config, idle=a.idle) for _ in range(a.repeat)]
-        res[n] = {"probe_round_s": median(rounds), "tui_facts_s": median([t["facts_s"] for t in tuis]),
-                  "idle_cpu_pct": median([100 * t["idle_cpu"] for t in tuis]),
-                  "tui_rss_mib": median([t["rss_mib"] for t in tuis])}
+        res[n] = {
+            "probe_round_s": median(rounds),
+            "tui_facts_s": median([t["facts_s"] for t in tuis]),
+            "idle_cpu_pct": median([100 * t["idle_cpu"] for t in tuis]),
+            "tui_rss_mib": median([t["rss_mib"] for t in tuis]),
+        }
     base = res[a.nodes[0]]
     for x in res.values():
         x["probe_round_vs_base"] = round(x["probe_round_s"] / base["probe_round_s"], 2)
@@ -67,9 +71,11 @@ def main() -> int:
         return 0
     print(f"scale on the demo, median of {a.repeat}; idle window {a.idle:g} s; load average {out['load_avg']}")
     for n, x in res.items():
-        print(f"  {n:>2} nodes: probe round {x['probe_round_s']:.2f} s ({x['probe_round_vs_base']:.2f} x), "
-              f"TUI facts {x['tui_facts_s']:.2f} s, idle CPU {x['idle_cpu_pct']:.2f} % of a core "
-              f"({x['idle_cpu_vs_base']} x), TUI RSS {x['tui_rss_mib']:.0f} MiB")
+        print(
+            f"  {n:>2} nodes: probe round {x['probe_round_s']:.2f} s ({x['probe_round_vs_base']:.2f} x), "
+            f"TUI facts {x['tui_facts_s']:.2f} s, idle CPU {x['idle_cpu_pct']:.2f} % of a core "
+            f"({x['idle_cpu_vs_base']} x), TUI RSS {x['tui_rss_mib']:.0f} MiB"
+        )
     return 0
 
 

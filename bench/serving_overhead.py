@@ -23,6 +23,7 @@ metrics add over `health` (the cost of watching the metrics) and over `none`, an
 per mode with the ratios metrics/health and metrics/none. Everything stays on 127.0.0.0/8 and every loop
 ends with its window.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,11 +48,13 @@ MAX_TOKENS = 16
 
 # ---- nodes: a child process serving SSH ------------------------------------------------------------
 
+
 async def _serve_nodes(root: Path, n: int) -> None:
     await serve_nodes(root, n, forwarding=True)
 
 
 # ---- engines and their load: a child process -------------------------------------------------------
+
 
 async def _serve_engines(root: Path, n: int) -> None:
     from sparktui.sim import httpapi
@@ -79,8 +82,10 @@ async def _one(port: int) -> float:
     body = json.dumps({"prompt": "Explain tensor parallelism.", "max_tokens": MAX_TOKENS, "ignore_eos": True}).encode()
     t0 = time.perf_counter()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                 b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    writer.write(
+        b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
     await writer.drain()
     await reader.read()  # until the server closes: the whole answer
     writer.close()
@@ -122,8 +127,7 @@ def _pin(which: int) -> None:
 
 def _child(mode: str, root: Path, n: int) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT), SPARKTUI_SIM_SPEED="1")
-    return start_child([sys.executable, __file__, f"--{mode}", str(root), "--deployments", str(n)], f"the {mode}",
-                       env)
+    return start_child([sys.executable, __file__, f"--{mode}", str(root), "--deployments", str(n)], f"the {mode}", env)
 
 
 def _config(root: Path):
@@ -159,8 +163,10 @@ async def _poll(watches: list, interval: float, seconds: float, metrics: bool) -
             elif ok:
                 await watch.tick(local)
                 watch.view.to_json()
-                {f: watch.view.series(f)[-120:] for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage",
-                                                          "running", "waiting")}
+                {
+                    f: watch.view.series(f)[-120:]
+                    for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage", "running", "waiting")
+                }
                 scrapes += 1
 
     await asyncio.gather(*(one(w, local, i * interval / len(watches)) for i, (w, local) in enumerate(watches)))
@@ -201,9 +207,17 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
                         answer = await loop.run_in_executor(None, engines.stdout.readline)
                         cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
                         lat = json.loads(answer)
-                        rows.append({"run": r, "mode": mode, "cpu_pct": 100 * cpu / wall, "scrapes": scrapes,
-                                     "requests": len(lat), "p50_ms": 1000 * pct(lat, 50),
-                                     "p99_ms": 1000 * pct(lat, 99)})
+                        rows.append(
+                            {
+                                "run": r,
+                                "mode": mode,
+                                "cpu_pct": 100 * cpu / wall,
+                                "scrapes": scrapes,
+                                "requests": len(lat),
+                                "p50_ms": 1000 * pct(lat, 50),
+                                "p99_ms": 1000 * pct(lat, 99),
+                            }
+                        )
         finally:
             for p in (engines, nodes):
                 p.stdin.close()
@@ -223,8 +237,14 @@ async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
     for k in ("p50_ms", "p99_ms"):
         summary[k]["ratio_metrics_health"] = summary[k]["metrics"] / summary[k]["health"]
         summary[k]["ratio_metrics_none"] = summary[k]["metrics"] / summary[k]["none"]
-    return {"deployments": n, "window_s": window, "interval_s": interval, "repeat": repeat, "runs": rows,
-            "summary": summary}
+    return {
+        "deployments": n,
+        "window_s": window,
+        "interval_s": interval,
+        "repeat": repeat,
+        "runs": rows,
+        "summary": summary,
+    }
 
 
 def main() -> int:
@@ -232,8 +252,12 @@ def main() -> int:
     ap.add_argument("--deployments", type=int, default=8)
     ap.add_argument("--window", type=float, default=20.0, help="seconds per window (default 20)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--interval", type=float, default=None,
-                    help="seconds between polls of one deployment (default: the deployer's HEALTH_INTERVAL_S)")
+    ap.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        help="seconds between polls of one deployment (default: the deployer's HEALTH_INTERVAL_S)",
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--nodes", type=Path, help=argparse.SUPPRESS)  # child: the SSH servers
     ap.add_argument("--engines", type=Path, help=argparse.SUPPRESS)  # child: the engines and their load
@@ -255,16 +279,22 @@ def main() -> int:
         print(json.dumps(out, indent=2))
         return 0
     s = out["summary"]
-    print(f"{a.deployments} deployments polled every {out['interval_s']:g} s, windows of {a.window:g} s, "
-          f"{a.repeat} runs (medians)")
+    print(
+        f"{a.deployments} deployments polled every {out['interval_s']:g} s, windows of {a.window:g} s, "
+        f"{a.repeat} runs (medians)"
+    )
     c = s["cpu_pct"]
-    print(f"  poller CPU, % of one core: none {c['none']:.2f}, health {c['health']:.2f}, metrics {c['metrics']:.2f}; "
-          f"metrics add {s['cpu_pct_metrics_over_health']:.2f} over health ({s['polls_per_window']:g} scrapes a "
-          f"window), {s['cpu_pct_metrics_over_none']:.2f} over none")
+    print(
+        f"  poller CPU, % of one core: none {c['none']:.2f}, health {c['health']:.2f}, metrics {c['metrics']:.2f}; "
+        f"metrics add {s['cpu_pct_metrics_over_health']:.2f} over health ({s['polls_per_window']:g} scrapes a "
+        f"window), {s['cpu_pct_metrics_over_none']:.2f} over none"
+    )
     for k in ("p50_ms", "p99_ms"):
-        print(f"  request latency {k[:3]}, ms: none {s[k]['none']:.1f}, health {s[k]['health']:.1f}, metrics "
-              f"{s[k]['metrics']:.1f}; ratio metrics/health {s[k]['ratio_metrics_health']:.3f}, "
-              f"metrics/none {s[k]['ratio_metrics_none']:.3f}")
+        print(
+            f"  request latency {k[:3]}, ms: none {s[k]['none']:.1f}, health {s[k]['health']:.1f}, metrics "
+            f"{s[k]['metrics']:.1f}; ratio metrics/health {s[k]['ratio_metrics_health']:.3f}, "
+            f"metrics/none {s[k]['ratio_metrics_none']:.3f}"
+        )
     r = s["requests"]
     print(f"  requests a window: none {r['none']:g}, health {r['health']:g}, metrics {r['metrics']:g}")
     return 0

@@ -7,6 +7,7 @@ seconds until the process is gone, and the ratio. Same run, side by side. The go
 The TUI runs in a tmux session of its own (-L); everything it starts lives under a temporary
 directory that must be gone when the process is.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,13 @@ def _wait_gone(pid: int, limit: float = 60.0) -> float:
 
 
 def headless(tmp: Path) -> float:
-    proc = subprocess.Popen([sys.executable, "-m", "sparktui", "demo", "up", "--json"], cwd=ROOT,
-                            env=ENV | {"TMPDIR": str(tmp)}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparktui", "demo", "up", "--json"],
+        cwd=ROOT,
+        env=ENV | {"TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     ready, _, _ = select.select([proc.stdout], [], [], 120)
     if not ready or not proc.stdout.readline():
         proc.kill()
@@ -56,19 +62,35 @@ def headless(tmp: Path) -> float:
 def tui(tmp: Path) -> float:
     sock = f"sparktui-bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     tmux = ["tmux", "-L", sock]
-    env = " ".join(f"{k}={v}" for k, v in {"PYTHONPATH": str(ROOT), "TMPDIR": str(tmp),
-                                           "TERM": "xterm-256color"}.items())
-    subprocess.run(tmux + ["new-session", "-d", "-s", "b", "-x", "100", "-y", "30",
-                           f"env -u COLUMNS -u LINES {env} {sys.executable} -m sparktui demo; sleep 30"], check=True)
+    env = " ".join(
+        f"{k}={v}" for k, v in {"PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), "TERM": "xterm-256color"}.items()
+    )
+    subprocess.run(
+        tmux
+        + [
+            "new-session",
+            "-d",
+            "-s",
+            "b",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            f"env -u COLUMNS -u LINES {env} {sys.executable} -m sparktui demo; sleep 30",
+        ],
+        check=True,
+    )
     try:
         deadline = time.monotonic() + 120
-        while "nodes up" not in subprocess.run(tmux + ["capture-pane", "-p", "-t", "b"], capture_output=True,
-                                                text=True).stdout.replace("0/", "x/"):
+        while "nodes up" not in subprocess.run(
+            tmux + ["capture-pane", "-p", "-t", "b"], capture_output=True, text=True
+        ).stdout.replace("0/", "x/"):
             if time.monotonic() > deadline:
                 raise SystemExit("the demo TUI did not come up")
             time.sleep(0.1)
-        shell = subprocess.run(tmux + ["list-panes", "-t", "b", "-F", "#{pane_pid}"], capture_output=True,
-                               text=True).stdout.strip()
+        shell = subprocess.run(
+            tmux + ["list-panes", "-t", "b", "-F", "#{pane_pid}"], capture_output=True, text=True
+        ).stdout.strip()
         pid = int(Path(f"/proc/{shell}/task/{shell}/children").read_text().split()[0])
         os.kill(pid, signal.SIGTERM)
         return _wait_gone(pid)
@@ -89,12 +111,16 @@ def main() -> None:
                 rows.append((name, took, bool(left)))
     for name in ("demo up (no TUI)", "demo (TUI)"):
         times = sorted(t for n, t, _ in rows if n == name)
-        print(f"{name:18} SIGTERM to exit: median {times[len(times) // 2]:.2f} s  (runs: "
-              f"{', '.join(f'{t:.2f}' for t in times)})")
+        print(
+            f"{name:18} SIGTERM to exit: median {times[len(times) // 2]:.2f} s  (runs: "
+            f"{', '.join(f'{t:.2f}' for t in times)})"
+        )
     base = sorted(t for n, t, _ in rows if n.startswith("demo up"))
     mine = sorted(t for n, t, _ in rows if n == "demo (TUI)")
-    print(f"ratio TUI / no TUI: {mine[len(mine) // 2] / base[len(base) // 2]:.2f}; "
-          f"left behind: {sum(left for _, _, left in rows)} of {len(rows)} runs")
+    print(
+        f"ratio TUI / no TUI: {mine[len(mine) // 2] / base[len(base) // 2]:.2f}; "
+        f"left behind: {sum(left for _, _, left in rows)} of {len(rows)} runs"
+    )
 
 
 if __name__ == "__main__":

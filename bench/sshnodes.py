@@ -6,6 +6,7 @@ and the bench reads the nodes from a small config.
                                                           "READY" on stdout, serves until stdin closes
     bench:  proc = start_child([...], "the SSH servers");  config = nodes_config(root, "/models/m")
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,9 +57,17 @@ def nodes_config(root: Path, model_path: str):
     nodes = json.loads((root / "nodes.json").read_text())
     return Config(
         cluster="bench",
-        nodes=[NodeConfig(name=x["name"], host="127.0.0.1", port=x["port"], user="bench",
-                          identity_file=str(root / "id_ed25519"), role="head" if i == 0 else "worker")
-               for i, x in enumerate(nodes)],
+        nodes=[
+            NodeConfig(
+                name=x["name"],
+                host="127.0.0.1",
+                port=x["port"],
+                user="bench",
+                identity_file=str(root / "id_ed25519"),
+                role="head" if i == 0 else "worker",
+            )
+            for i, x in enumerate(nodes)
+        ],
         model=ModelConfig(name="m", path=model_path),
         ssh=SshConfig(known_hosts=str(root / "known_hosts"), ssh_config=[], connect_timeout=10),
     )

@@ -21,6 +21,7 @@ plain write of the same bytes on node2), else one stream's cores.
 stream is held to --demo-stream-mbps (one core's worth of ssh), the node's link to --demo-link-mbps.
 Needs root (the lab); everything stays inside the lab's namespaces or on 127.0.0.0/8.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,6 +50,7 @@ DST = "/models/bench-dst"
 MB = 1 << 20
 GB = 1e9
 PORT = 47011
+
 
 def node_cpu(pid1: int) -> float:
     """CPU seconds of every process in the PID namespace of pid1, reaped children included."""
@@ -107,6 +109,7 @@ class LabNodeRunner:
             exit_status = r.returncode
             stdout = r.stdout
             stderr = r.stderr
+
         return R()
 
 
@@ -133,8 +136,9 @@ def raw_tcp(lab, nbytes: int) -> None:
     addr = lab.node("node2").fabric_ip
     argv_r = ["python3", "-c", RECEIVER, addr, str(PORT), f"{DST}/raw.bin"]
     n2 = lab.node("node2")
-    recv = subprocess.Popen(["nsenter", "-t", str(n2.pid), "-n", "-m", "-p", "--", *argv_r],
-                            stdout=subprocess.PIPE, text=True)
+    recv = subprocess.Popen(
+        ["nsenter", "-t", str(n2.pid), "-n", "-m", "-p", "--", *argv_r], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert recv.stdout.readline().strip() == str(PORT)
         lab.sh("node1", ["python3", "-c", SENDER, addr, str(PORT), f"{SRC}/shards"], timeout=600)
@@ -149,7 +153,8 @@ def raw_tcp(lab, nbytes: int) -> None:
 def run_job(lab, job: str, files: dict[str, str]) -> None:
     d = "/tmp/bench-job"
     setup = f"rm -rf {d} && mkdir -p {d} && cd {d}\n" + "".join(
-        f"printf '%s' {shlex.quote(t)} > {shlex.quote(n)}\n" for n, t in files.items())
+        f"printf '%s' {shlex.quote(t)} > {shlex.quote(n)}\n" for n, t in files.items()
+    )
     lab.sh("node1", setup)
     r = lab.sh("node1", ["sh", "-c", f"cd {d} && {job}"], check=False, timeout=600)
     if r.returncode != 0:
@@ -171,27 +176,37 @@ def options_alone(today: str, chosen: str | None) -> dict[str, str]:
 def sync_cli(tree: Path, cfg: Path) -> None:
     """`sparktui sync model --to node2 --wait` from a source tree (this one, or the baseline's)."""
     env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"} | {"PYTHONPATH": str(tree)}
-    r = subprocess.run([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--to", "node2",
-                        "--wait", "--json"], cwd=tree, env=env, capture_output=True, text=True, timeout=900,
-                       stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--to", "node2", "--wait", "--json"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
     if r.returncode != 0:
         raise SystemExit(f"sync from {tree} failed: {r.stdout[-600:]} {r.stderr[-600:]}")
 
 
 def baseline_tree(rev: str) -> Path:
     """The sources at `rev` (what sparktui ran before), unpacked once."""
-    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
     out = Path(f"/tmp/sparktui-baseline-{sha[:12]}")
     if not (out / "sparktui").is_dir():
         out.mkdir(parents=True, exist_ok=True)
-        subprocess.run(f"git -C {shlex.quote(str(ROOT))} archive {sha} | tar -x -C {shlex.quote(str(out))}",
-                       shell=True, check=True)
+        subprocess.run(
+            f"git -C {shlex.quote(str(ROOT))} archive {sha} | tar -x -C {shlex.quote(str(out))}", shell=True, check=True
+        )
     return out
 
 
 def check_copy(lab, nbytes: int, where: str = DST) -> None:
-    got = int(lab.sh("node2", f"find {where}/shards -type f -printf '%s\\n' | awk '{{s += $1}} END {{print s + 0}}'").stdout)
+    got = int(
+        lab.sh("node2", f"find {where}/shards -type f -printf '%s\\n' | awk '{{s += $1}} END {{print s + 0}}'").stdout
+    )
     assert got == nbytes, f"copied {got} of {nbytes} bytes"
 
 
@@ -203,9 +218,12 @@ def lab_bench(args) -> dict:
     nbytes = args.shards * args.shard_mb * MB
     with Lab(nodes=2, docker=False) as lab:
         lab.trust("node1", "node2")
-        lab.sh("node1", f"mkdir -p {SRC}/shards && for i in $(seq 1 {args.shards}); do "
-                        f"head -c {args.shard_mb * MB} /dev/urandom > {SRC}/shards/model-$i.safetensors; done",
-               timeout=600)
+        lab.sh(
+            "node1",
+            f"mkdir -p {SRC}/shards && for i in $(seq 1 {args.shards}); do "
+            f"head -c {args.shard_mb * MB} /dev/urandom > {SRC}/shards/model-$i.safetensors; done",
+            timeout=600,
+        )
         addr, user = lab.node("node2").fabric_ip, "root"
         opts = TransferOptions(connect_timeout=5)
         choice = asyncio.run(cipher.choose(LabNodeRunner(lab, "node1"), user, addr, opts))
@@ -215,11 +233,11 @@ def lab_bench(args) -> dict:
         methods = {"raw-tcp": lambda: raw_tcp(lab, nbytes), "today": lambda: run_job(lab, today, {})}
         if args.options:  # each option of sparktui's copy alone on today's command line
             for name, cmd in options_alone(today, choice.cipher).items():
-                methods[name] = (lambda c=cmd: run_job(lab, c, {}))
+                methods[name] = lambda c=cmd: run_job(lab, c, {})
         for k in args.streams:
             p = streams.plan(sizes, {}, k)
             job = streams.job(p, SRC, user, addr, DST, ssh, opts.io_timeout)
-            methods[f"sparktui-k{p.count}"] = (lambda j=job, f=streams.state_files(p): run_job(lab, j, f))
+            methods[f"sparktui-k{p.count}"] = lambda j=job, f=streams.state_files(p): run_job(lab, j, f)
         if args.sync:  # the whole `sync model`, client and polling included, before and now
             data = lab.config_data()
             data["model"]["path"] = SRC
@@ -240,8 +258,14 @@ def lab_bench(args) -> dict:
             lab.sh("node2", ["python3", "-c", WRITER, f"{DST}/w.bin", str(nbytes // MB)], timeout=600)
             disk.append(nbytes / (time.perf_counter() - t0) / GB)
         lab.sh("node2", f"rm -rf {DST}")
-    return {"bytes": nbytes, "cipher": choice.cipher, "cipher_note": choice.note, "cores": os.cpu_count(),
-            "disk_gbps": statistics.median(disk), "runs": runs}
+    return {
+        "bytes": nbytes,
+        "cipher": choice.cipher,
+        "cipher_note": choice.note,
+        "cores": os.cpu_count(),
+        "disk_gbps": statistics.median(disk),
+        "runs": runs,
+    }
 
 
 def summarise(res: dict) -> list[dict]:
@@ -257,8 +281,11 @@ def summarise(res: dict) -> list[dict]:
     one = next((med(rs, lambda r: r.gbps(nbytes)) for m, rs in runs.items() if m == "sparktui-k1"), None)
     rows = []
     for m, rs in runs.items():
-        rate, cpu, busy = med(rs, lambda r: r.gbps(nbytes)), med(rs, lambda r: r.cpu["total"] / gb), \
-            med(rs, lambda r: r.busy)
+        rate, cpu, busy = (
+            med(rs, lambda r: r.gbps(nbytes)),
+            med(rs, lambda r: r.cpu["total"] / gb),
+            med(rs, lambda r: r.busy),
+        )
         parts = {k: med(rs, lambda r, k=k: r.cpu[k] / gb) for k in ("client", "node1", "node2")}
         if busy >= 0.9:
             bound = "cores of this box"
@@ -269,24 +296,41 @@ def summarise(res: dict) -> list[dict]:
         else:
             bound = "one stream's cores" if m != "raw-tcp" else "link"
         k = int(m.rsplit("k", 1)[1]) if m.startswith("sparktui-k") else None
-        rows.append({"method": m, "gbps": rate, "x_raw": rate / raw, "x_today": rate / base_rate,
-                     "cpu_s_per_gb": cpu, "cpu_x_today": cpu / base_cpu, "cpu_parts": parts, "busy": busy,
-                     "x_k_one_stream": (rate / (k * one)) if k and one else None, "bound": bound})
+        rows.append(
+            {
+                "method": m,
+                "gbps": rate,
+                "x_raw": rate / raw,
+                "x_today": rate / base_rate,
+                "cpu_s_per_gb": cpu,
+                "cpu_x_today": cpu / base_cpu,
+                "cpu_parts": parts,
+                "busy": busy,
+                "x_k_one_stream": (rate / (k * one)) if k and one else None,
+                "bound": bound,
+            }
+        )
     return rows
 
 
 def print_rows(res: dict, rows: list[dict]) -> None:
-    print(f"{res['bytes'] / GB:.2f} GB of shards node1 -> node2 over the fabric veth; this box has "
-          f"{res['cores']} cores; destination plain write {res['disk_gbps']:.2f} GB/s; cipher: "
-          f"{res['cipher'] or 'ssh default'}" + (f" ({res['cipher_note']})" if res['cipher_note'] else ""))
-    print(f"{'method':<16} {'GB/s':>6} {'x raw':>6} {'x today':>8} {'CPU-s/GB':>9} {'x today':>8} "
-          f"{'(client/node1/node2)':>22} {'busy':>5} {'x k*1':>6}  bound")
+    print(
+        f"{res['bytes'] / GB:.2f} GB of shards node1 -> node2 over the fabric veth; this box has "
+        f"{res['cores']} cores; destination plain write {res['disk_gbps']:.2f} GB/s; cipher: "
+        f"{res['cipher'] or 'ssh default'}" + (f" ({res['cipher_note']})" if res["cipher_note"] else "")
+    )
+    print(
+        f"{'method':<16} {'GB/s':>6} {'x raw':>6} {'x today':>8} {'CPU-s/GB':>9} {'x today':>8} "
+        f"{'(client/node1/node2)':>22} {'busy':>5} {'x k*1':>6}  bound"
+    )
     for r in rows:
         p = r["cpu_parts"]
         kk = f"{r['x_k_one_stream']:.2f}" if r["x_k_one_stream"] is not None else "-"
-        print(f"{r['method']:<16} {r['gbps']:6.3f} {r['x_raw']:6.2f} {r['x_today']:8.2f} {r['cpu_s_per_gb']:9.2f} "
-              f"{r['cpu_x_today']:8.2f} {p['client']:6.2f}/{p['node1']:5.2f}/{p['node2']:5.2f}   "
-              f"{r['busy'] * 100:4.0f}% {kk:>6}  {r['bound']}")
+        print(
+            f"{r['method']:<16} {r['gbps']:6.3f} {r['x_raw']:6.2f} {r['x_today']:8.2f} {r['cpu_s_per_gb']:9.2f} "
+            f"{r['cpu_x_today']:8.2f} {p['client']:6.2f}/{p['node1']:5.2f}/{p['node2']:5.2f}   "
+            f"{r['busy'] * 100:4.0f}% {kk:>6}  {r['bound']}"
+        )
 
 
 def demo_bench(args) -> dict:
@@ -296,14 +340,39 @@ def demo_bench(args) -> dict:
 
     def cli(*a: str, timeout: float = 600) -> tuple[float, subprocess.CompletedProcess]:
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "sparktui", *a], capture_output=True, text=True, env=env,
-                           cwd=ROOT, timeout=timeout, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            [sys.executable, "-m", "sparktui", *a],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         return time.perf_counter() - t0, r
 
-    proc = subprocess.Popen([sys.executable, "-m", "sparktui", "demo", "up", "--json", "--model-mb",
-                             str(args.demo_model_mb), "--link-mbps", str(args.demo_link_mbps), "--stream-mbps",
-                             str(args.demo_stream_mbps)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sparktui",
+            "demo",
+            "up",
+            "--json",
+            "--model-mb",
+            str(args.demo_model_mb),
+            "--link-mbps",
+            str(args.demo_link_mbps),
+            "--stream-mbps",
+            str(args.demo_stream_mbps),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     line = proc.stdout.readline()
     if not line:
         proc.kill()
@@ -321,8 +390,18 @@ def demo_bench(args) -> dict:
                 shutil.rmtree(copy, ignore_errors=True)
                 shutil.rmtree(state, ignore_errors=True)
                 b0 = box_busy()
-                dt, r = cli("--config", demo["config"], "sync", "model", "--to", "spark2", "--wait", "--json",
-                            "--copy-streams", str(k))
+                dt, r = cli(
+                    "--config",
+                    demo["config"],
+                    "sync",
+                    "model",
+                    "--to",
+                    "spark2",
+                    "--wait",
+                    "--json",
+                    "--copy-streams",
+                    str(k),
+                )
                 b1 = box_busy()
                 busy[k].append((b1[0] - b0[0]) / max(1, b1[1] - b0[1]))
                 if r.returncode != 0:
@@ -352,20 +431,37 @@ def demo_bench(args) -> dict:
             bound = "each stream's ceiling (one core's worth)"
         else:  # neither modelled bound: the demo's nodes, their sshd and every stream's start share this box's cores
             bound = f"this box's cores (busy {statistics.median(busy[k]) * 100:.0f} %)"
-        rows.append({"k": k, "streams": n, "seconds": t, "sync_seconds": statistics.median(whole[k]),
-                     "mb_per_s": rate, "x_one": one / t,
-                     "x_k_one_stream": (one / t) / n, "bound": bound})
-    return {"link_mbps": args.demo_link_mbps, "stream_mbps": args.demo_stream_mbps, "mb": args.demo_model_mb,
-            "rows": rows}
+        rows.append(
+            {
+                "k": k,
+                "streams": n,
+                "seconds": t,
+                "sync_seconds": statistics.median(whole[k]),
+                "mb_per_s": rate,
+                "x_one": one / t,
+                "x_k_one_stream": (one / t) / n,
+                "bound": bound,
+            }
+        )
+    return {
+        "link_mbps": args.demo_link_mbps,
+        "stream_mbps": args.demo_stream_mbps,
+        "mb": args.demo_model_mb,
+        "rows": rows,
+    }
 
 
 def print_demo(d: dict) -> None:
-    print(f"demo shared-link model: {d['mb']} MiB, link {d['link_mbps']:g} MB/s, one stream at most "
-          f"{d['stream_mbps']:g} MB/s; the copy from its job's start to its end (whole `sync model --wait` after /)")
+    print(
+        f"demo shared-link model: {d['mb']} MiB, link {d['link_mbps']:g} MB/s, one stream at most "
+        f"{d['stream_mbps']:g} MB/s; the copy from its job's start to its end (whole `sync model --wait` after /)"
+    )
     for r in d["rows"]:
-        print(f"  --copy-streams {r['k']}: {r['streams']} stream(s) {r['seconds']:6.2f} s / {r['sync_seconds']:5.2f} s "
-              f"{r['mb_per_s']:6.1f} MB/s "
-              f"{r['x_one']:5.2f} x one stream ({r['x_k_one_stream']:.2f} x k*one)  bound: {r['bound']}")
+        print(
+            f"  --copy-streams {r['k']}: {r['streams']} stream(s) {r['seconds']:6.2f} s / {r['sync_seconds']:5.2f} s "
+            f"{r['mb_per_s']:6.1f} MB/s "
+            f"{r['x_one']:5.2f} x one stream ({r['x_k_one_stream']:.2f} x k*one)  bound: {r['bound']}"
+        )
 
 
 def main() -> int:

@@ -27,6 +27,7 @@ goal is >= 0.8 until a ceiling; `x raw k` is the rate over raw TCP's with k conn
 Talks only to 127.0.0.1. Needs sshd, ssh, ssh-keygen and rsync on PATH (as root, the `sshd` user
 for privilege separation, as OpenSSH requires).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,6 +52,7 @@ try:
     from sparktui.core.transfers import cipher, streams  # noqa: E402
 except ImportError:  # a GPU host without sparktui's dependencies: the copy job's modules need only the stdlib
     import types
+
     _pkg = types.ModuleType("sparktui.core.transfers")
     _pkg.__path__ = [str(ROOT / "sparktui" / "core" / "transfers")]
     sys.modules["sparktui.core.transfers"] = _pkg
@@ -61,6 +63,7 @@ from sparktui.core.transfers.options import TransferOptions  # noqa: E402
 
 MB = 1 << 20
 GB = 1e9
+
 
 def box_busy(cpus: frozenset[int] | None = None) -> tuple[int, int]:
     """(busy, total) jiffies of the whole host, or of the CPUs in `cpus` summed."""
@@ -128,18 +131,24 @@ class Host:
             f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {d / 'host'}\n"
             f"AuthorizedKeysFile {d / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
             f"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-            f"PidFile {d / 'sshd.pid'}\nMaxStartups 64\nMaxSessions 64\n")
+            f"PidFile {d / 'sshd.pid'}\nMaxStartups 64\nMaxSessions 64\n"
+        )
         sshd = shutil.which("sshd") or "/usr/sbin/sshd"
         if os.geteuid() == 0:  # as root, OpenSSH's privilege separation chroots there (Debian's service makes it)
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        self.proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE,
-                                     text=True, preexec_fn=pin(cpus))
-        self.ssh = (f"ssh -i {d / 'user'} -p {self.port} -o UserKnownHostsFile={d / 'known_hosts'} "
-                    f"-o StrictHostKeyChecking=yes")
+        self.proc = subprocess.Popen(
+            [sshd, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE, text=True, preexec_fn=pin(cpus)
+        )
+        self.ssh = (
+            f"ssh -i {d / 'user'} -p {self.port} -o UserKnownHostsFile={d / 'known_hosts'} -o StrictHostKeyChecking=yes"
+        )
         deadline = time.monotonic() + 20
         while True:  # bounded: sshd listens within a moment or the bench stops
-            r = subprocess.run([*shlex.split(self.ssh), "-o", "BatchMode=yes", "root@127.0.0.1", "true"],
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [*shlex.split(self.ssh), "-o", "BatchMode=yes", "root@127.0.0.1", "true"],
+                capture_output=True,
+                text=True,
+            )
             if r.returncode == 0:
                 break
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -167,6 +176,7 @@ def pin(cpus: frozenset[int] | None):
 
 class LocalRunner:
     """cipher.choose talks to the sending node through .run(); here that node is this host."""
+
     name = "this host"
 
     async def run(self, cmd: str, timeout: float = 60):
@@ -177,6 +187,7 @@ class LocalRunner:
             exit_status = r.returncode
             stdout = r.stdout
             stderr = r.stderr
+
         return R()
 
 
@@ -248,8 +259,9 @@ def main() -> int:
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default=None, help="where the two nodes' disks go (default: a temporary directory)")
-    ap.add_argument("--split-nodes", action="store_true",
-                    help="each end on its own half of the physical cores, as two nodes")
+    ap.add_argument(
+        "--split-nodes", action="store_true", help="each end on its own half of the physical cores, as two nodes"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     halves = node_halves() if args.split_nodes else ()
@@ -275,22 +287,33 @@ def main() -> int:
             parts = [sorted(str(p) for p in (src / "shards").iterdir())[i::n] for i in range(n)]
 
             def run() -> None:
-                recvs = [subprocess.Popen([sys.executable, "-c", RECEIVER, "127.0.0.1", "0", str(dst / f"raw.{i}")],
-                                          stdout=subprocess.PIPE, text=True, preexec_fn=pin(far))
-                         for i in range(n)]
+                recvs = [
+                    subprocess.Popen(
+                        [sys.executable, "-c", RECEIVER, "127.0.0.1", "0", str(dst / f"raw.{i}")],
+                        stdout=subprocess.PIPE,
+                        text=True,
+                        preexec_fn=pin(far),
+                    )
+                    for i in range(n)
+                ]
                 ports = [r.stdout.readline().strip() for r in recvs]
-                sends = [subprocess.Popen([sys.executable, "-c", SENDER, "127.0.0.1", port, *files])
-                         for port, files in zip(ports, parts)]
+                sends = [
+                    subprocess.Popen([sys.executable, "-c", SENDER, "127.0.0.1", port, *files])
+                    for port, files in zip(ports, parts)
+                ]
                 for p in (*sends, *recvs):
                     if p.wait(900) != 0:
                         raise SystemExit("a raw TCP copy failed")
                 assert dir_bytes(dst) == nbytes
+
             return run
 
         def write() -> None:
             each = nbytes // MB // conns
-            ws = [subprocess.Popen([sys.executable, "-c", WRITER, str(dst / f"w.{i}"), str(each)],
-                                   preexec_fn=pin(far)) for i in range(conns)]
+            ws = [
+                subprocess.Popen([sys.executable, "-c", WRITER, str(dst / f"w.{i}"), str(each)], preexec_fn=pin(far))
+                for i in range(conns)
+            ]
             for w in ws:
                 if w.wait(900) != 0:
                     raise SystemExit("a plain write failed")
@@ -310,12 +333,22 @@ def main() -> int:
                     raise SystemExit(f"copy with {k} streams failed (exit {r.returncode}): {r.stderr[-600:]}")
                 got = dir_bytes(dst / "shards")
                 assert got == nbytes, f"{k} streams copied {got} of {nbytes} bytes"
+
             return p.count, run
 
         def today() -> None:
-            r = subprocess.run(["sh", "-c", remote.rsync_job(str(src), "root", "127.0.0.1", str(dst), opts.ssh,
-                                                            opts.connect_timeout, opts.io_timeout)],
-                               capture_output=True, text=True, timeout=1800)
+            r = subprocess.run(
+                [
+                    "sh",
+                    "-c",
+                    remote.rsync_job(
+                        str(src), "root", "127.0.0.1", str(dst), opts.ssh, opts.connect_timeout, opts.io_timeout
+                    ),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
             if r.returncode != 0:
                 raise SystemExit(f"today's copy failed (exit {r.returncode}): {r.stderr[-600:]}")
             assert dir_bytes(dst / "shards") == nbytes
@@ -361,34 +394,56 @@ def main() -> int:
             else:
                 bound = "the streams"
             xk = rate[m] / (n * one) if one and m.startswith("sparktui-k") else None
-            rows.append({"method": m, "streams": n, "gbps": rate[m], "x_one": rate[m] / one if one else None,
-                         "x_k_one_stream": xk, "busy": bz, "bound": bound,
-                         "cores_needed": n * need if need is not None and m.startswith("sparktui-k") else None,
-                         "cpu_s_per_gb": statistics.median(cpu[m]),
-                         "x_raw_same_k": rate[m] / link if m.startswith("sparktui-k") else None,
-                         "cpu_x_today": statistics.median(cpu[m]) / base_cpu
-                         if m not in (*raws.values(), write_m) else None})
-        out = {"bytes": nbytes, "cores": os.cpu_count(), "threads_per_core": smt(),
-               "node_cpus": [sorted(h) for h in halves] or None, "cipher": choice.cipher, "cipher_note": choice.note,
-               "repeat": args.repeat, "rows": rows}
+            rows.append(
+                {
+                    "method": m,
+                    "streams": n,
+                    "gbps": rate[m],
+                    "x_one": rate[m] / one if one else None,
+                    "x_k_one_stream": xk,
+                    "busy": bz,
+                    "bound": bound,
+                    "cores_needed": n * need if need is not None and m.startswith("sparktui-k") else None,
+                    "cpu_s_per_gb": statistics.median(cpu[m]),
+                    "x_raw_same_k": rate[m] / link if m.startswith("sparktui-k") else None,
+                    "cpu_x_today": statistics.median(cpu[m]) / base_cpu if m not in (*raws.values(), write_m) else None,
+                }
+            )
+        out = {
+            "bytes": nbytes,
+            "cores": os.cpu_count(),
+            "threads_per_core": smt(),
+            "node_cpus": [sorted(h) for h in halves] or None,
+            "cipher": choice.cipher,
+            "cipher_note": choice.note,
+            "repeat": args.repeat,
+            "rows": rows,
+        }
         if args.json:
             print(json.dumps(out, indent=1))
         else:
-            where = (f"each end on {len(halves[0])} / {len(halves[1])} of them" if halves else "both ends share them")
-            print(f"{nbytes / GB:.2f} GB in {args.shards} shards over 127.0.0.1; this host has {out['cores']} cores "
-                  f"({out['threads_per_core']} threads per physical core; {where}); "
-                  f"cipher {choice.cipher or 'ssh default'}" + (f" ({choice.note})" if choice.note else "")
-                  + f"; median of {args.repeat}")
-            print(f"{'method':<14} {'GB/s':>7} {'x one':>6} {'x k*one':>8} {'x raw k':>8} {'busy':>5} "
-                  f"{'cores k*one':>11} {'CPU-s/GB':>9} {'x today':>8}  bound")
+            where = f"each end on {len(halves[0])} / {len(halves[1])} of them" if halves else "both ends share them"
+            print(
+                f"{nbytes / GB:.2f} GB in {args.shards} shards over 127.0.0.1; this host has {out['cores']} cores "
+                f"({out['threads_per_core']} threads per physical core; {where}); "
+                f"cipher {choice.cipher or 'ssh default'}"
+                + (f" ({choice.note})" if choice.note else "")
+                + f"; median of {args.repeat}"
+            )
+            print(
+                f"{'method':<14} {'GB/s':>7} {'x one':>6} {'x k*one':>8} {'x raw k':>8} {'busy':>5} "
+                f"{'cores k*one':>11} {'CPU-s/GB':>9} {'x today':>8}  bound"
+            )
             for r in rows:
                 xo = f"{r['x_one']:.2f}" if r["x_one"] is not None and r["method"].startswith("sparktui") else "-"
                 xk = f"{r['x_k_one_stream']:.2f}" if r["x_k_one_stream"] is not None else "-"
                 cn = f"{r['cores_needed']:.1f}" if r["cores_needed"] is not None else "-"
                 xt = f"{r['cpu_x_today']:.2f}" if r["cpu_x_today"] is not None else "-"
                 xr = f"{r['x_raw_same_k']:.2f}" if r["x_raw_same_k"] is not None else "-"
-                print(f"{r['method']:<14} {r['gbps']:7.3f} {xo:>6} {xk:>8} {xr:>8} {r['busy'] * 100:4.0f}% {cn:>11} "
-                      f"{r['cpu_s_per_gb']:9.2f} {xt:>8}  {r['bound']}")
+                print(
+                    f"{r['method']:<14} {r['gbps']:7.3f} {xo:>6} {xk:>8} {xr:>8} {r['busy'] * 100:4.0f}% {cn:>11} "
+                    f"{r['cpu_s_per_gb']:9.2f} {xt:>8}  {r['bound']}"
+                )
         return 0
     finally:
         if host is not None:

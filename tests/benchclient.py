@@ -3,6 +3,7 @@
 
     python3 -m tests.benchclient OUTDIR   # re-capture tests/unit/data/bench/ from a real run
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,10 +37,12 @@ def client_bin(tmp: Path, d: Path | None = None) -> Path | None:
     d.mkdir(parents=True, exist_ok=True)
     w = d / "vllm"
     # the client's own environment: no simulator shims, nothing from the hub
-    w.write_text(f"#!/bin/sh\nunset PYTHONPATH SPARKTUI_SIM_SPEED\nexport HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "
-                 f"HF_HOME={tmp}/hf NO_PROXY=127.0.0.1 OPENAI_API_KEY=sk-none PYTHONUNBUFFERED=1\n"
-                 # vllm_bench.py is `vllm bench`: the word itself is dropped here
-                 f'[ "$1" = bench ] && shift\nexec {py} {CONTRACT / "vllm_bench.py"} "$@"\n')
+    w.write_text(
+        f"#!/bin/sh\nunset PYTHONPATH SPARKTUI_SIM_SPEED\nexport HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "
+        f"HF_HOME={tmp}/hf NO_PROXY=127.0.0.1 OPENAI_API_KEY=sk-none PYTHONUNBUFFERED=1\n"
+        # vllm_bench.py is `vllm bench`: the word itself is dropped here
+        f'[ "$1" = bench ] && shift\nexec {py} {CONTRACT / "vllm_bench.py"} "$@"\n'
+    )
     w.chmod(0o755)
     return d
 
@@ -48,14 +51,20 @@ def model_with_tokenizer(tmp: Path) -> Path:
     """A simulator checkpoint that also holds a tokenizer trained here (make_tokenizer.py)."""
     model = make_model(tmp / "model", shards=2)
     if not (model / "tokenizer.json").exists():
-        subprocess.run([str(client_python()), str(CONTRACT / "make_tokenizer.py"), str(model)], check=True,
-                       capture_output=True, timeout=300, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        subprocess.run(
+            [str(client_python()), str(CONTRACT / "make_tokenizer.py"), str(model)],
+            check=True,
+            capture_output=True,
+            timeout=300,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )
     return model
 
 
 @contextlib.contextmanager
-def sim_engine(engine: str, model: Path, served: str = "sim-model", port: int | None = None,
-               version: str | None = None):
+def sim_engine(
+    engine: str, model: Path, served: str = "sim-model", port: int | None = None, version: str | None = None
+):
     """A simulated engine on 127.0.0.1; yields its port."""
     port = port or free_port("127.0.0.1")
     common = ["--served-model-name", served, "--host", "127.0.0.1", "--port", str(port)]
@@ -64,7 +73,10 @@ def sim_engine(engine: str, model: Path, served: str = "sim-model", port: int | 
         env, ready = {"SPARKTUI_SIM_VLLM_VERSION": version or "0.31.0"}, "Application startup complete."
     else:
         argv = module_argv("sglang.launch_server", "--model-path", str(model), *common, "--enable-metrics")
-        env, ready = {"SPARKTUI_SIM_SGLANG_VERSION": version or "0.5.3.post3"}, "The server is fired up and ready to roll!"
+        env, ready = (
+            {"SPARKTUI_SIM_SGLANG_VERSION": version or "0.5.3.post3"},
+            "The server is fired up and ready to roll!",
+        )
     with SimProcess(argv, speed=SPEED, extra_env=env) as sim:
         sim.wait_for(ready, timeout=120)
         yield port
@@ -88,8 +100,15 @@ def capture(out: Path) -> None:
             d.mkdir(exist_ok=True)
             env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
             # one stream, as the node's log has it (2>&1)
-            p = subprocess.run(["sh", "-c", job], cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, timeout=600)
+            p = subprocess.run(
+                ["sh", "-c", job],
+                cwd=d,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=600,
+            )
             (out / f"{engine}.log").write_text(p.stdout)
             if p.returncode:
                 sys.exit(f"{engine}: exit {p.returncode}\n{p.stdout[-3000:]}")

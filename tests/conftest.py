@@ -7,6 +7,7 @@
 - Hermetic homes (tests/hermetic.py): every test, and every in-process SSH node, gets HOME and XDG
   directories of its own; a guard fails a test, and the suite, that touches the user's own sparktui files.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ does (cluster[name], .nodes, `async with`, close). `FakeCluster.replacing(...)` 
 for Cluster where a CLI builds its own from the config; `fixed_inventory` stands in for take_inventory.
 (tests/ssh/test_deploy_fakes.py has nodes of another kind: real SSH servers with a fake docker.)
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -13,6 +13,7 @@
   ($SPARKTUI_ENGINE_CACHE, default ~/.cache/sparktui/engine, tools/build_engine_image.py) are exempt, and
   pinned to the real home before HOME moves, so the tests keep finding them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,8 +32,12 @@ ENGINE_CACHE = ".cache/sparktui/engine"
 
 def home_env(home: Path) -> dict[str, str]:
     """The variables that place a user's files, for a user whose home is `home` (XDG defaults spelled out)."""
-    return {"HOME": str(home), "XDG_STATE_HOME": str(home / ".local/state"),
-            "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache")}
+    return {
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+    }
 
 
 class Homes:
@@ -138,8 +143,11 @@ class Guard:
                 st = os.lstat(p)
             except OSError:
                 continue  # removed while walking: the next look will miss it
-            out[p] = (stat.S_IFMT(st.st_mode),) if stat.S_ISDIR(st.st_mode) else (
-                st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            out[p] = (
+                (stat.S_IFMT(st.st_mode),)
+                if stat.S_ISDIR(st.st_mode)
+                else (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            )
         return out
 
     def digests(self) -> dict[str, str]:
@@ -172,6 +180,8 @@ def changes(before: dict, after: dict) -> list[str]:
 
 def report(lines: list[str], most: int = 20) -> str:
     shown = lines[:most] + ([f"... and {len(lines) - most} more"] if len(lines) > most else [])
-    return ("the user's own sparktui files changed while the tests ran (a test must use the HOME and XDG "
-            "directories the suite gives it; or another process on this machine wrote them meanwhile):\n  "
-            + "\n  ".join(shown))
+    return (
+        "the user's own sparktui files changed while the tests ran (a test must use the HOME and XDG "
+        "directories the suite gives it; or another process on this machine wrote them meanwhile):\n  "
+        + "\n  ".join(shown)
+    )

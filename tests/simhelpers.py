@@ -2,6 +2,7 @@
 
 Waiting is on output lines with bounded timeouts, never on sleeps. Stdlib only, like the rest.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,25 +21,37 @@ from typing import Iterator
 
 from sparktui.sim import sim_env
 
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
-def make_model(folder: str | os.PathLike, shards: int = 4, total_bytes: int = 20 * GIB,
-               config: dict | None = None) -> Path:
+def make_model(
+    folder: str | os.PathLike, shards: int = 4, total_bytes: int = 20 * GIB, config: dict | None = None
+) -> Path:
     """A checkpoint directory the simulator accepts: config.json, empty shard files, and an index whose
     metadata.total_size says how big the weights are meant to be."""
     path = Path(folder)
     path.mkdir(parents=True, exist_ok=True)
-    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_hidden_layers": 48,
-           "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "hidden_size": 4096,
-           "max_position_embeddings": 32768, "torch_dtype": "bfloat16"}
+    cfg = {
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "model_type": "qwen3_moe",
+        "num_hidden_layers": 48,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "hidden_size": 4096,
+        "max_position_embeddings": 32768,
+        "torch_dtype": "bfloat16",
+    }
     cfg.update(config or {})
     (path / "config.json").write_text(json.dumps(cfg))
     names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
     for name in names:
         (path / name).write_bytes(b"")
-    (path / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": int(total_bytes)}, "weight_map": {f"w{i}": n for i, n in enumerate(names)}}))
+    (path / "model.safetensors.index.json").write_text(
+        json.dumps(
+            {"metadata": {"total_size": int(total_bytes)}, "weight_map": {f"w{i}": n for i, n in enumerate(names)}}
+        )
+    )
     return path
 
 
@@ -56,15 +69,23 @@ def module_argv(module: str, *args: str) -> list[str]:
 def launcher_argv(name: str, *args: str) -> list[str]:
     """`vllm ...` / `ray ...` through the shim launchers, with this interpreter."""
     from sparktui.sim import SHIMS_DIR
+
     return [sys.executable, str(SHIMS_DIR / "bin" / name), *args]
 
 
 class SimProcess:
     """One simulator process; stdout and stderr merged and kept line by line."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None, *, speed: float | None = 50,
-                 scenarios: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
-                 interfaces: str | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        *,
+        speed: float | None = 50,
+        scenarios: tuple[str, ...] = (),
+        extra_env: dict[str, str] | None = None,
+        interfaces: str | None = None,
+    ) -> None:
         self.argv = argv
         self.env = sim_env(env, speed=speed, scenarios=scenarios, interfaces=interfaces)
         self.env.update(extra_env or {})
@@ -75,8 +96,14 @@ class SimProcess:
         self._reader: threading.Thread | None = None
 
     def start(self) -> "SimProcess":
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.argv,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         return self
@@ -109,7 +136,7 @@ class SimProcess:
         """Index of the first line at or after `start` matching `pattern` (substring or regex), else -1."""
         rx = pattern if isinstance(pattern, re.Pattern) else None
         for i, line in enumerate(self.snapshot()[start:], start):
-            if (rx.search(line) if rx else pattern in line):  # type: ignore[operator]
+            if rx.search(line) if rx else pattern in line:  # type: ignore[operator]
                 return i
         return -1
 
@@ -175,10 +202,14 @@ def http(method: str, url: str, body: dict | None = None, timeout: float = 30.0)
 
 def sse_events(url: str, body: dict, timeout: float = 30.0) -> Iterator[str]:
     """POST and yield each `data:` payload of a server-sent-event stream."""
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json", "accept": "text/event-stream"})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "accept": "text/event-stream"},
+    )
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         for raw in resp:
             line = raw.decode().rstrip("\r\n")
             if line.startswith("data: "):
-                yield line[len("data: "):]
+                yield line[len("data: ") :]

@@ -4,6 +4,7 @@ nothing else on the machine is touched), driven by keys and read from the screen
 A screen is read whole and a condition is waited for, never a single capture assumed complete:
 the app repaints parts of the screen (the footer when bindings change, toasts) between captures.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,15 +18,15 @@ SESSION = "app"
 
 
 class Tmux:
-    def __init__(self, command: str, width: int, height: int, env: dict[str, str] | None = None,
-                 prefix: str = "sparktui-test") -> None:
+    def __init__(
+        self, command: str, width: int, height: int, env: dict[str, str] | None = None, prefix: str = "sparktui-test"
+    ) -> None:
         self.socket = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.env = env
         self("new-session", "-d", "-s", SESSION, "-x", str(width), "-y", str(height), command)
 
     def __call__(self, *args: str, check: bool = True) -> str:
-        r = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, env=self.env,
-                           timeout=30)
+        r = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, env=self.env, timeout=30)
         if check and r.returncode != 0:
             raise AssertionError(f"tmux {' '.join(args)}: {r.stderr.strip()}")
         return r.stdout
@@ -78,8 +79,9 @@ def app_command(env: dict[str, str], *argv: str, unset: tuple[str, ...] = ()) ->
     """A shell command running argv with env, without the test runner's COLUMNS/LINES (they would
     override the terminal's real size) nor the variables named in unset."""
     import shlex
+
     drop = " ".join(f"-u {name}" for name in ("COLUMNS", "LINES", *unset))
-    return (f"env {drop} " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(argv))
+    return f"env {drop} " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(argv)
 
 
 def footer(screen: str) -> str:

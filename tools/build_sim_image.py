@@ -15,6 +15,7 @@ packages `sglang`, `vllm` and `ray` in dist-packages, /usr/local/bin/vllm, /usr/
 One layer, sorted entries, fixed timestamps: the same inputs give the same image ID on every node.
 The image is for this machine's architecture.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,16 +43,56 @@ EPOCH = 1704067200  # 2024-01-01T00:00:00Z: every entry's mtime, for reproducibl
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # Standard library parts an engine simulator never imports (GUI, tests, build configuration, ...)
-SKIP_STDLIB = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data", "distutils",
-               "__pycache__", "sqlite3", "curses", "site-packages", "dist-packages"}
+SKIP_STDLIB = {
+    "test",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "pydoc_data",
+    "distutils",
+    "__pycache__",
+    "sqlite3",
+    "curses",
+    "site-packages",
+    "dist-packages",
+}
 SKIP_STDLIB_PREFIX = ("config-",)
 # Extension modules left out with the libraries they would drag in (OpenSSL, Berkeley DB, ncurses, ...)
-SKIP_DYNLOAD = ("_test", "xx", "_ctypes_test", "_tkinter", "_ssl", "_hashlib", "_sqlite3", "_curses", "readline",
-                "_dbm", "_gdbm", "nis", "ossaudiodev", "_crypt")
+SKIP_DYNLOAD = (
+    "_test",
+    "xx",
+    "_ctypes_test",
+    "_tkinter",
+    "_ssl",
+    "_hashlib",
+    "_sqlite3",
+    "_curses",
+    "readline",
+    "_dbm",
+    "_gdbm",
+    "nis",
+    "ossaudiodev",
+    "_crypt",
+)
 # A shell and the few tools scripts around engines use (bash -c, grep, ls); a couple of MB in all
-TOOLS = ("/usr/bin/dash", "/usr/bin/bash", "/usr/bin/sleep", "/usr/bin/cat", "/usr/bin/env", "/usr/bin/grep",
-         "/usr/bin/ls", "/usr/bin/head", "/usr/bin/tail", "/usr/bin/mkdir", "/usr/bin/rm", "/usr/bin/timeout",
-         "/usr/bin/cp", "/usr/bin/chmod")  # cp, chmod: the TensorRT-LLM containers' entrypoint
+TOOLS = (
+    "/usr/bin/dash",
+    "/usr/bin/bash",
+    "/usr/bin/sleep",
+    "/usr/bin/cat",
+    "/usr/bin/env",
+    "/usr/bin/grep",
+    "/usr/bin/ls",
+    "/usr/bin/head",
+    "/usr/bin/tail",
+    "/usr/bin/mkdir",
+    "/usr/bin/rm",
+    "/usr/bin/timeout",
+    "/usr/bin/cp",
+    "/usr/bin/chmod",
+)  # cp, chmod: the TensorRT-LLM containers' entrypoint
 
 
 @dataclass
@@ -121,7 +162,7 @@ class Rootfs:
                 target = os.readlink(candidate)
                 self.add_symlink(candidate, target)
                 resolved = os.path.normpath(os.path.join(os.path.dirname(candidate), target))
-                rest = os.path.join(resolved, *parts[i + 1:]) if i + 1 < len(parts) else resolved
+                rest = os.path.join(resolved, *parts[i + 1 :]) if i + 1 < len(parts) else resolved
                 self.copy_host_path(rest, hops + 1)
                 return
             current = candidate
@@ -150,26 +191,42 @@ def ldd(path: str) -> list[str]:
 
 
 def host_python_paths(python: str) -> tuple[str, str, str]:
-    code = ("import sys, sysconfig; print(sysconfig.get_paths()['stdlib']); "
-            "print(sysconfig.get_config_var('DESTSHARED') or ''); print('%d.%d' % sys.version_info[:2])")
+    code = (
+        "import sys, sysconfig; print(sysconfig.get_paths()['stdlib']); "
+        "print(sysconfig.get_config_var('DESTSHARED') or ''); print('%d.%d' % sys.version_info[:2])"
+    )
     out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     return out[0], out[1], out[2]
 
 
-def base_rootfs(python: str, os_name: str = "sparktui engine simulator",
-                skip_dynload: tuple[str, ...] = SKIP_DYNLOAD,
-                skip_stdlib: frozenset[str] | set[str] = SKIP_STDLIB) -> tuple[Rootfs, str]:
+def base_rootfs(
+    python: str,
+    os_name: str = "sparktui engine simulator",
+    skip_dynload: tuple[str, ...] = SKIP_DYNLOAD,
+    skip_stdlib: frozenset[str] | set[str] = SKIP_STDLIB,
+) -> tuple[Rootfs, str]:
     """This machine's python3 with its libraries, a shell and a few tools; returns it and "3.x"."""
     fs = Rootfs()
     # Debian's merged /usr, so paths printed by ldd (/lib/...) land where the loader looks
     for name in ("bin", "lib", "lib64", "sbin"):
         fs.add_dir(f"/usr/{name}")
         fs.add_symlink(f"/{name}", f"usr/{name}")
-    for d, mode in (("/tmp", 0o1777), ("/var/tmp", 0o1777), ("/root", 0o700), ("/etc", 0o755), ("/proc", 0o755),
-                    ("/sys", 0o755), ("/dev", 0o755), ("/run", 0o755), ("/models", 0o755)):
+    for d, mode in (
+        ("/tmp", 0o1777),
+        ("/var/tmp", 0o1777),
+        ("/root", 0o700),
+        ("/etc", 0o755),
+        ("/proc", 0o755),
+        ("/sys", 0o755),
+        ("/dev", 0o755),
+        ("/run", 0o755),
+        ("/models", 0o755),
+    ):
         fs.add_dir(d, mode)
-    fs.add_file("/etc/passwd", data=b"root:x:0:0:root:/root:/bin/sh\n"
-                                    b"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    fs.add_file(
+        "/etc/passwd",
+        data=b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    )
     fs.add_file("/etc/group", data=b"root:x:0:\nnogroup:x:65534:\n")
     fs.add_file("/etc/os-release", data=f'PRETTY_NAME="{os_name}"\nID=sparktui-sim\n'.encode())
 
@@ -187,8 +244,11 @@ def base_rootfs(python: str, os_name: str = "sparktui engine simulator",
 
     for root, dirs, files in os.walk(stdlib):
         rel = os.path.relpath(root, stdlib)
-        dirs[:] = sorted(d for d in dirs if d not in skip_stdlib and not d.startswith(SKIP_STDLIB_PREFIX)
-                         and os.path.join(root, d) != dynload)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in skip_stdlib and not d.startswith(SKIP_STDLIB_PREFIX) and os.path.join(root, d) != dynload
+        )
         for f in sorted(files):
             src = os.path.join(root, f)
             if os.path.islink(src):
@@ -209,7 +269,9 @@ def base_rootfs(python: str, os_name: str = "sparktui engine simulator",
 def collect(python: str) -> Rootfs:
     fs, version = base_rootfs(python)
     site = f"/usr/local/lib/python{version}/dist-packages"
-    fs.add_file(f"{site}/sparktui/__init__.py", data=b'"""sparktui: only the engine simulator ships in this image."""\n')
+    fs.add_file(
+        f"{site}/sparktui/__init__.py", data=b'"""sparktui: only the engine simulator ships in this image."""\n'
+    )
     for path in sorted(SIM.rglob("*")):
         rel = path.relative_to(SIM)
         if "__pycache__" in rel.parts or path.is_dir() or path.suffix == ".pyc":
@@ -228,10 +290,12 @@ def collect(python: str) -> Rootfs:
     fs.add_file("/usr/local/bin/sglang", data=launcher.format(mod="sglang.cli.main").encode(), mode=0o755)
     # TensorRT-LLM's MPI launch: mpirun, the launcher, trtllm-serve, and the containers' sshd where images have it
     named = "#!/usr/bin/python3\nimport sys\n\nfrom {mod} import {fn}\n\nsys.exit({fn}(sys.argv[1:]))\n"
-    for path, mod, fn in (("/usr/local/bin/mpirun", "sparktui.sim.trtllm_mpi", "mpirun_main"),
-                          ("/usr/local/bin/trtllm-llmapi-launch", "sparktui.sim.trtllm_mpi", "launch_main"),
-                          ("/usr/local/bin/trtllm-serve", "sparktui.sim.trtllm_server", "main"),
-                          ("/usr/sbin/sshd", "sparktui.sim.trtllm_mpi", "sshd_main")):
+    for path, mod, fn in (
+        ("/usr/local/bin/mpirun", "sparktui.sim.trtllm_mpi", "mpirun_main"),
+        ("/usr/local/bin/trtllm-llmapi-launch", "sparktui.sim.trtllm_mpi", "launch_main"),
+        ("/usr/local/bin/trtllm-serve", "sparktui.sim.trtllm_server", "main"),
+        ("/usr/sbin/sshd", "sparktui.sim.trtllm_mpi", "sshd_main"),
+    ):
         fs.add_file(path, data=named.format(mod=mod, fn=fn).encode(), mode=0o755)
     return fs
 
@@ -282,9 +346,15 @@ def docker_arch() -> str:
     return {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
 
 
-def build_image(fs: Rootfs, output: Path, tag: str, entrypoint: list[str] | None = None,
-                env: list[str] | None = None, title: str = "sparktui engine simulator",
-                description: str = "SGLang, vLLM and Ray as seen from outside, without GPUs") -> dict:
+def build_image(
+    fs: Rootfs,
+    output: Path,
+    tag: str,
+    entrypoint: list[str] | None = None,
+    env: list[str] | None = None,
+    title: str = "sparktui engine simulator",
+    description: str = "SGLang, vLLM and Ray as seen from outside, without GPUs",
+) -> dict:
     """Write the docker-archive tarball; returns {'id', 'layer', 'size'}.
 
     entrypoint: the image's ENTRYPOINT (vllm/vllm-openai has ["vllm", "serve"]); env: extra ENV
@@ -300,11 +370,18 @@ def build_image(fs: Rootfs, output: Path, tag: str, entrypoint: list[str] | None
         size = layer.tell()
         created = "2024-01-01T00:00:00Z"
         config = {
-            "architecture": docker_arch(), "os": "linux", "created": created,
-            "config": {"Env": [f"PATH={PATH_ENV}", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", *(env or [])],
-                       "Cmd": None if entrypoint else ["/bin/sh"], "WorkingDir": "/",
-                       "Labels": {"org.opencontainers.image.title": title,
-                                  "org.opencontainers.image.description": description}},
+            "architecture": docker_arch(),
+            "os": "linux",
+            "created": created,
+            "config": {
+                "Env": [f"PATH={PATH_ENV}", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", *(env or [])],
+                "Cmd": None if entrypoint else ["/bin/sh"],
+                "WorkingDir": "/",
+                "Labels": {
+                    "org.opencontainers.image.title": title,
+                    "org.opencontainers.image.description": description,
+                },
+            },
             "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_hex}"]},
             "history": [{"created": created, "created_by": "tools/build_sim_image.py"}],
         }
@@ -313,11 +390,14 @@ def build_image(fs: Rootfs, output: Path, tag: str, entrypoint: list[str] | None
         config_bytes = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
         config_hex = hashlib.sha256(config_bytes).hexdigest()
         repo, _, ver = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "latest")
-        manifest = [{"Config": f"{config_hex}.json", "RepoTags": [f"{repo}:{ver}"], "Layers": [f"{layer_hex}/layer.tar"]}]
+        manifest = [
+            {"Config": f"{config_hex}.json", "RepoTags": [f"{repo}:{ver}"], "Layers": [f"{layer_hex}/layer.tar"]}
+        ]
         repositories = {repo: {ver: layer_hex}}
         opener = gzip.open if output.suffix == ".gz" else open
         with opener(output, "wb") as raw:
             with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+
                 def add_bytes(name: str, data: bytes) -> None:
                     info = tarfile.TarInfo(name)
                     info.size, info.mtime, info.mode = len(data), EPOCH, 0o644
@@ -339,16 +419,27 @@ def build_image(fs: Rootfs, output: Path, tag: str, entrypoint: list[str] | None
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
-                   help=f"image tarball to write; .gz compresses it (default {DEFAULT_OUTPUT.relative_to(REPO)})")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help=f"image tarball to write; .gz compresses it (default {DEFAULT_OUTPUT.relative_to(REPO)})",
+    )
     p.add_argument("-t", "--tag", default=DEFAULT_TAG, help=f"repository:tag recorded in the tarball ({DEFAULT_TAG})")
-    p.add_argument("--entrypoint", help="the image's ENTRYPOINT, words split as a shell would "
-                                         "(vllm/vllm-openai's is 'vllm serve'); default none, CMD /bin/sh")
+    p.add_argument(
+        "--entrypoint",
+        help="the image's ENTRYPOINT, words split as a shell would "
+        "(vllm/vllm-openai's is 'vllm serve'); default none, CMD /bin/sh",
+    )
     p.add_argument("--vllm-version", help="the vLLM release the simulated vLLM plays (default: the newest it knows)")
     p.add_argument("--sglang-version", help="the SGLang release the simulated SGLang plays")
     p.add_argument("--rootfs", type=Path, help="only lay out the root filesystem in this (empty) directory")
-    p.add_argument("--python", default=os.path.realpath("/usr/bin/python3"),
-                   help="interpreter to ship, a distribution build with its stdlib under /usr/lib (default %(default)s)")
+    p.add_argument(
+        "--python",
+        default=os.path.realpath("/usr/bin/python3"),
+        help="interpreter to ship, a distribution build with its stdlib under /usr/lib (default %(default)s)",
+    )
     args = p.parse_args(argv)
     if not os.path.isfile(args.python):
         p.error(f"{args.python} not found: pass --python /usr/bin/python3.X (a distribution build)")
@@ -360,8 +451,10 @@ def main(argv: list[str] | None = None) -> int:
     env = [f"SPARKTUI_SIM_VLLM_VERSION={args.vllm_version}"] if args.vllm_version else []
     env += [f"SPARKTUI_SIM_SGLANG_VERSION={args.sglang_version}"] if args.sglang_version else []
     result = build_image(fs, args.output, args.tag, shlex.split(args.entrypoint) if args.entrypoint else None, env)
-    print(f"wrote {args.output} ({args.output.stat().st_size / 1e6:.1f} MB, layer {result['size'] / 1e6:.1f} MB "
-          f"uncompressed): {args.tag} {result['id']}")
+    print(
+        f"wrote {args.output} ({args.output.stat().st_size / 1e6:.1f} MB, layer {result['size'] / 1e6:.1f} MB "
+        f"uncompressed): {args.tag} {result['id']}"
+    )
     print(f"load it with: docker load -i {args.output}")
     return 0
 

@@ -7,6 +7,7 @@ Both pages are generated so they cannot drift from what the program accepts: a f
 config note changed in the code shows up here, and tests/unit/test_docs_generated.py fails until the
 pages are written again. The argparse help is laid out at a fixed width, whatever the terminal.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,10 +72,14 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
 
 def cli_markdown() -> str:
     parser = build_parser()
-    out = ["# Command-line reference", "", _GENERATED,
-           "Every command takes `--config FILE` (before or after the command word); the headless ones print one",
-           "JSON document with `--json`. What each command does, in words, is in the [user guide](guide.md#commands).",
-           ""]
+    out = [
+        "# Command-line reference",
+        "",
+        _GENERATED,
+        "Every command takes `--config FILE` (before or after the command word); the headless ones print one",
+        "JSON document with `--json`. What each command does, in words, is in the [user guide](guide.md#commands).",
+        "",
+    ]
     entries = list(_commands(parser))
     for words, _sub, summary in entries[1:]:
         out.append(f"- [`{' '.join(words)}`](#{'-'.join(words)}){' — ' + _cell(summary) if summary else ''}")
@@ -85,7 +90,7 @@ def cli_markdown() -> str:
             out += [_cell(summary), ""]
         text = (sub.description or "").strip()
         if text and text != summary:  # a laid-out description (several lines) keeps its layout
-            out += (["```text", text, "```", ""] if "\n" in text else [text, ""])
+            out += ["```text", text, "```", ""] if "\n" in text else [text, ""]
         out += ["```text", sub.format_usage().strip(), "```"]
         rows = _option_rows(sub)
         if rows:
@@ -122,15 +127,23 @@ def _rows(prefix: str, cls, notes: dict[str, str], key_of) -> list[str]:
 
 
 def config_markdown() -> str:
-    out = ["# Configuration reference", "", _GENERATED,
-           "Where sparktui looks for its config, in order: " + _cell(cfg.find_config.__doc__.split("\n")[0]),
-           "Unknown keys are errors with a did-you-mean; every error names its file, line and column, and what",
-           "was expected (exit code 2). How to write a first config (`sparktui init`, the first-run screen) is in",
-           "the [user guide](guide.md#configuration).", "",
-           "| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+    out = [
+        "# Configuration reference",
+        "",
+        _GENERATED,
+        "Where sparktui looks for its config, in order: " + _cell(cfg.find_config.__doc__.split("\n")[0]),
+        "Unknown keys are errors with a did-you-mean; every error names its file, line and column, and what",
+        "was expected (exit code 2). How to write a first config (`sparktui init`, the first-run screen) is in",
+        "the [user guide](guide.md#configuration).",
+        "",
+        "| key | type | default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
     # sections whose entries are keyed by name (nodes, engines): their fields in one row each
-    nested = {"nodes": (cfg.NodeConfig, "nodes[].", NODE_NOTES, "list", "required"),
-              "engines": (cfg.EngineSettings, "engines.<engine>.", NOTES, "map", "`{}`")}
+    nested = {
+        "nodes": (cfg.NodeConfig, "nodes[].", NODE_NOTES, "list", "required"),
+        "engines": (cfg.EngineSettings, "engines.<engine>.", NOTES, "map", "`{}`"),
+    }
     rows = []
     for f in dataclasses.fields(cfg.Config):
         if f.name == "path":  # where the file was read from, not a key
@@ -151,9 +164,16 @@ def config_markdown() -> str:
             rows.append(_row("", f, NOTES))
     out += rows
     example = (ROOT / "config.example.yaml").read_text().rstrip("\n")
-    out += ["", "## The annotated example", "",
-            "[`config.example.yaml`](../config.example.yaml), which `sparktui init --example` prints:", "",
-            "```yaml", example, "```"]
+    out += [
+        "",
+        "## The annotated example",
+        "",
+        "[`config.example.yaml`](../config.example.yaml), which `sparktui init --example` prints:",
+        "",
+        "```yaml",
+        example,
+        "```",
+    ]
     return "\n".join(out) + "\n"
 
 

@@ -7,6 +7,7 @@ The app runs headless at 120x36 with the scripted core the TUI tests use (engine
 the simulator, node facts parsed from real probe samples), so the pictures are reproducible. The only
 run-to-run difference in Textual's SVG is its id, a hash of the content; --check compares without it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,8 +90,9 @@ def compare(committed: Path, fresh: Path) -> list[str]:
         a, b = old.read_text(), new.read_text()
         if normalise(a) != normalise(b):
             diff = list(difflib.unified_diff(svg_text(a), svg_text(b), "committed", "app", lineterm="", n=1))
-            problems.append(f"{old} differs from the app" + (":\n" + "\n".join(diff[:40]) if diff else
-                                                            " (colours or styles only)"))
+            problems.append(
+                f"{old} differs from the app" + (":\n" + "\n".join(diff[:40]) if diff else " (colours or styles only)")
+            )
     return problems
 
 

@@ -8,15 +8,20 @@ vLLM can load, warm up and answer in about a minute. Same seed, same files.
 Needs torch, transformers and tokenizers only. `--head-dim 16` makes a model that loads but that
 vLLM's CPU attention refuses at the first request.
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-WORDS = ("tensor parallel pipeline node spark model token decode prefill cache memory network fabric latency "
-         "throughput request engine server client batch stream answer question the a of to in on is").split()
-TEMPLATE = ("{% for m in messages %}<s>{{ m['role'] }}\n{{ m['content'] }}</s>\n{% endfor %}"
-            "{% if add_generation_prompt %}<s>assistant\n{% endif %}")
+WORDS = (
+    "tensor parallel pipeline node spark model token decode prefill cache memory network fabric latency "
+    "throughput request engine server client batch stream answer question the a of to in on is"
+).split()
+TEMPLATE = (
+    "{% for m in messages %}<s>{{ m['role'] }}\n{{ m['content'] }}</s>\n{% endfor %}"
+    "{% if add_generation_prompt %}<s>assistant\n{% endif %}"
+)
 
 
 def tokenizer(out: Path, seed: int):
@@ -30,11 +35,13 @@ def tokenizer(out: Path, seed: int):
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=512, special_tokens=["<unk>", "<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=512, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                   model_max_length=2048)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", model_max_length=2048
+    )
     fast.chat_template = TEMPLATE
     fast.save_pretrained(out)
     return fast
@@ -45,11 +52,24 @@ def model(out: Path, seed: int, head_dim: int, vocab: int, bos: int, eos: int) -
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     torch.manual_seed(seed)
-    cfg = Qwen3MoeConfig(vocab_size=vocab, hidden_size=128, head_dim=head_dim, num_attention_heads=4,
-                         num_key_value_heads=2, num_hidden_layers=2, intermediate_size=256,
-                         moe_intermediate_size=64, num_experts=4, num_experts_per_tok=2, decoder_sparse_step=1,
-                         max_position_embeddings=2048, bos_token_id=bos, eos_token_id=eos,
-                         tie_word_embeddings=False, torch_dtype="bfloat16")
+    cfg = Qwen3MoeConfig(
+        vocab_size=vocab,
+        hidden_size=128,
+        head_dim=head_dim,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        intermediate_size=256,
+        moe_intermediate_size=64,
+        num_experts=4,
+        num_experts_per_tok=2,
+        decoder_sparse_step=1,
+        max_position_embeddings=2048,
+        bos_token_id=bos,
+        eos_token_id=eos,
+        tie_word_embeddings=False,
+        torch_dtype="bfloat16",
+    )
     m = Qwen3MoeForCausalLM(cfg).to(torch.bfloat16)
     m.save_pretrained(out, safe_serialization=True)
 

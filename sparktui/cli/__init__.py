@@ -1,4 +1,5 @@
 """`sparktui`: the TUI by default, and every operation as a headless command with --json."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,15 +11,43 @@ from .. import __version__
 from ..core.statefile import StateFileError
 
 # Each module adds its subcommands with register(subparsers).
-COMMAND_MODULES = ["check", "plan", "diagnose", "sync", "deploy", "journal", "demo", "preflight", "init", "memory",
-                   "metrics", "bench"]
+COMMAND_MODULES = [
+    "check",
+    "plan",
+    "diagnose",
+    "sync",
+    "deploy",
+    "journal",
+    "demo",
+    "preflight",
+    "init",
+    "memory",
+    "metrics",
+    "bench",
+]
 # Which module registers which command word: a run imports only the module of its command, so
 # `--version` or `plan` never pays for SSH, cryptography or the TUI (tests/unit/test_cli_lazy.py keeps
 # this in step with the modules; a word missing here still works, it only loads every module).
-COMMANDS = {"check": "check", "status": "check", "plan": "plan", "diagnose": "diagnose", "sync": "sync",
-            "setup": "sync", "launch": "deploy", "stop": "deploy", "pivot": "deploy", "redeploy": "deploy",
-            "logs": "deploy", "journal": "journal", "demo": "demo", "preflight": "preflight", "init": "init",
-            "drop-caches": "memory", "metrics": "metrics", "bench": "bench"}
+COMMANDS = {
+    "check": "check",
+    "status": "check",
+    "plan": "plan",
+    "diagnose": "diagnose",
+    "sync": "sync",
+    "setup": "sync",
+    "launch": "deploy",
+    "stop": "deploy",
+    "pivot": "deploy",
+    "redeploy": "deploy",
+    "logs": "deploy",
+    "journal": "journal",
+    "demo": "demo",
+    "preflight": "preflight",
+    "init": "init",
+    "drop-caches": "memory",
+    "metrics": "metrics",
+    "bench": "bench",
+}
 ALSO = {"status": ["sync", "deploy"]}  # modules that add sections to a command of another module
 _VALUED = ("--config", "-c", "--theme")  # the global options that take a value
 
@@ -64,8 +93,10 @@ class _Parser(argparse.ArgumentParser):
             from ..core.yamlpos import did_you_mean
 
             choices = re.findall(r"'([^']*)'", bad.group(3))
-            line = (f"{bad.group(1)}: invalid choice: '{shorten(bad.group(2), 80)}'; "
-                    f"{_hint(did_you_mean(bad.group(2), choices), choices)}")
+            line = (
+                f"{bad.group(1)}: invalid choice: '{shorten(bad.group(2), 80)}'; "
+                f"{_hint(did_you_mean(bad.group(2), choices), choices)}"
+            )
             _Parser.last_error = line
             self.exit(2, f"{self.prog}: error: {line}\n")
         super().error(shorten(message, 400))
@@ -78,7 +109,8 @@ def _hint(hint: str, choices: list[str]) -> str:
 # argparse's wording (Lib/argparse.py, _check_value): the value is repr()'d; with suggest_on_error (CPython 3.14,
 # on by default from 3.15) a close choice comes between: "invalid choice: 'rey', maybe you meant 'ray'? (choose ..."
 _INVALID_CHOICE = re.compile(
-    r"(argument [^:]+): invalid choice: '(.*)'(?:, maybe you meant '[^']*'\?)? \(choose from (.*)\)$", re.S)
+    r"(argument [^:]+): invalid choice: '(.*)'(?:, maybe you meant '[^']*'\?)? \(choose from (.*)\)$", re.S
+)
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -146,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _exit(args: argparse.Namespace, code: int, message: str, reason: str | None = None,
-          fix: str | None = None) -> int:
+def _exit(args: argparse.Namespace, code: int, message: str, reason: str | None = None, fix: str | None = None) -> int:
     """Say why the command stops: on stderr, and under --json as the error document on stdout (unless the
     command already printed its JSON there)."""
     from . import common

@@ -3,6 +3,7 @@
 The client (`vllm bench serve`, see core/bench/client.py) runs on the head node, detached; progress is read
 from its log. Ctrl-C stops it there. Each run's rows are kept in the local history.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,15 @@ from ..core.ssh import Cluster
 from .deploy import _Term
 from .common import CliExit, add_config_arg, add_json_arg, console, err_console, get_config, journal, print_json
 
-COLUMNS = [("engine", "engine", "{}"), ("conc", "concurrency", "{}"), ("TTFT p50 ms", "ttft_p50_ms", "{:.1f}"),
-           ("TTFT p99 ms", "ttft_p99_ms", "{:.1f}"), ("ITL p50 ms", "itl_p50_ms", "{:.1f}"),
-           ("out tok/s", "output_tokens_per_s", "{:.1f}"), ("req/s", "requests_per_s", "{:.2f}")]
+COLUMNS = [
+    ("engine", "engine", "{}"),
+    ("conc", "concurrency", "{}"),
+    ("TTFT p50 ms", "ttft_p50_ms", "{:.1f}"),
+    ("TTFT p99 ms", "ttft_p99_ms", "{:.1f}"),
+    ("ITL p50 ms", "itl_p50_ms", "{:.1f}"),
+    ("out tok/s", "output_tokens_per_s", "{:.1f}"),
+    ("req/s", "requests_per_s", "{:.2f}"),
+]
 
 
 def concurrency_list(text: str) -> list[int]:
@@ -48,8 +55,13 @@ def length(text: str) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure serving on the head node (TTFT, ITL, tokens/s per concurrency)")
     p.add_argument("--deployment", help="deployment name (default: the cluster name)")
-    p.add_argument("--concurrency", type=concurrency_list, default=[1, 8, 32], metavar="1,8,32",
-                   help="requests in flight, one run each (default 1,8,32)")
+    p.add_argument(
+        "--concurrency",
+        type=concurrency_list,
+        default=[1, 8, 32],
+        metavar="1,8,32",
+        help="requests in flight, one run each (default 1,8,32)",
+    )
     p.add_argument("--input-len", type=length, default=512, metavar="N", help="prompt tokens (default 512)")
     p.add_argument("--output-len", type=length, default=128, metavar="N", help="tokens generated (default 128)")
     p.add_argument("--history", action="store_true", help="list the kept results instead of running")
@@ -73,8 +85,10 @@ def run_title(g: list[results.Row]) -> str:
     r = g[0]
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
     mark = f"TAINTED ({r.tainted}) · " if r.tainted else ""
-    return (f"{mark}{r.deployment} · {r.engine} {r.mode} TP{r.tp} · {r.image or 'image ?'} · plan {r.plan_id or '?'}"
-            f" · {r.input_len}/{r.output_len} tokens · {when}")
+    return (
+        f"{mark}{r.deployment} · {r.engine} {r.mode} TP{r.tp} · {r.image or 'image ?'} · plan {r.plan_id or '?'}"
+        f" · {r.input_len}/{r.output_len} tokens · {when}"
+    )
 
 
 def history(args: argparse.Namespace) -> int:
@@ -85,8 +99,14 @@ def history(args: argparse.Namespace) -> int:
     for p in problems:
         err_console.print(p, markup=False, soft_wrap=True)
     if args.json:
-        print_json({"rows": [r.to_json() for r in rows], "problems": problems,
-                    "file": str(results.history_path()), "last": args.last})
+        print_json(
+            {
+                "rows": [r.to_json() for r in rows],
+                "problems": problems,
+                "file": str(results.history_path()),
+                "last": args.last,
+            }
+        )
         return 0
     if not rows:
         console.print(f"no benchmark results kept yet ({results.history_path()}); `sparktui bench` makes some")
@@ -114,8 +134,11 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     async with Cluster(config, journal=journal()) as cluster:
         try:
             b = await prepare(cluster, config, name)
-            err_console.print(f"bench: {b.target.engine} on {b.target.node} ({b.model}), client `vllm bench serve` "
-                              f"on the node, concurrency {','.join(map(str, w.concurrency))}", markup=False)
+            err_console.print(
+                f"bench: {b.target.engine} on {b.target.node} ({b.model}), client `vllm bench serve` "
+                f"on the node, concurrency {','.join(map(str, w.concurrency))}",
+                markup=False,
+            )
             rows = await run(cluster, config, b, w, shown)
         except BenchError as e:
             raise CliExit(1, str(e), reason=e.reason, fix=e.fix) from None
@@ -130,11 +153,20 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     other = results.beside(results.load(deployment=name)[0], name)[1]
     tainted = rows[0].tainted if rows else ""
     if tainted:
-        err_console.print(f"bench: tainted run ({tainted}): kept in the history, not compared with clean runs",
-                          markup=False, soft_wrap=True)
+        err_console.print(
+            f"bench: tainted run ({tainted}): kept in the history, not compared with clean runs",
+            markup=False,
+            soft_wrap=True,
+        )
     if args.json:
-        print_json({"deployment": name, "rows": [r.to_json() for r in rows], "tainted": tainted,
-                    "previous_engine": [r.to_json() for r in other]})
+        print_json(
+            {
+                "deployment": name,
+                "rows": [r.to_json() for r in rows],
+                "tainted": tainted,
+                "previous_engine": [r.to_json() for r in other],
+            }
+        )
         return 0
     console.print(table(rows, run_title(rows)))
     if other:

@@ -1,4 +1,5 @@
 """`sparktui check` and `sparktui status`: connect to every node at once, probe, show the facts."""
+
 from __future__ import annotations
 
 import argparse
@@ -46,13 +47,16 @@ def _console() -> Console:
         wide = globals()["_wide"] = Console(width=PIPE_WIDTH, highlight=False)
     return wide
 
+
 # Extra sections of `status` (transfers, deployments): name -> async fn(cluster, config) -> list[dict].
 STATUS_SECTIONS: dict[str, object] = {}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="validate the config, connect to every node, probe and show the facts "
-                                     "and what each node still needs")
+    p = sub.add_parser(
+        "check",
+        help="validate the config, connect to every node, probe and show the facts and what each node still needs",
+    )
     add_config_arg(p)
     add_json_arg(p)
     p.add_argument("--strict", action="store_true", help="exit 1 also when a node lacks something it needs")
@@ -81,8 +85,15 @@ def node_table(inv: Inventory) -> Table:
             continue
         gpu = f"{f.gpu.count}× {f.gpu.name}" if f.gpu.count else "none"
         mem = f"{_size(f.memory.available_bytes)} / {_size(f.memory.total_bytes)}"
-        model = ("absent" if not f.model else _size(f.model.bytes) if f.model.present
-                 else "[red]incomplete[/]" if f.model.incomplete else "absent")
+        model = (
+            "absent"
+            if not f.model
+            else _size(f.model.bytes)
+            if f.model.present
+            else "[red]incomplete[/]"
+            if f.model.incomplete
+            else "absent"
+        )
         t.add_row(f.name, f.host, "[green]ok[/]", gpu, mem, _size(f.disk_free_bytes), f.docker.version or "-", model)
     return t
 
@@ -116,9 +127,14 @@ def print_inventory(config: Config, inv: Inventory) -> None:
         console.print(f"fabric layout: {describe_layout(inv.layout)}", markup=False, highlight=False)
     for f in inv.facts.values():
         if f.model is not None and f.model.incomplete:
-            console.print(Text.assemble((f"{f.name}: ", "red"), f"model incomplete at {f.model.path} "
-                                        f"({_size(f.model.bytes)} there): {f.model.incomplete}; "
-                                        "`sparktui sync model` completes and verifies it"))
+            console.print(
+                Text.assemble(
+                    (f"{f.name}: ", "red"),
+                    f"model incomplete at {f.model.path} "
+                    f"({_size(f.model.bytes)} there): {f.model.incomplete}; "
+                    "`sparktui sync model` completes and verifies it",
+                )
+            )
         for note in getattr(f, "notes", []):
             console.print(f"[yellow]{f.name}:[/] {note}", markup=True)
     for w in inv.warnings:
@@ -180,8 +196,10 @@ def print_needs(needs: list[Need]) -> None:
         where = ", ".join(escape(n) for n in dict.fromkeys(n.node for n in bad))
         console.print(f"[red]{len(bad)} need{'s' if len(bad) > 1 else ''} to fix[/] on {where}: each fix is above")
     else:
-        console.print("[green]every node has what it needs[/]"
-                      + (" (→: sparktui copies the rest)" if any(n.status == "todo" for n in needs) else ""))
+        console.print(
+            "[green]every node has what it needs[/]"
+            + (" (→: sparktui copies the rest)" if any(n.status == "todo" for n in needs) else "")
+        )
 
 
 async def gather(config: Config) -> tuple[Inventory, dict[str, list[dict]]]:
@@ -206,8 +224,17 @@ async def _images(cluster: Cluster, config: Config) -> dict[str, dict]:
     refs = config.used_images()
     infos = await asyncio.gather(*(inspect_image(node, r, run_image=False) for r in dict.fromkeys(refs.values())))
     by_ref = {i.ref: i for i in infos}
-    return {e: {"image": r, "node": node.name, "holds": holds(by_ref[r]), "versions": by_ref[r].versions,
-                "problem": by_ref[r].problem, "unread": by_ref[r].unread} for e, r in refs.items()}
+    return {
+        e: {
+            "image": r,
+            "node": node.name,
+            "holds": holds(by_ref[r]),
+            "versions": by_ref[r].versions,
+            "problem": by_ref[r].problem,
+            "unread": by_ref[r].unread,
+        }
+        for e, r in refs.items()
+    }
 
 
 def _read_by_the_model_check(entry: dict, s: dict) -> None:
@@ -218,13 +245,19 @@ def _read_by_the_model_check(entry: dict, s: dict) -> None:
     from ..core.engines import ENGINES, label
 
     engine = s.get("engine")
-    read = {ENGINES[engine].package if engine in ENGINES else engine: s["engine_version"],
-            "transformers": s.get("transformers")}
+    read = {
+        ENGINES[engine].package if engine in ENGINES else engine: s["engine_version"],
+        "transformers": s.get("transformers"),
+    }
     entry["versions"] = {**entry["versions"], **read}
-    entry["holds"] = (f"{label(engine)} {s['engine_version']}, transformers {s.get('transformers') or 'absent'}; "
-                      f"Ray, torch and NCCL not read yet (`sparktui plan` reads them once per image)")
-    entry["problem"] = (f"Ray, torch and NCCL in {entry['image']} are not read yet on {entry['node']} "
-                        f"(`sparktui plan` reads them once per image)")
+    entry["holds"] = (
+        f"{label(engine)} {s['engine_version']}, transformers {s.get('transformers') or 'absent'}; "
+        f"Ray, torch and NCCL not read yet (`sparktui plan` reads them once per image)"
+    )
+    entry["problem"] = (
+        f"Ray, torch and NCCL in {entry['image']} are not read yet on {entry['node']} "
+        f"(`sparktui plan` reads them once per image)"
+    )
 
 
 async def cmd_check(args: argparse.Namespace) -> int:
@@ -234,8 +267,9 @@ async def cmd_check(args: argparse.Namespace) -> int:
 
         from ..core.support import support_of_config
 
-        inv, images, support = await asyncio.gather(take_inventory(cluster, config), _images(cluster, config),
-                                                    support_of_config(cluster, config))
+        inv, images, support = await asyncio.gather(
+            take_inventory(cluster, config), _images(cluster, config), support_of_config(cluster, config)
+        )
         if not inv.facts.get(config.head.name) or not inv.facts[config.head.name].reachable:
             images = {}  # the head did not answer: nothing to say about its images
         for engine, s in support.items():  # whether each image loads the model, as the image answered

@@ -1,4 +1,5 @@
 """Pieces every CLI command shares: config loading with clean errors, JSON output, the journal."""
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,9 @@ json_written = False  # a JSON document went to stdout: an error after it is sai
 held: list[Any] | None = None  # while main runs a --json command: its document, written when it ends
 
 
-def error_document(code: int, message: str, reason: str | None = None, fix: str | None = None,
-                   command: str | None = None) -> dict:
+def error_document(
+    code: int, message: str, reason: str | None = None, fix: str | None = None, command: str | None = None
+) -> dict:
     """What `--json` prints on stdout when a command refuses or fails: one JSON object.
 
     error: the first line of the message (what went wrong); reason: why, when something says more than the
@@ -105,6 +107,7 @@ def _choice_fix(error: str) -> str | None:
 
 def checked(fn, *extra):
     """An argparse type from a core.argcheck check: its sentence (the value shortened) is the error, exit 2."""
+
     def conv(value: str):
         try:
             return fn(value, *extra)
@@ -116,8 +119,13 @@ def checked(fn, *extra):
 
 
 def add_config_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", "-c", metavar="FILE", default=argparse.SUPPRESS,
-                   help="config file (default: $SPARKTUI_CONFIG, ./sparktui.yaml, ~/.config/sparktui/config.yaml)")
+    p.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="config file (default: $SPARKTUI_CONFIG, ./sparktui.yaml, ~/.config/sparktui/config.yaml)",
+    )
 
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:
@@ -195,8 +203,11 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
         down = [f"{k}: {v}" for k, v in raw.items()]
     else:
         down = [str(x) for x in raw] if isinstance(raw, list) else []
-    down += [str(n.get("error") or n.get("name") or n.get("node")) for n in doc.get("nodes") or []
-             if isinstance(n, dict) and (n.get("reachable") is False or n.get("ok") is False)]
+    down += [
+        str(n.get("error") or n.get("name") or n.get("node"))
+        for n in doc.get("nodes") or []
+        if isinstance(n, dict) and (n.get("reachable") is False or n.get("ok") is False)
+    ]
     said += [f"{f} failed" for f in doc.get("failed") or [] if isinstance(doc.get("failed"), list)]
     fix = doc.get("fix") if isinstance(doc.get("fix"), str) else None
     for part in doc.values():  # a check's own verdict inside the document (launch's "preflight")
@@ -234,5 +245,9 @@ def not_confirmed(said: str = "nothing changed") -> CliExit:
     """The refusal of a command that was not confirmed: without a terminal it says how to go ahead."""
     if sys.stdin.isatty():
         return CliExit(1, said)
-    return CliExit(1, f"{said}: not confirmed; pass --yes to go ahead",
-                   reason="no terminal to confirm on", fix="run the command again with --yes")
+    return CliExit(
+        1,
+        f"{said}: not confirmed; pass --yes to go ahead",
+        reason="no terminal to confirm on",
+        fix="run the command again with --yes",
+    )

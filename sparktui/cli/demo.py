@@ -7,6 +7,7 @@
                                       also removes what demos killed with -9 left behind
 `demo --headless` is `demo up`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,39 +27,71 @@ def _add_options(p: argparse.ArgumentParser, sub: bool = False) -> None:
     # subcommand's defaults overwrite what the parent parsed).
     d = (lambda v: argparse.SUPPRESS) if sub else (lambda v: v)
     p.add_argument("--nodes", type=int, default=d(2), metavar="N", help="simulated nodes (default 2)")
-    p.add_argument("--scenario", choices=tuple(SCENARIOS), default=d("pivot"),
-                   help=SCENARIO_HELP)
-    p.add_argument("--speed", type=float, default=d(10.0), metavar="X",
-                   help="how many times faster than real engines the simulated ones run (default 10)")
+    p.add_argument("--scenario", choices=tuple(SCENARIOS), default=d("pivot"), help=SCENARIO_HELP)
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=d(10.0),
+        metavar="X",
+        help="how many times faster than real engines the simulated ones run (default 10)",
+    )
     p.add_argument("--keep", action="store_true", default=d(False), help="keep the demo's directory when it ends")
-    p.add_argument("--no-trust", action="store_true", default=d(False),
-                   help="do not set up node-to-node SSH trust (try `sparktui setup trust` yourself)")
-    p.add_argument("--model-mb", type=int, default=d(64), metavar="MB",
-                   help="real bytes in the demo checkpoint (default 64)")
-    p.add_argument("--link-mbps", type=float, default=d(32.0), metavar="MB/s",
-                   help="pace of copies between nodes, so progress shows (default 32 MB/s)")
-    p.add_argument("--stream-mbps", type=float, default=d(0.0), metavar="MB/s",
-                   help="most one copy stream carries, as one core bounds one rsync over ssh (default 0: "
-                        "only the link)")
-    p.add_argument("--layout", choices=("fresh", "sync"), default=d("fresh"),
-                   help="fabric as a new Spark has it (fresh: the port's second half down, unaddressed) or as "
-                        "NVIDIA Sync writes it (sync: each half on a subnet of its own)")
+    p.add_argument(
+        "--no-trust",
+        action="store_true",
+        default=d(False),
+        help="do not set up node-to-node SSH trust (try `sparktui setup trust` yourself)",
+    )
+    p.add_argument(
+        "--model-mb", type=int, default=d(64), metavar="MB", help="real bytes in the demo checkpoint (default 64)"
+    )
+    p.add_argument(
+        "--link-mbps",
+        type=float,
+        default=d(32.0),
+        metavar="MB/s",
+        help="pace of copies between nodes, so progress shows (default 32 MB/s)",
+    )
+    p.add_argument(
+        "--stream-mbps",
+        type=float,
+        default=d(0.0),
+        metavar="MB/s",
+        help="most one copy stream carries, as one core bounds one rsync over ssh (default 0: only the link)",
+    )
+    p.add_argument(
+        "--layout",
+        choices=("fresh", "sync"),
+        default=d("fresh"),
+        help="fabric as a new Spark has it (fresh: the port's second half down, unaddressed) or as "
+        "NVIDIA Sync writes it (sync: each half on a subnet of its own)",
+    )
     p.add_argument("--json", action="store_true", default=d(False), help="print machine-readable JSON")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="try sparktui on a simulated cluster on this machine (no GPUs, no root)",
-                       description=__doc__.format(scenarios="|".join(SCENARIOS)),
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "demo",
+        help="try sparktui on a simulated cluster on this machine (no GPUs, no root)",
+        description=__doc__.format(scenarios="|".join(SCENARIOS)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_options(p)
     p.add_argument("--headless", action="store_true", help="no TUI: same as `demo up`")
     inner = p.add_subparsers(dest="demo_command", metavar="up|down")
-    up = inner.add_parser("up", help="start the simulated nodes, print the config path and stay in the foreground; "
-                                     "Ctrl-C (or `demo down` elsewhere) stops them")
+    up = inner.add_parser(
+        "up",
+        help="start the simulated nodes, print the config path and stay in the foreground; "
+        "Ctrl-C (or `demo down` elsewhere) stops them",
+    )
     _add_options(up, sub=True)
     down = inner.add_parser("down", help="stop demos started with `sparktui demo up`")
-    down.add_argument("id", nargs="?", help="the demo's id (default: every `demo up` of this user; "
-                      "an interactive `sparktui demo` is stopped only when named)")
+    down.add_argument(
+        "id",
+        nargs="?",
+        help="the demo's id (default: every `demo up` of this user; "
+        "an interactive `sparktui demo` is stopped only when named)",
+    )
     down.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON")
     p.set_defaults(func=cmd_demo)
 
@@ -71,10 +104,17 @@ def _options(args: argparse.Namespace):
         raise CliExit(2, f"--nodes must be between 1 and {MAX_NODES}")
     if args.speed <= 0 or args.model_mb < 1 or args.link_mbps <= 0:
         raise CliExit(2, "--speed and --link-mbps must be above 0, --model-mb at least 1")
-    return DemoOptions(nodes=args.nodes, scenario=args.scenario, speed=args.speed, keep=args.keep,
-                       trust=not args.no_trust, model_bytes=args.model_mb << 20, link_mb_per_s=args.link_mbps,
-                       stream_mb_per_s=max(0.0, getattr(args, "stream_mbps", 0.0)),
-                       layout=getattr(args, "layout", "fresh"))
+    return DemoOptions(
+        nodes=args.nodes,
+        scenario=args.scenario,
+        speed=args.speed,
+        keep=args.keep,
+        trust=not args.no_trust,
+        model_bytes=args.model_mb << 20,
+        link_mb_per_s=args.link_mbps,
+        stream_mb_per_s=max(0.0, getattr(args, "stream_mbps", 0.0)),
+        layout=getattr(args, "layout", "fresh"),
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -97,19 +137,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _describe(summary: dict) -> str:
     speed = summary["speed"]
-    lines = [f"sparktui demo {summary['id']}: {len(summary['nodes'])} simulated nodes on this machine "
-             f"(scenario {summary['scenario']}), running in the foreground until Ctrl-C here "
-             "or `sparktui demo down` from another terminal",
-             f"the simulated engines run {speed:g}x faster than real ones: their logs count engine time, "
-             f"so a \"300 s\" timeout comes {300 / speed:.3g} s after launch (--speed sets it)",
-             f"config: {summary['config']}"]
+    lines = [
+        f"sparktui demo {summary['id']}: {len(summary['nodes'])} simulated nodes on this machine "
+        f"(scenario {summary['scenario']}), running in the foreground until Ctrl-C here "
+        "or `sparktui demo down` from another terminal",
+        f"the simulated engines run {speed:g}x faster than real ones: their logs count engine time, "
+        f'so a "300 s" timeout comes {300 / speed:.3g} s after launch (--speed sets it)',
+        f"config: {summary['config']}",
+    ]
     for i, n in enumerate(summary["nodes"]):
         holds = "  holds the model" if i == 0 else ""
         lines.append(f"  {n['name']}  ssh {n['host']}:{n['port']}  fabric {n['fabric']}{holds}")
     cfg = summary["config"]
-    lines += ["try, from another terminal:", f"  sparktui --config {cfg} check",
-              f"  sparktui --config {cfg} sync model --wait",
-              f"  sparktui --config {cfg}            (the TUI on these nodes)"]
+    lines += [
+        "try, from another terminal:",
+        f"  sparktui --config {cfg} check",
+        f"  sparktui --config {cfg} sync model --wait",
+        f"  sparktui --config {cfg}            (the TUI on these nodes)",
+    ]
     return "\n".join(lines)
 
 
@@ -148,8 +193,11 @@ def _down(args: argparse.Namespace) -> int:
 
     if args.id is not None and not ID.fullmatch(args.id):
         # "" must not mean "every demo": a script's empty variable would stop them all
-        return _refuse(args, f"no demo has the id {args.id!r}",
-                       "`sparktui demo down` without an id stops every `demo up` of this user")
+        return _refuse(
+            args,
+            f"no demo has the id {args.id!r}",
+            "`sparktui demo down` without an id stops every `demo up` of this user",
+        )
     sweep()  # directories of demos killed with -9: nothing else would ever remove them
     found = running_demos()
     # Without an id only background demos: an interactive `sparktui demo` belongs to its terminal.
@@ -157,15 +205,30 @@ def _down(args: argparse.Namespace) -> int:
     if not demos:
         if args.json:
             why = f"no running demo with id {args.id}" if args.id else "no demo started with `sparktui demo up` runs"
-            print_json({"stopped": [], "failed": [], "error": why,
-                        "fix": "`sparktui demo up` starts one" if not found else
-                        f"running: {', '.join(d.id for d in found)}; `sparktui demo down ID` stops one"})
+            print_json(
+                {
+                    "stopped": [],
+                    "failed": [],
+                    "error": why,
+                    "fix": "`sparktui demo up` starts one"
+                    if not found
+                    else f"running: {', '.join(d.id for d in found)}; `sparktui demo down ID` stops one",
+                }
+            )
         else:
-            others = "" if args.id else "".join(
-                f"\n  {d.id}: an interactive `sparktui demo` (pid {d.pid}); `sparktui demo down {d.id}` stops it"
-                for d in found)
-            err_console.print(("no running demo" + (f" with id {args.id}" if args.id else
-                                                     " started with `sparktui demo up`")) + others, markup=False)
+            others = (
+                ""
+                if args.id
+                else "".join(
+                    f"\n  {d.id}: an interactive `sparktui demo` (pid {d.pid}); `sparktui demo down {d.id}` stops it"
+                    for d in found
+                )
+            )
+            err_console.print(
+                ("no running demo" + (f" with id {args.id}" if args.id else " started with `sparktui demo up`"))
+                + others,
+                markup=False,
+            )
         return 1
     stopped, failed = [], []
     for d in demos:
@@ -203,6 +266,7 @@ def _tui(options, args: argparse.Namespace) -> int:
         run_app(app, on_forced_exit=runner.stop)
     finally:
         runner.stop()
-    err_console.print(f"demo ended; config was {runner.cluster.config_path}" if options.keep and runner.cluster.root
-                      else "demo ended")
+    err_console.print(
+        f"demo ended; config was {runner.cluster.config_path}" if options.keep and runner.cluster.root else "demo ended"
+    )
     return 0

@@ -3,6 +3,7 @@
 Each command drives the core Deployer; a Printer turns its events into node-coloured lines. What
 stops and what starts is shown and confirmed first (unless --yes): these commands remove containers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,16 @@ from rich.text import Text
 
 from ..core import argcheck
 from ..core.config import Config
-from ..core.deploy import (DeployError, Deployer, DeploymentExists, LogBatch, LogFollower, find_all, load_record,
-                           summarize)
+from ..core.deploy import (
+    DeployError,
+    Deployer,
+    DeploymentExists,
+    LogBatch,
+    LogFollower,
+    find_all,
+    load_record,
+    summarize,
+)
 from ..core.deploy import stopmark
 from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
@@ -36,8 +45,19 @@ from ..core.ssh import Cluster
 from ..core.statefile import StateFileError
 from ..core.words import milestone_words
 from . import check
-from .common import (CliExit, add_config_arg, add_json_arg, checked, confirm, console, err_console, get_config,
-                     journal, not_confirmed, print_json)
+from .common import (
+    CliExit,
+    add_config_arg,
+    add_json_arg,
+    checked,
+    confirm,
+    console,
+    err_console,
+    get_config,
+    journal,
+    not_confirmed,
+    print_json,
+)
 from .plan import add_plan_args, options_from_args
 
 NODE_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -48,13 +68,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_arg(p)
     add_plan_args(p)
     _wait_args(p)
-    p.add_argument("--yes", "-y", action="store_true",
-                   help="replace a running deployment, and remove stale containers the preflight names, without asking")
+    p.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="replace a running deployment, and remove stale containers the preflight names, without asking",
+    )
     p.add_argument("--no-preflight", action="store_true", help="skip the rendezvous check before launching")
     p.add_argument("--force", action="store_true", help="launch even when the preflight check fails")
     _break_lock_arg(p)
-    p.add_argument("--dry-run", action="store_true",
-                   help="prepare and check only: the plan, its checks and what would stop and start; start nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="prepare and check only: the plan, its checks and what would stop and start; start nothing",
+    )
     add_json_arg(p)
     p.set_defaults(func=cmd_launch)
 
@@ -70,9 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pivot", help="stop, then launch the other engine with the same model, TP/PP and network")
     add_config_arg(p)
     _deployment_arg(p)
-    p.add_argument("--to", choices=sorted(ENGINES),
-                   help=f"engine to switch to (default: the next of {' -> '.join(cycle)}, round; from another engine, "
-                        f"{cycle[0]})")
+    p.add_argument(
+        "--to",
+        choices=sorted(ENGINES),
+        help=f"engine to switch to (default: the next of {' -> '.join(cycle)}, round; from another engine, {cycle[0]})",
+    )
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
     _break_lock_arg(p)
     _wait_args(p)
@@ -93,8 +122,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     _deployment_arg(p)
     p.add_argument("node", nargs="?", metavar="NODE", help="only this node")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines (resumes after a dropped link)")
-    p.add_argument("--since", metavar="T", type=checked(argcheck.docker_since),
-                   help="from this time on (docker's --since: RFC3339, unix time or 10m)")
+    p.add_argument(
+        "--since",
+        metavar="T",
+        type=checked(argcheck.docker_since),
+        help="from this time on (docker's --since: RFC3339, unix time or 10m)",
+    )
     p.add_argument("--timestamps", "-t", action="store_true", help="show docker's timestamps")
     add_json_arg(p)
     p.set_defaults(func=cmd_logs)
@@ -107,16 +140,26 @@ def _deployment_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _break_lock_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--break-lock", action="store_true",
-                   help="when another sparktui holds this deployment's lock: show who, and break it once confirmed")
+    p.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="when another sparktui holds this deployment's lock: show who, and break it once confirmed",
+    )
 
 
 def _wait_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--wait", action="store_true",
-                   help="show progress (steps, milestones, problems) until the endpoint answers (exit 0) or a "
-                        "problem shows (exit 1); `sparktui logs` has the engine's own log")
-    p.add_argument("--timeout", type=checked(argcheck.seconds), metavar="S",
-                   help=f"with --wait: seconds to wait for the endpoint (default {READY_TIMEOUT_S:g})")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="show progress (steps, milestones, problems) until the endpoint answers (exit 0) or a "
+        "problem shows (exit 1); `sparktui logs` has the engine's own log",
+    )
+    p.add_argument(
+        "--timeout",
+        type=checked(argcheck.seconds),
+        metavar="S",
+        help=f"with --wait: seconds to wait for the endpoint (default {READY_TIMEOUT_S:g})",
+    )
 
 
 async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
@@ -133,10 +176,18 @@ async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
         if g["name"] in shown:
             continue  # launched again since, or its removal failed: the containers say more
         when = humanize.naturaltime(time.time() - g["at"]) if g["at"] else "earlier"
-        out.append({"name": g["name"], "state": "failed", "stopped_by": "memory guard", "reason": g["reason"],
-                    "at": g["at"], "containers": [],
-                    "summary": f"{g['name']} failed: the memory guard stopped it {when}: {g['reason']} "
-                               f"(a launch or `sparktui stop` clears this line)"})
+        out.append(
+            {
+                "name": g["name"],
+                "state": "failed",
+                "stopped_by": "memory guard",
+                "reason": g["reason"],
+                "at": g["at"],
+                "containers": [],
+                "summary": f"{g['name']} failed: the memory guard stopped it {when}: {g['reason']} "
+                f"(a launch or `sparktui stop` clears this line)",
+            }
+        )
     nodes = sorted({c["node"] for d in out for c in d.get("containers", [])})
     mem = await read_all(cluster, config.memory, nodes)  # one reading per node, shared by its deployments
     for d in out:
@@ -149,6 +200,7 @@ async def deployments_section(cluster: Cluster, config: Config) -> list[dict]:
 
 
 # ---- printing ---------------------------------------------------------------------------------
+
 
 class Printer:
     """Deployment events as lines: node-coloured log lines, steps, milestones, problems with hints."""
@@ -179,14 +231,27 @@ class Printer:
                     console.print(Text.assemble(self.node(e.node), " │ ", ln), soft_wrap=True)
             elif not self.log_said:
                 self.log_said = True
-                console.print(Text(with_config("the engine's own log is not shown here: `sparktui logs -f` follows "
-                                               "it", self.config_file), style="dim"), soft_wrap=True)
+                console.print(
+                    Text(
+                        with_config(
+                            "the engine's own log is not shown here: `sparktui logs -f` follows it", self.config_file
+                        ),
+                        style="dim",
+                    ),
+                    soft_wrap=True,
+                )
         elif isinstance(e, LaunchStep):
             style = {"failed": "red", "skipped": "dim", "done": "green", "waiting": "yellow"}.get(e.state, "")
             if e.state != "running":
-                console.print(Text.assemble(f"[{e.index + 1}/{e.total}] ", self.node(e.node),
-                                            f" {e.description}: ", (e.state, style),
-                                            (f" ({e.detail})" if e.detail and e.state != "done" else "", "dim")))
+                console.print(
+                    Text.assemble(
+                        f"[{e.index + 1}/{e.total}] ",
+                        self.node(e.node),
+                        f" {e.description}: ",
+                        (e.state, style),
+                        (f" ({e.detail})" if e.detail and e.state != "done" else "", "dim"),
+                    )
+                )
         elif isinstance(e, Milestone):
             console.print(Text.assemble("  ✓ ", self.node(e.node), " ", (milestone_words(e.kind, e.data), "bold")))
         elif isinstance(e, Problem):
@@ -194,8 +259,15 @@ class Printer:
         elif isinstance(e, ProblemCleared):
             console.print(Text(f"  (withdrawn: {e.problem.kind} on {e.problem.node}: {e.reason})", style="dim"))
         elif isinstance(e, DeploymentChanged) and e.state not in ("failed", "hung"):  # the outcome says those
-            console.print(Text.assemble(("deployment ", "bold"), e.id, " ", (e.state, _state_style(e.state)),
-                                        f" — {e.detail}" if e.detail else ""))
+            console.print(
+                Text.assemble(
+                    ("deployment ", "bold"),
+                    e.id,
+                    " ",
+                    (e.state, _state_style(e.state)),
+                    f" — {e.detail}" if e.detail else "",
+                )
+            )
 
 
 def _state_style(state: str) -> str:
@@ -254,8 +326,11 @@ def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
         eng = find_engine(cur.engine)
         if cur.state == "hung" and eng is not None and eng.hang_pivot:
             to, why = eng.hang_pivot
-            dep = f" --deployment {shlex.quote(d.name)}" if args is not None and d.name != safe_name(
-                get_config(args).cluster) else ""
+            dep = (
+                f" --deployment {shlex.quote(d.name)}"
+                if args is not None and d.name != safe_name(get_config(args).cluster)
+                else ""
+            )
             cmd = _again(args, "pivot", "--to", to) if args is not None else f"sparktui pivot --to {to}"
             # a wrapped command would not run
             console.print(f"  next: {cmd}{dep}   ({why})", markup=False, soft_wrap=True)
@@ -264,6 +339,7 @@ def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
 
 
 # ---- shared flow ------------------------------------------------------------------------------
+
 
 def _operations(cluster: Cluster, config: Config, bus: EventBus, args: argparse.Namespace) -> Operations:
     timeout = getattr(args, "timeout", None)
@@ -316,8 +392,13 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
         with contextlib.suppress(Exception):
             left = await d.leftovers()
     if args.json:
-        print_json(result_doc(d, printer, {**(extra or {}), "left_on_nodes": [
-            {"node": n, "container": c, "state": s} for n, c, s in left]}))
+        print_json(
+            result_doc(
+                d,
+                printer,
+                {**(extra or {}), "left_on_nodes": [{"node": n, "container": c, "state": s} for n, c, s in left]},
+            )
+        )
     else:
         if not args.wait and d.current.state not in ("failed", "hung"):
             console.print(f"launched {d.name}; `sparktui logs -f` follows it, `sparktui status` shows it", markup=False)
@@ -369,13 +450,19 @@ async def _stale(ops: Operations, p: Prepared, args: argparse.Namespace) -> dict
     if not stale:
         return None
     listed = "; ".join(f"{n}: {', '.join(names)}" for n, names in stale.items())
-    doc: dict = {"found": [{"node": n, "container": c} for n, names in stale.items() for c in names],
-                 "removed": [], "errors": []}
+    doc: dict = {
+        "found": [{"node": n, "container": c} for n, names in stale.items() for c in names],
+        "removed": [],
+        "errors": [],
+    }
     if not confirm(f"remove the stale container(s) earlier launches left ({listed})?", args.yes):
         doc["kept"] = True
         if not args.json:
-            said = ("stale containers not removed: pass --yes to remove them" if not sys.stdin.isatty()
-                    else "stale containers kept")
+            said = (
+                "stale containers not removed: pass --yes to remove them"
+                if not sys.stdin.isatty()
+                else "stale containers kept"
+            )
             err_console.print(f"{said} (the launch goes on)", markup=False)
         return doc
     for r in await ops.remove_stale(stale):
@@ -384,8 +471,7 @@ async def _stale(ops: Operations, p: Prepared, args: argparse.Namespace) -> dict
             doc["errors"].append({"node": r["node"], "error": r["error"]})
         if not args.json:
             what = ", ".join(r["removed"]) or "nothing"
-            err_console.print(f"{r['node']}: removed {what}" + (f" ({r['error']})" if r["error"] else ""),
-                              markup=False)
+            err_console.print(f"{r['node']}: removed {what}" + (f" ({r['error']})" if r["error"] else ""), markup=False)
     doc["kept"] = False
     return doc
 
@@ -452,12 +538,16 @@ def interrupted(args: argparse.Namespace, p: Prepared):
     try:
         yield
     except (KeyboardInterrupt, asyncio.CancelledError):
-        dep = "" if p.deployment == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(p.deployment)}"
+        dep = (
+            "" if p.deployment == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(p.deployment)}"
+        )
         how = "terminated (SIGTERM)" if term.fired else "interrupted"
         lines = [f"{how}: sparktui stopped watching; what started keeps running on the nodes:"]
         lines += [f"  {n}: {w}" for n, w in p.preview.starts] or ["  (nothing had started yet)"]
-        lines += [f"  watch it: {_again(args, 'logs', '-f')}{dep}   or   {_again(args, 'status')}",
-                  f"  stop it:  {_again(args, 'stop')}{dep}"]
+        lines += [
+            f"  watch it: {_again(args, 'logs', '-f')}{dep}   or   {_again(args, 'status')}",
+            f"  stop it:  {_again(args, 'stop')}{dep}",
+        ]
         err_console.print("\n".join(lines), markup=False, soft_wrap=True)  # commands stay copyable
         if term.fired:  # a cancelled task would end in a traceback; 143 is the shell's code for SIGTERM
             raise CliExit(143) from None
@@ -467,6 +557,7 @@ def interrupted(args: argparse.Namespace, p: Prepared):
 
 
 # ---- commands ---------------------------------------------------------------------------------
+
 
 async def cmd_launch(args: argparse.Namespace) -> int:
     config = get_config(args)
@@ -520,8 +611,11 @@ async def cmd_stop(args: argparse.Namespace) -> int:
                 if args.json:
                     print_json({"deployment": p.deployment, "removed": 0, "unreachable": down})
                 else:
-                    console.print(f"nothing to stop: no container of {p.deployment}" + (
-                        f" (could not ask {'; '.join(down)})" if down else ""), markup=False)
+                    console.print(
+                        f"nothing to stop: no container of {p.deployment}"
+                        + (f" (could not ask {'; '.join(down)})" if down else ""),
+                        markup=False,
+                    )
                 return 1 if down else 0
             _ask(p.preview, args.yes)
             result = await ops.run(p)
@@ -599,8 +693,10 @@ async def cmd_logs(args: argparse.Namespace) -> int:
                     stamp = f"{ln.ts} " if args.timestamps and ln.ts else ""
                     console.print(Text.assemble(printer.node(node), " │ ", stamp, ln.text), soft_wrap=True)
 
-        followers = [LogFollower(cluster[n], c, lambda lines, n=n, c=c: show(n, c, lines), since=args.since,
-                                 follow=args.follow) for n, c in targets]
+        followers = [
+            LogFollower(cluster[n], c, lambda lines, n=n, c=c: show(n, c, lines), since=args.since, follow=args.follow)
+            for n, c in targets
+        ]
         await asyncio.gather(*(f.run() for f in followers))
     if down:
         err_console.print("not read (unreachable): " + "; ".join(down), markup=False)
@@ -613,4 +709,3 @@ def print_json_line(doc: dict) -> None:
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
     common.json_written = True  # JSON lines begun: an error after them goes to stderr alone
-

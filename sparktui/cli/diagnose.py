@@ -1,4 +1,5 @@
 """`sparktui diagnose`: read an engine log (a file or stdin) and say how far it got and what went wrong."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,10 +24,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="read an engine log and list milestones and problems with hints")
     p.add_argument("file", nargs="?", default="-", metavar="FILE|-", help="log file (default: - for stdin)")
     p.add_argument("--engine", choices=sorted(ENGINES), help="engine that wrote the log (default: guessed)")
-    p.add_argument("--hang-after", type=str, default="90", metavar="S",
-                   help="seconds of silence in distributed/NCCL init that count as a hang (docker -t timestamps)")
-    p.add_argument("--limit", action="append", default=[], metavar="PHASE=S",
-                   help=f"seconds of silence allowed in a phase ({', '.join(PHASES)}); repeatable")
+    p.add_argument(
+        "--hang-after",
+        type=str,
+        default="90",
+        metavar="S",
+        help="seconds of silence in distributed/NCCL init that count as a hang (docker -t timestamps)",
+    )
+    p.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="PHASE=S",
+        help=f"seconds of silence allowed in a phase ({', '.join(PHASES)}); repeatable",
+    )
     p.add_argument("--model-path", help="the model path, to recognise it in file-not-found errors")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=cmd_diagnose)
@@ -48,13 +59,16 @@ def _limits(items: list[str]) -> dict[str, float]:
     for item in items:
         phase, sep, value = item.partition("=")
         if not sep or phase not in PHASES:
-            raise CliExit(2, f"--limit: expected PHASE=SECONDS with PHASE one of {', '.join(PHASES)}, got {item[:60]!r}")
+            raise CliExit(
+                2, f"--limit: expected PHASE=SECONDS with PHASE one of {', '.join(PHASES)}, got {item[:60]!r}"
+            )
         out[phase] = _seconds(f"--limit {phase}", value)
     return out
 
 
-def diagnose_lines(lines: Iterable[str], engine: str, hang_after: float = 90.0,
-                   model_path: str | None = None) -> Diagnoser:
+def diagnose_lines(
+    lines: Iterable[str], engine: str, hang_after: float = 90.0, model_path: str | None = None
+) -> Diagnoser:
     d = Diagnoser(engine, hang_after=hang_after, model_path=model_path)
     for line in lines:
         d.feed(line)
@@ -82,8 +96,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             raise CliExit(2, f"{args.file}: {e.strerror or e}") from None
         engine = args.engine or guess_engine(head.decode("utf-8", "replace"))
         if engine is None:
-            raise CliExit(2, "cannot tell which engine wrote this log: pass "
-                          + " or ".join(f"--engine {e}" for e in sorted(ENGINES)))
+            raise CliExit(
+                2,
+                "cannot tell which engine wrote this log: pass "
+                + " or ".join(f"--engine {e}" for e in sorted(ENGINES)),
+            )
         d = Diagnoser(engine, hang_after=hang_after, model_path=args.model_path, limits=limits)
         diagnose_stream(f, d, head)
     finally:
@@ -116,8 +133,13 @@ def render_diagnosis(d: Diagnoser) -> Group:
         if n["phase"] and not data["ready"]:
             rank = f" rank {n['rank']}" if n["rank"] is not None else ""
             last = n["last_line"]
-            parts.append(Text(f"{n['node'] or 'log'}: reached {LABELS[n['phase']]}{rank}; last line {last['line']}: "
-                              f"{last['text'][:120]}", style="dim"))
+            parts.append(
+                Text(
+                    f"{n['node'] or 'log'}: reached {LABELS[n['phase']]}{rank}; last line {last['line']}: "
+                    f"{last['text'][:120]}",
+                    style="dim",
+                )
+            )
     for p in data["problems"]:
         where = f"line {p['line']}" + (f" on {p['node']}" if p["node"] else "")
         parts.append(Text.assemble((f"{p['kind']}", "bold red"), f" ({where}): {p['message']}"))

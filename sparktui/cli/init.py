@@ -1,4 +1,5 @@
 """`sparktui init`: write a commented config from flags, after testing SSH and probing the nodes."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,10 @@ from ..core.engines import ENGINES
 from ..core.configwrite import ConfigExists, checked_text, default_header, example_text, write_config_file
 from .common import CliExit, add_json_arg, err_console, journal, print_json
 
-NODE_HELP = ("NAME=HOST[,user=U][,key=PATH][,port=N], repeated, the head first; HOST may be an address, "
-             "a hostname or a ~/.ssh/config alias (a bare alias names the node too)")
+NODE_HELP = (
+    "NAME=HOST[,user=U][,key=PATH][,port=N], repeated, the head first; HOST may be an address, "
+    "a hostname or a ~/.ssh/config alias (a bare alias names the node too)"
+)
 SPEC_KEYS = {"user": "user", "key": "identity_file", "identity_file": "identity_file", "port": "port"}
 
 
@@ -24,20 +27,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-path", metavar="DIR", help="checkpoint directory, the same absolute path on every node")
     p.add_argument("--model-name", metavar="NAME", help="served model name (default: the folder's name)")
     p.add_argument("--cluster", default="sparks", metavar="NAME", help="cluster name (default: sparks)")
-    p.add_argument("--image", action="append", default=[], metavar="ENGINE=IMAGE",
-                   help="the image that runs ENGINE, repeated; defaults: " +
-                   ", ".join(f"{e}={ref}" for e in ENGINES if (ref := default_image(e))))
+    p.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="ENGINE=IMAGE",
+        help="the image that runs ENGINE, repeated; defaults: "
+        + ", ".join(f"{e}={ref}" for e in ENGINES if (ref := default_image(e))),
+    )
     for e in ENGINES:  # --image-ENGINE IMAGE: the older spelling, kept for scripts that use it
         p.add_argument(f"--image-{e}", dest=f"image_{e}", metavar="IMAGE", help=f"same as --image {e}=IMAGE")
-    p.add_argument("--fabric", metavar="SUBNET", help="the subnet joining the nodes (CIDR, an address on it or the "
-                   "head's interface); default: the best one the probe finds")
-    p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to check and extend "
-                   "(default: ~/.ssh/known_hosts); written into the config")
-    p.add_argument("--output", "-o", metavar="FILE", help="where to write (default: --config or $SPARKTUI_CONFIG "
-                   f"when given, else {user_config_path()})")
+    p.add_argument(
+        "--fabric",
+        metavar="SUBNET",
+        help="the subnet joining the nodes (CIDR, an address on it or the "
+        "head's interface); default: the best one the probe finds",
+    )
+    p.add_argument(
+        "--known-hosts",
+        metavar="FILE",
+        help="known_hosts file to check and extend (default: ~/.ssh/known_hosts); written into the config",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help=f"where to write (default: --config or $SPARKTUI_CONFIG when given, else {user_config_path()})",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing file")
-    p.add_argument("--accept-new-host-keys", action="store_true",
-                   help="trust a node's unknown host key (printed with its fingerprint) by adding it to known_hosts")
+    p.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="trust a node's unknown host key (printed with its fingerprint) by adding it to known_hosts",
+    )
     p.add_argument("--no-probe", action="store_true", help="write the config without connecting to the nodes")
     p.add_argument("--example", action="store_true", help="print the annotated example config and exit")
     add_json_arg(p)
@@ -93,8 +115,9 @@ def _images(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not ref:
             raise CliExit(2, f"init: --image {spec!r}: expected ENGINE=IMAGE, e.g. {next(iter(ENGINES))}=IMAGE")
         if engine not in ENGINES:
-            raise CliExit(2, f"init: --image {spec!r}: unknown engine {engine!r} (expected one of: "
-                             f"{', '.join(ENGINES)})")
+            raise CliExit(
+                2, f"init: --image {spec!r}: unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})"
+            )
         chosen[engine] = ref
     return chosen
 
@@ -112,8 +135,10 @@ async def _connect(args, drafts, ssh, jr) -> list[firstrun.SshTest]:
             path = firstrun.trust(t)
             k = t.unknown_key
             _say(args, f"trusted the host key of {k.node}: {k.algorithm} {k.fingerprint} (added to {path})")
-        again = {t.node: t for t in await firstrun.test_all([d for d in drafts if d.name in {u.node for u in unknown}],
-                                                             ssh, jr)}
+        again = {
+            t.node: t
+            for t in await firstrun.test_all([d for d in drafts if d.name in {u.node for u in unknown}], ssh, jr)
+        }
         tests = [again.get(t.node, t) for t in tests]
     return tests
 
@@ -187,11 +212,16 @@ def _refuse(args, report: dict, failed: list[firstrun.SshTest]) -> int:
     for t in failed:
         if t.unknown_key:
             k = t.unknown_key
-            err_console.print(f"{k.describe()}. Compare it with `ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub` on the "
-                              f"node; if it matches, run init again with --accept-new-host-keys "
-                              f"(adds it to {k.known_hosts}).", markup=False, highlight=False)
+            err_console.print(
+                f"{k.describe()}. Compare it with `ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub` on the "
+                f"node; if it matches, run init again with --accept-new-host-keys "
+                f"(adds it to {k.known_hosts}).",
+                markup=False,
+                highlight=False,
+            )
         else:
             err_console.print(t.error or f"{t.node}: SSH failed", markup=False, highlight=False)
-    err_console.print("nothing written (--no-probe writes the config without connecting)", markup=False,
-                      highlight=False)
+    err_console.print(
+        "nothing written (--no-probe writes the config without connecting)", markup=False, highlight=False
+    )
     return 1

@@ -2,6 +2,7 @@
 
 One cluster at a time: the config's (the same file as every other command finds), or `--all`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("journal", help="the commands sparktui ran on the nodes of the config's cluster")
     add_config_arg(p)
     add_json_arg(p)
-    p.add_argument("--limit", type=checked(argcheck.count, "--limit"), default=50,
-                   help="how many of the latest entries (default 50)")
+    p.add_argument(
+        "--limit",
+        type=checked(argcheck.count, "--limit"),
+        default=50,
+        help="how many of the latest entries (default 50)",
+    )
     p.add_argument("--all", action="store_true", help="every cluster's commands, the demo's too")
     p.set_defaults(func=cmd_journal)
 
@@ -35,8 +40,9 @@ def cmd_journal(args: argparse.Namespace) -> int:
         try:
             cluster = get_config(args).cluster
         except CliExit as e:
-            raise CliExit(e.code, f"{e.message}\n(`sparktui journal --all` shows every cluster's commands "
-                                  "without a config)") from None
+            raise CliExit(
+                e.code, f"{e.message}\n(`sparktui journal --all` shows every cluster's commands without a config)"
+            ) from None
     path = default_journal_path()
     try:
         tail = tail_journal(path, args.limit, cluster=cluster)
@@ -50,14 +56,21 @@ def cmd_journal(args: argparse.Namespace) -> int:
         return 0
     scope = "every cluster" if cluster is None else f"cluster {cluster} (--all for every cluster)"
     t = Table(title=f"{path}: {scope}", title_justify="left")
-    columns = ("time", "node", "exit", "secs", "command") if cluster else ("time", "cluster", "node", "exit", "secs",
-                                                                             "command")
+    columns = (
+        ("time", "node", "exit", "secs", "command")
+        if cluster
+        else ("time", "cluster", "node", "exit", "secs", "command")
+    )
     for col in columns:
         t.add_column(col, overflow="fold")
     for e in entries:
-        cells = [time.strftime("%H:%M:%S", time.localtime(e.started)), e.node,
-                 "…" if e.exit_status is None else str(e.exit_status),
-                 f"{e.duration:.1f}" if e.duration is not None else "", e.command]
+        cells = [
+            time.strftime("%H:%M:%S", time.localtime(e.started)),
+            e.node,
+            "…" if e.exit_status is None else str(e.exit_status),
+            f"{e.duration:.1f}" if e.duration is not None else "",
+            e.command,
+        ]
         if cluster is None:
             cells.insert(1, e.cluster or "—")
         t.add_row(*(Text(c) for c in cells))  # a command's [brackets] are text, not markup

@@ -1,11 +1,21 @@
 """`sparktui drop-caches`: flush the page cache on nodes, so a GPU on unified memory sees it as free."""
+
 from __future__ import annotations
 
 import argparse
 import asyncio
 
-from .common import (CliExit, add_config_arg, add_json_arg, confirm, console, get_config, journal, not_confirmed,
-                     print_json)
+from .common import (
+    CliExit,
+    add_config_arg,
+    add_json_arg,
+    confirm,
+    console,
+    get_config,
+    journal,
+    not_confirmed,
+    print_json,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -3,6 +3,7 @@
 Read on the head node through sparktui's SSH connection; two scrapes --interval apart give the rates
 (tokens/s) and the latency quantiles of what was served between them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("metrics", help="tokens/s, requests, KV-cache use and latency quantiles from the engine")
     p.add_argument("--deployment", help="deployment name (default: the cluster name)")
     p.add_argument("--watch", action="store_true", help="keep printing every --interval seconds (Ctrl-C stops)")
-    p.add_argument("--interval", type=checked(argcheck.seconds, "--interval"), default=2.0, metavar="S",
-                   help="seconds between scrapes (default 2)")
+    p.add_argument(
+        "--interval",
+        type=checked(argcheck.seconds, "--interval"),
+        default=2.0,
+        metavar="S",
+        help="seconds between scrapes (default 2)",
+    )
     p.add_argument("--count", type=int, metavar="N", help="with --watch: stop after N reports")
     add_json_arg(p)
     add_config_arg(p)
@@ -38,12 +44,14 @@ def _fmt(v, unit: str = "", nd: int = 1) -> str:
 def render(j: dict, t: Target) -> Table:
     tab = Table(title=f"{t.deployment} · {j['engine']} on {t.node}:{t.port}", show_header=False, box=None)
     ms = lambda v: None if v is None else v * 1000  # noqa: E731
-    rows = [("generation", _fmt(j["generation_tokens_per_s"], " tok/s")),
-            ("prompt", _fmt(j["prompt_tokens_per_s"], " tok/s")),
-            ("requests", f"{_fmt(j['running'])} running · {_fmt(j['waiting'])} waiting"),
-            ("KV cache", _fmt(None if j["kv_cache_usage"] is None else j["kv_cache_usage"] * 100, " %")),
-            ("TTFT p50/p90", f"{_fmt(ms(j['ttft_p50_s']), ' ms')} / {_fmt(ms(j['ttft_p90_s']), ' ms')}"),
-            ("ITL p50/p90", f"{_fmt(ms(j['itl_p50_s']), ' ms')} / {_fmt(ms(j['itl_p90_s']), ' ms')}")]
+    rows = [
+        ("generation", _fmt(j["generation_tokens_per_s"], " tok/s")),
+        ("prompt", _fmt(j["prompt_tokens_per_s"], " tok/s")),
+        ("requests", f"{_fmt(j['running'])} running · {_fmt(j['waiting'])} waiting"),
+        ("KV cache", _fmt(None if j["kv_cache_usage"] is None else j["kv_cache_usage"] * 100, " %")),
+        ("TTFT p50/p90", f"{_fmt(ms(j['ttft_p50_s']), ' ms')} / {_fmt(ms(j['ttft_p90_s']), ' ms')}"),
+        ("ITL p50/p90", f"{_fmt(ms(j['itl_p50_s']), ' ms')} / {_fmt(ms(j['itl_p90_s']), ' ms')}"),
+    ]
     for k, v in rows:
         tab.add_row(k, v)
     if j["missing"]:
@@ -66,8 +74,9 @@ async def cmd_metrics(args: argparse.Namespace) -> int:
                 j = await w.report(cluster, config, args.interval)
             except MetricsUnavailable as e:
                 if not args.watch:
-                    raise CliExit(1, str(e), reason="no metrics",
-                                  fix="sparktui status shows the deployment's state") from None
+                    raise CliExit(
+                        1, str(e), reason="no metrics", fix="sparktui status shows the deployment's state"
+                    ) from None
                 # a watcher keeps going: the engine may come back (a restart, a pivot to another port)
                 j = w.gone(str(e))
             if args.json:

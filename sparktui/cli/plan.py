@@ -3,6 +3,7 @@
 The I/O (config, SSH, probes, reading config.json) is in cmd_plan; turning arguments into options
 and a plan into text are plain functions, so they are tested with synthetic facts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,10 +29,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_arg(p)
     add_plan_args(p)
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--offline", action="store_true",
-                     help="plan without connecting, from the facts the last probe of each node kept (says from when)")
-    src.add_argument("--facts", metavar="FILE",
-                     help="plan without connecting, from a facts file such as a saved `sparktui check --json`")
+    src.add_argument(
+        "--offline",
+        action="store_true",
+        help="plan without connecting, from the facts the last probe of each node kept (says from when)",
+    )
+    src.add_argument(
+        "--facts",
+        metavar="FILE",
+        help="plan without connecting, from a facts file such as a saved `sparktui check --json`",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as JSON")
     out.add_argument("--export", metavar="DIR", help="write one shell script per node and README.txt into DIR")
@@ -44,32 +51,64 @@ MODES = list(dict.fromkeys(m for e in sorted(ENGINES.values(), key=lambda e: -le
 
 def add_plan_args(p: argparse.ArgumentParser) -> None:
     """The plan options, shared by every command that builds a plan (plan, preflight, launch)."""
-    p.add_argument("--engine", choices=sorted(ENGINES), help=f"inference engine (default: {DEFAULT_ENGINE}, or the recipe's)")
-    p.add_argument("--mode", choices=MODES, help="vLLM multi-node mode (default: ray, or native where the image has no Ray)")
+    p.add_argument(
+        "--engine", choices=sorted(ENGINES), help=f"inference engine (default: {DEFAULT_ENGINE}, or the recipe's)"
+    )
+    p.add_argument(
+        "--mode", choices=MODES, help="vLLM multi-node mode (default: ray, or native where the image has no Ray)"
+    )
     p.add_argument("--tp", type=int, help="tensor parallel size (default: GPUs per node x nodes)")
     p.add_argument("--pp", type=int, help="pipeline parallel size (default: 1)")
     p.add_argument("--nodes", metavar="A,B,...", help="nodes in rank order, head first (default: all, head first)")
-    p.add_argument("--iface", metavar="SUBNET|IFNAME|IP", help="rendezvous network (default: the best subnet joining all)")
+    p.add_argument(
+        "--iface", metavar="SUBNET|IFNAME|IP", help="rendezvous network (default: the best subnet joining all)"
+    )
     p.add_argument("--image", help="container image (default: images.<engine> in the config)")
     p.add_argument("--port", type=int, help="HTTP port on the head")
     p.add_argument("--dist-port", type=int, help="rendezvous port (--dist-init-addr / --master-port)")
     p.add_argument("--ray-port", type=int, help="Ray GCS port (vLLM ray mode)")
-    p.add_argument("--mem-fraction", type=float,
-                   help="SGLang --mem-fraction-static (weights + KV cache) / vLLM --gpu-memory-utilization (weights, "
-                        "activations, KV cache); default: engine.mem_fraction, else 0.75 SGLang / 0.8 vLLM")
-    p.add_argument("--max-model-len", type=_length, metavar="N|auto",
-                   help="context length cap; auto lets the engine fit the longest the KV cache holds (vLLM 0.14+)")
-    p.add_argument("--kv-cache-bytes", type=_size, metavar="BYTES",
-                   help="size the KV cache in bytes, e.g. 20G (vLLM 0.10.2+ --kv-cache-memory-bytes; the memory "
-                        "fraction then only bounds the rest)")
+    p.add_argument(
+        "--mem-fraction",
+        type=float,
+        help="SGLang --mem-fraction-static (weights + KV cache) / vLLM --gpu-memory-utilization (weights, "
+        "activations, KV cache); default: engine.mem_fraction, else 0.75 SGLang / 0.8 vLLM",
+    )
+    p.add_argument(
+        "--max-model-len",
+        type=_length,
+        metavar="N|auto",
+        help="context length cap; auto lets the engine fit the longest the KV cache holds (vLLM 0.14+)",
+    )
+    p.add_argument(
+        "--kv-cache-bytes",
+        type=_size,
+        metavar="BYTES",
+        help="size the KV cache in bytes, e.g. 20G (vLLM 0.10.2+ --kv-cache-memory-bytes; the memory "
+        "fraction then only bounds the rest)",
+    )
     p.add_argument("--served-model-name", help="model name in the API (default: model.name)")
     p.add_argument("--deployment", help="deployment name in container names (default: the cluster name)")
-    p.add_argument("--arg", dest="extra_args", action="append", default=[], metavar="ARG",
-                   help="extra engine argument, repeatable (use --arg=--flag for flags)")
-    p.add_argument("--env", dest="extra_env", action="append", default=[], metavar="K=V",
-                   help="extra container environment, repeatable")
-    p.add_argument("--recipe", metavar="FILE",
-                   help="a recipe to start from: sparkrun's, or one of NVIDIA's Local AI Inference Recipes")
+    p.add_argument(
+        "--arg",
+        dest="extra_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra engine argument, repeatable (use --arg=--flag for flags)",
+    )
+    p.add_argument(
+        "--env",
+        dest="extra_env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra container environment, repeatable",
+    )
+    p.add_argument(
+        "--recipe",
+        metavar="FILE",
+        help="a recipe to start from: sparkrun's, or one of NVIDIA's Local AI Inference Recipes",
+    )
 
 
 def _length(text: str) -> int | str:
@@ -115,12 +154,26 @@ def options_from_args(args: argparse.Namespace, config: Config) -> tuple[PlanOpt
     if args.mode and len(get_engine(args.engine or DEFAULT_ENGINE).modes) == 1 and not args.recipe:
         multi = " or ".join(e.name for e in ENGINES.values() if len(e.modes) > 1)
         raise CliExit(2, f"--mode applies to --engine {multi} only")
-    opts = PlanOptions(engine=args.engine or DEFAULT_ENGINE, mode=args.mode, image=args.image, tp=args.tp, pp=args.pp,
-                       nodes=nodes, rendezvous=args.iface, dist_port=args.dist_port, port=args.port,
-                       ray_port=args.ray_port, mem_fraction=args.mem_fraction, max_model_len=max_len,
-                       max_model_len_auto=auto_len, kv_cache_bytes=args.kv_cache_bytes,
-                       served_model_name=args.served_model_name, extra_args=list(args.extra_args), env=env,
-                       deployment=args.deployment)
+    opts = PlanOptions(
+        engine=args.engine or DEFAULT_ENGINE,
+        mode=args.mode,
+        image=args.image,
+        tp=args.tp,
+        pp=args.pp,
+        nodes=nodes,
+        rendezvous=args.iface,
+        dist_port=args.dist_port,
+        port=args.port,
+        ray_port=args.ray_port,
+        mem_fraction=args.mem_fraction,
+        max_model_len=max_len,
+        max_model_len_auto=auto_len,
+        kv_cache_bytes=args.kv_cache_bytes,
+        served_model_name=args.served_model_name,
+        extra_args=list(args.extra_args),
+        env=env,
+        deployment=args.deployment,
+    )
     notes: list[str] = []
     if args.recipe:
         try:
@@ -173,28 +226,40 @@ def plan_without_nodes(config: Config, opts: PlanOptions, facts_file: str | None
     names = [n.name for n in config.nodes]
     hosts = {n.name: n.host for n in config.nodes}
     try:
-        saved = (facts_store.load_file(facts_file, names, hosts) if facts_file
-                 else facts_store.load_last(config.cluster, names, hosts))
+        saved = (
+            facts_store.load_file(facts_file, names, hosts)
+            if facts_file
+            else facts_store.load_last(config.cluster, names, hosts)
+        )
     except facts_store.FactsFileError as e:
         raise CliExit(2 if facts_file else 1, str(e)) from None
     inv = analyse(config, saved.facts)
     plan = make_plan(config, saved.facts, inv.subnets, opts)
-    plan.warnings[:0] = [f"offline: planned from {saved.source}, not from the nodes now: {saved.when()}; "
-                         f"the model's config.json was not read"]
+    plan.warnings[:0] = [
+        f"offline: planned from {saved.source}, not from the nodes now: {saved.when()}; "
+        f"the model's config.json was not read"
+    ]
     return plan
 
 
 def render_plan(plan: Plan) -> Group:
     """The plan for people: summary, launch order, per-node env and commands, fit, warnings, errors."""
     parts: list = []
-    head = Text.assemble(("plan ", "bold"), (plan.plan_id or "-", "cyan"), f"  {plan.engine} ({plan.mode})  ",
-                         f"TP {plan.tp} x PP {plan.pp}  deployment {plan.deployment}")
+    head = Text.assemble(
+        ("plan ", "bold"),
+        (plan.plan_id or "-", "cyan"),
+        f"  {plan.engine} ({plan.mode})  ",
+        f"TP {plan.tp} x PP {plan.pp}  deployment {plan.deployment}",
+    )
     parts.append(head)
     parts.append(Text(f"model {plan.model_path} as {plan.served_model_name or '-'}, image {plan.image}"))
     if plan.engine_note:
         parts.append(Text(f"engine {plan.engine_note}"))
-    parts.append(Text(f"rendezvous {plan.subnet or '?'} head {plan.head_ip or '?'}:{plan.rendezvous_port}, "
-                      f"HTTP port {plan.port}"))
+    parts.append(
+        Text(
+            f"rendezvous {plan.subnet or '?'} head {plan.head_ip or '?'}:{plan.rendezvous_port}, HTTP port {plan.port}"
+        )
+    )
     if plan.fabric.get("paths"):
         parts.append(Text(describe_paths(plan.fabric["paths"], plan.nodes[0].name if plan.nodes else None)))
     if plan.collectives_line:
@@ -216,7 +281,8 @@ def render_plan(plan: Plan) -> Group:
             cmds = [Text(c, style="green") for c in n.commands]
         else:  # commented out and said so: a copied line must not run a plan that was refused
             cmds = [Text("# NOT RUNNABLE: the plan has errors (below)", style="bold red")] * bool(n.commands) + [
-                Text("# " + c, style="dim") for c in n.commands]
+                Text("# " + c, style="dim") for c in n.commands
+            ]
         cmds = cmds or [Text("(no commands: fix the errors)", style="dim")]
         data = n.env.get("NCCL_IB_HCA") or "sockets"  # what NCCL_IB_HCA names, not the bootstrap interface
         title = f"{n.name}  rank {n.rank} {n.role}  bootstrap {n.iface or '?'} {n.ip or '?'}  data {data}"
@@ -224,7 +290,11 @@ def render_plan(plan: Plan) -> Group:
     if plan.fit is not None:
         f = plan.fit
         style = "red" if f.errors else ("yellow" if f.warnings else "green")
-        detail = f.summary() if f.known else f"fit unknown (weights {gib(f.weights_per_gpu)}, memory {gib(f.memory_per_gpu)})"
+        detail = (
+            f.summary()
+            if f.known
+            else f"fit unknown (weights {gib(f.weights_per_gpu)}, memory {gib(f.memory_per_gpu)})"
+        )
         parts.append(Text("fit: " + detail, style=style))
     for n in plan.notes:
         parts.append(Text("note: " + n, style="dim"))

@@ -1,5 +1,6 @@
 """`sparktui preflight`: the plan's rendezvous checked on every node, in the plan's image, in well under a
 minute — before an engine loads the weights and only then finds out it cannot reach the head."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,17 @@ from ..core.deploy.operations import Choices, Operations
 from ..core.events import EventBus, PreflightNode
 from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
 from ..core.ssh import Cluster
-from .common import (CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, journal,
-                     print_json)
+from .common import (
+    CliExit,
+    add_config_arg,
+    add_json_arg,
+    checked,
+    console,
+    err_console,
+    get_config,
+    journal,
+    print_json,
+)
 from .plan import add_plan_args, options_from_args
 
 
@@ -18,13 +28,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("preflight", help="check the plan's rendezvous on every node before loading the model")
     add_config_arg(p)
     add_plan_args(p)
-    p.add_argument("--timeout", type=checked(argcheck.seconds), default=DEFAULT_TIMEOUT, metavar="S",
-                   help=f"seconds the check may take on the nodes (default {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--via", choices=["auto", "nccl", "tcp"], default="auto",
-                   help="auto: NCCL where the image's torch sees a GPU, plain TCP otherwise")
-    p.add_argument("--rails", action="store_true",
-                   help="then measure each RDMA half alone with ib_write_bw (perftest), a few seconds each, naming "
-                        "one that trained at full speed but moves a fraction of it")
+    p.add_argument(
+        "--timeout",
+        type=checked(argcheck.seconds),
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds the check may take on the nodes (default {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--via",
+        choices=["auto", "nccl", "tcp"],
+        default="auto",
+        help="auto: NCCL where the image's torch sees a GPU, plain TCP otherwise",
+    )
+    p.add_argument(
+        "--rails",
+        action="store_true",
+        help="then measure each RDMA half alone with ib_write_bw (perftest), a few seconds each, naming "
+        "one that trained at full speed but moves a fraction of it",
+    )
     add_json_arg(p)
     p.set_defaults(func=cmd_preflight)
 
@@ -45,15 +67,22 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
         assert plan is not None
         problems = checkable(plan)
         if problems:
-            down = [f"{n}: {f.error or 'unreachable'}" for n, f in (p.inventory.facts if p.inventory else {}).items()
-                    if not f.reachable and n in [x.name for x in plan.nodes]]
+            down = [
+                f"{n}: {f.error or 'unreachable'}"
+                for n, f in (p.inventory.facts if p.inventory else {}).items()
+                if not f.reachable and n in [x.name for x in plan.nodes]
+            ]
             # A node or the fabric found unusable is a problem found; anything else is input naming no rendezvous.
             found = bool(down) or (plan.subnet is None and not opts.rendezvous)  # the fabric, found unusable
             why = "; ".join(down + plan.errors + problems)
             raise CliExit(1 if found else 2, f"nothing to check: {why}", reason=why)
         if not args.json:
-            err_console.print(f"checking {len(plan.nodes)} node(s) at {plan.head_ip} on {plan.subnet} in {plan.image} "
-                              f"(up to {args.timeout:g} s)...", markup=False, soft_wrap=True)
+            err_console.print(
+                f"checking {len(plan.nodes)} node(s) at {plan.head_ip} on {plan.subnet} in {plan.image} "
+                f"(up to {args.timeout:g} s)...",
+                markup=False,
+                soft_wrap=True,
+            )
         if not args.json:
             ops.bus.subscribe(lambda e: _progress(e.result) if isinstance(e, PreflightNode) else None)
         try:
@@ -63,8 +92,18 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
         notes = [w for w in p.warnings]
         plan.errors = list(p.errors)
     if args.json:
-        print_json({**verdict.to_json(), "plan": {"id": plan.plan_id, "engine": plan.engine, "mode": plan.mode,
-                                                  "errors": plan.errors, "warnings": notes}})
+        print_json(
+            {
+                **verdict.to_json(),
+                "plan": {
+                    "id": plan.plan_id,
+                    "engine": plan.engine,
+                    "mode": plan.mode,
+                    "errors": plan.errors,
+                    "warnings": notes,
+                },
+            }
+        )
     else:
         console.print(verdict.summary(), markup=False, highlight=False, soft_wrap=True)
         for e in plan.errors:

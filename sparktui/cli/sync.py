@@ -1,4 +1,5 @@
 """`sparktui sync model|image|status|cancel` and `sparktui setup trust`."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,11 +17,28 @@ from ..core.events import TransferProgress
 from ..core.ssh import Cluster
 from ..core.yamlpos import unknown_names
 from ..core.transfers import (
-    Outcome, TransferError, TransferOptions, cancel_transfer, setup_trust, sync_image, sync_model,
-    transfer_status, trust_plan,
+    Outcome,
+    TransferError,
+    TransferOptions,
+    cancel_transfer,
+    setup_trust,
+    sync_image,
+    sync_model,
+    transfer_status,
+    trust_plan,
 )
-from .common import (CliExit, add_json_arg, checked, confirm, console, err_console, get_config, journal, not_confirmed,
-                     print_json)
+from .common import (
+    CliExit,
+    add_json_arg,
+    checked,
+    confirm,
+    console,
+    err_console,
+    get_config,
+    journal,
+    not_confirmed,
+    print_json,
+)
 
 
 def _size(n: float | None) -> str:
@@ -37,11 +55,20 @@ def _eta(s: float | None) -> str:
 
 def _add_transfer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", action="append", metavar="NODE", help="destination node (repeat; default: all others)")
-    p.add_argument("--wait", action="store_true", help="follow to the end with a progress bar; exit 0 only once verified")
-    p.add_argument("--subnet", metavar="CIDR|IP|IFACE", help="copy over this subnet (default: the fastest that joins the nodes)")
-    p.add_argument("--streams", type=checked(argcheck.count, "--streams", 1, 64), default=1, metavar="N",
-                   help="transfers each sending node runs at once (default 1: a node's streams share its one "
-                        "link, so each fresh copy starts sending instead)")
+    p.add_argument(
+        "--wait", action="store_true", help="follow to the end with a progress bar; exit 0 only once verified"
+    )
+    p.add_argument(
+        "--subnet", metavar="CIDR|IP|IFACE", help="copy over this subnet (default: the fastest that joins the nodes)"
+    )
+    p.add_argument(
+        "--streams",
+        type=checked(argcheck.count, "--streams", 1, 64),
+        default=1,
+        metavar="N",
+        help="transfers each sending node runs at once (default 1: a node's streams share its one "
+        "link, so each fresh copy starts sending instead)",
+    )
     add_json_arg(p)
 
 
@@ -54,8 +81,13 @@ def _add_trust_parser(subparsers) -> None:
     inner = groups[0] if groups else setup.add_subparsers(dest="setup_command", metavar="WHAT", required=True)
     t = inner.add_parser("trust", help="let the nodes log in to each other over the fabric (for transfers)")
     t.add_argument("--yes", "-y", action="store_true", help="do it without asking")
-    t.add_argument("--from", dest="senders", action="append", metavar="NODE",
-                   help="only this sending node (repeat; default: every node, as any may pass a copy on)")
+    t.add_argument(
+        "--from",
+        dest="senders",
+        action="append",
+        metavar="NODE",
+        help="only this sending node (repeat; default: every node, as any may pass a copy on)",
+    )
     t.add_argument("--subnet", metavar="CIDR|IP|IFACE", help="the subnet transfers use (default: the fastest)")
     add_json_arg(t)
     t.set_defaults(func=cmd_trust)
@@ -72,14 +104,19 @@ def register(subparsers) -> None:
     _add_transfer_args(m)
     m.add_argument("--checksum", action="store_true", help="after copying, also compare contents by checksum")
     m.add_argument("--bwlimit", metavar="RATE", type=checked(argcheck.rsync_rate), help="rsync --bwlimit, e.g. 200m")
-    m.add_argument("--copy-streams", type=checked(argcheck.count, "--copy-streams", 1, 64), metavar="K",
-                   help="most parallel rsync streams within each copy (default: model.copy_streams, 8; fewer "
-                        "on a sender with fewer cores or fewer large files)")
+    m.add_argument(
+        "--copy-streams",
+        type=checked(argcheck.count, "--copy-streams", 1, 64),
+        metavar="K",
+        help="most parallel rsync streams within each copy (default: model.copy_streams, 8; fewer "
+        "on a sender with fewer cores or fewer large files)",
+    )
     m.set_defaults(func=cmd_model)
 
     i = sub.add_parser("image", help="docker save | docker load an image onto the nodes that lack it")
-    i.add_argument("image", metavar="ENGINE_OR_IMAGE",
-                   help=f"{', '.join(ENGINES)} (the configured image) or an image reference")
+    i.add_argument(
+        "image", metavar="ENGINE_OR_IMAGE", help=f"{', '.join(ENGINES)} (the configured image) or an image reference"
+    )
     _add_transfer_args(i)
     i.set_defaults(func=cmd_image)
 
@@ -107,8 +144,12 @@ class Bars:
 
     def __init__(self) -> None:
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-            TextColumn("{task.fields[info]}"), console=err_console, transient=False,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>5.1f}%"),
+            TextColumn("{task.fields[info]}"),
+            console=err_console,
+            transient=False,
         )
         self.tasks: dict[tuple[str, str], TaskID] = {}
 
@@ -135,9 +176,12 @@ class Bars:
                 info += f"  ({e.message})"
         else:
             info = f"{e.state}" + (f": {e.message}" if e.message else "")
-        self.progress.update(tid, description=f"{e.kind} {e.source} → {e.dest}",
-                             completed=e.percent if e.percent is not None else self.progress.tasks[tid].completed,
-                             info=info)
+        self.progress.update(
+            tid,
+            description=f"{e.kind} {e.source} → {e.dest}",
+            completed=e.percent if e.percent is not None else self.progress.tasks[tid].completed,
+            info=info,
+        )
 
     def __enter__(self) -> "Bars":
         self.progress.start()
@@ -157,8 +201,11 @@ def _report(outcomes: list[Outcome], as_json: bool, waited: bool) -> int:
             tid = f" [{o.id}]" if o.id else ""
             console.print(f"{mark} {o.dest}{via}{tid}: {o.message}", markup=False)
         if not waited and any(o.ok and o.id for o in outcomes):
-            console.print("running detached on the nodes; `sparktui sync status` shows them, "
-                          "`--wait` follows them to verification", markup=False)
+            console.print(
+                "running detached on the nodes; `sparktui sync status` shows them, "
+                "`--wait` follows them to verification",
+                markup=False,
+            )
     return 0 if all(o.ok for o in outcomes) else 1
 
 
@@ -169,8 +216,10 @@ def _interrupted(args: argparse.Namespace, seen: dict[str, str], states: dict[st
     states = states or {}
     started = {tid: what for tid, what in seen.items() if tid and tid != "-"}  # "-": a note before any copy
     if not started:
-        lines = ["interrupted: no copy had started on the nodes yet, so none keeps running "
-                 f"(`sparktui sync status{cfg}` lists any that did)"]
+        lines = [
+            "interrupted: no copy had started on the nodes yet, so none keeps running "
+            f"(`sparktui sync status{cfg}` lists any that did)"
+        ]
         err_console.print("\n".join(lines), markup=False, soft_wrap=True)
         return
     copying = {t: w for t, w in started.items() if states.get(t) != "verifying"}
@@ -179,8 +228,10 @@ def _interrupted(args: argparse.Namespace, seen: dict[str, str], states: dict[st
     if copying:
         lines += ["  these copies keep running on the nodes:"] + [f"    {t}: {w}" for t, w in copying.items()]
     if verifying:
-        lines += ["  these were being verified, which stopped with sparktui; each destination stays marked "
-                  "incomplete until `sparktui sync model` runs again (it verifies without copying again):"]
+        lines += [
+            "  these were being verified, which stopped with sparktui; each destination stays marked "
+            "incomplete until `sparktui sync model` runs again (it verifies without copying again):"
+        ]
         lines += [f"    {t}: {w}" for t, w in verifying.items()]
     lines += [f"  watch them: sparktui sync status{cfg}"]
     if copying:
@@ -191,9 +242,12 @@ def _interrupted(args: argparse.Namespace, seen: dict[str, str], states: dict[st
 def _options(args: argparse.Namespace) -> TransferOptions:
     if args.streams < 1:
         raise CliExit(2, "--streams must be at least 1")
-    return TransferOptions(streams_per_source=args.streams, checksum=getattr(args, "checksum", False),
-                           bwlimit=getattr(args, "bwlimit", None),
-                           **({"max_streams": args.copy_streams} if getattr(args, "copy_streams", None) else {}))
+    return TransferOptions(
+        streams_per_source=args.streams,
+        checksum=getattr(args, "checksum", False),
+        bwlimit=getattr(args, "bwlimit", None),
+        **({"max_streams": args.copy_streams} if getattr(args, "copy_streams", None) else {}),
+    )
 
 
 async def _run_sync(args: argparse.Namespace, start) -> int:
@@ -243,12 +297,17 @@ async def cmd_model(args: argparse.Namespace) -> int:
     async def start(cluster, config, opts, emit):
         await _warn_support(cluster, config)
         return await sync_model(cluster, config, args.to, emit=emit, opts=opts, subnet=args.subnet, wait=args.wait)
+
     return await _run_sync(args, start)
 
 
 async def cmd_image(args: argparse.Namespace) -> int:
-    return await _run_sync(args, lambda cluster, config, opts, emit: sync_image(
-        cluster, config, args.image, args.to, emit=emit, opts=opts, subnet=args.subnet, wait=args.wait))
+    return await _run_sync(
+        args,
+        lambda cluster, config, opts, emit: sync_image(
+            cluster, config, args.image, args.to, emit=emit, opts=opts, subnet=args.subnet, wait=args.wait
+        ),
+    )
 
 
 def status_rows(items: list[dict]) -> list[str]:

@@ -1,4 +1,5 @@
 """Open the TUI (the default command), and the checks every TUI front makes before taking the screen."""
+
 from __future__ import annotations
 
 import argparse
@@ -47,11 +48,17 @@ def check_theme(choice: str | None, where: str = "--theme") -> None:
 def need_terminal(instead: str) -> None:
     """The TUI reads keys from stdin and draws with escape codes (on stderr, where Textual writes):
     without a terminal they would land in a file or a pipe."""
-    missing = [name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout), ("stderr", sys.stderr))
-               if stream is None or not stream.isatty()]
+    missing = [
+        name
+        for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout), ("stderr", sys.stderr))
+        if stream is None or not stream.isatty()
+    ]
     if missing:
-        raise CliExit(2, f"sparktui: the TUI needs a terminal ({', '.join(missing)} "
-                         f"{'is' if len(missing) == 1 else 'are'} not one); {instead}")
+        raise CliExit(
+            2,
+            f"sparktui: the TUI needs a terminal ({', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not one); {instead}",
+        )
 
 
 EXIT_GRACE_S = 10.0  # after SIGTERM or SIGHUP: the app's own shutdown, then a forced exit

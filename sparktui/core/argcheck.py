@@ -4,6 +4,7 @@ Each returns the value as it will be used or raises ValueError with a short sent
 so `sparktui logs --since '$(x)'` or `--bwlimit garbage` stop here with exit 2 instead of failing on
 every node later.
 """
+
 from __future__ import annotations
 
 import math

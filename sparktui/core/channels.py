@@ -6,6 +6,7 @@ connection per node, so a node with MaxSessions 1 can run one command at a time:
 a slot within their own timeout, and a launch, which holds one channel for the engine's log while
 it runs commands, is refused there with the fix.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,7 +52,6 @@ class Slots:
         self.limit = max(1, min(self.limit, accepted))
 
 
-
 async def count_sessions(conn: asyncssh.SSHClientConnection, slots: Slots, want: int, timeout: float) -> int:
     """Open idle session channels side by side until `want` are open (those in use counted), then
     close them; returns how many the node accepted. A refusal lowers `slots`' cap."""
@@ -92,8 +92,9 @@ async def count_sessions(conn: asyncssh.SSHClientConnection, slots: Slots, want:
     return accepted
 
 
-def shortfall(name: str, accepted: int, want: int, slots: Slots, max_channels: int, connected: bool,
-              error: str | None) -> str | None:
+def shortfall(
+    name: str, accepted: int, want: int, slots: Slots, max_channels: int, connected: bool, error: str | None
+) -> str | None:
     """Why a node that accepted `accepted` sessions cannot hold `want` (None when it can), with the fix."""
     k = min(accepted, slots.limit)  # sparktui's own cap counts as much as the node's
     if k >= want:
@@ -102,8 +103,10 @@ def shortfall(name: str, accepted: int, want: int, slots: Slots, max_channels: i
         return f"{name} is unreachable ({error or 'no answer'})"
     lim = slots.limit
     if slots.refusals and lim < max_channels:
-        return (f"{name}'s sshd accepts only {lim} session(s) per connection (MaxSessions {lim}); set "
-                f"MaxSessions 10 (OpenSSH's default) in /etc/ssh/sshd_config on {name} and reload sshd")
+        return (
+            f"{name}'s sshd accepts only {lim} session(s) per connection (MaxSessions {lim}); set "
+            f"MaxSessions 10 (OpenSSH's default) in /etc/ssh/sshd_config on {name} and reload sshd"
+        )
     if max_channels < want:
         return f"ssh.max_channels is {max_channels}; set it to at least {want}"
     return f"{name} opened only {k} SSH channel(s) at once"
@@ -113,7 +116,9 @@ def busy_note(name: str, slots: Slots) -> str:
     """Why no channel was free on a node, in words (for a command whose wait ran out)."""
     lim = slots.limit
     if slots.refusals and lim < slots.configured:
-        return (f"{name}'s sshd accepts only {lim} session(s) per connection (MaxSessions) and "
-                f"{'it is' if lim == 1 else 'all are'} in use; raise MaxSessions in /etc/ssh/sshd_config "
-                f"on {name} (OpenSSH's default is 10)")
+        return (
+            f"{name}'s sshd accepts only {lim} session(s) per connection (MaxSessions) and "
+            f"{'it is' if lim == 1 else 'all are'} in use; raise MaxSessions in /etc/ssh/sshd_config "
+            f"on {name} (OpenSSH's default is 10)"
+        )
     return f"all {lim} channels (ssh.max_channels) to {name} are in use"

@@ -3,6 +3,7 @@
 Every error names FILE:LINE:COL, what is wrong and what was expected (ConfigError).
 Head rule: exactly one node may say `role: head`; when none does, the first node is the head.
 """
+
 from __future__ import annotations
 
 import errno
@@ -18,9 +19,24 @@ from sparktui.core.secrets import add_names, shorten
 from sparktui.core.yamlpos import MAX_BYTES, EMPTY, NULL, STR, ConfigError, Source, at, did_you_mean, kind
 
 __all__ = [
-    "GPU_STYLES", "HOST_KEY_POLICIES", "ROLES", "ConfigError", "ConfigNotFound", "Config", "NodeConfig",
-    "ModelConfig", "ImagesConfig", "DockerConfig", "SshConfig", "EngineDefaults", "EngineSettings", "MemoryConfig",
-    "load_config", "load_config_text", "find_config", "user_config_path",
+    "GPU_STYLES",
+    "HOST_KEY_POLICIES",
+    "ROLES",
+    "ConfigError",
+    "ConfigNotFound",
+    "Config",
+    "NodeConfig",
+    "ModelConfig",
+    "ImagesConfig",
+    "DockerConfig",
+    "SshConfig",
+    "EngineDefaults",
+    "EngineSettings",
+    "MemoryConfig",
+    "load_config",
+    "load_config_text",
+    "find_config",
+    "user_config_path",
 ]
 
 GPU_STYLES = ("gpus-all", "runtime-nvidia", "cdi", "none")
@@ -31,8 +47,23 @@ NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}\Z")  # 63 at most: it g
 IFNAME = re.compile(r"[^\s/:]{1,15}\Z")  # what the Linux kernel accepts (IFNAMSIZ 16 with the NUL)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NO_SPACE = re.compile(r"\S+\Z")
-ULIMITS = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc",
-           "rss", "rtprio", "rttime", "sigpending", "stack")  # what docker run --ulimit knows
+ULIMITS = (
+    "core",
+    "cpu",
+    "data",
+    "fsize",
+    "locks",
+    "memlock",
+    "msgqueue",
+    "nice",
+    "nofile",
+    "nproc",
+    "rss",
+    "rtprio",
+    "rttime",
+    "sigpending",
+    "stack",
+)  # what docker run --ulimit knows
 ULIMIT_VALUE = re.compile(r"-?\d+(:-?\d+)?\Z")
 SECRET_NAME = re.compile(r"(--?[A-Za-z][A-Za-z0-9_-]*|[A-Za-z_][A-Za-z0-9_]*)\Z")
 SECRET_HINT = "a variable or flag name such as WANDB_API_KEY or --license"
@@ -44,9 +75,13 @@ class ConfigNotFound(ConfigError):
 
     def __init__(self, looked: list[str], why: str = "no config file found"):
         self.looked = looked
-        super().__init__("sparktui", 0, 0, f"{why}; looked at: " + ", ".join(looked),
-                         "create one with `sparktui init`, or on screen by running `sparktui`; "
-                         "or pass --config FILE")
+        super().__init__(
+            "sparktui",
+            0,
+            0,
+            f"{why}; looked at: " + ", ".join(looked),
+            "create one with `sparktui init`, or on screen by running `sparktui`; or pass --config FILE",
+        )
 
 
 @dataclass
@@ -268,15 +303,19 @@ def _host(src: Source, node: yaml.Node, what: str) -> str:
     if re.fullmatch(r"[\d.]+", value):
         raise src.error(node, f"{what} '{value}' is not an IPv4 address", "four numbers 0-255, e.g. 10.0.0.11")
     if not value.isascii():
-        raise src.error(node, f"{what} '{shorten(value, 60)}' has non-ASCII characters",
-                        "the ASCII (xn--) form of an international name")
+        raise src.error(
+            node,
+            f"{what} '{shorten(value, 60)}' has non-ASCII characters",
+            "the ASCII (xn--) form of an international name",
+        )
     if len(value) > 253:
         raise src.error(node, f"{what} is {len(value)} characters long", "a host name of at most 253")
     labels = value.split(".")
     for label in labels:
         if not label:
-            raise src.error(node, f"{what} '{shorten(value, 60)}' has an empty label (two dots, or a dot at "
-                                  f"an end)", HOST_HINT)
+            raise src.error(
+                node, f"{what} '{shorten(value, 60)}' has an empty label (two dots, or a dot at an end)", HOST_HINT
+            )
         if len(label) > 63:
             raise src.error(node, f"{what} has a label of {len(label)} characters", "labels of at most 63")
         if not _LABEL.match(label):
@@ -301,16 +340,23 @@ def _node(src: Source, node: yaml.Node, index: int) -> tuple[NodeConfig, dict]:
         if "name" in items and items["name"][1].tag != NULL:
             label = f"nodes[{name(items['name'][1], label + '.name')}]"
     ifname = lambda w: lambda v, k: src.text(v, f"{w}[{k}]", IFNAME, "an interface name such as enp1s0f1np1")
-    return src.section(NodeConfig, node, label, {
-        "name": name,
-        "host": lambda n, w: _host(src, n, w),
-        "user": lambda n, w: _user(src, n, w),
-        "port": lambda n, w: src.opt_integer(n, w, 1, 65535),
-        "identity_file": lambda n, w: _local_path(src, n, w),
-        "role": lambda n, w: src.choice(n, w, ROLES),
-        "interfaces": lambda n, w: src.text_map(n, w, "subnet CIDR: interface name",
-                                                lambda k: _cidr(src, k), ifname(w)),
-    }, {"name": "'name: spark1', unique", "host": "'host: 10.0.0.11', an address or ssh alias"})
+    return src.section(
+        NodeConfig,
+        node,
+        label,
+        {
+            "name": name,
+            "host": lambda n, w: _host(src, n, w),
+            "user": lambda n, w: _user(src, n, w),
+            "port": lambda n, w: src.opt_integer(n, w, 1, 65535),
+            "identity_file": lambda n, w: _local_path(src, n, w),
+            "role": lambda n, w: src.choice(n, w, ROLES),
+            "interfaces": lambda n, w: src.text_map(
+                n, w, "subnet CIDR: interface name", lambda k: _cidr(src, k), ifname(w)
+            ),
+        },
+        {"name": "'name: spark1', unique", "host": "'host: 10.0.0.11', an address or ssh alias"},
+    )
 
 
 def _local_path(src: Source, node: yaml.Node, what: str) -> str | None:
@@ -338,8 +384,9 @@ def _check_nodes(src: Source, nodes: list[tuple[NodeConfig, dict]]) -> None:
     first: dict[str, yaml.Node] = {}
     for n, items in nodes:
         if n.name in first:
-            raise src.error(items["name"][1], f"duplicate node name '{n.name}'",
-                            f"unique names; first used at {at(first[n.name])}")
+            raise src.error(
+                items["name"][1], f"duplicate node name '{n.name}'", f"unique names; first used at {at(first[n.name])}"
+            )
         first[n.name] = items["name"][1]
     heads = [(n, items["role"][1]) for n, items in nodes if n.role == "head"]
     if len(heads) > 1:
@@ -349,8 +396,9 @@ def _check_nodes(src: Source, nodes: list[tuple[NodeConfig, dict]]) -> None:
         nodes[0][0].role = "head"  # the documented rule: without an explicit head, the first node leads
 
 
-def _engines(src: Source, node: yaml.Node, images: tuple[ImagesConfig, dict],
-             defaults: tuple[EngineDefaults, dict]) -> dict[str, EngineSettings]:
+def _engines(
+    src: Source, node: yaml.Node, images: tuple[ImagesConfig, dict], defaults: tuple[EngineDefaults, dict]
+) -> dict[str, EngineSettings]:
     """The `engines:` map: engine -> {image, port}; a value also written under images:/engine: must agree."""
     from .engines import ENGINES  # the engines import this module (DockerConfig)
 
@@ -374,8 +422,11 @@ def _engines(src: Source, node: yaml.Node, images: tuple[ImagesConfig, dict],
             mine = getattr(s, key)
             if mine is not None and old in written and getattr(obj, old) != mine:
                 section = "images" if key == "image" else "engine"
-                raise src.error(items[key][1], f"engines.{eng}.{key} {mine} differs from {section}.{old} "
-                                f"{getattr(obj, old)}", f"one of the two (engines.{eng}.{key} is the newer spelling)")
+                raise src.error(
+                    items[key][1],
+                    f"engines.{eng}.{key} {mine} differs from {section}.{old} {getattr(obj, old)}",
+                    f"one of the two (engines.{eng}.{key} is the newer spelling)",
+                )
         out[eng] = s
         # the older keys read the same value, so readers of either spelling agree
         if s.image is not None and hasattr(images[0], eng):
@@ -385,8 +436,9 @@ def _engines(src: Source, node: yaml.Node, images: tuple[ImagesConfig, dict],
     return out
 
 
-def _check_engine_ports(src: Source, defaults: EngineDefaults, engines: dict[str, EngineSettings],
-                        node: yaml.Node) -> None:
+def _check_engine_ports(
+    src: Source, defaults: EngineDefaults, engines: dict[str, EngineSettings], node: yaml.Node
+) -> None:
     # engines.<name>.port binds on the head beside the rendezvous and Ray's GCS, like engine.<name>_port
     items = src.mapping(node, "engines") if node.tag != NULL else {}
     for knode, vnode in items.values():
@@ -395,65 +447,104 @@ def _check_engine_ports(src: Source, defaults: EngineDefaults, engines: dict[str
             continue
         for other in ("dist_port", "ray_port"):
             if getattr(defaults, other) == s.port:
-                raise src.error(src.mapping(vnode, "engines")["port"][1],
-                                f"engines.{knode.value}.port {s.port} is also engine.{other}",
-                                "different ports for the rendezvous, Ray and the HTTP server")
+                raise src.error(
+                    src.mapping(vnode, "engines")["port"][1],
+                    f"engines.{knode.value}.port {s.port} is also engine.{other}",
+                    "different ports for the rendezvous, Ray and the HTTP server",
+                )
 
 
 def _check_ports(src: Source, engine: EngineDefaults, items: dict) -> None:
     # The head binds these at once: the rendezvous, Ray's GCS and an engine's HTTP port must differ.
-    for a, b in (("dist_port", "sglang_port"), ("dist_port", "vllm_port"), ("dist_port", "ray_port"),
-                 ("ray_port", "vllm_port")):
+    for a, b in (
+        ("dist_port", "sglang_port"),
+        ("dist_port", "vllm_port"),
+        ("dist_port", "ray_port"),
+        ("ray_port", "vllm_port"),
+    ):
         if getattr(engine, a) == getattr(engine, b):
             set_here = sorted((k for k in (a, b) if k in items), key=lambda k: items[k][1].start_mark.index)
             later = set_here[-1]  # defaults never clash, so at least one of the two was written
             other = b if later == a else a
-            raise src.error(items[later][1], f"engine.{later} {getattr(engine, later)} is also engine.{other}",
-                            "different ports for the rendezvous, Ray and the HTTP server")
+            raise src.error(
+                items[later][1],
+                f"engine.{later} {getattr(engine, later)} is also engine.{other}",
+                "different ports for the rendezvous, Ray and the HTTP server",
+            )
 
 
 def _model(src: Source, node: yaml.Node, names: list[str]) -> ModelConfig:
-    model, items = src.section(ModelConfig, node, "model", {
-        "name": lambda n, w: src.text(n, w),
-        # control characters (newlines above all) break every line-based tool that reads the path back
-        "path": lambda n, w: src.text(n, w, re.compile(r"/[^\x00-\x1f\x7f]*\Z"),
-                                      "an absolute path without control characters, the same on every node"),
-        "source": lambda n, w: src.opt_text(n, w),
-        "copy_streams": lambda n, w: src.integer(n, w, 1, 64),
-    }, {"name": "the served name, e.g. 'name: Qwen3.5-122B-A10B-FP8'",
-        "path": "the checkpoint directory, e.g. 'path: /models/Qwen3.5-122B-A10B-FP8'"})
+    model, items = src.section(
+        ModelConfig,
+        node,
+        "model",
+        {
+            "name": lambda n, w: src.text(n, w),
+            # control characters (newlines above all) break every line-based tool that reads the path back
+            "path": lambda n, w: src.text(
+                n,
+                w,
+                re.compile(r"/[^\x00-\x1f\x7f]*\Z"),
+                "an absolute path without control characters, the same on every node",
+            ),
+            "source": lambda n, w: src.opt_text(n, w),
+            "copy_streams": lambda n, w: src.integer(n, w, 1, 64),
+        },
+        {
+            "name": "the served name, e.g. 'name: Qwen3.5-122B-A10B-FP8'",
+            "path": "the checkpoint directory, e.g. 'path: /models/Qwen3.5-122B-A10B-FP8'",
+        },
+    )
     if model.source is not None and model.source not in names:
-        raise src.error(items["source"][1], f"model.source '{model.source}' is not a node",
-                        did_you_mean(model.source, names))
+        raise src.error(
+            items["source"][1], f"model.source '{model.source}' is not a node", did_you_mean(model.source, names)
+        )
     return model
 
 
 def _docker(src: Source, node: yaml.Node) -> DockerConfig:
     env_name = lambda k, w: src.text(k, f"{w} name", ENV_NAME, "a variable name such as NCCL_DEBUG")
     limit = lambda v, w: src.text(v, w, ULIMIT_VALUE, "soft or soft:hard, -1 = unlimited")
-    return src.section(DockerConfig, node, "docker", {
-        "gpu_style": lambda n, w: src.choice(n, w, GPU_STYLES),
-        "extra_args": lambda n, w: src.text_list(n, w),
-        "env": lambda n, w: src.text_map(n, w, "NAME: value", lambda k: env_name(k, w),
-                                         lambda v, k: _env_value(src, v, f"{w}.{k}")),
-        "ulimits": lambda n, w: src.text_map(n, w, "NAME: soft[:hard]", lambda k: src.choice(k, f"{w} name", ULIMITS),
-                                             lambda v, k: limit(v, f"{w}.{k}")),
-        "volumes": lambda n, w: src.text_list(n, w, "SRC:DST[:OPTS]"),
-        "shm_size": lambda n, w: src.opt_text(n, w, SIZE, "a size such as 16g"),
-    })[0]
+    return src.section(
+        DockerConfig,
+        node,
+        "docker",
+        {
+            "gpu_style": lambda n, w: src.choice(n, w, GPU_STYLES),
+            "extra_args": lambda n, w: src.text_list(n, w),
+            "env": lambda n, w: src.text_map(
+                n, w, "NAME: value", lambda k: env_name(k, w), lambda v, k: _env_value(src, v, f"{w}.{k}")
+            ),
+            "ulimits": lambda n, w: src.text_map(
+                n,
+                w,
+                "NAME: soft[:hard]",
+                lambda k: src.choice(k, f"{w} name", ULIMITS),
+                lambda v, k: limit(v, f"{w}.{k}"),
+            ),
+            "volumes": lambda n, w: src.text_list(n, w, "SRC:DST[:OPTS]"),
+            "shm_size": lambda n, w: src.opt_text(n, w, SIZE, "a size such as 16g"),
+        },
+    )[0]
 
 
 def _ssh(src: Source, node: yaml.Node) -> SshConfig:
-    return src.section(SshConfig, node, "ssh", {
-        "host_key_policy": lambda n, w: src.choice(n, w, HOST_KEY_POLICIES),
-        "known_hosts": lambda n, w: _local_path(src, n, w),
-        "keepalive_interval": lambda n, w: src.number(n, w),
-        "connect_timeout": lambda n, w: src.number(n, w),
-        "max_channels": lambda n, w: src.integer(n, w, 1, 1024),
-        # null keeps the default (~/.ssh/config); an empty list reads no ssh_config at all
-        "ssh_config": lambda n, w: None if n.tag == NULL else [
-            os.path.expanduser(p) for p in src.text_list(n, w, "a file path")],
-    })[0]
+    return src.section(
+        SshConfig,
+        node,
+        "ssh",
+        {
+            "host_key_policy": lambda n, w: src.choice(n, w, HOST_KEY_POLICIES),
+            "known_hosts": lambda n, w: _local_path(src, n, w),
+            "keepalive_interval": lambda n, w: src.number(n, w),
+            "connect_timeout": lambda n, w: src.number(n, w),
+            "max_channels": lambda n, w: src.integer(n, w, 1, 1024),
+            # null keeps the default (~/.ssh/config); an empty list reads no ssh_config at all
+            "ssh_config": lambda n, w: (
+                None if n.tag == NULL else [os.path.expanduser(p) for p in src.text_list(n, w, "a file path")]
+            ),
+        },
+    )[0]
 
 
 def _amount(src: Source, node: yaml.Node, what: str) -> str:
@@ -468,13 +559,18 @@ def _amount(src: Source, node: yaml.Node, what: str) -> str:
 
 
 def _memory(src: Source, node: yaml.Node) -> MemoryConfig:
-    return src.section(MemoryConfig, node, "memory", {
-        "guard": lambda n, w: src.flag(n, w),
-        "floor": lambda n, w: _amount(src, n, w),
-        "warn": lambda n, w: _amount(src, n, w),
-        "pressure": lambda n, w: src.number(n, w, 100.0),
-        "interval": lambda n, w: src.number(n, w),
-    })[0]
+    return src.section(
+        MemoryConfig,
+        node,
+        "memory",
+        {
+            "guard": lambda n, w: src.flag(n, w),
+            "floor": lambda n, w: _amount(src, n, w),
+            "warn": lambda n, w: _amount(src, n, w),
+            "pressure": lambda n, w: src.number(n, w, 100.0),
+            "interval": lambda n, w: src.number(n, w),
+        },
+    )[0]
 
 
 def _phase(src: Source, node: yaml.Node) -> str:
@@ -488,15 +584,24 @@ def _phase(src: Source, node: yaml.Node) -> str:
 
 def _engine(src: Source, node: yaml.Node) -> tuple[EngineDefaults, dict]:
     port = lambda n, w: src.integer(n, w, 1, 65535)
-    engine, items = src.section(EngineDefaults, node, "engine", {
-        "sglang_port": port, "vllm_port": port, "dist_port": port, "ray_port": port,
-        "mem_fraction": lambda n, w: None if n.tag == NULL else src.number(n, w, 1.0),
-        "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
-        "hang_after": lambda n, w: src.number(n, w),
-        "wedge_after": lambda n, w: src.number(n, w),
-        "phase_limits": lambda n, w: src.text_map(n, w, "phase: seconds", lambda k: _phase(src, k),
-                                                  lambda v, name: src.number(v, f"{w}.{name}")),
-    })
+    engine, items = src.section(
+        EngineDefaults,
+        node,
+        "engine",
+        {
+            "sglang_port": port,
+            "vllm_port": port,
+            "dist_port": port,
+            "ray_port": port,
+            "mem_fraction": lambda n, w: None if n.tag == NULL else src.number(n, w, 1.0),
+            "max_model_len": lambda n, w: src.opt_integer(n, w, 1),
+            "hang_after": lambda n, w: src.number(n, w),
+            "wedge_after": lambda n, w: src.number(n, w),
+            "phase_limits": lambda n, w: src.text_map(
+                n, w, "phase: seconds", lambda k: _phase(src, k), lambda v, name: src.number(v, f"{w}.{name}")
+            ),
+        },
+    )
     _check_ports(src, engine, items)
     return engine, items
 
@@ -506,8 +611,16 @@ def _config(src: Source, root: yaml.Node | None) -> Config:
         raise src.error(None, "the file is empty", "a mapping with cluster, nodes and model")
     items = src.mapping(root, "the config")
     src.check_keys(items, [f.name for f in fields(Config) if f.name != "path"], "the config")
-    src.require(root, items, {"cluster": "'cluster: sparks'", "nodes": "a 'nodes:' list, each node with name and host",
-                              "model": "a 'model:' mapping with name and path"}, "the config")
+    src.require(
+        root,
+        items,
+        {
+            "cluster": "'cluster: sparks'",
+            "nodes": "a 'nodes:' list, each node with name and host",
+            "model": "a 'model:' mapping with name and path",
+        },
+        "the config",
+    )
     val = lambda key: items[key][1] if key in items else EMPTY
 
     cluster = src.text(val("cluster"), "cluster", re.compile(r".{1,63}\Z"), "a cluster name of at most 63 characters")
@@ -532,8 +645,9 @@ def _config(src: Source, root: yaml.Node | None) -> Config:
         ssh=_ssh(src, val("ssh")),
         engine=defaults[0],
         engines=engines,
-        keymap=src.text_map(val("keymap"), "keymap", "binding id: keys", binding,
-                            lambda v, k: _keys(src, v, f"keymap.{k}")),
+        keymap=src.text_map(
+            val("keymap"), "keymap", "binding id: keys", binding, lambda v, k: _keys(src, v, f"keymap.{k}")
+        ),
         theme=src.opt_text(val("theme"), "theme", NO_SPACE, "a theme name"),
         secrets=src.text_list(val("secrets"), "secrets", SECRET_HINT, SECRET_NAME),
         memory=_memory(src, val("memory")),
@@ -553,8 +667,9 @@ def load_config(path: str | Path) -> Config:
         with path.open("rb") as f:
             data = f.read(MAX_BYTES + 1)  # a huge file (or /dev/zero) is not read whole
     except OSError as e:
-        raise ConfigError(shorten(path, 200), 0, 0, f"cannot read: {e.strerror or type(e).__name__}",
-                          "expected a readable YAML file") from None
+        raise ConfigError(
+            shorten(path, 200), 0, 0, f"cannot read: {e.strerror or type(e).__name__}", "expected a readable YAML file"
+        ) from None
     if len(data) > MAX_BYTES:
         raise ConfigError(shorten(path, 200), 0, 0, "the file is larger than 1 MiB", "expected a config of a few KiB")
     try:

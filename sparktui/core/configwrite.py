@@ -5,6 +5,7 @@ a written file reads like the reference; rendering the example's own values repr
 byte (a test holds this). Odd values are double-quoted only where plain YAML would read them back
 differently. write_config_file() refuses to replace a file unless asked, and never leaves half a file.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -40,8 +41,10 @@ NODE_NOTES = {
     "interfaces": "subnet CIDR -> interface name; only where auto-detection picks wrong",
 }
 # Comments of the first and second interface entries when the caller gives none.
-IFACE_NOTES = ("the ConnectX-7 fabric that joins the nodes (the rendezvous subnet)",
-               "names can differ between nodes: each node says its own")
+IFACE_NOTES = (
+    "the ConnectX-7 fabric that joins the nodes (the rendezvous subnet)",
+    "names can differ between nodes: each node says its own",
+)
 NOTES = {
     "cluster": "cluster name, shown in the UI and in --json output",
     "model": "what to serve",
@@ -50,8 +53,10 @@ NOTES = {
     "model.source": "node that holds the weights first (copied to the others); leave out = the head",
     "model.copy_streams": "most parallel rsync streams per copy (fewer on a sender with fewer cores)",
     "images": "container image per engine; the image ID must match on every node",
-    **{f"images.{e.name}": f"image that runs {e.label}" + (f" ({e.image_note})" if e.image_note else "")
-       for e in ENGINES.values()},
+    **{
+        f"images.{e.name}": f"image that runs {e.label}" + (f" ({e.image_note})" if e.image_note else "")
+        for e in ENGINES.values()
+    },
     "docker": "how engine containers are run on every node",
     "docker.gpu_style": "gpus-all (--gpus all) | runtime-nvidia (--runtime nvidia) | cdi | none",
     "docker.extra_args": 'more `docker run` arguments, one list item each, e.g. ["--privileged"]',
@@ -88,9 +93,11 @@ NOTES = {
     # not written by render_config (an entry has no comment of its own); the reference page lists them
     "engines.<engine>.image": "image that runs this engine; ~ = images.<engine>, else the engine's own",
     "engines.<engine>.port": "its HTTP port on the head; ~ = engine.<engine>_port, else the engine's own",
-    "secrets": ("more variable or flag names whose values are masked in every output,\n"
-                "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
-                "  --api-key, --hf-token and the like are masked without being listed"),
+    "secrets": (
+        "more variable or flag names whose values are masked in every output,\n"
+        "  e.g. [WANDB_API_KEY, --license]; *_TOKEN, *_KEY, *PASSWORD*, *SECRET*,\n"
+        "  --api-key, --hf-token and the like are masked without being listed"
+    ),
     "keymap": "binding id -> key(s), comma-separated, to remap the TUI's keys",
     "theme": "dark, light, high-contrast, a name in ~/.config/sparktui/themes/ or a .yaml path; ~ = dark",
 }
@@ -110,9 +117,11 @@ def example_text() -> str:
 
 def default_header(tool: str = "sparktui init") -> str:
     today = datetime.date.today().isoformat()
-    return (f"# sparktui cluster configuration, written by {tool} on {today}.\n"
-            "# Every key is explained in the annotated example: `sparktui init --example`.\n"
-            "# Unknown keys are errors, so a typo never silently falls back to a default.\n")
+    return (
+        f"# sparktui cluster configuration, written by {tool} on {today}.\n"
+        "# Every key is explained in the annotated example: `sparktui init --example`.\n"
+        "# Unknown keys are errors, so a typo never silently falls back to a default.\n"
+    )
 
 
 # -- scalars ------------------------------------------------------------------------------------
@@ -121,8 +130,12 @@ def _reads_back(doc: str, pick, value: str) -> bool:
         node = pick(yaml.compose(doc, Loader=yaml.SafeLoader))
     except (yaml.YAMLError, AttributeError, IndexError, TypeError):
         return False
-    return (isinstance(node, yaml.ScalarNode) and node.style is None and node.value == value
-            and node.tag != "tag:yaml.org,2002:null")
+    return (
+        isinstance(node, yaml.ScalarNode)
+        and node.style is None
+        and node.value == value
+        and node.tag != "tag:yaml.org,2002:null"
+    )
 
 
 def scalar(value: object, place: str = "value") -> str:
@@ -158,7 +171,7 @@ def _local(path: str | None) -> str | None:
         return None
     home = os.path.expanduser("~")
     if home not in ("", "/", "~") and (path == home or path.startswith(home.rstrip("/") + "/")):
-        return "~" + path[len(home.rstrip("/")):]
+        return "~" + path[len(home.rstrip("/")) :]
     return path
 
 
@@ -176,8 +189,9 @@ class _Out:
         self.lines.append(content)
         self.lines += [" " * COMMENT_COLUMN + f"# {line}" for line in more]
 
-    def mapping(self, indent: str, key: str, entries: dict, notes: dict[str, str], empty: str = "{}",
-                note: str | None = None) -> None:
+    def mapping(
+        self, indent: str, key: str, entries: dict, notes: dict[str, str], empty: str = "{}", note: str | None = None
+    ) -> None:
         if not entries:
             self.add(f"{indent}{key}: {empty}", note)
             return
@@ -207,8 +221,13 @@ def _nodes(out: _Out, config: Config, iface_notes: dict[tuple[str, str], str]) -
 
     for n in config.nodes:
         out.add(f"  - name: {scalar(n.name)}", note("name"))
-        fields = [("host", n.host), ("user", n.user), ("port", n.port),
-                  ("identity_file", _local(n.identity_file)), ("role", n.role)]
+        fields = [
+            ("host", n.host),
+            ("user", n.user),
+            ("port", n.port),
+            ("identity_file", _local(n.identity_file)),
+            ("role", n.role),
+        ]
         for key, value in fields:
             if value is not None:
                 out.add(f"    {key}: {scalar(value)}", note(key))
@@ -219,8 +238,9 @@ def _nodes(out: _Out, config: Config, iface_notes: dict[tuple[str, str], str]) -
                 out.add(f"      {scalar(subnet, 'key')}: {scalar(ifname)}", text)
 
 
-def render_config(config: Config, header: str | None = None,
-                  iface_notes: dict[tuple[str, str], str] | None = None) -> str:
+def render_config(
+    config: Config, header: str | None = None, iface_notes: dict[tuple[str, str], str] | None = None
+) -> str:
     """The config as commented YAML. iface_notes: (node, subnet) -> comment for that interface line."""
     out = _Out()
     for line in (header if header is not None else default_header()).splitlines():
@@ -244,9 +264,9 @@ def render_config(config: Config, header: str | None = None,
     out.add("docker:", NOTES["docker"])
     out.add(f"  gpu_style: {scalar(d.gpu_style)}", NOTES["docker.gpu_style"])
     out.sequence("  ", "extra_args", d.extra_args, NOTES["docker.extra_args"])
-    env_notes = {k[len("docker.env."):]: v for k, v in NOTES.items() if k.startswith("docker.env.")}
+    env_notes = {k[len("docker.env.") :]: v for k, v in NOTES.items() if k.startswith("docker.env.")}
     out.mapping("  ", "env", d.env, env_notes, note=NOTES["docker.env"])
-    limit_notes = {k[len("docker.ulimits."):]: v for k, v in NOTES.items() if k.startswith("docker.ulimits.")}
+    limit_notes = {k[len("docker.ulimits.") :]: v for k, v in NOTES.items() if k.startswith("docker.ulimits.")}
     out.mapping("  ", "ulimits", d.ulimits, limit_notes, note=NOTES["docker.ulimits"])
     out.sequence("  ", "volumes", d.volumes, NOTES["docker.volumes"])
     out.add(f"  shm_size: {scalar(d.shm_size)}", NOTES["docker.shm_size"])
@@ -351,5 +371,14 @@ def write_config_file(path: str | Path, text: str, force: bool = False) -> Path:
     return path
 
 
-__all__ = ["render_config", "checked_text", "write_config_file", "example_text", "scalar", "ConfigExists",
-           "ConfigError", "EXAMPLE_HEADER", "default_header"]
+__all__ = [
+    "render_config",
+    "checked_text",
+    "write_config_file",
+    "example_text",
+    "scalar",
+    "ConfigExists",
+    "ConfigError",
+    "EXAMPLE_HEADER",
+    "default_header",
+]

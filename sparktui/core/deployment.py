@@ -5,6 +5,7 @@ to (engine, mode, TP/PP, rendezvous subnet, port, plan id). Their JSON form is t
 head (deploy/record.py), so `pivot` and `redeploy` from a new process relaunch the same choices. Its
 live fields (head, state, detail, endpoints) say where it stands now and are never written there.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,11 +71,24 @@ class Deployment:
 
     @classmethod
     def from_plan(cls, plan: Plan, options: PlanOptions) -> "Deployment":
-        return cls(deployment=plan.deployment, engine=plan.engine, mode=plan.mode, options=options,
-                   plan_id=plan.plan_id, tp=plan.tp, pp=plan.pp, subnet=plan.subnet, head_ip=plan.head_ip,
-                   port=plan.port, image=plan.image, served_model_name=plan.served_model_name,
-                   nodes=[n.name for n in plan.nodes], containers={n.name: n.container for n in plan.nodes},
-                   saved=time.time(), head=plan.nodes[0].name if plan.nodes else "")
+        return cls(
+            deployment=plan.deployment,
+            engine=plan.engine,
+            mode=plan.mode,
+            options=options,
+            plan_id=plan.plan_id,
+            tp=plan.tp,
+            pp=plan.pp,
+            subnet=plan.subnet,
+            head_ip=plan.head_ip,
+            port=plan.port,
+            image=plan.image,
+            served_model_name=plan.served_model_name,
+            nodes=[n.name for n in plan.nodes],
+            containers={n.name: n.container for n in plan.nodes},
+            saved=time.time(),
+            head=plan.nodes[0].name if plan.nodes else "",
+        )
 
     @classmethod
     def from_json(cls, d: object, where: str = "deployment record") -> "Deployment":
@@ -94,8 +108,13 @@ def learn_secrets(opts: PlanOptions) -> None:
     masked = mask_data({"env": opts.env, "args": opts.extra_args})
     add_values([v for k, v in opts.env.items() if masked["env"].get(k) != v])
     add_values([a for a, m in zip(opts.extra_args, masked["args"]) if a != m and m == MASK])
-    add_values([a.split("=", 1)[1] for a, m in zip(opts.extra_args, masked["args"]) if a != m and "=" in a
-                and m.endswith("=" + MASK)])
+    add_values(
+        [
+            a.split("=", 1)[1]
+            for a, m in zip(opts.extra_args, masked["args"])
+            if a != m and "=" in a and m.endswith("=" + MASK)
+        ]
+    )
 
 
 def options_to_json(opts: PlanOptions) -> dict:
@@ -108,4 +127,6 @@ def options_to_json(opts: PlanOptions) -> dict:
 
 def options_from_json(d: object, where: str = "deployment record") -> PlanOptions:
     """The options of a record, every field's type checked (model_config is read again, never kept)."""
-    return statefile.load(PlanOptions, d, f"{where} (options)", FIX, skip=("model_config", "model_config_problem", "support"))
+    return statefile.load(
+        PlanOptions, d, f"{where} (options)", FIX, skip=("model_config", "model_config_problem", "support")
+    )

@@ -11,6 +11,7 @@ Two judgements matter most:
 - a stack dump or an NCCL warning is only provisional: if the engine goes on loading or serving
   afterwards, it was harmless and the problem is withdrawn.
 """
+
 from __future__ import annotations
 
 import time
@@ -48,9 +49,16 @@ class _Node:
 class Diagnoser(BatchFeed):
     """Feed lines; read .milestones, .problems, .state."""
 
-    def __init__(self, engine: str, hang_after: float = 90.0, model_path: str | None = None,
-                 clock: Callable[[], float] = time.time, limits: dict[str, float | None] | None = None,
-                 expect: Iterable[str] = (), env_set: Iterable[str] = ()):
+    def __init__(
+        self,
+        engine: str,
+        hang_after: float = 90.0,
+        model_path: str | None = None,
+        clock: Callable[[], float] = time.time,
+        limits: dict[str, float | None] | None = None,
+        expect: Iterable[str] = (),
+        env_set: Iterable[str] = (),
+    ):
         eng = find_engine(engine)
         if eng is None:
             raise ValueError(f"unknown engine {engine!r} (expected one of: {', '.join(ENGINES)})")
@@ -95,18 +103,24 @@ class Diagnoser(BatchFeed):
         return State.LOADING if self._loading else State.STARTING
 
     def to_json(self) -> dict:
-        return {"engine": self.engine, "ready": self.state == "ready", "state": self.state.value,
-                "milestones": [m.to_json() for m in self.milestones],
-                "problems": [p.to_json() for p in self.ordered_problems()],
-                "nodes": self.phases.to_json()}
+        return {
+            "engine": self.engine,
+            "ready": self.state == "ready",
+            "state": self.state.value,
+            "milestones": [m.to_json() for m in self.milestones],
+            "problems": [p.to_json() for p in self.ordered_problems()],
+            "nodes": self.phases.to_json(),
+        }
 
     def ordered_problems(self) -> list[Problem]:
         """Causes first: failures, then suspicions, then provisional doubts; "the engine died" follows
         whatever killed it even when it was printed first."""
+
         def rank(p: Problem) -> int:
             if p.kind == "engine_died":
                 return 3
             return 0 if not p.provisional else 1 if p.kind in S.SUSPECT else 2
+
         return sorted(self.problems, key=rank)
 
     # ---- input ----------------------------------------------------------------------------
@@ -138,8 +152,12 @@ class Diagnoser(BatchFeed):
     @property
     def quiet_serving(self) -> bool:
         """Serving with nothing in doubt: a serving line would change nothing but the count."""
-        return (self.ready and not self.problems and self.phases.node_phase(None) == "first_request"
-                and all(ns.dist != "in" and ns.tb is None for ns in self._nodes.values()))
+        return (
+            self.ready
+            and not self.problems
+            and self.phases.node_phase(None) == "first_request"
+            and all(ns.dist != "in" and ns.tb is None for ns in self._nodes.values())
+        )
 
     def skip(self, count: int, last_line: str, node: str | None = None) -> None:
         """`count` serving lines read while quiet_serving (the last one given): count them only."""
@@ -178,8 +196,11 @@ class Diagnoser(BatchFeed):
             else:
                 init_limit = self.hang_after * ABSENT_FACTOR
         if ns.dist == "in":
-            return (self._hang(ns, node, f"no output for {quiet:.0f} s", line, ns.last_at)
-                    if init_quiet >= init_limit else [])
+            return (
+                self._hang(ns, node, f"no output for {quiet:.0f} s", line, ns.last_at)
+                if init_quiet >= init_limit
+                else []
+            )
         phase = self.phases.node_phase(node)
         if phase in INIT_PHASES and ns.dist == "done" and not self.phases.nccl_open(node):
             phase = "weights"  # init is over: what comes next is loading, with its own (longer) limit
@@ -195,9 +216,18 @@ class Diagnoser(BatchFeed):
         if any(p.kind == "stalled" and p.node == node for p in self.problems):
             return []
         where = f" on {node}" if node else ""
-        return self._problem(Problem("stalled", line, f"no output for {quiet:.0f} s during {LABELS[phase]}{where}",
-                                     S.STALL_HINT.get(phase, S.TRACEBACK_HINT), node, ns.last_at,
-                                     provisional=True, phase=phase))
+        return self._problem(
+            Problem(
+                "stalled",
+                line,
+                f"no output for {quiet:.0f} s during {LABELS[phase]}{where}",
+                S.STALL_HINT.get(phase, S.TRACEBACK_HINT),
+                node,
+                ns.last_at,
+                provisional=True,
+                phase=phase,
+            )
+        )
 
     def finish(self) -> list[Event]:
         """The log ended (a file read to its end): settle what was pending."""
@@ -232,8 +262,20 @@ class Diagnoser(BatchFeed):
         n = self._nodes.get(node)
         if ns is not None and n is not None and n.allreduce_off and phase in INIT_PHASES:
             msg += " (after 'Custom allreduce is disabled because this process group spans across nodes.')"
-        return self._problem(Problem("stopped", ns.lines, msg, hint, node, n.last_at if n else None,
-                                     ns.last_text, provisional=True, phase=phase, rank=rank))
+        return self._problem(
+            Problem(
+                "stopped",
+                ns.lines,
+                msg,
+                hint,
+                node,
+                n.last_at if n else None,
+                ns.last_text,
+                provisional=True,
+                phase=phase,
+                rank=rank,
+            )
+        )
 
     # ---- one piece of a line ------------------------------------------------------------------
 
@@ -264,8 +306,15 @@ class Diagnoser(BatchFeed):
             out += self._flush_tb(ns, node)
             tb = None
         if tb is None and (S.TRACEBACK.search(body) or S.FRAME.match(body)):
-            ns.tb = {"line": ns.lines, "at": at, "classified": False, "ended": False, "chained": False, "msg": None,
-                     "kinds": set()}
+            ns.tb = {
+                "line": ns.lines,
+                "at": at,
+                "classified": False,
+                "ended": False,
+                "chained": False,
+                "msg": None,
+                "kinds": set(),
+            }
         elif tb is not None and not tb["ended"] and S.EXCEPTION_LINE.match(body):
             tb.update(ended=True, msg=body.strip())
         return out
@@ -277,8 +326,9 @@ class Diagnoser(BatchFeed):
         if tb is None or tb["classified"]:
             return []
         msg = tb["msg"] or "a Python traceback (cut off)"
-        return self._problem(Problem("traceback", tb["line"], msg[:300], S.TRACEBACK_HINT, node, tb["at"],
-                                     msg, provisional=True))
+        return self._problem(
+            Problem("traceback", tb["line"], msg[:300], S.TRACEBACK_HINT, node, tb["at"], msg, provisional=True)
+        )
 
     def _progress(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
         out: list[Event] = []
@@ -310,8 +360,9 @@ class Diagnoser(BatchFeed):
             out += self._once(ns, "slow_load", n, node, at, seg)
         m = S.KV_SGLANG.search(seg)
         if m:
-            out += self._advance(ns, node, n, at, seg, "kv_cache",
-                                 {"tokens": int(m[1]), "size_gb": round(float(m[2]) + float(m[3]), 2)})
+            out += self._advance(
+                ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1]), "size_gb": round(float(m[2]) + float(m[3]), 2)}
+            )
         m = S.KV_SGLANG_MLA.search(seg)
         if m:
             out += self._advance(ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1]), "size_gb": float(m[2])})
@@ -370,14 +421,19 @@ class Diagnoser(BatchFeed):
         ns.seen.add(kind)
         return [self._milestone(kind, n, node, at, seg)]
 
-    def _advance(self, ns: _Node, node, n: int, at: float, seg: str, kind: str, data: dict | None = None) -> list[Event]:
+    def _advance(
+        self, ns: _Node, node, n: int, at: float, seg: str, kind: str, data: dict | None = None
+    ) -> list[Event]:
         """A step past distributed init: it closes init if still open and proves earlier doubts wrong."""
         data = data or {}
         out: list[Event] = []
         if ns.dist == "in":
             ns.dist = "done"
-            out.append(self._milestone("dist_init_end", n, node, at, seg,
-                                       {} if kind == "dist_init_end" else {"implied_by": kind}))
+            out.append(
+                self._milestone(
+                    "dist_init_end", n, node, at, seg, {} if kind == "dist_init_end" else {"implied_by": kind}
+                )
+            )
         elif kind == "dist_init_end":
             return out
         if kind != "dist_init_end":
@@ -411,8 +467,12 @@ class Diagnoser(BatchFeed):
         if S.IGNORE.search(seg):
             return []
         if self.model_path and "No such file or directory" in seg and self.model_path in seg:
-            return self._classified(ns, Problem("model_not_found", n, f"{self.model_path} is missing in the container",
-                                                S.MODEL_HINT, node, at, body))
+            return self._classified(
+                ns,
+                Problem(
+                    "model_not_found", n, f"{self.model_path} is missing in the container", S.MODEL_HINT, node, at, body
+                ),
+            )
         if S.WORKER_WAIT in seg:
             self._worker_waits += 1
             if self._semlock:  # the head waits for the worker that lost its semaphore: the trap, not a wedge
@@ -426,8 +486,10 @@ class Diagnoser(BatchFeed):
             hint = sign.hint
             if sign.kind == "ray_resources" and self._ray_local:
                 # the engine whose log this is runs Ray: name it as its users write it
-                hint = (f"{label(self.engine)} started its own Ray instead of joining the cluster: run it inside "
-                        "the head container with RAY_ADDRESS=HEAD_IP:RAY_PORT (sparktui plans do)")
+                hint = (
+                    f"{label(self.engine)} started its own Ray instead of joining the cluster: run it inside "
+                    "the head container with RAY_ADDRESS=HEAD_IP:RAY_PORT (sparktui plans do)"
+                )
             if sign.kind == "bad_arguments" and (eng := find_engine(self.engine)) is not None:
                 hint = eng.bad_arguments_hint(seg) or hint
             if sign.kind == "watchdog_timeout" and ns.dist == "in":
@@ -476,9 +538,12 @@ class Diagnoser(BatchFeed):
         out: list[Event] = []
         for q in [q for q in self.problems if q.kind in ("semaphore_lost", "stalled", "wedged")]:
             self.problems.remove(q)
-            out.append(ProblemCleared(q, "a worker lost its semaphore while the engine waits for it: the semaphore trap"))
-        return out + self._problem(Problem("semaphore_trap", n, S.SEMAPHORE_TRAP_MESSAGE, S.SEMAPHORE_HINT, node, at,
-                                           body[:300]))
+            out.append(
+                ProblemCleared(q, "a worker lost its semaphore while the engine waits for it: the semaphore trap")
+            )
+        return out + self._problem(
+            Problem("semaphore_trap", n, S.SEMAPHORE_TRAP_MESSAGE, S.SEMAPHORE_HINT, node, at, body[:300])
+        )
 
     def _wedged(self, node, n: int, at: float, waited: int, body: str) -> list[Event]:
         """The wedge replaces the first wait's doubt on that node: it is the same stall, now proven."""
@@ -486,8 +551,19 @@ class Diagnoser(BatchFeed):
         for q in [q for q in self.problems if q.kind == "stalled" and q.node == node]:
             self.problems.remove(q)
             out.append(ProblemCleared(q, "the wait repeated: a wedge"))
-        return out + self._problem(Problem("wedged", n, S.WEDGED_MESSAGE.format(waited), S.WEDGED_HINT, node, at,
-                                           body[:300], provisional=True, phase="first_request"))
+        return out + self._problem(
+            Problem(
+                "wedged",
+                n,
+                S.WEDGED_MESSAGE.format(waited),
+                S.WEDGED_HINT,
+                node,
+                at,
+                body[:300],
+                provisional=True,
+                phase="first_request",
+            )
+        )
 
     def _collective(self, ns: _Node, p: Problem, seg: str) -> bool:
         """Name the collective that timed out, and the rank; False when one is already reported on that node."""
@@ -506,7 +582,8 @@ class Diagnoser(BatchFeed):
         within = f" within {int(m[2]) / 1000:g} s" if m else ""
         on = f" on rank {rank}" if rank is not None else ""
         return f"collective timeout{on}: an NCCL {op} did not finish{within} (torch NCCL watchdog)" + (
-            " while serving" if serving else "")
+            " while serving" if serving else ""
+        )
 
     def _classified(self, ns: _Node, p: Problem) -> list[Event]:
         if ns.tb is not None:
@@ -537,9 +614,19 @@ class Diagnoser(BatchFeed):
         # Provisional: silence is a suspicion, and a late "init ends" proves it wrong. The phase and
         # rank are the ones `diagnose` names for a saved log that stops here.
         lag = self.phases.laggard(node) or (None, None, None)
-        return self._problem(Problem("rendezvous_hang", line, msg, self.hang_hint, node, at,
-                                     provisional=True, phase=lag[0] if lag[0] in INIT_PHASES else "dist_init",
-                                     rank=lag[1]))
+        return self._problem(
+            Problem(
+                "rendezvous_hang",
+                line,
+                msg,
+                self.hang_hint,
+                node,
+                at,
+                provisional=True,
+                phase=lag[0] if lag[0] in INIT_PHASES else "dist_init",
+                rank=lag[1],
+            )
+        )
 
     def _withdraw(self, node, reason: str) -> list[Event]:
         """Progress on node (None: anywhere) clears its provisional problems and suspected hangs."""

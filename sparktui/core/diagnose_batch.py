@@ -4,6 +4,7 @@ A flood is mostly lines that no milestone, phase or failure signature can match.
 names literal text a match must hold (quickre), so one substring scan of the joined batch tells which
 of those texts occur at all; a line holding none of them is only counted and timed, as feed() would.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -32,10 +33,19 @@ class BatchFeed:
         for text, now in zip(texts, times):
             ns = self._nodes.get(node)
             pn = self.phases.nodes.get(node)
-            if (ns is None or ns.tb is not None or "started" not in ns.seen or pn is None or not pn.ranks
-                    or "\r" in text or "\n" in text or not text.isascii() or text[10:11] == "T"
-                    or (plain and any(n in text for n in plain))
-                    or (folded and any(n in text.lower() for n in folded))):
+            if (
+                ns is None
+                or ns.tb is not None
+                or "started" not in ns.seen
+                or pn is None
+                or not pn.ranks
+                or "\r" in text
+                or "\n" in text
+                or not text.isascii()
+                or text[10:11] == "T"
+                or (plain and any(n in text for n in plain))
+                or (folded and any(n in text.lower() for n in folded))
+            ):
                 out += self.feed(text, node, now)
                 continue
             # A line no pattern can match: what feed() does with it, without trying them.
@@ -54,11 +64,30 @@ class BatchFeed:
         """The literal texts (as they are, and lower-case for case-blind patterns) of which a line
         must hold one to match any pattern feed() tries; None when some pattern has none."""
         if self._needs is False:
-            pats = [S.TRACEBACK, S.FRAME, S.CUSTOM_ALLREDUCE_OFF,
-                    S.RAY_STARTED, S.RAY_CONNECTED, S.RAY_LOCAL, S.WEIGHTS_PERCENT, S.WEIGHTS_BEGIN, S.WEIGHTS_END,
-                    S.SLOW_LOAD, S.KV_SGLANG, S.KV_SGLANG_MLA, S.KV_TOKENS, S.KV_MEMORY, S.GRAPH_BEGIN, S.GRAPH_END,
-                    S.NCCL_RDMA, S.NCCL_SOCKET, S.SERVING, NODE_TAG, *(rx for _, rx in self.phases.signs),
-                    *self.rules.patterns]
+            pats = [
+                S.TRACEBACK,
+                S.FRAME,
+                S.CUSTOM_ALLREDUCE_OFF,
+                S.RAY_STARTED,
+                S.RAY_CONNECTED,
+                S.RAY_LOCAL,
+                S.WEIGHTS_PERCENT,
+                S.WEIGHTS_BEGIN,
+                S.WEIGHTS_END,
+                S.SLOW_LOAD,
+                S.KV_SGLANG,
+                S.KV_SGLANG_MLA,
+                S.KV_TOKENS,
+                S.KV_MEMORY,
+                S.GRAPH_BEGIN,
+                S.GRAPH_END,
+                S.NCCL_RDMA,
+                S.NCCL_SOCKET,
+                S.SERVING,
+                NODE_TAG,
+                *(rx for _, rx in self.phases.signs),
+                *self.rules.patterns,
+            ]
             if any(getattr(p, "needs", None) is None for p in pats):
                 self._needs = None
             else:

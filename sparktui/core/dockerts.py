@@ -1,4 +1,5 @@
 """docker's `logs -t` timestamp prefix (RFC3339Nano), parsed once for the diagnosis and the log follower."""
+
 from __future__ import annotations
 
 import functools
@@ -38,17 +39,18 @@ def split(raw: str) -> tuple[str | None, int | None, str]:
             if secs is None and _HEAD.fullmatch(head):
                 if len(_SECONDS) > 4096:
                     _SECONDS.clear()
-                secs = _SECONDS[head] = NS * _epoch(head[:4], head[5:7], head[8:10], head[11:13], head[14:16],
-                                                     head[17:19], "Z")
+                secs = _SECONDS[head] = NS * _epoch(
+                    head[:4], head[5:7], head[8:10], head[11:13], head[14:16], head[17:19], "Z"
+                )
             frac = ts[20:-1]
             if secs is not None and len(frac) <= 9 and (not frac or (frac.isascii() and frac.isdigit())):
-                return ts, secs + (int(frac.ljust(9, "0")) if frac else 0), ("" if sp < 0 else raw[sp + 1:])
+                return ts, secs + (int(frac.ljust(9, "0")) if frac else 0), ("" if sp < 0 else raw[sp + 1 :])
     m = DOCKER_TS.match(raw)
     if not m:
         return None, None, raw
     y, mo, d, h, mi, s, frac, zone = m.groups()
     key = NS * _epoch(y, mo, d, h, mi, s, zone) + (int(frac.ljust(9, "0")) if frac else 0)
-    return raw[: m.end()].rstrip(" "), key, raw[m.end():]
+    return raw[: m.end()].rstrip(" "), key, raw[m.end() :]
 
 
 def split_many(raws: list[str]) -> tuple[list[str | None], list[int | None], list[str]]:

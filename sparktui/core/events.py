@@ -3,6 +3,7 @@
 Plain dataclasses, no UI types: data flows remote process -> core -> event -> UI.
 Modules may add their own events here; keep each small and documented.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -71,6 +72,7 @@ class Gate:
             if not done:
                 done = True
                 self._release(n)
+
         return ack
 
     def _release(self, n: int) -> None:

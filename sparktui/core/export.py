@@ -3,6 +3,7 @@
 Secrets never land in the files: each script reads them from its environment at run time
 (`-e NAME` without a value, and a `${NAME:?}` check up front).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,9 +51,12 @@ def node_script(plan: Plan, node: str) -> str:
     ]
     if plan.errors:  # the file stays readable, but running it stops before the first command
         why = "; ".join(plan.errors)
-        out += ["# NOT RUNNABLE: this plan has errors (README.txt lists them); fix them and export again.",
-                f"echo {shlex.quote('sparktui: this plan has errors, nothing was run: ' + why)} >&2",
-                "exit 1", ""]
+        out += [
+            "# NOT RUNNABLE: this plan has errors (README.txt lists them); fix them and export again.",
+            f"echo {shlex.quote('sparktui: this plan has errors, nothing was run: ' + why)} >&2",
+            "exit 1",
+            "",
+        ]
     if secrets:
         out.append("# Secrets come from the environment, never from this file.")
         out += [f': "${{{s}:?set {s} in the environment first}}"' for s in secrets]
@@ -62,8 +66,10 @@ def node_script(plan: Plan, node: str) -> str:
         out.append(f"# {i}. {step.description}")
         if step.kind == "run" and step.container and step.container not in removed:
             removed.add(step.container)
-            out.append(f"docker rm -f {shlex.quote(step.container)} >/dev/null 2>&1 || true"
-                       "  # a container left by an earlier run of this plan")
+            out.append(
+                f"docker rm -f {shlex.quote(step.container)} >/dev/null 2>&1 || true"
+                "  # a container left by an earlier run of this plan"
+            )
         if step.kind == "wait":
             out += _wait_lines(step)
         else:

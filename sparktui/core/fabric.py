@@ -7,6 +7,7 @@ nvidia/connect-two-sparks/README.md: "each physical port has two logical interfa
 link's rate only with both halves in NCCL_IB_HCA (NVIDIA/dgx-spark-playbooks#102 and PR #103: ~3 GB/s
 busbw with one half, 23.74 GB/s with both and MTU 9000). Pure functions over NodeFacts; no SSH here.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -22,8 +23,10 @@ _PORT = re.compile(r"^en(?:P\d+)?(p\d+s\d+f\d+(?:np\d+)?)$")
 JUMBO = 9000  # what NVIDIA's playbooks and the threads above set on the CX7 netdevs
 # MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#104 (two Sparks, end to end prefill).
 MTU_EFFECT = "prefill measured 1311 tok/s at MTU 1500 vs 1343 at 9000 on one half, 1410 at 9000 on both halves"
-HALF_EFFECT = ("NCCL moves data over one half only: about half the link (NVIDIA/dgx-spark-playbooks#102: "
-               "~3 GB/s busbw on one half, 23.74 GB/s with both halves and MTU 9000)")
+HALF_EFFECT = (
+    "NCCL moves data over one half only: about half the link (NVIDIA/dgx-spark-playbooks#102: "
+    "~3 GB/s busbw on one half, 23.74 GB/s with both halves and MTU 9000)"
+)
 PLAYBOOK = "NVIDIA's connect-two-sparks playbook"
 
 
@@ -40,9 +43,23 @@ class Port:
         return max(known) if known else None
 
     def to_json(self) -> dict:
-        return {"port": self.key, "speed_mbps": self.speed_mbps(), "halves": [
-            {"iface": i.name, "rdma": i.rdma, "up": i.up, "state": i.state or ("up" if i.up else "down"),
-             "mtu": i.mtu, "ipv4": list(i.ipv4), "pci": i.pci, "gid_index": i.gid_index} for i in self.halves]}
+        return {
+            "port": self.key,
+            "speed_mbps": self.speed_mbps(),
+            "halves": [
+                {
+                    "iface": i.name,
+                    "rdma": i.rdma,
+                    "up": i.up,
+                    "state": i.state or ("up" if i.up else "down"),
+                    "mtu": i.mtu,
+                    "ipv4": list(i.ipv4),
+                    "pci": i.pci,
+                    "gid_index": i.gid_index,
+                }
+                for i in self.halves
+            ],
+        }
 
 
 def _pci_tail(pci: str | None) -> str | None:
@@ -62,8 +79,9 @@ def ports(f: NodeFacts) -> list[Port]:
         m = _PORT.match(iface.name)
         key = m[1] if m else iface.name
         port = next((p for p in out if p.key == key), None)
-        if port is not None and all(_pci_tail(h.pci) in (None, _pci_tail(iface.pci)) or iface.pci is None
-                                    for h in port.halves):
+        if port is not None and all(
+            _pci_tail(h.pci) in (None, _pci_tail(iface.pci)) or iface.pci is None for h in port.halves
+        ):
             port.halves.append(iface)
         else:
             out.append(Port(key if port is None else iface.name, [iface]))
@@ -82,8 +100,9 @@ def usable(f: NodeFacts, iface: Interface, subnets: list[Subnet], order: list[st
     """Whether NCCL can use this half: up, with an address on a subnet that joins every node."""
     if not iface.up or not iface.rdma:
         return False
-    return any(s.nodes.get(f.name) is not None and s.nodes[f.name].iface == iface.name
-               for s in _joining(subnets, order))
+    return any(
+        s.nodes.get(f.name) is not None and s.nodes[f.name].iface == iface.name for s in _joining(subnets, order)
+    )
 
 
 def _twin_address(addr: str, taken: list[IPv4Network]) -> str | None:
@@ -144,8 +163,15 @@ def idle_halves(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subne
             why = ("no address" if not h.ipv4 else "") or h.state or "its subnet does not join every node"
             if not h.ipv4 and h.state:
                 why = f"{h.state}, no address"
-            out.append(IdleHalf(name, h.name, h.rdma or "", why, fix or [
-                f"give {h.name} an address on a subnet of its own that every node shares"]))
+            out.append(
+                IdleHalf(
+                    name,
+                    h.name,
+                    h.rdma or "",
+                    why,
+                    fix or [f"give {h.name} an address on a subnet of its own that every node shares"],
+                )
+            )
     return out
 
 
@@ -161,13 +187,18 @@ def idle_warning(idle: list[IdleHalf], subnet: Subnet) -> str:
     """One warning for every idle half: what it costs and, per node, the playbook's commands."""
     where = ", ".join(f"{h.node} {h.iface} ({h.rdma}): {h.why}" for h in idle)
     fixes = "; ".join(f"on {h.node}: `{' && '.join(h.fix)}`" for h in idle)
-    return (f"the fabric port's other half is idle ({where}): {HALF_EFFECT}. Fix ({PLAYBOOK}, each half on a subnet "
-            f"of its own): {fixes}; then every usable half goes into NCCL_IB_HCA")
+    return (
+        f"the fabric port's other half is idle ({where}): {HALF_EFFECT}. Fix ({PLAYBOOK}, each half on a subnet "
+        f"of its own): {fixes}; then every usable half goes into NCCL_IB_HCA"
+    )
 
 
 # --- MTU ------------------------------------------------------------------------------------------
 
-def in_use(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], order: list[str]) -> dict[str, list[Interface]]:
+
+def in_use(
+    facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], order: list[str]
+) -> dict[str, list[Interface]]:
     """Per node, the fabric interfaces NCCL would carry data on: the rendezvous one and every usable half
     of its port."""
     out: dict[str, list[Interface]] = {}
@@ -183,8 +214,13 @@ def in_use(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], o
     return out
 
 
-def mtu_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet],
-               order: list[str], used: dict[str, list[Interface]] | None = None) -> tuple[list[str], list[str]]:
+def mtu_checks(
+    facts: dict[str, NodeFacts],
+    subnet: Subnet,
+    subnets: list[Subnet],
+    order: list[str],
+    used: dict[str, list[Interface]] | None = None,
+) -> tuple[list[str], list[str]]:
     """(errors, warnings) about the MTU of the fabric interfaces in use.
 
     MTUs that differ between nodes on one subnet drop every frame larger than the smallest: an error
@@ -204,27 +240,36 @@ def mtu_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet
             top = max(i.mtu for _, i in known)
             shown = ", ".join(f"{n} {i.name} MTU {i.mtu}" for n, i in known)
             fix = "; ".join(f"`sudo ip link set {i.name} mtu {top}` on {n}" for n, i in known if i.mtu != top)
-            errors.append(f"MTUs differ on {net} ({shown}): frames larger than the smallest are dropped, so NCCL "
-                          f"stalls or crawls. Set one MTU on every node: {fix}")
-    low = [(n, i) for n, ifaces in used.items() for i in ifaces
-           if i.rdma and i.mtu and i.mtu < JUMBO and i.link_type != "infiniband"]  # IB's MTU is its own (4092)
+            errors.append(
+                f"MTUs differ on {net} ({shown}): frames larger than the smallest are dropped, so NCCL "
+                f"stalls or crawls. Set one MTU on every node: {fix}"
+            )
+    low = [
+        (n, i)
+        for n, ifaces in used.items()
+        for i in ifaces
+        if i.rdma and i.mtu and i.mtu < JUMBO and i.link_type != "infiniband"
+    ]  # IB's MTU is its own (4092)
     if low and not errors:
         shown = ", ".join(f"{n} {i.name} {i.mtu}" for n, i in low)
         fix = "; ".join(f"`sudo ip link set {i.name} mtu {JUMBO}` on {n}" for n, i in low)
-        warns.append(f"MTU below {JUMBO} on the RoCE fabric ({shown}): {MTU_EFFECT} "
-                     f"(MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#104). Fix: {fix} (and `mtu: {JUMBO}` in "
-                     f"the netplan file to keep it)")
+        warns.append(
+            f"MTU below {JUMBO} on the RoCE fabric ({shown}): {MTU_EFFECT} "
+            f"(MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#104). Fix: {fix} (and `mtu: {JUMBO}` in "
+            f"the netplan file to keep it)"
+        )
     return errors, warns
 
 
 # --- topology -------------------------------------------------------------------------------------
+
 
 def _up_ports(f: NodeFacts) -> int:
     return sum(1 for p in ports(f) if any(h.up for h in p.halves))
 
 
 def topology(facts: dict[str, NodeFacts], order: list[str]) -> str:
-    """"back-to-back" (two nodes), "ring" or "switch".
+    """ "back-to-back" (two nodes), "ring" or "switch".
 
     A ring is read from the addresses first (ring.ring_of: point-to-point subnets in one cycle, none joining
     every node). Without them, NVIDIA's multi-sparks-through-switch playbook
@@ -280,8 +325,9 @@ def line_rate_mbps(facts: dict[str, NodeFacts], used: dict[str, list[Interface]]
     return min(rates) if rates else None
 
 
-def summary(facts: dict[str, NodeFacts], subnet: Subnet, used: dict[str, list[Interface]], topo: str,
-            idle: bool) -> dict:
+def summary(
+    facts: dict[str, NodeFacts], subnet: Subnet, used: dict[str, list[Interface]], topo: str, idle: bool
+) -> dict:
     """What a plan tells the preflight about its fabric: the line rate, and per node the halves in use,
     the port's halves and the smallest MTU in use (for naming why a measured rate falls short)."""
     halves, of, mtu = {}, {}, {}
@@ -293,8 +339,15 @@ def summary(facts: dict[str, NodeFacts], subnet: Subnet, used: dict[str, list[In
         of[name] = len(port.halves) if port else len(rdma)
         known = [i.mtu for i in ifaces if i.mtu]
         mtu[name] = min(known) if known else None
-    return {"topology": topo, "rdma": subnet.rdma, "line_rate_mbps": line_rate_mbps(facts, used),
-            "halves_in_use": halves, "port_halves": of, "mtu": mtu, "idle_half": idle}
+    return {
+        "topology": topo,
+        "rdma": subnet.rdma,
+        "line_rate_mbps": line_rate_mbps(facts, used),
+        "halves_in_use": halves,
+        "port_halves": of,
+        "mtu": mtu,
+        "idle_half": idle,
+    }
 
 
 def rails(facts: dict[str, NodeFacts], used: dict[str, list[Interface]], order: list[str]) -> list[dict]:
@@ -318,9 +371,16 @@ def rails(facts: dict[str, NodeFacts], used: dict[str, list[Interface]], order: 
                 speed = (port.speed_mbps() if port else None) or i.speed_mbps
                 speeds.append(speed // len(port.halves) if speed and port else speed)
             known = [s for s in speeds if s]
-            out.append({"subnet": net, "speed_mbps": min(known) if known else None, "ends": [
-                {"node": n, "iface": i.name, "ip": ip, "rdma": i.rdma, "gid_index": i.gid_index}
-                for n, i, ip in (first, other)]})
+            out.append(
+                {
+                    "subnet": net,
+                    "speed_mbps": min(known) if known else None,
+                    "ends": [
+                        {"node": n, "iface": i.name, "ip": ip, "rdma": i.rdma, "gid_index": i.gid_index}
+                        for n, i, ip in (first, other)
+                    ],
+                }
+            )
     return out
 
 

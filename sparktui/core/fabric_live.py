@@ -9,6 +9,7 @@ NCCL prints at communicator init (NCCL_DEBUG=INFO, which every plan sets):
 flags out. The deployment feeds every container's log lines to a Live (one GPU per node, so one rank per
 node) and shows each change as an `nccl_net` milestone: the launch pane's timeline and `--json` carry it.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,9 @@ from dataclasses import dataclass, field
 
 _IB_USING = re.compile(r"NET/IB\w* ?: Using ((?:\[\d+\][\w.-]+:\d+/\w+\s*)+)")
 _HCA = re.compile(r"\[\d+\]([\w.-]+):\d+/(\w+)")
-_GDR = re.compile(r"NET/IB\w* ?: GPU Direct RDMA (?:\(\w+\) )?(enabled|Enabled|Disabled|disabled) for HCA \d+ '([\w.-]+)")
+_GDR = re.compile(
+    r"NET/IB\w* ?: GPU Direct RDMA (?:\(\w+\) )?(enabled|Enabled|Disabled|disabled) for HCA \d+ '([\w.-]+)"
+)
 # Ray's prefix on a remote worker's forwarded line: "(RayWorkerWrapper pid=N, ip=A)"
 _RAY_IP = re.compile(r"\bip=([0-9A-Fa-f.:]+)\)")
 _SOCKET = re.compile(r"NET/Socket ?: Using \[\d+\]([\w.-]+):")
@@ -55,13 +58,17 @@ def flags(rank: str, seen: RankNet, planned: str | None, rdma_exists: bool) -> l
     want = [h for h in (planned or "").split(",") if h]
     out = []
     if seen.net == "socket" and (want or rdma_exists):
-        out.append(f"{rank}: NCCL runs over TCP sockets ({', '.join(seen.socket_ifs) or '?'}) although the node has "
-                   f"RDMA ({', '.join(want) or 'an HCA'}): check /dev/infiniband and NCCL_IB_HCA")
+        out.append(
+            f"{rank}: NCCL runs over TCP sockets ({', '.join(seen.socket_ifs) or '?'}) although the node has "
+            f"RDMA ({', '.join(want) or 'an HCA'}): check /dev/infiniband and NCCL_IB_HCA"
+        )
     elif seen.net == "ib" and want:
         missing = [h for h in want if h not in seen.hcas]
         if missing:
-            out.append(f"{rank}: NCCL uses {', '.join(seen.hcas)} of the planned {', '.join(want)}: "
-                       f"{', '.join(missing)} idle (about half the link per idle half)")
+            out.append(
+                f"{rank}: NCCL uses {', '.join(seen.hcas)} of the planned {', '.join(want)}: "
+                f"{', '.join(missing)} idle (about half the link per idle half)"
+            )
     off = [h for h, on in seen.gdr.items() if not on]
     if seen.net == "ib" and off:
         out.append(f"{rank}: GPU Direct RDMA is off for {', '.join(off)}: data goes through host memory")
@@ -69,7 +76,7 @@ def flags(rank: str, seen: RankNet, planned: str | None, rdma_exists: bool) -> l
 
 
 def label(seen: RankNet) -> str | None:
-    """"NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)" or "NET/Socket (eth0)"; None until NCCL said."""
+    """ "NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)" or "NET/Socket (eth0)"; None until NCCL said."""
     if seen.net == "ib":
         gdr = [seen.gdr.get(h) for h in seen.hcas]
         tail = ["GDR"] if gdr and all(gdr) else ["no GDR"] if any(g is False for g in gdr) else []
@@ -82,8 +89,12 @@ def label(seen: RankNet) -> str | None:
 class Live:
     """Per node, what its rank's NCCL says, against the plan's NCCL_IB_HCA and whether the node has RDMA."""
 
-    def __init__(self, planned: dict[str, str] | None = None, rdma: dict[str, bool] | None = None,
-                 ips: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        planned: dict[str, str] | None = None,
+        rdma: dict[str, bool] | None = None,
+        ips: dict[str, str] | None = None,
+    ) -> None:
         self.planned, self.rdma = dict(planned or {}), dict(rdma or {})
         self.ips = dict(ips or {})  # address -> node: with Ray, remote ranks' lines reach the head's log
         self.ranks: dict[str, RankNet] = {}
@@ -109,6 +120,11 @@ class Live:
 
     def view(self, node: str) -> dict:
         r = self.ranks.get(node) or RankNet()
-        return {"net": r.net, "hcas": list(r.hcas), "gdr": dict(r.gdr), "label": label(r),
-                "planned": self.planned.get(node) or None,
-                "flags": flags(node, r, self.planned.get(node), self.rdma.get(node, False))}
+        return {
+            "net": r.net,
+            "hcas": list(r.hcas),
+            "gdr": dict(r.gdr),
+            "label": label(r),
+            "planned": self.planned.get(node) or None,
+            "flags": flags(node, r, self.planned.get(node), self.rdma.get(node, False)),
+        }

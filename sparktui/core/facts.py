@@ -2,6 +2,7 @@
 
 Field names follow the stable `--json` shape of `sparktui check` / `status`; None means unknown.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -99,12 +100,27 @@ class NodeFacts:
         # speed, link state, unified memory and the image IDs too: a saved `check --json` is enough to
         # plan from (`plan --facts FILE`, facts_store.py reads this shape back)
         d["interfaces"] = [
-            {"name": i.name, "ipv4": i.ipv4, "up": i.up, "rdma": i.rdma, "speed_mbps": i.speed_mbps, "state": i.state,
-             "mtu": i.mtu, "link_type": i.link_type, "pci": i.pci, "gid_index": i.gid_index} for i in self.interfaces
+            {
+                "name": i.name,
+                "ipv4": i.ipv4,
+                "up": i.up,
+                "rdma": i.rdma,
+                "speed_mbps": i.speed_mbps,
+                "state": i.state,
+                "mtu": i.mtu,
+                "link_type": i.link_type,
+                "pci": i.pci,
+                "gid_index": i.gid_index,
+            }
+            for i in self.interfaces
         ]
         d["gpu"] = {k: d["gpu"][k] for k in ("name", "count", "memory_total_bytes", "utilization", "unified")}
-        d["docker"] = {"version": self.docker.version, "runtimes": self.docker.runtimes,
-                       "problem": self.docker.problem, "images": dict(self.docker.images)}
+        d["docker"] = {
+            "version": self.docker.version,
+            "runtimes": self.docker.runtimes,
+            "problem": self.docker.problem,
+            "images": dict(self.docker.images),
+        }
         if self.model is not None:
             d["model"]["state"] = self.model.state
         return d

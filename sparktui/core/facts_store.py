@@ -5,6 +5,7 @@ per cluster; a node that does not answer keeps its last good facts). `plan --off
 those, `plan --facts FILE` from a file such as a saved `check --json`. Every field read back is
 checked for its type: a bad file is one line naming the file and the field, never a traceback.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -74,8 +75,10 @@ def store_path(cluster: str) -> Path:
 
 # ---- writing ------------------------------------------------------------------------------------
 
-def remember(cluster: str, hosts: dict[str, str], facts: dict[str, NodeFacts], now: float | None = None,
-             path: Path | None = None) -> str | None:
+
+def remember(
+    cluster: str, hosts: dict[str, str], facts: dict[str, NodeFacts], now: float | None = None, path: Path | None = None
+) -> str | None:
     """Keep the facts of every node that answered (the others keep their last good ones); returns why
     they could not be kept, or None. Never raises: a probe must not fail on its cache."""
     path = path or store_path(cluster)
@@ -85,8 +88,11 @@ def remember(cluster: str, hosts: dict[str, str], facts: dict[str, NodeFacts], n
             old = _read_store(path, hosts)
         except FactsFileError:
             old = {}  # unreadable: replaced by what this probe saw
-        nodes = {name: {"taken_at": t, "host": hosts.get(name, f.host), "facts": f.to_json()}
-                 for name, (f, t) in old.items() if f.reachable}
+        nodes = {
+            name: {"taken_at": t, "host": hosts.get(name, f.host), "facts": f.to_json()}
+            for name, (f, t) in old.items()
+            if f.reachable
+        }
         for name, f in facts.items():
             if f.reachable:
                 nodes[name] = {"taken_at": now, "host": f.host, "facts": f.to_json()}
@@ -109,14 +115,22 @@ def remember(cluster: str, hosts: dict[str, str], facts: dict[str, NodeFacts], n
 
 # ---- reading ------------------------------------------------------------------------------------
 
+
 def load_last(cluster: str, node_names: list[str], hosts: dict[str, str], path: Path | None = None) -> Saved:
     """The last probe's facts for these nodes; FactsFileError when there are none or the file is bad."""
     path = path or store_path(cluster)
     if not path.exists():
-        raise FactsFileError(f"no facts kept for cluster {cluster} yet ({path}): run `sparktui check` once while "
-                             f"the nodes are reachable, or plan from a file with --facts FILE")
-    return _pick(_read_store(path, hosts), node_names, hosts, f"the facts kept from the last probe ({path})",
-                 "no facts kept for {name}: it never answered a probe")
+        raise FactsFileError(
+            f"no facts kept for cluster {cluster} yet ({path}): run `sparktui check` once while "
+            f"the nodes are reachable, or plan from a file with --facts FILE"
+        )
+    return _pick(
+        _read_store(path, hosts),
+        node_names,
+        hosts,
+        f"the facts kept from the last probe ({path})",
+        "no facts kept for {name}: it never answered a probe",
+    )
 
 
 def load_file(path: str | Path, node_names: list[str], hosts: dict[str, str]) -> Saved:
@@ -135,13 +149,20 @@ def load_file(path: str | Path, node_names: list[str], hosts: dict[str, str]) ->
             f = node_from_json(item, f"nodes[{i}]", p)
             found[f.name] = (f, mtime)
     else:
-        raise FactsFileError(f"{p}: not a facts file: expected the output of `sparktui check --json` "
-                             f"(an object with a list under 'nodes')")
+        raise FactsFileError(
+            f"{p}: not a facts file: expected the output of `sparktui check --json` "
+            f"(an object with a list under 'nodes')"
+        )
     return _pick(found, node_names, hosts, f"{p}", f"{p} has no facts for {{name}}")
 
 
-def _pick(found: dict[str, tuple[NodeFacts, float | None]], node_names: list[str], hosts: dict[str, str],
-          source: str, missing: str) -> Saved:
+def _pick(
+    found: dict[str, tuple[NodeFacts, float | None]],
+    node_names: list[str],
+    hosts: dict[str, str],
+    source: str,
+    missing: str,
+) -> Saved:
     """The config's nodes in its order; a node the facts lack is unreachable, with `missing` saying why."""
     facts: dict[str, NodeFacts] = {}
     taken: dict[str, float | None] = {}
@@ -149,8 +170,9 @@ def _pick(found: dict[str, tuple[NodeFacts, float | None]], node_names: list[str
         if name in found:
             facts[name], taken[name] = found[name]
         else:
-            facts[name] = NodeFacts(name=name, host=hosts.get(name, ""), reachable=False,
-                                    error=missing.replace("{name}", name))  # a path may hold braces
+            facts[name] = NodeFacts(
+                name=name, host=hosts.get(name, ""), reachable=False, error=missing.replace("{name}", name)
+            )  # a path may hold braces
             taken[name] = None
     return Saved(facts, taken, source)
 
@@ -168,8 +190,9 @@ def _load_json(p: Path) -> Any:
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise FactsFileError(f"{p}: not valid JSON ({str(e)[:120]}); save `sparktui check --json` output "
-                             f"there, or delete it") from None
+        raise FactsFileError(
+            f"{p}: not valid JSON ({str(e)[:120]}); save `sparktui check --json` output there, or delete it"
+        ) from None
 
 
 def _no_constant(name: str) -> Any:
@@ -208,6 +231,7 @@ def _read_store(path: Path, hosts: dict[str, str], doc: Any = None) -> dict[str,
 
 
 # ---- one node, checked field by field -----------------------------------------------------------
+
 
 class _Reader:
     def __init__(self, d: Any, where: str, path: Path):
@@ -253,8 +277,9 @@ class _Reader:
         v = self.d.get(key)
         if v is None:
             return {}
-        if not isinstance(v, dict) or not all(isinstance(k, str) and (isinstance(x, str) or (none_ok and x is None))
-                                              for k, x in v.items()):
+        if not isinstance(v, dict) or not all(
+            isinstance(k, str) and (isinstance(x, str) or (none_ok and x is None)) for k, x in v.items()
+        ):
             raise FactsFileError(f"{self.path}: {self.at(key)}: expected an object of strings, got {_kind(v)}")
         return dict(v)
 
@@ -297,8 +322,13 @@ def node_from_json(d: Any, where: str, path: Path) -> NodeFacts:
     f = NodeFacts(name=name, host=r.str("host", "") or "", reachable=r.bool("reachable"), error=r.str("error"))
     if d.get("gpu") is not None:
         g = _Reader(d["gpu"], r.at("gpu"), path)
-        f.gpu = Gpu(name=g.str("name"), count=g.int("count", 0) or 0, memory_total_bytes=g.int("memory_total_bytes"),
-                    utilization=g.num("utilization"), unified=g.bool("unified"))
+        f.gpu = Gpu(
+            name=g.str("name"),
+            count=g.int("count", 0) or 0,
+            memory_total_bytes=g.int("memory_total_bytes"),
+            utilization=g.num("utilization"),
+            unified=g.bool("unified"),
+        )
     if d.get("memory") is not None:
         m = _Reader(d["memory"], r.at("memory"), path)
         f.memory = Memory(m.int("total_bytes"), m.int("available_bytes"), m.int("free_bytes"), m.int("cached_bytes"))
@@ -307,22 +337,46 @@ def node_from_json(d: Any, where: str, path: Path) -> NodeFacts:
     f.disk_free_bytes = r.int("disk_free_bytes")
     for i, item in enumerate(r.list("interfaces")):
         x = _Reader(item, f"{r.at('interfaces')}[{i}]", path)
-        f.interfaces.append(Interface(name=x.str("name") or "", ipv4=x.strs("ipv4"), up=x.bool("up"),
-                                      rdma=x.str("rdma"), speed_mbps=x.int("speed_mbps"), state=x.str("state", "") or "",
-                                      mtu=x.int("mtu"), link_type=x.str("link_type", "") or "", pci=x.str("pci"),
-                                      gid_index=x.int("gid_index")))
+        f.interfaces.append(
+            Interface(
+                name=x.str("name") or "",
+                ipv4=x.strs("ipv4"),
+                up=x.bool("up"),
+                rdma=x.str("rdma"),
+                speed_mbps=x.int("speed_mbps"),
+                state=x.str("state", "") or "",
+                mtu=x.int("mtu"),
+                link_type=x.str("link_type", "") or "",
+                pci=x.str("pci"),
+                gid_index=x.int("gid_index"),
+            )
+        )
     if d.get("docker") is not None:
         k = _Reader(d["docker"], r.at("docker"), path)
-        f.docker = DockerInfo(version=k.str("version"), images=k.map("images"), runtimes=k.strs("runtimes"),
-                              problem=k.str("problem"))
+        f.docker = DockerInfo(
+            version=k.str("version"), images=k.map("images"), runtimes=k.strs("runtimes"), problem=k.str("problem")
+        )
     for i, item in enumerate(r.list("containers")):
         c = _Reader(item, f"{r.at('containers')}[{i}]", path)
-        f.containers.append(Container(c.str("id", "") or "", c.str("name", "") or "", c.str("image", "") or "",
-                                      c.str("state", "") or "", c.str("status", "") or "", c.map("labels")))
+        f.containers.append(
+            Container(
+                c.str("id", "") or "",
+                c.str("name", "") or "",
+                c.str("image", "") or "",
+                c.str("state", "") or "",
+                c.str("status", "") or "",
+                c.map("labels"),
+            )
+        )
     if d.get("model") is not None:
         m = _Reader(d["model"], r.at("model"), path)
-        f.model = ModelDir(path=m.str("path", "") or "", present=m.bool("present"), bytes=m.int("bytes"),
-                           files=m.int("files"), incomplete=m.str("incomplete"))
+        f.model = ModelDir(
+            path=m.str("path", "") or "",
+            present=m.bool("present"),
+            bytes=m.int("bytes"),
+            files=m.int("files"),
+            incomplete=m.str("incomplete"),
+        )
     f.infiniband = r.bool("infiniband")
     f.user = r.str("user")
     f.rsync = r.str("rsync")
@@ -336,7 +390,15 @@ def node_from_json(d: Any, where: str, path: Path) -> NodeFacts:
             raise FactsFileError(f"{path}: {r.at('images')}: expected an object, got {_kind(images)}")
         for ref, item in images.items():
             x = _Reader(item, f"{r.at('images')}.{ref}", path)
-            f.images[ref] = ImageInfo(ref=ref, node=x.str("node", "") or "", id=x.str("id"),
-                                      entrypoint=x.strs("entrypoint"), cmd=x.strs("cmd"), labels=x.map("labels"),
-                                      versions=x.map("versions", none_ok=True), cached=True, problem=x.str("problem"))
+            f.images[ref] = ImageInfo(
+                ref=ref,
+                node=x.str("node", "") or "",
+                id=x.str("id"),
+                entrypoint=x.strs("entrypoint"),
+                cmd=x.strs("cmd"),
+                labels=x.map("labels"),
+                versions=x.map("versions", none_ok=True),
+                cached=True,
+                problem=x.str("problem"),
+            )
     return f

@@ -4,6 +4,7 @@
 the same SSH test (an unknown host key is handed back with its fingerprint, never trusted here
 unless the caller says the user accepted it), the same probe and fabric choice.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,9 @@ class NodeDraft:
 
     def node_config(self, role: str = "worker") -> NodeConfig:
         key = os.path.expanduser(self.identity_file) if self.identity_file else None
-        return NodeConfig(name=self.name, host=self.host, user=self.user or None, port=self.port,
-                          identity_file=key, role=role)
+        return NodeConfig(
+            name=self.name, host=self.host, user=self.user or None, port=self.port, identity_file=key, role=role
+        )
 
 
 def draft_problems(draft: NodeDraft, others: list[NodeDraft] = ()) -> list[str]:
@@ -79,8 +81,14 @@ class HostKey:
         return f"{self.node} ({where}) presents an unknown host key: {self.algorithm} {self.fingerprint}"
 
     def to_json(self) -> dict:
-        return {"node": self.node, "host": self.host, "port": self.port, "algorithm": self.algorithm,
-                "fingerprint": self.fingerprint, "known_hosts": str(self.known_hosts)}
+        return {
+            "node": self.node,
+            "host": self.host,
+            "port": self.port,
+            "algorithm": self.algorithm,
+            "fingerprint": self.fingerprint,
+            "known_hosts": str(self.known_hosts),
+        }
 
 
 @dataclass
@@ -92,8 +100,12 @@ class SshTest:
     _key: object = field(default=None, repr=False)  # the asyncssh key, kept for trust()
 
     def to_json(self) -> dict:
-        return {"node": self.node, "ok": self.ok, "error": self.error,
-                "unknown_host_key": self.unknown_key.to_json() if self.unknown_key else None}
+        return {
+            "node": self.node,
+            "ok": self.ok,
+            "error": self.error,
+            "unknown_host_key": self.unknown_key.to_json() if self.unknown_key else None,
+        }
 
 
 def strict(ssh: SshConfig) -> SshConfig:
@@ -108,15 +120,25 @@ async def test_ssh(draft: NodeDraft, ssh: SshConfig, journal: Journal | None = N
         await node.connect()
         r = await node.run("true", timeout=ssh.connect_timeout + 5)
         if not r.ok:
-            return SshTest(draft.name, False, f"{draft.name}: logged in, but a command failed: "
-                                              f"{r.stderr.strip() or f'exit {r.exit_status}'}")
+            return SshTest(
+                draft.name,
+                False,
+                f"{draft.name}: logged in, but a command failed: {r.stderr.strip() or f'exit {r.exit_status}'}",
+            )
         return SshTest(draft.name, True)
     except SshError as e:
         test = SshTest(draft.name, False, str(e))
         if node.unknown_key is not None:
             host, port, key = node.unknown_key
-            test.unknown_key = HostKey(draft.name, host, port, key.get_algorithm(), key.get_fingerprint("sha256"),
-                                       known_hosts_path(ssh), known_hosts_line(host, port, key))
+            test.unknown_key = HostKey(
+                draft.name,
+                host,
+                port,
+                key.get_algorithm(),
+                key.get_fingerprint("sha256"),
+                known_hosts_path(ssh),
+                known_hosts_line(host, port, key),
+            )
             test._key = key
         return test
     finally:
@@ -137,14 +159,25 @@ async def test_all(drafts: list[NodeDraft], ssh: SshConfig, journal: Journal | N
     return list(await asyncio.gather(*(test_ssh(d, ssh, journal) for d in drafts)))
 
 
-def draft_config(drafts: list[NodeDraft], model_path: str, ssh: SshConfig, cluster: str = "sparks",
-                 model_name: str | None = None, images: ImagesConfig | None = None,
-                 source: str | None = None) -> Config:
+def draft_config(
+    drafts: list[NodeDraft],
+    model_path: str,
+    ssh: SshConfig,
+    cluster: str = "sparks",
+    model_name: str | None = None,
+    images: ImagesConfig | None = None,
+    source: str | None = None,
+) -> Config:
     """A Config of the nodes as typed (the first is the head), without any interface pinned yet."""
     nodes = [d.node_config("head" if i == 0 else "worker") for i, d in enumerate(drafts)]
     name = model_name or os.path.basename(model_path.rstrip("/")) or "model"
-    return Config(cluster=cluster, nodes=nodes, model=ModelConfig(name=name, path=model_path, source=source),
-                  images=images or ImagesConfig(), ssh=ssh)
+    return Config(
+        cluster=cluster,
+        nodes=nodes,
+        model=ModelConfig(name=name, path=model_path, source=source),
+        images=images or ImagesConfig(),
+        ssh=ssh,
+    )
 
 
 async def discover(config: Config, journal: Journal | None = None) -> Inventory:
@@ -184,11 +217,13 @@ def pin_fabric(config: Config, subnet: Subnet | None) -> dict[tuple[str, str], s
 
 def model_holder(config: Config, facts: dict[str, NodeFacts]) -> str | None:
     """The node to copy the weights from when the head lacks them but another node has them."""
+
     def has(name: str) -> bool:
         f = facts.get(name)
         # facts from a probe of another path (the user edited it since) say nothing about this one
-        return bool(f and f.model and f.model.path == config.model.path and f.model.present
-                    and (f.model.files or 0) > 0)
+        return bool(
+            f and f.model and f.model.path == config.model.path and f.model.present and (f.model.files or 0) > 0
+        )
 
     if has(config.head.name):
         return None
@@ -227,8 +262,9 @@ def image_summary(config: Config, facts: dict[str, NodeFacts]) -> dict[str, str]
     out = {}
     for engine, ref in config.used_images().items():
         where = found.get(ref) or found.get(f"{ref}:latest") or []
-        out[engine] = f"{ref}: " + (f"on {', '.join(where)}" if where else
-                                    "on no node (pull it on one node, then `sparktui sync image`)")
+        out[engine] = f"{ref}: " + (
+            f"on {', '.join(where)}" if where else "on no node (pull it on one node, then `sparktui sync image`)"
+        )
     return out
 
 

@@ -28,6 +28,7 @@ flag sizes the KV cache (vLLM --kv-cache-memory-bytes). HOST_RESERVE (OS, contai
 Python processes and CUDA context) and FRAGMENTATION (blocks PyTorch's caching allocator reserves and does
 not use; users measured 6-7 GiB back with expandable_segments:True) are estimates.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -90,8 +91,12 @@ def replicated_params(model_config: dict, engine: str, extra_args: list[str] | N
     hidden, layers, vocab = _int(cfg, "hidden_size"), _int(cfg, "num_hidden_layers"), _int(cfg, "vocab_size")
     if not hidden or not layers:
         return 0, "config.json names no hidden_size / num_hidden_layers"
-    size = _DTYPE_BYTES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or model_config.get("torch_dtype")
-                                or "bfloat16").removeprefix("torch."), 2)
+    size = _DTYPE_BYTES.get(
+        str(cfg.get("torch_dtype") or cfg.get("dtype") or model_config.get("torch_dtype") or "bfloat16").removeprefix(
+            "torch."
+        ),
+        2,
+    )
     parts = {"norms": (2 * layers + 1) * hidden}  # input + post-attention norm per layer, the final norm
     experts = _int(cfg, "num_experts", "num_local_experts", "n_routed_experts")
     if experts:
@@ -159,13 +164,17 @@ class Fit:
         if not self.known:
             return "fit unknown: " + "; ".join(self.warnings or ["missing sizes"])
         rep = f" (+{gib(self.replicated_bytes)} replicated)" if self.replicated_bytes else ""
-        over = (f" + ~{gib(self.overhead_bytes)} activations" if self.overhead_inside else "")
+        over = f" + ~{gib(self.overhead_bytes)} activations" if self.overhead_inside else ""
         if self.kv_bytes is not None:
-            return (f"weights {gib(self.weights_per_gpu)}/GPU{rep}{over} + KV cache {gib(self.kv_bytes)} "
-                    f"({self.kv_flag}) = {gib(self.budget_per_gpu)} of {gib(self.memory_per_gpu)}")
-        return (f"weights {gib(self.weights_per_gpu)}/GPU{rep}{over} in {gib(self.budget_per_gpu)} "
-                f"= {self.mem_fraction:g} x {gib(self.memory_per_gpu)} ({self.covers}); "
-                f"KV cache {gib(self.headroom_bytes)}")
+            return (
+                f"weights {gib(self.weights_per_gpu)}/GPU{rep}{over} + KV cache {gib(self.kv_bytes)} "
+                f"({self.kv_flag}) = {gib(self.budget_per_gpu)} of {gib(self.memory_per_gpu)}"
+            )
+        return (
+            f"weights {gib(self.weights_per_gpu)}/GPU{rep}{over} in {gib(self.budget_per_gpu)} "
+            f"= {self.mem_fraction:g} x {gib(self.memory_per_gpu)} ({self.covers}); "
+            f"KV cache {gib(self.headroom_bytes)}"
+        )
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -173,14 +182,28 @@ class Fit:
         return d
 
 
-def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | None], tp: int, pp: int,
-                 mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = _BUDGET_READER,
-                 replicated: tuple[int, str] | None = None, kv: tuple[int, str] | None = None) -> Fit:
+def estimate_fit(
+    checkpoint_bytes: int | None,
+    memory_per_gpu: dict[str, int | None],
+    tp: int,
+    pp: int,
+    mem_fraction: float,
+    overhead_bytes: int = RUNTIME_OVERHEAD,
+    engine: str = _BUDGET_READER,
+    replicated: tuple[int, str] | None = None,
+    kv: tuple[int, str] | None = None,
+) -> Fit:
     """memory_per_gpu: node -> usable bytes for one of its GPUs (None = unknown);
     replicated: (bytes, what) from replicated_params, or None for the 3 % allowance;
     kv: (bytes, flag) where the KV cache is sized in bytes rather than by the fraction."""
-    f = Fit(tp=tp, pp=pp, mem_fraction=mem_fraction, engine=engine, checkpoint_bytes=checkpoint_bytes,
-            overhead_bytes=overhead_bytes)
+    f = Fit(
+        tp=tp,
+        pp=pp,
+        mem_fraction=mem_fraction,
+        engine=engine,
+        checkpoint_bytes=checkpoint_bytes,
+        overhead_bytes=overhead_bytes,
+    )
     if kv is not None:
         f.kv_bytes, f.kv_flag = kv
     shards = tp * pp
@@ -218,21 +241,25 @@ def estimate_fit(checkpoint_bytes: int | None, memory_per_gpu: dict[str, int | N
         f.errors.append(
             f"weights alone do not fit: {gib(f.weights_per_gpu)} per GPU (TP {tp} x PP {pp}) but only "
             f"{gib(f.budget_per_gpu)} usable{where} ({mem_fraction:g} of {gib(f.memory_per_gpu)}, {f.covers}); "
-            f"use more GPUs or raise the memory fraction")
+            f"use more GPUs or raise the memory fraction"
+        )
     elif f.headroom_bytes <= 0:
         f.warnings.append(
             f"no room left for the KV cache{where}: {gib(f.weights_per_gpu)} weights"
             f"{f' + ~{gib(overhead_bytes)} activations' if inside else ''} in {gib(f.budget_per_gpu)} "
-            f"({f.covers}); the engine will likely refuse to start")
+            f"({f.covers}); the engine will likely refuse to start"
+        )
     elif f.headroom_bytes < LOW_HEADROOM * f.memory_per_gpu:
         f.warnings.append(
             f"little KV cache headroom{where}: {gib(f.headroom_bytes)} per GPU (under "
-            f"{LOW_HEADROOM:.0%} of {gib(f.memory_per_gpu)}); expect short contexts or few concurrent requests")
+            f"{LOW_HEADROOM:.0%} of {gib(f.memory_per_gpu)}); expect short contexts or few concurrent requests"
+        )
     outside = f.memory_per_gpu - f.budget_per_gpu
     if not f.overhead_inside and outside < overhead_bytes:
         f.warnings.append(
             f"only {gib(outside)} per GPU outside --mem-fraction-static {mem_fraction:g}{where} for activations "
-            f"and CUDA graphs (~{gib(overhead_bytes)} expected); lower the fraction if it runs out of memory")
+            f"and CUDA graphs (~{gib(overhead_bytes)} expected); lower the fraction if it runs out of memory"
+        )
     return f
 
 
@@ -247,13 +274,23 @@ def _fit_kv_bytes(f: Fit) -> Fit:
         where = f" on {f.tightest_node}" if f.tightest_node else ""
         f.errors.append(
             f"weights {gib(f.weights_per_gpu)} + KV cache {gib(f.kv_bytes)} ({f.kv_flag}) per GPU (TP {f.tp} x PP "
-            f"{f.pp}) exceed the {gib(f.memory_per_gpu)} usable{where}; use more GPUs or a smaller KV cache")
+            f"{f.pp}) exceed the {gib(f.memory_per_gpu)} usable{where}; use more GPUs or a smaller KV cache"
+        )
     return f
 
 
-def fit_from_facts(facts: dict[str, NodeFacts], nodes: list[str], checkpoint_bytes: int | None, tp: int, pp: int,
-                   mem_fraction: float, overhead_bytes: int = RUNTIME_OVERHEAD, engine: str = _BUDGET_READER,
-                   model_config: dict | None = None, extra_args: list[str] | None = None) -> Fit:
+def fit_from_facts(
+    facts: dict[str, NodeFacts],
+    nodes: list[str],
+    checkpoint_bytes: int | None,
+    tp: int,
+    pp: int,
+    mem_fraction: float,
+    overhead_bytes: int = RUNTIME_OVERHEAD,
+    engine: str = _BUDGET_READER,
+    model_config: dict | None = None,
+    extra_args: list[str] | None = None,
+) -> Fit:
     """The estimate for the nodes of a plan, from what the probes found (and the model's config.json)."""
     mem = {n: (facts[n].usable_gpu_memory() if n in facts else None) for n in nodes}
     rep = replicated_params(model_config, engine, extra_args) if isinstance(model_config, dict) else None
@@ -262,8 +299,17 @@ def fit_from_facts(facts: dict[str, NodeFacts], nodes: list[str], checkpoint_byt
     eng = ENGINES.get(engine)
     flag = eng.kv_bytes_flag if eng is not None else None
     kv = kv_bytes_arg(extra_args, flag)
-    return estimate_fit(checkpoint_bytes, mem, tp, pp, mem_fraction, overhead_bytes, engine, rep,
-                        (kv, flag) if kv is not None and flag else None)
+    return estimate_fit(
+        checkpoint_bytes,
+        mem,
+        tp,
+        pp,
+        mem_fraction,
+        overhead_bytes,
+        engine,
+        rep,
+        (kv, flag) if kv is not None and flag else None,
+    )
 
 
 @dataclass
@@ -294,22 +340,28 @@ class NodeRoom:
     def message(self) -> str:
         parts = f"the engine ~{gib(self.held)}, OS and runtime ~{gib(self.reserve)}"
         if self.left > 0:
-            head = (f"{self.node}: about {gib(self.left)} of its {gib(self.total)} left after load ({parts}), "
-                    f"under the {gib(self.floor)} floor below which the host can wedge")
+            head = (
+                f"{self.node}: about {gib(self.left)} of its {gib(self.total)} left after load ({parts}), "
+                f"under the {gib(self.floor)} floor below which the host can wedge"
+            )
         else:
-            head = (f"{self.node}: after load {parts} would want {gib(-self.left)} more than its {gib(self.total)}; "
-                    f"the host can wedge below the {gib(self.floor)} floor")
+            head = (
+                f"{self.node}: after load {parts} would want {gib(-self.left)} more than its {gib(self.total)}; "
+                f"the host can wedge below the {gib(self.floor)} floor"
+            )
         ways = []
         if self.kv_bytes is not None and self.kv_flag:
-            ways.append(f"{self.kv_flag} {gib(self.kv_bytes)} -> {gib(self.kv_suggest)}" if self.kv_suggest
-                        else f"{self.kv_flag} {gib(self.kv_bytes)} leaves too little even at zero")
+            ways.append(
+                f"{self.kv_flag} {gib(self.kv_bytes)} -> {gib(self.kv_suggest)}"
+                if self.kv_suggest
+                else f"{self.kv_flag} {gib(self.kv_bytes)} leaves too little even at zero"
+            )
         elif self.suggest is not None:
             ways.append(f"{self.flag} {self.fraction:.2f} -> {self.suggest:.2f}")
         elif self.kv_bytes is None:
             ways.append(f"no {self.flag} leaves the floor: use more nodes or a smaller model")
         if self.expandable_hint:
-            ways.append("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (about "
-                        f"{gib(FRAGMENTATION)} back)")
+            ways.append(f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (about {gib(FRAGMENTATION)} back)")
         if self.kv_bytes is None and self.kv_flag:
             ways.append(f"or size the KV cache with {self.kv_flag}")
         return f"{head}: {'; '.join(ways)}"
@@ -318,8 +370,17 @@ class NodeRoom:
         return {**asdict(self), "left": self.left, "short": self.short}
 
 
-_KV_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
-             "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_KV_UNITS = {
+    "": 1,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
+    "t": 1000**4,
+    "K": 1024,
+    "M": 1024**2,
+    "G": 1024**3,
+    "T": 1024**4,
+}
 
 
 def kv_bytes_arg(extra_args: list | None, flag: str | None) -> int | None:
@@ -329,8 +390,11 @@ def kv_bytes_arg(extra_args: list | None, flag: str | None) -> int | None:
         return None
     words = [str(w) for w in extra_args or ()]
     for i, w in enumerate(words):
-        value = w.split("=", 1)[1] if w.startswith(flag + "=") else (words[i + 1] if w == flag and i + 1 < len(words)
-                                                                      else None)
+        value = (
+            w.split("=", 1)[1]
+            if w.startswith(flag + "=")
+            else (words[i + 1] if w == flag and i + 1 < len(words) else None)
+        )
         m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)i?[bB]?\s*", value or "")
         if m:
             return int(float(m.group(1)) * _KV_UNITS[m.group(2)])
@@ -342,9 +406,17 @@ def host_bound(f: NodeFacts) -> bool:
     return f.gpu.unified or (f.gpu.count == 0 and not f.gpu.memory_total_bytes)
 
 
-def after_load(facts: dict[str, NodeFacts], nodes: list[str], *, engine: str, fraction: float, floor: str,
-               weights_per_gpu: int | None = None, expandable: bool = False,
-               extra_args: list | None = None) -> list[NodeRoom]:
+def after_load(
+    facts: dict[str, NodeFacts],
+    nodes: list[str],
+    *,
+    engine: str,
+    fraction: float,
+    floor: str,
+    weights_per_gpu: int | None = None,
+    expandable: bool = False,
+    extra_args: list | None = None,
+) -> list[NodeRoom]:
     """Each node whose memory the engine shares with the OS, with MemTotal known: what stays after load."""
     eng = ENGINES.get(engine)
     if eng is None:
@@ -361,8 +433,18 @@ def after_load(facts: dict[str, NodeFacts], nodes: list[str], *, engine: str, fr
             continue
         gpus = max(f.gpu.count, 1)
         reserve = HOST_RESERVE + frag
-        room = NodeRoom(name, total, 0, reserve, amount_bytes(floor, total) or 0, fraction, flag,
-                        kv_bytes=kv, kv_flag=eng.kv_bytes_flag, expandable_hint=bool(frag))
+        room = NodeRoom(
+            name,
+            total,
+            0,
+            reserve,
+            amount_bytes(floor, total) or 0,
+            fraction,
+            flag,
+            kv_bytes=kv,
+            kv_flag=eng.kv_bytes_flag,
+            expandable_hint=bool(frag),
+        )
         if kv is not None or eng.fraction_of_free:
             if weights_per_gpu is None:
                 continue  # both depend on the weights: unknown, nothing to say

@@ -8,6 +8,7 @@ import, so it takes about a second), falling back to the module's __version__. N
 an image that cannot be read gives an ImageInfo with `problem` set and the plan goes on, for the
 newest release, saying so.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,26 +106,29 @@ def inspect_script(ref: str, timeout: int = RUN_TIMEOUT_S, run_image: bool = Tru
     """The shell the head runs: inspect, then the cached versions or a one-shot run that fills the cache
     (run_image False: the cache only, so `check` stays as quick as a probe)."""
     q = shlex.quote(ref)
-    run = (f"timeout {int(timeout)} docker run --rm --network none --entrypoint python3 {q} "
-           f"-c {shlex.quote(_VERSIONS_PY)}")
-    return "\n".join([
-        f"id=$(docker image inspect --format '{{{{.Id}}}}' {q} 2>&1) || {{ echo '{_MARK}absent'; "
-        f"printf '%s\\n' \"$id\" | head -n 3; exit 0; }}",
-        f"echo '{_MARK}inspect'",
-        f"docker image inspect --format '{{{{json .Config}}}}' {q}",
-        "printf '%s\\n' \"$id\"",
-        f"d={CACHE_DIR}; f=\"$d/$(printf %s \"$id\" | tr -c 'A-Za-z0-9' _).json\"",
-        "if [ -s \"$f\" ]; then echo '" + _MARK + "cached'; cat \"$f\"; exit 0; fi",
-        "" if run_image else f"echo '{_MARK}uncached'; exit 0",
-        f"out=$({run} 2>&1); rc=$?",
-        "line=$(printf '%s\\n' \"$out\" | grep '^{' | tail -n 1)",
-        "if [ $rc -eq 0 ] && [ -n \"$line\" ]; then",
-        "  mkdir -p \"$d\" && printf '%s\\n' \"$line\" > \"$f.tmp.$$\" && mv -f \"$f.tmp.$$\" \"$f\"",
-        f"  echo '{_MARK}ran'; printf '%s\\n' \"$line\"",
-        "else",
-        f"  echo \"{_MARK}failed $rc\"; printf '%s\\n' \"$out\" | grep -v '^{{' | tail -n 3",
-        "fi",
-    ])
+    run = (
+        f"timeout {int(timeout)} docker run --rm --network none --entrypoint python3 {q} -c {shlex.quote(_VERSIONS_PY)}"
+    )
+    return "\n".join(
+        [
+            f"id=$(docker image inspect --format '{{{{.Id}}}}' {q} 2>&1) || {{ echo '{_MARK}absent'; "
+            f"printf '%s\\n' \"$id\" | head -n 3; exit 0; }}",
+            f"echo '{_MARK}inspect'",
+            f"docker image inspect --format '{{{{json .Config}}}}' {q}",
+            "printf '%s\\n' \"$id\"",
+            f'd={CACHE_DIR}; f="$d/$(printf %s "$id" | tr -c \'A-Za-z0-9\' _).json"',
+            'if [ -s "$f" ]; then echo \'' + _MARK + 'cached\'; cat "$f"; exit 0; fi',
+            "" if run_image else f"echo '{_MARK}uncached'; exit 0",
+            f"out=$({run} 2>&1); rc=$?",
+            "line=$(printf '%s\\n' \"$out\" | grep '^{' | tail -n 1)",
+            'if [ $rc -eq 0 ] && [ -n "$line" ]; then',
+            '  mkdir -p "$d" && printf \'%s\\n\' "$line" > "$f.tmp.$$" && mv -f "$f.tmp.$$" "$f"',
+            f"  echo '{_MARK}ran'; printf '%s\\n' \"$line\"",
+            "else",
+            f"  echo \"{_MARK}failed $rc\"; printf '%s\\n' \"$out\" | grep -v '^{{' | tail -n 3",
+            "fi",
+        ]
+    )
 
 
 def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S) -> ImageInfo:
@@ -134,7 +138,7 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
     current: list[str] | None = None
     for line in out.splitlines():
         if line.startswith(_MARK):
-            word = line[len(_MARK):].strip()
+            word = line[len(_MARK) :].strip()
             key, _, rest = word.partition(" ")
             current = sections.setdefault(key, [rest] if rest else [])
         elif current is not None:
@@ -166,8 +170,11 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
         if key in sections:
             info.cached = key == "cached"
             body = next((ln for ln in sections[key] if ln.strip().startswith("{")), "")
-            where = (f"{node}:~/.cache/sparktui/images/{(info.id or '?').replace(':', '_')}.json" if key == "cached"
-                     else f"the engine versions python3 printed in {ref} on {node}")
+            where = (
+                f"{node}:~/.cache/sparktui/images/{(info.id or '?').replace(':', '_')}.json"
+                if key == "cached"
+                else f"the engine versions python3 printed in {ref} on {node}"
+            )
             try:
                 info.versions = read_versions(body, where)
             except statefile.StateFileError as e:
@@ -183,8 +190,10 @@ def parse_inspection(ref: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
     if rc == "124":
         info.problem = f"reading the engine version in {ref} took over {timeout} s on {node}"
     else:
-        info.problem = (f"the engine version in {ref} could not be read on {node} (python3 -c in the image "
-                        f"exited {rc}" + (f": {detail}" if detail else "") + ")")
+        info.problem = (
+            f"the engine version in {ref} could not be read on {node} (python3 -c in the image "
+            f"exited {rc}" + (f": {detail}" if detail else "") + ")"
+        )
     return info
 
 
@@ -205,13 +214,16 @@ def holds(info: ImageInfo) -> str:
     if not info.versions:
         return "versions not read"
     words = [f"{e.label} {info.version(e.package)}" for e in ENGINES.values() if info.version(e.package)]
-    words.append(f"Ray {info.version('ray')}" if info.version("ray") else "no Ray" if info.has("ray") is False
-                 else "Ray ?")
+    words.append(
+        f"Ray {info.version('ray')}" if info.version("ray") else "no Ray" if info.has("ray") is False else "Ray ?"
+    )
     torch = info.version("torch")
     if torch:
         cuda = torch.split("+cu", 1)[1] if "+cu" in torch else ""
-        words.append(f"torch {torch.split('+')[0]}" + (f" (CUDA {cuda[:-1]}.{cuda[-1]})" if cuda.isdigit()
-                                                      and len(cuda) > 1 else ""))
+        words.append(
+            f"torch {torch.split('+')[0]}"
+            + (f" (CUDA {cuda[:-1]}.{cuda[-1]})" if cuda.isdigit() and len(cuda) > 1 else "")
+        )
     elif info.has("torch") is False:
         words.append("no torch")
     nccl = info.version("nvidia-nccl-cu13") or info.version("nvidia-nccl-cu12")
@@ -303,8 +315,7 @@ def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, g
         r.note = f"{word} version not read: planned for the newest release"
     known = recognise(image)
     if not r.version and known is not None and known.engine == engine:  # the name still says which build
-        r.note += f" ({known.repo or image}: {known.family.what}" + (f", built {known.built})" if known.built
-                                                                       else ")")
+        r.note += f" ({known.repo or image}: {known.family.what}" + (f", built {known.built})" if known.built else ")")
     if eng is not None:
         r.errors += eng.refusals(mode, image, info, r.version)
     return r

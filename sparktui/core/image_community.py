@@ -5,6 +5,7 @@ The facts live with each engine (Engine.community_images); this module only matc
 A name is a claim, not a proof: the inspection of the image (core/image.py) still says which release it
 holds, and wins where they differ.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,18 +31,36 @@ class Known:
     def words(self) -> str:
         """One phrase for the plan and the image line."""
         name = self.repo or f"{self.ref} (the local tag of {self.family.repos[0]})"
-        when = (f"nightly of {self.built}" if self.built else "digest-pinned" if self.pinned
-                else "a moving tag: the newest tested nightly, so each node may hold another build" if self.tag ==
-                "latest" else f"tag {self.tag}")
+        when = (
+            f"nightly of {self.built}"
+            if self.built
+            else "digest-pinned"
+            if self.pinned
+            else "a moving tag: the newest tested nightly, so each node may hold another build"
+            if self.tag == "latest"
+            else f"tag {self.tag}"
+        )
         ray = {True: "Ray installed", False: "no Ray", None: "Ray not known"}[self.family.ray]
-        return f"{name}, {when}: {self.family.what}; {ray}; {self.family.nccl}" if self.family.nccl else (
-            f"{name}, {when}: {self.family.what}; {ray}")
+        return (
+            f"{name}, {when}: {self.family.what}; {ray}; {self.family.nccl}"
+            if self.family.nccl
+            else (f"{name}, {when}: {self.family.what}; {ray}")
+        )
 
     def to_json(self) -> dict:
-        return {"ref": self.ref, "engine": self.engine, "repo": self.repo or self.family.repos[0], "tag": self.tag,
-                "built": self.built, "pinned": self.pinned, "ray": self.family.ray, "what": self.family.what,
-                "tp_all_reduce": self.family.tp_all_reduce or None, "env": dict(self.family.env),
-                "source": self.family.source}
+        return {
+            "ref": self.ref,
+            "engine": self.engine,
+            "repo": self.repo or self.family.repos[0],
+            "tag": self.tag,
+            "built": self.built,
+            "pinned": self.pinned,
+            "ray": self.family.ray,
+            "what": self.family.what,
+            "tp_all_reduce": self.family.tp_all_reduce or None,
+            "env": dict(self.family.env),
+            "source": self.family.source,
+        }
 
 
 def _split(ref: str) -> tuple[str, str, bool]:
@@ -50,7 +69,7 @@ def _split(ref: str) -> tuple[str, str, bool]:
     for host in _HOSTS:
         name = name.removeprefix(host)
     last = name.rsplit("/", 1)[-1]
-    repo, tag = (name.rsplit(":", 1) if ":" in last else (name, "" if digest else "latest"))
+    repo, tag = name.rsplit(":", 1) if ":" in last else (name, "" if digest else "latest")
     return repo, tag, bool(digest)
 
 
@@ -63,6 +82,13 @@ def recognise(ref: str | None) -> Known | None:
         for fam in e.community_images:
             if repo in fam.repos or (repo in fam.local_tags and "/" not in repo):
                 m = _NIGHTLY.match(tag)
-                return Known(ref=ref, engine=e.name, family=fam, repo=repo if repo in fam.repos else "", tag=tag,
-                             built=f"{m[1]}-{m[2]}-{m[3]}" if m else None, pinned=pinned)
+                return Known(
+                    ref=ref,
+                    engine=e.name,
+                    family=fam,
+                    repo=repo if repo in fam.repos else "",
+                    tag=tag,
+                    built=f"{m[1]}-{m[2]}-{m[3]}" if m else None,
+                    pinned=pinned,
+                )
     return None

@@ -1,4 +1,5 @@
 """Probe every node at once and analyse the network: the facts `check`, `status` and plans share."""
+
 from __future__ import annotations
 
 import asyncio
@@ -29,13 +30,16 @@ async def probe_node(node: Node, model_path: str) -> NodeFacts:
         facts.notes.append(f"the probe timed out after {probes.PROBE_TIMEOUT:g} s; facts are partial")
     short = await node.sessions_short(SESSIONS_NEEDED, timeout=10)
     if short and node.connected:
-        facts.notes.append(f"a launch cannot run here: it needs {SESSIONS_NEEDED} SSH sessions at once (one "
-                           f"follows the engine's log while commands run): {short}")
+        facts.notes.append(
+            f"a launch cannot run here: it needs {SESSIONS_NEEDED} SSH sessions at once (one "
+            f"follows the engine's log while commands run): {short}"
+        )
     return facts
 
 
-async def probe_all(cluster: Cluster, config: Config,
-                    on_facts: Callable[[Node, NodeFacts], None] | None = None) -> dict[str, NodeFacts]:
+async def probe_all(
+    cluster: Cluster, config: Config, on_facts: Callable[[Node, NodeFacts], None] | None = None
+) -> dict[str, NodeFacts]:
     """Facts for every node of the config, probed concurrently, in config order; `on_facts` hears of
     each node as soon as it has answered (a screen fills that node's card without waiting for the rest)."""
 
@@ -82,8 +86,9 @@ def analyse(config: Config, facts: dict[str, NodeFacts]) -> Inventory:
     return Inventory(facts=facts, subnets=subs, warnings=warns, layout=lay)
 
 
-async def take_inventory(cluster: Cluster, config: Config,
-                         on_facts: Callable[[Node, NodeFacts], None] | None = None) -> Inventory:
+async def take_inventory(
+    cluster: Cluster, config: Config, on_facts: Callable[[Node, NodeFacts], None] | None = None
+) -> Inventory:
     inv = analyse(config, await probe_all(cluster, config, on_facts))
     # kept for `plan --offline`; a cache that cannot be written is said, never a failed probe
     why = facts_store.remember(config.cluster, {n.name: n.host for n in config.nodes}, inv.facts)

@@ -4,6 +4,7 @@ Kept in memory for the UI and appended to a JSON-lines file (0600) so `sparktui 
 earlier runs did. The file is bounded: past `max_bytes` it is rotated to FILE.1 (one generation kept),
 and it is read from the end, so `journal --limit N` holds N entries and a block, never the file.
 """
+
 from __future__ import annotations
 
 import errno
@@ -55,8 +56,14 @@ class Entry:
 class Journal:
     """In-memory list plus an optional append-only file; listeners hear about every change."""
 
-    def __init__(self, path: Path | None = None, keep: int = 5000, cluster: str | None = None,
-                 max_bytes: int = MAX_BYTES, on_problem: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        path: Path | None = None,
+        keep: int = 5000,
+        cluster: str | None = None,
+        max_bytes: int = MAX_BYTES,
+        on_problem: Callable[[str], None] | None = None,
+    ):
         self.path = path
         self.on_problem = on_problem  # told once when the file cannot be written (the CLI prints it)
         self.problem: str | None = None  # that sentence, once said
@@ -191,12 +198,14 @@ def tail_journal(path: Path, limit: int = 200, cluster: str | None = None) -> Ta
         except FileNotFoundError:
             continue
         except OSError as e:
-            raise statefile.StateFileError(str(p), _os_words(e), "move it away; sparktui keeps its journal there") \
-                from None
+            raise statefile.StateFileError(
+                str(p), _os_words(e), "move it away; sparktui keeps its journal there"
+            ) from None
         with f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise statefile.StateFileError(str(p), "is not a file", "move it away; sparktui keeps its journal "
-                                                                        "there")
+                raise statefile.StateFileError(
+                    str(p), "is not a file", "move it away; sparktui keeps its journal there"
+                )
             _collect(f, str(p), limit, cluster, out)
     out.entries.reverse()
     return out

@@ -2,6 +2,7 @@
 
 Containers are found and removed by these labels only; nothing without them is ever touched.
 """
+
 from __future__ import annotations
 
 DEPLOYMENT = "sparktui.deployment"  # the deployment's name (config.cluster unless chosen)

@@ -19,15 +19,18 @@ histograms) cannot show that others' tokens flowed while the probe queued: there
 first token meanwhile (the TTFT histogram's count) is progress, and a silent probe without it is `cannot_tell`,
 not wedged, since a batch full of long requests looks the same as a stalled rank.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .metrics import Scrape
 
-LOOK_AT = ("a rank stopped answering inside a collective: check every node is up and not paused or frozen "
-           "(`docker ps` on each node, `sparktui logs` for a collective timeout), and the fabric link; "
-           "redeploy (r, or `sparktui redeploy`) once the node is back")
+LOOK_AT = (
+    "a rank stopped answering inside a collective: check every node is up and not paused or frozen "
+    "(`docker ps` on each node, `sparktui logs` for a collective timeout), and the fabric link; "
+    "redeploy (r, or `sparktui redeploy`) once the node is back"
+)
 
 
 @dataclass
@@ -64,8 +67,9 @@ class Liveness:
             elif not self.busy:
                 self.busy_since = None
 
-    def probe(self, answered: bool, waited: float, tokens_before: float | None = None,
-              firsts_before: float | None = None) -> None:
+    def probe(
+        self, answered: bool, waited: float, tokens_before: float | None = None, firsts_before: float | None = None
+    ) -> None:
         """A one-token completion's outcome; tokens_before, firsts_before: the counter and the first-token count
         when it was sent."""
         silent = f"a one-token completion got no answer in {waited:.0f} s while /health answers 200"
@@ -76,8 +80,10 @@ class Liveness:
         elif None not in (firsts_before, self.firsts) and self.firsts != firsts_before:
             pass  # others got their first token meanwhile
         elif self.tokens is None and self.no_counter:
-            self.cannot_tell = (f"{silent}, and the engine exports no generation-token counter to tell a stalled "
-                                "rank from a batch busy with long requests")
+            self.cannot_tell = (
+                f"{silent}, and the engine exports no generation-token counter to tell a stalled "
+                "rank from a batch busy with long requests"
+            )
         else:
             self.probe_failed = silent
 
@@ -94,6 +100,8 @@ class Liveness:
         if self.busy and self.busy_since is not None and self.moved_at is not None:
             stalled = now - max(self.moved_at, self.busy_since)
             if stalled >= self.wedge_after:
-                return (f"{self.busy} request(s) running or waiting and no token generated for {stalled:.0f} s "
-                        f"while /health answers 200")
+                return (
+                    f"{self.busy} request(s) running or waiting and no token generated for {stalled:.0f} s "
+                    f"while /health answers 200"
+                )
         return None

@@ -2,6 +2,7 @@
 
 Kept apart from the Diagnoser so the TUI, the CLI and the deploy code can share the types.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from typing import Union
 
 from . import dockerts
 from .engines import logsigns as S
+
 
 @dataclass
 class Milestone:
@@ -72,5 +74,5 @@ def strip_prefixes(text: str) -> str:
         for p in S.PREFIXES:
             m = p.match(text)
             if m and m.end():
-                text, changed = text[m.end():], True
+                text, changed = text[m.end() :], True
     return text

@@ -6,6 +6,7 @@ is long because it serves: once the engine serves and nothing is in doubt, a chu
 serving lines (request and throughput lines) changes nothing but the line count, so it is
 counted in C (bytes.count) instead of being parsed line by line.
 """
+
 from __future__ import annotations
 
 from typing import BinaryIO, Iterator
@@ -17,8 +18,14 @@ CHUNK = 256 << 10  # fits the CPU caches: counting runs fastest at this size
 MAX_LINE = 1 << 20  # a longer "line" is cut there (binary junk must not grow memory)
 GUESS_BYTES = 1 << 20  # how much of the start is kept to guess the engine
 # Serving lines: one of these per line, and nothing else on such a line is ever a problem.
-SERVING = (b"Avg prompt throughput:", b'HTTP/1.1" 200', b"] Decode batch.", b"] Prefill batch.", b"] Decode batch,",
-           b"] Prefill batch,")  # SGLang 0.5 writes a comma where 0.4 wrote a full stop
+SERVING = (
+    b"Avg prompt throughput:",
+    b'HTTP/1.1" 200',
+    b"] Decode batch.",
+    b"] Prefill batch.",
+    b"] Decode batch,",
+    b"] Prefill batch,",
+)  # SGLang 0.5 writes a comma where 0.4 wrote a full stop
 
 
 # Text of the layers under both engines: a log of only these is read with the shared rules.
@@ -83,11 +90,11 @@ def diagnose_stream(stream: BinaryIO, d: Diagnoser, head: bytes = b"") -> Diagno
             continue
         n = _all_serving(buf, cut + 1, order) if d.quiet_serving else 0
         if n:
-            last = buf[buf.rfind(b"\n", 0, cut) + 1:cut]
+            last = buf[buf.rfind(b"\n", 0, cut) + 1 : cut]
             d.skip(n, last.decode("utf-8", "replace"))
-            tail = buf[cut + 1:]
+            tail = buf[cut + 1 :]
             continue
-        body, tail = buf[:cut + 1], buf[cut + 1:]
+        body, tail = buf[: cut + 1], buf[cut + 1 :]
         for line in body.split(b"\n")[:-1]:
             if len(line) > MAX_LINE:
                 line = line[:MAX_LINE]

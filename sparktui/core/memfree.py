@@ -10,6 +10,7 @@ The plan checks read the inventory's /proc/meminfo; the preflight reads it again
 copy may have ended since); drop-caches flushes the cache, asking first through one confirmation
 text (DropPreview) that the TUI shows and the CLI prints.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -55,17 +56,25 @@ class FreeMemory:
         return f"memory short ({gib(self.free)} free, {gib(self.need)} needed; {tail})"
 
     def message(self) -> str:
-        head = (f"{self.node}: {gib(self.free)} free for the GPU, the engine asks for {gib(self.need)} "
-                f"({self.fraction:g} of memory)")
+        head = (
+            f"{self.node}: {gib(self.free)} free for the GPU, the engine asks for {gib(self.need)} "
+            f"({self.fraction:g} of memory)"
+        )
         if self.cache_would_do:
-            return (f"{head}; {gib(self.cached)} is page cache (a checkpoint just read or copied): drop it with "
-                    f"`sparktui drop-caches {self.node}` (runs `{DROP_CACHES}` as root), or lower the memory fraction")
-        return (f"{head}, and the page cache ({gib(self.cached)}) would not make up for it: lower the memory "
-                f"fraction or stop what holds memory on {self.node} (`sparktui status` lists containers)")
+            return (
+                f"{head}; {gib(self.cached)} is page cache (a checkpoint just read or copied): drop it with "
+                f"`sparktui drop-caches {self.node}` (runs `{DROP_CACHES}` as root), or lower the memory fraction"
+            )
+        return (
+            f"{head}, and the page cache ({gib(self.cached)}) would not make up for it: lower the memory "
+            f"fraction or stop what holds memory on {self.node} (`sparktui status` lists containers)"
+        )
 
     def fix(self) -> str:
         if self.cache_would_do:
-            return f"drop the page cache on {self.node} (`sparktui drop-caches {self.node}`), or lower the memory fraction"
+            return (
+                f"drop the page cache on {self.node} (`sparktui drop-caches {self.node}`), or lower the memory fraction"
+            )
         return f"lower the memory fraction, or stop what holds memory on {self.node}"
 
     def to_json(self) -> dict:
@@ -79,8 +88,14 @@ def measure(node: str, memory: Memory | None, fraction: float | None) -> FreeMem
     """The node's free memory against fraction x total; None when either is unknown."""
     if memory is None or fraction is None or not memory.total_bytes or memory.free_bytes is None:
         return None
-    return FreeMemory(node, int(memory.total_bytes * fraction), memory.free_bytes, memory.cached_bytes or 0,
-                      fraction, memory.total_bytes)
+    return FreeMemory(
+        node,
+        int(memory.total_bytes * fraction),
+        memory.free_bytes,
+        memory.cached_bytes or 0,
+        fraction,
+        memory.total_bytes,
+    )
 
 
 def shortfalls(facts: dict[str, NodeFacts], nodes: list[str], fraction: float) -> list[FreeMemory]:
@@ -124,8 +139,10 @@ class DropPreview:
 # As root, or through sudo without a password prompt (never one sparktui could not answer); meminfo
 # before and after in the same round trip, so the result can say what the drop freed.
 MEMINFO_LINES = "grep -E '^(MemTotal|MemFree|MemAvailable|Buffers|Cached):' /proc/meminfo"
-DROP_SCRIPT = (f"{MEMINFO_LINES}; echo @@after; sync && if [ \"$(id -u)\" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; "
-               f"else echo 3 | sudo -n tee /proc/sys/vm/drop_caches >/dev/null; fi && {MEMINFO_LINES}")
+DROP_SCRIPT = (
+    f'{MEMINFO_LINES}; echo @@after; sync && if [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; '
+    f"else echo 3 | sudo -n tee /proc/sys/vm/drop_caches >/dev/null; fi && {MEMINFO_LINES}"
+)
 
 
 @dataclass
@@ -144,13 +161,21 @@ class Dropped:
         if not self.ok:
             return f"{self.node}: not dropped: {self.error}"
         b, a = self.before or Memory(), self.after or Memory()
-        return (f"{self.node}: page cache dropped, free {gib(b.free_bytes)} -> {gib(a.free_bytes)} "
-                f"(page cache {gib(b.cached_bytes)} -> {gib(a.cached_bytes)})")
+        return (
+            f"{self.node}: page cache dropped, free {gib(b.free_bytes)} -> {gib(a.free_bytes)} "
+            f"(page cache {gib(b.cached_bytes)} -> {gib(a.cached_bytes)})"
+        )
 
     def to_json(self) -> dict:
-        return {"node": self.node, "ok": self.ok, "free_before": self.before.free_bytes if self.before else None,
-                "free_after": self.free_after, "cached_before": self.before.cached_bytes if self.before else None,
-                "cached_after": self.after.cached_bytes if self.after else None, "error": self.error}
+        return {
+            "node": self.node,
+            "ok": self.ok,
+            "free_before": self.before.free_bytes if self.before else None,
+            "free_after": self.free_after,
+            "cached_before": self.before.cached_bytes if self.before else None,
+            "cached_after": self.after.cached_bytes if self.after else None,
+            "error": self.error,
+        }
 
 
 def parse_drop(node: str, ok: bool, stdout: str, stderr: str, exit_status: int | None) -> Dropped:
@@ -158,8 +183,12 @@ def parse_drop(node: str, ok: bool, stdout: str, stderr: str, exit_status: int |
     before = parse_meminfo(before_text) if before_text.strip() else None
     if not ok:
         why = (stderr or after_text).strip().splitlines()
-        return Dropped(node, False, before, error=(why[-1] if why else f"exit {exit_status}") +
-                       " (needs root or passwordless sudo on the node)")
+        return Dropped(
+            node,
+            False,
+            before,
+            error=(why[-1] if why else f"exit {exit_status}") + " (needs root or passwordless sudo on the node)",
+        )
     after = parse_meminfo(after_text) if sep and after_text.strip() else None
     return Dropped(node, True, before, after)
 

@@ -9,6 +9,7 @@ With tensor parallelism every rank exports the same scheduler gauges (SGLang lab
 so only rank 0 of each pipeline/data-parallel group is counted; engines (vLLM's `engine` label,
 SGLang's dp_rank) add up.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,7 +61,7 @@ def _relevant(text: str, want) -> str:
         name = line.split("{", 1)[0].split(None, 1)[0] if line.strip() else ""
         if name and not _NAME.fullmatch(name):
             out.append(line)  # not a sample line: the parser says what is wrong with it (counted, shown)
-        elif name in fams or any(name.endswith(x) and name[:-len(x)] in fams for x in _SAMPLE_SUFFIXES):
+        elif name in fams or any(name.endswith(x) and name[: -len(x)] in fams for x in _SAMPLE_SUFFIXES):
             out.append(line)
     return "\n".join(out) + "\n"
 
@@ -202,13 +203,18 @@ class Serving:
         return {
             "engine": self.engine,
             "at": last.at if last else None,
-            "running": v.get("running"), "waiting": v.get("waiting"),
+            "running": v.get("running"),
+            "waiting": v.get("waiting"),
             "kv_cache_usage": r(v.get("kv_cache_usage"), 4),
             "generation_tokens_per_s": r(self.rate("generation_tokens"), 2),
             "prompt_tokens_per_s": r(self.rate("prompt_tokens"), 2),
-            "ttft_p50_s": r(self.latency("ttft", 0.5), 4), "ttft_p90_s": r(self.latency("ttft", 0.9), 4),
-            "itl_p50_s": r(self.latency("itl", 0.5), 4), "itl_p90_s": r(self.latency("itl", 0.9), 4),
+            "ttft_p50_s": r(self.latency("ttft", 0.5), 4),
+            "ttft_p90_s": r(self.latency("ttft", 0.9), 4),
+            "itl_p50_s": r(self.latency("itl", 0.5), 4),
+            "itl_p90_s": r(self.latency("itl", 0.9), 4),
             "generation_tokens_total": v.get("generation_tokens"),
             "missing": list(last.missing) if last else [],
-            "scrapes": len(self.scrapes), "parse_errors": self.errors, "last_parse_error": self.last_error,
+            "scrapes": len(self.scrapes),
+            "parse_errors": self.errors,
+            "last_parse_error": self.last_error,
         }

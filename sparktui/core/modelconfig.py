@@ -5,6 +5,7 @@ nesting depth, and every field the planner reads (sizes, layer and head counts, 
 an integer within a range no real model leaves. Anything else is one ModelConfigError line naming the
 field, so no caller loops over a count taken from the file or meets a list where it expected a number.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -18,10 +19,17 @@ SUBCONFIGS = ("text_config", "llm_config", "language_config")  # where multimoda
 _LAYERS = 100_000
 # field -> largest value accepted (and 0 the smallest); far above any published model
 BOUNDS = {
-    "hidden_size": 1 << 20, "num_hidden_layers": _LAYERS, "vocab_size": 1 << 26,
-    "num_experts": 1 << 20, "num_local_experts": 1 << 20, "n_routed_experts": 1 << 20,
-    "decoder_sparse_step": _LAYERS, "first_k_dense_replace": _LAYERS,
-    "shared_expert_intermediate_size": 1 << 24, "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16,
+    "hidden_size": 1 << 20,
+    "num_hidden_layers": _LAYERS,
+    "vocab_size": 1 << 26,
+    "num_experts": 1 << 20,
+    "num_local_experts": 1 << 20,
+    "n_routed_experts": 1 << 20,
+    "decoder_sparse_step": _LAYERS,
+    "first_k_dense_replace": _LAYERS,
+    "shared_expert_intermediate_size": 1 << 24,
+    "num_attention_heads": 1 << 16,
+    "num_key_value_heads": 1 << 16,
 }
 MAX_LIST = _LAYERS  # mlp_only_layers: at most one entry per layer
 
@@ -74,8 +82,9 @@ def check(cfg: Any, where: str = "config.json") -> dict:
         if dense is not None:
             if not isinstance(dense, list) or len(dense) > MAX_LIST:
                 raise ModelConfigError(where, f"mlp_only_layers is {_short(dense)}, not a list of layer numbers")
-            bad = next((x for x in dense if not isinstance(x, int) or isinstance(x, bool)
-                        or not 0 <= x <= _LAYERS), None)
+            bad = next(
+                (x for x in dense if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _LAYERS), None
+            )
             if bad is not None:
                 raise ModelConfigError(where, f"mlp_only_layers holds {_short(bad)}, not a layer number")
     return cfg

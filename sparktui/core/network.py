@@ -3,6 +3,7 @@
 The rendezvous address and every *_SOCKET_IFNAME come from here. Interface names differ between
 nodes, so a subnet is the unit of choice and each node's interface is resolved on it.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -53,14 +54,17 @@ def _overrides(raw: dict[str, dict[str, str]] | None) -> dict[str, dict[IPv4Netw
     return out
 
 
-def _pick(node: str, net: IPv4Network, cands: list[tuple[Interface, IPv4Address]],
-          forced: str | None, notes: list[str]) -> tuple[Interface, IPv4Address]:
+def _pick(
+    node: str, net: IPv4Network, cands: list[tuple[Interface, IPv4Address]], forced: str | None, notes: list[str]
+) -> tuple[Interface, IPv4Address]:
     """The node's interface on net: the override, else the first one up, else the first."""
     chosen = next((c for c in cands if c[0].up), cands[0])
     if forced is not None:
         match = next((c for c in cands if c[0].name == forced), None)
         if match is None:
-            notes.append(f"{node}: override names {forced} for {net}, which has no address there; using {chosen[0].name}")
+            notes.append(
+                f"{node}: override names {forced} for {net}, which has no address there; using {chosen[0].name}"
+            )
         else:
             chosen = match
     names = list(dict.fromkeys(c[0].name for c in cands))
@@ -68,8 +72,10 @@ def _pick(node: str, net: IPv4Network, cands: list[tuple[Interface, IPv4Address]
         if other == chosen[0].name:
             continue
         if _twins(chosen[0].name, other):
-            notes.append(f"{node}: {chosen[0].name} and {other} are twins of one port on {net}; "
-                         f"give the twin its own subnet (using {chosen[0].name})")
+            notes.append(
+                f"{node}: {chosen[0].name} and {other} are twins of one port on {net}; "
+                f"give the twin its own subnet (using {chosen[0].name})"
+            )
         else:
             notes.append(f"{node}: {chosen[0].name} and {other} both have an address on {net} (using {chosen[0].name})")
     return chosen
@@ -89,12 +95,20 @@ def _dial_ips(live: list[NodeFacts], dial_hosts: dict[str, str] | None) -> list[
 def _rank(s: Subnet) -> tuple:
     net = IPv4Network(s.subnet)
     speed = s.speed_mbps
-    return (not (s.rdma and s.up), not s.up, speed is None, -(speed or 0), s.management,
-            int(net.network_address), net.prefixlen)
+    return (
+        not (s.rdma and s.up),
+        not s.up,
+        speed is None,
+        -(speed or 0),
+        s.management,
+        int(net.network_address),
+        net.prefixlen,
+    )
 
 
-def subnets(facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None = None,
-            dial_hosts: dict[str, str] | None = None) -> list[Subnet]:
+def subnets(
+    facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None = None, dial_hosts: dict[str, str] | None = None
+) -> list[Subnet]:
     """The IPv4 subnets that join every reachable node, best first.
 
     Ranked: RDMA on every node and up, then faster known speed, then not the management subnet.
@@ -131,8 +145,9 @@ def subnets(facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None 
     return sorted(out, key=_rank)
 
 
-def best_subnet(facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None = None,
-                dial_hosts: dict[str, str] | None = None) -> Subnet | None:
+def best_subnet(
+    facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None = None, dial_hosts: dict[str, str] | None = None
+) -> Subnet | None:
     """The subnet to rendezvous on, or None when no subnet joins all reachable nodes."""
     found = subnets(facts, overrides, dial_hosts)
     return found[0] if found else None
@@ -218,18 +233,23 @@ def warnings(subnets: list[Subnet], facts: list[NodeFacts] | None = None, ring: 
     if ring:
         pass  # the rendezvous meets on the management subnet; the data goes over the ring's links
     elif all(s.management for s in subnets):
-        out.append(f"only the management subnet {best.subnet} joins all nodes: NCCL would run over TCP on it "
-                   f"({TCP_VS_ROCE}); address the fabric link on every node")
+        out.append(
+            f"only the management subnet {best.subnet} joins all nodes: NCCL would run over TCP on it "
+            f"({TCP_VS_ROCE}); address the fabric link on every node"
+        )
     elif not best.rdma:
         plain = [n for n, a in best.nodes.items() if not a.rdma]
-        out.append(f"{best.subnet} has no RDMA device on {', '.join(plain)}: NCCL falls back to TCP sockets "
-                   f"(slower, still works)")
+        out.append(
+            f"{best.subnet} has no RDMA device on {', '.join(plain)}: NCCL falls back to TCP sockets "
+            f"(slower, still works)"
+        )
     # Only the best subnet's notes: the others are shown with the subnets themselves.
     out += best.notes
     return out
 
 
 # ---- the fabric: which network the nodes are meant to meet on, and why it cannot be used --------
+
 
 def _net(cidr: str) -> IPv4Network | None:
     try:
@@ -238,8 +258,9 @@ def _net(cidr: str) -> IPv4Network | None:
         return None
 
 
-def fabric_nets(facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None = None,
-                last_subnet: str | None = None) -> dict[IPv4Network, str]:
+def fabric_nets(
+    facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | None = None, last_subnet: str | None = None
+) -> dict[IPv4Network, str]:
     """The networks meant as the fabric, each with why: an RDMA device's subnet on some node, a subnet
     named in nodes[].interfaces, the subnet the deployment's last launch used."""
     out: dict[IPv4Network, str] = {}
@@ -265,8 +286,9 @@ def fabric_nets(facts: list[NodeFacts], overrides: dict[str, dict[str, str]] | N
     return out
 
 
-def fabric_problems(facts: dict[str, NodeFacts], net: IPv4Network, order: list[str],
-                    overrides: dict[str, dict[str, str]] | None = None) -> list[tuple[str, str, str]]:
+def fabric_problems(
+    facts: dict[str, NodeFacts], net: IPv4Network, order: list[str], overrides: dict[str, dict[str, str]] | None = None
+) -> list[tuple[str, str, str]]:
     """(node, interface, state) for every node of `order` that cannot use `net`: the interface is
     set down, has no carrier, or no interface has an address on it ("no address")."""
     forced = _overrides(overrides)

@@ -9,6 +9,7 @@ What must hold is that every peer can reach the bootstrap address; the engines h
 rendezvous on an interface peers cannot reach).
 Pure functions over Subnets; no SSH here.
 """
+
 from __future__ import annotations
 
 from .facts import Subnet
@@ -25,24 +26,31 @@ def data_subnet(chosen: Subnet, subnets: list[Subnet], order: list[str]) -> Subn
 def split_note(boot: Subnet, data: Subnet) -> str:
     """Said in a plan whose bootstrap and data take different subnets."""
     where = "the management port" if boot.management else boot.subnet
-    return (f"bootstrap over {where} ({boot.subnet}: NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and the rendezvous "
-            f"address), data over RDMA on the fabric {data.subnet} (NCCL_IB_HCA), as NVIDIA's cluster setup "
-            f"runs NCCL: every peer reaches {boot.subnet}, and the HCAs carry the tensors")
+    return (
+        f"bootstrap over {where} ({boot.subnet}: NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and the rendezvous "
+        f"address), data over RDMA on the fabric {data.subnet} (NCCL_IB_HCA), as NVIDIA's cluster setup "
+        f"runs NCCL: every peer reaches {boot.subnet}, and the HCAs carry the tensors"
+    )
 
 
 def paths_of(boot: Subnet, data: Subnet | None, order: list[str], hcas: dict[str, str | None]) -> dict:
     """What plan.fabric says about the two paths, per node: {"bootstrap": {...}, "data": {...}}."""
     return {
-        "bootstrap": {"subnet": boot.subnet, "management": boot.management,
-                      "nodes": {n: {"iface": a.iface, "ip": a.ip} for n, a in boot.nodes.items() if n in order}},
-        "data": {"transport": "rdma" if any(hcas.values()) else "sockets",
-                 "subnet": data.subnet if data is not None else None,  # None: a ring's links, or sockets
-                 "nodes": {n: hcas.get(n) for n in order}},
+        "bootstrap": {
+            "subnet": boot.subnet,
+            "management": boot.management,
+            "nodes": {n: {"iface": a.iface, "ip": a.ip} for n, a in boot.nodes.items() if n in order},
+        },
+        "data": {
+            "transport": "rdma" if any(hcas.values()) else "sockets",
+            "subnet": data.subnet if data is not None else None,  # None: a ring's links, or sockets
+            "nodes": {n: hcas.get(n) for n in order},
+        },
     }
 
 
 def describe_paths(paths: dict | None, node: str | None = None) -> str:
-    """"bootstrap enP7s7 (management), data RDMA rocep1s0f1,roceP2p1s0f1"; "" when nothing is known."""
+    """ "bootstrap enP7s7 (management), data RDMA rocep1s0f1,roceP2p1s0f1"; "" when nothing is known."""
     if not paths:
         return ""
     boot, data = paths.get("bootstrap") or {}, paths.get("data") or {}

@@ -9,6 +9,7 @@ against a limit that depends on the phase it is in.
 
 Pure: `PhaseTracker.line(text, node)` for every line (already stripped of docker's timestamp).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,12 +17,27 @@ from dataclasses import dataclass, field
 from . import quickre
 from .engines import ENGINES
 
-PHASES = ("container", "ray_join", "dist_init", "nccl_init", "weights", "kv_cache", "graphs", "http_up",
-          "first_request")
+PHASES = (
+    "container",
+    "ray_join",
+    "dist_init",
+    "nccl_init",
+    "weights",
+    "kv_cache",
+    "graphs",
+    "http_up",
+    "first_request",
+)
 LABELS = {
-    "container": "container start", "ray_join": "Ray join", "dist_init": "distributed init",
-    "nccl_init": "NCCL communicator init", "weights": "weight loading", "kv_cache": "KV cache allocation",
-    "graphs": "CUDA graph capture or compile warm-up", "http_up": "HTTP start-up (warm-up)", "first_request": "serving",
+    "container": "container start",
+    "ray_join": "Ray join",
+    "dist_init": "distributed init",
+    "nccl_init": "NCCL communicator init",
+    "weights": "weight loading",
+    "kv_cache": "KV cache allocation",
+    "graphs": "CUDA graph capture or compile warm-up",
+    "http_up": "HTTP start-up (warm-up)",
+    "first_request": "serving",
 }
 INIT_PHASES = ("dist_init", "nccl_init")  # silence here is the cross-node rendezvous hang
 # Seconds of silence, counted from a node's last line, before a phase looks stuck. dist_init and
@@ -31,8 +47,15 @@ INIT_PHASES = ("dist_init", "nccl_init")  # silence here is the cross-node rende
 # cache), KV cache and HTTP start-up under 4 s; a ~120 GB load on Sparks ran ~875 s (REFERENCE.md). Each
 # limit keeps 10x over the real silences of its phase (tests/unit/test_real_vllm_cpu.py checks it).
 DEFAULT_LIMITS: dict[str, float | None] = {
-    "container": None, "ray_join": 600.0, "dist_init": 90.0, "nccl_init": 90.0, "weights": 1800.0,
-    "kv_cache": 900.0, "graphs": 1200.0, "http_up": 900.0, "first_request": None,
+    "container": None,
+    "ray_join": 600.0,
+    "dist_init": 90.0,
+    "nccl_init": 90.0,
+    "weights": 1800.0,
+    "kv_cache": 900.0,
+    "graphs": 1200.0,
+    "http_up": 900.0,
+    "first_request": None,
 }
 
 # A line's phase: phases are tried from the furthest back. These are the lines of the layers under every
@@ -44,7 +67,7 @@ SHARED_PHASE_SIGNS: dict[str, str] = {
     "nccl_init": r"NCCL INFO|NCCL version \d",
     "dist_init": r"\[Gloo\] Rank \d+ is connected|Custom ?[Aa]llreduce is disabled",
     "ray_join": r"Connecting to existing Ray cluster|Connected to Ray cluster|Ray runtime started|"
-                r"Autoscaler status|Started a local Ray instance",
+    r"Autoscaler status|Started a local Ray instance",
 }
 _P = quickre.compile  # a substring prefilter in front of each: every line is tried against all of them
 _joined: dict[tuple, list[tuple[str, quickre.Quick]]] = {}
@@ -67,8 +90,10 @@ def phase_signs() -> list[tuple[str, quickre.Quick]]:
     return _joined[key]
 
 
-NCCL_COMM = _P(r"(?:^|\s)(?:[\w.-]+):(\d+):\d+ \[\d+\] NCCL INFO (?:ncclCommInitRank )?comm 0x[0-9a-f]+ rank (\d+) "
-               r"n[Rr]anks \d+(?:.*?(Init START|Init COMPLETE))?")
+NCCL_COMM = _P(
+    r"(?:^|\s)(?:[\w.-]+):(\d+):\d+ \[\d+\] NCCL INFO (?:ncclCommInitRank )?comm 0x[0-9a-f]+ rank (\d+) "
+    r"n[Rr]anks \d+(?:.*?(Init START|Init COMPLETE))?"
+)
 NCCL_PID = _P(r"(?:^|\s)[\w.-]+:(\d+):\d+ \[\d+\] NCCL ")
 # Where engines put the rank on a line (the first that matches names it).
 RANK_TAGS = [
@@ -178,8 +203,9 @@ class PhaseTracker:
             return None
         known = {r: s for r, s in ns.ranks.items() if r is not None}
         pool = known or ns.ranks
-        rank, st = min(pool.items(), key=lambda kv: (kv[1].current, not kv[1].nccl_open,
-                                                      -1 if kv[0] is None else kv[0]))
+        rank, st = min(
+            pool.items(), key=lambda kv: (kv[1].current, not kv[1].nccl_open, -1 if kv[0] is None else kv[0])
+        )
         return PHASES[st.current], rank, st
 
     def verdict(self) -> tuple[str, int | None, str | None] | None:
@@ -209,6 +235,12 @@ class PhaseTracker:
         out = []
         for node, ns in self.nodes.items():
             lag = self.laggard(node)
-            out.append({"node": node, "phase": lag[0] if lag else None, "rank": lag[1] if lag else None,
-                        "last_line": {"line": ns.lines, "text": ns.last_text}})
+            out.append(
+                {
+                    "node": node,
+                    "phase": lag[0] if lag else None,
+                    "rank": lag[1] if lag else None,
+                    "last_line": {"line": ns.lines, "text": ns.last_text},
+                }
+            )
         return out

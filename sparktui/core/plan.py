@@ -4,6 +4,7 @@ make_plan is pure: it reads the config, the probed facts and the subnets, never 
 mistakes become plain sentences in plan.errors / plan.warnings, never exceptions, so a screen or
 `sparktui plan` can show every problem at once next to the commands it would run.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,7 @@ from .engines.base import ALLOC_CONF
 from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
-from .fabric import (gid_index, idle_halves, idle_warning, in_use, mtu_checks, rails, summary, topology,
-                     topology_env)
+from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, rails, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for
 from .plan_collectives import judge as judge_collectives
 from .support import plan_checks, support_of_info
@@ -36,9 +36,16 @@ from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_prob
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
-_PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-             "OMPI_MCA_btl_tcp_if_include", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
-             *host_ip_vars())
+_PER_NODE = (
+    "NCCL_SOCKET_IFNAME",
+    "GLOO_SOCKET_IFNAME",
+    "TP_SOCKET_IFNAME",
+    "UCX_NET_DEVICES",
+    "OMPI_MCA_btl_tcp_if_include",
+    "NCCL_IB_HCA",
+    "NCCL_IB_GID_INDEX",
+    *host_ip_vars(),
+)
 # PyTorch's allocator settings a user may give; since torch 2.9 PYTORCH_ALLOC_CONF is read before the CUDA one
 _USER_ALLOC = (ALLOC_CONF, "PYTORCH_ALLOC_CONF")
 
@@ -90,8 +97,16 @@ class NodePlan:
     commands: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "rank": self.rank, "role": self.role, "iface": self.iface, "ip": self.ip,
-                "rdma": self.rdma, "env": dict(self.env), "commands": list(self.commands)}
+        return {
+            "name": self.name,
+            "rank": self.rank,
+            "role": self.role,
+            "iface": self.iface,
+            "ip": self.ip,
+            "rdma": self.rdma,
+            "env": dict(self.env),
+            "commands": list(self.commands),
+        }
 
 
 @dataclass
@@ -175,7 +190,7 @@ def _norm_image(ref: str) -> str:
     """docker.io/library/x, docker.io/x and x name one image; no tag means :latest."""
     for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/", "index.docker.io/"):
         if ref.startswith(prefix):
-            ref = ref[len(prefix):]
+            ref = ref[len(prefix) :]
             break
     if "@" not in ref and ":" not in ref.rsplit("/", 1)[-1]:
         ref += ":latest"
@@ -264,9 +279,13 @@ def _check_parallel(tp: int, pp: int, gpus: int, cfg: dict | None, c: _Checks) -
     heads, kv = model_dims(cfg)
     if heads is not None and heads % tp:
         good = [d for d in range(1, heads + 1) if heads % d == 0 and d <= max(gpus, tp)]
-        c.error(f"TP {tp} does not divide the model's {heads} attention heads (TP could be {', '.join(map(str, good))})")
+        c.error(
+            f"TP {tp} does not divide the model's {heads} attention heads (TP could be {', '.join(map(str, good))})"
+        )
     if kv and tp and kv % tp and tp % kv:
-        c.error(f"TP {tp} and the model's {kv} KV heads do not divide one another (the engines need one to divide the other)")
+        c.error(
+            f"TP {tp} and the model's {kv} KV heads do not divide one another (the engines need one to divide the other)"
+        )
 
 
 def _check_ports(engine: str, mode: str, ports: dict[str, int], c: _Checks) -> None:
@@ -284,23 +303,40 @@ def _check_ports(engine: str, mode: str, ports: dict[str, int], c: _Checks) -> N
             c.error(f"{' and '.join(whats)} are both {p}: they must differ")
 
 
-def _fabric_error(facts: dict[str, NodeFacts], overrides: dict[str, dict[str, str]], net, why: str,
-                  order: list[str], others: list[Subnet]) -> str | None:
+def _fabric_error(
+    facts: dict[str, NodeFacts],
+    overrides: dict[str, dict[str, str]],
+    net,
+    why: str,
+    order: list[str],
+    others: list[Subnet],
+) -> str | None:
     """Why the fabric `net` cannot carry the rendezvous, naming node, interface and state; None if it can."""
     problems = fabric_problems(facts, net, order, overrides)
     if not problems:
         return None
     where = "; ".join(f"{n} {i}: {st}" for n, i, st in problems)
     alt = [s for s in others if s.up and s.joins(order)]
-    choose = (f"--iface {alt[0].subnet}" + (f" (management: {TCP_VS_ROCE})" if alt[0].management else "")
-              if alt else "--iface SUBNET")
-    return (f"the fabric {net} ({why}) cannot carry the rendezvous: {where}. Fix: {fabric_fix(problems, net)}; "
-            f"or choose another network on purpose with {choose}")
+    choose = (
+        f"--iface {alt[0].subnet}" + (f" (management: {TCP_VS_ROCE})" if alt[0].management else "")
+        if alt
+        else "--iface SUBNET"
+    )
+    return (
+        f"the fabric {net} ({why}) cannot carry the rendezvous: {where}. Fix: {fabric_fix(problems, net)}; "
+        f"or choose another network on purpose with {choose}"
+    )
 
 
-def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _Checks,
-                 facts: dict[str, NodeFacts] | None = None, overrides: dict[str, dict[str, str]] | None = None,
-                 last_subnet: str | None = None) -> Subnet | None:
+def _pick_subnet(
+    subnets: list[Subnet],
+    spec: str | None,
+    order: list[str],
+    c: _Checks,
+    facts: dict[str, NodeFacts] | None = None,
+    overrides: dict[str, dict[str, str]] | None = None,
+    last_subnet: str | None = None,
+) -> Subnet | None:
     facts = facts or {}
     ring = ring_of(facts, order)
     if spec:
@@ -310,8 +346,9 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
             c.error(f"rendezvous {spec}: {e}")
             return None
         if not s.up:
-            err = _fabric_error(facts, overrides or {}, IPv4Network(s.subnet), "chosen", order,
-                                [x for x in subnets if x is not s])
+            err = _fabric_error(
+                facts, overrides or {}, IPv4Network(s.subnet), "chosen", order, [x for x in subnets if x is not s]
+            )
             c.error(err or f"the rendezvous subnet {describe(s)} has an interface down")
             return None
     else:
@@ -321,8 +358,7 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
         joining = [s for s in subnets if s.joins(order)]  # network.subnets lists the best first
         if fabric:
             usable = [s for s in joining if IPv4Network(s.subnet) in fabric and s.up]
-            boot = next((s for s in joining if s.up and s.management), None) or next((s for s in joining if s.up),
-                                                                                      None)
+            boot = next((s for s in joining if s.up and s.management), None) or next((s for s in joining if s.up), None)
             if not usable and ring is not None and boot is not None:
                 # No subnet joins a ring's nodes: bootstrap where they all meet, data over the ring's HCAs.
                 c.warn(boot_note(ring, boot.subnet))
@@ -333,30 +369,39 @@ def _pick_subnet(subnets: list[Subnet], spec: str | None, order: list[str], c: _
                     if err:
                         c.error(err)
                         return None
-                c.error("no subnet joins all nodes on the fabric: " + "; ".join(f"{n} ({w})" for n, w in fabric.items()))
+                c.error(
+                    "no subnet joins all nodes on the fabric: " + "; ".join(f"{n} ({w})" for n, w in fabric.items())
+                )
                 return None
             s = usable[0]
         else:
             if not joining:
-                c.error("no subnet joins all nodes: give every node an address on one shared subnet (the fabric), "
-                        "or name one with --iface")
+                c.error(
+                    "no subnet joins all nodes: give every node an address on one shared subnet (the fabric), "
+                    "or name one with --iface"
+                )
                 return None
             s = joining[0]
             if s.management:
-                c.error(f"only the management subnet {s.subnet} joins all nodes and no fabric is known: NCCL would "
-                        f"run over TCP on it ({TCP_VS_ROCE}). Address the fabric link on every node, or choose it "
-                        f"on purpose with --iface {s.subnet}")
+                c.error(
+                    f"only the management subnet {s.subnet} joins all nodes and no fabric is known: NCCL would "
+                    f"run over TCP on it ({TCP_VS_ROCE}). Address the fabric link on every node, or choose it "
+                    f"on purpose with --iface {s.subnet}"
+                )
                 return None
     if not s.up:
         c.error(f"the rendezvous subnet {describe(s)} has an interface down")
     data = data_subnet(s, subnets, order)
     if s.management and ring is None and data is None:
-        c.warn(f"{s.subnet} is the management subnet: NCCL would run over TCP on it ({TCP_VS_ROCE}); "
-               f"pick the fabric link with --iface if there is one")
+        c.warn(
+            f"{s.subnet} is the management subnet: NCCL would run over TCP on it ({TCP_VS_ROCE}); "
+            f"pick the fabric link with --iface if there is one"
+        )
     elif not s.rdma and data is None:
         plain = [n for n in order if n in s.nodes and not s.nodes[n].rdma]
-        c.warn(f"{s.subnet} has no RDMA device on {', '.join(plain)}: NCCL falls back to TCP sockets "
-               f"(slower, still works)")
+        c.warn(
+            f"{s.subnet} has no RDMA device on {', '.join(plain)}: NCCL falls back to TCP sockets (slower, still works)"
+        )
     for note in s.notes:
         c.warn(f"{s.subnet}: {note}")
     return s
@@ -376,8 +421,10 @@ def _check_model(path: str, order: list[str], facts: dict[str, NodeFacts], c: _C
         elif f.model.path.rstrip("/") != path.rstrip("/"):
             c.warn(f"{name}: probed {f.model.path}, not {path}: presence not checked")
         elif f.model.incomplete:
-            c.error(f"{name}: model incomplete at {path}: {f.model.incomplete} "
-                    f"(`sparktui sync model` completes and verifies the copy)")
+            c.error(
+                f"{name}: model incomplete at {path}: {f.model.incomplete} "
+                f"(`sparktui sync model` completes and verifies the copy)"
+            )
         elif not f.model.present:
             c.error(f"{name}: model directory {path} is missing (copy the checkpoint there first)")
 
@@ -429,8 +476,15 @@ def fabric_hcas(f: NodeFacts | None, addr, subnets: list[Subnet], order: list[st
     return ",".join(out)
 
 
-def _fabric_checks(facts: dict[str, NodeFacts], subnet: Subnet, subnets: list[Subnet], order: list[str],
-                   spots: list[Spot], c: _Checks, nccl_scope: str = "") -> dict:
+def _fabric_checks(
+    facts: dict[str, NodeFacts],
+    subnet: Subnet,
+    subnets: list[Subnet],
+    order: list[str],
+    spots: list[Spot],
+    c: _Checks,
+    nccl_scope: str = "",
+) -> dict:
     """Both halves of the port, the MTU, the topology's NCCL settings and each node's GID index; returns
     what the preflight measures against (fabric.summary). nccl_scope: what NCCL still carries when another
     collective takes decode's all-reduces (plan_collectives.py)."""
@@ -488,8 +542,9 @@ def _alloc_conf(config: Config, opts: PlanOptions, engine_mod) -> tuple[str | No
     return value, True, f"{ALLOC_CONF}={value}: {why}"
 
 
-def _spot_env(config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot: Spot, c: _Checks,
-              alloc: str | None = None) -> dict:
+def _spot_env(
+    config: Config, opts: PlanOptions, engine_mod, ctx: Context, spot: Spot, c: _Checks, alloc: str | None = None
+) -> dict:
     env: dict[str, Union[str, Secret]] = {}
     env.update(engine_mod.interface_env(spot))
     env.update(engine_mod.node_env(ctx, spot))
@@ -547,13 +602,22 @@ def _secrets_off_argv(engine_mod, extra: list, c: _Checks) -> tuple[list, dict[s
 def _argv_secret_refusal(engine_mod, flag: str, is_key: bool) -> str:
     name = getattr(engine_mod, "label", "the engine")
     why = f"{name} reads its API key only from {flag}" if is_key else f"the secret flag {flag}, given to the engine"
-    way = ("serve with vLLM (it reads VLLM_API_KEY) or put an authenticating proxy in front" if is_key else
-           "pass it as --env NAME=VALUE where the engine reads it from its environment (HF_TOKEN)")
+    way = (
+        "serve with vLLM (it reads VLLM_API_KEY) or put an authenticating proxy in front"
+        if is_key
+        else "pass it as --env NAME=VALUE where the engine reads it from its environment (HF_TOKEN)"
+    )
     return f"{why}, and `ps` on the node shows an engine's command line to every user while it serves: {way}"
 
 
-def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet], opts: PlanOptions, *,
-              last_subnet: str | None = None) -> Plan:
+def make_plan(
+    config: Config,
+    facts: dict[str, NodeFacts],
+    subnets: list[Subnet],
+    opts: PlanOptions,
+    *,
+    last_subnet: str | None = None,
+) -> Plan:
     """Check the options against the cluster and write every node's commands.
 
     last_subnet: the subnet this deployment's last launch used; like an RDMA subnet or one named in
@@ -571,8 +635,9 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     info = info_for(facts, order[0] if order else None, image) if image else None
     mode_note = ""
     if engine_mod is not None:
-        mode, mode_note = (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.modes, info,
-                                                                         opts.engine_version)
+        mode, mode_note = (
+            (opts.mode, "") if opts.mode else default_mode(engine, engine_mod.modes, info, opts.engine_version)
+        )
         if mode not in engine_mod.modes:
             c.error(f"{engine} has no mode {mode!r} (expected: {', '.join(engine_mod.modes)})")
     counts = _check_nodes(config, order, facts, c)
@@ -603,8 +668,9 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         c.error(e)
     for w in release.warnings:
         c.warn(w)
-    sizing, sizing_errors = sizing_words(engine_mod, version, opts.kv_cache_bytes, opts.max_model_len_auto,
-                                         opts.max_model_len)
+    sizing, sizing_errors = sizing_words(
+        engine_mod, version, opts.kv_cache_bytes, opts.max_model_len_auto, opts.max_model_len
+    )
     for e in sizing_errors:
         c.error(e)
     if sizing:  # as engine arguments: the fit and the memory advice read the KV size from them
@@ -639,16 +705,33 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     fit = None
     # a CPU build's memory is the host's, not a GPU's: the GPU fit and its fraction don't apply
     if order and tp >= 1 and pp >= 1 and 0 < mem_fraction <= 1 and not cpu:
-        fit = fit_from_facts(facts, order, _checkpoint_bytes(config, order, facts), tp, pp, mem_fraction,
-                             engine=engine, model_config=model_cfg, extra_args=opts.extra_args)
+        fit = fit_from_facts(
+            facts,
+            order,
+            _checkpoint_bytes(config, order, facts),
+            tp,
+            pp,
+            mem_fraction,
+            engine=engine,
+            model_config=model_cfg,
+            extra_args=opts.extra_args,
+        )
         for e in fit.errors:
             c.error(f"fit: {e}")
         for w in fit.warnings:
             c.warn(f"fit: {w}")
         for short in shortfalls(facts, order, mem_fraction):
             c.warn(f"free memory: {short.message()}")
-        rooms = after_load(facts, order, engine=engine, fraction=mem_fraction, floor=config.memory.floor,
-                           weights_per_gpu=fit.weights_per_gpu, expandable=expandable, extra_args=opts.extra_args)
+        rooms = after_load(
+            facts,
+            order,
+            engine=engine,
+            fraction=mem_fraction,
+            floor=config.memory.floor,
+            weights_per_gpu=fit.weights_per_gpu,
+            expandable=expandable,
+            extra_args=opts.extra_args,
+        )
         for room in rooms:
             if room.short:
                 c.warn(f"after load: {room.message()}")
@@ -660,12 +743,29 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     served = opts.served_model_name or config.model.name or None
     head_ip = subnet.nodes[order[0]].ip if subnet and order and order[0] in subnet.nodes else None
 
-    plan = Plan(engine=engine, mode=mode, image=image, model_path=model_path, served_model_name=served,
-                tp=tp, pp=pp, deployment=deployment, subnet=subnet.subnet if subnet else None, head_ip=head_ip,
-                dist_port=dist_port, port=port, ray_port=ray_port, fit=fit, engine_version=version,
-                engine_note=version_note, mem_fraction=mem_fraction,
-                unified=[] if cpu else [n for n in order if n in facts and facts[n].gpu.unified], after_load=rooms,
-                notes=[alloc_note] if alloc_note else [], expandable=expandable)
+    plan = Plan(
+        engine=engine,
+        mode=mode,
+        image=image,
+        model_path=model_path,
+        served_model_name=served,
+        tp=tp,
+        pp=pp,
+        deployment=deployment,
+        subnet=subnet.subnet if subnet else None,
+        head_ip=head_ip,
+        dist_port=dist_port,
+        port=port,
+        ray_port=ray_port,
+        fit=fit,
+        engine_version=version,
+        engine_note=version_note,
+        mem_fraction=mem_fraction,
+        unified=[] if cpu else [n for n in order if n in facts and facts[n].gpu.unified],
+        after_load=rooms,
+        notes=[alloc_note] if alloc_note else [],
+        expandable=expandable,
+    )
     if cpu:
         plan.notes.append(cpubuild.note(version or "", cpu_env, getattr(engine_mod, "kv_bytes_flag", None)))
     if getattr(support, "engine", None) == engine and getattr(support, "image", None) == image:
@@ -681,14 +781,24 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
         f = facts.get(name)
         ib = bool(f and f.infiniband)
         if addr and addr.rdma and f is not None and not ib:
-            c.warn(f"{name}: {addr.iface} has RDMA device {addr.rdma} but no /dev/infiniband: NCCL will use TCP sockets")
+            c.warn(
+                f"{name}: {addr.iface} has RDMA device {addr.rdma} but no /dev/infiniband: NCCL will use TCP sockets"
+            )
         data_addr = data.nodes.get(name) if data is not None else addr
         rdma = fabric_hcas(f, data_addr, subnets, order) if data_addr else None
         if ring is not None and addr is not None and not addr.rdma:
             rdma = ",".join(ring.hcas(name)) or None  # the rendezvous carries no data on a ring: every link does
-        spots.append(Spot(name=name, rank=rank, role="head" if rank == 0 else "worker",
-                          iface=addr.iface if addr else None, ip=addr.ip if addr else None,
-                          rdma=rdma, infiniband=ib))
+        spots.append(
+            Spot(
+                name=name,
+                rank=rank,
+                role="head" if rank == 0 else "worker",
+                iface=addr.iface if addr else None,
+                ip=addr.ip if addr else None,
+                rdma=rdma,
+                infiniband=ib,
+            )
+        )
     coll = judge_collectives(engine_mod, image, {**config.docker.env, **opts.env}, len(order))
     for w in coll.warnings:
         c.warn(w)
@@ -703,12 +813,29 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
     taken = {k: v for k, v in {**config.docker.env, **opts.env}.items() if env_value(k, str(v)) != str(v)}
     extra = protect_args(list(opts.extra_args), {k: str(v) for k, v in taken.items()})
     extra, key_env = _secrets_off_argv(engine_mod, extra, c)
-    ctx = Context(engine=engine, mode=mode, image=image, model_path=model_path, served_name=served, tp=tp, pp=pp,
-                  head_ip=head_ip or "", dist_port=dist_port, port=port, ray_port=ray_port,
-                  mem_fraction=None if cpu else mem_fraction, max_model_len=max_len, trust_remote_code=bool(trust),
-                  extra_args=extra, deployment=deployment, plan_id="",
-                  docker=replace(config.docker, gpu_style="none") if cpu else config.docker, nodes=spots,
-                  engine_version=version, files=plan_files.mounts(opts.files))
+    ctx = Context(
+        engine=engine,
+        mode=mode,
+        image=image,
+        model_path=model_path,
+        served_name=served,
+        tp=tp,
+        pp=pp,
+        head_ip=head_ip or "",
+        dist_port=dist_port,
+        port=port,
+        ray_port=ray_port,
+        mem_fraction=None if cpu else mem_fraction,
+        max_model_len=max_len,
+        trust_remote_code=bool(trust),
+        extra_args=extra,
+        deployment=deployment,
+        plan_id="",
+        docker=replace(config.docker, gpu_style="none") if cpu else config.docker,
+        nodes=spots,
+        engine_version=version,
+        files=plan_files.mounts(opts.files),
+    )
     if engine_mod is not None:
         for spot in spots:
             spot.env = {**cpu_env, **_spot_env(config, opts, engine_mod, ctx, spot, c, alloc), **key_env}
@@ -716,21 +843,47 @@ def make_plan(config: Config, facts: dict[str, NodeFacts], subnets: list[Subnet]
             c.error(why)
         for why in engine_mod.plan_warnings(ctx):
             c.warn(why)
-    ctx.plan_id = plan.plan_id = _plan_id({
-        "engine": engine, "mode": mode, "image": image, "model": model_path, "served": served, "tp": tp, "pp": pp,
-        "ports": [port, dist_port, ray_port], "mem": mem_fraction, "max_len": max_len, "trust": trust,
-        "extra": render(extra, "show"), "docker": [ctx.docker.gpu_style, config.docker.ulimits,
-                                                     config.docker.volumes, config.docker.shm_size,
-                                                     render(protect_args(config.docker.extra_args), "show")],
-        "nodes": [[s.name, s.rank, s.iface, s.ip, s.rdma, s.infiniband, _shown_env(s.env)] for s in spots],
-        **({"files": sorted(ctx.files)} if ctx.files else {}),
-    })
+    ctx.plan_id = plan.plan_id = _plan_id(
+        {
+            "engine": engine,
+            "mode": mode,
+            "image": image,
+            "model": model_path,
+            "served": served,
+            "tp": tp,
+            "pp": pp,
+            "ports": [port, dist_port, ray_port],
+            "mem": mem_fraction,
+            "max_len": max_len,
+            "trust": trust,
+            "extra": render(extra, "show"),
+            "docker": [
+                ctx.docker.gpu_style,
+                config.docker.ulimits,
+                config.docker.volumes,
+                config.docker.shm_size,
+                render(protect_args(config.docker.extra_args), "show"),
+            ],
+            "nodes": [[s.name, s.rank, s.iface, s.ip, s.rdma, s.infiniband, _shown_env(s.env)] for s in spots],
+            **({"files": sorted(ctx.files)} if ctx.files else {}),
+        }
+    )
     if engine_mod is not None and mode in engine_mod.modes and head_ip and tp >= 1 and pp >= 1:
         plan.steps = _with_files(engine_mod.steps(ctx), spots, opts.files)
     for spot in spots:
-        plan.nodes.append(NodePlan(name=spot.name, rank=spot.rank, role=spot.role, iface=spot.iface, ip=spot.ip,
-                                   rdma=spot.rdma, container=ctx.container(spot), env=_shown_env(spot.env),
-                                   commands=[s.display for s in plan.steps if s.node == spot.name]))
+        plan.nodes.append(
+            NodePlan(
+                name=spot.name,
+                rank=spot.rank,
+                role=spot.role,
+                iface=spot.iface,
+                ip=spot.ip,
+                rdma=spot.rdma,
+                container=ctx.container(spot),
+                env=_shown_env(spot.env),
+                commands=[s.display for s in plan.steps if s.node == spot.name],
+            )
+        )
     plan.errors, plan.warnings = c.errors, c.warnings
     return plan
 

@@ -6,6 +6,7 @@ all-reduce, VLLM_ENABLE_ROCE_ALLREDUCE=1, which takes those up to VLLM_ROCE_ALLR
 the larger ones to NCCL). Decode's all-reduces are small (a few tokens' hidden states), so there the
 decode speed does not hang on NCCL's bandwidth: the fabric warnings say so instead of blaming NCCL for it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,8 +32,10 @@ class Collectives:
         """What NCCL still carries when another collective takes decode's all-reduces; "" when NCCL takes all."""
         if not self.active:
             return ""
-        return (f"NCCL carries only the all-reduces above {self.limit()} here (prefill, large batches); decode's "
-                f"go over the {self.carried_by['all_reduce']}, so NCCL's bandwidth does not bound decode speed")
+        return (
+            f"NCCL carries only the all-reduces above {self.limit()} here (prefill, large batches); decode's "
+            f"go over the {self.carried_by['all_reduce']}, so NCCL's bandwidth does not bound decode speed"
+        )
 
     def line(self) -> str | None:
         """One line for the plan: how TP all-reduces cross nodes."""
@@ -46,8 +49,10 @@ class Collectives:
     def to_json(self) -> dict | None:
         if not self.carried_by and not self.known:
             return None
-        return {"tp_all_reduce": dict(self.carried_by) if self.carried_by else {"by": "NCCL"},
-                "image": self.known.to_json() if self.known else None}
+        return {
+            "tp_all_reduce": dict(self.carried_by) if self.carried_by else {"by": "NCCL"},
+            "image": self.known.to_json() if self.known else None,
+        }
 
 
 def judge(engine_mod, image: str, env: dict[str, str], nodes: int) -> Collectives:
@@ -64,11 +69,13 @@ def judge(engine_mod, image: str, env: dict[str, str], nodes: int) -> Collective
         c["active"] = False
         others = [f.repos[0] for f in engine_mod.community_images if f.tp_all_reduce]
         where = f"; the RoCE all-reduce is in {', '.join(others)}" if others else ""
-        out.warnings.append(f"{c['env']}: {image} does not read it ({out.known.family.what}), so NCCL carries "
-                            f"every all-reduce{where}")
+        out.warnings.append(
+            f"{c['env']}: {image} does not read it ({out.known.family.what}), so NCCL carries every all-reduce{where}"
+        )
     elif nodes < 2:
         c["active"] = False
-        out.notes.append(f"{c['env']}: one node, so the {c['all_reduce']} stays off (it serves TP groups that "
-                         f"span nodes)")
+        out.notes.append(
+            f"{c['env']}: one node, so the {c['all_reduce']} stays off (it serves TP groups that span nodes)"
+        )
     out.carried_by = c
     return out

@@ -5,6 +5,7 @@ container starts, and mounted read-only at its path in the container. The conten
 step's command (base64, one line), so it is bounded well below Linux's 128 KiB limit on one argument
 (MAX_ARG_STRLEN, which `sh -c` is given the whole line as).
 """
+
 from __future__ import annotations
 
 import base64
@@ -59,6 +60,12 @@ def file_step(node: str, rank: int, files: dict[str, str]) -> Step:
         size = len(base64.b64decode(b64))
         shown.append(head + f"'<{size} bytes of {posixpath.basename(inside)}>'" + tail)
     names = ", ".join(posixpath.basename(i) for i in sorted(files))
-    return Step(node=node, rank=rank, kind="file", command=" && ".join(parts),
-                description=f"write {names} for the container", display=" && ".join(shown),
-                script=" && ".join(parts))
+    return Step(
+        node=node,
+        rank=rank,
+        kind="file",
+        command=" && ".join(parts),
+        description=f"write {names} for the container",
+        display=" && ".join(shown),
+        script=" && ".join(parts),
+    )

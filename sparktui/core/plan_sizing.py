@@ -5,6 +5,7 @@ engines read free memory without the page cache: NVIDIA's recipes size the KV ca
 pick the longest context that fits. Both are flags of some releases only (each engine's module); a plan that
 asks for one the image's release lacks is refused, naming the release that has it.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,9 @@ from .engines.versions import at_least
 AUTO = "auto"
 
 
-def sizing_words(engine, version: str | None, kv_bytes: int | None, auto_len: bool,
-                 max_len: int | None) -> tuple[list[str], list[str]]:
+def sizing_words(
+    engine, version: str | None, kv_bytes: int | None, auto_len: bool, max_len: int | None
+) -> tuple[list[str], list[str]]:
     """(engine words to append, errors) for these choices; nothing asked gives nothing."""
     words: list[str] = []
     errors: list[str] = []
@@ -29,8 +31,10 @@ def sizing_words(engine, version: str | None, kv_bytes: int | None, auto_len: bo
         elif flag is None:
             errors.append(f"{engine.label} has no flag that sizes the KV cache in bytes: use the memory fraction")
         elif since and version and not at_least(version, since):
-            errors.append(f"{on} in this image has no {flag} (it came with {engine.label} {since}): use the "
-                          f"memory fraction, or an image with {engine.label} {since} or newer")
+            errors.append(
+                f"{on} in this image has no {flag} (it came with {engine.label} {since}): use the "
+                f"memory fraction, or an image with {engine.label} {since} or newer"
+            )
         else:
             words += [flag, str(kv_bytes)]
     if auto_len:
@@ -40,8 +44,10 @@ def sizing_words(engine, version: str | None, kv_bytes: int | None, auto_len: bo
         elif flag is None or since is None:
             errors.append(f"{engine.label} cannot fit the context length itself: give a length")
         elif version and not at_least(version, since):
-            errors.append(f"{on} in this image has no {flag} {AUTO} (it came with {engine.label} {since}): give a "
-                          f"length, or use an image with {engine.label} {since} or newer")
+            errors.append(
+                f"{on} in this image has no {flag} {AUTO} (it came with {engine.label} {since}): give a "
+                f"length, or use an image with {engine.label} {since} or newer"
+            )
         else:
             words += [flag, AUTO]
     return words, errors

@@ -6,6 +6,7 @@ A process `docker exec` started has no container cgroup where the engine runs wi
 nodes): its PID namespace, the same as the container's main process, still names the container.
 Where `ss` is missing, /proc/net/tcp still tells that the port is taken (not by whom).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,8 +52,10 @@ class Holder:
 
     def sentence(self) -> str:
         flag = {"HTTP port": "--port", "dist port": "--dist-port", "ray port": "--ray-port"}.get(self.what, "--port")
-        return (f"{self.node}: port {self.port} ({self.what}) is taken by {self.holder()}; stop it, or choose "
-                f"another port ({flag}, or the form's field)")
+        return (
+            f"{self.node}: port {self.port} ({self.what}) is taken by {self.holder()}; stop it, or choose "
+            f"another port ({flag}, or the form's field)"
+        )
 
     def to_json(self) -> dict:
         return asdict(self)

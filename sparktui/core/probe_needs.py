@@ -1,5 +1,6 @@
 """Parsers for the probe sections that tell what a node has of what sparktui needs (docker usable by
 the SSH user, the NVIDIA container toolkit, rsync); core/requirements.py judges them. Pure, never raise."""
+
 from __future__ import annotations
 
 import json

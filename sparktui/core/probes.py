@@ -4,6 +4,7 @@
 output into NodeFacts. No SSH here: every parser is pure and fed by real command output, and
 none raises on garbage: a field it cannot read stays None and a note says why.
 """
+
 from __future__ import annotations
 
 import json
@@ -176,9 +177,7 @@ _SECTION = re.compile(
 def split_sections(text: str) -> dict[str, Section]:
     # A PTY turns \n into \r\n; undo it so markers match either way.
     text = text.replace("\r\n", "\n")
-    return {
-        m["n"]: Section(m["out"], m["err"], int(m["rc"])) for m in _SECTION.finditer(text)
-    }
+    return {m["n"]: Section(m["out"], m["err"], int(m["rc"])) for m in _SECTION.finditer(text)}
 
 
 def _why(name: str, sec: Section) -> str:
@@ -245,6 +244,7 @@ def parse_nvidia_smi(text: str, notes: list[str] | None = None) -> Gpu:
 
 # --- /proc/meminfo, df, du --------------------------------------------------------------------
 
+
 def parse_meminfo(text: str, notes: list[str] | None = None) -> Memory:
     """/proc/meminfo: total = MemTotal, available = MemAvailable, free = MemFree, cached = Cached +
     Buffers (kB -> bytes)."""
@@ -295,6 +295,7 @@ def parse_count(text: str) -> int | None:
 
 # --- interfaces and RDMA ----------------------------------------------------------------------
 
+
 def _is_up(link: dict) -> bool:
     state = str(link.get("operstate") or "").upper()
     flags = [str(f).upper() for f in link.get("flags") or []]
@@ -335,12 +336,24 @@ def parse_ip_addr(text: str, notes: list[str] | None = None) -> list[Interface]:
             continue
         ipv4 = []
         for a in link.get("addr_info") or []:
-            if isinstance(a, dict) and a.get("family") == "inet" and a.get("local") and isinstance(a.get("prefixlen"), int):
+            if (
+                isinstance(a, dict)
+                and a.get("family") == "inet"
+                and a.get("local")
+                and isinstance(a.get("prefixlen"), int)
+            ):
                 ipv4.append(f"{a['local']}/{a['prefixlen']}")
         mtu = link.get("mtu")
-        out.append(Interface(name=link["ifname"], ipv4=ipv4, up=_is_up(link), state=link_state(link),
-                             mtu=mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and mtu > 0 else None,
-                             link_type=str(link.get("link_type") or "")))
+        out.append(
+            Interface(
+                name=link["ifname"],
+                ipv4=ipv4,
+                up=_is_up(link),
+                state=link_state(link),
+                mtu=mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and mtu > 0 else None,
+                link_type=str(link.get("link_type") or ""),
+            )
+        )
     return out
 
 
@@ -386,8 +399,14 @@ def parse_ib_gid(text: str) -> tuple[dict[str, str], dict[str, int]]:
         parts = line.split(None, 4)
         if len(parts) == 3 and parts[0] == "pci" and _PCI.match(parts[2].lower()):
             pci[parts[1]] = parts[2].lower()
-        elif (len(parts) == 5 and parts[0] == "gid" and parts[2].isdigit() and len(parts[2]) < 4
-              and _V4_GID.match(parts[3].lower()) and parts[4].strip().lower() == "roce v2"):
+        elif (
+            len(parts) == 5
+            and parts[0] == "gid"
+            and parts[2].isdigit()
+            and len(parts[2]) < 4
+            and _V4_GID.match(parts[3].lower())
+            and parts[4].strip().lower() == "roce v2"
+        ):
             gid[parts[1]] = min(gid.get(parts[1], 1 << 16), int(parts[2]))
     return pci, gid
 
@@ -403,6 +422,7 @@ def parse_speeds(text: str) -> dict[str, int]:
 
 
 # --- docker -----------------------------------------------------------------------------------
+
 
 def parse_docker_version(text: str, notes: list[str] | None = None) -> str | None:
     """`docker version --format '{{.Server.Version}}'`: the server's version, e.g. 28.3.3."""
@@ -465,8 +485,14 @@ def parse_labels(text: str) -> dict[str, str]:
     return out
 
 
-_STATUS_STATE = (("Up", "running"), ("Exited", "exited"), ("Created", "created"),
-                 ("Restarting", "restarting"), ("Removal", "removing"), ("Dead", "dead"))
+_STATUS_STATE = (
+    ("Up", "running"),
+    ("Exited", "exited"),
+    ("Created", "created"),
+    ("Restarting", "restarting"),
+    ("Removal", "removing"),
+    ("Dead", "dead"),
+)
 
 
 def _state_from_status(status: str) -> str:
@@ -486,19 +512,22 @@ def parse_docker_ps(text: str, notes: list[str] | None = None) -> list[Container
             continue
         status = str(row.get("Status") or "")
         labels = row.get("Labels")
-        out.append(Container(
-            id=cid,
-            name=str(row.get("Names") or "").split(",")[0],
-            image=str(row.get("Image") or ""),
-            # Old engines omit State; their Status text still says it.
-            state=str(row.get("State") or _state_from_status(status)),
-            status=status,
-            labels=parse_labels(labels) if isinstance(labels, str) else {},
-        ))
+        out.append(
+            Container(
+                id=cid,
+                name=str(row.get("Names") or "").split(",")[0],
+                image=str(row.get("Image") or ""),
+                # Old engines omit State; their Status text still says it.
+                state=str(row.get("State") or _state_from_status(status)),
+                status=status,
+                labels=parse_labels(labels) if isinstance(labels, str) else {},
+            )
+        )
     return out
 
 
 # --- the whole probe --------------------------------------------------------------------------
+
 
 def _model(secs: dict[str, Section], notes: list[str]) -> ModelDir | None:
     sec = secs.get("model")
@@ -511,7 +540,7 @@ def _model(secs: dict[str, Section], notes: list[str]) -> ModelDir | None:
     model = ModelDir(path=path, present=kind == "dir" and mark is None)
     if kind == "dir" and mark is not None:
         # never "present": what is there may be cut short
-        model.incomplete = mark[len("incomplete"):].strip() or "a copy into it was not verified"
+        model.incomplete = mark[len("incomplete") :].strip() or "a copy into it was not verified"
     if kind == "notdir":
         notes.append(f"model path {path} exists but is not a directory")
     if kind == "dir":
@@ -526,7 +555,7 @@ def _model(secs: dict[str, Section], notes: list[str]) -> ModelDir | None:
             notes.append(_why("find", files))
         broken = [ln for ln in (secs["broken"].out.splitlines() if "broken" in secs else []) if ln.strip()]
         if broken and model.incomplete is None:
-            shown = ", ".join(ln[len(path):].lstrip("/") or ln for ln in broken[:3])
+            shown = ", ".join(ln[len(path) :].lstrip("/") or ln for ln in broken[:3])
             model.present = False
             model.incomplete = f"links that point nowhere: {shown}" + (" and more" if len(broken) > 3 else "")
     return model

@@ -5,6 +5,7 @@ it costs a fraction of a regex search, and a log line passes dozens of signature
 which it does not contain. The literal text is read from the pattern itself (its parse tree), so the
 signature tables stay plain regular expressions.
 """
+
 from __future__ import annotations
 
 import re

@@ -6,6 +6,7 @@ command template uses), `env`, and a `command` template with {placeholders}. We 
 a plan, pass the template's other flags through as extra engine args, and list everything we do
 not use as a warning: nothing is dropped silently.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,18 +27,62 @@ from .yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
 
 # sparkrun runtime (after resolve_runtime) -> (engine, mode): each engine's Engine.recipe_runtimes
 RUNTIMES = {rt: (e.name, mode) for e in ENGINES.values() for rt, mode in e.recipe_runtimes.items()}
-TOP_KEYS = {"model", "runtime", "container", "defaults", "env", "command", "min_nodes", "max_nodes", "mode", "mods",
-            "solo_only", "cluster_only", "metadata", "sparkrun_version", "recipe_version", "builder", "name",
-            "description"}
+TOP_KEYS = {
+    "model",
+    "runtime",
+    "container",
+    "defaults",
+    "env",
+    "command",
+    "min_nodes",
+    "max_nodes",
+    "mode",
+    "mods",
+    "solo_only",
+    "cluster_only",
+    "metadata",
+    "sparkrun_version",
+    "recipe_version",
+    "builder",
+    "name",
+    "description",
+}
 # defaults keys that become plan options
-OPTION_KEYS = {"port", "host", "tensor_parallel", "pipeline_parallel", "gpu_memory_utilization", "max_model_len",
-               "served_model_name"}
+OPTION_KEYS = {
+    "port",
+    "host",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "served_model_name",
+}
 # Flags the plan writes itself (value taken from the options above); everything else passes through.
 _VALUE_FLAGS = {
-    "--model", "--model-path", "--tp", "--tp-size", "-tp", "--tensor-parallel-size", "--pp", "--pp-size",
-    "-pp", "--pipeline-parallel-size", "--host", "--port", "--mem-fraction-static", "--gpu-memory-utilization",
-    "--context-length", "--max-model-len", "--served-model-name", "--nnodes", "--node-rank", "--dist-init-addr",
-    "--nccl-init-addr", "--distributed-executor-backend", "--master-addr", "--master-port",
+    "--model",
+    "--model-path",
+    "--tp",
+    "--tp-size",
+    "-tp",
+    "--tensor-parallel-size",
+    "--pp",
+    "--pp-size",
+    "-pp",
+    "--pipeline-parallel-size",
+    "--host",
+    "--port",
+    "--mem-fraction-static",
+    "--gpu-memory-utilization",
+    "--context-length",
+    "--max-model-len",
+    "--served-model-name",
+    "--nnodes",
+    "--node-rank",
+    "--dist-init-addr",
+    "--nccl-init-addr",
+    "--distributed-executor-backend",
+    "--master-addr",
+    "--master-port",
 }
 _BOOL_FLAGS = {"--headless", "--trust-remote-code"}
 PROGRAMS = tuple(p for e in ENGINES.values() for p in e.recipe_programs)
@@ -82,8 +127,9 @@ def _fill(template: str, values: dict, warnings: list[str]) -> str:
     for _ in range(10):
         new = _PLACEHOLDER.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], template)
         if len(new) > MAX_TEXT:  # values that name themselves would double it every round
-            warnings.append(f"command template grows past {MAX_TEXT} characters when filled; none of its flags "
-                            f"are used")
+            warnings.append(
+                f"command template grows past {MAX_TEXT} characters when filled; none of its flags are used"
+            )
             return ""
         if new == template:
             break
@@ -101,13 +147,15 @@ def split_command(text: str, warnings: list[str]) -> tuple[list[str], dict[str, 
         warnings.append(f"command template could not be read ({e}); none of its flags are used")
         return [], {}, False
     for prog in PROGRAMS:
-        if tuple(argv[:len(prog)]) == prog:
-            argv = argv[len(prog):]
+        if tuple(argv[: len(prog)]) == prog:
+            argv = argv[len(prog) :]
             break
     else:
         if argv:
-            warnings.append(f"command template starts with {' '.join(argv[:3])!r}, not an engine sparktui runs; "
-                            f"its flags are kept as extra args")
+            warnings.append(
+                f"command template starts with {' '.join(argv[:3])!r}, not an engine sparktui runs; "
+                f"its flags are kept as extra args"
+            )
     if argv and not argv[0].startswith("-"):
         argv = argv[1:]  # the positional model of `vllm serve MODEL`
     extra: list[str] = []
@@ -147,8 +195,13 @@ def expand_env(env: dict, environ: dict[str, str], warnings: list[str]) -> dict[
 
 
 MAX_TEXT = 65536  # characters in one recipe value, and in a filled command template
-_NUMBERS = {"port": (int, 1, 65535), "tensor_parallel": (int, 1, 4096), "pipeline_parallel": (int, 1, 4096),
-            "gpu_memory_utilization": (float, 0.0, 1.0), "max_model_len": (int, 1, 1 << 40)}
+_NUMBERS = {
+    "port": (int, 1, 65535),
+    "tensor_parallel": (int, 1, 4096),
+    "pipeline_parallel": (int, 1, 4096),
+    "gpu_memory_utilization": (float, 0.0, 1.0),
+    "max_model_len": (int, 1, 1 << 40),
+}
 
 
 def _at(path: str, node: yaml.Node) -> str:
@@ -247,7 +300,9 @@ def _check_values(r: Recipe, data: dict, root: yaml.Node | None) -> None:
         if not ok:
             at = _at(r.path, spots[k]) if k in spots else where("defaults")
             span = f"above {lo:g} and at most {hi:g}" if kind is float else f"{lo}-{hi}"
-            r.errors.append(f"{at}: defaults.{k} {shorten(repr(v), 60)} is not {'a number' if kind is float else 'an integer'} {span}")
+            r.errors.append(
+                f"{at}: defaults.{k} {shorten(repr(v), 60)} is not {'a number' if kind is float else 'an integer'} {span}"
+            )
             del defaults[k]
 
 
@@ -272,8 +327,9 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
     if r.runtime not in RUNTIMES:
         r.errors.append(f"runtime {r.runtime!r} is not supported (sparktui runs: {', '.join(RUNTIMES)})")
     if r.builder:
-        w.append(f"builder {r.builder}: sparkrun would build the image (with its mods); sparktui runs the "
-                 f"container as named")
+        w.append(
+            f"builder {r.builder}: sparkrun would build the image (with its mods); sparktui runs the container as named"
+        )
     r.container = str(data["container"]) if data.get("container") else None
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
@@ -327,16 +383,33 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
 
 def adopt_managed(r: Recipe, managed: dict[str, str]) -> None:
     """A template flag with a literal value the defaults do not carry: adopt it as the default."""
-    pairs = (("--port", "port"), ("--host", "host"), ("--served-model-name", "served_model_name"),
-             ("--max-model-len", "max_model_len"), ("--context-length", "max_model_len"),
-             ("--gpu-memory-utilization", "gpu_memory_utilization"), ("--mem-fraction-static", "gpu_memory_utilization"),
-             ("--tensor-parallel-size", "tensor_parallel"), ("--tp", "tensor_parallel"), ("--tp-size", "tensor_parallel"),
-             ("-tp", "tensor_parallel"), ("--pipeline-parallel-size", "pipeline_parallel"), ("--pp-size", "pipeline_parallel"))
+    pairs = (
+        ("--port", "port"),
+        ("--host", "host"),
+        ("--served-model-name", "served_model_name"),
+        ("--max-model-len", "max_model_len"),
+        ("--context-length", "max_model_len"),
+        ("--gpu-memory-utilization", "gpu_memory_utilization"),
+        ("--mem-fraction-static", "gpu_memory_utilization"),
+        ("--tensor-parallel-size", "tensor_parallel"),
+        ("--tp", "tensor_parallel"),
+        ("--tp-size", "tensor_parallel"),
+        ("-tp", "tensor_parallel"),
+        ("--pipeline-parallel-size", "pipeline_parallel"),
+        ("--pp-size", "pipeline_parallel"),
+    )
     for flag, key in pairs:
         if flag in managed and key not in r.defaults:
             r.defaults[key] = managed[flag]
-    for flag in ("--nnodes", "--node-rank", "--dist-init-addr", "--nccl-init-addr", "--master-addr",
-                 "--master-port", "--distributed-executor-backend"):
+    for flag in (
+        "--nnodes",
+        "--node-rank",
+        "--dist-init-addr",
+        "--nccl-init-addr",
+        "--master-addr",
+        "--master-port",
+        "--distributed-executor-backend",
+    ):
         if flag in managed:
             r.warnings.append(f"command template: {flag} {managed[flag]} is replaced by the plan's own value")
 
@@ -371,8 +444,9 @@ def _num(v, kind, what: str, warnings: list[str]):
         return None
 
 
-def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, nodes: int | None = None,
-                 engine_given: bool = True) -> tuple[PlanOptions, list[str]]:
+def apply_recipe(
+    r: Recipe, opts: PlanOptions, model_path: str | None = None, nodes: int | None = None, engine_given: bool = True
+) -> tuple[PlanOptions, list[str]]:
     """Options with the recipe's values filled in where opts has none; returns (options, warnings).
 
     model_path: the checkpoint directory the plan serves (to compare with the recipe's model);
@@ -413,8 +487,10 @@ def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, no
         args = list(flags)
         trust = switch(d.get("trust_remote_code")) if d.get("trust_remote_code") is not None else None
         if trust is None and d.get("trust_remote_code") is not None:
-            w.append(f"defaults.trust_remote_code: {shorten(repr(d['trust_remote_code']), 60)} is neither true "
-                     f"nor false; not used")
+            w.append(
+                f"defaults.trust_remote_code: {shorten(repr(d['trust_remote_code']), 60)} is neither true "
+                f"nor false; not used"
+            )
         elif trust is not None and opts.trust_remote_code is None:
             opts.trust_remote_code = trust
     else:
@@ -427,14 +503,18 @@ def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, no
         opts.files = {**opts.files, **mods.files}
         args = recipe_mods.rewrite_args(args, mods.names)
         for flag in recipe_mods.missing_files(args, mods.names):
-            w.append(f"{flag}: no mod carries this file, so the engine looks for it in the image's working "
-                     f"directory; the launch fails unless the image has it" + (
-                         " (a mod above was not applied)" if mods.refused else ""))
+            w.append(
+                f"{flag}: no mod carries this file, so the engine looks for it in the image's working "
+                f"directory; the launch fails unless the image has it"
+                + (" (a mod above was not applied)" if mods.refused else "")
+            )
     opts.extra_args = args + list(opts.extra_args)
     opts.env = {**r.env, **opts.env}
     if r.model and model_path:
         if Path(model_path.rstrip("/")).name.lower() != r.model.split(":")[0].rsplit("/", 1)[-1].lower():
-            w.append(f"recipe model {r.model} is not the configured checkpoint {model_path}; the plan serves {model_path}")
+            w.append(
+                f"recipe model {r.model} is not the configured checkpoint {model_path}; the plan serves {model_path}"
+            )
     if r.max_nodes and opts.nodes is None:
         opts.node_limit = r.max_nodes  # the plan then takes the first max_nodes nodes, head first
     if nodes is not None:
@@ -443,6 +523,8 @@ def apply_recipe(r: Recipe, opts: PlanOptions, model_path: str | None = None, no
         if r.max_nodes and nodes > r.max_nodes and opts.nodes is not None:
             w.append(f"recipe supports at most {r.max_nodes} node(s); --nodes names {nodes}")
     if r.min_memory_gb:  # the plan's fit estimate weighs it against the nodes' own memory
-        w.append(f"recipe is written for {r.hardware or 'nodes'} with {r.min_memory_gb} GB each (min_vidmem_gb); "
-                 f"its memory fraction and context length assume that much")
+        w.append(
+            f"recipe is written for {r.hardware or 'nodes'} with {r.min_memory_gb} GB each (min_vidmem_gb); "
+            f"its memory fraction and context length assume that much"
+        )
     return opts, w

@@ -12,6 +12,7 @@ its run.sh does is put files of the mod into the workspace (eugr's fix-qwen3.5-c
 container and the engine arguments that name them get their absolute path. A mod that patches the
 engine, installs packages or runs code is refused with the line that does it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,8 +52,10 @@ def resolve(mods: list[str], recipe_path: str) -> Mods:
 
 def _one(ref: str, base: Path | None, out: Mods) -> str:
     if ref.startswith("@"):
-        return ("a registry mod, which sparkrun fetches and sparktui does not; copy its directory next to the "
-                "recipe (mods/NAME with its run.sh)")
+        return (
+            "a registry mod, which sparkrun fetches and sparktui does not; copy its directory next to the "
+            "recipe (mods/NAME with its run.sh)"
+        )
     rel = ref.removeprefix("mods/")
     if not rel or rel.startswith("/") or ".." in Path(rel).parts:
         return "not a directory name next to the recipe"
@@ -61,10 +64,12 @@ def _one(ref: str, base: Path | None, out: Mods) -> str:
     tried = [base / rel, base / "mods" / rel]
     found = next((d for d in tried if (d / "run.sh").is_file()), None)
     if found is None:
-        return (f"no mod directory with a run.sh at {' or '.join(str(t) for t in tried)} (sparkrun would try "
-                f"its registries, eugr's last); copy the mod there")
+        return (
+            f"no mod directory with a run.sh at {' or '.join(str(t) for t in tried)} (sparkrun would try "
+            f"its registries, eugr's last); copy the mod there"
+        )
     try:
-        script = (found / "run.sh").read_bytes()[:MAX_RUN_SH + 1].decode("utf-8")
+        script = (found / "run.sh").read_bytes()[: MAX_RUN_SH + 1].decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return f"its run.sh cannot be read ({e})"
     if len(script) > MAX_RUN_SH:
@@ -94,8 +99,10 @@ def _one(ref: str, base: Path | None, out: Mods) -> str:
                 files[inside] = base64.b64encode(data).decode("ascii")
                 names[m.group(1)] = inside
                 continue
-        return (f"its run.sh runs `{shorten(line, 100)}` in the container, and sparktui runs the image as named "
-                f"(it carries only files copied into the workspace); use an image with the mod applied (--image)")
+        return (
+            f"its run.sh runs `{shorten(line, 100)}` in the container, and sparktui runs the image as named "
+            f"(it carries only files copied into the workspace); use an image with the mod applied (--image)"
+        )
     if not files:
         return "its run.sh copies no file into the workspace: nothing to carry"
     out.files.update(files)
@@ -111,8 +118,8 @@ def rewrite_args(args: list[str], names: dict[str, str]) -> list[str]:
 
     def one(a: str) -> str:
         for prefix in ("$WORKSPACE_DIR/", "${WORKSPACE_DIR}/", "/workspace/", "./", ""):
-            if a.startswith(prefix) and a[len(prefix):] in names:
-                return names[a[len(prefix):]]
+            if a.startswith(prefix) and a[len(prefix) :] in names:
+                return names[a[len(prefix) :]]
         return a
 
     out = []

@@ -15,6 +15,7 @@ through. What a plan cannot carry is an error at FILE:LINE quoting the line: oth
 container, a shell step other than `export`, a worker command that differs from the head's beyond its rank, a
 flag whose value is a shell variable.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,23 +30,62 @@ SCHEMAS = (3, 4)
 _HARDWARE = re.compile(r"dgx-spark(?:-(\d+)gpu)?\Z")
 # Environment the plan sets per node itself (its interfaces, HCAs, rank and rendezvous address): the recipe
 # fills these from placeholders (`<connectx-interface>`) each person replaces by hand.
-PLAN_ENV = {"NODE_RANK", "HEAD_IP", "MASTER_PORT", "MASTER_ADDR", "MN_IF_NAME", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA",
-            "NCCL_IB_DISABLE", "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include", "GLOO_SOCKET_IFNAME",
-            "TP_SOCKET_IFNAME"}
+PLAN_ENV = {
+    "NODE_RANK",
+    "HEAD_IP",
+    "MASTER_PORT",
+    "MASTER_ADDR",
+    "MN_IF_NAME",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "NCCL_IB_DISABLE",
+    "UCX_NET_DEVICES",
+    "OMPI_MCA_btl_tcp_if_include",
+    "GLOO_SOCKET_IFNAME",
+    "TP_SOCKET_IFNAME",
+}
 # Flags that differ between the head's and a worker's command by design.
 _RANK_FLAGS = {"--node-rank", "--headless"}
 # Fields that describe the recipe for people (catalog pages); read, never needed by a plan.
-_INFO_KEYS = {"schema_version", "title", "model", "hardware", "platform", "backend", "backend_version", "status",
-              "variant", "validation", "precision", "checkpoint", "mtp", "spec_dec", "concurrency", "topology",
-              "sampling", "security", "runtime", "serve", "notes", "limitations", "prerequisites", "min_vidmem_gb",
-              "clients", "launch"}
+_INFO_KEYS = {
+    "schema_version",
+    "title",
+    "model",
+    "hardware",
+    "platform",
+    "backend",
+    "backend_version",
+    "status",
+    "variant",
+    "validation",
+    "precision",
+    "checkpoint",
+    "mtp",
+    "spec_dec",
+    "concurrency",
+    "topology",
+    "sampling",
+    "security",
+    "runtime",
+    "serve",
+    "notes",
+    "limitations",
+    "prerequisites",
+    "min_vidmem_gb",
+    "clients",
+    "launch",
+}
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def is_nvidia(data: object) -> bool:
     """The format: a schema_version, a hardware id and a serve section (sparkrun's files have none of them)."""
-    return isinstance(data, dict) and "schema_version" in data and "hardware" in data and isinstance(
-        data.get("serve"), dict)
+    return (
+        isinstance(data, dict)
+        and "schema_version" in data
+        and "hardware" in data
+        and isinstance(data.get("serve"), dict)
+    )
 
 
 class _Lines:
@@ -116,7 +156,7 @@ class _Shell:
 
 
 def _program(words: list[str]) -> tuple[str, ...] | None:
-    return next((p for p in PROGRAMS if tuple(words[:len(p)]) == p), None)
+    return next((p for p in PROGRAMS if tuple(words[: len(p)]) == p), None)
 
 
 class _Command:
@@ -147,16 +187,27 @@ class _Command:
                 others.append((start, words[0][0] if words else text))
         if not self.argv:
             at, prog = others[0] if others else (self.line, "nothing")
-            errors.append(lines.error(at, f"the command runs {shorten(prog, 40)}, not an engine sparktui runs ("
-                                          + ", ".join(" ".join(p) for p in PROGRAMS) + ")"))
-        for at, _ in others[bool(not self.argv):]:
-            errors.append(lines.error(at, "a shell step other than `export` before the engine's command; "
-                                          "sparktui runs only the engine in the image"))
+            errors.append(
+                lines.error(
+                    at,
+                    f"the command runs {shorten(prog, 40)}, not an engine sparktui runs ("
+                    + ", ".join(" ".join(p) for p in PROGRAMS)
+                    + ")",
+                )
+            )
+        for at, _ in others[bool(not self.argv) :]:
+            errors.append(
+                lines.error(
+                    at,
+                    "a shell step other than `export` before the engine's command; "
+                    "sparktui runs only the engine in the image",
+                )
+            )
 
     def flags(self) -> dict[str, str | None]:
         """flag -> value (None for a switch), as written; the positional model is left out."""
         out: dict[str, str | None] = {}
-        words = [w for w, _ in self.argv[len(_program([w for w, _ in self.argv]) or ()):]]
+        words = [w for w, _ in self.argv[len(_program([w for w, _ in self.argv]) or ()) :]]
         i = 1 if words and not words[0].startswith("-") else 0
         while i < len(words):
             flag, eq, val = words[i].partition("=")
@@ -174,7 +225,7 @@ class _Command:
         return next((at for w, at in self.argv if w == word or w.startswith(word + "=")), self.line)
 
     def model(self) -> str | None:
-        words = [w for w, _ in self.argv[len(_program([w for w, _ in self.argv]) or ()):]]
+        words = [w for w, _ in self.argv[len(_program([w for w, _ in self.argv]) or ()) :]]
         return words[0] if words and not words[0].startswith("-") else None
 
 
@@ -182,16 +233,25 @@ def _hardware(r: Recipe, data: dict, lines: _Lines) -> None:
     hw = data.get("hardware")
     m = _HARDWARE.match(str(hw)) if isinstance(hw, str) else None
     if not m:
-        r.errors.append(lines.error(lines.line_of("hardware"), f"hardware {shorten(repr(hw), 40)} is not DGX Spark "
-                                    f"(sparktui plans dgx-spark, dgx-spark-2gpu, dgx-spark-4gpu, ...)"))
+        r.errors.append(
+            lines.error(
+                lines.line_of("hardware"),
+                f"hardware {shorten(repr(hw), 40)} is not DGX Spark "
+                f"(sparktui plans dgx-spark, dgx-spark-2gpu, dgx-spark-4gpu, ...)",
+            )
+        )
         return
     r.hardware = hw
     nodes = int(m[1] or 1)
     topo = data.get("topology") if isinstance(data.get("topology"), dict) else {}
     count = topo.get("node_count")
     if count is not None and count != nodes:
-        r.errors.append(lines.error(lines.line_of("topology", "node_count"),
-                                    f"topology.node_count {count!r} is not the {nodes} Sparks of {hw}"))
+        r.errors.append(
+            lines.error(
+                lines.line_of("topology", "node_count"),
+                f"topology.node_count {count!r} is not the {nodes} Sparks of {hw}",
+            )
+        )
     r.min_nodes = r.max_nodes = nodes
     mem = data.get("min_vidmem_gb")
     if isinstance(mem, (int, float)) and not isinstance(mem, bool) and mem > 0:
@@ -201,18 +261,24 @@ def _hardware(r: Recipe, data: dict, lines: _Lines) -> None:
 def _platform(r: Recipe, data: dict, lines: _Lines) -> None:
     plat = data.get("platform") if isinstance(data.get("platform"), dict) else {}
     if plat.get("os", "linux") != "linux":
-        r.errors.append(lines.error(lines.line_of("platform", "os"), f"platform.os {plat.get('os')!r}: a Spark "
-                                    f"runs Linux"))
+        r.errors.append(
+            lines.error(lines.line_of("platform", "os"), f"platform.os {plat.get('os')!r}: a Spark runs Linux")
+        )
     if plat.get("execution", "container") != "container":
-        r.errors.append(lines.error(lines.line_of("platform", "execution"), f"platform.execution "
-                                    f"{plat.get('execution')!r}: sparktui runs the engine in a container"))
+        r.errors.append(
+            lines.error(
+                lines.line_of("platform", "execution"),
+                f"platform.execution {plat.get('execution')!r}: sparktui runs the engine in a container",
+            )
+        )
     rt = data.get("runtime")
     if not isinstance(rt, dict) or not rt.get("image"):
         r.errors.append(lines.error(lines.line_of("runtime"), "runtime.image names no container image"))
         return
     if rt.get("kind", "container") != "container":
-        r.errors.append(lines.error(lines.line_of("runtime", "kind"), f"runtime.kind {rt.get('kind')!r} is not "
-                                    f"a container"))
+        r.errors.append(
+            lines.error(lines.line_of("runtime", "kind"), f"runtime.kind {rt.get('kind')!r} is not a container")
+        )
     r.container = str(rt["image"])
 
 
@@ -221,8 +287,11 @@ def _backend(r: Recipe, data: dict, lines: _Lines, head: _Command) -> None:
     runtimes = [rt for rt, (engine, _) in RUNTIMES.items() if engine == backend]
     if not runtimes:
         engines = sorted({e for e, _ in RUNTIMES.values()})
-        r.errors.append(lines.error(lines.line_of("backend"), f"backend {backend!r} is not an engine sparktui "
-                                    f"runs ({', '.join(engines)})"))
+        r.errors.append(
+            lines.error(
+                lines.line_of("backend"), f"backend {backend!r} is not an engine sparktui runs ({', '.join(engines)})"
+            )
+        )
         return
     flags = head.flags()
     want = "ray" if flags.get("--distributed-executor-backend") == "ray" else "native"
@@ -251,57 +320,100 @@ def _setup(r: Recipe, data: dict, lines: _Lines, environ: dict[str, str]) -> Non
                     continue
                 refs = [v for v in _VAR.findall(value) if v not in environ]
                 if refs and name != refs[0]:
-                    r.errors.append(lines.error(at, f"{name} takes its value from ${refs[0]}, a placeholder of the "
-                                                    f"setup that sparktui cannot fill"))
+                    r.errors.append(
+                        lines.error(
+                            at,
+                            f"{name} takes its value from ${refs[0]}, a placeholder of the "
+                            f"setup that sparktui cannot fill",
+                        )
+                    )
                     continue
                 env[name] = value
             elif w.startswith("-"):
                 ignored.append(w.split("=", 1)[0])
-                i += 2 if w in ("-v", "--volume", "--ulimit", "--gpus", "--ipc", "--network", "--entrypoint",
-                                "--shm-size", "--name") else 1
+                i += (
+                    2
+                    if w
+                    in (
+                        "-v",
+                        "--volume",
+                        "--ulimit",
+                        "--gpus",
+                        "--ipc",
+                        "--network",
+                        "--entrypoint",
+                        "--shm-size",
+                        "--name",
+                    )
+                    else 1
+                )
             else:
                 i += 1
     r.env.update(expand_env(env, environ, r.warnings))
     if ignored:
-        r.warnings.append(f"runtime.setup_command: docker options {', '.join(dict.fromkeys(ignored))} are not "
-                          f"used: sparktui writes each node's docker run itself")
+        r.warnings.append(
+            f"runtime.setup_command: docker options {', '.join(dict.fromkeys(ignored))} are not "
+            f"used: sparktui writes each node's docker run itself"
+        )
 
 
 def _workers(r: Recipe, data: dict, lines: _Lines, head: _Command) -> None:
     extra = (data.get("serve") or {}).get("additional_commands") or []
     if not isinstance(extra, list):
-        r.errors.append(lines.error(lines.line_of("serve", "additional_commands"),
-                                    "serve.additional_commands must be a list"))
+        r.errors.append(
+            lines.error(lines.line_of("serve", "additional_commands"), "serve.additional_commands must be a list")
+        )
         return
     if extra and (r.max_nodes or 1) < 2:
-        r.errors.append(lines.error(lines.line_of("serve", "additional_commands"),
-                                    f"worker commands for {r.hardware}, a single Spark"))
+        r.errors.append(
+            lines.error(
+                lines.line_of("serve", "additional_commands"), f"worker commands for {r.hardware}, a single Spark"
+            )
+        )
     mine = {k: v for k, v in head.flags().items() if k not in _RANK_FLAGS}
     for i, item in enumerate(extra):
         target = item.get("target") if isinstance(item, dict) else None
         if target != "workers":
-            r.errors.append(lines.error(lines.line_of("serve", "additional_commands", i, "target") or
-                                        lines.line_of("serve", "additional_commands", i),
-                                        f"an additional command for {target!r}; sparktui plans the head and its "
-                                        f"workers only"))
+            r.errors.append(
+                lines.error(
+                    lines.line_of("serve", "additional_commands", i, "target")
+                    or lines.line_of("serve", "additional_commands", i),
+                    f"an additional command for {target!r}; sparktui plans the head and its workers only",
+                )
+            )
             continue
         w = _Command(lines, ("serve", "additional_commands", i, "command"), r.errors)
         if not w.argv:
             continue
         for name, (value, at) in w.env.items():
             if head.env.get(name, (None,))[0] != value:
-                r.errors.append(lines.error(at, f"the workers export {name}={shorten(value, 40)}, the head "
-                                                f"{'does not' if name not in head.env else head.env[name][0]}; one "
-                                                f"plan runs every rank with the same env"))
+                r.errors.append(
+                    lines.error(
+                        at,
+                        f"the workers export {name}={shorten(value, 40)}, the head "
+                        f"{'does not' if name not in head.env else head.env[name][0]}; one "
+                        f"plan runs every rank with the same env",
+                    )
+                )
         for name in head.env.keys() - w.env.keys():
-            r.errors.append(lines.error(w.line, f"the workers do not export {name}, which the head does; one "
-                                                f"plan runs every rank with the same env"))
+            r.errors.append(
+                lines.error(
+                    w.line,
+                    f"the workers do not export {name}, which the head does; one "
+                    f"plan runs every rank with the same env",
+                )
+            )
         theirs = {k: v for k, v in w.flags().items() if k not in _RANK_FLAGS}
         for flag in sorted(mine.keys() | theirs.keys()):
             if mine.get(flag, "\0") != theirs.get(flag, "\0"):
                 at = w.where(flag) if flag in theirs else head.where(flag)
-                r.errors.append(lines.error(at, f"{flag} differs between the head's and the workers' commands; one "
-                                                f"plan runs every rank with the same flags"))
+                r.errors.append(
+                    lines.error(
+                        at,
+                        f"{flag} differs between the head's and the workers' commands; one "
+                        f"plan runs every rank with the same flags",
+                    )
+                )
         if w.model() != head.model():
             r.errors.append(lines.error(w.line, f"the workers serve {w.model()}, the head {head.model()}"))
 
@@ -311,24 +423,33 @@ def parse(data: dict, root: yaml.Node | None, text: str, path: str, environ: dic
     lines = _Lines(text, path, root)
     schema = data.get("schema_version")
     if schema not in SCHEMAS:
-        r.warnings.append(f"schema_version {shorten(repr(schema), 20)}: sparktui reads schema "
-                          f"{' and '.join(map(str, SCHEMAS))}; fields it does not know are reported below")
+        r.warnings.append(
+            f"schema_version {shorten(repr(schema), 20)}: sparktui reads schema "
+            f"{' and '.join(map(str, SCHEMAS))}; fields it does not know are reported below"
+        )
     _hardware(r, data, lines)
     _platform(r, data, lines)
     head = _Command(lines, ("serve", "command"), r.errors)
     _backend(r, data, lines, head)
     target = (data.get("serve") or {}).get("target")
     if target not in (None, "head", "single-node"):
-        r.errors.append(lines.error(lines.line_of("serve", "target"), f"serve.target {target!r}: sparktui runs "
-                                                                       f"the serve command on the head"))
+        r.errors.append(
+            lines.error(
+                lines.line_of("serve", "target"),
+                f"serve.target {target!r}: sparktui runs the serve command on the head",
+            )
+        )
     _setup(r, data, lines, environ)
     r.env.update(expand_env({k: v for k, (v, _) in head.env.items()}, environ, r.warnings))
     _workers(r, data, lines, head)
     if head.argv:
         for word, at in head.argv:
             if _VAR.search(word) and _flag_of(head, word) not in _MANAGED_SHELL:
-                r.errors.append(lines.error(at, f"{word} is a shell variable the recipe's setup fills by hand; "
-                                                    f"give its value instead"))
+                r.errors.append(
+                    lines.error(
+                        at, f"{word} is a shell variable the recipe's setup fills by hand; give its value instead"
+                    )
+                )
         r.command = shlex.join(w for w, _ in head.argv)
         r.extra_args, managed, r.trust_remote_code = split_command(r.command, r.warnings)
         r.model = head.model()
@@ -366,14 +487,17 @@ def _flag_of(cmd: _Command, word: str) -> str | None:
 def _managed(r: Recipe, data: dict, lines: _Lines, head: _Command, managed: dict[str, str]) -> None:
     nnodes = managed.get("--nnodes")
     if nnodes is not None and r.max_nodes and nnodes != str(r.max_nodes):
-        r.errors.append(lines.error(head.where("--nnodes"), f"--nnodes {nnodes} on {r.hardware}, which is "
-                                                            f"{r.max_nodes} Spark(s)"))
+        r.errors.append(
+            lines.error(head.where("--nnodes"), f"--nnodes {nnodes} on {r.hardware}, which is {r.max_nodes} Spark(s)")
+        )
     rank = managed.get("--node-rank")
     if rank is not None and rank != "0":
-        r.errors.append(lines.error(head.where("--node-rank"), f"the head's command runs rank {rank}; the head is "
-                                                               f"rank 0"))
-    adopt_managed(r, {k: v for k, v in managed.items() if k not in ("--nnodes", "--node-rank", "--master-addr",
-                                                                     "--master-port")})
+        r.errors.append(
+            lines.error(head.where("--node-rank"), f"the head's command runs rank {rank}; the head is rank 0")
+        )
+    adopt_managed(
+        r, {k: v for k, v in managed.items() if k not in ("--nnodes", "--node-rank", "--master-addr", "--master-port")}
+    )
 
 
 def _notes(r: Recipe, data: dict) -> None:
@@ -384,8 +508,10 @@ def _notes(r: Recipe, data: dict) -> None:
     for item in limits if isinstance(limits, list) else [limits] if limits else []:
         r.warnings.append(f"limitation: {shorten(item, 200)}")
     if data.get("backend_version"):
-        r.warnings.append(f"validated with backend version {shorten(data['backend_version'], 60)}; the plan reads "
-                          f"the release in the image")
+        r.warnings.append(
+            f"validated with backend version {shorten(data['backend_version'], 60)}; the plan reads "
+            f"the release in the image"
+        )
     launch = data.get("launch")
     if isinstance(launch, dict) and launch.get("alternatives"):
         r.warnings.append("launch.alternatives: not used; the plan follows the primary launch")

@@ -9,6 +9,7 @@ the upstream-engine entries of those maps (Engine.recipe_flags); a key one engin
 reported for that engine, never dropped in silence. Keys the plan writes itself (port, TP, memory fraction, ...)
 are taken as plan options instead.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,25 +20,56 @@ from .secrets import shorten
 
 # sparkrun 0.4.2, core/recipe.py: _CMD_VLLM_RE, _CMD_SGLANG_RE, _CMD_LLAMA_CPP_RE, _CMD_TRTLLM_RE; an engine's own
 # hint is its Engine.recipe_command_hint, the runtimes sparktui does not run are listed here
-_CMD_HINTS = tuple((re.compile(e.recipe_command_hint[0]), e.recipe_command_hint[1]) for e in ENGINES.values()
-                   if e.recipe_command_hint) + (
-    (re.compile(r"^llama-server\b"), "llama-cpp"),)
+_CMD_HINTS = tuple(
+    (re.compile(e.recipe_command_hint[0]), e.recipe_command_hint[1]) for e in ENGINES.values() if e.recipe_command_hint
+) + ((re.compile(r"^llama-server\b"), "llama-cpp"),)
 
 # defaults key -> flag, per engine: Engine.recipe_flags (the upstream-engine entries of sparkrun's maps);
 # a key no engine has a flag for is "not known", one only some engines have is reported for the others
 KNOWN = frozenset().union(*(e.recipe_flags for e in ENGINES.values()))
 # present when true, absent when false ...
-SWITCHES = {"enforce_eager", "enable_prefix_caching", "enable_auto_tool_choice", "enable_chunked_prefill",
-            "async_scheduling", "enable_prompt_tokens_details", "enable_force_include_usage",
-            "enable_request_id_headers", "disable_custom_all_reduce", "enable_dp_attention", "enable_torch_compile",
-            "disable_radix_cache", "disable_prefill_cuda_graph", "trust_remote_code"}
+SWITCHES = {
+    "enforce_eager",
+    "enable_prefix_caching",
+    "enable_auto_tool_choice",
+    "enable_chunked_prefill",
+    "async_scheduling",
+    "enable_prompt_tokens_details",
+    "enable_force_include_usage",
+    "enable_request_id_headers",
+    "disable_custom_all_reduce",
+    "enable_dp_attention",
+    "enable_torch_compile",
+    "disable_radix_cache",
+    "disable_prefill_cuda_graph",
+    "trust_remote_code",
+}
 # ... except an engine's recipe_negated (on by default there): false is written --no-<flag>, or it would be lost
 # what the plan writes itself (see recipe.OPTION_KEYS); distributed_executor_backend picks the vLLM mode
-PLAN_KEYS = {"port", "host", "tensor_parallel", "pipeline_parallel", "gpu_memory_utilization", "max_model_len",
-             "served_model_name", "trust_remote_code", "distributed_executor_backend"}
+PLAN_KEYS = {
+    "port",
+    "host",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "served_model_name",
+    "trust_remote_code",
+    "distributed_executor_backend",
+}
 # read by sparkrun itself (runtimes/base.py's portable and selector keys), not engine flags
-SPARKRUN_KEYS = {"executor", "image_prefix", "launcher_image", "use_sentinel_image", "save_build_logs",
-                 "transformers", "kubectl", "benchmark_framework", "benchmark_output_dir", "init_port"}
+SPARKRUN_KEYS = {
+    "executor",
+    "image_prefix",
+    "launcher_image",
+    "use_sentinel_image",
+    "save_build_logs",
+    "transformers",
+    "kubectl",
+    "benchmark_framework",
+    "benchmark_output_dir",
+    "init_port",
+}
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
 _FALSE = {"0", "false", "no", "off", "n", "f", ""}
 

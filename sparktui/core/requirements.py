@@ -4,6 +4,7 @@ round trip): each need per node, met or not, and the fix in words and commands.
 Statuses: ok; todo (missing here, and sparktui copies it: the model or an image on another node);
 fail (the user has to act; the fix says how); unknown (the node could not say).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -14,8 +15,10 @@ from .inventory import Inventory
 from .plan import _image_id
 from .probe_needs import DOCKER_DENIED, DOCKER_DOWN
 
-TOOLKIT_FIX = ("install the NVIDIA Container Toolkit (package nvidia-container-toolkit from NVIDIA's apt repository), "
-               "then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`")
+TOOLKIT_FIX = (
+    "install the NVIDIA Container Toolkit (package nvidia-container-toolkit from NVIDIA's apt repository), "
+    "then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"
+)
 
 
 @dataclass
@@ -60,8 +63,14 @@ def _gpu_runtime(f: NodeFacts, style: str) -> Need | None:
     if style == "cdi":
         if f.cdi_specs:
             return Need(f.name, "gpu-runtime", what, "ok", ", ".join(f.cdi_specs))
-        return Need(f.name, "gpu-runtime", what, "fail", "no CDI spec names nvidia.com/gpu in /etc/cdi or /var/run/cdi",
-                    "`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
+        return Need(
+            f.name,
+            "gpu-runtime",
+            what,
+            "fail",
+            "no CDI spec names nvidia.com/gpu in /etc/cdi or /var/run/cdi",
+            "`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
+        )
     nvidia_rt = "nvidia" in f.docker.runtimes
     if style == "runtime-nvidia":
         if nvidia_rt:
@@ -86,13 +95,25 @@ def _model(f: NodeFacts, config: Config, source: str, facts: dict[str, NodeFacts
         return Need(f.name, "model", what, "ok", f"{path}: {m.files if m.files is not None else '?'} files")
     state = f"incomplete ({m.incomplete})" if m.incomplete else "missing"
     if f.name == source:
-        return Need(f.name, "model", what, "fail", f"{path} {state} on the source node",
-                    f"put the checkpoint at {path} on {source}, or set model.source to the node that has it")
+        return Need(
+            f.name,
+            "model",
+            what,
+            "fail",
+            f"{path} {state} on the source node",
+            f"put the checkpoint at {path} on {source}, or set model.source to the node that has it",
+        )
     src = facts.get(source)
     size = src.model.bytes if src and src.model and src.model.present else None
     if size and f.disk_free_bytes is not None and f.disk_free_bytes < size:
-        return Need(f.name, "model", what, "fail", f"{state}, and {f.disk_free_bytes} bytes free < {size}",
-                    f"free space under {path} on {f.name}")
+        return Need(
+            f.name,
+            "model",
+            what,
+            "fail",
+            f"{state}, and {f.disk_free_bytes} bytes free < {size}",
+            f"free space under {path} on {f.name}",
+        )
     return Need(f.name, "model", what, "todo", f"{state}; {source} holds it", "`sparktui sync model` copies it")
 
 
@@ -104,10 +125,22 @@ def _image(f: NodeFacts, engine: str, image: str, facts: dict[str, NodeFacts], h
         return Need(f.name, f"image:{engine}", what, "ok", iid.removeprefix("sha256:")[:12])
     holders = [n for n, g in facts.items() if g.reachable and _image_id(g.docker.images, image)]
     if holders:
-        return Need(f.name, f"image:{engine}", what, "todo", f"on {', '.join(holders)}",
-                    f"`sparktui sync image {engine}` copies it")
-    return Need(f.name, f"image:{engine}", what, "fail", "on no node",
-                f"`docker pull {image}` on {head}, then `sparktui sync image {engine}`")
+        return Need(
+            f.name,
+            f"image:{engine}",
+            what,
+            "todo",
+            f"on {', '.join(holders)}",
+            f"`sparktui sync image {engine}` copies it",
+        )
+    return Need(
+        f.name,
+        f"image:{engine}",
+        what,
+        "fail",
+        "on no node",
+        f"`docker pull {image}` on {head}, then `sparktui sync image {engine}`",
+    )
 
 
 def _fabric(f: NodeFacts, inv: Inventory) -> Need:
@@ -119,24 +152,47 @@ def _fabric(f: NodeFacts, inv: Inventory) -> Need:
         kind = f"RoCE {a.rdma}" if a.rdma else "TCP only (no RDMA device)"
         found = f"{a.iface} {a.ip} on {best.subnet}, {kind}"
         if not best.up:
-            return Need(f.name, "fabric", what, "fail", found + "; a node's link on it is down",
-                        "bring the fabric port up on every node (`ip link`, the cable, the switch port)")
+            return Need(
+                f.name,
+                "fabric",
+                what,
+                "fail",
+                found + "; a node's link on it is down",
+                "bring the fabric port up on every node (`ip link`, the cable, the switch port)",
+            )
         return Need(f.name, "fabric", what, "ok", found)
-    return Need(f.name, "fabric", what, "fail", "no subnet apart from the management one joins every node",
-                "give each node an address on one subnet of the fast link (e.g. 192.168.100.x/24 on the "
-                "ConnectX-7 port), or name the interface under the node's `interfaces:` in the config")
+    return Need(
+        f.name,
+        "fabric",
+        what,
+        "fail",
+        "no subnet apart from the management one joins every node",
+        "give each node an address on one subnet of the fast link (e.g. 192.168.100.x/24 on the "
+        "ConnectX-7 port), or name the interface under the node's `interfaces:` in the config",
+    )
 
 
 def tool_needs(f: NodeFacts, config: Config) -> list[Need]:
     """What one reachable node must have installed: GPU driver, docker for the SSH user, toolkit, rsync."""
-    gpu = (Need(f.name, "gpu", "an NVIDIA GPU with its driver", "ok", f"{f.gpu.count}× {f.gpu.name}")
-           if f.gpu.count else
-           Need(f.name, "gpu", "an NVIDIA GPU with its driver", "fail",
-                next((n for n in f.notes if n.startswith("nvidia-smi")), "nvidia-smi lists no GPU"),
-                "install the NVIDIA driver; `nvidia-smi` must list the GPUs"))
-    rsync = (Need(f.name, "rsync", "rsync", "ok", f.rsync) if f.rsync else
-             Need(f.name, "rsync", "rsync", "unknown", "the probe did not get that far") if not f.tools_probed else
-             Need(f.name, "rsync", "rsync", "fail", "not installed", "`sudo apt-get install -y rsync`"))
+    gpu = (
+        Need(f.name, "gpu", "an NVIDIA GPU with its driver", "ok", f"{f.gpu.count}× {f.gpu.name}")
+        if f.gpu.count
+        else Need(
+            f.name,
+            "gpu",
+            "an NVIDIA GPU with its driver",
+            "fail",
+            next((n for n in f.notes if n.startswith("nvidia-smi")), "nvidia-smi lists no GPU"),
+            "install the NVIDIA driver; `nvidia-smi` must list the GPUs",
+        )
+    )
+    rsync = (
+        Need(f.name, "rsync", "rsync", "ok", f.rsync)
+        if f.rsync
+        else Need(f.name, "rsync", "rsync", "unknown", "the probe did not get that far")
+        if not f.tools_probed
+        else Need(f.name, "rsync", "rsync", "fail", "not installed", "`sudo apt-get install -y rsync`")
+    )
     rt = _gpu_runtime(f, config.docker.gpu_style)
     return [gpu, _docker(f, _user(f, config))] + ([rt] if rt else []) + [rsync]
 
@@ -148,8 +204,16 @@ def node_needs(config: Config, inv: Inventory) -> list[Need]:
     out: list[Need] = []
     for f in inv.facts.values():
         if not f.reachable:
-            out.append(Need(f.name, "ssh", "reachable over SSH", "fail", f.error or "unreachable",
-                            "check host, user, port and key in the config; `ssh` to it must work without a password"))
+            out.append(
+                Need(
+                    f.name,
+                    "ssh",
+                    "reachable over SSH",
+                    "fail",
+                    f.error or "unreachable",
+                    "check host, user, port and key in the config; `ssh` to it must work without a password",
+                )
+            )
             continue
         out += tool_needs(f, config)
         out.append(_model(f, config, source, inv.facts))

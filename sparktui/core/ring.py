@@ -7,6 +7,7 @@ separate subnets, so one cable may carry two subnets. No subnet then joins every
 goes over the management network, as NVIDIA's NCCL playbook bootstraps (NCCL_SOCKET_IFNAME=enP7s7), and
 NCCL carries the data over every HCA of the ring. Pure functions over NodeFacts; no SSH here.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -40,8 +41,10 @@ class Link:
         return next((n for n in self.ends if n != node), None)
 
     def to_json(self) -> dict:
-        return {"subnet": self.subnet,
-                "nodes": {n: {"iface": e.iface, "ip": e.ip, "rdma": e.rdma} for n, e in self.ends.items()}}
+        return {
+            "subnet": self.subnet,
+            "nodes": {n: {"iface": e.iface, "ip": e.ip, "rdma": e.rdma} for n, e in self.ends.items()},
+        }
 
 
 @dataclass
@@ -91,8 +94,11 @@ def fabric_links(facts: dict[str, NodeFacts], order: list[str]) -> tuple[list[Li
             continue
         for net, end in _fabric_ends(f).items():
             seen.setdefault(net, {})[name] = end
-    links = [Link(str(net), ends) for net, ends in sorted(seen.items(), key=lambda kv: int(kv[0].network_address))
-             if len(ends) == 2]
+    links = [
+        Link(str(net), ends)
+        for net, ends in sorted(seen.items(), key=lambda kv: int(kv[0].network_address))
+        if len(ends) == 2
+    ]
     shared = [str(net) for net, ends in seen.items() if len(ends) == len(order)]
     return links, shared
 
@@ -125,7 +131,7 @@ def ring_of(facts: dict[str, NodeFacts], order: list[str]) -> Ring | None:
 
 
 def subnet_style(facts: dict[str, NodeFacts], order: list[str]) -> str:
-    """"per-half" when a port's two halves sit on two subnets (as NVIDIA Sync writes them), "one subnet"
+    """ "per-half" when a port's two halves sit on two subnets (as NVIDIA Sync writes them), "one subnet"
     when one address per port carries it, "" when no half has a fabric address."""
     per_half = one = False
     for name in order:
@@ -156,11 +162,13 @@ def ring_used(facts: dict[str, NodeFacts], ring: Ring) -> dict[str, list]:
 
 def boot_note(ring: Ring, subnet: str) -> str:
     links = ", ".join(f"{lk.subnet} ({' - '.join(lk.ends)})" for lk in ring.links)
-    return (f"the fabric is a ring of {len(ring.order)} nodes ({' - '.join(ring.order)}; links {links}): no subnet "
-            f"joins them all, so the rendezvous uses {subnet}, as NVIDIA's NCCL playbook bootstraps over the "
-            f"management port, and NCCL moves the data over every HCA of the ring. NVIDIA's cluster setup "
-            f"tests a ring with NCCL built from zyang-dev/nccl's dgxspark-3node-ring branch: if the image's NCCL "
-            f"hangs or crawls on the ring, that build is the one NVIDIA validated")
+    return (
+        f"the fabric is a ring of {len(ring.order)} nodes ({' - '.join(ring.order)}; links {links}): no subnet "
+        f"joins them all, so the rendezvous uses {subnet}, as NVIDIA's NCCL playbook bootstraps over the "
+        f"management port, and NCCL moves the data over every HCA of the ring. NVIDIA's cluster setup "
+        f"tests a ring with NCCL built from zyang-dev/nccl's dgxspark-3node-ring branch: if the image's NCCL "
+        f"hangs or crawls on the ring, that build is the one NVIDIA validated"
+    )
 
 
 TOPOLOGY_WORDS = {"back-to-back": "direct", "ring": "ring", "switch": "switch"}  # as NVIDIA Sync names them
@@ -172,7 +180,7 @@ def layout(facts: dict[str, NodeFacts], order: list[str], topo: str) -> dict:
 
 
 def describe_layout(lay: dict | None) -> str:
-    """"ring, per-half subnets"; "" when nothing is known."""
+    """ "ring, per-half subnets"; "" when nothing is known."""
     if not lay or not lay.get("topology"):
         return ""
     subs = lay.get("subnets")

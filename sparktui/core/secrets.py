@@ -5,6 +5,7 @@ DB_PASSWORD, AWS_SECRET_ACCESS_KEY), when the user listed the name in the config
 it is a value already known to be secret (remembered from the plan, so an engine echoing it in a log
 line is caught whatever the surrounding text). Values are masked whole: quotes, spaces and all.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,7 @@ def is_secret_name(name: str) -> bool:
     if n in _names:
         return True
     parts = [p for p in n.split("_") if p]
-    return (any(p in _PARTS for p in parts) or any(w in n for w in _INSIDE)
-            or (bool(parts) and parts[-1] == "KEY"))
+    return any(p in _PARTS for p in parts) or any(w in n for w in _INSIDE) or (bool(parts) and parts[-1] == "KEY")
 
 
 def add_names(names) -> None:
@@ -103,7 +103,7 @@ def _words(text: str) -> str:
     pos = 0
     hide_next = False
     for m in _WORD.finditer(text):
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         pos = m.end()
         word, value = m[0], _unquote(m[0])
         new = None
@@ -129,9 +129,9 @@ def _words(text: str) -> str:
         else:  # NAME=value, also inside a longer word (label=API_TOKEN=x): the value runs to the word's end
             for a in _ASSIGN.finditer(value):
                 if is_secret_name(a[1]):
-                    rest = value[a.end():]
+                    rest = value[a.end() :]
                     if rest and not rest.startswith(MASK):
-                        new = value[:a.end()] + MASK
+                        new = value[: a.end()] + MASK
                     break
         if new is None:
             out.append(word)

@@ -3,6 +3,7 @@
 Every remote command passes through Node._open(), which journals it (secrets masked). Commands are
 argv lists quoted here, or strings built with sh()/script(), which quote every value they insert.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -232,8 +233,11 @@ class Node:
                 self._set(False, f"{self.name} ({self.config.host}): {reason}")
                 raise NodeUnreachable(self.error) from None
             except Exception as e:  # noqa: BLE001 - e.g. a name idna or saslprep refuses: this node's problem only
-                self._set(False, f"{self.name} ({shorten(self.config.host, 60)}): cannot connect: "
-                                 f"{shorten(str(e) or type(e).__name__, 160)}")
+                self._set(
+                    False,
+                    f"{self.name} ({shorten(self.config.host, 60)}): cannot connect: "
+                    f"{shorten(str(e) or type(e).__name__, 160)}",
+                )
                 raise NodeUnreachable(self.error) from None
             self._conn = conn
             self._set(True, None)
@@ -346,8 +350,9 @@ class Node:
     def _line(cmd: str | Sequence[str]) -> str:
         return cmd if isinstance(cmd, str) else sh(*cmd)
 
-    async def run(self, cmd: str | Sequence[str], timeout: float | None = None, input: str | None = None,
-                  shown: str | None = None) -> Result:
+    async def run(
+        self, cmd: str | Sequence[str], timeout: float | None = None, input: str | None = None, shown: str | None = None
+    ) -> Result:
         """Run a command; exit 124 on timeout, 255 when the node cannot be reached (like ssh).
 
         shown: the line to journal instead, when the caller masked it better (structured data)."""
@@ -554,15 +559,12 @@ class Session:
 class Cluster:
     """All nodes of a config, connected concurrently."""
 
-    def __init__(self, config: Config, journal: Journal | None = None,
-                 on_change: Callable[[Node], None] | None = None):
+    def __init__(self, config: Config, journal: Journal | None = None, on_change: Callable[[Node], None] | None = None):
         self.config = config
         self.journal = journal or Journal()
         if self.journal.cluster is None:  # every command these links run belongs to this cluster
             self.journal.cluster = config.cluster
-        self.nodes: dict[str, Node] = {
-            n.name: Node(n, config.ssh, self.journal, on_change) for n in config.nodes
-        }
+        self.nodes: dict[str, Node] = {n.name: Node(n, config.ssh, self.journal, on_change) for n in config.nodes}
 
     def __getitem__(self, name: str) -> Node:
         return self.nodes[name]

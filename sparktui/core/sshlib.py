@@ -7,6 +7,7 @@ run gcc and then ld: on a 2-core laptop about 80 ms of CPU and 30-70 ms of every
 command that talks to a node. Here the lookup asks the linker cache only (`ldconfig -p`, what
 find_library tries first), for the length of that one import.
 """
+
 from __future__ import annotations
 
 import ctypes.util
@@ -21,8 +22,9 @@ def _quiet_dsa() -> None:
         from cryptography.utils import CryptographyDeprecationWarning
     except ImportError:  # an older cryptography: nothing to silence
         return
-    warnings.filterwarnings("ignore", message="DSA is deprecated", category=CryptographyDeprecationWarning,
-                            module=r"asyncssh(\.|$)")
+    warnings.filterwarnings(
+        "ignore", message="DSA is deprecated", category=CryptographyDeprecationWarning, module=r"asyncssh(\.|$)"
+    )
 
 
 def _load():

@@ -6,6 +6,7 @@ checked against the dataclass's annotation before the dataclass is built, so a h
 file ends as one StateFileError (file, what is wrong, the way out) and never as a TypeError in whatever
 reads the value later.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -128,8 +129,15 @@ def _kind(tp: Any) -> str:
         return " or ".join(_kind(a) for a in typing.get_args(tp))
     if origin is not None:
         return {list: "a list", dict: "an object", tuple: "a list"}.get(origin, str(origin))
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null",
-            list: "a list", dict: "an object"}.get(tp, getattr(tp, "__name__", str(tp)))
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        type(None): "null",
+        list: "a list",
+        dict: "an object",
+    }.get(tp, getattr(tp, "__name__", str(tp)))
 
 
 def fits(value: Any, tp: Any) -> bool:
@@ -145,8 +153,9 @@ def fits(value: Any, tp: Any) -> bool:
         return isinstance(value, list) and (not args or all(fits(v, args[0]) for v in value))
     if origin is dict:
         args = typing.get_args(tp)
-        return isinstance(value, dict) and (not args or all(fits(k, args[0]) and fits(v, args[1])
-                                                            for k, v in value.items()))
+        return isinstance(value, dict) and (
+            not args or all(fits(k, args[0]) and fits(v, args[1]) for k, v in value.items())
+        )
     if tp is type(None):
         return value is None
     if tp is bool:
@@ -165,8 +174,15 @@ def fits(value: Any, tp: Any) -> bool:
     return True
 
 
-def fields_of(cls: type, data: Any, where: str, fix: str = "", *, skip: tuple[str, ...] = (),
-              ranges: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+def fields_of(
+    cls: type,
+    data: Any,
+    where: str,
+    fix: str = "",
+    *,
+    skip: tuple[str, ...] = (),
+    ranges: dict[str, tuple[float, float]] | None = None,
+) -> dict[str, Any]:
     """The keyword arguments for dataclass `cls` from a JSON object, every field's type checked.
 
     Unknown keys are ignored (a newer sparktui may add some); a missing field without a default, a value of
@@ -186,8 +202,12 @@ def fields_of(cls: type, data: Any, where: str, fix: str = "", *, skip: tuple[st
             continue
         value = data[f.name]
         if not fits(value, hints.get(f.name, Any)):
-            raise StateFileError(where, f"{f.name!r} is {_json_kind(value)} ({_short(repr(value), 40)}) where "
-                                        f"{_kind(hints[f.name])} was expected", fix)
+            raise StateFileError(
+                where,
+                f"{f.name!r} is {_json_kind(value)} ({_short(repr(value), 40)}) where "
+                f"{_kind(hints[f.name])} was expected",
+                fix,
+            )
         lo, hi = (ranges or {}).get(f.name, (None, None))
         if lo is not None and isinstance(value, (int, float)) and not lo <= value <= hi:
             raise StateFileError(where, f"{f.name!r} is {_short(repr(value), 40)}, outside {lo:g}..{hi:g}", fix)
@@ -201,8 +221,9 @@ def field_object(data: dict, name: str, where: str, fix: str = "") -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise StateFileError(where, f"{name!r} is {_json_kind(value)} ({_short(repr(value), 40)}) where an object "
-                                    f"was expected", fix)
+        raise StateFileError(
+            where, f"{name!r} is {_json_kind(value)} ({_short(repr(value), 40)}) where an object was expected", fix
+        )
     return value
 
 

@@ -1,5 +1,6 @@
 """A deployment's states and the operations in flight, each as one enum (a str, so JSON, the journal and
 older comparisons read the plain word: `State.READY == "ready"`)."""
+
 from __future__ import annotations
 
 from enum import Enum

@@ -11,6 +11,7 @@ The probe only reports; classify() here turns the report into supported / fallba
 unknown, with the versions involved and the fix. Anything that cannot be asked or read is "unknown"
 with the reason, never "supported".
 """
+
 from __future__ import annotations
 
 import shlex
@@ -26,14 +27,16 @@ _MARK = "@@sparktui-support "
 _JSON = "@@sparktui-support-json "
 # How a model type got past transformers before the image had it: Qwen3.5 (qwen3_5_moe) needed transformers
 # 5.x, which the stock SGLang image for the Spark (lmsysorg/sglang:spark, transformers 4.57.1) lacked.
-TRANSFORMERS_FIX = ("build an image from {image} with a newer transformers (`pip install -U transformers` in a "
-                    "Dockerfile FROM it), as images for Qwen3.5 needed transformers 5")
+TRANSFORMERS_FIX = (
+    "build an image from {image} with a newer transformers (`pip install -U transformers` in a "
+    "Dockerfile FROM it), as images for Qwen3.5 needed transformers 5"
+)
 
 # Run inside the image after the engine's support_probe (registry_archs, quant_methods, config_types, and
 # optionally lookup_archs(cfg): the names the engine looks up for this config, where it looks up fewer or
 # other names than config.json's architectures): argv = model directory, the engine's Python package.
 # Prints one marked JSON line; never asks the network.
-_PROBE_MAIN = r'''
+_PROBE_MAIN = r"""
 import json, os, sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -100,7 +103,7 @@ if out["autoconfig_error"] is not None and out["model_type"]:
     except Exception as e:
         out["config_type_error"] = short(e)
 emit()
-'''
+"""
 
 
 def probe_program(engine: str) -> str:
@@ -140,7 +143,7 @@ class Support:
 
     def versions(self) -> str:
         word = _label(self.engine)
-        return (f"{word} {self.engine_version or '?'}, transformers {self.transformers or 'absent'}")
+        return f"{word} {self.engine_version or '?'}, transformers {self.transformers or 'absent'}"
 
     def line(self) -> str:
         """One line for every front: the verdict, the model, the image release and (when not supported) why."""
@@ -160,26 +163,30 @@ def support_script(engine: str, image: str, model_path: str, timeout: int = RUN_
     """The shell the head runs: hash config.json, read the image ID, then the cached answer or the probe."""
     q, m = shlex.quote(image), shlex.quote(model_path.rstrip("/") or "/")
     prog = shlex.quote(probe_program(engine))
-    run = (f"timeout {int(timeout)} docker run --rm --network none -v {m}:{m}:ro --entrypoint python3 {q} "
-           f"-c {prog} {m} {shlex.quote(ENGINES[engine].package)}")
-    return "\n".join([
-        f"[ -d {m} ] || {{ echo '{_MARK}nodir'; exit 0; }}",
-        f"[ -f {m}/config.json ] || {{ echo '{_MARK}noconfig'; exit 0; }}",
-        f"id=$(docker image inspect --format '{{{{.Id}}}}' {q} 2>&1) || {{ echo '{_MARK}absent'; "
-        f"printf '%s\\n' \"$id\" | head -n 3; exit 0; }}",
-        f"h=$(sha256sum < {m}/config.json | cut -c1-16)",
-        f"echo \"{_MARK}key $id $h\"",
-        f"d={CACHE_DIR}; f=\"$d/$(printf %s \"$id\" | tr -c 'A-Za-z0-9' _)-$h-{engine}.json\"",
-        "if [ -s \"$f\" ]; then echo '" + _MARK + "cached'; cat \"$f\"; exit 0; fi",
-        f"out=$({run} 2>&1); rc=$?",
-        f"line=$(printf '%s\\n' \"$out\" | grep '^{_JSON}' | tail -n 1)",
-        "if [ $rc -eq 0 ] && [ -n \"$line\" ]; then",
-        "  mkdir -p \"$d\" && printf '%s\\n' \"$line\" > \"$f.tmp.$$\" && mv -f \"$f.tmp.$$\" \"$f\"",
-        f"  echo '{_MARK}ran'; printf '%s\\n' \"$line\"",
-        "else",
-        f"  echo \"{_MARK}failed $rc\"; printf '%s\\n' \"$out\" | grep -v '^{_JSON}' | tail -n 3",
-        "fi",
-    ])
+    run = (
+        f"timeout {int(timeout)} docker run --rm --network none -v {m}:{m}:ro --entrypoint python3 {q} "
+        f"-c {prog} {m} {shlex.quote(ENGINES[engine].package)}"
+    )
+    return "\n".join(
+        [
+            f"[ -d {m} ] || {{ echo '{_MARK}nodir'; exit 0; }}",
+            f"[ -f {m}/config.json ] || {{ echo '{_MARK}noconfig'; exit 0; }}",
+            f"id=$(docker image inspect --format '{{{{.Id}}}}' {q} 2>&1) || {{ echo '{_MARK}absent'; "
+            f"printf '%s\\n' \"$id\" | head -n 3; exit 0; }}",
+            f"h=$(sha256sum < {m}/config.json | cut -c1-16)",
+            f'echo "{_MARK}key $id $h"',
+            f'd={CACHE_DIR}; f="$d/$(printf %s "$id" | tr -c \'A-Za-z0-9\' _)-$h-{engine}.json"',
+            'if [ -s "$f" ]; then echo \'' + _MARK + 'cached\'; cat "$f"; exit 0; fi',
+            f"out=$({run} 2>&1); rc=$?",
+            f"line=$(printf '%s\\n' \"$out\" | grep '^{_JSON}' | tail -n 1)",
+            'if [ $rc -eq 0 ] && [ -n "$line" ]; then',
+            '  mkdir -p "$d" && printf \'%s\\n\' "$line" > "$f.tmp.$$" && mv -f "$f.tmp.$$" "$f"',
+            f"  echo '{_MARK}ran'; printf '%s\\n' \"$line\"",
+            "else",
+            f"  echo \"{_MARK}failed $rc\"; printf '%s\\n' \"$out\" | grep -v '^{_JSON}' | tail -n 3",
+            "fi",
+        ]
+    )
 
 
 def _sections(out: str) -> dict[str, list[str]]:
@@ -187,15 +194,16 @@ def _sections(out: str) -> dict[str, list[str]]:
     current: list[str] | None = None
     for line in out.splitlines():
         if line.startswith(_MARK):
-            key, _, rest = line[len(_MARK):].strip().partition(" ")
+            key, _, rest = line[len(_MARK) :].strip().partition(" ")
             current = sections.setdefault(key, [rest] if rest else [])
         elif current is not None:
             current.append(line)
     return sections
 
 
-def parse_support(engine: str, image: str, model_path: str, node: str, out: str,
-                  timeout: int = RUN_TIMEOUT_S) -> Support:
+def parse_support(
+    engine: str, image: str, model_path: str, node: str, out: str, timeout: int = RUN_TIMEOUT_S
+) -> Support:
     """Read what support_script printed; anything unreadable is 'unknown' with the reason, never an exception."""
     s = Support(engine=engine, image=image, model_path=model_path, node=node)
     sec = _sections(out)
@@ -207,9 +215,13 @@ def parse_support(engine: str, image: str, model_path: str, node: str, out: str,
         return s
     if "absent" in sec or not sec:
         detail = " ".join(x.strip() for x in sec.get("absent", []) if x.strip())[:200]
-        s.reason = (f"no answer from {node}: {out.strip()[:200] or 'empty output'}" if not sec
-                    else f"image {image} is not on {node}" if "no such" in detail.lower() or not detail
-                    else f"docker image inspect {image} on {node}: {detail}")
+        s.reason = (
+            f"no answer from {node}: {out.strip()[:200] or 'empty output'}"
+            if not sec
+            else f"image {image} is not on {node}"
+            if "no such" in detail.lower() or not detail
+            else f"docker image inspect {image} on {node}: {detail}"
+        )
         return s
     key = (sec.get("key") or [""])[0].split()
     s.image_id, s.config_hash = (key + [None, None])[:2]
@@ -217,10 +229,13 @@ def parse_support(engine: str, image: str, model_path: str, node: str, out: str,
         if kind in sec:
             s.cached = kind == "cached"
             body = next((x.strip() for x in sec[kind] if x.strip().startswith(_JSON)), "")
-            where = (f"{node}:~/.cache/sparktui/support/ (image {s.image_id}, config {s.config_hash})"
-                     if s.cached else f"what python3 in {image} answered on {node}")
+            where = (
+                f"{node}:~/.cache/sparktui/support/ (image {s.image_id}, config {s.config_hash})"
+                if s.cached
+                else f"what python3 in {image} answered on {node}"
+            )
             try:
-                raw = statefile.parse_json(body[len(_JSON):], where, CACHE_FIX if s.cached else "")
+                raw = statefile.parse_json(body[len(_JSON) :], where, CACHE_FIX if s.cached else "")
                 if not isinstance(raw, dict):
                     raise statefile.StateFileError(where, "holds no JSON object", CACHE_FIX if s.cached else "")
             except statefile.StateFileError as e:
@@ -235,7 +250,7 @@ def parse_support(engine: str, image: str, model_path: str, node: str, out: str,
     elif rc in ("126", "127") or "executable file not found" in detail:
         s.reason = f"{image} has no python3 to ask (docker run exited {rc}" + (f": {detail}" if detail else "") + ")"
     else:
-        s.reason = (f"python3 in {image} exited {rc} on {node}" + (f": {detail}" if detail else ""))
+        s.reason = f"python3 in {image} exited {rc} on {node}" + (f": {detail}" if detail else "")
     return s
 
 
@@ -266,20 +281,29 @@ def classify(s: Support, raw: dict) -> Support:
         return s
     ac_err = raw.get("autoconfig_error") if "autoconfig_error" in raw else "not asked"
     known_type = raw.get("config_type_known")
-    config_ok = (True if ac_err is None else True if known_type is True
-                 else False if known_type is False and s.transformers else None)
+    config_ok = (
+        True
+        if ac_err is None
+        else True
+        if known_type is True
+        else False
+        if known_type is False and s.transformers
+        else None
+    )
     archs = raw.get("archs_known")
     if not isinstance(archs, dict) or not archs:
         why = raw.get("registry_error") or "no answer"
         s.reason = f"{word}'s model registry in {s.image} could not be read ({why})"
         return s
     arch_list = " / ".join(s.architectures)
-    newer_fix = (f"an image whose {word} lists {s.architectures[0]}" + (f", e.g. {newer}" if newer else ""))
+    newer_fix = f"an image whose {word} lists {s.architectures[0]}" + (f", e.g. {newer}" if newer else "")
     if not any(v is True for v in archs.values()):
         if config_ok and getattr(ENGINES.get(s.engine), "transformers_fallback", True):
             s.status = "fallback"
-            s.reason = (f"{arch_list} is not in the model registry of {release} ({word} would fall back to its "
-                        f"Transformers backend, slower, and only if the model supports it)")
+            s.reason = (
+                f"{arch_list} is not in the model registry of {release} ({word} would fall back to its "
+                f"Transformers backend, slower, and only if the model supports it)"
+            )
             s.fix = newer_fix
             return s
         s.status = "unsupported"
@@ -290,14 +314,18 @@ def classify(s: Support, raw: dict) -> Support:
         return s
     if config_ok is False:
         s.status = "unsupported"
-        s.reason = (f"transformers {s.transformers} in {s.image} does not know model type {s.model_type!r} "
-                    f"(nor does {word} {s.engine_version}'s own config registry): {ac_err}")
+        s.reason = (
+            f"transformers {s.transformers} in {s.image} does not know model type {s.model_type!r} "
+            f"(nor does {word} {s.engine_version}'s own config registry): {ac_err}"
+        )
         s.fix = TRANSFORMERS_FIX.format(image=s.image) + (f", or {newer}" if newer else "")
         return s
     if config_ok is None:
         why = raw.get("config_type_error") or ("transformers is absent" if not s.transformers else "")
-        s.reason = (f"transformers {s.transformers or '(absent)'} in {s.image} could not read config.json "
-                    f"({ac_err}) and {word}'s own config registry could not be asked ({why or 'no answer'})")
+        s.reason = (
+            f"transformers {s.transformers or '(absent)'} in {s.image} could not read config.json "
+            f"({ac_err}) and {word}'s own config registry could not be asked ({why or 'no answer'})"
+        )
         return s
     if s.quant_method:
         if raw.get("quant_known") is False:
@@ -306,30 +334,38 @@ def classify(s: Support, raw: dict) -> Support:
             s.fix = f"an image whose {word} knows {s.quant_method}" + (f", e.g. {newer}" if newer else "")
             return s
         if raw.get("quant_known") is not True:
-            s.reason = (f"{word}'s quantization methods in {s.image} could not be read "
-                        f"({raw.get('quant_error') or 'no answer'})")
+            s.reason = (
+                f"{word}'s quantization methods in {s.image} could not be read "
+                f"({raw.get('quant_error') or 'no answer'})"
+            )
             return s
     s.status, s.reason = "supported", ""
     return s
 
 
-async def check_support(node, engine: str, image: str, model_path: str,
-                        timeout: int = RUN_TIMEOUT_S) -> Support:
+async def check_support(node, engine: str, image: str, model_path: str, timeout: int = RUN_TIMEOUT_S) -> Support:
     """Ask `image` on `node` (an ssh.Node) whether it loads the model; one bounded command, never raises."""
     name = getattr(node, "name", "")
     if engine not in ENGINES or not ENGINES[engine].support_probe:
-        return Support(engine=engine, image=image, model_path=model_path, node=name,
-                       reason=f"sparktui does not know how to ask {engine}'s model registry")
+        return Support(
+            engine=engine,
+            image=image,
+            model_path=model_path,
+            node=name,
+            reason=f"sparktui does not know how to ask {engine}'s model registry",
+        )
     try:
         r = await node.run(support_script(engine, image, model_path, timeout), timeout=timeout + 30)
     except Exception as e:  # noqa: BLE001 - a lost link: "could not check", and the caller goes on
-        return Support(engine=engine, image=image, model_path=model_path, node=name,
-                       reason=f"could not ask {name}: {e}")
+        return Support(
+            engine=engine, image=image, model_path=model_path, node=name, reason=f"could not ask {name}: {e}"
+        )
     return parse_support(engine, image, model_path, name, r.stdout or "", timeout)
 
 
-async def support_for(cluster, config, engine: str, image: str | None = None, model_path: str | None = None,
-                      head: str | None = None) -> Support | None:
+async def support_for(
+    cluster, config, engine: str, image: str | None = None, model_path: str | None = None, head: str | None = None
+) -> Support | None:
     """The check for this engine's image (default: the config's) and model, on the head, or on the model's
     source node when the head does not hold the model yet (before a sync); None without such a node."""
     ref = image or config.image_for(engine)

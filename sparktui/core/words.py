@@ -3,6 +3,7 @@
 Internal ids (`weights_loading`, `size_gib`) never reach the user: a known milestone has its own
 sentence, and an unknown one still reads as words with units ("KV cache 70.4 GiB").
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,8 +32,9 @@ def data_words(data: dict) -> str:
                 break
         else:
             name = k.replace("_", " ")  # a count reads number first ("12 tokens"), anything else name first
-            parts.append(f"{_number(v)} {name}" if k.endswith("s") and isinstance(v, (int, float)) else
-                         f"{name} {_number(v)}")
+            parts.append(
+                f"{_number(v)} {name}" if k.endswith("s") and isinstance(v, (int, float)) else f"{name} {_number(v)}"
+            )
     return ", ".join(parts)
 
 
@@ -58,8 +60,13 @@ def milestone_words(kind: str, data: dict | None = None) -> str:
         return f"NCCL uses {d.get('label') or 'an unknown network'}" + "".join(f"; {f}" for f in d.get("flags") or [])
     if kind == "weights_loading":
         pct = d.get("percent")
-        return "weights loaded" if pct == 100 else f"loading weights {_number(pct)} %" if pct is not None \
+        return (
+            "weights loaded"
+            if pct == 100
+            else f"loading weights {_number(pct)} %"
+            if pct is not None
             else "loading weights"
+        )
     if kind == "slow_load":
         return "weights loading slowly"
     if kind == "kv_cache":
@@ -79,11 +86,17 @@ def milestone_words(kind: str, data: dict | None = None) -> str:
 
 # Operation ids (what runs) in words, as a noun ("Sync model failed") and as a doing ("syncing model").
 OPERATIONS = {
-    Op.LAUNCH: ("Launch", "launching"), Op.STOP: ("Stop", "stopping"), Op.PIVOT: ("Pivot", "pivoting"),
-    Op.REDEPLOY: ("Redeploy", "redeploying"), Op.REPLACE: ("Replace", "replacing"),
-    Op.SYNC_MODEL: ("Sync model", "syncing model"), Op.SYNC_IMAGE: ("Sync image", "syncing image"),
-    Op.REFRESH: ("Probe", "probing nodes"), Op.CONNECT: ("Connect", "connecting"),
-    Op.PREPARE_STOP: ("Stop", "preparing stop"), Op.PREPARE_PIVOT: ("Pivot", "preparing pivot"),
+    Op.LAUNCH: ("Launch", "launching"),
+    Op.STOP: ("Stop", "stopping"),
+    Op.PIVOT: ("Pivot", "pivoting"),
+    Op.REDEPLOY: ("Redeploy", "redeploying"),
+    Op.REPLACE: ("Replace", "replacing"),
+    Op.SYNC_MODEL: ("Sync model", "syncing model"),
+    Op.SYNC_IMAGE: ("Sync image", "syncing image"),
+    Op.REFRESH: ("Probe", "probing nodes"),
+    Op.CONNECT: ("Connect", "connecting"),
+    Op.PREPARE_STOP: ("Stop", "preparing stop"),
+    Op.PREPARE_PIVOT: ("Pivot", "preparing pivot"),
     Op.PREPARE_REDEPLOY: ("Redeploy", "preparing redeploy"),
 }
 

@@ -3,6 +3,7 @@
 yaml.compose keeps each node's start_mark, so any error can name the key or value at fault.
 Marks are 0-based; everything reported here is 1-based (what editors show).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -93,16 +94,27 @@ class Source:
     def _bounded(self) -> None:
         """Refuse what would exhaust the composer before composing: size, nesting depth (it recurses)."""
         if len(self.doc) > MAX_BYTES:
-            raise ConfigError(self.filename, 0, 0, f"the file is {len(self.doc)} characters long",
-                              f"expected at most {MAX_BYTES} (1 MiB)")
+            raise ConfigError(
+                self.filename,
+                0,
+                0,
+                f"the file is {len(self.doc)} characters long",
+                f"expected at most {MAX_BYTES} (1 MiB)",
+            )
         depth = 0
         for tok in yaml.scan(self.doc, Loader=yaml.SafeLoader):  # the scanner is iterative: safe on any input
-            if isinstance(tok, (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
-                                yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)):
+            if isinstance(
+                tok,
+                (
+                    yaml.BlockMappingStartToken,
+                    yaml.BlockSequenceStartToken,
+                    yaml.FlowMappingStartToken,
+                    yaml.FlowSequenceStartToken,
+                ),
+            ):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise self.error(tok.start_mark, f"nesting deeper than {MAX_DEPTH} levels",
-                                     "a flatter document")
+                    raise self.error(tok.start_mark, f"nesting deeper than {MAX_DEPTH} levels", "a flatter document")
             elif isinstance(tok, (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)):
                 depth -= 1
 
@@ -168,8 +180,9 @@ class Source:
             if not isinstance(k, yaml.ScalarNode) or k.tag == NULL:
                 raise self.error(k, f"a key in {what} is {kind(k)}", "a plain name as key")
             if k.value in seen:
-                raise self.error(k, f"duplicate key '{k.value}' in {what}",
-                                 f"each key once; first at {at(seen[k.value])}")
+                raise self.error(
+                    k, f"duplicate key '{k.value}' in {what}", f"each key once; first at {at(seen[k.value])}"
+                )
             seen[k.value] = k
         try:
             self._loader.flatten_mapping(node)
@@ -193,8 +206,9 @@ class Source:
             if key not in items or items[key][1].tag == NULL:
                 raise self.error(node, f"{what} lacks '{key}'", expected)
 
-    def section(self, cls, node: yaml.Node, what: str, conv: dict[str, Callable],
-                required: dict[str, str] | None = None):
+    def section(
+        self, cls, node: yaml.Node, what: str, conv: dict[str, Callable], required: dict[str, str] | None = None
+    ):
         """(dataclass cls built from a mapping node, its entries); conv maps field -> fn(value node, label).
 
         An absent or empty optional section gives cls's defaults.
@@ -231,8 +245,11 @@ class Source:
             raise self.error(node, f"{what} is {len(node.value)} characters long", f"at most {MAX_VALUE}")
         hidden = _HIDDEN.search(node.value)
         if hidden:
-            raise self.error(node, f"{what} contains the invisible character U+{ord(hidden[0]):04X}",
-                             "plain text: control and bidirectional characters hide what is really written")
+            raise self.error(
+                node,
+                f"{what} contains the invisible character U+{ord(hidden[0]):04X}",
+                "plain text: control and bidirectional characters hide what is really written",
+            )
         return node
 
     def text(self, node: yaml.Node, what: str, pattern: re.Pattern | None = None, expected: str = "text") -> str:
@@ -245,8 +262,9 @@ class Source:
     def opt_text(self, node: yaml.Node, what: str, pattern=None, expected="text") -> str | None:
         return None if node.tag == NULL else self.text(node, what, pattern, expected)
 
-    def text_list(self, node: yaml.Node, what: str, expected: str = "text",
-                  pattern: re.Pattern | None = None) -> list[str]:
+    def text_list(
+        self, node: yaml.Node, what: str, expected: str = "text", pattern: re.Pattern | None = None
+    ) -> list[str]:
         """A list of non-empty texts; "key:" with nothing after it is an empty list."""
         if node.tag == NULL:
             return []

@@ -5,6 +5,7 @@ the shards are valid safetensors files of random bytes (a few MiB each, so a syn
 data); model.safetensors.index.json states the full model's size, which the engine simulator
 loads as if the weights were that big.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,9 @@ CONFIG = {
 def _safetensors(path: Path, tensor: str, size: int) -> None:
     """One tensor of `size` random bytes (bf16, so size is even) in the safetensors layout."""
     size -= size % 2
-    header = json.dumps({"__metadata__": {"format": "pt"},
-                         tensor: {"dtype": "BF16", "shape": [size // 2], "data_offsets": [0, size]}}).encode()
+    header = json.dumps(
+        {"__metadata__": {"format": "pt"}, tensor: {"dtype": "BF16", "shape": [size // 2], "data_offsets": [0, size]}}
+    ).encode()
     header += b" " * (-len(header) % 8)  # the format pads the header to 8 bytes
     with path.open("wb") as f:
         f.write(struct.pack("<Q", len(header)))
@@ -52,8 +54,11 @@ def _safetensors(path: Path, tensor: str, size: int) -> None:
 
 # The `unsupported` scenario's model: the seed's Qwen3.5 architecture (model type qwen3_5_moe, FP8), which the
 # SGLang of lmsysorg/sglang:spark (0.5.3.post3, transformers 4.57.1) cannot load (sparktui/sim/support.py).
-QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
-          "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
+QWEN35 = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+    "model_type": "qwen3_5_moe",
+    "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]},
+}
 
 
 def write(dest: Path, total_bytes: int, shards: int = 4, config: dict | None = None) -> int:
@@ -68,6 +73,7 @@ def write(dest: Path, total_bytes: int, shards: int = 4, config: dict | None = N
         tensor = f"model.layers.{(i - 1) * 48 // shards}.mlp.experts.weight"
         _safetensors(dest / name, tensor, per)
         weight_map[tensor] = name
-    (dest / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": FULL_SIZE}, "weight_map": weight_map}, indent=2) + "\n")
+    (dest / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": FULL_SIZE}, "weight_map": weight_map}, indent=2) + "\n"
+    )
     return sum(p.stat().st_size for p in dest.iterdir() if p.is_file())

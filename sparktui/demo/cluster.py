@@ -12,6 +12,7 @@ recorded apart, where only their user can write: registry.py):
 Everything the demo started ends in stop(): the servers close and each node's PID 1 exits, which
 ends every process of the node (containers, transfers); the directory goes unless `keep`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -172,8 +173,9 @@ class DemoCluster:
             self.root.chmod(0o700)
             self._write_demo_json()  # at once: a sweep by another `demo up` sees the directory is in use
             try:
-                self._entry = registry.add(registry.entry_for_self(
-                    self.id, self._began, self.root, self.options.background, self.options.keep))
+                self._entry = registry.add(
+                    registry.entry_for_self(self.id, self._began, self.root, self.options.background, self.options.keep)
+                )
             except OSError as e:
                 raise DemoError(f"cannot record the demo in {registry.directory()}: {e}") from None
             await self._start()
@@ -209,8 +211,9 @@ class DemoCluster:
             node = DemoNode(name, k, d, asyncssh.generate_private_key("ssh-ed25519"))
             node.port = _free_port(list(node.addresses.values()))
             self.nodes.append(node)
-        checkpoint.write(self.node_model_dir(self.nodes[0].name), o.model_bytes,
-                         config=configfile.SCENARIO_MODELS.get(o.scenario))
+        checkpoint.write(
+            self.node_model_dir(self.nodes[0].name), o.model_bytes, config=configfile.SCENARIO_MODELS.get(o.scenario)
+        )
         if o.trust:
             self._trust_each_other()
         else:
@@ -230,8 +233,7 @@ class DemoCluster:
             key = asyncssh.generate_private_key("ssh-ed25519")
             _write_private(n.home / ".ssh" / "id_ed25519", key, f"root@{n.name}")
             keys[n.name] = _pub(key, f"root@{n.name}")
-        known = "".join(f"{addr} {_pub(p.host_key)}\n" for p in self.nodes
-                        for addr in [*p.addresses.values(), p.name])
+        known = "".join(f"{addr} {_pub(p.host_key)}\n" for p in self.nodes for addr in [*p.addresses.values(), p.name])
         for n in self.nodes:
             ak = n.home / ".ssh" / "authorized_keys"
             ak.write_text("".join(k + "\n" for k in keys.values()))
@@ -242,14 +244,33 @@ class DemoCluster:
         assert self.root is not None
         o = self.options
         data = {
-            "id": self.id, "pid": os.getpid(), "uid": os.getuid(), "started": self._began,
-            "start_ticks": proc.start_ticks(os.getpid()), "boot_id": proc.boot_id(),
-            "background": o.background, "keep": o.keep,
-            "root": str(self.root), "config": str(self.config_path), "speed": o.speed, "scenario": o.scenario,
+            "id": self.id,
+            "pid": os.getpid(),
+            "uid": os.getuid(),
+            "started": self._began,
+            "start_ticks": proc.start_ticks(os.getpid()),
+            "boot_id": proc.boot_id(),
+            "background": o.background,
+            "keep": o.keep,
+            "root": str(self.root),
+            "config": str(self.config_path),
+            "speed": o.speed,
+            "scenario": o.scenario,
             "link_bytes_per_s": o.link_mb_per_s * 1e6,
-            "stream_bytes_per_s": o.stream_mb_per_s * 1e6, "image_bytes": o.image_bytes, "model_path": self.model_path,
-            "nodes": [{"name": n.name, "index": n.index, "port": n.port, "addresses": n.addresses,
-                       "host_key": _pub(n.host_key), "dir": str(n.dir)} for n in self.nodes],
+            "stream_bytes_per_s": o.stream_mb_per_s * 1e6,
+            "image_bytes": o.image_bytes,
+            "model_path": self.model_path,
+            "nodes": [
+                {
+                    "name": n.name,
+                    "index": n.index,
+                    "port": n.port,
+                    "addresses": n.addresses,
+                    "host_key": _pub(n.host_key),
+                    "dir": str(n.dir),
+                }
+                for n in self.nodes
+            ],
         }
         (self.root / "demo.json").write_text(json.dumps(data, indent=2))
 
@@ -257,13 +278,22 @@ class DemoCluster:
         assert self.root is not None
         kh = self.root / "known_hosts"
         kh.write_text("".join(f"[{n.addresses['mgmt']}]:{n.port} {_pub(n.host_key)}\n" for n in self.nodes))
-        entries = [configfile.NodeEntry(n.name, n.addresses["mgmt"], n.port, "head" if n.index == 1 else "worker")
-                   for n in self.nodes]
+        entries = [
+            configfile.NodeEntry(n.name, n.addresses["mgmt"], n.port, "head" if n.index == 1 else "worker")
+            for n in self.nodes
+        ]
         text = configfile.render(
-            entries, identity_file=str(self.root / "client" / "id_ed25519"), known_hosts=str(kh),
-            model_name=checkpoint.NAME, model_path=self.model_path, source=self.nodes[0].name,
-            speed=self.options.speed, scenario=self.options.scenario, ports=self.ports,
-            hang_after=max(3.0, round(90.0 / self.options.speed, 1)))
+            entries,
+            identity_file=str(self.root / "client" / "id_ed25519"),
+            known_hosts=str(kh),
+            model_name=checkpoint.NAME,
+            model_path=self.model_path,
+            source=self.nodes[0].name,
+            speed=self.options.speed,
+            scenario=self.options.scenario,
+            ports=self.ports,
+            hang_after=max(3.0, round(90.0 / self.options.speed, 1)),
+        )
         self.config_path.write_text(text)
 
     def _env(self, n: DemoNode, node_bin: Path) -> dict[str, str]:
@@ -273,27 +303,47 @@ class DemoCluster:
             if where and os.path.dirname(where) not in STD_PATH.split(":") + extra:
                 extra.append(os.path.dirname(where))
         return {
-            "HOME": str(n.home), "USER": "root", "LOGNAME": "root", "SHELL": "/bin/sh", "LANG": "C.UTF-8",
+            "HOME": str(n.home),
+            "USER": "root",
+            "LOGNAME": "root",
+            "SHELL": "/bin/sh",
+            "LANG": "C.UTF-8",
             "PATH": ":".join([str(node_bin), STD_PATH, *extra]),
-            hardware.NODE_ENV: str(n.dir), hardware.ROOT_ENV: str(self.root), "SPARKTUI_DEMO_BIN": str(node_bin),
+            hardware.NODE_ENV: str(n.dir),
+            hardware.ROOT_ENV: str(self.root),
+            "SPARKTUI_DEMO_BIN": str(node_bin),
         }
 
     async def _start_node(self, n: DemoNode, node_bin: Path) -> None:
         assert self.root is not None
         n.namespace = NodeNamespace(
-            n.name, binds=[(str(n.dir / "models"), str(self.root / "models"))],
-            optional=[(str(n.dir / "meminfo"), "/proc/meminfo"), (str(n.dir / "pressure-memory"), "/proc/pressure/memory"),
-                      (str(n.dir / "sys-class"), "/sys/class"),
-                      (str(n.dir / "sys-class-net"), "/sys/class/net"),
-                      (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches")],
-            page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")), rdma_dev=str(n.dir / "dev"))
+            n.name,
+            binds=[(str(n.dir / "models"), str(self.root / "models"))],
+            optional=[
+                (str(n.dir / "meminfo"), "/proc/meminfo"),
+                (str(n.dir / "pressure-memory"), "/proc/pressure/memory"),
+                (str(n.dir / "sys-class"), "/sys/class"),
+                (str(n.dir / "sys-class-net"), "/sys/class/net"),
+                (str(n.dir / "drop_caches"), "/proc/sys/vm/drop_caches"),
+            ],
+            page_cache=(str(n.dir / "drop_caches"), str(n.dir / "meminfo")),
+            rdma_dev=str(n.dir / "dev"),
+        )
         await n.namespace.start()
         last: Exception | None = None
         for _ in range(5):  # the port was free a moment ago; someone may have taken it since
             server = LocalSshServer(
-                n.host_key, [self.client_key], host=list(n.addresses.values()), port=n.port,
-                env=self._env(n, node_bin), cwd=n.home, prefix=n.namespace.enter_argv(),
-                authorized_keys_file=n.home / ".ssh" / "authorized_keys", forwarding=True, inherit_env=False)
+                n.host_key,
+                [self.client_key],
+                host=list(n.addresses.values()),
+                port=n.port,
+                env=self._env(n, node_bin),
+                cwd=n.home,
+                prefix=n.namespace.enter_argv(),
+                authorized_keys_file=n.home / ".ssh" / "authorized_keys",
+                forwarding=True,
+                inherit_env=False,
+            )
             try:
                 n.server = await server.start()
                 return
@@ -313,8 +363,9 @@ class DemoCluster:
             if n.server is not None:
                 with contextlib.suppress(Exception):
                     await n.server.stop()
-        await asyncio.gather(*(n.namespace.stop() for n in self.nodes if n.namespace is not None),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *(n.namespace.stop() for n in self.nodes if n.namespace is not None), return_exceptions=True
+        )
         if self.root is not None and not self.options.keep:
             # the kernel may still be ending a node's last processes: a few tries, briefly
             deadline = time.monotonic() + 5
@@ -332,8 +383,15 @@ class DemoCluster:
         await self.stop()
 
     def summary(self) -> dict:
-        return {"id": self.id if self.root else None, "config": str(self.config_path) if self.root else None,
-                "root": str(self.root) if self.root else None, "model_path": self.model_path if self.root else None,
-                "scenario": self.options.scenario, "speed": self.options.speed,
-                "nodes": [{"name": n.name, "host": n.addresses["mgmt"], "port": n.port,
-                           "fabric": n.addresses["fabric"]} for n in self.nodes]}
+        return {
+            "id": self.id if self.root else None,
+            "config": str(self.config_path) if self.root else None,
+            "root": str(self.root) if self.root else None,
+            "model_path": self.model_path if self.root else None,
+            "scenario": self.options.scenario,
+            "speed": self.options.speed,
+            "nodes": [
+                {"name": n.name, "host": n.addresses["mgmt"], "port": n.port, "fabric": n.addresses["fabric"]}
+                for n in self.nodes
+            ],
+        }

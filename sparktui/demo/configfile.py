@@ -1,4 +1,5 @@
 """The config file `sparktui demo` writes for its nodes: a normal sparktui config, commented for a reader."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,12 @@ STORIES = {  # what the user sees in each demo scenario: `sparktui demo --help` 
     "collective-timeout": "it serves, then the all-reduce between the nodes hangs mid-serving",
     "unsupported": "the SGLang image cannot load the model's architecture, and the check says so first",
     "memory": "another job holds 80 GiB on spark2; its memory runs out while the weights load: the memory "
-              "guard warns, then stops the launch before the node wedges",
+    "guard warns, then stops the launch before the node wedges",
 }
 WHY = {  # what each demo scenario's simulator scenarios do, for the config file's reader
     "pivot": "SGLang's message queue wanders off the fabric: the rendezvous hangs",
     "collective-timeout": "after ~20 s of serving under load the all-reduce between the nodes hangs; torch's "
-                          "NCCL watchdog ends it 600 engine seconds later",
+    "NCCL watchdog ends it 600 engine seconds later",
     "memory": "weight loading ten times slower, as from a disk, so spark2's memory falls shard by shard",
 }
 # demo scenario -> node index -> memory (kB) already in use on that node before anything is launched: the
@@ -53,8 +54,19 @@ def _q(value: object) -> str:
     return json.dumps(str(value))
 
 
-def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, model_name: str, model_path: str,
-           source: str, speed: float, scenario: str, ports: dict[str, int], hang_after: float) -> str:
+def render(
+    nodes: list[NodeEntry],
+    *,
+    identity_file: str,
+    known_hosts: str,
+    model_name: str,
+    model_path: str,
+    source: str,
+    speed: float,
+    scenario: str,
+    ports: dict[str, int],
+    hang_after: float,
+) -> str:
     lines = [
         "# sparktui demo: a SIMULATED cluster on this machine. No real GPU, no real network.",
         "# Each node is an SSH server on a loopback address with its own namespaces (model directory,",
@@ -64,8 +76,14 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
         "nodes:",
     ]
     for n in nodes:
-        lines += [f"  - name: {n.name}", f"    host: {n.host}", f"    port: {n.port}", "    user: root",
-                  f"    identity_file: {_q(identity_file)}", f"    role: {n.role}"]
+        lines += [
+            f"  - name: {n.name}",
+            f"    host: {n.host}",
+            f"    port: {n.port}",
+            "    user: root",
+            f"    identity_file: {_q(identity_file)}",
+            f"    role: {n.role}",
+        ]
     lines += [
         "model:",
         f"  name: {_q(model_name)}",
@@ -80,8 +98,9 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
         lines.append(f"    SPARKTUI_SIM_SCENARIO: {_q(','.join(sims))}  # {WHY[scenario]}")
     images = SCENARIO_IMAGES.get(scenario)
     if images:  # the stock SGLang image of the seed's story: it lacks the model's architecture
-        lines += ["images:"] + [f"  {k}: {_q(v)}  # cannot load the model: the support check says so"
-                                for k, v in images.items()]
+        lines += ["images:"] + [
+            f"  {k}: {_q(v)}  # cannot load the model: the support check says so" for k, v in images.items()
+        ]
     lines += [
         "ssh:",
         f"  known_hosts: {_q(known_hosts)}  # the demo nodes' host keys: still verified",
@@ -98,10 +117,16 @@ def render(nodes: list[NodeEntry], *, identity_file: str, known_hosts: str, mode
     ]
     in_use = SCENARIO_IN_USE_KB.get(scenario)
     if in_use:
-        names = ", ".join(f"{nodes[k - 1].name} ({kb / (1 << 20):g} GiB)" for k, kb in in_use.items() if k <= len(nodes))
-        lines += ["memory:", f"  floor: {_q(MEMORY_FLOOR)}  # already in use on {names} before any launch: its",
-                  "  # MemAvailable falls through the warning band, then under the floor, as the weights load",
-                  f"  warn: {_q(MEMORY_WARN)}", "  interval: 1"]
+        names = ", ".join(
+            f"{nodes[k - 1].name} ({kb / (1 << 20):g} GiB)" for k, kb in in_use.items() if k <= len(nodes)
+        )
+        lines += [
+            "memory:",
+            f"  floor: {_q(MEMORY_FLOOR)}  # already in use on {names} before any launch: its",
+            "  # MemAvailable falls through the warning band, then under the floor, as the weights load",
+            f"  warn: {_q(MEMORY_WARN)}",
+            "  interval: 1",
+        ]
     if "trtllm" in ports:  # its playbook port (8355) would clash with anything else holding it on this machine
         lines += ["engines:", "  trtllm:", f"    port: {ports['trtllm']}"]
     return "\n".join(lines) + "\n"

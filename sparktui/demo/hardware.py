@@ -12,6 +12,7 @@ Both fabric halves start at MTU 1500, as a fresh Spark's CX7 netdevs do (dgx-spa
 A node's description is written to NODE_DIR/node.json; the shims read it through $SPARKTUI_DEMO_NODE.
 Stdlib only (the shims import it).
 """
+
 from __future__ import annotations
 
 import json
@@ -49,15 +50,45 @@ def interfaces(k: int, layout: str = "fresh") -> list[dict]:
     sync = layout == "sync"
     mac = lambda n: f"4c:bb:47:{k:02x}:{n:02x}:{0x10 + k:02x}"
     return [
-        {"name": "lo", "kind": "loopback", "ipv4": ["127.0.0.1", 8], "up": True, "mac": "00:00:00:00:00:00",
-         "mtu": 65536},
-        {"name": "enP7s7", "kind": "ether", "ipv4": [a["mgmt"], 24], "up": True, "mac": mac(1), "mtu": 1500,
-         "speed": 10000},
-        {"name": "enp1s0f1np1", "kind": "ether", "ipv4": [a["fabric"], 24], "up": True, "mac": mac(2), "mtu": 1500,
-         "speed": 200000, "rdma": "rocep1s0f1", "pci": "0000:01:00.1"},
-        {"name": "enP2p1s0f1np1", "kind": "ether", "ipv4": [twin_address(k), 24] if sync else None, "up": sync,
-         "mac": mac(3), "mtu": 1500,
-         "speed": 200000, "rdma": "roceP2p1s0f1", "pci": "0002:01:00.1"},
+        {
+            "name": "lo",
+            "kind": "loopback",
+            "ipv4": ["127.0.0.1", 8],
+            "up": True,
+            "mac": "00:00:00:00:00:00",
+            "mtu": 65536,
+        },
+        {
+            "name": "enP7s7",
+            "kind": "ether",
+            "ipv4": [a["mgmt"], 24],
+            "up": True,
+            "mac": mac(1),
+            "mtu": 1500,
+            "speed": 10000,
+        },
+        {
+            "name": "enp1s0f1np1",
+            "kind": "ether",
+            "ipv4": [a["fabric"], 24],
+            "up": True,
+            "mac": mac(2),
+            "mtu": 1500,
+            "speed": 200000,
+            "rdma": "rocep1s0f1",
+            "pci": "0000:01:00.1",
+        },
+        {
+            "name": "enP2p1s0f1np1",
+            "kind": "ether",
+            "ipv4": [twin_address(k), 24] if sync else None,
+            "up": sync,
+            "mac": mac(3),
+            "mtu": 1500,
+            "speed": 200000,
+            "rdma": "roceP2p1s0f1",
+            "pci": "0002:01:00.1",
+        },
         {"name": "wlan0", "kind": "ether", "ipv4": [a["wlan"], 24], "up": True, "mac": mac(4), "mtu": 1500},
     ]
 
@@ -69,8 +100,13 @@ def describe(k: int, name: str, layout: str = "fresh") -> dict:
         "hostname": name,
         "addresses": addresses(k),
         "interfaces": interfaces(k, layout),
-        "gpu": {"name": GPU_NAME, "uuid": f"GPU-5a1e{k:04x}-0d3f-4b6e-9c2a-51b0c0de{k:04x}",
-                "bus_id": "0000000F:01:00.0", "driver": DRIVER, "cuda": CUDA},
+        "gpu": {
+            "name": GPU_NAME,
+            "uuid": f"GPU-5a1e{k:04x}-0d3f-4b6e-9c2a-51b0c0de{k:04x}",
+            "bus_id": "0000000F:01:00.0",
+            "driver": DRIVER,
+            "cuda": CUDA,
+        },
     }
 
 
@@ -92,15 +128,16 @@ def sim_interfaces(k: int, ifaces: list[dict] | None = None) -> str:
 
 # the node's /proc/pressure/memory: nothing waits for memory on a simulated node (this machine's own
 # pressure is not the node's)
-PRESSURE_MEMORY = ("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+PRESSURE_MEMORY = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
 
 
 def meminfo(total_kb: int = MEM_TOTAL_KB, available_kb: int = MEM_AVAILABLE_KB) -> str:
     free = available_kb - 2_100_000
-    return (f"MemTotal:       {total_kb} kB\nMemFree:        {free} kB\nMemAvailable:   {available_kb} kB\n"
-            "Buffers:          112640 kB\nCached:          2048000 kB\nSwapCached:            0 kB\n"
-            "SwapTotal:      16777212 kB\nSwapFree:       16777212 kB\n")
+    return (
+        f"MemTotal:       {total_kb} kB\nMemFree:        {free} kB\nMemAvailable:   {available_kb} kB\n"
+        "Buffers:          112640 kB\nCached:          2048000 kB\nSwapCached:            0 kB\n"
+        "SwapTotal:      16777212 kB\nSwapFree:       16777212 kB\n"
+    )
 
 
 def write_sysfs_net(dest: Path, k: int, ifaces: list[dict] | None = None) -> None:
@@ -142,8 +179,7 @@ def write_sysfs_ib(dest: Path, ifaces: list[dict]) -> None:
         (port / "state").write_text("4: ACTIVE\n" if i["up"] else "1: DOWN\n")
         ip = i["ipv4"][0] if i.get("ipv4") else None
         m = [int(x, 16) for x in i["mac"].split(":")]  # EUI-64 from the MAC, as the kernel forms it
-        link_local = (f"fe80:0000:0000:0000:{m[0] ^ 2:02x}{m[1]:02x}:{m[2]:02x}ff:fe{m[3]:02x}:"
-                      f"{m[4]:02x}{m[5]:02x}")
+        link_local = f"fe80:0000:0000:0000:{m[0] ^ 2:02x}{m[1]:02x}:{m[2]:02x}ff:fe{m[3]:02x}:{m[4]:02x}{m[5]:02x}"
         table = [(link_local, "IB/RoCE v1"), (link_local, "RoCE v2")]
         table += [(_gid(ip), "IB/RoCE v1"), (_gid(ip), "RoCE v2")] if ip else []
         for idx in range(4):

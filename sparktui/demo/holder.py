@@ -9,6 +9,7 @@ the demo process holds the other end, so when it exits (even killed) this proces
 kernel ends every process of the node's PID namespace with it: containers, transfers, everything.
 Stdlib only: it starts once per node and must start fast.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -43,8 +44,12 @@ RDMA_NODES = ("rdma_cm", "uverbs0", "uverbs1", "uverbs2", "uverbs3")
 
 
 def _mount(libc, src: str, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    if libc.mount(src.encode(), dst.encode(), fstype.encode() if fstype else None, flags,
-                  data.encode() if data else None) != 0:
+    if (
+        libc.mount(
+            src.encode(), dst.encode(), fstype.encode() if fstype else None, flags, data.encode() if data else None
+        )
+        != 0
+    ):
         e = ctypes.get_errno()
         raise OSError(e, f"mount {src} on {dst}: {os.strerror(e)}")
 

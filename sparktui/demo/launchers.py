@@ -8,6 +8,7 @@ DEMO/container-bin  what engine containers find: python3, python, nvidia-smi (th
                     puts nvidia-smi into GPU containers)
 Every other tool (sh, rsync's real binary, ssh-keygen, df, find, ...) is this machine's own.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -37,13 +38,12 @@ def _write(path: Path, text: str) -> None:
 
 def _module(module: str) -> str:
     # -S: the stand-ins use the standard library only, and start faster without site-packages.
-    return (f"#!/bin/sh\nPYTHONPATH={shlex.quote(PACKAGE_ROOT)} exec {shlex.quote(sys.executable)} -S "
-            f"-m {module} \"$@\"\n")
+    return f'#!/bin/sh\nPYTHONPATH={shlex.quote(PACKAGE_ROOT)} exec {shlex.quote(sys.executable)} -S -m {module} "$@"\n'
 
 
 def _python() -> str:
     # A wrapper, not a symlink: a virtualenv's python finds its environment from its own path.
-    return f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n"
+    return f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n'
 
 
 def write(root: Path) -> tuple[Path, Path]:
@@ -56,8 +56,11 @@ def write(root: Path) -> tuple[Path, Path]:
     for name, module in CONTAINER_TOOLS.items():
         _write(container_bin / name, _module(module))
     # sudo as root with NOPASSWD: the fixes sparktui prints (`sudo ip link set ...`) run as typed.
-    _write(node_bin / "sudo", '#!/bin/sh\nwhile [ "$#" -gt 0 ]; do case $1 in -n|-E|-H) shift ;; --) shift; break ;; '
-                              '*) break ;; esac; done\nexec "$@"\n')
+    _write(
+        node_bin / "sudo",
+        '#!/bin/sh\nwhile [ "$#" -gt 0 ]; do case $1 in -n|-E|-H) shift ;; --) shift; break ;; '
+        '*) break ;; esac; done\nexec "$@"\n',
+    )
     for d in (node_bin, container_bin):
         _write(d / "python3", _python())
     _write(container_bin / "python", _python())

@@ -8,6 +8,7 @@ when set: one rsync over one ssh is bound by the core or two it runs on (on a DG
 0.35-0.64 GB/s against a 25 GB/s link), so a copy's parallel streams add up until the link is
 full. Stdlib only (the shims import it).
 """
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ namespace per node binds the node's directory over that path. Unprivileged user 
 this possible without root (`unshare --user --map-root-user`), the PID namespace makes the node's
 processes end together with it, and `nsenter` runs every SSH command inside.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -19,12 +20,26 @@ from pathlib import Path
 
 from .errors import DemoError
 
-UNSHARE = ["unshare", "--user", "--map-root-user", "--mount", "--uts", "--pid", "--fork", "--mount-proc",
-           "--propagation", "private"]
+UNSHARE = [
+    "unshare",
+    "--user",
+    "--map-root-user",
+    "--mount",
+    "--uts",
+    "--pid",
+    "--fork",
+    "--mount-proc",
+    "--propagation",
+    "private",
+]
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the sparktui package
 NEEDED_TOOLS = {
-    "unshare": "util-linux", "nsenter": "util-linux", "mount": "util-linux (mount)",
-    "rsync": "rsync", "ssh": "openssh-client", "ssh-keygen": "openssh-client",
+    "unshare": "util-linux",
+    "nsenter": "util-linux",
+    "mount": "util-linux (mount)",
+    "rsync": "rsync",
+    "ssh": "openssh-client",
+    "ssh-keygen": "openssh-client",
 }
 START_TIMEOUT = 20.0  # seconds a node's namespace may take to come up
 
@@ -40,8 +55,13 @@ async def check_namespaces() -> None:
     if missing:
         raise DemoError("sparktui demo needs these tools on this machine: " + ", ".join(missing))
     proc = await asyncio.create_subprocess_exec(
-        *UNSHARE, "sh", "-c", 'mount -t tmpfs sparktui-check "${TMPDIR:-/tmp}" 2>&1',
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        *UNSHARE,
+        "sh",
+        "-c",
+        'mount -t tmpfs sparktui-check "${TMPDIR:-/tmp}" 2>&1',
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), 15)
     except asyncio.TimeoutError:
@@ -56,7 +76,8 @@ async def check_namespaces() -> None:
             f"user namespaces, and {who} cannot create them here ({why[-1] if why else 'exit ' + str(proc.returncode)}). "
             "Enable them (sysctl user.max_user_namespaces=15000; on Debian kernel.unprivileged_userns_clone=1; "
             "on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0) or run the demo in a VM or "
-            "container that allows them.")
+            "container that allows them."
+        )
 
 
 def _children(pid: int) -> list[int]:
@@ -88,9 +109,15 @@ class NodeNamespace:
     not essential (/proc/meminfo, /sys/class/net).
     """
 
-    def __init__(self, name: str, binds: list[tuple[str, str]], optional: list[tuple[str, str]] | None = None,
-                 hostname: str | None = None, page_cache: tuple[str, str] | None = None,
-                 rdma_dev: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        binds: list[tuple[str, str]],
+        optional: list[tuple[str, str]] | None = None,
+        hostname: str | None = None,
+        page_cache: tuple[str, str] | None = None,
+        rdma_dev: str | None = None,
+    ):
         self.name = name
         self.hostname = hostname or name
         self.binds = binds
@@ -102,14 +129,30 @@ class NodeNamespace:
         self._proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
-        spec = json.dumps({"binds": self.binds, "optional": self.optional, "hostname": self.hostname,
-                           "page_cache": self.page_cache, "rdma_dev": self.rdma_dev})
+        spec = json.dumps(
+            {
+                "binds": self.binds,
+                "optional": self.optional,
+                "hostname": self.hostname,
+                "page_cache": self.page_cache,
+                "rdma_dev": self.rdma_dev,
+            }
+        )
         env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
         # A session of its own: Ctrl-C in the demo's terminal must not reach the node.
         self._proc = await asyncio.create_subprocess_exec(
-            *UNSHARE, sys.executable, "-S", "-m", "sparktui.demo.holder", spec,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=env, start_new_session=True)
+            *UNSHARE,
+            sys.executable,
+            "-S",
+            "-m",
+            "sparktui.demo.holder",
+            spec,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
         assert self._proc.stdout is not None and self._proc.stderr is not None
         try:
             line = await asyncio.wait_for(self._proc.stdout.readline(), START_TIMEOUT)
@@ -120,8 +163,10 @@ class NodeNamespace:
             err = b""
             with contextlib.suppress(asyncio.TimeoutError):
                 err = await asyncio.wait_for(self._proc.stderr.read(), 2)
-            raise DemoError(f"{self.name}: the node's namespace did not come up: "
-                            f"{err.decode(errors='replace').strip() or 'no answer'}")
+            raise DemoError(
+                f"{self.name}: the node's namespace did not come up: "
+                f"{err.decode(errors='replace').strip() or 'no answer'}"
+            )
         # The holder is unshare's child (unshare --fork); nsenter must target the holder itself.
         kids = _children(self._proc.pid)
         if not kids:

@@ -8,6 +8,7 @@ on. So the drop is done before the write returns, as the kernel's own is, and wh
 meminfo next sees it. Any write counts as a page-cache drop (1 and 3 are; 2 alone is rare).
 Stdlib only: the holder imports it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,8 +35,7 @@ def drop_page_cache(meminfo: str, left_kb: int = LEFT_KB) -> str:
         return meminfo
     cached, buffers = kb.get("Cached", 0), kb.get("Buffers", 0)
     keep = min(left_kb, cached)
-    out = re.sub(r"^MemFree:\s+\d+", f"MemFree:        {kb['MemFree'] + cached - keep + buffers}", meminfo,
-                 flags=re.M)
+    out = re.sub(r"^MemFree:\s+\d+", f"MemFree:        {kb['MemFree'] + cached - keep + buffers}", meminfo, flags=re.M)
     out = re.sub(r"^Cached:\s+\d+", f"Cached:         {keep}", out, flags=re.M)
     return re.sub(r"^Buffers:\s+\d+", "Buffers:        0", out, flags=re.M)
 

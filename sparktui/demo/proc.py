@@ -1,4 +1,5 @@
 """What /proc says about a process: enough to prove a pid is still a given sparktui demo before signalling it."""
+
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +31,9 @@ def start_time(pid: int) -> float | None:
     """start_ticks as epoch seconds (btime is whole seconds: good to about a second)."""
     ticks = start_ticks(pid)
     try:
-        btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                     if line.startswith("btime "))
+        btime = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
     except (OSError, ValueError, IndexError, StopIteration):
         return None
     return None if ticks is None else btime + ticks / os.sysconf("SC_CLK_TCK")

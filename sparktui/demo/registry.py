@@ -4,6 +4,7 @@ $XDG_STATE_HOME/sparktui/demos (default ~/.local/state/sparktui/demos), mode 070
 only this, never the shared temp directory: a file another user can plant must not choose what gets
 signalled. A file or directory not owned by this euid, or writable by others, is ignored whole.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ def directory() -> Path:
 
 def private(st: os.stat_result, kind: int) -> bool:
     """Of the right kind (no symlink), this euid's, and writable by no one else."""
-    return (stat.S_IFMT(st.st_mode) == kind and st.st_uid == os.geteuid()
-            and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    return (
+        stat.S_IFMT(st.st_mode) == kind and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    )
 
 
 @dataclass
@@ -47,13 +49,22 @@ class Entry:
 
     def alive(self) -> bool:
         """Its process is still the one that wrote the entry (a reused pid is not)."""
-        return (self.boot_id == proc.boot_id() and proc.start_ticks(self.pid) == self.start_ticks)
+        return self.boot_id == proc.boot_id() and proc.start_ticks(self.pid) == self.start_ticks
 
 
 def entry_for_self(id: str, started: float, root: Path, background: bool, keep: bool) -> Entry:
-    return Entry(id=id, pid=os.getpid(), start_ticks=proc.start_ticks(os.getpid()) or 0, boot_id=proc.boot_id(),
-                 host=socket.gethostname(), started=started, root=str(root), config=str(root / "sparktui.yaml"),
-                 background=background, keep=keep)
+    return Entry(
+        id=id,
+        pid=os.getpid(),
+        start_ticks=proc.start_ticks(os.getpid()) or 0,
+        boot_id=proc.boot_id(),
+        host=socket.gethostname(),
+        started=started,
+        root=str(root),
+        config=str(root / "sparktui.yaml"),
+        background=background,
+        keep=keep,
+    )
 
 
 def _open_dir(create: bool) -> Path | None:

@@ -3,6 +3,7 @@
 The TUI runs Textual's loop on the main thread; the demo nodes' SSH servers (which also carry
 node-to-node rsync traffic) get a loop of their own, so neither waits on the other.
 """
+
 from __future__ import annotations
 
 import asyncio

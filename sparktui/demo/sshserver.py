@@ -6,6 +6,7 @@ Each server can carry its own environment (PATH with shims, a state directory) s
 through a prefix (nsenter into the node's namespaces), accept the keys listed in the node's own
 authorized_keys (node-to-node logins), listen on several addresses and allow local forwards.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -69,11 +70,20 @@ class LocalSshServer:
     inherit_env=False gives commands only `env` (a node that should not see this machine's variables).
     """
 
-    def __init__(self, host_key: asyncssh.SSHKey, authorized: list[asyncssh.SSHKey],
-                 host: str | list[str] = "127.0.0.1", port: int = 0, env: dict[str, str] | None = None,
-                 cwd: str | Path | None = None, *, prefix: list[str] | None = None,
-                 authorized_keys_file: str | Path | None = None, forwarding: bool = False,
-                 inherit_env: bool = True):
+    def __init__(
+        self,
+        host_key: asyncssh.SSHKey,
+        authorized: list[asyncssh.SSHKey],
+        host: str | list[str] = "127.0.0.1",
+        port: int = 0,
+        env: dict[str, str] | None = None,
+        cwd: str | Path | None = None,
+        *,
+        prefix: list[str] | None = None,
+        authorized_keys_file: str | Path | None = None,
+        forwarding: bool = False,
+        inherit_env: bool = True,
+    ):
         self.host_key = host_key
         self.authorized = authorized
         self.host = host
@@ -101,9 +111,13 @@ class LocalSshServer:
 
     async def start(self) -> "LocalSshServer":
         self._acceptor = await asyncssh.listen(
-            self.host, self.port, server_factory=lambda: _Server(self),
-            server_host_keys=[self.host_key], process_factory=self._handle,
-            encoding=None, allow_scp=False,
+            self.host,
+            self.port,
+            server_factory=lambda: _Server(self),
+            server_host_keys=[self.host_key],
+            process_factory=self._handle,
+            encoding=None,
+            allow_scp=False,
         )
         self.port = self._acceptor.sockets[0].getsockname()[1]
         return self
@@ -115,14 +129,21 @@ class LocalSshServer:
         self.stats.peak_channels = max(self.stats.peak_channels, self.stats.open_channels)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.prefix, "sh", "-c", cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=self.env, cwd=self.cwd, start_new_session=True,
+                *self.prefix,
+                "sh",
+                "-c",
+                cmd,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
             )
             self._procs.add(proc)
             feed = asyncio.ensure_future(self._feed(process.stdin, proc.stdin))
             try:
-                await asyncio.gather(self._pump(proc.stdout, process.stdout),
-                                     self._pump(proc.stderr, process.stderr))
+                await asyncio.gather(self._pump(proc.stdout, process.stdout), self._pump(proc.stderr, process.stderr))
                 code = await proc.wait()
             finally:
                 feed.cancel()

@@ -3,6 +3,7 @@
 Only this euid's own directories, and only those no live demo holds: ones its registry names, and
 ones in the temp directory with the demo's name pattern. Kept directories (`--keep`) stay.
 """
+
 from __future__ import annotations
 
 import json

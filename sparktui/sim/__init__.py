@@ -5,6 +5,7 @@ or directly on a host (`sparktui demo`). It speaks the engines' flags, prints th
 their order with scaled pacing, does a real TCP rendezvous and serves real HTTP endpoints.
 See README.md in this directory for scenarios and environment variables.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,13 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 """Directory that holds the `sparktui` package (goes on PYTHONPATH next to SHIMS_DIR)."""
 
 
-def sim_env(base: dict[str, str] | None = None, *, speed: float | None = None,
-            scenarios: tuple[str, ...] | list[str] = (), interfaces: str | None = None) -> dict[str, str]:
+def sim_env(
+    base: dict[str, str] | None = None,
+    *,
+    speed: float | None = None,
+    scenarios: tuple[str, ...] | list[str] = (),
+    interfaces: str | None = None,
+) -> dict[str, str]:
     """Environment for running the simulator as host processes (`python3 -m sglang.launch_server`,
     `vllm serve`, `ray start`): shim packages on PYTHONPATH, launchers on PATH, knobs set."""
     env = dict(os.environ if base is None else base)

@@ -3,6 +3,7 @@
 Durations printed in log lines are engine seconds (what the real engine would have reported);
 timestamps are wall-clock, so `docker logs -t` stays coherent.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,8 +46,12 @@ def scenarios() -> frozenset[str]:
     unknown = names - SCENARIOS.keys()
     if unknown and not getattr(scenarios, "_warned", False):
         scenarios._warned = True  # type: ignore[attr-defined]
-        print(f"sparktui-sim: unknown scenario(s) ignored: {', '.join(sorted(unknown))}; "
-              f"known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr, flush=True)
+        print(
+            f"sparktui-sim: unknown scenario(s) ignored: {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(SCENARIOS))}",
+            file=sys.stderr,
+            flush=True,
+        )
     return frozenset(names & SCENARIOS.keys())
 
 

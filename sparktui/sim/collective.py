@@ -11,6 +11,7 @@ What then ends the stall is each engine's own timeout (the engines decide, see v
 `stalled()` tells them when it passed. The `collective-timeout` scenario makes the step exchange stop
 mid-serving without a frozen peer: the collective itself hangs, and torch's NCCL watchdog ends it.
 """
+
 from __future__ import annotations
 
 import asyncio

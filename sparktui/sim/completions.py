@@ -10,6 +10,7 @@ optional usage chunk (`stream_options.include_usage`, with `choices: []`) and `d
   `data: [DONE]`.
 Request fields these routes do not use are accepted and ignored, as both engines do (vLLM logs a warning).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -22,22 +23,84 @@ from .httpapi import ApiServer, EngineDead, generate
 
 # the fields each route reads or knows; the rest are ignored as upstream's request models ignore them
 _OPENAI_KNOWN = {
-    "model", "messages", "prompt", "max_tokens", "max_completion_tokens", "stream", "stream_options", "temperature",
-    "top_p", "top_k", "min_p", "n", "best_of", "stop", "stop_token_ids", "seed", "ignore_eos", "min_tokens",
-    "logprobs", "top_logprobs", "prompt_logprobs", "repetition_penalty", "presence_penalty", "frequency_penalty",
-    "length_penalty", "logit_bias", "allowed_token_ids", "bad_words", "user", "echo", "suffix", "tools",
-    "tool_choice", "parallel_tool_calls", "functions", "function_call", "response_format", "structured_outputs",
-    "guided_json", "guided_regex", "guided_choice", "guided_grammar", "chat_template", "chat_template_kwargs",
-    "add_generation_prompt", "continue_final_message", "add_special_tokens", "skip_special_tokens",
-    "spaces_between_special_tokens", "include_stop_str_in_output", "truncate_prompt_tokens", "use_beam_search",
-    "reasoning_effort", "priority", "request_id", "cache_salt", "documents", "mm_processor_kwargs",
-    "return_tokens_as_token_ids", "return_token_ids", "kv_transfer_params", "vllm_xargs", "metadata", "store",
-    "service_tier", "modalities", "prediction", "web_search_options"}
+    "model",
+    "messages",
+    "prompt",
+    "max_tokens",
+    "max_completion_tokens",
+    "stream",
+    "stream_options",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "n",
+    "best_of",
+    "stop",
+    "stop_token_ids",
+    "seed",
+    "ignore_eos",
+    "min_tokens",
+    "logprobs",
+    "top_logprobs",
+    "prompt_logprobs",
+    "repetition_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "length_penalty",
+    "logit_bias",
+    "allowed_token_ids",
+    "bad_words",
+    "user",
+    "echo",
+    "suffix",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "functions",
+    "function_call",
+    "response_format",
+    "structured_outputs",
+    "guided_json",
+    "guided_regex",
+    "guided_choice",
+    "guided_grammar",
+    "chat_template",
+    "chat_template_kwargs",
+    "add_generation_prompt",
+    "continue_final_message",
+    "add_special_tokens",
+    "skip_special_tokens",
+    "spaces_between_special_tokens",
+    "include_stop_str_in_output",
+    "truncate_prompt_tokens",
+    "use_beam_search",
+    "reasoning_effort",
+    "priority",
+    "request_id",
+    "cache_salt",
+    "documents",
+    "mm_processor_kwargs",
+    "return_tokens_as_token_ids",
+    "return_token_ids",
+    "kv_transfer_params",
+    "vllm_xargs",
+    "metadata",
+    "store",
+    "service_tier",
+    "modalities",
+    "prediction",
+    "web_search_options",
+}
 
 
 def error(api: ApiServer, code: int, message: str, param: str | None = None) -> dict:
-    kind = {400: "BadRequestError", 404: "NotFoundError", 500: "InternalServerError",
-            503: "ServiceUnavailableError"}.get(code, "Error")
+    kind = {
+        400: "BadRequestError",
+        404: "NotFoundError",
+        500: "InternalServerError",
+        503: "ServiceUnavailableError",
+    }.get(code, "Error")
     if api.state.kind == "vllm":  # vllm/entrypoints/serve/exception_handling/error_response.py
         return {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return {"object": "error", "message": message, "type": kind, "param": param, "code": code}
@@ -58,8 +121,11 @@ async def _precheck(api: ApiServer, req: dict | None, w, keep: bool) -> int | No
         return 400
     if st.status == "dead":
         code = 500 if st.kind == "vllm" else 503
-        msg = ("EngineCore encountered an issue. See stack trace (above) for the root cause."
-               if st.kind == "vllm" else "The server is not healthy: the scheduler is dead.")
+        msg = (
+            "EngineCore encountered an issue. See stack trace (above) for the root cause."
+            if st.kind == "vllm"
+            else "The server is not healthy: the scheduler is dead."
+        )
         await http1.respond(w, code, error(api, code, msg), keep=keep)
         return code
     model = req.get("model")
@@ -122,14 +188,20 @@ def _prompt_of(prompt) -> tuple[str, int]:
 async def _too_long(api: ApiServer, w, keep: bool, prompt_tokens: int) -> int | None:
     if prompt_tokens < api.state.max_model_len:
         return None
-    msg = (f"This model's maximum context length is {api.state.max_model_len} tokens. However, your "
-           f"request has {prompt_tokens} input tokens. Please reduce the length of the input messages.")
+    msg = (
+        f"This model's maximum context length is {api.state.max_model_len} tokens. However, your "
+        f"request has {prompt_tokens} input tokens. Please reduce the length of the input messages."
+    )
     return await _bad(api, w, keep, msg, None)
 
 
 async def _dead_midway(api: ApiServer, w, keep: bool) -> int:
-    await http1.respond(w, 500, error(api, 500, "EngineCore encountered an issue. See stack trace (above) "
-                                               "for the root cause."), keep=keep)
+    await http1.respond(
+        w,
+        500,
+        error(api, 500, "EngineCore encountered an issue. See stack trace (above) for the root cause."),
+        keep=keep,
+    )
     return 500
 
 
@@ -163,26 +235,46 @@ async def chat(api: ApiServer, body: bytes, w: asyncio.StreamWriter, keep: bool)
             out, finish, n = await generate(api.state, prompt_tokens, text, max_tokens, **opts)
         except EngineDead:
             return await _dead_midway(api, w, keep)
-        await http1.respond(w, 200, {
-            "id": rid, "object": "chat.completion", "created": created, "model": name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": out, "reasoning_content": None,
-                                                 "tool_calls": []},
-                         "logprobs": None, "finish_reason": finish}],
-            "usage": _usage(prompt_tokens, n)}, keep=keep)
+        await http1.respond(
+            w,
+            200,
+            {
+                "id": rid,
+                "object": "chat.completion",
+                "created": created,
+                "model": name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": out, "reasoning_content": None, "tool_calls": []},
+                        "logprobs": None,
+                        "finish_reason": finish,
+                    }
+                ],
+                "usage": _usage(prompt_tokens, n),
+            },
+            keep=keep,
+        )
         return 200
     include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
     await http1.start_stream(w, keep)
     vllm = api.state.kind == "vllm"
 
     def chunk(delta: dict, finish: str | None = None) -> dict:
-        return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": name,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        return {
+            "id": rid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": name,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
 
     await http1.sse(w, chunk({"role": "assistant", "content": ""}))
 
     async def emit(part: str, i: int, finish: str | None) -> None:
         # vLLM puts the finish reason on the last token's chunk
         await http1.sse(w, chunk({"content": part}, finish if vllm else None))
+
     try:
         _, finish, n = await generate(api.state, prompt_tokens, text, max_tokens, emit, streaming=True, **opts)
     except EngineDead:
@@ -224,10 +316,19 @@ async def completion(api: ApiServer, body: bytes, w: asyncio.StreamWriter, keep:
             out, finish, n = await generate(api.state, prompt_tokens, text, max_tokens, **opts)
         except EngineDead:
             return await _dead_midway(api, w, keep)
-        await http1.respond(w, 200, {
-            "id": rid, "object": "text_completion", "created": created, "model": name,
-            "choices": [{"index": 0, "text": out, "logprobs": None, "finish_reason": finish}],
-            "usage": _usage(prompt_tokens, n)}, keep=keep)
+        await http1.respond(
+            w,
+            200,
+            {
+                "id": rid,
+                "object": "text_completion",
+                "created": created,
+                "model": name,
+                "choices": [{"index": 0, "text": out, "logprobs": None, "finish_reason": finish}],
+                "usage": _usage(prompt_tokens, n),
+            },
+            keep=keep,
+        )
         return 200
     include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
     vllm = api.state.kind == "vllm"
@@ -251,8 +352,17 @@ async def completion(api: ApiServer, body: bytes, w: asyncio.StreamWriter, keep:
     if not vllm:
         await http1.sse(w, chunk("", finish))
     if include_usage:
-        await http1.sse(w, {"id": rid, "object": "text_completion", "created": created, "model": name,
-                            "choices": [], "usage": _usage(prompt_tokens, n)})
+        await http1.sse(
+            w,
+            {
+                "id": rid,
+                "object": "text_completion",
+                "created": created,
+                "model": name,
+                "choices": [],
+                "usage": _usage(prompt_tokens, n),
+            },
+        )
     await http1.sse(w, "[DONE]")
     await http1.end_stream(w)
     return 200
@@ -270,8 +380,9 @@ async def native_generate(api: ApiServer, body: bytes, w: asyncio.StreamWriter, 
     elif isinstance(req.get("text"), (str, list)) and req.get("text"):
         text_in, prompt_tokens = _prompt_of(req["text"])
     else:  # sglang/srt/managers/io_struct.py GenerateReqInput, raised as ValueError -> 400
-        await http1.respond(w, 400, {"error": {"message": "Either text, input_ids or input_embeds should be "
-                                                          "provided."}}, keep=keep)
+        await http1.respond(
+            w, 400, {"error": {"message": "Either text, input_ids or input_embeds should be provided."}}, keep=keep
+        )
         return 400
     params = req.get("sampling_params") or {}
     if not isinstance(params, dict):
@@ -284,11 +395,22 @@ async def native_generate(api: ApiServer, body: bytes, w: asyncio.StreamWriter, 
     rid = uuid.uuid4().hex
 
     def result(out: str, n: int, finish: str | None) -> dict:
-        reason = None if finish is None else (
-            {"type": "length", "length": n} if finish == "length" else {"type": "stop", "matched": 151645})
-        return {"text": out, "output_ids": list(range(1000, 1000 + n)), "meta_info": {
-            "id": rid, "finish_reason": reason, "prompt_tokens": prompt_tokens, "completion_tokens": n,
-            "cached_tokens": 0}}
+        reason = (
+            None
+            if finish is None
+            else ({"type": "length", "length": n} if finish == "length" else {"type": "stop", "matched": 151645})
+        )
+        return {
+            "text": out,
+            "output_ids": list(range(1000, 1000 + n)),
+            "meta_info": {
+                "id": rid,
+                "finish_reason": reason,
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": n,
+                "cached_tokens": 0,
+            },
+        }
 
     if not req.get("stream"):
         try:

@@ -10,6 +10,7 @@ was told to use, and the MTU of their netdevs, learnt as NCCL learns them, from 
   stand-in sysfs under $SPARKTUI_DEMO_NODE, as the node's own kernel would show them.
 Anything unreadable is None (unknown), never a guess.
 """
+
 from __future__ import annotations
 
 import os

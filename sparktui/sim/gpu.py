@@ -3,6 +3,7 @@
 SPARKTUI_SIM_GPU_MEM_GIB (default 119.7, a DGX Spark's unified memory as CUDA reports it) and
 SPARKTUI_SIM_GPUS (GPUs per node, default 1) describe each node.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,10 +48,12 @@ def torch_oom_message(tried_gib: float, free_gib: float, in_use_gib: float, devi
     total = total_gib()
     free = f"{free_gib * 1024:.2f} MiB" if free_gib < 1 else f"{free_gib:.2f} GiB"
     reserved = min(1.5, max(0.1, in_use_gib * 0.02))
-    return (f"CUDA out of memory. Tried to allocate {tried_gib:.2f} GiB. GPU {device} has a total capacity of "
-            f"{total:.2f} GiB of which {free} is free. Including non-PyTorch memory, this process has "
-            f"{in_use_gib:.2f} GiB memory in use. Of the allocated memory {in_use_gib - reserved:.2f} GiB is "
-            f"allocated by PyTorch, and {reserved:.2f} GiB is reserved by PyTorch but unallocated. If reserved "
-            "but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
-            "avoid fragmentation.  See documentation for Memory Management  "
-            "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+    return (
+        f"CUDA out of memory. Tried to allocate {tried_gib:.2f} GiB. GPU {device} has a total capacity of "
+        f"{total:.2f} GiB of which {free} is free. Including non-PyTorch memory, this process has "
+        f"{in_use_gib:.2f} GiB memory in use. Of the allocated memory {in_use_gib - reserved:.2f} GiB is "
+        f"allocated by PyTorch, and {reserved:.2f} GiB is reserved by PyTorch but unallocated. If reserved "
+        "but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
+        "avoid fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )

@@ -13,6 +13,7 @@ Every change is a read-modify-write under flock on the meminfo file itself, so s
 node add up; written in place, as the bind over /proc/meminfo follows the file's inode.
 Stdlib only.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -108,7 +109,8 @@ class Holding:
     def __init__(self, meminfo: str, ledger: Path | None = None) -> None:
         self.meminfo = meminfo
         self.ledger = (ledger or _ledger_dir(meminfo)) / (
-            f"{os.getpid()}-{hashlib.sha1(os.path.realpath(meminfo).encode()).hexdigest()[:12]}")
+            f"{os.getpid()}-{hashlib.sha1(os.path.realpath(meminfo).encode()).hexdigest()[:12]}"
+        )
 
     def held_kb(self) -> tuple[int, int]:
         try:
@@ -165,8 +167,15 @@ class EngineMemory:
         self.phases[phase] = (max(0.0, gib), [w or self.here for w in ([None] if where is None else where)])  # type: ignore[misc]
         self._apply()
 
-    async def fill(self, phase: str, start: float, end: float, engine_s: float,
-                   where: list[str | None] | None = None, steps: int = 8) -> None:
+    async def fill(
+        self,
+        phase: str,
+        start: float,
+        end: float,
+        engine_s: float,
+        where: list[str | None] | None = None,
+        steps: int = 8,
+    ) -> None:
         """Take a phase from `start` to `end` GiB over `engine_s` engine seconds, a step at a time, as a shard
         read from disk fills memory while it loads (without accounting: only the pause)."""
         if not self.enabled:

@@ -1,4 +1,5 @@
 """HTTP/1.1 framing on asyncio streams: bodies in, JSON/text answers and chunked server-sent events out."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,22 +21,29 @@ async def read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> by
     return await reader.readexactly(length) if length > 0 else b""
 
 
-async def respond(w: asyncio.StreamWriter, code: int, body: bytes | dict, keep: bool = True,
-                  ctype: str | None = None) -> None:
+async def respond(
+    w: asyncio.StreamWriter, code: int, body: bytes | dict, keep: bool = True, ctype: str | None = None
+) -> None:
     if isinstance(body, dict):
         payload, kind = json.dumps(body).encode(), "application/json"
     else:
         payload, kind = body, "application/json" if body else "text/plain; charset=utf-8"
-    head = (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\ncontent-type: {ctype or kind}\r\n"
-            f"content-length: {len(payload)}\r\nconnection: {'keep-alive' if keep else 'close'}\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\ncontent-type: {ctype or kind}\r\n"
+        f"content-length: {len(payload)}\r\nconnection: {'keep-alive' if keep else 'close'}\r\n\r\n"
+    )
     w.write(head.encode() + payload)
     await w.drain()
 
 
 async def start_stream(w: asyncio.StreamWriter, keep: bool) -> None:
-    w.write(("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-             f"transfer-encoding: chunked\r\ncache-control: no-cache\r\nconnection: {'keep-alive' if keep else 'close'}"
-             "\r\n\r\n").encode())
+    w.write(
+        (
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+            f"transfer-encoding: chunked\r\ncache-control: no-cache\r\nconnection: {'keep-alive' if keep else 'close'}"
+            "\r\n\r\n"
+        ).encode()
+    )
     await w.drain()
 
 

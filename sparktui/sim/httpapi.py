@@ -5,6 +5,7 @@ One EngineState is shared with the engine, which flips `status`, reads the count
 lines and sets what it learnt while starting (KV-cache size, running-request limit, token timing).
 Keep-alive and chunked responses follow HTTP/1.1 so ordinary clients just work.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,9 +24,18 @@ STALLED_AFTER_S = 2.0  # engine seconds one step's exchange may take before it c
 class EngineState:
     """What the HTTP side needs to know about the engine, and the traffic counters it keeps."""
 
-    def __init__(self, kind: str, served_name: str, model_path: str, max_model_len: int,
-                 version: str, server_info: dict | None = None, api_key: str | None = None,
-                 metrics_enabled: bool = True, metrics_kind: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        served_name: str,
+        model_path: str,
+        max_model_len: int,
+        version: str,
+        server_info: dict | None = None,
+        api_key: str | None = None,
+        metrics_enabled: bool = True,
+        metrics_kind: str | None = None,
+    ) -> None:
         self.kind = kind  # "sglang" | "vllm"
         self.api_key = api_key  # --api-key: requests must carry "Authorization: Bearer KEY"
         self.served_name = served_name
@@ -78,8 +88,13 @@ class EngineState:
     def _live(self) -> dict[str, float]:
         usage = self.kv_used / self.kv_tokens if self.kv_tokens else 0.0
         rate = self.running / self.last_step_s if self.running and self.last_step_s else 0.0
-        return {"running": float(self.running), "waiting": float(self.waiting), "kv_usage": min(1.0, usage),
-                "used_tokens": float(self.kv_used), "gen_throughput": rate}
+        return {
+            "running": float(self.running),
+            "waiting": float(self.waiting),
+            "kv_usage": min(1.0, usage),
+            "used_tokens": float(self.kv_used),
+            "gen_throughput": rate,
+        }
 
 
 class EngineDead(Exception):
@@ -100,9 +115,17 @@ async def _collective(state: EngineState) -> None:
         state.publish()
 
 
-async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens: int | None,
-                   emit: Callable[[str, int, str | None], Awaitable[None]] | None = None, *, ignore_eos: bool = False,
-                   min_tokens: int = 0, streaming: bool = False) -> tuple[str, str, int]:
+async def generate(
+    state: EngineState,
+    prompt_tokens: int,
+    text: str,
+    max_tokens: int | None,
+    emit: Callable[[str, int, str | None], Awaitable[None]] | None = None,
+    *,
+    ignore_eos: bool = False,
+    min_tokens: int = 0,
+    streaming: bool = False,
+) -> tuple[str, str, int]:
     """Produce the answer piece by piece at the engine's pace; returns (text, finish_reason, tokens).
 
     A request waits while the engine runs its limit of requests, is prefilled (its first token comes at
@@ -110,8 +133,11 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
     the finish reason on the last."""
     parts = textgen.pieces_for(text, max_tokens, min_tokens, ignore_eos)
     natural = len(textgen.pieces(text))
-    finish = "length" if max_tokens is not None and len(parts) == max_tokens and (
-        ignore_eos or natural > max_tokens) else "stop"
+    finish = (
+        "length"
+        if max_tokens is not None and len(parts) == max_tokens and (ignore_eos or natural > max_tokens)
+        else "stop"
+    )
     m = state.metrics
     arrived = _engine_now()
     state.requests += 1
@@ -184,8 +210,9 @@ async def generate(state: EngineState, prompt_tokens: int, text: str, max_tokens
 class ApiServer:
     """Serves EngineState over HTTP; `access` logs one line per request like uvicorn does."""
 
-    def __init__(self, state: EngineState, access: Callable[[str, str], None],
-                 warn: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, state: EngineState, access: Callable[[str, str], None], warn: Callable[[str], None] | None = None
+    ) -> None:
         self.state = state
         self.access = access
         self.warn = warn or (lambda line: None)  # the engine's own warnings (ignored request fields)
@@ -229,8 +256,9 @@ class ApiServer:
                     headers[k.strip().lower()] = v.strip()
                 body = await http1.read_body(reader, headers)
                 keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-                status = await self._route(method, target.split("?")[0], body, writer, keep,
-                                           headers.get("authorization", ""))
+                status = await self._route(
+                    method, target.split("?")[0], body, writer, keep, headers.get("authorization", "")
+                )
                 self.access(client, f'"{method} {target} {version}" {status} {HTTPStatus(status).phrase}')
                 if not keep:
                     break
@@ -253,8 +281,9 @@ class ApiServer:
             return path.startswith("/v1")
         return not path.startswith(("/health", "/metrics"))
 
-    async def _route(self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool,
-                     auth: str = "") -> int:
+    async def _route(
+        self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool, auth: str = ""
+    ) -> int:
         from . import completions  # the generation routes; they import this module
 
         st = self.state
@@ -283,14 +312,21 @@ class ApiServer:
             await http1.respond(w, 200, st.metrics.render().encode(), keep=keep, ctype=CONTENT_TYPE)
             return 200
         if path == "/v1/models" and method == "GET":
-            card = {"id": st.served_name, "object": "model", "created": st.created, "owned_by": st.kind,
-                    "root": st.model_path if st.kind == "vllm" else st.served_name, "parent": None,
-                    "max_model_len": st.max_model_len}
+            card = {
+                "id": st.served_name,
+                "object": "model",
+                "created": st.created,
+                "owned_by": st.kind,
+                "root": st.model_path if st.kind == "vllm" else st.served_name,
+                "parent": None,
+                "max_model_len": st.max_model_len,
+            }
             await http1.respond(w, 200, {"object": "list", "data": [card]}, keep=keep)
             return 200
         if st.kind == "sglang" and path in ("/get_model_info", "/model_info") and method == "GET":
-            await http1.respond(w, 200, {"model_path": st.model_path, "tokenizer_path": st.model_path,
-                                         "is_generation": True}, keep=keep)
+            await http1.respond(
+                w, 200, {"model_path": st.model_path, "tokenizer_path": st.model_path, "is_generation": True}, keep=keep
+            )
             return 200
         if st.kind == "sglang" and path in ("/get_server_info", "/server_info") and method == "GET":
             await http1.respond(w, 200, dict(st.server_info, version=st.version), keep=keep)

@@ -1,4 +1,5 @@
 """The engines' log line shapes. Every write is one flushed line, so readers see lines as they happen."""
+
 from __future__ import annotations
 
 import os
@@ -104,7 +105,9 @@ def progress_bar(desc: str, done: int, total: int, elapsed: float, bar: bool = F
     speed = "?it/s" if not done else (f"{rate:5.2f}s/it" if rate >= 1 else f"{1 / rate if rate else 0:5.2f}it/s")
     if bar:
         filled = int(10 * done / total) if total else 10
-        return f"{desc}: {pct:3d}%|{'█' * filled}{' ' * (10 - filled)}| {done}/{total} [{_mmss(elapsed)}<{eta}, {speed}]"
+        return (
+            f"{desc}: {pct:3d}%|{'█' * filled}{' ' * (10 - filled)}| {done}/{total} [{_mmss(elapsed)}<{eta}, {speed}]"
+        )
     return f"{desc}: {pct:3d}% Completed | {done}/{total} [{_mmss(elapsed)}<{eta}, {speed}]"
 
 

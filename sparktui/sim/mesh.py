@@ -4,6 +4,7 @@ The listener binds only the node's address on the rendezvous network (the path t
 traffic must take), so a published address on any other network is refused and the ranks wait
 there forever, as the real ones do when the queue's address is unreachable.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,8 +62,9 @@ async def link_to(host: str, port: int, my_rank: int) -> tuple[asyncio.StreamRea
         await asyncio.sleep(wire.RETRY_GAP_S)
 
 
-async def join_mesh(endpoint: QueueEndpoint, peers: dict[int, tuple[str, int]]
-                    ) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+async def join_mesh(
+    endpoint: QueueEndpoint, peers: dict[int, tuple[str, int]]
+) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
     """Connect to every peer and wait for every peer to connect back; returns this node's links to them
     (the head carries its per-step all-reduce on them)."""
     links = await asyncio.gather(*(link_to(h, p, endpoint.rank) for h, p in peers.values()))

@@ -9,6 +9,7 @@ MultiProcessCollector writes (metrics_catalog.MULTIPROCESS) shows what that coll
 instead: only families with a touched series, no _created, a histogram's _sum ahead of its buckets and _count.
 Names per release: metrics_catalog.py.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -36,12 +37,20 @@ class _Histogram:
 class EngineMetrics:
     """The metric families of one engine release, fed by the HTTP side as it serves."""
 
-    def __init__(self, kind: str, version: str, model_name: str,
-                 gauges: Callable[[], dict[str, float]] | None = None) -> None:
+    def __init__(
+        self, kind: str, version: str, model_name: str, gauges: Callable[[], dict[str, float]] | None = None
+    ) -> None:
         self.kind = kind
         self.specs, scopes = catalog(kind, version)
-        fixed = {"model_name": model_name, "engine": "0", "engine_type": "unified", "tp_rank": "0",
-                 "pp_rank": "0", "moe_ep_rank": "0", **FIXED_LABELS.get(kind, {})}
+        fixed = {
+            "model_name": model_name,
+            "engine": "0",
+            "engine_type": "unified",
+            "tp_rank": "0",
+            "pp_rank": "0",
+            "moe_ep_rank": "0",
+            **FIXED_LABELS.get(kind, {}),
+        }
         self.multiprocess = kind in MULTIPROCESS
         self.labels = {scope: tuple((n, fixed[n]) for n in names) for scope, names in scopes.items()}
         self.gauges = gauges or (lambda: {})
@@ -92,7 +101,7 @@ class EngineMetrics:
         out: list[str] = []
         live = self.gauges()
         for s in self.specs:
-            base = s.name[:-len("_total")] if s.kind == "counter" and s.name.endswith("_total") else s.name
+            base = s.name[: -len("_total")] if s.kind == "counter" and s.name.endswith("_total") else s.name
             shown = base + "_total" if s.kind == "counter" else base
             if self.multiprocess and not any(role == s.role for role, _ in [*self.counters, *self.hists]):
                 continue  # no file holds a sample of it yet, so the collector knows no such family
@@ -141,7 +150,7 @@ def _labels(pairs: tuple[tuple[str, str], ...]) -> str:
     if not pairs:
         return ""
     pairs = tuple(sorted(pairs))  # prometheus_client writes a sample's labels sorted by name
-    esc = (str(v).replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"') for _, v in pairs)
+    esc = (str(v).replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"") for _, v in pairs)
     return "{" + ",".join(f'{k}="{v}"' for (k, _), v in zip(pairs, esc)) + "}"
 
 
@@ -154,6 +163,6 @@ def _num(v: float) -> str:
     s = repr(float(v))
     dot = s.find(".")
     if v > 0 and dot > 6:
-        mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1:]}".rstrip("0.")
+        mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1 :]}".rstrip("0.")
         return f"{mantissa}e+0{dot - 1}"
     return s

@@ -16,6 +16,7 @@ Read from the releases' own sources (the subset a metrics reader uses: load, tok
   prometheus_client's MultiProcessCollector (mount_metrics). No running/waiting/KV gauges, no token counters:
   those came after it.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,16 +35,81 @@ class Spec:
 
 
 # vllm/v1/metrics/buckets.py (0.33.0); the same values sit inline in loggers.py of 0.11.0 and 0.31.0
-VLLM_TTFT = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-             20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
-VLLM_ITL = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-            40.0, 80.0)
-VLLM_LATENCY = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-                240.0, 480.0, 960.0, 1920.0, 7680.0)
+VLLM_TTFT = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+VLLM_ITL = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+VLLM_LATENCY = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
 # TokenizerMetricsCollector's defaults, identical in SGLang 0.5.3.post3 and 0.5.23
 SGLANG_TTFT = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
-SGLANG_ITL = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
-              0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000)
+SGLANG_ITL = (
+    0.002,
+    0.004,
+    0.006,
+    0.008,
+    0.010,
+    0.015,
+    0.020,
+    0.025,
+    0.030,
+    0.035,
+    0.040,
+    0.060,
+    0.080,
+    0.100,
+    0.200,
+    0.400,
+    0.600,
+    0.800,
+    1.000,
+    2.000,
+    4.000,
+    6.000,
+    8.000,
+)
 SGLANG_E2E = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
 
 _VLLM = [
@@ -52,25 +118,64 @@ _VLLM = [
     Spec("kv_usage", "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage."),
     Spec("prompt_tokens", "vllm:prompt_tokens", "counter", "Number of prefill tokens processed."),
     Spec("generation_tokens", "vllm:generation_tokens", "counter", "Number of generation tokens processed."),
-    Spec("requests", "vllm:request_success", "counter", "Count of successfully processed requests.",
-         extra=("finished_reason",)),
-    Spec("ttft", "vllm:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.",
-         buckets=VLLM_TTFT),
-    Spec("itl", "vllm:inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.",
-         buckets=VLLM_ITL),
-    Spec("tpot", "vllm:request_time_per_output_token_seconds", "histogram",
-         "Histogram of time_per_output_token_seconds per request.", buckets=VLLM_ITL),
-    Spec("e2e", "vllm:e2e_request_latency_seconds", "histogram", "Histogram of e2e request latency in seconds.",
-         buckets=VLLM_LATENCY),
-    Spec("queue", "vllm:request_queue_time_seconds", "histogram",
-         "Histogram of time spent in WAITING phase for request.", buckets=VLLM_LATENCY),
+    Spec(
+        "requests",
+        "vllm:request_success",
+        "counter",
+        "Count of successfully processed requests.",
+        extra=("finished_reason",),
+    ),
+    Spec(
+        "ttft",
+        "vllm:time_to_first_token_seconds",
+        "histogram",
+        "Histogram of time to first token in seconds.",
+        buckets=VLLM_TTFT,
+    ),
+    Spec(
+        "itl",
+        "vllm:inter_token_latency_seconds",
+        "histogram",
+        "Histogram of inter-token latency in seconds.",
+        buckets=VLLM_ITL,
+    ),
+    Spec(
+        "tpot",
+        "vllm:request_time_per_output_token_seconds",
+        "histogram",
+        "Histogram of time_per_output_token_seconds per request.",
+        buckets=VLLM_ITL,
+    ),
+    Spec(
+        "e2e",
+        "vllm:e2e_request_latency_seconds",
+        "histogram",
+        "Histogram of e2e request latency in seconds.",
+        buckets=VLLM_LATENCY,
+    ),
+    Spec(
+        "queue",
+        "vllm:request_queue_time_seconds",
+        "histogram",
+        "Histogram of time spent in WAITING phase for request.",
+        buckets=VLLM_LATENCY,
+    ),
 ]
 # 0.11.0 also served the per-token series under its old name, deprecated there ("Renamed as
 # vllm:inter_token_latency_seconds") and gone by 0.31.0
-_VLLM_0_11 = _VLLM[:8] + [
-    Spec("itl_deprecated", "vllm:time_per_output_token_seconds", "histogram",
-         "Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.",
-         buckets=VLLM_ITL)] + _VLLM[8:]
+_VLLM_0_11 = (
+    _VLLM[:8]
+    + [
+        Spec(
+            "itl_deprecated",
+            "vllm:time_per_output_token_seconds",
+            "histogram",
+            "Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.",
+            buckets=VLLM_ITL,
+        )
+    ]
+    + _VLLM[8:]
+)
 
 _SGLANG_0_5_3 = [
     Spec("running", "sglang:num_running_reqs", "gauge", "The number of running requests.", "scheduler"),
@@ -78,40 +183,97 @@ _SGLANG_0_5_3 = [
     Spec("kv_usage", "sglang:token_usage", "gauge", "The token usage.", "scheduler"),
     Spec("gen_throughput", "sglang:gen_throughput", "gauge", "The generation throughput (token/s).", "scheduler"),
     Spec("waiting", "sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", "scheduler"),
-    Spec("prompt_tokens", "sglang:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
-         "tokenizer"),
-    Spec("generation_tokens", "sglang:generation_tokens_total", "counter", "Number of generation tokens processed.",
-         "tokenizer"),
+    Spec("prompt_tokens", "sglang:prompt_tokens_total", "counter", "Number of prefill tokens processed.", "tokenizer"),
+    Spec(
+        "generation_tokens",
+        "sglang:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        "tokenizer",
+    ),
     Spec("requests", "sglang:num_requests_total", "counter", "Number of requests processed.", "tokenizer"),
-    Spec("ttft", "sglang:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.",
-         "tokenizer", buckets=SGLANG_TTFT),
-    Spec("itl", "sglang:inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.",
-         "tokenizer", buckets=SGLANG_ITL),
-    Spec("e2e", "sglang:e2e_request_latency_seconds", "histogram",
-         "Histogram of End-to-end request latency in seconds", "tokenizer", buckets=SGLANG_E2E),
+    Spec(
+        "ttft",
+        "sglang:time_to_first_token_seconds",
+        "histogram",
+        "Histogram of time to first token in seconds.",
+        "tokenizer",
+        buckets=SGLANG_TTFT,
+    ),
+    Spec(
+        "itl",
+        "sglang:inter_token_latency_seconds",
+        "histogram",
+        "Histogram of inter-token latency in seconds.",
+        "tokenizer",
+        buckets=SGLANG_ITL,
+    ),
+    Spec(
+        "e2e",
+        "sglang:e2e_request_latency_seconds",
+        "histogram",
+        "Histogram of End-to-end request latency in seconds",
+        "tokenizer",
+        buckets=SGLANG_E2E,
+    ),
 ]
 _STREAMING = {"prompt_tokens", "generation_tokens", "requests", "ttft", "e2e"}
-_SGLANG_0_5_23 = [Spec(s.role, s.name, s.kind, s.help, s.scope, ("is_streaming",) if s.role in _STREAMING else (),
-                       s.buckets) for s in _SGLANG_0_5_3]
-_SGLANG_0_5_23.insert(-1, Spec(
-    "tpot", "sglang:request_time_per_output_token_seconds", "histogram",
-    "Per-request TPOT in seconds: (finished_time - first_token_time) / (completion_tokens - 1).", "tokenizer",
-    ("is_streaming",), SGLANG_ITL))
+_SGLANG_0_5_23 = [
+    Spec(s.role, s.name, s.kind, s.help, s.scope, ("is_streaming",) if s.role in _STREAMING else (), s.buckets)
+    for s in _SGLANG_0_5_3
+]
+_SGLANG_0_5_23.insert(
+    -1,
+    Spec(
+        "tpot",
+        "sglang:request_time_per_output_token_seconds",
+        "histogram",
+        "Per-request TPOT in seconds: (finished_time - first_token_time) / (completion_tokens - 1).",
+        "tokenizer",
+        ("is_streaming",),
+        SGLANG_ITL,
+    ),
+)
 
 # tensorrt_llm/metrics/collector.py (1.3.0rc3) says it is adapted from vLLM's metrics.py; its bucket lists are
 # vLLM's values: TTFT's for time to first token, ITL's for time per output token, the latency one for e2e and queue
 _TRTLLM_1_3 = [
-    Spec("requests", "trtllm_request_success_total", "counter", "Count of successfully processed requests.",
-         extra=("finished_reason",)),
-    Spec("e2e", "trtllm_e2e_request_latency_seconds", "histogram",
-         "Histogram of end to end request latency in seconds.", buckets=VLLM_LATENCY),
-    Spec("ttft", "trtllm_time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.",
-         buckets=VLLM_TTFT),
+    Spec(
+        "requests",
+        "trtllm_request_success_total",
+        "counter",
+        "Count of successfully processed requests.",
+        extra=("finished_reason",),
+    ),
+    Spec(
+        "e2e",
+        "trtllm_e2e_request_latency_seconds",
+        "histogram",
+        "Histogram of end to end request latency in seconds.",
+        buckets=VLLM_LATENCY,
+    ),
+    Spec(
+        "ttft",
+        "trtllm_time_to_first_token_seconds",
+        "histogram",
+        "Histogram of time to first token in seconds.",
+        buckets=VLLM_TTFT,
+    ),
     # per request, (last token - first token) / (tokens - 1) (executor/result.py _process_req_perf_metrics)
-    Spec("tpot", "trtllm_time_per_output_token_seconds", "histogram",
-         "Histogram of time per output token in seconds.", buckets=VLLM_ITL),
-    Spec("queue", "trtllm_request_queue_time_seconds", "histogram",
-         "Histogram of time spent in WAITING phase for request.", buckets=VLLM_LATENCY),
+    Spec(
+        "tpot",
+        "trtllm_time_per_output_token_seconds",
+        "histogram",
+        "Histogram of time per output token in seconds.",
+        buckets=VLLM_ITL,
+    ),
+    Spec(
+        "queue",
+        "trtllm_request_queue_time_seconds",
+        "histogram",
+        "Histogram of time spent in WAITING phase for request.",
+        buckets=VLLM_LATENCY,
+    ),
 ]
 
 # Label values a release sets whatever it serves (else: the served name, engine "0", engine_type "unified", ranks 0)
@@ -125,11 +287,17 @@ CATALOG: dict[tuple[str, str], tuple[list[Spec], dict[str, tuple[str, ...]]]] = 
     ("vllm", "0.11.0"): (_VLLM_0_11, {"engine": ("model_name", "engine")}),
     ("vllm", "0.31.0"): (_VLLM, {"engine": ("model_name", "engine")}),
     ("vllm", "0.33.0"): (_VLLM, {"engine": ("model_name", "engine")}),
-    ("sglang", "0.5.3.post3"): (_SGLANG_0_5_3, {"scheduler": ("model_name", "engine_type", "tp_rank", "pp_rank"),
-                                                "tokenizer": ("model_name",)}),
-    ("sglang", "0.5.23"): (_SGLANG_0_5_23, {"scheduler": ("model_name", "engine_type", "tp_rank", "pp_rank",
-                                                          "moe_ep_rank"),
-                                            "tokenizer": ("model_name", "engine_type")}),
+    ("sglang", "0.5.3.post3"): (
+        _SGLANG_0_5_3,
+        {"scheduler": ("model_name", "engine_type", "tp_rank", "pp_rank"), "tokenizer": ("model_name",)},
+    ),
+    ("sglang", "0.5.23"): (
+        _SGLANG_0_5_23,
+        {
+            "scheduler": ("model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"),
+            "tokenizer": ("model_name", "engine_type"),
+        },
+    ),
     ("trtllm", "1.3.0rc3"): (_TRTLLM_1_3, {"engine": ("model_name", "engine_type")}),
 }
 

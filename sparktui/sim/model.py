@@ -4,13 +4,14 @@ Shard contents are never read: a fixture may hold empty files. The checkpoint si
 model.safetensors.index.json's metadata.total_size when present (so a small fixture can stand for
 a 118 GiB model), else from the shard file sizes.
 """
+
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass, field
 
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 class ModelNotFound(Exception):

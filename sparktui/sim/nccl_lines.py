@@ -7,6 +7,7 @@ Forms quoted from real logs (tests/unit/test_fabric_live.py cites each):
   host:pid:tid [dev] NCCL INFO Using network IB
   ... NCCL INFO Channel 09/0 : 1[0] -> 0[0] [send] via NET/IBext_v10/1   (mark-ramsey-ri/vllm-dgx-spark#1)
 """
+
 from __future__ import annotations
 
 import os
@@ -48,8 +49,10 @@ def channel_lines(path: FabricPath, rank: int, world: int, device: int = 0, host
     nxt = (rank + 1) % world
     if path.transport == "socket" or not path.hcas:
         return [f"{p}Channel 00/0 : {rank}[{device}] -> {nxt}[0] [send] via NET/Socket/0"]
-    return [f"{p}Channel {c:02d}/0 : {rank}[{device}] -> {nxt}[0] [send] via NET/IB/{c}/GDRDMA"
-            for c in range(len(path.hcas))]
+    return [
+        f"{p}Channel {c:02d}/0 : {rank}[{device}] -> {nxt}[0] [send] via NET/IB/{c}/GDRDMA"
+        for c in range(len(path.hcas))
+    ]
 
 
 def for_rank(rank: int, world: int, env=None, ip: str | None = None) -> list[str]:

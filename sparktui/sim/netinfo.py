@@ -4,6 +4,7 @@ SPARKTUI_SIM_INTERFACES ("name=addr/prefix,...") replaces what the kernel report
 simulated nodes can share one host (127.0.0.0/8 is all loopback) yet each see its own networks.
 With it set, binding an address outside that list fails like the kernel would (EADDRNOTAVAIL).
 """
+
 from __future__ import annotations
 
 import errno
@@ -145,8 +146,9 @@ def auto_ip(ifaces: list[Iface] | None = None, route_iface: str | None = None) -
     return None
 
 
-def other_network_ip(rendezvous_addr: str, ifaces: list[Iface] | None = None,
-                     route_iface: str | None = None) -> str | None:
+def other_network_ip(
+    rendezvous_addr: str, ifaces: list[Iface] | None = None, route_iface: str | None = None
+) -> str | None:
     """An address on a network other than the rendezvous one, as an engine that picks its own address
     finds it: the default-route interface's when that is off the rendezvous subnet, else the interface
     whose name sorts first among non-loopback interfaces that do not hold or share the rendezvous address."""
@@ -156,8 +158,14 @@ def other_network_ip(rendezvous_addr: str, ifaces: list[Iface] | None = None,
         rdv = ipaddress.IPv4Address(rendezvous_addr)
     except ValueError:
         rdv = None
-    candidates = sorted((i for i in ifaces if not i.loopback and i.address != rendezvous_addr
-                         and (rdv is None or rdv not in i.network)), key=lambda i: i.name)
+    candidates = sorted(
+        (
+            i
+            for i in ifaces
+            if not i.loopback and i.address != rendezvous_addr and (rdv is None or rdv not in i.network)
+        ),
+        key=lambda i: i.name,
+    )
     for iface in candidates:
         if iface.name == route_iface:
             return iface.address

@@ -4,6 +4,7 @@ Without --block, `ray start` leaves a detached process behind (like Ray's raylet
 the command relays that process's output until it is up, then returns. Processes record their PIDs
 under {TMPDIR}/ray/sparktui_sim_pids so that `ray stop` finds them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,17 @@ import time
 
 from . import clock, netinfo, runtime
 from .logfmt import emit, ray_cpp_line, ray_line
-from .ray_gcs import (GcsClient, GcsServer, NcclEndpoint, current_cluster_path, new_node, node_resources,
-                      ray_dir, read_current_cluster, split_address)
+from .ray_gcs import (
+    GcsClient,
+    GcsServer,
+    NcclEndpoint,
+    current_cluster_path,
+    new_node,
+    node_resources,
+    ray_dir,
+    read_current_cluster,
+    split_address,
+)
 
 VERSION = "2.49.2"
 DAEMON_ENV = "SPARKTUI_SIM_RAY_DAEMON"
@@ -75,8 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.head and not args.address:
         args.address = os.environ.get("RAY_ADDRESS")
         if not args.address:
-            emit("ConnectionError: Could not find any running Ray instance. Please specify the one to connect to "
-                 "by setting `--address` flag or `RAY_ADDRESS` environment variable.", sys.stderr)
+            emit(
+                "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to "
+                "by setting `--address` flag or `RAY_ADDRESS` environment variable.",
+                sys.stderr,
+            )
             return 1
     if args.block or os.environ.get(DAEMON_ENV) == "1":
         return runtime.run(lambda: RayNode(args).run())
@@ -87,9 +100,14 @@ def main(argv: list[str] | None = None) -> int:
 def detach(argv: list[str]) -> int:
     """Run the node in a detached process and relay its output until it reports being up."""
     env = dict(os.environ, **{DAEMON_ENV: "1"})
-    proc = subprocess.Popen([sys.executable, "-m", "sparktui.sim.ray_cli", *argv], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparktui.sim.ray_cli", *argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     deadline = time.monotonic() + 120 + clock.scaled(GCS_ROUND_S + GCS_WINDOW_S)
     buf = b""
@@ -134,9 +152,11 @@ class RayNode:
         ip = a.node_ip_address or netinfo.auto_ip() or "127.0.0.1"
         await clock.pause(1.5)
         if a.head and not a.disable_usage_stats and os.environ.get("RAY_USAGE_STATS_ENABLED") != "0":
-            emit("Usage stats collection is enabled. To disable this, add `--disable-usage-stats` to the command "
-                 "that starts the cluster, or run the following command: `ray disable-usage-stats` before starting "
-                 "the cluster. See https://docs.ray.io/en/master/cluster/usage-stats.html for more details.")
+            emit(
+                "Usage stats collection is enabled. To disable this, add `--disable-usage-stats` to the command "
+                "that starts the cluster, or run the following command: `ray disable-usage-stats` before starting "
+                "the cluster. See https://docs.ray.io/en/master/cluster/usage-stats.html for more details."
+            )
         emit(f"\nLocal node IP: {ip}")
         try:
             code = await (self.start_head(ip) if a.head else self.start_worker(ip))
@@ -146,20 +166,26 @@ class RayNode:
             if a.head:
                 self.print_head_started(ip)
             else:
-                emit("\n--------------------\nRay runtime started.\n--------------------\n\n"
-                     "To terminate the Ray runtime, run\n  ray stop")
+                emit(
+                    "\n--------------------\nRay runtime started.\n--------------------\n\n"
+                    "To terminate the Ray runtime, run\n  ray stop"
+                )
             if self.daemon:
                 self.go_background()
             elif a.block:
-                emit("\n--block\n  This command will now block forever until terminated by a signal.\n  Running "
-                     "subprocesses are monitored and a message will be printed if any of them terminate "
-                     "unexpectedly. Subprocesses exit with SIGTERM will be treated as graceful, thus NOT reported.")
+                emit(
+                    "\n--block\n  This command will now block forever until terminated by a signal.\n  Running "
+                    "subprocesses are monitored and a message will be printed if any of them terminate "
+                    "unexpectedly. Subprocesses exit with SIGTERM will be treated as graceful, thus NOT reported."
+                )
             if a.head:
                 await runtime.forever()
             assert self.client is not None
             await self.client.wait_closed()
-            emit("Some Ray subprocesses exited unexpectedly:\n  raylet [exit code=1]\n\n"
-                 "Remaining processes will be killed.")
+            emit(
+                "Some Ray subprocesses exited unexpectedly:\n  raylet [exit code=1]\n\n"
+                "Remaining processes will be killed."
+            )
             return 1
         finally:
             await self.cleanup()
@@ -168,19 +194,27 @@ class RayNode:
         a = self.args
         existing = read_current_cluster()
         if existing and await _gcs_alive(existing):
-            emit(f"ConnectionError: Ray is trying to start at {ip}:{a.port}, but is already running at "
-                 f"{existing}. Please specify a different port using the `--port` flag of `ray start` command.",
-                 sys.stderr)
+            emit(
+                f"ConnectionError: Ray is trying to start at {ip}:{a.port}, but is already running at "
+                f"{existing}. Please specify a different port using the `--port` flag of `ray start` command.",
+                sys.stderr,
+            )
             return 1
         self.gcs = GcsServer()
         try:
             await self.gcs.start(ip, a.port)
             await self.endpoint.start(ip)
         except OSError as e:
-            ray_cpp_line("C", "gcs_server_main.cc:146", f"Check failed: Failed to bind the GCS server to "
-                         f"{ip}:{a.port}: [Errno {e.errno}] {e.strerror}")
-            emit("\nERROR: GCS server failed to start. Check that the port is free and that the node IP "
-                 f"address {ip} belongs to this machine.", sys.stderr)
+            ray_cpp_line(
+                "C",
+                "gcs_server_main.cc:146",
+                f"Check failed: Failed to bind the GCS server to {ip}:{a.port}: [Errno {e.errno}] {e.strerror}",
+            )
+            emit(
+                "\nERROR: GCS server failed to start. Check that the port is free and that the node IP "
+                f"address {ip} belongs to this machine.",
+                sys.stderr,
+            )
             return 1
         self.gcs.add_local(new_node(ip, node_resources(a.num_gpus, a.num_cpus), self.endpoint.port, True))
         os.makedirs(ray_dir(), exist_ok=True)
@@ -201,9 +235,12 @@ class RayNode:
             # Ray 2.60 says nothing of the address: its raylet never registers and the CLI gives up
             await clock.pause(NODE_START_S)
             ray_line("INFO", "node.py:438", "Failed to get node info b'RPC error: Deadline Exceeded'")
-            emit("Traceback (most recent call last):\n  File \"ray/_private/node.py\", line 440, in __init__\n"
-                 "    raise Exception(\nException: The current node timed out during startup. This could happen "
-                 "because some of the raylet failed to startup or the GCS has become overloaded.", sys.stderr)
+            emit(
+                'Traceback (most recent call last):\n  File "ray/_private/node.py", line 440, in __init__\n'
+                "    raise Exception(\nException: The current node timed out during startup. This could happen "
+                "because some of the raylet failed to startup or the GCS has become overloaded.",
+                sys.stderr,
+            )
             return 1
         self.client = GcsClient()
         if not await self.reach_gcs(host, port):
@@ -215,11 +252,19 @@ class RayNode:
     async def reach_gcs(self, host: str, port: int) -> bool:
         """Ray 2.60's rounds of tries at the head's GCS, each reported as it does; False when ours stop."""
         assert self.client is not None
-        steps = [(GCS_WINDOW_S, "rpc_client.h:153", f"Failed to connect to GCS at address {host}:{port} within 5 seconds."),
-                 (GCS_WINDOW_S, "rpc_client.h:638",
-                  f"Failed to connect to the observability pubsub at address {host}:{port} within 5 seconds."),
-                 (GCS_ROUND_S - 2 * GCS_WINDOW_S, "gcs_client.cc:210",
-                  "Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.")]
+        steps = [
+            (GCS_WINDOW_S, "rpc_client.h:153", f"Failed to connect to GCS at address {host}:{port} within 5 seconds."),
+            (
+                GCS_WINDOW_S,
+                "rpc_client.h:638",
+                f"Failed to connect to the observability pubsub at address {host}:{port} within 5 seconds.",
+            ),
+            (
+                GCS_ROUND_S - 2 * GCS_WINDOW_S,
+                "gcs_client.cc:210",
+                "Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.",
+            ),
+        ]
         for _ in range(GCS_ROUNDS):
             for window, where, message in steps:
                 try:
@@ -231,18 +276,20 @@ class RayNode:
 
     def print_head_started(self, ip: str) -> None:
         a = self.args
-        emit("\n--------------------\nRay runtime started.\n--------------------\n\nNext steps\n"
-             f"  To add another node to this Ray cluster, run\n    ray start --address='{ip}:{a.port}'\n\n"
-             f"  To connect to this Ray cluster:\n    import ray\n    ray.init(_node_ip_address='{ip}')\n\n"
-             "  To submit a Ray job using the Ray Jobs CLI:\n"
-             f"    RAY_ADDRESS='http://{a.dashboard_host}:{a.dashboard_port}' ray job submit --working-dir . -- "
-             "python my_script.py\n\n"
-             "  See https://docs.ray.io/en/latest/cluster/running-applications/job-submission/index.html \n"
-             "  for more information on submitting Ray jobs to the Ray cluster.\n\n"
-             "  To terminate the Ray runtime, run\n    ray stop\n\n"
-             "  To view the status of the cluster, use\n    ray status\n\n"
-             f"  To monitor and debug Ray, view the dashboard at \n    {a.dashboard_host}:{a.dashboard_port}\n\n"
-             "  If connection to the dashboard fails, check your firewall settings and network configuration.")
+        emit(
+            "\n--------------------\nRay runtime started.\n--------------------\n\nNext steps\n"
+            f"  To add another node to this Ray cluster, run\n    ray start --address='{ip}:{a.port}'\n\n"
+            f"  To connect to this Ray cluster:\n    import ray\n    ray.init(_node_ip_address='{ip}')\n\n"
+            "  To submit a Ray job using the Ray Jobs CLI:\n"
+            f"    RAY_ADDRESS='http://{a.dashboard_host}:{a.dashboard_port}' ray job submit --working-dir . -- "
+            "python my_script.py\n\n"
+            "  See https://docs.ray.io/en/latest/cluster/running-applications/job-submission/index.html \n"
+            "  for more information on submitting Ray jobs to the Ray cluster.\n\n"
+            "  To terminate the Ray runtime, run\n    ray stop\n\n"
+            "  To view the status of the cluster, use\n    ray status\n\n"
+            f"  To monitor and debug Ray, view the dashboard at \n    {a.dashboard_host}:{a.dashboard_port}\n\n"
+            "  If connection to the dashboard fails, check your firewall settings and network configuration."
+        )
 
     def go_background(self) -> None:
         """Tell the relaying `ray start` we are up, then log to Ray's log directory instead."""
@@ -296,8 +343,11 @@ def resolve_address(explicit: str | None) -> str | None:
 async def status(args: argparse.Namespace) -> int:
     address = resolve_address(args.address)
     if not address:
-        emit("ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by "
-             "setting `--address` flag or `RAY_ADDRESS` environment variable.", sys.stderr)
+        emit(
+            "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by "
+            "setting `--address` flag or `RAY_ADDRESS` environment variable.",
+            sys.stderr,
+        )
         return 1
     host, port = split_address(address)
     client = GcsClient()
@@ -316,7 +366,7 @@ async def status(args: argparse.Namespace) -> int:
 def format_memory(n: float) -> str:
     if n <= 0:
         return "0B"
-    for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if n >= size:
             return f"{n / size:.2f}{unit}"
     return f"{int(n)}B"
@@ -327,24 +377,43 @@ def format_status(nodes: list[dict], used_gpus: dict[str, float], verbose: bool 
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")
     lines = [f"======== Autoscaler status: {stamp} ========", "Node status", bar, "Active:"]
     lines += [f" 1 node_{n['node_id']}" for n in nodes] or [" (no active nodes)"]
-    lines += ["Pending:", " (no pending nodes)", "Recent failures:", " (no failures)", "", "Resources", bar,
-              "Total Usage:"]
-    total = {k: sum(float(n["resources"].get(k, 0)) for n in nodes) for k in ("CPU", "GPU", "memory",
-                                                                             "object_store_memory")}
+    lines += [
+        "Pending:",
+        " (no pending nodes)",
+        "Recent failures:",
+        " (no failures)",
+        "",
+        "Resources",
+        bar,
+        "Total Usage:",
+    ]
+    total = {
+        k: sum(float(n["resources"].get(k, 0)) for n in nodes) for k in ("CPU", "GPU", "memory", "object_store_memory")
+    }
     gpu_used = sum(used_gpus.values())
-    lines += [f" 0.0/{total['CPU']:.1f} CPU",
-              f" {gpu_used:.1f}/{total['GPU']:.1f} GPU",
-              f" 0B/{format_memory(total['memory'])} memory",
-              f" 0B/{format_memory(total['object_store_memory'])} object_store_memory", "",
-              "Total Constraints:", " (no request_resources() constraints)", "Total Demands:",
-              " (no resource demands)"]
+    lines += [
+        f" 0.0/{total['CPU']:.1f} CPU",
+        f" {gpu_used:.1f}/{total['GPU']:.1f} GPU",
+        f" 0B/{format_memory(total['memory'])} memory",
+        f" 0B/{format_memory(total['object_store_memory'])} object_store_memory",
+        "",
+        "Total Constraints:",
+        " (no request_resources() constraints)",
+        "Total Demands:",
+        " (no resource demands)",
+    ]
     if verbose:
         for n in nodes:
             r = n["resources"]
-            lines += ["", f"Node: {n['node_id']} ({n['ip']})", " Usage:", f"  0.0/{float(r.get('CPU', 0)):.1f} CPU",
-                      f"  {used_gpus.get(n['node_id'], 0.0):.1f}/{float(r.get('GPU', 0)):.1f} GPU",
-                      f"  0B/{format_memory(float(r.get('memory', 0)))} memory",
-                      f"  0B/{format_memory(float(r.get('object_store_memory', 0)))} object_store_memory"]
+            lines += [
+                "",
+                f"Node: {n['node_id']} ({n['ip']})",
+                " Usage:",
+                f"  0.0/{float(r.get('CPU', 0)):.1f} CPU",
+                f"  {used_gpus.get(n['node_id'], 0.0):.1f}/{float(r.get('GPU', 0)):.1f} GPU",
+                f"  0B/{format_memory(float(r.get('memory', 0)))} memory",
+                f"  0B/{format_memory(float(r.get('object_store_memory', 0)))} object_store_memory",
+            ]
     return "\n".join(lines)
 
 

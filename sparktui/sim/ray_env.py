@@ -5,21 +5,30 @@ variables and of every variable under the NCCL_, UCX_, VLLM_, HF_ ... prefixes, 
 worker-specific ones and the names listed in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json. A
 worker on a node whose fabric interface has another name then gets the head's name.
 """
+
 from __future__ import annotations
 
 import json
 import os
 
 PREFIXES = ("VLLM_", "FLASH_ATTENTION_", "LMCACHE_", "NCCL_", "UCX_", "HF_", "HUGGING_FACE_")
-WORKER_SPECIFIC = {"VLLM_HOST_IP", "VLLM_HOST_PORT", "VLLM_NIXL_SIDE_CHANNEL_HOST", "LOCAL_RANK",
-                   "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
+WORKER_SPECIFIC = {
+    "VLLM_HOST_IP",
+    "VLLM_HOST_PORT",
+    "VLLM_NIXL_SIDE_CHANNEL_HOST",
+    "LOCAL_RANK",
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+}
 FILE = "ray_non_carry_over_env_vars.json"
 
 
 def config_file(environ=os.environ) -> str:
     root = environ.get("VLLM_CONFIG_ROOT") or os.path.join(
         environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".config"),
-        "vllm")
+        "vllm",
+    )
     return os.path.join(root, FILE)
 
 

@@ -5,6 +5,7 @@ on the node's own --node-ip-address that stands for its NCCL endpoint: a driver 
 a node connects there for real, so a node registered under an unreachable address hangs the driver.
 Placement-group reservations live as long as the driver's connection.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,6 +22,7 @@ CLUSTER_FILE = "ray_current_cluster"
 def ray_dir() -> str:
     """Ray's temp root: {tempfile.gettempdir()}/ray (honours TMPDIR like Ray does)."""
     import tempfile
+
     return os.path.join(tempfile.gettempdir(), "ray")
 
 
@@ -41,7 +43,7 @@ def split_address(addr: str, default_port: int = 6379) -> tuple[str, int]:
     addr = addr.strip()
     for prefix in ("ray://", "http://", "https://"):
         if addr.startswith(prefix):
-            addr = addr[len(prefix):]
+            addr = addr[len(prefix) :]
     host, sep, port = addr.rpartition(":")
     if not sep:
         return addr, default_port
@@ -50,9 +52,12 @@ def split_address(addr: str, default_port: int = 6379) -> tuple[str, int]:
 
 def node_resources(num_gpus: int | None, num_cpus: int | None) -> dict:
     mem = _mem_available()
-    return {"CPU": float(num_cpus if num_cpus is not None else (os.cpu_count() or 1)),
-            "GPU": float(num_gpus if num_gpus is not None else gpu.gpus_per_node()),
-            "memory": float(int(mem * 0.7)), "object_store_memory": float(int(mem * 0.3))}
+    return {
+        "CPU": float(num_cpus if num_cpus is not None else (os.cpu_count() or 1)),
+        "GPU": float(num_gpus if num_gpus is not None else gpu.gpus_per_node()),
+        "memory": float(int(mem * 0.7)),
+        "object_store_memory": float(int(mem * 0.3)),
+    }
 
 
 def _mem_available() -> int:
@@ -63,7 +68,7 @@ def _mem_available() -> int:
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return 16 * 1024 ** 3
+    return 16 * 1024**3
 
 
 # What a raylet's own environment says about its node's sockets: the driver needs it to tell which
@@ -74,10 +79,17 @@ NODE_ENV = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "UCX_NET_DEVICES", "NCCL
 def new_node(ip: str, resources: dict, nccl_port: int, is_head: bool) -> dict:
     from . import netinfo
 
-    return {"node_id": secrets.token_hex(28), "ip": ip, "hostname": socket.gethostname(),
-            "resources": resources, "nccl_port": nccl_port, "is_head": is_head, "started": time.time(),
-            "ifaces": [i.name for i in netinfo.interfaces()],
-            "env": {k: os.environ[k] for k in NODE_ENV if k in os.environ}}
+    return {
+        "node_id": secrets.token_hex(28),
+        "ip": ip,
+        "hostname": socket.gethostname(),
+        "resources": resources,
+        "nccl_port": nccl_port,
+        "is_head": is_head,
+        "started": time.time(),
+        "ifaces": [i.name for i in netinfo.interfaces()],
+        "env": {k: os.environ[k] for k in NODE_ENV if k in os.environ},
+    }
 
 
 # The GCS health-checks every raylet (src/ray/common/ray_config_def.h, Ray 2.x: health_check_initial_delay_ms
@@ -92,10 +104,12 @@ HEALTH_FAILURES = 5
 def node_dead_message(node: dict) -> str:
     """What the GCS publishes to drivers (src/ray/gcs/gcs_server/gcs_node_manager.cc, RemoveNode)."""
     ip = node.get("ip", "")
-    return (f"The node with node id: {node.get('node_id')} and address: {ip} and node name: {ip} has been marked "
-            "dead because the detector has missed too many heartbeats from it. This can happen when a \t(1) raylet "
-            "crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats due to slow network or busy "
-            "workload.")
+    return (
+        f"The node with node id: {node.get('node_id')} and address: {ip} and node name: {ip} has been marked "
+        "dead because the detector has missed too many heartbeats from it. This can happen when a \t(1) raylet "
+        "crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats due to slow network or busy "
+        "workload."
+    )
 
 
 class GcsServer:
@@ -107,8 +121,7 @@ class GcsServer:
 
     async def start(self, host: str, port: int) -> None:
         netinfo.check_bindable(host)
-        self._server = await asyncio.start_server(self._serve, host, port, limit=wire.MAX_LINE,
-                                                  reuse_address=True)
+        self._server = await asyncio.start_server(self._serve, host, port, limit=wire.MAX_LINE, reuse_address=True)
 
     def add_local(self, node: dict) -> None:
         self.nodes[node["node_id"]] = node

@@ -1,4 +1,5 @@
 """Process plumbing shared by the engines: signals, the init watchdog, traceback-shaped errors."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """SGLang's launch_server flags (names, aliases and defaults of the real CLI) and its server_args line."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,27 +13,68 @@ VERSION = os.environ.get(VERSION_ENV) or "0.5.23"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="launch_server", description="Launch an SGLang server (simulated engine).")
     a = p.add_argument
-    a("--model-path", "--model", dest="model_path", required=True,
-      help="The path of the model weights. This can be a local folder or a Hugging Face repo ID.")
+    a(
+        "--model-path",
+        "--model",
+        dest="model_path",
+        required=True,
+        help="The path of the model weights. This can be a local folder or a Hugging Face repo ID.",
+    )
     a("--tokenizer-path", help="The path of the tokenizer.")
     a("--served-model-name", help="Override the model name returned by the v1/models endpoint.")
     a("--host", default="127.0.0.1", help="The host of the HTTP server.")
     a("--port", type=int, default=30000, help="The port of the HTTP server.")
-    a("--tensor-parallel-size", "--tp-size", "--tp", dest="tp_size", type=int, default=1,
-      help="The tensor parallelism size.")
-    a("--pipeline-parallel-size", "--pp-size", "--pp", dest="pp_size", type=int, default=1,
-      help="The pipeline parallelism size.")
-    a("--data-parallel-size", "--dp-size", "--dp", dest="dp_size", type=int, default=1,
-      help="The data parallelism size.")
-    a("--expert-parallel-size", "--ep-size", "--ep", dest="ep_size", type=int, default=1,
-      help="The expert parallelism size.")
+    a(
+        "--tensor-parallel-size",
+        "--tp-size",
+        "--tp",
+        dest="tp_size",
+        type=int,
+        default=1,
+        help="The tensor parallelism size.",
+    )
+    a(
+        "--pipeline-parallel-size",
+        "--pp-size",
+        "--pp",
+        dest="pp_size",
+        type=int,
+        default=1,
+        help="The pipeline parallelism size.",
+    )
+    a(
+        "--data-parallel-size",
+        "--dp-size",
+        "--dp",
+        dest="dp_size",
+        type=int,
+        default=1,
+        help="The data parallelism size.",
+    )
+    a(
+        "--expert-parallel-size",
+        "--ep-size",
+        "--ep",
+        dest="ep_size",
+        type=int,
+        default=1,
+        help="The expert parallelism size.",
+    )
     a("--nnodes", type=int, default=1, help="The number of nodes.")
     a("--node-rank", type=int, default=0, help="The node rank.")
-    a("--dist-init-addr", "--nccl-init-addr", dest="dist_init_addr",
-      help="The host address for initializing distributed backend (e.g., `192.168.0.2:25000`).")
+    a(
+        "--dist-init-addr",
+        "--nccl-init-addr",
+        dest="dist_init_addr",
+        help="The host address for initializing distributed backend (e.g., `192.168.0.2:25000`).",
+    )
     a("--dist-timeout", type=int, default=None, help="Set timeout for torch.distributed initialization.")
-    a("--mem-fraction-static", type=float, default=None,
-      help="The fraction of the memory used for static allocation (model weights and KV cache memory pool).")
+    a(
+        "--mem-fraction-static",
+        type=float,
+        default=None,
+        help="The fraction of the memory used for static allocation (model weights and KV cache memory pool).",
+    )
     a("--context-length", type=int, default=None, help="The model's maximum context length.")
     a("--max-running-requests", type=int, default=None, help="The maximum number of running requests.")
     a("--max-total-tokens", type=int, default=None, help="The maximum number of tokens in the memory pool.")
@@ -63,21 +105,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 def server_args_repr(a: argparse.Namespace) -> str:
     """The `server_args=ServerArgs(...)` line SGLang prints first."""
-    fields = [("model_path", a.model_path), ("tokenizer_path", a.tokenizer_path or a.model_path),
-              ("tokenizer_mode", "auto"), ("load_format", a.load_format),
-              ("trust_remote_code", a.trust_remote_code), ("dtype", a.dtype), ("kv_cache_dtype", a.kv_cache_dtype),
-              ("quantization", a.quantization), ("context_length", a.context_length), ("device", "cuda"),
-              ("served_model_name", a.served_model_name or a.model_path), ("host", a.host), ("port", a.port),
-              ("mem_fraction_static", a.mem_fraction_static if a.mem_fraction_static is not None else 0.835),
-              ("max_running_requests", a.max_running_requests), ("chunked_prefill_size", a.chunked_prefill_size),
-              ("max_prefill_tokens", a.max_prefill_tokens), ("tp_size", a.tp_size), ("pp_size", a.pp_size),
-              ("dp_size", a.dp_size), ("ep_size", a.ep_size), ("random_seed", a.random_seed),
-              ("watchdog_timeout", a.watchdog_timeout), ("dist_timeout", a.dist_timeout),
-              ("download_dir", a.download_dir), ("log_level", a.log_level), ("api_key", a.api_key and "***"),
-              ("dist_init_addr", a.dist_init_addr), ("nnodes", a.nnodes), ("node_rank", a.node_rank),
-              ("attention_backend", a.attention_backend), ("disable_radix_cache", a.disable_radix_cache),
-              ("disable_cuda_graph", a.disable_cuda_graph), ("cuda_graph_max_bs", a.cuda_graph_max_bs),
-              ("enable_dp_attention", a.enable_dp_attention), ("enable_metrics", a.enable_metrics),
-              ("skip_server_warmup", a.skip_server_warmup), ("tool_call_parser", a.tool_call_parser),
-              ("reasoning_parser", a.reasoning_parser)]
+    fields = [
+        ("model_path", a.model_path),
+        ("tokenizer_path", a.tokenizer_path or a.model_path),
+        ("tokenizer_mode", "auto"),
+        ("load_format", a.load_format),
+        ("trust_remote_code", a.trust_remote_code),
+        ("dtype", a.dtype),
+        ("kv_cache_dtype", a.kv_cache_dtype),
+        ("quantization", a.quantization),
+        ("context_length", a.context_length),
+        ("device", "cuda"),
+        ("served_model_name", a.served_model_name or a.model_path),
+        ("host", a.host),
+        ("port", a.port),
+        ("mem_fraction_static", a.mem_fraction_static if a.mem_fraction_static is not None else 0.835),
+        ("max_running_requests", a.max_running_requests),
+        ("chunked_prefill_size", a.chunked_prefill_size),
+        ("max_prefill_tokens", a.max_prefill_tokens),
+        ("tp_size", a.tp_size),
+        ("pp_size", a.pp_size),
+        ("dp_size", a.dp_size),
+        ("ep_size", a.ep_size),
+        ("random_seed", a.random_seed),
+        ("watchdog_timeout", a.watchdog_timeout),
+        ("dist_timeout", a.dist_timeout),
+        ("download_dir", a.download_dir),
+        ("log_level", a.log_level),
+        ("api_key", a.api_key and "***"),
+        ("dist_init_addr", a.dist_init_addr),
+        ("nnodes", a.nnodes),
+        ("node_rank", a.node_rank),
+        ("attention_backend", a.attention_backend),
+        ("disable_radix_cache", a.disable_radix_cache),
+        ("disable_cuda_graph", a.disable_cuda_graph),
+        ("cuda_graph_max_bs", a.cuda_graph_max_bs),
+        ("enable_dp_attention", a.enable_dp_attention),
+        ("enable_metrics", a.enable_metrics),
+        ("skip_server_warmup", a.skip_server_warmup),
+        ("tool_call_parser", a.tool_call_parser),
+        ("reasoning_parser", a.reasoning_parser),
+    ]
     return "ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in fields) + ")"

@@ -6,6 +6,7 @@ message queue (where a wrong published address freezes every rank), "Init torch 
 weights, KV cache, CUDA graphs, then on node 0 only: uvicorn, warm-up, "fired up and ready to roll".
 A watchdog kills a rank that makes no progress for --watchdog-timeout engine seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,9 +77,14 @@ class SGLangNode:
 
     def crash(self, exc_line: str, frames: list[tuple[str, int, str, str]] | None = None) -> int:
         """A scheduler raised: it reports, SIGQUITs the launcher, which kills the process tree."""
-        frames = frames or [(f"{runtime.PY}/sglang/srt/managers/scheduler.py", 2817, "run_scheduler_process",
-                             "scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, "
-                             "pp_rank, dp_rank)")]
+        frames = frames or [
+            (
+                f"{runtime.PY}/sglang/srt/managers/scheduler.py",
+                2817,
+                "run_scheduler_process",
+                "scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
+            )
+        ]
         self.first_rank("Scheduler hit an exception: " + runtime.traceback_text(frames, exc_line) + "\n")
         self.log.main("Received sigquit from a child process. It usually means the child failed.")
         return 137
@@ -93,34 +99,84 @@ class SGLangNode:
         try:
             self.model = load_model(a.model_path)
         except ModelNotFound:
-            self.log.raw(runtime.traceback_text([
-                ("<frozen runpy>", 198, "_run_module_as_main", ""),
-                (f"{runtime.PY}/sglang/launch_server.py", 29, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
-                (f"{runtime.PY}/transformers/configuration_utils.py", 721, "_get_config_dict",
-                 "raise EnvironmentError("),
-            ], f"OSError: Can't load the configuration of '{a.model_path}'. If you were trying to load it from "
-               f"'https://huggingface.co/models', make sure you don't have a local directory with the same name. "
-               f"Otherwise, make sure '{a.model_path}' is the correct path to a directory containing a config.json file"))
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        ("<frozen runpy>", 198, "_run_module_as_main", ""),
+                        (
+                            f"{runtime.PY}/sglang/launch_server.py",
+                            29,
+                            "<module>",
+                            "server_args = prepare_server_args(sys.argv[1:])",
+                        ),
+                        (
+                            f"{runtime.PY}/transformers/configuration_utils.py",
+                            721,
+                            "_get_config_dict",
+                            "raise EnvironmentError(",
+                        ),
+                    ],
+                    f"OSError: Can't load the configuration of '{a.model_path}'. If you were trying to load it from "
+                    f"'https://huggingface.co/models', make sure you don't have a local directory with the same name. "
+                    f"Otherwise, make sure '{a.model_path}' is the correct path to a directory containing a config.json file",
+                )
+            )
             return 1
         why = refusal(self.model.config)  # the image's transformers cannot read the model type
         if why:
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/sglang/launch_server.py", 29, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
-                (f"{runtime.PY}/transformers/models/auto/configuration_auto.py", 1360, "from_pretrained",
-                 "raise ValueError("),
-            ], why))
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/sglang/launch_server.py",
+                            29,
+                            "<module>",
+                            "server_args = prepare_server_args(sys.argv[1:])",
+                        ),
+                        (
+                            f"{runtime.PY}/transformers/models/auto/configuration_auto.py",
+                            1360,
+                            "from_pretrained",
+                            "raise ValueError(",
+                        ),
+                    ],
+                    why,
+                )
+            )
             return 1
         problem = self.check_layout()
         if problem:
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/sglang/launch_server.py", 29, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
-            ], problem))
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/sglang/launch_server.py",
+                            29,
+                            "<module>",
+                            "server_args = prepare_server_args(sys.argv[1:])",
+                        ),
+                    ],
+                    problem,
+                )
+            )
             return 1
         self.state = httpapi.EngineState(
-            "sglang", a.served_model_name or a.model_path, a.model_path, self.context_len(), VERSION,
-            {"tp_size": a.tp_size, "pp_size": a.pp_size, "nnodes": a.nnodes, "node_rank": a.node_rank,
-             "model_path": a.model_path, "dist_init_addr": a.dist_init_addr}, api_key=a.api_key,
-            metrics_enabled=a.enable_metrics)
+            "sglang",
+            a.served_model_name or a.model_path,
+            a.model_path,
+            self.context_len(),
+            VERSION,
+            {
+                "tp_size": a.tp_size,
+                "pp_size": a.pp_size,
+                "nnodes": a.nnodes,
+                "node_rank": a.node_rank,
+                "model_path": a.model_path,
+                "dist_init_addr": a.dist_init_addr,
+            },
+            api_key=a.api_key,
+            metrics_enabled=a.enable_metrics,
+        )
         try:
             return await self.lifecycle()
         except asyncio.CancelledError:
@@ -199,9 +255,11 @@ class SGLangNode:
             return code
         if not a.disable_cuda_graph:
             await self.capture_graphs()
-        self.first_rank(f"max_total_num_tokens={self.kv_tokens}, chunked_prefill_size={a.chunked_prefill_size}, "
-                        f"max_prefill_tokens={a.max_prefill_tokens}, max_running_requests={self.max_running()}, "
-                        f"context_len={self.context_len()}, available_gpu_mem={self.avail_after:.2f} GB")
+        self.first_rank(
+            f"max_total_num_tokens={self.kv_tokens}, chunked_prefill_size={a.chunked_prefill_size}, "
+            f"max_prefill_tokens={a.max_prefill_tokens}, max_running_requests={self.max_running()}, "
+            f"context_len={self.context_len()}, available_gpu_mem={self.avail_after:.2f} GB"
+        )
         if self.group is not None:
             await self.group.barrier("ready")
         self.watchdog.feed()
@@ -236,7 +294,8 @@ class SGLangNode:
             except StoreError:
                 return self.crash(
                     f"torch.distributed.DistNetworkError: The client socket has timed out after "
-                    f"{a.dist_timeout * 1000}ms while trying to connect to ({host}, {port}).")
+                    f"{a.dist_timeout * 1000}ms while trying to connect to ({host}, {port})."
+                )
             bind_addr = client.local_address
         published = self.published_ip(bind_addr)
         self.endpoint = mesh.QueueEndpoint(a.node_rank, set(range(nnodes)) - {a.node_rank})
@@ -253,18 +312,24 @@ class SGLangNode:
             await wait_complete(self.group, deadline)
         except StoreError:
             if isinstance(self.group, StoreServer):
-                return self.crash(f"torch.distributed.DistStoreError: Timed out after {a.dist_timeout + 1} seconds "
-                                  f"waiting for clients. {self.group.joined()}/{nnodes} clients joined.")
+                return self.crash(
+                    f"torch.distributed.DistStoreError: Timed out after {a.dist_timeout + 1} seconds "
+                    f"waiting for clients. {self.group.joined()}/{nnodes} clients joined."
+                )
             return self.crash("torch.distributed.DistNetworkError: Connection reset by peer")
         return 0
 
     def bind_error(self, host: str, port: int, e: OSError) -> str:
         if e.errno == errno.EADDRINUSE:
-            return (f"torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
-                    f"network address. port: {port}, useIpv6: 0, code: -98, name: EADDRINUSE, message: address "
-                    "already in use")
-        return (f"torch.distributed.DistNetworkError: The server socket has failed to bind to {host}:{port} "
-                f"(errno: {e.errno} - {e.strerror}).")
+            return (
+                f"torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+                f"network address. port: {port}, useIpv6: 0, code: -98, name: EADDRINUSE, message: address "
+                "already in use"
+            )
+        return (
+            f"torch.distributed.DistNetworkError: The server socket has failed to bind to {host}:{port} "
+            f"(errno: {e.errno} - {e.strerror})."
+        )
 
     def published_ip(self, bind_addr: str) -> str:
         """The address this node announces for its message queue."""
@@ -276,16 +341,21 @@ class SGLangNode:
         ip = netinfo.auto_ip()
         if ip:
             return ip
-        self.log.raw(f"{runtime.PY}/sglang/srt/utils/common.py:1878: UserWarning: Failed to get the IP address, "
-                     "using 0.0.0.0 by default. The value can be set by the environment variable SGLANG_HOST_IP "
-                     "or HOST_IP.\n  warnings.warn(")
+        self.log.raw(
+            f"{runtime.PY}/sglang/srt/utils/common.py:1878: UserWarning: Failed to get the IP address, "
+            "using 0.0.0.0 by default. The value can be set by the environment variable SGLANG_HOST_IP "
+            "or HOST_IP.\n  warnings.warn("
+        )
         return "0.0.0.0"
 
     async def message_queue(self) -> None:
         """Connect to every peer's published address; frozen here while any is unreachable."""
         assert self.group is not None and self.endpoint is not None
-        peers = {r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
-                 for r, m in self.group.members.items() if r != self.args.node_rank}
+        peers = {
+            r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
+            for r, m in self.group.members.items()
+            if r != self.args.node_rank
+        }
         for reader, writer in await mesh.join_mesh(self.endpoint, peers):
             if self.args.node_rank == 0:
                 self.sync.add(reader, writer)
@@ -298,10 +368,12 @@ class SGLangNode:
         if a.nnodes < 1 or not 0 <= a.node_rank < a.nnodes:
             return f"AssertionError: node_rank {a.node_rank} must be in [0, nnodes={a.nnodes})"
         if world % a.nnodes:
-            return (f"AssertionError: tp_size * pp_size ({world}) must be divisible by nnodes ({a.nnodes})")
+            return f"AssertionError: tp_size * pp_size ({world}) must be divisible by nnodes ({a.nnodes})"
         if self.gpus_here > gpu.gpus_per_node():
-            return (f"RuntimeError: This node needs {self.gpus_here} GPUs for tp_size={a.tp_size}, "
-                    f"pp_size={a.pp_size}, nnodes={a.nnodes} but only {gpu.gpus_per_node()} are visible.")
+            return (
+                f"RuntimeError: This node needs {self.gpus_here} GPUs for tp_size={a.tp_size}, "
+                f"pp_size={a.pp_size}, nnodes={a.nnodes} but only {gpu.gpus_per_node()} are visible."
+            )
         if a.nnodes > 1 and a.dist_init_addr and ":" not in a.dist_init_addr:
             return f"ValueError: --dist-init-addr must be HOST:PORT, got {a.dist_init_addr!r}"
         return None
@@ -333,21 +405,25 @@ class SGLangNode:
         if leader:
             self.log.raw(progress_bar("Loading safetensors checkpoint shards", 0, n, 0.0))
         for k in range(1, n + 1):
-            await self.mem.fill("weights", weights * (k - 1) / n, weights * k / n, per * random.uniform(0.85, 1.15),
-                                where)
+            await self.mem.fill(
+                "weights", weights * (k - 1) / n, weights * k / n, per * random.uniform(0.85, 1.15), where
+            )
             self.watchdog.feed()
             loaded = weights * k / n
             if (oom_at is not None and k == oom_at) or loaded > avail - 0.2:
                 free = max(0.05, avail - loaded * 0.98)
-                return self.crash("torch.OutOfMemoryError: " + gpu.torch_oom_message(
-                    weights / n * 1.3, free, total - free))
+                return self.crash(
+                    "torch.OutOfMemoryError: " + gpu.torch_oom_message(weights / n * 1.3, free, total - free)
+                )
             self.mem.set("weights", loaded, where)
             if leader:
                 elapsed = (time.monotonic() - start) * clock.speed()
                 self.log.raw(progress_bar("Loading safetensors checkpoint shards", k, n, elapsed))
         self.avail_after = avail - weights
-        self.each(f"Load weight end. type={m.architecture}, dtype=torch.{m.dtype}, "
-                  f"avail mem={self.avail_after:.2f} GB, mem usage={weights:.2f} GB.")
+        self.each(
+            f"Load weight end. type={m.architecture}, dtype=torch.{m.dtype}, "
+            f"avail mem={self.avail_after:.2f} GB, mem usage={weights:.2f} GB."
+        )
         return 0
 
     async def allocate_kv(self) -> int:
@@ -358,17 +434,26 @@ class SGLangNode:
         rest = self.avail_after - total * (1 - frac)
         await clock.pause(1.0)
         if rest <= 0.05:
-            return self.crash("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
-                              [(f"{runtime.PY}/sglang/srt/model_executor/model_runner.py", 1489,
-                                "init_memory_pool", 'raise RuntimeError(')])
+            return self.crash(
+                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+                [
+                    (
+                        f"{runtime.PY}/sglang/srt/model_executor/model_runner.py",
+                        1489,
+                        "init_memory_pool",
+                        "raise RuntimeError(",
+                    )
+                ],
+            )
         self.kv_tokens = int(rest * GIB // m.kv_bytes_per_token(a.tp_size))
         if a.max_total_tokens:
             self.kv_tokens = min(self.kv_tokens, a.max_total_tokens)
         kv_dtype = "torch.bfloat16" if a.kv_cache_dtype == "auto" else f"torch.{a.kv_cache_dtype}"
         self.mem.set("kv", rest, [None] * self.gpus_here)  # the post-load drop: the KV pool, allocated whole
         self.each(f"Using KV cache dtype: {kv_dtype}")
-        self.each(f"KV Cache is allocated. #tokens: {self.kv_tokens}, K size: {rest / 2:.2f} GB, "
-                  f"V size: {rest / 2:.2f} GB")
+        self.each(
+            f"KV Cache is allocated. #tokens: {self.kv_tokens}, K size: {rest / 2:.2f} GB, V size: {rest / 2:.2f} GB"
+        )
         self.avail_after -= rest
         self.each(f"Memory pool end. avail mem={self.avail_after:.2f} GB")
         self.watchdog.feed()
@@ -392,8 +477,10 @@ class SGLangNode:
         took = (time.monotonic() - started) * clock.speed()
         self.avail_after -= 0.86
         self.mem.set("graphs", 0.86, [None] * self.gpus_here)
-        self.each(f"Capture cuda graph end. Time elapsed: {took:.2f} s. mem usage=0.86 GB. "
-                  f"avail mem={self.avail_after:.2f} GB.")
+        self.each(
+            f"Capture cuda graph end. Time elapsed: {took:.2f} s. mem usage=0.86 GB. "
+            f"avail mem={self.avail_after:.2f} GB."
+        )
 
     # -- serving ------------------------------------------------------------------------------
     async def serve_http(self) -> int:
@@ -402,8 +489,9 @@ class SGLangNode:
         self.api = httpapi.ApiServer(self.state, lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"))
         self.state.kv_tokens, self.state.max_running = self.kv_tokens, self.max_running()
         if self.model is not None:
-            self.state.timing = timing.timing_for("sglang", self.model.total_bytes, self.model.config,
-                                                  self.model.num_layers, a.tp_size, a.nnodes)
+            self.state.timing = timing.timing_for(
+                "sglang", self.model.total_bytes, self.model.config, self.model.num_layers, a.tp_size, a.nnodes
+            )
         self.state.steps = self.sync if self.sync.peers else None
         self.state.on_prefill = self._prefill_line
         self.state.on_decode = self._decode_line
@@ -439,15 +527,19 @@ class SGLangNode:
 
     def _prefill_line(self, new_tokens: int, running: int) -> None:
         usage = new_tokens / max(1, self.kv_tokens)
-        self.first_rank(f"Prefill batch. #new-seq: 1, #new-token: {new_tokens}, #cached-token: 0, "
-                        f"token usage: {usage:.2f}, #running-req: {running - 1}, #queue-req: {self.state.waiting}, ")
+        self.first_rank(
+            f"Prefill batch. #new-seq: 1, #new-token: {new_tokens}, #cached-token: 0, "
+            f"token usage: {usage:.2f}, #running-req: {running - 1}, #queue-req: {self.state.waiting}, "
+        )
 
     def _decode_line(self, tokens: int, running: int) -> None:
         graph = "False" if self.args.disable_cuda_graph else "True"
-        self.first_rank(f"Decode batch. #running-req: {running}, #token: {tokens}, token usage: "
-                        f"{tokens / max(1, self.kv_tokens):.2f}, cuda graph: {graph}, gen throughput (token/s): "
-                        f"{self.state.gauges()['gen_throughput'] * random.uniform(0.97, 1.03):.2f}, "
-                        f"#queue-req: {self.state.waiting}, ")
+        self.first_rank(
+            f"Decode batch. #running-req: {running}, #token: {tokens}, token usage: "
+            f"{tokens / max(1, self.kv_tokens):.2f}, cuda graph: {graph}, gen throughput (token/s): "
+            f"{self.state.gauges()['gen_throughput'] * random.uniform(0.97, 1.03):.2f}, "
+            f"#queue-req: {self.state.waiting}, "
+        )
 
     # -- failures -----------------------------------------------------------------------------
     def watchdog_kill(self) -> int:
@@ -467,12 +559,16 @@ class SGLangNode:
         seq = self.sync.seq * 2 * max(1, self.model.num_layers if self.model else 1)
         for g in self.global_ranks:
             stamp = f"{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999999):09d}"
-            self.log.raw(f"[rank{g}]:[E{stamp} ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 Rank {g}] Process group "
-                         f"watchdog thread terminated with exception: [Rank {g}] Watchdog caught collective operation "
-                         f"timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, "
-                         f"Timeout(ms)={ms}) ran for {ms + random.randint(3, 120)} milliseconds before timing out.")
-            self.log.raw(f"[rank{g}]:[E{stamp} ProcessGroupNCCL.cpp:1601] [PG ID 2 PG GUID 3 Rank {g}] Terminating "
-                         "the process after attempting to dump debug info, due to collective timeout or exception.")
+            self.log.raw(
+                f"[rank{g}]:[E{stamp} ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 Rank {g}] Process group "
+                f"watchdog thread terminated with exception: [Rank {g}] Watchdog caught collective operation "
+                f"timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, "
+                f"Timeout(ms)={ms}) ran for {ms + random.randint(3, 120)} milliseconds before timing out."
+            )
+            self.log.raw(
+                f"[rank{g}]:[E{stamp} ProcessGroupNCCL.cpp:1601] [PG ID 2 PG GUID 3 Rank {g}] Terminating "
+                "the process after attempting to dump debug info, due to collective timeout or exception."
+            )
         if self.state is not None:
             self.state.status = "dead"
         self.log.main("Rank 0 scheduler is dead. Please check if there are relevant logs.")
@@ -480,19 +576,23 @@ class SGLangNode:
         return 134
 
     def peer_lost_during_init(self) -> int:
-        return self.crash("torch.distributed.DistNetworkError: failed to recv, got 0 bytes. "
-                          "Connection was likely closed. Did the remote server shutdown or crash?")
+        return self.crash(
+            "torch.distributed.DistNetworkError: failed to recv, got 0 bytes. "
+            "Connection was likely closed. Did the remote server shutdown or crash?"
+        )
 
     def peer_lost_after_ready(self, exit_after: bool) -> int:
         assert self.group is not None
         peer = self.group.lost_rank
         for g in self.global_ranks:
-            self.log.raw(f"[rank{g}]:[E{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d} "
-                         f"ProcessGroupNCCL.cpp:1896] [PG ID 2 PG GUID 3 Rank {g}] Process group watchdog thread "
-                         f"terminated with exception: NCCL error: remote process exited or there was a network "
-                         f"error, NCCL version {NCCL_VERSION}\nncclRemoteError: A call failed possibly due to a "
-                         f"network error or a remote process exiting prematurely.\nLast error:\nsocketProgress: "
-                         f"Connection closed by remote peer (node rank {peer})")
+            self.log.raw(
+                f"[rank{g}]:[E{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d} "
+                f"ProcessGroupNCCL.cpp:1896] [PG ID 2 PG GUID 3 Rank {g}] Process group watchdog thread "
+                f"terminated with exception: NCCL error: remote process exited or there was a network "
+                f"error, NCCL version {NCCL_VERSION}\nncclRemoteError: A call failed possibly due to a "
+                f"network error or a remote process exiting prematurely.\nLast error:\nsocketProgress: "
+                f"Connection closed by remote peer (node rank {peer})"
+            )
         if self.state is not None:
             self.state.status = "dead"
         self.log.main("Rank 0 scheduler is dead. Please check if there are relevant logs.")

@@ -4,6 +4,7 @@ Plays torch's TCPStore: ranks exchange what they publish (host IP, queue port), 
 barriers. The connections stay open afterwards and stand for the NCCL communicator: when one
 closes, the peer is gone and the surviving ranks fail the way a broken collective does.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,8 +45,7 @@ class StoreServer(_Group):
     async def start(self, host: str, port: int) -> None:
         """Bind exactly host:port (OSError as the kernel says when it cannot)."""
         netinfo.check_bindable(host)
-        self._server = await asyncio.start_server(self._serve, host, port, limit=wire.MAX_LINE,
-                                                  reuse_address=True)
+        self._server = await asyncio.start_server(self._serve, host, port, limit=wire.MAX_LINE, reuse_address=True)
         self.local_address = host
 
     async def publish(self, info: dict) -> None:

@@ -10,6 +10,7 @@ answer the support check's probe (core/support.py). TensorRT-LLM's registry is t
 (shims/tensorrt_llm/_torch/models: a few architectures registered by decorator, read by the probe from the
 source as from a real image, and looked up by the simulated trtllm-serve).
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,13 @@ SGLANG_DEFAULT = "0.5.23"
 COMMON_ARCHS = ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
 ARCH_SINCE = {"Qwen3_5MoeForConditionalGeneration": {"sglang": (0, 5, 23), "vllm": (0, 31, 0)}}
 # the transformers each played release ships with (its contract environment)
-TRANSFORMERS = {("sglang", "0.5.3.post3"): "4.57.1", ("sglang", "0.5.23"): "5.19.0", ("vllm", "0.11.0"): "4.57.6",
-                ("vllm", "0.31.0"): "5.17.0", ("vllm", "0.33.0"): "5.20.2"}
+TRANSFORMERS = {
+    ("sglang", "0.5.3.post3"): "4.57.1",
+    ("sglang", "0.5.23"): "5.19.0",
+    ("vllm", "0.11.0"): "4.57.6",
+    ("vllm", "0.31.0"): "5.17.0",
+    ("vllm", "0.33.0"): "5.20.2",
+}
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "qwen3_moe")
 MODEL_TYPE_SINCE = {"qwen3_5_moe": (5, 0), "qwen3_5_moe_text": (5, 0)}
 QUANTIZATION = ("fp8", "awq", "gptq", "compressed-tensors", "modelopt", "bitsandbytes")
@@ -69,6 +75,8 @@ def refusal(config: dict) -> str | None:
     mt = config.get("model_type") if isinstance(config, dict) else None
     if not isinstance(mt, str) or mt in model_types():
         return None
-    return (f"ValueError: The checkpoint you are trying to load has model type `{mt}` but Transformers does not "
-            "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
-            "version of Transformers is out of date.")
+    return (
+        f"ValueError: The checkpoint you are trying to load has model type `{mt}` but Transformers does not "
+        "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+        "version of Transformers is out of date."
+    )

@@ -1,12 +1,52 @@
 """A plausible, deterministic answer for a chat request, split into token-sized pieces."""
+
 from __future__ import annotations
 
 import hashlib
 import re
 
-_STOP = {"the", "a", "an", "is", "are", "was", "what", "how", "why", "who", "when", "where", "which", "of",
-         "to", "in", "on", "for", "and", "or", "me", "my", "your", "you", "i", "it", "can", "do", "does",
-         "please", "tell", "about", "explain", "give", "with", "be", "this", "that", "write", "say"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "is",
+    "are",
+    "was",
+    "what",
+    "how",
+    "why",
+    "who",
+    "when",
+    "where",
+    "which",
+    "of",
+    "to",
+    "in",
+    "on",
+    "for",
+    "and",
+    "or",
+    "me",
+    "my",
+    "your",
+    "you",
+    "i",
+    "it",
+    "can",
+    "do",
+    "does",
+    "please",
+    "tell",
+    "about",
+    "explain",
+    "give",
+    "with",
+    "be",
+    "this",
+    "that",
+    "write",
+    "say",
+}
 
 _BODIES = [
     "The short version: {topic} comes down to a few moving parts that have to agree with each other. "
@@ -63,8 +103,10 @@ def count_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
-_FILLER = ("Each step above can be checked on its own, and the numbers it gives are worth writing down. "
-           "Once they agree with what the setup promises, the next step builds on solid ground. ")
+_FILLER = (
+    "Each step above can be checked on its own, and the numbers it gives are worth writing down. "
+    "Once they agree with what the setup promises, the next step builds on solid ground. "
+)
 
 
 def pieces_for(text: str, max_tokens: int | None, min_tokens: int = 0, ignore_eos: bool = False) -> list[str]:
@@ -77,4 +119,4 @@ def pieces_for(text: str, max_tokens: int | None, min_tokens: int = 0, ignore_eo
     while len(out) < want:
         out.append(filler[i % len(filler)])
         i += 1
-    return out if max_tokens is None else out[:max(0, max_tokens)]
+    return out if max_tokens is None else out[: max(0, max_tokens)]

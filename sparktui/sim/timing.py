@@ -17,6 +17,7 @@ step a little (decode batches well); prefill is compute-bound and scales with TP
 A 122B MoE (10 B active) on TP=2 over RoCE comes out near 20 tokens/s, what two Sparks manage.
 Times are engine seconds; clock.pause() divides them by SPARKTUI_SIM_SPEED.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,8 +80,16 @@ def active_bytes(total_bytes: int, config: dict) -> float:
     return float(total_bytes)
 
 
-def timing_for(kind: str, total_bytes: int, config: dict, layers: int, tp: int, nnodes: int,
-               env: dict | None = None, path: FabricPath | None = None) -> TokenTiming:
+def timing_for(
+    kind: str,
+    total_bytes: int,
+    config: dict,
+    layers: int,
+    tp: int,
+    nnodes: int,
+    env: dict | None = None,
+    path: FabricPath | None = None,
+) -> TokenTiming:
     if total_bytes <= 0:
         return DEFAULT
     tp = max(1, tp)

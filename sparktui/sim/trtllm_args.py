@@ -11,6 +11,7 @@ Click's own words (pallets/click src/click/exceptions.py NoSuchOption.format_mes
 and exit status 2. Click suggests with difflib.get_close_matches over the command's long options
 (click/parser.py _match_long_opt). Stdlib only: the simulator runs on a bare python3.
 """
+
 from __future__ import annotations
 
 import difflib

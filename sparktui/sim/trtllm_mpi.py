@@ -13,6 +13,7 @@ The sshd here speaks one JSON line per launch, not SSH: it prints the remote ran
 log (trtllm-llmapi-launch's worker branch, the C++ runtime's MPI line) and holds the rank while mpirun does.
 Every wait is bounded: connects by SSH_CONNECT_S engine seconds, the job by the processes' own lifetimes.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -111,16 +112,25 @@ def nccl_iface_problem(env=None) -> list[str]:
         return []
     host = os.uname().nodename
     pid = os.getpid()
-    return [f"{host}:{pid}:{pid} [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to {want}",
-            f"{host}:{pid}:{pid} [0] NCCL WARN Bootstrap : no socket interface found"]
+    return [
+        f"{host}:{pid}:{pid} [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to {want}",
+        f"{host}:{pid}:{pid} [0] NCCL WARN Bootstrap : no socket interface found",
+    ]
 
 
 # ---- mpirun -----------------------------------------------------------------------------------
 
+
 def parse_mpirun(argv: list[str]) -> dict:
     """The options sparktui plans (and the playbook's -x), then the command."""
-    o = {"np": None, "hostfile": os.environ.get("OMPI_MCA_orte_default_hostfile"), "mca": {}, "x": [], "cmd": [],
-         "root_ok": all(os.environ.get(k) == "1" for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"))}
+    o = {
+        "np": None,
+        "hostfile": os.environ.get("OMPI_MCA_orte_default_hostfile"),
+        "mca": {},
+        "x": [],
+        "cmd": [],
+        "root_ok": all(os.environ.get(k) == "1" for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")),
+    }
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -176,8 +186,9 @@ async def launch_remote(host: str, port: int, rank: int, size: int, cmd: list[st
         line = await asyncio.wait_for(reader.readline(), clock.scaled(SSH_CONNECT_S))
     except asyncio.TimeoutError:
         writer.close()
-        raise ConnectionError(f"Connection timed out during banner exchange\n"
-                              f"Connection to {host} port {port} timed out") from None
+        raise ConnectionError(
+            f"Connection timed out during banner exchange\nConnection to {host} port {port} timed out"
+        ) from None
     if line.strip() != b"ok":
         raise ConnectionError(line.decode(errors="replace").strip() or f"ssh: {host}: connection closed")
     return reader, writer
@@ -256,6 +267,7 @@ def mpirun_main(argv: list[str] | None = None) -> int:
 
 # ---- trtllm-llmapi-launch ---------------------------------------------------------------------
 
+
 def launch_main(argv: list[str] | None = None) -> int:
     """Rank 0 runs the command (its MPI variables removed, as the script does) beside the MPI leader."""
     cmd = sys.argv[1:] if argv is None else argv
@@ -269,8 +281,9 @@ def launch_main(argv: list[str] | None = None) -> int:
     err(f"rank0 run {' '.join(cmd)} in background")
     err(f"rank0 run mgmn leader node with mpi_world_size: {size} ...")
     err(f"rank0 host: {os.uname().nodename}")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "PMIX_", "PMI_", "SLURM_", "MPI_", "UCX_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_", "SLURM_", "MPI_", "UCX_"))
+    }
     env["tllm_mpi_size"] = size
     env["TLLM_SPAWN_PROXY_PROCESS"] = "1"
     try:
@@ -283,6 +296,7 @@ def launch_main(argv: list[str] | None = None) -> int:
 
 
 # ---- sshd ---------------------------------------------------------------------------------------
+
 
 def parse_sshd(argv: list[str]) -> int:
     port = 22

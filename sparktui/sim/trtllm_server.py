@@ -8,6 +8,7 @@ iteration stats), /prometheus/metrics (Prometheus text, only with return_perf_me
 release's series from metrics_catalog.py, moving as requests are served), and the OpenAI routes of the
 simulator (completions.py). TensorRT-LLM has no API key: no route is guarded.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -75,17 +76,31 @@ class TrtApi(httpapi.ApiServer):
         super().__init__(state, lambda client, req: uvicorn(f"{client} - {req}"))
         self.prometheus = prometheus
 
-    async def _route(self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool,
-                     auth: str = "") -> int:
+    async def _route(
+        self, method: str, path: str, body: bytes, w: asyncio.StreamWriter, keep: bool, auth: str = ""
+    ) -> int:
         st = self.state
         if path == "/health" and method == "GET":
             code = 200 if st.status == "ready" else 503
             await http1.respond(w, code, b"" if code == 200 else UNAVAILABLE, keep=keep)
             return code
         if path == "/metrics" and method == "GET":
-            stats = [{"iter": st.requests, "numActiveRequests": st.running, "numQueuedRequests": st.waiting,
-                      "kvCacheStats": {"usedNumBlocks": st.kv_used // 32, "tokensPerBlock": 32,
-                                       "maxNumBlocks": st.kv_tokens // 32}}] if st.requests else []
+            stats = (
+                [
+                    {
+                        "iter": st.requests,
+                        "numActiveRequests": st.running,
+                        "numQueuedRequests": st.waiting,
+                        "kvCacheStats": {
+                            "usedNumBlocks": st.kv_used // 32,
+                            "tokensPerBlock": 32,
+                            "maxNumBlocks": st.kv_tokens // 32,
+                        },
+                    }
+                ]
+                if st.requests
+                else []
+            )
             await http1.respond(w, 200, _json(stats), keep=keep)
             return 200
         if path.startswith("/prometheus/metrics") and method == "GET" and self.prometheus:
@@ -114,6 +129,7 @@ def unknown_architecture(config: dict) -> str | None:
 
 def _json(obj) -> bytes:
     import json
+
     return json.dumps(obj).encode()
 
 
@@ -156,9 +172,12 @@ class TrtServe:
         await clock.pause(2.0)
         world = a.tensor_parallel_size * a.pipeline_parallel_size
         if world != self.size:
-            emit(runtime.traceback_text([
-                (f"{runtime.PY}/tensorrt_llm/llmapi/llm.py", 1100, "__init__", "self._build_model()")],
-                f"RuntimeError: tp_size * pp_size ({world}) does not match the MPI world size ({self.size})"))
+            emit(
+                runtime.traceback_text(
+                    [(f"{runtime.PY}/tensorrt_llm/llmapi/llm.py", 1100, "__init__", "self._build_model()")],
+                    f"RuntimeError: tp_size * pp_size ({world}) does not match the MPI world size ({self.size})",
+                )
+            )
             return 1
         # bind first, as launch_server does, so a taken port fails before anything loads
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -177,9 +196,19 @@ class TrtServe:
             return 1
         unknown = unknown_architecture({**model.config, "architectures": [model.architecture]})
         if unknown:
-            emit(runtime.traceback_text([
-                (f"{runtime.PY}/tensorrt_llm/_torch/models/modeling_auto.py", 56, "from_config",
-                 "raise ValueError(")], unknown))
+            emit(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/tensorrt_llm/_torch/models/modeling_auto.py",
+                            56,
+                            "from_config",
+                            "raise ValueError(",
+                        )
+                    ],
+                    unknown,
+                )
+            )
             return 1
         for r in range(self.size):
             cpp(f"MPI size: {self.size}, MPI local size: 1, rank: {r}")
@@ -203,14 +232,18 @@ class TrtServe:
         # cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp TLLM_LOG_INFO lines, then the Python summary
         cpp("Number of tokens per block: 32.")
         cpp(f"[MemUsageChange] Allocated {kv_gib:.2f} GiB for max tokens in paged KV cache ({kv_tokens}).")
-        info(f"max_seq_len={max_len}, max_num_requests={a.max_batch_size}, max_num_tokens={a.max_num_tokens}, "
-             f"max_batch_size={a.max_batch_size}")
-        self.state = httpapi.EngineState("vllm", os.path.basename(a.model.rstrip("/")) or a.model, a.model,
-                                         max_len, VERSION, metrics_kind="trtllm")
+        info(
+            f"max_seq_len={max_len}, max_num_requests={a.max_batch_size}, max_num_tokens={a.max_num_tokens}, "
+            f"max_batch_size={a.max_batch_size}"
+        )
+        self.state = httpapi.EngineState(
+            "vllm", os.path.basename(a.model.rstrip("/")) or a.model, a.model, max_len, VERSION, metrics_kind="trtllm"
+        )
         self.state.kv_tokens = kv_tokens
         self.state.max_running = a.max_batch_size
-        self.state.timing = timing.timing_for("vllm", model.total_bytes, model.config, model.num_layers,
-                                              world, self.size)
+        self.state.timing = timing.timing_for(
+            "vllm", model.total_bytes, model.config, model.num_layers, world, self.size
+        )
         if self.size > 1:
             await self.join_ranks()
             self.state.steps = self.sync if self.sync.peers else None

@@ -1,4 +1,5 @@
 """vLLM's `serve` flags (names, aliases and defaults of the real CLI) for the simulated server."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,16 +35,24 @@ def add_serve_args(p: argparse.ArgumentParser, positional: bool) -> None:
     a("--tensor-parallel-size", "-tp", type=int, default=1, help="Number of tensor parallel groups.")
     a("--pipeline-parallel-size", "-pp", type=int, default=1, help="Number of pipeline parallel groups.")
     a("--data-parallel-size", "-dp", type=int, default=1, help="Number of data parallel groups.")
-    a("--distributed-executor-backend", choices=["ray", "mp", "uni", "external_launcher"], default=None,
-      help="Backend to use for distributed model workers, either \"ray\" or \"mp\" (multiprocessing).")
+    a(
+        "--distributed-executor-backend",
+        choices=["ray", "mp", "uni", "external_launcher"],
+        default=None,
+        help='Backend to use for distributed model workers, either "ray" or "mp" (multiprocessing).',
+    )
     if _has_native(VERSION):
         a("--nnodes", "-n", type=int, default=1, help="Number of nodes of the multi-node distributed inference.")
         a("--node-rank", "-r", type=int, default=0, help="Distributed node rank for multi-node inference.")
         a("--master-addr", default="127.0.0.1", help="Distributed master address for multi-node inference.")
         a("--master-port", type=int, default=29501, help="Distributed master port for multi-node inference.")
         a("--headless", action="store_true", help="Run in headless mode (no API server on this node).")
-    a("--gpu-memory-utilization", type=float, default=0.9,
-      help="The fraction of GPU memory to be used for the model executor.")
+    a(
+        "--gpu-memory-utilization",
+        type=float,
+        default=0.9,
+        help="The fraction of GPU memory to be used for the model executor.",
+    )
     a("--max-model-len", type=int, default=None, help="Model context length.")
     a("--max-num-seqs", type=int, default=None, help="Maximum number of sequences per iteration.")
     a("--max-num-batched-tokens", type=int, default=None, help="Maximum number of batched tokens per iteration.")
@@ -73,8 +82,13 @@ def add_serve_args(p: argparse.ArgumentParser, positional: bool) -> None:
 
 def set_native_defaults(args: argparse.Namespace) -> None:
     """Releases without native multi-node mode run one node: the server reads these all the same."""
-    for k, v in (("nnodes", 1), ("node_rank", 0), ("master_addr", "127.0.0.1"), ("master_port", 29501),
-                 ("headless", False)):
+    for k, v in (
+        ("nnodes", 1),
+        ("node_rank", 0),
+        ("master_addr", "127.0.0.1"),
+        ("master_port", 29501),
+        ("headless", False),
+    ):
         if not hasattr(args, k):
             setattr(args, k, v)
 
@@ -83,9 +97,11 @@ def build_cli_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vllm", description="vLLM CLI (simulated engine)")
     p.add_argument("-v", "--version", action="version", version=VERSION)
     sub = p.add_subparsers(dest="subparser")
-    serve = sub.add_parser("serve", help="Start the vLLM OpenAI Compatible API server.",
-                           usage="vllm serve [model_tag] [options]")
+    serve = sub.add_parser(
+        "serve", help="Start the vLLM OpenAI Compatible API server.", usage="vllm serve [model_tag] [options]"
+    )
     add_serve_args(serve, positional=True)
     from .vllm_bench import add_bench_parser  # the client a vLLM image carries: `vllm bench serve`
+
     add_bench_parser(sub)
     return p

@@ -10,6 +10,7 @@ Input length without a tokenizer: a prompt is --random-input-len four-character 
 the simulator counts as one token each (textgen.count_tokens: a token is about four characters); the
 server's usage.prompt_tokens, when sent, wins, as upstream's prompt_len does.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,9 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
 def add_bench_parser(sub) -> None:
     bench = sub.add_parser("bench", help="vLLM bench subcommand.", usage="vllm bench <bench_type> [options]")
     types = bench.add_subparsers(dest="bench_type")
-    serve = types.add_parser("serve", help="Benchmark the online serving throughput.",
-                             usage="vllm bench serve [options]")
+    serve = types.add_parser(
+        "serve", help="Benchmark the online serving throughput.", usage="vllm bench serve [options]"
+    )
     add_serve_args(serve)
 
 
@@ -107,8 +109,13 @@ async def request(url: str, payload: dict, out: Output) -> None:
         # the key as the real client sends it: OPENAI_API_KEY as a bearer token (endpoint_request_func.py)
         key = os.environ.get("OPENAI_API_KEY")
         auth = f"Authorization: Bearer {key}\r\n" if key else ""
-        writer.write((f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\ncontent-type: application/json\r\n{auth}"
-                      f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body)
+        writer.write(
+            (
+                f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\ncontent-type: application/json\r\n{auth}"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+            ).encode()
+            + body
+        )
         await writer.drain()
         status = (await reader.readline()).decode("latin-1").split()
         headers = {}
@@ -118,8 +125,9 @@ async def request(url: str, payload: dict, out: Output) -> None:
         if len(status) < 2 or status[1] != "200":
             out.error = (await reader.read(4096)).decode("utf-8", "replace") or " ".join(status[1:])
             return
-        chunks = (_read_chunks(reader) if headers.get("transfer-encoding", "").lower() == "chunked"
-                  else _read_raw(reader))
+        chunks = (
+            _read_chunks(reader) if headers.get("transfer-encoding", "").lower() == "chunked" else _read_raw(reader)
+        )
         buf, last, first = b"", st, False
         async for data in chunks:
             buf += data
@@ -176,8 +184,10 @@ class Bar:
         rate = self.n / el if el > 0 and self.n else 0.0
         left = self._clock((self.total - self.n) / rate) if rate else "?"
         rate_s = f"{rate:5.2f}it/s" if rate else "?it/s"
-        sys.stderr.write(f"\r{int(frac * 100):3d}%|{'█' * fill}{' ' * (10 - fill)}| {self.n}/{self.total} "
-                         f"[{self._clock(el)}<{left}, {rate_s}]")
+        sys.stderr.write(
+            f"\r{int(frac * 100):3d}%|{'█' * fill}{' ' * (10 - fill)}| {self.n}/{self.total} "
+            f"[{self._clock(el)}<{left}, {rate_s}]"
+        )
         sys.stderr.flush()
 
     def update(self) -> None:
@@ -225,16 +235,30 @@ def metrics(args: argparse.Namespace, outs: list[Output], duration: float) -> di
                 conc[sec] += 1
         peak_tok, peak_conc = float(max(toks)), max(conc)
     res = {
-        "date": datetime.now().strftime("%Y%m%d-%H%M%S"), "endpoint_type": args.backend, "backend": args.backend,
-        "label": args.label, "model_id": args.model, "tokenizer_id": args.tokenizer or args.model,
-        "num_prompts": args.num_prompts, "request_rate": "inf" if math.isinf(args.request_rate) else args.request_rate,
-        "burstiness": 1.0, "max_concurrency": args.max_concurrency,
-        "duration": duration, "completed": len(ok), "failed": len(outs) - len(ok),
-        "total_input_tokens": total_in, "total_output_tokens": total_out,
-        "request_throughput": len(ok) / duration, "request_goodput": None,
-        "output_throughput": total_out / duration, "total_token_throughput": (total_in + total_out) / duration,
-        "latencies": [o.latency for o in outs], "queue_times": [o.queue_time for o in outs],
-        "max_output_tokens_per_s": peak_tok, "max_concurrent_requests": peak_conc, "rtfx": 0.0,
+        "date": datetime.now().strftime("%Y%m%d-%H%M%S"),
+        "endpoint_type": args.backend,
+        "backend": args.backend,
+        "label": args.label,
+        "model_id": args.model,
+        "tokenizer_id": args.tokenizer or args.model,
+        "num_prompts": args.num_prompts,
+        "request_rate": "inf" if math.isinf(args.request_rate) else args.request_rate,
+        "burstiness": 1.0,
+        "max_concurrency": args.max_concurrency,
+        "duration": duration,
+        "completed": len(ok),
+        "failed": len(outs) - len(ok),
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": len(ok) / duration,
+        "request_goodput": None,
+        "output_throughput": total_out / duration,
+        "total_token_throughput": (total_in + total_out) / duration,
+        "latencies": [o.latency for o in outs],
+        "queue_times": [o.queue_time for o in outs],
+        "max_output_tokens_per_s": peak_tok,
+        "max_concurrent_requests": peak_conc,
+        "rtfx": 0.0,
     }
     values = {
         "ttft": [o.ttft for o in ok],
@@ -259,24 +283,34 @@ def summary(res: dict) -> str:
     if res["max_concurrency"] is not None:
         lines.append(row.format("Maximum request concurrency:", res["max_concurrency"]))
     rowf = "{:<40} {:<10.2f}"
-    lines += [rowf.format("Benchmark duration (s):", res["duration"]),
-              row.format("Total input tokens:", res["total_input_tokens"]),
-              row.format("Total generated tokens:", res["total_output_tokens"]),
-              rowf.format("Request throughput (req/s):", res["request_throughput"]),
-              rowf.format("Output token throughput (tok/s):", res["output_throughput"]),
-              rowf.format("Peak output token throughput (tok/s):", res["max_output_tokens_per_s"]),
-              rowf.format("Peak concurrent requests:", res["max_concurrent_requests"]),
-              rowf.format("Total token throughput (tok/s):", res["total_token_throughput"])]
-    for key, name, header in (("ttft", "TTFT", "Time to First Token"),
-                              ("tpot", "TPOT", "Time per Output Token (excl. 1st token)"),
-                              ("itl", "ITL", "Inter-token Latency"), ("e2el", "E2EL", "End-to-end Latency")):
+    lines += [
+        rowf.format("Benchmark duration (s):", res["duration"]),
+        row.format("Total input tokens:", res["total_input_tokens"]),
+        row.format("Total generated tokens:", res["total_output_tokens"]),
+        rowf.format("Request throughput (req/s):", res["request_throughput"]),
+        rowf.format("Output token throughput (tok/s):", res["output_throughput"]),
+        rowf.format("Peak output token throughput (tok/s):", res["max_output_tokens_per_s"]),
+        rowf.format("Peak concurrent requests:", res["max_concurrent_requests"]),
+        rowf.format("Total token throughput (tok/s):", res["total_token_throughput"]),
+    ]
+    for key, name, header in (
+        ("ttft", "TTFT", "Time to First Token"),
+        ("tpot", "TPOT", "Time per Output Token (excl. 1st token)"),
+        ("itl", "ITL", "Inter-token Latency"),
+        ("e2el", "E2EL", "End-to-end Latency"),
+    ):
         if f"mean_{key}_ms" not in res:
             continue
         lines.append("{s:{c}^{n}}".format(s=header, n=50, c="-"))
-        lines += [rowf.format(f"Mean {name} (ms):", res[f"mean_{key}_ms"]),
-                  rowf.format(f"Median {name} (ms):", res[f"median_{key}_ms"])]
-        lines += [rowf.format(f"P{k.split('_')[0][1:]} {name} (ms):", v) for k, v in res.items()
-                  if k.startswith("p") and k.endswith(f"_{key}_ms")]
+        lines += [
+            rowf.format(f"Mean {name} (ms):", res[f"mean_{key}_ms"]),
+            rowf.format(f"Median {name} (ms):", res[f"median_{key}_ms"]),
+        ]
+        lines += [
+            rowf.format(f"P{k.split('_')[0][1:]} {name} (ms):", v)
+            for k, v in res.items()
+            if k.startswith("p") and k.endswith(f"_{key}_ms")
+        ]
     return "\n".join(lines + ["=" * 50])
 
 
@@ -289,9 +323,15 @@ async def run(args: argparse.Namespace) -> dict:
     bar = None if args.disable_tqdm else Bar(len(prompts))
 
     def payload(text: str) -> dict:
-        p = {"model": args.served_model_name or args.model, "prompt": text, "repetition_penalty": 1.0,
-             "max_tokens": args.random_output_len, "logprobs": None, "stream": True,
-             "stream_options": {"include_usage": True}}
+        p = {
+            "model": args.served_model_name or args.model,
+            "prompt": text,
+            "repetition_penalty": 1.0,
+            "max_tokens": args.random_output_len,
+            "logprobs": None,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         if args.ignore_eos:
             p["ignore_eos"] = True
         return p
@@ -335,7 +375,8 @@ def main(args: argparse.Namespace) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(res))
     if not res["completed"]:
-        print("All requests failed. This is likely due to a misconfiguration on the benchmark arguments.",
-              file=sys.stderr)
+        print(
+            "All requests failed. This is likely due to a misconfiguration on the benchmark arguments.", file=sys.stderr
+        )
         return 1
     return 0

@@ -6,6 +6,7 @@ driver's IP (VLLM_HOST_IP), then links to every remote node's NCCL endpoint for 
 (--nnodes/--node-rank/--master-addr/--master-port, --headless on other ranks) does the TCP rendezvous
 at the master address. A link that cannot be made hangs until the NCCL watchdog (600 engine s).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,6 +44,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         if args.bench_type != "serve":
             parser.parse_args(["bench", "--help"])
         from .vllm_bench import main as bench_main
+
         return bench_main(args)
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.subparser == "serve":  # the real parser refuses them (argparse's own words)
@@ -53,8 +55,10 @@ def cli_main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.subparser is None and not argv else 2
     if args.model_tag and args.model and args.model_tag != args.model:
-        emit("WARNING: With `vllm serve`, you should provide the model as a positional argument or in a config "
-             "file instead of via the `--model` option. The `--model` option will be removed in v0.13.")
+        emit(
+            "WARNING: With `vllm serve`, you should provide the model as a positional argument or in a config "
+            "file instead of via the `--model` option. The `--model` option will be removed in v0.13."
+        )
     args.model = args.model_tag or args.model
     if not args.model:
         parser.error("the following arguments are required: model_tag")
@@ -143,33 +147,63 @@ class VllmServer(RayPlacement):
     async def run(self) -> int:
         a = self.args
         await clock.pause(3.0)
-        emit(f"INFO {time.strftime('%m-%d %H:%M:%S')} [__init__.py:216] Automatically detected platform cuda.",
-             self.log.stream)
+        emit(
+            f"INFO {time.strftime('%m-%d %H:%M:%S')} [__init__.py:216] Automatically detected platform cuda.",
+            self.log.stream,
+        )
         self.log.api("INFO", "api_server.py:1839", f"vLLM API server version {VERSION}")
         self.log.api("INFO", "utils.py:233", f"non-default args: {self.non_default_args()}")
         if self.unknown:
-            self.log.api("WARNING", "argparse_utils.py:71", f"Found unrecognized arguments: {self.unknown}. "
-                                                             "They will be ignored.")
+            self.log.api(
+                "WARNING",
+                "argparse_utils.py:71",
+                f"Found unrecognized arguments: {self.unknown}. They will be ignored.",
+            )
         try:
             self.model = load_model(a.model)
         except ModelNotFound:
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
-                (f"{runtime.PY}/vllm/config/model.py", 537, "__post_init__", "hf_config = get_config(self.hf_config_path "
-                                                                             "or self.model, ...)"),
-                (f"{runtime.PY}/vllm/transformers_utils/config.py", 561, "get_config", "raise ValueError(error_message) from e"),
-            ], f"ValueError: Invalid repository ID or local directory specified: '{a.model}'.\nPlease verify the "
-               "following requirements:\n1. Provide a valid Hugging Face repository ID.\n2. Specify a local directory "
-               "that contains a recognized configuration file.\n   - For Hugging Face models: ensure the presence of a "
-               "'config.json'.\n   - For Mistral models: ensure the presence of a 'params.json'."),
-                who=f"APIServer pid={self.log.pid}")
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (f"{runtime.PY}/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
+                        (
+                            f"{runtime.PY}/vllm/config/model.py",
+                            537,
+                            "__post_init__",
+                            "hf_config = get_config(self.hf_config_path or self.model, ...)",
+                        ),
+                        (
+                            f"{runtime.PY}/vllm/transformers_utils/config.py",
+                            561,
+                            "get_config",
+                            "raise ValueError(error_message) from e",
+                        ),
+                    ],
+                    f"ValueError: Invalid repository ID or local directory specified: '{a.model}'.\nPlease verify the "
+                    "following requirements:\n1. Provide a valid Hugging Face repository ID.\n2. Specify a local directory "
+                    "that contains a recognized configuration file.\n   - For Hugging Face models: ensure the presence of a "
+                    "'config.json'.\n   - For Mistral models: ensure the presence of a 'params.json'.",
+                ),
+                who=f"APIServer pid={self.log.pid}",
+            )
             return 1
         why = refusal(self.model.config)  # the image's transformers cannot read the model type
         if why:
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
-                (f"{runtime.PY}/vllm/transformers_utils/config.py", 561, "get_config", "raise ValueError(error_message) from e"),
-            ], why), who=f"APIServer pid={self.log.pid}")
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (f"{runtime.PY}/vllm/entrypoints/cli/main.py", 73, "main", "args.dispatch_function(args)"),
+                        (
+                            f"{runtime.PY}/vllm/transformers_utils/config.py",
+                            561,
+                            "get_config",
+                            "raise ValueError(error_message) from e",
+                        ),
+                    ],
+                    why,
+                ),
+                who=f"APIServer pid={self.log.pid}",
+            )
             return 1
         if not self.headless:
             code = self.bind_early()
@@ -198,14 +232,32 @@ class VllmServer(RayPlacement):
             sock.bind((host, a.port))
         except OSError as e:
             sock.close()
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/vllm/entrypoints/openai/api_server.py", 1912, "run_server",
-                 "listen_address, sock = setup_server(args)"),
-                (f"{runtime.PY}/vllm/entrypoints/openai/api_server.py", 1891, "setup_server",
-                 "sock = create_server_socket(sock_addr)"),
-                (f"{runtime.PY}/vllm/entrypoints/openai/api_server.py", 1853, "create_server_socket",
-                 "sock.bind(addr)"),
-            ], f"OSError: [Errno {e.errno}] {e.strerror}"), who=f"APIServer pid={self.log.pid}")
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/vllm/entrypoints/openai/api_server.py",
+                            1912,
+                            "run_server",
+                            "listen_address, sock = setup_server(args)",
+                        ),
+                        (
+                            f"{runtime.PY}/vllm/entrypoints/openai/api_server.py",
+                            1891,
+                            "setup_server",
+                            "sock = create_server_socket(sock_addr)",
+                        ),
+                        (
+                            f"{runtime.PY}/vllm/entrypoints/openai/api_server.py",
+                            1853,
+                            "create_server_socket",
+                            "sock.bind(addr)",
+                        ),
+                    ],
+                    f"OSError: [Errno {e.errno}] {e.strerror}",
+                ),
+                who=f"APIServer pid={self.log.pid}",
+            )
             return 1
         self.sock = sock
         return 0
@@ -215,18 +267,25 @@ class VllmServer(RayPlacement):
         assert m is not None
         self.log.api("INFO", "model.py:547", f"Resolved architecture: {m.architecture}")
         self.log.api("INFO", "model.py:1510", f"Using max model len {self.max_model_len()}")
-        self.log.api("INFO", "scheduler.py:205",
-                     f"Chunked prefill is enabled with max_num_batched_tokens={a.max_num_batched_tokens or 8192}.")
+        self.log.api(
+            "INFO",
+            "scheduler.py:205",
+            f"Chunked prefill is enabled with max_num_batched_tokens={a.max_num_batched_tokens or 8192}.",
+        )
         await clock.pause(4.0)
         self.log.core("INFO", "core.py:644", "Waiting for init message from front-end.")
-        self.log.core("INFO", "core.py:77", f"Initializing a V1 LLM engine (v{VERSION}) with config: "
-                                            f"model='{a.model}', tokenizer='{a.tokenizer or a.model}', "
-                                            f"trust_remote_code={a.trust_remote_code}, dtype=torch.{m.dtype}, "
-                                            f"max_seq_len={self.max_model_len()}, "
-                                            f"tensor_parallel_size={a.tensor_parallel_size}, "
-                                            f"pipeline_parallel_size={a.pipeline_parallel_size}, "
-                                            f"quantization={m.quantization or a.quantization}, "
-                                            f"enforce_eager={a.enforce_eager}, served_model_name={self.state.served_name}")
+        self.log.core(
+            "INFO",
+            "core.py:77",
+            f"Initializing a V1 LLM engine (v{VERSION}) with config: "
+            f"model='{a.model}', tokenizer='{a.tokenizer or a.model}', "
+            f"trust_remote_code={a.trust_remote_code}, dtype=torch.{m.dtype}, "
+            f"max_seq_len={self.max_model_len()}, "
+            f"tensor_parallel_size={a.tensor_parallel_size}, "
+            f"pipeline_parallel_size={a.pipeline_parallel_size}, "
+            f"quantization={m.quantization or a.quantization}, "
+            f"enforce_eager={a.enforce_eager}, served_model_name={self.state.served_name}",
+        )
         self.backend = self.pick_backend()
         if self.backend == "ray":
             code = await self.setup_ray()
@@ -255,8 +314,9 @@ class VllmServer(RayPlacement):
         stats = asyncio.ensure_future(self.stats_loop())
         waits = asyncio.ensure_future(self.worker_wait_lines()) if self.backend != "ray" else None
         try:
-            idx, how = await runtime.first(self.lost.wait(), self.sync.stalled(self.step_timeout_s()),
-                                           self.ray_dead.wait())
+            idx, how = await runtime.first(
+                self.lost.wait(), self.sync.stalled(self.step_timeout_s()), self.ray_dead.wait()
+            )
             if idx == 0:
                 self.peer_lost(during_init=False)
             elif idx == 2:
@@ -288,19 +348,31 @@ class VllmServer(RayPlacement):
         ip = os.environ.get("VLLM_HOST_IP") or os.environ.get("HOST_IP") or netinfo.auto_ip()
         if ip:
             return ip
-        self.log.raw(f"{runtime.PY}/vllm/utils/network_utils.py:63: UserWarning: Failed to get the IP address, using "
-                     "0.0.0.0 by default. The value can be set by the environment variable VLLM_HOST_IP or HOST_IP.\n"
-                     "  warnings.warn(")
+        self.log.raw(
+            f"{runtime.PY}/vllm/utils/network_utils.py:63: UserWarning: Failed to get the IP address, using "
+            "0.0.0.0 by default. The value can be set by the environment variable VLLM_HOST_IP or HOST_IP.\n"
+            "  warnings.warn("
+        )
         return "0.0.0.0"
 
     # -- single node --------------------------------------------------------------------------
     def setup_local(self) -> int:
         if self.world > gpu.gpus_per_node():
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/vllm/v1/worker/gpu_worker.py", 212, "init_device",
-                 "assert self.parallel_config.local_world_size <= visible_device_count, ("),
-            ], f"AssertionError: local_world_size ({self.world}) must be less than or equal to the number of visible "
-               f"devices ({gpu.gpus_per_node()})."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/vllm/v1/worker/gpu_worker.py",
+                            212,
+                            "init_device",
+                            "assert self.parallel_config.local_world_size <= visible_device_count, (",
+                        ),
+                    ],
+                    f"AssertionError: local_world_size ({self.world}) must be less than or equal to the number of visible "
+                    f"devices ({gpu.gpus_per_node()}).",
+                ),
+                who=f"EngineCore_DP0 pid={self.log.pid + 1}",
+            )
             return self.engine_failed()
         self.placements = [Placement(r, "127.0.0.1", False) for r in range(self.world)]
         return 0
@@ -310,8 +382,11 @@ class VllmServer(RayPlacement):
         a = self.args
         per_node = max(1, self.world // a.nnodes)
         if self.world % a.nnodes or per_node > gpu.gpus_per_node():
-            self.log.raw(f"ValueError: world size {self.world} cannot be split over {a.nnodes} nodes with "
-                         f"{gpu.gpus_per_node()} GPU(s) each.", who=f"APIServer pid={self.log.pid}")
+            self.log.raw(
+                f"ValueError: world size {self.world} cannot be split over {a.nnodes} nodes with "
+                f"{gpu.gpus_per_node()} GPU(s) each.",
+                who=f"APIServer pid={self.log.pid}",
+            )
             return 1
         deadline = time.monotonic() + clock.scaled(NCCL_TIMEOUT_S)
         host, port = a.master_addr, a.master_port
@@ -320,27 +395,33 @@ class VllmServer(RayPlacement):
             try:
                 await server.start(host, port)
             except OSError as e:
-                msg = ("The server socket has failed to listen on any local network address. port: "
-                       f"{port}, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"
-                       if e.errno == errno.EADDRINUSE else
-                       f"The server socket has failed to bind to {host}:{port} (errno: {e.errno} - {e.strerror}).")
+                msg = (
+                    "The server socket has failed to listen on any local network address. port: "
+                    f"{port}, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"
+                    if e.errno == errno.EADDRINUSE
+                    else f"The server socket has failed to bind to {host}:{port} (errno: {e.errno} - {e.strerror})."
+                )
                 self.log.raw(f"torch.distributed.DistNetworkError: {msg}", who=f"EngineCore_DP0 pid={self.log.pid + 1}")
                 return self.engine_failed()
             self.group, bind_addr = server, host
         else:
             # run_headless (vllm/entrypoints/cli/serve.py) says so, then its ranks dial the master; torch's store
             # client retries a refused connection until its timeout (c10d socket.cpp), so a worker may start first
-            emit(f"INFO {time.strftime('%m-%d %H:%M:%S')} [serve.py:224] Launching vLLM (v{VERSION}) headless "
-                 f"multiproc executor, with head node address {host}:{port} for torch.distributed process group.",
-                 self.log.stream)
+            emit(
+                f"INFO {time.strftime('%m-%d %H:%M:%S')} [serve.py:224] Launching vLLM (v{VERSION}) headless "
+                f"multiproc executor, with head node address {host}:{port} for torch.distributed process group.",
+                self.log.stream,
+            )
             client = StoreClient(a.nnodes, a.node_rank)
             self.group = client
             try:
                 await client.connect(host, port, deadline)
             except StoreError:
-                self.log.raw(f"torch.distributed.DistNetworkError: The client socket has timed out after "
-                             f"{int(NCCL_TIMEOUT_S * 1000)}ms while trying to connect to ({host}, {port}).",
-                             who=f"Worker_TP{a.node_rank * per_node} pid={self.log.pid + 2}")
+                self.log.raw(
+                    f"torch.distributed.DistNetworkError: The client socket has timed out after "
+                    f"{int(NCCL_TIMEOUT_S * 1000)}ms while trying to connect to ({host}, {port}).",
+                    who=f"Worker_TP{a.node_rank * per_node} pid={self.log.pid + 2}",
+                )
                 return self.engine_failed()
             bind_addr = client.local_address
         published = self.vllm_host_ip()
@@ -355,9 +436,11 @@ class VllmServer(RayPlacement):
             await wait_complete(self.group, deadline)
         except StoreError:
             if isinstance(self.group, StoreServer):
-                self.log.raw(f"torch.distributed.DistStoreError: Timed out after {int(NCCL_TIMEOUT_S) + 1} seconds "
-                             f"waiting for clients. {self.group.joined()}/{a.nnodes} clients joined.",
-                             who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+                self.log.raw(
+                    f"torch.distributed.DistStoreError: Timed out after {int(NCCL_TIMEOUT_S) + 1} seconds "
+                    f"waiting for clients. {self.group.joined()}/{a.nnodes} clients joined.",
+                    who=f"EngineCore_DP0 pid={self.log.pid + 1}",
+                )
             return self.engine_failed()
         asyncio.ensure_future(self._watch_group())
         first = a.node_rank * per_node
@@ -377,8 +460,13 @@ class VllmServer(RayPlacement):
                 return self.engine_failed()
             init_port = random.randint(30000, 60000)
             for p in self.placements:
-                self.wlog(p, "INFO", "parallel_state.py:1208", f"world_size={self.world} rank={p.rank} local_rank=0 "
-                          f"distributed_init_method=tcp://{self.driver_ip}:{init_port} backend=nccl")
+                self.wlog(
+                    p,
+                    "INFO",
+                    "parallel_state.py:1208",
+                    f"world_size={self.world} rank={p.rank} local_rank=0 "
+                    f"distributed_init_method=tcp://{self.driver_ip}:{init_port} backend=nccl",
+                )
             remote = {}
             for p in self.placements:
                 if p.remote and p.node is not None:
@@ -386,12 +474,20 @@ class VllmServer(RayPlacement):
             self.links = list(await asyncio.gather(*(self._link(h, port) for h, port in remote.values())))
             asyncio.ensure_future(self._watch_links())
         elif self.group is not None and self.endpoint is not None:
-            peers = {r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
-                     for r, m in self.group.members.items() if r != a.node_rank}
+            peers = {
+                r: (m.get("host_ip", ""), int(m.get("mq_port", 0)))
+                for r, m in self.group.members.items()
+                if r != a.node_rank
+            }
             for p in self.placements:
-                self.wlog(p, "INFO", "parallel_state.py:1208", f"world_size={self.world} rank={p.rank} local_rank="
-                          f"{p.rank % max(1, len(self.placements))} distributed_init_method=tcp://{a.master_addr}:"
-                          f"{a.master_port} backend=nccl")
+                self.wlog(
+                    p,
+                    "INFO",
+                    "parallel_state.py:1208",
+                    f"world_size={self.world} rank={p.rank} local_rank="
+                    f"{p.rank % max(1, len(self.placements))} distributed_init_method=tcp://{a.master_addr}:"
+                    f"{a.master_port} backend=nccl",
+                )
             for reader, writer in await mesh.join_mesh(self.endpoint, peers):
                 if not self.headless:
                     self.sync.add(reader, writer)
@@ -407,11 +503,20 @@ class VllmServer(RayPlacement):
                     self.log.raw(line, who=self.worker_tag(p))
         for p in self.placements:
             pp, tp = divmod(p.rank, self.args.tensor_parallel_size)
-            self.wlog(p, "INFO", "parallel_state.py:1394", f"rank {p.rank} in world size {self.world} is assigned as "
-                      f"DP rank 0, PP rank {pp}, TP rank {tp}, EP rank {tp}")
+            self.wlog(
+                p,
+                "INFO",
+                "parallel_state.py:1394",
+                f"rank {p.rank} in world size {self.world} is assigned as "
+                f"DP rank 0, PP rank {pp}, TP rank {tp}, EP rank {tp}",
+            )
             if multi_node:
-                self.wlog(p, "WARNING", "custom_all_reduce.py:82", "Custom allreduce is disabled because this process "
-                          "group spans across nodes.")
+                self.wlog(
+                    p,
+                    "WARNING",
+                    "custom_all_reduce.py:82",
+                    "Custom allreduce is disabled because this process group spans across nodes.",
+                )
         return 0
 
     async def _link(self, host: str, port: int) -> asyncio.StreamWriter:
@@ -448,8 +553,9 @@ class VllmServer(RayPlacement):
         a, m = self.args, self.model
         assert m is not None
         if not m.shards:
-            self.log.raw(f"RuntimeError: Cannot find any model weights with `{a.model}`",
-                         who=self.worker_tag(self.placements[0]))
+            self.log.raw(
+                f"RuntimeError: Cannot find any model weights with `{a.model}`", who=self.worker_tag(self.placements[0])
+            )
             return self.engine_failed()
         total = gpu.total_gib()
         weights = gpu.weights_gib(m.total_bytes, a.tensor_parallel_size, a.pipeline_parallel_size)
@@ -459,8 +565,12 @@ class VllmServer(RayPlacement):
             self.wlog(p, "INFO", "gpu_model_runner.py:2602", f"Starting to load model {a.model}...")
         if clock.active("slow-load"):
             for p in self.placements:
-                self.wlog(p, "INFO", "weight_utils.py:628", "Auto-prefetch is disabled because the checkpoint exceeds "
-                          "90% of available RAM")
+                self.wlog(
+                    p,
+                    "INFO",
+                    "weight_utils.py:628",
+                    "Auto-prefetch is disabled because the checkpoint exceeds 90% of available RAM",
+                )
         n = len(m.shards)
         per = (SLOW_SHARD_S if clock.active("slow-load") else SHARD_S) * max(1.0, 8.0 / n)
         leader = self.placements[0].rank == 0
@@ -470,16 +580,26 @@ class VllmServer(RayPlacement):
         if leader:
             self.log.raw(progress_bar("Loading safetensors checkpoint shards", 0, n, 0.0))
         for k in range(1, n + 1):
-            await self.mem.fill("weights", weights * (k - 1) / n, weights * k / n, per * random.uniform(0.85, 1.15),
-                                where)
+            await self.mem.fill(
+                "weights", weights * (k - 1) / n, weights * k / n, per * random.uniform(0.85, 1.15), where
+            )
             loaded = weights * k / n
             if (oom_at is not None and k == oom_at) or loaded > avail - 0.2:
                 free = max(0.05, avail - loaded * 0.98)
-                self.log.raw(runtime.traceback_text([
-                    (f"{runtime.PY}/vllm/model_executor/model_loader/default_loader.py", 305, "load_weights",
-                     "loaded_weights = model.load_weights("),
-                ], "torch.OutOfMemoryError: " + gpu.torch_oom_message(weights / n * 1.3, free, total - free)),
-                    who=self.worker_tag(self.placements[0]))
+                self.log.raw(
+                    runtime.traceback_text(
+                        [
+                            (
+                                f"{runtime.PY}/vllm/model_executor/model_loader/default_loader.py",
+                                305,
+                                "load_weights",
+                                "loaded_weights = model.load_weights(",
+                            ),
+                        ],
+                        "torch.OutOfMemoryError: " + gpu.torch_oom_message(weights / n * 1.3, free, total - free),
+                    ),
+                    who=self.worker_tag(self.placements[0]),
+                )
                 return self.engine_failed()
             self.mem.set("weights", loaded, where)
             if leader:
@@ -488,17 +608,31 @@ class VllmServer(RayPlacement):
         took = (time.monotonic() - started) * clock.speed()
         for p in self.placements:
             self.wlog(p, "INFO", "default_loader.py:267", f"Loading weights took {took:.2f} seconds")
-            self.wlog(p, "INFO", "gpu_model_runner.py:2653", f"Model loading took {weights:.4f} GiB and "
-                      f"{took + 1.7:.6f} seconds")
+            self.wlog(
+                p,
+                "INFO",
+                "gpu_model_runner.py:2653",
+                f"Model loading took {weights:.4f} GiB and {took + 1.7:.6f} seconds",
+            )
         await clock.pause(6.0)  # profiling run
         self.mem.set("activations", gpu.ACTIVATION_PEAK_GIB, where)  # the allocator keeps the profiling peak
         kv_gib = total * a.gpu_memory_utilization - weights - gpu.ACTIVATION_PEAK_GIB - 0.5
         if kv_gib <= 0:
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/vllm/v1/core/kv_cache_utils.py", 686, "check_enough_kv_cache_memory",
-                 "raise ValueError("),
-            ], "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-               "initializing the engine."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/vllm/v1/core/kv_cache_utils.py",
+                            686,
+                            "check_enough_kv_cache_memory",
+                            "raise ValueError(",
+                        ),
+                    ],
+                    "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                    "initializing the engine.",
+                ),
+                who=f"EngineCore_DP0 pid={self.log.pid + 1}",
+            )
             return self.engine_failed()
         per_token = m.kv_bytes_per_token(a.tensor_parallel_size)
         self.kv_tokens = int(kv_gib * GIB // per_token) // a.block_size * a.block_size
@@ -506,38 +640,73 @@ class VllmServer(RayPlacement):
         for p in self.placements:
             self.wlog(p, "INFO", "gpu_worker.py:298", f"Available KV cache memory: {kv_gib:.2f} GiB")
         if self.kv_tokens < self.max_model_len():
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/vllm/v1/core/kv_cache_utils.py", 700, "check_enough_kv_cache_memory",
-                 "raise ValueError("),
-            ], f"ValueError: To serve at least one request with the models's max seq len ({self.max_model_len()}), "
-               f"({need_gib:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
-               f"({kv_gib:.2f} GiB). Based on the available memory, the estimated maximum model length is "
-               f"{self.kv_tokens}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-               "initializing the engine."), who=f"EngineCore_DP0 pid={self.log.pid + 1}")
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/vllm/v1/core/kv_cache_utils.py",
+                            700,
+                            "check_enough_kv_cache_memory",
+                            "raise ValueError(",
+                        ),
+                    ],
+                    f"ValueError: To serve at least one request with the models's max seq len ({self.max_model_len()}), "
+                    f"({need_gib:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+                    f"({kv_gib:.2f} GiB). Based on the available memory, the estimated maximum model length is "
+                    f"{self.kv_tokens}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                    "initializing the engine.",
+                ),
+                who=f"EngineCore_DP0 pid={self.log.pid + 1}",
+            )
             return self.engine_failed()
         self.mem.set("kv", kv_gib, where)  # the post-load drop: the KV cache, allocated whole
         self.api_or_core("INFO", "kv_cache_utils.py:1087", f"GPU KV cache size: {self.kv_tokens:,} tokens")
-        self.api_or_core("INFO", "kv_cache_utils.py:1091", f"Maximum concurrency for {self.max_model_len():,} tokens "
-                         f"per request: {self.kv_tokens / self.max_model_len():.2f}x")
+        self.api_or_core(
+            "INFO",
+            "kv_cache_utils.py:1091",
+            f"Maximum concurrency for {self.max_model_len():,} tokens "
+            f"per request: {self.kv_tokens / self.max_model_len():.2f}x",
+        )
         if not a.enforce_eager:
             await clock.pause(8.0)
             self.mem.set("graphs", GRAPHS_GIB, where)
             if leader:
-                self.log.raw(progress_bar("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67, 67, 8.0, bar=True))
+                self.log.raw(
+                    progress_bar("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67, 67, 8.0, bar=True)
+                )
             for p in self.placements:
-                self.wlog(p, "INFO", "gpu_model_runner.py:3480", f"Graph capturing finished in 9 secs, took {GRAPHS_GIB:.2f} GiB")
-        self.api_or_core("INFO", "core.py:210", "init engine (profile, create kv cache, warmup model) took "
-                         f"{(time.monotonic() - started) * clock.speed():.2f} seconds")
+                self.wlog(
+                    p,
+                    "INFO",
+                    "gpu_model_runner.py:3480",
+                    f"Graph capturing finished in 9 secs, took {GRAPHS_GIB:.2f} GiB",
+                )
+        self.api_or_core(
+            "INFO",
+            "core.py:210",
+            "init engine (profile, create kv cache, warmup model) took "
+            f"{(time.monotonic() - started) * clock.speed():.2f} seconds",
+        )
         return 0
 
     def engine_failed(self) -> int:
         """EngineCore died during start-up; the API process reports it and exits."""
         if not self.headless:
             self.log.core("ERROR", "core.py:708", "EngineCore failed to start.")
-            self.log.raw(runtime.traceback_text([
-                (f"{runtime.PY}/vllm/v1/engine/utils.py", 878, "wait_for_engine_startup", "raise RuntimeError("),
-            ], "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"),
-                who=f"APIServer pid={self.log.pid}")
+            self.log.raw(
+                runtime.traceback_text(
+                    [
+                        (
+                            f"{runtime.PY}/vllm/v1/engine/utils.py",
+                            878,
+                            "wait_for_engine_startup",
+                            "raise RuntimeError(",
+                        ),
+                    ],
+                    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+                ),
+                who=f"APIServer pid={self.log.pid}",
+            )
         return 1
 
     # -- serving ------------------------------------------------------------------------------
@@ -548,17 +717,31 @@ class VllmServer(RayPlacement):
         self.log.api("INFO", "api_server.py:1634", "Supported_tasks: ['generate']")
         self.log.api("INFO", "api_server.py:1912", f"Starting vLLM API server 0 on http://{host}:{a.port}")
         self.log.api("INFO", "launcher.py:34", "Available routes are:")
-        for route, methods in (("/health", "GET"), ("/metrics", "GET"), ("/version", "GET"), ("/v1/models", "GET"),
-                               ("/v1/chat/completions", "POST"), ("/v1/completions", "POST")):
+        for route, methods in (
+            ("/health", "GET"),
+            ("/metrics", "GET"),
+            ("/version", "GET"),
+            ("/v1/models", "GET"),
+            ("/v1/chat/completions", "POST"),
+            ("/v1/completions", "POST"),
+        ):
             self.log.api("INFO", "launcher.py:42", f"Route: {route}, Methods: {methods}")
-        self.api = httpapi.ApiServer(self.state, lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"),
-                                     lambda line: self.log.api("WARNING", "protocol.py:85", line))
+        self.api = httpapi.ApiServer(
+            self.state,
+            lambda client, req: self.log.uvicorn("INFO", f"{client} - {req}"),
+            lambda line: self.log.api("WARNING", "protocol.py:85", line),
+        )
         self.state.kv_tokens = self.kv_tokens
         self.state.max_running = a.max_num_seqs or 256
         if self.model is not None:
-            self.state.timing = timing.timing_for("vllm", self.model.total_bytes, self.model.config,
-                                                  self.model.num_layers, self.world, max(1, a.nnodes,
-                                                                                         len({p.ip for p in self.placements})))
+            self.state.timing = timing.timing_for(
+                "vllm",
+                self.model.total_bytes,
+                self.model.config,
+                self.model.num_layers,
+                self.world,
+                max(1, a.nnodes, len({p.ip for p in self.placements})),
+            )
         self.state.steps = self.sync if self.sync.peers else None
         self.state.stats_per_step = True
         self.state.publish()  # an idle engine: what a request stuck in its first step reads as
@@ -582,10 +765,14 @@ class VllmServer(RayPlacement):
             g = st.gauges()  # what the engine core last published: nothing new while a step is stalled
             running, waiting = int(g["running"]), int(g["waiting"])
             if dp or dg or running or busy:
-                self.log.api("INFO", "loggers.py:123", f"Engine 000: Avg prompt throughput: {dp / span:.1f} tokens/s, "
-                             f"Avg generation throughput: {dg / span:.1f} tokens/s, Running: {running} reqs, "
-                             f"Waiting: {waiting} reqs, GPU KV cache usage: {100.0 * g['kv_usage']:.1f}%, "
-                             "Prefix cache hit rate: 0.0%")
+                self.log.api(
+                    "INFO",
+                    "loggers.py:123",
+                    f"Engine 000: Avg prompt throughput: {dp / span:.1f} tokens/s, "
+                    f"Avg generation throughput: {dg / span:.1f} tokens/s, Running: {running} reqs, "
+                    f"Waiting: {waiting} reqs, GPU KV cache usage: {100.0 * g['kv_usage']:.1f}%, "
+                    "Prefix cache hit rate: 0.0%",
+                )
             busy = bool(dp or dg or running)
             last_p, last_g, last_t = st.prompt_tokens, st.generation_tokens, now
 
@@ -599,9 +786,13 @@ class VllmServer(RayPlacement):
                 seq, warned = self.sync.seq, 0
             if self.sync.stalled_for() >= SHM_WARN_S * (warned + 1):
                 warned += 1
-                self.log.core("INFO", "shm_broadcast.py:871", f"No available shared memory broadcast block found in "
-                              f"{int(SHM_WARN_S)} seconds. This typically happens when some processes are hanging or "
-                              "doing some time-consuming work (e.g. compilation, weight/kv cache quantization).")
+                self.log.core(
+                    "INFO",
+                    "shm_broadcast.py:871",
+                    f"No available shared memory broadcast block found in "
+                    f"{int(SHM_WARN_S)} seconds. This typically happens when some processes are hanging or "
+                    "doing some time-consuming work (e.g. compilation, weight/kv cache quantization).",
+                )
 
     # -- failures -----------------------------------------------------------------------------
     def nccl_timeout(self) -> int:
@@ -609,13 +800,17 @@ class VllmServer(RayPlacement):
         for p in self.placements:
             if p.remote:
                 continue
-            self.log.raw(f"[rank{p.rank}]:[E{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d} "
-                         f"ProcessGroupNCCL.cpp:685] [Rank {p.rank}] Watchdog caught collective operation timeout: "
-                         f"WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)={ms}) ran for "
-                         f"{ms + random.randint(3, 90)} milliseconds before timing out.",
-                         who=self.worker_tag(p))
-        self.log.raw("terminate called after throwing an instance of 'c10::DistBackendError'",
-                     who=self.worker_tag(self.placements[0]) if self.placements else None)
+            self.log.raw(
+                f"[rank{p.rank}]:[E{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d} "
+                f"ProcessGroupNCCL.cpp:685] [Rank {p.rank}] Watchdog caught collective operation timeout: "
+                f"WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)={ms}) ran for "
+                f"{ms + random.randint(3, 90)} milliseconds before timing out.",
+                who=self.worker_tag(p),
+            )
+        self.log.raw(
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            who=self.worker_tag(self.placements[0]) if self.placements else None,
+        )
         if not self.headless:
             self.log.core("ERROR", "core.py:708", "EngineCore failed to start.")
         return 134
@@ -639,26 +834,58 @@ class VllmServer(RayPlacement):
         (vllm-project/vllm#19668's trace: collective_rpc -> get_response -> dequeue -> TimeoutError)."""
         assert self.state is not None
         st = self.state
-        self.log.core("ERROR", "dump_input.py:72", f"Dumping input data for V1 LLM engine (v{VERSION}) with config: "
-                      f"model='{self.args.model}', tensor_parallel_size={self.args.tensor_parallel_size}")
-        self.log.core("ERROR", "dump_input.py:82", f"SchedulerStats(num_running_reqs={st.running}, "
-                      f"num_waiting_reqs={st.waiting}, kv_cache_usage={st.gauges()['kv_usage']})")
-        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.\n" + runtime.traceback_text([
-            (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
-            (f"{runtime.PY}/vllm/v1/engine/core.py", 1393, "run_busy_loop", "self._process_engine_step()"),
-            (f"{runtime.PY}/vllm/v1/executor/multiproc_executor.py", 387, "get_response",
-             "status, result = mq.dequeue(timeout=dequeue_timeout)"),
-        ], "TimeoutError: RPC call to execute_model timed out."))
+        self.log.core(
+            "ERROR",
+            "dump_input.py:72",
+            f"Dumping input data for V1 LLM engine (v{VERSION}) with config: "
+            f"model='{self.args.model}', tensor_parallel_size={self.args.tensor_parallel_size}",
+        )
+        self.log.core(
+            "ERROR",
+            "dump_input.py:82",
+            f"SchedulerStats(num_running_reqs={st.running}, "
+            f"num_waiting_reqs={st.waiting}, kv_cache_usage={st.gauges()['kv_usage']})",
+        )
+        self.log.core(
+            "ERROR",
+            "core.py:1197",
+            "EngineCore encountered a fatal error.\n"
+            + runtime.traceback_text(
+                [
+                    (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
+                    (f"{runtime.PY}/vllm/v1/engine/core.py", 1393, "run_busy_loop", "self._process_engine_step()"),
+                    (
+                        f"{runtime.PY}/vllm/v1/executor/multiproc_executor.py",
+                        387,
+                        "get_response",
+                        "status, result = mq.dequeue(timeout=dequeue_timeout)",
+                    ),
+                ],
+                "TimeoutError: RPC call to execute_model timed out.",
+            ),
+        )
         st.status = "dead"
         self.engine_dead_lines()
 
     def engine_dead_lines(self) -> None:
         """The API process learns the engine core died (vllm/v1/engine/async_llm.py output_handler)."""
-        self.log.api("ERROR", "async_llm.py:543", "AsyncLLM output_handler failed.\n" + runtime.traceback_text([
-            (f"{runtime.PY}/vllm/v1/engine/async_llm.py", 500, "output_handler",
-             "outputs = await engine_core.get_output_async()"),
-        ], "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
-           "the root cause."))
+        self.log.api(
+            "ERROR",
+            "async_llm.py:543",
+            "AsyncLLM output_handler failed.\n"
+            + runtime.traceback_text(
+                [
+                    (
+                        f"{runtime.PY}/vllm/v1/engine/async_llm.py",
+                        500,
+                        "output_handler",
+                        "outputs = await engine_core.get_output_async()",
+                    ),
+                ],
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+                "the root cause.",
+            ),
+        )
 
     def ray_node_died(self) -> None:
         """Ray marked a worker's node dead (missed health checks): the driver prints what the GCS published,
@@ -666,15 +893,25 @@ class VllmServer(RayPlacement):
         ray_executor.py execute_model waits on the compiled graph's output, which raises)."""
         msg = self.node_dead or {}
         ray_line("WARNING", "worker.py:2094", str(msg.get("message", "a node was marked dead")))
-        p = next((p for p in self.placements if p.remote and str((p.node or {}).get("node_id")) ==
-                  str(msg.get("node_id"))), None)
+        p = next(
+            (p for p in self.placements if p.remote and str((p.node or {}).get("node_id")) == str(msg.get("node_id"))),
+            None,
+        )
         actor = f"RayWorkerWrapper pid={p.pid}, ip={p.ip}" if p else "RayWorkerWrapper"
-        self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.\n" + runtime.traceback_text([
-            (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
-            (f"{runtime.PY}/vllm/v1/executor/ray_executor.py", 512, "execute_model", "return refs[0].get()"),
-        ], f"ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: "
-           f"RayWorkerWrapper\n\tactor_id: {secrets.token_hex(16)}\n\tip: {p.ip if p else '?'}\n"
-           f"The actor is dead because its node was marked dead ({actor})."))
+        self.log.core(
+            "ERROR",
+            "core.py:1197",
+            "EngineCore encountered a fatal error.\n"
+            + runtime.traceback_text(
+                [
+                    (f"{runtime.PY}/vllm/v1/engine/core.py", 1352, "run_engine_core", "engine_core.run_busy_loop()"),
+                    (f"{runtime.PY}/vllm/v1/executor/ray_executor.py", 512, "execute_model", "return refs[0].get()"),
+                ],
+                f"ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: "
+                f"RayWorkerWrapper\n\tactor_id: {secrets.token_hex(16)}\n\tip: {p.ip if p else '?'}\n"
+                f"The actor is dead because its node was marked dead ({actor}).",
+            ),
+        )
         if self.state is not None:
             self.state.status = "dead"
         self.engine_dead_lines()
@@ -687,26 +924,38 @@ class VllmServer(RayPlacement):
         seq = self.sync.seq * 2 * max(1, self.model.num_layers if self.model else 1)
         for p in self.placements:
             stamp = f"{time.strftime('%m%d %H:%M:%S')}.{random.randint(0, 999999):06d}"
-            self.log.raw(f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:632] [Rank {p.rank}] Watchdog caught "
-                         f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=4096, "
-                         f"NumelOut=4096, Timeout(ms)={ms}) ran for {ms + random.randint(3, 90)} milliseconds before "
-                         "timing out.", who=self.worker_tag(p))
-            self.log.raw(f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:2168] [PG ID 2 PG GUID 3(TP) Rank {p.rank}] "
-                         "Terminating the process after attempting to dump debug info, due to collective timeout or "
-                         "exception.", who=self.worker_tag(p))
+            self.log.raw(
+                f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:632] [Rank {p.rank}] Watchdog caught "
+                f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=4096, "
+                f"NumelOut=4096, Timeout(ms)={ms}) ran for {ms + random.randint(3, 90)} milliseconds before "
+                "timing out.",
+                who=self.worker_tag(p),
+            )
+            self.log.raw(
+                f"[rank{p.rank}]:[E{stamp} ProcessGroupNCCL.cpp:2168] [PG ID 2 PG GUID 3(TP) Rank {p.rank}] "
+                "Terminating the process after attempting to dump debug info, due to collective timeout or "
+                "exception.",
+                who=self.worker_tag(p),
+            )
         if self.state is not None:
             self.state.status = "dead"
         if self.backend != "ray":  # the executor's monitor sees its worker process end (multiproc_executor.py)
-            self.log.core("ERROR", "multiproc_executor.py:154", "Worker proc VllmWorker-0 died unexpectedly, "
-                                                                "shutting down executor.")
+            self.log.core(
+                "ERROR",
+                "multiproc_executor.py:154",
+                "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
+            )
         self.log.core("ERROR", "core.py:1197", "EngineCore encountered a fatal error.")
         self.engine_dead_lines()
 
     def peer_lost(self, during_init: bool) -> int:
         where = self.worker_tag(self.placements[0]) if self.placements else None
-        self.log.raw("RuntimeError: NCCL error: remote process exited or there was a network error, NCCL version "
-                     "2.27.3\nncclRemoteError: A call failed possibly due to a network error or a remote process "
-                     "exiting prematurely.", who=where)
+        self.log.raw(
+            "RuntimeError: NCCL error: remote process exited or there was a network error, NCCL version "
+            "2.27.3\nncclRemoteError: A call failed possibly due to a network error or a remote process "
+            "exiting prematurely.",
+            who=where,
+        )
         if self.state is not None:
             self.state.status = "dead"
         if not self.headless:
@@ -756,11 +1005,22 @@ class VllmServer(RayPlacement):
     def non_default_args(self) -> dict:
         a = self.args
         out = {"model_tag": a.model, "model": a.model} if hasattr(a, "model_tag") else {"model": a.model}
-        for key, default in (("host", None), ("port", 8000), ("served_model_name", None),
-                             ("tensor_parallel_size", 1), ("pipeline_parallel_size", 1),
-                             ("distributed_executor_backend", None), ("nnodes", 1), ("node_rank", 0),
-                             ("headless", False), ("gpu_memory_utilization", 0.9), ("max_model_len", None),
-                             ("trust_remote_code", False), ("enforce_eager", False), ("api_key", None)):
+        for key, default in (
+            ("host", None),
+            ("port", 8000),
+            ("served_model_name", None),
+            ("tensor_parallel_size", 1),
+            ("pipeline_parallel_size", 1),
+            ("distributed_executor_backend", None),
+            ("nnodes", 1),
+            ("node_rank", 0),
+            ("headless", False),
+            ("gpu_memory_utilization", 0.9),
+            ("max_model_len", None),
+            ("trust_remote_code", False),
+            ("enforce_eager", False),
+            ("api_key", None),
+        ):
             value = getattr(a, key)
             if value != default:
                 out[key] = value

@@ -1,4 +1,5 @@
 """Newline-delimited JSON over asyncio streams, and connecting with bounded retries."""
+
 from __future__ import annotations
 
 import asyncio

@@ -4,6 +4,7 @@ From this one registry come the App's Bindings (each with its id, so config.keym
 through App.set_keymap), the `?` help screen, the command palette entries and the greyed-out
 footer keys (check_action answers None when `enabled` says no).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +13,6 @@ from typing import Callable, Protocol
 from textual.binding import Binding
 
 from ..core.states import Op, State
-
 
 
 class UiState(Protocol):
@@ -56,39 +56,106 @@ def _free(s: UiState, op: str) -> bool:
 
 
 ACTIONS: tuple[Action, ...] = (
-    Action("launch", "l", "launch", "Launch", enabled=lambda s: _free(s, "launch") and s.inventory_ready
-           and not _active(s), why="a deployment is running: stop or pivot it instead"),
-    Action("pivot", "p", "pivot", "Pivot", dangerous=True, enabled=_deploying,
-           why="nothing is deployed to pivot away from"),
-    Action("redeploy", "r", "redeploy", "Redeploy", dangerous=True,
-           enabled=lambda s: not s.modal and (s.has_plan or _active(s)),
-           why="nothing was launched yet"),
+    Action(
+        "launch",
+        "l",
+        "launch",
+        "Launch",
+        enabled=lambda s: _free(s, "launch") and s.inventory_ready and not _active(s),
+        why="a deployment is running: stop or pivot it instead",
+    ),
+    Action(
+        "pivot", "p", "pivot", "Pivot", dangerous=True, enabled=_deploying, why="nothing is deployed to pivot away from"
+    ),
+    Action(
+        "redeploy",
+        "r",
+        "redeploy",
+        "Redeploy",
+        dangerous=True,
+        enabled=lambda s: not s.modal and (s.has_plan or _active(s)),
+        why="nothing was launched yet",
+    ),
     Action("stop", "s", "stop", "Stop", dangerous=True, enabled=_deploying, why="nothing is deployed"),
-    Action("sync_model", "t", "sync_model", "Sync model", short="Sync",
-           enabled=lambda s: _free(s, "sync_model") and s.inventory_ready, why="needs the nodes probed"),
-    Action("sync_image", "i", "sync_image", "Sync image", short="Image",
-           enabled=lambda s: _free(s, "sync_image") and s.inventory_ready, why="needs the nodes probed"),
-    Action("bench", "b", "bench", "Benchmark", short="Bench",
-           enabled=lambda s: _free(s, "bench") and s.deploy_state in ("ready", "wedged", "unhealthy"),
-           why="needs a deployment that serves (READY)"),
-    Action("drop_caches", "d", "drop_caches", "Drop caches", dangerous=True, show=False,
-           enabled=lambda s: _free(s, "drop_caches") and s.inventory_ready, why="needs the nodes probed"),
+    Action(
+        "sync_model",
+        "t",
+        "sync_model",
+        "Sync model",
+        short="Sync",
+        enabled=lambda s: _free(s, "sync_model") and s.inventory_ready,
+        why="needs the nodes probed",
+    ),
+    Action(
+        "sync_image",
+        "i",
+        "sync_image",
+        "Sync image",
+        short="Image",
+        enabled=lambda s: _free(s, "sync_image") and s.inventory_ready,
+        why="needs the nodes probed",
+    ),
+    Action(
+        "bench",
+        "b",
+        "bench",
+        "Benchmark",
+        short="Bench",
+        enabled=lambda s: _free(s, "bench") and s.deploy_state in ("ready", "wedged", "unhealthy"),
+        why="needs a deployment that serves (READY)",
+    ),
+    Action(
+        "drop_caches",
+        "d",
+        "drop_caches",
+        "Drop caches",
+        dangerous=True,
+        show=False,
+        enabled=lambda s: _free(s, "drop_caches") and s.inventory_ready,
+        why="needs the nodes probed",
+    ),
     # priority: the app opens the filter as / arrives, so keys typed right behind it land in the filter
     # (else each is handed to the log, which had the focus when it came, and acts as an app key)
-    Action("filter", "slash", "filter", "Filter", priority=True,
-           enabled=lambda s: s.log_visible and not s.modal and not s.typing,
-           why="only on the Launch pane, where the log is"),
-    Action("follow", "f", "follow", "Follow", enabled=lambda s: s.log_visible and not s.modal,
-           why="only on the Launch pane, where the log is"),
-    Action("log_node", "n", "log_node", "Log node", show=False, enabled=lambda s: s.log_visible and not s.modal,
-           why="only on the Launch pane, where the log is"),
-    Action("log_node_back", "N", "log_node_back", "Log node back", show=False,
-           enabled=lambda s: s.log_visible and not s.modal, why="on the launch pane"),
+    Action(
+        "filter",
+        "slash",
+        "filter",
+        "Filter",
+        priority=True,
+        enabled=lambda s: s.log_visible and not s.modal and not s.typing,
+        why="only on the Launch pane, where the log is",
+    ),
+    Action(
+        "follow",
+        "f",
+        "follow",
+        "Follow",
+        enabled=lambda s: s.log_visible and not s.modal,
+        why="only on the Launch pane, where the log is",
+    ),
+    Action(
+        "log_node",
+        "n",
+        "log_node",
+        "Log node",
+        show=False,
+        enabled=lambda s: s.log_visible and not s.modal,
+        why="only on the Launch pane, where the log is",
+    ),
+    Action(
+        "log_node_back",
+        "N",
+        "log_node_back",
+        "Log node back",
+        show=False,
+        enabled=lambda s: s.log_visible and not s.modal,
+        why="on the launch pane",
+    ),
     Action("refresh", "ctrl+r", "refresh", "Refresh", show=False, enabled=lambda s: not s.modal),
-    Action("next_pane", "tab", "next_pane", "Next pane", show=False, priority=True,
-           enabled=lambda s: not s.modal),
-    Action("prev_pane", "shift+tab", "prev_pane", "Prev pane", show=False, priority=True,
-           enabled=lambda s: not s.modal),
+    Action("next_pane", "tab", "next_pane", "Next pane", show=False, priority=True, enabled=lambda s: not s.modal),
+    Action(
+        "prev_pane", "shift+tab", "prev_pane", "Prev pane", show=False, priority=True, enabled=lambda s: not s.modal
+    ),
     Action("help", "question_mark", "help", "Keys"),
     Action("palette", "ctrl+p", "command_palette", "Palette", priority=True),
     Action("quit", "q", "quit", "Quit"),

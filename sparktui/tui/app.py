@@ -5,6 +5,7 @@ each core event arrives as one CoreEvent and goes to the panes that own its data
 operations flow and to the app's own handlers (toasts, status line); see routing.py. Core operations
 run in async workers so the screen never waits on a node.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,14 @@ from textual.worker import Worker, WorkerState
 from ..core.config import Config
 from ..core.deployment import Deployment
 from ..core.diagnose import Milestone, Problem, ProblemCleared
-from ..core.events import ConnectionChanged, DeploymentChanged, EndpointChecked, LaunchStep, NodeUpdated, TransferProgress
+from ..core.events import (
+    ConnectionChanged,
+    DeploymentChanged,
+    EndpointChecked,
+    LaunchStep,
+    NodeUpdated,
+    TransferProgress,
+)
 from ..core.inventory import Inventory
 from ..core.plan import Plan
 from ..core.states import Op, State
@@ -76,8 +84,15 @@ class SparkApp(App):
     running: reactive[frozenset[Op]] = reactive(frozenset(), init=False)  # operations in flight
     close_timeout = 5.0  # seconds to close the nodes' links on the way out (shorter on a signal)
 
-    def __init__(self, config: Config, theme: str | None = None, controller: Any = None, *,
-                 max_log_lines: int = 100_000, autostart: bool = True) -> None:
+    def __init__(
+        self,
+        config: Config,
+        theme: str | None = None,
+        controller: Any = None,
+        *,
+        max_log_lines: int = 100_000,
+        autostart: bool = True,
+    ) -> None:
         super().__init__()
         self.config = config
         self.controller = controller if controller is not None else Controller(config)
@@ -109,8 +124,9 @@ class SparkApp(App):
         if config.keymap:
             unknown = sorted(set(config.keymap) - set(actions.BY_ID))
             if unknown:  # Textual would ignore them silently; a typo deserves a word
-                self._startup_notes.append(f"keymap: unknown binding id {', '.join(unknown)} "
-                                           f"(known: {', '.join(actions.BY_ID)})")
+                self._startup_notes.append(
+                    f"keymap: unknown binding id {', '.join(unknown)} (known: {', '.join(actions.BY_ID)})"
+                )
             self.set_keymap(config.keymap)
 
     # -- themes -----------------------------------------------------------------------------
@@ -173,11 +189,11 @@ class SparkApp(App):
             return done
         if actions.waits_for_probe(a, self):
             self._pending = a
-            self.notify(f"{a.description}: waiting for the nodes' first probe; it starts then",
-                        markup=False, timeout=4)
+            self.notify(f"{a.description}: waiting for the nodes' first probe; it starts then", markup=False, timeout=4)
         else:
-            self.notify(f"{a.description}: not now, {actions.why_not(a, self)}", severity="warning",
-                        markup=False, timeout=4)
+            self.notify(
+                f"{a.description}: not now, {actions.why_not(a, self)}", severity="warning", markup=False, timeout=4
+            )
         return done
 
     # -- layout -----------------------------------------------------------------------------
@@ -189,16 +205,28 @@ class SparkApp(App):
             with TabPane("Transfers", id="pane-transfers"):
                 yield TransfersPane(id="transfers")
             with TabPane("Launch", id="pane-launch"):
-                yield LaunchPane(self.node_names, max_lines=self.max_log_lines,
-                                 sim_speed=sim_speed(self.config.docker.env), id="launch")
+                yield LaunchPane(
+                    self.node_names,
+                    max_lines=self.max_log_lines,
+                    sim_speed=sim_speed(self.config.docker.env),
+                    id="launch",
+                )
             with TabPane("Journal", id="pane-journal"):
                 yield JournalPane(id="journal")
         yield FitFooter()
 
     def on_mount(self) -> None:
         # the owners of each event's data first, then the flow and the app's own reactions (routing.py)
-        self._router = Router([self.query_one(NodesPane), self.query_one(TransfersPane), self.launch_pane,
-                               self.query_one(JournalPane), self.flow, self])
+        self._router = Router(
+            [
+                self.query_one(NodesPane),
+                self.query_one(TransfersPane),
+                self.launch_pane,
+                self.query_one(JournalPane),
+                self.flow,
+                self,
+            ]
+        )
         self.controller.attach(self.post_message)
         for note in self._startup_notes:
             self.notify(note, severity="warning", markup=False)
@@ -242,8 +270,15 @@ class SparkApp(App):
         never replayed as a toast. What a start from this app brings is news, whatever its clock says."""
         return not self._settled or (not self.has_plan and at is not None and at < self._opened - HISTORY_S)
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
-               markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
         keep = MAX_TOASTS
         if self.size.width < NARROW_COLS:
@@ -271,10 +306,19 @@ class SparkApp(App):
 
         up = sum(1 for n in self.node_names if self.links.get(n, Link()).connected)
         try:
-            self.query_one("#status", Static).update(status_line(
-                self.config.cluster, up, len(self.node_names), self.deploy_state,
-                STATE_STYLE.get(self.deploy_state, ""), self.endpoint, sorted(self.running), self.size.width,
-                self._local()))
+            self.query_one("#status", Static).update(
+                status_line(
+                    self.config.cluster,
+                    up,
+                    len(self.node_names),
+                    self.deploy_state,
+                    STATE_STYLE.get(self.deploy_state, ""),
+                    self.endpoint,
+                    sorted(self.running),
+                    self.size.width,
+                    self._local(),
+                )
+            )
         except NoMatches:  # a watcher before the screen is built: on_mount draws it
             pass
 
@@ -306,8 +350,9 @@ class SparkApp(App):
     # -- operations -------------------------------------------------------------------------
     def run_op(self, name: Op | str, work: Awaitable[Any], group: str | None = None) -> None:
         # The deploy group is exclusive: a stop or pivot cancels a launch still on its way.
-        worker = self.run_worker(work, group=group or name, exclusive=group is not None, name=name,
-                                 exit_on_error=False)  # an adapter error is a notification, not a crash
+        worker = self.run_worker(
+            work, group=group or name, exclusive=group is not None, name=name, exit_on_error=False
+        )  # an adapter error is a notification, not a crash
         self._op_workers[worker] = name
         self.running = frozenset(self._op_workers.values())
 
@@ -424,8 +469,9 @@ class SparkApp(App):
             keys = actions.display_keys(actions.keys_for(a.id, self.config.keymap))
             reason = actions.why_not(a, seen)
             note = f"not now: {reason}" if reason else ("asks first" if a.dangerous else "")
-            yield SystemCommand(a.description, f"key {keys}" + (f" · {note}" if note else ""),
-                                partial(self.run_action, a.action))
+            yield SystemCommand(
+                a.description, f"key {keys}" + (f" · {note}" if note else ""), partial(self.run_action, a.action)
+            )
         for command in super().get_system_commands(screen):
             if command.title not in ("Quit", "Keys"):
                 yield command
@@ -501,8 +547,13 @@ class SparkApp(App):
             self.refresh_bindings()
         else:
             where = f"{p.node}: " if p.node else ""
-            self.notify(f"{where}{p.message}\nfix: {p.hint}", title=p.kind.replace("_", " "),
-                        severity="warning" if p.provisional else "error", timeout=15, markup=False)
+            self.notify(
+                f"{where}{p.message}\nfix: {p.hint}",
+                title=p.kind.replace("_", " "),
+                severity="warning" if p.provisional else "error",
+                timeout=15,
+                markup=False,
+            )
 
     @handles(ProblemCleared)
     def _cleared(self, e: ProblemCleared) -> None:
@@ -510,8 +561,9 @@ class SparkApp(App):
 
     @handles(DeploymentChanged)
     def _deployment(self, ev: DeploymentChanged) -> None:
-        d = self.deployment.but(deployment=ev.id, engine=ev.engine, mode=ev.mode, state=State(ev.state),
-                                detail=ev.detail)
+        d = self.deployment.but(
+            deployment=ev.id, engine=ev.engine, mode=ev.mode, state=State(ev.state), detail=ev.detail
+        )
         if ev.endpoint:
             d = d.but(endpoint=ev.endpoint)
         elif ev.state in (State.STOPPED, State.FAILED):
@@ -524,8 +576,11 @@ class SparkApp(App):
         if not self._settled:
             pass  # the state found at start-up shows in the status line, not as news
         elif ev.state == "ready":
-            self.notify(f"ready: {endpoint_words(ev.endpoint, self._local()) if ev.endpoint else ev.detail}",
-                        title="Deployment", markup=False)
+            self.notify(
+                f"ready: {endpoint_words(ev.endpoint, self._local()) if ev.endpoint else ev.detail}",
+                title="Deployment",
+                markup=False,
+            )
         elif ev.state == "hung" and self._hang_told:
             pass  # the hang notice said it, with the fix
         elif ev.state in ("failed", "hung"):
@@ -533,8 +588,9 @@ class SparkApp(App):
         elif ev.state == "unhealthy":
             self.notify(ev.detail or ev.state, title="Endpoint unhealthy", severity="error", timeout=30, markup=False)
         elif ev.state == "wedged":  # the problem event carries what to look at; r redeploys
-            self.notify(f"{ev.detail} — r redeploys", title="Endpoint wedged", severity="error", timeout=30,
-                        markup=False)
+            self.notify(
+                f"{ev.detail} — r redeploys", title="Endpoint wedged", severity="error", timeout=30, markup=False
+            )
 
     @handles(LaunchStep)
     def _step(self, s: LaunchStep) -> None:
@@ -548,13 +604,15 @@ class SparkApp(App):
         self._local_for = e.endpoint
         self.deployment = self.deployment.but(local=e.local)
         rate = f", {e.tokens_per_s:.1f} tok/s" if e.tokens_per_s else ""
-        self.notify(f"{e.model} answered in {e.latency_s:.1f} s{rate} through the local SSH forward {e.local}",
-                    title="Endpoint", markup=False)
+        self.notify(
+            f"{e.model} answered in {e.latency_s:.1f} s{rate} through the local SSH forward {e.local}",
+            title="Endpoint",
+            markup=False,
+        )
 
     @on(M.OperationFailed)
     def _failed(self, msg: M.OperationFailed) -> None:
-        self.notify(msg.error, title=f"{operation_name(msg.what)} failed", severity="error", timeout=20,
-                    markup=False)
+        self.notify(msg.error, title=f"{operation_name(msg.what)} failed", severity="error", timeout=20, markup=False)
 
     @on(M.OperationDone)
     def _done(self, msg: M.OperationDone) -> None:

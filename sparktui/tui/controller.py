@@ -8,6 +8,7 @@ network; the app calls these coroutines from async workers on its own loop.
 Tests inject a controller of their own (a scripted core, or one wired to in-process SSH servers):
 anything with this class's methods works.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -69,9 +70,17 @@ def _messages() -> Any:
 class Controller:
     """Real core: SSH to the configured nodes, inventory polls, deployer and transfers."""
 
-    def __init__(self, config: Config, *, journal: Journal | None = None, cluster: Any = None,
-                 deployer_factory: Callable[..., Any] | None = None, poll_interval: float = POLL_INTERVAL,
-                 transfer_opts: Any = None, threaded: bool = True) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        journal: Journal | None = None,
+        cluster: Any = None,
+        deployer_factory: Callable[..., Any] | None = None,
+        poll_interval: float = POLL_INTERVAL,
+        transfer_opts: Any = None,
+        threaded: bool = True,
+    ) -> None:
         self.config = config
         self.journal = journal if journal is not None else Journal(default_journal_path())
         self.bus = EventBus()
@@ -261,8 +270,13 @@ class Controller:
         if self.ops is None:
             from ..core.deploy.operations import Operations
 
-            self.ops = Operations(self.cluster, self.config, self.bus, deployer_factory=self._deployer_factory,
-                                  transfer_opts=self.transfer_opts)
+            self.ops = Operations(
+                self.cluster,
+                self.config,
+                self.bus,
+                deployer_factory=self._deployer_factory,
+                transfer_opts=self.transfer_opts,
+            )
         return self.ops
 
     def _get_deployer(self) -> Any:

@@ -5,6 +5,7 @@ flood from eight nodes would otherwise fill the screen's own loop until keys and
 behind it. On its own loop the core competes only for the interpreter lock, which Python hands
 over every few milliseconds. Core events reach the app through post_message, which is thread-safe.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -6,6 +6,7 @@ pane -> a confirmation naming what stops and starts where ("launch anyway" after
 Each step runs in a Textual worker. The flow is an object the app holds, given what it uses: the
 controller (the core's operations), the config, and the screen (`FlowUi`, which the app is).
 """
+
 from __future__ import annotations
 
 import copy
@@ -40,8 +41,15 @@ class FlowUi(Protocol):
     @property
     def launch_pane(self) -> LaunchPane: ...
 
-    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
-               markup: bool = True) -> None: ...
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
 
     def clear_notifications(self) -> None: ...
 
@@ -72,14 +80,20 @@ class OperationsFlow:
         ui = self.ui
         o = copy.copy(opts)
         o.model_config = ui.model_config
-        return make_plan(self.config, ui.inventory.facts, ui.inventory.subnets, o,
-                         last_subnet=None if o.rendezvous else ui.last_subnet)
+        return make_plan(
+            self.config,
+            ui.inventory.facts,
+            ui.inventory.subnets,
+            o,
+            last_subnet=None if o.rendezvous else ui.last_subnet,
+        )
 
     def launch(self) -> None:
         ui = self.ui
         engine = ui.plan.engine if ui.plan is not None and ui.plan.engine in ENGINES else DEFAULT_ENGINE
-        form = LaunchForm(self.config, ui.inventory, self.make_plan, engine=engine, check=self.check_form,
-                          drop=self.drop_from_form)
+        form = LaunchForm(
+            self.config, ui.inventory, self.make_plan, engine=engine, check=self.check_form, drop=self.drop_from_form
+        )
         ui.push_screen(form, callback=self._launch_chosen)
 
     def _launch_chosen(self, result: Result | None) -> None:
@@ -113,14 +127,25 @@ class OperationsFlow:
             self.ui.post_message(M.PreflightAsked(prepared))
             verdict = await self.controller.preflight(prepared)
             if not verdict.ok:
-                likely = ("the engine will most likely refuse to start for want of free memory"
-                          if verdict.root.kind == "memory" else "the engines will most likely hang at their rendezvous")
-                anyway = Preview(f"The preflight failed: {prepared.op.value} anyway", prepared.preview.stops,
-                                 prepared.preview.starts, [f"why: {verdict.reason}", f"fix: {verdict.fix}", likely])
+                likely = (
+                    "the engine will most likely refuse to start for want of free memory"
+                    if verdict.root.kind == "memory"
+                    else "the engines will most likely hang at their rendezvous"
+                )
+                anyway = Preview(
+                    f"The preflight failed: {prepared.op.value} anyway",
+                    prepared.preview.stops,
+                    prepared.preview.starts,
+                    [f"why: {verdict.reason}", f"fix: {verdict.fix}", likely],
+                )
                 drop = verdict.droppable
-                answer = await self._confirmed(anyway, f"{prepared.op.value.capitalize()} anyway",
-                                               alt=(f"Drop caches on {drop[0]}" if len(drop) == 1 else
-                                                    f"Drop caches on {len(drop)} nodes") if drop else None)
+                answer = await self._confirmed(
+                    anyway,
+                    f"{prepared.op.value.capitalize()} anyway",
+                    alt=(f"Drop caches on {drop[0]}" if len(drop) == 1 else f"Drop caches on {len(drop)} nodes")
+                    if drop
+                    else None,
+                )
                 if answer == "alt":  # drop the page cache, then check (and offer the operation) again
                     known = {m.node: m for m in verdict.memory_short}
                     self.ui.run_op(Op.DROP_CACHES, self._drop_flow(drop, known, again=(op, choices)))
@@ -144,16 +169,23 @@ class OperationsFlow:
         stale = getattr(verdict, "stale", None) or {}
         if not stale:
             return
-        ask = Preview("Remove the stale containers earlier launches left",
-                      [(n, f"{c} (stopped)") for n, names in stale.items() for c in names], [],
-                      ["no process of theirs runs: removing them frees their names and their disk",
-                       f"the {op.value} goes on either way"])
+        ask = Preview(
+            "Remove the stale containers earlier launches left",
+            [(n, f"{c} (stopped)") for n, names in stale.items() for c in names],
+            [],
+            [
+                "no process of theirs runs: removing them frees their names and their disk",
+                f"the {op.value} goes on either way",
+            ],
+        )
         if not await self._confirmed(ask, "Remove them"):
             return
         for r in await self.controller.remove_stale(stale):
             what = ", ".join(r["removed"]) or "nothing"
-            self.ui.notify(f"{r['node']}: removed {what}" + (f" ({r['error']})" if r["error"] else ""),
-                           severity="error" if r["error"] else "information")
+            self.ui.notify(
+                f"{r['node']}: removed {what}" + (f" ({r['error']})" if r["error"] else ""),
+                severity="error" if r["error"] else "information",
+            )
 
     async def _run_locked(self, prepared: Any, force: bool) -> str:
         """Run under the deployment's lock; when another sparktui holds it, show who, and break it only
@@ -161,9 +193,12 @@ class OperationsFlow:
         try:
             return await self.controller.run(prepared, force=force)
         except LockHeld as e:
-            busy = Preview(f"{prepared.deployment} is busy: another sparktui holds its lock", [], [],
-                           [f"held by: {e.holder.words()}", f"lock: {e.where}",
-                            "break it only if that process is gone or stuck"])
+            busy = Preview(
+                f"{prepared.deployment} is busy: another sparktui holds its lock",
+                [],
+                [],
+                [f"held by: {e.holder.words()}", f"lock: {e.where}", "break it only if that process is gone or stuck"],
+            )
             if not await self._confirmed(busy, "Break the lock"):
                 return f"not started: {e.holder.words()} holds the lock"
             return await self.controller.run(prepared, force=force, breaking=e.holder)
@@ -202,8 +237,11 @@ class OperationsFlow:
         plan = self._judging_plan()
         out = []
         for r in results:
-            fraction = known[r.node].fraction if r.node in known else (
-                plan.mem_fraction if plan is not None and r.node in plan.unified else None)
+            fraction = (
+                known[r.node].fraction
+                if r.node in known
+                else (plan.mem_fraction if plan is not None and r.node in plan.unified else None)
+            )
             m = measure(r.node, r.after, fraction) if r.ok else None
             if m is not None:
                 out.append(m)
@@ -216,8 +254,9 @@ class OperationsFlow:
             return [m.node for m in found], {m.node: m for m in found}
         return [n.name for n in self.config.nodes], {}
 
-    async def _drop_flow(self, names: list[str], known: dict[str, FreeMemory],
-                         again: tuple[Op, Choices] | None = None) -> str:
+    async def _drop_flow(
+        self, names: list[str], known: dict[str, FreeMemory], again: tuple[Op, Choices] | None = None
+    ) -> str:
         """Confirm (the CLI's text), drop through the core, say before and after, then check again:
         the refused operation's whole check when it came from one, else the plan checks."""
         if not await self._confirmed(DropPreview(names, known), "Drop"):
@@ -233,20 +272,27 @@ class OperationsFlow:
         judged = self._judge_after(results, known)
         still = [m for m in judged if m.short]
         lines += [f"still short: {m.message()}" for m in still] or (
-            ["free memory ok on " + ", ".join(m.node for m in judged)] if judged else [])
-        self.ui.notify("\n".join(lines), title="Drop caches", severity="information" if ok and not still else "warning",
-                       timeout=30, markup=False)
+            ["free memory ok on " + ", ".join(m.node for m in judged)] if judged else []
+        )
+        self.ui.notify(
+            "\n".join(lines),
+            title="Drop caches",
+            severity="information" if ok and not still else "warning",
+            timeout=30,
+            markup=False,
+        )
         return ""
 
     # -- what the flow's own messages say (posted from its workers, handled in order on the screen) --
     def refused(self, p: Any) -> None:
         self.ui.launch_pane.set_state(State.REFUSED, p.errors[0])
-        self.ui.notify("\n".join(p.errors), title=f"{p.op.value} refused", severity="error", timeout=30,
-                       markup=False)
+        self.ui.notify("\n".join(p.errors), title=f"{p.op.value} refused", severity="error", timeout=30, markup=False)
 
     def preflight_asked(self, p: Any) -> None:
         self.ui.new_start()
-        self.ui.launch_pane.set_state(State.PREFLIGHT, f"checking the rendezvous at {p.plan.head_ip} on {p.plan.subnet}")
+        self.ui.launch_pane.set_state(
+            State.PREFLIGHT, f"checking the rendezvous at {p.plan.head_ip} on {p.plan.subnet}"
+        )
 
     def confirmed(self, p: Any) -> None:
         if p.plan is not None:
@@ -255,8 +301,9 @@ class OperationsFlow:
             if not p.needs_preflight:
                 self.ui.new_start()
             self.ui.launch_pane.set_plan(p.plan)
-            self.ui.launch_pane.set_state(State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP {p.plan.pp} "
-                                                      f"over {p.plan.subnet}")
+            self.ui.launch_pane.set_state(
+                State.STARTING, f"{p.plan.engine} {p.plan.mode} TP {p.plan.tp} × PP {p.plan.pp} over {p.plan.subnet}"
+            )
 
     def pivot(self) -> None:
         self.operate(Op.PIVOT)
@@ -271,8 +318,9 @@ class OperationsFlow:
         async def sync() -> str:
             prepared = await self.controller.prepare(op, choices)
             if prepared.futile:  # an image cannot load the model: said, and asked, before anything is copied
-                ask = Preview("An engine image cannot load this model: copy it anyway",
-                              notes=prepared.futile + prepared.warnings)
+                ask = Preview(
+                    "An engine image cannot load this model: copy it anyway", notes=prepared.futile + prepared.warnings
+                )
                 if not await self._confirmed(ask, "Copy anyway"):
                     return "not copied"
             return await self.controller.run(prepared)
@@ -303,8 +351,9 @@ class OperationsFlow:
             if v.droppable:
                 key = actions.display_keys(actions.keys_for("drop_caches", self.config.keymap))
                 offer = f"\npress {key} to drop the page cache on {', '.join(v.droppable)}"
-            self.ui.notify(f"{v.reason}\nfix: {v.fix}{offer}", title="Preflight failed", severity="error", timeout=30,
-                           markup=False)
+            self.ui.notify(
+                f"{v.reason}\nfix: {v.fix}{offer}", title="Preflight failed", severity="error", timeout=30, markup=False
+            )
 
     def _forward_check(self) -> None:
         content = self.ui.launch_pane.preflight_content()

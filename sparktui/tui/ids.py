@@ -1,4 +1,5 @@
 """Widget ids from node names: a node may be called `spark.1`, an id may not hold a dot."""
+
 from __future__ import annotations
 
 import re

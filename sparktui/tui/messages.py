@@ -4,6 +4,7 @@
 entry, an inventory round or the log drain (controller.py); the app routes it to the widget that owns
 its data (routing.py). post_message is safe from any thread.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -10,6 +10,7 @@ posts LineRead to the LogLines widget): with one queue per widget a pane's queue
 app's, and the core's order matters (a hang problem must be seen before the `hung` state it explains,
 a preflight's reset before its rows).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable

@@ -1,4 +1,5 @@
 """The first-run app: the setup screen alone, ending with the path of the config it wrote (or None)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,6 +4,7 @@ Looked up in order (a later file with the same name wins): the files shipped ins
 (theme_files/), then $XDG_CONFIG_HOME/sparktui/themes/ (default ~/.config/sparktui/themes/).
 --theme and config.theme take a theme's name or the path of a YAML file.
 """
+
 from __future__ import annotations
 
 import os

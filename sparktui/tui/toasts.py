@@ -4,6 +4,7 @@ The same news (message and title) replaces its earlier toast, and past MAX_TOAST
 information before warnings before errors, so a hang never stacks toasts over half the screen; the
 latest news always stays. A narrow screen keeps one (the app says how many).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,8 +34,9 @@ def make_room(app: Any, message: str, title: str, keep: int = MAX_TOASTS) -> Non
         app._unnotify(oldest, refresh=False)
 
 
-def show(app: Any, message: str, title: str, severity: str, timeout: float, markup: bool,
-         keep: int = MAX_TOASTS) -> None:
+def show(
+    app: Any, message: str, title: str, severity: str, timeout: float, markup: bool, keep: int = MAX_TOASTS
+) -> None:
     """Add the toast now, not through a posted message, so news raised in one go is counted at once
     (the app's loop is the only caller)."""
     make_room(app, message, title, keep)

@@ -3,6 +3,7 @@
 The environments are built by `python3 -m tests.contract.venvs` (.ci/run does it first, within a time
 budget). A missing environment skips its tests with the command that builds it; every built one must pass.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ def probe(r: Release, argvs: list[list[str]], env: list[str] = ()) -> dict:
         py = python_of(r)
         if py is None:
             pytest.skip(f"contract environment {r.key} is not built: python3 -m tests.contract.venvs")
-        p = subprocess.run([str(py), str(PROBE), r.engine], input=json.dumps({"argvs": argvs, "env": list(env)}),
-                           capture_output=True, text=True, timeout=600)
+        p = subprocess.run(
+            [str(py), str(PROBE), r.engine],
+            input=json.dumps({"argvs": argvs, "env": list(env)}),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert p.returncode == 0, f"{r.key} probe failed:\n{p.stderr[-3000:]}"
         _cache[key] = json.loads(p.stdout.strip().splitlines()[-1])
     return _cache[key]

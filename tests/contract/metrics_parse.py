@@ -1,5 +1,6 @@
 """Runs inside a contract environment: parses a /metrics text (stdin) with the release's own
 prometheus_client and prints {family: [type, {sample name: total}]} as JSON."""
+
 import json
 import sys
 

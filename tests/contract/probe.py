@@ -4,6 +4,7 @@ that release reads. Prints one JSON object.
 
     python probe.py vllm|sglang|ray < {"argvs": [[...], ...], "env": ["NAME", ...]}
 """
+
 import argparse
 import contextlib
 import io
@@ -21,8 +22,11 @@ def vllm_parser():
     import importlib
 
     make_arg_parser = None
-    for where in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
-                  "vllm.entrypoints.openai.cli_args"):  # where each release keeps it
+    for where in (
+        "vllm.entrypoints.common.cli_args",
+        "vllm.entrypoints.launchers.cli_args",
+        "vllm.entrypoints.openai.cli_args",
+    ):  # where each release keeps it
         try:
             make_arg_parser = importlib.import_module(where).make_arg_parser
             break

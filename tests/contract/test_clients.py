@@ -6,6 +6,7 @@ request, a missing latency figure or /metrics that the release's prometheus_clie
 The tokenizer the clients need is trained in the test with `tokenizers` (make_tokenizer.py); nothing
 comes from the hub (HF_HUB_OFFLINE=1).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,23 +38,34 @@ def python_or_skip(r: Release) -> Path:
 
 def client_env(tmp: Path) -> dict[str, str]:
     """The client's own environment: no simulator shims on the path, no hub, no proxies."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "SPARKTUI_SIM_SPEED") and not k.lower().endswith("_proxy")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HOME=str(tmp / "hf"), NO_PROXY="127.0.0.1",
-               OPENAI_API_KEY="sk-none", PYTHONUNBUFFERED="1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "SPARKTUI_SIM_SPEED") and not k.lower().endswith("_proxy")
+    }
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_HOME=str(tmp / "hf"),
+        NO_PROXY="127.0.0.1",
+        OPENAI_API_KEY="sk-none",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
-def run_client(r: Release, argv: list[str], tmp: Path, what: str, timeout: float = 600,
-               stdin: str | None = None) -> str:
+def run_client(
+    r: Release, argv: list[str], tmp: Path, what: str, timeout: float = 600, stdin: str | None = None
+) -> str:
     """Run `python ARGV...` in the release's environment; a client that cannot import skips, naming why."""
     py = python_or_skip(r)
-    p = subprocess.run([str(py), *argv], env=client_env(tmp), cwd=tmp, capture_output=True, text=True,
-                       timeout=timeout, input=stdin)
+    p = subprocess.run(
+        [str(py), *argv], env=client_env(tmp), cwd=tmp, capture_output=True, text=True, timeout=timeout, input=stdin
+    )
     if p.returncode != 0:
         text = p.stdout[-3000:] + p.stderr[-6000:]
         if MISSING in text and "Traceback" in text:
-            missing = text[text.rindex(MISSING):].splitlines()[0]
+            missing = text[text.rindex(MISSING) :].splitlines()[0]
             pytest.skip(f"{what} cannot run in {r.key}: {missing} (not installed by tests/contract/venvs.py)")
         pytest.fail(f"{what} ({r.key}) exited {p.returncode}:\n{text}")
     return p.stdout
@@ -86,8 +98,9 @@ def check_metrics(r: Release, base: str, tmp: Path, names: dict[str, str]) -> di
     """/metrics read by the release's own prometheus_client; `names`: family -> type it must have."""
     status, body = http("GET", f"{base}/metrics")
     assert status == 200, body[:500]
-    fams = json.loads(run_client(r, [str(HERE / "metrics_parse.py")], tmp, "prometheus_client's parser",
-                                 stdin=body.decode()))
+    fams = json.loads(
+        run_client(r, [str(HERE / "metrics_parse.py")], tmp, "prometheus_client's parser", stdin=body.decode())
+    )
     for name, kind in names.items():
         assert name in fams and fams[name][0] == kind, (name, fams.get(name))
     return fams
@@ -108,11 +121,41 @@ def check_openai(r: Release, base: str, tmp: Path) -> None:
 
 def vllm_bench(r: Release, base: str, tok: Path, tmp: Path, backend: str, endpoint: str) -> dict:
     name = f"{backend}.json"
-    run_client(r, [str(HERE / "vllm_bench.py"), "serve", "--backend", backend,
-                   "--base-url", base, "--endpoint", endpoint, "--model", MODEL, "--tokenizer", str(tok),
-                   "--dataset-name", "random", "--random-input-len", "48", "--random-output-len", "24",
-                   "--num-prompts", str(PROMPTS), "--seed", "1", "--save-result", "--save-detailed",
-                   "--result-dir", str(tmp), "--result-filename", name], tmp, f"vllm bench serve --backend {backend}")
+    run_client(
+        r,
+        [
+            str(HERE / "vllm_bench.py"),
+            "serve",
+            "--backend",
+            backend,
+            "--base-url",
+            base,
+            "--endpoint",
+            endpoint,
+            "--model",
+            MODEL,
+            "--tokenizer",
+            str(tok),
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "48",
+            "--random-output-len",
+            "24",
+            "--num-prompts",
+            str(PROMPTS),
+            "--seed",
+            "1",
+            "--save-result",
+            "--save-detailed",
+            "--result-dir",
+            str(tmp),
+            "--result-filename",
+            name,
+        ],
+        tmp,
+        f"vllm bench serve --backend {backend}",
+    )
     result = json.loads((tmp / name).read_text())
     errors = [e for e in result.get("errors", []) if e]
     assert result["completed"] == PROMPTS and not result.get("failed"), errors[:3]
@@ -129,10 +172,19 @@ def test_vllm_clients_against_the_simulated_vllm(vllm_release, tmp_path):
         completions = vllm_bench(r, base, tok, tmp_path, "openai", "/v1/completions")
         chat = vllm_bench(r, base, tok, tmp_path, "openai-chat", "/v1/chat/completions")
         check_openai(r, base, tmp_path)
-        fams = check_metrics(r, base, tmp_path, {
-            "vllm:generation_tokens": "counter", "vllm:prompt_tokens": "counter",
-            "vllm:num_requests_running": "gauge", "vllm:kv_cache_usage_perc": "gauge",
-            "vllm:time_to_first_token_seconds": "histogram", "vllm:inter_token_latency_seconds": "histogram"})
+        fams = check_metrics(
+            r,
+            base,
+            tmp_path,
+            {
+                "vllm:generation_tokens": "counter",
+                "vllm:prompt_tokens": "counter",
+                "vllm:num_requests_running": "gauge",
+                "vllm:kv_cache_usage_perc": "gauge",
+                "vllm:time_to_first_token_seconds": "histogram",
+                "vllm:inter_token_latency_seconds": "histogram",
+            },
+        )
     served = completions["total_output_tokens"] + chat["total_output_tokens"]
     assert fams["vllm:generation_tokens"][1]["vllm:generation_tokens_total"] >= served
     assert fams["vllm:time_to_first_token_seconds"][1]["vllm:time_to_first_token_seconds_count"] >= 2 * PROMPTS
@@ -143,19 +195,49 @@ def test_sglang_clients_against_the_simulated_sglang(sglang_release, tmp_path):
     python_or_skip(r)
     tok = tokenizer(r, tmp_path)
     out = tmp_path / "sglang.jsonl"
-    names = {"sglang:generation_tokens": "counter", "sglang:num_running_reqs": "gauge",
-             "sglang:token_usage": "gauge", "sglang:time_to_first_token_seconds": "histogram",
-             "sglang:inter_token_latency_seconds": "histogram"}
+    names = {
+        "sglang:generation_tokens": "counter",
+        "sglang:num_running_reqs": "gauge",
+        "sglang:token_usage": "gauge",
+        "sglang:time_to_first_token_seconds": "histogram",
+        "sglang:inter_token_latency_seconds": "histogram",
+    }
     with engine(r, tmp_path) as base:
         check_openai(r, base, tmp_path)  # first: a benchmark client that cannot import skips the rest
         check_metrics(r, base, tmp_path, names)
         # SGLang 0.5.23's bench_serving imports torchvision (sglang/srt/configs -> multimodal/internvl_utils.py),
         # which has no build for the contract tier's CPU torch: that release skips here, naming it
-        run_client(r, ["-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", base,
-                       "--model", MODEL, "--tokenizer", str(tok), "--dataset-name", "random-ids",
-                       "--random-input-len", "48", "--random-output-len", "24", "--random-range-ratio", "1",
-                       "--num-prompts", str(PROMPTS), "--seed", "1", "--output-file", str(out)],
-                   tmp_path, "sglang.bench_serving --backend sglang")
+        run_client(
+            r,
+            [
+                "-m",
+                "sglang.bench_serving",
+                "--backend",
+                "sglang",
+                "--base-url",
+                base,
+                "--model",
+                MODEL,
+                "--tokenizer",
+                str(tok),
+                "--dataset-name",
+                "random-ids",
+                "--random-input-len",
+                "48",
+                "--random-output-len",
+                "24",
+                "--random-range-ratio",
+                "1",
+                "--num-prompts",
+                str(PROMPTS),
+                "--seed",
+                "1",
+                "--output-file",
+                str(out),
+            ],
+            tmp_path,
+            "sglang.bench_serving --backend sglang",
+        )
         fams = check_metrics(r, base, tmp_path, names)
     result = json.loads(out.read_text().splitlines()[-1])
     assert result["completed"] == PROMPTS, result
@@ -164,8 +246,10 @@ def test_sglang_clients_against_the_simulated_sglang(sglang_release, tmp_path):
     assert sum(fams["sglang:generation_tokens"][1].values()) >= result["total_output_tokens"]
 
 
-SOURCES = {"vllm": ["vllm/v1/metrics/loggers.py"],
-           "sglang": ["sglang/srt/observability/metrics_collector.py", "sglang/srt/metrics/collector.py"]}
+SOURCES = {
+    "vllm": ["vllm/v1/metrics/loggers.py"],
+    "sglang": ["sglang/srt/observability/metrics_collector.py", "sglang/srt/metrics/collector.py"],
+}
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -1,5 +1,6 @@
 """Every engine command sparktui plans, parsed by the real vLLM, SGLang and Ray of each release in
 the matrix; every environment variable it sets, one that release (or its documented library) reads."""
+
 from __future__ import annotations
 
 import shlex
@@ -21,9 +22,15 @@ NODES = (2, 4, 8)
 # Variables read by the libraries under the engines, with where each is documented.
 DOCUMENTED = {
     # https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
-    "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_DEBUG",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "NCCL_IB_DISABLE",
+    "NCCL_DEBUG",
     # https://pytorch.org/docs/stable/distributed.html (Gloo and TensorPipe interfaces, the store address)
-    "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT",
+    "GLOO_SOCKET_IFNAME",
+    "TP_SOCKET_IFNAME",
+    "MASTER_ADDR",
+    "MASTER_PORT",
     # https://openucx.readthedocs.io/en/master/faq.html (UCX_NET_DEVICES)
     "UCX_NET_DEVICES",
     # https://docs.open-mpi.org/en/main/tuning-apps/networking/tcp.html (btl_tcp_if_include as OMPI_MCA_)
@@ -48,13 +55,18 @@ def plans(engine: str, mode: str, version: str | None):
     out = []
     for n in NODES:
         config, facts, subnets = cluster(n)
-        opts = PlanOptions(engine=engine, mode=mode, engine_version=version,
-                           extra_args=["--api-key", "sk-contract"] if engine == "vllm" else [])
+        opts = PlanOptions(
+            engine=engine,
+            mode=mode,
+            engine_version=version,
+            extra_args=["--api-key", "sk-contract"] if engine == "vllm" else [],
+        )
         out.append((f"{engine}-{mode}-{n}", make_plan(config, facts, subnets, opts)))
         recipe = parse_recipe(SGLANG_RECIPE if engine == "sglang" else VLLM_RECIPE, "r.yaml", environ={})
         image = SGLANG_IMAGE if engine == "sglang" else VLLM_IMAGE  # the one the nodes hold
-        ropts, _ = apply_recipe(recipe, PlanOptions(engine=engine, mode=mode, engine_version=version, image=image),
-                                MODEL, nodes=n)
+        ropts, _ = apply_recipe(
+            recipe, PlanOptions(engine=engine, mode=mode, engine_version=version, image=image), MODEL, nodes=n
+        )
         ropts.tp = n  # the recipes are written for two nodes
         out.append((f"{engine}-{mode}-{n}-recipe", make_plan(config, facts, subnets, ropts)))
     return out
@@ -77,7 +89,7 @@ def engine_argvs(plan) -> list[list[str]]:
 
 
 def of(argvs, head: list[str]) -> list[list[str]]:
-    return [a for a in argvs if a[:len(head)] == head]
+    return [a for a in argvs if a[: len(head)] == head]
 
 
 def env_names(plan) -> set[str]:

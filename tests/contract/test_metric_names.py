@@ -4,6 +4,7 @@ Reads the release's own installed source (the contract environments): every name
 sparktui.core.engines.metricnames gives for that release must be declared there, a Counter either
 under its sample name or without the `_total` that prometheus_client adds to its samples.
 """
+
 from __future__ import annotations
 
 import re

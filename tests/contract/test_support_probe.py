@@ -3,6 +3,7 @@ SGLang of every release in the matrix: it must name a supported architecture sup
 lacks unsupported. Qwen3.5 (Qwen3_5MoeForConditionalGeneration, model type qwen3_5_moe) is the seed's case:
 SGLang 0.5.3.post3 (lmsysorg/sglang:spark) and vLLM 0.11.0 lack it; SGLang 0.5.23 and vLLM 0.31.0/0.33.0
 list it. A made-up architecture is unsupported everywhere."""
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,20 @@ from .venvs import Release, python_of
 
 pytestmark = pytest.mark.contract
 
-QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
-          "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
-QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_attention_heads": 32,
-             "num_key_value_heads": 4, "hidden_size": 2048, "num_hidden_layers": 48, "vocab_size": 151936}
+QWEN35 = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+    "model_type": "qwen3_5_moe",
+    "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]},
+}
+QWEN3_MOE = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "model_type": "qwen3_moe",
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "hidden_size": 2048,
+    "num_hidden_layers": 48,
+    "vocab_size": 151936,
+}
 MADE_UP = {"architectures": ["SparktuiNoSuchForCausalLM"], "model_type": "sparktui_no_such"}
 LACKS_QWEN35 = {("sglang", "0.5.3.post3"), ("vllm", "0.11.0")}
 
@@ -34,12 +45,18 @@ def answer(r: Release, cfg: dict, tmp_path) -> Support:
     model.mkdir(exist_ok=True)
     (model / "config.json").write_text(json.dumps(cfg))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    p = subprocess.run([str(py), "-c", probe_program(r.engine), str(model), r.engine], capture_output=True,
-                       text=True, timeout=600, cwd=tmp_path, env=env)
+    p = subprocess.run(
+        [str(py), "-c", probe_program(r.engine), str(model), r.engine],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     line = [x for x in p.stdout.splitlines() if x.startswith(_JSON)][-1]
     s = Support(engine=r.engine, image=f"{r.engine}:{r.version}", model_path=str(model), node="contract")
-    return classify(s, json.loads(line[len(_JSON):]))
+    return classify(s, json.loads(line[len(_JSON) :]))
 
 
 @pytest.mark.parametrize("r", releases("vllm") + releases("sglang"), ids=lambda r: r.key)
@@ -66,8 +83,13 @@ def test_probe_without_a_readable_config_cannot_check(r, tmp_path):
     py = python_of(r)
     if py is None:
         pytest.skip(f"contract environment {r.key} is not built: python3 -m tests.contract.venvs")
-    p = subprocess.run([str(py), "-c", probe_program(r.engine), str(tmp_path / "model"), r.engine],
-                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    p = subprocess.run(
+        [str(py), "-c", probe_program(r.engine), str(tmp_path / "model"), r.engine],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     line = [x for x in p.stdout.splitlines() if x.startswith(_JSON)][-1]
-    s = classify(Support(engine=r.engine, image="i", model_path="m"), json.loads(line[len(_JSON):]))
+    s = classify(Support(engine=r.engine, image="i", model_path="m"), json.loads(line[len(_JSON) :]))
     assert s.status == "unknown" and "does not parse" in s.reason

@@ -3,6 +3,7 @@
 The checkpoint it writes is what the real vLLM runs behind tests/corpus/vllm_cpu_*: it must come out the same
 from the same seed, and be the shape those logs were made with. Set SPARKTUI_VLLM_CPU_PYTHON to that Python.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,13 +17,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PY = os.environ.get("SPARKTUI_VLLM_CPU_PYTHON", "")
 
-pytestmark = pytest.mark.skipif(not PY or not Path(PY).exists(),
-                                reason="set SPARKTUI_VLLM_CPU_PYTHON to a Python with torch, transformers, tokenizers")
+pytestmark = pytest.mark.skipif(
+    not PY or not Path(PY).exists(),
+    reason="set SPARKTUI_VLLM_CPU_PYTHON to a Python with torch, transformers, tokenizers",
+)
 
 
 def write(out: Path, *args: str) -> dict[str, str]:
-    subprocess.run([PY, str(ROOT / "tools" / "tiny_checkpoint.py"), str(out), *args], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [PY, str(ROOT / "tools" / "tiny_checkpoint.py"), str(out), *args], check=True, capture_output=True, timeout=300
+    )
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}
 
 
@@ -32,7 +36,12 @@ def test_the_same_seed_writes_the_same_files_and_the_shape_the_corpus_was_made_w
     cfg = json.loads((tmp_path / "a" / "config.json").read_text())
     experts = cfg.get("num_experts", cfg.get("num_local_experts"))  # transformers 5 writes the latter
     assert (cfg["model_type"], cfg["hidden_size"], cfg["head_dim"], experts, cfg["num_hidden_layers"]) == (
-        "qwen3_moe", 128, 64, 4, 2)
+        "qwen3_moe",
+        128,
+        64,
+        4,
+        2,
+    )
     assert cfg["vocab_size"] % 64 == 0  # TP ranks split the embedding evenly
     assert write(tmp_path / "c", "--seed", "1")["model.safetensors"] != first["model.safetensors"]
 

@@ -9,6 +9,7 @@ that TensorRT-LLM, OpenMPI, UCX or NCCL reads.
 - `mpirun`: the real Open MPI (apt's openmpi-bin) runs the planned line on this host with one slot.
 - OMPI_MCA_* names: parameters `ompi_info` lists; OMPI_ALLOW_RUN_AS_ROOT*: mpirun obeys them (as root).
 """
+
 from __future__ import annotations
 
 import json
@@ -59,7 +60,7 @@ def mpirun_argvs() -> list[tuple[str, list[str]]]:
 
 
 def serve_part(argv: list[str]) -> list[str]:
-    return argv[argv.index("trtllm-serve") + 1:]
+    return argv[argv.index("trtllm-serve") + 1 :]
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +75,9 @@ def release_files():
 def test_serve_flags_are_the_releases_options(release, release_files):
     options = src.click_options((release_files / "serve.py").read_text(), "serve")
     source = (release_files / "source").read_text().strip()
-    assert options["<arguments>"] == ["model"], \
+    assert options["<arguments>"] == ["model"], (
         f"TensorRT-LLM {release} ({source}): serve takes {options['<arguments>']}"
+    )
     check_serve_flags(options, f"{release} ({source})")
 
 
@@ -101,11 +103,14 @@ def test_serve_flags_against_the_stored_facts_when_the_release_is_not_fetched():
     """CI reaches neither GitHub nor pypi.nvidia.com: check against the facts read from a stored copy of
     serve.py (names and kinds only, tests/contract/data). The fetched release wins where it is present."""
     if src.ready():
-        pytest.skip(f"TensorRT-LLM {src.RELEASE} sources are fetched: test_serve_flags_are_the_releases_options "
-                    "checks the release itself")
+        pytest.skip(
+            f"TensorRT-LLM {src.RELEASE} sources are fetched: test_serve_flags_are_the_releases_options "
+            "checks the release itself"
+        )
     facts = json.loads(STORED.read_text())
-    where = (f"{facts['version'] or 'release not named'} at commit {facts['commit'][:12]} "
-             f"(stored facts of {facts['url']})")
+    where = (
+        f"{facts['version'] or 'release not named'} at commit {facts['commit'][:12]} (stored facts of {facts['url']})"
+    )
     assert facts["arguments"] == ["model"], where
     check_serve_flags(facts["options"], where)
 
@@ -150,13 +155,13 @@ def test_llmapi_launch_takes_the_command_as_is(release, release_files):
     runs_args = '"${@:1}"' in text or ('("$@")' in text and '"${task_with_command[@]}"' in text)
     assert "getopts" not in text and runs_args, f"TensorRT-LLM {release}: the launcher parses options"
     for label, argv in mpirun_argvs():
-        after = argv[argv.index("trtllm-llmapi-launch") + 1:]
+        after = argv[argv.index("trtllm-llmapi-launch") + 1 :]
         assert after[0] == "trtllm-serve", label
 
 
 def test_click_reader_on_a_declaration():
     # the reader itself, on the shape serve.py uses (aliases, flags, the argument)
-    text = '''
+    text = """
 import click
 @click.command("serve")
 @click.argument("model", type=str)
@@ -168,10 +173,14 @@ def serve(model, tensor_parallel_size, trust_remote_code):
 @click.option("--nope")
 def other(nope):
     pass
-'''
+"""
     opts = src.click_options(text, "serve")
-    assert opts == {"<arguments>": ["model"], "--tensor_parallel_size": {"flag": False},
-                    "--tp_size": {"flag": False}, "--trust_remote_code": {"flag": True}}
+    assert opts == {
+        "<arguments>": ["model"],
+        "--tensor_parallel_size": {"flag": False},
+        "--tp_size": {"flag": False},
+        "--trust_remote_code": {"flag": True},
+    }
     with pytest.raises(LookupError):
         src.click_options(text, "serve_encoder")
 
@@ -189,7 +198,8 @@ class MetricsCollector:
 """
     assert src.collector_series(text) == [
         {"name": "trtllm_request_success_total", "kind": "counter", "buckets": None},
-        {"name": "trtllm_time_to_first_token_seconds", "kind": "histogram", "buckets": [0.1, 1.0]}]
+        {"name": "trtllm_time_to_first_token_seconds", "kind": "histogram", "buckets": [0.1, 1.0]},
+    ]
 
 
 def _need_openmpi():
@@ -204,7 +214,7 @@ def test_mpirun_takes_the_planned_options(tmp_path):
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("localhost\n")  # one node here: -np 1 with the plan's every other option
     for label, argv in mpirun_argvs():
-        line = argv[:argv.index("trtllm-llmapi-launch")]
+        line = argv[: argv.index("trtllm-llmapi-launch")]
         line[line.index("-np") + 1] = "1"
         line[line.index("--hostfile") + 1] = str(hostfile)
         p = subprocess.run(line + ["true"], capture_output=True, text=True, timeout=120)
@@ -217,14 +227,18 @@ def test_every_variable_is_read_by_mpi_ucx_or_nccl(tmp_path):
     for _, ctx in contexts():
         for spot in ctx.nodes:
             names |= set(spot.env)
-    params = subprocess.run(["ompi_info", "--param", "all", "all", "--level", "9", "--parsable"],
-                            capture_output=True, text=True, timeout=120).stdout
+    params = subprocess.run(
+        ["ompi_info", "--param", "all", "all", "--level", "9", "--parsable"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     known = {f.split(":")[4] for f in params.splitlines() if f.split(":")[3:4] == ["param"]}
     unread = []
     for n in sorted(names):
         if n in DOCUMENTED or n in MPI_ROOT_ENV:
             continue
-        if n.startswith("OMPI_MCA_") and n[len("OMPI_MCA_"):] in known:
+        if n.startswith("OMPI_MCA_") and n[len("OMPI_MCA_") :] in known:
             continue
         unread.append(n)
     assert not unread, f"nobody reads {unread}"

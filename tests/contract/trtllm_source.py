@@ -12,6 +12,7 @@ Cached under $SPARKTUI_CONTRACT_CACHE/tensorrt-llm-<release>/ with a `source` fi
 
     python3 -m tests.contract.trtllm_source           # fetch the release's files (CI runs it beside venvs)
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,8 +28,10 @@ from .venvs import cache_root
 
 RELEASE = "1.2.1"  # the newest tensorrt-llm release `pip index versions` lists on PyPI (2026-12)
 WHY = "newest TensorRT-LLM release on PyPI"
-FILES = {"serve.py": "tensorrt_llm/commands/serve.py",
-         "trtllm-llmapi-launch": "tensorrt_llm/llmapi/trtllm-llmapi-launch"}
+FILES = {
+    "serve.py": "tensorrt_llm/commands/serve.py",
+    "trtllm-llmapi-launch": "tensorrt_llm/llmapi/trtllm-llmapi-launch",
+}
 RAW = "https://raw.githubusercontent.com/NVIDIA/TensorRT-LLM/v{release}/{path}"
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 BUDGET_S = 1500.0
@@ -59,10 +62,32 @@ def _from_github(release: str, d: Path, deadline: float) -> str | None:
 
 def _from_wheel(release: str, d: Path, deadline: float) -> str | None:
     with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-               "--extra-index-url", NVIDIA_INDEX, "--python-version", "3.12", "--implementation", "cp",
-               "--platform", "linux_x86_64", "--platform", "manylinux_2_28_x86_64", "--platform", "linux_aarch64",
-               "--platform", "manylinux_2_28_aarch64", "-d", tmp, f"tensorrt-llm=={release}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--extra-index-url",
+            NVIDIA_INDEX,
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            "--platform",
+            "linux_x86_64",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--platform",
+            "linux_aarch64",
+            "--platform",
+            "manylinux_2_28_aarch64",
+            "-d",
+            tmp,
+            f"tensorrt-llm=={release}",
+        ]
         try:
             subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -97,6 +122,7 @@ def fetch(release: str = RELEASE, budget_s: float = BUDGET_S, log=print) -> Path
 
 
 # ---- reading the Click declarations ---------------------------------------------------------------
+
 
 def _str_args(call: ast.Call) -> list[str]:
     return [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
@@ -140,13 +166,19 @@ def collector_series(source: str) -> list[dict]:
     tree = ast.parse(source)
     prefix = ""
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                and any(isinstance(t, ast.Attribute) and t.attr == "metric_prefix" for t in node.targets)):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and any(isinstance(t, ast.Attribute) and t.attr == "metric_prefix" for t in node.targets)
+        ):
             prefix = node.value.value
     out = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in ("Counter", "Gauge", "Histogram")):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("Counter", "Gauge", "Histogram")
+        ):
             continue
         kw = {k.arg: k.value for k in node.keywords}
         name = kw.get("name")

@@ -10,6 +10,7 @@ argument parser still misses (bounded), so one recipe keeps working as releases 
 
 Cache: $SPARKTUI_CONTRACT_CACHE, default ~/.cache/sparktui/contract (about 2 GB per engine release).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,30 +51,63 @@ MATRIX = [
 ]
 
 # Requirements left out: the GPU stack and compiled kernels the argument parsers never import.
-SKIP = re.compile(r"^(torch|torchaudio|torchvision|torchcodec|xformers|flashinfer|nvidia|nvtx|tilelang|"
-                  r"quack|tokenspeed|humming|instanttensor|fastsafetensors|pynvvideocodec|numba|opencv|cupy|"
-                  r"triton|ray|sgl-kernel|sgl_kernel|flash|deep|cuda|vllm|decord|torchao|mooncake|"
-                  r"apache-tvm|xgrammar|llguidance|outlines|lm-format|compressed-tensors|depyf|mistral|"
-                  r"gguf|scipy|importlib|sgl-|sglang-kernel|nvshmem|kernels\b)", re.I)
+SKIP = re.compile(
+    r"^(torch|torchaudio|torchvision|torchcodec|xformers|flashinfer|nvidia|nvtx|tilelang|"
+    r"quack|tokenspeed|humming|instanttensor|fastsafetensors|pynvvideocodec|numba|opencv|cupy|"
+    r"triton|ray|sgl-kernel|sgl_kernel|flash|deep|cuda|vllm|decord|torchao|mooncake|"
+    r"apache-tvm|xgrammar|llguidance|outlines|lm-format|compressed-tensors|depyf|mistral|"
+    r"gguf|scipy|importlib|sgl-|sglang-kernel|nvshmem|kernels\b)",
+    re.I,
+)
 # Installed with --no-deps when the parser needs them (their own requirements pull torch or CUDA).
 MODULE_TO_PACKAGE = {
-    "PIL": "pillow", "yaml": "pyyaml", "zmq": "pyzmq", "google": "protobuf", "cv2": "opencv-python-headless",
-    "attr": "attrs", "dateutil": "python-dateutil", "jwt": "pyjwt", "dotenv": "python-dotenv",
-    "multipart": "python-multipart", "cpuinfo": "py-cpuinfo", "IPython": "ipython", "tvm_ffi": "apache-tvm-ffi",
-    "pydantic_core": "pydantic-core", "annotated_types": "annotated-types", "typing_inspection": "typing-inspection",
-    "charset_normalizer": "charset-normalizer", "hf_xet": "hf-xet", "pkg_resources": "setuptools",
-    "sklearn": "scikit-learn", "websockets": "websockets", "lm_format_enforcer": "lm-format-enforcer",
-    "mistral_common": "mistral_common", "outlines_core": "outlines_core", "compressed_tensors": "compressed-tensors",
-    "opentelemetry": "opentelemetry-api", "grpc": "grpcio", "sgl_kernel": "sgl-kernel", "pynvml": "nvidia-ml-py",
-    "blobfile": "blobfile", "jsonschema_specifications": "jsonschema-specifications", "rpds": "rpds-py",
-    "_cffi_backend": "cffi", "huggingface_hub": "huggingface-hub",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "zmq": "pyzmq",
+    "google": "protobuf",
+    "cv2": "opencv-python-headless",
+    "attr": "attrs",
+    "dateutil": "python-dateutil",
+    "jwt": "pyjwt",
+    "dotenv": "python-dotenv",
+    "multipart": "python-multipart",
+    "cpuinfo": "py-cpuinfo",
+    "IPython": "ipython",
+    "tvm_ffi": "apache-tvm-ffi",
+    "pydantic_core": "pydantic-core",
+    "annotated_types": "annotated-types",
+    "typing_inspection": "typing-inspection",
+    "charset_normalizer": "charset-normalizer",
+    "hf_xet": "hf-xet",
+    "pkg_resources": "setuptools",
+    "sklearn": "scikit-learn",
+    "websockets": "websockets",
+    "lm_format_enforcer": "lm-format-enforcer",
+    "mistral_common": "mistral_common",
+    "outlines_core": "outlines_core",
+    "compressed_tensors": "compressed-tensors",
+    "opentelemetry": "opentelemetry-api",
+    "grpc": "grpcio",
+    "sgl_kernel": "sgl-kernel",
+    "pynvml": "nvidia-ml-py",
+    "blobfile": "blobfile",
+    "jsonschema_specifications": "jsonschema-specifications",
+    "rpds": "rpds-py",
+    "_cffi_backend": "cffi",
+    "huggingface_hub": "huggingface-hub",
 }
 # Requirements the parsers import whose own requirements pull torch or CUDA: installed with --no-deps.
-NO_DEPS = re.compile(r"^(xgrammar|llguidance|outlines[_-]core|lm-format-enforcer|compressed-tensors|depyf|"
-                     r"mistral[_-]common|apache-tvm-ffi|gguf|triton)\b", re.I)  # SGLang 0.5.23 imports triton
+NO_DEPS = re.compile(
+    r"^(xgrammar|llguidance|outlines[_-]core|lm-format-enforcer|compressed-tensors|depyf|"
+    r"mistral[_-]common|apache-tvm-ffi|gguf|triton)\b",
+    re.I,
+)  # SGLang 0.5.23 imports triton
 MISSING = re.compile(r"No module named '([^'.]+)")
-NOT_FOUND = re.compile(r"The '([^']+)' distribution was not found|"
-                       r"PackageNotFoundError: No package metadata was found for ([\w.-]+)\s*$", re.M)
+NOT_FOUND = re.compile(
+    r"The '([^']+)' distribution was not found|"
+    r"PackageNotFoundError: No package metadata was found for ([\w.-]+)\s*$",
+    re.M,
+)
 MAX_FILLS = 60
 
 
@@ -93,9 +127,12 @@ def python_of(r: Release) -> Path | None:
 
 
 def _pip(d: Path, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
-    return subprocess.run([str(d / "bin" / "python"), "-m", "pip", "install", "-q",
-                           "--disable-pip-version-check", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(d / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _share_torch(d: Path, log) -> None:
@@ -103,9 +140,23 @@ def _share_torch(d: Path, log) -> None:
     shared = cache_root() / "torch-cpu"
     ok = shared / "ready"
     if not ok.exists() or ok.read_text().strip() != TORCH:
-        p = subprocess.run([str(d / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                            "--upgrade", "--target", str(shared / "site"), TORCH],
-                           capture_output=True, text=True, timeout=1800)
+        p = subprocess.run(
+            [
+                str(d / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--upgrade",
+                "--target",
+                str(shared / "site"),
+                TORCH,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         if p.returncode != 0:
             raise RuntimeError(f"installing {TORCH} (CPU) failed:\n{p.stderr[-2000:]}")
         ok.write_text(TORCH + "\n")
@@ -138,8 +189,13 @@ def _requirements(d: Path, r: Release, only: re.Pattern | None = None) -> list[s
 
 
 def _probe(python: Path, engine: str) -> str:
-    p = subprocess.run([str(python), str(PROBE), engine], input=json.dumps({"argvs": [], "env": []}),
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [str(python), str(PROBE), engine],
+        input=json.dumps({"argvs": [], "env": []}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return "" if p.returncode == 0 else (p.stderr or p.stdout)  # whole: a chained error names the cause first
 
 
@@ -174,8 +230,12 @@ def build(r: Release, log=print) -> Path:
             _pip(d, "--no-deps", *reqs)
     python = d / "bin" / "python"
     # torchvision/torchaudio built for another torch break transformers' imports; the parsers need neither
-    subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "torchvision", "torchaudio"],
-                   capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [str(python), "-m", "pip", "uninstall", "-q", "-y", "torchvision", "torchaudio"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     _fill_missing(python, r, lambda: _probe(python, r.engine), "the argument parser", log)
     if err := _probe(python, r.engine):  # a parser that does not import is no contract: not marked ready
         raise RuntimeError(f"{r.key}: the argument parser does not import:\n{err[-3000:]}")
@@ -215,8 +275,17 @@ def _fill_missing(python: Path, r: Release, check, what: str, log) -> None:
 # client, the openai client, prometheus_client's parser and tokenizers. Filled in after the parser's
 # modules, also in environments already built (a marker per CLIENTS_RECIPE), so none is rebuilt for them.
 # The engine's benchmark client comes last: one left without a module of the GPU stack stops the filling there.
-_COMMON = ["openai", "httpcore", "h11", "anyio", "jiter", "distro", "prometheus_client.parser", "tokenizers",
-           "transformers"]  # openai imports its transport (httpcore, h11) only when a client first sends
+_COMMON = [
+    "openai",
+    "httpcore",
+    "h11",
+    "anyio",
+    "jiter",
+    "distro",
+    "prometheus_client.parser",
+    "tokenizers",
+    "transformers",
+]  # openai imports its transport (httpcore, h11) only when a client first sends
 CLIENTS = {"vllm": [*_COMMON, "vllm.benchmarks.serve"], "sglang": [*_COMMON, "sglang.bench_serving"]}
 CLIENTS_RECIPE = "3"
 
@@ -233,8 +302,13 @@ def ensure_clients(r: Release, log=print) -> None:
 
     def check() -> str:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        p = subprocess.run([str(python), "-c", code, *modules], capture_output=True, text=True, timeout=600,
-                           env=dict(env, HF_HUB_OFFLINE="1"))
+        p = subprocess.run(
+            [str(python), "-c", code, *modules],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(env, HF_HUB_OFFLINE="1"),
+        )
         return "" if p.returncode == 0 else (p.stderr or p.stdout)
 
     _fill_missing(python, r, check, "the contract clients", log)

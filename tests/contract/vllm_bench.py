@@ -6,6 +6,7 @@ benchmark client itself never touches a device.
 
     python vllm_bench.py serve --backend openai ...
 """
+
 import sys
 
 import vllm.platforms as platforms

@@ -4,6 +4,7 @@ stand-in tools, engine simulator). Rootless; everything it dials is on 127.0.0.0
 Skipped where user namespaces are unavailable (the demo itself refuses to start there), except
 under CI=true, where that is a failure: CI runs as root and must exercise the demo.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -78,8 +79,9 @@ def sparktui_argv() -> list[str]:
 
 
 async def sparktui(env: dict[str, str], *args: str, timeout: float = 120) -> tuple[int, str, str]:
-    p = await asyncio.create_subprocess_exec(*sparktui_argv(), *args, env=env,
-                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    p = await asyncio.create_subprocess_exec(
+        *sparktui_argv(), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     try:
         out, err = await asyncio.wait_for(p.communicate(), timeout)
     except asyncio.TimeoutError:

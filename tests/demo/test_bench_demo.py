@@ -1,6 +1,7 @@
 """`bench` in the demo: the simulated engines' image carries a simulated `vllm bench serve` (as a vLLM image
 carries the real one), so bench runs the client on the head against the simulated engine and gives a row per
 concurrency, read from the client's own result files; nothing of the run stays behind on the head."""
+
 from __future__ import annotations
 
 import json
@@ -13,11 +14,23 @@ async def test_bench_in_the_demo_gives_a_row_per_concurrency(demo, cli_env):
     rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
     assert rc == 0, out + err
     try:
-        rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--wait", "--no-preflight",
-                                      "--yes", "--json", timeout=240)
+        rc, out, err = await sparktui(
+            cli_env, *conf, "launch", "--engine", "vllm", "--wait", "--no-preflight", "--yes", "--json", timeout=240
+        )
         assert rc == 0 and json.loads(out)["state"] == "ready", out + err
-        rc, out, err = await sparktui(cli_env, *conf, "bench", "--concurrency", "1,4", "--input-len", "64",
-                                      "--output-len", "16", "--json", timeout=240)
+        rc, out, err = await sparktui(
+            cli_env,
+            *conf,
+            "bench",
+            "--concurrency",
+            "1,4",
+            "--input-len",
+            "64",
+            "--output-len",
+            "16",
+            "--json",
+            timeout=240,
+        )
         assert rc == 0, out + err
         doc = json.loads(out)
         rows = doc["rows"]

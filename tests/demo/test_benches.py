@@ -1,4 +1,5 @@
 """The demo benchmarks run end to end on a tiny setting and report every figure they promise."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,13 @@ def _namespaces():
 
 
 def bench(name: str, *args: str) -> dict:
-    r = subprocess.run([sys.executable, str(REPO / "bench" / name), *args, "--json"], capture_output=True, text=True,
-                       timeout=600, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "bench" / name), *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout)
 
@@ -34,8 +40,13 @@ def test_fanout_bench_copies_to_every_node_and_reports_the_ratio():
 
 def test_coldstart_and_scale_benches_report_their_ratios():
     cold = bench("coldstart.py", "--repeat", "1")
-    assert set(cold["median"]) == {"check_vs_openssh", "check_cpu_vs_openssh", "check_work_vs_openssh", "tui_vs_check",
-                                   "version_vs_bare"}
+    assert set(cold["median"]) == {
+        "check_vs_openssh",
+        "check_cpu_vs_openssh",
+        "check_work_vs_openssh",
+        "tui_vs_check",
+        "version_vs_bare",
+    }
     assert all(v > 0 for v in cold["median"].values())
     scale = bench("scale.py", "--nodes", "2", "--repeat", "1", "--idle", "0.5")
     x = scale["results"]["2"]

@@ -1,4 +1,5 @@
 """The config `sparktui demo` writes is an ordinary, valid sparktui config that says it is a simulation."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,11 +11,22 @@ PORTS = {"sglang": 31000, "vllm": 31001, "dist": 31002, "ray": 31003, "trtllm": 
 
 
 def render(scenario: str, speed: float = 10.0) -> str:
-    nodes = [configfile.NodeEntry("spark1", "127.0.0.11", 2201, "head"),
-             configfile.NodeEntry("spark2", "127.0.0.12", 2202, "worker")]
-    return configfile.render(nodes, identity_file="/d/client/id_ed25519", known_hosts="/d/known_hosts",
-                             model_name="m", model_path="/d/models/m", source="spark1", speed=speed,
-                             scenario=scenario, ports=PORTS, hang_after=90 / speed)
+    nodes = [
+        configfile.NodeEntry("spark1", "127.0.0.11", 2201, "head"),
+        configfile.NodeEntry("spark2", "127.0.0.12", 2202, "worker"),
+    ]
+    return configfile.render(
+        nodes,
+        identity_file="/d/client/id_ed25519",
+        known_hosts="/d/known_hosts",
+        model_name="m",
+        model_path="/d/models/m",
+        source="spark1",
+        speed=speed,
+        scenario=scenario,
+        ports=PORTS,
+        hang_after=90 / speed,
+    )
 
 
 @pytest.mark.parametrize("scenario", sorted(configfile.SCENARIOS))

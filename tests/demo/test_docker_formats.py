@@ -1,4 +1,5 @@
 """The docker stand-in's formats, without nodes: Go templates, docker's times and flag parsing."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,13 @@ from sparktui.demo.docker.store import DockerError, normalize_ref
 
 
 def test_templates_cover_what_sparktui_and_users_pass():
-    data = {"State": {"Status": "exited", "ExitCode": 137, "OOMKilled": False}, "Id": "sha256:ab", "Size": 12,
-            "Server": {"Version": "28.3.3"}, "Config": {"Labels": {"a.b": "x"}, "Env": ["A=1", "B=2"]}}
+    data = {
+        "State": {"Status": "exited", "ExitCode": 137, "OOMKilled": False},
+        "Id": "sha256:ab",
+        "Size": 12,
+        "Server": {"Version": "28.3.3"},
+        "Config": {"Labels": {"a.b": "x"}, "Env": ["A=1", "B=2"]},
+    }
     assert gotemplate.render("{{.State.ExitCode}} {{.State.OOMKilled}}", data) == "137 false"
     assert gotemplate.render("{{.Id}} {{.Size}}", data) == "sha256:ab 12"
     assert gotemplate.render('{{index .Config.Labels "a.b"}}', data) == "x"
@@ -35,8 +41,16 @@ def test_bad_template_is_an_error():
 
 
 def test_ps_row_label_method_and_json_feed_the_probe_parser():
-    row = PsRow({"ID": "abc", "Names": "c1", "Image": "img", "State": "running", "Status": "Up 2 minutes",
-                 "Labels": "sparktui.deployment=d,sparktui.rank=0"})
+    row = PsRow(
+        {
+            "ID": "abc",
+            "Names": "c1",
+            "Image": "img",
+            "State": "running",
+            "Status": "Up 2 minutes",
+            "Labels": "sparktui.deployment=d,sparktui.rank=0",
+        }
+    )
     row.labels = {"sparktui.deployment": "d", "sparktui.rank": "0"}
     assert gotemplate.render('{{.Label "sparktui.rank"}}', row) == "0"
     parsed = parse_docker_ps(gotemplate.render("{{json .}}", row))
@@ -54,15 +68,21 @@ def test_rfc3339_round_trip_and_since_forms():
     assert times.parse_since("yesterday") is None
 
 
-@pytest.mark.parametrize("seconds,text", [(0.2, "Less than a second"), (5, "5 seconds"), (70, "About a minute"),
-                                          (600, "10 minutes"), (3 * 3600, "3 hours")])
+@pytest.mark.parametrize(
+    "seconds,text",
+    [(0.2, "Less than a second"), (5, "5 seconds"), (70, "About a minute"), (600, "10 minutes"), (3 * 3600, "3 hours")],
+)
 def test_human_durations(seconds, text):
     assert times.human(seconds) == text
 
 
 def test_flags_read_like_cobra():
-    spec = Spec("run", values={"env": ("-e", "--env"), "name": ("--name",)},
-                bools={"detach": ("-d", "--detach"), "tty": ("-t",), "interactive": ("-i",)}, interspersed=False)
+    spec = Spec(
+        "run",
+        values={"env": ("-e", "--env"), "name": ("--name",)},
+        bools={"detach": ("-d", "--detach"), "tty": ("-t",), "interactive": ("-i",)},
+        interspersed=False,
+    )
     opts, rest = parse(spec, ["-dit", "-eA=1", "--env", "B=2", "--name=x", "img", "cmd", "-e", "inner"])
     assert opts["env"] == ["A=1", "B=2"] and opts["name"] == ["x"]
     assert opts["detach"] == opts["tty"] == opts["interactive"] == ["true"]

@@ -1,4 +1,5 @@
 """The docker stand-in on a demo node runs the engine simulator as containers: logs, ps, exec, stop, rm."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,11 +28,42 @@ async def test_an_engine_container_runs_serves_and_stops(demo):
     m = demo.model_path
     async with Cluster(config) as cluster:
         node = cluster["spark1"]
-        run = await node.run(sh("docker", "run", "-d", "--name", "eng", "--label", "sparktui.deployment=t",
-                                "--network", "host", "--ipc", "host", "--gpus", "all", "--ulimit", "memlock=-1",
-                                "-v", f"{m}:{m}:ro", "-e", "SPARKTUI_SIM_SPEED=80", "lmsysorg/sglang:spark",
-                                "python3", "-m", "sglang.launch_server", "--model-path", m, "--tp", "1",
-                                "--host", "0.0.0.0", "--port", str(port)), timeout=60)
+        run = await node.run(
+            sh(
+                "docker",
+                "run",
+                "-d",
+                "--name",
+                "eng",
+                "--label",
+                "sparktui.deployment=t",
+                "--network",
+                "host",
+                "--ipc",
+                "host",
+                "--gpus",
+                "all",
+                "--ulimit",
+                "memlock=-1",
+                "-v",
+                f"{m}:{m}:ro",
+                "-e",
+                "SPARKTUI_SIM_SPEED=80",
+                "lmsysorg/sglang:spark",
+                "python3",
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                m,
+                "--tp",
+                "1",
+                "--host",
+                "0.0.0.0",
+                "--port",
+                str(port),
+            ),
+            timeout=60,
+        )
         assert run.ok, run.stderr
         cid = run.stdout.strip()
         assert re.fullmatch(r"[0-9a-f]{64}", cid)
@@ -41,8 +73,9 @@ async def test_an_engine_container_runs_serves_and_stops(demo):
             return READY in r.stdout + r.stderr
 
         await until(ready, 90, "the simulated SGLang to be ready")
-        ps = await node.run(["docker", "ps", "-a", "--no-trunc", "--filter", "label=sparktui.deployment=t",
-                             "--format", "{{json .}}"])
+        ps = await node.run(
+            ["docker", "ps", "-a", "--no-trunc", "--filter", "label=sparktui.deployment=t", "--format", "{{json .}}"]
+        )
         (c,) = parse_docker_ps(ps.stdout)
         assert c.id == cid and c.name == "eng" and c.state == "running" and c.labels["sparktui.deployment"] == "t"
 
@@ -60,7 +93,7 @@ async def test_an_engine_container_runs_serves_and_stops(demo):
         later = [x for x in lines if x.split(" ", 1)[0] > lines[0].split(" ", 1)[0]]
         since = await node.run(f"docker logs -t --since {later[0].split(' ', 1)[0]} eng 2>&1")
         start = lines.index(later[0])
-        assert since.stdout.splitlines()[:len(lines) - start] == lines[start:]  # from that line on, nothing before
+        assert since.stdout.splitlines()[: len(lines) - start] == lines[start:]  # from that line on, nothing before
 
         # exec runs inside the container: its PID 1 is the engine, whose stdout is the log
         ex = await node.run(["docker", "exec", "eng", "sh", "-c", "echo exec-marker >/proc/1/fd/1; echo $$"])
@@ -83,9 +116,20 @@ async def test_attached_runs_pass_the_exit_code_and_rm_cleans_up(demo):
     config = load_config(demo.config_path)
     async with Cluster(config) as cluster:
         node = cluster["spark2"]
-        r = await node.run(sh("docker", "run", "--rm", "--name", "once", "nvcr.io/nvidia/vllm:25.11-py3",
-                              "python3", "-c", "import sys; print('hi from', __import__('socket').gethostname()); "
-                                               "sys.exit(3)"), timeout=60)
+        r = await node.run(
+            sh(
+                "docker",
+                "run",
+                "--rm",
+                "--name",
+                "once",
+                "nvcr.io/nvidia/vllm:25.11-py3",
+                "python3",
+                "-c",
+                "import sys; print('hi from', __import__('socket').gethostname()); sys.exit(3)",
+            ),
+            timeout=60,
+        )
         assert r.exit_status == 3 and r.stdout.strip() == "hi from spark2"
         gone = await node.run(["docker", "inspect", "once"])
         assert gone.exit_status == 1
@@ -104,10 +148,12 @@ async def test_logs_of_both_streams_keep_the_order_they_were_written(demo):
     script = "; ".join(f"echo '{x}'" + (" >&2" if x.startswith("err") else "") for x in lines)
     async with Cluster(config) as cluster:
         node = cluster["spark1"]
-        run = await node.run(sh("docker", "run", "-d", "--name", "streams", "lmsysorg/sglang:spark",
-                                "sh", "-c", script), timeout=60)
+        run = await node.run(
+            sh("docker", "run", "-d", "--name", "streams", "lmsysorg/sglang:spark", "sh", "-c", script), timeout=60
+        )
         assert run.ok, run.stderr
         try:
+
             async def written() -> str:
                 r = await node.run("docker logs -t streams 2>&1")
                 return r.stdout if r.stdout.count("\n") >= len(lines) else ""
@@ -153,10 +199,14 @@ async def test_python_in_a_container_sees_its_node_network(demo):
         "    try:\n"
         "        s.bind((ip, 0)); print(ip, 'ok')\n"
         "    except OSError as e:\n"
-        "        print(ip, errno.errorcode[e.errno])\n" % (own, other))
+        "        print(ip, errno.errorcode[e.errno])\n" % (own, other)
+    )
     async with Cluster(config) as cluster:
-        r = await cluster["spark2"].run(sh("docker", "run", "--rm", "-i", "--network", "host",
-                                           "lmsysorg/sglang:spark", "python3", "-"), input=program, timeout=60)
+        r = await cluster["spark2"].run(
+            sh("docker", "run", "--rm", "-i", "--network", "host", "lmsysorg/sglang:spark", "python3", "-"),
+            input=program,
+            timeout=60,
+        )
     assert r.ok, r.stderr
     names, mine, theirs = r.stdout.splitlines()
     assert "enp1s0f1np1" in names.split(",") and "wlan0" in names.split(",")
@@ -169,10 +219,36 @@ async def test_pause_freezes_a_container_and_unpause_thaws_it(demo):
     m = demo.model_path
     async with Cluster(config) as cluster:
         node = cluster["spark1"]
-        run = await node.run(sh("docker", "run", "-d", "--name", "frozen", "--label", "sparktui.deployment=p",
-                                "--network", "host", "-v", f"{m}:{m}:ro", "-e", "SPARKTUI_SIM_SPEED=80",
-                                "lmsysorg/sglang:spark", "python3", "-m", "sglang.launch_server", "--model-path", m,
-                                "--tp", "1", "--host", "0.0.0.0", "--port", str(port)), timeout=60)
+        run = await node.run(
+            sh(
+                "docker",
+                "run",
+                "-d",
+                "--name",
+                "frozen",
+                "--label",
+                "sparktui.deployment=p",
+                "--network",
+                "host",
+                "-v",
+                f"{m}:{m}:ro",
+                "-e",
+                "SPARKTUI_SIM_SPEED=80",
+                "lmsysorg/sglang:spark",
+                "python3",
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                m,
+                "--tp",
+                "1",
+                "--host",
+                "0.0.0.0",
+                "--port",
+                str(port),
+            ),
+            timeout=60,
+        )
         assert run.ok, run.stderr
 
         async def ready() -> bool:
@@ -213,21 +289,48 @@ async def test_a_container_writes_its_own_etc_root_and_run_not_the_machines(demo
     mark = f"sparktui-demo-test-{tmp_path.name}"
     async with Cluster(config) as cluster:
         node = cluster["spark2"]
-        r = await node.run(sh("docker", "run", "--rm", "lmsysorg/sglang:spark", "sh", "-c",
-                              f"mkdir -p /root/.ssh /run/sshd && touch /root/.ssh/{mark} /run/sshd/{mark} && "
-                              f"echo x > /etc/{mark} && ls /root/.ssh /run/sshd && test -s /etc/passwd"), timeout=60)
+        r = await node.run(
+            sh(
+                "docker",
+                "run",
+                "--rm",
+                "lmsysorg/sglang:spark",
+                "sh",
+                "-c",
+                f"mkdir -p /root/.ssh /run/sshd && touch /root/.ssh/{mark} /run/sshd/{mark} && "
+                f"echo x > /etc/{mark} && ls /root/.ssh /run/sshd && test -s /etc/passwd",
+            ),
+            timeout=60,
+        )
         assert r.ok, r.stderr
         assert r.stdout.split() == ["/root/.ssh:", mark, "/run/sshd:", mark]  # and the machine's /etc is read
-        again = await node.run(sh("docker", "run", "--rm", "lmsysorg/sglang:spark", "sh", "-c",
-                                  f"ls /root/.ssh/{mark} /run/sshd/{mark} /etc/{mark} 2>&1 || echo absent"),
-                             timeout=60)
+        again = await node.run(
+            sh(
+                "docker",
+                "run",
+                "--rm",
+                "lmsysorg/sglang:spark",
+                "sh",
+                "-c",
+                f"ls /root/.ssh/{mark} /run/sshd/{mark} /etc/{mark} 2>&1 || echo absent",
+            ),
+            timeout=60,
+        )
         # docker run -d returns with the container's directories in place: an exec right after writes its own
-        race = await node.run(sh("sh", "-c", f'docker run -d --rm --name {mark} lmsysorg/sglang:spark sleep 20 '
-                                             f'>/dev/null && docker exec {mark} sh -c "echo x > /etc/{mark}" && '
-                                             f'docker rm -f {mark}'), timeout=60)
+        race = await node.run(
+            sh(
+                "sh",
+                "-c",
+                f"docker run -d --rm --name {mark} lmsysorg/sglang:spark sleep 20 "
+                f'>/dev/null && docker exec {mark} sh -c "echo x > /etc/{mark}" && '
+                f"docker rm -f {mark}",
+            ),
+            timeout=60,
+        )
         assert race.ok, race.stderr
     assert "absent" in again.stdout  # each container starts from its own directories
     import os
+
     assert not any(os.path.lexists(p) for p in (f"/root/.ssh/{mark}", f"/run/sshd/{mark}", f"/etc/{mark}"))
 
 
@@ -235,6 +338,7 @@ def test_an_unnamed_container_gets_a_name_no_container_holds():
     # two `docker run --rm` in a row, the first one's container not yet gone, drew the same name and the second
     # failed with docker's Conflict; dockerd draws again, then adds a digit
     from sparktui.demo.docker.store import _LEFT, _RIGHT, _random_name
+
     every = {f"{a}_{b}" for a in _LEFT for b in _RIGHT}
     assert all(_random_name(every) not in every for _ in range(20))
     one_free = sorted(every)[0]

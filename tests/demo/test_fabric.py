@@ -1,5 +1,6 @@
 """The demo's nodes are Sparks with RDMA: /dev/infiniband, both halves of the CX7 port (the twin down and
 unaddressed, MTU 1500, as a fresh Spark), and the plan's fixes played on the nodes change what it says."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ async def _plan(demo, env) -> dict:
 
 
 async def _preflight(demo, env) -> dict:
-    rc, out, err = await sparktui(env, "--config", str(demo.config_path), "preflight", "--engine", "sglang",
-                                  "--json", timeout=180)
+    rc, out, err = await sparktui(
+        env, "--config", str(demo.config_path), "preflight", "--engine", "sglang", "--json", timeout=180
+    )
     try:
         pre = json.loads(out)
     except ValueError:
@@ -99,13 +101,27 @@ async def test_launch_shows_per_node_what_nccl_uses_against_the_plan(demo, cli_e
     config = load_config(demo.config_path)
     async with Cluster(config) as cluster:  # both halves up on both nodes, whatever ran before
         for node, k in (("spark1", 11), ("spark2", 12)):
-            r = await cluster[node].run(f"sudo ip addr add 127.0.3.{k}/24 dev enP2p1s0f1np1 2>/dev/null; "
-                                        "sudo ip link set enP2p1s0f1np1 up", timeout=30)
+            r = await cluster[node].run(
+                f"sudo ip addr add 127.0.3.{k}/24 dev enP2p1s0f1np1 2>/dev/null; sudo ip link set enP2p1s0f1np1 up",
+                timeout=30,
+            )
             assert r.ok, r.stderr
     try:
         # vLLM (the demo's SGLang plays the pivot story); with Ray the remote rank's lines reach the head's log
-        rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", mode, "--wait",
-                                      "--no-preflight", "--yes", "--json", timeout=240)
+        rc, out, err = await sparktui(
+            cli_env,
+            *conf,
+            "launch",
+            "--engine",
+            "vllm",
+            "--mode",
+            mode,
+            "--wait",
+            "--no-preflight",
+            "--yes",
+            "--json",
+            timeout=240,
+        )
         doc = json.loads(out)
         assert rc == 0 and doc["state"] == "ready", out + err
         nets = {m["node"]: m for m in doc["milestones"] if m["kind"] == "nccl_net"}

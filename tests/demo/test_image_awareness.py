@@ -1,5 +1,6 @@
 """The engine release inside an image decides the plan, and the simulated engine of that release refuses
 what the real one refuses: a plan that forgot the version gate fails on the demo cluster too."""
+
 from __future__ import annotations
 
 from sparktui.core.config import load_config
@@ -46,8 +47,9 @@ async def test_native_vllm_on_an_image_with_0_11_is_refused_naming_it(demo):
 
 
 async def test_plan_cli_names_the_engine_release(demo, cli_env):
-    rc, out, err = await sparktui(cli_env, "plan", "--config", str(demo.config_path), "--engine", "vllm",
-                                  "--mode", "native", "--image", NVIDIA)
+    rc, out, err = await sparktui(
+        cli_env, "plan", "--config", str(demo.config_path), "--engine", "vllm", "--mode", "native", "--image", NVIDIA
+    )
     assert rc == 1, err
     assert "engine vLLM 0.11.0 in " + NVIDIA in out and "no native multi-node mode" in out
 
@@ -57,12 +59,32 @@ async def test_the_simulated_0_11_rejects_native_flags_when_forced(demo):
     config = load_config(demo.config_path)
     async with Cluster(config) as cluster:
         node = cluster["spark1"]
-        r = await node.run(sh("docker", "run", "--rm", "--network", "host", "--entrypoint", "vllm", NVIDIA,
-                              "serve", demo.model_path, "--nnodes", "2", "--node-rank", "0",
-                              "--master-addr", "127.0.0.1"), timeout=60)
+        r = await node.run(
+            sh(
+                "docker",
+                "run",
+                "--rm",
+                "--network",
+                "host",
+                "--entrypoint",
+                "vllm",
+                NVIDIA,
+                "serve",
+                demo.model_path,
+                "--nnodes",
+                "2",
+                "--node-rank",
+                "0",
+                "--master-addr",
+                "127.0.0.1",
+            ),
+            timeout=60,
+        )
         assert r.exit_status == 2
-        assert "vllm serve: error: unrecognized arguments: --nnodes 2 --node-rank 0 --master-addr 127.0.0.1" in \
-            r.stdout + r.stderr
+        assert (
+            "vllm serve: error: unrecognized arguments: --nnodes 2 --node-rank 0 --master-addr 127.0.0.1"
+            in r.stdout + r.stderr
+        )
 
 
 async def test_an_image_entrypoint_runs_with_the_command_as_its_arguments(demo):
@@ -75,8 +97,9 @@ async def test_an_image_entrypoint_runs_with_the_command_as_its_arguments(demo):
         meta = await node.run(sh("docker", "image", "inspect", "--format", "{{json .Config.Entrypoint}}", OPENAI))
         assert meta.stdout.strip() == '["vllm","serve"]'
         # a plan that forgot --entrypoint runs `vllm serve ray start ...`, which the engine refuses
-        forgot = await node.run(sh("docker", "run", "--rm", OPENAI, "ray", "start", "--head", "--port", "6379"),
-                                timeout=60)
+        forgot = await node.run(
+            sh("docker", "run", "--rm", OPENAI, "ray", "start", "--head", "--port", "6379"), timeout=60
+        )
         assert forgot.exit_status == 2
         assert "vllm serve: error: unrecognized arguments: start" in forgot.stdout + forgot.stderr
 

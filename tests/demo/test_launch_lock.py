@@ -1,4 +1,5 @@
 """Two launches of one deployment at once on the demo: one runs, the other is refused naming the first."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,12 @@ def happy(tmp_path_factory):
 async def engines_running(config_path) -> list[tuple[str, str]]:
     async with Cluster(load_config(config_path)) as cluster:
         found = await find_all(cluster, None)
-    return sorted((f.node, c.labels.get("sparktui.engine", "")) for f in found.values() for c in f.containers
-                  if c.state == "running")
+    return sorted(
+        (f.node, c.labels.get("sparktui.engine", ""))
+        for f in found.values()
+        for c in f.containers
+        if c.state == "running"
+    )
 
 
 async def test_two_launches_at_once_run_one_deployment_and_refuse_the_other(happy, cli_env):
@@ -34,8 +39,9 @@ async def test_two_launches_at_once_run_one_deployment_and_refuse_the_other(happ
     rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", timeout=120)
     assert rc == 0, out + err
     launch = [*conf, "launch", "--yes", "--wait", "--engine"]
-    vllm, sglang = await asyncio.gather(sparktui(cli_env, *launch, "vllm", timeout=240),
-                                        sparktui(cli_env, *launch, "sglang", timeout=240))
+    vllm, sglang = await asyncio.gather(
+        sparktui(cli_env, *launch, "vllm", timeout=240), sparktui(cli_env, *launch, "sglang", timeout=240)
+    )
     results = {"vllm": vllm, "sglang": sglang}
     won = [e for e, (rc, _, _) in results.items() if rc == 0]
     assert len(won) == 1, results

@@ -1,4 +1,5 @@
 """A demo's life: what it starts ends with it, `demo up` / `demo down`, trust set up by sparktui itself."""
+
 from __future__ import annotations
 
 import asyncio
@@ -78,8 +79,18 @@ async def test_demo_up_prints_the_config_and_demo_down_stops_it(tmp_path, cli_en
     require_namespaces()
     env = dict(cli_env, TMPDIR=str(tmp_path))
     proc = await asyncio.create_subprocess_exec(
-        *sparktui_argv(), "demo", "up", "--json", "--model-mb", "1", "--speed", "60", env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        *sparktui_argv(),
+        "demo",
+        "up",
+        "--json",
+        "--model-mb",
+        "1",
+        "--speed",
+        "60",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 120)
         assert line, (await proc.stderr.read()).decode()
@@ -101,8 +112,16 @@ async def test_demo_up_prints_the_config_and_demo_down_stops_it(tmp_path, cli_en
 async def _killed_demo_up(env: dict[str, str]) -> dict:
     """A `demo up` that ran, then was killed with -9: what it printed."""
     proc = await asyncio.create_subprocess_exec(
-        *sparktui_argv(), "demo", "up", "--json", "--model-mb", "1", env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        *sparktui_argv(),
+        "demo",
+        "up",
+        "--json",
+        "--model-mb",
+        "1",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 120)
         assert line, (await proc.stderr.read()).decode()

@@ -1,5 +1,6 @@
 """A demo node's memory moves with the engines in its containers, as a GB10's does, and a stop gives it all
 back; in the scenario `memory` spark2 runs out while the weights load, and the guard stops the launch."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ def available_gib(meminfo: str) -> float:
 
 
 async def meminfo(cluster: Cluster, name: str, *container: str) -> str:
-    r = await cluster[name].run(["docker", "exec", *container, "cat", "/proc/meminfo"] if container
-                                else ["cat", "/proc/meminfo"])
+    r = await cluster[name].run(
+        ["docker", "exec", *container, "cat", "/proc/meminfo"] if container else ["cat", "/proc/meminfo"]
+    )
     assert r.ok, r.stderr
     return r.stdout
 
@@ -38,8 +40,18 @@ async def test_a_launch_takes_each_nodes_memory_and_a_stop_gives_it_back(tmp_pat
             rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
             assert rc == 0, out + err
             try:
-                rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "sglang", "--wait",
-                                              "--no-preflight", "--yes", "--json", timeout=240)
+                rc, out, err = await sparktui(
+                    cli_env,
+                    *conf,
+                    "launch",
+                    "--engine",
+                    "sglang",
+                    "--wait",
+                    "--no-preflight",
+                    "--yes",
+                    "--json",
+                    timeout=240,
+                )
                 doc = json.loads(out)
                 assert rc == 0 and doc["state"] == "ready", out + err
                 now = {n: available_gib(await meminfo(cluster, n)) for n in ("spark1", "spark2")}
@@ -75,8 +87,9 @@ async def test_the_memory_scenario_warns_then_the_guard_stops_the_launch_and_the
             assert start["spark2"] == start["spark1"] - in_use
             rc, out, err = await sparktui(cli_env, *conf, "sync", "model", "--wait", "--json")
             assert rc == 0, out + err
-            rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "sglang", "--wait",
-                                          "--no-preflight", "--yes", timeout=240)
+            rc, out, err = await sparktui(
+                cli_env, *conf, "launch", "--engine", "sglang", "--wait", "--no-preflight", "--yes", timeout=240
+            )
             assert rc == 1, out + err
             said = out + err
             # the line falls shard by shard: first the warning, then the stop with its reason and numbers

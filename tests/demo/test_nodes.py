@@ -2,6 +2,7 @@
 
 All of it runs the real CLI (`python -m sparktui --config <demo config> ...`) against a running demo.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,8 +72,10 @@ async def test_a_nodes_dev_is_a_real_dev_for_whoever_runs_the_demo(demo):
     # probes shared one scratch directory.
     config = load_config(demo.config_path)
     async with Cluster(config) as cluster:
-        r = await cluster["spark1"].run("stat -c %a /dev; echo x >/dev/null && echo null-ok; "
-                                        "ls /dev/infiniband; d=$(mktemp -d) && echo tmp-ok && rmdir $d")
+        r = await cluster["spark1"].run(
+            "stat -c %a /dev; echo x >/dev/null && echo null-ok; "
+            "ls /dev/infiniband; d=$(mktemp -d) && echo tmp-ok && rmdir $d"
+        )
     assert r.ok, r.stderr
     lines = r.stdout.split()
     assert lines[0] == "755" and "null-ok" in lines and "tmp-ok" in lines and "uverbs0" in lines
@@ -88,8 +91,12 @@ async def test_node_to_node_ssh_is_verified_and_stays_inside_the_demo(demo):
         other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().split()[1]
         kh = demo.node("spark1").home / ".ssh" / "known_hosts"
         saved = kh.read_text()
-        kh.write_text("".join(f"{fabric2} ssh-ed25519 {other}\n" if ln.split()[0] == fabric2 else ln + "\n"
-                              for ln in saved.splitlines()))
+        kh.write_text(
+            "".join(
+                f"{fabric2} ssh-ed25519 {other}\n" if ln.split()[0] == fabric2 else ln + "\n"
+                for ln in saved.splitlines()
+            )
+        )
         try:
             bad = await cluster["spark1"].run(["ssh", "-o", "BatchMode=yes", f"root@{fabric2}", "true"], timeout=60)
         finally:
@@ -108,12 +115,15 @@ async def test_image_copy_with_docker_save_and_load_gives_the_same_id(demo, cli_
         assert r.ok, r.stderr
         gone = await cluster["spark2"].run(["docker", "image", "inspect", image])
         assert gone.exit_status == 1
-    rc, out, err = await sparktui(cli_env, "--config", str(demo.config_path), "sync", "image", "vllm", "--wait",
-                                  "--json")
+    rc, out, err = await sparktui(
+        cli_env, "--config", str(demo.config_path), "sync", "image", "vllm", "--wait", "--json"
+    )
     assert rc == 0, out + err
     async with Cluster(config) as cluster:
-        ids = [(await cluster[n].run(["docker", "image", "inspect", "--format", "{{.Id}}", image])).stdout.strip()
-               for n in ("spark1", "spark2")]
+        ids = [
+            (await cluster[n].run(["docker", "image", "inspect", "--format", "{{.Id}}", image])).stdout.strip()
+            for n in ("spark1", "spark2")
+        ]
     assert ids[0].startswith("sha256:") and ids[0] == ids[1]
 
 
@@ -125,8 +135,8 @@ def test_checkpoint_reads_as_the_model_it_stands_for(tmp_path):
     assert len(shards) == 3 and written >= 1 << 20
     head = shards[0].read_bytes()
     n = int.from_bytes(head[:8], "little")
-    meta = json.loads(head[8:8 + n])
-    (name, tensor), = [(k, v) for k, v in meta.items() if k != "__metadata__"]
+    meta = json.loads(head[8 : 8 + n])
+    ((name, tensor),) = [(k, v) for k, v in meta.items() if k != "__metadata__"]
     assert tensor["data_offsets"][1] == len(head) - 8 - n  # the header describes the bytes that follow
 
 
@@ -153,8 +163,9 @@ async def test_preflight_launch_and_stop_from_the_cli(demo, cli_env):
     pre = json.loads(out)
     assert rc == 0 and pre["ok"] and pre["rendezvous"]["subnet"] == "127.0.1.0/24", out + err
     assert {n["iface"] for n in pre["nodes"]} == {"enp1s0f1np1"}
-    rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", "ray", "--wait", "--yes",
-                                  timeout=240)
+    rc, out, err = await sparktui(
+        cli_env, *conf, "launch", "--engine", "vllm", "--mode", "ray", "--wait", "--yes", timeout=240
+    )
     assert rc == 0 and "ready" in out, out + err
     rc, out, err = await sparktui(cli_env, *conf, "stop", "--yes")
     assert rc == 0, out + err
@@ -173,14 +184,16 @@ async def test_drop_caches_frees_the_nodes_own_page_cache_and_nothing_of_this_ma
     before = meminfo.read_text()
     # the checkpoint just arrived: 100 GiB more page cache, as much less free memory
     kb = {ln.split(":")[0]: int(ln.split()[1]) for ln in before.splitlines()}
-    filled = before.replace(f"MemFree:        {kb['MemFree']}", f"MemFree:        {kb['MemFree'] - 104857600}") \
-        .replace(f"Cached:          {kb['Cached']}", f"Cached:          {kb['Cached'] + 104857600}")
+    filled = before.replace(f"MemFree:        {kb['MemFree']}", f"MemFree:        {kb['MemFree'] - 104857600}").replace(
+        f"Cached:          {kb['Cached']}", f"Cached:          {kb['Cached'] + 104857600}"
+    )
     assert filled != before
     try:
         for _ in range(2):  # the second drop proves the node takes its lease on drop_caches back
             rewrite(meminfo, filled)
-            rc, out, err = await sparktui(cli_env, "--config", str(demo.config_path), "drop-caches", "spark2",
-                                          "--yes", "--json")
+            rc, out, err = await sparktui(
+                cli_env, "--config", str(demo.config_path), "drop-caches", "spark2", "--yes", "--json"
+            )
             assert rc == 0, err
             (r,) = json.loads(out)
             assert r["node"] == "spark2" and r["ok"]

@@ -1,4 +1,5 @@
 """An API key set at launch: demanded by the endpoint, never on a command line, never shown anywhere."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,9 @@ TOKEN = "hf_demo_token_0123456789"
 
 
 def _status(port: int, key: str | None) -> int:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models",
-                                 headers={"Authorization": f"Bearer {key}"} if key else {})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": f"Bearer {key}"} if key else {}
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status
@@ -58,11 +60,24 @@ async def test_the_api_key_and_token_reach_vllm_by_env_and_no_output_or_argv_sho
     rc, out, err = await sparktui(cli_env, *conf, "plan", "--engine", "vllm", "--mode", "ray", *args, "--json")
     seen.append(out + err)
     assert json.loads(out)["nodes"][0]["env"]["HF_TOKEN"] == "****", out + err
-    rc, out, err = await sparktui(cli_env, *conf, "plan", "--engine", "vllm", "--mode", "ray", *args,
-                                  "--export", str(tmp_path / "export"))
+    rc, out, err = await sparktui(
+        cli_env, *conf, "plan", "--engine", "vllm", "--mode", "ray", *args, "--export", str(tmp_path / "export")
+    )
     seen.append(out + err + "".join(p.read_text() for p in (tmp_path / "export").iterdir()))
-    rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "vllm", "--mode", "ray", *args,
-                                  "--no-preflight", "--yes", "--wait", timeout=240)
+    rc, out, err = await sparktui(
+        cli_env,
+        *conf,
+        "launch",
+        "--engine",
+        "vllm",
+        "--mode",
+        "ray",
+        *args,
+        "--no-preflight",
+        "--yes",
+        "--wait",
+        timeout=240,
+    )
     seen.append(out + err)
     assert rc == 0 and "ready" in out, out + err  # readiness sent the key the endpoint demands
     await _endpoint_demands_the_key(demo.config_path, "vllm")  # vLLM read it from VLLM_API_KEY
@@ -83,6 +98,6 @@ async def test_the_api_key_and_token_reach_vllm_by_env_and_no_output_or_argv_sho
     for i, text in enumerate(seen):
         for leaked in (KEY, TOKEN, "sk-demo", "hf_demo", "with quotes"):
             at = text.find(leaked)
-            assert at < 0, (i, text[max(0, at - 300):at + 100])
+            assert at < 0, (i, text[max(0, at - 300) : at + 100])
     rc, out, err = await sparktui(cli_env, *conf, "stop", "--yes")
     assert rc == 0, out + err

@@ -1,5 +1,6 @@
 """The demo brought up as NVIDIA Sync writes a fabric: each half of the port on a subnet of its own. The plan
 uses both halves with no idle half, check says the layout, the preflight proves both halves' subnets."""
+
 from __future__ import annotations
 
 import json

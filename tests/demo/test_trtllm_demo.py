@@ -1,6 +1,7 @@
 """TensorRT-LLM in `sparktui demo`: picked in the launch form it comes up over MPI, its own lines fill the log pane
 and the endpoint answers a chat completion; a paused rank ends in its hang detector, named live; headless, `launch --engine trtllm` then `pivot --to vllm` reach
 ready. The demo's nodes share one kernel, so each node's container sshd (port 2233) must hold its own addresses."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,15 +20,21 @@ from ..tui.conftest import wait_for
 from .conftest import load_json_lines, sparktui, sparktui_argv
 
 # lines only TensorRT-LLM's processes print: trtllm-llmapi-launch, the version banner, the C++ runtime
-OWN_LINES = ("rank0 run mgmn leader node with mpi_world_size: 2", "[TensorRT-LLM] TensorRT-LLM version: 1.3.0rc5",
-             "[TensorRT-LLM][INFO] MPI size: 2", "Application startup complete.")
+OWN_LINES = (
+    "rank0 run mgmn leader node with mpi_world_size: 2",
+    "[TensorRT-LLM] TensorRT-LLM version: 1.3.0rc5",
+    "[TensorRT-LLM][INFO] MPI size: 2",
+    "Application startup complete.",
+)
 
 
 def _chat(endpoint: str, model: str) -> dict:
-    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Say hello."}],
-                       "max_tokens": 16}).encode()
-    req = urllib.request.Request(f"{endpoint}/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
+    body = json.dumps(
+        {"model": model, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
+    ).encode()
+    req = urllib.request.Request(
+        f"{endpoint}/chat/completions", data=body, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
 
@@ -35,9 +42,20 @@ def _chat(endpoint: str, model: str) -> dict:
 async def _metrics_around_a_chat(cli_env, conf: list[str], endpoint: str, model: str) -> dict:
     """`metrics --json --watch`: a chat completion sent after its first report (two scrapes made) shows in the
     first later report whose window holds it; that report."""
-    p = await asyncio.create_subprocess_exec(*sparktui_argv(), *conf, "metrics", "--json", "--watch",
-                                             "--interval", "1", "--count", "60", env=cli_env,
-                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    p = await asyncio.create_subprocess_exec(
+        *sparktui_argv(),
+        *conf,
+        "metrics",
+        "--json",
+        "--watch",
+        "--interval",
+        "1",
+        "--count",
+        "60",
+        env=cli_env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         first = await asyncio.wait_for(p.stdout.readline(), 90)
         assert first, (await p.stderr.read()).decode()
@@ -63,8 +81,9 @@ async def _engine_containers(config) -> dict[str, list[str]]:
     async with Cluster(config) as cluster:
         out = {}
         for n in ("spark1", "spark2"):
-            r = await cluster[n].run(["docker", "ps", "--format", "{{.Names}}", "--filter",
-                                      "label=sparktui.deployment"])
+            r = await cluster[n].run(
+                ["docker", "ps", "--format", "{{.Names}}", "--filter", "label=sparktui.deployment"]
+            )
             out[n] = r.stdout.split()
         return out
 
@@ -99,8 +118,12 @@ async def test_tensorrt_llm_picked_in_the_form_serves_with_its_own_log_lines(dem
             engine = form.query_one("#engine", Select)
             assert "trtllm:mpi" in [v for _, v in engine._options]
             engine.value = "trtllm:mpi"
-            plan = await wait_for(pilot, lambda: form.plan if form.plan and form.plan.engine == "trtllm" else None,
-                                  30, "a TensorRT-LLM plan in the form")
+            plan = await wait_for(
+                pilot,
+                lambda: form.plan if form.plan and form.plan.engine == "trtllm" else None,
+                30,
+                "a TensorRT-LLM plan in the form",
+            )
             assert plan.ok, plan.errors
             assert plan.image == "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc5"
             assert plan.port == config.port_for("trtllm")
@@ -108,8 +131,12 @@ async def test_tensorrt_llm_picked_in_the_form_serves_with_its_own_log_lines(dem
             await wait_for(pilot, lambda: app.deploy_state == "ready", 240, "TensorRT-LLM ready")
             assert app.deployment.engine == "trtllm"
             # sparktui's own check after ready: one chat completion through the local SSH forward
-            await wait_for(pilot, lambda: any("answered in" in n.message for n in app._notifications), 60,
-                           "the endpoint check's chat completion")
+            await wait_for(
+                pilot,
+                lambda: any("answered in" in n.message for n in app._notifications),
+                60,
+                "the endpoint check's chat completion",
+            )
             log = app.launch_pane.log
             log.flush_now()
             shown = "\n".join(log.shown)
@@ -149,8 +176,9 @@ async def test_launch_tensorrt_llm_then_pivot_to_vllm_headless(demo, cli_env):
     assert rc == 0, out + err
     support = json.loads(out)["support"]
     assert (support["status"], support["engine_version"]) == ("supported", "1.3.0rc5"), support
-    rc, out, err = await sparktui(cli_env, *conf, "launch", "--engine", "trtllm", "--wait", "--yes", "--json",
-                                  timeout=240)
+    rc, out, err = await sparktui(
+        cli_env, *conf, "launch", "--engine", "trtllm", "--wait", "--yes", "--json", timeout=240
+    )
     assert rc == 0, out + err
     launched = json.loads(out)
     assert (launched["engine"], launched["mode"], launched["state"]) == ("trtllm", "mpi", "ready"), out
@@ -164,8 +192,10 @@ async def test_launch_tensorrt_llm_then_pivot_to_vllm_headless(demo, cli_env):
     # the worker's container log holds its rank 1 only: the wait for its sshd's port started no rank
     worker = [x["line"] for x in lines if x["node"] == "spark2" and x["line"].startswith("mpi_rank:")]
     assert worker == ["mpi_rank: 1"], worker
-    assert await _engine_containers(config) == {"spark1": ["sparktui-DEMO-simulated-cluster-trtllm-0"],
-                                                "spark2": ["sparktui-DEMO-simulated-cluster-trtllm-1"]}
+    assert await _engine_containers(config) == {
+        "spark1": ["sparktui-DEMO-simulated-cluster-trtllm-0"],
+        "spark2": ["sparktui-DEMO-simulated-cluster-trtllm-1"],
+    }
     # /prometheus/metrics of the release: TTFT and the per-request TPOT (read as ITL) move, its lacks are named
     report = await _metrics_around_a_chat(cli_env, conf, launched["endpoint"], config.model.name)
     assert report["engine"] == "trtllm" and report["itl_p50_s"] > 0 and report["parse_errors"] == 0, report

@@ -1,5 +1,6 @@
 """`b` in `sparktui demo` in a real terminal (tmux): once the engine serves, the benchmark screen runs the
 simulated image's `vllm bench serve` on the head and shows its rows. Driven by keys, read from the screen."""
+
 from __future__ import annotations
 
 import os
@@ -31,17 +32,21 @@ def bench_rows(screen: str) -> list[tuple[str, ...]]:
 
 def test_b_in_the_demo_shows_the_clients_rows(tmp_path, env):
     require_namespaces()
-    cmd = (f"{shlex.join(sparktui_argv())} demo --scenario happy --speed 60 --model-mb 2 "
-           f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60")
+    cmd = (
+        f"{shlex.join(sparktui_argv())} demo --scenario happy --speed 60 --model-mb 2 "
+        f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60"
+    )
     tui = Tmux(cmd, WIDTH, HEIGHT, env, prefix="sparktui-demo-test")
     try:
-        tui.wait_for(lambda s: "DEMO — simulated cluster" in s and re.search(r"2/2 (nodes )?up", s), 120,
-                     "both nodes up")
+        tui.wait_for(
+            lambda s: "DEMO — simulated cluster" in s and re.search(r"2/2 (nodes )?up", s), 120, "both nodes up"
+        )
         tui.keys("t")
         tui.wait_for("verified:", 60)
         tui.keys("C-r", "BTab")
-        tui.wait_for(lambda s: "model missing" not in s and s.count("model 2.0 MiB") == 2, 60,
-                     "the model on both nodes")
+        tui.wait_for(
+            lambda s: "model missing" not in s and s.count("model 2.0 MiB") == 2, 60, "the model on both nodes"
+        )
         tui.keys("l")
         tui.wait_for("Launch demo-moe-30b-a3b", 30)
         tui.keys("C-s")
@@ -50,8 +55,11 @@ def test_b_in_the_demo_shows_the_clients_rows(tmp_path, env):
         tui.wait_for("Benchmark on the head node", 30)
         # the table's title, then a row per concurrency (1, 8, 32) with its figures: the screen grows to
         # hold them after the title is drawn, so all of it is waited for together
-        done = tui.wait_for(lambda s: "now: " in s and "esc closes" in s and len(bench_rows(s)) >= 3, 300,
-                            "the benchmark's title and its three rows")
+        done = tui.wait_for(
+            lambda s: "now: " in s and "esc closes" in s and len(bench_rows(s)) >= 3,
+            300,
+            "the benchmark's title and its three rows",
+        )
         rows = bench_rows(done)
         assert [r[0] for r in rows] == ["1", "8", "32"], done
         assert all(float(r[3]) > 0 and float(r[4]) > 0 for r in rows), done  # measured throughput

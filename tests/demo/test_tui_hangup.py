@@ -1,5 +1,6 @@
 """`sparktui demo` in a real terminal (tmux) that is closed under it, as when the laptop's SSH session
 drops: the app ends, its simulated nodes stop and the demo's directory goes, with nobody at the keys."""
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,9 @@ def test_a_closed_terminal_ends_the_demo_and_stops_its_nodes(tmp_path):
     cmd = f"exec {shlex.join(sparktui_argv())} demo --scenario happy --speed 60 --model-mb 2 --link-mbps 100"
     tui = Tmux(cmd, 100, 30, env, prefix="sparktui-demo-test")
     try:
-        tui.wait_for(lambda s: "DEMO — simulated cluster" in s and re.search(r"2/2 (nodes )?up", s), 120,
-                     "both nodes up")
+        tui.wait_for(
+            lambda s: "DEMO — simulated cluster" in s and re.search(r"2/2 (nodes )?up", s), 120, "both nodes up"
+        )
         pid = int(tui("list-panes", "-t", "app", "-F", "#{pane_pid}").split()[0])
         assert list(Path(tmp_path).glob("sparktui-demo-*"))  # the demo's nodes live there while it runs
     finally:

@@ -1,6 +1,7 @@
 """`sparktui demo --scenario pivot` in a real terminal (tmux): sync, SGLang hangs at the rendezvous,
 the pivot is offered and taken with keys, vLLM comes up and answers a chat completion, and quitting
 leaves nothing behind. Everything is driven by keys and read from the screen."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ def env(tmp_path) -> dict[str, str]:
 
 def test_pivot_story_with_keys(tmp_path, env):
     require_namespaces()
-    cmd = (f"{shlex.join(sparktui_argv())} demo --scenario pivot --speed 20 --model-mb 2 "
-           f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60")
+    cmd = (
+        f"{shlex.join(sparktui_argv())} demo --scenario pivot --speed 20 --model-mb 2 "
+        f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60"
+    )
     tui = Tmux(cmd, WIDTH, HEIGHT, env, prefix="sparktui-demo-test")
     try:
         walk_seed_story(tui)

@@ -1,5 +1,6 @@
 """`sparktui demo --scenario unsupported` in a real terminal (tmux): the stock SGLang image cannot load the
 Qwen3.5 model, so `t` says so and asks before anything is copied; n copies nothing, y copies anyway."""
+
 from __future__ import annotations
 
 import os
@@ -19,12 +20,17 @@ def test_t_asks_before_copying_a_model_the_image_cannot_load(tmp_path):
     require_namespaces()
     env = dict(os.environ, TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), TERM="xterm-256color")
     env.pop("TMUX", None)
-    cmd = (f"{shlex.join(sparktui_argv())} demo --scenario unsupported --speed 20 --model-mb 2 "
-           f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60")
+    cmd = (
+        f"{shlex.join(sparktui_argv())} demo --scenario unsupported --speed 20 --model-mb 2 "
+        f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60"
+    )
     tui = Tmux(cmd, 100, 30, env, prefix="sparktui-demo-test")
     try:
-        tui.wait_for(lambda s: re.search(r"2/2 (nodes )?up", s) and "model missing" in s, 120,
-                     "both nodes up, the model only on spark1")
+        tui.wait_for(
+            lambda s: re.search(r"2/2 (nodes )?up", s) and "model missing" in s,
+            120,
+            "both nodes up, the model only on spark1",
+        )
         tui.keys("t")
         asked = tui.wait_for_all("Copy anyway (y)", "cannot load", timeout=240)
         assert "qwen3_5_moe" in asked and "verified:" not in asked

@@ -3,6 +3,7 @@
 Hypothesis runs without its pytest plugin (pyproject disables it), through @given and @settings only;
 derandomize=True makes every run draw the same examples, so CI failures reproduce.
 """
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
@@ -11,19 +12,84 @@ from hypothesis import strategies as st
 
 def budget(examples: int) -> settings:
     """Same examples every run, no example database, no per-example deadline (a shared 2-core machine)."""
-    return settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=examples, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
 
 
 # Pieces that broke parsers before, or are known to break YAML readers and line parsers.
 HOSTILE = [
-    "!!int abc", "!!int ''", "!!float ''", "!!float abc", "!!binary aGk=", "!!python/object:os.system x",
-    "!!timestamp 2001-12-14", "!!set {a, b}", "9" * 5000, "1" + "0" * 400, "1e400", "-1e400", ".inf", "-.inf",
-    ".nan", "0x1F", "0o17", "1_000", "~", "null", "true", "", "''", '""', "&a [*a, *a]", "*a", "*nope",
-    "<<: *x", "[" * 60, "{" * 60, "]", "}", ": ", "- ", "? ", "|", ">", "#", "%YAML 1.1\n---\n", "---\n", "...\n",
-    "\x00", "\x01", "\x7f", "\x85", "\u202e", "\u2066", "\ufeff", "😀", "spark1..lan", "a" * 64 + ".lan",
-    "\t", "\r\n", "\r", "\n  \n", "'", '"', "\\", "$(id)", "`id`", "; rm -rf /", "--api-key", "=",
-    "x" * 5000, "-1", "0", "65536", "2147483648", "@@sparktui:rc x 1@@", "@@sparktui:done@@", "\ufffd",
+    "!!int abc",
+    "!!int ''",
+    "!!float ''",
+    "!!float abc",
+    "!!binary aGk=",
+    "!!python/object:os.system x",
+    "!!timestamp 2001-12-14",
+    "!!set {a, b}",
+    "9" * 5000,
+    "1" + "0" * 400,
+    "1e400",
+    "-1e400",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "0x1F",
+    "0o17",
+    "1_000",
+    "~",
+    "null",
+    "true",
+    "",
+    "''",
+    '""',
+    "&a [*a, *a]",
+    "*a",
+    "*nope",
+    "<<: *x",
+    "[" * 60,
+    "{" * 60,
+    "]",
+    "}",
+    ": ",
+    "- ",
+    "? ",
+    "|",
+    ">",
+    "#",
+    "%YAML 1.1\n---\n",
+    "---\n",
+    "...\n",
+    "\x00",
+    "\x01",
+    "\x7f",
+    "\x85",
+    "\u202e",
+    "\u2066",
+    "\ufeff",
+    "😀",
+    "spark1..lan",
+    "a" * 64 + ".lan",
+    "\t",
+    "\r\n",
+    "\r",
+    "\n  \n",
+    "'",
+    '"',
+    "\\",
+    "$(id)",
+    "`id`",
+    "; rm -rf /",
+    "--api-key",
+    "=",
+    "x" * 5000,
+    "-1",
+    "0",
+    "65536",
+    "2147483648",
+    "@@sparktui:rc x 1@@",
+    "@@sparktui:done@@",
+    "\ufffd",
 ]
 
 
@@ -51,11 +117,14 @@ def mutated(draw, seed: str, edits: int = 6) -> str:
 
 def scalars() -> st.SearchStrategy:
     """Python values a YAML dump turns into every kind of scalar and small structure."""
-    leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=80),
-                     st.sampled_from(HOSTILE))
-    return st.recursive(leaf, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                      st.dictionaries(st.text(max_size=10), kids, max_size=4)),
-                        max_leaves=12)
+    leaf = st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=80), st.sampled_from(HOSTILE)
+    )
+    return st.recursive(
+        leaf,
+        lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=10), kids, max_size=4)),
+        max_leaves=12,
+    )
 
 
 def bounded(examples: int, seconds: float = 5) -> settings:
@@ -85,5 +154,9 @@ def hostile_values() -> st.SearchStrategy:
 
 def deep_text() -> st.SearchStrategy:
     """JSON text nested deeper than any parser recurses, sometimes cut off."""
-    return st.builds(lambda n, kind, cut: (kind[0] * n + "1" + kind[1] * n)[: None if not cut else n + cut],
-                     st.integers(50, 200_000), st.sampled_from(['[]', ('{"a":', "}")]), st.integers(0, 5))
+    return st.builds(
+        lambda n, kind, cut: (kind[0] * n + "1" + kind[1] * n)[: None if not cut else n + cut],
+        st.integers(50, 200_000),
+        st.sampled_from(["[]", ('{"a":', "}")]),
+        st.integers(0, 5),
+    )

@@ -1,4 +1,5 @@
 """The config loader on generated input: a Config or a ConfigError at FILE:LINE:COL, never a traceback."""
+
 from __future__ import annotations
 
 import copy

@@ -1,4 +1,5 @@
 """Diagnosis on damaged engine logs: lines of any content, in any order, never raise, and the result is JSON."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """The facts files `plan --facts` and `plan --offline` read: damaged text, and a valid document with any
 field swapped for any value, give facts or a FactsFileError, never another exception."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """/metrics text is remote output: any edit of a real exposition is read or counted, never raised."""
+
 from __future__ import annotations
 
 from hypothesis import given

@@ -1,6 +1,7 @@
 """The model's config.json as the node hands it over: damaged text, deep nesting, and a real config with any
 field the planner reads swapped for any value. The reader gives a config the planner can use or one
 ModelConfigError line naming the file; the plan from what it gave never raises, in bounded time."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,23 @@ from ..unit.test_plan import cluster
 from .strategies import bounded, deep_text, hostile_values, mutated
 
 # Shaped like a multimodal MoE config (Qwen3.5-122B-A10B's): the text model inside text_config.
-CONFIG = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "tie_word_embeddings": False,
-          "text_config": {"hidden_size": 3072, "num_hidden_layers": 48, "vocab_size": 248320, "num_experts": 256,
-                          "shared_expert_intermediate_size": 1024, "num_attention_heads": 32,
-                          "num_key_value_heads": 2, "decoder_sparse_step": 1, "mlp_only_layers": [],
-                          "first_k_dense_replace": 0, "torch_dtype": "bfloat16"}}
+CONFIG = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+    "tie_word_embeddings": False,
+    "text_config": {
+        "hidden_size": 3072,
+        "num_hidden_layers": 48,
+        "vocab_size": 248320,
+        "num_experts": 256,
+        "shared_expert_intermediate_size": 1024,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 2,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "first_k_dense_replace": 0,
+        "torch_dtype": "bfloat16",
+    },
+}
 FIELDS = sorted(modelconfig.BOUNDS) + ["mlp_only_layers", "torch_dtype", "text_config"]
 PLANNED = cluster(2)
 

@@ -1,4 +1,5 @@
 """The recipe reader on generated input: a Recipe or a RecipeError; what it yields plans without a traceback."""
+
 from __future__ import annotations
 
 import copy
@@ -15,10 +16,25 @@ from ..unit.test_recipe import SGLANG_RECIPE
 from .strategies import budget, mutated, scalars
 
 BASE = yaml.safe_load(SGLANG_RECIPE)
-KEYS = sorted(set(BASE) | {"runtime", "container", "env", "min_nodes", "max_nodes", "mode", "solo_only",
-                           "cluster_only", "metadata", "recipe_version"})
-DEFAULTS = sorted(set(BASE.get("defaults", {})) | {"port", "tensor_parallel", "pipeline_parallel",
-                                                     "gpu_memory_utilization", "max_model_len", "served_model_name"})
+KEYS = sorted(
+    set(BASE)
+    | {
+        "runtime",
+        "container",
+        "env",
+        "min_nodes",
+        "max_nodes",
+        "mode",
+        "solo_only",
+        "cluster_only",
+        "metadata",
+        "recipe_version",
+    }
+)
+DEFAULTS = sorted(
+    set(BASE.get("defaults", {}))
+    | {"port", "tensor_parallel", "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "served_model_name"}
+)
 CLUSTER = cluster(2)
 
 
@@ -47,8 +63,10 @@ def test_a_real_recipe_edited(text):
 
 
 @budget(150)
-@given(st.dictionaries(st.sampled_from(KEYS), scalars(), max_size=4),
-       st.dictionaries(st.sampled_from(DEFAULTS), scalars(), max_size=4))
+@given(
+    st.dictionaries(st.sampled_from(KEYS), scalars(), max_size=4),
+    st.dictionaries(st.sampled_from(DEFAULTS), scalars(), max_size=4),
+)
 def test_any_field_set_to_anything(top, defaults):
     doc = copy.deepcopy(BASE)
     doc.update(top)

@@ -1,4 +1,5 @@
 """The masking function on generated secrets: whole values hidden whatever they hold; data stays valid JSON."""
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,20 @@ from .strategies import budget
 
 # Secret values as people paste them: any printable text, spaces and quotes included.
 VALUES = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=6, max_size=40).filter(
-    lambda v: v.strip() == v and MASK not in v)
+    lambda v: v.strip() == v and MASK not in v
+)
 
 
 @budget(200)
-@given(VALUES, st.sampled_from(["HF_TOKEN", "API_KEY", "DB_PASSWORD", "MY_SECRET"]),
-       st.sampled_from(["--api-key", "--hf-token", "--admin-api-key"]), st.booleans())
+@given(
+    VALUES,
+    st.sampled_from(["HF_TOKEN", "API_KEY", "DB_PASSWORD", "MY_SECRET"]),
+    st.sampled_from(["--api-key", "--hf-token", "--admin-api-key"]),
+    st.booleans(),
+)
 def test_shell_lines_lose_every_secret_value(value, name, flag, joined):
     secrets.forget()  # masked by name and syntax alone, not by remembering the value
+
     def line(v: str) -> str:
         words = ["docker", "exec", "-e", f"{name}={v}", "c", "serve", "--port", "8000"]
         return shlex.join(words + ([f"{flag}={v}"] if joined else [flag, v]))
@@ -46,10 +53,11 @@ def test_remembered_values_vanish_from_any_text(value, before, after):
         secrets.forget()
 
 
-JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30)),
-                       lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                              st.dictionaries(st.text(max_size=12), kids, max_size=4)),
-                       max_leaves=15)
+JSONISH = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30)),
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=12), kids, max_size=4)),
+    max_leaves=15,
+)
 
 
 @budget(150)

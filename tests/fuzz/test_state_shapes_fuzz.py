@@ -1,6 +1,7 @@
 """sparktui's state files with the shapes that broke their readers: far numbers, Rich markup, deep nesting,
 wrong kinds and a cut-off last line. Each loader gives values every front can print (with Rich too) or
 its own one-line error, and the next append survives a cut-off line, in bounded time."""
+
 from __future__ import annotations
 
 import io
@@ -29,9 +30,20 @@ from ..unit.test_transfer_state import META
 from .strategies import MARKUP, bounded, deep_text, hostile_values, mutated
 from .test_statefile_fuzz import JOURNAL_LINE, RECORD
 
-ROW = results.Row(deployment="lab", engine="vllm", image="img:1", plan_id="p1", concurrency=8, ttft_p50_ms=40.5,
-                  ttft_p99_ms=90.1, itl_p50_ms=7.5, output_tokens_per_s=900.0, requests_per_s=3.5, completed=64,
-                  started=1_790_000_000.0)
+ROW = results.Row(
+    deployment="lab",
+    engine="vllm",
+    image="img:1",
+    plan_id="p1",
+    concurrency=8,
+    ttft_p50_ms=40.5,
+    ttft_p99_ms=90.1,
+    itl_p50_ms=7.5,
+    output_tokens_per_s=900.0,
+    requests_per_s=3.5,
+    completed=64,
+    started=1_790_000_000.0,
+)
 ROW_JSON = json.dumps(ROW.to_json(), sort_keys=True)
 
 

@@ -1,5 +1,6 @@
 """Every state-file loader on damaged and mistyped files: the answer is a value every reader can use, or a
 StateFileError (one line naming the file); never another exception, never a number JSON cannot carry."""
+
 from __future__ import annotations
 
 import io
@@ -25,10 +26,20 @@ from ..unit.test_image_inspect import M, out
 from ..unit.test_transfer_state import META
 from .strategies import budget, mutated, scalars
 
-JOURNAL_LINE = json.dumps({"node": "spark1", "started": 1700000000.5, "command": "docker ps", "exit_status": 0,
-                           "duration": 0.2, "error": None, "cluster": "lab"})
-RECORD = Record.from_plan(two_node_plan("sglang", None),
-                          PlanOptions(engine="sglang", env={"A": "b"}, extra_args=["--x"])).to_json()
+JOURNAL_LINE = json.dumps(
+    {
+        "node": "spark1",
+        "started": 1700000000.5,
+        "command": "docker ps",
+        "exit_status": 0,
+        "duration": 0.2,
+        "error": None,
+        "cluster": "lab",
+    }
+)
+RECORD = Record.from_plan(
+    two_node_plan("sglang", None), PlanOptions(engine="sglang", env={"A": "b"}, extra_args=["--x"])
+).to_json()
 
 
 def _finite(value) -> bool:
@@ -61,9 +72,23 @@ def test_parse_json_gives_finite_json_or_its_own_error(text):
 
 
 @budget(120)
-@given(st.lists(mutated(JOURNAL_LINE, edits=4) | st.builds(json.dumps, st.dictionaries(
-    st.sampled_from(["node", "started", "command", "exit_status", "duration", "error", "cluster", "x"]), scalars(),
-    max_size=8)), min_size=1, max_size=12), st.integers(1, 8), st.sampled_from([None, "lab"]))
+@given(
+    st.lists(
+        mutated(JOURNAL_LINE, edits=4)
+        | st.builds(
+            json.dumps,
+            st.dictionaries(
+                st.sampled_from(["node", "started", "command", "exit_status", "duration", "error", "cluster", "x"]),
+                scalars(),
+                max_size=8,
+            ),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 8),
+    st.sampled_from([None, "lab"]),
+)
 def test_journal_lines_of_any_shape(tmp_path_factory, lines, limit, cluster):
     path = tmp_path_factory.mktemp("j") / "journal.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="replace")  # lone surrogates drawn
@@ -79,9 +104,11 @@ def test_journal_lines_of_any_shape(tmp_path_factory, lines, limit, cluster):
 
 
 @budget(150)
-@given(st.dictionaries(st.sampled_from(sorted(RECORD)), scalars(), max_size=4),
-       st.dictionaries(st.sampled_from(sorted(RECORD["options"])), scalars(), max_size=4),
-       st.lists(st.sampled_from(sorted(RECORD)), max_size=3))
+@given(
+    st.dictionaries(st.sampled_from(sorted(RECORD)), scalars(), max_size=4),
+    st.dictionaries(st.sampled_from(sorted(RECORD["options"])), scalars(), max_size=4),
+    st.lists(st.sampled_from(sorted(RECORD)), max_size=3),
+)
 def test_deployment_record_of_any_types(changes, option_changes, drop):
     d = _changed(RECORD, changes, drop)
     if isinstance(d.get("options"), dict) and "options" not in changes:
@@ -97,13 +124,17 @@ def test_deployment_record_of_any_types(changes, option_changes, drop):
 
 
 @budget(150)
-@given(st.dictionaries(st.sampled_from(sorted(META.to_json())), scalars(), max_size=4),
-       st.lists(st.sampled_from(sorted(META.to_json())), max_size=3),
-       mutated('{"ok": true, "message": "verified: 6 files"}', edits=3))
+@given(
+    st.dictionaries(st.sampled_from(sorted(META.to_json())), scalars(), max_size=4),
+    st.lists(st.sampled_from(sorted(META.to_json())), max_size=3),
+    mutated('{"ok": true, "message": "verified: 6 files"}', edits=3),
+)
 def test_transfer_meta_of_any_types(changes, drop, verified):
     meta = json.dumps(_changed(META.to_json(), changes, drop), allow_nan=True)
-    text = (f"@@ {META.id} rc=0 alive=0 cancelled=0 now=2000\nmeta={meta}\nverified={verified}\ncount=\ntail=\n"
-            f"@@ other rc= alive=1 cancelled=0 now=1\nmeta={json.dumps(META.to_json())}\nverified=\ncount=\ntail=\n")
+    text = (
+        f"@@ {META.id} rc=0 alive=0 cancelled=0 now=2000\nmeta={meta}\nverified={verified}\ncount=\ntail=\n"
+        f"@@ other rc= alive=1 cancelled=0 now=1\nmeta={json.dumps(META.to_json())}\nverified=\ncount=\ntail=\n"
+    )
     problems: list[Unreadable] = []
     recs = parse_listing(text, "n1", problems)
     assert len(recs) + len(problems) == 2  # the good one is always there, the other listed or named
@@ -125,8 +156,12 @@ def test_release_cache_of_any_shape(cache):
 
 
 @budget(300)
-@given(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), max_size=12), st.booleans(),
-       st.integers(1, 9), st.integers(1, 40))
+@given(
+    st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+    st.booleans(),
+    st.integers(1, 9),
+    st.integers(1, 40),
+)
 def test_reading_backwards_in_blocks_gives_every_line_once(lines, trailing_newline, block, max_line):
     data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
     got = [x for x in _lines_backwards(io.BytesIO(data), block, max_line) if x != b""]

@@ -4,6 +4,7 @@ Needs torch with two CUDA devices; skips anywhere else (CI has none). Each rank 
 program on stdin, exactly as `docker run -i IMAGE python3 -` feeds it on a node. With SPARKTUI_GPU_OUT
 set, every case's results and timings are written there as JSON lines (bench/preflight_gpu.md quotes them).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,26 @@ def free_port() -> int:
 def start(rank: int, gpu: int, addr: str, port: int, timeout: float, env: dict | None = None) -> subprocess.Popen:
     e = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu), NCCL_SOCKET_IFNAME="lo")
     e.update(env or {})
-    argv = [sys.executable, "-", "--rank", str(rank), "--world", "2", "--addr", addr, "--port", str(port),
-            "--bind", "127.0.0.1", "--iface", "lo", "--timeout", str(timeout), "--mode", "nccl"]
+    argv = [
+        sys.executable,
+        "-",
+        "--rank",
+        str(rank),
+        "--world",
+        "2",
+        "--addr",
+        addr,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--iface",
+        "lo",
+        "--timeout",
+        str(timeout),
+        "--mode",
+        "nccl",
+    ]
     with PROGRAM.open("rb") as f:
         return subprocess.Popen(argv, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
 
@@ -47,12 +66,14 @@ def collect(case: str, procs: list[subprocess.Popen], t0: float) -> list[dict]:
         out, err = p.communicate(timeout=120)
         lines = [ln for ln in out.decode(errors="replace").splitlines() if ln.startswith(pc.MARK)]
         assert len(lines) == 1, (out[-3000:], err[-3000:])
-        results.append(json.loads(lines[0][len(pc.MARK):]))
+        results.append(json.loads(lines[0][len(pc.MARK) :]))
     wall = round(time.monotonic() - t0, 2)
     for r in results:
-        print(f"\n[{case}] rank {r['rank']} ok={r['ok']} kind={r.get('kind')} transport={r.get('transport')} "
-              f"net={r.get('net')} bw={r.get('bandwidth_gb_s')} GB/s seconds={r['seconds']} wall={wall} "
-              f"stage={r.get('stage')} timings={r.get('timings')}")
+        print(
+            f"\n[{case}] rank {r['rank']} ok={r['ok']} kind={r.get('kind')} transport={r.get('transport')} "
+            f"net={r.get('net')} bw={r.get('bandwidth_gb_s')} GB/s seconds={r['seconds']} wall={wall} "
+            f"stage={r.get('stage')} timings={r.get('timings')}"
+        )
         for key in ("line", "error", "transport_line", "net_line"):
             if r.get(key):
                 print(f"    {key}: {str(r[key])[:300]}")

@@ -1,6 +1,7 @@
 """.ci/run's wheel-install run: the wheel in a fresh venv, these tests copied outside the checkout,
 SPARKTUI_INSTALLED=1. These prove that the demo tier run beside them exercised the installed package
 (console script, package data) and not the sources."""
+
 from __future__ import annotations
 
 import os
@@ -10,28 +11,32 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not os.environ.get("SPARKTUI_INSTALLED"),
-                                reason="runs in .ci/run's wheel-install run (SPARKTUI_INSTALLED=1)")
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("SPARKTUI_INSTALLED"), reason="runs in .ci/run's wheel-install run (SPARKTUI_INSTALLED=1)"
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_sparktui_is_imported_from_the_venv_not_the_checkout():
     import sparktui
+
     where = Path(sparktui.__file__).resolve()
     assert Path(sys.prefix).resolve() in where.parents and "site-packages" in where.parts, where
     assert not (REPO / "sparktui").exists(), "the tests run beside a source tree"
 
 
 def test_the_console_script_runs_the_demo_help():
-    r = subprocess.run([str(Path(sys.executable).parent / "sparktui"), "demo", "--help"], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [str(Path(sys.executable).parent / "sparktui"), "demo", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     assert "--scenario" in r.stdout
 
 
 def test_the_simulator_launchers_are_installed_executable():
     from sparktui.sim import SHIMS_DIR
+
     for name in ("ray", "vllm"):
         assert os.access(SHIMS_DIR / "bin" / name, os.X_OK), name
 
@@ -42,8 +47,10 @@ def quickstart_block(readme: str) -> str:
     return section.split("```sh\n", 1)[1].split("\n```", 1)[0]
 
 
-@pytest.mark.skipif(not os.environ.get("SPARKTUI_QUICKSTART_SRC"),
-                    reason="runs in .ci/as-user, as an unprivileged user (SPARKTUI_QUICKSTART_SRC: a clone's files)")
+@pytest.mark.skipif(
+    not os.environ.get("SPARKTUI_QUICKSTART_SRC"),
+    reason="runs in .ci/as-user, as an unprivileged user (SPARKTUI_QUICKSTART_SRC: a clone's files)",
+)
 def test_the_quick_start_as_written_plays_the_demo_story(tmp_path):
     """The two commands a new user pastes, in a clone, in a real terminal: pip resolves today's releases,
     `sparktui demo` opens, the story runs to a chat completion, and q quits leaving nothing behind."""
@@ -78,8 +85,9 @@ def test_commands_say_nothing_on_stderr_but_their_own_words(tmp_path):
     """With whatever releases pip resolved today: no dependency's warning reaches the user."""
     from tests.configs import make_config, write_config
 
-    cfg = write_config(make_config(2, hosts={"spark1": "127.0.0.1", "spark2": "127.0.0.2"}), tmp_path / "c.yaml",
-                       connect_timeout=3)
+    cfg = write_config(
+        make_config(2, hosts={"spark1": "127.0.0.1", "spark2": "127.0.0.2"}), tmp_path / "c.yaml", connect_timeout=3
+    )
     exe = str(Path(sys.executable).parent / "sparktui")
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), HOME=str(tmp_path))
     env.pop("PYTHONWARNINGS", None)
@@ -96,6 +104,7 @@ def test_commands_say_nothing_on_stderr_but_their_own_words(tmp_path):
         assert not noisy, (what, noisy)
         if what == "check --json":
             import json
+
             json.loads(r.stdout)  # nothing else on stdout either
         if what != "a bad value":
             assert "Traceback" not in r.stderr, (what, r.stderr[-1000:])

@@ -1,4 +1,5 @@
 """The README's and the user guide's pictures are the app as it is: docs/screenshots compared with a fresh rendering."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_screenshots_match_the_app():
-    r = subprocess.run([sys.executable, str(REPO / "tools" / "screenshots.py"), "--check"], cwd=REPO,
-                       env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "screenshots.py"), "--check"],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert "out of date" not in r.stdout
 

@@ -2,6 +2,7 @@
 `pip install .` must not lose the simulator's launchers (files without an extension) or ship strays.
 
 .ci/run builds the wheel once and passes it in SPARKTUI_WHEEL; without it the wheel is built here."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ def test_the_wheel_holds_every_tracked_package_file_and_nothing_else(wheel):
     shipped = {n for n in wheel_modes(wheel) if n.startswith("sparktui/")}
     want = set(tracked("sparktui"))
     missing, extra = sorted(want - shipped), sorted(shipped - want)
-    assert not missing, ("the wheel leaves out these tracked files; add a pattern to "
-                         "[tool.setuptools.package-data] in pyproject.toml:\n  " + "\n  ".join(missing))
+    assert not missing, (
+        "the wheel leaves out these tracked files; add a pattern to "
+        "[tool.setuptools.package-data] in pyproject.toml:\n  " + "\n  ".join(missing)
+    )
     assert not extra, "the wheel ships files that are not tracked under sparktui/:\n  " + "\n  ".join(extra)
 
 

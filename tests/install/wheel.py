@@ -1,5 +1,6 @@
 """The wheel as a user's `pip install .` builds it: from the tracked files of the checkout only, so a
 stale build/ directory or an untracked file can neither hide nor add anything."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def git(*args: str) -> str:
     # safe.directory: CI runs as root on a clone that another user may own
-    return subprocess.run(["git", "-c", f"safe.directory={REPO}", *args], cwd=REPO, capture_output=True,
-                          text=True, check=True, timeout=60).stdout
+    return subprocess.run(
+        ["git", "-c", f"safe.directory={REPO}", *args], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
 
 
 def tracked(under: str = "") -> list[str]:
@@ -38,8 +40,12 @@ def build_wheel(out: Path) -> Path:
     for f in tracked():
         (src / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / f, src / f)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(out / "dist")],
-                   check=True, timeout=600, env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(out / "dist")],
+        check=True,
+        timeout=600,
+        env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"),
+    )
     (wheel,) = (out / "dist").glob("sparktui-*.whl")
     return wheel
 

@@ -1,10 +1,11 @@
 """Bring a lab up or down by hand.
 
-    python3 -m tests.lab up [--nodes N] [--max-sessions M] [--no-docker] [--storage overlay2]  # prints the config path
-    python3 -m tests.lab sh NODE CMD... [--lab DIR]                       # a command inside a node
-    python3 -m tests.lab list
-    python3 -m tests.lab down [DIR...]       # without DIR: every lab started with `up`
+python3 -m tests.lab up [--nodes N] [--max-sessions M] [--no-docker] [--storage overlay2]  # prints the config path
+python3 -m tests.lab sh NODE CMD... [--lab DIR]                       # a command inside a node
+python3 -m tests.lab list
+python3 -m tests.lab down [DIR...]       # without DIR: every lab started with `up`
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--no-docker", action="store_true")
     up.add_argument("--storage", default="vfs", help="dockerd's storage driver (overlay2 for large images)")
     up.add_argument("--docker-tmpfs", default="", help="size of an in-memory /var/lib/docker per node, e.g. 6g")
-    up.add_argument("--layout", choices=LAYOUTS, default="fresh",
-                    help="sync: both halves of each port on a subnet of their own, as NVIDIA Sync writes them")
+    up.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="fresh",
+        help="sync: both halves of each port on a subnet of their own, as NVIDIA Sync writes them",
+    )
     run = sub.add_parser("sh", help="run a command inside a node")
     run.add_argument("node")
     run.add_argument("command", nargs=argparse.REMAINDER)
@@ -39,15 +44,24 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.cmd == "up":
         try:
-            lab = Lab(a.nodes, max_sessions=a.max_sessions, docker=not a.no_docker, own_process=False,
-                      storage=a.storage, docker_tmpfs=a.docker_tmpfs, layout=a.layout).up()
+            lab = Lab(
+                a.nodes,
+                max_sessions=a.max_sessions,
+                docker=not a.no_docker,
+                own_process=False,
+                storage=a.storage,
+                docker_tmpfs=a.docker_tmpfs,
+                layout=a.layout,
+            ).up()
         except (LabUnavailable, LabError) as e:
             print(f"lab: {e}", file=sys.stderr)
             return 1
         print(lab.config_path)
         for n in lab.nodes:
-            print(f"# {n.name}: mgmt {n.mgmt_ip}  fabric {n.fabric_iface} {n.fabric_ip}  wlan {n.wlan_ip}",
-                  file=sys.stderr)
+            print(
+                f"# {n.name}: mgmt {n.mgmt_ip}  fabric {n.fabric_iface} {n.fabric_ip}  wlan {n.wlan_ip}",
+                file=sys.stderr,
+            )
         print(f"# down: python3 -m tests.lab down {lab.dir}", file=sys.stderr)
         return 0
     if a.cmd == "list":

@@ -1,6 +1,7 @@
 """Lab fixtures: real nodes from network namespaces (see netlab.py). Without root or a needed tool
 the lab tests skip with the reason (and tests/conftest.py turns that into a failure under CI=true; it also
 marks everything here `lab`)."""
+
 from __future__ import annotations
 
 import pytest

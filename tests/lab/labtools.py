@@ -1,5 +1,6 @@
 """What the lab tests share: running the CLI against a lab config, waiting for a condition on the
 nodes, making and comparing model directories on them, and a site with the engine simulator."""
+
 from __future__ import annotations
 
 import contextlib
@@ -31,16 +32,30 @@ def cli_env() -> dict[str, str]:
 
 def cli(cfg: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     """`sparktui --config CFG ARGS...`, with no terminal on stdin."""
-    return subprocess.run([sys.executable, "-m", "sparktui", "--config", str(cfg), *args], cwd=REPO, env=cli_env(),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sparktui", "--config", str(cfg), *args],
+        cwd=REPO,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def state_cli(cfg: Path, state: Path, *args: str, timeout: float = 150) -> tuple[int, str, str]:
     """`sparktui ARGS... --config CFG` with its own state directory (deployment records, journal):
     (exit status, stdout, stderr)."""
     env = cli_env() | {"XDG_STATE_HOME": str(state), "PYTHONUNBUFFERED": "1"}
-    r = subprocess.run([sys.executable, "-m", "sparktui", *args, "--config", str(cfg)], cwd=REPO, env=env,
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", *args, "--config", str(cfg)],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return r.returncode, r.stdout, r.stderr
 
 
@@ -48,10 +63,10 @@ def sim_site(lab: Lab, work: Path, model_bytes: int = 1 << 30) -> None:
     """The engine simulator image on every node (built and loaded where a node lacks it) and the lab's
     model, in two shards, on every node that lacks it."""
     from tests.simhelpers import make_model as make_checkpoint
+
     if not all(r.returncode == 0 for r in lab.on_each(["docker", "image", "inspect", SIM_IMAGE], check=False).values()):
         tar = work / "sim.tar"
-        subprocess.run([sys.executable, str(SIM_BUILDER), "-o", str(tar)], check=True, capture_output=True,
-                       timeout=300)
+        subprocess.run([sys.executable, str(SIM_BUILDER), "-o", str(tar)], check=True, capture_output=True, timeout=300)
         lab.load_image(tar)
     for n in lab.nodes:
         if not (n.path / "models" / lab.model / "config.json").exists():
@@ -74,7 +89,7 @@ def make_model(lab: Lab, node: str, path: str, sizes_mb: list[int], shards: str 
     subdirectory, when given)."""
     q = shlex.quote(path)
     where = f"{q}/{shards}" if shards else q
-    cmds = [f"mkdir -p {where}", f"echo '{{\"model_type\": \"lab\"}}' > {q}/config.json"]
+    cmds = [f"mkdir -p {where}", f'echo \'{{"model_type": "lab"}}\' > {q}/config.json']
     cmds += [f"head -c {s * MB} /dev/urandom > {where}/model-{i:05d}.safetensors" for i, s in enumerate(sizes_mb)]
     lab.sh(node, " && ".join(cmds), timeout=120)
 
@@ -86,12 +101,14 @@ def sums(lab: Lab, node: str, path: str) -> str:
 
 # A memory hog for a container: allocates MiB and touches every page (so it is resident, not just
 # reserved), says so, holds it for HOLD seconds and ends; bounded whatever happens to the test.
-HOG_PROGRAM = ("import sys, time\n"
-               "n = int(sys.argv[1]) << 20\n"
-               "b = bytearray(n)\n"
-               "b[::4096] = b'\\x01' * len(range(0, n, 4096))\n"
-               "print('held', n, flush=True)\n"
-               "time.sleep(float(sys.argv[2]))\n")
+HOG_PROGRAM = (
+    "import sys, time\n"
+    "n = int(sys.argv[1]) << 20\n"
+    "b = bytearray(n)\n"
+    "b[::4096] = b'\\x01' * len(range(0, n, 4096))\n"
+    "print('held', n, flush=True)\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
 HOG_MAX_MIB = 2048
 
 
@@ -122,17 +139,39 @@ def real_meminfo(lab: Lab, node: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def memory_hog(lab: Lab, node: str, mib: int, hold_s: float = 120.0, name: str = "lab-memory-hog",
-               image: str = SIM_IMAGE) -> Iterator[str]:
+def memory_hog(
+    lab: Lab, node: str, mib: int, hold_s: float = 120.0, name: str = "lab-memory-hog", image: str = SIM_IMAGE
+) -> Iterator[str]:
     """A container on node holding mib MiB of real, touched memory (the simulator image's python3) until the
     block ends or hold_s passes (it exits by itself then); yields its name once the memory is held."""
     mib = min(mib, HOG_MAX_MIB)
     lab.sh(node, ["docker", "rm", "-f", name], check=False)
-    lab.sh(node, ["docker", "run", "-d", "--rm", "--name", name, "--label", "sparktui.lab=memory-hog",
-                  "--entrypoint", "python3", image, "-c", HOG_PROGRAM, str(mib), str(hold_s)])
+    lab.sh(
+        node,
+        [
+            "docker",
+            "run",
+            "-d",
+            "--rm",
+            "--name",
+            name,
+            "--label",
+            "sparktui.lab=memory-hog",
+            "--entrypoint",
+            "python3",
+            image,
+            "-c",
+            HOG_PROGRAM,
+            str(mib),
+            str(hold_s),
+        ],
+    )
     try:
-        wait_for(lambda: "held" in lab.sh(node, ["docker", "logs", name], check=False).stdout, 60,
-                 f"{mib} MiB held on {node}")
+        wait_for(
+            lambda: "held" in lab.sh(node, ["docker", "logs", name], check=False).stdout,
+            60,
+            f"{mib} MiB held on {node}",
+        )
         yield name
     finally:
         lab.sh(node, ["docker", "rm", "-f", name], check=False, timeout=60)

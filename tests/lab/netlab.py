@@ -25,6 +25,7 @@ included), removes namespaces, links, routes and cgroups, and runs from atexit a
 the owning process is killed outright, its nodes die with it (parent-death signal) and the next lab
 reaps what is left.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -48,17 +49,46 @@ from typing import IO, Sequence
 import yaml
 
 from . import tinyimage
-from .plumbing import (BASE_DIR, LabError, add_line, alive, drop_line, fingerprint, free_block, ip_batch,
-                       keygen, machine_lock, rdma_name, readline_within, run, start_time, twin_name)
+from .plumbing import (
+    BASE_DIR,
+    LabError,
+    add_line,
+    alive,
+    drop_line,
+    fingerprint,
+    free_block,
+    ip_batch,
+    keygen,
+    machine_lock,
+    rdma_name,
+    readline_within,
+    run,
+    start_time,
+    twin_name,
+)
 from .teardown import list_labs, reap_stale, teardown
 
 # A DGX Spark's /proc/meminfo with its memory free: the nodes' GPUs are GB10s on unified memory, so
 # free memory is a per-node fact (checked by plan and preflight), not whatever this machine has now.
-SPARK_MEMINFO = ("MemTotal:       125514352 kB\nMemFree:       119773408 kB\nMemAvailable:   121873408 kB\n"
-                 "Buffers:          112640 kB\nCached:          2048000 kB\nSwapCached:            0 kB\n")
+SPARK_MEMINFO = (
+    "MemTotal:       125514352 kB\nMemFree:       119773408 kB\nMemAvailable:   121873408 kB\n"
+    "Buffers:          112640 kB\nCached:          2048000 kB\nSwapCached:            0 kB\n"
+)
 
-__all__ = ["Lab", "LabNode", "LabError", "LabUnavailable", "unavailable_reason", "fingerprint", "rdma_name",
-           "teardown", "reap_stale", "list_labs", "SIM_IMAGE", "NODE_PATH"]
+__all__ = [
+    "Lab",
+    "LabNode",
+    "LabError",
+    "LabUnavailable",
+    "unavailable_reason",
+    "fingerprint",
+    "rdma_name",
+    "teardown",
+    "reap_stale",
+    "list_labs",
+    "SIM_IMAGE",
+    "NODE_PATH",
+]
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -78,9 +108,24 @@ WLAN_IFACE = "wlan0"
 MGMT_NET, FABRIC_NET, WLAN_NET = 0, 100, 200  # third octet inside the lab's 10.X.0.0/16
 # fresh: the twin half down and unaddressed (a new Spark); sync: both halves on their own /24 (NVIDIA Sync)
 LAYOUTS = ("fresh", "sync")
-TOOLS = ("ip", "nsenter", "unshare", "setpriv", "mount", "tini", "bash", "ssh", "ssh-keygen",
-         "/usr/sbin/sshd", "dockerd", "/usr/bin/docker", "/usr/sbin/runc", "/usr/bin/python3",
-         "busybox", "rsync")
+TOOLS = (
+    "ip",
+    "nsenter",
+    "unshare",
+    "setpriv",
+    "mount",
+    "tini",
+    "bash",
+    "ssh",
+    "ssh-keygen",
+    "/usr/sbin/sshd",
+    "dockerd",
+    "/usr/bin/docker",
+    "/usr/sbin/runc",
+    "/usr/bin/python3",
+    "busybox",
+    "rsync",
+)
 
 _seq = itertools.count(1)
 
@@ -138,10 +183,20 @@ class Lab:
     `own_process=False` (the `python3 -m tests.lab up` case) lets the lab outlive this process.
     """
 
-    def __init__(self, nodes: int = 2, *, max_sessions: int | None = None, docker: bool = True,
-                 model: str = "tiny-model", connect_timeout: float = 3.0,
-                 own_process: bool = True, base_dir: str | Path | None = None, storage: str = "vfs",
-                 docker_tmpfs: str = "", layout: str = "fresh"):
+    def __init__(
+        self,
+        nodes: int = 2,
+        *,
+        max_sessions: int | None = None,
+        docker: bool = True,
+        model: str = "tiny-model",
+        connect_timeout: float = 3.0,
+        own_process: bool = True,
+        base_dir: str | Path | None = None,
+        storage: str = "vfs",
+        docker_tmpfs: str = "",
+        layout: str = "fresh",
+    ):
         if not 1 <= nodes <= len(FABRIC_IFACES) * 4:
             raise ValueError(f"nodes must be 1..{len(FABRIC_IFACES) * 4}")
         if layout not in LAYOUTS:
@@ -240,11 +295,20 @@ class Lab:
         self.dir = Path(tempfile.mkdtemp(prefix=f"sparktui-lab-{lab_id}-", dir=self.base_dir))
         self.dir.chmod(0o755)
         self.state = {
-            "id": lab_id, "dir": str(self.dir), "owner_pid": pid if self.own_process else None,
+            "id": lab_id,
+            "dir": str(self.dir),
+            "owner_pid": pid if self.own_process else None,
             "owner_start": start_time(pid) if self.own_process else None,
-            "tag": f"s{pid:x}{seq % 256:02x}", "netns": [], "links": [], "routes": [], "nodes": [],
-            "max_sessions": self.max_sessions, "docker": self.docker, "storage": self.storage,
-            "docker_tmpfs": self.docker_tmpfs, "layout": self.layout,
+            "tag": f"s{pid:x}{seq % 256:02x}",
+            "netns": [],
+            "links": [],
+            "routes": [],
+            "nodes": [],
+            "max_sessions": self.max_sessions,
+            "docker": self.docker,
+            "storage": self.storage,
+            "docker_tmpfs": self.docker_tmpfs,
+            "layout": self.layout,
         }
         if self.own_process:
             atexit.register(self.destroy)
@@ -281,9 +345,15 @@ class Lab:
     def attach(cls, lab_dir: str | Path) -> "Lab":
         """A Lab object for a lab that is already up (started by `python3 -m tests.lab up`)."""
         state = json.loads((Path(lab_dir) / "lab.json").read_text())
-        lab = cls(len(state["nodes"]), max_sessions=state.get("max_sessions"),
-                  docker=state.get("docker", True), own_process=False, storage=state.get("storage", "vfs"),
-                  docker_tmpfs=state.get("docker_tmpfs", ""), layout=state.get("layout", "fresh"))
+        lab = cls(
+            len(state["nodes"]),
+            max_sessions=state.get("max_sessions"),
+            docker=state.get("docker", True),
+            own_process=False,
+            storage=state.get("storage", "vfs"),
+            docker_tmpfs=state.get("docker_tmpfs", ""),
+            layout=state.get("layout", "fresh"),
+        )
         lab.state, lab.dir, lab.block = state, Path(state["dir"]), state["block"]
         lab.nodes = [LabNode(**n) for n in state["nodes"]]
         return lab
@@ -314,32 +384,49 @@ class Lab:
                 iface = f"enp{i}s0f1np1"
             d = self.dir / f"node{i}"
             twin = twin_name(iface)
-            self.nodes.append(LabNode(
-                name=f"node{i}", index=i, mgmt_ip=f"{self.block}.{MGMT_NET}.{10 + i}",
-                fabric_ip=f"{self.block}.{FABRIC_NET}.{10 + i}", fabric_iface=iface,
-                wlan_ip=f"{self.block}.{WLAN_NET}.{10 + i}", rdma=rdma_name(iface),
-                netns=f"{base}-node{i}", dir=str(d), cgroup=f"sparktui-lab-{st['id']}-node{i}",
-                twin_iface=twin, twin_rdma=rdma_name(twin)))
+            self.nodes.append(
+                LabNode(
+                    name=f"node{i}",
+                    index=i,
+                    mgmt_ip=f"{self.block}.{MGMT_NET}.{10 + i}",
+                    fabric_ip=f"{self.block}.{FABRIC_NET}.{10 + i}",
+                    fabric_iface=iface,
+                    wlan_ip=f"{self.block}.{WLAN_NET}.{10 + i}",
+                    rdma=rdma_name(iface),
+                    netns=f"{base}-node{i}",
+                    dir=str(d),
+                    cgroup=f"sparktui-lab-{st['id']}-node{i}",
+                    twin_iface=twin,
+                    twin_rdma=rdma_name(twin),
+                )
+            )
         for ns in [sw, bh] + [n.netns for n in self.nodes]:
             run(["ip", "netns", "add", ns])
             st["netns"].append(ns)
         self._save()
         bridge = f"{tag}br"
         st["links"].append(bridge)
-        root = [f"link add {bridge} type bridge", f"link set {bridge} up",
-                f"addr add {self.host_ip}/24 dev {bridge}"]
+        root = [f"link add {bridge} type bridge", f"link set {bridge} up", f"addr add {self.host_ip}/24 dev {bridge}"]
         switch = ["link set lo up", "link add br0 type bridge", "link set br0 up"]
         hole = ["link set lo up"]
         for n in self.nodes:
             i = n.index
-            root += [f"link add {tag}m{i} type veth peer name {n.mgmt_iface} netns {n.netns}",
-                     f"link set {tag}m{i} master {bridge} up"]
-            switch += [f"link add port{i} type veth peer name {n.fabric_iface} netns {n.netns}",
-                       f"link add port{i}b type veth peer name {n.twin_iface} netns {n.netns}",
-                       f"link set port{i} mtu 9000", f"link set port{i}b mtu 9000",
-                       f"link set port{i} master br0 up", f"link set port{i}b master br0 up"]
-            hole += [f"link add {n.wlan_iface}-{n.name} type veth peer name {n.wlan_iface} netns {n.netns}",
-                     f"link set {n.wlan_iface}-{n.name} up"]
+            root += [
+                f"link add {tag}m{i} type veth peer name {n.mgmt_iface} netns {n.netns}",
+                f"link set {tag}m{i} master {bridge} up",
+            ]
+            switch += [
+                f"link add port{i} type veth peer name {n.fabric_iface} netns {n.netns}",
+                f"link add port{i}b type veth peer name {n.twin_iface} netns {n.netns}",
+                f"link set port{i} mtu 9000",
+                f"link set port{i}b mtu 9000",
+                f"link set port{i} master br0 up",
+                f"link set port{i}b master br0 up",
+            ]
+            hole += [
+                f"link add {n.wlan_iface}-{n.name} type veth peer name {n.wlan_iface} netns {n.netns}",
+                f"link set {n.wlan_iface}-{n.name} up",
+            ]
         ip_batch(root)
         ip_batch(switch, sw)
         ip_batch(hole, bh)
@@ -352,8 +439,10 @@ class Lab:
                 lines += [f"addr add {ip}/24 dev {dev}", f"link set {dev} up"]
             for other in self.nodes:  # peers' wlan addresses "resolve" but lead into the blackhole
                 if other is not n:
-                    lines.append(f"neigh replace {other.wlan_ip} lladdr 02:00:00:00:c8:{other.index:02x} "
-                                 f"dev {n.wlan_iface} nud permanent")
+                    lines.append(
+                        f"neigh replace {other.wlan_ip} lladdr 02:00:00:00:c8:{other.index:02x} "
+                        f"dev {n.wlan_iface} nud permanent"
+                    )
             ip_batch(lines, n.netns)
 
     # -- files ----------------------------------------------------------------------------------
@@ -382,22 +471,32 @@ class Lab:
             (d / "lab/rdma").write_text(f"{n.rdma} {n.fabric_iface}\n{n.twin_rdma} {n.twin_iface}\n")
             (d / "lab/meminfo").write_text(SPARK_MEMINFO)  # node_init.sh binds it over /proc/meminfo
             uid = hashlib.sha256(f"{self.state['id']}/{n.name}".encode()).hexdigest()
-            (d / "lab/gpu-uuid").write_text(
-                f"GPU-{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:32]}\n")
+            (d / "lab/gpu-uuid").write_text(f"GPU-{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:32]}\n")
             self._write_sshd_config(n, self.max_sessions)
         self.known_hosts.write_text("".join(f"{n.mgmt_ip} {n.host_key}\n" for n in self.nodes))
         self._save()
 
     def _write_sshd_config(self, n: LabNode, max_sessions: int | None) -> None:
         lines = [
-            "Port 22", "ListenAddress 0.0.0.0", "AddressFamily inet",
-            "HostKey /run/lab/ssh_host_ed25519_key", "PidFile /run/lab/sshd.pid",
-            "PermitRootLogin prohibit-password", "PubkeyAuthentication yes",
-            "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
-            "AuthorizedKeysFile .ssh/authorized_keys", "UseDNS no", "PrintMotd no", "PrintLastLog no",
+            "Port 22",
+            "ListenAddress 0.0.0.0",
+            "AddressFamily inet",
+            "HostKey /run/lab/ssh_host_ed25519_key",
+            "PidFile /run/lab/sshd.pid",
+            "PermitRootLogin prohibit-password",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "AuthorizedKeysFile .ssh/authorized_keys",
+            "UseDNS no",
+            "PrintMotd no",
+            "PrintLastLog no",
             # Tests open many connections at once; the default 10:30:100 would drop some.
-            "MaxStartups 200:30:400", "LoginGraceTime 20",
-            f"SetEnv PATH={NODE_PATH}", "Subsystem sftp internal-sftp",
+            "MaxStartups 200:30:400",
+            "LoginGraceTime 20",
+            f"SetEnv PATH={NODE_PATH}",
+            "Subsystem sftp internal-sftp",
         ]
         if max_sessions is not None:
             lines.append(f"MaxSessions {int(max_sessions)}")
@@ -412,9 +511,12 @@ class Lab:
         def services(n: LabNode) -> None:
             # Carrier and operstate settle a moment after the links are set up; tests expect "up".
             devs = " ".join((n.mgmt_iface, n.fabric_iface, n.wlan_iface))
-            self.sh(n, f"for i in $(seq 200); do ok=1; for d in {devs}; do "
-                       "[ \"$(cat /sys/class/net/$d/operstate)\" = up ] || ok=0; done; "
-                       "[ $ok = 1 ] && exit 0; sleep 0.05; done; ip -br link >&2; exit 1")
+            self.sh(
+                n,
+                f"for i in $(seq 200); do ok=1; for d in {devs}; do "
+                '[ "$(cat /sys/class/net/$d/operstate)" = up ] || ok=0; done; '
+                "[ $ok = 1 ] && exit 0; sleep 0.05; done; ip -br link >&2; exit 1",
+            )
             self.start_sshd(n)
             if self.docker:
                 self._start_dockerd(n)
@@ -423,15 +525,33 @@ class Lab:
             list(pool.map(services, self.nodes))
 
     def _spawn_init(self, n: LabNode) -> None:
-        argv = ["nsenter", f"--net=/run/netns/{n.netns}", "--",
-                "unshare", "--mount", "--uts", "--pid", "--fork", "--propagation", "private",
-                "--kill-child", shutil.which("tini") or "tini", "-s", "--",
-                "bash", str(NODE_INIT), n.dir, n.name, self.docker_tmpfs]
+        argv = [
+            "nsenter",
+            f"--net=/run/netns/{n.netns}",
+            "--",
+            "unshare",
+            "--mount",
+            "--uts",
+            "--pid",
+            "--fork",
+            "--propagation",
+            "private",
+            "--kill-child",
+            shutil.which("tini") or "tini",
+            "-s",
+            "--",
+            "bash",
+            str(NODE_INIT),
+            n.dir,
+            n.name,
+            self.docker_tmpfs,
+        ]
         if self.own_process and threading.current_thread() is threading.main_thread():
             argv = ["setpriv", "--pdeathsig", "KILL", "--"] + argv
         log = open(n.path / "lab/init.log", "wb")
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True
+        )
         log.close()
         self._procs.append(proc)
         self.state.setdefault("holders", []).append(proc.pid)
@@ -446,16 +566,40 @@ class Lab:
         n.pid = int(children[0])
 
     def _start_dockerd(self, n: LabNode) -> None:
-        args = ["dockerd", f"--storage-driver={self.storage}", "--iptables=false", "--ip-forward=false",
-                "--ip-masq=false", "--bridge=none", "--userland-proxy=false",
-                "--exec-opt", "native.cgroupdriver=cgroupfs", f"--cgroup-parent=/{n.cgroup}",
-                "--add-runtime", "runc-clamp=/usr/local/sbin/runc-clamp", "--default-runtime", "runc-clamp",
-                "--data-root", "/var/lib/docker", "--exec-root", "/run/docker",
-                "--pidfile", "/run/docker.pid", "-H", "unix:///run/docker.sock", "--shutdown-timeout", "3"]
+        args = [
+            "dockerd",
+            f"--storage-driver={self.storage}",
+            "--iptables=false",
+            "--ip-forward=false",
+            "--ip-masq=false",
+            "--bridge=none",
+            "--userland-proxy=false",
+            "--exec-opt",
+            "native.cgroupdriver=cgroupfs",
+            f"--cgroup-parent=/{n.cgroup}",
+            "--add-runtime",
+            "runc-clamp=/usr/local/sbin/runc-clamp",
+            "--default-runtime",
+            "runc-clamp",
+            "--data-root",
+            "/var/lib/docker",
+            "--exec-root",
+            "/run/docker",
+            "--pidfile",
+            "/run/docker.pid",
+            "-H",
+            "unix:///run/docker.sock",
+            "--shutdown-timeout",
+            "3",
+        ]
         # One shell: start it detached (tini adopts it), then wait for the API with a bound.
-        self.sh(n, f"setsid {shlex.join(args)} </dev/null >/run/lab/dockerd.log 2>&1 &\n"
-                   "for i in $(seq 300); do docker version >/dev/null 2>&1 && exit 0; sleep 0.1; done\n"
-                   "tail -n 20 /run/lab/dockerd.log >&2; exit 1", timeout=60)
+        self.sh(
+            n,
+            f"setsid {shlex.join(args)} </dev/null >/run/lab/dockerd.log 2>&1 &\n"
+            "for i in $(seq 300); do docker version >/dev/null 2>&1 && exit 0; sleep 0.1; done\n"
+            "tail -n 20 /run/lab/dockerd.log >&2; exit 1",
+            timeout=60,
+        )
 
     def start_sshd(self, node: str | LabNode, max_sessions: int | None = None) -> None:
         """(Re)start the node's sshd; max_sessions sets MaxSessions (None = the lab's setting)."""
@@ -463,16 +607,24 @@ class Lab:
         self._write_sshd_config(n, self.max_sessions if max_sessions is None else max_sessions)
         self.stop_sshd(n)
         # sshd writes its pid file once it listens; wait for that, with a bound.
-        self.sh(n, "/usr/sbin/sshd -f /run/lab/sshd_config -E /run/lab/sshd.log || exit 1\n"
-                   "for i in $(seq 200); do [ -s /run/lab/sshd.pid ] && exit 0; sleep 0.05; done\n"
-                   "tail -n 20 /run/lab/sshd.log >&2; exit 1", timeout=30)
+        self.sh(
+            n,
+            "/usr/sbin/sshd -f /run/lab/sshd_config -E /run/lab/sshd.log || exit 1\n"
+            "for i in $(seq 200); do [ -s /run/lab/sshd.pid ] && exit 0; sleep 0.05; done\n"
+            "tail -n 20 /run/lab/sshd.log >&2; exit 1",
+            timeout=30,
+        )
 
     def stop_sshd(self, node: str | LabNode) -> None:
         """Stop the node's sshd listener (new connections are refused; open connections stay)."""
-        self.sh(node, "[ -s /run/lab/sshd.pid ] || exit 0\n"
-                      "p=$(cat /run/lab/sshd.pid); kill \"$p\" 2>/dev/null\n"
-                      "for i in $(seq 200); do kill -0 \"$p\" 2>/dev/null || break; sleep 0.05; done\n"
-                      "rm -f /run/lab/sshd.pid; ! kill -0 \"$p\" 2>/dev/null", timeout=30)
+        self.sh(
+            node,
+            "[ -s /run/lab/sshd.pid ] || exit 0\n"
+            'p=$(cat /run/lab/sshd.pid); kill "$p" 2>/dev/null\n'
+            'for i in $(seq 200); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done\n'
+            'rm -f /run/lab/sshd.pid; ! kill -0 "$p" 2>/dev/null',
+            timeout=30,
+        )
 
     # -- commands on a node ---------------------------------------------------------------------
     def set_meminfo(self, node: str | LabNode, text: str = "") -> None:
@@ -482,15 +634,37 @@ class Lab:
             f.truncate(0)
             f.write(text or SPARK_MEMINFO)
 
-    def sh(self, node: str | LabNode, cmd: str | Sequence[str], check: bool = True, timeout: float = 60,
-           input: str | bytes | None = None, stdin: IO | None = None) -> subprocess.CompletedProcess:
+    def sh(
+        self,
+        node: str | LabNode,
+        cmd: str | Sequence[str],
+        check: bool = True,
+        timeout: float = 60,
+        input: str | bytes | None = None,
+        stdin: IO | None = None,
+    ) -> subprocess.CompletedProcess:
         """Run cmd as root inside the node (a str goes to bash -c); text out unless input is bytes."""
         n = self.node(node)
         if not n.pid or not alive(n.pid):
             raise LabError(f"{n.name} is not running")
-        argv = ["nsenter", "-t", str(n.pid), "-n", "-m", "-u", "-p", "--wdns=/root",
-                "env", "-i", f"PATH={NODE_PATH}", "HOME=/root", "USER=root", "LOGNAME=root",
-                "LANG=C.UTF-8", "SHELL=/bin/bash"]
+        argv = [
+            "nsenter",
+            "-t",
+            str(n.pid),
+            "-n",
+            "-m",
+            "-u",
+            "-p",
+            "--wdns=/root",
+            "env",
+            "-i",
+            f"PATH={NODE_PATH}",
+            "HOME=/root",
+            "USER=root",
+            "LOGNAME=root",
+            "LANG=C.UTF-8",
+            "SHELL=/bin/bash",
+        ]
         argv += ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         text = not isinstance(input, bytes)
         kw = {"input": input} if input is not None else {"stdin": stdin if stdin is not None else subprocess.DEVNULL}
@@ -501,8 +675,9 @@ class Lab:
             raise LabError(f"{n.name}: `{shown}` exited {r.returncode}: {err.strip()}")
         return r
 
-    def on_each(self, cmd: str | Sequence[str], nodes: Sequence[str | LabNode] | None = None,
-                **kw) -> dict[str, subprocess.CompletedProcess]:
+    def on_each(
+        self, cmd: str | Sequence[str], nodes: Sequence[str | LabNode] | None = None, **kw
+    ) -> dict[str, subprocess.CompletedProcess]:
         """sh() on several nodes at once; node name -> result."""
         targets = [self.node(n) for n in (nodes or self.nodes)]
         with ThreadPoolExecutor(max_workers=len(targets)) as pool:
@@ -567,8 +742,7 @@ class Lab:
         """`docker load` a `docker save` tarball on the nodes (all by default), concurrently."""
         self._feed(tarball, ["docker", "load", "-q"], nodes)
 
-    def import_image(self, tarball: str | Path, tag: str,
-                     nodes: Sequence[str | LabNode] | None = None) -> None:
+    def import_image(self, tarball: str | Path, tag: str, nodes: Sequence[str | LabNode] | None = None) -> None:
         """`docker import` a root filesystem tarball as tag on the nodes."""
         self._feed(tarball, ["docker", "import", "-", tag], nodes)
 
@@ -616,9 +790,23 @@ class Lab:
     def ssh_argv(self, node: str | LabNode, *cmd: str, host: str | None = None) -> list[str]:
         """OpenSSH client argv reaching the node as root with the lab key, verifying its host key."""
         n = self.node(node)
-        return ["ssh", "-F", "/dev/null", "-i", str(self.identity), "-o", "BatchMode=yes",
-                "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}",
-                "-o", "ConnectTimeout=5", f"root@{host or n.mgmt_ip}", *cmd]
+        return [
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-i",
+            str(self.identity),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "ConnectTimeout=5",
+            f"root@{host or n.mgmt_ip}",
+            *cmd,
+        ]
 
     def host_key_fingerprint(self, node: str | LabNode) -> str:
         return fingerprint(self.node(node).host_key)
@@ -628,15 +816,27 @@ class Lab:
         """A fresh dict of the lab's sparktui config (edit it and pass it to write_config)."""
         return {
             "cluster": f"lab-{self.state['id']}",
-            "nodes": [{"name": n.name, "host": n.mgmt_ip, "user": "root", "port": 22,
-                       "identity_file": str(self.identity), "role": "head" if n.index == 1 else "worker"}
-                      for n in self.nodes],
+            "nodes": [
+                {
+                    "name": n.name,
+                    "host": n.mgmt_ip,
+                    "user": "root",
+                    "port": 22,
+                    "identity_file": str(self.identity),
+                    "role": "head" if n.index == 1 else "worker",
+                }
+                for n in self.nodes
+            ],
             "model": {"name": self.model, "path": f"/models/{self.model}"},
             "images": {"sglang": SIM_IMAGE, "vllm": SIM_IMAGE},
             "docker": {"gpu_style": "gpus-all"},
             # ssh_config: [] keeps the user's ~/.ssh/config out of the lab
-            "ssh": {"host_key_policy": "strict", "known_hosts": str(self.known_hosts),
-                    "connect_timeout": self.connect_timeout, "ssh_config": []},
+            "ssh": {
+                "host_key_policy": "strict",
+                "known_hosts": str(self.known_hosts),
+                "connect_timeout": self.connect_timeout,
+                "ssh_config": [],
+            },
         }
 
     def write_config(self, data: dict, path: str | Path | None = None) -> Path:

@@ -1,5 +1,6 @@
 """Plumbing for the lab: subprocess runs, `ip -batch`, process checks, the machine-wide lock, the
 choice of a free 10.X.0.0/16, keys and small file edits. No knowledge of nodes here."""
+
 from __future__ import annotations
 
 import base64

@@ -1,5 +1,6 @@
 """Undoing a lab from its saved state: used by Lab.destroy, `python3 -m tests.lab down` and the
 reaper of labs whose owning process died without cleaning up."""
+
 from __future__ import annotations
 
 import json

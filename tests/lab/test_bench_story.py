@@ -8,6 +8,7 @@ packages (tests/contract/venvs.py; CI builds them), hard-linked into the head's 
 neither this machine's /root nor its /tmp), run by the node's Debian python3.11, and a `vllm` in the head's
 /usr/local/sbin (its own, where the lab's shims are).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,10 +38,15 @@ def bench_lab(lab: Lab, tmp_path_factory):
     subprocess.run([sys.executable, str(SIM_BUILDER), "-o", str(tar)], check=True, capture_output=True, timeout=300)
     lab.load_image(tar)
     for n in lab.nodes:
-        model = make_model(n.path / "models" / lab.model, shards=2, total_bytes=256 * 1024 ** 2)
+        model = make_model(n.path / "models" / lab.model, shards=2, total_bytes=256 * 1024**2)
     head_model = lab.nodes[0].path / "models" / lab.model
-    subprocess.run([str(client_python()), str(CONTRACT / "make_tokenizer.py"), str(head_model)], check=True,
-                   capture_output=True, timeout=300, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    subprocess.run(
+        [str(client_python()), str(CONTRACT / "make_tokenizer.py"), str(head_model)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     install_client(lab.nodes[0].path / "models" / "_bench")
     wrapper = Path(lab.nodes[0].dir) / "sbin" / "vllm"  # the head's /usr/local/sbin, beside its shims
     shutil.copy2(lab.nodes[0].path / "models" / "_bench" / "bin" / "vllm", wrapper)
@@ -64,17 +70,26 @@ def install_client(dest: Path) -> None:
     shutil.copy(CONTRACT / "vllm_bench.py", dest / "vllm_bench.py")
     (dest / "bin").mkdir(exist_ok=True)
     w = dest / "bin" / "vllm"
-    w.write_text("#!/bin/sh\n[ \"$1\" = bench ] && shift\n"
-                 "export PYTHONPATH=/models/_bench/site:/models/_bench/torch HF_HUB_OFFLINE=1 HF_HOME=/tmp/hf "
-                 "PYTHONUNBUFFERED=1\nexec /usr/bin/python3.11 -s /models/_bench/vllm_bench.py \"$@\"\n")
+    w.write_text(
+        '#!/bin/sh\n[ "$1" = bench ] && shift\n'
+        "export PYTHONPATH=/models/_bench/site:/models/_bench/torch HF_HUB_OFFLINE=1 HF_HOME=/tmp/hf "
+        'PYTHONUNBUFFERED=1\nexec /usr/bin/python3.11 -s /models/_bench/vllm_bench.py "$@"\n'
+    )
     w.chmod(0o755)
 
 
 def cli(path: Path, *args: str, timeout: float = 400) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
     env.update(XDG_STATE_HOME=str(path.parent / "state"), COLUMNS="200")
-    r = subprocess.run([sys.executable, "-m", "sparktui", *args, "--config", str(path)], cwd=REPO, env=env,
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", *args, "--config", str(path)],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return r.returncode, r.stdout, r.stderr
 
 
@@ -85,8 +100,20 @@ def bench(path: Path) -> dict:
 
 
 def test_bench_vllm_then_pivot_to_sglang_and_bench_again_both_in_the_history(lab: Lab, bench_lab: Path):
-    rc, out, err = cli(bench_lab, "launch", "--engine", "vllm", "--mode", "native", "--yes", "--wait",
-                       "--no-preflight", "--timeout", "150", "--json")
+    rc, out, err = cli(
+        bench_lab,
+        "launch",
+        "--engine",
+        "vllm",
+        "--mode",
+        "native",
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        "150",
+        "--json",
+    )
     doc = json.loads(out)
     assert rc == 0 and doc.get("state") == "ready", (out[-3000:], err[-2000:])
 

@@ -1,4 +1,5 @@
 """Foundation checks against real nodes: `sparktui check` and the SSH layer (Cluster/Node)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -24,14 +25,22 @@ def check(config: Path, timeout: float = 60, *extra: str) -> tuple[int, dict, fl
     """Run `sparktui check --config F --json [EXTRA...]`: (exit code, parsed output, seconds, stderr)."""
     env = {k: v for k, v in os.environ.items() if k != "SPARKTUI_CONFIG"}
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "sparktui", "check", "--config", str(config), "--json", *extra],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", "check", "--config", str(config), "--json", *extra],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     elapsed = time.monotonic() - t0
     try:
         out = json.loads(r.stdout) if r.stdout.strip() else {}
     except ValueError:
-        pytest.fail(f"check --json printed something that is not JSON (exit {r.returncode}):\n"
-                    f"{r.stdout[:2000]}\n{r.stderr[-2000:]}")
+        pytest.fail(
+            f"check --json printed something that is not JSON (exit {r.returncode}):\n"
+            f"{r.stdout[:2000]}\n{r.stderr[-2000:]}"
+        )
     return r.returncode, out, elapsed, r.stderr
 
 
@@ -148,8 +157,10 @@ SILENT_LISTENER = (
 def test_a_node_that_never_answers_is_given_up_after_the_connect_timeout(lab):
     n1, n2 = lab.nodes[:2]
     lab.stop_sshd(n2.name)
-    pid = lab.sh(n2.name, ["sh", "-c", 'setsid python3 -c "$1" </dev/null >/tmp/silent.log 2>&1 & echo $!',
-                           "sh", SILENT_LISTENER]).stdout.strip()
+    pid = lab.sh(
+        n2.name,
+        ["sh", "-c", 'setsid python3 -c "$1" </dev/null >/tmp/silent.log 2>&1 & echo $!', "sh", SILENT_LISTENER],
+    ).stdout.strip()
     try:
         wait_for(lambda: "listening" in lab.sh(n2.name, "cat /tmp/silent.log").stdout, 10, "the silent listener")
         rc, out, elapsed, err = check(lab.config_path)
@@ -187,13 +198,15 @@ def payload(token: str, field: str, newline: bool = True) -> str:
     c = f"/tmp/sparktui-canary-{token}-{field}"
     tail = f"\ntouch {c}\n" if newline else ""
     if field == "cluster":  # a name of at most 63 characters: command substitution and both quotes
-        return f"$(touch {c[:-len(field)]}c)'\"{tail}"
+        return f"$(touch {c[: -len(field)]}c)'\"{tail}"
     return f"x;touch {c};$(touch {c})`touch {c}`|touch {c}&touch {c}>{c}'\"{tail}"
 
 
 def canaries(lab, token: str) -> dict[str, list[str]]:
-    found = {name: r.stdout.split() for name, r in
-             lab.on_each(f"ls /tmp /root /models | grep -F sparktui-canary-{token} || true").items()}
+    found = {
+        name: r.stdout.split()
+        for name, r in lab.on_each(f"ls /tmp /root /models | grep -F sparktui-canary-{token} || true").items()
+    }
     found["this machine"] = [p.name for p in Path("/tmp").glob(f"sparktui-canary-{token}*")]
     return {k: v for k, v in found.items() if v}
 
@@ -277,8 +290,7 @@ async def test_closing_a_stream_stops_the_remote_command(lab):
         assert await asyncio.wait_for(stream.__anext__(), timeout=30) == "started"
         assert f"sleep {marker}" in lab.sh(n, "ps -eo args").stdout
         await stream.aclose()
-        wait_for(lambda: f"sleep {marker}" not in lab.sh(n, "ps -eo args").stdout, 10,
-                 "the remote command to stop")
+        wait_for(lambda: f"sleep {marker}" not in lab.sh(n, "ps -eo args").stdout, 10, "the remote command to stop")
 
 
 async def test_undecodable_output_does_not_break_the_connection(lab):

@@ -1,4 +1,5 @@
 """tests/conftest.py: under CI=true a skipped lab test fails; elsewhere it stays a skip."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-SAMPLE = '''
+SAMPLE = """
 import pytest
 
 @pytest.mark.lab
@@ -25,7 +26,7 @@ def test_plain_thing():
 @pytest.mark.xfail(reason="known")
 def test_lab_xfail():
     assert False
-'''
+"""
 
 
 def run_sample(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
@@ -34,10 +35,29 @@ def run_sample(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
     if ci is not None:
         env["CI"] = ci
     # Load the suite's conftest as a plugin; the sample lives outside tests/ so nothing else applies.
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "tests.conftest",
-                           "-p", "no:cacheprovider", "-o", "markers=lab", "--rootdir", str(tmp_path),
-                           str(tmp_path / "test_sample.py")],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rA",
+            "-p",
+            "tests.conftest",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "markers=lab",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_sample.py"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("ci", ["true", "1"])

@@ -4,6 +4,7 @@ MaxSessions 1. Each ends in a clear outcome within its bound, and a cut-off copy
 as the model: `check` says incomplete, `plan` errs, `launch` refuses and starts nothing, the next
 sync completes it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,8 +38,11 @@ def same_image(lab: Lab) -> str:
     tag = "sparktui/faults-tiny:latest"  # its own name: other tests import the tiny image per node
     tar = lab["node1"].path / "tmp" / "faults-tiny.tar"  # node1's /tmp
     if not tar.exists():
-        lab.sh("node1", f"docker tag {shlex.quote(lab.tiny_image(['node1']))} {tag} && "
-                        f"docker save {tag} > /tmp/faults-tiny.tar", timeout=120)
+        lab.sh(
+            "node1",
+            f"docker tag {shlex.quote(lab.tiny_image(['node1']))} {tag} && docker save {tag} > /tmp/faults-tiny.tar",
+            timeout=120,
+        )
         lab.load_image(tar, [n.name for n in lab.nodes[1:]])
     return tag
 
@@ -54,12 +58,15 @@ def config_for(lab: Lab, model_path: str, image: str | None = None, **ssh) -> Pa
 
 def rsync_moving(lab: Lab, path: str, updates: int = 2):
     """A predicate: rsync on node1 towards `path` has printed this many progress updates."""
-    probe = (f"for l in {STATE}/*/log; do grep -qF {shlex.quote(json.dumps(path))} \"${{l%/log}}/meta.json\" "
-             f"&& tr '\\r' '\\n' < \"$l\" | grep -c '%'; done")
+    probe = (
+        f'for l in {STATE}/*/log; do grep -qF {shlex.quote(json.dumps(path))} "${{l%/log}}/meta.json" '
+        f"&& tr '\\r' '\\n' < \"$l\" | grep -c '%'; done"
+    )
 
     def moving() -> bool:
         out = lab.sh("node1", probe, check=False).stdout.split()
         return bool(out) and out[-1].isdigit() and int(out[-1]) >= updates
+
     return moving
 
 
@@ -70,9 +77,11 @@ def kill_sshd(lab: Lab, node: str) -> None:
 
 def forget(lab: Lab, path: str) -> None:
     lab.on_each(
-        f"for m in {STATE}/*/meta.json; do [ -f \"$m\" ] || continue; grep -qF {shlex.quote(json.dumps(path))} \"$m\" "
-        f"|| continue; d=${{m%/meta.json}}; p=$(cat \"$d/pid\" 2>/dev/null); [ -z \"$p\" ] || kill -KILL -\"$p\" "
-        f"2>/dev/null; rm -rf \"$d\"; done; rm -rf {shlex.quote(path)}", check=False)
+        f'for m in {STATE}/*/meta.json; do [ -f "$m" ] || continue; grep -qF {shlex.quote(json.dumps(path))} "$m" '
+        f'|| continue; d=${{m%/meta.json}}; p=$(cat "$d/pid" 2>/dev/null); [ -z "$p" ] || kill -KILL -"$p" '
+        f'2>/dev/null; rm -rf "$d"; done; rm -rf {shlex.quote(path)}',
+        check=False,
+    )
 
 
 def engine_containers(lab: Lab, cfg: Path) -> list[str]:
@@ -117,9 +126,26 @@ def model_path(lab):
 def test_sshd_killed_mid_sync_leaves_no_model_and_the_next_sync_completes(lab, model_path):
     make_model(lab, "node1", model_path, [16, 16, 16])
     cfg = config_for(lab, model_path)
-    sync = subprocess.Popen([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--wait",
-                             "--json", "--bwlimit", "8m"], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    sync = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sparktui",
+            "--config",
+            str(cfg),
+            "sync",
+            "model",
+            "--wait",
+            "--json",
+            "--bwlimit",
+            "8m",
+        ],
+        cwd=REPO,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(rsync_moving(lab, model_path), 60, "rsync progress on node1")
         kill_sshd(lab, "node2")
@@ -149,9 +175,26 @@ def test_disk_filled_mid_sync_leaves_no_model_and_the_next_sync_completes(lab, m
     lab.mount_tmpfs("node2", disk, "48m")  # room for the model when the copy starts
     cfg = config_for(lab, path)
     try:
-        sync = subprocess.Popen([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--wait",
-                                 "--json", "--bwlimit", "6m"], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        sync = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sparktui",
+                "--config",
+                str(cfg),
+                "sync",
+                "model",
+                "--wait",
+                "--json",
+                "--bwlimit",
+                "6m",
+            ],
+            cwd=REPO,
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             wait_for(rsync_moving(lab, path), 60, "rsync progress on node1")
             # something else fills the disk meanwhile
@@ -245,12 +288,12 @@ def test_taken_port_is_named_and_the_launch_refused_before_anything_starts(lab, 
     data["images"] = {"sglang": image, "vllm": image}
     cfg = lab.write_config(data)
     # something else already serves on the head's vLLM port
-    pid = lab.sh("node1", "setsid python3 -m http.server 8000 --bind 0.0.0.0 </dev/null >/dev/null 2>&1 & echo $!"
-                 ).stdout.strip()
+    pid = lab.sh(
+        "node1", "setsid python3 -m http.server 8000 --bind 0.0.0.0 </dev/null >/dev/null 2>&1 & echo $!"
+    ).stdout.strip()
     try:
         t0 = time.monotonic()
-        r = cli(cfg, "launch", "--engine", "vllm", "--yes", "--no-preflight", "--wait", "--timeout", "60",
-                timeout=150)
+        r = cli(cfg, "launch", "--engine", "vllm", "--yes", "--no-preflight", "--wait", "--timeout", "60", timeout=150)
         took = time.monotonic() - t0
         assert r.returncode == 1, r.stdout + r.stderr
         assert re.search(r"node1: port 8000 \(HTTP port\) is taken by python3 \(pid \d+\)", r.stderr), r.stderr
@@ -292,7 +335,9 @@ def test_cut_off_image_load_is_reported_and_never_counted(lab, model_path):
     again = cli(cfg, "sync", "image", "vllm", "--wait", "--json", timeout=120)
     try:
         assert again.returncode == 0, again.stdout + again.stderr
-        ids = {n: lab.sh(n, ["docker", "image", "inspect", "--format", "{{.Id}}", tag]).stdout for n in ("node1", "node2")}
+        ids = {
+            n: lab.sh(n, ["docker", "image", "inspect", "--format", "{{.Id}}", tag]).stdout for n in ("node1", "node2")
+        }
         assert ids["node1"] == ids["node2"]
     finally:
         lab.on_each(f"docker rmi -f {tag} >/dev/null 2>&1; true", check=False)
@@ -322,8 +367,7 @@ async def test_max_sessions_1_bounds_every_wait_and_launch_refuses_within_its_ti
             assert any("MaxSessions 1" in note and "a launch cannot run here" in note for note in n["notes"]), n
 
         t0 = time.monotonic()
-        r = cli(cfg, "launch", "--engine", "vllm", "--yes", "--no-preflight", "--wait", "--timeout", "60",
-                timeout=120)
+        r = cli(cfg, "launch", "--engine", "vllm", "--yes", "--no-preflight", "--wait", "--timeout", "60", timeout=120)
         took = time.monotonic() - t0
         assert r.returncode == 1, r.stdout + r.stderr
         assert "MaxSessions" in r.stderr and "nothing was started" in r.stderr, r.stderr

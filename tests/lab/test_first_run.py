@@ -1,5 +1,6 @@
 """First run against real nodes (OpenSSH, real host keys): `sparktui init` and the setup screen each
 write a config that `sparktui check` accepts, with the fabric the probe found pinned per node."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,9 @@ def sparktui(home: Path, *args: str, timeout: float = 120) -> subprocess.Complet
     """The CLI with HOME in a folder of the test: no ~/.ssh of this machine takes part."""
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
     env.pop("SPARKTUI_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "sparktui", *args], cwd=home, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sparktui", *args], cwd=home, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def assert_accepted_by_check(lab, home: Path, config: Path) -> None:
@@ -50,8 +52,20 @@ def test_init_writes_a_config_that_check_accepts(lab, tmp_path):
     home, kh, out = tmp_path / "home", tmp_path / "known_hosts", tmp_path / "sparktui.yaml"
     home.mkdir()
     nodes = [a for n in lab.nodes for a in ("--node", f"{n.name}={n.mgmt_ip},user=root,key={lab.identity}")]
-    args = ["init", *nodes, "--model-path", f"/models/{lab.model}", "--known-hosts", str(kh), "--output", str(out),
-            "--cluster", "lab-init", "--image-sglang", "sparktui/engine-sim:latest"]
+    args = [
+        "init",
+        *nodes,
+        "--model-path",
+        f"/models/{lab.model}",
+        "--known-hosts",
+        str(kh),
+        "--output",
+        str(out),
+        "--cluster",
+        "lab-init",
+        "--image-sglang",
+        "sparktui/engine-sim:latest",
+    ]
     refused = sparktui(home, *args)
     assert refused.returncode == 1 and not out.exists()
     assert all(lab.host_key_fingerprint(n) in refused.stderr.replace("\n", "") for n in lab.nodes)
@@ -74,8 +88,12 @@ async def test_the_setup_screen_writes_a_config_that_check_accepts(lab, tmp_path
             await add_node(pilot, n.name, n.mgmt_ip, user="root", key=str(lab.identity))
         await pilot.press("ctrl+t")
         for n in lab.nodes:  # each key asked about by name, with the fingerprint the node really has
-            modal = await wait_for(pilot, lambda: isinstance(app.screen, HostKeyScreen) and app.screen.key.node == n.name
-                                   and app.screen, 30, f"{n.name}'s key prompt")
+            modal = await wait_for(
+                pilot,
+                lambda: isinstance(app.screen, HostKeyScreen) and app.screen.key.node == n.name and app.screen,
+                30,
+                f"{n.name}'s key prompt",
+            )
             assert modal.key.fingerprint == lab.host_key_fingerprint(n)
             await pilot.press("y")
         await wait_for(pilot, lambda: "probed" in message(app), 60, "the probe")

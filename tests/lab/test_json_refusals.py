@@ -1,4 +1,5 @@
 """`--json` refusals on lab nodes (real sshd, real links): the document names what is wrong, on stdout."""
+
 from __future__ import annotations
 
 import json

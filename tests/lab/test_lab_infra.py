@@ -1,5 +1,6 @@
 """The lab itself: real sshd with verified host keys, the subnets, dockerd with the product's flags,
 the GPU tool shims, isolation between nodes, and a teardown that leaves nothing behind."""
+
 from __future__ import annotations
 
 import errno
@@ -49,9 +50,14 @@ def test_a_wrong_host_key_is_refused(lab, tmp_path):
 
 async def test_asyncssh_verifies_the_host_keys_of_the_known_hosts_file(lab):
     for n in lab.nodes:
-        async with asyncssh.connect(n.mgmt_ip, username="root", client_keys=[str(lab.identity)],
-                                    known_hosts=str(lab.known_hosts), config=[],
-                                    connect_timeout=5) as conn:
+        async with asyncssh.connect(
+            n.mgmt_ip,
+            username="root",
+            client_keys=[str(lab.identity)],
+            known_hosts=str(lab.known_hosts),
+            config=[],
+            connect_timeout=5,
+        ) as conn:
             assert conn.get_server_host_key().get_fingerprint("sha256") == lab.host_key_fingerprint(n)
             r = await conn.run("hostname", check=True, timeout=10)
             assert r.stdout.strip() == n.name
@@ -113,8 +119,11 @@ def test_lab_subnets_are_disjoint_from_the_machine_routes(lab):
     block = ipaddress.ip_network(f"{lab.block}.0.0/16")
     subnets = [ipaddress.ip_network(s) for s in (lab.mgmt_subnet, lab.fabric_subnet, lab.wlan_subnet)]
     assert all(s.subnet_of(block) for s in subnets)
-    routes = json.loads(subprocess.run(["ip", "-4", "-j", "route", "show", "table", "main"],
-                                       capture_output=True, text=True, check=True).stdout)
+    routes = json.loads(
+        subprocess.run(
+            ["ip", "-4", "-j", "route", "show", "table", "main"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     for r in routes:
         if r["dst"] == "default":
             continue
@@ -135,11 +144,27 @@ def test_a_peers_wlan_address_swallows_packets(lab):
 # -- docker ---------------------------------------------------------------------------------------
 def test_docker_run_with_the_product_flags(lab):
     tag = lab.tiny_image()
-    flags = ["--network", "host", "--ipc", "host", "--gpus", "all", "--ulimit", "memlock=-1",
-             "--ulimit", "stack=67108864", "--cap-add", "IPC_LOCK"]
+    flags = [
+        "--network",
+        "host",
+        "--ipc",
+        "host",
+        "--gpus",
+        "all",
+        "--ulimit",
+        "memlock=-1",
+        "--ulimit",
+        "stack=67108864",
+        "--cap-add",
+        "IPC_LOCK",
+    ]
     for n in lab.nodes:
-        r = lab.sh(n.name, ["docker", "run", "--rm", *flags, tag, "sh", "-c", "ip -o -4 addr; ulimit -s"],
-                   check=False, timeout=120)
+        r = lab.sh(
+            n.name,
+            ["docker", "run", "--rm", *flags, tag, "sh", "-c", "ip -o -4 addr; ulimit -s"],
+            check=False,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         assert f"{n.fabric_iface}" in r.stdout and n.fabric_ip in r.stdout  # the node's own network
         assert r.stdout.split()[-1] == str(67108864 // 1024)
@@ -166,8 +191,11 @@ def test_each_node_has_its_own_docker(lab):
 # -- GPU tool shims ---------------------------------------------------------------------------
 def test_nvidia_smi_reads_like_a_gb10(lab):
     n = lab.nodes[0].name
-    r = lab.sh(n, "nvidia-smi --query-gpu=name,memory.total,memory.used,utilization.gpu,temperature.gpu "
-                  "--format=csv,noheader,nounits")
+    r = lab.sh(
+        n,
+        "nvidia-smi --query-gpu=name,memory.total,memory.used,utilization.gpu,temperature.gpu "
+        "--format=csv,noheader,nounits",
+    )
     name, total, used, util, temp = [x.strip() for x in r.stdout.strip().split(",")]
     assert name == "NVIDIA GB10"
     assert total == used == "[N/A]"
@@ -207,13 +235,14 @@ def test_nvidia_smi_field_override(lab):
 def test_ibdev2netdev_follows_the_fabric_link(lab):
     for n in lab.nodes:  # both halves of the port, the twin down as on a fresh Spark
         assert lab.sh(n.name, "ibdev2netdev").stdout.splitlines() == [
-            f"{n.rdma} port 1 ==> {n.fabric_iface} (Up)", f"{n.twin_rdma} port 1 ==> {n.twin_iface} (Down)"]
+            f"{n.rdma} port 1 ==> {n.fabric_iface} (Up)",
+            f"{n.twin_rdma} port 1 ==> {n.twin_iface} (Down)",
+        ]
     n = lab.nodes[1]
     lab.link_down(n.name)
     try:
         wait_for(lambda: "(Down)" in lab.sh(n.name, "ibdev2netdev").stdout, 5, "the port to read Down")
-        r = lab.sh(lab.nodes[0].name, ["timeout", "2", "bash", "-c", f"exec 3<>/dev/tcp/{n.fabric_ip}/22"],
-                   check=False)
+        r = lab.sh(lab.nodes[0].name, ["timeout", "2", "bash", "-c", f"exec 3<>/dev/tcp/{n.fabric_ip}/22"], check=False)
         assert r.returncode != 0
     finally:
         lab.link_up(n.name)
@@ -278,15 +307,22 @@ def _node_pids(init_pid: int) -> set[int]:
 
 
 def _leftovers(state: dict, pids: set[int]) -> list[str]:
-    left = [f"pid {p}" for p in pids if Path(f"/proc/{p}").exists()
-            and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    left = [
+        f"pid {p}"
+        for p in pids
+        if Path(f"/proc/{p}").exists() and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    ]
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     left += [f"netns {ns}" for ns in state["netns"] if ns in names]
     left += [f"link {ln}" for ln in state["links"] if Path(f"/sys/class/net/{ln}").exists()]
     routes = subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
     left += [f"route {state['block']}" for line in routes.splitlines() if f"{state['block']}." in line]
-    left += [f"cgroup {n['cgroup']}" for n in state["nodes"]
-             for h in Path("/sys/fs/cgroup").iterdir() if (h / n["cgroup"]).exists()]
+    left += [
+        f"cgroup {n['cgroup']}"
+        for n in state["nodes"]
+        for h in Path("/sys/fs/cgroup").iterdir()
+        if (h / n["cgroup"]).exists()
+    ]
     mounts = Path("/proc/self/mountinfo").read_text()
     left += ["mount" for line in mounts.splitlines() if state["dir"] in line]
     if Path(state["dir"]).exists():
@@ -310,8 +346,10 @@ def test_destroy_leaves_nothing_behind(make_lab):
 def test_an_interrupted_owner_leaves_nothing_behind(how):
     """SIGTERM: the owner's atexit tears down. SIGKILL: the nodes die with their parent (pdeathsig),
     and the next lab (here reap_stale) removes the namespaces and routes."""
-    code = ("import json, sys, time; from tests.lab.netlab import Lab; lab = Lab(nodes=1, docker=False).up(); "
-            "print(json.dumps(lab.state), flush=True); time.sleep(120)")
+    code = (
+        "import json, sys, time; from tests.lab.netlab import Lab; lab = Lab(nodes=1, docker=False).up(); "
+        "print(json.dumps(lab.state), flush=True); time.sleep(120)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

@@ -5,6 +5,7 @@ link that is down refuses plan, preflight and launch in both, naming the node, t
 state, and nothing starts; ports held on the head refuse a launch before any container starts; after
 ready, `status` tells an endpoint whose engine was killed as unhealthy.
 """
+
 from __future__ import annotations
 
 import json
@@ -117,8 +118,7 @@ async def test_a_fabric_link_down_refuses_plan_preflight_and_launch_in_both_fron
             detail = " ".join((app.launch_pane.detail or "").split())
             assert all(w in detail for w in want), detail
 
-        tui = await prepared_by_the_tui(path, C.FormValues(engine="vllm:ray", parallel="2:1", rendezvous=C.AUTO),
-                                        drive)
+        tui = await prepared_by_the_tui(path, C.FormValues(engine="vllm:ray", parallel="2:1", rendezvous=C.AUTO), drive)
         assert not tui.ok and all(w in " ".join(tui.errors[0].split()) for w in want)
     finally:
         lab.link_up(worker)
@@ -127,8 +127,23 @@ async def test_a_fabric_link_down_refuses_plan_preflight_and_launch_in_both_fron
 
 def test_ports_held_on_the_head_refuse_a_launch_before_any_container_starts(site):
     lab, path, state = site
-    lab.sh(lab.head.name, ["docker", "run", "-d", "--name", "squatter", "--network", "host", SIM_IMAGE,
-                           "python3", "-m", "http.server", "8000"])
+    lab.sh(
+        lab.head.name,
+        [
+            "docker",
+            "run",
+            "-d",
+            "--name",
+            "squatter",
+            "--network",
+            "host",
+            SIM_IMAGE,
+            "python3",
+            "-m",
+            "http.server",
+            "8000",
+        ],
+    )
     try:
         rc, out, err = cli(path, state, "launch", "--engine", "vllm", "--yes")
         flat = " ".join(err.split())
@@ -168,10 +183,18 @@ def test_a_tui_launch_in_a_terminal_shows_the_preflight_rows_and_reaches_ready(s
 
     lab, path, state = site
     cli(path, state, "stop", "--yes")
-    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(state),
-           "TERM": "xterm-256color"}
-    tmux = Tmux(app_command(env, sys.executable, "-m", "sparktui", "--config", str(path), unset=("SPARKTUI_CONFIG",)),
-                120, 40, prefix="sparktui-lab")
+    env = {
+        "PYTHONPATH": str(REPO),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_STATE_HOME": str(state),
+        "TERM": "xterm-256color",
+    }
+    tmux = Tmux(
+        app_command(env, sys.executable, "-m", "sparktui", "--config", str(path), unset=("SPARKTUI_CONFIG",)),
+        120,
+        40,
+        prefix="sparktui-lab",
+    )
     try:
         tmux.wait_for("2/2 nodes up", 60)
         tmux.keys("l")
@@ -188,9 +211,15 @@ def test_a_tui_launch_in_a_terminal_shows_the_preflight_rows_and_reaches_ready(s
             return [ln for ln in screen.splitlines() if "✓ ok" in ln]
 
         # the header, the verdict and a row per node (waited for together: the pane paints them in parts)
-        screen = tmux.wait_for(lambda s: f"preflight {lab.head.fabric_ip}" in s and "every node met the head" in s
-                               and {r.split()[0] for r in ok_rows(s)} == names,
-                               90, "the preflight's header, its verdict and an ok row per node")
+        screen = tmux.wait_for(
+            lambda s: (
+                f"preflight {lab.head.fabric_ip}" in s
+                and "every node met the head" in s
+                and {r.split()[0] for r in ok_rows(s)} == names
+            ),
+            90,
+            "the preflight's header, its verdict and an ok row per node",
+        )
         rows = ok_rows(screen)
         assert all("tcp" in r for r in rows), screen  # transport (the simulator's image has no torch)
         screen = tmux.wait_for("READY", 180)

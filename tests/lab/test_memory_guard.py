@@ -4,6 +4,7 @@ this machine's); the guard stops that deployment's containers on every node and 
 the node and the floor, while another deployment's container on the same node keeps running and the node
 keeps answering. The floor is set at test time just under what the node has, by less than the hog takes.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ import sys
 
 import pytest
 
-from .labtools import (REPO, cli_env, hog_size_mib, memory_hog, node_available_mib, real_meminfo, sim_site,
-                       wait_for)
+from .labtools import REPO, cli_env, hog_size_mib, memory_hog, node_available_mib, real_meminfo, sim_site, wait_for
 from .labtools import state_cli as cli
 from .netlab import Lab
 
@@ -66,16 +66,54 @@ def test_a_node_under_the_floor_stops_the_loading_deployment_and_nothing_else(si
         data["memory"] = {"floor": f"{floor}MiB", "interval": 0.5}
         path = lab.write_config(data, work / "sparktui.yaml")
         tiny = lab.tiny_image([worker])
-        lab.sh(worker, ["docker", "run", "-d", "--name", "bystander", "--label", "sparktui.deployment=bystander",
-                        tiny, "sleep", "600"])
+        lab.sh(
+            worker,
+            [
+                "docker",
+                "run",
+                "-d",
+                "--name",
+                "bystander",
+                "--label",
+                "sparktui.deployment=bystander",
+                tiny,
+                "sleep",
+                "600",
+            ],
+        )
         env = cli_env() | {"XDG_STATE_HOME": str(state), "PYTHONUNBUFFERED": "1"}
-        launch = subprocess.Popen([sys.executable, "-m", "sparktui", "launch", "--engine", "vllm", "--mode", "native",
-                                   "--yes", "--wait", "--no-preflight", "--timeout", "300", "--json",
-                                   "--config", str(path)], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        launch = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sparktui",
+                "launch",
+                "--engine",
+                "vllm",
+                "--mode",
+                "native",
+                "--yes",
+                "--wait",
+                "--no-preflight",
+                "--timeout",
+                "300",
+                "--json",
+                "--config",
+                str(path),
+            ],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
-            wait_for(lambda: all(containers(lab, n.name, NAME) for n in lab.nodes), 120,
-                     "the deployment's containers on every node")
+            wait_for(
+                lambda: all(containers(lab, n.name, NAME) for n in lab.nodes),
+                120,
+                "the deployment's containers on every node",
+            )
             with memory_hog(lab, worker, hog, hold_s=120):
                 out, err = launch.communicate(timeout=120)
         finally:

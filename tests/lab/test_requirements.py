@@ -1,5 +1,6 @@
 """`sparktui check` says what each real node needs (sshd, dockerd, rsync, the prestart hook on real
 nodes), and names the fix when one is taken away."""
+
 from __future__ import annotations
 
 import uuid
@@ -33,9 +34,15 @@ def test_check_names_every_need_and_the_fix_for_a_missing_toolkit(lab, tmp_path)
             assert got[n1, need]["status"] == got[n2, need]["status"] == "ok", (need, got[n1, need], got[n2, need])
         assert got[n1, "docker"]["what"] == "docker usable by root without sudo"
         assert got[n1, "gpu-runtime"]["status"] == "ok" and got[n1, "gpu-runtime"]["detail"] == HOOK
-        assert got[n2, "gpu-runtime"]["status"] == "fail" and "nvidia-ctk runtime configure" in got[n2, "gpu-runtime"]["fix"]
+        assert (
+            got[n2, "gpu-runtime"]["status"] == "fail"
+            and "nvidia-ctk runtime configure" in got[n2, "gpu-runtime"]["fix"]
+        )
         assert got[n1, "model"]["status"] == "ok" and got[n2, "model"]["status"] == "todo"
-        assert got[n1, "image:sglang"]["fix"] == f"`docker pull sparktui/none:absent` on {n1}, then `sparktui sync image sglang`"
+        assert (
+            got[n1, "image:sglang"]["fix"]
+            == f"`docker pull sparktui/none:absent` on {n1}, then `sparktui sync image sglang`"
+        )
         assert "runc" in by_node(out)[n1]["docker"]["runtimes"]  # dockerd's own answer, parsed
         rc, strict, _, _ = check(cfg, 60, "--strict")
         assert rc == 1 and needs(strict)[n2, "gpu-runtime"]["status"] == "fail"
@@ -57,4 +64,3 @@ def test_a_node_without_dockerd_gets_the_systemctl_fix(make_lab):
 
 def by_node(out: dict) -> dict[str, dict]:
     return {n["name"]: n for n in out["nodes"]}
-

@@ -1,6 +1,7 @@
 """A ring node's transit read from the real kernel and iptables in a namespace this test creates: what
 Docker's FORWARD DROP, a missing route and ip_forward=0 look like to the preflight, and that each command it
 names clears its problem."""
+
 from __future__ import annotations
 
 import os
@@ -16,19 +17,45 @@ from sparktui.core.preflight.transit import SECTION, judge, parse
 pytestmark = pytest.mark.lab
 
 # spark1 of NVIDIA's ring3 addressing, one half per cable: a0 faces spark2, a1 faces spark3.
-RING = {"links": [
-    {"subnet": "192.168.0.0/24", "nodes": {"spark1": {"iface": "a0", "ip": "192.168.0.1"},
-                                            "spark2": {"iface": "enp1s0f1np1", "ip": "192.168.0.2"}}},
-    {"subnet": "192.168.2.0/24", "nodes": {"spark1": {"iface": "a1", "ip": "192.168.2.1"},
-                                            "spark3": {"iface": "enp1s0f0np0", "ip": "192.168.2.2"}}},
-    {"subnet": "192.168.4.0/24", "nodes": {"spark2": {"iface": "enp1s0f0np0", "ip": "192.168.4.1"},
-                                            "spark3": {"iface": "enp1s0f1np1", "ip": "192.168.4.2"}}}]}
+RING = {
+    "links": [
+        {
+            "subnet": "192.168.0.0/24",
+            "nodes": {
+                "spark1": {"iface": "a0", "ip": "192.168.0.1"},
+                "spark2": {"iface": "enp1s0f1np1", "ip": "192.168.0.2"},
+            },
+        },
+        {
+            "subnet": "192.168.2.0/24",
+            "nodes": {
+                "spark1": {"iface": "a1", "ip": "192.168.2.1"},
+                "spark3": {"iface": "enp1s0f0np0", "ip": "192.168.2.2"},
+            },
+        },
+        {
+            "subnet": "192.168.4.0/24",
+            "nodes": {
+                "spark2": {"iface": "enp1s0f0np0", "ip": "192.168.4.1"},
+                "spark3": {"iface": "enp1s0f1np1", "ip": "192.168.4.2"},
+            },
+        },
+    ]
+}
 # What installing Docker leaves: a DOCKER-USER chain that returns, and the FORWARD policy at DROP.
-SETUP = ["ip link set lo up", "ip link add a0 type veth peer name b0", "ip link add a1 type veth peer name b1",
-         "for d in a0 b0 a1 b1; do ip link set $d up; done",
-         "ip addr add 192.168.0.1/24 dev a0", "ip addr add 192.168.2.1/24 dev a1", "sysctl -qw net.ipv4.ip_forward=0",
-         "iptables -N DOCKER-USER", "iptables -A DOCKER-USER -j RETURN", "iptables -A FORWARD -j DOCKER-USER",
-         "iptables -P FORWARD DROP"]
+SETUP = [
+    "ip link set lo up",
+    "ip link add a0 type veth peer name b0",
+    "ip link add a1 type veth peer name b1",
+    "for d in a0 b0 a1 b1; do ip link set $d up; done",
+    "ip addr add 192.168.0.1/24 dev a0",
+    "ip addr add 192.168.2.1/24 dev a1",
+    "sysctl -qw net.ipv4.ip_forward=0",
+    "iptables -N DOCKER-USER",
+    "iptables -A DOCKER-USER -j RETURN",
+    "iptables -A FORWARD -j DOCKER-USER",
+    "iptables -P FORWARD DROP",
+]
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ again; a launch killed midway is resumed without starting anything twice; `stop`
 that are not this deployment's; a dropped management link loses no log line and doubles none.
 The simulator runs fast (SPARKTUI_SIM_SPEED) and the hang watchdog is short, so each step takes seconds.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,11 +53,15 @@ class Story:
 def story(lab: Lab, tmp_path_factory) -> Story:
     work = tmp_path_factory.mktemp("story")
     tar = work / "sim.tar"
-    subprocess.run([sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     lab.load_image(tar)
     for n in lab.nodes:
-        make_model(n.path / "models" / lab.model, shards=4, total_bytes=2 * 1024 ** 3)
+        make_model(n.path / "models" / lab.model, shards=4, total_bytes=2 * 1024**3)
     data = lab.config_data()
     # the simulator's SGLang publishes its queue on the wrong network, as SGLang does without SGLANG_HOST_IP
     data["docker"]["env"] = {"SPARKTUI_SIM_SPEED": SPEED, "SPARKTUI_SIM_SCENARIO": "sglang-host-ip"}
@@ -70,8 +75,15 @@ def story(lab: Lab, tmp_path_factory) -> Story:
 
 
 def cli(s: Story, *args: str, timeout: float = 120) -> tuple[int, str, str]:
-    r = subprocess.run([sys.executable, "-m", "sparktui", *args, "--config", str(s.path)], cwd=REPO, env=env_of(s),
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", *args, "--config", str(s.path)],
+        cwd=REPO,
+        env=env_of(s),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return r.returncode, r.stdout, r.stderr
 
 
@@ -108,10 +120,12 @@ def ensure_vllm(s: Story) -> dict:
 async def chat_through_forward(config: Config, port: int) -> dict:
     async with Cluster(config) as cluster:
         local = await cluster[config.head.name].forward(port)
-        body = json.dumps({"model": config.model.name, "max_tokens": 16,
-                           "messages": [{"role": "user", "content": "Name a colour."}]}).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{local}/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+        body = json.dumps(
+            {"model": config.model.name, "max_tokens": 16, "messages": [{"role": "user", "content": "Name a colour."}]}
+        ).encode()
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{local}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         return await asyncio.to_thread(lambda: json.loads(opener.open(req, timeout=30).read()))
 
@@ -125,8 +139,10 @@ def test_sglang_hangs_at_rendezvous_then_a_pivot_to_vllm_ray_serves_through_the_
     hangs = [p for p in doc["problems"] if p["kind"] == "rendezvous_hang"]
     assert {p["node"] for p in hangs} <= {"node1", "node2"} and hangs
     assert "SGLANG_HOST_IP" in hangs[0]["hint"] and "pivot to vLLM" in hangs[0]["hint"]
-    assert [m["kind"] for m in doc["milestones"] if m["node"] == "node1"][:2] == ["container_started",
-                                                                                    "dist_init_begin"]
+    assert [m["kind"] for m in doc["milestones"] if m["node"] == "node1"][:2] == [
+        "container_started",
+        "dist_init_begin",
+    ]
     assert not any(m["kind"] == "dist_init_end" for m in doc["milestones"])
     # the plan did set SGLANG_HOST_IP to each node's fabric address; the engine ignored it (the scenario)
     for n in lab.nodes:
@@ -165,10 +181,30 @@ def test_a_launch_killed_midway_then_run_again_starts_nothing_twice(story: Story
     lab = story.lab
     rc, _, err = cli(story, "stop", "--yes")
     assert rc == 0, err
-    argv = [sys.executable, "-m", "sparktui", "launch", "--engine", "vllm", "--yes", "--wait", "--no-preflight",
-            "--timeout", "90", "--config", str(story.path)]
-    p = subprocess.Popen(argv, cwd=REPO, env=env_of(story), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "sparktui",
+        "launch",
+        "--engine",
+        "vllm",
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        "90",
+        "--config",
+        str(story.path),
+    ]
+    p = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=env_of(story),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in p.stdout], daemon=True).start()
     deadline = time.monotonic() + 60
@@ -215,8 +251,21 @@ def test_stop_removes_this_deployment_and_leaves_other_containers_running(story:
     lab = story.lab
     ensure_vllm(story)
     lab.sh("node1", ["docker", "run", "-d", "--name", "bystander", SIM_IMAGE, "sleep", "600"])
-    lab.sh("node2", ["docker", "run", "-d", "--name", "other-deployment", "--label", "sparktui.deployment=other",
-                     SIM_IMAGE, "sleep", "600"])
+    lab.sh(
+        "node2",
+        [
+            "docker",
+            "run",
+            "-d",
+            "--name",
+            "other-deployment",
+            "--label",
+            "sparktui.deployment=other",
+            SIM_IMAGE,
+            "sleep",
+            "600",
+        ],
+    )
     rc, doc, err = cli_json(story, "stop", "--yes")
     assert rc == 0, err
     assert doc["removed"] == 2
@@ -238,9 +287,30 @@ async def test_log_resumes_after_the_management_link_drops_with_no_line_lost_or_
     total = 600
     # numbered lines from a container carrying a deployment's labels; the stream is what is tested
     loop = f'i=0; while [ $i -lt {total} ]; do i=$((i+1)); echo "line $i"; sleep 0.03; done; sleep 600'
-    lab.sh("node2", ["docker", "run", "-d", "--name", "linkdrop-0", "--label", "sparktui.deployment=linkdrop",
-                     "--label", "sparktui.engine=vllm", "--label", "sparktui.rank=0", "--label", "sparktui.role=head",
-                     "--label", "sparktui.plan=numbered", SIM_IMAGE, "sh", "-c", loop])
+    lab.sh(
+        "node2",
+        [
+            "docker",
+            "run",
+            "-d",
+            "--name",
+            "linkdrop-0",
+            "--label",
+            "sparktui.deployment=linkdrop",
+            "--label",
+            "sparktui.engine=vllm",
+            "--label",
+            "sparktui.rank=0",
+            "--label",
+            "sparktui.role=head",
+            "--label",
+            "sparktui.plan=numbered",
+            SIM_IMAGE,
+            "sh",
+            "-c",
+            loop,
+        ],
+    )
     got: list[str] = []
     bus = EventBus()
     bus.subscribe(lambda e: got.extend(e.lines) if isinstance(e, LogLines) and e.source == "linkdrop-0" else None)

@@ -2,6 +2,7 @@
 seed's story (SGLang 0.5.3.post3) cannot load a Qwen3.5 model, so `plan` refuses before any container
 starts, naming the model type, the release and the fix, and `sync model` warns before the copy; the
 simulator image playing SGLang 0.5.23 loads it."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,11 @@ from .netlab import SIM_BUILDER, Lab
 pytestmark = pytest.mark.lab
 OLD = "sparktui/engine-sim:sglang-0.5.3.post3"
 NEW = "sparktui/engine-sim:sglang-0.5.23"  # built here: the lab's shared image may predate the registries
-QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
-          "quantization_config": {"quant_method": "fp8"}}
+QWEN35 = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+    "model_type": "qwen3_5_moe",
+    "quantization_config": {"quant_method": "fp8"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +31,12 @@ def old_image(lab: Lab, tmp_path_factory):
     work = tmp_path_factory.mktemp("support")
     for tag, version in ((OLD, "0.5.3.post3"), (NEW, "0.5.23")):
         tar = work / (version + ".tar")
-        subprocess.run([sys.executable, str(SIM_BUILDER), "-o", str(tar), "-t", tag, "--sglang-version", version],
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [sys.executable, str(SIM_BUILDER), "-o", str(tar), "-t", tag, "--sglang-version", version],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         lab.load_image(tar)
     yield OLD
     lab.on_each(f"docker rmi {OLD} {NEW} >/dev/null 2>&1; true", check=False)
@@ -38,8 +46,11 @@ def old_image(lab: Lab, tmp_path_factory):
 def config(lab: Lab, old_image):
     path = f"/models/support-{uuid.uuid4().hex[:8]}"
     q = shlex.quote(path)
-    lab.sh("node1", f"mkdir -p {q} && printf '%s' {shlex.quote(json.dumps(QWEN35))} > {q}/config.json && "
-                    f"head -c 1048576 /dev/urandom > {q}/model-00001-of-00001.safetensors")
+    lab.sh(
+        "node1",
+        f"mkdir -p {q} && printf '%s' {shlex.quote(json.dumps(QWEN35))} > {q}/config.json && "
+        f"head -c 1048576 /dev/urandom > {q}/model-00001-of-00001.safetensors",
+    )
     data = lab.config_data()
     data["model"]["path"] = path
     data["images"] = {"sglang": old_image, "vllm": NEW}  # NEW plays vLLM 0.33.0 too

@@ -1,6 +1,7 @@
 """Two lab nodes cabled as NVIDIA Sync writes a fabric: both halves of each port up, each half on a subnet of
 its own, one interface per node on each. Plan, check and the preflight read that layout; a half that stops
 carrying traffic after the plan is named by the preflight."""
+
 from __future__ import annotations
 
 import shutil
@@ -23,8 +24,12 @@ def sync(make_lab_module, tmp_path_factory) -> Lab:
         pytest.skip("needs ping (iputils-ping): the preflight pings each half's subnet")
     lab = make_lab_module(nodes=2, layout="sync")
     tar = tmp_path_factory.mktemp("sim") / "sim.tar"
-    subprocess.run([sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, str(REPO / "tools" / "build_sim_image.py"), "-o", str(tar)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     lab.load_image(tar)
     return lab
 

@@ -1,5 +1,6 @@
 """A model copy in parallel streams between lab nodes: real sshd and rsync over the fabric veth,
 the cipher negotiated with the peer's real sshd, and the fallback when the peer lacks it."""
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,9 @@ async def test_three_streams_over_the_fabric_with_the_preferred_cipher(lab, mode
     cfg = load_config(config_for(lab, model_path))
     events: list[TransferProgress] = []
     async with Cluster(cfg) as c:
-        [out] = await asyncio.wait_for(sync_model(c, cfg, emit=events.append,
-                                                  opts=TransferOptions(poll=0.3, rsync_streams=3)), 120)
+        [out] = await asyncio.wait_for(
+            sync_model(c, cfg, emit=events.append, opts=TransferOptions(poll=0.3, rsync_streams=3)), 120
+        )
         [rec] = [r for r in await list_transfers(c) if r.meta.path == model_path]
     assert out.ok, out.message
     assert rec.meta.streams == 3 and rec.meta.cipher == preferred()[0] and rec.meta.cipher_note is None
@@ -57,12 +59,11 @@ async def test_a_peer_without_the_preferred_cipher_gets_the_next_and_the_copy_sa
     cfg = load_config(config_for(lab, model_path))
     conf = lab["node2"].path / "lab/sshd_config"
     conf.write_text(conf.read_text() + f"Ciphers {second}\n")
-    lab.sh("node2", "kill -HUP \"$(cat /run/lab/sshd.pid)\"")  # sshd re-reads its config for new connections
+    lab.sh("node2", 'kill -HUP "$(cat /run/lab/sshd.pid)"')  # sshd re-reads its config for new connections
     events: list[TransferProgress] = []
     try:
         async with Cluster(cfg) as c:
-            [out] = await asyncio.wait_for(sync_model(c, cfg, emit=events.append, opts=TransferOptions(poll=0.3)),
-                                           120)
+            [out] = await asyncio.wait_for(sync_model(c, cfg, emit=events.append, opts=TransferOptions(poll=0.3)), 120)
             [rec] = [r for r in await list_transfers(c) if r.meta.path == model_path]
     finally:
         lab.start_sshd("node2")  # the lab's own config again

@@ -1,5 +1,6 @@
 """Transfers on lab nodes: real rsync and docker save | load over the fabric between namespaces,
 each node with its own sshd, dockerd, /models and /root/.ssh."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,7 +19,12 @@ from sparktui.core.config import load_config
 from sparktui.core.events import TransferProgress
 from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import (
-    TransferError, TransferOptions, list_transfers, start_model_transfer, sync_image, sync_model,
+    TransferError,
+    TransferOptions,
+    list_transfers,
+    start_model_transfer,
+    sync_image,
+    sync_model,
 )
 from sparktui.core.transfers.follow import follow
 
@@ -38,9 +44,12 @@ def config_for(lab: Lab, model_path: str) -> Path:
 def forget(lab: Lab, path: str, nodes: list[str] | None = None) -> None:
     """Stop and remove this test's transfers and model copies."""
     lab.on_each(
-        f"for m in {STATE}/*/meta.json; do [ -f \"$m\" ] || continue; grep -qF {shlex.quote(json.dumps(path))} \"$m\" "
-        f"|| continue; d=${{m%/meta.json}}; p=$(cat \"$d/pid\" 2>/dev/null); [ -z \"$p\" ] || kill -KILL -\"$p\" "
-        f"2>/dev/null; rm -rf \"$d\"; done; rm -rf {shlex.quote(path)}", nodes=nodes, check=False)
+        f'for m in {STATE}/*/meta.json; do [ -f "$m" ] || continue; grep -qF {shlex.quote(json.dumps(path))} "$m" '
+        f'|| continue; d=${{m%/meta.json}}; p=$(cat "$d/pid" 2>/dev/null); [ -z "$p" ] || kill -KILL -"$p" '
+        f'2>/dev/null; rm -rf "$d"; done; rm -rf {shlex.quote(path)}',
+        nodes=nodes,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -82,15 +91,20 @@ async def test_image_transfer_ends_with_equal_ids(lab):
     cfg = load_config(config_for(lab, "/models/none"))
     events: list[TransferProgress] = []
     try:
-        ids0 = {n: lab.sh(n, f"docker image inspect --format '{{{{.Id}}}}' {tag}").stdout.strip()
-                for n in ("node1", "node2")}
+        ids0 = {
+            n: lab.sh(n, f"docker image inspect --format '{{{{.Id}}}}' {tag}").stdout.strip()
+            for n in ("node1", "node2")
+        }
         assert ids0["node1"] != ids0["node2"]
         async with Cluster(cfg) as c:
             outs = await asyncio.wait_for(
-                sync_image(c, cfg, tag, emit=events.append, opts=TransferOptions(poll=0.2)), 180)
+                sync_image(c, cfg, tag, emit=events.append, opts=TransferOptions(poll=0.2)), 180
+            )
             again = await asyncio.wait_for(sync_image(c, cfg, tag, opts=TransferOptions(poll=0.2)), 60)
-        ids = {n: lab.sh(n, f"docker image inspect --format '{{{{.Id}}}}' {tag}").stdout.strip()
-               for n in ("node1", "node2")}
+        ids = {
+            n: lab.sh(n, f"docker image inspect --format '{{{{.Id}}}}' {tag}").stdout.strip()
+            for n in ("node1", "node2")
+        }
         by = {o.dest: o for o in outs}
         assert by["node1"].ok and by["node1"].id is None  # the source: nothing to do
         assert by["node2"].ok, by["node2"].message
@@ -105,12 +119,30 @@ def test_killed_cli_reattaches_and_the_copy_completes_once(lab, model_path):
     lab.trust("node1", "node2")
     make_model(lab, "node1", model_path, shards="shards", sizes_mb=[64, 64, 64])
     cfg = config_for(lab, model_path)
-    first = subprocess.Popen([sys.executable, "-m", "sparktui", "--config", str(cfg), "sync", "model", "--wait",
-                              "--json", "--bwlimit", "16m"], cwd=REPO, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sparktui",
+            "--config",
+            str(cfg),
+            "sync",
+            "model",
+            "--wait",
+            "--json",
+            "--bwlimit",
+            "16m",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        progress = (f"for l in {STATE}/*/log; do grep -qF {shlex.quote(model_path)} \"${{l%/log}}/meta.json\" "
-                    f"&& tr '\\r' '\\n' < \"$l\" | grep -c '%' ; done")
+        progress = (
+            f'for l in {STATE}/*/log; do grep -qF {shlex.quote(model_path)} "${{l%/log}}/meta.json" '
+            f"&& tr '\\r' '\\n' < \"$l\" | grep -c '%' ; done"
+        )
 
         def moving():
             r = lab.sh("node1", progress, check=False)
@@ -144,8 +176,7 @@ async def test_three_nodes_fan_out_through_a_finished_node(lab3):
     cfg = load_config(config_for(lab3, path))
     try:
         async with Cluster(cfg) as c:
-            outs = await asyncio.wait_for(
-                sync_model(c, cfg, opts=TransferOptions(poll=0.2, streams_per_source=1)), 180)
+            outs = await asyncio.wait_for(sync_model(c, cfg, opts=TransferOptions(poll=0.2, streams_per_source=1)), 180)
         by = {o.dest: o for o in outs}
         assert by["node2"].ok and by["node3"].ok, [o.message for o in outs]
         assert (by["node2"].source, by["node3"].source) == ("node1", "node2")

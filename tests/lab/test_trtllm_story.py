@@ -1,5 +1,6 @@
 """TensorRT-LLM in the lab (simulator image, real OpenSSH/Docker): launch over MPI reaches ready and answers a
 chat completion through the forward; pivot to vLLM reaches ready."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,10 +21,12 @@ pytestmark = pytest.mark.lab
 async def chat(s: Story, port: int, model: str) -> dict:
     async with Cluster(s.config) as cluster:
         local = await cluster[s.config.head.name].forward(port)
-        body = json.dumps({"model": model, "max_tokens": 8,
-                           "messages": [{"role": "user", "content": "Name a colour."}]}).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{local}/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+        body = json.dumps(
+            {"model": model, "max_tokens": 8, "messages": [{"role": "user", "content": "Name a colour."}]}
+        ).encode()
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{local}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         return await asyncio.to_thread(lambda: json.loads(opener.open(req, timeout=30).read()))
 
@@ -35,8 +38,12 @@ def test_plan_runs_mpi_on_both_nodes_each_on_its_fabric_and_asks_the_image(story
     for n in doc["nodes"]:
         node = story.lab.node(n["name"])  # the lab's fabric names differ per node: each keeps its own
         env = n["env"]
-        assert env["NCCL_SOCKET_IFNAME"] == env["UCX_NET_DEVICES"] == env["OMPI_MCA_btl_tcp_if_include"] \
-            == node.fabric_iface, (n["name"], env)
+        assert (
+            env["NCCL_SOCKET_IFNAME"]
+            == env["UCX_NET_DEVICES"]
+            == env["OMPI_MCA_btl_tcp_if_include"]
+            == node.fabric_iface
+        ), (n["name"], env)
         # the RoCE device on this node's fabric port; NCCL is pointed at it where /dev/infiniband exists
         # (the lab's nodes have none, so NCCL falls back to sockets there by itself)
         assert n["rdma"] == node.rdma and env.get("NCCL_IB_HCA", node.rdma) == node.rdma, (n["name"], env)
@@ -50,8 +57,20 @@ def test_plan_runs_mpi_on_both_nodes_each_on_its_fabric_and_asks_the_image(story
 
 
 def test_trtllm_launch_serves_a_chat_then_pivot_to_vllm_serves(story: Story):  # noqa: F811
-    rc, doc, err = cli_json(story, "launch", "--engine", "trtllm", "--image", SIM_IMAGE, "--yes", "--wait",
-                            "--no-preflight", "--timeout", "120", timeout=240)
+    rc, doc, err = cli_json(
+        story,
+        "launch",
+        "--engine",
+        "trtllm",
+        "--image",
+        SIM_IMAGE,
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        "120",
+        timeout=240,
+    )
     assert rc == 0 and doc["state"] == "ready", (doc.get("detail"), err[-3000:])
     model = posixpath.basename(story.config.model.path.rstrip("/"))  # trtllm-serve names the directory
     reply = asyncio.run(chat(story, story.config.port_for("trtllm"), model))
@@ -61,9 +80,22 @@ def test_trtllm_launch_serves_a_chat_then_pivot_to_vllm_serves(story: Story):  #
 
 
 def test_a_wrong_interface_stops_the_trtllm_launch_with_the_interface_hint(story: Story):  # noqa: F811
-    rc, doc, err = cli_json(story, "launch", "--engine", "trtllm", "--image", SIM_IMAGE, "--env",
-                            "NCCL_SOCKET_IFNAME=nosuch0", "--yes", "--wait", "--no-preflight", "--timeout", "60",
-                            timeout=240)
+    rc, doc, err = cli_json(
+        story,
+        "launch",
+        "--engine",
+        "trtllm",
+        "--image",
+        SIM_IMAGE,
+        "--env",
+        "NCCL_SOCKET_IFNAME=nosuch0",
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        "60",
+        timeout=240,
+    )
     assert rc != 0 and doc["state"] in ("hung", "failed"), (doc.get("state"), err[-2000:])
     print("state", doc["state"], [(p["kind"], p.get("hint", "")[:90]) for p in doc["problems"]])
     hints = " ".join(p.get("hint") or "" for p in doc["problems"])

@@ -5,6 +5,7 @@ or waiting; `sparktui status --json` says `wedged` from its one-token probe; `do
 tokens flow again and it is ready once more. TensorRT-LLM (1.3.0rc3's metrics have no token counter) is
 `unknown` instead, until its hang detector's line, which diagnose names.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,6 +53,7 @@ def serving_is(word: str, path: Path, state: Path):
     def check() -> tuple[bool, dict]:
         d = status(path, state)
         return d.get("serving") == word, d
+
     return check
 
 
@@ -64,8 +66,21 @@ def worker_container(lab: Lab, node: str) -> str:
 
 def test_a_paused_worker_turns_native_vllm_wedged_while_health_answers_then_ready_after_unpause(site):
     lab, path, state = site
-    rc, out, err = cli(path, state, "launch", "--engine", "vllm", "--mode", "native", "--yes", "--wait",
-                       "--no-preflight", "--timeout", "120", "--json")
+    rc, out, err = cli(
+        path,
+        state,
+        "launch",
+        "--engine",
+        "vllm",
+        "--mode",
+        "native",
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        "120",
+        "--json",
+    )
     doc = json.loads(out) if out.strip().startswith("{") else {}
     assert rc == 0 and doc.get("state") == "ready", (out[-2000:], err[-2000:])
     dep = status(path, state)
@@ -74,8 +89,14 @@ def test_a_paused_worker_turns_native_vllm_wedged_while_health_answers_then_read
     rc, out, err = cli(path, state, "metrics", "--json")
     assert rc == 0, (out[-1000:], err[-1000:])
     m = json.loads(out)
-    assert m["engine"] == "vllm" and {"running", "waiting", "kv_cache_usage", "generation_tokens_per_s",
-                                       "prompt_tokens_per_s", "ttft_p50_s"} <= set(m), m
+    assert m["engine"] == "vllm" and {
+        "running",
+        "waiting",
+        "kv_cache_usage",
+        "generation_tokens_per_s",
+        "prompt_tokens_per_s",
+        "ttft_p50_s",
+    } <= set(m), m
     assert 0 <= m["kv_cache_usage"] <= 1 and m["running"] >= 0 and m["waiting"] >= 0
     base = dep["endpoint"].removesuffix("/v1")
     worker = worker_container(lab, lab.nodes[1].name)
@@ -122,8 +143,21 @@ def test_a_paused_worker_turns_native_vllm_wedged_while_health_answers_then_read
 
 def test_a_paused_trtllm_rank_is_unknown_not_wedged_and_its_hang_detector_is_named(site):
     lab, path, state = site
-    rc, out, err = cli(path, state, "launch", "--engine", "trtllm", "--image", SIM_IMAGE, "--yes", "--wait",
-                       "--no-preflight", "--timeout", "120", "--json")
+    rc, out, err = cli(
+        path,
+        state,
+        "launch",
+        "--engine",
+        "trtllm",
+        "--image",
+        SIM_IMAGE,
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        "120",
+        "--json",
+    )
     doc = json.loads(out) if out.strip().startswith("{") else {}
     assert rc == 0 and doc.get("state") == "ready", (out[-2000:], err[-2000:])
     dep = status(path, state)
@@ -137,20 +171,28 @@ def test_a_paused_trtllm_rank_is_unknown_not_wedged_and_its_hang_detector_is_nam
         dep = until(serving_is("unknown", path, state), 90, "status says unknown")
         assert "no generation-token counter" in dep["health"] and "wedged" not in dep["health"], dep
         assert get(f"{base}/health")[0] == 200
+
         # 300 engine seconds (15 s here) into the held step, TensorRT-LLM's hang detector says so
         def hang_line() -> tuple[bool, str]:
             rc, out, err = cli(path, state, "logs", head)
             return "Hang detected after 300 seconds." in out, out
+
         log = until(hang_line, 90, "the hang detector's line in the head's log")
         state.mkdir(parents=True, exist_ok=True)
         saved = state / "head.log"
         saved.write_text(log)
-        r = subprocess.run([sys.executable, "-m", "sparktui", "diagnose", "--engine", "trtllm", "--json", str(saved)],
-                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            [sys.executable, "-m", "sparktui", "diagnose", "--engine", "trtllm", "--json", str(saved)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         out, err = r.stdout, r.stderr
         found = json.loads(out) if out.strip().startswith("{") else {}
         assert found.get("state") == "failed", (out[-2000:], err[-2000:])
-        assert any(p["kind"] == "watchdog_timeout" and "no progress for 300 s" in p["message"]
-                   for p in found["problems"]), found["problems"]
+        assert any(
+            p["kind"] == "watchdog_timeout" and "no progress for 300 s" in p["message"] for p in found["problems"]
+        ), found["problems"]
     finally:
         lab.sh(worker_node, ["docker", "unpause", worker], check=False)

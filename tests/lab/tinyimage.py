@@ -1,4 +1,5 @@
 """A tiny root filesystem tarball (static busybox) for `docker import`: a real image in a few MB."""
+
 from __future__ import annotations
 
 import io
@@ -8,8 +9,32 @@ import time
 from pathlib import Path
 
 TAG = "sparktui/lab-tiny:latest"
-APPLETS = ("sh", "ls", "cat", "echo", "sleep", "ip", "id", "ps", "env", "grep", "wc", "nc", "touch",
-           "mkdir", "rm", "test", "[", "true", "false", "printf", "hostname", "mount", "df", "kill")
+APPLETS = (
+    "sh",
+    "ls",
+    "cat",
+    "echo",
+    "sleep",
+    "ip",
+    "id",
+    "ps",
+    "env",
+    "grep",
+    "wc",
+    "nc",
+    "touch",
+    "mkdir",
+    "rm",
+    "test",
+    "[",
+    "true",
+    "false",
+    "printf",
+    "hostname",
+    "mount",
+    "df",
+    "kill",
+)
 
 
 def build(dest: Path) -> Path:

@@ -1,5 +1,6 @@
 """Fast SSH tier: in-process asyncssh servers on 127.0.0.1 running commands as local subprocesses, each
 in a HOME of its own beside the test's tmp_path (tests/hermetic.py), never the user's."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,8 +37,16 @@ def ssh_env(tmp_path: Path, client_key):
             if trust:
                 with kh.open("a") as f:
                     f.write(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode()}")
-            nodes.append(NodeConfig(name=f"n{i + 1}", host="127.0.0.1", port=srv.port, user="root",
-                                    identity_file=str(key_path), role="head" if i == 0 else "worker"))
+            nodes.append(
+                NodeConfig(
+                    name=f"n{i + 1}",
+                    host="127.0.0.1",
+                    port=srv.port,
+                    user="root",
+                    identity_file=str(key_path),
+                    role="head" if i == 0 else "worker",
+                )
+            )
         kh.touch()
         ssh = SshConfig(known_hosts=str(kh), connect_timeout=3, ssh_config=[], **ssh_opts)
         cfg = Config(cluster="t", nodes=nodes, model=ModelConfig(name="m", path=str(tmp_path / "models/m")), ssh=ssh)

@@ -1,5 +1,6 @@
 """A node that cannot even be dialled (a name idna refuses, a user saslprep refuses) is that node's error:
 the others are connected and probed as usual."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,9 @@ from sparktui.core.inventory import take_inventory
 from sparktui.core.ssh import Cluster
 
 
-@pytest.mark.parametrize("field,value", [("host", "a" * 64 + ".lan"), ("host", "spark1..lan"),
-                                         ("user", "admin\U0001F600")])
+@pytest.mark.parametrize(
+    "field,value", [("host", "a" * 64 + ".lan"), ("host", "spark1..lan"), ("user", "admin\U0001f600")]
+)
 async def test_one_bad_node_never_hides_the_others(ssh_env, field, value):
     cfg, _ = await ssh_env(2)
     setattr(cfg.nodes[1], field, value)  # past the config's own checks, as an ssh alias might resolve

@@ -1,6 +1,7 @@
 """`sparktui bench` as a user runs it: the real `vllm bench serve` (a contract environment's, on the head's
 PATH) started by sparktui on the in-process head node, against a simulated engine on 127.0.0.1 reached as
 the head's 127.0.0.1:PORT. Skipped, naming why, where the contract environment is not built."""
+
 from __future__ import annotations
 
 import asyncio
@@ -52,9 +53,16 @@ def env_for(conf: Path) -> dict:
 
 async def sparktui(*args: str, timeout: float = 400) -> tuple[int, str, str]:
     conf = Path(args[args.index("--config") + 1])
-    p = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", *args, stdin=asyncio.subprocess.DEVNULL,
-                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                             env=env_for(conf))
+    p = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sparktui",
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env_for(conf),
+    )
     out, err = await asyncio.wait_for(p.communicate(), timeout)
     return p.returncode, out.decode(), err.decode()
 
@@ -118,12 +126,22 @@ async def test_ctrl_c_stops_the_client_on_the_head_and_leaves_nothing_running(fa
     with sim_engine("vllm", model) as port:
         serve(fc, conf, "vllm", port)
         p = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "sparktui", "bench", "--concurrency", "1", "--config", str(conf),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "sparktui",
+            "bench",
+            "--concurrency",
+            "1",
+            "--config",
+            str(conf),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             env=env_for(conf),
             # as in a terminal: Ctrl-C's default action, whatever this test process inherited (an ignored
             # SIGINT would pass to the child through exec, and Python then never raises KeyboardInterrupt)
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         seen = b""
         while b"bench: concurrency 1" not in seen:  # the client has started on the node
             line = await asyncio.wait_for(p.stderr.readline(), 120)

@@ -3,6 +3,7 @@ exits, and after kill -9 the watchdog that sparktui held open on the head stops 
 
 The head's client is the engine simulator's `vllm bench serve` on its PATH (as a node with vLLM installed
 has it), against a slow simulated vLLM, so the run is still going when the signal comes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,8 +28,10 @@ REPO = Path(__file__).resolve().parents[2]
 def sim_client(bin_dir: Path) -> None:
     """The simulator's `vllm` (it carries `bench serve`) on the fake head's PATH."""
     exe = bin_dir / "vllm"
-    exe.write_text(f"#!/bin/sh\nexport PYTHONPATH={shlex.quote(f'{SHIMS_DIR}:{REPO}')}\n"
-                   f'exec {shlex.join(launcher_argv("vllm"))} "$@"\n')
+    exe.write_text(
+        f"#!/bin/sh\nexport PYTHONPATH={shlex.quote(f'{SHIMS_DIR}:{REPO}')}\n"
+        f'exec {shlex.join(launcher_argv("vllm"))} "$@"\n'
+    )
     exe.chmod(0o755)
 
 
@@ -42,22 +45,38 @@ async def head_with_sim_client(fake_cluster, tmp_path: Path):  # noqa: F811
 
 def slow_vllm(model: str, speed: float = 10.0) -> SimProcess:
     port = free_port()
-    return SimProcess(launcher_argv("vllm", "serve", model, "--served-model-name", "sim-model", "--host", "127.0.0.1",
-                                    "--port", str(port)), speed=speed), port
+    return SimProcess(
+        launcher_argv(
+            "vllm", "serve", model, "--served-model-name", "sim-model", "--host", "127.0.0.1", "--port", str(port)
+        ),
+        speed=speed,
+    ), port
 
 
 async def start_bench(conf: Path, *args: str):
     """sparktui bench, once its client runs on the head: (process, the job's process group, its state dir)."""
     args = args or ("--output-len", "4000")
     p = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "sparktui", "bench", "--concurrency", "1", *args, "--config", str(conf), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env=env_for(conf))
+        sys.executable,
+        "-m",
+        "sparktui",
+        "bench",
+        "--concurrency",
+        "1",
+        *args,
+        "--config",
+        str(conf),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env_for(conf),
+    )
     seen = b""
     while b"bench: concurrency 1" not in seen:
         line = await asyncio.wait_for(p.stderr.readline(), 120)
         assert line, seen.decode()
         seen += line
-    pidfile, = (conf.parent / "n1").glob(".local/state/sparktui/bench/*/pid")
+    (pidfile,) = (conf.parent / "n1").glob(".local/state/sparktui/bench/*/pid")
     pid = int(pidfile.read_text())
     assert group_alive(pid)
     return p, pid, pidfile.parent, seen

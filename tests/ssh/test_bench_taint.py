@@ -1,5 +1,6 @@
 """A bench run beside other clients is kept as tainted, with the reason, and `sparktui bench` says so: the
 engine's own /metrics (read before and after the run) served more requests than the client sent."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +13,7 @@ from .test_deploy_fakes import fake_cluster  # noqa: F401 (fixture)
 
 def other_client(port: int) -> None:
     body = json.dumps({"model": "sim-model", "prompt": "hello there", "max_tokens": 2}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
-                                 {"Content-Type": "application/json"})
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
         assert r.status == 200
 

@@ -1,4 +1,5 @@
 """`sparktui check` end to end against in-process SSH servers (the probe runs on this machine)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,13 +12,15 @@ from tests import configs
 
 
 def write_config(cfg, path: Path) -> Path:
-    return configs.write_config(cfg, path, user="root", model_name="m", connect_timeout=2, ssh_config=None,
-                                keepalive_interval=None)
+    return configs.write_config(
+        cfg, path, user="root", model_name="m", connect_timeout=2, ssh_config=None, keepalive_interval=None
+    )
 
 
 async def sparktui(*args: str) -> tuple[int, str, str]:
-    p = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", *args,
-                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    p = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sparktui", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await asyncio.wait_for(p.communicate(), 60)
     return p.returncode, out.decode(), err.decode()
 
@@ -75,6 +78,12 @@ async def test_check_shows_an_unverified_copy_as_model_incomplete_with_the_fix(s
     row = next(ln for ln in out.splitlines() if ln.lstrip("│ ").startswith("n1"))
     assert "incomplete" in row
     said = " ".join(out.split())
-    assert re.search(re.escape(f"n1: model incomplete at {model} (") + r"[\d.]+ KiB there\): "
-                     + re.escape("copy model-n1-20260101T100000-3fa2 from n0 started earlier; "
-                                 "`sparktui sync model` completes and verifies it"), said), said
+    assert re.search(
+        re.escape(f"n1: model incomplete at {model} (")
+        + r"[\d.]+ KiB there\): "
+        + re.escape(
+            "copy model-n1-20260101T100000-3fa2 from n0 started earlier; "
+            "`sparktui sync model` completes and verifies it"
+        ),
+        said,
+    ), said

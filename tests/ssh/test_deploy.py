@@ -1,4 +1,5 @@
 """Deployer against in-process nodes whose `docker` is a recording stand-in (test_deploy_fakes.py)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -61,8 +62,7 @@ async def test_vllm_ray_runs_head_then_worker_then_waits_for_ray_then_serves(fak
             await d.launch(plan)
         finally:
             await d.close()
-    seq = [(node, argv[0], argv[1] if len(argv) > 1 else "") for node, argv in fc.calls()
-           if argv[0] in ("run", "exec")]
+    seq = [(node, argv[0], argv[1] if len(argv) > 1 else "") for node, argv in fc.calls() if argv[0] in ("run", "exec")]
     assert seq[0][:2] == ("n1", "run") and seq[1][:2] == ("n2", "run")
     ray_status = [i for i, (n, c, a) in enumerate(seq) if c == "exec" and a != "-d"]
     serve = [i for i, (n, c, a) in enumerate(seq) if c == "exec" and a == "-d"]
@@ -182,8 +182,9 @@ async def test_another_plan_running_is_not_replaced_unless_asked(fake_cluster):
 async def test_leftover_exited_containers_of_this_deployment_are_cleared_before_a_launch(fake_cluster):
     fc = await fake_cluster(2)
     plan = plan_for(fc.config, PlanOptions(engine="sglang"))
-    fc["n1"].add_container(plan.nodes[0].container, {"sparktui.deployment": "lab", "sparktui.plan": "old"},
-                           state="exited")
+    fc["n1"].add_container(
+        plan.nodes[0].container, {"sparktui.deployment": "lab", "sparktui.plan": "old"}, state="exited"
+    )
     async with Cluster(fc.config) as cluster:
         d = Deployer(cluster, fc.config, EventBus(), stop_grace=1)
         try:
@@ -195,8 +196,9 @@ async def test_leftover_exited_containers_of_this_deployment_are_cleared_before_
 
 async def test_pivot_from_a_new_process_keeps_model_tp_and_network(fake_cluster):
     fc = await fake_cluster(2)
-    opts = PlanOptions(engine="sglang", extra_args=["--disable-cuda-graph", "--disable-radix-cache"],
-                       env={"HF_TOKEN": "hf_kept_0001"})
+    opts = PlanOptions(
+        engine="sglang", extra_args=["--disable-cuda-graph", "--disable-radix-cache"], env={"HF_TOKEN": "hf_kept_0001"}
+    )
     async with Cluster(fc.config) as cluster:
         d = Deployer(cluster, fc.config, EventBus())
         first = plan_for(fc.config, opts)
@@ -266,8 +268,12 @@ async def test_reattach_rebuilds_engine_and_head_from_labels(fake_cluster):
         try:
             assert await d.reattach()
             assert (d.current.engine, d.current.mode, d.current.head, d.current.port) == ("vllm", "ray", "n1", 8123)
-            await rec.wait_for(lambda e: getattr(e, "source", None) == "sparktui-lab-vllm-0"
-                               and any("Starting vLLM API server" in ln for ln in e.lines))
+            await rec.wait_for(
+                lambda e: (
+                    getattr(e, "source", None) == "sparktui-lab-vllm-0"
+                    and any("Starting vLLM API server" in ln for ln in e.lines)
+                )
+            )
         finally:
             await d.close()
     assert len(runs(fc)) == 2  # reattaching starts nothing
@@ -298,11 +304,19 @@ class _Api:
             code, doc = 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
         else:
             req = json.loads(body)
-            code, doc = 200, {"choices": [{"message": {"role": "assistant", "content": f"ready ({req['model']})"}}],
-                              "usage": {"prompt_tokens": 9, "completion_tokens": 7}}
+            code, doc = (
+                200,
+                {
+                    "choices": [{"message": {"role": "assistant", "content": f"ready ({req['model']})"}}],
+                    "usage": {"prompt_tokens": 9, "completion_tokens": 7},
+                },
+            )
         data = json.dumps(doc).encode()
-        w.write(f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-                f"Connection: close\r\n\r\n".encode() + data)
+        w.write(
+            f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+            f"Connection: close\r\n\r\n".encode()
+            + data
+        )
         await w.drain()
         w.close()
 
@@ -374,8 +388,10 @@ async def test_a_launch_that_could_not_watch_itself_is_refused_before_anything_r
     async with Cluster(fc.config) as cluster:
         d = Deployer(cluster, fc.config, EventBus())
         try:
-            with pytest.raises(DeployError, match="needs 2 SSH sessions .* nothing was started: "
-                                                  "ssh.max_channels is 1; set it to at least 2"):
+            with pytest.raises(
+                DeployError,
+                match="needs 2 SSH sessions .* nothing was started: ssh.max_channels is 1; set it to at least 2",
+            ):
                 await d.launch(plan)
         finally:
             await d.close()
@@ -497,6 +513,7 @@ async def test_a_container_of_another_plan_in_the_way_still_fails_the_step(fake_
 
 async def test_a_container_of_this_plan_left_created_by_a_killed_launch_is_replaced(fake_cluster, monkeypatch):
     from sparktui.core.deploy import orchestrator
+
     monkeypatch.setattr(orchestrator, "CREATED_GRACE_S", 0.5)  # its maker died between create and start
     fc = await fake_cluster(2)
     plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray"))
@@ -509,8 +526,9 @@ async def test_a_container_of_this_plan_left_created_by_a_killed_launch_is_repla
 
         async def look_then_land(nodes=None):
             found = await look(nodes)
-            fc["n2"].add_container(worker.container, {"sparktui.deployment": "lab", "sparktui.plan": plan.plan_id},
-                                   state="created")
+            fc["n2"].add_container(
+                worker.container, {"sparktui.deployment": "lab", "sparktui.plan": plan.plan_id}, state="created"
+            )
             return found
 
         d.existing = look_then_land

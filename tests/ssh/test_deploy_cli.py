@@ -1,4 +1,5 @@
 """`sparktui stop | logs | status` as a user runs them, against in-process nodes with the stand-in docker."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,15 +21,28 @@ async def sparktui(*args: str) -> tuple[int, str, str]:
     conf = Path(args[args.index("--config") + 1])
     env = dict(os.environ, XDG_STATE_HOME=str(conf.parent / "state"))
     env.pop("SPARKTUI_CONFIG", None)
-    p = await asyncio.create_subprocess_exec(sys.executable, "-m", "sparktui", *args, stdin=asyncio.subprocess.DEVNULL,
-                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    p = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sparktui",
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
     out, err = await asyncio.wait_for(p.communicate(), 90)
     return p.returncode, out.decode(), err.decode()
 
 
 def ours(dep: str, rank: int, engine: str = "sglang") -> dict:
-    return {"sparktui.deployment": dep, "sparktui.engine": engine, "sparktui.rank": str(rank),
-            "sparktui.role": "head" if rank == 0 else "worker", "sparktui.plan": "p1"}
+    return {
+        "sparktui.deployment": dep,
+        "sparktui.engine": engine,
+        "sparktui.rank": str(rank),
+        "sparktui.role": "head" if rank == 0 else "worker",
+        "sparktui.plan": "p1",
+    }
 
 
 async def test_stop_names_what_it_removes_asks_first_and_spares_other_containers(fake_cluster, tmp_path):

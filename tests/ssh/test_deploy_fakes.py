@@ -6,6 +6,7 @@ test writes, with `docker logs -f -t --since` semantics: entries not before --si
 The lab tier runs the real docker; this stand-in only has to be faithful about what the
 orchestrator relies on (labels, names, states, log timestamps).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ IMAGE = "img/sim:1"
 FABRIC = "10.250.100.0/24"
 MGMT = "10.250.0.0/24"
 
-FAKE_DOCKER = r'''#!PYTHON
+FAKE_DOCKER = r"""#!PYTHON
 import hashlib, json, os, sys, time
 from calendar import timegm
 
@@ -209,7 +210,7 @@ elif cmd == "top":
 else:
     print(f"fake docker: {cmd} not simulated", file=sys.stderr)
     sys.exit(2)
-'''.replace("PYTHON", sys.executable)
+""".replace("PYTHON", sys.executable)
 
 
 @dataclass
@@ -247,9 +248,21 @@ class FakeNode:
         """A container made outside sparktui (or by an earlier run)."""
         d = self.containers / name
         d.mkdir(parents=True)
-        (d / "meta.json").write_text(json.dumps({"id": (name.encode().hex() * 8)[:64], "name": name, "image": IMAGE,
-                                                 "labels": labels, "state": state, "cmd": "sleep", "procs": [],
-                                                 "exit": 0, "env": []}))
+        (d / "meta.json").write_text(
+            json.dumps(
+                {
+                    "id": (name.encode().hex() * 8)[:64],
+                    "name": name,
+                    "image": IMAGE,
+                    "labels": labels,
+                    "state": state,
+                    "cmd": "sleep",
+                    "procs": [],
+                    "exit": 0,
+                    "env": [],
+                }
+            )
+        )
         (d / "log").write_text("")
 
 
@@ -278,10 +291,14 @@ def facts_for(config: Config) -> tuple[dict[str, NodeFacts], list[Subnet]]:
     facts, fabric, mgmt = {}, {}, {}
     for i, n in enumerate(config.nodes):
         facts[n.name] = NodeFacts(
-            name=n.name, host=n.host, reachable=True, gpu=Gpu(name="GB10", count=1, unified=True),
+            name=n.name,
+            host=n.host,
+            reachable=True,
+            gpu=Gpu(name="GB10", count=1, unified=True),
             memory=Memory(total_bytes=128 << 30, available_bytes=120 << 30),
             docker=DockerInfo(version="28.0", images={IMAGE: "sha256:" + "ab" * 32}),
-            model=ModelDir(path=config.model.path, present=True, bytes=1 << 30, files=3))
+            model=ModelDir(path=config.model.path, present=True, bytes=1 << 30, files=3),
+        )
         fabric[n.name] = NodeAddr(iface=f"enp1s0f{i}np{i}", ip=f"10.250.100.{10 + i}", rdma=f"rocep1s0f{i}")
         mgmt[n.name] = NodeAddr(iface="enP7s7", ip=f"10.250.0.{10 + i}")
     return facts, [Subnet(FABRIC, fabric, rdma=True), Subnet(MGMT, mgmt, management=True)]
@@ -295,6 +312,7 @@ def plan_for(config: Config, opts: PlanOptions) -> Plan:
 def planner_for(config: Config):
     async def planner(opts: PlanOptions) -> Plan:
         return plan_for(config, opts)
+
     return planner
 
 
@@ -321,20 +339,38 @@ async def fake_cluster(tmp_path: Path, client_key):
             name = f"n{i + 1}"
             home = tmp_path / name
             (home / "docker").mkdir(parents=True)
-            env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(home),
-                   "FAKE_DOCKER_DIR": str(home / "docker"), "FAKE_DOCKER_CALLS": str(calls), "FAKE_NODE": name,
-                   "FAKE_RAY_NODES": str(ray_nodes if ray_nodes is not None else n)}
+            env = {
+                "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                "HOME": str(home),
+                "FAKE_DOCKER_DIR": str(home / "docker"),
+                "FAKE_DOCKER_CALLS": str(calls),
+                "FAKE_NODE": name,
+                "FAKE_RAY_NODES": str(ray_nodes if ray_nodes is not None else n),
+            }
             hk = asyncssh.generate_private_key("ssh-ed25519")
             srv = await LocalSshServer(hk, [client_key], host="127.0.0.1", env=env).start()
             servers.append(srv)
             with kh.open("a") as f:
                 f.write(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode()}")
-            nodes.append(NodeConfig(name=name, host="127.0.0.1", port=srv.port, user="root",
-                                    identity_file=str(key_path), role="head" if i == 0 else "worker"))
+            nodes.append(
+                NodeConfig(
+                    name=name,
+                    host="127.0.0.1",
+                    port=srv.port,
+                    user="root",
+                    identity_file=str(key_path),
+                    role="head" if i == 0 else "worker",
+                )
+            )
             fakes.append(FakeNode(name, home / "docker", srv))
         ssh = SshConfig(known_hosts=str(kh), connect_timeout=3, ssh_config=[], keepalive_interval=2)
-        cfg = Config(cluster="lab", nodes=nodes, model=ModelConfig(name="tiny", path="/models/tiny"), ssh=ssh,
-                     engine=EngineDefaults(hang_after=hang_after))
+        cfg = Config(
+            cluster="lab",
+            nodes=nodes,
+            model=ModelConfig(name="tiny", path="/models/tiny"),
+            ssh=ssh,
+            engine=EngineDefaults(hang_after=hang_after),
+        )
         cfg.images.sglang = cfg.images.vllm = IMAGE
         return FakeCluster(cfg, fakes, calls)
 

@@ -1,4 +1,5 @@
 """A deployment's lock on the head: one launch, pivot, redeploy or stop at a time, named when refused."""
+
 from __future__ import annotations
 
 import json
@@ -130,4 +131,3 @@ async def test_a_resume_that_fails_says_so_and_names_redeploy(fake_cluster):
             await again.close()
     p = next(p for p in again.problems if p.kind == "resumed_broken")
     assert "resumed 2 container(s)" in p.message and "`sparktui redeploy`" in p.hint
-

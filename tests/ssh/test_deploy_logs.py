@@ -1,4 +1,5 @@
 """Log following across a dropped SSH connection, and the hang watchdog, against stand-in nodes."""
+
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
@@ -73,15 +74,20 @@ async def test_silence_inside_distributed_init_is_flagged_as_a_hang_with_the_sgl
         try:
             await d.launch(plan)
             for n in plan.nodes:
-                fc[n.name].write_log(n.container, "[2026-01-01 00:00:00 TP0] Init torch distributed begin.",
-                                     "[2026-01-01 00:00:00 TP0] CustomAllreduce is disabled because this process "
-                                     "group spans across nodes.")
+                fc[n.name].write_log(
+                    n.container,
+                    "[2026-01-01 00:00:00 TP0] Init torch distributed begin.",
+                    "[2026-01-01 00:00:00 TP0] CustomAllreduce is disabled because this process "
+                    "group spans across nodes.",
+                )
             hang = await rec.wait_for(lambda e: isinstance(e, Problem) and e.kind == "rendezvous_hang")
             await rec.wait_for(lambda e: isinstance(e, DeploymentChanged) and e.state == "hung")
             assert d.current.state == "hung" and d.current.detail.startswith(f"rendezvous_hang on {hang.node}")
             # a late "ends" proves the suspicion wrong: the problem is withdrawn and the state moves on
-            fc[hang.node].write_log(plan.nodes[0].container if hang.node == "n1" else plan.nodes[1].container,
-                                    "[2026-01-01 00:00:09 TP0] Init torch distributed ends. mem usage=0.30 GB")
+            fc[hang.node].write_log(
+                plan.nodes[0].container if hang.node == "n1" else plan.nodes[1].container,
+                "[2026-01-01 00:00:09 TP0] Init torch distributed ends. mem usage=0.30 GB",
+            )
             await rec.wait_for(lambda e: isinstance(e, ProblemCleared) and e.problem.node == hang.node)
         finally:
             await d.close()

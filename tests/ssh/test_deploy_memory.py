@@ -1,4 +1,5 @@
 """The memory guard during a launch, against in-process nodes whose meminfo is a file of the test's own."""
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,9 @@ def ours(fc, node: str) -> list[str]:
     return [c for c in fc[node].names() if c.startswith("sparktui-lab-")]
 
 
-async def test_a_node_under_the_floor_stops_this_deployment_everywhere_and_leaves_it_failed(fake_cluster, files,
-                                                                                             tmp_path):
+async def test_a_node_under_the_floor_stops_this_deployment_everywhere_and_leaves_it_failed(
+    fake_cluster, files, tmp_path
+):
     fc = await fake_cluster(2)
     fc.config.memory.interval = 0.05
     for n in ("n1", "n2"):

@@ -1,4 +1,5 @@
 """Secrets reach the engine through its environment (an env file docker reads), never a command line."""
+
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
@@ -14,8 +15,9 @@ TOKEN = "hf_test_token_0123456789"
 
 async def test_vllm_gets_its_key_and_token_from_an_env_file_and_no_argv_holds_them(fake_cluster):
     fc = await fake_cluster(2)
-    plan = plan_for(fc.config, PlanOptions(engine="vllm", mode="ray", extra_args=["--api-key", KEY],
-                                           env={"HF_TOKEN": TOKEN}))
+    plan = plan_for(
+        fc.config, PlanOptions(engine="vllm", mode="ray", extra_args=["--api-key", KEY], env={"HF_TOKEN": TOKEN})
+    )
     assert plan.ok, plan.errors
     for step in plan.steps:  # the line the node's shell gets as its argv
         assert KEY not in step.command and TOKEN not in step.command, step.command

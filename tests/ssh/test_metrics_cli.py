@@ -3,6 +3,7 @@
 The engine's port is a real HTTP server on this machine's loopback (where the stand-in node's
 forwarding lands), its text written by the real prometheus_client with vLLM V1's series.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,9 @@ class Engine:
         Gauge("vllm:kv_cache_usage_perc", "kv", lab, registry=self.reg).labels("m", "0").set(0.25)
         self.gen = Counter("vllm:generation_tokens", "g", lab, registry=self.reg).labels("m", "0")
         self.prompt = Counter("vllm:prompt_tokens", "p", lab, registry=self.reg).labels("m", "0")
-        self.ttft = Histogram("vllm:time_to_first_token_seconds", "t", lab, buckets=[0.02, 0.04, 0.08, 0.16],
-                              registry=self.reg).labels("m", "0")
+        self.ttft = Histogram(
+            "vllm:time_to_first_token_seconds", "t", lab, buckets=[0.02, 0.04, 0.08, 0.16], registry=self.reg
+        ).labels("m", "0")
 
     async def handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         line = await r.readline()
@@ -43,8 +45,11 @@ class Engine:
         for _ in range(50):
             self.ttft.observe(0.03)
         body = (self.text if self.text is not None else generate_latest(self.reg).decode()).encode()
-        w.write(f"HTTP/1.1 {self.status} X\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
-                f"Connection: close\r\n\r\n".encode() + body)
+        w.write(
+            f"HTTP/1.1 {self.status} X\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+            f"Connection: close\r\n\r\n".encode()
+            + body
+        )
         await w.drain()
         w.close()
 
@@ -81,8 +86,9 @@ async def test_metrics_json_reports_the_serving_keys_from_two_scrapes(fake_clust
 async def test_metrics_watch_prints_a_line_per_interval_and_stops_after_count(fake_cluster, tmp_path):
     eng = Engine()
     conf = await _setup(fake_cluster, tmp_path, eng)
-    rc, out, err = await sparktui("metrics", "--watch", "--count", "3", "--json", "--interval", "0.2",
-                                  "--config", str(conf))
+    rc, out, err = await sparktui(
+        "metrics", "--watch", "--count", "3", "--json", "--interval", "0.2", "--config", str(conf)
+    )
     eng.server.close()
     assert rc == 0, err
     assert len(out.splitlines()) == 3 and eng.scrapes == 4
@@ -91,8 +97,9 @@ async def test_metrics_watch_prints_a_line_per_interval_and_stops_after_count(fa
 async def test_metrics_watch_json_says_each_tick_when_the_engine_is_unreachable(fake_cluster, tmp_path):
     eng = Engine(answers=3)
     conf = await _setup(fake_cluster, tmp_path, eng)
-    rc, out, err = await sparktui("metrics", "--watch", "--count", "4", "--json", "--interval", "0.2",
-                                  "--config", str(conf))
+    rc, out, err = await sparktui(
+        "metrics", "--watch", "--count", "4", "--json", "--interval", "0.2", "--config", str(conf)
+    )
     eng.server.close()
     assert rc == 0, err
     docs = [json.loads(line) for line in out.splitlines()]

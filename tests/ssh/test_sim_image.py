@@ -1,4 +1,5 @@
 """tools/build_sim_image.py: a docker-archive tarball `docker load` accepts, and a root filesystem."""
+
 from __future__ import annotations
 
 import hashlib
@@ -57,13 +58,21 @@ def test_layer_holds_python_its_libraries_and_the_engines(image):
         entries = {m.name: m for m in fs.getmembers()}
     py = os.path.basename(os.path.realpath("/usr/bin/python3"))
     version = py.replace("python", "")
-    for path in (f"usr/bin/{py}", "usr/bin/dash", f"usr/lib/{py}/asyncio/__init__.py", f"usr/lib/{py}/argparse.py",
-                 f"usr/local/lib/{py}/dist-packages/sglang/launch_server.py",
-                 f"usr/local/lib/{py}/dist-packages/sglang/cli/main.py", "usr/local/bin/sglang",
-                 f"usr/local/lib/{py}/dist-packages/vllm/entrypoints/cli/main.py",
-                 f"usr/local/lib/{py}/dist-packages/ray/scripts/scripts.py",
-                 f"usr/local/lib/{py}/dist-packages/sparktui/sim/sglang_server.py",
-                 "usr/local/bin/vllm", "usr/local/bin/ray", "etc/passwd"):
+    for path in (
+        f"usr/bin/{py}",
+        "usr/bin/dash",
+        f"usr/lib/{py}/asyncio/__init__.py",
+        f"usr/lib/{py}/argparse.py",
+        f"usr/local/lib/{py}/dist-packages/sglang/launch_server.py",
+        f"usr/local/lib/{py}/dist-packages/sglang/cli/main.py",
+        "usr/local/bin/sglang",
+        f"usr/local/lib/{py}/dist-packages/vllm/entrypoints/cli/main.py",
+        f"usr/local/lib/{py}/dist-packages/ray/scripts/scripts.py",
+        f"usr/local/lib/{py}/dist-packages/sparktui/sim/sglang_server.py",
+        "usr/local/bin/vllm",
+        "usr/local/bin/ray",
+        "etc/passwd",
+    ):
         assert path in entries and entries[path].isfile(), path
     assert entries["usr/bin/python3"].issym() and entries["bin"].issym() and entries["usr/bin/sh"].linkname == "dash"
     assert entries["tmp"].mode == 0o1777
@@ -99,14 +108,29 @@ def test_rootfs_runs_the_engines_in_a_chroot(tmp_path):
     probe = subprocess.run([chroot, str(root), "/bin/sh", "-c", "true"], env=env, capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"chroot not permitted here: {probe.stderr.strip()}")
-    helped = subprocess.run([chroot, str(root), "python3", "-m", "sglang.launch_server", "--help"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    helped = subprocess.run(
+        [chroot, str(root), "python3", "-m", "sglang.launch_server", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert helped.returncode == 0 and "--dist-init-addr" in helped.stdout, helped.stderr
-    served = subprocess.run([chroot, str(root), "sglang", "serve", "--help"], env=env,  # what plans of 0.5.5+ run
-                            capture_output=True, text=True, timeout=60)
+    served = subprocess.run(
+        [chroot, str(root), "sglang", "serve", "--help"],
+        env=env,  # what plans of 0.5.5+ run
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert served.returncode == 0 and "--dist-init-addr" in served.stdout, served.stderr
-    shells = subprocess.run([chroot, str(root), "/bin/sh", "-c", "vllm serve --help && ray --version"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    shells = subprocess.run(
+        [chroot, str(root), "/bin/sh", "-c", "vllm serve --help && ray --version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shells.returncode == 0 and "--tensor-parallel-size" in shells.stdout and "ray, version" in shells.stdout
 
 

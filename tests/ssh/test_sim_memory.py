@@ -1,6 +1,7 @@
 """Simulated engines take the node's memory as the real ones do on a GB10 (one pool for GPU and OS): the
 weights while they load, the KV cache after, and give it back when they end. Two "nodes" are two
 stand-in meminfo files here, as a demo node's is bound over its /proc/meminfo."""
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,7 @@ def test_vllm_takes_the_weights_then_the_kv_cache_and_gives_them_back(tmp_path, 
     with p:
         i = p.wait_for("Model loading took", timeout=60)  # the line after "Loading weights took"
         weights = number(p.snapshot()[i], r"Model loading took ([\d.]+) GiB")
-        assert weights == pytest.approx(MODEL_BYTES / 2 ** 30, abs=1e-3)
+        assert weights == pytest.approx(MODEL_BYTES / 2**30, abs=1e-3)
         # the weights are in use once they are loaded, the KV cache comes after
         assert start - available_gib(meminfo) >= gpu.RUNTIME_OVERHEAD_GIB + weights - 0.01
         i = p.wait_for("Available KV cache memory", timeout=60)
@@ -63,27 +64,35 @@ def test_two_sglang_ranks_take_memory_on_their_own_nodes(tmp_path):
         f = tmp_path / f"meminfo{k}"
         f.write_text(hardware.meminfo())
         files.append(f)
-        envs.append({hostmem.MEMINFO_ENV: str(f), hostmem.LEDGER_ENV: str(tmp_path / f"held{k}"),
-                     "SGLANG_HOST_IP": f"127.0.0.{k + 1}"})
+        envs.append(
+            {
+                hostmem.MEMINFO_ENV: str(f),
+                hostmem.LEDGER_ENV: str(tmp_path / f"held{k}"),
+                "SGLANG_HOST_IP": f"127.0.0.{k + 1}",
+            }
+        )
     start = available_gib(files[0])
     dist, port = free_port("127.0.0.2"), free_port("127.0.0.2")
     common = ["--model-path", model, "--tp", "2", "--nnodes", "2", "--dist-init-addr", f"127.0.0.2:{dist}"]
-    worker = SimProcess(module_argv("sglang.launch_server", *common, "--node-rank", "1"), speed=SPEED,
-                        extra_env=envs[1])
-    head = SimProcess(module_argv("sglang.launch_server", *common, "--node-rank", "0", "--host", "127.0.0.2",
-                                  "--port", str(port)), speed=SPEED, extra_env=envs[0])
+    worker = SimProcess(
+        module_argv("sglang.launch_server", *common, "--node-rank", "1"), speed=SPEED, extra_env=envs[1]
+    )
+    head = SimProcess(
+        module_argv("sglang.launch_server", *common, "--node-rank", "0", "--host", "127.0.0.2", "--port", str(port)),
+        speed=SPEED,
+        extra_env=envs[0],
+    )
     with worker, head:
         i = head.wait_for("Load weight end.", timeout=60)
         weights = number(head.snapshot()[i], r"mem usage=([\d.]+) GB")
-        assert weights == pytest.approx(MODEL_BYTES / 2 / 2 ** 30, abs=0.01)  # each rank half the model
+        assert weights == pytest.approx(MODEL_BYTES / 2 / 2**30, abs=0.01)  # each rank half the model
         assert start - available_gib(files[0]) >= gpu.RUNTIME_OVERHEAD_GIB + weights - 0.01
         i = head.wait_for("KV Cache is allocated.", timeout=60)
         kv = 2 * number(head.snapshot()[i], r"K size: ([\d.]+) GB")
         head.wait_for("The server is fired up", timeout=60)
         worker.wait_for("Capture cuda graph end.", timeout=60)
         for f in files:  # the same on both nodes, and nothing of one rank lands on the other's node
-            assert start - available_gib(f) == pytest.approx(gpu.RUNTIME_OVERHEAD_GIB + weights + kv + 0.86,
-                                                             abs=0.03)
+            assert start - available_gib(f) == pytest.approx(gpu.RUNTIME_OVERHEAD_GIB + weights + kv + 0.86, abs=0.03)
         # killed, as `docker kill` does: what it held stays until its container's end hands it back
         worker.proc.send_signal(signal.SIGKILL)
         worker.proc.wait(10)

@@ -2,6 +2,7 @@
 timeouts end it as the real ones do. Two loopback "nodes" (127.0.0.2 head, 127.0.0.3 worker); the worker is
 frozen with SIGSTOP on its process group, what `docker pause` does to a container (the cgroup freezer).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,22 +34,47 @@ def vllm_pair(model: str, tmp_path, env=None, speed=SPEED, scenarios=()):
     master, port = free_port("127.0.0.2"), free_port("127.0.0.2")
     common = ["serve", model, "-tp", "2", "--nnodes", "2", "--master-addr", "127.0.0.2", "--master-port", str(master)]
     extra = dict(env or {}, TMPDIR=str(tmp_path))
-    worker = SimProcess(launcher_argv("vllm", *common, "--node-rank", "1", "--headless"), speed=speed,
-                        scenarios=scenarios, extra_env=dict(extra, VLLM_HOST_IP="127.0.0.3"))
-    head = SimProcess(launcher_argv("vllm", *common, "--node-rank", "0", "--host", "127.0.0.2", "--port", str(port)),
-                      speed=speed, scenarios=scenarios, extra_env=dict(extra, VLLM_HOST_IP="127.0.0.2"))
+    worker = SimProcess(
+        launcher_argv("vllm", *common, "--node-rank", "1", "--headless"),
+        speed=speed,
+        scenarios=scenarios,
+        extra_env=dict(extra, VLLM_HOST_IP="127.0.0.3"),
+    )
+    head = SimProcess(
+        launcher_argv("vllm", *common, "--node-rank", "0", "--host", "127.0.0.2", "--port", str(port)),
+        speed=speed,
+        scenarios=scenarios,
+        extra_env=dict(extra, VLLM_HOST_IP="127.0.0.2"),
+    )
     return head, worker, f"http://127.0.0.2:{port}"
 
 
 def sglang_pair(model: str, extra=(), speed=SPEED, scenarios=()):
     dist, port = free_port("127.0.0.2"), free_port("127.0.0.2")
-    common = ["--model-path", model, "--tp", "2", "--nnodes", "2", "--dist-init-addr", f"127.0.0.2:{dist}",
-              "--enable-metrics", *extra]
-    worker = SimProcess(module_argv("sglang.launch_server", *common, "--node-rank", "1"), speed=speed,
-                        scenarios=scenarios, extra_env={"SGLANG_HOST_IP": "127.0.0.3"})
-    head = SimProcess(module_argv("sglang.launch_server", *common, "--node-rank", "0", "--host", "127.0.0.2",
-                                  "--port", str(port)), speed=speed, scenarios=scenarios,
-                      extra_env={"SGLANG_HOST_IP": "127.0.0.2"})
+    common = [
+        "--model-path",
+        model,
+        "--tp",
+        "2",
+        "--nnodes",
+        "2",
+        "--dist-init-addr",
+        f"127.0.0.2:{dist}",
+        "--enable-metrics",
+        *extra,
+    ]
+    worker = SimProcess(
+        module_argv("sglang.launch_server", *common, "--node-rank", "1"),
+        speed=speed,
+        scenarios=scenarios,
+        extra_env={"SGLANG_HOST_IP": "127.0.0.3"},
+    )
+    head = SimProcess(
+        module_argv("sglang.launch_server", *common, "--node-rank", "0", "--host", "127.0.0.2", "--port", str(port)),
+        speed=speed,
+        scenarios=scenarios,
+        extra_env={"SGLANG_HOST_IP": "127.0.0.2"},
+    )
     return head, worker, f"http://127.0.0.2:{port}"
 
 
@@ -73,16 +99,22 @@ class Request(threading.Thread):
             self.result = (0, str(e).encode())
 
     def _post(self) -> tuple[int, bytes]:
-        return http("POST", f"{self.base}/v1/completions",
-                           {"prompt": "Explain tensor parallelism.", "max_tokens": self.max_tokens,
-                            "ignore_eos": True}, timeout=self.timeout)
+        return http(
+            "POST",
+            f"{self.base}/v1/completions",
+            {"prompt": "Explain tensor parallelism.", "max_tokens": self.max_tokens, "ignore_eos": True},
+            timeout=self.timeout,
+        )
 
 
 def series(base: str, name: str) -> float:
     """The sum of one metric's samples on /metrics."""
     text = http("GET", f"{base}/metrics")[1].decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name + "{") or line.startswith(name + " "))
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name + "{") or line.startswith(name + " ")
+    )
 
 
 def test_a_frozen_worker_stalls_vllm_while_health_answers_then_tokens_flow_again(model, tmp_path):
@@ -105,7 +137,7 @@ def test_a_frozen_worker_stalls_vllm_while_health_answers_then_tokens_flow_again
             assert http("GET", f"{base}/health")[0] == 200  # the API process does not know
             assert series(base, "vllm:num_requests_running") == 0 and series(base, "vllm:num_requests_waiting") == 0
             again = head.wait_for(SHM_WAIT, timeout=30, start=head.find(SHM_WAIT, mark) + 1)  # and 60 s later
-            stalled = head.snapshot()[:again + 1]
+            stalled = head.snapshot()[: again + 1]
             assert series(base, "vllm:generation_tokens_total") == tokens  # flat all along
             assert first.result is None and second.result is None
             assert head.find(STALLED_STATS, mark) < 0  # its stats line never shows them either
@@ -159,8 +191,9 @@ def test_a_frozen_sglang_worker_stalls_the_head_until_the_scheduler_watchdog(mod
             req.start()
             mark = len(head.snapshot())
             assert http("GET", f"{base}/health")[0] == 200
-            head.wait_for("Scheduler watchdog timeout (self.watchdog_timeout=200, self.soft=False)", timeout=30,
-                          start=mark)
+            head.wait_for(
+                "Scheduler watchdog timeout (self.watchdog_timeout=200, self.soft=False)", timeout=30, start=mark
+            )
             assert head.wait_exit(timeout=30) == 137
         finally:
             freeze(worker, False)
@@ -168,7 +201,8 @@ def test_a_frozen_sglang_worker_stalls_the_head_until_the_scheduler_watchdog(mod
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_the_collective_timeout_scenario_ends_serving_with_torch_s_watchdog_and_diagnose_names_it(
-        engine, model, tmp_path, capsys):
+    engine, model, tmp_path, capsys
+):
     if engine == "vllm":
         head, worker, base = vllm_pair(model, tmp_path, speed=400, scenarios=("collective-timeout",))
         ready = READY_VLLM
@@ -179,8 +213,9 @@ def test_the_collective_timeout_scenario_ends_serving_with_torch_s_watchdog_and_
         head.wait_for(ready, timeout=60)
         req = Request(base, max_tokens=100000)
         req.start()
-        head.wait_for("Terminating the process after attempting to dump debug info, due to collective timeout",
-                      timeout=60)
+        head.wait_for(
+            "Terminating the process after attempting to dump debug info, due to collective timeout", timeout=60
+        )
         req.join(30)
         # the request in flight gets the engine's error (vLLM), or loses its connection as SGLang exits
         assert req.result is not None and req.result[0] == (500 if engine == "vllm" else 0)
@@ -215,12 +250,24 @@ def test_a_frozen_ray_worker_node_is_marked_dead_by_the_gcs_and_vllm_dies_with_i
 
     head = ray(head_tmp, "start", "--head", "--node-ip-address", "127.0.0.2", "--port", str(gcs), "--block")
     worker = ray(worker_tmp, "start", "--address", f"127.0.0.2:{gcs}", "--node-ip-address", "127.0.0.3", "--block")
-    server = SimProcess(launcher_argv("vllm", "serve", model, "--tensor-parallel-size", "2",
-                                      "--distributed-executor-backend", "ray", "--host", "127.0.0.2", "--port",
-                                      str(port)), speed=SPEED,
-                        # the switch that keeps a dead engine's API server up: /health then answers 503
-                        extra_env={"TMPDIR": str(head_tmp), "VLLM_HOST_IP": "127.0.0.2",
-                                   "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH": "1"})
+    server = SimProcess(
+        launcher_argv(
+            "vllm",
+            "serve",
+            model,
+            "--tensor-parallel-size",
+            "2",
+            "--distributed-executor-backend",
+            "ray",
+            "--host",
+            "127.0.0.2",
+            "--port",
+            str(port),
+        ),
+        speed=SPEED,
+        # the switch that keeps a dead engine's API server up: /health then answers 503
+        extra_env={"TMPDIR": str(head_tmp), "VLLM_HOST_IP": "127.0.0.2", "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH": "1"},
+    )
     base = f"http://127.0.0.2:{port}"
     with head:
         head.wait_for("This command will now block forever", timeout=30)
@@ -235,8 +282,9 @@ def test_a_frozen_ray_worker_node_is_marked_dead_by_the_gcs_and_vllm_dies_with_i
                     req.start()
                     assert http("GET", f"{base}/health")[0] == 200
                     # Ray's health checks miss five times in a row (~65 engine s): the node is dead
-                    server.wait_for("has been marked dead because the detector has missed too many heartbeats",
-                                    timeout=30)
+                    server.wait_for(
+                        "has been marked dead because the detector has missed too many heartbeats", timeout=30
+                    )
                     server.wait_for("ray.exceptions.ActorDiedError: The actor died unexpectedly", timeout=30)
                     req.join(30)
                     assert req.result is not None and req.result[0] == 500

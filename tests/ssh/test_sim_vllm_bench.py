@@ -1,6 +1,7 @@
 """The simulator image's `vllm bench serve` against the simulated vLLM: it really sends the workload and
 writes the real client's result (same keys as the real vLLM 0.31.0 client's, tests/unit/samples/bench/),
 figures measured from the stream, which sparktui's reader turns into a row."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ SAMPLES = Path(__file__).resolve().parents[1] / "unit" / "samples" / "bench"
 def server(tmp_path_factory):
     model = str(make_model(tmp_path_factory.mktemp("m") / "qwen", shards=2))
     port = free_port()
-    proc = SimProcess(launcher_argv("vllm", "serve", model, "--port", str(port), "--served-model-name", "sim-model"),
-                      speed=50).start()
+    proc = SimProcess(
+        launcher_argv("vllm", "serve", model, "--port", str(port), "--served-model-name", "sim-model"), speed=50
+    ).start()
     try:
         proc.wait_for("Application startup complete.", timeout=120)
         yield port, model
@@ -72,8 +74,13 @@ def test_concurrency_shows_in_the_figures(server, tmp_path):
 
 
 def test_unknown_options_are_refused_in_argparses_words(tmp_path):
-    ran = subprocess.run(launcher_argv("vllm", "bench", "serve", "--model", "m", "--no-such-flag"),
-                         capture_output=True, text=True, timeout=60, env=sim_env(None))
+    ran = subprocess.run(
+        launcher_argv("vllm", "bench", "serve", "--model", "m", "--no-such-flag"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=sim_env(None),
+    )
     assert ran.returncode == 2 and "error: unrecognized arguments: --no-such-flag" in ran.stderr
 
 
@@ -90,13 +97,20 @@ def test_the_start_script_hands_the_key_to_the_client_and_leaves_it_nowhere(tmp_
     """The endpoint's key comes on stdin, reaches the client as OPENAI_API_KEY (what the real client sends as a
     bearer token), and is on no command line, in no file once read, and in no log."""
     key = "sk-bench-ＫＥＹ-1"
-    text = client.start("b1", 'printf "%s" "$OPENAI_API_KEY" > seen; tr "\\0" " " < /proc/$$/cmdline > cmdline',
-                        key_on_stdin=True)
+    text = client.start(
+        "b1", 'printf "%s" "$OPENAI_API_KEY" > seen; tr "\\0" " " < /proc/$$/cmdline > cmdline', key_on_stdin=True
+    )
     assert key not in text
     home = tmp_path / "home"
     home.mkdir()
-    r = subprocess.run(["sh", "-c", text], input=key, capture_output=True, text=True, timeout=30,
-                       env={"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    r = subprocess.run(
+        ["sh", "-c", text],
+        input=key,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 0, r.stderr
     d = home / client.STATE_ROOT / "b1"
     deadline = time.monotonic() + 20
@@ -112,19 +126,31 @@ def test_the_start_script_hands_the_key_to_the_client_and_leaves_it_nowhere(tmp_
 def test_a_keyed_endpoint_answers_the_client_that_sends_the_key_and_refuses_one_that_does_not(tmp_path):
     model = str(make_model(tmp_path / "m" / "qwen", shards=2))
     port = free_port()
-    proc = SimProcess(launcher_argv("vllm", "serve", model, "--port", str(port), "--served-model-name", "sim-model",
-                                    "--api-key", "sk-k1"), speed=50).start()
+    proc = SimProcess(
+        launcher_argv(
+            "vllm", "serve", model, "--port", str(port), "--served-model-name", "sim-model", "--api-key", "sk-k1"
+        ),
+        speed=50,
+    ).start()
     try:
         proc.wait_for("Application startup complete.", timeout=120)
         w = client.Workload([2], input_len=8, output_len=4, prompts_per_slot=2)
-        argv = [a.replace("__DIR__", str(tmp_path)) for a in
-                launcher_argv("vllm") + client.bench_args(port, "sim-model", model, w, 2)]
-        keyed = subprocess.run(argv, capture_output=True, text=True, timeout=120,
-                               env=sim_env(None) | {"OPENAI_API_KEY": "sk-k1"})
+        argv = [
+            a.replace("__DIR__", str(tmp_path))
+            for a in launcher_argv("vllm") + client.bench_args(port, "sim-model", model, w, 2)
+        ]
+        keyed = subprocess.run(
+            argv, capture_output=True, text=True, timeout=120, env=sim_env(None) | {"OPENAI_API_KEY": "sk-k1"}
+        )
         assert keyed.returncode == 0, keyed.stdout + keyed.stderr
         assert json.loads((tmp_path / "c2.json").read_text())["completed"] == w.num_prompts(2)
-        bare = subprocess.run(argv, capture_output=True, text=True, timeout=120,
-                              env={k: v for k, v in sim_env(None).items() if k != "OPENAI_API_KEY"})
+        bare = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={k: v for k, v in sim_env(None).items() if k != "OPENAI_API_KEY"},
+        )
         assert bare.returncode != 0  # every request refused: 401
     finally:
         proc.terminate()

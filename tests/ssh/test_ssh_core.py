@@ -1,4 +1,5 @@
 """The SSH core against in-process servers: commands, quoting, streams, host keys, caps, reconnects."""
+
 from __future__ import annotations
 
 import asyncio

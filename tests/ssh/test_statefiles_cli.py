@@ -1,5 +1,6 @@
 """A damaged state file on a node, as a user meets it: `pivot`, `redeploy`, `sync status` and `status` say in
 one line which file and what to do, exit 1 at most, and the rest of the command goes on (no traceback)."""
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,16 @@ def _one_line_error(rc: int, err: str, *words: str) -> None:
     assert hit, err
 
 
-@pytest.mark.parametrize("content,words", [
-    ('{"deployment": "lab", "engine": "sglang", "mode": "native", "options": "x"}', "'options' is a string"),
-    ('{"deployment": "lab", "engine": "sglang", "mode": "native", "options": {"env": ["A=1"]}}', "'env' is a list"),
-    ('{"deployment": "lab", "engine": "sglang", "mode": "native", "tp": "two", "options": {}}', "'tp' is a string"),
-    ("garbage{", "unreadable"),
-    ("", "is empty"),
-])
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        ('{"deployment": "lab", "engine": "sglang", "mode": "native", "options": "x"}', "'options' is a string"),
+        ('{"deployment": "lab", "engine": "sglang", "mode": "native", "options": {"env": ["A=1"]}}', "'env' is a list"),
+        ('{"deployment": "lab", "engine": "sglang", "mode": "native", "tp": "two", "options": {}}', "'tp' is a string"),
+        ("garbage{", "unreadable"),
+        ("", "is empty"),
+    ],
+)
 async def test_a_damaged_record_is_named_by_pivot_and_redeploy(fake_cluster, tmp_path, content, words):
     fc = await fake_cluster(2)
     conf = write_config(fc.config, tmp_path / "c.yaml")
@@ -49,14 +53,30 @@ async def test_a_damaged_transfer_is_listed_as_such_and_the_others_still_are(fak
     conf = write_config(fc.config, tmp_path / "c.yaml")
     good = tmp_path / "n1" / TRANSFERS / "model-n2-20250101T000000-abcd"
     good.mkdir(parents=True)
-    (good / "meta.json").write_text(json.dumps({
-        "id": good.name, "kind": "model", "source": "n1", "dest": "n2", "addr": "10.0.0.2", "user": "root",
-        "path": "/models/tiny", "started": 1000.0}) + "\n")
+    (good / "meta.json").write_text(
+        json.dumps(
+            {
+                "id": good.name,
+                "kind": "model",
+                "source": "n1",
+                "dest": "n2",
+                "addr": "10.0.0.2",
+                "user": "root",
+                "path": "/models/tiny",
+                "started": 1000.0,
+            }
+        )
+        + "\n"
+    )
     (good / "rc").write_text("0\n")
     (good / "verified").write_text('{"ok": true, "message": "verified: 3 files"}\n')
-    for name, meta in [("model-n2-20250102T000000-dead", '["x"]'),
-                       ("image-n2-20250103T000000-beef", '{"id": ["x"], "kind": "image", "source": "n1", '
-                                                         '"dest": "n2", "addr": "a", "user": "u"}')]:
+    for name, meta in [
+        ("model-n2-20250102T000000-dead", '["x"]'),
+        (
+            "image-n2-20250103T000000-beef",
+            '{"id": ["x"], "kind": "image", "source": "n1", "dest": "n2", "addr": "a", "user": "u"}',
+        ),
+    ]:
         bad = tmp_path / "n1" / TRANSFERS / name
         bad.mkdir(parents=True)
         (bad / "meta.json").write_text(meta + "\n")
@@ -70,8 +90,11 @@ async def test_a_damaged_transfer_is_listed_as_such_and_the_others_still_are(fak
     rc, out, err = await sparktui("status", "--config", str(conf), "--json")
     assert "Traceback" not in err, err
     states = {t["id"]: t["state"] for t in json.loads(out)["transfers"]}
-    assert states == {"model-n2-20250101T000000-abcd": "done", "model-n2-20250102T000000-dead": "unreadable",
-                      "image-n2-20250103T000000-beef": "unreadable"}
+    assert states == {
+        "model-n2-20250101T000000-abcd": "done",
+        "model-n2-20250102T000000-dead": "unreadable",
+        "image-n2-20250103T000000-beef": "unreadable",
+    }
 
 
 async def test_no_record_at_all_still_reads_as_no_record(fake_cluster, tmp_path):

@@ -1,5 +1,6 @@
 """The remote snippets run by a local POSIX shell (dash, busybox sh): state directory life cycle,
 log reads from an offset, listing, cancel, pruning, inventory. No SSH: just the shell side."""
+
 from __future__ import annotations
 
 import json
@@ -26,16 +27,29 @@ def run(request, tmp_path: Path):
     shell = request.param
 
     def run(script: str, check: bool = True) -> subprocess.CompletedProcess:
-        r = subprocess.run([*shell, "-c", script], capture_output=True, text=True, timeout=60,
-                           env={"HOME": str(home), "PATH": os.environ["PATH"]}, cwd=home)
+        r = subprocess.run(
+            [*shell, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"HOME": str(home), "PATH": os.environ["PATH"]},
+            cwd=home,
+        )
         if check:
             assert r.returncode == 0, r.stderr
         return r
 
     run.home = home
     yield run
-    subprocess.run(["sh", "-c", f"for p in {home}/.local/state/sparktui/transfers/*/pid; do "
-                    "[ -f \"$p\" ] && kill -KILL -\"$(cat \"$p\")\" 2>/dev/null; done; true"], check=False)
+    subprocess.run(
+        [
+            "sh",
+            "-c",
+            f"for p in {home}/.local/state/sparktui/transfers/*/pid; do "
+            '[ -f "$p" ] && kill -KILL -"$(cat "$p")" 2>/dev/null; done; true',
+        ],
+        check=False,
+    )
 
 
 def wait_file(path: Path, timeout: float = 20) -> None:
@@ -61,8 +75,13 @@ def test_detached_job_logs_progress_and_leaves_its_exit_status(run):
 
 
 def test_cancel_stops_the_whole_group_and_marks_it(run):
-    run(remote.start_detached("t-2", {"id": "t-2", "kind": "model", "source": "a", "dest": "b", "addr": "x",
-                                      "user": "u"}, "sleep 60 & sleep 60; wait"))
+    run(
+        remote.start_detached(
+            "t-2",
+            {"id": "t-2", "kind": "model", "source": "a", "dest": "b", "addr": "x", "user": "u"},
+            "sleep 60 & sleep 60; wait",
+        )
+    )
     d = run.home / ".local/state/sparktui/transfers/t-2"
     wait_file(d / "pid")
     assert "alive=1" in run(remote.read_state("t-2", 0)).stdout
@@ -113,8 +132,13 @@ def test_file_list_sizes_odd_names_and_reads_the_incomplete_mark(run):
     (d / remote.MARKER).write_text("copy x from a\nsecond line\n")
     inv = parse_file_list(run(remote.file_list("~/models/m")).stdout)
     # a link counts as the file it points to (a model's shards may be links into a cache)
-    assert inv == {"files": 3, "links": 1, "bytes": 2024, "sizes": {"a b": 1000, "link": 1000, "sub/new\nline": 24},
-                   "incomplete": "copy x from a"}
+    assert inv == {
+        "files": 3,
+        "links": 1,
+        "bytes": 2024,
+        "sizes": {"a b": 1000, "link": 1000, "sub/new\nline": 24},
+        "incomplete": "copy x from a",
+    }
     (d / "dangling").symlink_to("gone")
     assert "dangling" not in parse_file_list(run(remote.file_list("~/models/m")).stdout)["sizes"]
     (d / remote.MARKER).unlink()

@@ -1,5 +1,6 @@
 """Parallel rsync streams of one model copy, end to end on the simulated nodes of
 test_transfers_local (in-process SSH servers, real rsync, a stand-in node-to-node ssh)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,9 @@ async def test_three_streams_copy_the_tree_and_report_each_stream(make_env):
     env.opts.bwlimit = "9m"  # ~1.3 s: progress is read while the streams run
     events: list[TransferProgress] = []
     async with Cluster(env.config) as c:
-        [out] = await asyncio.wait_for(sync_model(c, env.config, emit=events.append, opts=env.opts,
-                                                  addrs=env.addrs), 60)
+        [out] = await asyncio.wait_for(
+            sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs), 60
+        )
         [rec] = await list_transfers(c)
     assert out.ok, out.message
     assert rec.meta.streams == 3
@@ -65,8 +67,11 @@ async def test_cancel_stops_every_stream_and_the_next_sync_resumes(make_env):
     events: list[TransferProgress] = []
     async with Cluster(env.config) as c:
         task = asyncio.ensure_future(sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs))
-        await until(lambda: any(e.state == "running" and e.streams and all(r["bytes"] for r in e.streams)
-                                for e in events), 30, "every stream sending")
+        await until(
+            lambda: any(e.state == "running" and e.streams and all(r["bytes"] for r in e.streams) for e in events),
+            30,
+            "every stream sending",
+        )
         tid = next(e.id for e in events if e.state == "running")
         said = await cancel_transfer(c, tid)
         [out] = await asyncio.wait_for(task, 30)
@@ -77,8 +82,9 @@ async def test_cancel_stops_every_stream_and_the_next_sync_resumes(make_env):
         whole = await inventory(c["n2"], MODEL)
     state = env.homes["n1"] / ".local/state/sparktui/transfers" / tid
     pgid = (state / "pid").read_text().strip()
-    left = subprocess.run(["sh", "-c", f"ps -eo pgid=,stat= | awk '$1 == {pgid} && $2 !~ /^Z/'"],
-                          capture_output=True, text=True).stdout
+    left = subprocess.run(
+        ["sh", "-c", f"ps -eo pgid=,stat= | awk '$1 == {pgid} && $2 !~ /^Z/'"], capture_output=True, text=True
+    ).stdout
     assert "stopped" in said and rec.state == "cancelled" and not out.ok
     assert left == "", f"processes of the copy still running: {left}"
     assert cut["incomplete"] is not None and 0 < cut["bytes"] < 18 * MB  # partial files kept, marked

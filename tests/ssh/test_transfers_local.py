@@ -5,6 +5,7 @@ HOME and behaves like `ssh -o BatchMode=yes`: it refuses an unknown host key or 
 authorized_keys. rsync is real; docker is a stand-in whose images are files. Nothing is dialled:
 the fabric addresses below are only labels the stand-in looks up.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,15 +22,27 @@ from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
 from sparktui.core.events import TransferProgress
 from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import (
-    TransferBusy, TransferError, TransferOptions, cancel_transfer, list_transfers, reattach, setup_trust,
-    start_model_transfer, sync_image, sync_model, transfer_status, trust_plan, verify_model,
+    TransferBusy,
+    TransferError,
+    TransferOptions,
+    cancel_transfer,
+    list_transfers,
+    reattach,
+    setup_trust,
+    start_model_transfer,
+    sync_image,
+    sync_model,
+    transfer_status,
+    trust_plan,
+    verify_model,
 )
 from sparktui.core.transfers.model_sync import inventory
 from sparktui.core.transfers.trust import TrustPlan
 from sparktui.demo.sshserver import LocalSshServer
 
-pytestmark = pytest.mark.skipif(not shutil.which("rsync") or not shutil.which("ssh-keygen"),
-                                reason="needs rsync and ssh-keygen on this machine")
+pytestmark = pytest.mark.skipif(
+    not shutil.which("rsync") or not shutil.which("ssh-keygen"), reason="needs rsync and ssh-keygen on this machine"
+)
 
 FAKE_SSH = r"""#!/bin/sh
 user=
@@ -155,16 +168,31 @@ async def make_env(tmp_path: Path, client_key):
         for i, nm in enumerate(names):
             homes[nm].mkdir(parents=True)
             hk = asyncssh.generate_private_key("ssh-ed25519")
-            env = {"HOME": str(homes[nm]), "PATH": f"{bin_dir}:{os.environ['PATH']}",
-                   "FAKE_SSH_MAP": str(tmp_path / "ssh-map")}
+            env = {
+                "HOME": str(homes[nm]),
+                "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                "FAKE_SSH_MAP": str(tmp_path / "ssh-map"),
+            }
             srv = await LocalSshServer(hk, [client_key], env=env, cwd=homes[nm]).start()
             servers.append(srv)
             with kh.open("a") as f:
                 f.write(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode()}")
-            nodes.append(NodeConfig(name=nm, host="127.0.0.1", port=srv.port, user="root",
-                                    identity_file=str(key_path), role="head" if i == 0 else "worker"))
-        cfg = Config(cluster="t", nodes=nodes, model=ModelConfig(name="m", path=MODEL),
-                     ssh=SshConfig(known_hosts=str(kh), connect_timeout=5, ssh_config=[]))
+            nodes.append(
+                NodeConfig(
+                    name=nm,
+                    host="127.0.0.1",
+                    port=srv.port,
+                    user="root",
+                    identity_file=str(key_path),
+                    role="head" if i == 0 else "worker",
+                )
+            )
+        cfg = Config(
+            cluster="t",
+            nodes=nodes,
+            model=ModelConfig(name="m", path=MODEL),
+            ssh=SshConfig(known_hosts=str(kh), connect_timeout=5, ssh_config=[]),
+        )
         opts = TransferOptions(ssh=str(bin_dir / "fake-ssh"), poll=0.1, connect_timeout=2, lost_contact=20)
         e = Env(cfg, homes, addrs, opts, servers)
         if trust:
@@ -178,8 +206,15 @@ async def make_env(tmp_path: Path, client_key):
     for s in servers:
         await s.stop()
     # detached jobs of a failed test must not outlive it
-    subprocess.run(["sh", "-c", f"for p in {tmp_path}/nodes/*/.local/state/sparktui/transfers/*/pid; do "
-                    "[ -f \"$p\" ] && kill -KILL -\"$(cat \"$p\")\" 2>/dev/null; done; true"], check=False)
+    subprocess.run(
+        [
+            "sh",
+            "-c",
+            f"for p in {tmp_path}/nodes/*/.local/state/sparktui/transfers/*/pid; do "
+            '[ -f "$p" ] && kill -KILL -"$(cat "$p")" 2>/dev/null; done; true',
+        ],
+        check=False,
+    )
 
 
 def write_model(d: Path, sizes: list[int]) -> None:
@@ -215,8 +250,7 @@ async def test_model_sync_progress_rises_and_verifies(make_env):
     env.opts.bwlimit = "6m"  # a few seconds: several progress reads
     events: list[TransferProgress] = []
     async with Cluster(env.config) as c:
-        outs = await asyncio.wait_for(
-            sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs), 60)
+        outs = await asyncio.wait_for(sync_model(c, env.config, emit=events.append, opts=env.opts, addrs=env.addrs), 60)
         status = await transfer_status(c, env.config)
     assert [(o.dest, o.ok, o.source) for o in outs] == [("n2", True, "n1")]
     assert same_tree(env.model_dir("n1"), env.model_dir("n2"))
@@ -246,8 +280,7 @@ async def test_killed_follower_reattaches_and_the_copy_runs_once(make_env):
         with pytest.raises(TransferBusy):
             await start_model_transfer(c2, "n1", "n2", MODEL, env.addrs["n2"], "root", env.opts)
         again: list[TransferProgress] = []
-        outs = await asyncio.wait_for(
-            sync_model(c2, env.config, emit=again.append, opts=env.opts, addrs=env.addrs), 60)
+        outs = await asyncio.wait_for(sync_model(c2, env.config, emit=again.append, opts=env.opts, addrs=env.addrs), 60)
         recs = await list_transfers(c2)
     assert outs[0].ok and outs[0].id == rec.id
     assert "already running" in again[0].message
@@ -391,7 +424,8 @@ async def test_image_sync_skips_equal_ids_and_ends_with_equal_ids(make_env):
     events: list[TransferProgress] = []
     async with Cluster(env.config) as c:
         outs = await asyncio.wait_for(
-            sync_image(c, env.config, "sglang", emit=events.append, opts=env.opts, addrs=env.addrs), 60)
+            sync_image(c, env.config, "sglang", emit=events.append, opts=env.opts, addrs=env.addrs), 60
+        )
         outs2 = await asyncio.wait_for(sync_image(c, env.config, img, opts=env.opts, addrs=env.addrs), 30)
     by = {o.dest: o for o in outs}
     assert by["n1"].ok and by["n1"].id is None and "already has" in by["n1"].message
@@ -465,13 +499,13 @@ async def test_following_survives_a_dropped_connection_to_the_source(make_env):
 
 async def test_paths_with_spaces_and_quotes_reach_the_shell_as_data(make_env):
     env = await make_env(2)
-    env.config.model.path = "~/models/it's a \"model\" $(touch pwned) ; x"
-    src = env.homes["n1"] / "models" / "it's a \"model\" $(touch pwned) ; x"
+    env.config.model.path = '~/models/it\'s a "model" $(touch pwned) ; x'
+    src = env.homes["n1"] / "models" / 'it\'s a "model" $(touch pwned) ; x'
     write_model(src, [MB])
     async with Cluster(env.config) as c:
         [out] = await asyncio.wait_for(sync_model(c, env.config, opts=env.opts, addrs=env.addrs), 30)
     assert out.ok, out.message
-    assert same_tree(src, env.homes["n2"] / "models" / "it's a \"model\" $(touch pwned) ; x")
+    assert same_tree(src, env.homes["n2"] / "models" / 'it\'s a "model" $(touch pwned) ; x')
     assert not any(p.name == "pwned" for h in env.homes.values() for p in h.rglob("pwned"))
 
 

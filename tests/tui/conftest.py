@@ -1,4 +1,5 @@
 """Shared pieces of the TUI tests: the scripted core, waiting on conditions, pane text at a fixed size."""
+
 from __future__ import annotations
 
 import io
@@ -47,15 +48,27 @@ async def submit_form(pilot, app) -> None:
 def screen_text(app) -> str:
     """The current screen as plain text, as a terminal of the app's size would show it."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system=None,
-                      record=True, legacy_windows=False, safe_box=False)
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system=None,
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-snapshots", action="store_true", default=False,
-                     help="rewrite tests/tui/snapshots/ from the current rendering")
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        default=False,
+        help="rewrite tests/tui/snapshots/ from the current rendering",
+    )
 
 
 async def settled_text(pilot, app, timeout: float = 5.0) -> str:

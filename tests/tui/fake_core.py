@@ -4,6 +4,7 @@ Log lines come from recordings/ (captured from the engine simulator); milestones
 from feeding them to the real Diagnoser, and node facts from real probe output. The replay yields
 to the event loop between batches, so the UI renders while it streams, as with a live cluster.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,8 +15,14 @@ from pathlib import Path
 
 from sparktui.core.config import Config
 from sparktui.core.diagnose import Diagnoser
-from sparktui.core.events import ConnectionChanged, DeploymentChanged, LaunchStep, LogLines, NodeUpdated, \
-    TransferProgress
+from sparktui.core.events import (
+    ConnectionChanged,
+    DeploymentChanged,
+    LaunchStep,
+    LogLines,
+    NodeUpdated,
+    TransferProgress,
+)
 from sparktui.core.facts import NodeFacts
 from sparktui.core.inventory import analyse
 from sparktui.core.journal import Journal
@@ -111,7 +118,7 @@ class ScriptedCore(Controller):
         while any(cursors[n] < len(lines) for n, lines in logs.items()):
             for node, lines in logs.items():
                 start = cursors[node]
-                batch = lines[start:start + BATCH]
+                batch = lines[start : start + BATCH]
                 if not batch:
                     continue
                 cursors[node] = start + len(batch)
@@ -162,17 +169,36 @@ class ScriptedCore(Controller):
             return Prepared(op, "sparks", ch, Preview("copy"), futile=list(self.futile) if op is Op.SYNC_MODEL else [])
         if op is Op.LAUNCH:
             target = self.make_plan(ch.options or PlanOptions())
-            return Prepared(op, "sparks", ch, Preview("Launch sparks", [], starts_of(target)), plan=target,
-                            options=ch.options, errors=list(target.errors), warnings=list(target.warnings))
+            return Prepared(
+                op,
+                "sparks",
+                ch,
+                Preview("Launch sparks", [], starts_of(target)),
+                plan=target,
+                options=ch.options,
+                errors=list(target.errors),
+                warnings=list(target.warnings),
+            )
         if plan is None:
-            return Prepared(op, "sparks", ch, Preview(op.value), errors=["no record of deployment sparks: launch it first"])
+            return Prepared(
+                op, "sparks", ch, Preview(op.value), errors=["no record of deployment sparks: launch it first"]
+            )
         opts = self.options or PlanOptions(tp=plan.tp, pp=plan.pp, rendezvous=plan.subnet)
         if op is Op.PIVOT:  # the other engine, same model, TP/PP, nodes and network
-            opts = replace(opts, engine="vllm" if plan.engine == "sglang" else "sglang", mode=None, image=None,
-                           port=None)
+            opts = replace(
+                opts, engine="vllm" if plan.engine == "sglang" else "sglang", mode=None, image=None, port=None
+            )
         target = self.make_plan(opts)
-        return Prepared(op, "sparks", ch, Preview(f"{op.value} to {target.engine}", stops, starts_of(target)),
-                        plan=target, options=opts, errors=list(target.errors), replaces=True)
+        return Prepared(
+            op,
+            "sparks",
+            ch,
+            Preview(f"{op.value} to {target.engine}", stops, starts_of(target)),
+            plan=target,
+            options=opts,
+            errors=list(target.errors),
+            replaces=True,
+        )
 
     async def preflight(self, prepared: Prepared):
         """Every node meets the head over TCP, unless `fail_preflight` names a node that cannot reach it."""
@@ -180,16 +206,37 @@ class ScriptedCore(Controller):
         self.calls.append(("preflight", plan))
         names = [n.name for n in plan.nodes]
         self.bus.emit(PreflightStarted("sparks", names, plan.subnet, plan.head_ip, plan.image))
-        v = Verdict(Setting(plan.head_ip, plan.dist_port, plan.subnet, plan.image, 30.0, plan.engine, names[0],
-                            ranks={n.rank: n.name for n in plan.nodes}), seconds=1.5)
+        v = Verdict(
+            Setting(
+                plan.head_ip,
+                plan.dist_port,
+                plan.subnet,
+                plan.image,
+                30.0,
+                plan.engine,
+                names[0],
+                ranks={n.rank: n.name for n in plan.nodes},
+            ),
+            seconds=1.5,
+        )
         for n in plan.nodes:
             if n.name == self.fail_preflight:
-                r = NodeResult.failed(n.name, n.rank, n.iface, n.ip, "unreachable",
-                                      f"{plan.head_ip}:{plan.dist_port} timed out")
+                r = NodeResult.failed(
+                    n.name, n.rank, n.iface, n.ip, "unreachable", f"{plan.head_ip}:{plan.dist_port} timed out"
+                )
                 r.reason, r.fix = explain(r, v.setting)
             else:
-                r = NodeResult(n.name, n.rank, n.iface, n.ip, ok=True, path="tcp", transport="tcp", seconds=0.4,
-                               bandwidth_gb_s=1.25)
+                r = NodeResult(
+                    n.name,
+                    n.rank,
+                    n.iface,
+                    n.ip,
+                    ok=True,
+                    path="tcp",
+                    transport="tcp",
+                    seconds=0.4,
+                    bandwidth_gb_s=1.25,
+                )
             v.nodes[n.name] = r
             self.bus.emit(PreflightNode("sparks", r))
             await asyncio.sleep(0)
@@ -229,18 +276,45 @@ class ScriptedCore(Controller):
         tid = "model-spark2-1"
         self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "preparing", total_bytes=total))
         for pct in (5, 25, 50):
-            self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "running", bytes=total * pct // 100,
-                                           total_bytes=total, percent=pct, rate=430e6,
-                                           eta=(total * (100 - pct) / 100) / 430e6, elapsed=pct * 3.0,
-                                           files_done=pct // 2, files_total=57))
+            self.bus.emit(
+                TransferProgress(
+                    tid,
+                    "model",
+                    "spark1",
+                    "spark2",
+                    "running",
+                    bytes=total * pct // 100,
+                    total_bytes=total,
+                    percent=pct,
+                    rate=430e6,
+                    eta=(total * (100 - pct) / 100) / 430e6,
+                    elapsed=pct * 3.0,
+                    files_done=pct // 2,
+                    files_total=57,
+                )
+            )
             await asyncio.sleep(0)
         if self.hold_sync:
             await self.release.wait()
-        self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "verifying", bytes=total, total_bytes=total,
-                                       percent=100.0))
-        self.bus.emit(TransferProgress(tid, "model", "spark1", "spark2", "done", bytes=total, total_bytes=total,
-                                       percent=100.0, files_total=57,
-                                       message="verified: 57 files, sizes match the source"))
+        self.bus.emit(
+            TransferProgress(
+                tid, "model", "spark1", "spark2", "verifying", bytes=total, total_bytes=total, percent=100.0
+            )
+        )
+        self.bus.emit(
+            TransferProgress(
+                tid,
+                "model",
+                "spark1",
+                "spark2",
+                "done",
+                bytes=total,
+                total_bytes=total,
+                percent=100.0,
+                files_total=57,
+                message="verified: 57 files, sizes match the source",
+            )
+        )
         return "spark2: verified: 57 files, sizes match the source"
 
     async def sync_image(self, engine=None) -> str:

@@ -1,5 +1,6 @@
 """Two DGX Sparks as their probes saw them: real command output from tests/unit/samples/probes,
 parsed by the real probe parser, plus a config that names them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -47,10 +48,19 @@ def probe_text(node: str, model_bytes: int | None = CHECKPOINT_BYTES) -> str:
 def spark_facts(model_on_spark2: bool = True) -> dict[str, NodeFacts]:
     return {
         "spark1": parse_probe("spark1", HOSTS["spark1"], probe_text("spark1")),
-        "spark2": parse_probe("spark2", HOSTS["spark2"], probe_text("spark2", CHECKPOINT_BYTES if model_on_spark2 else None)),
+        "spark2": parse_probe(
+            "spark2", HOSTS["spark2"], probe_text("spark2", CHECKPOINT_BYTES if model_on_spark2 else None)
+        ),
     }
 
 
 def spark_config(keymap: dict[str, str] | None = None, theme: str | None = None) -> Config:
-    return make_config(2, hosts=HOSTS, user=None, model_name="Qwen3.5-122B-A10B-FP8",
-                       engine=EngineDefaults(hang_after=90.0), keymap=keymap, theme=theme)
+    return make_config(
+        2,
+        hosts=HOSTS,
+        user=None,
+        model_name="Qwen3.5-122B-A10B-FP8",
+        engine=EngineDefaults(hang_after=90.0),
+        keymap=keymap,
+        theme=theme,
+    )

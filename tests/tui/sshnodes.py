@@ -4,6 +4,7 @@ tools are shims answering with recorded output of two DGX Sparks (tests/unit/sam
 `start_nodes()` is used by the SSH pilot test; run as a script it writes a config for the tmux test
 and the benchmark, prints `READY <config path>` and serves until stdin closes.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,7 +33,7 @@ SHIMS = {
         '  "image ls") cat "$SPARKTUI_TEST_NODE/docker-image-ids.txt" ;;\n'
         '  "ps -a") : ;;\n'
         '  *) echo "docker: $*: not simulated" >&2; exit 1 ;;\n'
-        'esac\n'
+        "esac\n"
     ),
 }
 
@@ -72,12 +73,25 @@ async def start_nodes(root: Path, n: int = 2, hang_after: float = 90.0) -> tuple
         srv = await LocalSshServer(hk, [client], host="127.0.0.1", env=env, cwd=d).start()
         servers.append(srv)
         lines.append(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode().strip()}\n")
-        nodes.append(NodeConfig(name=name, host="127.0.0.1", port=srv.port, user="root", identity_file=str(key),
-                                role="head" if i == 0 else "worker"))
+        nodes.append(
+            NodeConfig(
+                name=name,
+                host="127.0.0.1",
+                port=srv.port,
+                user="root",
+                identity_file=str(key),
+                role="head" if i == 0 else "worker",
+            )
+        )
     kh.write_text("".join(lines))
     ssh = SshConfig(known_hosts=str(kh), connect_timeout=5, ssh_config=[], keepalive_interval=5)
-    cfg = Config(cluster="sim", nodes=nodes, model=ModelConfig(name="m", path=str(model)), ssh=ssh,
-                 engine=EngineDefaults(hang_after=hang_after))
+    cfg = Config(
+        cluster="sim",
+        nodes=nodes,
+        model=ModelConfig(name="m", path=str(model)),
+        ssh=ssh,
+        engine=EngineDefaults(hang_after=hang_after),
+    )
     return cfg, servers
 
 

@@ -1,4 +1,5 @@
 """The log fan-in benchmark runs end to end on a small flood and reports every figure it promises."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,23 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_log_fanin_small_run():
-    r = subprocess.run([sys.executable, str(REPO / "bench" / "log_fanin.py"), "--nodes", "2", "--lines", "300",
-                        "--repeat", "1", "--json"], capture_output=True, text=True, timeout=240, cwd=REPO)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "log_fanin.py"),
+            "--nodes",
+            "2",
+            "--lines",
+            "300",
+            "--repeat",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout)
     run = out["runs"][0]

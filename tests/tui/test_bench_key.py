@@ -1,6 +1,7 @@
 """`b`: the benchmark screen shows the client's progress, its rows and, after a pivot, the previous engine's
 rows beside; esc while it runs cancels the core's run (which stops the client on the head: the ssh tier's
 tests/ssh/test_bench_cli.py shows that part). The rows are read from the real client's result files."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,9 +18,20 @@ SAMPLES = Path(__file__).resolve().parents[1] / "unit" / "samples" / "bench"
 
 
 def rows(engine: str) -> list[results.Row]:
-    return [results.from_client((SAMPLES / f"{engine}-c{c}.json").read_text(), f"c{c}", concurrency=c,
-                                deployment="sparks", engine=engine, image=f"{engine}-img:1", plan_id="p",
-                                mode="native", tp=2) for c in (1, 8)]
+    return [
+        results.from_client(
+            (SAMPLES / f"{engine}-c{c}.json").read_text(),
+            f"c{c}",
+            concurrency=c,
+            deployment="sparks",
+            engine=engine,
+            image=f"{engine}-img:1",
+            plan_id="p",
+            mode="native",
+            tp=2,
+        )
+        for c in (1, 8)
+    ]
 
 
 async def ready(pilot, app, core) -> None:

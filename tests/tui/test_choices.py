@@ -1,4 +1,5 @@
 """What the launch form offers, and how it reads what was typed."""
+
 from __future__ import annotations
 
 from sparktui.core.inventory import analyse
@@ -50,20 +51,25 @@ def test_subnets_join_all_nodes_and_management_is_flagged():
     assert "data goes over RDMA on 192.168.100.0/24" in detail and "spark2 enP7s7 192.168.1.102" in detail
     # without one, NCCL would run over TCP there
     bare = [s for s in inv.subnets if not s.rdma]
-    assert "⚠ management: NCCL over TCP" in dict((v, lbl) for lbl, v in C.subnet_options(
-        bare, ["spark1", "spark2"]))["192.168.1.0/24"]
+    assert (
+        "⚠ management: NCCL over TCP"
+        in dict((v, lbl) for lbl, v in C.subnet_options(bare, ["spark1", "spark2"]))["192.168.1.0/24"]
+    )
     assert "NCCL would run over TCP" in C.subnet_detail(management, ["spark1", "spark2"], bare).plain
     assert C.subnet_options(inv.subnets, ["spark1", "spark9"]) == [("auto: the fabric", C.AUTO)]
     assert C.parse_form(C.FormValues(rendezvous=C.AUTO), ["spark1"]).options.rendezvous is None
 
 
 def test_parse_form_reports_fields_inline():
-    v = C.FormValues(engine="vllm:ray", parallel="2:1", port="80x", dist_port="70000", mem_fraction="1.5",
-                     ray_port="6379")
+    v = C.FormValues(
+        engine="vllm:ray", parallel="2:1", port="80x", dist_port="70000", mem_fraction="1.5", ray_port="6379"
+    )
     parsed = C.parse_form(v, ["spark1", "spark2"])
     assert set(parsed.errors) == {"port", "dist_port", "mem_fraction"}
     o = parsed.options
     assert (o.engine, o.mode, o.tp, o.pp, o.ray_port) == ("vllm", "ray", 2, 1, 6379)
     assert o.port is None and o.mem_fraction is None  # bad values fall back, so the preview still renders
     good = C.parse_form(C.defaults(spark_config(), "sglang"), ["spark1", "spark2"])
-    assert good.errors == {} and good.options.port == 30000 and good.options.mem_fraction == 0.75  # NVIDIA's SGLang default
+    assert (
+        good.errors == {} and good.options.port == 30000 and good.options.mem_fraction == 0.75
+    )  # NVIDIA's SGLang default

@@ -1,5 +1,6 @@
 """A deployment whose TP all-reduces go over the b12x image's RoCE collectives says so in the form's preview and,
 once launched, in the launch pane: decode speed there does not hang on NCCL's bandwidth."""
+
 from __future__ import annotations
 
 from textual.widgets import Select, Static
@@ -12,8 +13,7 @@ from .samples import spark_facts
 from .test_form import open_form
 
 B12X = "eugr/spark-vllm-b12x:nightly-20260923"
-LINE = ("TP all-reduce: b12x one-shot RoCE collectives (RoCEnante) up to 2MB, NCCL above "
-        "(VLLM_ENABLE_ROCE_ALLREDUCE=1)")
+LINE = "TP all-reduce: b12x one-shot RoCE collectives (RoCEnante) up to 2MB, NCCL above (VLLM_ENABLE_ROCE_ALLREDUCE=1)"
 
 
 def roce_config(config):

@@ -1,4 +1,5 @@
 """The controller: core events become messages, operations reach the deployer with what was confirmed."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,9 +28,14 @@ class StubDeployer:
         self.target = None
 
     async def existing(self):
-        return {"spark1": SimpleNamespace(node="spark1", error=None, containers=[
-                    Container("1", "sparktui-sparks-sglang-0", "img", "running", "Up")]),
-                "spark2": SimpleNamespace(node="spark2", error="connection lost", containers=[])}
+        return {
+            "spark1": SimpleNamespace(
+                node="spark1",
+                error=None,
+                containers=[Container("1", "sparktui-sparks-sglang-0", "img", "running", "Up")],
+            ),
+            "spark2": SimpleNamespace(node="spark2", error="connection lost", containers=[]),
+        }
 
     async def plan_pivot(self, to=None):
         self.calls.append(("plan_pivot", to))
@@ -57,6 +63,7 @@ class StubDeployer:
 def no_head_lock(monkeypatch):
     """These controllers have no connection to a head to take the deployment's lock on; the lock itself
     is tested in tests/ssh/test_deploy_lock.py."""
+
     async def lock(self, op, deployment=None, **_):
         return None
 
@@ -95,10 +102,15 @@ def test_log_batches_are_coalesced_into_one_waiting_message():
 
 def test_core_events_become_messages():
     c, posted, _ = make()
-    events = [ConnectionChanged("spark1", False, "gone"), LogLines("spark1", "x", ["a"]),
-              TransferProgress("t", "model", "spark1", "spark2", "running"),
-              Milestone("ready", 1, "spark1"), Problem("oom", 1, "m", "h", "spark1"),
-              DeploymentChanged("sparks", "sglang", "native", "ready", "serving", "http://x/v1"), object()]
+    events = [
+        ConnectionChanged("spark1", False, "gone"),
+        LogLines("spark1", "x", ["a"]),
+        TransferProgress("t", "model", "spark1", "spark2", "running"),
+        Milestone("ready", 1, "spark1"),
+        Problem("oom", 1, "m", "h", "spark1"),
+        DeploymentChanged("sparks", "sglang", "native", "ready", "serving", "http://x/v1"),
+        object(),
+    ]
     for e in events:
         c.bus.emit(e)
     assert all(isinstance(m, M.CoreEvent) for m in posted)  # one message type, whatever the event
@@ -126,8 +138,11 @@ async def test_prepare_pivot_names_stops_and_starts_and_run_runs_that_plan(monke
     monkeypatch.setattr("sparktui.core.deploy.operations.port_conflicts", no_conflicts)
     prepared = await c.prepare("pivot")
     lines = prepared.preview.lines()
-    assert lines[:3] == ["spark1:", "  stop  sparktui-sparks-sglang-0 (?, running)",
-                         f"  start {target.nodes[0].container} (vllm ray head, rank 0, {target.image})"]
+    assert lines[:3] == [
+        "spark1:",
+        "  stop  sparktui-sparks-sglang-0 (?, running)",
+        f"  start {target.nodes[0].container} (vllm ray head, rank 0, {target.image})",
+    ]
     assert "  stop  ? (cannot ask: connection lost)" in lines  # a node that could not be asked is said so
     await c.run(prepared)
     assert stubs[0].calls[-1] == ("relaunch", target, prepared.options)
@@ -139,8 +154,14 @@ async def test_stop_reaches_the_deployer_and_a_plan_with_errors_never_runs(monke
     c, _, stubs = make()
     prepared = await c.prepare("stop")
     assert await c.run(prepared) == "removed 2 container(s)"
-    bad = Prepared(Op.LAUNCH, "sparks", Choices(), Preview("x"), plan=planned(c, PlanOptions(tp=3)),
-                   errors=["TP x PP must equal the GPUs in use"])
+    bad = Prepared(
+        Op.LAUNCH,
+        "sparks",
+        Choices(),
+        Preview("x"),
+        plan=planned(c, PlanOptions(tp=3)),
+        errors=["TP x PP must equal the GPUs in use"],
+    )
     try:
         await c.run(bad)
     except Exception as e:  # noqa: BLE001
@@ -153,8 +174,9 @@ async def test_stop_reaches_the_deployer_and_a_plan_with_errors_never_runs(monke
 
 async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch):
     facts = spark_facts()
-    facts["spark1"].containers = [Container("1", "sparktui-sparks-sglang-0", "img", "running", "Up",
-                                            {"sparktui.deployment": "sparks"})]
+    facts["spark1"].containers = [
+        Container("1", "sparktui-sparks-sglang-0", "img", "running", "Up", {"sparktui.deployment": "sparks"})
+    ]
     c, posted, stubs = make(facts)
 
     class Cluster:
@@ -202,9 +224,17 @@ async def test_a_pivot_to_an_image_that_cannot_load_the_model_is_refused_in_its_
 
     c, _, stubs = make()
     image = c.config.images.vllm
-    lacks = Support(engine="vllm", image=image, model_path=c.config.model.path, node="spark1", status="unsupported",
-                    reason="vLLM 0.11.0 has no Qwen3_5MoeForConditionalGeneration in its model registry",
-                    fix="an image whose vLLM lists it", model_type="qwen3_5_moe", engine_version="0.11.0")
+    lacks = Support(
+        engine="vllm",
+        image=image,
+        model_path=c.config.model.path,
+        node="spark1",
+        status="unsupported",
+        reason="vLLM 0.11.0 has no Qwen3_5MoeForConditionalGeneration in its model registry",
+        fix="an image whose vLLM lists it",
+        model_type="qwen3_5_moe",
+        engine_version="0.11.0",
+    )
     target = planned(c, PlanOptions(engine="vllm", mode="ray", support=lacks))
     c._get_deployer().target = (PlanOptions(engine="vllm"), target)
 
@@ -213,8 +243,9 @@ async def test_a_pivot_to_an_image_that_cannot_load_the_model_is_refused_in_its_
 
     monkeypatch.setattr("sparktui.core.deploy.operations.port_conflicts", no_conflicts)
     prepared = await c.prepare("pivot")
-    assert any(f"{image} cannot load qwen3_5_moe" in e and "fix: an image whose vLLM lists it" in e
-               for e in prepared.errors), prepared.errors
+    assert any(
+        f"{image} cannot load qwen3_5_moe" in e and "fix: an image whose vLLM lists it" in e for e in prepared.errors
+    ), prepared.errors
     try:
         await c.run(prepared)
     except Exception as e:  # noqa: BLE001

@@ -1,6 +1,7 @@
 """Free memory on unified memory: the preflight finds a node whose page cache holds what the engine
 needs, the refusal offers drop-caches, the drop is confirmed with the CLI's text, runs through the
 core's drop_caches, says before and after, and the check runs again before the launch."""
+
 from __future__ import annotations
 
 from sparktui.core.memfree import DROP_SCRIPT, DropPreview
@@ -13,8 +14,10 @@ from .fake_core import dropped
 from .samples import PROBES
 
 # A Spark right after receiving the checkpoint: most of its memory is page cache.
-AFTER_COPY = ("MemTotal:       125514352 kB\nMemFree:         9832112 kB\nMemAvailable:   119883220 kB\n"
-              "Buffers:          112640 kB\nCached:        108240512 kB\n")
+AFTER_COPY = (
+    "MemTotal:       125514352 kB\nMemFree:         9832112 kB\nMemAvailable:   119883220 kB\n"
+    "Buffers:          112640 kB\nCached:        108240512 kB\n"
+)
 ROOMY = dropped(AFTER_COPY)
 
 
@@ -32,8 +35,9 @@ async def test_a_preflight_short_of_memory_offers_drop_caches_and_checks_again(c
         assert "launch anyway" in str(refusal.query_one("#ok").label).lower()  # still possible
         await pilot.press("d")
 
-        ask = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen is not refusal
-                             and app.screen)
+        ask = await wait_for(
+            pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen is not refusal and app.screen
+        )
         assert isinstance(ask.preview, DropPreview) and ask.preview.nodes == ["spark2"]
         body = str(ask.query_one("#confirm-body").render())
         assert "spark2: run `sync; echo 3 > /proc/sys/vm/drop_caches` as root, or through sudo -n" in body
@@ -68,8 +72,12 @@ async def test_the_drop_key_offers_the_plan_checks_shortfall_and_cancel_runs_not
         await pilot.press("d")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        note = await wait_for(pilot, lambda: next((n.message for n in app._notifications
-                                                   if "free memory ok on spark1, spark2" in n.message), None))
+        note = await wait_for(
+            pilot,
+            lambda: next(
+                (n.message for n in app._notifications if "free memory ok on spark1, spark2" in n.message), None
+            ),
+        )
         assert note.count("page cache dropped") == 2
         # the plan checks run again on the probe taken after the drop
         await wait_for(pilot, lambda: app.flow.plan_shortfalls() == [], what="the plan checks to pass")

@@ -1,4 +1,5 @@
 """The whole path through the app against the scripted core: form -> launch -> logs -> hang -> pivot -> ready."""
+
 from __future__ import annotations
 
 
@@ -54,10 +55,13 @@ async def test_launch_hang_pivot_ready(config, core):
         # pivot asks first, naming what stops and starts where
         await pilot.press("p")
         # (pushed is not yet composed: wait for its buttons too)
-        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok")
-                                 and app.screen, what="confirm")
+        confirm = await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok") and app.screen,
+            what="confirm",
+        )
         lines = confirm.preview.lines()
-        spark1 = lines[lines.index("spark1:") + 1:lines.index("spark2:")]
+        spark1 = lines[lines.index("spark1:") + 1 : lines.index("spark2:")]
         assert spark1[0] == "  stop  sparktui-sparks-sglang-0 (running)"
         assert spark1[1].startswith("  start sparktui-sparks-vllm-0 (vllm ray head")
         assert any(ln.startswith("  start sparktui-sparks-vllm-1 (vllm ray worker") for ln in lines)
@@ -86,8 +90,12 @@ async def test_stop_asks_and_cancel_changes_nothing(config, core):
         await launched(pilot, app, core)
         await pilot.press("s")
         confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
-        assert confirm.preview.lines() == ["spark1:", "  stop  sparktui-sparks-sglang-0 (running)",
-                                           "spark2:", "  stop  sparktui-sparks-sglang-1 (running)"]
+        assert confirm.preview.lines() == [
+            "spark1:",
+            "  stop  sparktui-sparks-sglang-0 (running)",
+            "spark2:",
+            "  stop  sparktui-sparks-sglang-1 (running)",
+        ]
         assert app.focused.id == "cancel"  # Enter on a dangerous dialog is the safe answer
         await pilot.press("enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
@@ -120,8 +128,9 @@ async def test_an_operation_that_fails_is_a_notification_not_a_crash(config, cor
         await wait_for(pilot, lambda: app.inventory_ready)
         assert await app.run_action("pivot") is False  # greyed out: the key does nothing
         app.action_pivot()  # called anyway, the failure is shown, not raised
-        await wait_for(pilot, lambda: any("launch it first" in n.message for n in app._notifications),
-                       what="failure notification")
+        await wait_for(
+            pilot, lambda: any("launch it first" in n.message for n in app._notifications), what="failure notification"
+        )
         assert not isinstance(app.screen, ConfirmScreen) and app.is_running
 
 
@@ -214,23 +223,29 @@ async def test_sync_model_fills_the_transfers_pane(config, core):
 async def test_sync_model_asks_first_when_an_image_cannot_load_the_model(config, core):
     """`t` with the stock SGLang image and a Qwen3.5: the dialog says why before anything is copied; n copies
     nothing, y copies anyway."""
-    core.futile = ["lmsysorg/sglang:spark cannot load qwen3_5_moe (Qwen3_5MoeForConditionalGeneration): SGLang "
-                   "0.5.3.post3 in lmsysorg/sglang:spark has no Qwen3_5MoeForConditionalGeneration in its model "
-                   "registry. Copying the model is for nothing with sglang until then"]
+    core.futile = [
+        "lmsysorg/sglang:spark cannot load qwen3_5_moe (Qwen3_5MoeForConditionalGeneration): SGLang "
+        "0.5.3.post3 in lmsysorg/sglang:spark has no Qwen3_5MoeForConditionalGeneration in its model "
+        "registry. Copying the model is for nothing with sglang until then"
+    ]
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(100, 32)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         await pilot.press("t")
-        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok")
-                                 and app.screen, what="the question")
+        confirm = await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok") and app.screen,
+            what="the question",
+        )
         assert "cannot load this model" in confirm.preview.title and core.futile[0] in confirm.preview.lines()
         assert "Copy anyway" in str(confirm.query_one("#ok").label)
         await pilot.press("n")
         await wait_for(pilot, lambda: "sync_model" not in app.running, what="the sync given up")
         assert not [c for c in core.calls if c[0] == "sync_model"]
         await pilot.press("t")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok"),
-                       what="the question again")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#ok"), what="the question again"
+        )
         await pilot.press("y")
         await wait_for(pilot, lambda: ("sync_model", None) in core.calls, what="the copy, anyway")
 
@@ -242,17 +257,25 @@ async def test_transfer_bars_follow_the_terminals_width(config, core):
         await wait_for(pilot, lambda: app.inventory_ready)
         await pilot.press("t")
         pane = app.query_one("#transfers")
-        await wait_for(pilot, lambda: "model:spark2" in pane.transfers and pane.transfers["model:spark2"].state == "done",
-                       what="the copy done")
+        await wait_for(
+            pilot,
+            lambda: "model:spark2" in pane.transfers and pane.transfers["model:spark2"].state == "done",
+            what="the copy done",
+        )
 
         def bar_row() -> str:
             return next(ln for ln in screen_text(app).splitlines() if "spark1→spark2" in ln)
 
-        narrow = len(await wait_for(pilot, lambda: bar_row().rstrip() if bar_row().rstrip().endswith("—") else "",
-                                    what="the done row drawn"))
+        narrow = len(
+            await wait_for(
+                pilot, lambda: bar_row().rstrip() if bar_row().rstrip().endswith("—") else "", what="the done row drawn"
+            )
+        )
         assert 90 <= narrow < 100  # the pane's width, less its margins
         await pilot.resize_terminal(140, 32)
-        await wait_for(pilot, lambda: len(bar_row().rstrip()) == narrow + 40, what="the bar row redrawn 40 columns wider")
+        await wait_for(
+            pilot, lambda: len(bar_row().rstrip()) == narrow + 40, what="the bar row redrawn 40 columns wider"
+        )
 
 
 async def test_filter_and_follow_keys_on_the_launch_pane(config, core):
@@ -285,9 +308,11 @@ async def test_odd_node_and_cluster_names_render_as_written():
     facts = {"gpu.1": facts["spark1"], "gpu_1": facts["spark2"]}
     for name, f in facts.items():
         f.name = name
-    cfg = Config(cluster="[b]lab[/b] cluster", nodes=[NodeConfig("gpu.1", "10.0.0.1", role="head"),
-                                                       NodeConfig("gpu_1", "10.0.0.2")],
-                 model=ModelConfig("m", "/models/Qwen3.5-122B-A10B-FP8"))
+    cfg = Config(
+        cluster="[b]lab[/b] cluster",
+        nodes=[NodeConfig("gpu.1", "10.0.0.1", role="head"), NodeConfig("gpu_1", "10.0.0.2")],
+        model=ModelConfig("m", "/models/Qwen3.5-122B-A10B-FP8"),
+    )
     app = SparkApp(cfg, controller=ScriptedCore(cfg, facts))
     async with app.run_test(size=(100, 32)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
@@ -334,8 +359,11 @@ async def test_the_forms_check_runs_the_preflight_on_its_choices_and_launches_no
         await pilot.press("l")
         form = await wait_for(pilot, lambda: isinstance(app.screen, LaunchForm) and app.screen, what="form")
         await pilot.press("ctrl+k")
-        await wait_for(pilot, lambda: "every node met the head" in str(form.query_one("#check-result").content),
-                       what="the check's verdict in the form")
+        await wait_for(
+            pilot,
+            lambda: "every node met the head" in str(form.query_one("#check-result").content),
+            what="the check's verdict in the form",
+        )
         shown = str(form.query_one("#check-result").content)
         assert shown.count("✓ ok") == 2 and "spark1" in shown and "spark2" in shown
         checked = next(plan for op, plan in core.calls if op == "preflight")
@@ -362,8 +390,11 @@ async def test_a_busy_deployment_shows_the_lock_holder_and_is_broken_only_when_t
             await pilot.press("s")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="stop's confirmation")
             await pilot.press("y")
-            busy = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "busy" in
-                                  app.screen.preview.title and app.screen, what="the lock's holder")
+            busy = await wait_for(
+                pilot,
+                lambda: isinstance(app.screen, ConfirmScreen) and "busy" in app.screen.preview.title and app.screen,
+                what="the lock's holder",
+            )
             assert "held by: launch by ann@laptop (pid 4242), 75 s ago" in busy.preview.notes
             await pilot.press(answer)
             await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))

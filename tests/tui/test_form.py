@@ -1,4 +1,5 @@
 """The launch form: choices follow each other, typed values are checked inline, the preview is live."""
+
 from __future__ import annotations
 
 from textual.widgets import Button, Input, Select
@@ -137,8 +138,11 @@ async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native
         form = await open_form(pilot, app)
         image = config.images.vllm
         app.inventory.facts[config.head.name].images[image] = ImageInfo(
-            ref=image, node=config.head.name, id="sha256:" + "0" * 64,
-            versions={"vllm": "0.11.0", "sglang": None, "ray": "2.49.2"})
+            ref=image,
+            node=config.head.name,
+            id="sha256:" + "0" * 64,
+            versions={"vllm": "0.11.0", "sglang": None, "ray": "2.49.2"},
+        )
         form.query_one("#engine", Select).value = "vllm:native"
         await pilot.pause()
         assert form.plan.engine_version == "0.11.0"
@@ -162,11 +166,20 @@ async def test_the_line_under_the_image_says_whether_it_loads_the_model(config, 
         line = form.query_one("#image-support", Static)
         assert not line.display  # nothing asked yet: no line
         image = config.images.sglang
-        lacks = Support(engine="sglang", image=image, model_path=config.model.path, node=config.head.name,
-                        status="unsupported", reason="SGLang 0.5.3.post3 has no Qwen3_5MoeForConditionalGeneration",
-                        fix="an image whose SGLang lists it", model_type="qwen3_5_moe", engine_version="0.5.3.post3")
-        app.inventory.facts[config.head.name].images[image] = ImageInfo(ref=image, node=config.head.name,
-                                                              id="sha256:" + "1" * 64, support=lacks.to_json())
+        lacks = Support(
+            engine="sglang",
+            image=image,
+            model_path=config.model.path,
+            node=config.head.name,
+            status="unsupported",
+            reason="SGLang 0.5.3.post3 has no Qwen3_5MoeForConditionalGeneration",
+            fix="an image whose SGLang lists it",
+            model_type="qwen3_5_moe",
+            engine_version="0.5.3.post3",
+        )
+        app.inventory.facts[config.head.name].images[image] = ImageInfo(
+            ref=image, node=config.head.name, id="sha256:" + "1" * 64, support=lacks.to_json()
+        )
         form.refresh_preview()
         await pilot.pause()
         assert line.display and "cannot load qwen3_5_moe" in str(line.render())

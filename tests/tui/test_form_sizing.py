@@ -1,5 +1,6 @@
 """The launch form's KV cache size and context length: offered where the image's release has the flag,
 greyed out (saying which release has it) where not, checked inline, followed by the preview and the fit."""
+
 from __future__ import annotations
 
 from textual.widgets import Button, Input, Select, Static
@@ -13,8 +14,11 @@ from .test_form import open_form
 def set_release(app, config, version: str) -> None:
     image = config.images.vllm
     app.inventory.facts[config.head.name].images[image] = ImageInfo(
-        ref=image, node=config.head.name, id="sha256:" + "0" * 64,
-        versions={"vllm": version, "sglang": None, "ray": "2.49.2"})
+        ref=image,
+        node=config.head.name,
+        id="sha256:" + "0" * 64,
+        versions={"vllm": version, "sglang": None, "ray": "2.49.2"},
+    )
 
 
 def commands(form) -> str:
@@ -89,8 +93,9 @@ async def test_a_release_without_the_flags_greys_the_size_and_refuses_auto(confi
         box, note = form.query_one("#kv_cache", Input), form.query_one("#kv_cache-note", Static)
         assert box.disabled and box.value == "20G"  # greyed out, the text kept
         assert note.has_class("-shown")
-        assert str(note.content) == ("vLLM 0.10.1 in this image has no --kv-cache-memory-bytes "
-                                     "(it came with vLLM 0.10.2)")
+        assert str(note.content) == (
+            "vLLM 0.10.1 in this image has no --kv-cache-memory-bytes (it came with vLLM 0.10.2)"
+        )
         assert "--kv-cache-memory-bytes" not in commands(form) and form.plan.ok
         assert "auto" not in form.query_one("#context", Input).placeholder
         await type_into(pilot, form, "context", "auto")
@@ -113,4 +118,5 @@ async def test_sglang_has_no_byte_size_and_says_so(config, core):
         await pilot.pause()
         assert form.query_one("#kv_cache", Input).disabled
         assert str(form.query_one("#kv_cache-note", Static).content) == (
-            "SGLang has no flag that sizes the KV cache in bytes")
+            "SGLang has no flag that sizes the KV cache in bytes"
+        )

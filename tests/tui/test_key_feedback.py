@@ -1,4 +1,5 @@
 """A key either acts or says why not; the palette lists every action, with the reason one cannot run."""
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,11 @@ async def test_a_key_pressed_before_the_first_probe_runs_once_it_is_in():
     app = SparkApp(cfg, controller=core)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("t")
-        await wait_for(pilot, lambda: any("waiting for the nodes' first probe" in m for m in _messages(app)),
-                       what="a word about the wait")
+        await wait_for(
+            pilot,
+            lambda: any("waiting for the nodes' first probe" in m for m in _messages(app)),
+            what="a word about the wait",
+        )
         assert core.calls == []
         core.probed.set()
         await wait_for(pilot, lambda: ("sync_model", None) in core.calls, what="the sync, once probed")
@@ -49,8 +53,11 @@ async def test_a_key_that_cannot_act_says_why(config, core):
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         await pilot.press("s")
-        await wait_for(pilot, lambda: any("Stop: not now, nothing is deployed" in m for m in _messages(app)),
-                       what="the reason stop cannot act")
+        await wait_for(
+            pilot,
+            lambda: any("Stop: not now, nothing is deployed" in m for m in _messages(app)),
+            what="the reason stop cannot act",
+        )
         await pilot.press("f")  # the log's key, pressed on the nodes pane
         await wait_for(pilot, lambda: any("Follow: not now, only on the Launch pane" in m for m in _messages(app)))
         assert ("stop", None) not in core.calls

@@ -1,4 +1,5 @@
 """One registry of keys: bindings with ids, the user's keymap, greyed-out keys, help and palette."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -19,8 +20,15 @@ from .samples import spark_config, spark_facts
 
 
 def state(**kw):
-    base = dict(deploy_state="idle", inventory_ready=True, running=frozenset(), has_plan=False, log_visible=False,
-                modal=False, typing=False)
+    base = dict(
+        deploy_state="idle",
+        inventory_ready=True,
+        running=frozenset(),
+        has_plan=False,
+        log_visible=False,
+        modal=False,
+        typing=False,
+    )
     base.update(kw)
     return SimpleNamespace(**base)
 

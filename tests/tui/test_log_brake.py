@@ -1,4 +1,5 @@
 """Keys first during a log flood: a key press holds the log readers in step with the screen, then lets them go."""
+
 from __future__ import annotations
 
 from sparktui.core.events import Gate, LogLines

@@ -1,4 +1,5 @@
 """Choosing a node's log from the keyboard: n / N walk the log tabs, `node:NAME` in the filter picks nodes."""
+
 from __future__ import annotations
 
 from sparktui.tui.app import SparkApp
@@ -26,8 +27,9 @@ async def test_n_walks_the_log_tabs_and_the_filter_picks_a_node(config, core):
         await wait_for(pilot, lambda: log.node is None, what="all again")
         await pilot.press("slash")
         await pilot.press(*"node:spark2")
-        await wait_for(pilot, lambda: log.shown and all(ln.startswith("spark2") for ln in log.shown),
-                       what="the node: filter")
+        await wait_for(
+            pilot, lambda: log.shown and all(ln.startswith("spark2") for ln in log.shown), what="the node: filter"
+        )
         await pilot.press("enter")
         assert log.filter_text == "node:spark2"
 

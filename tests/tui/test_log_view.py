@@ -1,4 +1,5 @@
 """The log view: batching, bounded history per node, follow/pause with a count, filters, colours."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -53,14 +54,27 @@ async def test_nodes_are_merged_by_docker_timestamp_not_arrival():
         view.add("b", ["b2", "b4", "b6"], [100_002, 100_004, 100_006])  # a slower node's lines come later
         view.add("a", ["docker: no timestamp", "a7"], [None, 100_007])  # follows its node's previous line
         view.flush_now()
-        assert [ln.split(SEP)[1] for ln in view.shown] == ["a1", "b2", "a3", "b4", "a5", "docker: no timestamp",
-                                                           "b6", "a7"]
+        assert [ln.split(SEP)[1] for ln in view.shown] == [
+            "a1",
+            "b2",
+            "a3",
+            "b4",
+            "a5",
+            "docker: no timestamp",
+            "b6",
+            "a7",
+        ]
         view.add("b", ["b8 first", "b8 again"], [100_008, 100_008])
         view.add("a", ["a8 same instant, later"], [100_008])
         view.add("b", ["b7.5 late"], [100_007])  # the same instant as a7: placed after it, which came first
         view.flush_now()
-        assert [ln.split(SEP)[1] for ln in view.shown][-5:] == ["a7", "b7.5 late", "b8 first", "b8 again",
-                                                                "a8 same instant, later"]
+        assert [ln.split(SEP)[1] for ln in view.shown][-5:] == [
+            "a7",
+            "b7.5 late",
+            "b8 first",
+            "b8 again",
+            "a8 same instant, later",
+        ]
 
 
 async def test_each_batch_is_acknowledged_once_it_is_in_the_ring():
@@ -150,7 +164,10 @@ async def test_filter_and_node_view_rebuild_from_history():
         view.set_filter("")
         view.show_node("b")
         assert [ln.split(SEP)[1] for ln in view.shown] == [
-            "Init torch distributed begin.", "NCCL WARN Bootstrap : no socket interface found", "unrelated"]
+            "Init torch distributed begin.",
+            "NCCL WARN Bootstrap : no socket interface found",
+            "unrelated",
+        ]
         view.show_node(None)
         assert len(view.shown) == 6
         view.set_filter("node:B init")  # node: picks nodes (any case); the other words are the phrase

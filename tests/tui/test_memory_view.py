@@ -1,4 +1,5 @@
 """The launch pane's memory lines: one per node, MemAvailable's sparkline, coloured by the guard's level."""
+
 from __future__ import annotations
 
 from sparktui.core.events import NodeMemory

@@ -1,4 +1,5 @@
 """At 80x24 the essential keys stay in the footer, the status line keeps the endpoint, help fits or scrolls."""
+
 from __future__ import annotations
 
 from dataclasses import replace

@@ -1,4 +1,5 @@
 """A node card names what the node lacks and the fix, from the same core check as `sparktui check`."""
+
 from __future__ import annotations
 
 from sparktui.core.probes import parse_probe
@@ -13,8 +14,10 @@ async def test_a_card_names_the_missing_toolkit_and_rsync_with_their_fix():
     cfg = spark_config()
     tools = _section("user", "ubuntu") + _section("rsync", "", 127) + _section("gpu-toolkit", "")
     lacking = probe_text("spark2").replace("@@sparktui:done@@", tools + "@@sparktui:done@@")
-    facts = {"spark1": parse_probe("spark1", HOSTS["spark1"], probe_text("spark1")),
-             "spark2": parse_probe("spark2", HOSTS["spark2"], lacking)}
+    facts = {
+        "spark1": parse_probe("spark1", HOSTS["spark1"], probe_text("spark1")),
+        "spark2": parse_probe("spark2", HOSTS["spark2"], lacking),
+    }
     app = SparkApp(cfg, controller=ScriptedCore(cfg, facts))
     app.animation_level = "none"
     async with app.run_test(size=(160, 50)) as pilot:

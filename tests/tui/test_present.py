@@ -1,4 +1,5 @@
 """Presentation functions: facts and events in, text out."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -85,8 +86,9 @@ def test_card_shows_the_port_with_both_halves_and_an_idle_one_as_what_it_costs()
     twin = next(i for i in facts["spark1"].interfaces if i.name == "enP2p1s0f1np1")
     twin.up, twin.ipv4, twin.state, twin.mtu = False, [], "link down", 1500
     next(i for i in facts["spark1"].interfaces if i.name == "enp1s0f1np1").mtu = 1500
-    text = node_card("spark1", "h", "head", facts["spark1"], Link(True), analyse(cfg, facts).subnets,
-                     "192.168.100.0/24").plain
+    text = node_card(
+        "spark1", "h", "head", facts["spark1"], Link(True), analyse(cfg, facts).subnets, "192.168.100.0/24"
+    ).plain
     port = next(ln for ln in text.splitlines() if "PORT" in ln)
     assert "p1s0f1np1 enP2p1s0f1np1 (roceP2p1s0f1) link down, no address MTU 1500" in port
     assert "idle half: about half the link" in port
@@ -98,8 +100,13 @@ def test_card_memory_and_containers():
     f = spark_facts()["spark1"]
     used, total = memory_used(f)
     assert total == f.memory.total_bytes and used == f.memory.total_bytes - f.memory.available_bytes
-    f = dataclasses.replace(f, containers=[Container("1", "sparktui-x-sglang-0", "img", "running", "Up 2 hours"),
-                                           Container("2", "sparktui-x-sglang-1", "img", "exited", "Exited (137)")])
+    f = dataclasses.replace(
+        f,
+        containers=[
+            Container("1", "sparktui-x-sglang-0", "img", "running", "Up 2 hours"),
+            Container("2", "sparktui-x-sglang-1", "img", "exited", "Exited (137)"),
+        ],
+    )
     text = node_card("spark1", "h", "head", f, Link(True), [], None).plain
     assert "sparktui-x-sglang-0 running (Up 2 hours)" in text
     assert "sparktui-x-sglang-1 exited (Exited (137))" in text
@@ -108,8 +115,12 @@ def test_card_memory_and_containers():
 
 def test_card_says_model_incomplete_for_an_unverified_copy():
     f = spark_facts()["spark1"]
-    f = dataclasses.replace(f, model=ModelDir("/models/m", present=False, bytes=3 << 30, files=2,
-                                              incomplete="copy x from spark2 started today"))
+    f = dataclasses.replace(
+        f,
+        model=ModelDir(
+            "/models/m", present=False, bytes=3 << 30, files=2, incomplete="copy x from spark2 started today"
+        ),
+    )
     text = node_card("spark1", "h", "head", f, Link(True), [], None).plain
     assert "model incomplete (3.0 GiB)" in text and "model 3.0 GiB" not in text
 
@@ -151,8 +162,13 @@ def _m(kind, node="spark1", **data):
 
 
 def test_timeline_keeps_the_latest_of_each_step():
-    ms = [_m("container_started"), _m("dist_init_begin"), _m("weights_loading", percent=12),
-          _m("weights_loading", percent=62), _m("container_started", node="spark2")]
+    ms = [
+        _m("container_started"),
+        _m("dist_init_begin"),
+        _m("weights_loading", percent=12),
+        _m("weights_loading", percent=62),
+        _m("container_started", node="spark2"),
+    ]
     lines = timeline(ms, ["spark1", "spark2"]).plain.splitlines()
     assert "weights 62%" in lines[0] and "weights 12%" not in lines[0]
     assert "dist init…" in lines[0]
@@ -173,8 +189,9 @@ def test_a_ray_worker_row_follows_the_head_to_serving():
     assert ready[1] == "spark2 started › ray up › serving (Ray worker: its ranks log on spark1)", ready
     assert ready[0].endswith("READY") and "Ray worker" not in ready[0]
     # no Ray, or Ray not yet past its own start: nothing is said on anyone's behalf
-    native = timeline([_m("container_started", node="spark2"), _m("container_started"), _m("ready")],
-                      ["spark1", "spark2"]).plain
+    native = timeline(
+        [_m("container_started", node="spark2"), _m("container_started"), _m("ready")], ["spark1", "spark2"]
+    ).plain
     assert "Ray worker" not in native and "serving" not in native
     early = timeline(worker + [_m("ray_started")], ["spark1", "spark2"]).plain
     assert "Ray worker" not in early
@@ -187,8 +204,13 @@ def test_tcp_transport_is_a_warning():
 
 def test_live_transport_per_node_in_the_timeline_flagged_against_the_plan():
     ok = _m("nccl_net", net="ib", label="NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)", flags=[])
-    short = _m("nccl_net", node="spark2", net="ib", label="NET/IB (rocep1s0f1)",
-               flags=["spark2: NCCL uses rocep1s0f1 of the planned rocep1s0f1, roceP2p1s0f1: roceP2p1s0f1 idle"])
+    short = _m(
+        "nccl_net",
+        node="spark2",
+        net="ib",
+        label="NET/IB (rocep1s0f1)",
+        flags=["spark2: NCCL uses rocep1s0f1 of the planned rocep1s0f1, roceP2p1s0f1: roceP2p1s0f1 idle"],
+    )
     lines = timeline([_m("dist_init_end"), ok, short], ["spark1", "spark2"]).plain.splitlines()
     assert lines[0].endswith("dist init ✓ › NET/IB (rocep1s0f1, roceP2p1s0f1, GDR)")
     assert lines[1].endswith("NET/IB (rocep1s0f1) ⚠")
@@ -197,8 +219,9 @@ def test_live_transport_per_node_in_the_timeline_flagged_against_the_plan():
 
 
 def test_problem_and_hang_text():
-    p = Problem("rendezvous_hang", 4, "distributed init stalled on spark1", "set SGLANG_HOST_IP.", "spark1",
-                provisional=True)
+    p = Problem(
+        "rendezvous_hang", 4, "distributed init stalled on spark1", "set SGLANG_HOST_IP.", "spark1", provisional=True
+    )
     text = problem_lines(p).plain
     assert "spark1: suspected rendezvous hang" in text and "fix: set SGLANG_HOST_IP." in text
     notice = hang_notice(p, "ctrl+p")
@@ -207,9 +230,17 @@ def test_problem_and_hang_text():
 
 
 def test_hang_notice_starts_each_sentence_with_a_capital():
-    p = Problem("rendezvous_hang", 4, "distributed init stalled", "the plan already set SGLANG_HOST_IP. ", "spark1",
-                provisional=True)
-    assert hang_notice(p, "p") == "Distributed init hung on spark1. Press p to pivot. The plan already set SGLANG_HOST_IP."
+    p = Problem(
+        "rendezvous_hang",
+        4,
+        "distributed init stalled",
+        "the plan already set SGLANG_HOST_IP. ",
+        "spark1",
+        provisional=True,
+    )
+    assert (
+        hang_notice(p, "p") == "Distributed init hung on spark1. Press p to pivot. The plan already set SGLANG_HOST_IP."
+    )
 
 
 def test_journal_cells():
@@ -221,9 +252,11 @@ def test_journal_cells():
 
 
 def test_transfer_lines_name_the_streams_and_the_cipher():
-    rows = [{"n": 0, "bytes": 40, "percent": 41, "rate": 120.3e6, "done": False},
-            {"n": 1, "bytes": 38, "percent": 38, "rate": 118e6, "done": False},
-            {"n": 2, "bytes": 50, "percent": 100, "rate": None, "done": True, "rc": 0}]
+    rows = [
+        {"n": 0, "bytes": 40, "percent": 41, "rate": 120.3e6, "done": False},
+        {"n": 1, "bytes": 38, "percent": 38, "rate": 118e6, "done": False},
+        {"n": 2, "bytes": 50, "percent": 100, "rate": None, "done": True, "rc": 0},
+    ]
     t = _tp(bytes=128, total_bytes=300, rate=238.3e6, streams=rows, cipher="aes128-gcm@openssh.com")
     line = transfer_lines(t, 120).plain.splitlines()[2].strip()
     assert line == "3 streams: #0 41% 120.3 MB/s · #1 38% 118.0 MB/s · #2 done — ssh aes128-gcm"

@@ -1,5 +1,6 @@
 """What a person reads at 80x24 and 160x48: notices that leave the log and dialogs alone, both URLs of
 a ready engine labelled, a journal entry whole on Enter. The scripted core, read as screen text."""
+
 from __future__ import annotations
 
 import pytest
@@ -82,8 +83,11 @@ async def test_ready_says_which_url_is_which(config, core, size):
 @pytest.mark.parametrize("size", SIZES)
 async def test_enter_on_a_journal_row_shows_the_whole_entry(config, core, size):
     app = SparkApp(config, controller=core)
-    long_command = ("docker run -d --name sparktui-qwen-vllm-0 --label sparktui.deployment=qwen "
-                    + " ".join(f"-e VAR_{i}=value-{i}" for i in range(30)) + " nvcr.io/nvidia/vllm:26.10-py3 THE-END")
+    long_command = (
+        "docker run -d --name sparktui-qwen-vllm-0 --label sparktui.deployment=qwen "
+        + " ".join(f"-e VAR_{i}=value-{i}" for i in range(30))
+        + " nvcr.io/nvidia/vllm:26.10-py3 THE-END"
+    )
     async with app.run_test(size=size, notifications=True) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
         e = core.journal.start("spark1", long_command)

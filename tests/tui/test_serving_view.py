@@ -1,4 +1,5 @@
 """The launch pane's serving block: metrics from READY on, with sparklines; `wedged` in the state badge."""
+
 from __future__ import annotations
 
 from sparktui.core.events import DeploymentChanged, ServingStats
@@ -7,9 +8,22 @@ from sparktui.tui.present.serving import serving_block, sparkline
 
 from .conftest import wait_for
 
-STATS = {"engine": "vllm", "running": 3, "waiting": 1, "kv_cache_usage": 0.42, "generation_tokens_per_s": 123.4,
-         "prompt_tokens_per_s": 800.0, "ttft_p50_s": 0.05, "ttft_p90_s": 0.2, "itl_p50_s": 0.02, "itl_p90_s": 0.03,
-         "missing": [], "scrapes": 3, "parse_errors": 0, "last_parse_error": None}
+STATS = {
+    "engine": "vllm",
+    "running": 3,
+    "waiting": 1,
+    "kv_cache_usage": 0.42,
+    "generation_tokens_per_s": 123.4,
+    "prompt_tokens_per_s": 800.0,
+    "ttft_p50_s": 0.05,
+    "ttft_p90_s": 0.2,
+    "itl_p50_s": 0.02,
+    "itl_p90_s": 0.03,
+    "missing": [],
+    "scrapes": 3,
+    "parse_errors": 0,
+    "last_parse_error": None,
+}
 
 
 def test_sparklines_scale_to_the_largest_value_or_a_fixed_top():
@@ -20,10 +34,20 @@ def test_sparklines_scale_to_the_largest_value_or_a_fixed_top():
 
 
 def test_the_block_names_every_number_and_what_is_missing_or_unreadable():
-    text = serving_block({**STATS, "missing": ["itl"], "parse_errors": 2, "last_parse_error": "ValueError: x"},
-                         {"generation_tokens": [10, 120], "kv_cache_usage": [0.42]}).plain
-    for words in ("123.4 tok/s", "prompt 800.0 tok/s", "3 running · 1 waiting", "KV 42 %", "p50 50 ms p90 200 ms",
-                  "ITL p50 20 ms", "not exported: itl", "2 unreadable scrape(s): ValueError: x"):
+    text = serving_block(
+        {**STATS, "missing": ["itl"], "parse_errors": 2, "last_parse_error": "ValueError: x"},
+        {"generation_tokens": [10, 120], "kv_cache_usage": [0.42]},
+    ).plain
+    for words in (
+        "123.4 tok/s",
+        "prompt 800.0 tok/s",
+        "3 running · 1 waiting",
+        "KV 42 %",
+        "p50 50 ms p90 200 ms",
+        "ITL p50 20 ms",
+        "not exported: itl",
+        "2 unreadable scrape(s): ValueError: x",
+    ):
         assert words in text, words
     none = serving_block({"scrapes": 0}, {}, "sglang on spark1 has no /metrics (HTTP 404): add --enable-metrics").plain
     assert none.startswith("serving no metrics: sglang on spark1 has no /metrics")
@@ -48,12 +72,19 @@ async def test_the_launch_pane_shows_metrics_once_they_come_and_wedged_in_the_ba
         await wait_for(pilot, lambda: not pane.has_class("-serving"), what="the block hidden once stopped")
 
 
-WHY = ("a one-token completion got no answer in 30 s while /health answers 200, and the engine exports no "
-       "generation-token counter to tell a stalled rank from a batch busy with long requests")
+WHY = (
+    "a one-token completion got no answer in 30 s while /health answers 200, and the engine exports no "
+    "generation-token counter to tell a stalled rank from a batch busy with long requests"
+)
 
 
 def test_a_silent_probe_the_metrics_cannot_judge_is_shown_as_unknown_with_why():
-    trt = {**STATS, "engine": "trtllm", "generation_tokens_per_s": None, "missing": ["generation_tokens", "kv_cache_usage"]}
+    trt = {
+        **STATS,
+        "engine": "trtllm",
+        "generation_tokens_per_s": None,
+        "missing": ["generation_tokens", "kv_cache_usage"],
+    }
     text = serving_block(trt, {}, None, WHY).plain
     assert "not exported: generation_tokens, kv_cache_usage" in text
     assert text.splitlines()[-1] == "liveness unknown: " + WHY

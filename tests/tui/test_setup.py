@@ -1,4 +1,5 @@
 """The first-run setup screen over SSH to in-process nodes: add nodes, judge host keys, probe, write."""
+
 from __future__ import annotations
 
 import argparse
@@ -80,8 +81,12 @@ async def test_first_run_writes_a_config_after_the_user_judges_each_host_key(tmp
         assert modal.key.node == "spark1" and keys[nodes.nodes[0].port][1] in text
         assert app.screen.focused.id == "reject"  # Enter alone never trusts
         await pilot.press("enter")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, HostKeyScreen) and app.screen.key.node == "spark2"
-                               and app.screen, 20, "second key prompt")
+        modal = await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, HostKeyScreen) and app.screen.key.node == "spark2" and app.screen,
+            20,
+            "second key prompt",
+        )
         await pilot.press("n")
         await wait_for(pilot, lambda: "SSH failed on spark1, spark2" in message(app), 20, "the failure message")
         assert not kh.exists() or kh.read_text() == ""
@@ -92,8 +97,12 @@ async def test_first_run_writes_a_config_after_the_user_judges_each_host_key(tmp
         await pilot.press("ctrl+t")
         await wait_for(pilot, lambda: isinstance(app.screen, HostKeyScreen), 20, "key prompt again")
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostKeyScreen) and app.screen.key.node == "spark2",
-                       20, "second key prompt again")
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, HostKeyScreen) and app.screen.key.node == "spark2",
+            20,
+            "second key prompt again",
+        )
         await pilot.press("y")
         await wait_for(pilot, lambda: "probed" in message(app), 30, "the probe")
         assert sorted(kh.read_text().splitlines()) == sorted(line for line, _ in keys.values())
@@ -108,14 +117,19 @@ async def test_first_run_writes_a_config_after_the_user_judges_each_host_key(tmp
         # the model path, then write: the app ends with the file it wrote
         await type_into(pilot, "model-path", nodes.model.path)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "model " + nodes.model.path in str(setup_screen(app).query_one("#found").content),
-                       30, "the model found")
+        await wait_for(
+            pilot,
+            lambda: "model " + nodes.model.path in str(setup_screen(app).query_one("#found").content),
+            30,
+            "the model found",
+        )
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.return_value is not None, 10, "the app to end")
     assert app.return_value == target
     cfg = load_config(target)
     assert [(n.name, n.port, n.user, n.role) for n in cfg.nodes] == [
-        (n.name, n.port, "root", n.role) for n in nodes.nodes]
+        (n.name, n.port, "root", n.role) for n in nodes.nodes
+    ]
     assert all("192.168.100.0/24" in n.interfaces for n in cfg.nodes)
     assert cfg.model.path == nodes.model.path and cfg.ssh.known_hosts == str(kh)
     assert "# the fabric, found by probing: 192.168.100." in target.read_text()
@@ -145,7 +159,15 @@ async def test_the_setup_screen_keeps_its_keys_and_fields_at_80x24(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         text = screen_text(app)
-        for words in ("no config found", "Add", "host or alias", "key (or agent)", "^t Test SSH", "^s Write config", "^q Quit"):
+        for words in (
+            "no config found",
+            "Add",
+            "host or alias",
+            "key (or agent)",
+            "^t Test SSH",
+            "^s Write config",
+            "^q Quit",
+        ):
             assert words in text, words
 
 
@@ -186,8 +208,9 @@ async def test_the_screen_takes_keys_while_a_silent_node_is_dialled(tmp_path):
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    app = SetupApp(tmp_path / "c.yaml", ssh=SshConfig(known_hosts=str(tmp_path / "kh"), ssh_config=[],
-                                                      connect_timeout=3))
+    app = SetupApp(
+        tmp_path / "c.yaml", ssh=SshConfig(known_hosts=str(tmp_path / "kh"), ssh_config=[], connect_timeout=3)
+    )
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await add_node(pilot, "mute", "127.0.0.1", port)

@@ -1,4 +1,5 @@
 """Closing the app while the core still reports: the events left in the queue find no pane and are dropped."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +23,11 @@ async def test_events_that_arrive_while_the_app_closes_are_dropped_without_an_er
         for i in range(20000):
             if closed.is_set():
                 return
-            app.post_message(M.CoreEvent(TransferProgress(id="t1", kind="model", source="spark1",
-                                                          dest="spark2", state="running", bytes=i)))
+            app.post_message(
+                M.CoreEvent(
+                    TransferProgress(id="t1", kind="model", source="spark1", dest="spark2", state="running", bytes=i)
+                )
+            )
             await asyncio.sleep(0)
 
     async with app.run_test(size=(100, 30)) as pilot:

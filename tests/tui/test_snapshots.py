@@ -4,6 +4,7 @@ After a deliberate change of layout, rewrite them with
 `pytest tests/tui/test_snapshots.py --update-snapshots` (or SPARKTUI_UPDATE_SNAPSHOTS=1) and review
 the diff like code.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -53,8 +54,11 @@ async def _render(view: str, size: tuple[int, int]) -> str:
                 await pilot.press("t")
                 await wait_for(pilot, lambda: "sync_model" not in app.running, what="sync")
                 app.show_pane(f"pane-{view}")
-        await wait_for(pilot, lambda: app.screen.query("FooterKey") if not isinstance(app.screen, LaunchForm)
-                       else True, what="footer keys")
+        await wait_for(
+            pilot,
+            lambda: app.screen.query("FooterKey") if not isinstance(app.screen, LaunchForm) else True,
+            what="footer keys",
+        )
         # a pane that takes the focus redraws the footer once more: the screen settled with it drawn
         for _ in range(20):  # bounded: a footer never drawn shows in the diff
             text = await settled_text(pilot, app)
@@ -68,8 +72,10 @@ async def _render(view: str, size: tuple[int, int]) -> str:
 async def test_pane_snapshot(view, size, request):
     text = await _render(view, size)
     path = SNAPSHOTS / f"{view}-{size[0]}x{size[1]}.txt"
-    update = request.config.getoption("--update-snapshots", default=False) or os.environ.get(
-        "SPARKTUI_UPDATE_SNAPSHOTS") == "1"
+    update = (
+        request.config.getoption("--update-snapshots", default=False)
+        or os.environ.get("SPARKTUI_UPDATE_SNAPSHOTS") == "1"
+    )
     if update:
         SNAPSHOTS.mkdir(exist_ok=True)
         path.write_text(text)

@@ -1,4 +1,5 @@
 """The app on the real controller, over SSH to in-process servers on 127.0.0.1 (shimmed GPU tools)."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """Start-up: the nodes are dialled before the screen is up, and each card fills as its node answers."""
+
 from __future__ import annotations
 
 import asyncio
@@ -95,16 +96,26 @@ def test_a_start_begun_before_textual_loads_hands_over_what_it_saw(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens there once closed: the dial is refused at once
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(f"cluster: sparks\nnodes:\n  - {{name: a, host: 127.0.0.1, port: {port}}}\n"
-                   f"model: {{name: m, path: /models/m}}\nssh: {{known_hosts: {tmp_path / 'kh'}, ssh_config: []}}\n")
-    probe = ("import asyncio, sys\nfrom sparktui.core.config import load_config\n"
-             "from sparktui.core.journal import Journal\nfrom sparktui.tui.controller import Controller\n"
-             "c = Controller(load_config(sys.argv[1]), journal=Journal(), poll_interval=3600)\nc.prestart()\n"
-             "import sparktui.tui.app\nc._early_start.result(30)\nposted = []\nc.attach(posted.append)\n"
-             "print(sorted({type(m).__name__ + ':' + type(m.event).__name__ for m in posted}))\nc.abandon()\n")
+    cfg.write_text(
+        f"cluster: sparks\nnodes:\n  - {{name: a, host: 127.0.0.1, port: {port}}}\n"
+        f"model: {{name: m, path: /models/m}}\nssh: {{known_hosts: {tmp_path / 'kh'}, ssh_config: []}}\n"
+    )
+    probe = (
+        "import asyncio, sys\nfrom sparktui.core.config import load_config\n"
+        "from sparktui.core.journal import Journal\nfrom sparktui.tui.controller import Controller\n"
+        "c = Controller(load_config(sys.argv[1]), journal=Journal(), poll_interval=3600)\nc.prestart()\n"
+        "import sparktui.tui.app\nc._early_start.result(30)\nposted = []\nc.attach(posted.append)\n"
+        "print(sorted({type(m).__name__ + ':' + type(m.event).__name__ for m in posted}))\nc.abandon()\n"
+    )
     repo = Path(__file__).resolve().parents[2]
-    r = subprocess.run([sys.executable, "-c", probe, str(cfg)], capture_output=True, text=True, cwd=repo, timeout=60,
-                       env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)})
+    r = subprocess.run(
+        [sys.executable, "-c", probe, str(cfg)],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        timeout=60,
+        env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)},
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     said = r.stdout.strip().splitlines()[-1]
     assert "CoreEvent:NodeUpdated" in said and "CoreEvent:InventoryRound" in said, said

@@ -1,5 +1,6 @@
 """One state vocabulary on screen: every State styled, operations in flight worded, and the app's one
 deployment snapshot following the core's events."""
+
 from __future__ import annotations
 
 from sparktui.core.deployment import Deployment

@@ -1,4 +1,5 @@
 """The status line keeps the endpoint and the state at any width; operations read as words."""
+
 from __future__ import annotations
 
 import pytest

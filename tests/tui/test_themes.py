@@ -1,4 +1,5 @@
 """Themes are data: shipped in the package, found in the user's config dir, chosen by name or file."""
+
 from __future__ import annotations
 
 from pathlib import Path

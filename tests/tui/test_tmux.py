@@ -3,6 +3,7 @@
 The nodes are in-process SSH servers started by tests/tui/sshnodes.py in a child process; tmux runs
 on its own socket (-L) so nothing else on the machine is touched.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,16 +28,26 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 def _app(tmp_path: Path, width: int, height: int, *argv: str, tail: str = "", **extra: str) -> Tmux:
     """sparktui with argv in a width x height terminal, its config and state under tmp_path."""
-    env = {"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "TERM": "xterm-256color", **extra}
+    env = {
+        "PYTHONPATH": str(REPO),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "TERM": "xterm-256color",
+        **extra,
+    }
     return Tmux(app_command(env, sys.executable, "-m", "sparktui", *argv) + tail, width, height)
 
 
 @contextlib.contextmanager
 def running_nodes(root: Path) -> Iterator[Path]:
     """Two in-process SSH nodes (tests/tui/sshnodes.py) in a child process; yields their config."""
-    proc = subprocess.Popen([sys.executable, "-m", "tests.tui.sshnodes", str(root), "2"], cwd=REPO,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.tui.sshnodes", str(root), "2"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 30)
         line = proc.stdout.readline() if ready else ""
@@ -59,7 +70,9 @@ def test_form_in_a_real_terminal(tmp_path):
             tmux.wait_for("2/2 nodes up")
             tmux.wait_for("◆ fabric")
             tmux.keys("l")
-            screen = tmux.wait_for_all("Launch m on spark1, spark2", "TP 2 × PP 1", "auto: the fabric", "192.168.100.10")
+            screen = tmux.wait_for_all(
+                "Launch m on spark1, spark2", "TP 2 × PP 1", "auto: the fabric", "192.168.100.10"
+            )
             assert "✗" not in screen, screen  # warnings (no /dev/infiniband here) but no errors
             # the engine select has the focus: open it, move to vLLM (Ray), choose it
             tmux.keys("Enter")
@@ -81,9 +94,14 @@ def test_form_in_a_real_terminal(tmp_path):
 
 
 def _start_demo(speed: int) -> tuple[subprocess.Popen, dict]:
-    proc = subprocess.Popen([sys.executable, "-m", "sparktui", "demo", "up", "--json", "--speed", str(speed)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparktui", "demo", "up", "--json", "--speed", str(speed)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+    )
     ready, _, _ = select.select([proc.stdout], [], [], 90)
     line = proc.stdout.readline() if ready else ""
     if not line.startswith("{"):
@@ -140,7 +158,9 @@ def test_80x24_footer_keys_and_an_early_key(tmp_path):
             keys = ("l Launch", "p Pivot", "s Stop", "t Sync", "b Bench", "f Follow", "? Keys", "^p Palette", "q Quit")
             # at 80 columns "b Bench" leaves no room for "/ Filter": / stays in the help and the palette
             # the footer is redrawn when the pane changes its bindings: wait for the whole of it
-            screen = tmux.wait_for(lambda s: all(k in footer(s) for k in keys), 10, f"every key of {keys} in the footer")
+            screen = tmux.wait_for(
+                lambda s: all(k in footer(s) for k in keys), 10, f"every key of {keys} in the footer"
+            )
             assert screen.splitlines()[0].strip().startswith("sim · 2/2 nodes up"), screen
             tmux.keys("?")
             tmux.wait_for("Keys (")
@@ -196,7 +216,18 @@ def test_sigterm_ends_the_demo_and_everything_it_started(tmp_path):
     from ..demo.conftest import require_namespaces
 
     require_namespaces()
-    tmux = _app(tmp_path, 100, 30, "demo", "--model-mb", "4", "--speed", "40", tail="; echo EXITED $?; sleep 30", TMPDIR=str(tmp_path))
+    tmux = _app(
+        tmp_path,
+        100,
+        30,
+        "demo",
+        "--model-mb",
+        "4",
+        "--speed",
+        "40",
+        tail="; echo EXITED $?; sleep 30",
+        TMPDIR=str(tmp_path),
+    )
     try:
         tmux.wait_for("2/2 nodes up", 120)
         [root] = list(tmp_path.glob(f"{PREFIX}*"))

@@ -4,6 +4,7 @@ labelled, the Ray worker's row serving, a journal entry whole on Enter.
 
 The cluster is `sparktui demo up` (tests/tui/test_tmux.py starts it); keys in, screens out.
 """
+
 from __future__ import annotations
 
 import re
@@ -64,8 +65,11 @@ def test_the_demo_story_reads_whole(tmp_path, width, height):
         tmux.keys("C-s")
 
         # the launch pane keeps the story, and the demo says why a "300 s" watchdog will fire seconds from now
-        tmux.wait_for_all("rendezvous hang", "demo: engines 20× faster than real ones; their logs' 300 s pass in 15 s here",
-                          timeout=120)
+        tmux.wait_for_all(
+            "rendezvous hang",
+            "demo: engines 20× faster than real ones; their logs' 300 s pass in 15 s here",
+            timeout=120,
+        )
         if narrow:
             _notices_stay_brief_and_low(tmux, until="FAILED")
         else:
@@ -82,9 +86,16 @@ def test_the_demo_story_reads_whole(tmp_path, width, height):
         tmux.wait_for("Pivot (y)", 60)
         tmux.keys("y")
         # the status line and the launch pane repaint on their own events: the frame that has both is the claim
-        ready = tmux.wait_for(lambda s: "● READY" in s and "Ray worker" in s and "SSH forward" in flat(s)
-                              and re.search(r"ready · on nodes http://\S+/v1", s.splitlines()[0]), 240,
-                              "vLLM ready, its URLs, the worker's row and the status line")
+        ready = tmux.wait_for(
+            lambda s: (
+                "● READY" in s
+                and "Ray worker" in s
+                and "SSH forward" in flat(s)
+                and re.search(r"ready · on nodes http://\S+/v1", s.splitlines()[0])
+            ),
+            240,
+            "vLLM ready, its URLs, the worker's row and the status line",
+        )
         status = ready.splitlines()[0]
         assert re.search(r"ready · on nodes http://\S+/v1", status), status
         if not narrow:

@@ -1,4 +1,5 @@
 """Toasts: the same news once, never more than a few at a time, and no replay of old news on reopening."""
+
 from __future__ import annotations
 
 import time
@@ -102,5 +103,7 @@ async def test_an_operation_does_not_repeat_what_its_transfer_said(config, core)
         app.post_message(M.OperationDone("sync_model", "spark2: verified: 7 files, 64.0 MiB"))
         app.post_message(M.OperationDone("refresh", "2 nodes probed"))
         await wait_for(pilot, lambda: len(_toasts(app)) == 2, what="the refresh's word")
-        assert _toasts(app) == [("information", "model copy to spark2: verified: 7 files, 64.0 MiB"),
-                                ("information", "2 nodes probed")]
+        assert _toasts(app) == [
+            ("information", "model copy to spark2: verified: 7 files, 64.0 MiB"),
+            ("information", "2 nodes probed"),
+        ]

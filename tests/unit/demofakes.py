@@ -1,4 +1,5 @@
 """Processes that look like a running `sparktui demo up` to /proc, registered as the demo registers itself."""
+
 from __future__ import annotations
 
 import socket
@@ -20,9 +21,17 @@ def demo_process(where: Path) -> subprocess.Popen:
 
 
 def entry(name: str, pid: int, root: Path, background: bool = True) -> registry.Entry:
-    return registry.Entry(id=name, pid=pid, start_ticks=proc.start_ticks(pid), boot_id=proc.boot_id(),
-                          host=socket.gethostname(), started=time.time(), root=str(root),
-                          config=str(root / "sparktui.yaml"), background=background)
+    return registry.Entry(
+        id=name,
+        pid=pid,
+        start_ticks=proc.start_ticks(pid),
+        boot_id=proc.boot_id(),
+        host=socket.gethostname(),
+        started=time.time(),
+        root=str(root),
+        config=str(root / "sparktui.yaml"),
+        background=background,
+    )
 
 
 def registered(where: Path, name: str, background: bool = True) -> subprocess.Popen:
@@ -48,4 +57,3 @@ def wait_dead(pid: int, timeout: float = 10.0) -> None:
     while proc.start_ticks(pid) is not None:
         assert time.monotonic() < deadline, f"pid {pid} still alive"
         time.sleep(0.02)
-

@@ -1,6 +1,7 @@
 """Three Sparks cabled in a ring, addressed as NVIDIA's ring3 mode does
 (dgx-spark-playbooks detect_and_configure_cluster_networking.py, ip_for_3node_ring_link): link k between a
 pair of nodes gets 192.168.2k.x/24 on one half and 192.168.2k+1.x/24 on the other; the lower node is .1."""
+
 from __future__ import annotations
 
 from sparktui.core.facts import Interface, NodeFacts

@@ -1,5 +1,6 @@
 """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: added where the engine's KV cache comes from PyTorch's caching
 allocator, never where its own allocator refuses it or a user set their own, and said why in the plan's notes."""
+
 from __future__ import annotations
 
 from sparktui.core.engines.base import ALLOC_CONF, EXPANDABLE

@@ -1,5 +1,6 @@
 """Benchmark rows from the real client's result files, progress from its real log, the local history and
 the job's shell text (samples/bench/README.md says how the samples were made)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ CTX = dict(deployment="lab", engine="vllm", image="img:1", plan_id="p1")
 
 def row(engine: str, c: int, **kw) -> results.Row:
     ctx = {**CTX, "engine": engine, **kw}
-    return results.from_client((SAMPLES / f"{engine}-c{c}.json").read_text(), f"{engine}-c{c}.json",
-                               concurrency=c, **ctx)
+    return results.from_client(
+        (SAMPLES / f"{engine}-c{c}.json").read_text(), f"{engine}-c{c}.json", concurrency=c, **ctx
+    )
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -28,15 +30,25 @@ def test_a_row_per_concurrency_from_the_clients_result_file(engine):
     one, eight = row(engine, 1), row(engine, 8)
     raw = json.loads((SAMPLES / f"{engine}-c8.json").read_text())
     assert (eight.ttft_p50_ms, eight.ttft_p99_ms, eight.itl_p50_ms) == (
-        raw["median_ttft_ms"], raw["p99_ttft_ms"], raw["median_itl_ms"])
+        raw["median_ttft_ms"],
+        raw["p99_ttft_ms"],
+        raw["median_itl_ms"],
+    )
     assert (eight.output_tokens_per_s, eight.requests_per_s) == (raw["output_throughput"], raw["request_throughput"])
     assert eight.completed == 32 and eight.failed == 0 and eight.concurrency == 8
     assert eight.ttft_p50_ms <= eight.ttft_p99_ms
     # more in flight: more served per second
     assert eight.output_tokens_per_s > 3 * one.output_tokens_per_s
     keys = eight.to_json()
-    for k in ("engine", "concurrency", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "output_tokens_per_s",
-              "requests_per_s"):
+    for k in (
+        "engine",
+        "concurrency",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "itl_p50_ms",
+        "output_tokens_per_s",
+        "requests_per_s",
+    ):
         assert k in keys
 
 
@@ -121,9 +133,11 @@ def test_the_engine_simulators_vllm_is_the_client_and_one_without_bench_is_not(t
     # the simulator's `vllm` as its image has it: it serves and carries `bench serve`, as a vLLM image does
     (sim / "vllm").write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in launcher_argv("vllm")) + ' "$@"\n')
     # a vLLM from before the CLI benchmarks: argparse refuses `bench` (its words as such a release prints them)
-    (old / "vllm").write_text("#!/bin/sh\n[ \"$1\" = bench ] || exit 0\necho \"usage: vllm [-h] {serve} ...\" >&2\n"
-                              "echo \"vllm: error: argument subparser: invalid choice: 'bench' (choose from 'serve')\" >&2\n"
-                              "exit 2\n")
+    (old / "vllm").write_text(
+        '#!/bin/sh\n[ "$1" = bench ] || exit 0\necho "usage: vllm [-h] {serve} ..." >&2\n'
+        "echo \"vllm: error: argument subparser: invalid choice: 'bench' (choose from 'serve')\" >&2\n"
+        "exit 2\n"
+    )
     for d in (sim, old):
         (d / "vllm").chmod(0o755)
     repo = Path(__file__).resolve().parents[2]
@@ -132,14 +146,16 @@ def test_the_engine_simulators_vllm_is_the_client_and_one_without_bench_is_not(t
         return {"PATH": f"{d}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{SHIMS_DIR}:{repo}"}
 
     def where(d):
-        return subprocess.run(["/bin/sh", "-c", client.find_client("img:1")], env=env(d), capture_output=True,
-                              text=True, timeout=60).stdout.strip()
+        return subprocess.run(
+            ["/bin/sh", "-c", client.find_client("img:1")], env=env(d), capture_output=True, text=True, timeout=60
+        ).stdout.strip()
 
     assert where(sim) == "path"
     assert where(old) == "none"
     # the old vllm run as the client anyway (from an image that holds it): its refusal is known for what it is
-    ran = subprocess.run([str(old / "vllm"), "bench", "serve", "--help"], env=env(old), capture_output=True,
-                         text=True, timeout=60)
+    ran = subprocess.run(
+        [str(old / "vllm"), "bench", "serve", "--help"], env=env(old), capture_output=True, text=True, timeout=60
+    )
     assert ran.returncode != 0 and client.lacks_bench(ran.stdout + ran.stderr)
     assert not client.lacks_bench((SAMPLES / "vllm.log").read_text())
 

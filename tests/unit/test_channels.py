@@ -1,4 +1,5 @@
 """Channel bookkeeping per node: the cap, the bounded wait for a slot, and what a shortfall says."""
+
 from __future__ import annotations
 
 import asyncio
@@ -40,6 +41,8 @@ def test_shortfall_names_the_cause_and_its_fix():
     ours = Slots(1)
     assert shortfall("spark1", 2, 2, ours, 1, True, None) == "ssh.max_channels is 1; set it to at least 2"
     assert busy_note("spark1", ours) == "all 1 channels (ssh.max_channels) to spark1 are in use"
-    assert shortfall("spark3", 0, 2, Slots(8), 8, False, "connection refused") == \
-        "spark3 is unreachable (connection refused)"
+    assert (
+        shortfall("spark3", 0, 2, Slots(8), 8, False, "connection refused")
+        == "spark3 is unreachable (connection refused)"
+    )
     assert shortfall("spark1", 2, 2, Slots(8), 8, True, None) is None

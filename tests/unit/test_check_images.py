@@ -1,5 +1,6 @@
 """`check` on an image whose versions are not cached: what the model check read from the image itself is
 said as read, and only the rest as not read yet, never 'not read' beside the release it then shows."""
+
 from __future__ import annotations
 
 import json
@@ -14,16 +15,39 @@ IMAGE = "lmsysorg/sglang:latest-cu130"
 
 
 def unread_image(monkeypatch):
-    info = ImageInfo(ref=IMAGE, node="spark1", id="sha256:ab", unread=True,
-                     problem=f"what {IMAGE} holds is not read yet on spark1 (`sparktui plan` reads it once per image)")
+    info = ImageInfo(
+        ref=IMAGE,
+        node="spark1",
+        id="sha256:ab",
+        unread=True,
+        problem=f"what {IMAGE} holds is not read yet on spark1 (`sparktui plan` reads it once per image)",
+    )
 
     async def images(cluster, config):  # what _images makes of an inspection that found no cached versions
-        return {"sglang": {"image": IMAGE, "node": "spark1", "holds": holds(info), "versions": info.versions,
-                           "problem": info.problem, "unread": info.unread}}
+        return {
+            "sglang": {
+                "image": IMAGE,
+                "node": "spark1",
+                "holds": holds(info),
+                "versions": info.versions,
+                "problem": info.problem,
+                "unread": info.unread,
+            }
+        }
 
     async def support(cluster, config):
-        return {"sglang": Support("sglang", IMAGE, "/m", node="spark1", status="supported", model_type="qwen3_moe",
-                                  engine_version="0.5.23", transformers="5.19.0")}
+        return {
+            "sglang": Support(
+                "sglang",
+                IMAGE,
+                "/m",
+                node="spark1",
+                status="supported",
+                model_type="qwen3_moe",
+                engine_version="0.5.23",
+                transformers="5.19.0",
+            )
+        }
 
     monkeypatch.setattr(check, "_images", images)
     monkeypatch.setattr("sparktui.core.support.support_of_config", support)

@@ -2,6 +2,7 @@
 
 The SSH layer and the probe are replaced by fakes handing back synthetic facts, so nothing is dialled.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -27,11 +28,16 @@ def piped(monkeypatch, tmp_path):
         f.host = LONG_HOST.format(i + 1)
 
     async def deployments(cl, config):
-        return [{"summary": "sparktui-qwen3.5-122b-a10b-fp8-vllm-ray on spark1, spark2: ready at "
-                            "http://192.168.100.10:8000/v1 (model /models/Qwen3.5-122B-A10B-FP8)"}]
+        return [
+            {
+                "summary": "sparktui-qwen3.5-122b-a10b-fp8-vllm-ray on spark1, spark2: ready at "
+                "http://192.168.100.10:8000/v1 (model /models/Qwen3.5-122B-A10B-FP8)"
+            }
+        ]
 
     monkeypatch.setattr(check, "Cluster", FakeCluster.replacing())  # no node to ask about images: none listed
     monkeypatch.setattr(check, "take_inventory", fixed_inventory(facts, subnets))
+
     async def transfers(cl, config):
         return []
 

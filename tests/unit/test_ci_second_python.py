@@ -1,4 +1,5 @@
 """CI runs the unit tier under a second CPython, newer than the floor in pyproject.toml (.ci/second-python)."""
+
 from __future__ import annotations
 
 import re
@@ -29,9 +30,15 @@ def test_the_second_python_is_a_newer_release_than_the_floor():
 def test_ci_runs_it_after_the_apt_step_bounded_and_a_failure_stops_ci():
     lines = _code(ROOT / ".ci" / "run")
     assert "set -euo pipefail" in lines  # a failing command ends .ci/run
-    calls = [(i, int(m[1])) for i, line in enumerate(lines) if (m := re.fullmatch(r"timeout (\d+) bash \.ci/second-python", line))]
+    calls = [
+        (i, int(m[1]))
+        for i, line in enumerate(lines)
+        if (m := re.fullmatch(r"timeout (\d+) bash \.ci/second-python", line))
+    ]
     apt = [i for i, line in enumerate(lines) if line.startswith("apt-get install")]
-    assert calls and apt and calls[0][0] > apt[0], "`.ci/run` does not call `timeout N bash .ci/second-python` after apt"
+    assert calls and apt and calls[0][0] > apt[0], (
+        "`.ci/run` does not call `timeout N bash .ci/second-python` after apt"
+    )
     assert calls[0][1] <= 2400  # CI has 90 minutes in all
     assert lines[-1].startswith("exec ") and calls[0][0] < len(lines) - 1
 

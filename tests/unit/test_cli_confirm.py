@@ -1,5 +1,6 @@
 """The confirmation before a deployment changes: the prompt shows its default, and a run without a
 terminal refuses with the way to go ahead."""
+
 from __future__ import annotations
 
 import io
@@ -9,8 +10,7 @@ import pytest
 from sparktui.cli import common, deploy, main
 from sparktui.core.deploy.operations import Preview
 
-PREVIEW = Preview("pivot lab to vllm", stops=[("n1", "sparktui-lab-sglang-0 (running)")],
-                  starts=[("n1", "vllm head")])
+PREVIEW = Preview("pivot lab to vllm", stops=[("n1", "sparktui-lab-sglang-0 (running)")], starts=[("n1", "vllm head")])
 
 
 class Tty(io.StringIO):
@@ -18,8 +18,9 @@ class Tty(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize(("answer", "goes"), [("y", True), ("YES", True), (" yes ", True), ("", False),
-                                              ("n", False), ("sure", False)])
+@pytest.mark.parametrize(
+    ("answer", "goes"), [("y", True), ("YES", True), (" yes ", True), ("", False), ("n", False), ("sure", False)]
+)
 def test_the_prompt_shows_its_default_and_only_yes_goes_ahead(monkeypatch, capsys, answer, goes):
     monkeypatch.setattr("sys.stdin", Tty(answer + "\n"))
     assert common.confirm("go ahead?", False) is goes
@@ -40,11 +41,13 @@ def test_without_a_terminal_the_json_document_names_yes_as_the_fix(monkeypatch, 
         deploy._ask(PREVIEW, yes=False)
 
     import sparktui.cli.journal as J
+
     real = J.register
 
     def register(sub):  # `journal` stands in for the command: only its function matters here
         real(sub)
         sub.choices["journal"].set_defaults(func=refuse)
+
     monkeypatch.setattr(J, "register", register)
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(["journal", "--all", "--json"]) == 1
@@ -72,8 +75,16 @@ def _prepared_with_stale():
     from sparktui.core.preflight import Setting, Verdict
     from sparktui.core.preflight.leftovers import leftovers_of
 
-    row = _json.dumps({"ID": "x", "Names": "old-r0", "Image": "img", "State": "exited", "Status": "Exited (1)",
-                       "Labels": "sparktui.deployment=old,sparktui.engine=vllm"})
+    row = _json.dumps(
+        {
+            "ID": "x",
+            "Names": "old-r0",
+            "Image": "img",
+            "State": "exited",
+            "Status": "Exited (1)",
+            "Labels": "sparktui.deployment=old,sparktui.engine=vllm",
+        }
+    )
     v = Verdict(Setting(addr="10.0.0.1", port=1, subnet=None, image="img", timeout=30))
     v.leftovers["n2"] = leftovers_of("n2", "lab", [row], [], None, unified=False)
     return SimpleNamespace(verdict=v)

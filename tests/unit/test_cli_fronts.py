@@ -1,4 +1,5 @@
 """What every command checks before it starts: the theme, a terminal for the TUI; `demo down`'s reach."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,15 @@ REPO = Path(__file__).resolve().parents[2]
 def _run(*args: str, stdin=None, **kw) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env.update(PYTHONPATH=str(REPO), **kw)
-    return subprocess.run([sys.executable, "-m", "sparktui", *args], capture_output=True, text=True, env=env,
-                          stdin=stdin, timeout=60, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "sparktui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=stdin,
+        timeout=60,
+        cwd=REPO,
+    )
 
 
 @pytest.mark.parametrize("command", [["demo"], ["demo", "up"], ["journal"], []])
@@ -33,8 +41,9 @@ def test_an_unknown_theme_stops_every_command_with_the_list(command, capsys):
 
 def test_the_tui_refuses_without_a_terminal(tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("cluster: c\nnodes: [{name: a, host: 127.0.0.1}]\nmodel: {name: m, path: /m}\n"
-                   "images: {sglang: s, vllm: v}\n")
+    cfg.write_text(
+        "cluster: c\nnodes: [{name: a, host: 127.0.0.1}]\nmodel: {name: m, path: /m}\nimages: {sglang: s, vllm: v}\n"
+    )
     r = _run("--config", str(cfg), stdin=subprocess.DEVNULL)
     assert r.returncode == 2, r
     assert "needs a terminal" in r.stderr and "\x1b[" not in r.stdout and r.stdout == ""

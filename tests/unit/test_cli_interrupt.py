@@ -1,5 +1,6 @@
 """Ctrl-C during a launch or a sync stops only the watching: the CLI says what keeps running where,
 and the commands to watch or stop it."""
+
 from __future__ import annotations
 
 import argparse
@@ -55,10 +56,16 @@ def test_sigterm_during_a_launch_says_what_keeps_running_too(tmp_path):
         "    with deploy.interrupted(argparse.Namespace(config=sys.argv[1]), p):\n"
         "        print('watching', flush=True)\n"
         "        await asyncio.Event().wait()\n"
-        "try:\n    asyncio.run(main())\nexcept CliExit as e:\n    sys.exit(e.code)\n")
+        "try:\n    asyncio.run(main())\nexcept CliExit as e:\n    sys.exit(e.code)\n"
+    )
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-c", code, str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(cfg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert proc.stdout.readline().strip() == "watching"  # inside the launch's watch
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
@@ -75,8 +82,12 @@ def test_the_pivot_suggested_after_a_hang_runs_as_printed(tmp_path, capsys):
 
     cfg = tmp_path / "my cluster.yaml"
     cfg.write_text("cluster: sparks\nnodes:\n  - {name: a, host: 127.0.0.1}\nmodel: {name: m, path: /models/m}\n")
-    d = SimpleNamespace(name="other", warnings=[], check=None, current=Deployment(
-        "other", "sglang", "native", None, state=State.HUNG, detail="rendezvous_hang on a: silent"))
+    d = SimpleNamespace(
+        name="other",
+        warnings=[],
+        check=None,
+        current=Deployment("other", "sglang", "native", None, state=State.HUNG, detail="rendezvous_hang on a: silent"),
+    )
     deploy.print_outcome(d, argparse.Namespace(config=str(cfg)))
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "next:" in ln)
     cmd = shlex.split(line.split("next:", 1)[1].split("   (")[0])
@@ -102,9 +113,24 @@ def test_a_failed_launch_says_which_containers_it_left_running_and_how_to_remove
         async def leftovers(self):
             return [("a", "sparktui-sparks-vllm-0", "running"), ("b", "sparktui-sparks-vllm-1", "running")]
 
-    d = Failed(name="sparks", warnings=[], check=None, ready_timeout=10, problems=[], milestones=[], memory={},
-               current=Deployment("sparks", "vllm", "ray", None, plan_id="p", state=State.FAILED,
-                                  detail="bad_arguments on a: the engine rejected its arguments: --bogus"))
+    d = Failed(
+        name="sparks",
+        warnings=[],
+        check=None,
+        ready_timeout=10,
+        problems=[],
+        milestones=[],
+        memory={},
+        current=Deployment(
+            "sparks",
+            "vllm",
+            "ray",
+            None,
+            plan_id="p",
+            state=State.FAILED,
+            detail="bad_arguments on a: the engine rejected its arguments: --bogus",
+        ),
+    )
     printer = deploy.Printer(SimpleNamespace(nodes=[]), quiet=True)
     args = argparse.Namespace(config=str(cfg), wait=True, json=False)
     assert asyncio.run(deploy._finish(d, printer, args)) == 1
@@ -127,8 +153,11 @@ def test_an_interrupted_sync_before_any_copy_does_not_claim_copies_keep_running(
 
 
 def test_an_interrupted_verification_says_the_copy_stays_incomplete_until_the_next_sync(capsys):
-    sync._interrupted(argparse.Namespace(config=None), {"model-b-1": "model a → b", "model-c-1": "model a → c"},
-                      {"model-b-1": "verifying", "model-c-1": "running"})
+    sync._interrupted(
+        argparse.Namespace(config=None),
+        {"model-b-1": "model a → b", "model-c-1": "model a → c"},
+        {"model-b-1": "verifying", "model-c-1": "running"},
+    )
     err = capsys.readouterr().err
     copying, verifying = err.split("were being verified")
     assert "model-c-1: model a → c" in copying and "model-b-1" not in copying

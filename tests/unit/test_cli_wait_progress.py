@@ -1,6 +1,7 @@
 """`launch --wait` (and pivot, redeploy) show progress: steps, phases, milestones, problems with their hint
 and the outcome; the engine's raw log is left to `sparktui logs`, named once. Under --json nothing but the
 document reaches stdout."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,13 @@ def events():
         yield LogLines(node, f"sparktui-lab-vllm-{node[-1]}", RAW[:90])
     yield DeploymentChanged("lab", "vllm", "ray", "loading", "the engine is loading")
     yield Milestone("weights_loaded", 120, "spark1")
-    yield Problem("nccl_error", 150, "NCCL found no interface named by NCCL_SOCKET_IFNAME on this node",
-                  "set NCCL_SOCKET_IFNAME to this node's own interface", "spark2")
+    yield Problem(
+        "nccl_error",
+        150,
+        "NCCL found no interface named by NCCL_SOCKET_IFNAME on this node",
+        "set NCCL_SOCKET_IFNAME to this node's own interface",
+        "spark2",
+    )
     yield LogLines("spark1", "sparktui-lab-vllm-0", RAW[90:])
 
 
@@ -51,10 +57,27 @@ def test_wait_with_json_prints_only_the_document(capsys):
 
 def test_wait_prints_the_memory_warning_as_passing_and_the_guards_stop_with_its_advice(capsys):
     printer = deploy.Printer(NODES)
-    printer(Problem("memory_low", 0, "spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor", "launch with X",
-                    "spark2", 0.0, provisional=True))
-    printer(Problem("memory_floor", 0, "spark2: 3.1 GiB available, under the 4.0 GiB floor, falling 1.8 GiB/s",
-                    "lower --gpu-memory-utilization from 0.8 to 0.7", "spark2", 0.0))
+    printer(
+        Problem(
+            "memory_low",
+            0,
+            "spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor",
+            "launch with X",
+            "spark2",
+            0.0,
+            provisional=True,
+        )
+    )
+    printer(
+        Problem(
+            "memory_floor",
+            0,
+            "spark2: 3.1 GiB available, under the 4.0 GiB floor, falling 1.8 GiB/s",
+            "lower --gpu-memory-utilization from 0.8 to 0.7",
+            "spark2",
+            0.0,
+        )
+    )
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "! memory_low on spark2: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor"
     assert out[2].startswith("✗ memory_floor on spark2: spark2: 3.1 GiB available, under the 4.0 GiB floor, falling")

@@ -1,4 +1,5 @@
 """Config loading: the example loads, every mistake is reported at its FILE:LINE:COL, discovery order."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -91,8 +92,11 @@ def test_example_loads_with_one_head_and_its_path():
 
 def _dataclass_sections():
     # section key in the YAML -> dataclass, derived from Config's own fields
-    return {f.name: f.default_factory for f in dataclasses.fields(cfgmod.Config)
-            if dataclasses.is_dataclass(f.default_factory)}
+    return {
+        f.name: f.default_factory
+        for f in dataclasses.fields(cfgmod.Config)
+        if dataclasses.is_dataclass(f.default_factory)
+    }
 
 
 def test_example_sets_every_field_so_users_see_them_all():
@@ -109,15 +113,28 @@ def test_example_sets_every_field_so_users_see_them_all():
 
 def test_example_documents_every_field_on_its_line():
     lines = EXAMPLE.read_text().splitlines()
-    names = {f.name for cls in (cfgmod.Config, cfgmod.NodeConfig, cfgmod.ModelConfig, *_dataclass_sections().values())
-             for f in dataclasses.fields(cls)} - {"path"}
+    names = {
+        f.name
+        for cls in (cfgmod.Config, cfgmod.NodeConfig, cfgmod.ModelConfig, *_dataclass_sections().values())
+        for f in dataclasses.fields(cls)
+    } - {"path"}
     for name in names:
         documented = [ln for ln in lines if re.match(rf"\s*#?\s*(- )?{name}:", ln) and "#" in ln.split(":", 1)[1]]
         assert documented, f"{name} has no comment in the example"
 
 
-@pytest.mark.parametrize("cls", [cfgmod.NodeConfig, cfgmod.ModelConfig, cfgmod.ImagesConfig, cfgmod.DockerConfig,
-                                 cfgmod.SshConfig, cfgmod.EngineDefaults, cfgmod.Config])
+@pytest.mark.parametrize(
+    "cls",
+    [
+        cfgmod.NodeConfig,
+        cfgmod.ModelConfig,
+        cfgmod.ImagesConfig,
+        cfgmod.DockerConfig,
+        cfgmod.SshConfig,
+        cfgmod.EngineDefaults,
+        cfgmod.Config,
+    ],
+)
 def test_every_dataclass_field_has_a_comment(cls):
     src = inspect.getsource(cls).splitlines()
     for f in dataclasses.fields(cls):
@@ -147,9 +164,11 @@ def test_an_explicit_head_later_in_the_list_is_kept():
 
 def test_text_is_kept_as_written_shell_metacharacters_included():
     odd = "a; rm -rf / $(id) `x` 'q' \"d\" | & > < *"
-    text = (mutate("cluster: lab", f"cluster: {json.dumps(odd)}")
-            .replace("name: tiny", "name: 1.10")
-            .replace("  mem_fraction: 0.8\n", "  mem_fraction: 1\ntheme: yes\n"))
+    text = (
+        mutate("cluster: lab", f"cluster: {json.dumps(odd)}")
+        .replace("name: tiny", "name: 1.10")
+        .replace("  mem_fraction: 0.8\n", "  mem_fraction: 1\ntheme: yes\n")
+    )
     text += "docker:\n  env:\n    NCCL_IB_DISABLE: 0\n    EMPTY: ''\n    ODD: '$HOME; ls'\n  shm_size: 16g\n"
     cfg = load_config_text(text, "c.yaml")
     assert cfg.cluster == odd
@@ -168,10 +187,13 @@ def test_local_paths_expand_tilde(monkeypatch, tmp_path):
 
 
 def test_keymap_and_merge_keys():
-    text = BASE.replace("nodes:\n  - name: alpha\n    host: 127.0.0.1\n",
-                        "nodes:\n  - &common\n    name: alpha\n    host: 127.0.0.1\n")
-    text = text.replace("  - name: beta\n    host: 127.0.0.1\n    port: 2202\n",
-                        "  - <<: *common\n    name: beta\n    port: 2202\n    role: worker\n")
+    text = BASE.replace(
+        "nodes:\n  - name: alpha\n    host: 127.0.0.1\n", "nodes:\n  - &common\n    name: alpha\n    host: 127.0.0.1\n"
+    )
+    text = text.replace(
+        "  - name: beta\n    host: 127.0.0.1\n    port: 2202\n",
+        "  - <<: *common\n    name: beta\n    port: 2202\n    role: worker\n",
+    )
     text += "keymap:\n  app.quit: ctrl+q\n  launch: f5, ctrl+l\n"
     cfg = load_config_text(text, "c.yaml")
     beta = cfg.node("beta")
@@ -193,19 +215,46 @@ CASES = [
     ("unknown-node", "port: 2202", "prot: 2202", "prot", ["unknown key 'prot' in nodes[beta]", "did you mean 'port'?"]),
     ("unknown-model", "path: /models/tiny", "pth: /models/tiny", "pth", ["did you mean 'path'?"]),
     ("unknown-engine", "mem_fraction: 0.8", "mem_fracton: 0.8", "mem_fracton", ["did you mean 'mem_fraction'?"]),
-    ("unknown-far", "mem_fraction: 0.8", "zzz: 1", "zzz", ["unknown key 'zzz' in engine", "expected one of:", "dist_port"]),
+    (
+        "unknown-far",
+        "mem_fraction: 0.8",
+        "zzz: 1",
+        "zzz",
+        ["unknown key 'zzz' in engine", "expected one of:", "dist_port"],
+    ),
     ("missing-cluster", "cluster: lab\n", "", "nodes:", ["lacks 'cluster'"]),
     ("missing-model", "model:\n  name: tiny\n  path: /models/tiny\n", "", "cluster", ["lacks 'model'"]),
     ("missing-host", "    host: 127.0.0.1\n    port: 2202\n", "", "name: beta", ["nodes[beta] lacks 'host'", "host: "]),
-    ("missing-name", "  - name: beta\n    host", "  - host", "host: 127.0.0.1\n    port: 2202", ["nodes[#2] lacks 'name'"]),
+    (
+        "missing-name",
+        "  - name: beta\n    host",
+        "  - host",
+        "host: 127.0.0.1\n    port: 2202",
+        ["nodes[#2] lacks 'name'"],
+    ),
     ("missing-path", "  path: /models/tiny\n", "", "name: tiny", ["model lacks 'path'"]),
     ("null-model-name", "name: tiny", "name:", "name:\n  path", ["model lacks 'name'"]),
-    ("dup-node", "name: beta", "name: alpha", "alpha\n    host: 127.0.0.1\n    port: 2202",
-     ["duplicate node name 'alpha'", lambda t: "first used at %d:%d" % position(t, "alpha")]),
-    ("dup-key", "    port: 2202\n", "    port: 2202\n    port: 2203\n", "port: 2203",
-     ["duplicate key 'port'", lambda t: "first at %d:%d" % position(t, "port: 2202")]),
-    ("two-heads", "    port: 2202\n", "    port: 2202\n    role: head\n", "head\nmodel",
-     ["second head 'beta'", lambda t: "'alpha' at %d:%d is the head" % position(t, "head")]),
+    (
+        "dup-node",
+        "name: beta",
+        "name: alpha",
+        "alpha\n    host: 127.0.0.1\n    port: 2202",
+        ["duplicate node name 'alpha'", lambda t: "first used at %d:%d" % position(t, "alpha")],
+    ),
+    (
+        "dup-key",
+        "    port: 2202\n",
+        "    port: 2202\n    port: 2203\n",
+        "port: 2203",
+        ["duplicate key 'port'", lambda t: "first at %d:%d" % position(t, "port: 2202")],
+    ),
+    (
+        "two-heads",
+        "    port: 2202\n",
+        "    port: 2202\n    role: head\n",
+        "head\nmodel",
+        ["second head 'beta'", lambda t: "'alpha' at %d:%d is the head" % position(t, "head")],
+    ),
     ("bad-role", "role: head", "role: boss", "boss", ["'boss' is not known", "head, worker"]),
     ("name-space", "name: beta", "name: 'be ta'", "'be ta'", ["not allowed", "letters, digits"]),
     ("name-slash", "name: beta", "name: ../beta", "../beta", ["not allowed"]),
@@ -216,24 +265,45 @@ CASES = [
     ("cidr-v6", "10.9.0.0/24: veth-a", "'fd00::/64': veth-a", "'fd00", ["not a CIDR", "IPv4"]),
     ("cidr-no-prefix", "10.9.0.0/24: veth-a", "10.9.0.0: veth-a", "10.9.0.0", ["not a CIDR"]),
     ("cidr-host-bits", "10.9.0.0/24: veth-a", "10.9.0.7/24: veth-a", "10.9.0.7", ["host bits", "'10.9.0.0/24'"]),
-    ("ifname-long", "10.9.0.0/24: veth-a", "10.9.0.0/24: a-very-long-interface", "a-very",
-     ["not allowed", "interface name"]),
+    (
+        "ifname-long",
+        "10.9.0.0/24: veth-a",
+        "10.9.0.0/24: a-very-long-interface",
+        "a-very",
+        ["not allowed", "interface name"],
+    ),
     ("ifname-slash", "10.9.0.0/24: veth-a", "10.9.0.0/24: eth/0", "eth/0", ["not allowed"]),
-    ("interfaces-list", "      10.9.0.0/24: veth-a\n", "      - veth-a\n", "- veth-a", ["is a list", "mapping of subnet CIDR: interface name"]),
+    (
+        "interfaces-list",
+        "      10.9.0.0/24: veth-a\n",
+        "      - veth-a\n",
+        "- veth-a",
+        ["is a list", "mapping of subnet CIDR: interface name"],
+    ),
     ("gpu-style", "engine:", "docker:\n  gpu_style: gpus_all\nengine:", "gpus_all", ["did you mean 'gpus-all'?"]),
-    ("host-key", "engine:", "ssh:\n  host_key_policy: accept_new\nengine:", "accept_new",
-     ["did you mean 'accept-new'?"]),
+    (
+        "host-key",
+        "engine:",
+        "ssh:\n  host_key_policy: accept_new\nengine:",
+        "accept_new",
+        ["did you mean 'accept-new'?"],
+    ),
     ("frac-big", "mem_fraction: 0.8", "mem_fraction: 1.5", "1.5", ["out of range", "> 0 and <= 1"]),
     ("frac-zero", "mem_fraction: 0.8", "mem_fraction: 0", "0\n", ["out of range"]),
     ("frac-text", "mem_fraction: 0.8", "mem_fraction: most", "most", ["'most' is not a number"]),
     ("frac-nan", "mem_fraction: 0.8", "mem_fraction: .nan", ".nan", ["out of range"]),
     ("source", "path: /models/tiny", "path: /models/tiny\n  source: bta", "bta", ["'bta' is not a node", "'beta'"]),
     ("relative-path", "path: /models/tiny", "path: models/tiny", "models/tiny", ["absolute path"]),
-    ("nodes-empty", BASE[BASE.index("nodes:"):BASE.index("model:")], "nodes: []\n", "[]", ["nodes is an empty list"]),
+    ("nodes-empty", BASE[BASE.index("nodes:") : BASE.index("model:")], "nodes: []\n", "[]", ["nodes is an empty list"]),
     ("node-text", "  - name: beta\n    host: 127.0.0.1\n    port: 2202\n", "  - beta\n", "beta", ["nodes[#2] is text"]),
     ("model-list", "model:\n  name: tiny\n  path: /models/tiny\n", "model:\n  - tiny\n", "- tiny", ["model is a list"]),
-    ("port-clash", "mem_fraction: 0.8", "mem_fraction: 0.8\n  ray_port: 29500", "29500",
-     ["engine.ray_port 29500 is also engine.dist_port"]),
+    (
+        "port-clash",
+        "mem_fraction: 0.8",
+        "mem_fraction: 0.8\n  ray_port: 29500",
+        "29500",
+        ["engine.ray_port 29500 is also engine.dist_port"],
+    ),
     ("keepalive", "engine:", "ssh:\n  keepalive_interval: soon\nengine:", "soon", ["not a number"]),
     ("channels", "engine:", "ssh:\n  max_channels: 0\nengine:", "0\nengine", ["out of range"]),
     ("env-name", "engine:", "docker:\n  env:\n    NCCL-DEBUG: INFO\nengine:", "NCCL-DEBUG", ["variable name"]),
@@ -246,8 +316,13 @@ CASES = [
     ("keymap-list", "engine:", "keymap: [q]\nengine:", "[q]", ["keymap is a list"]),
     ("tag", "cluster: lab", "cluster: !secret lab", "!secret", ["unknown YAML tag"]),
     ("yaml-tab", "nodes:\n", "nodes:\n\t", "\t", ["YAML syntax error", "'\\t'"]),
-    ("yaml-colon", "host: 127.0.0.1\n    port: 2202", "host: a: b\n    port: 2202", ": b\n",
-     ["YAML syntax error: mapping values are not allowed here"]),
+    (
+        "yaml-colon",
+        "host: 127.0.0.1\n    port: 2202",
+        "host: a: b\n    port: 2202",
+        ": b\n",
+        ["YAML syntax error: mapping values are not allowed here"],
+    ),
     ("yaml-docs", "engine:", "---\nengine:", "---", ["another document"]),
     ("bad-merge", "  - name: beta\n", "  - <<: 3\n    name: beta\n", "3\n", ["merge"]),
 ]
@@ -259,8 +334,9 @@ def test_mistake_is_reported_at_its_place(old, new, token, fragments):
 
 
 def test_error_inside_an_anchor_points_at_the_anchor():
-    text = mutate("  - name: alpha\n    host: 127.0.0.1\n",
-                  "  - &base\n    name: alpha\n    host: 127.0.0.1\n    prot: 1\n")
+    text = mutate(
+        "  - name: alpha\n    host: 127.0.0.1\n", "  - &base\n    name: alpha\n    host: 127.0.0.1\n    prot: 1\n"
+    )
     text = text.replace("  - name: beta\n", "  - <<: *base\n    name: beta\n")
     assert_error_at(text, "prot", "did you mean 'port'?")
 
@@ -392,7 +468,6 @@ def test_explicit_tilde_and_directory(places):
     assert find_config("~/c.yaml") == f
     with pytest.raises(ConfigNotFound, match="is not a file"):
         find_config(str(home))
-
 
 
 def test_model_path_with_a_newline_is_refused_at_its_place():

@@ -1,4 +1,5 @@
 """Hostile configs: every bad number, name, host, user, path and structure is a FILE:LINE:COL message, fast."""
+
 from __future__ import annotations
 
 import os
@@ -134,15 +135,27 @@ def test_the_cli_exits_2_without_a_traceback(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text(config(port="!!int abc"))
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_STATE_HOME=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "sparktui", "--config", str(p), "check"], capture_output=True,
-                       text=True, timeout=60, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", "--config", str(p), "check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr and f"{p}:6:11:" in r.stderr
 
 
-@pytest.mark.parametrize("text", [
-    "cluster: c\nnodes: [{name: a, host: h}]\nmodel: {name: m, path: /m}\ndocker: {gpu_style: " + "x" * 4000 + "}\n",
-    "cluster: c\nnodes: [{name: a, host: h}]\nmodel: {name: m, path: /m}\n" + "k" * 1000 + ": 1\n",  # YAML keys: < 1024
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cluster: c\nnodes: [{name: a, host: h}]\nmodel: {name: m, path: /m}\ndocker: {gpu_style: "
+        + "x" * 4000
+        + "}\n",
+        "cluster: c\nnodes: [{name: a, host: h}]\nmodel: {name: m, path: /m}\n"
+        + "k" * 1000
+        + ": 1\n",  # YAML keys: < 1024
+    ],
+)
 def test_every_message_quotes_a_long_value_shortened(text):
     with pytest.raises(ConfigError) as e:
         load_config_text(text, "f.yaml")

@@ -1,4 +1,5 @@
 """The config writer: the example reproduced, every value round-tripped, odd values quoted, files safe."""
+
 from __future__ import annotations
 
 import os
@@ -9,10 +10,27 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import (Config, ConfigError, DockerConfig, EngineDefaults, ModelConfig, NodeConfig,
-                                  SshConfig, load_config, load_config_text)
-from sparktui.core.configwrite import (COMMENT_COLUMN, EXAMPLE_HEADER, ConfigExists, checked_text, example_text,
-                                       render_config, scalar, write_config_file)
+from sparktui.core.config import (
+    Config,
+    ConfigError,
+    DockerConfig,
+    EngineDefaults,
+    ModelConfig,
+    NodeConfig,
+    SshConfig,
+    load_config,
+    load_config_text,
+)
+from sparktui.core.configwrite import (
+    COMMENT_COLUMN,
+    EXAMPLE_HEADER,
+    ConfigExists,
+    checked_text,
+    example_text,
+    render_config,
+    scalar,
+    write_config_file,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config.example.yaml"
@@ -34,33 +52,58 @@ def test_rendering_the_examples_values_gives_the_example_byte_for_byte():
 def test_the_packaged_example_is_the_root_example():
     """The root file is the one to edit (docs/config.md reproduces it); a pip install ships the copy."""
     assert example_text() == EXAMPLE.read_text(), (
-        "sparktui/config.example.yaml must equal config.example.yaml: cp config.example.yaml sparktui/")
+        "sparktui/config.example.yaml must equal config.example.yaml: cp config.example.yaml sparktui/"
+    )
 
 
 def test_init_example_prints_the_packaged_file():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "sparktui", "init", "--example"], capture_output=True, text=True,
-                       env=env, cwd="/", timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", "init", "--example"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout == EXAMPLE.read_text()
 
 
 def sample(**over) -> Config:
-    nodes = [NodeConfig(name="a", host="10.1.0.1", user="ubuntu", port=2222, identity_file="/keys/id",
-                        role="head", interfaces={"192.168.100.0/24": "enp1s0f1np1"}),
-             NodeConfig(name="b", host="spark-b", role="worker", interfaces={"192.168.100.0/24": "enP2p1s0f1np1"})]
+    nodes = [
+        NodeConfig(
+            name="a",
+            host="10.1.0.1",
+            user="ubuntu",
+            port=2222,
+            identity_file="/keys/id",
+            role="head",
+            interfaces={"192.168.100.0/24": "enp1s0f1np1"},
+        ),
+        NodeConfig(name="b", host="spark-b", role="worker", interfaces={"192.168.100.0/24": "enP2p1s0f1np1"}),
+    ]
     base = dict(cluster="lab", nodes=nodes, model=ModelConfig(name="m", path="/models/m", source="b"))
     base.update(over)
     return Config(**base)
 
 
 def test_a_written_config_loads_back_to_the_same_values():
-    cfg = sample(docker=DockerConfig(gpu_style="cdi", extra_args=["--privileged", "--cap-add=SYS_NICE"],
-                                     env={"NCCL_DEBUG": "INFO", "EMPTY": ""}, ulimits={}, volumes=[],
-                                     shm_size="16g"),
-                 ssh=SshConfig(host_key_policy="accept-new", known_hosts="/etc/kh", ssh_config=[]),
-                 engine=EngineDefaults(mem_fraction=0.7, max_model_len=32768, hang_after=45.5),
-                 keymap={"quit": "ctrl+q"}, theme="light", secrets=["WANDB_API_KEY", "--license"])
+    cfg = sample(
+        docker=DockerConfig(
+            gpu_style="cdi",
+            extra_args=["--privileged", "--cap-add=SYS_NICE"],
+            env={"NCCL_DEBUG": "INFO", "EMPTY": ""},
+            ulimits={},
+            volumes=[],
+            shm_size="16g",
+        ),
+        ssh=SshConfig(host_key_policy="accept-new", known_hosts="/etc/kh", ssh_config=[]),
+        engine=EngineDefaults(mem_fraction=0.7, max_model_len=32768, hang_after=45.5),
+        keymap={"quit": "ctrl+q"},
+        theme="light",
+        secrets=["WANDB_API_KEY", "--license"],
+    )
     text = checked_text(cfg)
     assert as_dict(load_config_text(text)) == as_dict(cfg)
 
@@ -96,9 +139,44 @@ def test_the_home_folder_is_written_as_a_tilde():
     assert load_config_text(text).nodes[0].identity_file == cfg.nodes[0].identity_file
 
 
-ODD = ["a: b", "#x", "x #y", "~", "null", "Null", "- x", "[a]", "{a}", "*a", "&a", "!t", "%x", "@x", "`x",
-       "'x", '"x', " lead", "trail ", "a,b", "yes", "no", "1.10", "0755", "-1", "é ü 中", "a\tb", "back\\slash",
-       "x: ", "? x", "|", ">", "a#b", "it's", '"', "\\n"]
+ODD = [
+    "a: b",
+    "#x",
+    "x #y",
+    "~",
+    "null",
+    "Null",
+    "- x",
+    "[a]",
+    "{a}",
+    "*a",
+    "&a",
+    "!t",
+    "%x",
+    "@x",
+    "`x",
+    "'x",
+    '"x',
+    " lead",
+    "trail ",
+    "a,b",
+    "yes",
+    "no",
+    "1.10",
+    "0755",
+    "-1",
+    "é ü 中",
+    "a\tb",
+    "back\\slash",
+    "x: ",
+    "? x",
+    "|",
+    ">",
+    "a#b",
+    "it's",
+    '"',
+    "\\n",
+]
 
 
 @pytest.mark.parametrize("value", ODD)
@@ -110,11 +188,17 @@ def test_odd_text_survives_as_written(value):
     cfg.images.sglang = "img" if " " in value or "\t" in value else value
     back = load_config_text(render_config(cfg))
     assert (back.cluster, back.model.name, back.docker.env["ODD"], back.docker.extra_args) == (
-        value, value, value, [value])
+        value,
+        value,
+        value,
+        [value],
+    )
 
 
-@pytest.mark.parametrize("value,written", [("plain", "plain"), ("~", '"~"'), ("a: b", '"a: b"'),
-                                           ("x #y", '"x #y"'), ("", '""'), ("yes", "yes")])
+@pytest.mark.parametrize(
+    "value,written",
+    [("plain", "plain"), ("~", '"~"'), ("a: b", '"a: b"'), ("x #y", '"x #y"'), ("", '""'), ("yes", "yes")],
+)
 def test_quoting_only_where_plain_would_change_the_value(value, written):
     assert scalar(value) == written
 

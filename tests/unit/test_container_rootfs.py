@@ -1,5 +1,6 @@
 """A simulated container's own /etc, /root and /run: an overlay where the kernel allows one, else the
 machine's entries bound back into a directory of its own, ~/.ssh never among them."""
+
 from __future__ import annotations
 
 from sparktui.demo.docker import rootfs

@@ -1,4 +1,5 @@
 """The corpus of real logs (tests/corpus): its score, its metadata, and the streaming reader's fast path."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -39,8 +40,19 @@ def test_the_corpus_scores_at_least_95_percent_and_calls_no_benign_log_a_failure
 def test_the_corpus_covers_every_outcome_and_both_engines():
     metas = [BENCH.load(p)[0] for p in FILES]
     kinds = {m["kind"] for m in metas}
-    assert kinds >= {"stopped", "ray_resources", "watchdog_timeout", "model_not_found", "warmup_timeout",
-                     "out_of_memory", "host_oom", "nccl_error", "rendezvous_hang", "stalled", "none"}
+    assert kinds >= {
+        "stopped",
+        "ray_resources",
+        "watchdog_timeout",
+        "model_not_found",
+        "warmup_timeout",
+        "out_of_memory",
+        "host_oom",
+        "nccl_error",
+        "rendezvous_hang",
+        "stalled",
+        "none",
+    }
     assert {m["engine"] for m in metas} >= {"vllm", "sglang"}
     assert sum(m["kind"] == "none" for m in metas) >= 5
 
@@ -50,7 +62,8 @@ def test_every_corpus_file_says_where_it_comes_from_and_what_it_must_get(path):
     meta, log = BENCH.load(path)
     # a public source URL, or text a real engine printed in the lab (named with its version)
     assert meta["source"].startswith("https://") or re.fullmatch(
-        r"captured from \S+ \d+\.\d+\S* in the sparktui lab", meta["source"]), meta["source"]
+        r"captured from \S+ \d+\.\d+\S* in the sparktui lab", meta["source"]
+    ), meta["source"]
     for key in ("engine", "version", "setup", "happened", "kind"):
         assert meta.get(key), key
     if meta["kind"] == "stopped":
@@ -85,17 +98,22 @@ class Counting(Diagnoser):
 
 
 def test_serving_chunks_are_counted_not_parsed_and_change_nothing(monkeypatch):
-    serving = (b'INFO:     10.0.0.2:5123 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
-               b"INFO 03-02 11:20:15 [loggers.py:123] Engine 000: Avg prompt throughput: 812.3 tokens/s, Running: 1 reqs\n")
-    log = ((T / "vllm_ray_ready.log").read_bytes() + serving * 3000
-           + b"(RayWorkerWrapper pid=291, ip=10.0.0.2) ERROR 03-02 12:00:00 [worker.py:1] torch.OutOfMemoryError: "
-             b"CUDA out of memory. Tried to allocate 2.00 GiB\n" + serving * 10)
+    serving = (
+        b'INFO:     10.0.0.2:5123 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        b"INFO 03-02 11:20:15 [loggers.py:123] Engine 000: Avg prompt throughput: 812.3 tokens/s, Running: 1 reqs\n"
+    )
+    log = (
+        (T / "vllm_ray_ready.log").read_bytes()
+        + serving * 3000
+        + b"(RayWorkerWrapper pid=291, ip=10.0.0.2) ERROR 03-02 12:00:00 [worker.py:1] torch.OutOfMemoryError: "
+        b"CUDA out of memory. Tried to allocate 2.00 GiB\n" + serving * 10
+    )
     monkeypatch.setattr(logfile, "CHUNK", 4096)
     d = logfile.diagnose_stream(io.BytesIO(log), Counting("vllm"))
     assert d.skipped > 5000  # the serving stretch took the fast path
     assert json.dumps(d.to_json(), sort_keys=True) == json.dumps(_line_by_line("vllm", log), sort_keys=True)
     (p,) = d.problems
-    assert p.kind == "out_of_memory" and p.line == log[:log.index(b"torch.OutOfMemoryError")].count(b"\n") + 1
+    assert p.kind == "out_of_memory" and p.line == log[: log.index(b"torch.OutOfMemoryError")].count(b"\n") + 1
 
 
 def test_the_user_guide_quotes_the_score_the_corpus_gets():
@@ -108,8 +126,9 @@ def test_the_user_guide_quotes_the_score_the_corpus_gets():
     assert m and (int(m[1]), int(m[2])) == (res["right"], res["total"])
 
 
-@pytest.mark.parametrize("name,kind", [("ray_worker_wrong_node_ip.log", "ray_node_ip"),
-                                       ("ray_worker_unreachable_gcs.log", "ray_connect")])
+@pytest.mark.parametrize(
+    "name,kind", [("ray_worker_wrong_node_ip.log", "ray_node_ip"), ("ray_worker_unreachable_gcs.log", "ray_connect")]
+)
 def test_real_ray_start_failures_captured_in_the_lab_are_named(name, kind):
     meta, log = BENCH.load(CORPUS / name)
     probs = BENCH.diagnose(meta, log).ordered_problems()

@@ -1,4 +1,5 @@
 """A CPU build of vLLM is planned as one: read from the image's release, never a flag alone."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,18 @@ from sparktui.core.engines.cpubuild import KV_ENV, is_cpu_build, kv_env
 from .test_plan import parse_run, plan_for
 
 
-@pytest.mark.parametrize("version,cpu", [("0.32.0+cpu", True), ("0.32.0+CPU", True), ("0.11.0+cpu.avx512", True),
-                                         ("0.32.0", False), ("0.32.0+cu130", False), (None, False), ("cpu", False)])
+@pytest.mark.parametrize(
+    "version,cpu",
+    [
+        ("0.32.0+cpu", True),
+        ("0.32.0+CPU", True),
+        ("0.11.0+cpu.avx512", True),
+        ("0.32.0", False),
+        ("0.32.0+cu130", False),
+        (None, False),
+        ("cpu", False),
+    ],
+)
 def test_a_cpu_build_is_named_by_the_release_local_label(version, cpu):
     assert is_cpu_build(version) is cpu
 

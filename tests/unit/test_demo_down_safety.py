@@ -1,4 +1,5 @@
 """`demo down` signals only this user's own demos, proven by /proc, and never because of a file another user wrote."""
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from tests.unit import demofakes
 
 class _Other:
     """Another, unprivileged user: root may give files any uid, with or without an account behind it."""
+
     pw_uid = pw_gid = 54321
 
 
@@ -40,9 +42,17 @@ def test_a_demo_json_planted_in_the_temp_directory_is_ignored(tmp_path, monkeypa
     try:
         planted = tmp_path / f"{PREFIX}planted"
         planted.mkdir()
-        (planted / "demo.json").write_text(json.dumps(
-            {"id": "planted", "pid": target.pid, "started": proc.start_time(target.pid), "uid": 0,
-             "background": True}))
+        (planted / "demo.json").write_text(
+            json.dumps(
+                {
+                    "id": "planted",
+                    "pid": target.pid,
+                    "started": proc.start_time(target.pid),
+                    "uid": 0,
+                    "background": True,
+                }
+            )
+        )
         _chown_tree(planted, alice)
         gone = subprocess.Popen(["true"])
         gone.wait()
@@ -134,9 +144,17 @@ def test_a_demo_killed_with_9_leaves_a_directory_the_next_demo_down_removes(tmp_
     (older / "demo.json").write_text(json.dumps({"pid": kept.pid, "started": time.time(), "uid": os.getuid()}))
     for name, p, keep in (("orphan1", orphan, False), ("kept1", kept, True)):
         (tmp_path / f"{PREFIX}{name}").mkdir(mode=0o700)
-        (tmp_path / f"{PREFIX}{name}" / "demo.json").write_text(json.dumps(
-            {"pid": p.pid, "start_ticks": proc.start_ticks(p.pid), "boot_id": proc.boot_id(),
-             "started": time.time(), "keep": keep}))
+        (tmp_path / f"{PREFIX}{name}" / "demo.json").write_text(
+            json.dumps(
+                {
+                    "pid": p.pid,
+                    "start_ticks": proc.start_ticks(p.pid),
+                    "boot_id": proc.boot_id(),
+                    "started": time.time(),
+                    "keep": keep,
+                }
+            )
+        )
     try:
         for p in (dead, orphan, kept):
             p.kill()

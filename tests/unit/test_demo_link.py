@@ -1,4 +1,5 @@
 """The demo's shared link: streams leaving one node split its rate; a transfer's end is read at once."""
+
 from __future__ import annotations
 
 import os
@@ -69,11 +70,20 @@ def test_a_read_that_waits_for_news_returns_as_soon_as_the_transfer_ends(tmp_pat
     env = {**os.environ, "HOME": str(home)}
     try:
         t0 = time.monotonic()
-        quiet = subprocess.run(["sh", "-c", remote.read_state("model-n2-1", len("started\n"), wait=1.0)], env=env,
-                               capture_output=True, text=True, timeout=30)
+        quiet = subprocess.run(
+            ["sh", "-c", remote.read_state("model-n2-1", len("started\n"), wait=1.0)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert time.monotonic() - t0 >= 0.9 and parse_poll(quiet.stdout).rc is None  # nothing new: it waited
-        reader = subprocess.Popen(["sh", "-c", remote.read_state("model-n2-1", len("started\n"), wait=30.0)],
-                                  env=env, stdout=subprocess.PIPE, text=True)
+        reader = subprocess.Popen(
+            ["sh", "-c", remote.read_state("model-n2-1", len("started\n"), wait=30.0)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         t0 = time.monotonic()
         (d / "rc").write_text("0\n")  # the copy ends while the node waits for news
         out, _ = reader.communicate(timeout=30)

@@ -1,4 +1,5 @@
 """The demo's `ping`: answered from the nodes' descriptions, so a half taken down stops answering."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The demo offers TensorRT-LLM: the launch form lists it, pivot reaches it, and the demo's nodes hold its image."""
+
 import pytest
 
 from sparktui.core.engines import ENGINES

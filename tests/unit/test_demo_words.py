@@ -1,5 +1,6 @@
 """What `sparktui demo up` and the README say about the demo: it stays in the foreground, and its
 engines run faster than real ones, so engine times in their logs come sooner than they read."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,16 +9,23 @@ from sparktui.cli.demo import _describe
 from sparktui.tui.present.deploy import sim_speed, speed_note
 
 ROOT = Path(__file__).resolve().parents[2]
-SUMMARY = {"id": "ab12cd34", "config": "/tmp/sparktui-demo-ab12cd34/sparktui.yaml", "scenario": "pivot",
-           "speed": 20.0, "nodes": [{"name": "spark1", "host": "127.0.0.11", "port": 40001, "fabric": "127.0.1.11"},
-                                    {"name": "spark2", "host": "127.0.0.12", "port": 40002, "fabric": "127.0.1.12"}]}
+SUMMARY = {
+    "id": "ab12cd34",
+    "config": "/tmp/sparktui-demo-ab12cd34/sparktui.yaml",
+    "scenario": "pivot",
+    "speed": 20.0,
+    "nodes": [
+        {"name": "spark1", "host": "127.0.0.11", "port": 40001, "fabric": "127.0.1.11"},
+        {"name": "spark2", "host": "127.0.0.12", "port": 40002, "fabric": "127.0.1.12"},
+    ],
+}
 
 
 def test_demo_up_says_it_stays_in_the_foreground_and_how_fast_its_engines_run():
     text = _describe(SUMMARY)
     first = text.splitlines()[0]
     assert "in the foreground until Ctrl-C here" in first and "sparktui demo down" in first, text
-    assert 'run 20x faster than real ones' in text and 'a "300 s" timeout comes 15 s after launch' in text, text
+    assert "run 20x faster than real ones" in text and 'a "300 s" timeout comes 15 s after launch' in text, text
     assert "try, from another terminal:" in text  # the commands need a second terminal: this one is held
 
 

@@ -1,4 +1,5 @@
 """Deploy pieces without nodes: timestamps and dedupe, pivot options, the record, status rows."""
+
 from __future__ import annotations
 
 import json
@@ -27,13 +28,27 @@ from sparktui.core.plan import make_plan
 
 
 def two_node_plan(engine: str, mode: str | None):
-    cfg = Config(cluster="c", nodes=[NodeConfig("a", "10.0.0.1", role="head"), NodeConfig("b", "10.0.0.2")],
-                 model=ModelConfig("m", "/models/m"))
+    cfg = Config(
+        cluster="c",
+        nodes=[NodeConfig("a", "10.0.0.1", role="head"), NodeConfig("b", "10.0.0.2")],
+        model=ModelConfig("m", "/models/m"),
+    )
     cfg.images.sglang = cfg.images.vllm = "img:1"
-    facts = {n: NodeFacts(n, n, True, gpu=Gpu("GB10", 1), docker=DockerInfo("28", {"img:1": "sha256:" + "a" * 64}),
-                          model=ModelDir("/models/m", True, 1 << 30)) for n in ("a", "b")}
-    fabric = Subnet("192.168.100.0/24", {"a": NodeAddr("enp1s0f1np1", "192.168.100.10"),
-                                         "b": NodeAddr("enP2p1s0f1np1", "192.168.100.11")})
+    facts = {
+        n: NodeFacts(
+            n,
+            n,
+            True,
+            gpu=Gpu("GB10", 1),
+            docker=DockerInfo("28", {"img:1": "sha256:" + "a" * 64}),
+            model=ModelDir("/models/m", True, 1 << 30),
+        )
+        for n in ("a", "b")
+    }
+    fabric = Subnet(
+        "192.168.100.0/24",
+        {"a": NodeAddr("enp1s0f1np1", "192.168.100.10"), "b": NodeAddr("enP2p1s0f1np1", "192.168.100.11")},
+    )
     plan = make_plan(cfg, facts, [fabric], PlanOptions(engine=engine, mode=mode))
     assert plan.ok, plan.errors
     return plan
@@ -65,9 +80,17 @@ def test_dedupe_skips_exactly_the_lines_already_seen_at_the_resume_instant():
 
 
 def test_pivot_options_keep_model_parallelism_and_network_and_drop_engine_specifics():
-    opts = PlanOptions(engine="sglang", image="lmsysorg/sglang:x", model_path="/models/m", tp=None,
-                       rendezvous=None, extra_args=["--disable-cuda-graph"], env={"NCCL_DEBUG": "WARN"},
-                       mem_fraction=0.8, model_config={"big": 1})
+    opts = PlanOptions(
+        engine="sglang",
+        image="lmsysorg/sglang:x",
+        model_path="/models/m",
+        tp=None,
+        rendezvous=None,
+        extra_args=["--disable-cuda-graph"],
+        env={"NCCL_DEBUG": "WARN"},
+        mem_fraction=0.8,
+        model_config={"big": 1},
+    )
     rec = Record("d", "sglang", "native", opts, tp=2, pp=1, subnet="192.168.100.0/24", nodes=["a", "b"])
     new = pivot_options(opts, "vllm", rec)
     assert (new.engine, new.mode, new.image, new.extra_args) == ("vllm", None, None, ["--enforce-eager"])
@@ -81,22 +104,57 @@ def test_pivot_options_keep_model_parallelism_and_network_and_drop_engine_specif
 def test_pivot_keeps_what_the_other_engine_understands_and_names_the_rest():
     from sparktui.core.deploy.options import pivot_notes
 
-    opts = PlanOptions(engine="sglang", served_model_name="qwen", max_model_len=32768, mem_fraction=0.8,
-                       env={"HF_TOKEN": "hf_x"},
-                       extra_args=["--api-key", "sk-1 2", "--disable-radix-cache", "--tp", "2", "--context-length=4096",
-                                   "--tool-call-parser", "qwen25", "--random-seed", "7", "--enable-metrics"])
+    opts = PlanOptions(
+        engine="sglang",
+        served_model_name="qwen",
+        max_model_len=32768,
+        mem_fraction=0.8,
+        env={"HF_TOKEN": "hf_x"},
+        extra_args=[
+            "--api-key",
+            "sk-1 2",
+            "--disable-radix-cache",
+            "--tp",
+            "2",
+            "--context-length=4096",
+            "--tool-call-parser",
+            "qwen25",
+            "--random-seed",
+            "7",
+            "--enable-metrics",
+        ],
+    )
     new = pivot_options(opts, "vllm")
-    assert new.extra_args == ["--api-key", "sk-1 2", "--max-model-len=4096", "--tool-call-parser", "qwen25",
-                              "--seed", "7", "--enable-auto-tool-choice"]
-    assert (new.served_model_name, new.max_model_len, new.mem_fraction, new.env) == ("qwen", 32768, 0.8,
-                                                                                     {"HF_TOKEN": "hf_x"})
+    assert new.extra_args == [
+        "--api-key",
+        "sk-1 2",
+        "--max-model-len=4096",
+        "--tool-call-parser",
+        "qwen25",
+        "--seed",
+        "7",
+        "--enable-auto-tool-choice",
+    ]
+    assert (new.served_model_name, new.max_model_len, new.mem_fraction, new.env) == (
+        "qwen",
+        32768,
+        0.8,
+        {"HF_TOKEN": "hf_x"},
+    )
     notes = pivot_notes(opts, "vllm")
     assert notes[0] == "not carried over to vLLM (no equivalent): --disable-radix-cache, --enable-metrics"
     assert notes[1].startswith("carried over to vLLM: --api-key, --context-length as --max-model-len")
     assert "sk-1" not in " ".join(notes)
     back = pivot_options(new, "sglang")
-    assert back.extra_args == ["--api-key", "sk-1 2", "--context-length=4096", "--tool-call-parser", "qwen25",
-                               "--random-seed", "7"]
+    assert back.extra_args == [
+        "--api-key",
+        "sk-1 2",
+        "--context-length=4096",
+        "--tool-call-parser",
+        "qwen25",
+        "--random-seed",
+        "7",
+    ]
 
 
 def test_pivot_to_sglang_keeps_a_key_vllm_read_from_its_environment():
@@ -111,8 +169,14 @@ def test_pivot_to_sglang_keeps_a_key_vllm_read_from_its_environment():
 def test_options_of_a_plan_reproduce_it():
     plan = two_node_plan("vllm", "ray")
     o = options_of(plan)
-    assert (o.engine, o.mode, o.tp, o.rendezvous, o.nodes, o.port) == \
-           ("vllm", "ray", plan.tp, plan.subnet, [n.name for n in plan.nodes], plan.port)
+    assert (o.engine, o.mode, o.tp, o.rendezvous, o.nodes, o.port) == (
+        "vllm",
+        "ray",
+        plan.tp,
+        plan.subnet,
+        [n.name for n in plan.nodes],
+        plan.port,
+    )
 
 
 def test_exec_signature_names_the_served_process():
@@ -125,7 +189,7 @@ def test_exec_signature_names_the_served_process():
 
 def test_the_record_is_written_by_a_plain_shell_and_read_back(tmp_path):
     plan = two_node_plan("sglang", None)
-    opts = PlanOptions(engine="sglang", served_model_name="it's \"quoted\" $HOME `x`", env={"A": "b c"})
+    opts = PlanOptions(engine="sglang", served_model_name='it\'s "quoted" $HOME `x`', env={"A": "b c"})
     rec = Record.from_plan(plan, opts)
     env = dict(os.environ, HOME=str(tmp_path))
     r = subprocess.run(["sh", "-c", save_command(rec)], env=env, capture_output=True, text=True, timeout=10)
@@ -171,9 +235,13 @@ class _RecordNode:
 async def test_load_record_none_when_missing_and_a_broken_one_is_named_not_hidden():
     assert await load_record(_RecordNode(Result(1, "", "cat: x: No such file or directory", 0.0)), "x") is None
     assert await load_record(_RecordNode(Result(3, "", "", 0.0)), "x") is None  # the head's test: no file
-    for out, err, rc, words in [("{not json", "", 0, "unreadable"), ("", "", 0, "is empty"),
-                                ("  \n", "", 0, "is empty"),
-                                ("", "cat: x: Is a directory", 1, "Is a directory"), ('["x"]', "", 0, "a list")]:
+    for out, err, rc, words in [
+        ("{not json", "", 0, "unreadable"),
+        ("", "", 0, "is empty"),
+        ("  \n", "", 0, "is empty"),
+        ("", "cat: x: Is a directory", 1, "Is a directory"),
+        ('["x"]', "", 0, "a list"),
+    ]:
         with pytest.raises(StateFileError) as e:
             await load_record(_RecordNode(Result(rc, out, err, 0.0)), "x")
         line = e.value.line()
@@ -181,11 +249,19 @@ async def test_load_record_none_when_missing_and_a_broken_one_is_named_not_hidde
         assert "launch the deployment again" in line
 
 
-@pytest.mark.parametrize("change,name", [({"options": "x"}, "options"), ({"options": {"env": ["A=1"]}}, "env"),
-                                         ({"tp": "two"}, "tp"), ({"nodes": "spark1"}, "nodes"),
-                                         ({"containers": {"spark1": 3}}, "containers"),
-                                         ({"options": {"tp": True}}, "tp"), ({"engine": None}, "engine"),
-                                         ({"options": {"extra_args": [1]}}, "extra_args")])
+@pytest.mark.parametrize(
+    "change,name",
+    [
+        ({"options": "x"}, "options"),
+        ({"options": {"env": ["A=1"]}}, "env"),
+        ({"tp": "two"}, "tp"),
+        ({"nodes": "spark1"}, "nodes"),
+        ({"containers": {"spark1": 3}}, "containers"),
+        ({"options": {"tp": True}}, "tp"),
+        ({"engine": None}, "engine"),
+        ({"options": {"extra_args": [1]}}, "extra_args"),
+    ],
+)
 async def test_a_record_of_the_wrong_types_is_one_error_naming_the_field(change, name):
     d = Record.from_plan(two_node_plan("sglang", None), PlanOptions(engine="sglang")).to_json()
     for k, v in change.items():
@@ -201,22 +277,43 @@ def test_remove_command_passes_the_label_filter_as_one_word(tmp_path):
     docker.write_text(f'#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done >> {seen}\n')
     docker.chmod(0o755)
     env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
-    r = subprocess.run(["sh", "-c", remove_command("lab; touch pwned", grace=3)], env=env, cwd=tmp_path,
-                       capture_output=True, text=True, timeout=10)
+    r = subprocess.run(
+        ["sh", "-c", remove_command("lab; touch pwned", grace=3)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert r.returncode == 0, r.stderr
-    assert seen.read_text().splitlines() == ["ps", "-aq", "--no-trunc", "--filter",
-                                             "label=sparktui.deployment=lab; touch pwned"]
+    assert seen.read_text().splitlines() == [
+        "ps",
+        "-aq",
+        "--no-trunc",
+        "--filter",
+        "label=sparktui.deployment=lab; touch pwned",
+    ]
     assert not (tmp_path / "pwned").exists()
 
 
 def test_status_rows_group_containers_by_deployment():
     def c(name, dep, state, rank):
-        return Container(name, name, "img", state, "Up" if state == "running" else "Exited (0)",
-                         {"sparktui.deployment": dep, "sparktui.engine": "vllm", "sparktui.rank": rank})
+        return Container(
+            name,
+            name,
+            "img",
+            state,
+            "Up" if state == "running" else "Exited (0)",
+            {"sparktui.deployment": dep, "sparktui.engine": "vllm", "sparktui.rank": rank},
+        )
 
-    rows = summarize({"a": Found("a", [c("x0", "d1", "running", "0"), c("y0", "d2", "exited", "0")]),
-                      "b": Found("b", [c("x1", "d1", "exited", "1")]),
-                      "c": Found("c", [], "c: connection refused")})
+    rows = summarize(
+        {
+            "a": Found("a", [c("x0", "d1", "running", "0"), c("y0", "d2", "exited", "0")]),
+            "b": Found("b", [c("x1", "d1", "exited", "1")]),
+            "c": Found("c", [], "c: connection refused"),
+        }
+    )
     by = {r.get("name", r.get("node")): r for r in rows}
     assert by["d1"]["state"] == "partial" and len(by["d1"]["containers"]) == 2
     assert by["d2"]["state"] == "exited"
@@ -230,6 +327,7 @@ def test_log_lines_that_echo_a_secret_are_masked_before_anyone_sees_them():
     make_plan_key = "sk-echoed-by-the-engine-1"
     opts = PlanOptions(engine="sglang", extra_args=["--api-key", make_plan_key])
     from .test_plan import cluster
+
     config, facts, subnets = cluster(2)
     make_plan(config, facts, subnets, opts)  # the plan learns the value, so any echo of it is hidden
     line = split_ts(f"2026-01-01T10:00:01Z request from key {make_plan_key} accepted")
@@ -241,8 +339,11 @@ def test_reading_a_record_back_teaches_this_process_its_secrets():
     from sparktui.core import secrets
 
     secrets.forget()
-    opts = PlanOptions(engine="vllm", extra_args=["--api-key", "sk-from-the-record", "--hf-token=hf_from_record"],
-                       env={"HF_TOKEN": "hf_env_from_record", "NCCL_DEBUG": "INFO"})
+    opts = PlanOptions(
+        engine="vllm",
+        extra_args=["--api-key", "sk-from-the-record", "--hf-token=hf_from_record"],
+        env={"HF_TOKEN": "hf_env_from_record", "NCCL_DEBUG": "INFO"},
+    )
     rec = Record.from_json(json.loads(json.dumps(Record.from_plan(two_node_plan("vllm", "ray"), opts).to_json())))
     assert rec.options.extra_args[1] == "sk-from-the-record"
     line = split_ts("2026-01-01T10:00:00Z echo sk-from-the-record hf_from_record hf_env_from_record INFO").text
@@ -266,5 +367,9 @@ def test_the_hang_hint_knows_what_the_launched_plan_set_on_every_node():
     assert {"SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} <= env
     assert "already set" in get_engine("sglang").hang_hint(frozenset(env))
     # a reattached deployment of another plan: nothing known, the plain hint
-    assert d._env_everywhere(Deployment("sparks", "sglang", plan.mode, None, plan_id="other", port=plan.port,
-                                                 head="spark1")) == set()
+    assert (
+        d._env_everywhere(
+            Deployment("sparks", "sglang", plan.mode, None, plan_id="other", port=plan.port, head="spark1")
+        )
+        == set()
+    )

@@ -1,5 +1,6 @@
 """Where the Deployer's deployment stands lives in one place: its current snapshot (a Deployment), replaced on
 each change, never beside it in attributes of its own."""
+
 from __future__ import annotations
 
 from sparktui.core.deploy.orchestrator import Deployer
@@ -37,7 +38,9 @@ async def test_state_detail_and_endpoint_are_the_snapshots_and_a_ready_snapshot_
         assert (ready.state, ready.detail, ready.endpoint) == (State.READY, "qwen answered in 0.20 s", URL)
         assert await d.wait(0) is State.READY
         assert [(e.state, e.detail, e.endpoint) for e in seen] == [
-            (State.STARTING, "2 steps", None), (State.READY, "qwen answered in 0.20 s", URL)]
+            (State.STARTING, "2 steps", None),
+            (State.READY, "qwen answered in 0.20 s", URL),
+        ]
         assert seen[-1].engine == ready.engine == "sglang"
 
         d._set("unhealthy", f"{URL}: refused")  # the endpoint stays known; only a ready event tells it

@@ -1,5 +1,6 @@
 """One snapshot of a deployment: the record on the head is its JSON form, and records written before
 the snapshot had live fields still load."""
+
 from __future__ import annotations
 
 import json
@@ -15,18 +16,35 @@ from .test_deploy_parts import two_node_plan
 
 # A record as sparktui wrote it before (deployments/NAME.json on the head): exactly these keys.
 OLD_RECORD = {
-    "containers": {"n1": "sparktui-sparks-sglang-0", "n2": "sparktui-sparks-sglang-1"}, "deployment": "sparks",
-    "engine": "sglang", "head_ip": "192.168.100.10", "image": "lmsysorg/sglang:spark", "mode": "native",
-    "nodes": ["n1", "n2"], "options": {"engine": "sglang", "tp": 2, "served_model_name": "qwen"},
-    "plan_id": "abc123", "port": 30000, "pp": 1, "saved": 1764650000.5, "served_model_name": "qwen",
-    "subnet": "192.168.100.0/24", "tp": 2, "version": 1,
+    "containers": {"n1": "sparktui-sparks-sglang-0", "n2": "sparktui-sparks-sglang-1"},
+    "deployment": "sparks",
+    "engine": "sglang",
+    "head_ip": "192.168.100.10",
+    "image": "lmsysorg/sglang:spark",
+    "mode": "native",
+    "nodes": ["n1", "n2"],
+    "options": {"engine": "sglang", "tp": 2, "served_model_name": "qwen"},
+    "plan_id": "abc123",
+    "port": 30000,
+    "pp": 1,
+    "saved": 1764650000.5,
+    "served_model_name": "qwen",
+    "subnet": "192.168.100.0/24",
+    "tp": 2,
+    "version": 1,
 }
 
 
 def test_a_record_written_before_loads_with_its_head_and_writes_back_the_same_keys():
     d = Deployment.from_json(json.loads(json.dumps(OLD_RECORD)))
-    assert (d.deployment, d.engine, d.mode, d.plan_id, d.port, d.head) == ("sparks", "sglang", "native", "abc123",
-                                                                         30000, "n1")
+    assert (d.deployment, d.engine, d.mode, d.plan_id, d.port, d.head) == (
+        "sparks",
+        "sglang",
+        "native",
+        "abc123",
+        30000,
+        "n1",
+    )
     assert d.options.tp == 2 and d.options.served_model_name == "qwen"
     assert d.state is State.IDLE and d.endpoint is None  # live fields start empty, never read from the file
     back = d.to_json()

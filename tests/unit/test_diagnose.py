@@ -1,4 +1,5 @@
 """Diagnosis on realistic engine logs: one transcript per problem kind and per ready path."""
+
 from __future__ import annotations
 
 import io
@@ -34,12 +35,21 @@ def milestone_kinds(d: Diagnoser) -> list[str]:
 
 # ---- ready paths --------------------------------------------------------------------------------
 
+
 def test_sglang_ready_path():
     d = run("sglang_ready.log")
     assert d.state == "ready" and d.problems == []
     ks = milestone_kinds(d)
-    for k in ("container_started", "dist_init_begin", "nccl_transport", "dist_init_end", "weights_loading",
-              "kv_cache", "cuda_graph", "ready"):
+    for k in (
+        "container_started",
+        "dist_init_begin",
+        "nccl_transport",
+        "dist_init_end",
+        "weights_loading",
+        "kv_cache",
+        "cuda_graph",
+        "ready",
+    ):
         assert k in ks, k
     assert ks.index("dist_init_begin") < ks.index("dist_init_end") < ks.index("weights_loading") < ks.index("ready")
     pct = [m.data["percent"] for m in d.milestones if m.kind == "weights_loading"]
@@ -57,8 +67,18 @@ def test_vllm_ray_ready_path():
     d = run("vllm_ray_ready.log")
     assert d.state == "ready" and d.problems == []
     ks = milestone_kinds(d)
-    for k in ("ray_started", "dist_init_begin", "ray_connected", "nccl_transport", "dist_init_end",
-              "weights_loading", "slow_load", "kv_cache", "cuda_graph", "ready"):
+    for k in (
+        "ray_started",
+        "dist_init_begin",
+        "ray_connected",
+        "nccl_transport",
+        "dist_init_end",
+        "weights_loading",
+        "slow_load",
+        "kv_cache",
+        "cuda_graph",
+        "ready",
+    ):
         assert k in ks, k
     tokens = [m.data["tokens"] for m in d.milestones if m.kind == "kv_cache" and "tokens" in m.data]
     assert tokens == [1051712]
@@ -76,28 +96,33 @@ def test_vllm_native_ready_path_over_sockets():
 
 # ---- one transcript per problem kind -----------------------------------------------------------
 
+
 def test_ray_started_locally_names_the_engine_that_runs_ray():
     from sparktui.core.engines import label
+
     d = run("vllm_ray_local.log")
     p = next(p for p in d.problems if p.kind == "ray_resources")
     assert p.hint.startswith(f"{label('vllm')} started its own Ray"), p.hint
 
 
-@pytest.mark.parametrize("name,first,state", [
-    ("sglang_hang_cut.log", "stopped", "hung"),
-    ("sglang_nccl_iface.log", "nccl_error", "failed"),
-    ("vllm_oom.log", "out_of_memory", "failed"),
-    ("vllm_ray_local.log", "ray_resources", "failed"),
-    ("vllm_watchdog.log", "watchdog_timeout", "failed"),
-    ("vllm_port_in_use.log", "port_in_use", "failed"),
-    ("sglang_model_missing.log", "model_not_found", "failed"),
-    ("vllm_unsupported.log", "unsupported_model", "failed"),
-    ("sglang_scheduler_traceback.log", "traceback", "failed"),
-    ("vllm_native_unreachable.log", "rendezvous_hang", "failed"),
-    ("vllm_truncated_shard.log", "checkpoint_incomplete", "failed"),
-    ("vllm_ray_missing.log", "ray_missing", "failed"),
-    ("vllm_old_native_flags.log", "bad_arguments", "failed"),
-])
+@pytest.mark.parametrize(
+    "name,first,state",
+    [
+        ("sglang_hang_cut.log", "stopped", "hung"),
+        ("sglang_nccl_iface.log", "nccl_error", "failed"),
+        ("vllm_oom.log", "out_of_memory", "failed"),
+        ("vllm_ray_local.log", "ray_resources", "failed"),
+        ("vllm_watchdog.log", "watchdog_timeout", "failed"),
+        ("vllm_port_in_use.log", "port_in_use", "failed"),
+        ("sglang_model_missing.log", "model_not_found", "failed"),
+        ("vllm_unsupported.log", "unsupported_model", "failed"),
+        ("sglang_scheduler_traceback.log", "traceback", "failed"),
+        ("vllm_native_unreachable.log", "rendezvous_hang", "failed"),
+        ("vllm_truncated_shard.log", "checkpoint_incomplete", "failed"),
+        ("vllm_ray_missing.log", "ray_missing", "failed"),
+        ("vllm_old_native_flags.log", "bad_arguments", "failed"),
+    ],
+)
 def test_problem_transcripts(name, first, state):
     d = run(name)
     assert kinds(d)[0] == first, kinds(d)
@@ -170,6 +195,7 @@ def test_a_stack_dump_while_serving_is_not_a_failure():
 
 # ---- live feeding: timestamps, silence, progress -----------------------------------------------
 
+
 def test_docker_timestamp_is_parsed_and_stripped():
     t, rest = parse_docker_ts("2026-03-02T10:14:12.118273645Z [2026-03-02 10:14:12 TP0] Init torch distributed begin.")
     assert rest.startswith("[2026-03-02 10:14:12 TP0]")
@@ -180,23 +206,32 @@ def test_docker_timestamp_is_parsed_and_stripped():
 
 
 def test_prefixes_are_stripped_for_traceback_structure():
-    assert strip_prefixes("(EngineCore_DP0 pid=790) (RayWorkerWrapper pid=1, ip=192.168.100.11) ERROR 03-02 "
-                          "11:19:02 [core.py:708]   File \"x\"") == "  File \"x\""
+    assert (
+        strip_prefixes(
+            "(EngineCore_DP0 pid=790) (RayWorkerWrapper pid=1, ip=192.168.100.11) ERROR 03-02 "
+            '11:19:02 [core.py:708]   File "x"'
+        )
+        == '  File "x"'
+    )
     assert strip_prefixes("[2026-01-15 13:56:49 DP1 TP1] KeyError: 'x'") == "KeyError: 'x'"
 
 
 def test_silence_inside_distributed_init_is_a_hang_and_a_late_end_clears_it():
     d = Diagnoser("sglang", hang_after=90)
     d.feed("[2026-03-02 10:14:12 TP0] Init torch distributed begin.", node="spark2", now=1000.0)
-    d.feed("[2026-03-02 10:14:24 TP0] Custom allreduce is disabled because this process group spans across nodes.",
-           node="spark2", now=1012.0)
+    d.feed(
+        "[2026-03-02 10:14:24 TP0] Custom allreduce is disabled because this process group spans across nodes.",
+        node="spark2",
+        now=1012.0,
+    )
     assert d.tick(1101.0) == []  # 89 s of silence
     (p,) = d.tick(1102.0)
     assert isinstance(p, Problem) and p.kind == "rendezvous_hang" and p.node == "spark2"
     assert d.state == "hung"
     assert d.tick(1200.0) == []  # flagged once
-    events = d.feed("[2026-03-02 10:16:00 TP0] Init torch distributed ends. mem usage=0.42 GB", node="spark2",
-                    now=1210.0)
+    events = d.feed(
+        "[2026-03-02 10:16:00 TP0] Init torch distributed ends. mem usage=0.42 GB", node="spark2", now=1210.0
+    )
     assert any(isinstance(e, ProblemCleared) for e in events)
     assert any(isinstance(e, Milestone) and e.kind == "dist_init_end" for e in events)
     assert d.state == "loading" and d.problems == []
@@ -215,11 +250,17 @@ def test_silence_outside_distributed_init_has_the_limit_of_its_phase():
 
 def test_carriage_return_progress_in_one_line():
     d = Diagnoser("vllm")
-    line = "\r".join(f"Loading safetensors checkpoint shards: {p:3d}% Completed | {k}/4 [00:10<00:30, 10.0s/it]"
-                     for k, p in ((0, 0), (1, 25), (2, 50), (3, 75)))
+    line = "\r".join(
+        f"Loading safetensors checkpoint shards: {p:3d}% Completed | {k}/4 [00:10<00:30, 10.0s/it]"
+        for k, p in ((0, 0), (1, 25), (2, 50), (3, 75))
+    )
     events = d.feed(line + "\n")
-    assert [e.data["percent"] for e in events if isinstance(e, Milestone) and e.kind == "weights_loading"] == \
-        [0, 25, 50, 75]
+    assert [e.data["percent"] for e in events if isinstance(e, Milestone) and e.kind == "weights_loading"] == [
+        0,
+        25,
+        50,
+        75,
+    ]
     assert {m.line for m in d.milestones} == {1}
 
 
@@ -260,6 +301,7 @@ def test_unknown_engine_is_refused():
 
 
 # ---- the command --------------------------------------------------------------------------------
+
 
 def test_cli_json_for_a_ready_log(capsys):
     assert main(["diagnose", "--json", str(T / "vllm_ray_ready.log")]) == 0
@@ -321,8 +363,11 @@ def test_a_node_that_never_reaches_the_rendezvous_still_ends_the_wait():
 
 @pytest.mark.parametrize("engine,host_var", [("sglang", "SGLANG_HOST_IP"), ("vllm", "VLLM_HOST_IP")])
 def test_a_hang_hint_the_plan_already_satisfies_gives_way_to_the_next_cause(engine, host_var):
-    begin = ("[2026-03-02 10:14:12 TP0] Init torch distributed begin." if engine == "sglang"
-             else "INFO 03-02 10:14:12 [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config")
+    begin = (
+        "[2026-03-02 10:14:12 TP0] Init torch distributed begin."
+        if engine == "sglang"
+        else "INFO 03-02 10:14:12 [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config"
+    )
 
     def hung(env_set):
         d = Diagnoser(engine, hang_after=90, env_set=env_set)
@@ -344,13 +389,19 @@ def test_a_worker_that_reaches_the_gcs_late_is_not_a_failed_launch():
     # under load the head's GCS came up after the worker's first 5 s of tries: the launch was failed at
     # once, though the hint says it is normal for the first minute and the worker joined seconds later
     d = Diagnoser("vllm")
-    d.feed("[2026-12-06 04:27:01,100 W 52 52] rpc_client.h:153: Failed to connect to GCS at address "
-           "127.0.1.11:6379 within 5 seconds.", node="spark2")
+    d.feed(
+        "[2026-12-06 04:27:01,100 W 52 52] rpc_client.h:153: Failed to connect to GCS at address "
+        "127.0.1.11:6379 within 5 seconds.",
+        node="spark2",
+    )
     assert kinds(d) == ["ray_connect"] and d.state == "starting"
     d.feed("Ray runtime started.", node="spark2")
     assert d.problems == [] and d.state == "starting"
     # a failure beside it still fails the launch
-    d.feed("[2026-12-06 04:28:01,100 W 52 52] rpc_client.h:153: Failed to connect to GCS at address "
-           "127.0.1.11:6379 within 5 seconds.", node="spark2")
+    d.feed(
+        "[2026-12-06 04:28:01,100 W 52 52] rpc_client.h:153: Failed to connect to GCS at address "
+        "127.0.1.11:6379 within 5 seconds.",
+        node="spark2",
+    )
     d.feed("torch.OutOfMemoryError: CUDA out of memory.", node="spark1")
     assert d.state == "failed"

@@ -1,4 +1,5 @@
 """Feeding a batch of lines at once: the same milestones, problems and state as one line at a time."""
+
 from __future__ import annotations
 
 import random
@@ -11,8 +12,16 @@ from sparktui.core.diagnose import Diagnoser
 
 TESTS = Path(__file__).resolve().parents[1]
 LOGS = sorted(p for p in TESTS.rglob("*.log") if p.stat().st_size < 2_000_000)
-FILLER = ["[2026-01-01 00:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: 8", "loading...", "", "   ",
-          "INFO 03-02 11:00:00 [api_server.py:1] route /v1/models", "Error", "x" * 400, "résumé ünïcode"]
+FILLER = [
+    "[2026-01-01 00:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: 8",
+    "loading...",
+    "",
+    "   ",
+    "INFO 03-02 11:00:00 [api_server.py:1] route /v1/models",
+    "Error",
+    "x" * 400,
+    "résumé ünïcode",
+]
 
 
 def state(d: Diagnoser) -> tuple:
@@ -34,7 +43,7 @@ def test_batches_of_a_recorded_log_give_what_line_by_line_gives(log):
         many = Diagnoser(engine, clock=lambda: 2e9, model_path="/models/m", expect=["n1"])
         i = 0
         while i < len(rows):
-            chunk = rows[i:i + rnd.choice((1, 7, 50, 400))]
+            chunk = rows[i : i + rnd.choice((1, 7, 50, 400))]
             i += len(chunk)
             expected = [e for text, at in chunk for e in one.feed(text, "n1", now=at)]
             got = many.feed_batch([t for t, _ in chunk], "n1", [at for _, at in chunk])

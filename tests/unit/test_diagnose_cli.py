@@ -1,4 +1,5 @@
 """`sparktui diagnose` as users run it: bad option values, odd bytes on stdin, the per-node phase in --json."""
+
 from __future__ import annotations
 
 import json
@@ -60,10 +61,17 @@ def test_text_output_names_where_each_node_got(capsys, tmp_path):
 def test_invalid_utf8_on_stdin_under_a_strict_locale_is_read_with_replacement():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONUTF8", "PYTHONIOENCODING"))}
     env.update(LANG="C", LC_ALL="C", PYTHONUTF8="0", PYTHONPATH=str(ROOT))
-    data = (b"INFO 03-02 11:19:02 [worker.py:1] caf\xe9 \xff\xfe\n"
-            b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \x80\n")
-    r = subprocess.run([sys.executable, "-m", "sparktui", "diagnose", "--engine", "vllm", "--json", "-"],
-                       input=data, capture_output=True, env=env, timeout=60)
+    data = (
+        b"INFO 03-02 11:19:02 [worker.py:1] caf\xe9 \xff\xfe\n"
+        b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \x80\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "sparktui", "diagnose", "--engine", "vllm", "--json", "-"],
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 1, r.stderr.decode(errors="replace")
     assert b"Traceback" not in r.stderr
     out = json.loads(r.stdout)

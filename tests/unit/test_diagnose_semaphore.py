@@ -1,14 +1,17 @@
 """The semaphore trap read from the logs: a worker's SemLock._rebuild FileNotFoundError together with the
 head's shm_broadcast wait, on any nodes and in either order, is named as the trap with logind's fix;
 either line alone keeps its own meaning."""
+
 from __future__ import annotations
 
 from sparktui.core.diagnose import Diagnoser
 from sparktui.core.logevents import ProblemCleared
 
-WAIT = ("(EngineCore pid=397) INFO 09-02 11:53:04 [shm_broadcast.py:801] No available shared memory broadcast block "
-        "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming "
-        "work (e.g. compilation, weight/kv cache quantization).")
+WAIT = (
+    "(EngineCore pid=397) INFO 09-02 11:53:04 [shm_broadcast.py:801] No available shared memory broadcast block "
+    "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming "
+    "work (e.g. compilation, weight/kv cache quantization)."
+)
 SEMLOCK = [
     "Traceback (most recent call last):",
     '  File "/usr/lib/python3.12/multiprocessing/spawn.py", line 122, in spawn_main',

@@ -3,6 +3,7 @@
 The logs are the corpus's real ones (tests/corpus, URL per file), fed line by line as the live
 follower does and streamed as `sparktui diagnose` does.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -40,16 +41,28 @@ def live(name: str) -> Diagnoser:
 
 # Each engine's two forms of its periodic stats line (real lines from the corpus threads).
 SERVING_LINES = {
-    "sglang dot form": ("sglang", "[2025-02-10 01:56:10 TP0] Decode batch. #running-req: 57, #token: 290889, "
-                                  "token usage: 0.95, gen throughput (token/s): 656.96, #queue-req: 68"),
-    "sglang comma form": ("sglang", "[2026-03-17 17:31:50 DP12 TP12] Decode batch, #running-req: 12, #token: 768, "
-                                    "token usage: 0.00, cuda graph: True, gen throughput (token/s): 3.28, #queue-req: 0"),
-    "vllm V0": ("vllm", "INFO 02-03 13:14:04 llm_engine.py:706] Avg prompt throughput: 0.0 tokens/s, Avg generation "
-                        "throughput: 0.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache "
-                        "usage: 0.0%, CPU KV cache usage: 0.0%"),
-    "vllm V1": ("vllm", "(APIServer pid=1) INFO 05-12 01:47:42 [loggers.py:271] Engine 000: Avg prompt throughput: "
-                        "68.4 tokens/s, Avg generation throughput: 58.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
-                        "GPU KV cache usage: 33.5%, Prefix cache hit rate: 96.4%"),
+    "sglang dot form": (
+        "sglang",
+        "[2025-02-10 01:56:10 TP0] Decode batch. #running-req: 57, #token: 290889, "
+        "token usage: 0.95, gen throughput (token/s): 656.96, #queue-req: 68",
+    ),
+    "sglang comma form": (
+        "sglang",
+        "[2026-03-17 17:31:50 DP12 TP12] Decode batch, #running-req: 12, #token: 768, "
+        "token usage: 0.00, cuda graph: True, gen throughput (token/s): 3.28, #queue-req: 0",
+    ),
+    "vllm V0": (
+        "vllm",
+        "INFO 02-03 13:14:04 llm_engine.py:706] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        "throughput: 0.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache "
+        "usage: 0.0%, CPU KV cache usage: 0.0%",
+    ),
+    "vllm V1": (
+        "vllm",
+        "(APIServer pid=1) INFO 05-12 01:47:42 [loggers.py:271] Engine 000: Avg prompt throughput: "
+        "68.4 tokens/s, Avg generation throughput: 58.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 33.5%, Prefix cache hit rate: 96.4%",
+    ),
 }
 
 
@@ -64,10 +77,13 @@ def test_both_stats_forms_of_each_engine_count_as_serving(form):
     assert d.quiet_serving  # the streaming reader's fast path applies to it too
 
 
-@pytest.mark.parametrize("name,op,secs,rank", [
-    ("vllm_v0_serving_then_allreduce_timeout.log", "ALLREDUCE", 1800, 4),
-    ("sglang_serving_dot_form_then_allgather_timeout.log", "ALLGATHER_BASE", 600, 2),  # op on the wrapped line
-])
+@pytest.mark.parametrize(
+    "name,op,secs,rank",
+    [
+        ("vllm_v0_serving_then_allreduce_timeout.log", "ALLREDUCE", 1800, 4),
+        ("sglang_serving_dot_form_then_allgather_timeout.log", "ALLGATHER_BASE", 600, 2),  # op on the wrapped line
+    ],
+)
 def test_a_collective_timeout_while_serving_is_named_with_its_rank_live_and_offline(name, op, secs, rank):
     d = live(name)
     assert d.state == "failed"
@@ -84,9 +100,11 @@ def test_every_rank_reporting_the_same_timeout_makes_one_problem():
     d = Diagnoser("vllm")
     d.feed(SERVING_LINES["vllm V0"][1])
     for r in (1, 0, 2):
-        d.feed(f"[rank{r}]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
-               f"operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
-               f"Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+        d.feed(
+            f"[rank{r}]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
+            f"Timeout(ms)=600000) ran for 600020 milliseconds before timing out."
+        )
     (p,) = d.problems
     assert p.rank == 1 and "rank 1" in p.message
 
@@ -100,8 +118,10 @@ def test_an_engine_death_after_serving_says_it_was_serving():
 
 def test_the_same_death_before_ready_does_not_claim_serving():
     d = Diagnoser("vllm")
-    d.feed("(APIServer pid=1) ERROR 05-12 01:48:42 [api_router.py:72] vllm.v1.engine.exceptions.EngineDeadError: "
-           "EngineCore encountered an issue. See stack trace (above) for the root cause.")
+    d.feed(
+        "(APIServer pid=1) ERROR 05-12 01:48:42 [api_router.py:72] vllm.v1.engine.exceptions.EngineDeadError: "
+        "EngineCore encountered an issue. See stack trace (above) for the root cause."
+    )
     (p,) = d.problems
     assert "serving" not in p.message and p.phase is None
 
@@ -116,8 +136,10 @@ def test_a_pyspy_dump_while_serving_in_the_comma_form_is_not_fatal(capsys):
 
 def test_a_soft_watchdog_while_serving_leaves_the_server_ready_and_diagnose_exits_0(capsys, monkeypatch):
     # SGLang's soft watchdog only logs (python/sglang/srt/utils/watchdog.py, _watchdog_once: no signal when soft)
-    log = (SERVING_LINES["sglang comma form"][1] + "\n"
-           "[2026-03-17 17:36:53] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=True)\n")
+    log = (
+        SERVING_LINES["sglang comma form"][1] + "\n"
+        "[2026-03-17 17:36:53] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=True)\n"
+    )
     d = Diagnoser("sglang")
     for line in log.splitlines():
         d.feed(line)

@@ -1,5 +1,6 @@
 """docs/cli.md and docs/config.md are generated from the argparse definitions and the config's field
 notes; a flag or a note changed in the code without the pages written again fails here."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """Every relative link in the README and docs/ lands on a file that exists, and an anchor on a Markdown
 page lands on one of its headings (or an explicit <a id>), so moving a section cannot strand a link."""
+
 from __future__ import annotations
 
 import re

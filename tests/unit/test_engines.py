@@ -1,5 +1,6 @@
 """The engine protocol: every registered engine provides it, a new one plugs in through the registry alone,
 pivot goes between any two through the shared vocabulary, and the config's engines: map sets image and port."""
+
 import re
 import subprocess
 from pathlib import Path
@@ -24,7 +25,7 @@ def test_every_registered_engine_fills_in_the_protocol(name):
     assert e.modes and set(e.shapes) == set(e.modes) and set(e.shapes.values()) <= set(SHAPES)
     assert 0 < e.default_port < 65536 and e.health_paths and e.ready_line
     # an address variable, never an interface one (an MPI engine pins its sockets by interface alone)
-    assert e.host_ip_env is None or (e.host_ip_env.isupper() and 'IFNAME' not in e.host_ip_env)
+    assert e.host_ip_env is None or (e.host_ip_env.isupper() and "IFNAME" not in e.host_ip_env)
     assert set(e.vocabulary) <= set(TERMS), set(e.vocabulary) - set(TERMS)
     assert len(set(e.vocabulary.values())) == len(e.vocabulary), "one flag per term, so a flag reads back to one term"
     assert 0 < e.fit_fraction <= 1 and e.fit_covers
@@ -60,16 +61,28 @@ class Toy(Engine):
 
 def test_pivot_to_a_third_engine_carries_the_shared_terms_and_names_the_rest(monkeypatch):
     monkeypatch.setitem(registry.ENGINES, "toy", Toy())
-    opts = PlanOptions(engine="vllm", env={"VLLM_API_KEY": "sk-env"},
-                       extra_args=["--max-model-len", "4096", "--enforce-eager", "--served-model-name=q",
-                                   "--tool-call-parser", "hermes", "--enable-auto-tool-choice"])
+    opts = PlanOptions(
+        engine="vllm",
+        env={"VLLM_API_KEY": "sk-env"},
+        extra_args=[
+            "--max-model-len",
+            "4096",
+            "--enforce-eager",
+            "--served-model-name=q",
+            "--tool-call-parser",
+            "hermes",
+            "--enable-auto-tool-choice",
+        ],
+    )
     new = pivot_options(opts, "toy")
     assert (new.engine, new.mode, new.image) == ("toy", None, None)
     assert new.extra_args == ["--max-seq-len", "4096", "--served-model-name=q", "--api-key", "sk-env"]
     notes = pivot_notes(opts, "toy")
-    assert notes == ["not carried over to Toy (no equivalent): --enforce-eager, --tool-call-parser",
-                     "carried over to Toy: --max-model-len as --max-seq-len, --served-model-name, "
-                     "VLLM_API_KEY as --api-key", "--tool-call-parser: Toy parses tool calls itself"]
+    assert notes == [
+        "not carried over to Toy (no equivalent): --enforce-eager, --tool-call-parser",
+        "carried over to Toy: --max-model-len as --max-seq-len, --served-model-name, VLLM_API_KEY as --api-key",
+        "--tool-call-parser: Toy parses tool calls itself",
+    ]
     assert api_key_of(new) == "sk-env"
     back = pivot_options(new, "sglang")  # and on from the third engine to another
     assert back.extra_args == ["--context-length", "4096", "--served-model-name=q", "--api-key", "sk-env"]
@@ -86,22 +99,32 @@ def test_a_third_engine_gets_its_own_port_and_image_from_the_config_or_its_defau
 
 def test_the_engines_map_sets_image_and_port_and_the_older_keys_read_the_same():
     c = load_config_text(BASE + "engines:\n  vllm: {image: x/vllm:1, port: 9000}\n")
-    assert (c.image_for("vllm"), c.port_for("vllm"), c.images.vllm, c.engine.vllm_port) == ("x/vllm:1", 9000,
-                                                                                             "x/vllm:1", 9000)
+    assert (c.image_for("vllm"), c.port_for("vllm"), c.images.vllm, c.engine.vllm_port) == (
+        "x/vllm:1",
+        9000,
+        "x/vllm:1",
+        9000,
+    )
     assert c.port_for("sglang") == 30000  # the others keep their defaults
     again = load_config_text(checked_text(c))
     assert again.engines == c.engines and again.image_for("vllm") == "x/vllm:1"
 
 
-@pytest.mark.parametrize("extra, where, what", [
-    ("engines:\n  vlm: {port: 9000}\n", "vlm", "unknown engine 'vlm' (did you mean 'vllm'?)"),
-    ("engines:\n  vllm: {prt: 9000}\n", "prt", "unknown key 'prt' in engines.vllm"),
-    ("engines:\n  vllm: {port: 29500}\n", "29500", "engines.vllm.port 29500 is also engine.dist_port"),
-    ("engine: {vllm_port: 9000}\nengines:\n  vllm: {port: 9001}\n", "9001",
-     "engines.vllm.port 9001 differs from engine.vllm_port 9000"),
-    ("images: {sglang: a/b}\nengines:\n  sglang: {image: c/d}\n", "c/d", "engines.sglang.image c/d differs"),
-    ("engines: [vllm]\n", "[vllm]", "engines is a list"),
-])
+@pytest.mark.parametrize(
+    "extra, where, what",
+    [
+        ("engines:\n  vlm: {port: 9000}\n", "vlm", "unknown engine 'vlm' (did you mean 'vllm'?)"),
+        ("engines:\n  vllm: {prt: 9000}\n", "prt", "unknown key 'prt' in engines.vllm"),
+        ("engines:\n  vllm: {port: 29500}\n", "29500", "engines.vllm.port 29500 is also engine.dist_port"),
+        (
+            "engine: {vllm_port: 9000}\nengines:\n  vllm: {port: 9001}\n",
+            "9001",
+            "engines.vllm.port 9001 differs from engine.vllm_port 9000",
+        ),
+        ("images: {sglang: a/b}\nengines:\n  sglang: {image: c/d}\n", "c/d", "engines.sglang.image c/d differs"),
+        ("engines: [vllm]\n", "[vllm]", "engines is a list"),
+    ],
+)
 def test_a_bad_engines_map_says_where_and_why(extra, where, what):
     text = BASE + extra
     with pytest.raises(ConfigError) as e:
@@ -119,26 +142,41 @@ def naming_pattern(names, host_ip_vars) -> str:
     """An engine named in code: a quoted name, an attribute (`.images.vllm`), a per-engine field or flag
     (`vllm_port`, `image-vllm`, `image_vllm`), or its host-IP variable."""
     n = "|".join(map(re.escape, names))
-    return (rf"[\"']({n})[\"']|\.({n})\b|\b({n})_port\b|\bimage[-_]({n})\b|"
-            rf"\b({'|'.join(map(re.escape, host_ip_vars))})\b")
+    return (
+        rf"[\"']({n})[\"']|\.({n})\b|\b({n})_port\b|\bimage[-_]({n})\b|"
+        rf"\b({'|'.join(map(re.escape, host_ip_vars))})\b"
+    )
 
 
 def test_no_file_outside_the_engines_branches_on_an_engine_name():
     """Every registered engine's name appears in code only in the allowed places (NAMING_ALLOWED)."""
     pattern = naming_pattern(registry.ENGINES, registry.host_ip_vars())
-    out = subprocess.run(["grep", "-rnE", pattern, "sparktui", "--include=*.py"], cwd=ROOT,
-                         capture_output=True, text=True).stdout.splitlines()
+    out = subprocess.run(
+        ["grep", "-rnE", pattern, "sparktui", "--include=*.py"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.splitlines()
     outside = [line for line in out if not re.match(NAMING_ALLOWED, line.split(":", 1)[0])]
     assert not outside, "\n".join(outside)
 
 
-@pytest.mark.parametrize("line", ['if engine == "vllm":', "ref = config.images.vllm", "port = cfg.engine.sglang_port",
-                                  'p.add_argument("--image-sglang")', "args.image_vllm",
-                                  'os.environ.get("VLLM_HOST_IP")'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'if engine == "vllm":',
+        "ref = config.images.vllm",
+        "port = cfg.engine.sglang_port",
+        'p.add_argument("--image-sglang")',
+        "args.image_vllm",
+        'os.environ.get("VLLM_HOST_IP")',
+    ],
+)
 def test_the_naming_guard_catches_each_form(line):
     def hits(text: str) -> bool:  # read by grep -E, as the guard reads the tree
-        return subprocess.run(["grep", "-qE", naming_pattern(registry.ENGINES, registry.host_ip_vars())],
-                              input=text + "\n", text=True).returncode == 0
+        return (
+            subprocess.run(
+                ["grep", "-qE", naming_pattern(registry.ENGINES, registry.host_ip_vars())], input=text + "\n", text=True
+            ).returncode
+            == 0
+        )
 
     assert hits(line) and not hits("port = config.port_for(engine)")
 
@@ -156,8 +194,16 @@ class MpiToy(Toy):
         from sparktui.core.engines.common import docker_run, make_step
 
         head = ctx.head
-        return [make_step(head.name, 0, "run", docker_run(ctx, head, ["mpirun", "-np", str(len(ctx.nodes)), "toy"]),
-                          "start mpirun on the head", ctx.container(head))]
+        return [
+            make_step(
+                head.name,
+                0,
+                "run",
+                docker_run(ctx, head, ["mpirun", "-np", str(len(ctx.nodes)), "toy"]),
+                "start mpirun on the head",
+                ctx.container(head),
+            )
+        ]
 
 
 def test_a_third_engine_is_planned_through_its_own_hooks(monkeypatch):

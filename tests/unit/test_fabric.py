@@ -1,4 +1,5 @@
 """Both halves of a Spark's port, the MTU, the topology: probe facts from real GB10 output, then the plan."""
+
 from __future__ import annotations
 
 import json
@@ -64,6 +65,7 @@ def _has(msgs, *words) -> bool:
 
 # --- the probe ------------------------------------------------------------------------------------
 
+
 def test_gid_index_is_the_rocev2_ipv4_entry_and_pci_pairs_the_halves():
     pci, gids = parse_ib_gid(_sample("ib-gid-spark.txt"))
     assert gids == {"rocep1s0f1": 3, "roceP2p1s0f1": 3}  # indexes 0-2 are v1 or IPv6 link-local
@@ -71,15 +73,23 @@ def test_gid_index_is_the_rocev2_ipv4_entry_and_pci_pairs_the_halves():
 
 
 def test_unreadable_sysfs_and_mtu_leave_unknowns_not_guesses():
-    pci, gids = parse_ib_gid("gid rocep1s0f1 3 garbage RoCE v2\npci x not-a-pci\ngid y 99999 "
-                             "0000:0000:0000:0000:0000:ffff:c0a8:640a RoCE v2\n")
+    pci, gids = parse_ib_gid(
+        "gid rocep1s0f1 3 garbage RoCE v2\npci x not-a-pci\ngid y 99999 "
+        "0000:0000:0000:0000:0000:ffff:c0a8:640a RoCE v2\n"
+    )
     assert pci == {} and gids == {}
-    links = [{"ifname": "e", "mtu": "9000", "flags": ["UP"], "operstate": "UP", "addr_info": []},
-             {"ifname": "f", "mtu": True, "operstate": "UP", "addr_info": []}]
+    links = [
+        {"ifname": "e", "mtu": "9000", "flags": ["UP"], "operstate": "UP", "addr_info": []},
+        {"ifname": "f", "mtu": True, "operstate": "UP", "addr_info": []},
+    ]
     assert [i.mtu for i in parse_ip_addr(json.dumps(links))] == [None, None]
     # the section failing outright (sysfs gone mid-probe) costs the GID and PCI only
-    text = (_section("ip", _sample("ip-addr-spark1.json")) + _section("ibdev2netdev", _sample("ibdev2netdev-spark.txt"))
-            + _section("ib-gid", "", 1, "cat: /sys/class/infiniband: No such file") + "@@sparktui:done@@\n")
+    text = (
+        _section("ip", _sample("ip-addr-spark1.json"))
+        + _section("ibdev2netdev", _sample("ibdev2netdev-spark.txt"))
+        + _section("ib-gid", "", 1, "cat: /sys/class/infiniband: No such file")
+        + "@@sparktui:done@@\n"
+    )
     f = parse_probe("spark1", "h", text)
     fab = next(i for i in f.interfaces if i.name == "enp1s0f1np1")
     assert fab.rdma == "rocep1s0f1" and fab.mtu == 9000 and fab.gid_index is None and fab.pci is None
@@ -95,6 +105,7 @@ def test_ports_pair_each_half_with_its_twin():
 
 
 # --- the plan -------------------------------------------------------------------------------------
+
 
 def test_both_halves_addressed_go_into_nccl_ib_hca_with_the_gid_index():
     plan = plan_of([spark_facts(0), spark_facts(1)])
@@ -118,12 +129,23 @@ def test_idle_twin_half_warns_with_its_cost_and_each_nodes_playbook_commands():
 
 def test_mtu_below_jumbo_warns_and_unequal_mtus_refuse_naming_both():
     plan = plan_of([spark_facts(0, mtu=1500), spark_facts(1, mtu=1500)])
-    assert plan.ok and _has(plan.warnings, "MTU below 9000", "spark1 enp1s0f1np1 1500", "spark2 enp1s0f1np1 1500",
-                            "`sudo ip link set enp1s0f1np1 mtu 9000` on spark1", "1311")
+    assert plan.ok and _has(
+        plan.warnings,
+        "MTU below 9000",
+        "spark1 enp1s0f1np1 1500",
+        "spark2 enp1s0f1np1 1500",
+        "`sudo ip link set enp1s0f1np1 mtu 9000` on spark1",
+        "1311",
+    )
     plan = plan_of([spark_facts(0, mtu=9000), spark_facts(1, mtu=1500)])
     assert not plan.ok
-    assert _has(plan.errors, "MTUs differ on 192.168.100.0/24", "spark1 enp1s0f1np1 MTU 9000", "spark2 enp1s0f1np1 MTU 1500",
-                "`sudo ip link set enp1s0f1np1 mtu 9000` on spark2")
+    assert _has(
+        plan.errors,
+        "MTUs differ on 192.168.100.0/24",
+        "spark1 enp1s0f1np1 MTU 9000",
+        "spark2 enp1s0f1np1 MTU 1500",
+        "`sudo ip link set enp1s0f1np1 mtu 9000` on spark2",
+    )
     # the twin half in use counts too
     plan = plan_of([spark_facts(0), spark_facts(1, mtus={"enP2p1s0f1np1": 1500})])
     assert _has(plan.errors, "MTUs differ on 192.168.101.0/24")
@@ -143,8 +165,11 @@ def test_topology_settings_follow_nvidias_playbook():
         for i in f.interfaces[1:]:
             i.ipv4 = []
     assert topology(both, ["a", "b", "c"]) == "ring"  # no fabric addresses yet: the port count decides
-    assert topology_env("ring") == {"NCCL_IB_SUBNET_AWARE_ROUTING": "1", "NCCL_IB_MERGE_NICS": "0",
-                                    "NCCL_NET_PLUGIN": "none"}
+    assert topology_env("ring") == {
+        "NCCL_IB_SUBNET_AWARE_ROUTING": "1",
+        "NCCL_IB_MERGE_NICS": "0",
+        "NCCL_NET_PLUGIN": "none",
+    }
     four = {n: make_facts(i) for i, n in enumerate("abcd")}
     assert topology(four, list("abcd")) == "switch"
     config = make_config(4)
@@ -169,9 +194,10 @@ def test_hosts_that_are_not_sparks_keep_working():
     nodes = []
     for i in range(2):
         f = make_facts(i)
-        f.interfaces = [Interface("eno1", [f"10.0.0.{11 + i}/24"], True, None, 10000),
-                        Interface("ib0", [f"10.9.0.{11 + i}/24"], True, "mlx5_0", 400000, mtu=4092,
-                                  link_type="infiniband")]
+        f.interfaces = [
+            Interface("eno1", [f"10.0.0.{11 + i}/24"], True, None, 10000),
+            Interface("ib0", [f"10.9.0.{11 + i}/24"], True, "mlx5_0", 400000, mtu=4092, link_type="infiniband"),
+        ]
         nodes.append(f)
     plan = plan_of(nodes)
     assert plan.ok, plan.errors
@@ -190,13 +216,16 @@ def test_node_json_carries_mtu_and_gid():
 
 # --- images of today ------------------------------------------------------------------------------
 
+
 def test_vllm_defaults_to_native_where_the_image_has_no_ray():
     from sparktui.core.image import ImageInfo
 
     from .test_plan import VLLM_IMAGE
+
     facts = {node_name(i): make_facts(i) for i in range(2)}
-    facts["spark1"].images[VLLM_IMAGE] = ImageInfo(VLLM_IMAGE, "spark1", id="sha256:" + "ab" * 32,
-                                                   versions={"vllm": "0.31.0", "ray": None, "sglang": None})
+    facts["spark1"].images[VLLM_IMAGE] = ImageInfo(
+        VLLM_IMAGE, "spark1", id="sha256:" + "ab" * 32, versions={"vllm": "0.31.0", "ray": None, "sglang": None}
+    )
     plan = make_plan(make_config(2), facts, subnets(list(facts.values())), PlanOptions(engine="vllm"))
     assert plan.mode == "native" and plan.ok, plan.errors
     assert "has no Ray" in plan.engine_note
@@ -220,16 +249,27 @@ def test_default_images_follow_nvidias_playbooks():
 
 # --- preflight at line rate -----------------------------------------------------------------------
 
+
 def _verdict(bw: float, fabric: dict, transport: str = "rdma", nccl: str | None = "2.28.9"):
     from sparktui.core.preflight import NodeResult, Setting, Verdict
 
-    s = Setting(addr="192.168.100.10", port=29500, subnet="192.168.100.0/24", image="img", timeout=30,
-                fabric=fabric)
+    s = Setting(addr="192.168.100.10", port=29500, subnet="192.168.100.0/24", image="img", timeout=30, fabric=fabric)
     nodes = {}
     for rank, name in enumerate(("spark1", "spark2")):
-        nodes[name] = NodeResult.from_check(name, rank, "enp1s0f1np1", f"192.168.100.{10 + rank}", {
-            "ok": True, "path": "nccl", "transport": transport, "bandwidth_gb_s": bw, "nccl": nccl,
-            "bandwidth_what": "all-reduce bus bandwidth"})
+        nodes[name] = NodeResult.from_check(
+            name,
+            rank,
+            "enp1s0f1np1",
+            f"192.168.100.{10 + rank}",
+            {
+                "ok": True,
+                "path": "nccl",
+                "transport": transport,
+                "bandwidth_gb_s": bw,
+                "nccl": nccl,
+                "bandwidth_what": "all-reduce bus bandwidth",
+            },
+        )
     return Verdict(setting=s, nodes=nodes, seconds=9.0)
 
 
@@ -265,9 +305,18 @@ def test_a_nccl_release_with_known_multi_node_hangs_is_flagged():
 def test_check_says_what_an_image_holds():
     from sparktui.core.image import ImageInfo, holds
 
-    info = ImageInfo("nvcr.io/nvidia/vllm:26.10-py3", "spark1", versions={
-        "vllm": "0.31.0", "sglang": None, "ray": None, "torch": "2.9.1+cu130", "nvidia-nccl-cu13": None,
-        "nvidia-nccl-cu12": None})
+    info = ImageInfo(
+        "nvcr.io/nvidia/vllm:26.10-py3",
+        "spark1",
+        versions={
+            "vllm": "0.31.0",
+            "sglang": None,
+            "ray": None,
+            "torch": "2.9.1+cu130",
+            "nvidia-nccl-cu13": None,
+            "nvidia-nccl-cu12": None,
+        },
+    )
     assert holds(info) == "vLLM 0.31.0, no Ray, torch 2.9.1 (CUDA 13.0)"
     info.versions.update(ray="2.60.0", **{"nvidia-nccl-cu13": "2.27.7"})
     assert holds(info) == "vLLM 0.31.0, Ray 2.60.0, torch 2.9.1 (CUDA 13.0), NCCL 2.27.7 (pip)"

@@ -1,6 +1,7 @@
 """The plan never leaves the fabric on its own: a fabric link down, without carrier or without an address
 on a node is a plan error naming the node, the interface and its state, with the fix; any other network
 is used only when chosen, with its cost said."""
+
 from __future__ import annotations
 
 from sparktui.core.inventory import analyse

@@ -1,10 +1,18 @@
 """First-run decisions that need no node: what is typed, where the weights are, which interfaces are pinned."""
+
 from __future__ import annotations
 
 from sparktui.core.config import SshConfig
 from sparktui.core.facts import DockerInfo, ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.firstrun import (NodeDraft, draft_config, draft_problems, image_summary, images_found,
-                                    model_holder, pin_fabric)
+from sparktui.core.firstrun import (
+    NodeDraft,
+    draft_config,
+    draft_problems,
+    image_summary,
+    images_found,
+    model_holder,
+    pin_fabric,
+)
 
 
 def config(path: str = "/models/m"):
@@ -23,8 +31,11 @@ def test_the_first_node_is_the_head_and_the_model_is_named_after_its_folder():
 
 def test_the_source_is_a_node_holding_the_weights_only_when_the_head_lacks_them():
     c = config()
-    found = {"a": facts("a", "/models/m", False), "b": facts("b", "/models/m", False),
-             "c": facts("c", "/models/m", True)}
+    found = {
+        "a": facts("a", "/models/m", False),
+        "b": facts("b", "/models/m", False),
+        "c": facts("c", "/models/m", True),
+    }
     assert model_holder(c, found) == "c"
     found["a"] = facts("a", "/models/m", True)
     assert model_holder(c, found) is None
@@ -35,11 +46,19 @@ def test_the_source_is_a_node_holding_the_weights_only_when_the_head_lacks_them(
 
 def test_pinning_the_fabric_writes_each_nodes_own_interface_and_names_its_rdma_device():
     c = config()
-    s = Subnet("192.168.100.0/24", {"a": NodeAddr("enp1s0f1np1", "192.168.100.10", "rocep1s0f1"),
-                                    "b": NodeAddr("enP2p1s0f1np1", "192.168.100.11", None)})
+    s = Subnet(
+        "192.168.100.0/24",
+        {
+            "a": NodeAddr("enp1s0f1np1", "192.168.100.10", "rocep1s0f1"),
+            "b": NodeAddr("enP2p1s0f1np1", "192.168.100.11", None),
+        },
+    )
     notes = pin_fabric(c, s)
-    assert [n.interfaces for n in c.nodes] == [{"192.168.100.0/24": "enp1s0f1np1"},
-                                               {"192.168.100.0/24": "enP2p1s0f1np1"}, {}]
+    assert [n.interfaces for n in c.nodes] == [
+        {"192.168.100.0/24": "enp1s0f1np1"},
+        {"192.168.100.0/24": "enP2p1s0f1np1"},
+        {},
+    ]
     assert "rocep1s0f1" in notes[("a", "192.168.100.0/24")]
     assert "no RDMA device" in notes[("b", "192.168.100.0/24")]
 
@@ -57,9 +76,17 @@ def test_typed_nodes_are_checked_against_each_other(tmp_path):
 def test_images_are_told_by_where_they_are():
     c = config()
     c.images.vllm = "vllm/vllm-openai"
-    found = {"a": NodeFacts("a", "a", True, docker=DockerInfo(images={"lmsysorg/sglang:latest-cu130": "sha256:1",
-                                                                       "vllm/vllm-openai:latest": "sha256:2"})),
-             "b": NodeFacts("b", "b", True, docker=DockerInfo(images={"lmsysorg/sglang:latest-cu130": "sha256:1"}))}
+    found = {
+        "a": NodeFacts(
+            "a",
+            "a",
+            True,
+            docker=DockerInfo(
+                images={"lmsysorg/sglang:latest-cu130": "sha256:1", "vllm/vllm-openai:latest": "sha256:2"}
+            ),
+        ),
+        "b": NodeFacts("b", "b", True, docker=DockerInfo(images={"lmsysorg/sglang:latest-cu130": "sha256:1"})),
+    }
     assert list(images_found(found)) == ["lmsysorg/sglang:latest-cu130", "vllm/vllm-openai:latest"]  # widest first
     lines = image_summary(c, found)
     assert lines["sglang"] == "lmsysorg/sglang:latest-cu130: on a, b"

@@ -1,6 +1,7 @@
 """Fit estimate around its boundaries: weights vs budget, the 10 % headroom line, parameters every GPU holds
 whole, and what each engine's fraction covers (vLLM's --gpu-memory-utilization: the whole instance;
 SGLang's --mem-fraction-static: weights + KV pool, activations outside)."""
+
 from __future__ import annotations
 
 from sparktui.core.facts import Gpu, Memory, NodeFacts
@@ -34,7 +35,9 @@ def test_headroom_at_ten_percent_is_fine_just_below_warns():
 
 
 def test_pipeline_stages_divide_weights_too_and_round_up():
-    f = estimate_fit(10 * GIB + 1, {"a": MEM, "b": MEM, "c": MEM, "d": MEM}, tp=2, pp=2, mem_fraction=0.5, replicated=EVEN)
+    f = estimate_fit(
+        10 * GIB + 1, {"a": MEM, "b": MEM, "c": MEM, "d": MEM}, tp=2, pp=2, mem_fraction=0.5, replicated=EVEN
+    )
     assert f.weights_per_gpu * 4 >= 10 * GIB + 1 > (f.weights_per_gpu - 1) * 4
 
 
@@ -55,10 +58,20 @@ def test_unknown_sizes_give_unknown_not_errors():
 
 
 def test_from_facts_uses_unified_memory_on_gb10():
-    gb10 = NodeFacts("s1", "h", reachable=True, gpu=Gpu("NVIDIA GB10", 1, None, unified=True),
-                     memory=Memory(total_bytes=119 * GIB, available_bytes=110 * GIB))
-    h200 = NodeFacts("s2", "h", reachable=True, gpu=Gpu("H200", 1, memory_total_bytes=141 * GIB),
-                     memory=Memory(total_bytes=1000 * GIB))
+    gb10 = NodeFacts(
+        "s1",
+        "h",
+        reachable=True,
+        gpu=Gpu("NVIDIA GB10", 1, None, unified=True),
+        memory=Memory(total_bytes=119 * GIB, available_bytes=110 * GIB),
+    )
+    h200 = NodeFacts(
+        "s2",
+        "h",
+        reachable=True,
+        gpu=Gpu("H200", 1, memory_total_bytes=141 * GIB),
+        memory=Memory(total_bytes=1000 * GIB),
+    )
     f = fit_from_facts({"s1": gb10, "s2": h200}, ["s1", "s2"], 118 * GIB, 2, 1, 0.85)
     assert f.memory_per_gpu == 119 * GIB and f.tightest_node == "s1"
     assert f.weights_per_gpu == 59 * GIB + int(59 * GIB * 0.03)  # no config.json: the 3 % allowance
@@ -67,8 +80,21 @@ def test_from_facts_uses_unified_memory_on_gb10():
 
 def test_json_shape():
     j = estimate_fit(10 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.8).to_json()
-    for k in ("weights_per_gpu", "memory_per_gpu", "budget_per_gpu", "overhead_bytes", "headroom_bytes",
-              "headroom_ratio", "known", "ok", "warnings", "errors", "tp", "pp", "mem_fraction"):
+    for k in (
+        "weights_per_gpu",
+        "memory_per_gpu",
+        "budget_per_gpu",
+        "overhead_bytes",
+        "headroom_bytes",
+        "headroom_ratio",
+        "known",
+        "ok",
+        "warnings",
+        "errors",
+        "tp",
+        "pp",
+        "mem_fraction",
+    ):
         assert k in j
     assert j["known"] and j["ok"]
 
@@ -82,10 +108,18 @@ def test_small_sizes_read_in_mib_not_as_zero_gib():
 
 
 # Shaped like Qwen3.5-122B-A10B's config.json: a multimodal wrapper with the text model inside.
-MOE_CONFIG = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "tie_word_embeddings": False,
-              "text_config": {"hidden_size": 3072, "num_hidden_layers": 48, "vocab_size": 248320,
-                              "num_experts": 256, "shared_expert_intermediate_size": 1024,
-                              "torch_dtype": "bfloat16"}}
+MOE_CONFIG = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+    "tie_word_embeddings": False,
+    "text_config": {
+        "hidden_size": 3072,
+        "num_hidden_layers": 48,
+        "vocab_size": 248320,
+        "num_experts": 256,
+        "shared_expert_intermediate_size": 1024,
+        "torch_dtype": "bfloat16",
+    },
+}
 
 
 def test_replicated_parameters_are_counted_from_config_json():
@@ -130,8 +164,10 @@ def test_each_engine_fraction_covers_what_its_help_says():
     assert s.to_json()["covers"] == s.covers and not s.warnings
     tight = estimate_fit(60 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.98, engine="sglang")
     assert any("outside --mem-fraction-static 0.98" in w for w in tight.warnings)
-    assert not any("outside" in w for w in estimate_fit(60 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.98,
-                                                       engine="vllm").warnings)
+    assert not any(
+        "outside" in w
+        for w in estimate_fit(60 * GIB, {"a": MEM}, tp=1, pp=1, mem_fraction=0.98, engine="vllm").warnings
+    )
 
 
 def test_defaults_are_nvidias_per_engine_unless_configured():

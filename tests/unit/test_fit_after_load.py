@@ -1,12 +1,13 @@
 """What stays on each node once the engine has loaded and taken its KV cache, against memory.floor, and the
 allocator setting the plan adds where the engine's KV cache comes from PyTorch's caching allocator."""
+
 from __future__ import annotations
 
 import re
 
 from sparktui.core.engines.base import ALLOC_CONF
 from sparktui.core.facts import Gpu, Memory, NodeFacts
-from sparktui.core.fit import (FRAGMENTATION, GIB, HOST_RESERVE, RUNTIME_OVERHEAD, after_load, gib, kv_bytes_arg)
+from sparktui.core.fit import FRAGMENTATION, GIB, HOST_RESERVE, RUNTIME_OVERHEAD, after_load, gib, kv_bytes_arg
 from sparktui.core.plan import PlanOptions, make_plan
 
 from tests.unit.test_plan import cluster
@@ -47,8 +48,7 @@ def test_a_fraction_that_leaves_less_than_the_floor_warns_per_node_with_the_numb
         assert old == 0.9 and new < old
         # the suggestion leaves the floor, and is the largest two-decimal fraction that does
         ok = after_load(facts, [name], engine="vllm", fraction=new, floor="4GiB", expandable=True)[0]
-        over = after_load(facts, [name], engine="vllm", fraction=round(new + 0.01, 2), floor="4GiB",
-                          expandable=True)[0]
+        over = after_load(facts, [name], engine="vllm", fraction=round(new + 0.01, 2), floor="4GiB", expandable=True)[0]
         assert not ok.short and over.short
 
 
@@ -88,8 +88,9 @@ def test_trtllm_fraction_is_of_what_the_weights_leave_and_its_suggestion_holds()
     free = 128 * GIB - HOST_RESERVE - w - RUNTIME_OVERHEAD  # no fragmentation: not PyTorch's allocator
     assert r.held == w + RUNTIME_OVERHEAD + int(0.99 * free) and r.short
     assert "--kv_cache_free_gpu_memory_fraction 0.99 -> " in _after(plan)[0]
-    assert not after_load(facts, ["spark1"], engine="trtllm", fraction=r.suggest, floor="4GiB",
-                          weights_per_gpu=w)[0].short
+    assert not after_load(facts, ["spark1"], engine="trtllm", fraction=r.suggest, floor="4GiB", weights_per_gpu=w)[
+        0
+    ].short
 
 
 def test_a_kv_cache_given_in_bytes_replaces_the_fraction_and_the_fix_names_a_size():
@@ -98,16 +99,29 @@ def test_a_kv_cache_given_in_bytes_replaces_the_fraction_and_the_fix_names_a_siz
     r = plan.after_load[0]
     assert r.kv_bytes == 100 * GIB and r.held == w + RUNTIME_OVERHEAD + 100 * GIB and r.short
     assert "--kv-cache-memory-bytes 100.0 GiB -> " in _after(plan)[0]
-    fixed = after_load(facts, ["spark1"], engine="vllm", fraction=0.5, floor="4GiB", weights_per_gpu=w,
-                       expandable=True, extra_args=[f"--kv-cache-memory-bytes={r.kv_suggest}"])[0]
+    fixed = after_load(
+        facts,
+        ["spark1"],
+        engine="vllm",
+        fraction=0.5,
+        floor="4GiB",
+        weights_per_gpu=w,
+        expandable=True,
+        extra_args=[f"--kv-cache-memory-bytes={r.kv_suggest}"],
+    )[0]
     assert not fixed.short
     assert kv_bytes_arg(["--kv-cache-memory-bytes=2g"], "--kv-cache-memory-bytes") == 2 * 1000**3
 
 
 def test_cpu_only_nodes_count_against_system_memory_and_discrete_gpus_do_not():
     cpu = NodeFacts("cpu", "h", reachable=True, memory=Memory(total_bytes=64 * GIB))
-    h100 = NodeFacts("h100", "h", reachable=True, gpu=Gpu("H100", 1, memory_total_bytes=80 * GIB),
-                     memory=Memory(total_bytes=512 * GIB))
+    h100 = NodeFacts(
+        "h100",
+        "h",
+        reachable=True,
+        gpu=Gpu("H100", 1, memory_total_bytes=80 * GIB),
+        memory=Memory(total_bytes=512 * GIB),
+    )
     rooms = after_load({"cpu": cpu, "h100": h100}, ["cpu", "h100"], engine="vllm", fraction=0.9, floor="4GiB")
     assert [r.node for r in rooms] == ["cpu"] and rooms[0].short
 

@@ -1,5 +1,6 @@
 """Back-pressure on a log reader: it waits while the screen holds too many of its lines, and while
 braked (a key is being answered) as soon as it holds any."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """Each fabric half's subnet proven by the preflight: a half that carries no traffic is named, with the fix."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,14 +21,18 @@ def _ran(answers: dict[str, str], seen: list[str] | None = None):
             seen.append(f"{node}: {command}")
         text = next((t for iface, t in answers.items() if f" -I {iface} " in command), "")
         return SimpleNamespace(stdout=text, stderr="", exit_status=0 if text == OK else 1)
+
     return FakeCluster([FakeNode(n, answer) for n in ("spark1", "spark2")])
 
 
 def _verdict(fabric: dict, halves) -> Verdict:
     s = Setting(addr="192.168.100.10", port=29500, subnet="192.168.100.0/24", image="img", timeout=30, fabric=fabric)
-    nodes = {name: NodeResult.from_check(name, rank, "enp1s0f1np1", f"192.168.100.{10 + rank}",
-                                         {"ok": True, "path": "tcp", "transport": "tcp"})
-             for rank, name in enumerate(("spark1", "spark2"))}
+    nodes = {
+        name: NodeResult.from_check(
+            name, rank, "enp1s0f1np1", f"192.168.100.{10 + rank}", {"ok": True, "path": "tcp", "transport": "tcp"}
+        )
+        for rank, name in enumerate(("spark1", "spark2"))
+    }
     return Verdict(setting=s, nodes=nodes, seconds=5.0, halves=halves)
 
 
@@ -59,6 +64,7 @@ def test_a_node_without_ping_leaves_the_half_unproven_not_failed():
 
     def answer(node, command):
         return SimpleNamespace(stdout="ping: command not found", stderr="", exit_status=127)
+
     got = asyncio.run(probe(FakeCluster([FakeNode(n, answer) for n in ("spark1", "spark2")]), fabric["rails"]))
     v = _verdict(fabric, got)
     assert v.ok and all(h.ok is None for h in got)

@@ -1,5 +1,6 @@
 """tests/hermetic.py: each test and each in-process node has homes of its own, and a test that touches the
 user's own sparktui files fails, as does the suite."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,7 @@ from tests import hermetic, userstate
 
 REPO = Path(__file__).resolve().parents[2]
 
-SAMPLE = '''
+SAMPLE = """
 import os
 from pathlib import Path
 
@@ -49,12 +50,14 @@ def test_appends_to_the_users_journal():
 def test_removes_a_users_transfer():
     if os.environ.get("SAMPLE_TOUCH"):
         os.remove(next((USER / ".local/state/sparktui/transfers").glob("*/rc")))
-'''
+"""
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def run_sample(tmp_path: Path, home: Path, touch: bool) -> subprocess.CompletedProcess:
@@ -66,10 +69,29 @@ def run_sample(tmp_path: Path, home: Path, touch: bool) -> subprocess.CompletedP
     if touch:
         env["SAMPLE_TOUCH"] = "1"
     # the suite's conftest as a plugin, as tests/lab/test_ci_rule.py loads it; the sample lives outside tests/
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "tests.conftest",
-                           "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                           "--basetemp", str(tmp_path / "basetemp"), str(tmp_path / "test_sample.py")],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rA",
+            "-p",
+            "tests.conftest",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "--basetemp",
+            str(tmp_path / "basetemp"),
+            str(tmp_path / "test_sample.py"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -127,7 +149,10 @@ def test_a_test_has_homes_of_its_own(tmp_path):
     assert home == tmp_path.with_name(tmp_path.name + "-homes") / "client" and home.is_dir()
     assert Path.home() == home and default_journal_path().is_relative_to(home)
     assert [os.environ[v] for v in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")] == [
-        str(home / ".local/state"), str(home / ".config"), str(home / ".cache")]
+        str(home / ".local/state"),
+        str(home / ".config"),
+        str(home / ".cache"),
+    ]
     # the contract tier still finds its cache in the user's home, not in the sandbox
     assert not Path(os.environ["SPARKTUI_CONTRACT_CACHE"]).is_relative_to(home.parent)
 
@@ -140,7 +165,10 @@ def test_each_node_gets_a_home_unless_its_caller_gave_one(tmp_path):
     assert b.env["XDG_STATE_HOME"] == str(sandbox / "node2/.local/state") and b.env["FAKE"] == "1"
     given = LocalSshServer(key, [], env={"HOME": str(tmp_path / "n1"), "XDG_CACHE_HOME": "/c"})
     assert (given.env["HOME"], given.env["XDG_STATE_HOME"], given.env["XDG_CACHE_HOME"]) == (
-        str(tmp_path / "n1"), str(tmp_path / "n1/.local/state"), "/c")
+        str(tmp_path / "n1"),
+        str(tmp_path / "n1/.local/state"),
+        "/c",
+    )
     # a node whose caller built its whole environment (the demo's) is left as it is
     bare = LocalSshServer(key, [], env={"HOME": "/root"}, inherit_env=False)
     assert bare.env == {"HOME": "/root"}

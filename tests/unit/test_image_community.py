@@ -1,4 +1,5 @@
 """eugr's community images known by name: family, nightly date, Ray, and the variables they read."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,21 +8,34 @@ from sparktui.core.image import ImageInfo, engine_release, holds
 from sparktui.core.image_community import recognise
 
 
-@pytest.mark.parametrize("ref, repo, tag, built, pinned", [
-    ("eugr/spark-vllm-b12x:nightly-20260923", "eugr/spark-vllm-b12x", "nightly-20260923", "2026-09-23", False),
-    ("docker.io/eugr/spark-vllm:latest", "eugr/spark-vllm", "latest", None, False),
-    ("eugr/spark-vllm", "eugr/spark-vllm", "latest", None, False),
-    ("eugr/spark-vllm-b12x@sha256:8e7e0621", "eugr/spark-vllm-b12x", "", None, True),
-    ("vllm-node-b12x", "", "latest", None, False),  # build-and-copy.sh --exp-b12x tags the pull so
-])
+@pytest.mark.parametrize(
+    "ref, repo, tag, built, pinned",
+    [
+        ("eugr/spark-vllm-b12x:nightly-20260923", "eugr/spark-vllm-b12x", "nightly-20260923", "2026-09-23", False),
+        ("docker.io/eugr/spark-vllm:latest", "eugr/spark-vllm", "latest", None, False),
+        ("eugr/spark-vllm", "eugr/spark-vllm", "latest", None, False),
+        ("eugr/spark-vllm-b12x@sha256:8e7e0621", "eugr/spark-vllm-b12x", "", None, True),
+        ("vllm-node-b12x", "", "latest", None, False),  # build-and-copy.sh --exp-b12x tags the pull so
+    ],
+)
 def test_eugr_references_are_recognised(ref, repo, tag, built, pinned):
     k = recognise(ref)
     assert k is not None and (k.repo, k.tag, k.built, k.pinned) == (repo, tag, built, pinned)
     assert k.family.ray is True  # the runner stage installs ray[default]
 
 
-@pytest.mark.parametrize("ref", ["lmsysorg/sglang:spark", "nvcr.io/nvidia/vllm:26.10-py3", "someone/vllm-node",
-                                 "localhost:5000/eugr/spark-vllm:x", "eugr/spark-vllm-docker", None, ""])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "lmsysorg/sglang:spark",
+        "nvcr.io/nvidia/vllm:26.10-py3",
+        "someone/vllm-node",
+        "localhost:5000/eugr/spark-vllm:x",
+        "eugr/spark-vllm-docker",
+        None,
+        "",
+    ],
+)
 def test_other_images_are_not(ref):
     assert recognise(ref) is None
 

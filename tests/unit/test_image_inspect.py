@@ -1,4 +1,5 @@
 """Reading an image's inspection (entrypoint, labels, ID, engine versions) and what a plan makes of it."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ def out(tail: str) -> str:
 
 
 def test_a_fresh_run_gives_entrypoint_labels_id_and_versions():
-    info = parse_inspection("vllm/vllm-openai:v0.33.0", "spark1",
-                            out(f'{M}ran\n{{"vllm": "0.33.0", "sglang": null, "ray": "2.60.0"}}\n'))
+    info = parse_inspection(
+        "vllm/vllm-openai:v0.33.0", "spark1", out(f'{M}ran\n{{"vllm": "0.33.0", "sglang": null, "ray": "2.60.0"}}\n')
+    )
     assert info.entrypoint == ["vllm", "serve"] and info.cmd == [] and info.id == ID
     assert info.labels == {"org.opencontainers.image.source": "x"}
     assert info.version("vllm") == "0.33.0" and info.has("ray") and info.has("sglang") is False
@@ -24,22 +26,30 @@ def test_a_fresh_run_gives_entrypoint_labels_id_and_versions():
 
 
 def test_cached_versions_are_marked_cached():
-    info = parse_inspection("i", "spark1", out(f'{M}cached\n{{"vllm": "0.11.0+nv25.11", "sglang": null, "ray": null}}\n'))
+    info = parse_inspection(
+        "i", "spark1", out(f'{M}cached\n{{"vllm": "0.11.0+nv25.11", "sglang": null, "ray": null}}\n')
+    )
     assert info.cached and info.version("vllm") == "0.11.0+nv25.11" and info.has("ray") is False
 
 
 def test_a_missing_image_is_a_problem_not_an_exception():
     info = parse_inspection("nope:1", "spark2", f"{M}absent\nError: No such image: nope:1\n")
     assert info.id is None and info.problem == "image nope:1 is not on spark2"
-    denied = parse_inspection("i", "spark2", f"{M}absent\npermission denied while trying to connect to the docker API\n")
-    assert denied.problem == "could not inspect i on spark2: permission denied while trying to connect to the docker API"
+    denied = parse_inspection(
+        "i", "spark2", f"{M}absent\npermission denied while trying to connect to the docker API\n"
+    )
+    assert (
+        denied.problem == "could not inspect i on spark2: permission denied while trying to connect to the docker API"
+    )
 
 
 def test_a_slow_version_run_names_its_bound_and_a_failed_one_its_error():
     slow = parse_inspection("i", "spark1", out(f"{M}failed 124\n"), timeout=60)
     assert slow.problem == "reading the engine version in i took over 60 s on spark1"
     assert slow.entrypoint == ["vllm", "serve"] and slow.versions == {}
-    broken = parse_inspection("i", "spark1", out(f'{M}failed 127\ndocker: exec: "python3": executable file not found\n'))
+    broken = parse_inspection(
+        "i", "spark1", out(f'{M}failed 127\ndocker: exec: "python3": executable file not found\n')
+    )
     assert "exited 127" in broken.problem and "python3" in broken.problem
     assert broken.has("vllm") is None  # unknown, not absent
 
@@ -100,8 +110,7 @@ async def test_configured_images_are_asked_about_again_only_when_their_id_change
             asked.append(cmd)
             return SimpleNamespace(stdout=out(f'{M}cached\n{{"vllm": "0.31.0", "sglang": null, "ray": "2.49.2"}}\n'))
 
-    config = SimpleNamespace(head=SimpleNamespace(name="spark1"),
-                             used_images=lambda: {"sglang": "s:1", "vllm": "v:1"})
+    config = SimpleNamespace(head=SimpleNamespace(name="spark1"), used_images=lambda: {"sglang": "s:1", "vllm": "v:1"})
     facts = {"spark1": NodeFacts("spark1", "h", True, docker=DockerInfo(images={"s:1": ID, "v:1": ID}))}
     cluster = SimpleNamespace(nodes={"spark1": Head()})
     known: dict = {}

@@ -1,5 +1,6 @@
 """The journal file: damaged lines are skipped with one line saying so, numbers stay finite, the file is
 0600, rotated by size, and read from the end in memory bounded by --limit, not by the file."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,10 @@ from sparktui.core.statefile import StateFileError
 
 def _strict(text: str):
     """json.loads that refuses NaN and Infinity, as every other JSON reader does."""
+
     def bad(name):
         raise ValueError(f"not JSON: {name}")
+
     return json.loads(text, parse_constant=bad)
 
 
@@ -33,9 +36,20 @@ def _good(j: Journal, n: int) -> None:
         j.finish(j.start("a", f"echo {i}"), 0)
 
 
-@pytest.mark.parametrize("field,value", [("started", '"x"'), ("started", "1e400"), ("started", "null"),
-                                         ("exit_status", '"0"'), ("duration", "[1]"), ("command", '{"a": 1}'),
-                                         ("started", "1" + "0" * 400), ("started", "-5.0"), ("node", "NaN")])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("started", '"x"'),
+        ("started", "1e400"),
+        ("started", "null"),
+        ("exit_status", '"0"'),
+        ("duration", "[1]"),
+        ("command", '{"a": 1}'),
+        ("started", "1" + "0" * 400),
+        ("started", "-5.0"),
+        ("node", "NaN"),
+    ],
+)
 def test_a_line_of_the_wrong_type_is_skipped_and_said_in_one_line(jpath, capsys, field, value):
     _good(Journal(jpath), 2)
     fields = {"node": '"a"', "started": "1.0", "command": '"bad"', field: value}
@@ -129,8 +143,9 @@ def test_a_cluster_named_in_any_script_is_found_as_written_escaped_or_not(jpath)
     name = "DEMO — simulated cluster"
     _good(Journal(jpath, cluster=name), 2)  # written with \u2014, as json.dumps does
     with jpath.open("a", encoding="utf-8") as f:
-        f.write(json.dumps({"node": "a", "started": 3.0, "command": "by hand", "cluster": name},
-                           ensure_ascii=False) + "\n")
+        f.write(
+            json.dumps({"node": "a", "started": 3.0, "command": "by hand", "cluster": name}, ensure_ascii=False) + "\n"
+        )
         f.write(json.dumps({"node": "a", "started": 4.0, "command": "other", "cluster": "lab"}) + "\n")
     assert [e.command for e in read_journal(jpath, 10, cluster=name)] == ["echo 0", "echo 1", "by hand"]
 
@@ -146,11 +161,14 @@ def test_an_unreadable_journal_under_json_is_the_error_document(jpath, capsys):
 def test_processes_appending_at_once_rotate_once_and_lose_no_line(jpath):
     import subprocess
     import sys
+
     jpath.parent.mkdir(parents=True)
     # 3 x 150 lines of some 130 bytes: one rotation at 40,000 bytes, which all three writers see coming
-    code = ("import sys; from pathlib import Path; from sparktui.core.journal import Journal\n"
-            "j = Journal(Path(sys.argv[1]), max_bytes=40000)\n"
-            "for i in range(150): j.finish(j.start('n', f'{sys.argv[2]} {i}'), 0)\n")
+    code = (
+        "import sys; from pathlib import Path; from sparktui.core.journal import Journal\n"
+        "j = Journal(Path(sys.argv[1]), max_bytes=40000)\n"
+        "for i in range(150): j.finish(j.start('n', f'{sys.argv[2]} {i}'), 0)\n"
+    )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     procs = [subprocess.Popen([sys.executable, "-c", code, str(jpath), w], env=env) for w in ("a", "b", "c")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]

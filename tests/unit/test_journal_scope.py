@@ -1,4 +1,5 @@
 """`sparktui journal` shows the config's cluster by default; `--all` every cluster's commands."""
+
 from __future__ import annotations
 
 import json

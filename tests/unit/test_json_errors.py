@@ -1,6 +1,7 @@
 """`--json` is one JSON document on stdout for every command, refusals and errors included, and a refusal
 carries `error`, `reason` and `fix`. The commands are found from the parser, so a new one with --json
 fails here until its error path is listed."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,14 +35,19 @@ ssh: {connect_timeout: 2, ssh_config: []}
 ERROR_PATHS: dict[str, list[list[str]]] = {
     "check": [["--config", "CONF", "check"], ["--config", "MISSING", "check"]],
     "status": [["--config", "CONF", "status"]],
-    "plan": [["--config", "CONF", "plan", "--engine", "sglang"], ["plan", "--engine", "vlm"],
-             ["--config", "MISSING", "plan"]],
+    "plan": [
+        ["--config", "CONF", "plan", "--engine", "sglang"],
+        ["plan", "--engine", "vlm"],
+        ["--config", "MISSING", "plan"],
+    ],
     "diagnose": [["diagnose", "/nonexistent/log"]],
     "sync model": [["--config", "CONF", "sync", "model"]],
     "sync image": [["--config", "CONF", "sync", "image", "sglang"]],
     "sync status": [["--config", "MISSING", "sync", "status"]],
-    "sync cancel": [["--config", "CONF", "sync", "cancel", "model-x-20250101T000000-abcd"],
-                    ["--config", "CONF", "sync", "cancel", "../etc"]],
+    "sync cancel": [
+        ["--config", "CONF", "sync", "cancel", "model-x-20250101T000000-abcd"],
+        ["--config", "CONF", "sync", "cancel", "../etc"],
+    ],
     "setup trust": [["--config", "CONF", "setup", "trust", "--yes"]],
     "launch": [["--config", "CONF", "launch"], ["--config", "CONF", "launch", "--tp", "0"]],
     "stop": [["--config", "CONF", "stop", "--yes"]],
@@ -51,8 +57,11 @@ ERROR_PATHS: dict[str, list[list[str]]] = {
     "journal": [["--config", "MISSING", "journal"], ["journal", "--all", "--limit", "0"]],
     "preflight": [["--config", "CONF", "preflight"]],
     "metrics": [["--config", "CONF", "metrics"], ["--config", "CONF", "metrics", "--count", "0"]],
-    "bench": [["--config", "CONF", "bench"], ["--config", "CONF", "bench", "--concurrency", "0,8"],
-              ["--config", "CONF", "bench", "--input-len", "x"]],
+    "bench": [
+        ["--config", "CONF", "bench"],
+        ["--config", "CONF", "bench", "--concurrency", "0,8"],
+        ["--config", "CONF", "bench", "--input-len", "x"],
+    ],
     "drop-caches": [["--config", "CONF", "drop-caches"], ["--config", "CONF", "drop-caches", "nosuchnode"]],
     "init": [["init", "--node", "a=127.0.0.1,port=1", "--model-path", "/m", "-o", "OUT"], ["init"]],
     "demo": [["demo"]],  # the interactive demo, without a terminal to run in
@@ -86,16 +95,27 @@ def _run(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     conf.write_text(UNREACHABLE)
     subs = {"CONF": str(conf), "MISSING": str(tmp_path / "none.yaml"), "OUT": str(tmp_path / "out.yaml")}
     env = {k: v for k, v in os.environ.items() if k not in ("SPARKTUI_CONFIG", "COLUMNS", "LINES")}
-    env.update(PYTHONPATH=str(REPO), XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "cfg"),
-               XDG_RUNTIME_DIR=str(tmp_path / "run"))
-    return subprocess.run([sys.executable, "-m", "sparktui", *[subs.get(a, a) for a in argv], "--json"],
-                          capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120,
-                          cwd=tmp_path)
+    env.update(
+        PYTHONPATH=str(REPO),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+        XDG_RUNTIME_DIR=str(tmp_path / "run"),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "sparktui", *[subs.get(a, a) for a in argv], "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 def _strict(text: str):
     def refuse(name):
         raise ValueError(f"{name} is not JSON")
+
     return json.loads(text, parse_constant=refuse)  # one document: trailing text is an error too
 
 
@@ -158,17 +178,27 @@ def test_a_refusal_after_the_document_takes_its_words_from_the_check_inside(monk
     from sparktui.cli import common
 
     async def refuse(args):  # what launch does when its preflight fails: the document, then exit 1
-        common.print_json({"deployment": "lab", "state": "not started",
-                           "preflight": {"ok": False, "reason": "10.0.0.1:29501 is unreachable from spark2",
-                                         "fix": "check the fabric cable of spark2"}})
+        common.print_json(
+            {
+                "deployment": "lab",
+                "state": "not started",
+                "preflight": {
+                    "ok": False,
+                    "reason": "10.0.0.1:29501 is unreachable from spark2",
+                    "fix": "check the fabric cable of spark2",
+                },
+            }
+        )
         raise common.CliExit(1)
 
     import sparktui.cli.journal as J
+
     real = J.register
 
     def register(sub):  # `journal` stands in for launch: only the command's function matters here
         real(sub)
         sub.choices["journal"].set_defaults(func=refuse)
+
     monkeypatch.setattr(J, "register", register)
     assert main(["journal", "--all", "--json"]) == 1
     doc = _strict(capsys.readouterr().out)

@@ -1,4 +1,5 @@
 """The wedged judgement on a ready endpoint: flat generation counter with work pending, or a silent probe."""
+
 from __future__ import annotations
 
 from sparktui.core.liveness import Liveness
@@ -61,9 +62,11 @@ def test_without_metrics_the_probe_alone_decides():
 
 def histogram_scrape(at: float, firsts: float) -> Scrape:
     """What TensorRT-LLM 1.3.0rc3's page gives: TTFT and TPOT histograms, no token counter, no request gauges."""
-    return Scrape(at, buckets={"ttft": [(0.5, firsts), (float("inf"), firsts)],
-                               "itl": [(0.05, firsts), (float("inf"), firsts)]},
-                  missing=["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens"])
+    return Scrape(
+        at,
+        buckets={"ttft": [(0.5, firsts), (float("inf"), firsts)], "itl": [(0.05, firsts), (float("inf"), firsts)]},
+        missing=["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens"],
+    )
 
 
 def test_without_a_token_counter_a_silent_probe_cannot_tell_unless_others_got_first_tokens():
@@ -82,8 +85,9 @@ def test_without_a_token_counter_a_silent_probe_cannot_tell_unless_others_got_fi
 
 def test_a_release_page_before_any_request_cannot_tell_either_and_an_answer_clears_it():
     lv = Liveness()
-    lv.observe(Scrape(0, missing=["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens",
-                                  "ttft", "itl"]))  # the collector's page is empty until a request finished
+    lv.observe(
+        Scrape(0, missing=["running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens", "ttft", "itl"])
+    )  # the collector's page is empty until a request finished
     lv.probe(answered=False, waited=30)
     assert lv.verdict(30) is None and lv.cannot_tell
     lv.probe(answered=True, waited=1)
@@ -101,9 +105,11 @@ def test_an_engine_with_the_counter_gets_a_verdict_not_a_cannot_tell():
 # /health 200, running 0 and waiting 0 although a request was in flight, the generation counter flat at 1816, a
 # one-token chat completion unanswered after 30 s, and after 60 s this line from the engine core.
 FROZEN = {"generation_tokens": 1816.0, "running": 0.0, "waiting": 0.0}
-SHM = ("(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available shared memory broadcast block "
-       "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
-       "(e.g. compilation, weight/kv cache quantization).")
+SHM = (
+    "(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available shared memory broadcast block "
+    "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
+    "(e.g. compilation, weight/kv cache quantization)."
+)
 
 
 def test_a_frozen_rank_reads_idle_in_the_metrics_so_the_counter_alone_never_calls_it_wedged():
@@ -126,8 +132,10 @@ def test_the_shm_broadcast_line_alone_is_wedged_both_signs_are_named_and_tokens_
     lv.observe(Scrape(0, dict(FROZEN)))
     lv.worker_stalled(SHM)
     why = lv.verdict(60)
-    assert why == ("the engine logged '(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available "
-                   "shared memory broadcast block found in 60 seconds' (it waits for a worker) while /health answers 200")
+    assert why == (
+        "the engine logged '(EngineCore pid=1931) INFO 12-06 04:21:36 [shm_broadcast.py:871] No available "
+        "shared memory broadcast block found in 60 seconds' (it waits for a worker) while /health answers 200"
+    )
     lv.probe(answered=False, waited=30, tokens_before=1816.0)
     both = lv.verdict(90)
     assert both.startswith("a one-token completion got no answer in 30 s") and "; and the engine logged" in both

@@ -1,4 +1,5 @@
 """The log view's store: blocks of tuples for old lines, lists for the newest, read as one ordered sequence."""
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -35,10 +36,16 @@ batch = st.lists(st.integers(0, 40), min_size=1, max_size=9)
 
 
 @settings(max_examples=300, deadline=None)
-@given(steps=st.lists(st.one_of(st.tuples(st.just("add"), st.lists(st.tuples(st.integers(0, 2), batch), min_size=1,
-                                                                   max_size=3)),
-                                st.tuples(st.just("drop"), st.integers(0, 30))), max_size=25),
-       sorted_batches=st.booleans())
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.lists(st.tuples(st.integers(0, 2), batch), min_size=1, max_size=3)),
+            st.tuples(st.just("drop"), st.integers(0, 30)),
+        ),
+        max_size=25,
+    ),
+    sorted_batches=st.booleans(),
+)
 def test_the_ring_reads_exactly_like_plain_lists_through_adds_and_drops(steps, sorted_batches):
     ring, plain = Ring(block=4, reorder=5), Plain(reorder=5)
     serial = 0
@@ -57,7 +64,7 @@ def test_the_ring_reads_exactly_like_plain_lists_through_adds_and_drops(steps, s
         assert ring.last_key == (plain.rows[-1][0] if plain.rows else None)
         assert [ring.get(plain.base + i) for i in range(len(plain.rows))] == [(ix, t) for _, ix, t in plain.rows]
         for start in (plain.base, plain.base + len(plain.rows) // 2, plain.base + len(plain.rows)):
-            assert list(ring.rows_from(start)) == [(ix, t) for _, ix, t in plain.rows[start - plain.base:]]
+            assert list(ring.rows_from(start)) == [(ix, t) for _, ix, t in plain.rows[start - plain.base :]]
 
 
 def test_old_lines_leave_the_lists_for_blocks():

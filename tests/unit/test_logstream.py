@@ -1,4 +1,5 @@
 """The log follower's chunk path: lines split once, docker's timestamp kept, secrets masked, repeats dropped."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -15,13 +16,16 @@ def follower() -> tuple[LogFollower, list[LogLine]]:
 
 def test_a_chunk_becomes_stamped_lines_and_an_echoed_secret_is_masked():
     f, got = follower()
-    chunk = ("2026-01-01T10:00:00.5Z loading shard 1\r\n"
-             "2026-01-01T10:00:01Z server_args=ServerArgs(api_key='short', port=30000)\n")
+    chunk = (
+        "2026-01-01T10:00:00.5Z loading shard 1\r\n"
+        "2026-01-01T10:00:01Z server_args=ServerArgs(api_key='short', port=30000)\n"
+    )
     assert needs_mask(chunk) and not needs_mask("2026-01-01T10:00:00.5Z loading shard 1\n")
     assert f._take(chunk.split("\n")[:-1], needs_mask(chunk)) == 2
     assert [(ln.ts, ln.text) for ln in got] == [
         ("2026-01-01T10:00:00.5Z", "loading shard 1"),
-        ("2026-01-01T10:00:01Z", "server_args=ServerArgs(api_key='****', port=30000)")]
+        ("2026-01-01T10:00:01Z", "server_args=ServerArgs(api_key='****', port=30000)"),
+    ]
     assert got[0].key == split_ts("2026-01-01T10:00:00.5Z x").key and got[0].seconds is not None
 
 
@@ -40,9 +44,16 @@ def test_a_resumed_read_skips_exactly_the_lines_already_taken_at_the_boundary():
 def test_a_chunk_splits_into_columns_whatever_form_the_timestamp_takes():
     from sparktui.core.dockerts import split, split_many
 
-    raws = ["2026-01-01T10:00:00.000000005Z today's form\r", "2026-01-01T10:00:00.000000005Z ",
-            "2026-01-01T10:00:00.5Z trimmed", "2026-01-01T12:00:01.25+02:00 zoned", "Error response from daemon",
-            "2026-01-01T10:00:0x.000000005Z not a time", "", "2026-01-01T10:00:02.00000001\uff15Z wide digit"]
+    raws = [
+        "2026-01-01T10:00:00.000000005Z today's form\r",
+        "2026-01-01T10:00:00.000000005Z ",
+        "2026-01-01T10:00:00.5Z trimmed",
+        "2026-01-01T12:00:01.25+02:00 zoned",
+        "Error response from daemon",
+        "2026-01-01T10:00:0x.000000005Z not a time",
+        "",
+        "2026-01-01T10:00:02.00000001\uff15Z wide digit",
+    ]
     ts, keys, texts = split_many(raws)
     assert list(zip(ts, keys, texts)) == [split(r.rstrip("\r")) for r in raws]
     assert keys[0] == keys[1] == keys[2] - 500_000_000 + 5 and texts[:2] == ["today's form", ""]
@@ -54,9 +65,15 @@ def _stamped(seconds_and_texts):
 
 
 @settings(max_examples=400, deadline=None)
-@given(passes=st.lists(st.lists(st.lists(st.tuples(st.integers(0, 6), st.sampled_from("abc")), max_size=6),
-                                min_size=1, max_size=3), min_size=1, max_size=4),
-       orderly=st.booleans(), untimed=st.booleans())
+@given(
+    passes=st.lists(
+        st.lists(st.lists(st.tuples(st.integers(0, 6), st.sampled_from("abc")), max_size=6), min_size=1, max_size=3),
+        min_size=1,
+        max_size=4,
+    ),
+    orderly=st.booleans(),
+    untimed=st.booleans(),
+)
 def test_whole_chunks_are_deduplicated_exactly_like_line_by_line(passes, orderly, untimed):
     one, whole = Deduper(), Deduper()
     for i, chunks in enumerate(passes):  # each pass is a resumed read, arriving in a few chunks
@@ -67,8 +84,7 @@ def test_whole_chunks_are_deduplicated_exactly_like_line_by_line(passes, orderly
             if untimed and i == 1:
                 chunk.append(split_ts("docker: an error without a timestamp"))
             expected = [ln for ln in chunk if one.accept(ln)]
-            ts, keys, texts = whole.take_columns([x.ts for x in chunk], [x.key for x in chunk],
-                                                 [x.text for x in chunk])
+            ts, keys, texts = whole.take_columns([x.ts for x in chunk], [x.key for x in chunk], [x.text for x in chunk])
             assert list(map(LogLine, ts, keys, texts)) == expected
             assert (whole.last, whole.last_ts, whole._at_last) == (one.last, one.last_ts, one._at_last)
 

@@ -1,4 +1,5 @@
 """Free memory per node, page cache counted: the plan warns, names the node and offers drop-caches."""
+
 from __future__ import annotations
 
 from sparktui.core.memfree import DROP_SCRIPT, shortfalls
@@ -136,4 +137,6 @@ def test_a_drop_reports_free_memory_before_and_after():
 def test_a_refused_drop_says_it_needs_root_or_passwordless_sudo():
     d = parse_drop("spark2", False, AFTER_COPY + "@@after\n", "sudo: a password is required\n", 1)
     assert not d.ok and d.before is not None and d.after is None
-    assert d.summary() == "spark2: not dropped: sudo: a password is required (needs root or passwordless sudo on the node)"
+    assert (
+        d.summary() == "spark2: not dropped: sudo: a password is required (needs root or passwordless sudo on the node)"
+    )

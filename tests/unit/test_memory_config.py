@@ -1,4 +1,5 @@
 """The `memory:` section: the guard's floor, warning band, pressure limit and pace, with clear errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,14 +27,17 @@ def test_sizes_and_shares_of_memtotal_are_read():
     assert parse_amount("512MiB") == (512 * 2**20, None) and parse_amount("1.5 GB") == (int(1.5 * GiB), None)
 
 
-@pytest.mark.parametrize("bad, words", [
-    ("memory: {floor: lots}", "memory.floor: 'lots' is not a size or a share"),
-    ("memory: {floor: 4}", "memory.floor: '4' has no unit"),
-    ("memory: {warn: 150%}", "150% is not a share between 0% and 100%"),
-    ("memory: {guard: maybe}", "memory.guard 'maybe' is not on or off"),
-    ("memory: {pressure: 200}", "memory.pressure 200 is out of range"),
-    ("memory: {flor: 1g}", "did you mean 'floor'"),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ("memory: {floor: lots}", "memory.floor: 'lots' is not a size or a share"),
+        ("memory: {floor: 4}", "memory.floor: '4' has no unit"),
+        ("memory: {warn: 150%}", "150% is not a share between 0% and 100%"),
+        ("memory: {guard: maybe}", "memory.guard 'maybe' is not on or off"),
+        ("memory: {pressure: 200}", "memory.pressure 200 is out of range"),
+        ("memory: {flor: 1g}", "did you mean 'floor'"),
+    ],
+)
 def test_bad_values_name_the_key_and_what_is_expected(bad, words):
     with pytest.raises(ConfigError) as e:
         load_config_text(BASE + bad + "\n")

@@ -1,4 +1,5 @@
 """The guard's verdict on each reading: floor, share, warning band, pressure, guard off, unwatched, fall rate."""
+
 from __future__ import annotations
 
 from sparktui.core.config import MemoryConfig
@@ -10,8 +11,9 @@ TOTAL = 128 * GiB
 
 
 def reading(avail_gib: float, at: float = 0.0, node: str = "spark2", psi: float | None = 0.0, **kw) -> MemSample:
-    return MemSample(node, at, total=kw.pop("total", TOTAL), available=int(avail_gib * GiB),
-                     psi_some=psi, psi_full=psi, **kw)
+    return MemSample(
+        node, at, total=kw.pop("total", TOTAL), available=int(avail_gib * GiB), psi_some=psi, psi_full=psi, **kw
+    )
 
 
 def test_above_the_band_is_ok_inside_it_a_warning_under_the_floor_a_stop():
@@ -84,8 +86,15 @@ def test_a_node_without_pressure_is_watched_for_memory_and_says_pressure_is_not_
 
 def test_the_advice_gives_numbers_for_the_engines_own_flags():
     cfg = MemoryConfig(floor="4GiB", warn="8GiB")
-    text = advice(reading(3.0), cfg, fraction=0.8, fraction_flag="--gpu-memory-utilization",
-                  kv_flag="--kv-cache-memory-bytes", len_flag="--max-model-len", max_len=32768)
+    text = advice(
+        reading(3.0),
+        cfg,
+        fraction=0.8,
+        fraction_flag="--gpu-memory-utilization",
+        kv_flag="--kv-cache-memory-bytes",
+        len_flag="--max-model-len",
+        max_len=32768,
+    )
     assert ALLOC_ENV in text
     # 1 GiB under the floor plus the 8 GiB band, of 128 GiB: 0.8 - 0.07 -> 0.70 in steps of 0.05
     assert "lower --gpu-memory-utilization from 0.8 to 0.7" in text
@@ -97,8 +106,14 @@ def test_the_advice_gives_numbers_for_the_engines_own_flags():
 
 def test_the_advice_does_not_ask_for_the_allocator_setting_a_launch_already_had():
     cfg = MemoryConfig(floor="4GiB", warn="2GiB")
-    text = advice(reading(3.0), cfg, fraction=0.75, fraction_flag="--mem-fraction-static",
-                  len_flag="--context-length", expandable=True)
+    text = advice(
+        reading(3.0),
+        cfg,
+        fraction=0.75,
+        fraction_flag="--mem-fraction-static",
+        len_flag="--context-length",
+        expandable=True,
+    )
     assert ALLOC_ENV not in text and text.startswith("lower --mem-fraction-static from 0.75 to 0.7")
     only_len = advice(reading(3.0), cfg, len_flag="--context-length", max_len=8192, expandable=True)
     assert only_len == "a shorter --context-length 4096"

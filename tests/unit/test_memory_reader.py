@@ -1,4 +1,5 @@
 """The reader's remote loop, run by real local shells (sh, dash, bash) against files of the test's own."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,16 @@ async def shell(request, tmp_path):
     mem, psi = tmp_path / "meminfo", tmp_path / "pressure"
     mem.write_text(MEMINFO)
     psi.write_text(PSI)
-    proc = await asyncio.create_subprocess_exec(request.param, "-c", SCRIPT, "sparktui-mem", str(mem), str(psi),
-                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        request.param,
+        "-c",
+        SCRIPT,
+        "sparktui-mem",
+        str(mem),
+        str(psi),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
     yield Shell(proc), mem, psi
     if proc.returncode is None:
         proc.kill()
@@ -87,9 +96,16 @@ async def test_the_loop_spawns_no_process_per_reading(name, tmp_path):
     mem, psi = tmp_path / "meminfo", tmp_path / "pressure"
     mem.write_text(MEMINFO)
     psi.write_text(PSI)
-    proc = await asyncio.create_subprocess_exec(shutil.which(name), "-c", "PATH=/nonexistent; " + SCRIPT,
-                                                "sparktui-mem", str(mem), str(psi), stdin=asyncio.subprocess.PIPE,
-                                                stdout=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        shutil.which(name),
+        "-c",
+        "PATH=/nonexistent; " + SCRIPT,
+        "sparktui-mem",
+        str(mem),
+        str(psi),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
     try:
         for n in ("1", "2"):
             s = parse_answer("n1", 0.0, await asyncio.wait_for(ask(Shell(proc), n), 10))

@@ -1,13 +1,15 @@
 """Parsing a node's /proc/meminfo and /proc/pressure/memory, edge cases included."""
+
 from __future__ import annotations
 
 from sparktui.core.memory.sample import parse_sample
 
-MEMINFO = ("MemTotal:       131072000 kB\nMemFree:         1000000 kB\nMemAvailable:    7000000 kB\n"
-           "Buffers:           1000 kB\nCached:          2000000 kB\nSwapTotal:       8000000 kB\n"
-           "SwapFree:        6000000 kB\n")
-PSI = ("some avg10=12.50 avg60=3.00 avg300=1.00 total=123\n"
-       "full avg10=4.25 avg60=1.00 avg300=0.20 total=45\n")
+MEMINFO = (
+    "MemTotal:       131072000 kB\nMemFree:         1000000 kB\nMemAvailable:    7000000 kB\n"
+    "Buffers:           1000 kB\nCached:          2000000 kB\nSwapTotal:       8000000 kB\n"
+    "SwapFree:        6000000 kB\n"
+)
+PSI = "some avg10=12.50 avg60=3.00 avg300=1.00 total=123\nfull avg10=4.25 avg60=1.00 avg300=0.20 total=45\n"
 
 
 def test_a_full_reading():

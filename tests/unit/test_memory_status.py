@@ -1,4 +1,5 @@
 """A node's memory as `status` shows it: the JSON shape and its one short line."""
+
 from __future__ import annotations
 
 from sparktui.core.memory.sample import MemSample
@@ -10,10 +11,18 @@ GiB = 2**30
 def test_the_json_carries_the_numbers_the_level_and_why():
     s = MemSample("spark2", 0, total=128 * GiB, available=9 * GiB, swap_total=8 * GiB, swap_free=6 * GiB, psi_full=0.5)
     m = memory_json(s, "warn", "spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor")
-    assert m == {"available": 9 * GiB, "total": 128 * GiB, "swap_used": 2 * GiB, "psi_full": 0.5, "level": "warn",
-                 "detail": "spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor"}
-    assert memory_words("spark2", m) == ("spark2 memory: 9.0 of 128.0 GiB available, pressure 0.5% "
-                                         "(warn: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor)")
+    assert m == {
+        "available": 9 * GiB,
+        "total": 128 * GiB,
+        "swap_used": 2 * GiB,
+        "psi_full": 0.5,
+        "level": "warn",
+        "detail": "spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor",
+    }
+    assert memory_words("spark2", m) == (
+        "spark2 memory: 9.0 of 128.0 GiB available, pressure 0.5% "
+        "(warn: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor)"
+    )
 
 
 def test_a_reading_that_failed_says_so_with_its_error():

@@ -4,6 +4,7 @@ The series are declared the way each engine declares them (names, types, labels 
 vllm/v1/metrics/loggers.py and sglang/srt/metrics/collector.py); the tests then play a minute of
 serving and check the rates, gauges and quantiles the view derives.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -27,10 +28,12 @@ class VllmExport:
         self.kv = Gauge(kv_name, "kv", lab, registry=self.reg).labels("m", "0")
         self.prompt = Counter("vllm:prompt_tokens", "prompt", lab, registry=self.reg).labels("m", "0")
         self.gen = Counter("vllm:generation_tokens", "gen", lab, registry=self.reg).labels("m", "0")
-        self.ttft = Histogram("vllm:time_to_first_token_seconds", "ttft", lab, buckets=TTFT_BUCKETS,
-                              registry=self.reg).labels("m", "0")
-        self.itl = Histogram("vllm:inter_token_latency_seconds", "itl", lab, buckets=ITL_BUCKETS,
-                             registry=self.reg).labels("m", "0")
+        self.ttft = Histogram(
+            "vllm:time_to_first_token_seconds", "ttft", lab, buckets=TTFT_BUCKETS, registry=self.reg
+        ).labels("m", "0")
+        self.itl = Histogram(
+            "vllm:inter_token_latency_seconds", "itl", lab, buckets=ITL_BUCKETS, registry=self.reg
+        ).labels("m", "0")
 
     def text(self) -> str:
         return generate_latest(self.reg).decode()
@@ -42,16 +45,20 @@ class SglangExport:
     def __init__(self, tp=2):
         self.reg = CollectorRegistry()
         lab = ["model_name", "engine_type", "tp_rank", "pp_rank"]
-        g = {n: Gauge(n, n, lab, registry=self.reg) for n in
-             ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage")}
+        g = {
+            n: Gauge(n, n, lab, registry=self.reg)
+            for n in ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage")
+        }
         self.gauges = [{n: g[n].labels("m", "unified", str(r), "0") for n in g} for r in range(tp)]
         tl = ["model_name"]
         self.prompt = Counter("sglang:prompt_tokens_total", "p", tl, registry=self.reg).labels("m")
         self.gen = Counter("sglang:generation_tokens_total", "g", tl, registry=self.reg).labels("m")
-        self.ttft = Histogram("sglang:time_to_first_token_seconds", "t", tl, buckets=TTFT_BUCKETS,
-                              registry=self.reg).labels("m")
-        self.itl = Histogram("sglang:inter_token_latency_seconds", "i", tl, buckets=ITL_BUCKETS,
-                             registry=self.reg).labels("m")
+        self.ttft = Histogram(
+            "sglang:time_to_first_token_seconds", "t", tl, buckets=TTFT_BUCKETS, registry=self.reg
+        ).labels("m")
+        self.itl = Histogram(
+            "sglang:inter_token_latency_seconds", "i", tl, buckets=ITL_BUCKETS, registry=self.reg
+        ).labels("m")
 
     def set(self, running, waiting, usage):
         for g in self.gauges:
@@ -127,8 +134,9 @@ def test_an_engine_without_the_series_says_which_are_missing():
     assert set(s.missing) == {"waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens", "ttft", "itl"}
 
 
-@pytest.mark.parametrize("text", ["vllm:num_requests_running{engine=\"0\" 3\n", "<html>502 Bad Gateway</html>\n",
-                                  "\x00\xff garbage {{{\n"])
+@pytest.mark.parametrize(
+    "text", ['vllm:num_requests_running{engine="0" 3\n', "<html>502 Bad Gateway</html>\n", "\x00\xff garbage {{{\n"]
+)
 def test_text_that_does_not_parse_is_counted_never_raised(text):
     view = Serving("vllm")
     view.add(parse(text, "vllm"))
@@ -168,7 +176,9 @@ def test_the_window_keeps_rates_to_the_last_minute():
 
 
 def test_values_that_are_not_numbers_are_left_out():
-    text = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running NaN\n" \
-           "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting +Inf\n"
+    text = (
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running NaN\n"
+        "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting +Inf\n"
+    )
     s = parse(text, "vllm")
     assert s.error is None and s.values == {} and {"running", "waiting"} <= set(s.missing)

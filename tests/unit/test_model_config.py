@@ -1,5 +1,6 @@
 """The model's config.json is data from the node: sizes out of range, deep nesting, wrong types and a huge
 file end as one line naming the file and the field, and the plan goes on without it."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,10 @@ MOE = {"hidden_size": 64, "num_hidden_layers": 12, "num_experts": 8, "vocab_size
 @contextlib.contextmanager
 def _within(seconds: int):
     """Fail instead of running on: the bug here is work proportional to a number in the file."""
+
     def stop(*_):
         raise TimeoutError(f"still running after {seconds} s")
+
     old = signal.signal(signal.SIGALRM, stop)
     signal.alarm(seconds)
     try:
@@ -49,11 +52,18 @@ def test_a_huge_layer_count_is_refused_in_the_plan_and_counted_in_closed_form():
     assert size == 2 * ((2 * 10**12 + 1) * 64 + 10**12 * 8 * 64) and what == "norms + router"
 
 
-@pytest.mark.parametrize("layers,first,step,dense", [(12, 0, 1, []), (12, 3, 2, [5, 7, 8, 99, -1]),
-                                                     (7, 9, 1, [0]), (30, 1, 4, [3, 3, 11, True])])
+@pytest.mark.parametrize(
+    "layers,first,step,dense",
+    [(12, 0, 1, []), (12, 3, 2, [5, 7, 8, 99, -1]), (7, 9, 1, [0]), (30, 1, 4, [3, 3, 11, True])],
+)
 def test_moe_layers_counted_in_closed_form_match_one_by_one(layers, first, step, dense):
-    cfg = {**MOE, "num_hidden_layers": layers, "first_k_dense_replace": first, "decoder_sparse_step": step,
-           "mlp_only_layers": dense}
+    cfg = {
+        **MOE,
+        "num_hidden_layers": layers,
+        "first_k_dense_replace": first,
+        "decoder_sparse_step": step,
+        "mlp_only_layers": dense,
+    }
     ints = {d for d in dense if type(d) is int}
     moe = sum(1 for i in range(layers) if i not in ints and i >= first and (i + 1) % step == 0)
     norms = (2 * layers + 1) * 64

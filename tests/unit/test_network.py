@@ -1,4 +1,5 @@
 """Subnet analysis: which subnet joins all nodes, per-node interface, ranking, overrides, resolve."""
+
 from __future__ import annotations
 
 import random
@@ -33,11 +34,14 @@ def nic(name: str, *cidrs: str, up: bool = True, rdma: str | None = None, speed:
 
 @pytest.fixture
 def two_sparks() -> list[NodeFacts]:
-    return [spark("spark1", "192.168.1.101", "ip-addr-spark1.json"),
-            spark("spark2", "192.168.1.102", "ip-addr-spark2.json")]
+    return [
+        spark("spark1", "192.168.1.101", "ip-addr-spark1.json"),
+        spark("spark2", "192.168.1.102", "ip-addr-spark2.json"),
+    ]
 
 
 # --- two Sparks from real samples -------------------------------------------------------------
+
 
 def test_two_sparks_pick_the_cx7_link(two_sparks):
     found = subnets(two_sparks)
@@ -62,8 +66,10 @@ def test_two_sparks_management_last_and_docker0_ignored(two_sparks):
 
 
 def test_twins_on_one_subnet_warn():
-    facts = [spark("spark1", "192.168.1.101", "ip-addr-spark1-twins.json"),
-             spark("spark2", "192.168.1.102", "ip-addr-spark2.json")]
+    facts = [
+        spark("spark1", "192.168.1.101", "ip-addr-spark1-twins.json"),
+        spark("spark2", "192.168.1.102", "ip-addr-spark2.json"),
+    ]
     best = best_subnet(facts)
     assert best.subnet == "192.168.100.0/24"
     assert best.nodes["spark1"].iface == "enp1s0f1np1"  # listed first
@@ -80,6 +86,7 @@ def test_hostname_dial_hosts_leave_management_unknown(two_sparks):
 
 
 # --- more nodes, built by hand ----------------------------------------------------------------
+
 
 def test_three_nodes_interface_names_differ():
     facts = [
@@ -120,12 +127,16 @@ def test_no_subnet_joins_all():
 
 def test_four_nodes_rdma_beats_faster_tcp_and_speed_orders_the_rest():
     def four(i: int) -> NodeFacts:
-        return node(f"n{i}", f"10.0.0.{i}",
-                    nic("mgmt", f"10.0.0.{i}/24", speed=10000),
-                    nic("tcp400", f"172.16.4.{i}/24", speed=400000),
-                    nic("roce", f"172.16.2.{i}/24", rdma=f"mlx5_{i}", speed=200000),
-                    nic("tcp25", f"172.16.25.{i}/24", speed=25000),
-                    nic("unknown", f"172.16.9.{i}/24"))
+        return node(
+            f"n{i}",
+            f"10.0.0.{i}",
+            nic("mgmt", f"10.0.0.{i}/24", speed=10000),
+            nic("tcp400", f"172.16.4.{i}/24", speed=400000),
+            nic("roce", f"172.16.2.{i}/24", rdma=f"mlx5_{i}", speed=200000),
+            nic("tcp25", f"172.16.25.{i}/24", speed=25000),
+            nic("unknown", f"172.16.9.{i}/24"),
+        )
+
     facts = [four(i) for i in range(1, 5)]
     order = [s.subnet for s in subnets(facts)]
     assert order == ["172.16.2.0/24", "172.16.4.0/24", "172.16.25.0/24", "10.0.0.0/24", "172.16.9.0/24"]
@@ -140,24 +151,31 @@ def test_four_nodes_rdma_beats_faster_tcp_and_speed_orders_the_rest():
 
 
 def test_slowest_speed_counts():
-    facts = [node("a", "a", nic("f", "10.9.0.1/24", speed=200000)), node("b", "b", nic("f", "10.9.0.2/24", speed=100000))]
+    facts = [
+        node("a", "a", nic("f", "10.9.0.1/24", speed=200000)),
+        node("b", "b", nic("f", "10.9.0.2/24", speed=100000)),
+    ]
     assert best_subnet(facts).speed_mbps == 100000
 
 
 def test_management_loses_ties():
-    facts = [node(f"n{i}", f"10.0.0.{i}", nic("a", f"10.0.0.{i}/24"), nic("b", f"10.200.0.{i}/24"))
-             for i in (1, 2)]
+    facts = [node(f"n{i}", f"10.0.0.{i}", nic("a", f"10.0.0.{i}/24"), nic("b", f"10.200.0.{i}/24")) for i in (1, 2)]
     found = subnets(facts)
     assert [s.subnet for s in found] == ["10.200.0.0/24", "10.0.0.0/24"]
     assert [s.management for s in found] == [False, True]
 
 
 def test_eight_nodes_down_link_ranks_below():
-    facts = [node(f"gpu{i}", f"10.0.0.{i}",
-                  nic("eth0", f"10.0.0.{i}/24", speed=10000),
-                  nic("ib0", f"10.10.0.{i}/24", rdma=f"mlx5_{i}", speed=400000, up=i != 5),
-                  nic("ib1", f"10.11.0.{i}/24", rdma=f"mlx5_{i + 8}", speed=200000))
-             for i in range(1, 9)]
+    facts = [
+        node(
+            f"gpu{i}",
+            f"10.0.0.{i}",
+            nic("eth0", f"10.0.0.{i}/24", speed=10000),
+            nic("ib0", f"10.10.0.{i}/24", rdma=f"mlx5_{i}", speed=400000, up=i != 5),
+            nic("ib1", f"10.11.0.{i}/24", rdma=f"mlx5_{i + 8}", speed=200000),
+        )
+        for i in range(1, 9)
+    ]
     found = subnets(facts)
     assert len(found) == 3
     assert found[0].subnet == "10.11.0.0/24" and len(found[0].nodes) == 8
@@ -166,16 +184,20 @@ def test_eight_nodes_down_link_ranks_below():
 
 
 def test_unreachable_node_is_left_out():
-    facts = [node("a", "10.0.0.1", nic("f", "10.9.0.1/24")), node("b", "10.0.0.2", nic("f", "10.9.0.2/24")),
-             NodeFacts(name="c", host="10.0.0.3", reachable=False, error="connection refused")]
+    facts = [
+        node("a", "10.0.0.1", nic("f", "10.9.0.1/24")),
+        node("b", "10.0.0.2", nic("f", "10.9.0.2/24")),
+        NodeFacts(name="c", host="10.0.0.3", reachable=False, error="connection refused"),
+    ]
     found = subnets(facts)
     assert [s.subnet for s in found] == ["10.9.0.0/24"] and set(found[0].nodes) == {"a", "b"}
     assert any("c is unreachable" in x and "connection refused" in x for x in warnings(found, facts))
 
 
 def test_same_address_everywhere_is_not_shared():
-    facts = [node(f"n{i}", f"10.0.0.{i}", nic("eth0", f"10.0.0.{i}/24"), nic("br0", "192.168.122.1/24"))
-             for i in (1, 2, 3)]
+    facts = [
+        node(f"n{i}", f"10.0.0.{i}", nic("eth0", f"10.0.0.{i}/24"), nic("br0", "192.168.122.1/24")) for i in (1, 2, 3)
+    ]
     assert [s.subnet for s in subnets(facts)] == ["10.0.0.0/24"]
 
 
@@ -188,8 +210,17 @@ def test_first_address_on_a_subnet_is_deterministic():
 
 
 def test_order_of_input_does_not_change_ranking():
-    facts = [node(f"n{i}", f"10.0.0.{i}", nic("m", f"10.0.0.{i}/24"), nic("a", f"10.1.0.{i}/24"),
-                  nic("b", f"10.2.0.{i}/24"), nic("c", f"10.3.0.{i}/24")) for i in (1, 2, 3)]
+    facts = [
+        node(
+            f"n{i}",
+            f"10.0.0.{i}",
+            nic("m", f"10.0.0.{i}/24"),
+            nic("a", f"10.1.0.{i}/24"),
+            nic("b", f"10.2.0.{i}/24"),
+            nic("c", f"10.3.0.{i}/24"),
+        )
+        for i in (1, 2, 3)
+    ]
     want = [s.subnet for s in subnets(facts)]
     rng = random.Random(7)
     for _ in range(5):
@@ -200,9 +231,12 @@ def test_order_of_input_does_not_change_ranking():
 
 # --- overrides --------------------------------------------------------------------------------
 
+
 def _two_on_fabric() -> list[NodeFacts]:
-    return [node("a", "10.0.0.1", nic("p0", "192.168.100.1/24", rdma="r0"), nic("p1", "192.168.100.5/24", rdma="r1")),
-            node("b", "10.0.0.2", nic("q0", "192.168.100.2/24", rdma="s0"))]
+    return [
+        node("a", "10.0.0.1", nic("p0", "192.168.100.1/24", rdma="r0"), nic("p1", "192.168.100.5/24", rdma="r1")),
+        node("b", "10.0.0.2", nic("q0", "192.168.100.2/24", rdma="s0")),
+    ]
 
 
 def test_override_forces_the_interface():
@@ -224,6 +258,7 @@ def test_override_naming_a_missing_interface_is_noted():
 
 # --- resolve ----------------------------------------------------------------------------------
 
+
 def test_resolve_by_cidr_ifname_and_ip(two_sparks):
     found = subnets(two_sparks)
     names = ["spark1", "spark2"]
@@ -236,8 +271,10 @@ def test_resolve_by_cidr_ifname_and_ip(two_sparks):
 
 
 def test_resolve_ifname_on_head_then_unique_elsewhere():
-    facts = [node("h", "10.0.0.1", nic("fabA", "10.9.0.1/24"), nic("x", "10.8.0.1/24")),
-             node("w", "10.0.0.2", nic("fabB", "10.9.0.2/24"), nic("fabA", "10.8.0.2/24"))]
+    facts = [
+        node("h", "10.0.0.1", nic("fabA", "10.9.0.1/24"), nic("x", "10.8.0.1/24")),
+        node("w", "10.0.0.2", nic("fabB", "10.9.0.2/24"), nic("fabA", "10.8.0.2/24")),
+    ]
     found = subnets(facts)
     assert resolve(found, "fabA", ["h", "w"]).subnet == "10.9.0.0/24"  # the head's fabA
     assert resolve(found, "fabA", ["w", "h"]).subnet == "10.8.0.0/24"  # w as head

@@ -1,4 +1,5 @@
 """The preflight's bandwidth against NVIDIA's pass line for the fabric it found (direct, switch, ring)."""
+
 from __future__ import annotations
 
 from sparktui.core.network import subnets

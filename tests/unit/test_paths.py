@@ -1,4 +1,5 @@
 """Bootstrap and data told apart: a management rendezvous with RDMA data is NVIDIA's own setup."""
+
 from __future__ import annotations
 
 from sparktui.core.network import subnets
@@ -57,8 +58,9 @@ def test_without_an_rdma_fabric_the_management_rendezvous_still_warns_of_tcp():
 def test_the_fabric_rendezvous_bootstraps_and_carries_data_on_the_fabric():
     plan = _plan(_sync_pair())
     assert plan.subnet == "192.168.100.0/24" and not any("bootstrap over" in n for n in plan.notes)
-    assert describe_paths(plan.fabric["paths"], "spark1") == ("bootstrap enp1s0f1np1, data RDMA "
-                                                             "rocep1s0f1,roceP2p1s0f1")
+    assert describe_paths(plan.fabric["paths"], "spark1") == (
+        "bootstrap enp1s0f1np1, data RDMA rocep1s0f1,roceP2p1s0f1"
+    )
 
 
 def test_a_rendezvous_a_peer_cannot_use_is_refused_with_the_choices():
@@ -87,9 +89,10 @@ def test_the_preflight_says_the_data_path_beside_a_management_bootstrap():
 
     plan = _plan(_sync_pair(), rendezvous=MGMT)
     s = Setting(addr=plan.head_ip, port=29500, subnet=plan.subnet, image="img", timeout=30, fabric=plan.fabric)
-    nodes = {n.name: NodeResult.from_check(n.name, n.rank, n.iface, n.ip, {"ok": True, "path": "nccl",
-                                                                            "transport": "rdma"})
-             for n in plan.nodes}
+    nodes = {
+        n.name: NodeResult.from_check(n.name, n.rank, n.iface, n.ip, {"ok": True, "path": "nccl", "transport": "rdma"})
+        for n in plan.nodes
+    }
     v = Verdict(setting=s, nodes=nodes, seconds=5.0)
     assert "  paths: bootstrap enP7s7 (management), data RDMA rocep1s0f1,roceP2p1s0f1" in v.summary()
     assert v.to_json()["paths"]["data"]["transport"] == "rdma"

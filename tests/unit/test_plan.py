@@ -3,6 +3,7 @@
 Commands are parsed with shlex.split and checked flag by flag; the builders here make synthetic
 NodeFacts and Subnets and are shared with the other test_plan_* files.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,15 +31,25 @@ def fabric_ip(i: int) -> str:
     return f"192.168.100.{10 + i}"
 
 
-def make_facts(i: int, *, gpus: int = 1, mem: int | None = 128 * GIB, model_bytes: int | None = 118 * GIB,
-               present: bool = True, ib: bool = True, rdma: str | None = "rocep1s0f1",
-               images: dict | None = None) -> NodeFacts:
+def make_facts(
+    i: int,
+    *,
+    gpus: int = 1,
+    mem: int | None = 128 * GIB,
+    model_bytes: int | None = 118 * GIB,
+    present: bool = True,
+    ib: bool = True,
+    rdma: str | None = "rocep1s0f1",
+    images: dict | None = None,
+) -> NodeFacts:
     iface = FABRIC_NAMES[i % len(FABRIC_NAMES)]
     f = NodeFacts(name=node_name(i), host=f"10.0.0.{11 + i}", reachable=True)
     f.gpu = Gpu(name="NVIDIA GB10", count=gpus, unified=True)
     f.memory = Memory(total_bytes=mem, available_bytes=mem)
-    f.interfaces = [Interface("enP7s7", [f"10.0.0.{11 + i}/24"], True, None, 10000),
-                    Interface(iface, [f"{fabric_ip(i)}/24"], True, rdma, 200000)]
+    f.interfaces = [
+        Interface("enP7s7", [f"10.0.0.{11 + i}/24"], True, None, 10000),
+        Interface(iface, [f"{fabric_ip(i)}/24"], True, rdma, 200000),
+    ]
     f.docker = DockerInfo("28.3.1", images if images is not None else {SGLANG_IMAGE: IMAGE_ID, VLLM_IMAGE: IMAGE_ID})
     f.model = ModelDir(MODEL, present, model_bytes, 40)
     f.infiniband = ib
@@ -68,8 +79,21 @@ def plan_for(n: int, **opts):
 
 
 # docker run options that take a value (everything the plan may emit)
-_DOCKER_VALUE = {"--name", "--label", "--network", "--ipc", "--gpus", "--runtime", "--ulimit", "--cap-add",
-                 "--device", "-v", "--shm-size", "-e", "--entrypoint"}
+_DOCKER_VALUE = {
+    "--name",
+    "--label",
+    "--network",
+    "--ipc",
+    "--gpus",
+    "--runtime",
+    "--ulimit",
+    "--cap-add",
+    "--device",
+    "-v",
+    "--shm-size",
+    "-e",
+    "--entrypoint",
+}
 
 
 def parse_run(argv: list[str]) -> dict:
@@ -104,7 +128,7 @@ def parse_run(argv: list[str]) -> dict:
             i += 1
     out["image"] = argv[i]
     # what the container runs: the entrypoint the plan names, then the command after the image
-    out["cmd"] = ([out["--entrypoint"]] if "--entrypoint" in out else []) + argv[i + 1:]
+    out["cmd"] = ([out["--entrypoint"]] if "--entrypoint" in out else []) + argv[i + 1 :]
     return out
 
 
@@ -128,17 +152,26 @@ def check_common_run(run: dict, plan, facts, name: str, rank: int) -> None:
     f = facts[name]
     iface = f.interfaces[1].name
     assert run["--name"] == f"sparktui-sparks-{plan.engine}-{rank}"
-    assert run["labels"] == {"sparktui.deployment": "sparks", "sparktui.engine": plan.engine,
-                             "sparktui.role": "head" if rank == 0 else "worker", "sparktui.rank": str(rank),
-                             "sparktui.plan": plan.plan_id}
+    assert run["labels"] == {
+        "sparktui.deployment": "sparks",
+        "sparktui.engine": plan.engine,
+        "sparktui.role": "head" if rank == 0 else "worker",
+        "sparktui.rank": str(rank),
+        "sparktui.plan": plan.plan_id,
+    }
     assert "-d" in run["flags"]
     assert run["--network"] == "host" and run["--ipc"] == "host" and run["--gpus"] == "all"
     assert run["ulimits"] == {"memlock": "-1", "stack": "67108864"}
     assert run["caps"] == ["IPC_LOCK"]
     assert run["devices"] == ["/dev/infiniband"]
     assert f"{MODEL}:{MODEL}:ro" in run["volumes"]
-    for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-              "OMPI_MCA_btl_tcp_if_include"):
+    for k in (
+        "NCCL_SOCKET_IFNAME",
+        "GLOO_SOCKET_IFNAME",
+        "TP_SOCKET_IFNAME",
+        "UCX_NET_DEVICES",
+        "OMPI_MCA_btl_tcp_if_include",
+    ):
         assert run["env"][k] == iface, k
     assert run["env"]["NCCL_IB_HCA"] == "rocep1s0f1"
     assert run["env"]["NCCL_IB_DISABLE"] == "0"
@@ -148,8 +181,14 @@ NODE_COUNTS = [2, 3, 4, 8]
 
 
 @pytest.mark.parametrize("n", NODE_COUNTS)
-@pytest.mark.parametrize("version,program", [(None, ["sglang", "serve"]), ("0.5.5", ["sglang", "serve"]),
-                                             ("0.5.4.post3", ["python3", "-m", "sglang.launch_server"])])
+@pytest.mark.parametrize(
+    "version,program",
+    [
+        (None, ["sglang", "serve"]),
+        ("0.5.5", ["sglang", "serve"]),
+        ("0.5.4.post3", ["python3", "-m", "sglang.launch_server"]),
+    ],
+)
 def test_sglang_every_rank_same_command_workers_first(n, version, program):
     plan, facts = plan_for(n, engine="sglang", engine_version=version)
     assert plan.ok, plan.errors
@@ -162,8 +201,8 @@ def test_sglang_every_rank_same_command_workers_first(n, version, program):
         check_common_run(run, plan, facts, step.node, step.rank)
         assert run["env"]["SGLANG_HOST_IP"] == fabric_ip(step.rank)
         assert run["image"] == SGLANG_IMAGE
-        assert run["cmd"][:len(program)] == program  # `sglang serve` from the release that has the command
-        fl = flags(run["cmd"][len(program):])
+        assert run["cmd"][: len(program)] == program  # `sglang serve` from the release that has the command
+        fl = flags(run["cmd"][len(program) :])
         assert fl["--model-path"] == MODEL
         assert fl["--tp"] == str(n) and "--pp-size" not in fl
         assert fl["--nnodes"] == str(n) and fl["--node-rank"] == str(step.rank)
@@ -201,7 +240,9 @@ def test_vllm_ray_head_first_then_wait_then_serve_in_head(n):
     wait, keep, serve = plan.steps[n], plan.steps[n + 1], plan.steps[n + 2]
     assert wait.node == keep.node == serve.node == "spark1"
     # before serve: each node's interface variables are listed so vLLM does not copy the head's to workers
-    assert keep.argv[:5] == ["docker", "exec", head_c, "sh", "-c"] and "ray_non_carry_over_env_vars.json" in keep.argv[5]
+    assert (
+        keep.argv[:5] == ["docker", "exec", head_c, "sh", "-c"] and "ray_non_carry_over_env_vars.json" in keep.argv[5]
+    )
     assert "NCCL_SOCKET_IFNAME" in keep.argv[5] and "VLLM_CONFIG_ROOT" in keep.argv[5]
     assert wait.argv == ["docker", "exec", head_c, "ray", "status"]
     assert wait.timeout and wait.timeout > 0
@@ -227,8 +268,9 @@ def test_vllm_native_ranks_headless_workers(n):
     head_ip = fabric_ip(0)
     # NVIDIA's recipes: every worker started, each waited for until it dials the head, the head last
     workers = range(1, n)
-    assert [(s.kind, s.rank) for s in plan.steps] == ([("run", r) for r in workers] + [("wait", r) for r in workers]
-                                                      + [("run", 0)])
+    assert [(s.kind, s.rank) for s in plan.steps] == (
+        [("run", r) for r in workers] + [("wait", r) for r in workers] + [("run", 0)]
+    )
     for step in plan.steps:
         if step.kind == "wait":
             assert step.node == node_name(step.rank) and step.node in step.description
@@ -271,8 +313,9 @@ def test_pp_flags_and_tp_split():
 
 
 def test_optional_engine_flags():
-    plan, _ = plan_for(2, engine="sglang", max_model_len=131072, extra_args=["--attention-backend", "triton"],
-                       trust_remote_code=True)
+    plan, _ = plan_for(
+        2, engine="sglang", max_model_len=131072, extra_args=["--attention-backend", "triton"], trust_remote_code=True
+    )
     cmd = parse_run(plan.steps[0].argv)["cmd"]
     fl = flags(cmd[3:])
     assert fl["--context-length"] == "131072"
@@ -285,15 +328,30 @@ def test_optional_engine_flags():
 
 def _ray_status(active: int, idle: int = 0) -> str:
     ids = [f"{i:056x}" for i in range(1, active + idle + 1)]
-    lines = ["======== Autoscaler status: 2026-03-02 11:03:00.124353 ========", "Node status",
-             "---------------------------------------------------------------", "Active:"]
+    lines = [
+        "======== Autoscaler status: 2026-03-02 11:03:00.124353 ========",
+        "Node status",
+        "---------------------------------------------------------------",
+        "Active:",
+    ]
     lines += [f" 1 node_{x}" for x in ids[:active]] or [" (no active nodes)"]
     if idle or active == 0:
         lines += ["Idle:"] + ([f" 1 node_{x}" for x in ids[active:]] or [" (no idle nodes)"])
-    lines += ["Pending:", " (no pending nodes)", "Recent failures:", " (no failures)", "",
-              "Resources", "---------------------------------------------------------------", "Usage:",
-              f" 0.0/{20 * (active + idle)}.0 CPU", f" 0.0/{active + idle}.0 GPU", "", "Demands:",
-              " (no resource demands)"]
+    lines += [
+        "Pending:",
+        " (no pending nodes)",
+        "Recent failures:",
+        " (no failures)",
+        "",
+        "Resources",
+        "---------------------------------------------------------------",
+        "Usage:",
+        f" 0.0/{20 * (active + idle)}.0 CPU",
+        f" 0.0/{active + idle}.0 GPU",
+        "",
+        "Demands:",
+        " (no resource demands)",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -1,4 +1,5 @@
 """Plan validation: user mistakes become plain errors and warnings, never exceptions."""
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,19 @@ from sparktui.core.engines.common import EnvFlag, Home, Joined, render, volume_w
 from sparktui.core.engines.vllm import rank_wait_words
 from sparktui.core.plan import PlanOptions, make_plan
 
-from .test_plan import (GIB, IMAGE_ID, MODEL, SGLANG_IMAGE, cluster, fabric_ip, flags, make_config, node_name,
-                        parse_run, plan_for)
+from .test_plan import (
+    GIB,
+    IMAGE_ID,
+    MODEL,
+    SGLANG_IMAGE,
+    cluster,
+    fabric_ip,
+    flags,
+    make_config,
+    node_name,
+    parse_run,
+    plan_for,
+)
 
 
 def _plan(n=2, config=None, facts_opts=None, **opts):
@@ -26,8 +38,25 @@ def _has(msgs: list[str], *words: str) -> bool:
 def test_json_has_exactly_the_documented_shape():
     plan, _ = plan_for(2, engine="vllm", mode="ray")
     j = plan.to_json()
-    assert set(j) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
-                      "fabric", "warnings", "errors", "runnable", "support", "after_load", "notes", "collectives"}
+    assert set(j) == {
+        "engine",
+        "engine_version",
+        "engine_note",
+        "mode",
+        "tp",
+        "pp",
+        "rendezvous",
+        "nodes",
+        "fit",
+        "fabric",
+        "warnings",
+        "errors",
+        "runnable",
+        "support",
+        "after_load",
+        "notes",
+        "collectives",
+    }
     assert j["fabric"]["line_rate_mbps"] == 200000 and j["fabric"]["halves_in_use"] == {"spark1": 1, "spark2": 1}
     assert j["engine_version"] is None and "planned for the newest release" in j["engine_note"]
     assert j["rendezvous"] == {"subnet": "192.168.100.0/24", "head_ip": fabric_ip(0), "port": 6379}
@@ -187,8 +216,11 @@ def test_node_order_sets_ranks():
     config, facts, subnets = cluster(3)
     plan = make_plan(config, facts, subnets, PlanOptions(nodes=["spark3", "spark1", "spark2"]))
     assert plan.ok, plan.errors
-    assert [(n.name, n.rank, n.role) for n in plan.nodes] == [("spark3", 0, "head"), ("spark1", 1, "worker"),
-                                                                ("spark2", 2, "worker")]
+    assert [(n.name, n.rank, n.role) for n in plan.nodes] == [
+        ("spark3", 0, "head"),
+        ("spark1", 1, "worker"),
+        ("spark2", 2, "worker"),
+    ]
     assert plan.head_ip == fabric_ip(2)
 
 
@@ -222,8 +254,15 @@ def test_env_overrides_win_and_warn_for_per_node_values():
     assert _has(plan.errors, "'bad name'")
 
 
-@pytest.mark.parametrize("style,expect", [("gpus-all", ["--gpus", "all"]), ("runtime-nvidia", ["--runtime", "nvidia"]),
-                                          ("cdi", ["--device", "nvidia.com/gpu=all"]), ("none", [])])
+@pytest.mark.parametrize(
+    "style,expect",
+    [
+        ("gpus-all", ["--gpus", "all"]),
+        ("runtime-nvidia", ["--runtime", "nvidia"]),
+        ("cdi", ["--device", "nvidia.com/gpu=all"]),
+        ("none", []),
+    ],
+)
 def test_gpu_styles(style, expect):
     config = make_config(2, gpu_style=style, shm_size="16g", extra_args=["--privileged"])
     plan, *_ = _plan(2, config=config)
@@ -252,8 +291,14 @@ def test_home_volume_expands_remotely_and_stays_one_word(tmp_path):
     word = volume_word("~/my dir;touch x:/root/.cache/huggingface")
     assert isinstance(word, Joined) and isinstance(word.parts[0], Home)
     line = "printf '%s\\n' " + render([word])
-    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=10,
-                         env={"HOME": "/home/u", "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    out = subprocess.run(
+        ["sh", "-c", line],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        env={"HOME": "/home/u", "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+    )
     assert out.stdout == "/home/u/my dir;touch x:/root/.cache/huggingface\n"
     assert not (tmp_path / "x").exists()
     assert render([EnvFlag("A", "$(id)")]) == "'A=$(id)'"
@@ -274,8 +319,10 @@ def test_rank_wait_says_dialing_only_once_the_headless_rank_logged_it(tmp_path):
 
     log.write_text("INFO [serve.py:224] non-default args: {}\n")
     assert answer() == "exited"
-    log.write_text("INFO [serve.py:224] Launching vLLM (v0.33.0) headless multiproc executor, with head node "
-                   "address 10.0.0.1:29500 for torch.distributed process group.\n")
+    log.write_text(
+        "INFO [serve.py:224] Launching vLLM (v0.33.0) headless multiproc executor, with head node "
+        "address 10.0.0.1:29500 for torch.distributed process group.\n"
+    )
     assert answer() == "dialing"
 
 

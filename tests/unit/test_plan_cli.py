@@ -2,6 +2,7 @@
 
 The SSH layer and the probe are replaced by fakes that hand back synthetic facts, so nothing is dialled.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,8 +61,7 @@ def _args(*argv: str):
 
 def test_bad_arguments_exit_2():
     config = make_config(2)
-    for argv in (["--tp", "0"], ["--mem-fraction", "1.5"], ["--env", "NOVALUE"], ["--mode", "ray"],
-                 ["--port", "-1"]):
+    for argv in (["--tp", "0"], ["--mem-fraction", "1.5"], ["--env", "NOVALUE"], ["--mode", "ray"], ["--port", "-1"]):
         with pytest.raises(CliExit) as e:
             options_from_args(_args(*argv), config)
         assert e.value.code == 2, argv
@@ -73,11 +73,33 @@ def test_bad_arguments_exit_2():
 
 
 def test_arguments_become_options():
-    opts, notes = options_from_args(_args("--engine", "vllm", "--mode", "native", "--tp", "2", "--nodes", "spark2,spark1",
-                                          "--iface", "enp1s0f1np1", "--env", "A=1=2", "--arg=--enforce-eager",
-                                          "--dist-port", "29511"), make_config(2))
-    assert (opts.engine, opts.mode, opts.tp, opts.nodes, opts.rendezvous) == \
-        ("vllm", "native", 2, ["spark2", "spark1"], "enp1s0f1np1")
+    opts, notes = options_from_args(
+        _args(
+            "--engine",
+            "vllm",
+            "--mode",
+            "native",
+            "--tp",
+            "2",
+            "--nodes",
+            "spark2,spark1",
+            "--iface",
+            "enp1s0f1np1",
+            "--env",
+            "A=1=2",
+            "--arg=--enforce-eager",
+            "--dist-port",
+            "29511",
+        ),
+        make_config(2),
+    )
+    assert (opts.engine, opts.mode, opts.tp, opts.nodes, opts.rendezvous) == (
+        "vllm",
+        "native",
+        2,
+        ["spark2", "spark1"],
+        "enp1s0f1np1",
+    )
     assert opts.env == {"A": "1=2"} and opts.extra_args == ["--enforce-eager"] and opts.dist_port == 29511
     assert notes == []
 
@@ -97,9 +119,25 @@ def test_json_plan_end_to_end(fake_cluster, capsys):
     cfg_file, calls, _ = fake_cluster
     assert main(["plan", "--config", str(cfg_file), "--engine", "vllm", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"engine", "engine_version", "engine_note", "mode", "tp", "pp", "rendezvous", "nodes", "fit",
-                        "fabric", "support", "warnings", "errors", "runnable", "after_load", "notes",
-                        "collectives"}
+    assert set(out) == {
+        "engine",
+        "engine_version",
+        "engine_note",
+        "mode",
+        "tp",
+        "pp",
+        "rendezvous",
+        "nodes",
+        "fit",
+        "fabric",
+        "support",
+        "warnings",
+        "errors",
+        "runnable",
+        "after_load",
+        "notes",
+        "collectives",
+    }
     assert out["mode"] == "ray" and out["tp"] == 2 and out["errors"] == []
     # the image was asked whether it loads the model, on the head; no answer is "could not check", not an error
     assert [node for node, cmd in calls if "@@sparktui-support" in cmd] == ["spark1"]
@@ -181,8 +219,9 @@ def test_a_recipe_with_bad_fields_exits_2_before_any_node_is_asked(tmp_path):
     assert e.value.code == 2 and f"{recipe}:3:18: defaults.port inf" in str(e.value)
 
 
-@pytest.mark.parametrize("argv,words", [(["--mem-fraction", "nan"], "--mem-fraction"),
-                                        (["--port", "70000"], "--port must be a port")])
+@pytest.mark.parametrize(
+    "argv,words", [(["--mem-fraction", "nan"], "--mem-fraction"), (["--port", "70000"], "--port must be a port")]
+)
 def test_plan_option_values_are_checked(argv, words):
     with pytest.raises(CliExit) as e:
         options_from_args(_args(*argv), make_config(2))

@@ -1,5 +1,6 @@
 """A plan that turns on the b12x image's RoCE all-reduce says so, and the fabric's judgement stops blaming NCCL's
 bandwidth for decode speed there."""
+
 from __future__ import annotations
 
 from sparktui.core.plan import PlanOptions, make_plan
@@ -19,8 +20,9 @@ def _plan(n: int, image: str, env: dict):
 
 def test_the_roce_all_reduce_is_shown_in_the_plan_and_its_json():
     plan = _plan(2, B12X, ROCE)
-    assert plan.collectives_line == ("TP all-reduce: b12x one-shot RoCE collectives (RoCEnante) up to 2MB, NCCL "
-                                     "above (VLLM_ENABLE_ROCE_ALLREDUCE=1)")
+    assert plan.collectives_line == (
+        "TP all-reduce: b12x one-shot RoCE collectives (RoCEnante) up to 2MB, NCCL above (VLLM_ENABLE_ROCE_ALLREDUCE=1)"
+    )
     j = plan.to_json()["collectives"]
     assert j["tp_all_reduce"]["active"] is True and j["tp_all_reduce"]["max_size"] == "2MB"
     assert j["image"]["repo"] == "eugr/spark-vllm-b12x" and j["image"]["built"] == "2026-09-23"
@@ -38,8 +40,11 @@ def test_nccl_alone_is_the_plain_case():
 
 def test_the_switch_on_an_image_that_ignores_it_is_a_warning_and_nccl_keeps_the_blame():
     plan = _plan(2, "eugr/spark-vllm:latest", ROCE)
-    assert any(w.startswith("VLLM_ENABLE_ROCE_ALLREDUCE=1: eugr/spark-vllm:latest does not read it") and
-               "eugr/spark-vllm-b12x" in w for w in plan.warnings)
+    assert any(
+        w.startswith("VLLM_ENABLE_ROCE_ALLREDUCE=1: eugr/spark-vllm:latest does not read it")
+        and "eugr/spark-vllm-b12x" in w
+        for w in plan.warnings
+    )
     assert plan.to_json()["collectives"]["tp_all_reduce"]["active"] is False
     assert "nccl_scope" not in plan.fabric
 
@@ -53,8 +58,9 @@ def test_one_node_leaves_it_off():
 def test_an_idle_half_is_not_blamed_for_decode_where_the_roce_all_reduce_runs():
     facts = [spark_facts(0, twin_down=True), spark_facts(1, twin_down=True)]
     plain = next(w for w in plan_of(facts, engine="vllm", mode="native", image=B12X).warnings if "idle" in w)
-    roce = next(w for w in plan_of(facts, engine="vllm", mode="native", image=B12X, env=dict(ROCE)).warnings
-                if "idle" in w)
+    roce = next(
+        w for w in plan_of(facts, engine="vllm", mode="native", image=B12X, env=dict(ROCE)).warnings if "idle" in w
+    )
     assert "decode" not in plain
     assert roce.startswith(plain) and "NCCL's bandwidth does not bound decode speed" in roce
 
@@ -70,12 +76,17 @@ def test_the_preflight_says_what_a_short_nccl_bandwidth_costs_there():
 def test_a_passing_preflight_says_what_its_bandwidth_bounds_there():
     from sparktui.core.preflight import NodeResult, Setting, Verdict
 
-    nodes = {n: NodeResult(node=n, rank=i, ok=True, transport="rdma", bandwidth_gb_s=22.0,
-                           bandwidth_what="all-reduce bus bandwidth") for i, n in enumerate(("spark1", "spark2"))}
+    nodes = {
+        n: NodeResult(
+            node=n, rank=i, ok=True, transport="rdma", bandwidth_gb_s=22.0, bandwidth_what="all-reduce bus bandwidth"
+        )
+        for i, n in enumerate(("spark1", "spark2"))
+    }
     fabric = {"rdma": True, "line_rate_mbps": 200000, "halves_in_use": {"spark1": 2, "spark2": 2}}
     plain = Verdict(setting=Setting("10.0.0.1", 29501, "10.0.0.0/24", B12X, 30, fabric=fabric), nodes=nodes)
     scope = _plan(2, B12X, ROCE).fabric["nccl_scope"]
-    roce = Verdict(setting=Setting("10.0.0.1", 29501, "10.0.0.0/24", B12X, 30, fabric=dict(fabric, nccl_scope=scope)),
-                   nodes=nodes)
+    roce = Verdict(
+        setting=Setting("10.0.0.1", 29501, "10.0.0.0/24", B12X, 30, fabric=dict(fabric, nccl_scope=scope)), nodes=nodes
+    )
     assert "decode" not in plain.summary()
     assert f"  {scope}" in roce.summary().splitlines()

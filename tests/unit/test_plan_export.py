@@ -1,4 +1,5 @@
 """Exported scripts: valid POSIX sh, no secrets inside, and when run by hand they run the plan's commands."""
+
 from __future__ import annotations
 
 import json
@@ -109,8 +110,9 @@ def test_scripts_refuse_to_run_without_their_secrets(tmp_path):
 def test_ray_head_script_waits_for_the_cluster_then_serves(tmp_path):
     plan, _ = _plan(2, engine="vllm", mode="ray", extra_args=["--api-key", KEY])
     write_export(plan, tmp_path / "x")
-    r, calls = _run_script(tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, VLLM_API_KEY=KEY,
-                           FAKE_RAY_NODES="2")
+    r, calls = _run_script(
+        tmp_path, tmp_path / "x" / "0-spark1.sh", HF_TOKEN=TOKEN, VLLM_API_KEY=KEY, FAKE_RAY_NODES="2"
+    )
     assert r.returncode == 0, r.stderr
     run, wait, keep, serve = plan.steps[0], plan.steps[2], plan.steps[3], plan.steps[4]
     assert ["docker"] + calls[1] == _as_exported(run.argv, "VLLM_API_KEY", KEY)

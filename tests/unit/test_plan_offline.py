@@ -1,5 +1,6 @@
 """Plans without the nodes: `plan --facts FILE` (a saved `check --json`) and `plan --offline` (the facts
 the last probe kept), and a plan with errors whose commands are marked as not runnable."""
+
 from __future__ import annotations
 
 import json
@@ -88,17 +89,20 @@ def test_offline_without_kept_facts_says_how_to_get_them(env, capsys):
     assert "no facts kept for cluster sparks" in err and "sparktui check" in err and "--facts FILE" in err
 
 
-@pytest.mark.parametrize("content,words", [
-    ("{not json", "not valid JSON"),
-    ('{"nodes": {"spark1": 1}}', "facts file version None"),
-    ("[1, 2]", "not a facts file"),
-    ('{"nodes": [{"name": "spark1", "gpu": {"count": "x"}}]}', "nodes[0].gpu.count: expected a whole number"),
-    ('{"nodes": [{"name": "spark1", "gpu": {"utilization": Infinity}}]}', "not valid JSON"),
-    ('{"nodes": [{"name": "spark1", "interfaces": {"a": 1}}]}', "nodes[0].interfaces: expected a list"),
-    ('{"nodes": [{"name": "spark1", "docker": {"images": ["x"]}}]}', "nodes[0].docker.images: expected an object"),
-    ('{"nodes": [{"gpu": {}}]}', "nodes[0].name"),
-    ('{"nodes": [{"name": "spark1", "reachable": "yes"}]}', "nodes[0].reachable: expected true or false"),
-])
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"nodes": {"spark1": 1}}', "facts file version None"),
+        ("[1, 2]", "not a facts file"),
+        ('{"nodes": [{"name": "spark1", "gpu": {"count": "x"}}]}', "nodes[0].gpu.count: expected a whole number"),
+        ('{"nodes": [{"name": "spark1", "gpu": {"utilization": Infinity}}]}', "not valid JSON"),
+        ('{"nodes": [{"name": "spark1", "interfaces": {"a": 1}}]}', "nodes[0].interfaces: expected a list"),
+        ('{"nodes": [{"name": "spark1", "docker": {"images": ["x"]}}]}', "nodes[0].docker.images: expected an object"),
+        ('{"nodes": [{"gpu": {}}]}', "nodes[0].name"),
+        ('{"nodes": [{"name": "spark1", "reachable": "yes"}]}', "nodes[0].reachable: expected true or false"),
+    ],
+)
 def test_a_bad_facts_file_is_one_line_and_exit_2(env, tmp_path, capsys, content, words):
     cfg, _, _ = env
     bad = tmp_path / "facts.json"

@@ -1,4 +1,5 @@
 """KV cache in bytes and `--max-model-len auto`: written where the image's release has them, refused where not."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,9 @@ def test_the_cli_reads_auto_a_length_and_sizes_with_units():
 
 @pytest.mark.parametrize("version", ["0.14.0", "0.33.0", None])
 def test_vllm_gets_both_flags_on_every_rank_where_its_release_has_them(version):
-    plan, _ = plan_for(2, engine="vllm", mode="native", engine_version=version, max_model_len_auto=True,
-                       kv_cache_bytes=GB20)
+    plan, _ = plan_for(
+        2, engine="vllm", mode="native", engine_version=version, max_model_len_auto=True, kv_cache_bytes=GB20
+    )
     assert plan.ok, plan.errors
     for step in plan.steps:
         if step.kind == "run":

@@ -2,6 +2,7 @@
 
 The cluster, the probe and the check itself are replaced by fakes over synthetic facts: nothing is dialled.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,18 @@ def fake(monkeypatch, tmp_path):
         v = Verdict(setting=s, seconds=1.5, check_id="abc")
         for n in plan.nodes:
             bad = record.get("fail") == n.name
-            r = NodeResult(node=n.name, rank=n.rank, iface=n.iface, ip=n.ip, ok=not bad, transport=None if bad else "rdma",
-                           bandwidth_gb_s=None if bad else 21.5, kind="unreachable" if bad else None,
-                           reason="10.9.9.9:1 is unreachable" if bad else None, fix="check the link" if bad else None)
+            r = NodeResult(
+                node=n.name,
+                rank=n.rank,
+                iface=n.iface,
+                ip=n.ip,
+                ok=not bad,
+                transport=None if bad else "rdma",
+                bandwidth_gb_s=None if bad else 21.5,
+                kind="unreachable" if bad else None,
+                reason="10.9.9.9:1 is unreachable" if bad else None,
+                fix="check the link" if bad else None,
+            )
             v.nodes[n.name] = r
             if on_node:
                 on_node(r)
@@ -47,8 +57,23 @@ def fake(monkeypatch, tmp_path):
 
 def test_plan_options_reach_the_check_and_ok_exits_0(fake, capsys):
     cfg_file, record = fake
-    assert main(["preflight", "--config", str(cfg_file), "--dist-port", "29600", "--timeout", "12", "--via", "tcp",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "preflight",
+                "--config",
+                str(cfg_file),
+                "--dist-port",
+                "29600",
+                "--timeout",
+                "12",
+                "--via",
+                "tcp",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] is True and out["transport"] == "rdma" and out["bandwidth_gb_s"] == 21.5
     assert out["rendezvous"] == {"addr": "192.168.100.10", "port": 29601, "subnet": "192.168.100.0/24"}

@@ -1,5 +1,6 @@
 """The semaphore trap: logind's RemoveIPC, read from the node in the look, judged against how the
 engine container will run (its --user and --ipc, the image's USER)."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,7 @@ import pytest
 
 from sparktui.core.config import DockerConfig
 from sparktui.core.engines.common import Spot, docker_flags
-from sparktui.core.preflight.ipc import (SECTION, IpcLook, configured_remove_ipc, engine_identity, judge_ipc,
-                                         parse_ipc)
+from sparktui.core.preflight.ipc import SECTION, IpcLook, configured_remove_ipc, engine_identity, judge_ipc, parse_ipc
 from sparktui.core.ssh import script
 
 
@@ -33,13 +33,16 @@ def test_the_effective_value_is_logind_s_own_then_the_files_then_yes():
     assert IpcLook(live=True, configured=False).remove_ipc is True  # changed in the file, logind not restarted
 
 
-@pytest.mark.parametrize("words, want", [
-    (["--network", "host", "--ipc", "host"], (None, "host")),
-    (["--ipc", "host", "--user", "1000:1000"], ("1000:1000", "host")),
-    (["--ipc", "host", "-u", "alice", "--ipc=private"], ("alice", "private")),
-    (["--ipc", "host", "--user=0"], ("0", "host")),
-    ([], (None, "private")),
-])
+@pytest.mark.parametrize(
+    "words, want",
+    [
+        (["--network", "host", "--ipc", "host"], (None, "host")),
+        (["--ipc", "host", "--user", "1000:1000"], ("1000:1000", "host")),
+        (["--ipc", "host", "-u", "alice", "--ipc=private"], ("alice", "private")),
+        (["--ipc", "host", "--user=0"], ("0", "host")),
+        ([], (None, "private")),
+    ],
+)
 def test_engine_identity_reads_the_last_user_and_ipc_flags(words, want):
     assert engine_identity(words) == want
 
@@ -54,20 +57,23 @@ def test_engine_identity_sees_the_user_set_through_extra_args_in_the_real_flags(
 AT_RISK = IpcLook(uid=1000, user="alice", systemd=True, live=None, configured=None, linger=False)
 
 
-@pytest.mark.parametrize("look, user, image_user, ipc, risk", [
-    (AT_RISK, "1000:1000", None, "host", True),
-    (AT_RISK, "alice", None, "host", True),
-    (AT_RISK, None, "alice", "host", True),  # the image's USER
-    (AT_RISK, None, None, "host", False),  # root in the container: RemoveIPC never touches root
-    (AT_RISK, None, "", "host", False),
-    (AT_RISK, "998", None, "host", False),  # a system user
-    (AT_RISK, "1001", None, "host", False),  # another user: sparktui's sessions do not end it
-    (AT_RISK, "1000", None, "private", False),  # its own IPC namespace: logind cannot see it
-    (IpcLook(uid=1000, user="alice", systemd=True, linger=True), "1000", None, "host", False),
-    (IpcLook(uid=1000, user="alice", systemd=True, configured=False), "1000", None, "host", False),
-    (IpcLook(uid=1000, user="alice", systemd=False), "1000", None, "host", False),
-    (IpcLook(uid=0, user="root", systemd=True), "0", None, "host", False),
-])
+@pytest.mark.parametrize(
+    "look, user, image_user, ipc, risk",
+    [
+        (AT_RISK, "1000:1000", None, "host", True),
+        (AT_RISK, "alice", None, "host", True),
+        (AT_RISK, None, "alice", "host", True),  # the image's USER
+        (AT_RISK, None, None, "host", False),  # root in the container: RemoveIPC never touches root
+        (AT_RISK, None, "", "host", False),
+        (AT_RISK, "998", None, "host", False),  # a system user
+        (AT_RISK, "1001", None, "host", False),  # another user: sparktui's sessions do not end it
+        (AT_RISK, "1000", None, "private", False),  # its own IPC namespace: logind cannot see it
+        (IpcLook(uid=1000, user="alice", systemd=True, linger=True), "1000", None, "host", False),
+        (IpcLook(uid=1000, user="alice", systemd=True, configured=False), "1000", None, "host", False),
+        (IpcLook(uid=1000, user="alice", systemd=False), "1000", None, "host", False),
+        (IpcLook(uid=0, user="root", systemd=True), "0", None, "host", False),
+    ],
+)
 def test_judge_ipc_flags_only_the_engine_whose_objects_logind_would_remove(look, user, image_user, ipc, risk):
     r = judge_ipc("spark2", look, user, image_user, ipc)
     assert r.at_risk is risk, r.why
@@ -95,8 +101,13 @@ def _run_section(tmp_path, loginctl: str) -> IpcLook:
     bindir.mkdir(exist_ok=True)
     _stub(bindir, "loginctl", loginctl)
     text = script(SECTION, root=str(root))
-    out = subprocess.run(["sh", "-c", text], capture_output=True, text=True, timeout=30,
-                         env={"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)})
+    out = subprocess.run(
+        ["sh", "-c", text],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "@@ipc"
@@ -118,7 +129,7 @@ def test_the_section_reads_fake_files_under_a_real_sh(tmp_path):
     (root / "etc/systemd/logind.conf.d/50-keep ipc.conf").unlink()
     (root / "var/lib/systemd/linger").mkdir(parents=True)
     (root / "var/lib/systemd/linger" / me).write_text("")
-    look = _run_section(tmp_path, 'echo yes')  # logind answers
+    look = _run_section(tmp_path, "echo yes")  # logind answers
     assert look.live is True and look.configured is None and look.linger is True
     assert look.remove_ipc is True
 

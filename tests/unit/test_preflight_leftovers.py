@@ -1,5 +1,6 @@
 """Leftovers named before a launch: stale sparktui containers, other deployments' running ones and the
 page cache, read in the preflight's one look per node; and the semaphore trap failing the verdict."""
+
 from __future__ import annotations
 
 import json
@@ -19,16 +20,25 @@ GiB = 1 << 30
 
 def _row(name: str, deployment: str | None, state: str, engine: str = "vllm") -> str:
     labels = f"sparktui.deployment={deployment},sparktui.engine={engine}" if deployment else "other=1"
-    return json.dumps({"ID": name + "id", "Names": name, "Image": "img", "State": state, "Status": state,
-                       "Labels": labels})
+    return json.dumps(
+        {"ID": name + "id", "Names": name, "Image": "img", "State": state, "Status": state, "Labels": labels}
+    )
 
 
-ROWS = [_row("old-r0", "old", "exited"), _row("mine-r1", "mine", "exited"), _row("mine-r0", "mine", "running"),
-        _row("other-r0", "other", "running", "sglang"), _row("dead-r0", "gone", "dead"), _row("plain", None, "exited")]
+ROWS = [
+    _row("old-r0", "old", "exited"),
+    _row("mine-r1", "mine", "exited"),
+    _row("mine-r0", "mine", "running"),
+    _row("other-r0", "other", "running", "sglang"),
+    _row("dead-r0", "gone", "dead"),
+    _row("plain", None, "exited"),
+]
 
 
-@pytest.mark.parametrize("text, want", [("1.5GiB", int(1.5 * GiB)), ("512MiB", 512 << 20), ("0B", 0),
-                                        ("12.3MB", 12_300_000), ("", None), ("--", None)])
+@pytest.mark.parametrize(
+    "text, want",
+    [("1.5GiB", int(1.5 * GiB)), ("512MiB", 512 << 20), ("0B", 0), ("12.3MB", 12_300_000), ("", None), ("--", None)],
+)
 def test_docker_sizes_are_read_in_their_own_units(text, want):
     assert parse_size(text) == want
 
@@ -40,8 +50,10 @@ def test_stats_lines_give_the_memory_used_per_container():
 def test_stopped_containers_of_other_deployments_are_stale_and_running_ones_only_named():
     lo = leftovers_of("spark2", "mine", ROWS, ["other-r0 3.5GiB / 119.7GiB"], None, unified=True)
     # this deployment's own stopped rank (mine-r1) is no question to ask: the launch or pivot clears it
-    assert [(s.name, s.deployment, s.state) for s in lo.stale] == [("old-r0", "old", "exited"),
-                                                                   ("dead-r0", "gone", "dead")]
+    assert [(s.name, s.deployment, s.state) for s in lo.stale] == [
+        ("old-r0", "old", "exited"),
+        ("dead-r0", "gone", "dead"),
+    ]
     assert [(h.name, h.deployment, h.memory) for h in lo.running] == [("other-r0", "other", int(3.5 * GiB))]
     text = "\n".join(lo.lines())
     assert "docker rm old-r0" in text and "other-r0 of deployment other (sglang) holds 3.5" in text
@@ -67,7 +79,7 @@ def test_the_whole_look_runs_under_sh_and_gives_leftovers_and_the_ipc_facts(tmp_
     docker = bindir / "docker"
     docker.write_text(f"""#!/bin/sh
 case "$1 $2" in
-  "image inspect") case "$4" in *User*) echo 1000:1000;; *) echo sha256:{'ab' * 32};; esac;;
+  "image inspect") case "$4" in *User*) echo 1000:1000;; *) echo sha256:{"ab" * 32};; esac;;
   "ps -a") cat {tmp_path}/rows;;
   "ps -q") echo other-r0id;;
   "stats --no-stream") echo "other-r0 3.5GiB / 119.7GiB";;
@@ -77,8 +89,13 @@ esac
     docker.chmod(0o755)
     (bindir / "loginctl").write_text("#!/bin/sh\necho yes\n")
     (bindir / "loginctl").chmod(0o755)
-    out = subprocess.run(["sh", "-c", look_command("img:1", root=str(tmp_path / "root"))], capture_output=True,
-                         text=True, timeout=30, env={"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)})
+    out = subprocess.run(
+        ["sh", "-c", look_command("img:1", root=str(tmp_path / "root"))],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     look = parse_look(out.stdout, str(tmp_path / "root"))
     assert look.image_id and look.image_user == "1000:1000"
     assert look.containers is not None and len(look.containers) == len(ROWS)
@@ -97,8 +114,13 @@ def _verdict() -> Verdict:
 def test_the_semaphore_trap_fails_the_node_with_the_fix_before_the_weights_load():
     v = _verdict()
     look = IpcLook(uid=1000, user="alice", systemd=True)
-    judge_ipc_risks(v, {"spark1": judge_ipc("spark1", look, None, None, "host"),
-                        "spark2": judge_ipc("spark2", look, "1000", None, "host")})
+    judge_ipc_risks(
+        v,
+        {
+            "spark1": judge_ipc("spark1", look, None, None, "host"),
+            "spark2": judge_ipc("spark2", look, "1000", None, "host"),
+        },
+    )
     assert not v.ok and v.root.node == "spark2" and v.root.kind == "ipc"
     assert "enable-linger alice" in v.fix and "RemoveIPC" in v.reason
     doc = v.to_json()

@@ -1,5 +1,6 @@
 """The preflight reads each node's /proc/meminfo itself (in-process SSH nodes on this machine, so the
 numbers are this machine's) and fails a node whose free memory is below what the engine will ask for."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """What the preflight runs on a node: the look before (interfaces, addresses, image, ports) and the
 docker command, which must carry the plan's own container flags and env, quoted, without secrets."""
+
 from __future__ import annotations
 
 import json
@@ -8,17 +9,36 @@ import shlex
 from sparktui.core.config import DockerConfig
 from sparktui.core.journal import MASK
 from sparktui.core.plan import NodePlan
-from sparktui.core.preflight.remote import (check_command, free_port, judge_look, look_command, parse_look,
-                                            result_from_output, sweep_command)
+from sparktui.core.preflight.remote import (
+    check_command,
+    free_port,
+    judge_look,
+    look_command,
+    parse_look,
+    result_from_output,
+    sweep_command,
+)
 from sparktui.core.preflight.check_program import MARK
 
 IP_JSON = [
-    {"ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"], "operstate": "UNKNOWN",
-     "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]},
-    {"ifname": "enP7s7", "flags": ["BROADCAST", "UP", "LOWER_UP"], "operstate": "UP",
-     "addr_info": [{"family": "inet", "local": "10.0.0.12", "prefixlen": 24}]},
-    {"ifname": "enp1s0f1np1", "flags": ["BROADCAST", "UP", "NO-CARRIER"], "operstate": "DOWN",
-     "addr_info": [{"family": "inet", "local": "192.168.100.11", "prefixlen": 24}]},
+    {
+        "ifname": "lo",
+        "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+        "operstate": "UNKNOWN",
+        "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}],
+    },
+    {
+        "ifname": "enP7s7",
+        "flags": ["BROADCAST", "UP", "LOWER_UP"],
+        "operstate": "UP",
+        "addr_info": [{"family": "inet", "local": "10.0.0.12", "prefixlen": 24}],
+    },
+    {
+        "ifname": "enp1s0f1np1",
+        "flags": ["BROADCAST", "UP", "NO-CARRIER"],
+        "operstate": "DOWN",
+        "addr_info": [{"family": "inet", "local": "192.168.100.11", "prefixlen": 24}],
+    },
 ]
 # /proc/net/tcp: 0x7531 = 30001 listening, 0x7532 = 30002 only established
 PROC_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
@@ -28,12 +48,20 @@ PROC_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when
 
 def _look_text(image_ok: bool = True, ib: bool = False) -> str:
     image = "sha256:" + "ab" * 32 + "\n@@rc 0" if image_ok else "Error: No such image: img:1\n@@rc 1"
-    return (f"@@ip\n{json.dumps(IP_JSON)}\n@@image\n{image}\n@@ib\n{'yes' if ib else 'no'}\n@@tcp\n{PROC_TCP}\n")
+    return f"@@ip\n{json.dumps(IP_JSON)}\n@@image\n{image}\n@@ib\n{'yes' if ib else 'no'}\n@@tcp\n{PROC_TCP}\n"
 
 
 def _node(**kw) -> NodePlan:
-    base = dict(name="spark2", rank=1, role="worker", iface="enp1s0f1np1", ip="192.168.100.11", rdma="rocep1s0f1",
-                container="c", env={"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "SGLANG_HOST_IP": "192.168.100.11"})
+    base = dict(
+        name="spark2",
+        rank=1,
+        role="worker",
+        iface="enp1s0f1np1",
+        ip="192.168.100.11",
+        rdma="rocep1s0f1",
+        container="c",
+        env={"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "SGLANG_HOST_IP": "192.168.100.11"},
+    )
     base.update(kw)
     return NodePlan(**base)
 
@@ -83,16 +111,31 @@ def test_free_port_skips_listening_and_plan_ports():
 def test_check_command_uses_the_plan_flags_and_env_without_secrets():
     docker = DockerConfig(gpu_style="cdi", extra_args=["--privileged"], env={"HF_TOKEN": "x"})
     n = _node(env={"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "HF_TOKEN": MASK, "NCCL_DEBUG": "INFO"})
-    cmd = check_command(docker, "lmsysorg/sglang:spark", n, True, check_id="abc123", addr="192.168.100.10",
-                        port=29501, world=2, timeout=30)
+    cmd = check_command(
+        docker,
+        "lmsysorg/sglang:spark",
+        n,
+        True,
+        check_id="abc123",
+        addr="192.168.100.10",
+        port=29501,
+        world=2,
+        timeout=30,
+    )
     argv = shlex.split(cmd)
     assert argv[:6] == ["docker", "run", "--rm", "-i", "--name", "sparktui-preflight-abc123-r1"]
     assert "-d" not in argv  # the check runs attached and feeds the program on stdin
-    for flag in (["--network", "host"], ["--device", "nvidia.com/gpu=all"], ["--device", "/dev/infiniband"],
-                 ["--ulimit", "memlock=-1"], ["-e", "NCCL_SOCKET_IFNAME=enp1s0f1np1"], ["--privileged"]):
-        assert any(argv[i:i + len(flag)] == flag for i in range(len(argv))), flag
+    for flag in (
+        ["--network", "host"],
+        ["--device", "nvidia.com/gpu=all"],
+        ["--device", "/dev/infiniband"],
+        ["--ulimit", "memlock=-1"],
+        ["-e", "NCCL_SOCKET_IFNAME=enp1s0f1np1"],
+        ["--privileged"],
+    ):
+        assert any(argv[i : i + len(flag)] == flag for i in range(len(argv))), flag
     assert not any("HF_TOKEN" in a for a in argv)
-    tail = argv[argv.index("lmsysorg/sglang:spark"):]
+    tail = argv[argv.index("lmsysorg/sglang:spark") :]
     assert tail[:2] == ["python3", "-"] or tail[1:3] == ["python3", "-"]
     opts = dict(zip(tail[3::2], tail[4::2]))
     assert opts["--rank"] == "1" and opts["--world"] == "2" and opts["--addr"] == "192.168.100.10"

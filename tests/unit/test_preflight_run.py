@@ -1,6 +1,7 @@
 """run_preflight end to end without root: in-process SSH servers on 127.0.0.1 as nodes, a stand-in
 `docker` that runs the container's command as a local process (and kills it on `docker rm -f`), and a
 stand-in `ip` per node, so the ranks meet on 127.0.0.2 and 127.0.0.3 through the real check program."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,7 +24,7 @@ from sparktui.core.preflight import runner
 from sparktui.core.ssh import Cluster
 from sparktui.demo.sshserver import LocalSshServer
 
-FAKE_DOCKER = r'''#!PYTHON
+FAKE_DOCKER = r"""#!PYTHON
 import json, os, signal, subprocess, sys
 state = os.environ["FAKE_STATE"]
 args = sys.argv[1:]
@@ -72,12 +73,20 @@ if args[:1] == ["run"]:
     os.unlink(pf)
     sys.exit(code if code >= 0 else 128 - code)
 sys.exit(2)
-'''
+"""
 
 
 def ip_json(ips: list[str]) -> str:
-    return json.dumps([{"ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"], "operstate": "UNKNOWN",
-                        "addr_info": [{"family": "inet", "local": ip, "prefixlen": 8} for ip in ips]}])
+    return json.dumps(
+        [
+            {
+                "ifname": "lo",
+                "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+                "operstate": "UNKNOWN",
+                "addr_info": [{"family": "inet", "local": ip, "prefixlen": 8} for ip in ips],
+            }
+        ]
+    )
 
 
 @pytest.fixture
@@ -111,10 +120,22 @@ async def nodes(tmp_path: Path):
             servers.append(srv)
             with kh.open("a") as f:
                 f.write(f"[127.0.0.1]:{srv.port} {hk.export_public_key('openssh').decode()}")
-            confs.append(NodeConfig(name=name, host="127.0.0.1", port=srv.port, user="root",
-                                    identity_file=str(key_path), role="head" if i == 0 else "worker"))
-        cfg = Config(cluster="t", nodes=confs, model=ModelConfig(name="m", path="/models/m"),
-                     ssh=SshConfig(known_hosts=str(kh), connect_timeout=3, ssh_config=[]))
+            confs.append(
+                NodeConfig(
+                    name=name,
+                    host="127.0.0.1",
+                    port=srv.port,
+                    user="root",
+                    identity_file=str(key_path),
+                    role="head" if i == 0 else "worker",
+                )
+            )
+        cfg = Config(
+            cluster="t",
+            nodes=confs,
+            model=ModelConfig(name="m", path="/models/m"),
+            ssh=SshConfig(known_hosts=str(kh), connect_timeout=3, ssh_config=[]),
+        )
         return cfg, state
 
     yield make
@@ -131,11 +152,34 @@ def make_plan(**env_per_node) -> Plan:
         name = f"node{rank + 1}"
         env = {"NCCL_SOCKET_IFNAME": "lo", "SGLANG_HOST_IP": ip, "NCCL_DEBUG": "INFO", "HF_TOKEN": MASK}
         env.update(env_per_node.get(name, {}))
-        nodes.append(NodePlan(name=name, rank=rank, role="head" if rank == 0 else "worker", iface="lo", ip=ip,
-                              rdma=None, container=f"sparktui-t-sglang-{rank}", env=env))
-    return Plan(engine="sglang", mode="native", image="repo/engine:1", model_path="/models/m", served_model_name="m",
-                tp=2, pp=1, deployment="t", subnet="127.0.0.0/8", head_ip="127.0.0.2", dist_port=dist, port=30000,
-                ray_port=6379, nodes=nodes)
+        nodes.append(
+            NodePlan(
+                name=name,
+                rank=rank,
+                role="head" if rank == 0 else "worker",
+                iface="lo",
+                ip=ip,
+                rdma=None,
+                container=f"sparktui-t-sglang-{rank}",
+                env=env,
+            )
+        )
+    return Plan(
+        engine="sglang",
+        mode="native",
+        image="repo/engine:1",
+        model_path="/models/m",
+        served_model_name="m",
+        tp=2,
+        pp=1,
+        deployment="t",
+        subnet="127.0.0.0/8",
+        head_ip="127.0.0.2",
+        dist_port=dist,
+        port=30000,
+        ray_port=6379,
+        nodes=nodes,
+    )
 
 
 def docker_calls(state: Path) -> list[dict]:
@@ -171,7 +215,13 @@ async def test_two_nodes_meet_and_nothing_is_left(nodes):
     assert len(runs) == 2
     for c in runs:
         args = c["args"]
-        assert args[:5] == ["run", "--rm", "-i", "--name", f"sparktui-preflight-{v.check_id}-r{0 if c['node'] == 'node1' else 1}"]
+        assert args[:5] == [
+            "run",
+            "--rm",
+            "-i",
+            "--name",
+            f"sparktui-preflight-{v.check_id}-r{0 if c['node'] == 'node1' else 1}",
+        ]
         assert "NCCL_SOCKET_IFNAME=lo" in args and "--gpus" in args
         assert not any("HF_TOKEN" in a for a in args)
     rms = [c for c in docker_calls(state) if c["args"][:2] == ["rm", "-f"]]

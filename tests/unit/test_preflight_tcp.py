@@ -1,5 +1,6 @@
 """The check program's TCP path, run as it runs in a container (`python3 -` fed the file on stdin), with
 each rank a local process on its own loopback address (127.0.0.2, 127.0.0.3, ...)."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,35 @@ def free_port(host: str = "127.0.0.2") -> int:
         return s.getsockname()[1]
 
 
-def start(rank: int, world: int, addr: str, port: int, bind: str = "", timeout: float = 10, env: dict | None = None,
-          extra: tuple = ()) -> subprocess.Popen:
-    argv = [sys.executable, "-", "--rank", str(rank), "--world", str(world), "--addr", addr, "--port", str(port),
-            "--timeout", str(timeout), "--mode", "tcp", "--tcp-mb", "1", *extra]
+def start(
+    rank: int,
+    world: int,
+    addr: str,
+    port: int,
+    bind: str = "",
+    timeout: float = 10,
+    env: dict | None = None,
+    extra: tuple = (),
+) -> subprocess.Popen:
+    argv = [
+        sys.executable,
+        "-",
+        "--rank",
+        str(rank),
+        "--world",
+        str(world),
+        "--addr",
+        addr,
+        "--port",
+        str(port),
+        "--timeout",
+        str(timeout),
+        "--mode",
+        "tcp",
+        "--tcp-mb",
+        "1",
+        *extra,
+    ]
     if bind:
         argv += ["--bind", bind]
     e = {k: v for k, v in os.environ.items() if k not in pc.IFNAME_VARS + host_ip_vars()}
@@ -45,7 +71,7 @@ def result(p: subprocess.Popen, timeout: float = 30) -> dict:
     out, err = p.communicate(timeout=timeout)
     lines = [ln for ln in out.decode().splitlines() if ln.startswith(pc.MARK)]
     assert len(lines) == 1, (out, err)
-    data = json.loads(lines[0][len(pc.MARK):])
+    data = json.loads(lines[0][len(pc.MARK) :])
     assert p.returncode == (0 if data["ok"] else 1)
     return data
 
@@ -63,8 +89,11 @@ def test_two_ranks_meet_and_exchange_on_their_own_addresses():
 
 def test_three_ranks_connect_every_pair():
     port = free_port()
-    procs = [start(0, 3, "127.0.0.2", port), start(1, 3, "127.0.0.2", port, bind="127.0.0.3"),
-             start(2, 3, "127.0.0.2", port, bind="127.0.0.4")]
+    procs = [
+        start(0, 3, "127.0.0.2", port),
+        start(1, 3, "127.0.0.2", port, bind="127.0.0.3"),
+        start(2, 3, "127.0.0.2", port, bind="127.0.0.4"),
+    ]
     results = [result(p) for p in procs]
     assert all(r["ok"] for r in results)
     assert results[2]["peers"] == {"0": "127.0.0.2", "1": "127.0.0.3", "2": "127.0.0.4"}
@@ -73,8 +102,10 @@ def test_three_ranks_connect_every_pair():
 
 def test_the_engine_host_ip_is_where_a_rank_listens():
     port = free_port()
-    procs = [start(0, 2, "127.0.0.2", port, env={"SGLANG_HOST_IP": "127.0.0.2"}),
-             start(1, 2, "127.0.0.2", port, bind="127.0.0.3", env={"SGLANG_HOST_IP": "127.0.0.5"})]
+    procs = [
+        start(0, 2, "127.0.0.2", port, env={"SGLANG_HOST_IP": "127.0.0.2"}),
+        start(1, 2, "127.0.0.2", port, bind="127.0.0.3", env={"SGLANG_HOST_IP": "127.0.0.5"}),
+    ]
     r0, r1 = (result(p) for p in procs)
     assert r0["ok"] and r1["ok"]
     assert r1["peers"]["1"] == "127.0.0.5"
@@ -121,14 +152,33 @@ def test_a_port_in_use_on_the_head_is_named():
 def test_a_hung_check_is_killed_at_the_deadline_and_says_where_it_hung():
     # The child's work replaced by one that never returns, as NCCL's C code can: the parent must bound it.
     # The program loaded from its file alone, as on a node (its package's imports would eat the deadline).
-    code = ("import importlib.util, sys, time\n"
-            "spec = importlib.util.spec_from_file_location('pc', %r)\n"
-            "pc = sys.modules['pc'] = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(pc)\n"
-            "def hang(a, deadline):\n    pc._stage('all-reduce')\n    time.sleep(600)\n"
-            "pc.work = hang\nsys.exit(pc.main(sys.argv[1:]))\n" % str(PROGRAM_FILE))
+    code = (
+        "import importlib.util, sys, time\n"
+        "spec = importlib.util.spec_from_file_location('pc', %r)\n"
+        "pc = sys.modules['pc'] = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(pc)\n"
+        "def hang(a, deadline):\n    pc._stage('all-reduce')\n    time.sleep(600)\n"
+        "pc.work = hang\nsys.exit(pc.main(sys.argv[1:]))\n" % str(PROGRAM_FILE)
+    )
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-c", code, "--rank", "0", "--world", "1", "--addr", "127.0.0.2",
-                          "--port", "1", "--timeout", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "--rank",
+            "0",
+            "--world",
+            "1",
+            "--addr",
+            "127.0.0.2",
+            "--port",
+            "1",
+            "--timeout",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     r = result(p)
     assert time.monotonic() - t0 < 1 + pc.GRACE + 3
     assert (r["kind"], r["stage"], r["hung_in"]) == ("timeout", "all-reduce", "all-reduce")
@@ -136,8 +186,12 @@ def test_a_hung_check_is_killed_at_the_deadline_and_says_where_it_hung():
 
 
 def test_bad_arguments_exit_2_without_a_result():
-    p = subprocess.run([sys.executable, "-", "--rank", "2", "--world", "2", "--addr", "127.0.0.2", "--port", "1"],
-                       input=PROGRAM, capture_output=True, timeout=30)
+    p = subprocess.run(
+        [sys.executable, "-", "--rank", "2", "--world", "2", "--addr", "127.0.0.2", "--port", "1"],
+        input=PROGRAM,
+        capture_output=True,
+        timeout=30,
+    )
     assert p.returncode == 2 and pc.MARK.encode() not in p.stdout
 
 
@@ -145,6 +199,7 @@ def test_bad_arguments_exit_2_without_a_result():
 def test_forcing_nccl_without_torch_says_so(mode):
     try:
         import torch  # noqa: F401
+
         pytest.skip("torch is installed here: the GPU tier covers the NCCL path")
     except ImportError:
         pass

@@ -1,4 +1,5 @@
 """Probe parsers on real output formats, and the probe script itself run through sh."""
+
 from __future__ import annotations
 
 import json
@@ -39,13 +40,15 @@ def sample(name: str) -> str:
 
 
 def run_sh(script: str, env: dict | None = None, timeout: float = 60, cwd: Path | None = None) -> str:
-    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, errors="replace",
-                          timeout=timeout, env=env, cwd=cwd)
+    done = subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, errors="replace", timeout=timeout, env=env, cwd=cwd
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 # --- nvidia-smi -------------------------------------------------------------------------------
+
 
 def test_gb10_memory_is_unified_and_unknown():
     notes: list[str] = []
@@ -91,6 +94,7 @@ def test_nvidia_smi_bad_row_is_skipped_not_counted():
 
 # --- memory and disk --------------------------------------------------------------------------
 
+
 def test_meminfo_kib_to_bytes():
     text = sample("meminfo-spark.txt")
     kb = {ln.split(":")[0]: int(ln.split()[1]) for ln in text.splitlines()}
@@ -112,6 +116,7 @@ def test_df_available_column(name):
 
 
 # --- interfaces and RDMA ----------------------------------------------------------------------
+
 
 def test_ip_addr_spark_skips_lo_keeps_ipv4_and_state():
     text = sample("ip-addr-spark1.json")
@@ -151,6 +156,7 @@ def test_speeds_keep_only_known_values():
 
 # --- docker -----------------------------------------------------------------------------------
 
+
 def test_docker_ps_json_lines_with_labels():
     text = sample("docker-ps.jsonl")
     rows = [json.loads(ln) for ln in text.splitlines()]
@@ -178,8 +184,11 @@ def test_labels_with_comma_in_value():
 def test_images_full_ids_and_no_dangling():
     ids = parse_image_ids(sample("docker-image-ids.txt"))
     short = parse_docker_images(sample("docker-images.jsonl"))
-    assert set(ids) == set(short) == {"lmsysorg/sglang:latest-cu130", "lmsysorg/sglang:spark",
-                                       "nvcr.io/nvidia/vllm:26.10-py3"}
+    assert (
+        set(ids)
+        == set(short)
+        == {"lmsysorg/sglang:latest-cu130", "lmsysorg/sglang:spark", "nvcr.io/nvidia/vllm:26.10-py3"}
+    )
     for tag, full in ids.items():
         assert full.startswith("sha256:" + short[tag])
 
@@ -198,17 +207,25 @@ GARBAGE = [
     "",
     "\x00\xff\ufffd\ufffd",
     "{not json",
-    "[1, 2, {\"ifname\": 3}]",
+    '[1, 2, {"ifname": 3}]',
     "null",
     "a, b, c, d, e, f, g",
     ",,,",
     "Filesystem 1-blocks Used Available Capacity Mounted on\n",
     "==> (Up)\nport port ==>\n",
     "MemTotal: lots kB\n",
-    "\n".join(["{\"ID\": 5}", "[]", "\"s\""]),
+    "\n".join(['{"ID": 5}', "[]", '"s"']),
 ]
-PARSERS = [parse_nvidia_smi, parse_meminfo, parse_df, parse_ip_addr, parse_ibdev2netdev,
-           parse_docker_ps, parse_docker_images, parse_docker_version]
+PARSERS = [
+    parse_nvidia_smi,
+    parse_meminfo,
+    parse_df,
+    parse_ip_addr,
+    parse_ibdev2netdev,
+    parse_docker_ps,
+    parse_docker_images,
+    parse_docker_version,
+]
 
 
 @pytest.mark.parametrize("parser", PARSERS, ids=lambda p: p.__name__)
@@ -327,15 +344,19 @@ def test_script_with_spark_tools_on_path(tmp_path):
     _fake(bin_dir, "nvidia-smi", f"cat {q('nvidia-smi-gb10.csv')}\n")
     _fake(bin_dir, "ibdev2netdev", f"cat {q('ibdev2netdev-spark.txt')}\n")
     _fake(bin_dir, "ip", f'[ "$1 $2" = "-j addr" ] || exit 1\ncat {q("ip-addr-spark1.json")}\n')
-    _fake(bin_dir, "docker", f"""case "$1 $2" in
+    _fake(
+        bin_dir,
+        "docker",
+        f"""case "$1 $2" in
   "version --format") echo 28.3.3 ;;
-  "images --format") cat {q('docker-images.jsonl')} ;;
-  "image ls") cat {q('docker-image-ids.txt')} ;;
-  "ps -a") [ "$4" = label=sparktui.deployment ] || exit 3; cat {q('docker-ps.jsonl')} ;;
+  "images --format") cat {q("docker-images.jsonl")} ;;
+  "image ls") cat {q("docker-image-ids.txt")} ;;
+  "ps -a") [ "$4" = label=sparktui.deployment ] || exit 3; cat {q("docker-ps.jsonl")} ;;
   "info --format") echo '{{"runc":{{"path":"runc"}}}}' ;;
   *) echo "unknown: $*" >&2; exit 1 ;;
 esac
-""")
+""",
+    )
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
     facts = parse_probe("spark1", "192.168.1.101", run_sh(probe_script("/models/x"), env=env))
     assert facts.notes == []
@@ -367,6 +388,7 @@ def test_stuck_tool_is_cut_off(tmp_path, monkeypatch):
 
 # --- whole-probe parsing ----------------------------------------------------------------------
 
+
 def _section(name: str, out: str, rc: int = 0, err: str = "") -> str:
     return f"@@sparktui:out {name}@@\n{out}\n@@sparktui:err {name}@@\n{err}\n@@sparktui:rc {name} {rc}@@\n"
 
@@ -385,8 +407,11 @@ def test_pty_line_endings():
 
 
 def test_missing_tool_note_and_infiniband_flag():
-    text = (_section("nvidia-smi", "", 127, "sh: 1: nvidia-smi: not found")
-            + _section("infiniband", "", 0) + "@@sparktui:done@@\n")
+    text = (
+        _section("nvidia-smi", "", 127, "sh: 1: nvidia-smi: not found")
+        + _section("infiniband", "", 0)
+        + "@@sparktui:done@@\n"
+    )
     facts = parse_probe("n", "h", text)
     assert facts.infiniband
     assert facts.notes == ["nvidia-smi: not installed (exit 127)"]
@@ -403,9 +428,11 @@ def test_without_mktemp_two_probes_with_one_pid_get_their_own_scratch_directorie
     lines = probes._SCRIPT.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("D=$(mktemp"))
     end = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("}"))
-    fallback = "\n".join(lines[start:end + 1])
-    out = run_sh(f"mktemp() {{ return 1; }}\n{fallback}\necho \"$D\"\n{fallback}\necho \"$D\"\n",
-                 env=dict(os.environ, TMPDIR=str(tmp_path)))
+    fallback = "\n".join(lines[start : end + 1])
+    out = run_sh(
+        f'mktemp() {{ return 1; }}\n{fallback}\necho "$D"\n{fallback}\necho "$D"\n',
+        env=dict(os.environ, TMPDIR=str(tmp_path)),
+    )
     first, second = out.split()
     assert first != second and Path(first).is_dir() and Path(second).is_dir()
     assert Path(first).parent == tmp_path and oct(Path(first).stat().st_mode & 0o777) == "0o700"

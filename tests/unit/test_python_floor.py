@@ -1,4 +1,5 @@
 """pyproject's requires-python is no lower than the code needs, so pip refuses an interpreter that cannot import it."""
+
 from __future__ import annotations
 
 import importlib

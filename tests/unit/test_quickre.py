@@ -1,4 +1,5 @@
 """The substring prefilter in front of the log signatures: it may only ever skip lines that cannot match."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Each RDMA half measured alone with ib_write_bw: a rail that trained at 200G and moves ~13 Gb/s is named."""
+
 from __future__ import annotations
 
 import asyncio
@@ -61,8 +62,10 @@ def _rails():
 
 def test_the_plan_lists_each_half_in_use_as_a_rail_with_its_share_of_the_speed():
     rails = _rails()
-    assert [(r["subnet"], r["speed_mbps"]) for r in rails] == [("192.168.100.0/24", 100000),
-                                                               ("192.168.101.0/24", 100000)]
+    assert [(r["subnet"], r["speed_mbps"]) for r in rails] == [
+        ("192.168.100.0/24", 100000),
+        ("192.168.101.0/24", 100000),
+    ]
     assert [e["rdma"] for e in rails[1]["ends"]] == ["roceP2p1s0f1", "roceP2p1s0f1"]
     server, client = server_command(rails[0], 18515), client_command(rails[0], 18515)
     assert "ib_write_bw -d rocep1s0f1 -q 8 -D 3 --report_gbits -F -p 18515 -x 3" in server
@@ -75,13 +78,17 @@ def test_parse_reads_the_average_not_the_peak():
 
 
 def test_a_half_that_trained_at_full_speed_but_moves_13_gb_s_is_named_by_interface_and_hca():
-    spark2 = Node("spark2", {"rocep1s0f1": _report("rocep1s0f1", 92.57), "roceP2p1s0f1": _report("roceP2p1s0f1", 13.23)})
+    spark2 = Node(
+        "spark2", {"rocep1s0f1": _report("rocep1s0f1", 92.57), "roceP2p1s0f1": _report("roceP2p1s0f1", 13.23)}
+    )
     results = asyncio.run(measure(Cluster(Node("spark1", {}), spark2), _rails()))
     assert [r.gbps for r in results] == [92.57, 13.23]
     assert results[0].problem() is None
     bad = results[1].problem()
-    assert bad.startswith("rail spark1 enP2p1s0f1np1 (roceP2p1s0f1) - spark2 enP2p1s0f1np1 (roceP2p1s0f1) on "
-                          "192.168.101.0/24 moves 13.2 Gb/s of its 100 Gb/s share (13 %)")
+    assert bad.startswith(
+        "rail spark1 enP2p1s0f1np1 (roceP2p1s0f1) - spark2 enP2p1s0f1np1 (roceP2p1s0f1) on "
+        "192.168.101.0/24 moves 13.2 Gb/s of its 100 Gb/s share (13 %)"
+    )
     assert "PR #108" in bad
     v = Verdict(setting=Setting(addr="a", port=1, subnet=None, image="i", timeout=3), rails=results)
     assert f"  rail: {bad}" in v.summary()
@@ -93,9 +100,13 @@ def test_a_half_that_trained_at_full_speed_but_moves_13_gb_s_is_named_by_interfa
 
 
 def test_healthy_rails_pass_and_a_missing_perftest_says_how_to_install_it():
-    spark2 = Node("spark2", {"rocep1s0f1": _report("rocep1s0f1", 92.57), "roceP2p1s0f1": _report("roceP2p1s0f1", 97.28)})
-    v = Verdict(setting=Setting(addr="a", port=1, subnet=None, image="i", timeout=3),
-                rails=asyncio.run(measure(Cluster(Node("spark1", {}), spark2), _rails())))
+    spark2 = Node(
+        "spark2", {"rocep1s0f1": _report("rocep1s0f1", 92.57), "roceP2p1s0f1": _report("roceP2p1s0f1", 97.28)}
+    )
+    v = Verdict(
+        setting=Setting(addr="a", port=1, subnet=None, image="i", timeout=3),
+        rails=asyncio.run(measure(Cluster(Node("spark1", {}), spark2), _rails())),
+    )
     assert v.to_json()["links_short"] == [] and "rail:" not in v.summary()
     assert "rails: 2 measured alone, the slowest spark1 enp1s0f1np1 (rocep1s0f1)" in v.summary()
     missing = asyncio.run(measure(Cluster(Node("spark1", {}), Node("spark2", {}, missing=True)), _rails()))

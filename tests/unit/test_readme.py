@@ -1,5 +1,6 @@
 """The README is a front door: short, its test command is CI's, its minimal config loads, and the
 configuration reference reproduces the example file itself."""
+
 from pathlib import Path
 
 from sparktui.core.config import load_config_text

@@ -3,6 +3,7 @@
 The logs are tests/corpus/vllm_cpu_tp2_*.log, kept with the times docker's `-t` would give them, so
 replaying them line by line with a tick every second plays the engine's real silences.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -61,12 +62,20 @@ START = "vllm_cpu_tp2_start_ready.log"
 def test_a_real_start_reads_as_init_load_kv_cache_ready_with_nothing_wrong():
     d = Diagnoser("vllm")
     kinds = [e.kind for e in replay(START, d) if isinstance(e, Milestone)]
-    assert kinds == ["container_started", "dist_init_begin", "dist_init_end", "weights_loading", "weights_loading",
-                     "kv_cache", "ready"]
+    assert kinds == [
+        "container_started",
+        "dist_init_begin",
+        "dist_init_end",
+        "weights_loading",
+        "weights_loading",
+        "kv_cache",
+        "ready",
+    ]
     assert d.state == "ready" and d.problems == []
     kv = next(m for m in d.milestones if m.kind == "kv_cache")
-    assert kv.data == {"tokens": 2097152} and kv.text.endswith("CPU KV cache size: 2,097,152 tokens, Maximum "
-                                                               "concurrency for 2,048 tokens per request: 1024.00x")
+    assert kv.data == {"tokens": 2097152} and kv.text.endswith(
+        "CPU KV cache size: 2,097,152 tokens, Maximum concurrency for 2,048 tokens per request: 1024.00x"
+    )
 
 
 def test_the_silent_compile_warm_up_after_gloo_joined_is_no_rendezvous_hang_even_with_a_short_hang_after():
@@ -109,9 +118,11 @@ def test_a_frozen_rank_is_a_doubt_at_the_first_wait_and_a_wedge_at_the_second_wh
     (p,) = d.ordered_problems()
     assert p.message.startswith("wedged behind a stalled worker: the engine has waited 120 s for a worker")
     assert p.phase == "first_request" and "paused or frozen" in p.hint
-    assert p.text == ("No available shared memory broadcast block found in 60 seconds. "
-                      "This typically happens when some processes are hanging or doing some time-consuming work "
-                      "(e.g. compilation, weight/kv cache quantization).")
+    assert p.text == (
+        "No available shared memory broadcast block found in 60 seconds. "
+        "This typically happens when some processes are hanging or doing some time-consuming work "
+        "(e.g. compilation, weight/kv cache quantization)."
+    )
     wait = next(i for i, line in enumerate(lines(FROZEN)) if "shm_broadcast.py" in line)
     assert '"GET /health HTTP/1.1" 200 OK' in lines(FROZEN)[wait - 1]  # /health answered all along
 
@@ -165,16 +176,21 @@ def test_a_headless_rank_whose_gloo_interface_is_missing_names_it():
     d.finish()
     p = d.ordered_problems()[0]
     assert d.state == "failed" and p.kind == "nccl_error"
-    assert p.message == ("Gloo found no interface named nonexist0 on this node (GLOO_SOCKET_IFNAME takes one real "
-                         "name)")
+    assert p.message == (
+        "Gloo found no interface named nonexist0 on this node (GLOO_SOCKET_IFNAME takes one real name)"
+    )
     assert "GLOO_SOCKET_IFNAME" in p.hint
 
 
 def test_two_native_ranks_joining_over_gloo_end_init_on_both_nodes_and_their_compile_silence_is_no_hang():
-    both = sorted((parse_docker_ts(line)[0], node, line)
-                  for node, name in (("spark1", "vllm_cpu_native_head_ready.log"),
-                                     ("spark2", "vllm_cpu_native_headless_ready.log"))
-                  for line in lines(name))
+    both = sorted(
+        (parse_docker_ts(line)[0], node, line)
+        for node, name in (
+            ("spark1", "vllm_cpu_native_head_ready.log"),
+            ("spark2", "vllm_cpu_native_headless_ready.log"),
+        )
+        for line in lines(name)
+    )
     assert max(q for q, _ in silences("vllm_cpu_native_headless_ready.log")) > 10  # the compile, after init
     d = Diagnoser("vllm", hang_after=10, expect=("spark1", "spark2"))
     events, last = [], None

@@ -1,4 +1,5 @@
 """sparkrun recipes as a plan's starting point: what maps, what passes through, what is reported."""
+
 from __future__ import annotations
 
 import time
@@ -82,8 +83,14 @@ def test_sglang_recipe_maps_options_and_passes_other_flags():
     assert r.trust_remote_code
     assert r.env == {"HF_TOKEN": "hf_from_env_123", "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
     opts, warnings = apply_recipe(r, PlanOptions(), MODEL, nodes=2, engine_given=False)
-    assert (opts.engine, opts.image, opts.port, opts.tp, opts.mem_fraction, opts.max_model_len) == \
-        ("sglang", "scitrera/dgx-spark-sglang:0.5.8-t5", 8000, 2, 0.8, 200000)
+    assert (opts.engine, opts.image, opts.port, opts.tp, opts.mem_fraction, opts.max_model_len) == (
+        "sglang",
+        "scitrera/dgx-spark-sglang:0.5.8-t5",
+        8000,
+        2,
+        0.8,
+        200000,
+    )
     assert opts.served_model_name == "qwen35" and opts.trust_remote_code is True
     # what sparktui does not use is reported, not dropped
     assert any(w.startswith("mods:") for w in warnings)
@@ -149,6 +156,7 @@ def test_unsupported_runtime_and_bad_fields_are_errors_in_the_recipe():
     assert any("min_nodes" in e for e in r.errors)
     # the runtimes offered instead are every engine's in the registry, none written by hand
     from sparktui.core.engines import ENGINES
+
     offered = next(e for e in r.errors if "llama-cpp" in e)
     assert all(rt in offered for e in ENGINES.values() for rt in e.recipe_runtimes), offered
     _, warnings = apply_recipe(r, PlanOptions(), MODEL)
@@ -173,18 +181,23 @@ def test_unreadable_files(tmp_path):
         load_recipe(lst)
 
 
-BOMB = "\n".join(["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
-                 + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)])
+BOMB = "\n".join(
+    ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+)
 
 
-@pytest.mark.parametrize("text,where,words", [
-    ("model: " + "[" * 3000 + "]" * 3000 + "\n", "h.yaml:1:", "nesting deeper than"),
-    (BOMB + "\nmodel: m\ndefaults: {x: *a9}\ncommand: vllm serve {x}\n", "h.yaml:", "aliases expand"),
-    ("model: m\nmin_nodes: !!int abc\n", "h.yaml:2:12", "'abc' is not an integer"),
-    ("model: m\nmin_nodes: " + "9" * 5000 + "\n", "h.yaml:2:12", "characters) is not an integer"),
-    ("model: !!python/object:os.system x\n", "h.yaml:1:8", "could not determine a constructor"),
-    ("model: m\ndefaults: {[1]: 2}\n", "h.yaml:2:", "unhashable key"),
-])
+@pytest.mark.parametrize(
+    "text,where,words",
+    [
+        ("model: " + "[" * 3000 + "]" * 3000 + "\n", "h.yaml:1:", "nesting deeper than"),
+        (BOMB + "\nmodel: m\ndefaults: {x: *a9}\ncommand: vllm serve {x}\n", "h.yaml:", "aliases expand"),
+        ("model: m\nmin_nodes: !!int abc\n", "h.yaml:2:12", "'abc' is not an integer"),
+        ("model: m\nmin_nodes: " + "9" * 5000 + "\n", "h.yaml:2:12", "characters) is not an integer"),
+        ("model: !!python/object:os.system x\n", "h.yaml:1:8", "could not determine a constructor"),
+        ("model: m\ndefaults: {[1]: 2}\n", "h.yaml:2:", "unhashable key"),
+    ],
+)
 def test_hostile_recipes_are_errors_at_their_place(text, where, words):
     t0 = time.monotonic()
     with pytest.raises(RecipeError) as e:
@@ -194,13 +207,22 @@ def test_hostile_recipes_are_errors_at_their_place(text, where, words):
 
 
 def test_bad_fields_are_errors_with_places_and_are_not_used():
-    r = parse_recipe("model: [a, b]\nruntime: vllm\ncommand: {a: 1}\nenv: {A: [1]}\n"
-                     "defaults: {port: .inf, tensor_parallel: .nan, gpu_memory_utilization: 1.5, max_model_len: -1}\n",
-                     "f.yaml", environ={})
+    r = parse_recipe(
+        "model: [a, b]\nruntime: vllm\ncommand: {a: 1}\nenv: {A: [1]}\n"
+        "defaults: {port: .inf, tensor_parallel: .nan, gpu_memory_utilization: 1.5, max_model_len: -1}\n",
+        "f.yaml",
+        environ={},
+    )
     text = "\n".join(r.errors)
-    for piece in ("f.yaml:1:8: model must be text", "f.yaml:3:10: command must be text", "f.yaml:4:10: env 'A'",
-                  "f.yaml:5:18: defaults.port inf", "f.yaml:5:41: defaults.tensor_parallel nan",
-                  "defaults.gpu_memory_utilization 1.5", "defaults.max_model_len -1"):
+    for piece in (
+        "f.yaml:1:8: model must be text",
+        "f.yaml:3:10: command must be text",
+        "f.yaml:4:10: env 'A'",
+        "f.yaml:5:18: defaults.port inf",
+        "f.yaml:5:41: defaults.tensor_parallel nan",
+        "defaults.gpu_memory_utilization 1.5",
+        "defaults.max_model_len -1",
+    ):
         assert piece in text
     opts, _ = apply_recipe(r, PlanOptions(engine="vllm"), MODEL)
     assert (opts.port, opts.tp, opts.mem_fraction, opts.max_model_len) == (None, None, None, None)
@@ -224,29 +246,48 @@ def test_non_utf8_and_huge_recipe_files(tmp_path):
 # The runtime as sparkrun 0.4.2 resolves it: sparkrun/core/recipe.py, the resolvers in _RECIPE_RESOLVERS
 # (_resolve_runtime_from_command_hint, _resolve_v1_migration, _resolve_eugr_signals, _resolve_vllm_variant),
 # mirrored there by resolve_runtime() and resolve_builder().
-@pytest.mark.parametrize("text,runtime,engine", [
-    ("model: m\ncommand: python3 -m sglang.launch_server --model-path {model} --tp-size 2\n", "sglang",
-     ("sglang", None)),
-    ("model: m\ncommand: |\n  python -m sglang.launch_server \\\n    --model-path {model}\n", "sglang", ("sglang", None)),
-    ("model: m\ncommand: sglang serve --model-path {model}\n", "sglang", ("sglang", None)),
-    ("model: m\ncommand: vllm serve {model} -tp 2\n", "vllm-distributed", ("vllm", "native")),
-    ("model: m\nruntime: vllm\n", "vllm-distributed", ("vllm", "native")),
-    ("model: m\n", "vllm-distributed", ("vllm", "native")),
-    ("model: m\ncommand: vllm serve {model} --distributed-executor-backend ray\n", "vllm-ray", ("vllm", "ray")),
-    ("model: m\nruntime: vllm\ndefaults: {distributed_executor_backend: Ray}\n", "vllm-ray", ("vllm", "ray")),
-    # sparkrun's hint wants a space before ray: the = spelling is not a Ray hint there either
-    ("model: m\ncommand: vllm serve {model} --distributed-executor-backend=ray\n", "vllm-distributed",
-     ("vllm", "native")),
-    # an explicit runtime wins over the command's hint
-    ("model: m\nruntime: vllm-ray\ncommand: python3 -m sglang.launch_server --model-path {model}\n", "vllm-ray",
-     ("vllm", "ray")),
-    ("model: m\nruntime: sglang\ncommand: vllm serve {model}\n", "sglang", ("sglang", None)),
-    ("model: m\nruntime: ''\ncommand: sglang serve --model-path {model}\n", "sglang", ("sglang", None)),
-    # v1 recipes keep their runtime; only the builder changes
-    ("model: m\nrecipe_version: '1'\ncommand: vllm serve {model} --distributed-executor-backend ray\n", "vllm-ray",
-     ("vllm", "ray")),
-    ("model: m\nrecipe_version: '1'\n", "vllm-distributed", ("vllm", "native")),
-])
+@pytest.mark.parametrize(
+    "text,runtime,engine",
+    [
+        (
+            "model: m\ncommand: python3 -m sglang.launch_server --model-path {model} --tp-size 2\n",
+            "sglang",
+            ("sglang", None),
+        ),
+        (
+            "model: m\ncommand: |\n  python -m sglang.launch_server \\\n    --model-path {model}\n",
+            "sglang",
+            ("sglang", None),
+        ),
+        ("model: m\ncommand: sglang serve --model-path {model}\n", "sglang", ("sglang", None)),
+        ("model: m\ncommand: vllm serve {model} -tp 2\n", "vllm-distributed", ("vllm", "native")),
+        ("model: m\nruntime: vllm\n", "vllm-distributed", ("vllm", "native")),
+        ("model: m\n", "vllm-distributed", ("vllm", "native")),
+        ("model: m\ncommand: vllm serve {model} --distributed-executor-backend ray\n", "vllm-ray", ("vllm", "ray")),
+        ("model: m\nruntime: vllm\ndefaults: {distributed_executor_backend: Ray}\n", "vllm-ray", ("vllm", "ray")),
+        # sparkrun's hint wants a space before ray: the = spelling is not a Ray hint there either
+        (
+            "model: m\ncommand: vllm serve {model} --distributed-executor-backend=ray\n",
+            "vllm-distributed",
+            ("vllm", "native"),
+        ),
+        # an explicit runtime wins over the command's hint
+        (
+            "model: m\nruntime: vllm-ray\ncommand: python3 -m sglang.launch_server --model-path {model}\n",
+            "vllm-ray",
+            ("vllm", "ray"),
+        ),
+        ("model: m\nruntime: sglang\ncommand: vllm serve {model}\n", "sglang", ("sglang", None)),
+        ("model: m\nruntime: ''\ncommand: sglang serve --model-path {model}\n", "sglang", ("sglang", None)),
+        # v1 recipes keep their runtime; only the builder changes
+        (
+            "model: m\nrecipe_version: '1'\ncommand: vllm serve {model} --distributed-executor-backend ray\n",
+            "vllm-ray",
+            ("vllm", "ray"),
+        ),
+        ("model: m\nrecipe_version: '1'\n", "vllm-distributed", ("vllm", "native")),
+    ],
+)
 def test_runtime_resolves_as_sparkrun_resolves_it(text, runtime, engine):
     r = parse_recipe(text, "r.yaml", environ={})
     assert not r.errors
@@ -269,14 +310,17 @@ def test_an_sglang_command_recipe_without_runtime_plans_sglang_not_ray():
     assert not any("ray" in " ".join(s.argv) for s in plan.steps)
 
 
-@pytest.mark.parametrize("text,builder", [
-    ("model: m\nrecipe_version: '1'\n", "eugr"),
-    ("model: m\nrecipe_version: 1\n", "eugr"),
-    ("model: m\nrecipe_version: '2'\n", ""),
-    ("model: m\n", ""),
-    ("model: m\nruntime: sglang\nrecipe_version: '1'\n", ""),
-    ("model: m\ncontainer: ghcr.io/spark-arena/dgx-vllm-eugr-nightly-tf5:latest\n", "eugr"),
-])
+@pytest.mark.parametrize(
+    "text,builder",
+    [
+        ("model: m\nrecipe_version: '1'\n", "eugr"),
+        ("model: m\nrecipe_version: 1\n", "eugr"),
+        ("model: m\nrecipe_version: '2'\n", ""),
+        ("model: m\n", ""),
+        ("model: m\nruntime: sglang\nrecipe_version: '1'\n", ""),
+        ("model: m\ncontainer: ghcr.io/spark-arena/dgx-vllm-eugr-nightly-tf5:latest\n", "eugr"),
+    ],
+)
 def test_only_v1_recipes_and_eugr_signals_mean_the_eugr_builder(text, builder):
     r = parse_recipe(text, "r.yaml", environ={})
     assert r.builder == builder
@@ -307,8 +351,14 @@ def test_a_commandless_recipe_becomes_vllm_flags():
     runtimes/base.py build_flags_from_map and render_flag_value do."""
     r = parse_recipe(COMMANDLESS.format(runtime="vllm"), "c.yaml", environ={})
     opts, warnings = apply_recipe(r, PlanOptions(), MODEL, nodes=2, engine_given=False)
-    assert (opts.engine, opts.mode, opts.port, opts.tp, opts.mem_fraction, opts.max_model_len) == \
-        ("vllm", "native", 8000, 2, 0.7, 32768)
+    assert (opts.engine, opts.mode, opts.port, opts.tp, opts.mem_fraction, opts.max_model_len) == (
+        "vllm",
+        "native",
+        8000,
+        2,
+        0.7,
+        32768,
+    )
     assert opts.trust_remote_code is True
     fl = flags(opts.extra_args)
     assert fl["--kv-cache-dtype"] == "fp8" and fl["--max-num-seqs"] == "16"
@@ -340,8 +390,9 @@ def test_a_commandless_recipe_becomes_sglang_flags_in_the_plan():
 
 def test_commandless_flags_follow_the_engine_planned_and_the_user_still_wins():
     r = parse_recipe(COMMANDLESS.format(runtime="sglang"), "c.yaml", environ={})
-    opts, warnings = apply_recipe(r, PlanOptions(engine="vllm", trust_remote_code=False,
-                                                 extra_args=["--max-num-seqs", "4"]), MODEL, nodes=2)
+    opts, warnings = apply_recipe(
+        r, PlanOptions(engine="vllm", trust_remote_code=False, extra_args=["--max-num-seqs", "4"]), MODEL, nodes=2
+    )
     assert opts.engine == "vllm" and opts.trust_remote_code is False
     assert opts.extra_args[-2:] == ["--max-num-seqs", "4"] and "--max-running-requests" not in opts.extra_args
     assert opts.extra_args.index("--max-num-seqs") < len(opts.extra_args) - 2  # the recipe's, then the user's
@@ -349,8 +400,9 @@ def test_commandless_flags_follow_the_engine_planned_and_the_user_still_wins():
 
 
 def test_commandless_switch_that_is_not_a_switch_is_reported():
-    r = parse_recipe("model: m\nruntime: vllm\ndefaults: {enforce_eager: maybe, trust_remote_code: sure}\n",
-                     "s.yaml", environ={})
+    r = parse_recipe(
+        "model: m\nruntime: vllm\ndefaults: {enforce_eager: maybe, trust_remote_code: sure}\n", "s.yaml", environ={}
+    )
     opts, warnings = apply_recipe(r, PlanOptions(), MODEL, engine_given=False)
     assert "--enforce-eager" not in opts.extra_args and opts.trust_remote_code is None
     assert any("defaults.enforce_eager: 'maybe' is neither" in w for w in warnings)

@@ -1,6 +1,7 @@
 """Recipe mods: files a mod puts in the workspace travel with the plan (written on each node, mounted
 read-only, the engine's argument pointed at them); a mod that runs code in the container is refused with
 the line that does it. A recipe's max_nodes and TP narrow the nodes."""
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ command: |
       --chat-template unsloth.jinja --distributed-executor-backend ray
 """
 # The shape of eugr/spark-vllm-docker mods/fix-qwen3.5-chat-template/run.sh: copy one file into the workspace.
-COPY_MOD = "#!/usr/bin/env bash\nset -e\ncp chat_template.jinja $WORKSPACE_DIR/unsloth.jinja\necho \"use it\"\n"
+COPY_MOD = '#!/usr/bin/env bash\nset -e\ncp chat_template.jinja $WORKSPACE_DIR/unsloth.jinja\necho "use it"\n'
 
 
 def _recipe(tmp_path, mods="fix-qwen3.5-chat-template", run_sh=COPY_MOD, tp=2, extra=""):
@@ -78,22 +79,30 @@ def test_the_carried_file_changes_the_plan_id(tmp_path):
     assert a.plan_id != b.plan_id and r is not None
 
 
-@pytest.mark.parametrize("mods,run_sh,why", [
-    ("fix-qwen3.5-chat-template", "#!/bin/sh\nset -e\npatch -p1 -d /usr/lib/python3/site-packages < fix.diff\n",
-     "runs `patch -p1"),
-    ("fix-qwen3.5-chat-template", "#!/bin/sh\npip install foo\ncp chat_template.jinja $WORKSPACE_DIR/unsloth.jinja\n",
-     "runs `pip install foo`"),
-    ("'@eugr/fix-qwen3.5-chat-template'", COPY_MOD, "a registry mod"),
-    ("fix-nowhere", COPY_MOD, "no mod directory with a run.sh at"),
-])
+@pytest.mark.parametrize(
+    "mods,run_sh,why",
+    [
+        (
+            "fix-qwen3.5-chat-template",
+            "#!/bin/sh\nset -e\npatch -p1 -d /usr/lib/python3/site-packages < fix.diff\n",
+            "runs `patch -p1",
+        ),
+        (
+            "fix-qwen3.5-chat-template",
+            "#!/bin/sh\npip install foo\ncp chat_template.jinja $WORKSPACE_DIR/unsloth.jinja\n",
+            "runs `pip install foo`",
+        ),
+        ("'@eugr/fix-qwen3.5-chat-template'", COPY_MOD, "a registry mod"),
+        ("fix-nowhere", COPY_MOD, "no mod directory with a run.sh at"),
+    ],
+)
 def test_a_mod_sparktui_cannot_carry_is_refused_with_the_reason(tmp_path, mods, run_sh, why):
     plan, notes = _plan(_recipe(tmp_path, mods=mods, run_sh=run_sh))
     refused = [n for n in notes if n.startswith("mods:") and "not applied" in n]
     assert len(refused) == 1 and why in refused[0], notes
     assert not any(s.kind == "file" for s in plan.steps)
     # and the flag that needed the mod's file is named: the launch would fail without it
-    assert any(n.startswith("--chat-template unsloth.jinja: no mod carries") and "was not applied" in n
-               for n in notes)
+    assert any(n.startswith("--chat-template unsloth.jinja: no mod carries") and "was not applied" in n for n in notes)
 
 
 def test_recipe_max_nodes_and_tp_narrow_the_nodes(tmp_path):

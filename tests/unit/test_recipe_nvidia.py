@@ -1,5 +1,6 @@
 """NVIDIA's Local AI Inference Recipes as a plan's start: real files from NVIDIA/local-ai-inference-recipes
 (tests/recipes/nvidia/SOURCES.md names each one's source and commit), and edits of them that must be refused."""
+
 from __future__ import annotations
 
 import re
@@ -112,22 +113,28 @@ def _line(text: str, needle: str, nth: int = 0) -> int:
 
 def test_a_worker_command_that_differs_from_the_head_is_refused_at_its_line():
     text, errors = _edited(DEEPSEEK, "          --max-num-seqs 4 \\", "          --max-num-seqs 8 \\")
-    assert errors == [f"e.yaml:{_line(text, '--max-num-seqs 8')}: --max-num-seqs differs between the head's and the "
-                      f"workers' commands; one plan runs every rank with the same flags: `--max-num-seqs 8 \\`"]
+    assert errors == [
+        f"e.yaml:{_line(text, '--max-num-seqs 8')}: --max-num-seqs differs between the head's and the "
+        f"workers' commands; one plan runs every rank with the same flags: `--max-num-seqs 8 \\`"
+    ]
 
 
 def test_a_worker_export_the_head_lacks_is_refused():
-    text, errors = _edited(DEEPSEEK, '        export VLLM_USE_BREAKABLE_CUDAGRAPH="1"',
-                           '        export VLLM_USE_BREAKABLE_CUDAGRAPH="0"')
+    text, errors = _edited(
+        DEEPSEEK, '        export VLLM_USE_BREAKABLE_CUDAGRAPH="1"', '        export VLLM_USE_BREAKABLE_CUDAGRAPH="0"'
+    )
     line = _line(text, 'CUDAGRAPH="0"')
     assert len(errors) == 1 and errors[0].startswith(f"e.yaml:{line}: the workers export")
 
 
 def test_a_shell_step_the_plan_cannot_run_is_refused():
-    text, errors = _edited(QWEN, '    export B12X_POLICY_MODE="auto"\n', '    export B12X_POLICY_MODE="auto"\n'
-                                                                        '    pip install b12x\n')
-    assert errors == [f"e.yaml:{_line(text, 'pip install')}: a shell step other than `export` before the engine's "
-                      f"command; sparktui runs only the engine in the image: `pip install b12x`"]
+    text, errors = _edited(
+        QWEN, '    export B12X_POLICY_MODE="auto"\n', '    export B12X_POLICY_MODE="auto"\n    pip install b12x\n'
+    )
+    assert errors == [
+        f"e.yaml:{_line(text, 'pip install')}: a shell step other than `export` before the engine's "
+        f"command; sparktui runs only the engine in the image: `pip install b12x`"
+    ]
 
 
 def test_a_flag_given_as_a_shell_variable_is_refused_but_rendezvous_ones_are_the_plans():

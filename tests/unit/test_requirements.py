@@ -1,5 +1,6 @@
 """What the nodes need, judged from probe output: real command output (tests/unit/samples/probes)
 through the real probe parser, then core/requirements.py; every unmet need names its fix."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,30 +28,52 @@ def section(name: str, out: str, rc: int = 0, err: str = "") -> str:
     return f"@@sparktui:out {name}@@\n{out}\n@@sparktui:err {name}@@\n{err}\n@@sparktui:rc {name} {rc}@@\n"
 
 
-def probe(node: str, *, model: bool = True, docker_err: str | None = None, runtimes: str | None = None,
-          rsync: bool = True, toolkit: str = "tool /usr/bin/nvidia-container-runtime-hook") -> str:
-    parts = [section("nvidia-smi", read("nvidia-smi-gb10.csv")), section("meminfo", read("meminfo-spark.txt")),
-             section("df", read("df-spark.txt")), section("model", f"path {MODEL}\n" + ("dir" if model else "missing"))]
+def probe(
+    node: str,
+    *,
+    model: bool = True,
+    docker_err: str | None = None,
+    runtimes: str | None = None,
+    rsync: bool = True,
+    toolkit: str = "tool /usr/bin/nvidia-container-runtime-hook",
+) -> str:
+    parts = [
+        section("nvidia-smi", read("nvidia-smi-gb10.csv")),
+        section("meminfo", read("meminfo-spark.txt")),
+        section("df", read("df-spark.txt")),
+        section("model", f"path {MODEL}\n" + ("dir" if model else "missing")),
+    ]
     if model:
         parts += [section("du", f"1000\t{MODEL}"), section("files", "3")]
     if docker_err is None:
-        parts += [section("docker-version", "28.3.3"), section("docker-images", read("docker-images.jsonl")),
-                  section("docker-ids", read("docker-image-ids.txt")), section("docker-ps", ""),
-                  section("docker-runtimes", runtimes or read("docker-runtimes-runc.json"))]
+        parts += [
+            section("docker-version", "28.3.3"),
+            section("docker-images", read("docker-images.jsonl")),
+            section("docker-ids", read("docker-image-ids.txt")),
+            section("docker-ps", ""),
+            section("docker-runtimes", runtimes or read("docker-runtimes-runc.json")),
+        ]
     else:
         parts.append(section("docker-version", "", 1, docker_err))
-    parts += [section("ip", read(f"ip-addr-{node}.json")), section("ib-sys", read("ib-sys-spark.txt")),
-              section("speed", read("speed-spark.txt")), section("user", "ubuntu"),
-              section("rsync", read("rsync-version.txt")) if rsync else section("rsync", "", 127, "sh: rsync: not found"),
-              section("gpu-toolkit", toolkit)]
+    parts += [
+        section("ip", read(f"ip-addr-{node}.json")),
+        section("ib-sys", read("ib-sys-spark.txt")),
+        section("speed", read("speed-spark.txt")),
+        section("user", "ubuntu"),
+        section("rsync", read("rsync-version.txt")) if rsync else section("rsync", "", 127, "sh: rsync: not found"),
+        section("gpu-toolkit", toolkit),
+    ]
     return "".join(parts) + "@@sparktui:done@@\n"
 
 
 def config(style: str = "gpus-all") -> Config:
-    return Config(cluster="c", nodes=[NodeConfig("spark1", HOSTS["spark1"], role="head"),
-                                      NodeConfig("spark2", HOSTS["spark2"])],
-                  model=ModelConfig(name="m", path=MODEL), images=ImagesConfig(sglang=IMAGE, vllm="nvcr.io/none:1"),
-                  docker=DockerConfig(gpu_style=style))
+    return Config(
+        cluster="c",
+        nodes=[NodeConfig("spark1", HOSTS["spark1"], role="head"), NodeConfig("spark2", HOSTS["spark2"])],
+        model=ModelConfig(name="m", path=MODEL),
+        images=ImagesConfig(sglang=IMAGE, vllm="nvcr.io/none:1"),
+        docker=DockerConfig(gpu_style=style),
+    )
 
 
 def needs(texts: dict[str, str], style: str = "gpus-all") -> dict[tuple[str, str], object]:
@@ -68,12 +91,15 @@ def test_two_good_sparks_need_only_what_sparktui_copies_and_one_image_pull():
     assert "enp1s0f1np1" in got["spark1", "fabric"].detail and "RoCE" in got["spark1", "fabric"].detail
     assert got["spark2", "model"].status == "todo" and "sync model" in got["spark2", "model"].fix
     vllm = got["spark1", "image:vllm"]  # on no node: pull it once, sparktui copies it
-    assert vllm.status == "fail" and vllm.fix == "`docker pull nvcr.io/none:1` on spark1, then `sparktui sync image vllm`"
+    assert (
+        vllm.status == "fail" and vllm.fix == "`docker pull nvcr.io/none:1` on spark1, then `sparktui sync image vllm`"
+    )
 
 
 def test_docker_permission_denied_names_the_group_fix():
-    got = needs({"spark1": probe("spark1", docker_err=read("docker-version-permission-denied.err")),
-                 "spark2": probe("spark2")})
+    got = needs(
+        {"spark1": probe("spark1", docker_err=read("docker-version-permission-denied.err")), "spark2": probe("spark2")}
+    )
     d = got["spark1", "docker"]
     assert d.status == "fail" and d.detail.startswith("permission denied while trying to connect")
     assert "`sudo usermod -aG docker ubuntu`" in d.fix
@@ -87,7 +113,9 @@ def test_docker_daemon_down_names_systemctl():
 
 
 def test_missing_toolkit_rsync_and_model_source_each_say_what_to_do():
-    got = needs({"spark1": probe("spark1", model=False, rsync=False, toolkit=""), "spark2": probe("spark2", model=False)})
+    got = needs(
+        {"spark1": probe("spark1", model=False, rsync=False, toolkit=""), "spark2": probe("spark2", model=False)}
+    )
     assert got["spark1", "gpu-runtime"].status == "fail" and got["spark1", "gpu-runtime"].fix == TOOLKIT_FIX
     assert got["spark1", "rsync"].fix == "`sudo apt-get install -y rsync`"
     assert got["spark1", "model"].status == "fail" and "model.source" in got["spark1", "model"].fix
@@ -111,6 +139,7 @@ def test_gpu_style_picks_what_counts_as_the_toolkit():
 def test_unreachable_node_gets_one_ssh_need():
     facts = {"spark1": parse_probe("spark1", HOSTS["spark1"], probe("spark1"))}
     from sparktui.core.facts import NodeFacts
+
     facts["spark2"] = NodeFacts("spark2", HOSTS["spark2"], reachable=False, error="Connection refused")
     rows = [n for n in node_needs(config(), analyse(config(), facts)) if n.node == "spark2"]
     assert [(n.id, n.status, n.detail) for n in rows] == [("ssh", "fail", "Connection refused")]
@@ -128,10 +157,16 @@ def test_parsers_on_real_output():
     assert parse_rsync_version(read("rsync-version.txt")) == "3.5.0"
     assert parse_rsync_version("rsync: command not found") is None
     assert parse_runtimes(read("docker-runtimes-runc.json")) == [  # dockerd 20.10 in the lab
-        "io.containerd.runc.v2", "io.containerd.runtime.v1.linux", "runc", "runc-clamp"]
+        "io.containerd.runc.v2",
+        "io.containerd.runtime.v1.linux",
+        "runc",
+        "runc-clamp",
+    ]
     assert parse_runtimes("template: :1: bad") == [] and parse_runtimes("") == []
-    assert parse_toolkit("tool /usr/bin/nvidia-ctk\ncdi /etc/cdi/nvidia.yaml\n") == (["/usr/bin/nvidia-ctk"],
-                                                                                     ["/etc/cdi/nvidia.yaml"])
+    assert parse_toolkit("tool /usr/bin/nvidia-ctk\ncdi /etc/cdi/nvidia.yaml\n") == (
+        ["/usr/bin/nvidia-ctk"],
+        ["/etc/cdi/nvidia.yaml"],
+    )
 
 
 def test_the_probe_script_finds_the_hook_and_rsync_on_the_path(tmp_path):
@@ -170,10 +205,15 @@ def test_check_prints_every_unmet_need_whole_at_80_columns(monkeypatch):
     from rich.console import Console
 
     from sparktui.cli import check
+
     buf = io.StringIO()
     monkeypatch.setattr(check, "console", Console(file=buf, width=80, color_system=None))
-    rows = needs({"spark1": probe("spark1", docker_err=read("docker-version-permission-denied.err")),
-                  "spark2": probe("spark2", model=False, rsync=False, toolkit="")}).values()
+    rows = needs(
+        {
+            "spark1": probe("spark1", docker_err=read("docker-version-permission-denied.err")),
+            "spark2": probe("spark2", model=False, rsync=False, toolkit=""),
+        }
+    ).values()
     check.print_needs(list(rows))
     out = buf.getvalue()
     flat = " ".join(out.split())
@@ -187,12 +227,18 @@ def test_check_prints_every_unmet_need_whole_at_80_columns(monkeypatch):
     assert "4 needs to fix on spark1, spark2: each fix is above" in flat  # docker; toolkit, rsync, vllm image
 
 
-
 def test_an_unreachable_node_does_not_take_the_fabric_from_the_others():
     from sparktui.core.facts import NodeFacts
-    cfg = Config(cluster="c", nodes=[NodeConfig("spark1", HOSTS["spark1"], role="head"),
-                                     NodeConfig("spark2", HOSTS["spark2"]), NodeConfig("spark3", "192.168.1.103")],
-                 model=ModelConfig(name="m", path=MODEL))
+
+    cfg = Config(
+        cluster="c",
+        nodes=[
+            NodeConfig("spark1", HOSTS["spark1"], role="head"),
+            NodeConfig("spark2", HOSTS["spark2"]),
+            NodeConfig("spark3", "192.168.1.103"),
+        ],
+        model=ModelConfig(name="m", path=MODEL),
+    )
     facts = {n: parse_probe(n, HOSTS[n], probe(n)) for n in HOSTS}
     facts["spark3"] = NodeFacts("spark3", "192.168.1.103", reachable=False, error="timed out")
     rows = {(n.node, n.id): n for n in node_needs(cfg, analyse(cfg, facts))}

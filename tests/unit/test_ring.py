@@ -1,4 +1,5 @@
 """Three Sparks in a ring: read from the addresses, planned with NVIDIA's ring settings over every HCA."""
+
 from __future__ import annotations
 
 from sparktui.core.fabric import topology
@@ -33,8 +34,9 @@ def test_nodes_that_all_share_a_fabric_subnet_are_no_ring_whatever_ports_are_up(
     # a line (spark1 - spark2 - spark3, the closing cable missing) is no ring either
     line = ring()
     for f in (line["spark1"], line["spark3"]):
-        f.interfaces = [i for i in f.interfaces if not any(a.startswith("192.168.2.") or a.startswith("192.168.3.")
-                                                           for a in i.ipv4)]
+        f.interfaces = [
+            i for i in f.interfaces if not any(a.startswith("192.168.2.") or a.startswith("192.168.3.") for a in i.ipv4)
+        ]
     assert ring_of(line, ORDER) is None
 
 
@@ -42,8 +44,10 @@ def test_a_ring_is_planned_over_the_management_rendezvous_with_every_hca_and_nvi
     plan = _plan(ring())
     assert not plan.errors, plan.errors
     assert plan.subnet == "10.0.0.0/24" and plan.head_ip == "10.0.0.11"
-    assert any("ring of 3 nodes" in w and "NCCL moves the data over every HCA" in w
-               and "dgxspark-3node-ring" in w for w in plan.warnings)
+    assert any(
+        "ring of 3 nodes" in w and "NCCL moves the data over every HCA" in w and "dgxspark-3node-ring" in w
+        for w in plan.warnings
+    )
     assert not any("NCCL would run over TCP" in w for w in plan.warnings)
     env = plan.nodes[1].env
     assert env["NCCL_SOCKET_IFNAME"] == "enP7s7"

@@ -1,4 +1,5 @@
 """A ring's transit on each node, from the look's recorded output: forwarding, routes, iptables' FORWARD."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,11 @@ ROUTES = """default via 10.0.0.1 dev enP7s7 proto static
 192.168.1.0/24 dev enP2p1s0f0np0 proto kernel scope link src 192.168.1.1
 192.168.2.0/24 dev enp1s0f1np1 proto kernel scope link src 192.168.2.1
 192.168.3.0/24 dev enP2p1s0f1np1 proto kernel scope link src 192.168.3.1"""
-ROUTED = ROUTES + """
+ROUTED = (
+    ROUTES
+    + """
 192.168.4.0/23 via 192.168.0.2 dev enp1s0f0np0"""
+)
 # `iptables -S FORWARD` then `-S DOCKER-USER` after Docker 28 installed itself
 DOCKER_FORWARD = """-P FORWARD DROP
 -A FORWARD -j DOCKER-USER
@@ -28,20 +32,31 @@ DOCKER_FORWARD = """-P FORWARD DROP
 -A FORWARD -i docker0 ! -o docker0 -j ACCEPT
 -N DOCKER-USER
 -A DOCKER-USER -j RETURN"""
-RELAYED = DOCKER_FORWARD + """
+RELAYED = (
+    DOCKER_FORWARD
+    + """
 -A DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT
 -A DOCKER-USER -i enp1s0f1np1 -o enp1s0f0np0 -j ACCEPT
 -A DOCKER-USER -i enP2p1s0f0np0 -j ACCEPT
 -A DOCKER-USER -i enP2p1s0f1np1 -o enP2p1s0f0np0 -j ACCEPT
 -A DOCKER-USER -i enp1s0f1np1 -o enP2p1s0f0np0 -j ACCEPT
 -A DOCKER-USER -i enP2p1s0f1np1 -o enp1s0f0np0 -j ACCEPT"""
-IP_JSON = [{"ifname": "enP7s7", "flags": ["UP"], "operstate": "UP",
-            "addr_info": [{"family": "inet", "local": "10.0.0.11", "prefixlen": 24}]}]
+)
+IP_JSON = [
+    {
+        "ifname": "enP7s7",
+        "flags": ["UP"],
+        "operstate": "UP",
+        "addr_info": [{"family": "inet", "local": "10.0.0.11", "prefixlen": 24}],
+    }
+]
 
 
 def _look(fwd: str = "1", routes: str = ROUTES, iptables: str = DOCKER_FORWARD):
-    return parse_look(f"@@ip\n{json.dumps(IP_JSON)}\n@@image\nsha256:{'ab' * 32}\n@@rc 0\n@@ib\nyes\n"
-                      f"@@fwd\n{fwd}\n@@routes\n{routes}\n@@iptables\n{iptables}\n")
+    return parse_look(
+        f"@@ip\n{json.dumps(IP_JSON)}\n@@image\nsha256:{'ab' * 32}\n@@rc 0\n@@ib\nyes\n"
+        f"@@fwd\n{fwd}\n@@routes\n{routes}\n@@iptables\n{iptables}\n"
+    )
 
 
 def _ring() -> dict:
@@ -63,7 +78,8 @@ def test_a_node_docker_left_dropping_transit_gets_each_fix_named():
     routes = [p for p in problems if p.what.startswith("no route")]
     assert [p.fix for p in routes] == [
         ["sudo ip route replace 192.168.4.0/24 via 192.168.0.2 dev enp1s0f0np0"],
-        ["sudo ip route replace 192.168.5.0/24 via 192.168.0.2 dev enp1s0f0np0"]]
+        ["sudo ip route replace 192.168.5.0/24 via 192.168.0.2 dev enp1s0f0np0"],
+    ]
     assert "spark2 - spark3" in routes[0].what
     drop = by["iptables'"]
     assert "policy is DROP" in drop.what and "like a dead cable" in drop.what
@@ -93,8 +109,9 @@ def test_unreadable_iptables_is_said_with_the_command_to_look_and_no_guess():
 
 def test_the_verdict_lists_each_node_s_transit_problem_with_its_fix():
     problems, _ = judge("spark3", _look(fwd="0", routes="", iptables="-P FORWARD ACCEPT").transit, _ring())
-    v = Verdict(setting=Setting(addr="10.0.0.11", port=29501, subnet="10.0.0.0/24", image="img", timeout=30),
-                transit=problems)
+    v = Verdict(
+        setting=Setting(addr="10.0.0.11", port=29501, subnet="10.0.0.0/24", image="img", timeout=30), transit=problems
+    )
     assert "ring transit: spark3: net.ipv4.ip_forward is 0" in v.summary()
     assert "`sudo ip route replace 192.168.0.0/24 via 192.168.2.1 dev enp1s0f0np0`" in v.summary()
     j = v.to_json()["ring_transit"]

@@ -1,4 +1,5 @@
 """The TUI's event routing: each event reaches the handlers marked for its type, owners in the order given."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """Whether rsync runs on a node: "not installed" only when the lookup ran and found nothing."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,9 +14,11 @@ from tests.fakes import FakeNode
 
 def through_sh(path: str):
     """A node whose shell is this machine's sh with the given PATH."""
+
     def answer(_name: str, command: str) -> Result:
         done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, env={"PATH": path})
         return Result(done.returncode, done.stdout, done.stderr, 0.0)
+
     return answer
 
 

@@ -1,6 +1,7 @@
 """run_app: SIGTERM or SIGHUP (`kill`, a closed terminal) ends the app the normal way, and an app whose
 normal way is stuck (Textual's output thread dead on a hung-up terminal) is still ended, after what it
 started is stopped. Each case runs in a process of its own: the signal and the forced exit are real."""
+
 from __future__ import annotations
 
 import signal
@@ -43,8 +44,13 @@ SCRIPT = textwrap.dedent("""
 
 def run_until_signalled(tmp_path: Path, how: str, sig: int) -> tuple[int, str, Path]:
     marker = tmp_path / "stopped"
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, how, str(marker)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, how, str(marker)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "running", proc.stderr.read()  # inside app.run()
         proc.send_signal(sig)

@@ -1,4 +1,5 @@
 """One masking function: whole values hidden whatever they contain, wherever they appear."""
+
 from __future__ import annotations
 
 import json
@@ -17,27 +18,68 @@ def _clean():
     secrets.forget()
 
 
-@pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "--hf-token", "--api-key", "api_key",
-                                  "VLLM_API_KEY", "DB_PASSWORD", "MYPASSWORDFILE", "AWS_SECRET_ACCESS_KEY",
-                                  "--admin-api-key", "CLIENT_SECRET", "GH_PAT_TOKEN"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "--hf-token",
+        "--api-key",
+        "api_key",
+        "VLLM_API_KEY",
+        "DB_PASSWORD",
+        "MYPASSWORDFILE",
+        "AWS_SECRET_ACCESS_KEY",
+        "--admin-api-key",
+        "CLIENT_SECRET",
+        "GH_PAT_TOKEN",
+    ],
+)
 def test_secret_names(name):
     assert is_secret_name(name)
 
 
-@pytest.mark.parametrize("name", ["TOKENIZERS_PARALLELISM", "--tokenizer", "--max-num-batched-tokens",
-                                  "--max-total-tokens", "--ssl-keyfile", "NCCL_IB_PKEY", "NCCL_DEBUG", "--kv-cache-dtype"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "TOKENIZERS_PARALLELISM",
+        "--tokenizer",
+        "--max-num-batched-tokens",
+        "--max-total-tokens",
+        "--ssl-keyfile",
+        "NCCL_IB_PKEY",
+        "NCCL_DEBUG",
+        "--kv-cache-dtype",
+    ],
+)
 def test_engine_settings_are_not_secret(name):
     assert not is_secret_name(name)
 
 
 def test_whole_values_are_masked_in_shell_lines():
-    value = "sk a'b \"c\" d"
-    line = shlex.join(["docker", "exec", "-e", f"HF_TOKEN={value}", "c", "vllm", "serve", "--api-key", value,
-                       f"--hf-token={value}", "--tokenizer", "tok/x", "--max-num-batched-tokens", "8192"])
+    value = 'sk a\'b "c" d'
+    line = shlex.join(
+        [
+            "docker",
+            "exec",
+            "-e",
+            f"HF_TOKEN={value}",
+            "c",
+            "vllm",
+            "serve",
+            "--api-key",
+            value,
+            f"--hf-token={value}",
+            "--tokenizer",
+            "tok/x",
+            "--max-num-batched-tokens",
+            "8192",
+        ]
+    )
     out = mask(line)
-    for part in ("sk", "a'b", "d", "c\\\""):
+    for part in ("sk", "a'b", "d", 'c\\"'):
         assert f" {part}" not in out.replace("serve", "")
-    assert "sk a" not in out and "\"c\"" not in out
+    assert "sk a" not in out and '"c"' not in out
     assert "--tokenizer tok/x" in out and "--max-num-batched-tokens 8192" in out  # not over-masked
     assert out.count(MASK) == 3
     assert shlex.split(out)[3] == f"HF_TOKEN={MASK}"  # still a readable shell line
@@ -51,7 +93,9 @@ def test_env_assignments_and_flags_in_plain_text():
 
 def test_engine_log_lines_that_echo_a_secret():
     # vLLM prints its non-default args as a dict; SGLang prints server_args=ServerArgs(...)
-    vllm = "(APIServer pid=1) INFO 08-19 14:58:40 [utils.py:326] non-default args: {'model': '/m', 'api_key': ['sk one']}"
+    vllm = (
+        "(APIServer pid=1) INFO 08-19 14:58:40 [utils.py:326] non-default args: {'model': '/m', 'api_key': ['sk one']}"
+    )
     sgl = "[2025-01-01 10:00:00] server_args=ServerArgs(model_path='/m', api_key='sk two', port=30000)"
     assert "sk one" not in mask(vllm) and "'/m'" in mask(vllm)
     assert "sk two" not in mask(sgl) and "port=30000" in mask(sgl)
@@ -70,8 +114,12 @@ def test_user_declared_names():
 
 
 def test_structured_data_stays_valid_json():
-    data = {"options": {"env": {"HF_TOKEN": 'hf "quoted" value', "NCCL_DEBUG": "INFO"},
-                        "extra_args": ["--api-key", "sk with space", "--hf-token=x y", "--port", "1"]}}
+    data = {
+        "options": {
+            "env": {"HF_TOKEN": 'hf "quoted" value', "NCCL_DEBUG": "INFO"},
+            "extra_args": ["--api-key", "sk with space", "--hf-token=x y", "--port", "1"],
+        }
+    }
     text = json.dumps(mask_data(data))
     back = json.loads(text)
     assert back["options"]["env"] == {"HF_TOKEN": MASK, "NCCL_DEBUG": "INFO"}
@@ -124,9 +172,11 @@ def test_diagnose_output_hides_a_key_the_engine_logged(tmp_path, capsys):
     from sparktui.cli import main
 
     log = tmp_path / "vllm.log"
-    log.write_text("(APIServer pid=1) INFO 08-19 14:58:40 [api_server.py:1] vLLM API server version 0.11.0\n"
-                   "(APIServer pid=1) INFO 08-19 14:58:40 [utils.py:326] non-default args: "
-                   "{'model': '/m', 'api_key': ['sk-logged-key-123']}\n")
+    log.write_text(
+        "(APIServer pid=1) INFO 08-19 14:58:40 [api_server.py:1] vLLM API server version 0.11.0\n"
+        "(APIServer pid=1) INFO 08-19 14:58:40 [utils.py:326] non-default args: "
+        "{'model': '/m', 'api_key': ['sk-logged-key-123']}\n"
+    )
     for extra in (["--json"], []):
         main(["diagnose", str(log), "--engine", "vllm", *extra])
         out = capsys.readouterr().out

@@ -1,4 +1,5 @@
 """The head's per-step exchange with the other nodes (sparktui/sim/collective.py), over real loopback sockets."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """The simulator's node memory accounting (sim/hostmem.py): only on a stand-in file, adding up, given back."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -27,6 +28,7 @@ def test_the_real_meminfo_and_missing_or_empty_files_are_never_touched(tmp_path,
 
 def _take(meminfo: str, ledger: str, gib: float, rounds: int) -> None:
     import os
+
     os.environ[hostmem.MEMINFO_ENV], os.environ[hostmem.LEDGER_ENV] = meminfo, ledger
     mem = hostmem.EngineMemory()
     for k in range(1, rounds + 1):

@@ -1,5 +1,6 @@
 """/metrics on the simulated engines: each release's names and types, in the Prometheus text format, moving
 as requests are served."""
+
 from __future__ import annotations
 
 import re
@@ -17,7 +18,7 @@ def fast(monkeypatch):
     monkeypatch.setenv("SPARKTUI_SIM_SPEED", "2000")
 
 
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$")
 
 
 def parse(text: str) -> tuple[dict[str, str], dict[tuple[str, frozenset], float]]:
@@ -39,8 +40,9 @@ def parse(text: str) -> tuple[dict[str, str], dict[tuple[str, frozenset], float]
 
 
 def total(samples, name: str, **want) -> float:
-    return sum(v for (n, labels), v in samples.items()
-               if n == name and all((k, str(x)) in labels for k, x in want.items()))
+    return sum(
+        v for (n, labels), v in samples.items() if n == name and all((k, str(x)) in labels for k, x in want.items())
+    )
 
 
 async def scrape(port: int):
@@ -65,8 +67,12 @@ async def test_vllm_metrics_move_as_it_serves(version, deprecated):
         assert total(before, "vllm:generation_tokens_total") == 0
         assert total(before, "vllm:request_success_total", finished_reason="length") == 0  # pre-created
         for _ in range(2):
-            await request(port, "POST", "/v1/completions", {"prompt": "abcd" * 25, "max_tokens": 20,
-                                                            "ignore_eos": True, "stream": True})
+            await request(
+                port,
+                "POST",
+                "/v1/completions",
+                {"prompt": "abcd" * 25, "max_tokens": 20, "ignore_eos": True, "stream": True},
+            )
         _, after = await scrape(port)
         lab = {"model_name": "qwen", "engine": "0"}
         assert total(after, "vllm:generation_tokens_total", **lab) == 40
@@ -77,8 +83,11 @@ async def test_vllm_metrics_move_as_it_serves(version, deprecated):
         assert total(after, f"{tpot}_count") == 2
         assert total(after, "vllm:time_per_output_token_seconds_count") == (38 if deprecated else 0)
         assert total(after, "vllm:inter_token_latency_seconds_sum") > 0
-        buckets = sorted((float(dict(lbl)["le"]), v) for (n, lbl), v in after.items()
-                         if n == "vllm:inter_token_latency_seconds_bucket")
+        buckets = sorted(
+            (float(dict(lbl)["le"]), v)
+            for (n, lbl), v in after.items()
+            if n == "vllm:inter_token_latency_seconds_bucket"
+        )
         assert buckets[-1] == (float("inf"), 38) and all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))
         assert total(after, "vllm:num_requests_running") == 0
     finally:
@@ -95,8 +104,12 @@ async def test_sglang_metrics_need_enable_metrics_and_use_its_names(version, str
     try:
         assert (await request(port, "GET", "/metrics"))[0] == 404  # as without --enable-metrics
         state.metrics_enabled = True
-        await request(port, "POST", "/generate", {"text": "hi", "stream": True,
-                                                  "sampling_params": {"max_new_tokens": 8, "ignore_eos": True}})
+        await request(
+            port,
+            "POST",
+            "/generate",
+            {"text": "hi", "stream": True, "sampling_params": {"max_new_tokens": 8, "ignore_eos": True}},
+        )
         types, s = await scrape(port)
         assert types["sglang:generation_tokens_total"] == "counter"
         assert types["sglang:num_running_reqs"] == "gauge" and types["sglang:token_usage"] == "gauge"
@@ -123,15 +136,21 @@ def test_gauges_are_read_live_and_label_values_escaped():
 def test_an_unknown_release_plays_the_nearest_older_one():
     assert "vllm:time_per_output_token_seconds" in EngineMetrics("vllm", "0.10.2", "m").render()
     assert "vllm:time_per_output_token_seconds" not in EngineMetrics("vllm", "0.32.1", "m").render()
-    assert "# TYPE sglang:request_time_per_output_token_seconds histogram" in EngineMetrics(
-        "sglang", "0.6.0", "m").render()
+    assert (
+        "# TYPE sglang:request_time_per_output_token_seconds histogram"
+        in EngineMetrics("sglang", "0.6.0", "m").render()
+    )
     assert "request_time_per_output_token" not in EngineMetrics("sglang", "0.5.4", "m").render()
 
 
 # TensorRT-LLM 1.3.0rc3's tensorrt_llm/metrics/collector.py, as a scraper sees the families (counter without _total)
-TRTLLM_1_3 = {"trtllm_request_success": "counter", "trtllm_e2e_request_latency_seconds": "histogram",
-              "trtllm_time_to_first_token_seconds": "histogram", "trtllm_time_per_output_token_seconds": "histogram",
-              "trtllm_request_queue_time_seconds": "histogram"}
+TRTLLM_1_3 = {
+    "trtllm_request_success": "counter",
+    "trtllm_e2e_request_latency_seconds": "histogram",
+    "trtllm_time_to_first_token_seconds": "histogram",
+    "trtllm_time_per_output_token_seconds": "histogram",
+    "trtllm_request_queue_time_seconds": "histogram",
+}
 
 
 async def trtllm_api():
@@ -151,9 +170,17 @@ async def prometheus_page(port: int) -> str:
 
 
 async def chat(port: int, max_tokens: int) -> None:
-    status, *_ = await request(port, "POST", "/v1/chat/completions", {
-        "model": "Tiny-Model", "max_tokens": max_tokens, "ignore_eos": True,
-        "messages": [{"role": "user", "content": "hi"}]})
+    status, *_ = await request(
+        port,
+        "POST",
+        "/v1/chat/completions",
+        {
+            "model": "Tiny-Model",
+            "max_tokens": max_tokens,
+            "ignore_eos": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    )
     assert status == 200
 
 
@@ -176,17 +203,20 @@ async def test_trtllm_serves_its_releases_series_and_they_move_as_it_serves():
     for s in samples:
         by_name.setdefault(s.name, []).append(s)
     assert [(s.labels["finished_reason"], s.value) for s in by_name["trtllm_request_success_total"]] == [
-        ("length", 2.0)]
+        ("length", 2.0)
+    ]
     for fam in TRTLLM_1_3:
         if TRTLLM_1_3[fam] == "histogram":
             assert [s.value for s in by_name[fam + "_count"]] == [2.0], fam
             assert by_name[fam + "_sum"][0].value > 0, fam
     # per request, (last - first token) / 5: no more than the whole request took
-    assert by_name["trtllm_time_per_output_token_seconds_sum"][0].value < by_name[
-        "trtllm_e2e_request_latency_seconds_sum"][0].value
+    assert (
+        by_name["trtllm_time_per_output_token_seconds_sum"][0].value
+        < by_name["trtllm_e2e_request_latency_seconds_sum"][0].value
+    )
 
 
-REAL_MULTIPROCESS = '''
+REAL_MULTIPROCESS = """
 import json, sys
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from sparktui.sim.metrics_catalog import catalog
@@ -202,7 +232,7 @@ for role, value, reason in json.loads(sys.argv[1]):
 reg = CollectorRegistry()
 multiprocess.MultiProcessCollector(reg)
 sys.stdout.write(generate_latest(reg).decode())
-'''
+"""
 
 
 def test_trtllm_page_is_what_prometheus_clients_multiprocess_collector_writes(tmp_path):
@@ -213,8 +243,16 @@ def test_trtllm_page_is_what_prometheus_clients_multiprocess_collector_writes(tm
     import subprocess
     import sys
 
-    events = [("requests", 1, "stop"), ("e2e", 1.25, None), ("ttft", 0.3, None), ("tpot", 0.02, None),
-              ("queue", 0.5, None), ("requests", 1, "length"), ("ttft", 0.07, None), ("e2e", 9000.0, None)]
+    events = [
+        ("requests", 1, "stop"),
+        ("e2e", 1.25, None),
+        ("ttft", 0.3, None),
+        ("tpot", 0.02, None),
+        ("queue", 0.5, None),
+        ("requests", 1, "length"),
+        ("ttft", 0.07, None),
+        ("e2e", 9000.0, None),
+    ]
     mine = EngineMetrics("trtllm", "1.3.0rc5", "Tiny-Model")
     for role, value, reason in events:
         if reason:
@@ -225,8 +263,14 @@ def test_trtllm_page_is_what_prometheus_clients_multiprocess_collector_writes(tm
 
     root = os.path.dirname(os.path.dirname(sparktui.__file__))
     env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path), PYTHONPATH=root)
-    real = subprocess.run([sys.executable, "-c", REAL_MULTIPROCESS, json.dumps(events)], env=env, check=True,
-                          capture_output=True, text=True, timeout=60).stdout
+    real = subprocess.run(
+        [sys.executable, "-c", REAL_MULTIPROCESS, json.dumps(events)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
 
     def families(text: str) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

@@ -1,4 +1,5 @@
 """What the simulated engines read from a checkpoint directory, and the memory figures they derive."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,12 @@ from tests.simhelpers import make_model
 
 
 def test_index_total_size_stands_for_the_checkpoint_size(tmp_path):
-    path = make_model(tmp_path / "m", shards=3, total_bytes=118 * GIB,
-                      config={"num_hidden_layers": 10, "num_key_value_heads": 8, "head_dim": 64})
+    path = make_model(
+        tmp_path / "m",
+        shards=3,
+        total_bytes=118 * GIB,
+        config={"num_hidden_layers": 10, "num_key_value_heads": 8, "head_dim": 64},
+    )
     m = load_model(str(path))
     assert len(m.shards) == 3
     assert m.total_bytes == 118 * GIB
@@ -31,9 +36,14 @@ def test_without_index_the_shard_files_are_weighed(tmp_path):
 
 
 def test_text_config_of_multimodal_checkpoints_is_read(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Qwen3_5MoeForConditionalGeneration"],
-                                                      "text_config": {"num_hidden_layers": 5,
-                                                                      "max_position_embeddings": 262144}}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+                "text_config": {"num_hidden_layers": 5, "max_position_embeddings": 262144},
+            }
+        )
+    )
     m = load_model(str(tmp_path))
     assert (m.num_layers, m.max_position) == (5, 262144)
 

@@ -1,4 +1,5 @@
 """Which address a simulated engine publishes, binds and calls local."""
+
 from __future__ import annotations
 
 import errno
@@ -8,8 +9,12 @@ import pytest
 from sparktui.sim import netinfo
 from sparktui.sim.netinfo import Iface
 
-SPARK = [Iface("lo", "127.0.0.1", 8), Iface("enP7s7", "10.0.0.11", 24),
-         Iface("enp1s0f1np1", "192.168.100.11", 24), Iface("wlP9s9", "172.20.5.9", 16)]
+SPARK = [
+    Iface("lo", "127.0.0.1", 8),
+    Iface("enP7s7", "10.0.0.11", 24),
+    Iface("enp1s0f1np1", "192.168.100.11", 24),
+    Iface("wlP9s9", "172.20.5.9", 16),
+]
 
 
 def test_parse_interfaces_reads_names_addresses_and_prefixes():

@@ -1,4 +1,5 @@
 """Streaming on the simulated engines' generation routes, framed as each engine frames it."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ def events(body: bytes) -> list:
     for block in body.decode().split("\n\n"):
         if block.strip():
             assert block.startswith("data: "), block
-            data = block[len("data: "):]
+            data = block[len("data: ") :]
             out.append(data if data == "[DONE]" else json.loads(data))
     return out
 
@@ -29,9 +30,19 @@ def events(body: bytes) -> list:
 async def test_streamed_completion_sends_each_token_then_usage_then_done(kind):
     api, state, port, _ = await serve(kind)
     try:
-        status, headers, body, *_ = await request(port, "POST", "/v1/completions", {
-            "model": "qwen", "prompt": "Explain pipeline parallelism", "max_tokens": 30, "ignore_eos": True,
-            "stream": True, "stream_options": {"include_usage": True}})
+        status, headers, body, *_ = await request(
+            port,
+            "POST",
+            "/v1/completions",
+            {
+                "model": "qwen",
+                "prompt": "Explain pipeline parallelism",
+                "max_tokens": 30,
+                "ignore_eos": True,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
         assert status == 200 and headers["content-type"].startswith("text/event-stream")
         ev = events(body)
         assert ev[-1] == "[DONE]"
@@ -65,9 +76,16 @@ async def test_stream_without_include_usage_has_no_usage_chunk():
 async def test_sglang_generate_streams_cumulative_text_with_token_counts():
     api, _, port, _ = await serve("sglang")
     try:
-        status, _, body, *_ = await request(port, "POST", "/generate", {
-            "input_ids": list(range(50)), "stream": True,
-            "sampling_params": {"max_new_tokens": 12, "ignore_eos": True}})
+        status, _, body, *_ = await request(
+            port,
+            "POST",
+            "/generate",
+            {
+                "input_ids": list(range(50)),
+                "stream": True,
+                "sampling_params": {"max_new_tokens": 12, "ignore_eos": True},
+            },
+        )
         ev = events(body)
         assert status == 200 and ev[-1] == "[DONE]" and len(ev) == 13
         counts = [e["meta_info"]["completion_tokens"] for e in ev[:-1]]
@@ -101,10 +119,12 @@ async def test_bad_requests_get_the_engines_codes_and_bodies():
         status, _, body, *_ = await request(port, "POST", "/v1/completions", {"model": "qwen"})
         err = json.loads(body)["error"]
         assert status == 400 and (err["type"], err["param"], err["code"]) == ("BadRequestError", "prompt", 400)
-        status, _, body, *_ = await request(port, "POST", "/v1/chat/completions", {
-            "messages": [{"role": "user", "content": "hi"}], "frobnicate": 1})
+        status, _, body, *_ = await request(
+            port, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "frobnicate": 1}
+        )
         assert status == 200 and warned == [
-            "The following fields were present in the request but ignored: {'frobnicate'}"]
+            "The following fields were present in the request but ignored: {'frobnicate'}"
+        ]
         assert (await request(port, "GET", "/v1/completions"))[0] == 405
     finally:
         await api.close()

@@ -1,4 +1,5 @@
 """The simulated token timing: plausible for the model, TP, transport and load."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,10 @@ def test_load_lengthens_a_step_but_batching_still_pays():
     assert t.prefill(4000) > t.prefill(100) > 0
 
 
-@pytest.mark.parametrize("nnodes,env,expected", [
-    (1, {}, "local"), (2, {}, "roce"), (2, {"NCCL_IB_DISABLE": "0"}, "roce"), (2, {"NCCL_IB_DISABLE": "1"}, "socket")])
+@pytest.mark.parametrize(
+    "nnodes,env,expected",
+    [(1, {}, "local"), (2, {}, "roce"), (2, {"NCCL_IB_DISABLE": "0"}, "roce"), (2, {"NCCL_IB_DISABLE": "1"}, "socket")],
+)
 def test_transport_follows_nccl_settings(nnodes, env, expected):
     assert timing.transport(nnodes, env) == expected
 
@@ -95,17 +98,20 @@ def test_an_unreadable_sysfs_leaves_the_mtu_unknown(tmp_path):
 
 def test_both_halves_and_jumbo_frames_lift_prefill_as_measured_and_leave_decode_be():
     """MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#104: 1311 -> 1343 -> 1410 tok/s prefill, decode unchanged."""
+
     def t(halves, mtu):
-        return timing.timing_for("sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2,
-                                 path=timing.FabricPath("roce", halves, mtu))
+        return timing.timing_for(
+            "sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2, path=timing.FabricPath("roce", halves, mtu)
+        )
 
     fresh, jumbo, fixed = t(1, 1500), t(1, 9000), t(2, 9000)
     assert fresh.prefill_tok_s < jumbo.prefill_tok_s < fixed.prefill_tok_s
     assert fixed.prefill_tok_s / fresh.prefill_tok_s == pytest.approx(1410 / 1311, rel=0.01)
     assert jumbo.prefill_tok_s / fresh.prefill_tok_s == pytest.approx(1343 / 1311, rel=0.01)
     assert fresh.decode_s == fixed.decode_s
-    sock = timing.timing_for("sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2,
-                             path=timing.FabricPath("socket", 0, None))
+    sock = timing.timing_for(
+        "sglang", DEMO_SIZE, DEMO_CONFIG, 48, tp=2, nnodes=2, path=timing.FabricPath("socket", 0, None)
+    )
     assert sock.prefill_tok_s < fresh.prefill_tok_s
 
 

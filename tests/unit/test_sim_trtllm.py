@@ -1,5 +1,6 @@
 """The simulated TensorRT-LLM: trtllm-serve's Click options, and mpirun + trtllm-llmapi-launch + the containers'
 sshd run as processes on 127.0.0.1 (ready, HTTP, a rank that cannot be reached)."""
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,27 @@ def free_port() -> int:
 
 
 def test_planned_serve_flags_parse():
-    a = parse(["serve", "/models/m", "--backend", "pytorch", "--tp_size", "2", "--pp_size", "1",
-               "--host", "0.0.0.0", "--port", "8355", "--kv_cache_free_gpu_memory_fraction", "0.8",
-               "--max_seq_len", "4096", "--trust_remote_code"])
+    a = parse(
+        [
+            "serve",
+            "/models/m",
+            "--backend",
+            "pytorch",
+            "--tp_size",
+            "2",
+            "--pp_size",
+            "1",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8355",
+            "--kv_cache_free_gpu_memory_fraction",
+            "0.8",
+            "--max_seq_len",
+            "4096",
+            "--trust_remote_code",
+        ]
+    )
     assert (a.model, a.tensor_parallel_size, a.port, a.free_gpu_memory_fraction) == ("/models/m", 2, 8355, 0.8)
     assert a.max_seq_len == 4096 and a.trust_remote_code is True
 
@@ -40,9 +59,11 @@ def test_planned_serve_flags_parse():
 def test_unknown_option_is_clicks_usage_error():
     with pytest.raises(UsageError) as e:
         parse(["/models/m", "--tp-size", "2"])
-    assert e.value.text == ("Usage: trtllm-serve serve [OPTIONS] MODEL\n"
-                            "Try 'trtllm-serve serve --help' for help.\n\n"
-                            "Error: No such option: --tp-size (Possible options: --ep_size, --pp_size, --tp_size)")
+    assert e.value.text == (
+        "Usage: trtllm-serve serve [OPTIONS] MODEL\n"
+        "Try 'trtllm-serve serve --help' for help.\n\n"
+        "Error: No such option: --tp-size (Possible options: --ep_size, --pp_size, --tp_size)"
+    )
     with pytest.raises(UsageError) as e:
         parse(["/models/m", "--trust-remote-code"])
     assert e.value.text.endswith("Error: No such option: --trust-remote-code Did you mean --trust_remote_code?")
@@ -55,8 +76,13 @@ def test_unknown_option_is_clicks_usage_error():
 
 
 def test_serve_shim_exits_2_with_clicks_words(tmp_path):
-    p = subprocess.run(["trtllm-serve", "/models/m", "--api-key", "k"], env=sim_env(speed=SPEED),
-                       capture_output=True, text=True, timeout=BOUND_S)
+    p = subprocess.run(
+        ["trtllm-serve", "/models/m", "--api-key", "k"],
+        env=sim_env(speed=SPEED),
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
     assert p.returncode == 2
     assert "Error: No such option: --api-key" in p.stderr
 
@@ -64,9 +90,18 @@ def test_serve_shim_exits_2_with_clicks_words(tmp_path):
 def make_model(tmp_path) -> str:
     d = tmp_path / "Tiny-Model"
     d.mkdir()
-    (d / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2,
-                                               "hidden_size": 64, "num_attention_heads": 4,
-                                               "num_key_value_heads": 4, "max_position_embeddings": 2048}))
+    (d / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "num_hidden_layers": 2,
+                "hidden_size": 64,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 4,
+                "max_position_embeddings": 2048,
+            }
+        )
+    )
     (d / "model.safetensors").write_bytes(b"\0" * 1024)
     return str(d)
 
@@ -96,15 +131,39 @@ def stop(*procs: subprocess.Popen) -> None:
 
 
 def mpirun_cmd(hostfile, ssh_port: int, model: str, http_port: int, extra=()) -> list[str]:
-    return ["mpirun", "--allow-run-as-root", "-np", "2", "--hostfile", str(hostfile), "--map-by", "ppr:1:node",
-            "--mca", "plm_rsh_args", eng.ssh_args(ssh_port), "trtllm-llmapi-launch", "trtllm-serve", model,
-            "--backend", "pytorch", "--tp_size", "2", "--pp_size", "1", "--host", "127.0.0.1",
-            "--port", str(http_port), *extra]
+    return [
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        "2",
+        "--hostfile",
+        str(hostfile),
+        "--map-by",
+        "ppr:1:node",
+        "--mca",
+        "plm_rsh_args",
+        eng.ssh_args(ssh_port),
+        "trtllm-llmapi-launch",
+        "trtllm-serve",
+        model,
+        "--backend",
+        "pytorch",
+        "--tp_size",
+        "2",
+        "--pp_size",
+        "1",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(http_port),
+        *extra,
+    ]
 
 
 def with_deadline(procs, seconds: float = BOUND_S):
     """Kill the processes if the test is still waiting on them after `seconds` (so no read blocks forever)."""
     import threading
+
     t = threading.Timer(seconds, lambda: [p.kill() for p in procs if p.poll() is None])
     t.daemon = True
     t.start()
@@ -151,10 +210,14 @@ def test_two_ranks_reach_ready_and_serve(tmp_path):
             assert r.status == 200
         with urllib.request.urlopen(base + "/v1/models", timeout=10) as r:
             assert json.load(r)["data"][0]["id"] == "Tiny-Model"
-        req = urllib.request.Request(base + "/v1/chat/completions", method="POST",
-                                     data=json.dumps({"model": "Tiny-Model", "max_tokens": 4,
-                                                      "messages": [{"role": "user", "content": "hi"}]}).encode(),
-                                     headers={"content-type": "application/json"})
+        req = urllib.request.Request(
+            base + "/v1/chat/completions",
+            method="POST",
+            data=json.dumps(
+                {"model": "Tiny-Model", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+            ).encode(),
+            headers={"content-type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=30) as r:
             body = json.load(r)
         assert body["choices"][0]["message"]["content"]
@@ -175,9 +238,13 @@ def test_sshds_of_nodes_sharing_a_kernel_each_hold_the_port_on_their_own_address
     # the demo's nodes share this machine's network: each container's sshd, like sshd in a network namespace of
     # its own, listens on every address of its node, and two nodes' sshds take the same port side by side
     port = free_port()
-    procs = [start(["sshd", "-D", "-e", "-p", str(port)],
-                   sim_env(speed=SPEED, interfaces=f"lo=127.0.0.1/32,mgmt=127.0.4.{k}/24,fab=127.0.3.{k}/24"))
-             for k in (21, 22)]
+    procs = [
+        start(
+            ["sshd", "-D", "-e", "-p", str(port)],
+            sim_env(speed=SPEED, interfaces=f"lo=127.0.0.1/32,mgmt=127.0.4.{k}/24,fab=127.0.3.{k}/24"),
+        )
+        for k in (21, 22)
+    ]
     try:
         timer = with_deadline(procs)
         for k, p in zip((21, 22), procs):
@@ -198,8 +265,13 @@ def test_refused_rank_fails_with_ssh_and_orte_words(tmp_path):
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("127.0.0.1\n127.0.0.1\n")
     port = free_port()  # nothing listens there
-    p = subprocess.run(mpirun_cmd(hostfile, port, make_model(tmp_path), free_port()), env=env,
-                       capture_output=True, text=True, timeout=BOUND_S)
+    p = subprocess.run(
+        mpirun_cmd(hostfile, port, make_model(tmp_path), free_port()),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
     assert p.returncode == 1
     assert f"ssh: connect to host 127.0.0.1 port {port}: Connection refused" in p.stderr
     assert "ORTE was unable to reliably start one or more daemons." in p.stderr
@@ -218,8 +290,13 @@ def test_silent_rank_hangs_the_launch_until_ssh_gives_up(tmp_path):
     hostfile.write_text("127.0.0.1\n127.0.0.1\n")
     t0 = time.monotonic()
     try:
-        p = subprocess.run(mpirun_cmd(hostfile, port, make_model(tmp_path), free_port()), env=env,
-                           capture_output=True, text=True, timeout=BOUND_S)
+        p = subprocess.run(
+            mpirun_cmd(hostfile, port, make_model(tmp_path), free_port()),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=BOUND_S,
+        )
     finally:
         silent.close()
     waited = time.monotonic() - t0
@@ -240,8 +317,13 @@ def test_remote_rank_without_its_interface_ends_the_job_with_mpis_words(tmp_path
     timer = with_deadline([sshd])
     try:
         assert read_until(sshd, "Server listening", [])
-        p = subprocess.run(mpirun_cmd(hostfile, sshd_port, make_model(tmp_path), free_port()),
-                           env=dict(env, NCCL_SOCKET_IFNAME="fab0"), capture_output=True, text=True, timeout=BOUND_S)
+        p = subprocess.run(
+            mpirun_cmd(hostfile, sshd_port, make_model(tmp_path), free_port()),
+            env=dict(env, NCCL_SOCKET_IFNAME="fab0"),
+            capture_output=True,
+            text=True,
+            timeout=BOUND_S,
+        )
         seen: list[str] = []
         assert read_until(sshd, "no socket interface found", seen)
         assert "NCCL_SOCKET_IFNAME set by environment to enp9s0f0np0" in "".join(seen)
@@ -260,16 +342,25 @@ def test_mpirun_as_root_needs_the_override_like_open_mpi(tmp_path):
     p = subprocess.run(["mpirun", "-np", "1", "true"], env=env, capture_output=True, text=True, timeout=BOUND_S)
     assert p.returncode == 1 and "mpirun has detected an attempt to run as root." in p.stderr
     ok = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    p = subprocess.run(["mpirun", "-np", "1", "--hostfile", str(tmp_path / "none"), "true"], env=ok,
-                       capture_output=True, text=True, timeout=BOUND_S)
+    p = subprocess.run(
+        ["mpirun", "-np", "1", "--hostfile", str(tmp_path / "none"), "true"],
+        env=ok,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
     assert p.returncode == 1 and "Open RTE was unable to open the hostfile:" in p.stderr
 
 
 def _post(base: str, timeout: float, max_tokens: int = 8) -> tuple[int, str]:
-    req = urllib.request.Request(base + "/v1/chat/completions", method="POST",
-                                 data=json.dumps({"model": "Tiny-Model", "max_tokens": max_tokens,
-                                                  "messages": [{"role": "user", "content": "hi"}]}).encode(),
-                                 headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        base + "/v1/chat/completions",
+        method="POST",
+        data=json.dumps(
+            {"model": "Tiny-Model", "max_tokens": max_tokens, "messages": [{"role": "user", "content": "hi"}]}
+        ).encode(),
+        headers={"content-type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read().decode()

@@ -1,4 +1,5 @@
 """asyncssh is imported without the compiler runs of ctypes' library lookup (gcc, ld)."""
+
 from __future__ import annotations
 
 import os
@@ -30,7 +31,10 @@ def test_importing_the_ssh_layer_runs_no_compiler_and_leaves_ctypes_as_it_was(tm
     control = _run("import ctypes.util; ctypes.util.find_library('oqs')", tmp_path)
     assert control.returncode == 0 and (tmp_path / "ran").exists()  # the plain lookup does run them
     os.remove(tmp_path / "ran")
-    r = _run("import ctypes.util; f = ctypes.util.find_library\nimport sparktui.core.ssh, asyncssh\n"
-             "assert ctypes.util.find_library is f\nprint(asyncssh.__version__)", tmp_path)
+    r = _run(
+        "import ctypes.util; f = ctypes.util.find_library\nimport sparktui.core.ssh, asyncssh\n"
+        "assert ctypes.util.find_library is f\nprint(asyncssh.__version__)",
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "ran").exists()

@@ -1,5 +1,6 @@
 """State files read back from a node (the deployment record, a transfer's meta.json) are read capped:
 a damaged or planted file far larger than a real one is refused, never pulled over SSH whole."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace

@@ -1,5 +1,6 @@
 """sparktui's own state files after a crash, a full disk or a hand edit: a cut-off last line, numbers out of
 range, Rich markup in strings, an unwritable journal, an interrupted facts write."""
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,9 @@ def test_plan_offline_with_a_far_taken_at_and_markup_in_the_facts(env, capsys, j
     node = doc["nodes"]["spark1"]
     node["taken_at"] = 1e300
     node["facts"]["docker"]["images"]["[/x]"] = "sha256:1"
-    node["facts"]["containers"] = [{"id": "c", "name": "[/x]", "image": "[/x]", "state": "running",
-                                    "status": "[/x]", "labels": {}}]
+    node["facts"]["containers"] = [
+        {"id": "c", "name": "[/x]", "image": "[/x]", "state": "running", "status": "[/x]", "labels": {}}
+    ]
     for i in node["facts"]["interfaces"]:
         i["name"] = "[/x]" + i["name"]
     path.write_text(json.dumps(doc))

@@ -1,5 +1,6 @@
 """The support check: the script the head runs (with a stand-in `docker` whose `run` runs the probe under
 this Python with the simulator's engine packages), its cache, its bad inputs, the verdicts, and the plan."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,13 +20,16 @@ from .test_plan import SGLANG_IMAGE, cluster
 
 REPO = Path(__file__).resolve().parents[2]
 SHIMS = REPO / "sparktui" / "sim" / "shims"
-QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
-          "quantization_config": {"quant_method": "fp8"}}
+QWEN35 = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+    "model_type": "qwen3_5_moe",
+    "quantization_config": {"quant_method": "fp8"},
+}
 QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe"}
 
 # docker: `image inspect` answers an ID while $FAKE/present exists; `run` records itself, checks the model
 # is mounted read-only at its own path, and runs what follows the image under $FAKE_PY.
-DOCKER = r'''#!/bin/bash
+DOCKER = r"""#!/bin/bash
 if [ "$1 $2" = "image inspect" ]; then
   [ -f "$FAKE/present" ] && { echo sha256:0123abcd; exit 0; }
   echo "Error response from daemon: No such image: ${@: -1}" >&2; exit 1
@@ -39,7 +43,7 @@ while [ "$1" != "--entrypoint" ]; do
 done
 shift 3
 exec "$FAKE_PY" "$@"
-'''
+"""
 
 
 class LocalNode:
@@ -49,11 +53,11 @@ class LocalNode:
         self.name, self.fake, self.env = name, fake, env
 
     async def run(self, cmd, timeout=None):
-        p = await asyncio.create_subprocess_exec("bash", "-c", cmd, env=self.env, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.PIPE)
+        p = await asyncio.create_subprocess_exec(
+            "bash", "-c", cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         out, err = await asyncio.wait_for(p.communicate(), timeout)
-        return SimpleNamespace(stdout=out.decode(), stderr=err.decode(), exit_status=p.returncode,
-                               ok=p.returncode == 0)
+        return SimpleNamespace(stdout=out.decode(), stderr=err.decode(), exit_status=p.returncode, ok=p.returncode == 0)
 
 
 @pytest.fixture
@@ -63,8 +67,13 @@ def node(tmp_path):
     (fake / "bin" / "docker").write_text(DOCKER)
     (fake / "bin" / "docker").chmod(0o755)
     (fake / "present").write_text("")
-    env = {"PATH": f"{fake / 'bin'}:{os.environ['PATH']}", "HOME": str(tmp_path / "home"), "FAKE": str(fake),
-           "FAKE_PY": sys.executable, "PYTHONPATH": f"{SHIMS}:{REPO}"}
+    env = {
+        "PATH": f"{fake / 'bin'}:{os.environ['PATH']}",
+        "HOME": str(tmp_path / "home"),
+        "FAKE": str(fake),
+        "FAKE_PY": sys.executable,
+        "PYTHONPATH": f"{SHIMS}:{REPO}",
+    }
     return LocalNode(fake, env)
 
 
@@ -112,12 +121,15 @@ def test_vllm_release_that_lists_the_architecture(node, tmp_path):
     assert s.quant_method == "fp8" and s.transformers == "5.17.0"
 
 
-@pytest.mark.parametrize("cfg, words", [
-    (None, "has no config.json"),
-    ("{not json", "config.json does not parse"),
-    ("[1, 2]", "holds no JSON object"),
-    (json.dumps({"model_type": "qwen3_moe"}), "names no architectures"),
-])
+@pytest.mark.parametrize(
+    "cfg, words",
+    [
+        (None, "has no config.json"),
+        ("{not json", "config.json does not parse"),
+        ("[1, 2]", "holds no JSON object"),
+        (json.dumps({"model_type": "qwen3_moe"}), "names no architectures"),
+    ],
+)
 def test_bad_model_config_cannot_check(node, tmp_path, cfg, words):
     s = ask(node, "sglang", model(tmp_path, cfg))
     assert s.status == "unknown" and words in s.reason and not s.refuses
@@ -153,9 +165,15 @@ def test_unreadable_output_is_not_supported():
 
 
 def _raw(**kw):
-    base = {"model_type": "qwen3_5_moe", "architectures": ["Qwen3_5MoeForConditionalGeneration"],
-            "engine_version": "0.5.23", "transformers": "4.57.1", "autoconfig_error": None,
-            "archs_known": {"Qwen3_5MoeForConditionalGeneration": True}, "quant_method": None}
+    base = {
+        "model_type": "qwen3_5_moe",
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+        "engine_version": "0.5.23",
+        "transformers": "4.57.1",
+        "autoconfig_error": None,
+        "archs_known": {"Qwen3_5MoeForConditionalGeneration": True},
+        "quant_method": None,
+    }
     return {**base, **kw}
 
 
@@ -184,9 +202,15 @@ def test_verdicts():
 
 def test_plan_refuses_an_image_that_cannot_load_the_model():
     config, facts, subnets = cluster(2)
-    s = classify(Support(engine="sglang", image=SGLANG_IMAGE, model_path=config.model.path, node="spark1"),
-                 _raw(engine_version="0.5.3.post3", archs_known={"Qwen3_5MoeForConditionalGeneration": False},
-                      autoconfig_error="ValueError: x", config_type_known=False))
+    s = classify(
+        Support(engine="sglang", image=SGLANG_IMAGE, model_path=config.model.path, node="spark1"),
+        _raw(
+            engine_version="0.5.3.post3",
+            archs_known={"Qwen3_5MoeForConditionalGeneration": False},
+            autoconfig_error="ValueError: x",
+            config_type_known=False,
+        ),
+    )
     plan = make_plan(config, facts, subnets, PlanOptions(engine="sglang", support=s))
     assert not plan.ok
     (err,) = [e for e in plan.errors if "cannot load" in e]
@@ -207,9 +231,15 @@ def test_plan_json_refusal_carries_the_fix(monkeypatch, tmp_path, capsys):
     cfg_file.write_text(CONFIG)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     config, facts, subnets = cluster(2)
-    s = classify(Support(engine="sglang", image=SGLANG_IMAGE, model_path=config.model.path, node="spark1"),
-                 _raw(engine_version="0.5.3.post3", archs_known={"Qwen3_5MoeForConditionalGeneration": False},
-                      autoconfig_error="ValueError: x", config_type_known=False))
+    s = classify(
+        Support(engine="sglang", image=SGLANG_IMAGE, model_path=config.model.path, node="spark1"),
+        _raw(
+            engine_version="0.5.3.post3",
+            archs_known={"Qwen3_5MoeForConditionalGeneration": False},
+            autoconfig_error="ValueError: x",
+            config_type_known=False,
+        ),
+    )
 
     class FakeCluster:
         def __init__(self, *a, **kw):
@@ -243,9 +273,16 @@ async def test_a_model_copy_is_prepared_with_each_image_that_cannot_load_it(monk
 
     config, _, _ = cluster(2)
     path = config.model.path
-    lacks = Support("sglang", "lmsysorg/sglang:spark", path, "spark1", status="unsupported",
-                    reason="SGLang 0.5.3.post3 has no Qwen3_5MoeForConditionalGeneration", fix="a newer image",
-                    model_type="qwen3_5_moe")
+    lacks = Support(
+        "sglang",
+        "lmsysorg/sglang:spark",
+        path,
+        "spark1",
+        status="unsupported",
+        reason="SGLang 0.5.3.post3 has no Qwen3_5MoeForConditionalGeneration",
+        fix="a newer image",
+        model_type="qwen3_5_moe",
+    )
     loads = Support("vllm", "nvcr.io/nvidia/vllm:26.10-py3", path, "spark1", status="supported")
     asked = []
 

@@ -1,6 +1,7 @@
 """The support check for TensorRT-LLM images: the probe reads the PyTorch backend's registry from the package's
 source (@register_auto_model) and looks up architectures[0] as AutoModelForCausalLM does; asked of the simulator's
 tensorrt_llm package (sim/shims) through the same script and stand-in docker as the other engines."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,11 @@ from .test_support import SHIMS, ask, model
 pytestmark = pytest.mark.unit
 IMAGE = trtllm.DEFAULT_IMAGE
 node = test_support.node  # the fixture: a node whose docker runs the probe under this Python with the shims
-QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
-             "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+QWEN3_MOE = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "model_type": "qwen3_moe",
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+}
 
 
 def probe_names() -> dict:
@@ -38,10 +42,13 @@ def test_the_simulated_image_loads_an_architecture_its_registry_lists(node, tmp_
     assert s.quant_method == "fp8" and s.model_type == "qwen3_moe"
 
 
-def test_an_architecture_missing_from_the_registry_is_refused_without_a_transformers_fallback(node,
-                                                                                              tmp_path):
-    s = ask(node, "trtllm", model(tmp_path, {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
-                                             "model_type": "qwen3_moe"}), image=IMAGE)
+def test_an_architecture_missing_from_the_registry_is_refused_without_a_transformers_fallback(node, tmp_path):
+    s = ask(
+        node,
+        "trtllm",
+        model(tmp_path, {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_moe"}),
+        image=IMAGE,
+    )
     assert s.status == "unsupported" and s.refuses, s.line()
     assert "TensorRT-LLM 1.3.0rc5" in s.reason and "Qwen3_5MoeForConditionalGeneration" in s.reason
     assert "Transformers backend" not in s.line() and "TensorRT-LLM lists" in s.fix
@@ -80,20 +87,22 @@ def test_the_registry_is_read_from_the_source_in_each_form_it_takes(tmp_path):
     (models / "modeling_a.py").write_text(
         "from .modeling_utils import register_auto_model\n"
         "from . import modeling_utils\n\n"
-        "@register_auto_model(\"ArchAForCausalLM\")\nclass A: pass\n\n"
-        "@modeling_utils.register_auto_model(\"ArchBForCausalLM\")\nclass B: pass\n\n"
-        "register_auto_model(\"ArchCForCausalLM\")(A)\n"
-        "register_auto_model(NAME)(B)  # not a literal: not read\n")
+        '@register_auto_model("ArchAForCausalLM")\nclass A: pass\n\n'
+        '@modeling_utils.register_auto_model("ArchBForCausalLM")\nclass B: pass\n\n'
+        'register_auto_model("ArchCForCausalLM")(A)\n'
+        "register_auto_model(NAME)(B)  # not a literal: not read\n"
+    )
     (models / "modeling_broken.py").write_text("def (:\n")  # skipped, as an unimportable module would be
     (tmp_path / "tensorrt_llm" / "_torch" / "model_config.py").write_text(
         "class ModelConfig:\n"
         "    def load_hf_quant_config(hf_quant_config):\n"
-        "        if hf_quant_config.get(\"quant_method\") == \"fp8\" and hf_quant_config.get(\"x\"):\n"
+        '        if hf_quant_config.get("quant_method") == "fp8" and hf_quant_config.get("x"):\n'
         "            pass\n"
-        "        elif hf_quant_config.get(\"quant_method\") == \"nvfp4\":\n"
+        '        elif hf_quant_config.get("quant_method") == "nvfp4":\n'
         "            pass\n"
         "        if is_modelopt_quant_config(hf_quant_config):\n"
-        "            pass\n")
+        "            pass\n"
+    )
     sys.path.insert(0, str(tmp_path))
     try:
         names = probe_names()
@@ -104,33 +113,46 @@ def test_the_registry_is_read_from_the_source_in_each_form_it_takes(tmp_path):
     assert "tensorrt_llm" not in sys.modules
 
 
-@pytest.mark.parametrize("cfg, asked", [
-    ({"architectures": ["LlamaForCausalLM", "Other"]}, ["LlamaForCausalLM"]),
-    # an Eagle3 draft checkpoint (draft_vocab_size): "EAGLE3" + the name with its "Eagle3" removed
-    ({"architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000}, ["EAGLE3LlamaForCausalLM"]),
-    ({"architectures": []}, []),
-    ({}, []),
-])
+@pytest.mark.parametrize(
+    "cfg, asked",
+    [
+        ({"architectures": ["LlamaForCausalLM", "Other"]}, ["LlamaForCausalLM"]),
+        # an Eagle3 draft checkpoint (draft_vocab_size): "EAGLE3" + the name with its "Eagle3" removed
+        ({"architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000}, ["EAGLE3LlamaForCausalLM"]),
+        ({"architectures": []}, []),
+        ({}, []),
+    ],
+)
 def test_lookup_takes_the_names_tensorrt_llm_resolves(cfg, asked):
     assert probe_names()["lookup_archs"](cfg) == asked
 
 
 def test_the_simulated_registry_is_what_the_probe_reads():
     # the shim registers by decorator on import; the probe reads the same decorators without importing
-    code = ("import json, tensorrt_llm._torch.models as m; "
-            "print(json.dumps(sorted(m.MODEL_CLASS_MAPPING)))")
-    imported = json.loads(subprocess.run([sys.executable, "-c", code], env=sim_env(), capture_output=True,
-                                         text=True, timeout=60, check=True).stdout)
+    code = "import json, tensorrt_llm._torch.models as m; print(json.dumps(sorted(m.MODEL_CLASS_MAPPING)))"
+    imported = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code], env=sim_env(), capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+    )
     prog = trtllm.SUPPORT_PROBE + "\nimport json\nprint(json.dumps(sorted(registry_archs())))\n"
-    read = json.loads(subprocess.run([sys.executable, "-c", prog], env=sim_env(), capture_output=True, text=True,
-                                     timeout=60, check=True).stdout)
+    read = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", prog], env=sim_env(), capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+    )
     assert read == imported and "Qwen3MoeForCausalLM" in read
 
 
 def test_the_simulated_server_refuses_what_the_registry_lacks_with_tensorrt_llms_words(tmp_path):
     path = model(tmp_path, {"architectures": ["SparktuiNoSuchForCausalLM"], "model_type": "llama"}, "nosuch")
-    p = subprocess.run(["trtllm-serve", path, "--backend", "pytorch", "--port", "1"], env=sim_env(speed=200.0),
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        ["trtllm-serve", path, "--backend", "pytorch", "--port", "1"],
+        env=sim_env(speed=200.0),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 1
     text = p.stdout + p.stderr
     assert "ValueError: Unknown architecture for AutoModelForCausalLM: SparktuiNoSuchForCausalLM" in text
@@ -143,10 +165,15 @@ def test_the_simulated_server_refuses_what_the_registry_lacks_with_tensorrt_llms
 def test_the_probe_run_by_python_prints_one_marked_line(tmp_path):
     path = model(tmp_path, QWEN3_MOE)
     env = dict(sim_env(), PYTHONPATH=f"{SHIMS}:{sim_env()['PYTHONPATH']}")
-    p = subprocess.run([sys.executable, "-c", probe_program("trtllm"), path, trtllm.ENGINE.package], env=env,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-c", probe_program("trtllm"), path, trtllm.ENGINE.package],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     (line,) = [x for x in p.stdout.splitlines() if x.startswith(_JSON)]
-    raw = json.loads(line[len(_JSON):])
+    raw = json.loads(line[len(_JSON) :])
     assert raw["archs_known"] == {"Qwen3MoeForCausalLM": True} and raw["quant_known"] is True
     s = classify(Support(engine="trtllm", image=IMAGE, model_path=path, node="n"), raw)
     assert s.status == "supported", s.line()

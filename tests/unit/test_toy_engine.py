@@ -1,6 +1,7 @@
 """An engine is one module: a toy engine defined here alone, registered for a test, is planned, has its logs
 diagnosed (its milestones, its hang and hint, its failure signs) and its metrics read, with no table elsewhere
 naming it."""
+
 import shlex
 
 import pytest
@@ -27,27 +28,57 @@ class Toy(Engine):
     log_words = ("toy-serve",)
     dist_begin = quickre.compile(r"toy: joining (\d+) ranks")
     dist_end = quickre.compile(r"toy: all (\d+) ranks joined")
-    signs = (Sign("peer_lost", quickre.compile(r"toy: peer (\S+) is gone"), message="toy peer {0} left",
-                  hint="start that rank again"),)
+    signs = (
+        Sign(
+            "peer_lost",
+            quickre.compile(r"toy: peer (\S+) is gone"),
+            message="toy peer {0} left",
+            hint="start that rank again",
+        ),
+    )
     phase_signs = {"dist_init": r"toy: joining", "weights": r"toy: reading weights"}
     hang_advice = "toy ranks meet at --master: TOY_HOST_IP must be each node's fabric address"
     hang_env = ("TOY_HOST_IP",)
     hang_advice_env_set = "TOY_HOST_IP is set everywhere: look at the path between the nodes"
-    metric_series = {"running": "toy_running", "waiting": "toy_waiting", "kv_cache_usage": "toy_kv",
-                     "prompt_tokens": "toy_prompt_tokens_total", "generation_tokens": "toy_output_tokens_total",
-                     "ttft": "toy_ttft_seconds", "itl": "toy_itl_seconds"}
+    metric_series = {
+        "running": "toy_running",
+        "waiting": "toy_waiting",
+        "kv_cache_usage": "toy_kv",
+        "prompt_tokens": "toy_prompt_tokens_total",
+        "generation_tokens": "toy_output_tokens_total",
+        "ttft": "toy_ttft_seconds",
+        "itl": "toy_itl_seconds",
+    }
     metric_renamed = (("running", "2.0", "toy_busy"),)
 
     def node_env(self, ctx, spot):
         return {"TOY_HOST_IP": spot.ip or ""}
 
     def steps(self, ctx):
-        return [make_step(spot.name, spot.rank, "run",
-                          docker_run(ctx, spot, ["toy-serve", ctx.model_path, "--rank", str(spot.rank),
-                                                 "--world", str(len(ctx.nodes)),
-                                                 "--master", f"{ctx.head_ip}:{ctx.dist_port}"]),
-                          f"start toy rank {spot.rank}", ctx.container(spot))
-                for spot in ctx.workers + [ctx.head]]
+        return [
+            make_step(
+                spot.name,
+                spot.rank,
+                "run",
+                docker_run(
+                    ctx,
+                    spot,
+                    [
+                        "toy-serve",
+                        ctx.model_path,
+                        "--rank",
+                        str(spot.rank),
+                        "--world",
+                        str(len(ctx.nodes)),
+                        "--master",
+                        f"{ctx.head_ip}:{ctx.dist_port}",
+                    ],
+                ),
+                f"start toy rank {spot.rank}",
+                ctx.container(spot),
+            )
+            for spot in ctx.workers + [ctx.head]
+        ]
 
 
 @pytest.fixture
@@ -69,9 +100,16 @@ def test_the_toy_is_planned_into_its_own_docker_lines(toy):
         words = shlex.split(step.command)
         assert words[:3] == ["docker", "run", "-d"] and f"TOY_HOST_IP={fabric_ip(rank)}" in words
         # the command's first word is the image's entrypoint (common.docker_run)
-        assert words[words.index("toy/serve:1") - 2:words.index("toy/serve:1")] == ["--entrypoint", "toy-serve"]
-        assert words[words.index("toy/serve:1") + 1:] == [config.model.path, "--rank", str(rank), "--world", "2",
-                                                            "--master", f"{fabric_ip(0)}:{plan.dist_port}"]
+        assert words[words.index("toy/serve:1") - 2 : words.index("toy/serve:1")] == ["--entrypoint", "toy-serve"]
+        assert words[words.index("toy/serve:1") + 1 :] == [
+            config.model.path,
+            "--rank",
+            str(rank),
+            "--world",
+            "2",
+            "--master",
+            f"{fabric_ip(0)}:{plan.dist_port}",
+        ]
 
 
 def test_the_toy_log_gives_its_milestones_its_hang_with_its_hint_and_ready(toy):
@@ -139,9 +177,13 @@ toy_ttft_seconds_sum 0.3
 def test_the_toy_metrics_are_read_by_its_series_names_per_release(toy):
     s = metrics.parse(PAGE, "toy", "2.1", at=0.0)
     assert s.error is None and s.missing == ["itl"]
-    assert s.values == {"running": 3, "waiting": 1, "kv_cache_usage": 0.25, "prompt_tokens": 100,
-                        "generation_tokens": 40}
+    assert s.values == {
+        "running": 3,
+        "waiting": 1,
+        "kv_cache_usage": 0.25,
+        "prompt_tokens": 100,
+        "generation_tokens": 40,
+    }
     assert s.buckets["ttft"] == [(0.1, 1.0), (float("inf"), 2.0)]
     assert metrics.parse(PAGE, "toy", "1.5", at=0.0).values["running"] == 5  # before 2.0 the series was toy_busy
     assert toy.metric_candidates(None)["running"] == ("toy_running", "toy_busy")
-

@@ -1,4 +1,5 @@
 """`sparktui sync` and `setup trust`: parsing, progress bars fed by events, status lines, exit codes."""
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,22 @@ def test_trust_joins_a_setup_group_registered_before():
 
 def test_bars_show_sizes_rates_and_end_states():
     bars = sync_cli.Bars()
-    bars(TransferProgress("t1", "model", "node1", "node2", "running", bytes=12 * MiB, total_bytes=100 * MiB,
-                          percent=12.0, rate=40 * MiB, eta=95, files_done=2, files_total=8))
+    bars(
+        TransferProgress(
+            "t1",
+            "model",
+            "node1",
+            "node2",
+            "running",
+            bytes=12 * MiB,
+            total_bytes=100 * MiB,
+            percent=12.0,
+            rate=40 * MiB,
+            eta=95,
+            files_done=2,
+            files_total=8,
+        )
+    )
     [task] = bars.progress.tasks
     assert task.completed == 12.0
     info = task.fields["info"]
@@ -55,21 +70,60 @@ def test_bars_show_sizes_rates_and_end_states():
 def test_bars_say_how_many_streams_run_and_the_cipher():
     bars = sync_cli.Bars()
     rows = [{"n": 0, "done": False}, {"n": 1, "done": True, "rc": 0}, {"n": 2, "done": False}]
-    bars(TransferProgress("t1", "model", "node1", "node2", "running", bytes=MiB, total_bytes=4 * MiB, percent=25.0,
-                          rate=MiB, streams=rows, cipher="aes128-gcm@openssh.com"))
+    bars(
+        TransferProgress(
+            "t1",
+            "model",
+            "node1",
+            "node2",
+            "running",
+            bytes=MiB,
+            total_bytes=4 * MiB,
+            percent=25.0,
+            rate=MiB,
+            streams=rows,
+            cipher="aes128-gcm@openssh.com",
+        )
+    )
     info = bars.progress.tasks[0].fields["info"]
     assert "2/3 streams" in info and info.endswith("ssh aes128-gcm")
 
 
 def test_status_lines():
-    rows = sync_cli.status_rows([
-        {"id": "model-node2-1", "kind": "model", "source": "node1", "dest": "node2", "state": "running",
-         "bytes": 50 * MiB, "total_bytes": 200 * MiB, "percent": 25.0, "rate": 10 * MiB, "eta": 15,
-         "path": "/models/m", "started": None, "message": None},
-        {"id": "image-node3-1", "kind": "image", "source": "node1", "dest": "node3", "state": "failed",
-         "bytes": 0, "total_bytes": None, "percent": None, "rate": None, "eta": None, "image": "img:1",
-         "started": None, "message": "ssh from node1 to node3 failed"},
-    ])
+    rows = sync_cli.status_rows(
+        [
+            {
+                "id": "model-node2-1",
+                "kind": "model",
+                "source": "node1",
+                "dest": "node2",
+                "state": "running",
+                "bytes": 50 * MiB,
+                "total_bytes": 200 * MiB,
+                "percent": 25.0,
+                "rate": 10 * MiB,
+                "eta": 15,
+                "path": "/models/m",
+                "started": None,
+                "message": None,
+            },
+            {
+                "id": "image-node3-1",
+                "kind": "image",
+                "source": "node1",
+                "dest": "node3",
+                "state": "failed",
+                "bytes": 0,
+                "total_bytes": None,
+                "percent": None,
+                "rate": None,
+                "eta": None,
+                "image": "img:1",
+                "started": None,
+                "message": "ssh from node1 to node3 failed",
+            },
+        ]
+    )
     assert "25%" in rows[0] and "50.0 MiB/200.0 MiB" in rows[0] and "10.0 MiB/s" in rows[0]
     assert rows[1].endswith("\n    ssh from node1 to node3 failed") and "img:1" in rows[1]
 
@@ -78,8 +132,9 @@ def test_exit_code_and_json_of_outcomes(capsys):
     ok = Outcome("node2", True, "verified", "node1", "model-node2-1")
     bad = Outcome("node3", False, "no trust", "node1")
     assert sync_cli._report([ok], True, True) == 0
-    assert json.loads(capsys.readouterr().out) == [{"dest": "node2", "ok": True, "message": "verified",
-                                                     "source": "node1", "id": "model-node2-1"}]
+    assert json.loads(capsys.readouterr().out) == [
+        {"dest": "node2", "ok": True, "message": "verified", "source": "node1", "id": "model-node2-1"}
+    ]
     assert sync_cli._report([ok, bad], False, True) == 1
     assert "FAILED node3 from node1: no trust" in capsys.readouterr().out
 
@@ -88,8 +143,11 @@ def test_unknown_destination_is_bad_input():
     from sparktui.cli.common import CliExit
     from sparktui.core.config import Config, ModelConfig, NodeConfig
 
-    cfg = Config(cluster="c", nodes=[NodeConfig("node1", "h1", role="head"), NodeConfig("node2", "h2")],
-                 model=ModelConfig("m", "/models/m"))
+    cfg = Config(
+        cluster="c",
+        nodes=[NodeConfig("node1", "h1", role="head"), NodeConfig("node2", "h2")],
+        model=ModelConfig("m", "/models/m"),
+    )
     with pytest.raises(CliExit) as e:
         sync_cli._check_nodes(cfg, ["node2", "nodeX"])
     assert e.value.code == 2 and "nodeX" in e.value.message
@@ -99,8 +157,11 @@ def test_a_destination_in_the_wrong_case_is_named_with_its_spelling():
     from sparktui.cli.common import CliExit
     from sparktui.core.config import Config, ModelConfig, NodeConfig
 
-    cfg = Config(cluster="c", nodes=[NodeConfig("spark1", "h1", role="head"), NodeConfig("spark2", "h2")],
-                 model=ModelConfig("m", "/models/m"))
+    cfg = Config(
+        cluster="c",
+        nodes=[NodeConfig("spark1", "h1", role="head"), NodeConfig("spark2", "h2")],
+        model=ModelConfig("m", "/models/m"),
+    )
     with pytest.raises(CliExit) as e:
         sync_cli._check_nodes(cfg, ["Spark2"])
     assert "did you mean 'spark2'? names are case-sensitive" in e.value.message

@@ -1,4 +1,5 @@
 """rsync --info=progress2 parsing on output captured from rsync 3.x, and exit-code wording."""
+
 from __future__ import annotations
 
 import random
@@ -6,7 +7,12 @@ import random
 import pytest
 
 from sparktui.core.transfers.rsync_progress import (
-    ProgressParser, parse_log, parse_update, rsync_exit_message, split_update, telling_lines,
+    ProgressParser,
+    parse_log,
+    parse_update,
+    rsync_exit_message,
+    split_update,
+    telling_lines,
 )
 
 MB = 1024 * 1024
@@ -39,7 +45,7 @@ GROWING_LIST = (
 # destination on a 5 MB tmpfs: the error lands in the same \r segment as the first update
 DISK_FULL = (
     "\r         32,768   0%    0.00kB/s    0:00:00  rsync: [receiver] write failed on "
-    "\"/models/m/f1\": No space left on device (28)\n"
+    '"/models/m/f1": No space left on device (28)\n'
     "rsync error: error in file IO (code 11) at receiver.c(657) [receiver=3.5.0]\n\n"
     "rsync: [sender] write error: Broken pipe (32)\n"
 )
@@ -58,11 +64,14 @@ def test_update_closing_a_file_has_elapsed_and_counts():
     assert (u.files_done, u.files_left, u.files_total, u.listing) == (2, 5, 8, False)
 
 
-@pytest.mark.parametrize("text,rate", [
-    ("      1,024   0%  512.00kB/s    0:00:10  ", 512 * 1024),
-    ("  9,000,000,000  50%    1.25GB/s    0:00:07  ", 1.25 * 1024 * MB),
-    ("     12,345   1%    3.10MB/s    0:00:01  ", 3.10 * MB),
-])
+@pytest.mark.parametrize(
+    "text,rate",
+    [
+        ("      1,024   0%  512.00kB/s    0:00:10  ", 512 * 1024),
+        ("  9,000,000,000  50%    1.25GB/s    0:00:07  ", 1.25 * 1024 * MB),
+        ("     12,345   1%    3.10MB/s    0:00:01  ", 3.10 * MB),
+    ],
+)
 def test_rate_units(text, rate):
     assert parse_update(text).rate == pytest.approx(rate)
 
@@ -78,12 +87,15 @@ def test_other_locales_and_human_readable_sizes():
     assert parse_update("          1.50G  12%  400.00MB/s    0:00:02  ").bytes == int(1.5 * 1024**3)
 
 
-@pytest.mark.parametrize("line", [
-    "rsync: [receiver] write failed on \"/m/f\": No space left on device (28)",
-    "sending incremental file list",
-    "     32,768   0%    0.00kB/s    0:00:0",  # cut in the middle
-    "",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'rsync: [receiver] write failed on "/m/f": No space left on device (28)',
+        "sending incremental file list",
+        "     32,768   0%    0.00kB/s    0:00:0",  # cut in the middle
+        "",
+    ],
+)
 def test_non_updates(line):
     assert parse_update(line) is None
 
@@ -113,7 +125,7 @@ def test_any_chunking_gives_the_same_updates():
         p, got, text, i = ProgressParser(), [], FIVE_FILES + GROWING_LIST, 0
         while i < len(text):
             n = rng.randint(1, 90)
-            got += p.feed(text[i:i + n])[0]
+            got += p.feed(text[i : i + n])[0]
             i += n
         if p.pending() is not None:
             got.append(p.pending())
@@ -153,8 +165,11 @@ def test_counts_agree_with_the_verifier_and_a_known_rate_has_an_eta():
     closing = parse_update("     62,914,560  39%   40.17MB/s    0:00:01 (xfr#2, to-chk=5/8)")
     assert closing.eta is None  # the closing update carries the elapsed time, not an ETA
     # 20 s in: bytes left at the measured rate
-    assert in_verifier_terms(closing, 160_000_000, 7, 20.0) == (2, 7, pytest.approx((160_000_000 - 62_914_560)
-                                                                                      / closing.rate))
+    assert in_verifier_terms(closing, 160_000_000, 7, 20.0) == (
+        2,
+        7,
+        pytest.approx((160_000_000 - 62_914_560) / closing.rate),
+    )
     last = parse_update("    160,000,000 100%   40.00MB/s    0:00:04 (xfr#3, to-chk=0/8)")  # 4 were in place
     assert in_verifier_terms(last, 160_000_000, 7)[:2] == (7, 7)  # then "verified: 7 files"
     flying = parse_update("     43,319,296  27%   40.04MB/s    0:00:02  ")

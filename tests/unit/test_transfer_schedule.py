@@ -1,4 +1,5 @@
 """The fan-out: finished nodes become senders, per-sender limits, pairs without trust."""
+
 from __future__ import annotations
 
 from sparktui.core.transfers.schedule import FanOut

@@ -1,4 +1,5 @@
 """State directories read back: listing records, poll headers, states and their wording."""
+
 from __future__ import annotations
 
 import json
@@ -7,23 +8,47 @@ import pytest
 
 from sparktui.core.transfers.remote import RS
 from sparktui.core.transfers.state import (
-    CANCELLED, DONE, FAILED, LOST, RUNNING, UNVERIFIED, TransferMeta, new_id,
-    parse_listing, parse_poll,
+    CANCELLED,
+    DONE,
+    FAILED,
+    LOST,
+    RUNNING,
+    UNVERIFIED,
+    TransferMeta,
+    new_id,
+    parse_listing,
+    parse_poll,
 )
 
-META = TransferMeta(id="model-n2-20250101T000000-abcd", kind="model", source="n1", dest="n2",
-                    addr="192.168.100.11", user="root", path="/models/m", started=1000.0,
-                    total_bytes=157_287_424, total_files=6)
+META = TransferMeta(
+    id="model-n2-20250101T000000-abcd",
+    kind="model",
+    source="n1",
+    dest="n2",
+    addr="192.168.100.11",
+    user="root",
+    path="/models/m",
+    started=1000.0,
+    total_bytes=157_287_424,
+    total_files=6,
+)
 
 
 def listing(rc="", alive="1", cancelled="0", verified="", tail="", meta=META, count=""):
-    return (f"@@ {meta.id} rc={rc} alive={alive} cancelled={cancelled} now=2000\n"
-            f"meta={json.dumps(meta.to_json())}\nverified={verified}\ncount={count}\ntail={tail}\n")
+    return (
+        f"@@ {meta.id} rc={rc} alive={alive} cancelled={cancelled} now=2000\n"
+        f"meta={json.dumps(meta.to_json())}\nverified={verified}\ncount={count}\ntail={tail}\n"
+    )
 
 
 def test_running_record_shows_the_last_update():
-    tail = RS.join(["", "     43,319,296  27%   40.04MB/s    0:00:02  ",
-                    "     62,914,560  39%   40.17MB/s    0:00:01 (xfr#2, to-chk=5/8)"])
+    tail = RS.join(
+        [
+            "",
+            "     43,319,296  27%   40.04MB/s    0:00:02  ",
+            "     62,914,560  39%   40.17MB/s    0:00:01 (xfr#2, to-chk=5/8)",
+        ]
+    )
     [rec] = parse_listing(listing(tail=tail))
     assert rec.state == RUNNING and rec.meta == META
     d = rec.to_dict()
@@ -31,16 +56,19 @@ def test_running_record_shows_the_last_update():
     assert d["message"] is None
 
 
-@pytest.mark.parametrize("rc,alive,cancelled,verified,state", [
-    ("", "1", "0", "", RUNNING),
-    ("", "0", "0", "", LOST),
-    ("", "0", "1", "", CANCELLED),
-    ("20", "0", "1", "", CANCELLED),
-    ("0", "0", "0", "", UNVERIFIED),
-    ("0", "0", "0", '{"ok": true, "message": "verified: 6 files"}', DONE),
-    ("0", "0", "0", '{"ok": false, "message": "n2 has 5 files"}', FAILED),
-    ("11", "0", "0", "", FAILED),
-])
+@pytest.mark.parametrize(
+    "rc,alive,cancelled,verified,state",
+    [
+        ("", "1", "0", "", RUNNING),
+        ("", "0", "0", "", LOST),
+        ("", "0", "1", "", CANCELLED),
+        ("20", "0", "1", "", CANCELLED),
+        ("0", "0", "0", "", UNVERIFIED),
+        ("0", "0", "0", '{"ok": true, "message": "verified: 6 files"}', DONE),
+        ("0", "0", "0", '{"ok": false, "message": "n2 has 5 files"}', FAILED),
+        ("11", "0", "0", "", FAILED),
+    ],
+)
 def test_states(rc, alive, cancelled, verified, state):
     [rec] = parse_listing(listing(rc=rc, alive=alive, cancelled=cancelled, verified=verified))
     assert rec.state == state
@@ -48,9 +76,15 @@ def test_states(rc, alive, cancelled, verified, state):
 
 
 def test_failure_message_names_the_cause_from_the_log():
-    tail = RS.join(["", "         32,768   0%    0.00kB/s    0:00:00  rsync: [receiver] write failed on "
-                    "\"/models/m/f1\": No space left on device (28)",
-                    "rsync error: error in file IO (code 11) at receiver.c(657) [receiver=3.5.0]", ""])
+    tail = RS.join(
+        [
+            "",
+            "         32,768   0%    0.00kB/s    0:00:00  rsync: [receiver] write failed on "
+            '"/models/m/f1": No space left on device (28)',
+            "rsync error: error in file IO (code 11) at receiver.c(657) [receiver=3.5.0]",
+            "",
+        ]
+    )
     [rec] = parse_listing(listing(rc="11", alive="0", tail=tail))
     msg = rec.message()
     assert "rsync exit 11" in msg and "No space left on device" in msg
@@ -58,8 +92,18 @@ def test_failure_message_names_the_cause_from_the_log():
 
 
 def test_image_record_progress_from_the_byte_count():
-    meta = TransferMeta(id="image-n2-x", kind="image", source="n1", dest="n2", addr="a", user="u",
-                        image="img:1", image_id="sha256:ab", total_bytes=1000, started=1.0)
+    meta = TransferMeta(
+        id="image-n2-x",
+        kind="image",
+        source="n1",
+        dest="n2",
+        addr="a",
+        user="u",
+        image="img:1",
+        image_id="sha256:ab",
+        total_bytes=1000,
+        started=1.0,
+    )
     [rec] = parse_listing(listing(meta=meta, count="250"))
     assert rec.to_dict()["bytes"] == 250 and rec.to_dict()["percent"] == 25.0
 

@@ -1,4 +1,5 @@
 """Parallel rsync streams: how files are split, the job script, one progress from many, the cipher order."""
+
 from __future__ import annotations
 
 import subprocess
@@ -62,15 +63,18 @@ def test_the_job_lists_and_excludes_each_streams_files(tmp_path):
 def test_a_failing_stream_fails_the_job_and_is_named(tmp_path):
     """The job's own logic with a stand-in rsync: stream 2 fails for good, stream 1 once then not."""
     fake = tmp_path / "rsync"
-    fake.write_text("#!/bin/sh\ncase \"$*\" in *files.2*) echo 'rsync: write failed: No space left on device' >&2; "
-                    "exit 11;; *files.1*) [ -e once ] && exit 0; : > once; exit 12;; esac\nexit 0\n")
+    fake.write_text(
+        "#!/bin/sh\ncase \"$*\" in *files.2*) echo 'rsync: write failed: No space left on device' >&2; "
+        "exit 11;; *files.1*) [ -e once ] && exit 0; : > once; exit 12;; esac\nexit 0\n"
+    )
     fake.chmod(0o755)
     p = streams.plan({"a": 40 * MB, "b": 30 * MB, "c": 20 * MB}, {}, 3)
     for name, text in streams.state_files(p).items():
         (tmp_path / name).write_text(text)
     job = streams.job(p, "/m", "u", "h", "/m", ["ssh"]).replace("sleep 1;", "")
-    r = subprocess.run(["sh", "-c", job], cwd=tmp_path, env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["sh", "-c", job], cwd=tmp_path, env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, capture_output=True, text=True
+    )
     assert r.returncode == 11
     assert "stream 2 (1 files" in r.stdout and "stream 2: rsync: write failed: No space left on device" in r.stdout
     assert "stream 1 (" not in r.stdout  # retried after its broken connection, then fine
@@ -80,7 +84,7 @@ def test_a_failing_stream_fails_the_job_and_is_named(tmp_path):
 def test_a_poll_brings_every_streams_progress_and_they_add_up():
     s1 = f"{RS}    10,000,000  50%   5.00MB/s    0:00:02  "
     s2 = f"{RS}    20,000,000 100%  10.00MB/s    0:00:02 (xfr#1, to-chk=0/1){RS}"
-    out = (f"rc= alive=1 size=60 count= now=5 cancelled=0 n=0 streams=2 s0=\n1 - {s1}\n2 0 {s2}\n")
+    out = f"rc= alive=1 size=60 count= now=5 cancelled=0 n=0 streams=2 s0=\n1 - {s1}\n2 0 {s2}\n"
     poll = parse_poll(out)
     assert [(s.index, s.rc, s.update.bytes) for s in poll.streams] == [(1, None, 10_000_000), (2, 0, 20_000_000)]
     main = streams.parse_stream_line(f"0 - {RS}   5,000,000  25%   4.00MB/s    0:00:03  ").update

@@ -1,4 +1,5 @@
 """TensorRT-LLM's engine module: the MPI launch shape, per-node env, fit, and its plan through the registry."""
+
 from __future__ import annotations
 
 import shlex
@@ -20,13 +21,37 @@ IFACES = ["enp1s0f1np1", "enP2p1s0f1np1", "enp1s0f0np0", "enP2p1s0f0np0"]
 def make_ctx(n: int = 2, **kw) -> Context:
     nodes = []
     for i in range(n):
-        spot = Spot(name=f"spark{i + 1}", rank=i, role="head" if i == 0 else "worker", iface=IFACES[i % 4],
-                    ip=f"192.168.100.{10 + i}", rdma=f"rocep{i}s0f1", infiniband=True)
+        spot = Spot(
+            name=f"spark{i + 1}",
+            rank=i,
+            role="head" if i == 0 else "worker",
+            iface=IFACES[i % 4],
+            ip=f"192.168.100.{10 + i}",
+            rdma=f"rocep{i}s0f1",
+            infiniband=True,
+        )
         nodes.append(spot)
-    args = dict(engine="trtllm", mode="mpi", image=trtllm.DEFAULT_IMAGE, model_path=MODEL, served_name=None,
-                tp=n, pp=1, head_ip=nodes[0].ip, dist_port=0, port=trtllm.DEFAULT_PORT, ray_port=0,
-                mem_fraction=None, max_model_len=None, trust_remote_code=False, extra_args=[], deployment="d",
-                plan_id="p1", docker=DockerConfig(), nodes=nodes)
+    args = dict(
+        engine="trtllm",
+        mode="mpi",
+        image=trtllm.DEFAULT_IMAGE,
+        model_path=MODEL,
+        served_name=None,
+        tp=n,
+        pp=1,
+        head_ip=nodes[0].ip,
+        dist_port=0,
+        port=trtllm.DEFAULT_PORT,
+        ray_port=0,
+        mem_fraction=None,
+        max_model_len=None,
+        trust_remote_code=False,
+        extra_args=[],
+        deployment="d",
+        plan_id="p1",
+        docker=DockerConfig(),
+        nodes=nodes,
+    )
     args.update(kw)
     ctx = Context(**args)
     for spot in ctx.nodes:
@@ -51,6 +76,7 @@ def test_registered_as_the_third_engine_with_the_mpi_shape():
 
 def _plan(n=2, **opts):
     from tests.unit.test_plan import VLLM_IMAGE, plan_for
+
     return plan_for(n, engine="trtllm", tp=n, image=VLLM_IMAGE, **opts)[0]  # an image the nodes hold
 
 
@@ -74,6 +100,7 @@ def test_plan_refuses_api_key_and_served_name_flags_and_tp_that_does_not_fill_th
     assert any("--api-key" in e for e in _plan(2, extra_args=["--api-key", "sk-x"]).errors)
     assert any("--served-model-name" in e for e in _plan(2, extra_args=["--served-model-name=q"]).errors)
     from tests.unit.test_plan import plan_for
+
     bad = plan_for(2, engine="trtllm", tp=1, nodes=["spark1", "spark2"])[0]
     assert any("must equal the number of nodes" in e for e in bad.errors)
 
@@ -126,10 +153,20 @@ def test_mpirun_line_one_rank_per_node_and_serve_flags():
     argv = start.argv
     assert argv[:3] == ["docker", "exec", "-d"] and argv[4:6] == ["sh", "-c"]
     inner = shlex.split(argv[6].replace(trtllm.TO_CONTAINER_LOG, ""))
-    assert inner[:inner.index("trtllm-llmapi-launch")] == [
-        "mpirun", "--allow-run-as-root", "-np", "2", "--hostfile", trtllm.HOSTFILE, "--map-by", "ppr:1:node",
-        "--mca", "plm_rsh_args", f"-p {trtllm.SSH_PORT} -o StrictHostKeyChecking=accept-new -o BatchMode=yes"]
-    serve = inner[inner.index("trtllm-llmapi-launch") + 1:]
+    assert inner[: inner.index("trtllm-llmapi-launch")] == [
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        "2",
+        "--hostfile",
+        trtllm.HOSTFILE,
+        "--map-by",
+        "ppr:1:node",
+        "--mca",
+        "plm_rsh_args",
+        f"-p {trtllm.SSH_PORT} -o StrictHostKeyChecking=accept-new -o BatchMode=yes",
+    ]
+    serve = inner[inner.index("trtllm-llmapi-launch") + 1 :]
     assert serve[:2] == ["trtllm-serve", MODEL]
     flags = dict(zip(serve[2::2], serve[3::2]))
     assert flags["--tp_size"] == "2" and flags["--pp_size"] == "1"
@@ -200,8 +237,9 @@ def test_progress_lines():
     assert p["ready"].search("INFO:     Application startup complete.")
     assert trtllm.IGNORE.search("UCX  WARN  network device 'enp1s0f0np0' is not available, please use one or more of")
     assert not any(s.pattern.search("UCX  WARN  network device 'enp1s0f0np0' is not available") for s in trtllm.SIGNS)
-    kv = p["kv_cache"].search("[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV "
-                              "cache (8224).")
+    kv = p["kv_cache"].search(
+        "[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV cache (8224)."
+    )
     assert kv.groups() == ("0.56", "8224")
 
 
@@ -220,10 +258,14 @@ def test_prefilter_agrees_with_every_trtllm_pattern():
     # the quickre prefilter may only skip lines that cannot match (as tests/unit/test_quickre.py checks for logsigns)
     qs = [s.pattern for s in trtllm.SIGNS] + list(trtllm.PROGRESS.values()) + [trtllm.IGNORE]
     lines = set(LINES.values()) | {
-        "[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6", "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 1",
-        "rank0 run mgmn leader node with mpi_world_size: 2 ...", "UCX  WARN  network device 'x' is not available",
-        "UCX  ERROR no such device", "Connection timed out during banner exchange",
-        "INFO:     Application startup complete."}
+        "[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc6",
+        "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 1",
+        "rank0 run mgmn leader node with mpi_world_size: 2 ...",
+        "UCX  WARN  network device 'x' is not available",
+        "UCX  ERROR no such device",
+        "Connection timed out during banner exchange",
+        "INFO:     Application startup complete.",
+    }
     lines |= {ln.upper() for ln in lines} | {ln.lower() for ln in lines}
     for q in qs:
         for ln in lines:
@@ -258,7 +300,7 @@ def test_hostfile_step_writes_the_hostfile_through_a_real_shell(tmp_path):
 
     ctx = make_ctx(3)
     step = [s for s in trtllm.steps(ctx) if "hostfile" in s.description][0]
-    argv = step.argv[step.argv.index("sh"):]
+    argv = step.argv[step.argv.index("sh") :]
     argv[-1] = str(tmp_path / "openmpi-hostfile")  # the container's /etc path, here
     subprocess.run(argv, check=True, timeout=30)
     assert (tmp_path / "openmpi-hostfile").read_text() == trtllm.hostfile_text(ctx)
@@ -273,11 +315,17 @@ def test_describe_names_head_ranks_port_and_served_name():
 
 def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
     from sparktui.core.diagnose import Diagnoser
+
     d = Diagnoser("trtllm", clock=lambda: 0.0)
-    d.feed_lines(["[TensorRT-LLM] TensorRT-LLM version: 1.3.0rc5",
-                  "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 0",
-                  "rank0 run mgmn leader node with mpi_world_size: 2",
-                  "INFO:     Application startup complete."], node="spark1")
+    d.feed_lines(
+        [
+            "[TensorRT-LLM] TensorRT-LLM version: 1.3.0rc5",
+            "[TensorRT-LLM][INFO] MPI size: 2, MPI local size: 1, rank: 0",
+            "rank0 run mgmn leader node with mpi_world_size: 2",
+            "INFO:     Application startup complete.",
+        ],
+        node="spark1",
+    )
     assert d.state == "ready"
     bad = Diagnoser("trtllm", clock=lambda: 0.0)
     bad.feed_lines(["ssh: connect to host 192.168.100.11 port 2233: Connection timed out"], node="spark1")
@@ -289,8 +337,17 @@ def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
 def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_names_the_rest():
     from sparktui.core.deploy.options import pivot_notes, pivot_options
     from sparktui.core.plan import PlanOptions
-    o = PlanOptions(engine="vllm", mode="ray", tp=2, max_model_len=4096, served_model_name="q", rendezvous="enp1",
-                    model_path=MODEL, extra_args=["--api-key", "sk", "--trust-remote-code"])
+
+    o = PlanOptions(
+        engine="vllm",
+        mode="ray",
+        tp=2,
+        max_model_len=4096,
+        served_model_name="q",
+        rendezvous="enp1",
+        model_path=MODEL,
+        extra_args=["--api-key", "sk", "--trust-remote-code"],
+    )
     n = pivot_options(o, "trtllm")
     assert (n.engine, n.tp, n.max_model_len, n.rendezvous, n.model_path) == ("trtllm", 2, 4096, "enp1", MODEL)
     assert n.extra_args == ["--trust_remote_code"]
@@ -303,8 +360,14 @@ def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_
 
 def test_a_node_without_the_named_interface_gets_trtllms_own_hint_not_torchs():
     from sparktui.core.diagnose import Diagnoser
+
     d = Diagnoser("trtllm", clock=lambda: 0.0)
-    d.feed_lines(["spark2:12:12 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to nosuch0",
-                  "spark2:12:12 [0] NCCL WARN Bootstrap : no socket interface found"], node="spark2")
+    d.feed_lines(
+        [
+            "spark2:12:12 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to nosuch0",
+            "spark2:12:12 [0] NCCL WARN Bootstrap : no socket interface found",
+        ],
+        node="spark2",
+    )
     [p] = [p for p in d.problems if p.kind == "nccl_error"]
     assert "OMPI_MCA_btl_tcp_if_include" in p.hint and "GLOO" not in p.hint

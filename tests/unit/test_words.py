@@ -1,4 +1,5 @@
 """Plain words for milestones and operations: no internal ids reach the user."""
+
 from __future__ import annotations
 
 import re
@@ -10,24 +11,47 @@ from sparktui.core.words import milestone_words, operation_doing, operation_name
 ID = re.compile(r"[a-z]+_[a-z_]+")  # snake_case: an internal identifier
 
 
-@pytest.mark.parametrize("kind,data,text", [
-    ("weights_loading", {"percent": 25}, "loading weights 25 %"),
-    ("weights_loading", {"percent": 100}, "weights loaded"),
-    ("kv_cache", {"size_gib": 70.41}, "KV cache 70.4 GiB"),
-    ("kv_cache", {"tokens": 123456}, "KV cache 123,456 tokens"),
-    ("nccl_transport", {"transport": "socket", "iface": "enp1s0f1np1"}, "NCCL over TCP sockets on enp1s0f1np1 (slow path)"),
-    ("cuda_graph", {"phase": "end", "seconds": 12.0}, "CUDA graphs captured in 12.0 s"),
-    ("nccl_net", {"label": "NET/IB (rocep1s0f1)", "flags": ["spark2: roceP2p1s0f1 idle"]},
-     "NCCL uses NET/IB (rocep1s0f1); spark2: roceP2p1s0f1 idle"),
-    ("some_new_step", {"size_gib": 1.25, "rank": 3, "tokens": 7}, "some new step 1.2 GiB, rank 3, 7 tokens"),
-])
+@pytest.mark.parametrize(
+    "kind,data,text",
+    [
+        ("weights_loading", {"percent": 25}, "loading weights 25 %"),
+        ("weights_loading", {"percent": 100}, "weights loaded"),
+        ("kv_cache", {"size_gib": 70.41}, "KV cache 70.4 GiB"),
+        ("kv_cache", {"tokens": 123456}, "KV cache 123,456 tokens"),
+        (
+            "nccl_transport",
+            {"transport": "socket", "iface": "enp1s0f1np1"},
+            "NCCL over TCP sockets on enp1s0f1np1 (slow path)",
+        ),
+        ("cuda_graph", {"phase": "end", "seconds": 12.0}, "CUDA graphs captured in 12.0 s"),
+        (
+            "nccl_net",
+            {"label": "NET/IB (rocep1s0f1)", "flags": ["spark2: roceP2p1s0f1 idle"]},
+            "NCCL uses NET/IB (rocep1s0f1); spark2: roceP2p1s0f1 idle",
+        ),
+        ("some_new_step", {"size_gib": 1.25, "rank": 3, "tokens": 7}, "some new step 1.2 GiB, rank 3, 7 tokens"),
+    ],
+)
 def test_milestones_read_as_words(kind, data, text):
     assert milestone_words(kind, data) == text
 
 
-@pytest.mark.parametrize("kind", ["container_started", "ray_started", "ray_connected", "dist_init_begin",
-                                  "dist_init_end", "nccl_transport", "weights_loading", "slow_load", "kv_cache",
-                                  "cuda_graph", "ready"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "container_started",
+        "ray_started",
+        "ray_connected",
+        "dist_init_begin",
+        "dist_init_end",
+        "nccl_transport",
+        "weights_loading",
+        "slow_load",
+        "kv_cache",
+        "cuda_graph",
+        "ready",
+    ],
+)
 def test_no_milestone_shows_an_identifier(kind):
     for data in ({}, {"percent": 50, "size_gib": 2.0, "tokens": 10, "phase": "begin", "transport": "rdma"}):
         assert not ID.search(milestone_words(kind, data)), milestone_words(kind, data)

@@ -9,6 +9,7 @@ client and one workload serve every engine and the numbers compare. Where it com
 Either way the client runs under setsid in ~/.local/state/sparktui/bench/<id>/ (log, pid, rc, one result
 file per concurrency), as transfers do, so an interrupted sparktui can stop it and nothing stays behind.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,6 +17,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..engines import ENGINES
+
 # the transfers' "any live process in group $g" (reads /proc with the shell's own `read`)
 from ..procgroup import GROUP_ALIVE_FN
 
@@ -67,20 +69,23 @@ def find_client(image: str) -> str:
     """Prints `path` or `image` (where the client is), else `none`. A `vllm` on the PATH counts only when it
     has `bench serve` (a release before the CLI benchmarks has none; the engine simulator's has its own)."""
     exe, words = BENCH_CLIENT[0], " ".join(BENCH_CLIENT)
-    return (f"if command -v {exe} >/dev/null 2>&1 && {words} --help >/dev/null 2>&1; then echo path; "
-            f"elif command -v docker >/dev/null 2>&1 && docker image inspect {shlex.quote(image)} >/dev/null 2>&1; "
-            "then echo image; else echo none; fi")
+    return (
+        f"if command -v {exe} >/dev/null 2>&1 && {words} --help >/dev/null 2>&1; then echo path; "
+        f"elif command -v docker >/dev/null 2>&1 && docker image inspect {shlex.quote(image)} >/dev/null 2>&1; "
+        "then echo image; else echo none; fi"
+    )
 
 
 def missing_fix(node: str, image: str) -> str:
-    return (f"sparktui sync image vllm --to {node} (copies {image} from a node that has it; "
-            f"or docker pull it on {node})")
+    return f"sparktui sync image vllm --to {node} (copies {image} from a node that has it; or docker pull it on {node})"
 
 
 def missing_message(node: str, image: str) -> str:
-    return (f"no benchmark client on {node}: `vllm bench serve` is neither on its PATH nor in {image} there "
-            f"(that image is not on the node; a `vllm` without `bench serve` does not count); "
-            f"fix: {missing_fix(node, image)}")
+    return (
+        f"no benchmark client on {node}: `vllm bench serve` is neither on its PATH nor in {image} there "
+        f"(that image is not on the node; a `vllm` without `bench serve` does not count); "
+        f"fix: {missing_fix(node, image)}"
+    )
 
 
 def client_argv(where: str, bid: str, image: str, model_path: str, c: int) -> list[str]:
@@ -88,18 +93,61 @@ def client_argv(where: str, bid: str, image: str, model_path: str, c: int) -> li
     if where == "path":
         return [BENCH_CLIENT[0]]
     # HF_HUB_OFFLINE: the tokenizer is the model's own directory, nodes may have no internet
-    return ["docker", "run", "--rm", "--name", f"{container_name(bid)}-c{c}", "--network", "host",
-            "--entrypoint", BENCH_CLIENT[0], "-e", "HF_HUB_OFFLINE=1", "-e", "OPENAI_API_KEY", "-v", f"{model_path}:{model_path}:ro",
-            "-v", "__DIR__:__DIR__", image]
+    return [
+        "docker",
+        "run",
+        "--rm",
+        "--name",
+        f"{container_name(bid)}-c{c}",
+        "--network",
+        "host",
+        "--entrypoint",
+        BENCH_CLIENT[0],
+        "-e",
+        "HF_HUB_OFFLINE=1",
+        "-e",
+        "OPENAI_API_KEY",
+        "-v",
+        f"{model_path}:{model_path}:ro",
+        "-v",
+        "__DIR__:__DIR__",
+        image,
+    ]
 
 
 def bench_args(port: int, model: str, tokenizer: str, w: Workload, c: int) -> list[str]:
-    return [*BENCH_CLIENT[1:], "--backend", "openai", "--base-url", f"http://127.0.0.1:{int(port)}",
-            "--endpoint", "/v1/completions", "--model", model, "--tokenizer", tokenizer,
-            "--dataset-name", "random", "--random-input-len", str(int(w.input_len)),
-            "--random-output-len", str(int(w.output_len)), "--ignore-eos",
-            "--num-prompts", str(w.num_prompts(c)), "--max-concurrency", str(int(c)), "--seed", "1",
-            *PERCENTILE_ARGS, "--save-result", "--result-dir", "__DIR__", "--result-filename", f"c{int(c)}.json"]
+    return [
+        *BENCH_CLIENT[1:],
+        "--backend",
+        "openai",
+        "--base-url",
+        f"http://127.0.0.1:{int(port)}",
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        tokenizer,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(int(w.input_len)),
+        "--random-output-len",
+        str(int(w.output_len)),
+        "--ignore-eos",
+        "--num-prompts",
+        str(w.num_prompts(c)),
+        "--max-concurrency",
+        str(int(c)),
+        "--seed",
+        "1",
+        *PERCENTILE_ARGS,
+        "--save-result",
+        "--result-dir",
+        "__DIR__",
+        "--result-filename",
+        f"c{int(c)}.json",
+    ]
 
 
 def job(where: str, bid: str, image: str, port: int, model: str, model_path: str, w: Workload) -> str:
@@ -118,24 +166,28 @@ def start(bid: str, job_text: str, key_on_stdin: bool = False) -> str:
     key_on_stdin: the endpoint's API key comes on stdin; it goes to a file only its owner reads, which the
     job reads into OPENAI_API_KEY (what vllm bench serve's openai backend sends as a bearer token,
     vllm/benchmarks/lib/endpoint_request_func.py) and removes, so it is on no command line and in no log."""
-    take = 'OPENAI_API_KEY=$(cat key 2>/dev/null); rm -f key; export OPENAI_API_KEY; ' if key_on_stdin else ""
+    take = "OPENAI_API_KEY=$(cat key 2>/dev/null); rm -f key; export OPENAI_API_KEY; " if key_on_stdin else ""
     inner = f"echo $$ > pid; {take}( {job_text}\n); echo $? > rc.tmp; mv rc.tmp rc"
-    return ("set -e\n"
-            f'find "$HOME"/{STATE_ROOT} -mindepth 2 -maxdepth 2 -name rc -mtime +{PRUNE_DAYS} 2>/dev/null '
-            '| while read -r f; do rm -rf -- "${f%/rc}"; done\n'
-            f"d={state_dir_word(bid)}\n"
-            'mkdir -p "$d"\ncd "$d"\n: > log\n'
-            + ("(umask 077; cat > key)\n" if key_on_stdin else "")
-            + f"setsid nohup sh -c {shlex.quote(inner)} </dev/null >log 2>&1 &\n"
-            "echo $!\n")
+    return (
+        "set -e\n"
+        f'find "$HOME"/{STATE_ROOT} -mindepth 2 -maxdepth 2 -name rc -mtime +{PRUNE_DAYS} 2>/dev/null '
+        '| while read -r f; do rm -rf -- "${f%/rc}"; done\n'
+        f"d={state_dir_word(bid)}\n"
+        'mkdir -p "$d"\ncd "$d"\n: > log\n'
+        + ("(umask 077; cat > key)\n" if key_on_stdin else "")
+        + f"setsid nohup sh -c {shlex.quote(inner)} </dev/null >log 2>&1 &\n"
+        "echo $!\n"
+    )
 
 
 def poll(bid: str, tail: int = 4000) -> str:
     """`rc=<code|> alive=<0|1>` then the log's last bytes."""
-    return (f"cd {state_dir_word(bid)} || exit 3\n"
-            'p=$(cat pid 2>/dev/null); a=0; [ -n "$p" ] && kill -0 "$p" 2>/dev/null && a=1\n'
-            'echo "rc=$(cat rc 2>/dev/null) alive=$a"\n'
-            f"tail -c {int(tail)} log 2>/dev/null")
+    return (
+        f"cd {state_dir_word(bid)} || exit 3\n"
+        'p=$(cat pid 2>/dev/null); a=0; [ -n "$p" ] && kill -0 "$p" 2>/dev/null && a=1\n'
+        'echo "rc=$(cat rc 2>/dev/null) alive=$a"\n'
+        f"tail -c {int(tail)} log 2>/dev/null"
+    )
 
 
 def stop(bid: str) -> str:
@@ -143,16 +195,18 @@ def stop(bid: str) -> str:
     the group is left (zombies of an orphaned job do not count: nodes' containers may have no reaper),
     then kills what is left."""
     name = container_name(bid)
-    return (f"cd {state_dir_word(bid)} 2>/dev/null || exit 0\n"
-            f"{GROUP_ALIVE_FN}\n"
-            'p=$(cat pid 2>/dev/null); g=$p\n'
-            '[ -z "$p" ] || kill -TERM -"$p" 2>/dev/null || true\n'
-            "if command -v docker >/dev/null 2>&1; then "
-            f"ids=$(docker ps -aq --filter name={shlex.quote(name)} 2>/dev/null); "
-            '[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || true; fi\n'
-            'i=0; while [ -n "$p" ] && galive && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n'
-            '[ -z "$p" ] || kill -KILL -"$p" 2>/dev/null || true\n'
-            '[ -e rc ] || { echo 130 > rc.tmp; mv rc.tmp rc; }\n')
+    return (
+        f"cd {state_dir_word(bid)} 2>/dev/null || exit 0\n"
+        f"{GROUP_ALIVE_FN}\n"
+        "p=$(cat pid 2>/dev/null); g=$p\n"
+        '[ -z "$p" ] || kill -TERM -"$p" 2>/dev/null || true\n'
+        "if command -v docker >/dev/null 2>&1; then "
+        f"ids=$(docker ps -aq --filter name={shlex.quote(name)} 2>/dev/null); "
+        '[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || true; fi\n'
+        'i=0; while [ -n "$p" ] && galive && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n'
+        '[ -z "$p" ] || kill -KILL -"$p" 2>/dev/null || true\n'
+        "[ -e rc ] || { echo 130 > rc.tmp; mv rc.tmp rc; }\n"
+    )
 
 
 def watchdog(bid: str) -> str:
@@ -161,10 +215,12 @@ def watchdog(bid: str) -> str:
     without a PTY, only EOF; a TERM or HUP from elsewhere stops the job too. The job stays detached (a PTY's
     hangup would not reach a client running in a container; stop() removes that too)."""
     body = stop(bid).split("\n", 1)[1]  # stop() without its first line: the watchdog is in the directory
-    return (f"cd {state_dir_word(bid)} || exit 0\n"
-            f"s() {{ [ -e rc ] || {{\n{body}}}; }}\n"
-            "trap 's; exit 0' HUP INT TERM\n"
-            "cat >/dev/null\ns\n")
+    return (
+        f"cd {state_dir_word(bid)} || exit 0\n"
+        f"s() {{ [ -e rc ] || {{\n{body}}}; }}\n"
+        "trap 's; exit 0' HUP INT TERM\n"
+        "cat >/dev/null\ns\n"
+    )
 
 
 def read_results(bid: str, concurrency: list[int]) -> str:
@@ -205,7 +261,7 @@ def progress(log_tail: str) -> Progress:
     p = Progress()
     i = log_tail.rfind(MARK)
     if i >= 0:
-        head = log_tail[i + len(MARK):].split("\n", 1)[0].strip()
+        head = log_tail[i + len(MARK) :].split("\n", 1)[0].strip()
         p.concurrency = int(head) if head.isdigit() else None
     after = log_tail[i:] if i >= 0 else log_tail
     bars = _BAR.findall(after)
@@ -218,13 +274,17 @@ def progress(log_tail: str) -> Progress:
 
 def image_lacks_fix(node: str) -> str:
     e = CLIENT_ENGINE
-    return (f"set images.{e.name} to a {e.label} release image and `sparktui sync image {e.name} --to {node}`, "
-            f"or install {e.package} on {node}")
+    return (
+        f"set images.{e.name} to a {e.label} release image and `sparktui sync image {e.name} --to {node}`, "
+        f"or install {e.package} on {node}"
+    )
 
 
 def image_lacks_message(node: str, image: str) -> str:
-    return (f"no benchmark client on {node}: the `vllm` in {image} has no `bench serve` (a vLLM before its "
-            f"CLI benchmarks, or an image whose `vllm` only serves); fix: {image_lacks_fix(node)}")
+    return (
+        f"no benchmark client on {node}: the `vllm` in {image} has no `bench serve` (a vLLM before its "
+        f"CLI benchmarks, or an image whose `vllm` only serves); fix: {image_lacks_fix(node)}"
+    )
 
 
 def lacks_bench(log_tail: str) -> bool:

@@ -6,6 +6,7 @@ Keys of vllm bench serve's result (vllm/benchmarks/serve.py, 0.11.0 and 0.33.0):
 duration, request_throughput, output_throughput, median_ttft_ms, p99_ttft_ms, median_itl_ms (p{N}_ kept
 for each --metric-percentiles value).
 """
+
 from __future__ import annotations
 
 import os
@@ -54,6 +55,7 @@ class Row:
 @dataclass
 class _ClientResult:
     """The part of the client's result file sparktui reads, each field type-checked."""
+
     completed: int
     request_throughput: float
     output_throughput: float
@@ -70,9 +72,17 @@ def from_client(text: str, where: str, **ctx) -> Row:
     if r.completed < 1:
         raise statefile.StateFileError(where, f"no request completed ({r.failed} failed)", ROW_FIX)
     c = ctx.pop("concurrency", r.max_concurrency)
-    return Row(concurrency=int(c or 0), ttft_p50_ms=r.median_ttft_ms, ttft_p99_ms=r.p99_ttft_ms,
-               itl_p50_ms=r.median_itl_ms, output_tokens_per_s=r.output_throughput,
-               requests_per_s=r.request_throughput, completed=r.completed, failed=r.failed, **ctx)
+    return Row(
+        concurrency=int(c or 0),
+        ttft_p50_ms=r.median_ttft_ms,
+        ttft_p99_ms=r.p99_ttft_ms,
+        itl_p50_ms=r.median_itl_ms,
+        output_tokens_per_s=r.output_throughput,
+        requests_per_s=r.request_throughput,
+        completed=r.completed,
+        failed=r.failed,
+        **ctx,
+    )
 
 
 def history_path() -> Path:
@@ -129,12 +139,16 @@ def _line_count(path: Path) -> int:
 def _row(raw: bytes | None, where: str) -> Row:
     if raw is None:
         raise statefile.StateFileError(where, f"a line longer than {MAX_LINE} bytes", FIX)
-    return statefile.load(Row, statefile.parse_json(raw.decode("utf-8", "replace"), where, FIX), where, FIX,
-                          ranges={"concurrency": (1, 1 << 20), "started": STARTED})
+    return statefile.load(
+        Row,
+        statefile.parse_json(raw.decode("utf-8", "replace"), where, FIX),
+        where,
+        FIX,
+        ranges={"concurrency": (1, 1 << 20), "started": STARTED},
+    )
 
 
-def load(path: Path | None = None, last: int = LAST_RUNS, deployment: str | None = None
-         ) -> tuple[list[Row], list[str]]:
+def load(path: Path | None = None, last: int = LAST_RUNS, deployment: str | None = None) -> tuple[list[Row], list[str]]:
     """(rows, problems): the usable rows of the `last` runs (of `deployment`, when given), oldest first, read
     from the end of the file and then of its rotated predecessor; one line per damaged line skipped."""
     path = path or history_path()

@@ -3,6 +3,7 @@
 The caller's cancellation (Ctrl-C, esc in the TUI) stops the client on the node before it returns, so an
 interrupted bench leaves nothing running.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,11 +53,17 @@ async def served_model(node: Node, port: int, api_key: str | None = None) -> str
         status, body = await http_get(node, port, "/v1/models", headers=auth)
         ids = [m.get("id") for m in json.loads(body).get("data", []) if isinstance(m, dict)]
     except (OSError, TimeoutError, ValueError, AttributeError) as e:
-        raise BenchError(f"{node.name}:127.0.0.1:{port}/v1/models did not answer ({type(e).__name__}: {e})",
-                         "not serving", "sparktui status shows the deployment's state") from None
+        raise BenchError(
+            f"{node.name}:127.0.0.1:{port}/v1/models did not answer ({type(e).__name__}: {e})",
+            "not serving",
+            "sparktui status shows the deployment's state",
+        ) from None
     if status != 200 or not ids or not isinstance(ids[0], str):
-        raise BenchError(f"{node.name}:127.0.0.1:{port}/v1/models answered HTTP {status} without a model",
-                         "not serving", "sparktui status shows the deployment's state")
+        raise BenchError(
+            f"{node.name}:127.0.0.1:{port}/v1/models answered HTTP {status} without a model",
+            "not serving",
+            "sparktui status shows the deployment's state",
+        )
     return ids[0]
 
 
@@ -73,24 +80,36 @@ async def prepare(cluster: Cluster, config: Config, name: str) -> Bench:
         rec = None  # the figures are kept without the plan's id; launch rewrites the record
     key = api_key_of(rec.options) if rec else None
     model = await served_model(node, t.port, key)
-    return Bench(api_key=key, target=t, model=model, model_path=(rec.options.model_path if rec and getattr(
-        rec.options, "model_path", None) else config.model.path), image=rec.image if rec else "",
-        plan_id=rec.plan_id if rec else "", mode=rec.mode if rec else "", tp=rec.tp if rec else 0)
+    return Bench(
+        api_key=key,
+        target=t,
+        model=model,
+        model_path=(rec.options.model_path if rec and getattr(rec.options, "model_path", None) else config.model.path),
+        image=rec.image if rec else "",
+        plan_id=rec.plan_id if rec else "",
+        mode=rec.mode if rec else "",
+        tp=rec.tp if rec else 0,
+    )
 
 
-async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
-              on_progress: Callable[[client.Progress], None] = lambda p: None) -> list[Row]:
+async def run(
+    cluster: Cluster,
+    config: Config,
+    b: Bench,
+    w: client.Workload,
+    on_progress: Callable[[client.Progress], None] = lambda p: None,
+) -> list[Row]:
     node = cluster[b.target.node]
     image = config.image_for(client.CLIENT_ENGINE.name)
     r = await node.run(client.find_client(image), timeout=120)  # `vllm bench serve --help` imports vLLM
     where = r.stdout.strip()
     if where not in ("path", "image"):
-        raise BenchError(client.missing_message(node.name, image), "client missing",
-                         client.missing_fix(node.name, image))
+        raise BenchError(
+            client.missing_message(node.name, image), "client missing", client.missing_fix(node.name, image)
+        )
     before = taint.Seen(b.target, b.plan_id, await _scrape(node, b.target))
     text = client.job(where, b.bid, image, b.target.port, b.model, b.model_path, w)
-    r = await node.run(client.start(b.bid, text, key_on_stdin=bool(b.api_key)), timeout=30,
-                       input=b.api_key or None)
+    r = await node.run(client.start(b.bid, text, key_on_stdin=bool(b.api_key)), timeout=30, input=b.api_key or None)
     if not r.ok:
         raise BenchError(f"the client did not start on {node.name}: {r.stderr.strip()[:300]}", "start failed")
     started = time.time()
@@ -102,8 +121,9 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
         await asyncio.shield(node.run(client.stop(b.bid), timeout=20))
         raise
     if rc != 0 and client.lacks_bench(tail):
-        raise BenchError(client.image_lacks_message(node.name, image), "client missing",
-                         client.image_lacks_fix(node.name))
+        raise BenchError(
+            client.image_lacks_message(node.name, image), "client missing", client.image_lacks_fix(node.name)
+        )
     if rc != 0:
         raise BenchError(f"the client exited {rc} on {node.name}: {client.failure_words(tail)}", "client failed")
     r = await node.run(client.read_results(b.bid, w.concurrency), timeout=30)
@@ -114,14 +134,32 @@ async def run(cluster: Cluster, config: Config, b: Bench, w: client.Workload,
         if c not in files:
             raise BenchError(f"{where}: the client left no result", "no result")
         try:
-            rows.append(from_client(files[c], where, concurrency=c, deployment=b.target.deployment,
-                                    engine=b.target.engine, image=b.image, plan_id=b.plan_id, mode=b.mode,
-                                    tp=b.tp, input_len=w.input_len, output_len=w.output_len, started=started))
+            rows.append(
+                from_client(
+                    files[c],
+                    where,
+                    concurrency=c,
+                    deployment=b.target.deployment,
+                    engine=b.target.engine,
+                    image=b.image,
+                    plan_id=b.plan_id,
+                    mode=b.mode,
+                    tp=b.tp,
+                    input_len=w.input_len,
+                    output_len=w.output_len,
+                    started=started,
+                )
+            )
         except statefile.StateFileError as e:
             raise BenchError(e.line(), "unreadable result") from None
-    why = taint.reasons(before, await _seen(cluster, config, b.target.deployment),
-                        sent=sum(w.num_prompts(c) for c in w.concurrency), runs=len(w.concurrency),
-                        completed=sum(r.completed for r in rows), failed=sum(r.failed for r in rows))
+    why = taint.reasons(
+        before,
+        await _seen(cluster, config, b.target.deployment),
+        sent=sum(w.num_prompts(c) for c in w.concurrency),
+        runs=len(w.concurrency),
+        completed=sum(r.completed for r in rows),
+        failed=sum(r.failed for r in rows),
+    )
     for r in rows:
         r.tainted = why
     return rows
@@ -147,8 +185,13 @@ async def _seen(cluster: Cluster, config: Config, name: str) -> taint.Seen:
     return taint.Seen(t, rec.plan_id if rec else "", await _scrape(cluster[t.node], t))
 
 
-async def run_on_deployment(cluster: Cluster, config: Config, name: str, w: client.Workload,
-                            on_progress: Callable[[client.Progress], None] = lambda p: None) -> list[Row]:
+async def run_on_deployment(
+    cluster: Cluster,
+    config: Config,
+    name: str,
+    w: client.Workload,
+    on_progress: Callable[[client.Progress], None] = lambda p: None,
+) -> list[Row]:
     """prepare + run, and the rows kept in the local history."""
     from .results import append
 

@@ -6,6 +6,7 @@ Other traffic is read from the engine's own /metrics: its TTFT histogram counts 
 so the count's growth over the run, less what the client sent, is someone else's. vllm bench serve sends
 one test prompt before each run (serve.py's initial single prompt test): one a concurrency is allowed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from ..metrics import Scrape
 @dataclass
 class Seen:
     """The deployment as the bench saw it at one moment; `scrape` None when /metrics did not answer."""
+
     target: Target | None
     plan_id: str
     scrape: Scrape | None

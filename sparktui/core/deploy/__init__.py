@@ -10,6 +10,7 @@ containers.py    this deployment's containers, found and removed by label only
 record.py        a Deployment's JSON form, kept on the head for pivot/redeploy from a new process
 lock.py          the deployment's lock on the head: one launch, pivot, redeploy or stop at a time
 """
+
 from __future__ import annotations
 
 from .containers import Found, find_all, summarize
@@ -21,7 +22,26 @@ from .readiness import Check, check_endpoint
 from .record import Record, load_record, save_record
 
 __all__ = [
-    "Check", "DeployError", "Deployer", "Deployment", "DeploymentExists", "Found", "LogBatch", "LogFollower", "LogLine",
-    "Planner", "Record", "check_endpoint", "find_all", "inventory_planner", "load_record", "options_of",
-    "other_engine", "pivot_options", "read_model_config", "save_record", "split_ts", "summarize",
+    "Check",
+    "DeployError",
+    "Deployer",
+    "Deployment",
+    "DeploymentExists",
+    "Found",
+    "LogBatch",
+    "LogFollower",
+    "LogLine",
+    "Planner",
+    "Record",
+    "check_endpoint",
+    "find_all",
+    "inventory_planner",
+    "load_record",
+    "options_of",
+    "other_engine",
+    "pivot_options",
+    "read_model_config",
+    "save_record",
+    "split_ts",
+    "summarize",
 ]

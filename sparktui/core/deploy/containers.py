@@ -3,6 +3,7 @@
 Every engine container sparktui starts carries labels (engines/common.py): sparktui.deployment,
 .engine, .role, .rank and .plan (the plan's hash). Nothing here touches a container without them.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,8 +43,11 @@ async def find_on(node: Node, deployment: str | None) -> Found:
     if not r.ok:
         return Found(node.name, [], r.stderr.strip() or f"docker ps exited {r.exit_status}")
     # The filter is docker's; checking the label here too keeps a misreading docker from widening it.
-    found = [c for c in parse_docker_ps(r.stdout) if c.labels.get(LABEL) and
-             (deployment is None or c.labels.get(LABEL) == deployment)]
+    found = [
+        c
+        for c in parse_docker_ps(r.stdout)
+        if c.labels.get(LABEL) and (deployment is None or c.labels.get(LABEL) == deployment)
+    ]
     return Found(node.name, found)
 
 
@@ -55,9 +59,12 @@ async def find_all(cluster: Cluster, deployment: str | None, nodes: list[str] | 
 
 def remove_command(deployment: str, grace: int = STOP_GRACE_S) -> str:
     """Stop, then remove, the containers carrying this deployment's label; prints what it removed."""
-    return script('ids=$(docker ps -aq --no-trunc --filter label={flt}); [ -z "$ids" ] && exit 0; '
-                  'docker stop -t {grace} $ids >/dev/null 2>&1; docker rm -f $ids',
-                  flt=f"{LABEL}={deployment}", grace=grace)
+    return script(
+        'ids=$(docker ps -aq --no-trunc --filter label={flt}); [ -z "$ids" ] && exit 0; '
+        "docker stop -t {grace} $ids >/dev/null 2>&1; docker rm -f $ids",
+        flt=f"{LABEL}={deployment}",
+        grace=grace,
+    )
 
 
 async def remove_on(node: Node, deployment: str, grace: int = STOP_GRACE_S) -> tuple[int, str | None]:
@@ -85,8 +92,9 @@ async def remove_one(node: Node, container: str) -> str | None:
 async def inspect_one(node: Node, container: str) -> tuple[dict[str, str], str] | None:
     """(labels, state) of one container by name, whoever made it; None when docker knows none by that name
     (yet: a `docker run` still making it holds the name before inspect sees it)."""
-    r = await node.run(["docker", "inspect", "--format", "{{json .Config.Labels}} {{.State.Status}}", container],
-                       timeout=30)
+    r = await node.run(
+        ["docker", "inspect", "--format", "{{json .Config.Labels}} {{.State.Status}}", container], timeout=30
+    )
     if not r.ok:
         return None
     text = r.stdout.strip()
@@ -120,8 +128,16 @@ def summarize(found: dict[str, Found]) -> list[dict]:
             d = by.setdefault(name, {"name": name, "engines": set(), "plans": set(), "containers": []})
             d["engines"].add(L.engine_of(c.labels))
             d["plans"].add(L.plan_of(c.labels))
-            d["containers"].append({"node": f.node, "name": c.name, "state": c.state, "status": c.status,
-                                    "rank": c.labels.get(L.RANK), "role": c.labels.get(L.ROLE)})
+            d["containers"].append(
+                {
+                    "node": f.node,
+                    "name": c.name,
+                    "state": c.state,
+                    "status": c.status,
+                    "rank": c.labels.get(L.RANK),
+                    "role": c.labels.get(L.ROLE),
+                }
+            )
     out = []
     for d in by.values():
         states = [c["state"] for c in d["containers"]]
@@ -129,7 +145,15 @@ def summarize(found: dict[str, Found]) -> list[dict]:
         overall = "running" if running == len(states) else ("partial" if running else "exited")
         engines = ",".join(sorted(d["engines"]))
         where = ", ".join(f"{c['node']}:{c['state']}" for c in sorted(d["containers"], key=lambda c: c["rank"] or ""))
-        out.append({"name": d["name"], "engine": engines, "plan": ",".join(sorted(d["plans"])), "state": overall,
-                    "containers": d["containers"], "summary": f"{d['name']} ({engines}) {overall}: {where}"})
+        out.append(
+            {
+                "name": d["name"],
+                "engine": engines,
+                "plan": ",".join(sorted(d["plans"])),
+                "state": overall,
+                "containers": d["containers"],
+                "summary": f"{d['name']} ({engines}) {overall}: {where}",
+            }
+        )
     errors = [{"node": f.node, "error": f.error, "summary": f"{f.node}: {f.error}"} for f in found.values() if f.error]
     return out + errors

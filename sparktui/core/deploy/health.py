@@ -4,6 +4,7 @@ Readiness proves the endpoint once, with a chat completion; after that an engine
 (a killed process, an OOM) while its container or HTTP port lingers. The deployer polls /health
 while ready so that shows at once, and `sparktui status` asks the same of every deployment.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,16 +34,22 @@ def _port_of(config: Config, engine: str, record: Any) -> int:
     return config.port_for(engine)
 
 
-async def _liveness(cluster: Cluster, config: Config, d: dict, node: str, engine: str, port: int, base: str,
-                    rec: Any) -> None:
+async def _liveness(
+    cluster: Cluster, config: Config, d: dict, node: str, engine: str, port: int, base: str, rec: Any
+) -> None:
     """A healthy endpoint that gives no token to a one-token completion, and generates none meanwhile, is wedged."""
     from .metrics_read import Target
     from .options import api_key_of
     from .serving import LOOK_AT, check_wedged
 
-    why, unsure = await check_wedged(cluster[node], Target(d["name"], engine, node, port), base,
-                                     rec.served_model_name if rec is not None else None,
-                                     api_key_of(rec.options) if rec is not None else None, config.engine.wedge_after)
+    why, unsure = await check_wedged(
+        cluster[node],
+        Target(d["name"], engine, node, port),
+        base,
+        rec.served_model_name if rec is not None else None,
+        api_key_of(rec.options) if rec is not None else None,
+        config.engine.wedge_after,
+    )
     d["serving"] = "wedged" if why else "unknown" if unsure else "ready"
     if why:
         d["health"] = f"wedged: {why}"
@@ -86,4 +93,3 @@ async def health_of(cluster: Cluster, config: Config, deployments: list[dict]) -
             d["summary"] += f"\n    look at: {d['look_at']}"
 
     await asyncio.gather(*(one(d) for d in deployments if "containers" in d and d.get("name") not in (None, "?")))
-

@@ -6,6 +6,7 @@ clock, host, user, pid, operation, a random token) is whole the moment it exists
 head, not in the client, so it outlives a client that died and every client sees the same one.
 Only the token's owner releases it; breaking it removes only the holder that was shown.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -59,8 +60,10 @@ class LockHeld(LockError):
         self.deployment = deployment
         self.holder = holder
         self.where = where
-        super().__init__(f"deployment {deployment} is busy: {holder.words()} holds its lock ({where}); "
-                         f"wait for it to finish, or pass --break-lock if that process is gone")
+        super().__init__(
+            f"deployment {deployment} is busy: {holder.words()} holds its lock ({where}); "
+            f"wait for it to finish, or pass --break-lock if that process is gone"
+        )
 
 
 def _age(s: int) -> str:
@@ -91,8 +94,15 @@ def _parse(text: str) -> Holder | None:
         now = int(lines[0])
         started, _, doc = lines[1].partition(" ")
         d = json.loads(doc)
-        return Holder(str(d["host"]), str(d["user"]), int(d["pid"]), str(d["op"]), str(d["token"]),
-                      int(started), now - int(started))
+        return Holder(
+            str(d["host"]),
+            str(d["user"]),
+            int(d["pid"]),
+            str(d["op"]),
+            str(d["token"]),
+            int(started),
+            now - int(started),
+        )
     except (IndexError, ValueError, KeyError, TypeError):
         return None
 
@@ -103,12 +113,22 @@ async def take(node: Node, deployment: str, op: str, *, breaking: Holder | None 
     mine = me(op)
     doc = json.dumps({"host": mine.host, "user": mine.user, "pid": mine.pid, "op": op, "token": mine.token})
     # breaking: remove the lock only if the shown holder (its token) still has it
-    brk = "" if breaking is None else script('{{ grep -qF {tok} "$f" 2>/dev/null && rm -f "$f"; true; }} && ',
-                                             tok=_token_words(breaking))
-    cmd = script('umask 077 && d="$HOME"/{d} && mkdir -p "$d" && f="$d"/{f} && t="$d"/.{f}.$$ && ',
-                 d=LOCK_DIR, f=f"{deployment}.lock")
-    cmd += brk + script('printf "%s %s\\n" "$(date +%s)" {doc} > "$t" && if ln "$t" "$f" 2>/dev/null; '
-                        'then rm -f "$t"; else rm -f "$t"; date +%s; cat "$f"; exit {held}; fi', doc=doc, held=_HELD)
+    brk = (
+        ""
+        if breaking is None
+        else script('{{ grep -qF {tok} "$f" 2>/dev/null && rm -f "$f"; true; }} && ', tok=_token_words(breaking))
+    )
+    cmd = script(
+        'umask 077 && d="$HOME"/{d} && mkdir -p "$d" && f="$d"/{f} && t="$d"/.{f}.$$ && ',
+        d=LOCK_DIR,
+        f=f"{deployment}.lock",
+    )
+    cmd += brk + script(
+        'printf "%s %s\\n" "$(date +%s)" {doc} > "$t" && if ln "$t" "$f" 2>/dev/null; '
+        'then rm -f "$t"; else rm -f "$t"; date +%s; cat "$f"; exit {held}; fi',
+        doc=doc,
+        held=_HELD,
+    )
     r = await node.run(cmd, timeout=30)
     if r.ok:
         return mine
@@ -123,5 +143,12 @@ async def take(node: Node, deployment: str, op: str, *, breaking: Holder | None 
 
 async def release(node: Node, deployment: str, holder: Holder) -> None:
     """Remove the lock if this holder still has it (a lock broken and taken by another stays)."""
-    await node.run(script('f="$HOME"/{d}/{f}; grep -qF {tok} "$f" 2>/dev/null && rm -f "$f"; true',
-                          d=LOCK_DIR, f=f"{deployment}.lock", tok=_token_words(holder)), timeout=30)
+    await node.run(
+        script(
+            'f="$HOME"/{d}/{f}; grep -qF {tok} "$f" 2>/dev/null && rm -f "$f"; true',
+            d=LOCK_DIR,
+            f=f"{deployment}.lock",
+            tok=_token_words(holder),
+        ),
+        timeout=30,
+    )

@@ -4,6 +4,7 @@ A resumed read asks for `--since <last timestamp seen>`. Docker keeps every entr
 before that instant, so the lines carrying exactly that timestamp come again: the follower counts
 them and skips as many, so across any number of drops no line is lost or doubled.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -86,8 +87,13 @@ class Deduper:
         """take() for a chunk as columns. The common chunk (all newer than anything seen, in order,
         nothing to skip) passes whole, checked at C speed; any other goes through take()."""
         last = self.last
-        if (keys and not self._skip and None not in keys and (last is None or keys[0] > last)
-                and all(map(le, keys, islice(keys, 1, None)))):
+        if (
+            keys
+            and not self._skip
+            and None not in keys
+            and (last is None or keys[0] > last)
+            and all(map(le, keys, islice(keys, 1, None)))
+        ):
             end = keys[-1]
             j = len(keys) - 1
             while j and keys[j - 1] == end:  # the lines at the newest instant, for the next resume
@@ -140,9 +146,19 @@ class LogFollower:
     unreachable for `reconnect_timeout` seconds) or "done" (follow=False, read once).
     """
 
-    def __init__(self, node: Node, container: str, on_lines: Callable[[LogBatch], None], *,
-                 since: str | None = None, follow: bool = True, reconnect_timeout: float = 900.0,
-                 batch_interval: float = 0.05, batch_max: int = 4096, gate: Gate | None = None):
+    def __init__(
+        self,
+        node: Node,
+        container: str,
+        on_lines: Callable[[LogBatch], None],
+        *,
+        since: str | None = None,
+        follow: bool = True,
+        reconnect_timeout: float = 900.0,
+        batch_interval: float = 0.05,
+        batch_max: int = 4096,
+        gate: Gate | None = None,
+    ):
         self.node = node
         self.container = container
         self.on_lines = on_lines

@@ -5,6 +5,7 @@ Each reading goes on the bus as a NodeMemory. A warning is a provisional problem
 recovers); a stop, with the guard on, removes this deployment's containers on every node before the host
 wedges, and leaves it failed with the reason. A reading that fails never stops anything.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,10 +36,16 @@ def hint_for(d: "Deployer", s: MemSample) -> str:
     if fraction is None and opts is not None:
         fraction = opts.mem_fraction
     vocab = eng.vocabulary if eng is not None else {}
-    return advice(s, d.config.memory, fraction=fraction, fraction_flag=vocab.get("mem_fraction"),
-                  kv_flag=eng.kv_cache_bytes_flag if eng is not None else None,
-                  len_flag=vocab.get("context_length"), max_len=opts.max_model_len if opts is not None else None,
-                  expandable=plan is not None and plan.expandable)
+    return advice(
+        s,
+        d.config.memory,
+        fraction=fraction,
+        fraction_flag=vocab.get("mem_fraction"),
+        kv_flag=eng.kv_cache_bytes_flag if eng is not None else None,
+        len_flag=vocab.get("context_length"),
+        max_len=opts.max_model_len if opts is not None else None,
+        expandable=plan is not None and plan.expandable,
+    )
 
 
 async def watch_memory(d: "Deployer", nodes: list[str], files: dict[str, MemFiles] | None = None) -> None:

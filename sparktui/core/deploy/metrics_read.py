@@ -5,6 +5,7 @@ network) over a direct-tcpip channel of the connection sparktui already holds: n
 node, no port opens anywhere. `MetricsUnavailable` says why there is nothing to read (an engine
 without metrics, a link down); text that arrives but does not parse is the Scrape's `error`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,9 @@ class Target:
     version: str | None = None
 
 
-async def http_get(node: Node, port: int, path: str, timeout: float = SCRAPE_TIMEOUT_S,
-                   headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+async def http_get(
+    node: Node, port: int, path: str, timeout: float = SCRAPE_TIMEOUT_S, headers: dict[str, str] | None = None
+) -> tuple[int, bytes]:
     """(status, body) of GET http://127.0.0.1:port/path on the node; OSError/TimeoutError when unreachable."""
     extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
 
@@ -76,7 +78,7 @@ def _unchunk(body: bytes) -> bytes:
             break
         if n == 0:
             break
-        out.append(body[j + 2:j + 2 + n])
+        out.append(body[j + 2 : j + 2 + n])
         i = j + 2 + n + 2
     return b"".join(out)
 
@@ -87,8 +89,9 @@ async def scrape(node: Node, t: Target, timeout: float = SCRAPE_TIMEOUT_S) -> Sc
     try:
         status, body = await http_get(node, t.port, path, timeout)
     except Exception as e:  # noqa: BLE001 - a link or channel failure, a timeout: say so, do not crash
-        raise MetricsUnavailable(f"no answer from {t.node}:127.0.0.1:{t.port}{path} ({type(e).__name__}: {e})"
-                                 ) from None
+        raise MetricsUnavailable(
+            f"no answer from {t.node}:127.0.0.1:{t.port}{path} ({type(e).__name__}: {e})"
+        ) from None
     if status == 404:
         why = eng.no_metrics_hint if eng else Engine.no_metrics_hint
         raise MetricsUnavailable(f"{t.engine} on {t.node} has no {path} (HTTP 404): {why}")

@@ -6,6 +6,7 @@ says what stops and starts where. preflight(prepared) runs the rendezvous check 
 node as an event. run(prepared) does it. Nothing here asks the user: each front asks in its own way
 with the same Preview, so both fronts plan, check and refuse alike for the same choices.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -73,13 +74,18 @@ class Preview:
         return "\n".join([self.title + ":"] + ["  " + ln for ln in self.lines(notes)])
 
     def to_json(self) -> dict:
-        return {"title": self.title, "stops": [{"node": n, "container": c} for n, c in self.stops],
-                "starts": [{"node": n, "what": w} for n, w in self.starts], "notes": list(self.notes)}
+        return {
+            "title": self.title,
+            "stops": [{"node": n, "container": c} for n, c in self.stops],
+            "starts": [{"node": n, "what": w} for n, w in self.starts],
+            "notes": list(self.notes),
+        }
 
 
 def starts_of(plan: Plan) -> list[tuple[str, str]]:
-    return [(n.name, f"{n.container} ({plan.engine} {plan.mode} {n.role}, rank {n.rank}, {plan.image})")
-            for n in plan.nodes]
+    return [
+        (n.name, f"{n.container} ({plan.engine} {plan.mode} {n.role}, rank {n.rank}, {plan.image})") for n in plan.nodes
+    ]
 
 
 def stops_of(found: dict[str, Found]) -> list[tuple[str, str]]:
@@ -123,13 +129,22 @@ class Prepared:
 
     def checks(self) -> dict:
         """The checks as data: what the TUI shows and the CLI prints, equal for equal choices."""
-        return {"errors": list(self.errors), "warnings": list(self.warnings),
-                "ports": [h.to_json() for h in self.conflicts]}
+        return {
+            "errors": list(self.errors),
+            "warnings": list(self.warnings),
+            "ports": [h.to_json() for h in self.conflicts],
+        }
 
     def to_json(self) -> dict:
-        return {"op": self.op.value, "deployment": self.deployment, "plan_id": self.plan.plan_id if self.plan else None,
-                "resuming": self.resuming, "replaces": self.replaces, "preview": self.preview.to_json(),
-                **self.checks()}
+        return {
+            "op": self.op.value,
+            "deployment": self.deployment,
+            "plan_id": self.plan.plan_id if self.plan else None,
+            "resuming": self.resuming,
+            "replaces": self.replaces,
+            "preview": self.preview.to_json(),
+            **self.checks(),
+        }
 
 
 async def model_config_of(cluster: Cluster, config: Config, path: str) -> dict | None:
@@ -148,9 +163,17 @@ async def model_config_of(cluster: Cluster, config: Config, path: str) -> dict |
 class Operations:
     """prepare / preflight / run for one cluster; the deployer it drives keeps watching after a run."""
 
-    def __init__(self, cluster: Cluster, config: Config, bus: EventBus, *, deployer: Any = None,
-                 deployer_factory: Callable[..., Any] | None = None, ready_timeout: float = READY_TIMEOUT_S,
-                 transfer_opts: Any = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: Config,
+        bus: EventBus,
+        *,
+        deployer: Any = None,
+        deployer_factory: Callable[..., Any] | None = None,
+        ready_timeout: float = READY_TIMEOUT_S,
+        transfer_opts: Any = None,
+    ) -> None:
         self.cluster = cluster
         self.config = config
         self.bus = bus
@@ -171,10 +194,12 @@ class Operations:
             if self._factory is not None:
                 self._deployer = self._factory(self.cluster, self.config, self.bus)
             else:
-                self._deployer = Deployer(self.cluster, self.config, self.bus, planner=self._fresh_plan,
-                                          ready_timeout=self.ready_timeout)
+                self._deployer = Deployer(
+                    self.cluster, self.config, self.bus, planner=self._fresh_plan, ready_timeout=self.ready_timeout
+                )
         if name:
             from ..engines.common import safe_name
+
             if self._deployer.name != safe_name(name):
                 self._deployer.name = safe_name(name)
         return self._deployer
@@ -201,8 +226,9 @@ class Operations:
         if name not in self._last:
             path = record_path(name)
             try:  # no record is the common case: not an error in the journal
-                r = await self.cluster[self.config.head.name].run(f"if [ -f {path} ]; then {read_command(path)}; fi",
-                                                                 timeout=30)
+                r = await self.cluster[self.config.head.name].run(
+                    f"if [ -f {path} ]; then {read_command(path)}; fi", timeout=30
+                )
                 rec = Deployment.from_json(parse_json(r.stdout, path), path) if r.ok and r.stdout.strip() else None
             except Exception:  # noqa: BLE001 - unreadable: the plan works without it
                 return None
@@ -237,8 +263,9 @@ class Operations:
         return await self.plan(opts)
 
     # -- the deployment's lock ----------------------------------------------------------------------
-    async def lock(self, op: Op | str, deployment: str | None = None, *,
-                   breaking: _lock.Holder | None = None) -> _lock.Holder:
+    async def lock(
+        self, op: Op | str, deployment: str | None = None, *, breaking: _lock.Holder | None = None
+    ) -> _lock.Holder:
         """Take the deployment's lock on the head for `op` (kept until unlock or close); LockHeld names
         the holder. A holder whose process is gone from this very host is taken over, with a note."""
         from ..engines.common import safe_name
@@ -253,8 +280,9 @@ class Operations:
             if breaking is not None or not e.holder.gone():
                 raise
             held = await _lock.take(head, name, Op(op).value, breaking=e.holder)
-            self.lock_notes.append(f"took over the lock of {name}: its holder ({e.holder.words()}) "
-                                   f"no longer runs on this host")
+            self.lock_notes.append(
+                f"took over the lock of {name}: its holder ({e.holder.words()}) no longer runs on this host"
+            )
         self._locks[name] = held
         return held
 
@@ -263,8 +291,7 @@ class Operations:
 
         held = self._locks.pop(safe_name(deployment or self.config.cluster), None)
         if held is not None:
-            await _lock.release(self.cluster[self.config.head.name], safe_name(deployment or self.config.cluster),
-                                held)
+            await _lock.release(self.cluster[self.config.head.name], safe_name(deployment or self.config.cluster), held)
 
     # -- prepare ------------------------------------------------------------------------------------
     async def prepare(self, op: Op | str, choices: Choices | None = None) -> Prepared:
@@ -295,17 +322,34 @@ class Operations:
         opts = copy.deepcopy(ch.options) if ch.options is not None else PlanOptions()
         name = opts.deployment or self.config.cluster
         plan = await self.plan(opts, last_subnet=None if opts.rendezvous else await self.last_subnet(name))
-        return Prepared(Op.LAUNCH, plan.deployment, ch, Preview(f"Check {plan.deployment}", [], starts_of(plan)),
-                        inventory=self.inventory, model_config=self.model_config, options=opts, plan=plan,
-                        errors=list(plan.errors), warnings=list(ch.notes) + list(plan.warnings))
+        return Prepared(
+            Op.LAUNCH,
+            plan.deployment,
+            ch,
+            Preview(f"Check {plan.deployment}", [], starts_of(plan)),
+            inventory=self.inventory,
+            model_config=self.model_config,
+            options=opts,
+            plan=plan,
+            errors=list(plan.errors),
+            warnings=list(ch.notes) + list(plan.warnings),
+        )
 
     async def _prepare_launch(self, ch: Choices) -> Prepared:
         opts = copy.deepcopy(ch.options) if ch.options is not None else PlanOptions()
         d = self.deployer(opts.deployment or self.config.cluster)
         plan = await self.plan(opts, last_subnet=None if opts.rendezvous else await self.last_subnet(d.name))
         opts.model_config = None
-        p = Prepared(Op.LAUNCH, plan.deployment, ch, Preview(f"Launch {plan.deployment}"), inventory=self.inventory,
-                     model_config=self.model_config, options=opts, plan=plan)
+        p = Prepared(
+            Op.LAUNCH,
+            plan.deployment,
+            ch,
+            Preview(f"Launch {plan.deployment}"),
+            inventory=self.inventory,
+            model_config=self.model_config,
+            options=opts,
+            plan=plan,
+        )
         p.warnings = list(ch.notes) + list(plan.warnings)
         p.errors = list(plan.errors)
         found = await d.existing()
@@ -320,8 +364,9 @@ class Operations:
             p.preview.title = f"Replace deployment {plan.deployment} (it runs another plan)"
             p.preview.stops = stops_of(found)
         if p.resuming:
-            p.preview.notes.append(f"{plan.deployment} already runs this plan ({plan.plan_id}): "
-                                   f"resuming, nothing is started twice")
+            p.preview.notes.append(
+                f"{plan.deployment} already runs this plan ({plan.plan_id}): resuming, nothing is started twice"
+            )
         p.preview.starts = starts_of(plan)
         if not p.resuming:
             await self._check_ports(p)
@@ -334,13 +379,27 @@ class Operations:
         except DeployError as e:
             return Prepared(op, d.name, ch, Preview(f"{op.value.capitalize()} {d.name}"), errors=[str(e)])
         found = await d.existing()
-        title = (f"Pivot {d.name} to {plan.engine} ({plan.mode})" if op is Op.PIVOT
-                 else f"Redeploy {d.name} ({plan.engine} {plan.mode})")
+        title = (
+            f"Pivot {d.name} to {plan.engine} ({plan.mode})"
+            if op is Op.PIVOT
+            else f"Redeploy {d.name} ({plan.engine} {plan.mode})"
+        )
         title += f", TP {plan.tp} x PP {plan.pp} on {plan.subnet}"
         carried = [w for w in plan.warnings if "carried over to" in w]  # what a pivot keeps and drops
-        p = Prepared(op, d.name, ch, Preview(title, stops_of(found), starts_of(plan), carried), inventory=self.inventory,
-                     model_config=self.model_config, options=opts, plan=plan, found=found,
-                     errors=list(plan.errors), warnings=list(plan.warnings), replaces=True)
+        p = Prepared(
+            op,
+            d.name,
+            ch,
+            Preview(title, stops_of(found), starts_of(plan), carried),
+            inventory=self.inventory,
+            model_config=self.model_config,
+            options=opts,
+            plan=plan,
+            found=found,
+            errors=list(plan.errors),
+            warnings=list(plan.warnings),
+            replaces=True,
+        )
         await self._check_ports(p)
         return p
 
@@ -357,24 +416,33 @@ class Operations:
         p.errors += [h.sentence() for h in p.conflicts]
 
     # -- preflight ----------------------------------------------------------------------------------
-    async def preflight(self, p: Prepared, timeout: float = PREFLIGHT_TIMEOUT, mode: str = "auto",
-                        rails: bool = False) -> Any:
+    async def preflight(
+        self, p: Prepared, timeout: float = PREFLIGHT_TIMEOUT, mode: str = "auto", rails: bool = False
+    ) -> Any:
         """The rendezvous check of the prepared plan; every node's row is an event as it arrives."""
         from ..preflight import NodeResult, run_preflight
 
         plan = p.plan
         if plan is None:
             raise DeployError("nothing to check: the operation starts no engine")
-        self.bus.emit(PreflightStarted(p.deployment, [n.name for n in plan.nodes], plan.subnet, plan.head_ip,
-                                       plan.image))
+        self.bus.emit(
+            PreflightStarted(p.deployment, [n.name for n in plan.nodes], plan.subnet, plan.head_ip, plan.image)
+        )
 
         def row(r: NodeResult) -> None:
             self.bus.emit(PreflightNode(p.deployment, r))
 
         try:
-            verdict = await run_preflight(self.cluster, self.config, plan, timeout,
-                                          subnets=self.inventory.subnets if self.inventory else None, mode=mode,
-                                          on_node=row, rails=rails)
+            verdict = await run_preflight(
+                self.cluster,
+                self.config,
+                plan,
+                timeout,
+                subnets=self.inventory.subnets if self.inventory else None,
+                mode=mode,
+                on_node=row,
+                rails=rails,
+            )
         except Exception as e:
             self.bus.emit(PreflightFinished(p.deployment, None, f"the check could not run: {e}"))
             raise
@@ -429,14 +497,16 @@ class Operations:
         if p.op is Op.SYNC_MODEL:
             from ..transfers import sync_model
 
-            outs = await sync_model(self.cluster, self.config, p.choices.dests, emit=self.bus.emit,
-                                    opts=self.transfer_opts, subnet=subnet)
+            outs = await sync_model(
+                self.cluster, self.config, p.choices.dests, emit=self.bus.emit, opts=self.transfer_opts, subnet=subnet
+            )
             return "; ".join(f"{o.dest}: {o.message}" for o in outs) or "every node already has the model"
         from ..transfers import sync_image
 
         image = p.choices.engine_or_image or DEFAULT_ENGINE
-        outs = await sync_image(self.cluster, self.config, image, emit=self.bus.emit,
-                                opts=self.transfer_opts, subnet=subnet)
+        outs = await sync_image(
+            self.cluster, self.config, image, emit=self.bus.emit, opts=self.transfer_opts, subnet=subnet
+        )
         return "; ".join(f"{o.dest}: {o.message}" for o in outs)
 
     def _deployment_subnet(self) -> str | None:

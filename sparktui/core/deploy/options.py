@@ -6,6 +6,7 @@ too: a flag is carried when both engines map its shared term (Engine.vocabulary:
 context length, memory fraction, ...), renamed where they spell it differently. The image and mode
 belong to one engine; flags without an equivalent are dropped and named, never silently.
 """
+
 from __future__ import annotations
 
 import copy
@@ -126,7 +127,7 @@ def translate_args(args: list[str], frm: str, to: str, env: dict[str, str] | Non
         else:
             t.args += [f"{new}={value}"] if eq else [new, value]
     have = [f for f, _, _ in _flags(t.args)]
-    for flag, companion in (dst.companions.items() if dst else ()):
+    for flag, companion in dst.companions.items() if dst else ():
         if flag in have:
             t.args.append(companion)
     var = src.api_key_env if src else None
@@ -176,10 +177,21 @@ def pivot_notes(opts: PlanOptions, to: str) -> list[str]:
 
 def options_of(plan: Plan) -> PlanOptions:
     """Options that reproduce a plan given without its options (everything pinned)."""
-    return PlanOptions(engine=plan.engine, mode=plan.mode, image=plan.image, model_path=plan.model_path,
-                       served_model_name=plan.served_model_name, tp=plan.tp, pp=plan.pp,
-                       nodes=[n.name for n in plan.nodes], rendezvous=plan.subnet, dist_port=plan.dist_port,
-                       port=plan.port, ray_port=plan.ray_port, deployment=plan.deployment)
+    return PlanOptions(
+        engine=plan.engine,
+        mode=plan.mode,
+        image=plan.image,
+        model_path=plan.model_path,
+        served_model_name=plan.served_model_name,
+        tp=plan.tp,
+        pp=plan.pp,
+        nodes=[n.name for n in plan.nodes],
+        rendezvous=plan.subnet,
+        dist_port=plan.dist_port,
+        port=plan.port,
+        ray_port=plan.ray_port,
+        deployment=plan.deployment,
+    )
 
 
 async def read_model_config(cluster: Cluster, config: Config, path: str) -> dict | None:

@@ -6,6 +6,7 @@ Diagnoser, ticks it so silence counts, and proves readiness with a real chat com
 SSH forward to the head. Containers are found and removed by label only; the options of the
 current launch are kept on the head (record.py) so a new process can pivot or redeploy.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,8 +24,17 @@ from ..engines import logsigns as S
 from ..fabric_live import Live
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
-from ..events import (DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, Gate, LaunchStep, LogLines,
-                      NodeMemory, ServingStats)
+from ..events import (
+    DeploymentChanged,
+    EndpointChecked,
+    EndpointHealth,
+    EventBus,
+    Gate,
+    LaunchStep,
+    LogLines,
+    NodeMemory,
+    ServingStats,
+)
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
@@ -63,8 +73,11 @@ class DeploymentExists(DeployError):
         super().__init__(reason)
 
     def lines(self) -> list[str]:
-        return [f"{f.node}: {c.name} ({L.engine_of(c.labels)}, {c.state})"
-                for f in self.found.values() for c in f.containers]
+        return [
+            f"{f.node}: {c.name} ({L.engine_of(c.labels)}, {c.state})"
+            for f in self.found.values()
+            for c in f.containers
+        ]
 
 
 def exec_signature(step: Step) -> str | None:
@@ -79,12 +92,24 @@ def exec_signature(step: Step) -> str | None:
 class Deployer:
     """Launch, watch, stop, pivot, redeploy and reattach one deployment; every change is an event on `bus`."""
 
-    def __init__(self, cluster: Cluster, config: Config, bus: EventBus, *, deployment: str | None = None,
-                 planner: Planner | None = None, hang_after: float | None = None,
-                 ready_timeout: float = READY_TIMEOUT_S, poll_interval: float = 2.0,
-                 wait_interval: float | None = None, step_timeout: float = STEP_TIMEOUT_S,
-                 reconnect_timeout: float = 900.0, stop_grace: int = C.STOP_GRACE_S,
-                 health_interval: float = HEALTH_INTERVAL_S, mem_files: dict[str, MemFiles] | None = None):
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: Config,
+        bus: EventBus,
+        *,
+        deployment: str | None = None,
+        planner: Planner | None = None,
+        hang_after: float | None = None,
+        ready_timeout: float = READY_TIMEOUT_S,
+        poll_interval: float = 2.0,
+        wait_interval: float | None = None,
+        step_timeout: float = STEP_TIMEOUT_S,
+        reconnect_timeout: float = 900.0,
+        stop_grace: int = C.STOP_GRACE_S,
+        health_interval: float = HEALTH_INTERVAL_S,
+        mem_files: dict[str, MemFiles] | None = None,
+    ):
         self.cluster = cluster
         self.config = config
         self.bus = bus
@@ -136,16 +161,22 @@ class Deployer:
         if state in (State.FAILED, State.HUNG) and self._resumed and cur.state not in (State.FAILED, State.HUNG):
             self._resume_failed()
         self.current = cur = cur.but(state=state, detail=detail, endpoint=endpoint)
-        self._emit(DeploymentChanged(self.name, cur.engine, cur.mode, state, detail,
-                                     cur.endpoint if state == "ready" else None))
+        self._emit(
+            DeploymentChanged(
+                self.name, cur.engine, cur.mode, state, detail, cur.endpoint if state == "ready" else None
+            )
+        )
         self._changed.set()
 
     def _resume_failed(self) -> None:
         # launching the same plan again would resume the same broken containers and fail again
-        self._problem("resumed_broken", self.current.head or None,
-                      f"this launch resumed {self._resumed} container(s) already running this plan and started "
-                      f"nothing anew: what runs there is broken, and launching again resumes it again",
-                      "`sparktui redeploy` stops them and starts this plan afresh")
+        self._problem(
+            "resumed_broken",
+            self.current.head or None,
+            f"this launch resumed {self._resumed} container(s) already running this plan and started "
+            f"nothing anew: what runs there is broken, and launching again resumes it again",
+            "`sparktui redeploy` stops them and starts this plan afresh",
+        )
 
     async def wait(self, timeout: float | None = None, until: tuple[str, ...] = SETTLED) -> State:
         """The state once it is one of `until` (or whatever it is when `timeout` runs out)."""
@@ -235,8 +266,13 @@ class Deployer:
         if key in self.followers:
             return
         gate = Gate()  # a screen that falls behind pauses this stream's reading
-        f = LogFollower(self.cluster[node], container, lambda lines: self._on_lines(node, container, lines, gate),
-                        reconnect_timeout=self.reconnect_timeout, gate=gate)
+        f = LogFollower(
+            self.cluster[node],
+            container,
+            lambda lines: self._on_lines(node, container, lines, gate),
+            reconnect_timeout=self.reconnect_timeout,
+            gate=gate,
+        )
         self.followers[key] = f
         self._spawn(f"logs:{node}:{container}", self._run_follower(node, container, f))
 
@@ -245,8 +281,12 @@ class Deployer:
         if self.current.state in ("stopping", "stopped"):
             return
         if why == "lost":
-            self._problem("log_stream_lost", node, f"lost {container}'s log: {node} stayed unreachable",
-                          "check the node's link; `sparktui logs` reads the log again once it is back")
+            self._problem(
+                "log_stream_lost",
+                node,
+                f"lost {container}'s log: {node} stayed unreachable",
+                "check the node's link; `sparktui logs` reads the log again once it is back",
+            )
         elif why in ("exited", "removed") and self.current.state != "failed":
             if await self._stopped_elsewhere():
                 return
@@ -266,8 +306,11 @@ class Deployer:
         except Exception:  # noqa: BLE001 - the head cannot say: judge by the logs alone
             asked = False
         if asked and self.current.state not in ("stopping", "stopped"):
-            self._set("stopped", "stopped from elsewhere: `sparktui stop` removed its containers (the engines' "
-                                 "errors above are from being stopped)")
+            self._set(
+                "stopped",
+                "stopped from elsewhere: `sparktui stop` removed its containers (the engines' "
+                "errors above are from being stopped)",
+            )
         return asked
 
     async def _fail_unless_stopped(self, words: str) -> None:
@@ -275,8 +318,9 @@ class Deployer:
             self._set("failed", words)
 
     async def _exit_words(self, node: str, container: str) -> str:
-        r = await self.cluster[node].run(["docker", "inspect", "--format",
-                                          "{{.State.ExitCode}} {{.State.OOMKilled}}", container], timeout=30)
+        r = await self.cluster[node].run(
+            ["docker", "inspect", "--format", "{{.State.ExitCode}} {{.State.OOMKilled}}", container], timeout=30
+        )
         parts = r.stdout.split() if r.ok else []
         if len(parts) == 2:
             return f"exited with code {parts[0]}" + (" (killed: out of memory)" if parts[1] == "true" else "")
@@ -301,18 +345,25 @@ class Deployer:
         # where it stood carries over until the launch or reattach says otherwise; the endpoint is proven anew
         self.current = cur.but(state=self.current.state, detail=self.current.detail, endpoint=None)
         self.name = cur.deployment
-        self.diagnoser = Diagnoser(cur.engine, self.hang_after, model_path=cur.options.model_path if cur.options
-                                   and cur.options.model_path else self.config.model.path,
-                                   # with Ray only the head inits
-                                   expect=() if runs_ray(cur.engine, cur.mode) else cur.containers,
-                                   limits=self.config.engine.phase_limits, env_set=self._env_everywhere(cur))
+        self.diagnoser = Diagnoser(
+            cur.engine,
+            self.hang_after,
+            model_path=cur.options.model_path if cur.options and cur.options.model_path else self.config.model.path,
+            # with Ray only the head inits
+            expect=() if runs_ray(cur.engine, cur.mode) else cur.containers,
+            limits=self.config.engine.phase_limits,
+            env_set=self._env_everywhere(cur),
+        )
         self.check = None
         self.last_check = None
         self.own_problems = []
         plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
         nodes = plan.nodes if plan is not None else []
-        self.fabric = Live({n.name: n.env.get("NCCL_IB_HCA", "") for n in nodes},
-                           {n.name: bool(n.rdma) for n in nodes}, {n.ip: n.name for n in nodes if n.ip})
+        self.fabric = Live(
+            {n.name: n.env.get("NCCL_IB_HCA", "") for n in nodes},
+            {n.name: bool(n.rdma) for n in nodes},
+            {n.ip: n.name for n in nodes if n.ip},
+        )
         self.net_milestones = []
         interval = tick_interval(self.hang_after)
         self._spawn("watchdog", self._watchdog(interval))
@@ -344,12 +395,19 @@ class Deployer:
     async def _check_sessions(self, nodes: list[str]) -> None:
         """Refuse a launch that could never watch itself: a node whose sshd (MaxSessions) or whose
         ssh.max_channels allows fewer channels at once than a launch holds there."""
-        why = [w for w in await asyncio.gather(*(self.cluster[n].sessions_short(
-            SESSIONS_NEEDED, max(1.0, min(30.0, self._left()))) for n in nodes)) if w]
+        why = [
+            w
+            for w in await asyncio.gather(
+                *(self.cluster[n].sessions_short(SESSIONS_NEEDED, max(1.0, min(30.0, self._left()))) for n in nodes)
+            )
+            if w
+        ]
         if not why:
             return
-        raise DeployError(f"a launch needs {SESSIONS_NEEDED} SSH sessions at once on each node (one follows the "
-                          f"engine's log while commands run); nothing was started: " + "; ".join(why))
+        raise DeployError(
+            f"a launch needs {SESSIONS_NEEDED} SSH sessions at once on each node (one follows the "
+            f"engine's log while commands run); nothing was started: " + "; ".join(why)
+        )
 
     async def _readiness(self, cur: Deployment) -> None:
         node = self.cluster[cur.head]
@@ -365,13 +423,21 @@ class Deployer:
                     self.last_check = Check(False, "forward", f"port forward to {cur.head}:{cur.port}: {e}")
                     await asyncio.sleep(self.poll_interval)
                     continue
-            chk = await check_endpoint(f"http://127.0.0.1:{local}", cur.served_model_name,
-                                       api_key=api_key_of(cur.options))
+            chk = await check_endpoint(
+                f"http://127.0.0.1:{local}", cur.served_model_name, api_key=api_key_of(cur.options)
+            )
             self.last_check = chk
             if chk.ok:
-                ev = EndpointChecked(cur.deployment, self._endpoint_url(cur), f"http://127.0.0.1:{local}/v1",
-                                     chk.model or "", chk.latency_s or 0.0, chk.completion_tokens, chk.tokens_per_s,
-                                     chk.reply)
+                ev = EndpointChecked(
+                    cur.deployment,
+                    self._endpoint_url(cur),
+                    f"http://127.0.0.1:{local}/v1",
+                    chk.model or "",
+                    chk.latency_s or 0.0,
+                    chk.completion_tokens,
+                    chk.tokens_per_s,
+                    chk.reply,
+                )
                 self.check = ev
                 self._emit(ev)
                 rate = f", {chk.tokens_per_s:.1f} tok/s" if chk.tokens_per_s else ""
@@ -383,8 +449,12 @@ class Deployer:
             await asyncio.sleep(self.poll_interval)
         if self.current.state not in ("failed", "stopping", "stopped"):
             why = self.last_check.detail if self.last_check else "no answer"
-            self._problem("not_ready", cur.head, f"not ready after {self.ready_timeout:g} s ({why})",
-                          "the log shows how far loading got; a large checkpoint may need a longer --timeout")
+            self._problem(
+                "not_ready",
+                cur.head,
+                f"not ready after {self.ready_timeout:g} s ({why})",
+                "the log shows how far loading got; a large checkpoint may need a longer --timeout",
+            )
             self._set("failed", f"not ready after {self.ready_timeout:g} s: {why}")
 
     async def _health(self, cur: Deployment, local: int | None) -> None:
@@ -392,9 +462,13 @@ class Deployer:
         after each healthy answer read its metrics and judge whether tokens still come out (wedged)."""
         node = self.cluster[cur.head]
         url = self._endpoint_url(cur)
-        watch = ServingWatch(node, Target(cur.deployment, cur.engine, cur.head, cur.port),
-                             cur.served_model_name or (self.check.model if self.check else None),
-                             api_key_of(cur.options), self.config.engine.wedge_after)
+        watch = ServingWatch(
+            node,
+            Target(cur.deployment, cur.engine, cur.head, cur.port),
+            cur.served_model_name or (self.check.model if self.check else None),
+            api_key_of(cur.options),
+            self.config.engine.wedge_after,
+        )
         self._watch = watch
         try:
             await self._health_loop(cur, node, url, local, watch)
@@ -430,16 +504,22 @@ class Deployer:
             fails += 1
             if fails == FAILS_BEFORE_UNHEALTHY and self.current.state in (State.READY, State.WEDGED):
                 self._emit(EndpointHealth(cur.deployment, url, False, detail))
-                self._problem("endpoint_unhealthy", cur.head, f"{url} stopped answering ({detail})",
-                              "the engine may have died: its last log lines say why (sparktui logs)")
+                self._problem(
+                    "endpoint_unhealthy",
+                    cur.head,
+                    f"{url} stopped answering ({detail})",
+                    "the engine may have died: its last log lines say why (sparktui logs)",
+                )
                 self._set(State.UNHEALTHY, f"{url}: {detail}")
 
     async def _serving(self, cur: Deployment, url: str, local: int | None, watch: ServingWatch) -> None:
         """Metrics after a healthy poll, and the wedged judgement (back to ready when tokens flow)."""
         why = await watch.tick(local)
         v = watch.view
-        series = {f: v.series(f)[-120:] for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage",
-                                                   "running", "waiting")}
+        series = {
+            f: v.series(f)[-120:]
+            for f in ("generation_tokens", "prompt_tokens", "kv_cache_usage", "running", "waiting")
+        }
         self._emit(ServingStats(cur.deployment, v.to_json(), series, watch.unavailable, watch.live.cannot_tell))
         if self.current.state not in (State.READY, State.WEDGED):
             return
@@ -490,11 +570,17 @@ class Deployer:
         self._begin(cur)
         err = await save_record(self.cluster[self.config.head.name], cur)
         if err:
-            self.warnings.append(f"could not keep the deployment record on {self.config.head.name}: {err} "
-                                 f"(pivot and redeploy from another process will not know the options)")
+            self.warnings.append(
+                f"could not keep the deployment record on {self.config.head.name}: {err} "
+                f"(pivot and redeploy from another process will not know the options)"
+            )
         started = self._resumed = sum(len(v) for v in resume.values())
-        self._set("starting", f"resuming: {started} container(s) of this plan already run" if started
-                  else f"{len(plan.steps)} steps on {len(plan.nodes)} node(s)")
+        self._set(
+            "starting",
+            f"resuming: {started} container(s) of this plan already run"
+            if started
+            else f"{len(plan.steps)} steps on {len(plan.nodes)} node(s)",
+        )
         ok = await self._run_steps(plan, resume)
         if self._halted:  # a step under way when the memory guard stopped it may have made its container since
             await self.wait(90.0, until=(State.FAILED,))  # its own removal first
@@ -526,10 +612,16 @@ class Deployer:
             if if_exists == "reattach":
                 await self.reattach()
                 return None
-            why = ("some of its containers have exited" if same else
-                   f"they run another plan ({', '.join(sorted({L.plan_of(c.labels) for _, c in ours}))})")
-            raise DeploymentExists(self.name, {k: v for k, v in found.items() if v.containers},
-                                   f"deployment {self.name} already has containers: {why}")
+            why = (
+                "some of its containers have exited"
+                if same
+                else f"they run another plan ({', '.join(sorted({L.plan_of(c.labels) for _, c in ours}))})"
+            )
+            raise DeploymentExists(
+                self.name,
+                {k: v for k, v in found.items() if v.containers},
+                f"deployment {self.name} already has containers: {why}",
+            )
         # Only leftovers of an earlier run (or "replace"): they are ours, and their names are in the way.
         await self.stop()
         return {}
@@ -594,8 +686,12 @@ class Deployer:
         return ""
 
     async def _run_one(self, node: Node, step: Step) -> tuple[bool, str]:
-        r = await node.run(step.command, timeout=max(1.0, min(self.step_timeout, self._left())),
-                           input=step.stdin or None, shown=step.display or None)
+        r = await node.run(
+            step.command,
+            timeout=max(1.0, min(self.step_timeout, self._left())),
+            input=step.stdin or None,
+            shown=step.display or None,
+        )
         if r.ok:
             return True, r.stdout.strip()[:64]
         return False, _last_line(r.stderr or r.stdout) or f"exit {r.exit_status}"
@@ -698,8 +794,10 @@ class Deployer:
         except StateFileError as e:
             raise DeployError(e.line()) from None
         if rec is None:
-            raise DeployError(f"no record of deployment {self.name} on {self.config.head.name} "
-                              f"(~/{STATE_DIR}/{self.name}.json): launch it first")
+            raise DeployError(
+                f"no record of deployment {self.name} on {self.config.head.name} "
+                f"(~/{STATE_DIR}/{self.name}.json): launch it first"
+            )
         return copy.deepcopy(rec.options), rec
 
     async def plan_pivot(self, to: str | None = None) -> tuple[PlanOptions, Plan]:
@@ -785,8 +883,17 @@ class Deployer:
         containers = {n: c.name for n, c in mine}
         if rec is not None:  # the record's choices, with what the labels show now
             return rec.but(deployment=self.name, plan_id=plan_id, head=head, containers=containers)
-        return Deployment(self.name, engine, mode, opts, plan_id=plan_id, port=port, served_model_name=served,
-                          containers=containers, head=head)
+        return Deployment(
+            self.name,
+            engine,
+            mode,
+            opts,
+            plan_id=plan_id,
+            port=port,
+            served_model_name=served,
+            containers=containers,
+            head=head,
+        )
 
 
 _SEE_HELP = re.compile(r"^See '.*--help'\.?$")
@@ -812,11 +919,12 @@ def _name_conflict(detail: str) -> bool:
 def _step_hint(step: Step, detail: str) -> str:
     low = detail.lower()
     if _name_conflict(detail):
-        return (f"a container named {step.container} already exists on {step.node} and is not this deployment's "
-                f"(sparktui removes only its own): remove or rename it there, or launch with another --deployment")
+        return (
+            f"a container named {step.container} already exists on {step.node} and is not this deployment's "
+            f"(sparktui removes only its own): remove or rename it there, or launch with another --deployment"
+        )
     if "no such image" in low or "unable to find image" in low or "pull access denied" in low:
         return "the image is not on that node: `sparktui sync image` copies it from the head"
     if step.kind == "wait":
         return "the condition never came true: the node's log (sparktui logs) tells why"
     return "the command's own error is above; the journal (sparktui journal) has the exact line"
-

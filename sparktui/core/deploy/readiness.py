@@ -4,6 +4,7 @@ An open port proves little (SGLang's HTTP server outlives a dead scheduler, vLLM
 answers while the engine core is dead), so readiness ends with a real answer. Requests go through
 an SSH local forward to the head; urllib runs in a thread, with proxies off (the forward is local).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -48,8 +49,9 @@ def _request(url: str, body: dict | None, timeout: float, api_key: str | None = 
         return e.code, e.read(1 << 16) if e.fp else b""
 
 
-async def _call(url: str, body: dict | None, timeout: float,
-                api_key: str | None = None) -> tuple[int | None, bytes, str, bool]:
+async def _call(
+    url: str, body: dict | None, timeout: float, api_key: str | None = None
+) -> tuple[int | None, bytes, str, bool]:
     """(status, body, error words, refused) without raising."""
     try:
         status, data = await asyncio.to_thread(_request, url, body, timeout, api_key)
@@ -71,8 +73,13 @@ def _json(data: bytes) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-async def check_endpoint(base: str, served_name: str | None = None, timeout: float = 10.0,
-                         chat_timeout: float = 120.0, api_key: str | None = None) -> Check:
+async def check_endpoint(
+    base: str,
+    served_name: str | None = None,
+    timeout: float = 10.0,
+    chat_timeout: float = 120.0,
+    api_key: str | None = None,
+) -> Check:
     """Probe `base` (http://127.0.0.1:PORT): health, models, then a chat completion."""
     status, _, err, refused = await _call(base + "/health", None, timeout)
     if status != 200:
@@ -84,8 +91,13 @@ async def check_endpoint(base: str, served_name: str | None = None, timeout: flo
         why = f"HTTP {status}" if status is not None else err
         return Check(False, "models", f"/v1/models: {why if status != 200 else 'no model listed'}", status, refused)
     model = served_name if served_name in models else str(models[0])
-    body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": MAX_TOKENS,
-            "temperature": 0, "stream": False}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0,
+        "stream": False,
+    }
     t0 = time.monotonic()
     status, data, err, refused = await _call(base + "/v1/chat/completions", body, chat_timeout, api_key)
     latency = time.monotonic() - t0
@@ -98,5 +110,15 @@ async def check_endpoint(base: str, served_name: str | None = None, timeout: flo
     message = first.get("message") if isinstance(first.get("message"), dict) else {}
     tokens = (doc.get("usage") or {}).get("completion_tokens")
     tokens = int(tokens) if isinstance(tokens, (int, float)) else 0
-    return Check(True, "chat", "answered", status, False, model, latency, tokens,
-                 tokens / latency if tokens and latency > 0 else None, str(message.get("content") or "")[:200])
+    return Check(
+        True,
+        "chat",
+        "answered",
+        status,
+        False,
+        model,
+        latency,
+        tokens,
+        tokens / latency if tokens and latency > 0 else None,
+        str(message.get("content") or "")[:200],
+    )

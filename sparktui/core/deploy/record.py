@@ -5,6 +5,7 @@ process can act on it.
 `redeploy` from a new process relaunch the same choices. Container labels say which containers
 belong to it; the record says how they were chosen.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,21 @@ from ..deployment import FIX, VERSION, Deployment, learn_secrets, options_from_j
 from ..secrets import mask_data
 from ..ssh import Node, script
 
-__all__ = ["FIX", "STATE_DIR", "VERSION", "Deployment", "Record", "learn_secrets", "load_record", "options_from_json",
-           "options_to_json", "record_path", "record_where", "save_command", "save_record"]
+__all__ = [
+    "FIX",
+    "STATE_DIR",
+    "VERSION",
+    "Deployment",
+    "Record",
+    "learn_secrets",
+    "load_record",
+    "options_from_json",
+    "options_to_json",
+    "record_path",
+    "record_where",
+    "save_command",
+    "save_record",
+]
 
 STATE_DIR = ".local/state/sparktui/deployments"  # under the head's $HOME
 _ABSENT = 3  # load_record's exit status for "no record"
@@ -45,9 +59,14 @@ def save_command(record: Deployment, masked: bool = False) -> str:
     """
     data = record.to_json()
     data = json.dumps(mask_data(data) if masked else data, sort_keys=True)
-    return script('umask 077 && d="$HOME"/{d} && mkdir -p "$d" && printf "%s\\n" {data} > "$d"/{tmp} '
-                  '&& chmod 600 "$d"/{tmp} && mv -f "$d"/{tmp} "$d"/{f}',
-                  d=STATE_DIR, data=data, tmp=f".{record.deployment}.json.tmp", f=f"{record.deployment}.json")
+    return script(
+        'umask 077 && d="$HOME"/{d} && mkdir -p "$d" && printf "%s\\n" {data} > "$d"/{tmp} '
+        '&& chmod 600 "$d"/{tmp} && mv -f "$d"/{tmp} "$d"/{f}',
+        d=STATE_DIR,
+        data=data,
+        tmp=f".{record.deployment}.json.tmp",
+        f=f"{record.deployment}.json",
+    )
 
 
 async def save_record(node: Node, record: Deployment) -> str | None:
@@ -73,8 +92,9 @@ async def load_record(node: Node, deployment: str) -> Deployment | None:
     if not r.ok:
         if r.exit_status == _ABSENT or "No such file" in r.stderr:  # the test, not cat's words (locale)
             return None
-        raise statefile.StateFileError(where, f"cannot be read ({r.stderr.strip()[:200] or f'exit {r.exit_status}'})",
-                                       FIX)
+        raise statefile.StateFileError(
+            where, f"cannot be read ({r.stderr.strip()[:200] or f'exit {r.exit_status}'})", FIX
+        )
     if not r.stdout.strip():
         raise statefile.StateFileError(where, "is empty", FIX)
     if len(r.stdout) > MAX_BYTES:

@@ -5,6 +5,7 @@ into a Serving view and the Liveness judge; when the engine is idle (or exports 
 one-token completion goes through the endpoint's forward now and then, so a frozen rank shows even
 without traffic. `check_wedged` is the same question asked once, for `sparktui status`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,15 +34,21 @@ async def one_token(base: str, model: str | None, timeout: float, api_key: str |
         status, data, _, _ = await _call(base + "/v1/models", None, min(timeout, 10.0), api_key)
         ids = [m.get("id") for m in _json(data).get("data", []) if isinstance(m, dict)] if status == 200 else []
         model = str(ids[0]) if ids else ""
-    body = {"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1,
-            "temperature": 0, "stream": False}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "ping"}],
+        "max_tokens": 1,
+        "temperature": 0,
+        "stream": False,
+    }
     status, _, _, _ = await _call(base + "/v1/chat/completions", body, timeout, api_key)
     return status is not None
 
 
 class ServingWatch:
-    def __init__(self, node: Node, target: Target, model: str | None, api_key: str | None,
-                 wedge_after: float, clock=time.time):
+    def __init__(
+        self, node: Node, target: Target, model: str | None, api_key: str | None, wedge_after: float, clock=time.time
+    ):
         self.node, self.target, self.model, self.api_key = node, target, model, api_key
         self.clock = clock
         self.view = Serving(target.engine, target.version)
@@ -82,8 +89,9 @@ class ServingWatch:
             self._probe.cancel()
 
 
-async def check_wedged(node: Node, target: Target, base: str, model: str | None, api_key: str | None,
-                       wedge_after: float) -> tuple[str | None, str | None]:
+async def check_wedged(
+    node: Node, target: Target, base: str, model: str | None, api_key: str | None, wedge_after: float
+) -> tuple[str | None, str | None]:
     """Once, for `status`: (why it is wedged: a one-token probe got no answer while no token was generated,
     why its metrics cannot tell: the probe got none and the engine exports no generation-token counter)."""
     live = Liveness(wedge_after)

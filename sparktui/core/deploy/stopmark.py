@@ -8,6 +8,7 @@ The memory guard leaves a mark of its own, with its reason: its stop removes eve
 it `sparktui status` from another terminal would show no deployment and not say what happened. A launch or
 a `stop` clears it.
 """
+
 from __future__ import annotations
 
 from ..ssh import Node, script
@@ -24,8 +25,15 @@ REASON_MAX = 2000  # characters of a guard's reason read back; the file is ours,
 
 async def mark(node: Node, deployment: str) -> None:
     d, f = _path(deployment)
-    await node.run(script('mkdir -p "$HOME"/{d} && date +%s > "$HOME"/{d}/{f} && rm -f "$HOME"/{d}/{g}',
-                          d=d, f=f, g=deployment + GUARDED), timeout=30)
+    await node.run(
+        script(
+            'mkdir -p "$HOME"/{d} && date +%s > "$HOME"/{d}/{f} && rm -f "$HOME"/{d}/{g}',
+            d=d,
+            f=f,
+            g=deployment + GUARDED,
+        ),
+        timeout=30,
+    )
 
 
 async def clear(node: Node, deployment: str) -> None:
@@ -36,15 +44,27 @@ async def clear(node: Node, deployment: str) -> None:
 async def mark_guarded(node: Node, deployment: str, reason: str) -> None:
     """The memory guard stopped this deployment, and why (one line)."""
     line = " ".join(reason.split())[:REASON_MAX]
-    await node.run(script('mkdir -p "$HOME"/{d} && printf "%s\\n" {r} > "$HOME"/{d}/{g}',
-                          d=STATE_DIR, r=line, g=deployment + GUARDED), timeout=30)
+    await node.run(
+        script(
+            'mkdir -p "$HOME"/{d} && printf "%s\\n" {r} > "$HOME"/{d}/{g}', d=STATE_DIR, r=line, g=deployment + GUARDED
+        ),
+        timeout=30,
+    )
 
 
 async def guarded(node: Node) -> list[dict]:
     """Deployments the memory guard stopped since their last launch or stop: name, when (epoch s), reason."""
-    r = await node.run(script('for f in "$HOME"/{d}/*{g}; do [ -f "$f" ] || continue; '
-                              'printf "@@ %s %s\\n" "$(date -r "$f" +%s 2>/dev/null || echo 0)" "${{f##*/}}"; '
-                              'head -c {n} "$f"; echo; done', d=STATE_DIR, g=GUARDED, n=REASON_MAX), timeout=30)
+    r = await node.run(
+        script(
+            'for f in "$HOME"/{d}/*{g}; do [ -f "$f" ] || continue; '
+            'printf "@@ %s %s\\n" "$(date -r "$f" +%s 2>/dev/null || echo 0)" "${{f##*/}}"; '
+            'head -c {n} "$f"; echo; done',
+            d=STATE_DIR,
+            g=GUARDED,
+            n=REASON_MAX,
+        ),
+        timeout=30,
+    )
     out: list[dict] = []
     if not r.ok:
         return out

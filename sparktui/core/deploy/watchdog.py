@@ -6,6 +6,7 @@ in (distributed and NCCL init: hang_after, flagged as a rendezvous hang; later p
 limits, flagged as stalled). This only makes time pass for it while no line arrives, which is
 exactly when nothing else would call it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -19,8 +20,12 @@ def tick_interval(hang_after: float) -> float:
     return min(5.0, max(0.1, hang_after / 10))
 
 
-async def watch(diagnoser: Diagnoser, on_events: Callable[[list[Event]], None], interval: float | None = None,
-                max_ticks: int | None = None) -> None:
+async def watch(
+    diagnoser: Diagnoser,
+    on_events: Callable[[list[Event]], None],
+    interval: float | None = None,
+    max_ticks: int | None = None,
+) -> None:
     """Tick until cancelled (or `max_ticks`); the owner cancels it when the deployment stops."""
     interval = interval or tick_interval(diagnoser.hang_after)
     n = 0

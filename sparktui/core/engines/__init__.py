@@ -2,17 +2,21 @@
 
 A new engine: one module under core/engines/ with an Engine subclass, and one line below (or `register()`).
 """
+
 from __future__ import annotations
 
 from .base import Engine
 from . import sglang, trtllm, vllm
 
 # In order: the first is the default engine, and pivot goes to the next one.
-ENGINES: dict[str, Engine] = {e.name: e for e in (
-    sglang.ENGINE,
-    vllm.ENGINE,
-    trtllm.ENGINE,
-)}
+ENGINES: dict[str, Engine] = {
+    e.name: e
+    for e in (
+        sglang.ENGINE,
+        vllm.ENGINE,
+        trtllm.ENGINE,
+    )
+}
 DEFAULT_ENGINE = next(iter(ENGINES))
 
 

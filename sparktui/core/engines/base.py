@@ -4,6 +4,7 @@ The rest of sparktui asks the registry (`engines.get_engine(name)`) and reads th
 branches on an engine's name. A new engine is one module that defines an Engine subclass and one line
 in the registry (engines/__init__.py). See docs/architecture.md, "Where an engine lives".
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -16,6 +17,7 @@ from . import common, metricnames
 from .common import Context, Spot, Step
 from .logrules import LogRules, compile_rules
 from .logsigns import Sign
+
 
 @dataclass(frozen=True)
 class CommunityImage:
@@ -34,14 +36,27 @@ class CommunityImage:
 # The shared vocabulary: what a launch means, whatever the engine calls it. An engine maps the terms it
 # has onto its own flags (Engine.vocabulary); pivot carries a flag over when both engines have its term.
 TERMS = {
-    "model": "the checkpoint directory", "tp": "tensor-parallel size", "pp": "pipeline-parallel size",
-    "served_name": "the name the API serves", "context_length": "context length cap",
-    "mem_fraction": "share of GPU memory", "api_key": "key the API demands",
-    "trust_remote_code": "run the model's own code", "dtype": "weight dtype", "kv_cache_dtype": "KV cache dtype",
-    "quantization": "quantization method", "load_format": "checkpoint format", "download_dir": "download directory",
-    "chat_template": "chat template", "revision": "model revision", "tool_call_parser": "tool-call parser",
-    "reasoning_parser": "reasoning parser", "tokenizer": "tokenizer path", "seed": "random seed",
-    "max_running": "most requests run at once", "eager": "no CUDA graphs",
+    "model": "the checkpoint directory",
+    "tp": "tensor-parallel size",
+    "pp": "pipeline-parallel size",
+    "served_name": "the name the API serves",
+    "context_length": "context length cap",
+    "mem_fraction": "share of GPU memory",
+    "api_key": "key the API demands",
+    "trust_remote_code": "run the model's own code",
+    "dtype": "weight dtype",
+    "kv_cache_dtype": "KV cache dtype",
+    "quantization": "quantization method",
+    "load_format": "checkpoint format",
+    "download_dir": "download directory",
+    "chat_template": "chat template",
+    "revision": "model revision",
+    "tool_call_parser": "tool-call parser",
+    "reasoning_parser": "reasoning parser",
+    "tokenizer": "tokenizer path",
+    "seed": "random seed",
+    "max_running": "most requests run at once",
+    "eager": "no CUDA graphs",
 }
 
 # Launch shapes a mode can have: every rank runs the engine with its rank's flags; a Ray cluster first,
@@ -126,9 +141,11 @@ class Engine(ABC):
     phase_signs: ClassVar[Mapping[str, str]] = {}
     # what to check when distributed init goes silent; the variables that advice asks for; and the next likely
     # cause once the plan set them all on every node (only a check across the nodes tells the path apart)
-    hang_advice: ClassVar[str] = ("a rank cannot reach the rendezvous: the head's address must be on the fabric "
-                                  "subnet and each node's interface variables name its interface there; "
-                                  "`sparktui preflight` checks them")
+    hang_advice: ClassVar[str] = (
+        "a rank cannot reach the rendezvous: the head's address must be on the fabric "
+        "subnet and each node's interface variables name its interface there; "
+        "`sparktui preflight` checks them"
+    )
     hang_env: ClassVar[tuple[str, ...]] = ()
     hang_advice_env_set: ClassVar[str] = ""
     no_metrics_hint: ClassVar[str] = "this engine release serves no /metrics"
@@ -173,8 +190,10 @@ class Engine(ABC):
         for flag, why in self.expandable_refused_by.items():
             if flag in given:
                 return None, f"not set: {why}"
-        return EXPANDABLE, (f"{self.label}'s KV cache comes from PyTorch's allocator, which then gives back the "
-                            f"blocks it reserves and does not use")
+        return EXPANDABLE, (
+            f"{self.label}'s KV cache comes from PyTorch's allocator, which then gives back the "
+            f"blocks it reserves and does not use"
+        )
 
     def shape(self, mode: str) -> str:
         return self.shapes.get(mode, SHAPES[0])
@@ -197,8 +216,9 @@ class Engine(ABC):
         """Why this release or image cannot run `mode`, each with the way out; empty when it can."""
         return []
 
-    def resolve_recipe(self, runtime: str, builder: str, data: dict, defaults: dict,
-                       cmd: str) -> tuple[str, str, str | None] | None:
+    def resolve_recipe(
+        self, runtime: str, builder: str, data: dict, defaults: dict, cmd: str
+    ) -> tuple[str, str, str | None] | None:
         """(runtime, builder, why) where sparkrun resolves this runtime further (recipe_rules.resolve_runtime)."""
         return None
 

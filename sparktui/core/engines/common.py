@@ -5,6 +5,7 @@ A command is built once as a list of words and rendered three ways:
 - "show": the same line with secret values masked, for screens, JSON and logs;
 - "export": the line for a hand-run script, where secrets are read from the environment at run time.
 """
+
 from __future__ import annotations
 
 import re
@@ -241,8 +242,14 @@ class Step:
         return self.expect is not None and len(re.findall(self.expect, stdout, re.M)) >= self.expect_count
 
     def to_json(self) -> dict:
-        d = {"node": self.node, "rank": self.rank, "kind": self.kind, "command": self.display,
-             "description": self.description, "container": self.container}
+        d = {
+            "node": self.node,
+            "rank": self.rank,
+            "kind": self.kind,
+            "command": self.display,
+            "description": self.description,
+            "container": self.container,
+        }
         if self.kind == "wait":
             d.update(expect=self.expect, expect_count=self.expect_count, timeout=self.timeout)
         return d
@@ -251,15 +258,25 @@ class Step:
 ENV_DIR = ".local/state/sparktui/env"  # under the node user's $HOME: secret env files while docker reads them
 
 
-def make_step(node: str, rank: int, kind: str, words: list[Word], description: str, container: str,
-              **wait) -> Step:
+def make_step(node: str, rank: int, kind: str, words: list[Word], description: str, container: str, **wait) -> Step:
     command, stdin = render(words, "run"), ""
     secret_env = [w for w in words if isinstance(w, EnvFlag) and isinstance(w.value, Secret)]
     if kind == "run" and secret_env:
         command, stdin = env_file_run(words, secret_env, container)
-    return Step(node=node, rank=rank, kind=kind, command=command, description=description,
-                display=render(words, "show"), script=render(words, "export"), container=container,
-                secrets=[s.name for s in secrets_in(words)], words=list(words), stdin=stdin, **wait)
+    return Step(
+        node=node,
+        rank=rank,
+        kind=kind,
+        command=command,
+        description=description,
+        display=render(words, "show"),
+        script=render(words, "export"),
+        container=container,
+        secrets=[s.name for s in secrets_in(words)],
+        words=list(words),
+        stdin=stdin,
+        **wait,
+    )
 
 
 def env_file_run(words: list[Word], secret_env: list[EnvFlag], container: str) -> tuple[str, str]:
@@ -277,8 +294,10 @@ def env_file_run(words: list[Word], secret_env: list[EnvFlag], container: str) -
     f = Home(f"/{ENV_DIR}/{container}.env")
     kept[at:at] = ["--env-file", f]
     path = render_word(f)
-    cmd = (f'umask 077 && mkdir -p "$HOME"/{shlex.quote(ENV_DIR)} && cat > {path} && '
-           f'{{ {render(kept, "run")}; rc=$?; rm -f {path}; exit $rc; }}')
+    cmd = (
+        f'umask 077 && mkdir -p "$HOME"/{shlex.quote(ENV_DIR)} && cat > {path} && '
+        f"{{ {render(kept, 'run')}; rc=$?; rm -f {path}; exit $rc; }}"
+    )
     return cmd, "".join(f"{e.name}={e.value.value}\n" for e in secret_env)
 
 
@@ -377,8 +396,13 @@ def interface_env(spot: Spot) -> dict[str, str]:
     """Keep every library's sockets on the rendezvous interface of this node (names differ per node)."""
     env: dict[str, str] = {}
     if spot.iface:
-        for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES",
-                  "OMPI_MCA_btl_tcp_if_include"):
+        for k in (
+            "NCCL_SOCKET_IFNAME",
+            "GLOO_SOCKET_IFNAME",
+            "TP_SOCKET_IFNAME",
+            "UCX_NET_DEVICES",
+            "OMPI_MCA_btl_tcp_if_include",
+        ):
             env[k] = spot.iface
     if spot.rdma and spot.infiniband:
         env["NCCL_IB_HCA"] = spot.rdma  # every usable half of every port on the fabric, comma-separated

@@ -6,6 +6,7 @@ memory (VLLM_CPU_KVCACHE_SPACE, vllm/platforms/cpu.py) and reads `--gpu-memory-u
 fraction of the host's memory, which it refuses when other processes hold more than the rest
 (vllm/v1/worker/cpu_worker.py); it has no GPU to hand to the container, and its ranks talk over gloo.
 """
+
 from __future__ import annotations
 
 KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
@@ -27,7 +28,12 @@ def kv_env(extra_args: list[str], kv_flag: str | None) -> dict[str, str]:
 
 
 def note(version: str, kv: dict[str, str], kv_flag: str | None) -> str:
-    sized = (f"KV cache {kv[KV_ENV]} GiB of the host's memory ({KV_ENV}; {kv_flag} sizes it)" if kv
-             else f"KV cache as {kv_flag} says, in the host's memory")
-    return (f"CPU build of the engine ({version}): no GPU is handed to the containers, the ranks talk over gloo, "
-            f"the fit is host memory: {sized}")
+    sized = (
+        f"KV cache {kv[KV_ENV]} GiB of the host's memory ({KV_ENV}; {kv_flag} sizes it)"
+        if kv
+        else f"KV cache as {kv_flag} says, in the host's memory"
+    )
+    return (
+        f"CPU build of the engine ({version}): no GPU is handed to the containers, the ranks talk over gloo, "
+        f"the fit is host memory: {sized}"
+    )

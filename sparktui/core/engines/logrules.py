@@ -3,6 +3,7 @@
 diagnose.py reads a log through this, so a line is tried only against what can mean something in that
 engine's log, without asking per line which engine a sign belongs to.
 """
+
 from __future__ import annotations
 
 import re

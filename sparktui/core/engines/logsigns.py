@@ -7,6 +7,7 @@ diagnose.py reads the same way. What only one engine means (its distributed-init
 failure signs, its hang advice) lives on its Engine; engines/logrules.py puts the two together once per
 engine. diagnose.py applies them; keep these tables free of logic.
 """
+
 from __future__ import annotations
 
 import re
@@ -80,187 +81,347 @@ NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
 # #running-req ..., gen throughput (token/s)" (0.5, python/sglang/srt/managers/scheduler_metrics_mixin.py);
 # vLLM V0 "Avg prompt throughput ... Pending" and V1 "Engine 000: Avg prompt throughput ... Running,
 # Waiting" (vllm/v1/metrics/loggers.py). SGLANG_LOG_FORWARD_ITERS puts " [N]" after "batch".
-SERVING = _re(r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] #running-req')
+SERVING = _re(
+    r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] #running-req'
+)
 # vLLM's engine waiting on a worker (vllm/distributed/device_communicators/shm_broadcast.py), logged every
 # 60 s while it waits: a frozen TP rank of a ready engine shows this and nothing else in the log.
 WORKER_WAIT = "No available shared memory broadcast block found"
 # Said twice with no request served between, by a ready engine whose /health answers: a rank is frozen or stuck.
-WEDGED_MESSAGE = ("wedged behind a stalled worker: the engine has waited {0} s for a worker (No available shared "
-                  "memory broadcast block found, repeated) and served nothing meanwhile; /health still answers")
-WEDGED_HINT = ("a rank stopped answering: check that every node and worker process is up and not paused or "
-               "frozen (`docker ps`; a stopped or swapping process); the engine goes on once that rank runs again, "
-               "otherwise redeploy (r, or `sparktui redeploy`)")
+WEDGED_MESSAGE = (
+    "wedged behind a stalled worker: the engine has waited {0} s for a worker (No available shared "
+    "memory broadcast block found, repeated) and served nothing meanwhile; /health still answers"
+)
+WEDGED_HINT = (
+    "a rank stopped answering: check that every node and worker process is up and not paused or "
+    "frozen (`docker ps`; a stopped or swapping process); the engine goes on once that rank runs again, "
+    "otherwise redeploy (r, or `sparktui redeploy`)"
+)
 # The semaphore trap: systemd-logind's RemoveIPC removed the engine's POSIX semaphores and shared memory
 # when the SSH user's last session ended (lingering off, the engine running as that user with --ipc host).
 # A worker spawned afterwards fails in multiprocessing's SemLock._rebuild (FileNotFoundError) and the
 # head waits for it in shm_broadcast for ever (spark-arena/sparkrun#285 shows the worker's side).
 SEMLOCK = _re(r"SemLock\._rebuild")
-SEMAPHORE_TRAP_MESSAGE = ("the semaphore trap: a worker lost a semaphore its parent made (SemLock._rebuild: "
-                          "FileNotFoundError) and the engine waits for that worker (No available shared memory "
-                          "broadcast block found): logind removed the engine's IPC objects when the SSH session ended")
-SEMAPHORE_HINT = ("systemd-logind removes a user's semaphores and shared memory when the user's last session ends "
-                  "(RemoveIPC=yes, lingering off) and the engine ran as that user with --ipc host: run "
-                  "`sudo loginctl enable-linger USER` on every node, or set RemoveIPC=no under [Login] in "
-                  "/etc/systemd/logind.conf and `sudo systemctl restart systemd-logind` (or run the container as "
-                  "root), then redeploy; `sparktui preflight` checks every node for it")
+SEMAPHORE_TRAP_MESSAGE = (
+    "the semaphore trap: a worker lost a semaphore its parent made (SemLock._rebuild: "
+    "FileNotFoundError) and the engine waits for that worker (No available shared memory "
+    "broadcast block found): logind removed the engine's IPC objects when the SSH session ended"
+)
+SEMAPHORE_HINT = (
+    "systemd-logind removes a user's semaphores and shared memory when the user's last session ends "
+    "(RemoveIPC=yes, lingering off) and the engine ran as that user with --ipc host: run "
+    "`sudo loginctl enable-linger USER` on every node, or set RemoveIPC=no under [Login] in "
+    "/etc/systemd/logind.conf and `sudo systemctl restart systemd-logind` (or run the container as "
+    "root), then redeploy; `sparktui preflight` checks every node for it"
+)
 # The collective a torch NCCL watchdog timeout names: the operation and its timeout.
 COLLECTIVE = _re(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)")
 
 # ---- failures -------------------------------------------------------------------------------
 
-_IFACE_HINT = ("set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to this node's own interface on the rendezvous "
-               "subnet (names differ between nodes; sparktui plans set them per node)")
-_PORT_HINT = ("another process or an earlier container holds the port: stop it (sparktui status lists "
-              "sparktui containers; `ss -ltnp` shows the rest) or pick another --port / --dist-port / --ray-port")
-MODEL_HINT = ("the model directory must exist at the same path on every node (it is mounted there read-only): "
-               "copy it first and check model.path in the config")
-_OOM_HINT = ("lower the memory fraction (--mem-fraction) or the context length (--max-model-len), "
-             "or spread the model over more GPUs (TP/PP); on unified memory close other GPU users first")
-_DIED_HINT = "the engine process is gone (see the first problem above); the HTTP port may still answer, /health will not"
-DIED_OF_HINT = ("the engine's own error above killed it (its traceback is in the log: sparktui logs); vLLM's API server "
-                "shuts down with it. Fix what the error names (a model, a flag or a kernel this build lacks) and redeploy")
+_IFACE_HINT = (
+    "set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to this node's own interface on the rendezvous "
+    "subnet (names differ between nodes; sparktui plans set them per node)"
+)
+_PORT_HINT = (
+    "another process or an earlier container holds the port: stop it (sparktui status lists "
+    "sparktui containers; `ss -ltnp` shows the rest) or pick another --port / --dist-port / --ray-port"
+)
+MODEL_HINT = (
+    "the model directory must exist at the same path on every node (it is mounted there read-only): "
+    "copy it first and check model.path in the config"
+)
+_OOM_HINT = (
+    "lower the memory fraction (--mem-fraction) or the context length (--max-model-len), "
+    "or spread the model over more GPUs (TP/PP); on unified memory close other GPU users first"
+)
+_DIED_HINT = (
+    "the engine process is gone (see the first problem above); the HTTP port may still answer, /health will not"
+)
+DIED_OF_HINT = (
+    "the engine's own error above killed it (its traceback is in the log: sparktui logs); vLLM's API server "
+    "shuts down with it. Fix what the error names (a model, a flag or a kernel this build lacks) and redeploy"
+)
 
 SIGNS: list[Sign] = [
     # rendezvous
-    Sign("rendezvous_hang", _re(r"Timed out after (\d+) seconds waiting for (?:clients|workers)\. (\d+)/(\d+) (?:clients|workers) joined"),
-         message="rendezvous timed out after {0} s: only {1} of {2} ranks reached the store",
-         hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
-              "fabric subnet and reachable from every node"),
-    Sign("rendezvous_hang", _re(r"client socket has timed out after (\d+ ?(?:ms|s|min)?) while trying to connect to \(([^,]+), (\d+)\)"),
-         message="could not reach the rendezvous at {1}:{2} (gave up after {0})",
-         hint="this node cannot reach that address: the head IP must be on a subnet this node shares (the fabric)"),
-    Sign("rendezvous_hang", _re(r"Timed out initializing process group in store based barrier|connect\(\) timed out|"
-                                r"\[c10d\].*?timed out after \d+ ?(?:ms|s|sec|seconds|min|minutes)\b|"
-                                r"DistStoreError: Socket Timeout|next\(rendezvous_iterator\)"),
-         message="a rank failed in torch's rendezvous (init_process_group)",
-         hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
-              "fabric subnet and reachable from every node"),
+    Sign(
+        "rendezvous_hang",
+        _re(r"Timed out after (\d+) seconds waiting for (?:clients|workers)\. (\d+)/(\d+) (?:clients|workers) joined"),
+        message="rendezvous timed out after {0} s: only {1} of {2} ranks reached the store",
+        hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
+        "fabric subnet and reachable from every node",
+    ),
+    Sign(
+        "rendezvous_hang",
+        _re(r"client socket has timed out after (\d+ ?(?:ms|s|min)?) while trying to connect to \(([^,]+), (\d+)\)"),
+        message="could not reach the rendezvous at {1}:{2} (gave up after {0})",
+        hint="this node cannot reach that address: the head IP must be on a subnet this node shares (the fabric)",
+    ),
+    Sign(
+        "rendezvous_hang",
+        _re(
+            r"Timed out initializing process group in store based barrier|connect\(\) timed out|"
+            r"\[c10d\].*?timed out after \d+ ?(?:ms|s|sec|seconds|min|minutes)\b|"
+            r"DistStoreError: Socket Timeout|next\(rendezvous_iterator\)"
+        ),
+        message="a rank failed in torch's rendezvous (init_process_group)",
+        hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
+        "fabric subnet and reachable from every node",
+    ),
     # torch c10d retries these itself: a suspicion until the log stops or the store gives up
-    Sign("rendezvous_hang", _re(r"The server socket on (\S+) has timed out, will retry|"
-                                r"TCP client failed to connect/validate to host (\S+) - retrying"), provisional=True,
-         message="this rank keeps retrying the rendezvous store",
-         hint="the rendezvous address is not reachable from this node (or binds an address it does not have): the "
-              "head IP must be on a subnet every node shares, VLLM_HOST_IP/SGLANG_HOST_IP this node's own address"),
+    Sign(
+        "rendezvous_hang",
+        _re(
+            r"The server socket on (\S+) has timed out, will retry|"
+            r"TCP client failed to connect/validate to host (\S+) - retrying"
+        ),
+        provisional=True,
+        message="this rank keeps retrying the rendezvous store",
+        hint="the rendezvous address is not reachable from this node (or binds an address it does not have): the "
+        "head IP must be on a subnet every node shares, VLLM_HOST_IP/SGLANG_HOST_IP this node's own address",
+    ),
     # NCCL and Gloo: interface names
-    Sign("nccl_error", _re(r"Bootstrap : no socket interface found|no NCCL_SOCKET_IFNAME interface found|"
-                           r"ncclSocketInit: connecting to address\s+with family"),
-         message="NCCL found no interface named by NCCL_SOCKET_IFNAME on this node", hint=_IFACE_HINT),
-    Sign("nccl_error", _re(r"Unable to find address for:? (\S+)"),
-         message="Gloo found no interface named {0} on this node (GLOO_SOCKET_IFNAME takes one real name)",
-         hint=_IFACE_HINT),
+    Sign(
+        "nccl_error",
+        _re(
+            r"Bootstrap : no socket interface found|no NCCL_SOCKET_IFNAME interface found|"
+            r"ncclSocketInit: connecting to address\s+with family"
+        ),
+        message="NCCL found no interface named by NCCL_SOCKET_IFNAME on this node",
+        hint=_IFACE_HINT,
+    ),
+    Sign(
+        "nccl_error",
+        _re(r"Unable to find address for:? (\S+)"),
+        message="Gloo found no interface named {0} on this node (GLOO_SOCKET_IFNAME takes one real name)",
+        hint=_IFACE_HINT,
+    ),
     # Gloo reached the store but not its peers: a rank published an address they cannot use (a hostname that
     # resolves to loopback, the wrong interface); vllm-project/vllm#7074 shows it after torch's loopback warning
-    Sign("nccl_error", _re(r"Gloo connectFullMesh failed with (.*)"),
-         message="Gloo could not connect the ranks ({0}): a rank offered an address or interface its peers cannot reach",
-         hint="set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to each node's own interface on the rendezvous subnet "
-              "and VLLM_HOST_IP to its address there; a hostname that resolves to 127.0.1.1 makes Gloo bind loopback "
-              "(sparktui plans set the interfaces per node)"),
-    Sign("nccl_error", _re(r"socketProgress: Connection closed by remote peer|Got completion from peer \S+ with status=(\d+)"),
-         message="an NCCL connection to a peer broke (the peer died or the link failed)",
-         hint="look for the first error on the other node; if none, check the fabric link and RDMA (NCCL_IB_DISABLE=1 to confirm)"),
-    Sign("nccl_error", _re(r"store->get\('\d+'\) got error: Failed to recv"),
-         message="lost the rendezvous peer (it probably failed first: read the other node's log)",
-         hint="look for the first error on the other node"),
-    Sign("nccl_error", _re(r"(DistBackendError|NCCL error)[:\s].*|nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"),
-         hint="run with NCCL_DEBUG=INFO (sparktui plans do) and read the NET/ lines; if RDMA is the suspect, "
-              "retry with NCCL_IB_DISABLE=1 to confirm"),
-    Sign("nccl_error", _re(r"NCCL WARN .*"), provisional=True,
-         hint="an NCCL warning; harmless if loading goes on, otherwise " + _IFACE_HINT),
+    Sign(
+        "nccl_error",
+        _re(r"Gloo connectFullMesh failed with (.*)"),
+        message="Gloo could not connect the ranks ({0}): a rank offered an address or interface its peers cannot reach",
+        hint="set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to each node's own interface on the rendezvous subnet "
+        "and VLLM_HOST_IP to its address there; a hostname that resolves to 127.0.1.1 makes Gloo bind loopback "
+        "(sparktui plans set the interfaces per node)",
+    ),
+    Sign(
+        "nccl_error",
+        _re(r"socketProgress: Connection closed by remote peer|Got completion from peer \S+ with status=(\d+)"),
+        message="an NCCL connection to a peer broke (the peer died or the link failed)",
+        hint="look for the first error on the other node; if none, check the fabric link and RDMA (NCCL_IB_DISABLE=1 to confirm)",
+    ),
+    Sign(
+        "nccl_error",
+        _re(r"store->get\('\d+'\) got error: Failed to recv"),
+        message="lost the rendezvous peer (it probably failed first: read the other node's log)",
+        hint="look for the first error on the other node",
+    ),
+    Sign(
+        "nccl_error",
+        _re(
+            r"(DistBackendError|NCCL error)[:\s].*|nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"
+        ),
+        hint="run with NCCL_DEBUG=INFO (sparktui plans do) and read the NET/ lines; if RDMA is the suspect, "
+        "retry with NCCL_IB_DISABLE=1 to confirm",
+    ),
+    Sign(
+        "nccl_error",
+        _re(r"NCCL WARN .*"),
+        provisional=True,
+        hint="an NCCL warning; harmless if loading goes on, otherwise " + _IFACE_HINT,
+    ),
     # memory: Ray's monitor kills workers when host (unified) memory looks full
-    Sign("host_oom", _re(r"killed due to memory pressure \(OOM\)|were killed due to the node running low on memory|"
-                         r"Task was killed due to the node running low on memory|exceeds the memory usage threshold of [\d.]+\. Ray killed"),
-         message="Ray's memory monitor killed a worker (host memory, not a CUDA OOM)",
-         hint="on unified memory Ray counts GPU-resident weights as host memory: start Ray with "
-              "RAY_memory_monitor_refresh_ms=0 (NVIDIA's Spark playbooks do), or free host memory"),
-    Sign("out_of_memory", _re(r"Free memory on device \S* ?\(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization"),
-         message="free memory at start-up ({0} of {1} GiB) is below the requested GPU memory utilization",
-         hint="another process holds GPU memory, or (unified memory) the page cache counts as used: stop it, flush "
-              "the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) or lower --gpu-memory-utilization"),
-    Sign("out_of_memory", _re(r"The memory capacity is unbalanced"),
-         message="SGLang found less free memory on some GPU than on the others",
-         hint="something else holds memory on one node: stop it, or set SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 "
-              "(older releases: SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1) if the difference is expected"),
-    Sign("out_of_memory", _re(r"Not enough GPU memory for hybrid state cache"),
-         message="SGLang has no memory left for the hybrid (mamba/linear attention) state cache", hint=_OOM_HINT),
-    Sign("out_of_memory", _re(r"is larger than the maximum number of tokens that can be stored in KV cache"),
-         message="the KV cache cannot hold one request at this context length",
-         hint="lower --max-model-len or raise the memory fraction"),
-    Sign("out_of_memory", _re(r"larger than the available KV cache memory|estimated maximum model length is (\d+)"),
-         message="the KV cache cannot hold one request at this context length",
-         hint="lower --max-model-len (the log gives the largest that fits) or raise the memory fraction"),
-    Sign("out_of_memory", _re(r"No available memory for the cache blocks"),
-         message="no memory left for the KV cache", hint=_OOM_HINT),
-    Sign("out_of_memory", _re(r"Not enough memory\. Please try to increase --mem-fraction-static"),
-         message="SGLang has not enough memory for the KV cache", hint=_OOM_HINT),
-    Sign("out_of_memory", _re(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"),
-         message="CUDA out of memory", hint=_OOM_HINT),
+    Sign(
+        "host_oom",
+        _re(
+            r"killed due to memory pressure \(OOM\)|were killed due to the node running low on memory|"
+            r"Task was killed due to the node running low on memory|exceeds the memory usage threshold of [\d.]+\. Ray killed"
+        ),
+        message="Ray's memory monitor killed a worker (host memory, not a CUDA OOM)",
+        hint="on unified memory Ray counts GPU-resident weights as host memory: start Ray with "
+        "RAY_memory_monitor_refresh_ms=0 (NVIDIA's Spark playbooks do), or free host memory",
+    ),
+    Sign(
+        "out_of_memory",
+        _re(
+            r"Free memory on device \S* ?\(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization"
+        ),
+        message="free memory at start-up ({0} of {1} GiB) is below the requested GPU memory utilization",
+        hint="another process holds GPU memory, or (unified memory) the page cache counts as used: stop it, flush "
+        "the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) or lower --gpu-memory-utilization",
+    ),
+    Sign(
+        "out_of_memory",
+        _re(r"The memory capacity is unbalanced"),
+        message="SGLang found less free memory on some GPU than on the others",
+        hint="something else holds memory on one node: stop it, or set SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 "
+        "(older releases: SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1) if the difference is expected",
+    ),
+    Sign(
+        "out_of_memory",
+        _re(r"Not enough GPU memory for hybrid state cache"),
+        message="SGLang has no memory left for the hybrid (mamba/linear attention) state cache",
+        hint=_OOM_HINT,
+    ),
+    Sign(
+        "out_of_memory",
+        _re(r"is larger than the maximum number of tokens that can be stored in KV cache"),
+        message="the KV cache cannot hold one request at this context length",
+        hint="lower --max-model-len or raise the memory fraction",
+    ),
+    Sign(
+        "out_of_memory",
+        _re(r"larger than the available KV cache memory|estimated maximum model length is (\d+)"),
+        message="the KV cache cannot hold one request at this context length",
+        hint="lower --max-model-len (the log gives the largest that fits) or raise the memory fraction",
+    ),
+    Sign(
+        "out_of_memory",
+        _re(r"No available memory for the cache blocks"),
+        message="no memory left for the KV cache",
+        hint=_OOM_HINT,
+    ),
+    Sign(
+        "out_of_memory",
+        _re(r"Not enough memory\. Please try to increase --mem-fraction-static"),
+        message="SGLang has not enough memory for the KV cache",
+        hint=_OOM_HINT,
+    ),
+    Sign(
+        "out_of_memory",
+        _re(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"),
+        message="CUDA out of memory",
+        hint=_OOM_HINT,
+    ),
     # watchdogs
-    Sign("watchdog_timeout", _re(r"Watchdog caught collective operation(?:.*?Timeout\(ms\)=(\d+))?"),
-         message="a collective operation timed out (torch NCCL watchdog, timeout {0} ms)",
-         hint="one rank stopped answering inside an all-reduce: check every node is alive and the fabric link is up"),
+    Sign(
+        "watchdog_timeout",
+        _re(r"Watchdog caught collective operation(?:.*?Timeout\(ms\)=(\d+))?"),
+        message="a collective operation timed out (torch NCCL watchdog, timeout {0} ms)",
+        hint="one rank stopped answering inside an all-reduce: check every node is alive and the fabric link is up",
+    ),
     # the same, hard-wrapped by the page it was copied from, or told by torch's later summary lines
-    Sign("watchdog_timeout", _re(r"WorkNCCL\(SeqNum=\d+, OpType=(\w+).*?ran for (\d+) milliseconds before timing out|"
-                                 r"Some NCCL operations have failed or timed out|Timeout at NCCL work: \d+"),
-         message="a collective operation timed out (torch NCCL watchdog)",
-         hint="one rank stopped answering inside a collective: check every node is alive and the fabric link is up"),
-    Sign("watchdog_timeout", _re(r"Timed out waiting (\d+) ?ms for (?:send|recv) operation to complete"),
-         message="a Gloo collective timed out after {0} ms",
-         hint="one rank stopped answering: check every node is alive and GLOO_SOCKET_IFNAME names a reachable interface"),
+    Sign(
+        "watchdog_timeout",
+        _re(
+            r"WorkNCCL\(SeqNum=\d+, OpType=(\w+).*?ran for (\d+) milliseconds before timing out|"
+            r"Some NCCL operations have failed or timed out|Timeout at NCCL work: \d+"
+        ),
+        message="a collective operation timed out (torch NCCL watchdog)",
+        hint="one rank stopped answering inside a collective: check every node is alive and the fabric link is up",
+    ),
+    Sign(
+        "watchdog_timeout",
+        _re(r"Timed out waiting (\d+) ?ms for (?:send|recv) operation to complete"),
+        message="a Gloo collective timed out after {0} ms",
+        hint="one rank stopped answering: check every node is alive and GLOO_SOCKET_IFNAME names a reachable interface",
+    ),
     # a worker spawned after its semaphore was removed (alone: not yet proven to be logind; see SEMLOCK)
-    Sign("semaphore_lost", SEMLOCK,
-         message="a worker could not open a semaphore its parent made (SemLock._rebuild: FileNotFoundError)",
-         hint="the semaphore was gone before the worker started: its parent exited first, or " + SEMAPHORE_HINT),
+    Sign(
+        "semaphore_lost",
+        SEMLOCK,
+        message="a worker could not open a semaphore its parent made (SemLock._rebuild: FileNotFoundError)",
+        hint="the semaphore was gone before the worker started: its parent exited first, or " + SEMAPHORE_HINT,
+    ),
     # a rank waiting on the others (vLLM's message queue between the engine and its workers)
-    Sign("stalled", _re(r"No available shared memory broadcast block found in (\d+) seconds"), provisional=True,
-         message="the engine waited {0} s for its workers: a rank is hanging or busy (compilation)",
-         hint="harmless once if loading or serving goes on; repeated, a worker is stuck: read its log for where"),
+    Sign(
+        "stalled",
+        _re(r"No available shared memory broadcast block found in (\d+) seconds"),
+        provisional=True,
+        message="the engine waited {0} s for its workers: a rank is hanging or busy (compilation)",
+        hint="harmless once if loading or serving goes on; repeated, a worker is stuck: read its log for where",
+    ),
     # warm-up: the first request, sent by the server to itself once distributed init completed
     # (plain http: the engine's own server; downloads go to https:// hosts)
-    Sign("warmup_timeout", _re(r"HTTPConnectionPool\(host='[^']+', port=(\d+)\): Read timed out|"
-                               r"Initialization failed\. warmup error"),
-         message="the warm-up request got no answer: the ranks came up but a forward pass never finished",
-         hint="a collective in the first forward pass hangs across nodes (custom all-reduce, wrong interface or RDMA) or "
-              "CUDA graph capture is still running: retry with --disable-cuda-graph / NCCL_IB_DISABLE=1 to narrow it"),
+    Sign(
+        "warmup_timeout",
+        _re(
+            r"HTTPConnectionPool\(host='[^']+', port=(\d+)\): Read timed out|"
+            r"Initialization failed\. warmup error"
+        ),
+        message="the warm-up request got no answer: the ranks came up but a forward pass never finished",
+        hint="a collective in the first forward pass hangs across nodes (custom all-reduce, wrong interface or RDMA) or "
+        "CUDA graph capture is still running: retry with --disable-cuda-graph / NCCL_IB_DISABLE=1 to narrow it",
+    ),
     # ports
-    Sign("port_in_use", _re(r"error while attempting to bind on address \(([^)]*)\).*address already in use", re.I),
-         message="the HTTP port is taken ({0})", hint=_PORT_HINT),
-    Sign("port_in_use", _re(r"\[Errno 98\]|Address already in use|Port (\d+) is (?:already )?in use|is already running at .*different port"),
-         message="a port is already in use", hint=_PORT_HINT),
+    Sign(
+        "port_in_use",
+        _re(r"error while attempting to bind on address \(([^)]*)\).*address already in use", re.I),
+        message="the HTTP port is taken ({0})",
+        hint=_PORT_HINT,
+    ),
+    Sign(
+        "port_in_use",
+        _re(
+            r"\[Errno 98\]|Address already in use|Port (\d+) is (?:already )?in use|is already running at .*different port"
+        ),
+        message="a port is already in use",
+        hint=_PORT_HINT,
+    ),
     # model
-    Sign("checkpoint_incomplete", _re(r"SafetensorError|MetadataIncompleteBuffer|incomplete metadata|HeaderTooLarge"),
-         message="a checkpoint file is truncated or corrupt",
-         hint="the copy did not finish: run it again (rsync resumes) and compare sizes between nodes"),
-    Sign("model_not_found", _re(r"does not appear to have a file named config\.json|Repo id must be in the form|"
-                                r"\(invalid repository id\)|Repo id must use alphanumeric|"
-                                r"(?:FileNotFoundError|OSError|No such file or directory)\b.*(?:/models?/|/hub/|snapshots/|config\.json|\.safetensors)|"
-                                r"Invalid repository ID or local directory|RepositoryNotFoundError|"
-                                r"We couldn't connect to 'https://huggingface\.co'|Can't load the configuration of"),
-         message="the model directory was not found in the container", hint=MODEL_HINT),
-    Sign("unsupported_model", _re(r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|failed to be inspected|Error in inspecting model architecture|"
-                                  r"does not recognize this architecture|Unsupported architectures?:|"
-                                  r"Unknown quantization method|quantization method .* is not supported"),
-         message="the engine in this image does not support the model",
-         hint="use an image whose engine version supports this architecture, or try the other engine"),
-    Sign("bad_arguments", _re(r": error: (unrecognized arguments: .*|argument .*|the following arguments are required.*)"),
-         message="the engine rejected its arguments: {0}",
-         hint="the engine version in the image does not take this flag: check `--help` inside the image"),
-    Sign("bad_arguments", _re(r"must be divisible by (?:the )?(?:tensor|pipeline) parallel size"),
-         hint="pick a TP that divides the model's attention heads"),
+    Sign(
+        "checkpoint_incomplete",
+        _re(r"SafetensorError|MetadataIncompleteBuffer|incomplete metadata|HeaderTooLarge"),
+        message="a checkpoint file is truncated or corrupt",
+        hint="the copy did not finish: run it again (rsync resumes) and compare sizes between nodes",
+    ),
+    Sign(
+        "model_not_found",
+        _re(
+            r"does not appear to have a file named config\.json|Repo id must be in the form|"
+            r"\(invalid repository id\)|Repo id must use alphanumeric|"
+            r"(?:FileNotFoundError|OSError|No such file or directory)\b.*(?:/models?/|/hub/|snapshots/|config\.json|\.safetensors)|"
+            r"Invalid repository ID or local directory|RepositoryNotFoundError|"
+            r"We couldn't connect to 'https://huggingface\.co'|Can't load the configuration of"
+        ),
+        message="the model directory was not found in the container",
+        hint=MODEL_HINT,
+    ),
+    Sign(
+        "unsupported_model",
+        _re(
+            r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|failed to be inspected|Error in inspecting model architecture|"
+            r"does not recognize this architecture|Unsupported architectures?:|"
+            r"Unknown quantization method|quantization method .* is not supported"
+        ),
+        message="the engine in this image does not support the model",
+        hint="use an image whose engine version supports this architecture, or try the other engine",
+    ),
+    Sign(
+        "bad_arguments",
+        _re(r": error: (unrecognized arguments: .*|argument .*|the following arguments are required.*)"),
+        message="the engine rejected its arguments: {0}",
+        hint="the engine version in the image does not take this flag: check `--help` inside the image",
+    ),
+    Sign(
+        "bad_arguments",
+        _re(r"must be divisible by (?:the )?(?:tensor|pipeline) parallel size"),
+        hint="pick a TP that divides the model's attention heads",
+    ),
     # the engine process died (usually after one of the above)
-    Sign("engine_died", _re(r"Rank \d+ scheduler (?:is dead|died)|Received sigquit from a child proc|"
-                            r"EngineCore failed to start|Engine core initialization failed|EngineDeadError|"
-                            r"Worker proc \S+ died unexpectedly|Engine process failed to start"),
-         message="the engine process died", hint=_DIED_HINT),
+    Sign(
+        "engine_died",
+        _re(
+            r"Rank \d+ scheduler (?:is dead|died)|Received sigquit from a child proc|"
+            r"EngineCore failed to start|Engine core initialization failed|EngineDeadError|"
+            r"Worker proc \S+ died unexpectedly|Engine process failed to start"
+        ),
+        message="the engine process died",
+        hint=_DIED_HINT,
+    ),
 ]
 
 STALL_HINT = {
     "container": "the engine has not started: check the image and the command (docker logs on that node)",
     "ray_join": "the Ray cluster is not complete: `ray status` in the head container must list every node and GPU",
     "weights": "loading stopped: check the disk and that every node has the whole model (a truncated copy stalls or "
-               "fails); a first load of ~120 GB takes 15 minutes on a Spark, so give it time while progress shows",
+    "fails); a first load of ~120 GB takes 15 minutes on a Spark, so give it time while progress shows",
     "kv_cache": "sizing the KV cache stopped: a rank may be waiting for another; read every node's log",
     "graphs": "CUDA graph capture can take minutes; if it never ends, retry with --disable-cuda-graph (SGLang) or "
-              "--enforce-eager (vLLM)",
+    "--enforce-eager (vLLM)",
     "http_up": "the server is up but its first (warm-up) request never finished: a collective across nodes hangs",
 }
 TRACEBACK_HINT = "read the traceback; if the server keeps serving afterwards it was harmless"
@@ -278,7 +439,9 @@ TRANSIENT = ("ray_connect",)
 TRACEBACK = _re(r"Traceback \(most recent call last\)")
 CHAINED = _re(r"During handling of the above exception|The above exception was the direct cause")
 FRAME = _re(r'^\s*File "[^"]+", line \d+')  # a traceback frame: one without its header starts one too
-EXCEPTION_LINE = _re(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?:\([\w.]+\))?(?::.*)?$")
+EXCEPTION_LINE = _re(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?:\([\w.]+\))?(?::.*)?$"
+)
 # Prefixes that engines put before their own text, stripped before matching traceback structure.
 PREFIXES = [
     _re(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?"),  # vLLM/Ray process tag: (EngineCore_DP0 pid=12)

@@ -5,6 +5,7 @@ the releases that renamed them, both on its Engine (metric_series, metric_rename
 sources it read). Names are the sample names in the exposition text (a Counter's samples end in `_total`),
 checked against every supported release's own source by tests/contract/test_metric_names.py.
 """
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -12,8 +13,15 @@ from typing import Mapping
 from .versions import at_least
 
 FIELDS = ("running", "waiting", "kv_cache_usage", "prompt_tokens", "generation_tokens", "ttft", "itl")
-KINDS = {"running": "gauge", "waiting": "gauge", "kv_cache_usage": "gauge", "prompt_tokens": "counter",
-         "generation_tokens": "counter", "ttft": "histogram", "itl": "histogram"}
+KINDS = {
+    "running": "gauge",
+    "waiting": "gauge",
+    "kv_cache_usage": "gauge",
+    "prompt_tokens": "counter",
+    "generation_tokens": "counter",
+    "ttft": "histogram",
+    "itl": "histogram",
+}
 
 
 def names_at(series: Mapping[str, str], renamed, version: str | None) -> dict[str, str]:

@@ -4,6 +4,7 @@
 
 Workers start first and the head last (SGLang's own multi-node recipe); only rank 0 serves HTTP.
 """
+
 from __future__ import annotations
 
 from .. import quickre
@@ -55,9 +56,18 @@ def launch_words(ctx: Context, spot: Spot) -> list[Word]:
     w: list[Word] = [*sglang_program(ctx.engine_version), "--model-path", ctx.model_path, "--tp", str(ctx.tp)]
     if ctx.pp > 1:
         w += ["--pp-size", str(ctx.pp)]
-    w += ["--nnodes", str(len(ctx.nodes)), "--node-rank", str(spot.rank),
-          "--dist-init-addr", f"{ctx.head_ip}:{ctx.dist_port}",
-          "--host", HOST_ALL, "--port", str(ctx.port)]
+    w += [
+        "--nnodes",
+        str(len(ctx.nodes)),
+        "--node-rank",
+        str(spot.rank),
+        "--dist-init-addr",
+        f"{ctx.head_ip}:{ctx.dist_port}",
+        "--host",
+        HOST_ALL,
+        "--port",
+        str(ctx.port),
+    ]
     w += opt("--mem-fraction-static", ctx.mem_fraction)
     w += opt("--context-length", ctx.max_model_len)
     w += opt("--served-model-name", ctx.served_name)
@@ -74,8 +84,16 @@ def steps(ctx: Context) -> list[Step]:
     out = []
     for spot in ctx.workers + [ctx.head]:
         what = "head, serves HTTP" if spot.rank == 0 else "worker"
-        out.append(make_step(spot.name, spot.rank, "run", docker_run(ctx, spot, launch_words(ctx, spot)),
-                             f"start SGLang rank {spot.rank} ({what})", ctx.container(spot)))
+        out.append(
+            make_step(
+                spot.name,
+                spot.rank,
+                "run",
+                docker_run(ctx, spot, launch_words(ctx, spot)),
+                f"start SGLang rank {spot.rank} ({what})",
+                ctx.container(spot),
+            )
+        )
     return out
 
 
@@ -86,7 +104,7 @@ def steps(ctx: Context) -> list[Step]:
 # no source holds an EntryClass. Quantization: the keys of sglang/srt/layers/quantization/__init__.py's
 # QUANTIZATION_METHODS. Own configs for model types transformers lacks: _CONFIG_REGISTRY
 # (0.5.3.post3 srt/utils/hf_transformers_utils.py; 0.5.23 srt/utils/hf_transformers/common.py).
-SUPPORT_PROBE = '''
+SUPPORT_PROBE = """
 def _sources(package):
     import importlib.util, os
     spec = importlib.util.find_spec(package)
@@ -135,7 +153,7 @@ def config_types():
         except Exception:
             continue
     raise RuntimeError("SGLang's own config registry did not import")
-'''
+"""
 # What to name as the way out when this image's SGLang lacks an architecture: the newest release the
 # contract tier checks (tests/contract/venvs.py), in NVIDIA's SGLang playbook image.
 SUPPORT_NEWER_IMAGE = "lmsysorg/sglang:latest-cu130 (SGLang 0.5.23)"
@@ -145,21 +163,33 @@ SUPPORT_NEWER_IMAGE = "lmsysorg/sglang:latest-cu130 (SGLang 0.5.23)"
 # sglang:prompt_tokens_total and sglang:generation_tokens_total, Histograms sglang:time_to_first_token_seconds
 # and sglang:inter_token_latency_seconds. SGLang serves /metrics only with --enable-metrics (0.5.3.post3
 # server_args.py; 0.5.23 arg_groups/fields/observability.py, enable_metrics); sparktui plans add it.
-METRIC_SERIES = {"running": "sglang:num_running_reqs", "waiting": "sglang:num_queue_reqs",
-                 "kv_cache_usage": "sglang:token_usage", "prompt_tokens": "sglang:prompt_tokens_total",
-                 "generation_tokens": "sglang:generation_tokens_total", "ttft": "sglang:time_to_first_token_seconds",
-                 "itl": "sglang:inter_token_latency_seconds"}
+METRIC_SERIES = {
+    "running": "sglang:num_running_reqs",
+    "waiting": "sglang:num_queue_reqs",
+    "kv_cache_usage": "sglang:token_usage",
+    "prompt_tokens": "sglang:prompt_tokens_total",
+    "generation_tokens": "sglang:generation_tokens_total",
+    "ttft": "sglang:time_to_first_token_seconds",
+    "itl": "sglang:inter_token_latency_seconds",
+}
 
 # -- its log lines (the engine-neutral ones are logsigns')
 _q = quickre.compile  # a substring prefilter in front of each: every line is tried against them
 SIGNS = (
     # SGLang's soft watchdog only dumps stacks; the server goes on
-    Sign("watchdog_timeout", _q(r"atchdog timeout \(self\.watchdog_timeout=([\d.]+), self\.soft=True"),
-         provisional=True, message="SGLang's soft watchdog dumped the scheduler's stacks after {0} s without progress",
-         hint="a slow step, not a failure, if serving goes on; otherwise read the dump for where it waits"),
-    Sign("watchdog_timeout", _q(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=([\d.]+)"),
-         message="SGLang's watchdog killed the scheduler after {0} s without progress",
-         hint="the scheduler was stuck; read the lines before it for where"),
+    Sign(
+        "watchdog_timeout",
+        _q(r"atchdog timeout \(self\.watchdog_timeout=([\d.]+), self\.soft=True"),
+        provisional=True,
+        message="SGLang's soft watchdog dumped the scheduler's stacks after {0} s without progress",
+        hint="a slow step, not a failure, if serving goes on; otherwise read the dump for where it waits",
+    ),
+    Sign(
+        "watchdog_timeout",
+        _q(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=([\d.]+)"),
+        message="SGLang's watchdog killed the scheduler after {0} s without progress",
+        hint="the scheduler was stuck; read the lines before it for where",
+    ),
 )
 # phase -> its own lines there (phases.py holds the shared ones): "[.. TP0] Load weight begin", ...
 PHASE_SIGNS = {
@@ -171,17 +201,20 @@ PHASE_SIGNS = {
 }
 # The rendezvous hang: SGLang's cross-node message queue picks an address of its own without SGLANG_HOST_IP
 # (REFERENCE.md "Rendezvous" names the variables the advice asks for).
-HANG_ADVICE = ("SGLang's cross-node message queue picked an address of its own: SGLANG_HOST_IP must be this node's "
-               "IP on the rendezvous subnet and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME its interface there "
-               "(sparktui plans set both), and --dist-init-addr the head's fabric IP; `sparktui preflight` checks "
-               "the subnet. If it still hangs, pivot to vLLM with Ray (`sparktui pivot --to vllm`)")
+HANG_ADVICE = (
+    "SGLang's cross-node message queue picked an address of its own: SGLANG_HOST_IP must be this node's "
+    "IP on the rendezvous subnet and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME its interface there "
+    "(sparktui plans set both), and --dist-init-addr the head's fabric IP; `sparktui preflight` checks "
+    "the subnet. If it still hangs, pivot to vLLM with Ray (`sparktui pivot --to vllm`)"
+)
 HANG_ENV = ("SGLANG_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 HANG_ADVICE_ENV_SET = (
     "the plan already set SGLANG_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so "
     "the next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
     "(--dist-init-addr) or NCCL's ports on the fabric, or a link that lost its carrier; "
     "`sparktui preflight` checks the rendezvous across every node. If it passes and SGLang still "
-    "hangs here, pivot to vLLM with Ray (`sparktui pivot --to vllm`)")
+    "hangs here, pivot to vLLM with Ray (`sparktui pivot --to vllm`)"
+)
 
 
 class SGLang(Engine):
@@ -206,18 +239,53 @@ class SGLang(Engine):
     hang_advice, hang_env, hang_advice_env_set = HANG_ADVICE, HANG_ENV, HANG_ADVICE_ENV_SET
     # sglang/srt/server_args.py: the flags for the shared terms (tests/contract checks each in every release)
     vocabulary = {
-        "model": "--model-path", "tp": "--tp-size", "pp": "--pp-size", "served_name": "--served-model-name",
-        "context_length": "--context-length", "mem_fraction": "--mem-fraction-static", "api_key": "--api-key",
-        "trust_remote_code": "--trust-remote-code", "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype",
-        "quantization": "--quantization", "load_format": "--load-format", "download_dir": "--download-dir",
-        "chat_template": "--chat-template", "revision": "--revision", "tool_call_parser": "--tool-call-parser",
-        "reasoning_parser": "--reasoning-parser", "tokenizer": "--tokenizer-path", "seed": "--random-seed",
-        "max_running": "--max-running-requests", "eager": "--disable-cuda-graph",
+        "model": "--model-path",
+        "tp": "--tp-size",
+        "pp": "--pp-size",
+        "served_name": "--served-model-name",
+        "context_length": "--context-length",
+        "mem_fraction": "--mem-fraction-static",
+        "api_key": "--api-key",
+        "trust_remote_code": "--trust-remote-code",
+        "dtype": "--dtype",
+        "kv_cache_dtype": "--kv-cache-dtype",
+        "quantization": "--quantization",
+        "load_format": "--load-format",
+        "download_dir": "--download-dir",
+        "chat_template": "--chat-template",
+        "revision": "--revision",
+        "tool_call_parser": "--tool-call-parser",
+        "reasoning_parser": "--reasoning-parser",
+        "tokenizer": "--tokenizer-path",
+        "seed": "--random-seed",
+        "max_running": "--max-running-requests",
+        "eager": "--disable-cuda-graph",
     }
-    switches = frozenset({"--trust-remote-code", "--disable-cuda-graph", "--disable-radix-cache", "--enable-metrics",
-                          "--enable-dp-attention", "--skip-server-warmup"})
-    managed_flags = frozenset({"--model-path", "--tp", "--tp-size", "--pp", "--pp-size", "--nnodes", "--node-rank",
-                               "--dist-init-addr", "--nccl-init-addr", "--host", "--port"})
+    switches = frozenset(
+        {
+            "--trust-remote-code",
+            "--disable-cuda-graph",
+            "--disable-radix-cache",
+            "--enable-metrics",
+            "--enable-dp-attention",
+            "--skip-server-warmup",
+        }
+    )
+    managed_flags = frozenset(
+        {
+            "--model-path",
+            "--tp",
+            "--tp-size",
+            "--pp",
+            "--pp-size",
+            "--nnodes",
+            "--node-rank",
+            "--dist-init-addr",
+            "--nccl-init-addr",
+            "--host",
+            "--port",
+        }
+    )
     fit_fraction = 0.75
     fit_covers = "SGLang's static share: weights + KV cache, activations outside"
     activations_in_budget = False
@@ -229,34 +297,57 @@ class SGLang(Engine):
     # which refuses expandable segments ("TorchMemorySaver is disabled ... expandable_segments is not supported
     # yet") or cannot pause what they allocate (fzyzcjy/torch_memory_saver#24).
     torch_allocator = True
-    expandable_refused_by = {"--enable-memory-saver": "SGLang's memory saver (torch_memory_saver) does not work "
-                                                      "with expandable segments"}
+    expandable_refused_by = {
+        "--enable-memory-saver": "SGLang's memory saver (torch_memory_saver) does not work with expandable segments"
+    }
     log_words = ("sglang",)
     hang_pivot = ("vllm", "vLLM with Ray joins the ranks through Ray, not torch's TCP rendezvous")
-    no_metrics_hint = ("SGLang serves /metrics only with --enable-metrics: redeploy with a current sparktui plan "
-                       "(it adds the flag), or add it to the launch's extra arguments")
+    no_metrics_hint = (
+        "SGLang serves /metrics only with --enable-metrics: redeploy with a current sparktui plan "
+        "(it adds the flag), or add it to the launch's extra arguments"
+    )
     recipe_runtimes = {"sglang": None}
     recipe_command_hint = (r"^(?:sglang\s+serve|python3?\s+-m\s+sglang\.launch_server)\b", "sglang")
-    recipe_programs = (("python3", "-m", "sglang.launch_server"), ("python", "-m", "sglang.launch_server"),
-                       ("sglang", "serve"))
+    recipe_programs = (
+        ("python3", "-m", "sglang.launch_server"),
+        ("python", "-m", "sglang.launch_server"),
+        ("sglang", "serve"),
+    )
     # sparkrun 0.4.2 runtimes/sglang.py _SGLANG_FLAG_MAP and _SGLANG_BOOL_FLAGS: defaults key -> flag
     recipe_flags = {
-        "dtype": "--dtype", "quantization": "--quantization", "kv_cache_dtype": "--kv-cache-dtype",
-        "max_num_seqs": "--max-running-requests", "chunked_prefill": "--chunked-prefill-size",
-        "api_key": "--api-key", "attention_backend": "--attention-backend", "load_format": "--load-format",
-        "reasoning_parser": "--reasoning-parser", "tool_call_parser": "--tool-call-parser",
-        "expert_parallel": "--ep-size", "enable_dp_attention": "--enable-dp-attention",
-        "tokenizer_path": "--tokenizer-path", "revision": "--revision", "model_type": "--model-type",
-        "max_total_tokens": "--max-total-tokens", "random_seed": "--random-seed",
+        "dtype": "--dtype",
+        "quantization": "--quantization",
+        "kv_cache_dtype": "--kv-cache-dtype",
+        "max_num_seqs": "--max-running-requests",
+        "chunked_prefill": "--chunked-prefill-size",
+        "api_key": "--api-key",
+        "attention_backend": "--attention-backend",
+        "load_format": "--load-format",
+        "reasoning_parser": "--reasoning-parser",
+        "tool_call_parser": "--tool-call-parser",
+        "expert_parallel": "--ep-size",
+        "enable_dp_attention": "--enable-dp-attention",
+        "tokenizer_path": "--tokenizer-path",
+        "revision": "--revision",
+        "model_type": "--model-type",
+        "max_total_tokens": "--max-total-tokens",
+        "random_seed": "--random-seed",
         "speculative_algorithm": "--speculative-algorithm",
         "speculative_draft_model_path": "--speculative-draft-model-path",
-        "speculative_num_steps": "--speculative-num-steps", "speculative_eagle_topk": "--speculative-eagle-topk",
-        "speculative_num_draft_tokens": "--speculative-num-draft-tokens", "cuda_graph_bs": "--cuda-graph-bs",
-        "cuda_graph_max_bs": "--cuda-graph-max-bs", "torch_compile_max_bs": "--torch-compile-max-bs",
-        "num_continuous_decode_steps": "--num-continuous-decode-steps", "fp8_gemm_backend": "--fp8-gemm-backend",
-        "fp4_gemm_backend": "--fp4-gemm-backend", "moe_runner_backend": "--moe-runner-backend",
-        "mamba_ssm_dtype": "--mamba-ssm-dtype", "enable_torch_compile": "--enable-torch-compile",
-        "disable_radix_cache": "--disable-radix-cache", "disable_prefill_cuda_graph": "--disable-prefill-cuda-graph"
+        "speculative_num_steps": "--speculative-num-steps",
+        "speculative_eagle_topk": "--speculative-eagle-topk",
+        "speculative_num_draft_tokens": "--speculative-num-draft-tokens",
+        "cuda_graph_bs": "--cuda-graph-bs",
+        "cuda_graph_max_bs": "--cuda-graph-max-bs",
+        "torch_compile_max_bs": "--torch-compile-max-bs",
+        "num_continuous_decode_steps": "--num-continuous-decode-steps",
+        "fp8_gemm_backend": "--fp8-gemm-backend",
+        "fp4_gemm_backend": "--fp4-gemm-backend",
+        "moe_runner_backend": "--moe-runner-backend",
+        "mamba_ssm_dtype": "--mamba-ssm-dtype",
+        "enable_torch_compile": "--enable-torch-compile",
+        "disable_radix_cache": "--disable-radix-cache",
+        "disable_prefill_cuda_graph": "--disable-prefill-cuda-graph",
     }
 
     def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:

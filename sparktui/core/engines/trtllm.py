@@ -15,6 +15,7 @@ Each node's interface variables differ (names differ per node), so they are not 
 (PermitUserEnvironment), so the rank that SSH starts there gets that node's own values. Facts and sources:
 docs/trtllm.md. Registered in ENGINES (engines/__init__.py) as the third engine.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,10 +55,15 @@ METRICS_PATH = "/prometheus/metrics"
 # histograms (time_to_first_token_seconds, time_per_output_token_seconds: one value per request, its mean gap
 # between tokens, read as itl); the gauges and token counters are main's, so an older release shows those fields
 # as missing, not as zero.
-METRIC_NAMES = {"running": "trtllm_num_requests_running", "waiting": "trtllm_num_requests_waiting",
-                "kv_cache_usage": "trtllm_kv_cache_utilization", "prompt_tokens": "trtllm_prompt_tokens_total",
-                "generation_tokens": "trtllm_generation_tokens_total", "ttft": "trtllm_time_to_first_token_seconds",
-                "itl": "trtllm_time_per_output_token_seconds"}
+METRIC_NAMES = {
+    "running": "trtllm_num_requests_running",
+    "waiting": "trtllm_num_requests_waiting",
+    "kv_cache_usage": "trtllm_kv_cache_utilization",
+    "prompt_tokens": "trtllm_prompt_tokens_total",
+    "generation_tokens": "trtllm_generation_tokens_total",
+    "ttft": "trtllm_time_to_first_token_seconds",
+    "itl": "trtllm_time_per_output_token_seconds",
+}
 # uvicorn's lines (trtllm-serve runs uvicorn.Server with log_level="info", openai_server.py __call__).
 READY_LINE = "Application startup complete."
 LISTEN_LINE = "Uvicorn running on"
@@ -92,8 +98,10 @@ def refusals(ctx: Context, api_key: str | None = None) -> list[str]:
     """Why this plan cannot run as asked (empty when it can)."""
     out = []
     if ctx.tp * ctx.pp != len(ctx.nodes):
-        out.append(f"TensorRT-LLM runs one rank per node here: TP x PP ({ctx.tp} x {ctx.pp}) must equal the "
-                   f"number of nodes ({len(ctx.nodes)})")
+        out.append(
+            f"TensorRT-LLM runs one rank per node here: TP x PP ({ctx.tp} x {ctx.pp}) must equal the "
+            f"number of nodes ({len(ctx.nodes)})"
+        )
     if ctx.served_name and ctx.served_name != served_name(ctx.model_path):
         out.append(NOT_CARRIED["served_name"] + f" ({served_name(ctx.model_path)!r}, not {ctx.served_name!r})")
     if api_key:
@@ -126,14 +134,16 @@ def entrypoint_script(ssh_port: int = SSH_PORT) -> str:
 
     ~/.ssh of the node user is mounted read-only at /tmp/.ssh, as the playbook does; its keys let the head's
     container reach the others (the same passwordless SSH the playbook sets up between the nodes)."""
-    return ("set -e; mkdir -p /root/.ssh /run/sshd; cp -r /tmp/.ssh/. /root/.ssh/ 2>/dev/null || true; "
-            "cat /root/.ssh/*.pub >> /root/.ssh/authorized_keys 2>/dev/null || true; env > /root/.ssh/environment; "
-            # private: the environment may carry a token (HF_TOKEN), the keys are keys
-            "chmod 700 /root/.ssh; chmod 600 /root/.ssh/* 2>/dev/null || true; "
-            "command -v ssh-keygen >/dev/null && ssh-keygen -A >/dev/null; "
-            # sshd insists on being started by its absolute path; /usr/sbin/sshd is where images have it
-            f'exec "$(command -v sshd || echo /usr/sbin/sshd)" -D -e -p {int(ssh_port)} '
-            "-o PermitUserEnvironment=yes -o PermitRootLogin=yes")
+    return (
+        "set -e; mkdir -p /root/.ssh /run/sshd; cp -r /tmp/.ssh/. /root/.ssh/ 2>/dev/null || true; "
+        "cat /root/.ssh/*.pub >> /root/.ssh/authorized_keys 2>/dev/null || true; env > /root/.ssh/environment; "
+        # private: the environment may carry a token (HF_TOKEN), the keys are keys
+        "chmod 700 /root/.ssh; chmod 600 /root/.ssh/* 2>/dev/null || true; "
+        "command -v ssh-keygen >/dev/null && ssh-keygen -A >/dev/null; "
+        # sshd insists on being started by its absolute path; /usr/sbin/sshd is where images have it
+        f'exec "$(command -v sshd || echo /usr/sbin/sshd)" -D -e -p {int(ssh_port)} '
+        "-o PermitUserEnvironment=yes -o PermitRootLogin=yes"
+    )
 
 
 def ssh_args(ssh_port: int = SSH_PORT) -> str:
@@ -144,9 +154,20 @@ def ssh_args(ssh_port: int = SSH_PORT) -> str:
 
 def serve_words(ctx: Context) -> list[Word]:
     """trtllm-serve's own argv (flags of tensorrt_llm/commands/serve.py; underscores, as Click declares them)."""
-    w: list[Word] = ["trtllm-serve", ctx.model_path, "--backend", "pytorch",
-                     "--tp_size", str(ctx.tp), "--pp_size", str(ctx.pp),
-                     "--host", HOST_ALL, "--port", str(ctx.port)]
+    w: list[Word] = [
+        "trtllm-serve",
+        ctx.model_path,
+        "--backend",
+        "pytorch",
+        "--tp_size",
+        str(ctx.tp),
+        "--pp_size",
+        str(ctx.pp),
+        "--host",
+        HOST_ALL,
+        "--port",
+        str(ctx.port),
+    ]
     if not own_options_file(ctx):
         w += ["--extra_llm_api_options", OPTIONS_FILE]
     if ctx.mem_fraction is not None:
@@ -170,8 +191,19 @@ def options_words() -> list[Word]:
 
 def mpirun_words(ctx: Context, ssh_port: int = SSH_PORT) -> list[Word]:
     n = len(ctx.nodes)
-    w: list[Word] = ["mpirun", "--allow-run-as-root", "-np", str(n), "--hostfile", HOSTFILE,
-                     "--map-by", "ppr:1:node", "--mca", "plm_rsh_args", ssh_args(ssh_port)]
+    w: list[Word] = [
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        str(n),
+        "--hostfile",
+        HOSTFILE,
+        "--map-by",
+        "ppr:1:node",
+        "--mca",
+        "plm_rsh_args",
+        ssh_args(ssh_port),
+    ]
     # Secrets the ranks need (HF_TOKEN in extra env) go by name, as the playbook's `mpirun -x HF_TOKEN`.
     for s in secrets_in(list(ctx.extra_args)):
         w += ["-x", s.name]
@@ -199,26 +231,68 @@ def steps(ctx: Context, ssh_port: int = SSH_PORT) -> list[Step]:
     run_ctx = dataclasses.replace(ctx, files=list(ctx.files) + [SSH_MOUNT])
     for spot in ctx.workers + [ctx.head]:
         what = "head: runs mpirun, rank 0 serves HTTP" if spot.rank == 0 else "worker"
-        out.append(make_step(spot.name, spot.rank, "run", docker_run(run_ctx, spot, entry),
-                             f"start the TensorRT-LLM container on rank {spot.rank} ({what})", ctx.container(spot)))
+        out.append(
+            make_step(
+                spot.name,
+                spot.rank,
+                "run",
+                docker_run(run_ctx, spot, entry),
+                f"start the TensorRT-LLM container on rank {spot.rank} ({what})",
+                ctx.container(spot),
+            )
+        )
     head, hc = ctx.head, ctx.container(ctx.head)
     for spot in ctx.workers:
-        out.append(make_step(head.name, 0, "wait", ["docker", "exec", hc] + ssh_wait_words(spot.ip or "", ssh_port),
-                             f"wait until {spot.name}'s container answers SSH on {spot.ip}:{ssh_port}", hc,
-                             expect=r"^open$", expect_ere="^open$", timeout=WAIT_SSH_S))
-    out.append(make_step(head.name, 0, "exec", ["docker", "exec", hc] + hostfile_words(ctx),
-                         f"write the OpenMPI hostfile ({len(ctx.nodes)} nodes) in the head container", hc))
+        out.append(
+            make_step(
+                head.name,
+                0,
+                "wait",
+                ["docker", "exec", hc] + ssh_wait_words(spot.ip or "", ssh_port),
+                f"wait until {spot.name}'s container answers SSH on {spot.ip}:{ssh_port}",
+                hc,
+                expect=r"^open$",
+                expect_ere="^open$",
+                timeout=WAIT_SSH_S,
+            )
+        )
+    out.append(
+        make_step(
+            head.name,
+            0,
+            "exec",
+            ["docker", "exec", hc] + hostfile_words(ctx),
+            f"write the OpenMPI hostfile ({len(ctx.nodes)} nodes) in the head container",
+            hc,
+        )
+    )
     if not own_options_file(ctx):
-        out.append(make_step(head.name, 0, "exec", ["docker", "exec", hc] + options_words(),
-                             "write the LLM API options in the head container (return_perf_metrics: the "
-                             "Prometheus series at /prometheus/metrics)", hc))
+        out.append(
+            make_step(
+                head.name,
+                0,
+                "exec",
+                ["docker", "exec", hc] + options_words(),
+                "write the LLM API options in the head container (return_perf_metrics: the "
+                "Prometheus series at /prometheus/metrics)",
+                hc,
+            )
+        )
     inner = mpirun_words(ctx, ssh_port)
     exec_words: list[Word] = ["docker", "exec", "-d"]
     for s in secrets_in(inner):
         exec_words.append(ExportOnly(("-e", s.name)))
     exec_words += [Break(), hc, "sh", "-c", Nested(tuple(inner), TO_CONTAINER_LOG)]
-    out.append(make_step(head.name, 0, "exec", exec_words,
-                         f"start mpirun trtllm-serve across {len(ctx.nodes)} nodes (rank 0 serves HTTP)", hc))
+    out.append(
+        make_step(
+            head.name,
+            0,
+            "exec",
+            exec_words,
+            f"start mpirun trtllm-serve across {len(ctx.nodes)} nodes (rank 0 serves HTTP)",
+            hc,
+        )
+    )
     return out
 
 
@@ -247,12 +321,15 @@ def release_note(version: str | None, nodes: int) -> str | None:
     have, want = release_key(version or ""), release_key(since)
     if have is None or have >= want:
         return None
-    return (f"TensorRT-LLM {version} in this image is older than {since}, the release NVIDIA's DGX Spark playbook "
-            f"runs on {'two Sparks' if nodes > 1 else 'one Spark'}; older releases fail on GB10 in public reports "
-            f"(NVIDIA/TensorRT-LLM#8474): use nvcr.io/nvidia/tensorrt-llm/release:{since} or newer")
+    return (
+        f"TensorRT-LLM {version} in this image is older than {since}, the release NVIDIA's DGX Spark playbook "
+        f"runs on {'two Sparks' if nodes > 1 else 'one Spark'}; older releases fail on GB10 in public reports "
+        f"(NVIDIA/TensorRT-LLM#8474): use nvcr.io/nvidia/tensorrt-llm/release:{since} or newer"
+    )
 
 
 # ---- fit ------------------------------------------------------------------------------------
+
 
 def kv_bytes(free_after_weights: float, fraction: float) -> float:
     """KV-cache size: a fraction of the memory still free once weights and buffers are loaded
@@ -274,20 +351,26 @@ def kv_fraction_for(total_fraction: float, total: float, weights: float, free: f
 
 def describe(ctx: Context, ssh_port: int = SSH_PORT) -> str:
     """One line for screens: who runs what."""
-    return (f"mpirun on {ctx.head.name} starts {len(ctx.nodes)} ranks over SSH port {ssh_port} "
-            f"({', '.join(s.name for s in ctx.nodes)}); rank 0 serves {shlex.quote(served_name(ctx.model_path))} "
-            f"on port {ctx.port}")
+    return (
+        f"mpirun on {ctx.head.name} starts {len(ctx.nodes)} ranks over SSH port {ssh_port} "
+        f"({', '.join(s.name for s in ctx.nodes)}); rank 0 serves {shlex.quote(served_name(ctx.model_path))} "
+        f"on port {ctx.port}"
+    )
 
 
 # ---- log signs --------------------------------------------------------------------------------
 # As the real processes print them (docs/trtllm.md names each line's source). Data only, in logsigns' form; the
 # engine object below carries them.
 
-_MPI_HINT = (f"mpirun on the head reaches the other containers over SSH on port {SSH_PORT}: check each worker "
-             "container is running (its sshd is its main process), the fabric IP in the hostfile is that node's, "
-             "and the port is open between the nodes (`sparktui preflight`)")
-_IFACE_HINT = ("UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include must name each node's own "
-               "interface on the fabric subnet (sparktui plans set them per node through each container's sshd)")
+_MPI_HINT = (
+    f"mpirun on the head reaches the other containers over SSH on port {SSH_PORT}: check each worker "
+    "container is running (its sshd is its main process), the fabric IP in the hostfile is that node's, "
+    "and the port is open between the nodes (`sparktui preflight`)"
+)
+_IFACE_HINT = (
+    "UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include must name each node's own "
+    "interface on the fabric subnet (sparktui plans set them per node through each container's sshd)"
+)
 
 _q = quickre.compile  # a substring prefilter in front of each: every line is tried against them
 PROGRESS = {
@@ -300,39 +383,74 @@ PROGRESS = {
 }
 
 SIGNS = [
-    Sign("rank_unreachable", _q(r"ssh: connect to host (\S+) port (\d+): (Connection (?:refused|timed out)|"
-                                r"No route to host)"),
-         message="mpirun could not reach the container on {0} (port {1}: {2})", hint=_MPI_HINT),
-    Sign("rank_unreachable", _q(r"Connection timed out during banner exchange|"
-                                r"ORTE was unable to reliably start one or more daemons"),
-         message="mpirun could not start a rank on another node", hint=_MPI_HINT),
-    Sign("engine_died", _q(r"mpirun detected that one or more processes exited with non-zero status"),
-         message="a rank exited with an error and mpirun ended the job",
-         hint="the first error is in the failing rank's node log (Process name: [[job,1],RANK] names it)"),
-    Sign("engine_died", _q(r"ORTE has lost communication with a remote daemon"),
-         message="a remote rank's container went away while the job ran",
-         hint="read that node's container log for the first error; then restart the launch"),
-    Sign("nccl_error", _q(r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found|"
-                          r"Bootstrap : no socket interface found"),
-         hint=_IFACE_HINT),
-    Sign("port_in_use", _q(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
-         message="the HTTP port {1} is taken",
-         hint="another server holds the port: stop it or pick another --port"),
+    Sign(
+        "rank_unreachable",
+        _q(
+            r"ssh: connect to host (\S+) port (\d+): (Connection (?:refused|timed out)|"
+            r"No route to host)"
+        ),
+        message="mpirun could not reach the container on {0} (port {1}: {2})",
+        hint=_MPI_HINT,
+    ),
+    Sign(
+        "rank_unreachable",
+        _q(
+            r"Connection timed out during banner exchange|"
+            r"ORTE was unable to reliably start one or more daemons"
+        ),
+        message="mpirun could not start a rank on another node",
+        hint=_MPI_HINT,
+    ),
+    Sign(
+        "engine_died",
+        _q(r"mpirun detected that one or more processes exited with non-zero status"),
+        message="a rank exited with an error and mpirun ended the job",
+        hint="the first error is in the failing rank's node log (Process name: [[job,1],RANK] names it)",
+    ),
+    Sign(
+        "engine_died",
+        _q(r"ORTE has lost communication with a remote daemon"),
+        message="a remote rank's container went away while the job ran",
+        hint="read that node's container log for the first error; then restart the launch",
+    ),
+    Sign(
+        "nccl_error",
+        _q(
+            r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found|"
+            r"Bootstrap : no socket interface found"
+        ),
+        hint=_IFACE_HINT,
+    ),
+    Sign(
+        "port_in_use",
+        _q(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
+        message="the HTTP port {1} is taken",
+        hint="another server holds the port: stop it or pick another --port",
+    ),
     # tensorrt_llm/_torch/models/modeling_auto.py: the image's model registry lacks the checkpoint's architecture
-    Sign("unsupported_model", _q(r"Unknown architecture for AutoModelForCausalLM: (\S+)"),
-         message="TensorRT-LLM in this image has no {0} in its model registry",
-         hint="use an image whose TensorRT-LLM release lists this architecture (`sparktui check` asks the image), "
-              "or pivot to another engine"),
+    Sign(
+        "unsupported_model",
+        _q(r"Unknown architecture for AutoModelForCausalLM: (\S+)"),
+        message="TensorRT-LLM in this image has no {0} in its model registry",
+        hint="use an image whose TensorRT-LLM release lists this architecture (`sparktui check` asks the image), "
+        "or pivot to another engine",
+    ),
     # tensorrt_llm/_torch/pyexecutor/hang_detector.py (logger.error), then PyExecutor's on_detected error text
-    Sign("watchdog_timeout", _q(r"\[TRT-LLM\] \[E\] Hang detected after (\d+) seconds"),
-         message="TensorRT-LLM's hang detector: an executor iteration made no progress for {0} s; the requests in "
-                 "flight ended with an error and the executor serves no more",
-         hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric "
-              "link): check every node's container is running and not paused (`docker ps`), then redeploy "
-              "(r, or `sparktui redeploy`)"),
-    Sign("bad_arguments", _q(r"Error: No such option: (\S+)"),
-         message="trtllm-serve does not take {0}",
-         hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`"),
+    Sign(
+        "watchdog_timeout",
+        _q(r"\[TRT-LLM\] \[E\] Hang detected after (\d+) seconds"),
+        message="TensorRT-LLM's hang detector: an executor iteration made no progress for {0} s; the requests in "
+        "flight ended with an error and the executor serves no more",
+        hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric "
+        "link): check every node's container is running and not paused (`docker ps`), then redeploy "
+        "(r, or `sparktui redeploy`)",
+    ),
+    Sign(
+        "bad_arguments",
+        _q(r"Error: No such option: (\S+)"),
+        message="trtllm-serve does not take {0}",
+        hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`",
+    ),
 ]
 # The playbook's harmless warning when one of the two CX-7 ports has no cable.
 IGNORE = _q(r"UCX\s+WARN\s+network device '\S+' is not available")
@@ -347,7 +465,7 @@ IGNORE = _q(r"UCX\s+WARN\s+network device '\S+' is not available")
 # MODEL_CLASS_MAPPING itself is asked only where no source holds one. Quantization: the quant_method values
 # ModelConfig.load_hf_quant_config (tensorrt_llm/_torch/model_config.py) compares against, plus ModelOpt's,
 # whose checkpoints TensorRT-LLM reads from hf_quant_config.json. Sources and the release read: docs/trtllm.md.
-SUPPORT_PROBE = '''
+SUPPORT_PROBE = """
 def _trtllm_roots():
     import importlib.util
     spec = importlib.util.find_spec("tensorrt_llm")  # a top-level package is found, not imported
@@ -414,10 +532,11 @@ def quant_methods():
 
 def config_types():
     raise RuntimeError("TensorRT-LLM keeps no registry of model types beside transformers' that sparktui reads")
-'''
+"""
 
 
 # ---- the engine object (base.Engine): what the rest of sparktui reads ------------------------------
+
 
 def _extra_flags(ctx: Context) -> set[str]:
     """The flag names in the extra arguments (``--flag=value`` counted as ``--flag``)."""
@@ -448,11 +567,17 @@ class TensorRTLLM(Engine):
     # tensorrt_llm/commands/serve.py options (underscores, as Click declares them; docs/trtllm.md). The memory
     # fraction is not here: --kv_cache_free_gpu_memory_fraction is a share of the memory free after the weights,
     # not of the total (kv_fraction_for), so carrying the number over would mean something else.
-    vocabulary = {"tp": "--tp_size", "pp": "--pp_size", "context_length": "--max_seq_len",
-                  "trust_remote_code": "--trust_remote_code"}
-    not_carried = {**NOT_CARRIED,
-                   "mem_fraction": "--kv_cache_free_gpu_memory_fraction is a share of the memory free after the "
-                                   "weights, not of the total: set it anew (sparktui fit tells the size)"}
+    vocabulary = {
+        "tp": "--tp_size",
+        "pp": "--pp_size",
+        "context_length": "--max_seq_len",
+        "trust_remote_code": "--trust_remote_code",
+    }
+    not_carried = {
+        **NOT_CARRIED,
+        "mem_fraction": "--kv_cache_free_gpu_memory_fraction is a share of the memory free after the "
+        "weights, not of the total: set it anew (sparktui fit tells the size)",
+    }
     fit_fraction = 0.9  # KvCacheConfig.free_gpu_memory_fraction's default
     fit_covers = "TensorRT-LLM's KV cache: a share of the memory free after the weights"
     activations_in_budget = False
@@ -463,12 +588,16 @@ class TensorRTLLM(Engine):
     # mBufferManager.gpuSync(cacheShape, poolDtype)), not by PyTorch's caching allocator: the setting would not
     # reach the memory taken after the weights.
     torch_allocator = False
-    torch_allocator_note = ("TensorRT-LLM allocates its KV cache pool itself (KVCacheManager's BufferManager), not "
-                            "through PyTorch's allocator: PYTORCH_CUDA_ALLOC_CONF is not set")
+    torch_allocator_note = (
+        "TensorRT-LLM allocates its KV cache pool itself (KVCacheManager's BufferManager), not "
+        "through PyTorch's allocator: PYTORCH_CUDA_ALLOC_CONF is not set"
+    )
     log_words = ("tensorrt-llm", "tensorrt_llm", "trtllm")
     hang_pivot = ("vllm", "vLLM with Ray joins the ranks through Ray, not OpenMPI over SSH")
-    no_metrics_hint = ("trtllm-serve serves Prometheus text at /prometheus/metrics only with the LLM API option "
-                       "return_perf_metrics; /metrics is JSON iteration stats")
+    no_metrics_hint = (
+        "trtllm-serve serves Prometheus text at /prometheus/metrics only with the LLM API option "
+        "return_perf_metrics; /metrics is JSON iteration stats"
+    )
 
     def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
         return node_env(ctx, spot)
@@ -493,11 +622,15 @@ class TensorRTLLM(Engine):
         if note := release_note(ctx.engine_version, len(ctx.nodes)):
             out.append(note)
         if own_options_file(ctx):
-            out.append(f"your LLM API options file decides whether {METRICS_PATH} is served: sparktui metrics and "
-                       "the serving view need return_perf_metrics: true in it")
+            out.append(
+                f"your LLM API options file decides whether {METRICS_PATH} is served: sparktui metrics and "
+                "the serving view need return_perf_metrics: true in it"
+            )
         if ctx.served_name and ctx.served_name != served_name(ctx.model_path):
-            out.append(f"{NOT_CARRIED['served_name']}: clients ask for {served_name(ctx.model_path)!r}, "
-                       f"not {ctx.served_name!r}")
+            out.append(
+                f"{NOT_CARRIED['served_name']}: clients ask for {served_name(ctx.model_path)!r}, "
+                f"not {ctx.served_name!r}"
+            )
         return out
 
     metrics_path = METRICS_PATH
@@ -511,7 +644,8 @@ class TensorRTLLM(Engine):
     hang_env = ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include")
     hang_advice_env_set = (
         "the plan already set UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include on every node, so "
-        f"the next likely cause is the path between the nodes: {_MPI_HINT}")
+        f"the next likely cause is the path between the nodes: {_MPI_HINT}"
+    )
 
 
 ENGINE = TensorRTLLM()

@@ -1,6 +1,7 @@
 """Release numbers, read and compared: each engine's module names the first release that has a fact it gates
 on (VLLM_NATIVE_SINCE in vllm.py, ...), checked against that release's own source.
 """
+
 from __future__ import annotations
 
 import re

@@ -11,6 +11,7 @@ connection to --master-addr:--master-port until its timeout (c10d socket.cpp: "n
 will retry"), and the head then finds every rank already dialing. Before the head starts, each worker
 is waited for until it logs that it is dialing the head, or the wait gives up naming the node.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,20 @@ from .. import quickre
 from .base import CommunityImage, Engine
 from .logsigns import Sign
 from .versions import at_least
-from .common import (HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, opt,
-                     secrets_in)
+from .common import (
+    HOST_ALL,
+    Break,
+    Context,
+    ExportOnly,
+    Nested,
+    Spot,
+    Step,
+    Word,
+    docker_run,
+    make_step,
+    opt,
+    secrets_in,
+)
 
 NAME = "vllm"
 MODES = ("ray", "native")
@@ -54,8 +67,10 @@ VLLM_AUTO_LEN_SINCE = "0.14.0"
 def vllm_native_refusal(version: str | None) -> str | None:
     """Why vLLM native mode cannot run on this release, with the way out; None when it can."""
     if version and not at_least(version, VLLM_NATIVE_SINCE):
-        return (f"vLLM {version} in this image has no native multi-node mode (--nnodes/--headless came with "
-                f"vLLM {VLLM_NATIVE_SINCE}): use --mode ray, or an image with vLLM {VLLM_NATIVE_SINCE} or newer")
+        return (
+            f"vLLM {version} in this image has no native multi-node mode (--nnodes/--headless came with "
+            f"vLLM {VLLM_NATIVE_SINCE}): use --mode ray, or an image with vLLM {VLLM_NATIVE_SINCE} or newer"
+        )
     return None
 
 
@@ -80,8 +95,16 @@ def node_env(ctx: Context, spot: Spot) -> dict[str, str]:
 # Set per node by the plan; vLLM's Ray executor copies the driver's NCCL_*/UCX_*/VLLM_* (and its own
 # registered variables) to every worker unless listed in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json,
 # which would give every worker the head's interface names.
-PER_NODE_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME",
-                "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "VLLM_HOST_IP")
+PER_NODE_ENV = (
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "NCCL_IB_DISABLE",
+    "UCX_NET_DEVICES",
+    "GLOO_SOCKET_IFNAME",
+    "TP_SOCKET_IFNAME",
+    "OMPI_MCA_btl_tcp_if_include",
+    "VLLM_HOST_IP",
+)
 NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json"
 # sparkrun 0.4.2 core/recipe.py _RAY_BACKEND_RE, and the eugr nightly image that marks its eugr builder
 _RAY_BACKEND = re.compile(r"--distributed-executor-backend\s+ray\b")
@@ -91,8 +114,10 @@ EUGR_CONTAINER = "ghcr.io/spark-arena/dgx-vllm-eugr-nightly"
 def non_carry_over_script() -> str:
     """Shell that writes the list where vLLM looks (VLLM_CONFIG_ROOT, default $XDG_CONFIG_HOME/vllm)."""
     names = json.dumps(list(PER_NODE_ENV))
-    return ('d="${VLLM_CONFIG_ROOT:-${XDG_CONFIG_HOME:-$HOME/.config}/vllm}" && mkdir -p "$d" && '
-            f"printf '%s\\n' {shlex.quote(names)} > \"$d/{NON_CARRY_OVER_FILE}\"")
+    return (
+        'd="${VLLM_CONFIG_ROOT:-${XDG_CONFIG_HOME:-$HOME/.config}/vllm}" && mkdir -p "$d" && '
+        f"printf '%s\\n' {shlex.quote(names)} > \"$d/{NON_CARRY_OVER_FILE}\""
+    )
 
 
 def _engine_flags(ctx: Context) -> list[Word]:
@@ -113,25 +138,34 @@ def _tuning(ctx: Context) -> list[Word]:
 
 
 def serve_words_ray(ctx: Context) -> list[Word]:
-    return (["vllm", "serve", ctx.model_path] + _engine_flags(ctx)
-            + ["--distributed-executor-backend", "ray", "--host", HOST_ALL, "--port", str(ctx.port)]
-            + _tuning(ctx))
+    return (
+        ["vllm", "serve", ctx.model_path]
+        + _engine_flags(ctx)
+        + ["--distributed-executor-backend", "ray", "--host", HOST_ALL, "--port", str(ctx.port)]
+        + _tuning(ctx)
+    )
 
 
 def serve_words_native(ctx: Context, spot: Spot) -> list[Word]:
     w: list[Word] = ["vllm", "serve", ctx.model_path] + _engine_flags(ctx)
-    w += ["--nnodes", str(len(ctx.nodes)), "--node-rank", str(spot.rank),
-          "--master-addr", ctx.head_ip, "--master-port", str(ctx.dist_port)]
+    w += [
+        "--nnodes",
+        str(len(ctx.nodes)),
+        "--node-rank",
+        str(spot.rank),
+        "--master-addr",
+        ctx.head_ip,
+        "--master-port",
+        str(ctx.dist_port),
+    ]
     w += ["--host", HOST_ALL, "--port", str(ctx.port)] if spot.rank == 0 else ["--headless"]
     return w + _tuning(ctx)
 
 
 def ray_start_words(ctx: Context, spot: Spot) -> list[Word]:
     if spot.rank == 0:
-        return ["ray", "start", "--block", "--head", "--node-ip-address", ctx.head_ip,
-                "--port", str(ctx.ray_port)]
-    return ["ray", "start", "--block", "--address", f"{ctx.head_ip}:{ctx.ray_port}",
-            "--node-ip-address", spot.ip or ""]
+        return ["ray", "start", "--block", "--head", "--node-ip-address", ctx.head_ip, "--port", str(ctx.ray_port)]
+    return ["ray", "start", "--block", "--address", f"{ctx.head_ip}:{ctx.ray_port}", "--node-ip-address", spot.ip or ""]
 
 
 def steps_ray(ctx: Context) -> list[Step]:
@@ -141,31 +175,59 @@ def steps_ray(ctx: Context) -> list[Step]:
     # Head first: workers join the GCS it starts.
     for spot in [head] + ctx.workers:
         what = "Ray head" if spot.rank == 0 else "Ray worker"
-        out.append(make_step(spot.name, spot.rank, "run", docker_run(ctx, spot, ray_start_words(ctx, spot)),
-                             f"start the {what} container (rank {spot.rank})", ctx.container(spot)))
+        out.append(
+            make_step(
+                spot.name,
+                spot.rank,
+                "run",
+                docker_run(ctx, spot, ray_start_words(ctx, spot)),
+                f"start the {what} container (rank {spot.rank})",
+                ctx.container(spot),
+            )
+        )
     n = len(ctx.nodes)
-    out.append(make_step(head.name, 0, "wait", ["docker", "exec", hc, "ray", "status"],
-                         f"wait until `ray status` lists {n} node(s)", hc,
-                         expect=RAY_NODE_LINE, expect_ere=RAY_NODE_LINE_ERE, expect_count=n,
-                         timeout=RAY_WAIT_S))
-    out.append(make_step(head.name, 0, "exec", ["docker", "exec", hc, "sh", "-c", non_carry_over_script()],
-                         "keep each node's interface variables on its own Ray workers", hc))
+    out.append(
+        make_step(
+            head.name,
+            0,
+            "wait",
+            ["docker", "exec", hc, "ray", "status"],
+            f"wait until `ray status` lists {n} node(s)",
+            hc,
+            expect=RAY_NODE_LINE,
+            expect_ere=RAY_NODE_LINE_ERE,
+            expect_count=n,
+            timeout=RAY_WAIT_S,
+        )
+    )
+    out.append(
+        make_step(
+            head.name,
+            0,
+            "exec",
+            ["docker", "exec", hc, "sh", "-c", non_carry_over_script()],
+            "keep each node's interface variables on its own Ray workers",
+            hc,
+        )
+    )
     inner = serve_words_ray(ctx)
     # RAY_ADDRESS makes vllm join this cluster; without it a missing cluster shows up as "Started a local Ray instance".
     exec_words: list[Word] = ["docker", "exec", "-d", "-e", f"RAY_ADDRESS={ctx.head_ip}:{ctx.ray_port}"]
     for s in secrets_in(inner):
         exec_words.append(ExportOnly(("-e", s.name)))
     exec_words += [Break(), hc, "sh", "-c", Nested(tuple(inner), TO_CONTAINER_LOG)]
-    out.append(make_step(head.name, 0, "exec", exec_words,
-                         "start vllm serve in the head container (Ray executor, serves HTTP)", hc))
+    out.append(
+        make_step(
+            head.name, 0, "exec", exec_words, "start vllm serve in the head container (Ray executor, serves HTTP)", hc
+        )
+    )
     return out
 
 
 def rank_wait_words(container: str) -> list[Word]:
     """Prints `dialing` once the headless rank logged that it dials the head; else the container's state
     (`exited` says it died), which the wait shows as its last answer."""
-    script = ('docker logs "$1" 2>&1 | grep -q "$2" && echo dialing '
-              '|| docker inspect -f "{{.State.Status}}" "$1"')
+    script = 'docker logs "$1" 2>&1 | grep -q "$2" && echo dialing || docker inspect -f "{{.State.Status}}" "$1"'
     return ["sh", "-c", script, "rank-wait", container, HEADLESS_LINE]
 
 
@@ -173,16 +235,42 @@ def steps_native(ctx: Context) -> list[Step]:
     """Workers first (all started, then each waited for), the head last."""
     out = []
     for spot in ctx.workers:
-        out.append(make_step(spot.name, spot.rank, "run", docker_run(ctx, spot, serve_words_native(ctx, spot)),
-                             f"start vllm serve rank {spot.rank} (headless)", ctx.container(spot)))
+        out.append(
+            make_step(
+                spot.name,
+                spot.rank,
+                "run",
+                docker_run(ctx, spot, serve_words_native(ctx, spot)),
+                f"start vllm serve rank {spot.rank} (headless)",
+                ctx.container(spot),
+            )
+        )
     for spot in ctx.workers:
         c = ctx.container(spot)
-        out.append(make_step(spot.name, spot.rank, "wait", rank_wait_words(c),
-                             f"wait until rank {spot.rank} on {spot.name} dials {ctx.head_ip}:{ctx.dist_port}", c,
-                             expect=r"^dialing$", expect_ere="^dialing$", timeout=RANK_WAIT_S))
+        out.append(
+            make_step(
+                spot.name,
+                spot.rank,
+                "wait",
+                rank_wait_words(c),
+                f"wait until rank {spot.rank} on {spot.name} dials {ctx.head_ip}:{ctx.dist_port}",
+                c,
+                expect=r"^dialing$",
+                expect_ere="^dialing$",
+                timeout=RANK_WAIT_S,
+            )
+        )
     head = ctx.head
-    out.append(make_step(head.name, 0, "run", docker_run(ctx, head, serve_words_native(ctx, head)),
-                         "start vllm serve rank 0 (head, serves HTTP)", ctx.container(head)))
+    out.append(
+        make_step(
+            head.name,
+            0,
+            "run",
+            docker_run(ctx, head, serve_words_native(ctx, head)),
+            "start vllm serve rank 0 (head, serves HTTP)",
+            ctx.container(head),
+        )
+    )
     return out
 
 
@@ -194,7 +282,7 @@ def steps(ctx: Context) -> list[Step]:
 # vLLM's ModelRegistry imports on a CPU without loading a model class (vllm/model_executor/models/registry.py,
 # get_supported_archs, 0.11.0 to 0.33.0); QUANTIZATION_METHODS in vllm/model_executor/layers/quantization;
 # its own configs for model types transformers lacks: _CONFIG_REGISTRY in vllm/transformers_utils/config.py.
-SUPPORT_PROBE = '''
+SUPPORT_PROBE = """
 def registry_archs():
     from vllm.model_executor.models.registry import ModelRegistry
     return set(ModelRegistry.get_supported_archs())
@@ -206,7 +294,7 @@ def quant_methods():
 def config_types():
     from vllm.transformers_utils.config import _CONFIG_REGISTRY
     return set(_CONFIG_REGISTRY)
-'''
+"""
 # The way out when this image's vLLM lacks an architecture: vLLM's own newest image (contract tier's newest).
 SUPPORT_NEWER_IMAGE = "vllm/vllm-openai:v0.33.0 (vLLM 0.33.0)"
 
@@ -221,51 +309,86 @@ BENCH_CLIENT = ("vllm", "bench", "serve")
 # hidden in 0.11), Counters vllm:prompt_tokens and vllm:generation_tokens, Histograms
 # vllm:time_to_first_token_seconds and vllm:inter_token_latency_seconds (new in 0.11, replacing
 # vllm:time_per_output_token_seconds).
-METRIC_SERIES = {"running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting",
-                 "kv_cache_usage": "vllm:kv_cache_usage_perc", "prompt_tokens": "vllm:prompt_tokens_total",
-                 "generation_tokens": "vllm:generation_tokens_total", "ttft": "vllm:time_to_first_token_seconds",
-                 "itl": "vllm:inter_token_latency_seconds"}
-METRIC_RENAMED = (("kv_cache_usage", "0.9.2", "vllm:gpu_cache_usage_perc"),
-                  ("itl", "0.11.0", "vllm:time_per_output_token_seconds"))
+METRIC_SERIES = {
+    "running": "vllm:num_requests_running",
+    "waiting": "vllm:num_requests_waiting",
+    "kv_cache_usage": "vllm:kv_cache_usage_perc",
+    "prompt_tokens": "vllm:prompt_tokens_total",
+    "generation_tokens": "vllm:generation_tokens_total",
+    "ttft": "vllm:time_to_first_token_seconds",
+    "itl": "vllm:inter_token_latency_seconds",
+}
+METRIC_RENAMED = (
+    ("kv_cache_usage", "0.9.2", "vllm:gpu_cache_usage_perc"),
+    ("itl", "0.11.0", "vllm:time_per_output_token_seconds"),
+)
 
 # -- its log lines (the engine-neutral ones are logsigns')
 _q = quickre.compile  # a substring prefilter in front of each: every line is tried against them
 SIGNS = (
     # Ray
-    Sign("ray_resources",
-         _q(r"The number of required GPUs exceeds the total number of available GPUs in the placement group"),
-         message="Ray has fewer GPUs than TP x PP needs",
-         hint="every node must have joined the Ray cluster (`ray status` lists N nodes / N GPUs) before vllm serve"),
-    Sign("ray_resources", _q(r"No available node types can fulfill resource request|Cannot provide a placement group|"
-                             r"pending placement groups?|Waiting for creating a placement group"),
-         message="Ray cannot place the workers",
-         hint="check `ray status` in the head container lists every node and GPU"),
-    Sign("ray_resources", _q(r"Ray does not allocate any GPUs on the driver node"),
-         message="Ray gave no GPU to the node running vllm serve",
-         hint="run vllm serve inside the head container, on a node whose GPU is in the Ray cluster"),
-    Sign("ray_resources", _q(r"Current node has no GPU available"),
-         message="Ray sees no free GPU on the node running vllm serve",
-         hint="another job holds the GPUs in this Ray cluster, or the container was started without GPUs"),
-    Sign("ray_connect", _q(r"Failed to connect to GCS|Unable to connect to GCS at (\S+)"),
-         provisional=True, message="Ray cannot reach the head's GCS yet",
-         hint="normal for the first minute; if it persists, the head IP/--ray-port is not reachable from this node"),
+    Sign(
+        "ray_resources",
+        _q(r"The number of required GPUs exceeds the total number of available GPUs in the placement group"),
+        message="Ray has fewer GPUs than TP x PP needs",
+        hint="every node must have joined the Ray cluster (`ray status` lists N nodes / N GPUs) before vllm serve",
+    ),
+    Sign(
+        "ray_resources",
+        _q(
+            r"No available node types can fulfill resource request|Cannot provide a placement group|"
+            r"pending placement groups?|Waiting for creating a placement group"
+        ),
+        message="Ray cannot place the workers",
+        hint="check `ray status` in the head container lists every node and GPU",
+    ),
+    Sign(
+        "ray_resources",
+        _q(r"Ray does not allocate any GPUs on the driver node"),
+        message="Ray gave no GPU to the node running vllm serve",
+        hint="run vllm serve inside the head container, on a node whose GPU is in the Ray cluster",
+    ),
+    Sign(
+        "ray_resources",
+        _q(r"Current node has no GPU available"),
+        message="Ray sees no free GPU on the node running vllm serve",
+        hint="another job holds the GPUs in this Ray cluster, or the container was started without GPUs",
+    ),
+    Sign(
+        "ray_connect",
+        _q(r"Failed to connect to GCS|Unable to connect to GCS at (\S+)"),
+        provisional=True,
+        message="Ray cannot reach the head's GCS yet",
+        hint="normal for the first minute; if it persists, the head IP/--ray-port is not reachable from this node",
+    ),
     # Ray 2.60 `ray start` when --node-ip-address is not an address of this node: the raylet never
     # registers, and after ~30 s the CLI raises this (captured in the lab, tests/corpus/ray_worker_wrong_node_ip.log).
-    Sign("ray_node_ip", _q(r"The current node timed out during startup"),
-         message="this node's Ray did not come up (its raylet never registered with the GCS)",
-         hint="--node-ip-address must be an address this node holds on the fabric (`ip -4 addr`); "
-              "sparktui takes it from the node's fabric interface, so check the probed facts"),
-    Sign("ray_missing", _q(r"ray: (?:command )?not found|No module named '?ray'?|"
-                           r"executable file not found in \$PATH.*\bray\b|\"ray\": executable file not found"),
-         message="the image has no Ray",
-         hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', "
-              "or use --mode native"),
+    Sign(
+        "ray_node_ip",
+        _q(r"The current node timed out during startup"),
+        message="this node's Ray did not come up (its raylet never registered with the GCS)",
+        hint="--node-ip-address must be an address this node holds on the fabric (`ip -4 addr`); "
+        "sparktui takes it from the node's fabric interface, so check the probed facts",
+    ),
+    Sign(
+        "ray_missing",
+        _q(
+            r"ray: (?:command )?not found|No module named '?ray'?|"
+            r"executable file not found in \$PATH.*\bray\b|\"ray\": executable file not found"
+        ),
+        message="the image has no Ray",
+        hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', "
+        "or use --mode native",
+    ),
     # vLLM's multiprocessing executor bounds each step's RPC to its workers by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
     # (300 s; vllm/v1/executor/multiproc_executor.py collective_rpc): a rank stuck in a collective ends there
-    Sign("watchdog_timeout", _q(r"RPC call to (execute_model|sample_tokens) timed out"),
-         message="a step's workers did not answer within VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS ({0} RPC timed out)",
-         hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric link): "
-              "check every node; raise VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS only for steps that are slow on purpose"),
+    Sign(
+        "watchdog_timeout",
+        _q(r"RPC call to (execute_model|sample_tokens) timed out"),
+        message="a step's workers did not answer within VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS ({0} RPC timed out)",
+        hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric link): "
+        "check every node; raise VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS only for steps that are slow on purpose",
+    ),
 )
 # phase -> its own lines there (phases.py holds the shared ones)
 PHASE_SIGNS = {
@@ -275,19 +398,22 @@ PHASE_SIGNS = {
     "graphs": r"Capturing CUDA graph|Graph capturing finished|Warming up model for the compilation",
     "kv_cache": r"[GC]PU KV cache size|Available KV cache memory|# GPU blocks:|Maximum concurrency for",
     "weights": r"Starting to load model|Loading weights took|Loading model weights took|Auto-prefetch is disabled|"
-               r"Filesystem type for checkpoints|Prefetching checkpoint files|Model loading took",
+    r"Filesystem type for checkpoints|Prefetching checkpoint files|Model loading took",
     "dist_init": r"Initializing an? (?:V\d )?LLM engine|world_size=\d+ rank=\d+|distributed_init_method=|"
-                 r"is using nccl==",
+    r"is using nccl==",
 }
-HANG_ADVICE = ("a rank cannot reach the rendezvous: VLLM_HOST_IP must be each node's fabric IP, --master-addr the "
-               "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
-               "reachable from every worker; `sparktui preflight` checks them")
+HANG_ADVICE = (
+    "a rank cannot reach the rendezvous: VLLM_HOST_IP must be each node's fabric IP, --master-addr the "
+    "head's, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME each node's interface on that subnet, and the port "
+    "reachable from every worker; `sparktui preflight` checks them"
+)
 HANG_ENV = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")  # what that advice asks for
 HANG_ADVICE_ENV_SET = (
     "the plan already set VLLM_HOST_IP, NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node, so the "
     "next likely cause is the path between the nodes: a firewall dropping the rendezvous port "
     "(--master-port) or NCCL's ports on the fabric, or a link that lost its carrier; `sparktui preflight` "
-    "checks the rendezvous across every node")
+    "checks the rendezvous across every node"
+)
 
 
 # eugr's nightly Spark images (eugr/spark-vllm-docker: README.md at 013cd2e, Dockerfile at 03860ea): both install
@@ -299,17 +425,30 @@ _EUGR_SOURCE = "eugr/spark-vllm-docker README.md and Dockerfile"
 _EUGR_NCCL = "NCCL built from NVIDIA/nccl in the image (torch's pip copy links to it)"
 _ROCE = "VLLM_ENABLE_ROCE_ALLREDUCE"
 COMMUNITY_IMAGES = (
-    CommunityImage(repos=("eugr/spark-vllm-b12x",), local_tags=("vllm-node-b12x",),
-                   what="local-inference-lab's vLLM fork with the b12x kernels, tested nightly", ray=True,
-                   nccl=_EUGR_NCCL, source=_EUGR_SOURCE + "; local-inference-lab/vllm b12x_roce_all_reduce.py",
-                   tp_all_reduce="b12x one-shot RoCE collectives (RoCEnante)",
-                   env={_ROCE: "1 puts TP all-reduces across nodes on the b12x RoCE collectives",
-                        "VLLM_ROCE_ALLREDUCE_MAX_SIZE": "the largest all-reduce they take (NCCL above)",
-                        "VLLM_ROCE_ALLGATHER_MAX_SIZE": "the largest all-gather shard they take",
-                        "B12X_AUTOTUNE": "1 turns the b12x autotuning on (0 in the image)"}),
-    CommunityImage(repos=("eugr/spark-vllm",), local_tags=("vllm-node",),
-                   what="vLLM main, tested nightly", ray=True, nccl=_EUGR_NCCL, source=_EUGR_SOURCE,
-                   env={"B12X_AUTOTUNE": "1 turns the b12x autotuning on (0 in the image)"}),
+    CommunityImage(
+        repos=("eugr/spark-vllm-b12x",),
+        local_tags=("vllm-node-b12x",),
+        what="local-inference-lab's vLLM fork with the b12x kernels, tested nightly",
+        ray=True,
+        nccl=_EUGR_NCCL,
+        source=_EUGR_SOURCE + "; local-inference-lab/vllm b12x_roce_all_reduce.py",
+        tp_all_reduce="b12x one-shot RoCE collectives (RoCEnante)",
+        env={
+            _ROCE: "1 puts TP all-reduces across nodes on the b12x RoCE collectives",
+            "VLLM_ROCE_ALLREDUCE_MAX_SIZE": "the largest all-reduce they take (NCCL above)",
+            "VLLM_ROCE_ALLGATHER_MAX_SIZE": "the largest all-gather shard they take",
+            "B12X_AUTOTUNE": "1 turns the b12x autotuning on (0 in the image)",
+        },
+    ),
+    CommunityImage(
+        repos=("eugr/spark-vllm",),
+        local_tags=("vllm-node",),
+        what="vLLM main, tested nightly",
+        ray=True,
+        nccl=_EUGR_NCCL,
+        source=_EUGR_SOURCE,
+        env={"B12X_AUTOTUNE": "1 turns the b12x autotuning on (0 in the image)"},
+    ),
 )
 _ON = {"1", "true", "yes", "on"}
 
@@ -342,56 +481,115 @@ class VLLM(Engine):
     api_key_env = "VLLM_API_KEY"
     # vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py (tests/contract checks each in every release)
     vocabulary = {
-        "model": "--model", "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
-        "served_name": "--served-model-name", "context_length": "--max-model-len",
-        "mem_fraction": "--gpu-memory-utilization", "api_key": "--api-key", "trust_remote_code": "--trust-remote-code",
-        "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype", "quantization": "--quantization",
-        "load_format": "--load-format", "download_dir": "--download-dir", "chat_template": "--chat-template",
-        "revision": "--revision", "tool_call_parser": "--tool-call-parser", "reasoning_parser": "--reasoning-parser",
-        "tokenizer": "--tokenizer", "seed": "--seed", "max_running": "--max-num-seqs", "eager": "--enforce-eager",
+        "model": "--model",
+        "tp": "--tensor-parallel-size",
+        "pp": "--pipeline-parallel-size",
+        "served_name": "--served-model-name",
+        "context_length": "--max-model-len",
+        "mem_fraction": "--gpu-memory-utilization",
+        "api_key": "--api-key",
+        "trust_remote_code": "--trust-remote-code",
+        "dtype": "--dtype",
+        "kv_cache_dtype": "--kv-cache-dtype",
+        "quantization": "--quantization",
+        "load_format": "--load-format",
+        "download_dir": "--download-dir",
+        "chat_template": "--chat-template",
+        "revision": "--revision",
+        "tool_call_parser": "--tool-call-parser",
+        "reasoning_parser": "--reasoning-parser",
+        "tokenizer": "--tokenizer",
+        "seed": "--seed",
+        "max_running": "--max-num-seqs",
+        "eager": "--enforce-eager",
     }
     # vLLM serves tool calls only with both
     companions = {"--tool-call-parser": "--enable-auto-tool-choice"}
-    switches = frozenset({"--trust-remote-code", "--enforce-eager", "--enable-auto-tool-choice",
-                          "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-chunked-prefill",
-                          "--disable-log-requests", "--disable-log-stats", "--enable-expert-parallel", "--headless"})
-    managed_flags = frozenset({"--model", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
-                               "--nnodes", "--node-rank", "--master-addr", "--master-port",
-                               "--distributed-executor-backend", "--headless", "--host", "--port"})
+    switches = frozenset(
+        {
+            "--trust-remote-code",
+            "--enforce-eager",
+            "--enable-auto-tool-choice",
+            "--enable-prefix-caching",
+            "--no-enable-prefix-caching",
+            "--enable-chunked-prefill",
+            "--disable-log-requests",
+            "--disable-log-stats",
+            "--enable-expert-parallel",
+            "--headless",
+        }
+    )
+    managed_flags = frozenset(
+        {
+            "--model",
+            "--tensor-parallel-size",
+            "-tp",
+            "--pipeline-parallel-size",
+            "-pp",
+            "--nnodes",
+            "--node-rank",
+            "--master-addr",
+            "--master-port",
+            "--distributed-executor-backend",
+            "--headless",
+            "--host",
+            "--port",
+        }
+    )
     fit_fraction = 0.8
     kv_cache_bytes_flag = "--kv-cache-memory-bytes"
     fit_covers = "vLLM's share for weights, activations and KV cache"
     activations_in_budget = True
     log_words = ("vllm", "ray runtime started")
     reads_neutral_logs = True  # its rule set holds every engine-neutral signature
-    recipe_runtimes = {"vllm-ray": "ray", "vllm-distributed": "native",
-                       "eugr-vllm": "ray"}  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
+    recipe_runtimes = {
+        "vllm-ray": "ray",
+        "vllm-distributed": "native",
+        "eugr-vllm": "ray",
+    }  # sparkrun: a vllm-ray runtime with the eugr builder (deprecated)
     recipe_programs = (("vllm", "serve"), ("python3", "-m", "vllm.entrypoints.openai.api_server"))
     # sparkrun 0.4.2 runtimes/_vllm_common.py VLLM_FLAG_MAP and VLLM_BOOL_FLAGS: defaults key -> flag
     recipe_flags = {
-        "dtype": "--dtype", "quantization": "--quantization", "kv_cache_dtype": "--kv-cache-dtype",
-        "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
-        "api_key": "--api-key", "attention_backend": "--attention-backend", "load_format": "--load-format",
-        "reasoning_parser": "--reasoning-parser", "tool_call_parser": "--tool-call-parser",
-        "data_parallel": "--data-parallel-size", "enforce_eager": "--enforce-eager",
-        "enable_prefix_caching": "--enable-prefix-caching", "enable_auto_tool_choice": "--enable-auto-tool-choice",
-        "enable_chunked_prefill": "--enable-chunked-prefill", "async_scheduling": "--async-scheduling",
-        "chat_template": "--chat-template", "speculative_config": "--speculative-config",
-        "tokenizer_mode": "--tokenizer-mode", "mm_encoder_tp_mode": "--mm-encoder-tp-mode",
-        "block_size": "--block-size", "seed": "--seed", "otlp_traces_endpoint": "--otlp-traces-endpoint",
-        "generation_config": "--generation-config", "hf_overrides": "--hf-overrides",
-        "compilation_config": "--compilation-config", "attention_config": "--attention-config",
+        "dtype": "--dtype",
+        "quantization": "--quantization",
+        "kv_cache_dtype": "--kv-cache-dtype",
+        "max_num_seqs": "--max-num-seqs",
+        "max_num_batched_tokens": "--max-num-batched-tokens",
+        "api_key": "--api-key",
+        "attention_backend": "--attention-backend",
+        "load_format": "--load-format",
+        "reasoning_parser": "--reasoning-parser",
+        "tool_call_parser": "--tool-call-parser",
+        "data_parallel": "--data-parallel-size",
+        "enforce_eager": "--enforce-eager",
+        "enable_prefix_caching": "--enable-prefix-caching",
+        "enable_auto_tool_choice": "--enable-auto-tool-choice",
+        "enable_chunked_prefill": "--enable-chunked-prefill",
+        "async_scheduling": "--async-scheduling",
+        "chat_template": "--chat-template",
+        "speculative_config": "--speculative-config",
+        "tokenizer_mode": "--tokenizer-mode",
+        "mm_encoder_tp_mode": "--mm-encoder-tp-mode",
+        "block_size": "--block-size",
+        "seed": "--seed",
+        "otlp_traces_endpoint": "--otlp-traces-endpoint",
+        "generation_config": "--generation-config",
+        "hf_overrides": "--hf-overrides",
+        "compilation_config": "--compilation-config",
+        "attention_config": "--attention-config",
         "model_loader_extra_config": "--model-loader-extra-config",
         "default_chat_template_kwargs": "--default-chat-template-kwargs",
-        "limit_mm_per_prompt": "--limit-mm-per-prompt", "mm_processor_cache_gb": "--mm-processor-cache-gb",
+        "limit_mm_per_prompt": "--limit-mm-per-prompt",
+        "mm_processor_cache_gb": "--mm-processor-cache-gb",
         "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
         "max_cudagraph_capture_size": "--max-cudagraph-capture-size",
-        "long_prefill_token_threshold": "--long-prefill-token-threshold", "mamba_cache_dtype": "--mamba-cache-dtype",
+        "long_prefill_token_threshold": "--long-prefill-token-threshold",
+        "mamba_cache_dtype": "--mamba-cache-dtype",
         "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype",
         "enable_prompt_tokens_details": "--enable-prompt-tokens-details",
         "enable_force_include_usage": "--enable-force-include-usage",
         "enable_request_id_headers": "--enable-request-id-headers",
-        "disable_custom_all_reduce": "--disable-custom-all-reduce"
+        "disable_custom_all_reduce": "--disable-custom-all-reduce",
     }
     # VLLM_NEGATABLE_BOOL_FLAGS: on by default in vLLM, so a recipe's false is written --no-<flag>
     recipe_negated = frozenset({"enable_prefix_caching", "enable_chunked_prefill", "async_scheduling"})
@@ -406,8 +604,10 @@ class VLLM(Engine):
     # "expandable_segments:True" not in PYTORCH_CUDA_ALLOC_CONF ("Expandable segments are not compatible with
     # memory pool", pytorch/pytorch#147851) in the releases before use_memory_pool turned them off around the pool.
     torch_allocator = True
-    expandable_refused_by = {"--enable-sleep-mode": "vLLM's sleep-mode allocator (CuMemAllocator) asserts that "
-                                                    "expandable segments are off in the releases that have it"}
+    expandable_refused_by = {
+        "--enable-sleep-mode": "vLLM's sleep-mode allocator (CuMemAllocator) asserts that "
+        "expandable segments are off in the releases that have it"
+    }
 
     def node_env(self, ctx: Context, spot: Spot) -> dict[str, str]:
         return node_env(ctx, spot)
@@ -421,10 +621,14 @@ class VLLM(Engine):
         if str(env.get(_ROCE, "")).strip().lower() not in _ON:
             return None
         carried = None if image is None else bool(image.family.tp_all_reduce)
-        return {"all_reduce": "b12x one-shot RoCE collectives (RoCEnante)", "env": f"{_ROCE}={env[_ROCE]}",
-                "max_size": env.get("VLLM_ROCE_ALLREDUCE_MAX_SIZE") or None,
-                "all_gather_max_size": env.get("VLLM_ROCE_ALLGATHER_MAX_SIZE") or None,
-                "above": "NCCL", "carried": carried}
+        return {
+            "all_reduce": "b12x one-shot RoCE collectives (RoCEnante)",
+            "env": f"{_ROCE}={env[_ROCE]}",
+            "max_size": env.get("VLLM_ROCE_ALLREDUCE_MAX_SIZE") or None,
+            "all_gather_max_size": env.get("VLLM_ROCE_ALLGATHER_MAX_SIZE") or None,
+            "above": "NCCL",
+            "carried": carried,
+        }
 
     def pick_mode(self, info, version: str | None) -> tuple[str, str]:
         """Native in an image without Ray whose release runs natively. NGC's vLLM images ship without Ray from
@@ -440,12 +644,15 @@ class VLLM(Engine):
         if mode == "native" and (why := vllm_native_refusal(version)):
             out.append(why)
         if mode == "ray" and info is not None and info.has("ray") is False:
-            out.append(f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
-                       f"(pip install 'ray[default]'), use another image, or use --mode native")
+            out.append(
+                f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
+                f"(pip install 'ray[default]'), use another image, or use --mode native"
+            )
         return out
 
-    def resolve_recipe(self, runtime: str, builder: str, data: dict, defaults: dict,
-                       cmd: str) -> tuple[str, str, str | None] | None:
+    def resolve_recipe(
+        self, runtime: str, builder: str, data: dict, defaults: dict, cmd: str
+    ) -> tuple[str, str, str | None] | None:
         """sparkrun 0.4.2 core/recipe.py: _resolve_vllm_variant (vllm, or no runtime, -> vllm-ray when
         defaults.distributed_executor_backend is ray or the command holds `--distributed-executor-backend ray`,
         else vllm-distributed), and _resolve_v1_migration / _resolve_eugr_signals (recipe_version "1",
@@ -455,14 +662,20 @@ class VLLM(Engine):
         if not builder:
             rc = data.get("runtime_config")
             build_args = data.get("build_args") or (rc.get("build_args") if isinstance(rc, dict) else None)
-            if (str(data.get("recipe_version", "2")) == "1" or build_args
-                    or str(data.get("container") or "").strip().startswith(EUGR_CONTAINER)):
+            if (
+                str(data.get("recipe_version", "2")) == "1"
+                or build_args
+                or str(data.get("container") or "").strip().startswith(EUGR_CONTAINER)
+            ):
                 builder = "eugr"
         ray = str(defaults.get("distributed_executor_backend", "")).lower() == "ray" or _RAY_BACKEND.search(cmd)
         variant = "vllm-ray" if ray else "vllm-distributed"
         bare = "runtime vllm" if runtime else "no runtime"
-        why = (f"{bare} with distributed_executor_backend ray means vllm-ray (vLLM over Ray)" if ray else
-               f"{bare} and no Ray backend named means vllm-distributed (vLLM's own multi-node mode)")
+        why = (
+            f"{bare} with distributed_executor_backend ray means vllm-ray (vLLM over Ray)"
+            if ray
+            else f"{bare} and no Ray backend named means vllm-distributed (vLLM's own multi-node mode)"
+        )
         return variant, builder, why
 
     def bad_arguments_hint(self, text: str) -> str | None:

@@ -8,6 +8,7 @@ much as the level. No stop is made on a projection: engines take memory in large
 then a KV pool taken whole, then graphs), so two falls in a row say nothing of the next reading; the
 floor has to leave room for one interval's fall.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,7 @@ from ..config import MemoryConfig
 from .limits import amount_bytes
 from .sample import MemSample
 
-GIB = 1024 ** 3
+GIB = 1024**3
 HISTORY_S = 15.0  # the fall rate is measured over about this long
 ALLOC_ENV = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 
@@ -84,8 +85,10 @@ class Guard:
             words = f"{gib(s.available)} available, under the {gib(floor)} floor{falling}"
         elif s.psi_full is not None and s.psi_full > limit:
             level, kind = "stop", "memory_pressure"
-            words = (f"memory pressure {s.psi_full:g}% (full avg10), over the {limit:g}% limit; "
-                     f"{gib(s.available)} available{falling}")
+            words = (
+                f"memory pressure {s.psi_full:g}% (full avg10), over the {limit:g}% limit; "
+                f"{gib(s.available)} available{falling}"
+            )
         elif s.available < band:
             level, kind = "warn", "memory_low"
             words = f"{gib(s.available)} available, {gib(s.available - floor)} above the {gib(floor)} floor{falling}"
@@ -99,9 +102,17 @@ class Guard:
         return Verdict(level, detail, kind, rate)
 
 
-def advice(s: MemSample, cfg: MemoryConfig, *, fraction: float | None = None, fraction_flag: str | None = None,
-           kv_flag: str | None = None, len_flag: str | None = None, max_len: int | None = None,
-           expandable: bool = False) -> str:
+def advice(
+    s: MemSample,
+    cfg: MemoryConfig,
+    *,
+    fraction: float | None = None,
+    fraction_flag: str | None = None,
+    kv_flag: str | None = None,
+    len_flag: str | None = None,
+    max_len: int | None = None,
+    expandable: bool = False,
+) -> str:
     """What to launch with instead, with numbers: the allocator setting, a lower memory fraction (current ->
     suggested), a fixed KV cache size, a shorter context. Flags are the engine's own (None: it has none).
     expandable: the allocator setting was already on, so it is not advised again."""

@@ -1,4 +1,5 @@
 """Sizes and shares in the `memory:` config: "8GiB", "6g", "512MiB" or "5%" of a node's MemTotal."""
+
 from __future__ import annotations
 
 import re

@@ -7,6 +7,7 @@ and sparktui paces it: no remote sleep. EOF on its stdin ends it, whether sparkt
 exits or loses the link. A node whose channel cap leaves no room for the shell beside a launch's own
 channels is read with one command per sample instead.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,12 +56,11 @@ async def ask(chan: Lines, token: str) -> list[str] | None:
     body = text[: -len(marker)]
     stale = body.rfind("@end ")
     if stale >= 0:  # the tail of an answer given up on
-        body = body[body.find("\n", stale) + 1:]
+        body = body[body.find("\n", stale) + 1 :]
     return body.splitlines()
 
 
-def parse_answer(node: str, at: float, lines: list[str], meminfo: str = MEMINFO,
-                 pressure: str = PRESSURE) -> MemSample:
+def parse_answer(node: str, at: float, lines: list[str], meminfo: str = MEMINFO, pressure: str = PRESSURE) -> MemSample:
     """A sample from one answer; a missing meminfo is an error, a missing pressure file psi None."""
     parts: dict[str, list[str]] = {}
     cur: list[str] | None = None
@@ -78,8 +78,7 @@ def parse_answer(node: str, at: float, lines: list[str], meminfo: str = MEMINFO,
 class MemReader:
     """A node's memory, one `sample()` at a time; never raises, a failed reading is `MemSample.error`."""
 
-    def __init__(self, node: Node, meminfo: str = MEMINFO, pressure: str = PRESSURE,
-                 timeout: float = READ_TIMEOUT_S):
+    def __init__(self, node: Node, meminfo: str = MEMINFO, pressure: str = PRESSURE, timeout: float = READ_TIMEOUT_S):
         self.node = node
         self.meminfo = meminfo
         self.pressure = pressure

@@ -1,4 +1,5 @@
 """One reading of a node's memory: /proc/meminfo and, where the kernel has it, /proc/pressure/memory."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """One reading per node for `sparktui status` (its own process: no history, so no fall rate), and the JSON
 shape a node's memory has wherever it is shown (status, launch --json)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +13,14 @@ from .sample import MemSample
 
 
 def memory_json(s: MemSample, level: str, detail: str) -> dict:
-    return {"available": s.available, "total": s.total, "swap_used": s.swap_used, "psi_full": s.psi_full,
-            "level": level, "detail": detail or s.error or ""}
+    return {
+        "available": s.available,
+        "total": s.total,
+        "swap_used": s.swap_used,
+        "psi_full": s.psi_full,
+        "level": level,
+        "detail": detail or s.error or "",
+    }
 
 
 def memory_words(node: str, m: dict) -> str:

@@ -16,6 +16,7 @@ child and still reports, naming the stage it was stuck in. Keep this file import
 (3.8): it runs on whatever the image has. sparktui.core.preflight imports classify() and transport()
 from here to judge output that never reached the result line (docker failed, no python3).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,22 +47,63 @@ IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 PATTERNS = [
     ("image_missing", (r"Unable to find image[^\n]*", r"No such image[^\n]*", r"pull access denied[^\n]*")),
     ("python_missing", (r"python3?\W+(?:command )?not found", r"executable file not found[^\n]*")),
-    ("docker", (r"could not select device driver[^\n]*", r"docker: Error response from daemon[^\n]*",
-                r"Cannot connect to the Docker daemon[^\n]*")),
-    ("interface_missing", (r"no socket interface found[^\n]*", r"Socket operation on non-socket[^\n]*",
-                           r"no interface (?:named|matches) [^\n]*")),
+    (
+        "docker",
+        (
+            r"could not select device driver[^\n]*",
+            r"docker: Error response from daemon[^\n]*",
+            r"Cannot connect to the Docker daemon[^\n]*",
+        ),
+    ),
+    (
+        "interface_missing",
+        (
+            r"no socket interface found[^\n]*",
+            r"Socket operation on non-socket[^\n]*",
+            r"no interface (?:named|matches) [^\n]*",
+        ),
+    ),
     ("address_missing", (r"is not an address of this node[^\n]*", r"Cannot assign requested address[^\n]*")),
     ("port_in_use", (r"Address already in use[^\n]*",)),
-    ("unreachable", (r"client socket has timed out after[^\n]*", r"No route to host[^\n]*",
-                     r"Network is unreachable[^\n]*", r"could not reach [^\n]*")),
+    (
+        "unreachable",
+        (
+            r"client socket has timed out after[^\n]*",
+            r"No route to host[^\n]*",
+            r"Network is unreachable[^\n]*",
+            r"could not reach [^\n]*",
+        ),
+    ),
     ("refused", (r"nothing listens at [^\n]*", r"is not yet listening[^\n]*", r"Connection refused[^\n]*")),
     ("rdma", (r"NCCL WARN NET/IB[^\n]*", r"ibv_\w+ failed[^\n]*", r"NET/IB : [^\n]*(?:error|failed)[^\n]*")),
-    ("gpu", (r"no CUDA-capable device[^\n]*", r"CUDA out of memory[^\n]*", r"CUDA error: [^\n]*",
-             r"torch sees no CUDA device[^\n]*")),
-    ("peer_missing", (r"Timed out after \d+ seconds waiting for clients[^\n]*", r"\d+/\d+ (?:clients|ranks) joined[^\n]*",
-                      r"never connected[^\n]*")),
-    ("peer_failed", (r"Failed to recv[^\n]*", r"Connection reset by peer[^\n]*", r"Broken pipe[^\n]*",
-                     r"remote process exiting[^\n]*", r"closed the connection[^\n]*", r"rank \d+ failed[^\n]*")),
+    (
+        "gpu",
+        (
+            r"no CUDA-capable device[^\n]*",
+            r"CUDA out of memory[^\n]*",
+            r"CUDA error: [^\n]*",
+            r"torch sees no CUDA device[^\n]*",
+        ),
+    ),
+    (
+        "peer_missing",
+        (
+            r"Timed out after \d+ seconds waiting for clients[^\n]*",
+            r"\d+/\d+ (?:clients|ranks) joined[^\n]*",
+            r"never connected[^\n]*",
+        ),
+    ),
+    (
+        "peer_failed",
+        (
+            r"Failed to recv[^\n]*",
+            r"Connection reset by peer[^\n]*",
+            r"Broken pipe[^\n]*",
+            r"remote process exiting[^\n]*",
+            r"closed the connection[^\n]*",
+            r"rank \d+ failed[^\n]*",
+        ),
+    ),
     ("nccl", (r"nccl\w*Error[^\n]*", r"NCCL error[^\n]*", r"NCCL WARN [^\n]*", r"all-reduce gave [^\n]*")),
     ("timeout", (r"hung in [^\n]*", r"[Tt]imed out[^\n]*")),
 ]
@@ -77,7 +119,7 @@ def classify(text):
             if m:
                 start = text.rfind("\n", 0, m.start()) + 1
                 end = text.find("\n", m.end())
-                line = text[start:end if end >= 0 else len(text)].strip()
+                line = text[start : end if end >= 0 else len(text)].strip()
                 return kind, line[:400]
     return None, None
 
@@ -191,8 +233,9 @@ def pre_checks(a, tcp):
     for what, spec in wanted:
         if names and not iface_matches(spec, names):
             shown = spec if what == "--iface" else "%s=%s" % (what, spec)
-            raise CheckFailure("interface_missing", "no interface matches %s on this node (it has %s)"
-                               % (shown, ", ".join(names)))
+            raise CheckFailure(
+                "interface_missing", "no interface matches %s on this node (it has %s)" % (shown, ", ".join(names))
+            )
     own = [("the rendezvous address", a.addr)] if a.rank == 0 else []
     own += [("--bind", a.bind)] if a.bind else []
     own += [(v, os.environ[v]) for v in HOST_IP_VARS if os.environ.get(v)]
@@ -233,7 +276,9 @@ def _listen(ip, port):
     except OSError as e:
         s.close()
         if e.errno == errno.EADDRINUSE:
-            raise CheckFailure("port_in_use", "%s:%d: Address already in use (another process holds the port)" % (ip, port))
+            raise CheckFailure(
+                "port_in_use", "%s:%d: Address already in use (another process holds the port)" % (ip, port)
+            )
         if e.errno == errno.EADDRNOTAVAIL:
             raise CheckFailure("address_missing", "%s is not an address of this node (cannot listen there)" % ip)
         raise
@@ -255,8 +300,9 @@ def dial(src, ip, port, deadline):
                 try:
                     s.bind((src, 0))
                 except OSError as e:
-                    raise CheckFailure("address_missing", "%s is not an address of this node (%s)"
-                                       % (src, os.strerror(e.errno or 0)))
+                    raise CheckFailure(
+                        "address_missing", "%s is not an address of this node (%s)" % (src, os.strerror(e.errno or 0))
+                    )
             s.settimeout(min(5.0, left))
             s.connect((ip, port))
             s.settimeout(None)
@@ -267,16 +313,20 @@ def dial(src, ip, port, deadline):
         except socket.timeout:
             last = "timeout"
         except OSError as e:
-            last = {errno.ECONNREFUSED: "refused", errno.EHOSTUNREACH: "no route to host",
-                    errno.ENETUNREACH: "network is unreachable"}.get(e.errno, os.strerror(e.errno or 0) or str(e))
+            last = {
+                errno.ECONNREFUSED: "refused",
+                errno.EHOSTUNREACH: "no route to host",
+                errno.ENETUNREACH: "network is unreachable",
+            }.get(e.errno, os.strerror(e.errno or 0) or str(e))
         s.close()
         # A refusal comes back at once: wait a little before the next try (bounded by the deadline).
         time.sleep(min(0.2 if last == "refused" else 0.5, max(0.0, deadline - _now())))
     target = "%s:%d" % (ip, port)
     src_txt = " from %s" % src if src else ""
     if last == "refused":
-        raise CheckFailure("refused", "nothing listens at %s: connection refused%s until the deadline" % (target, src_txt),
-                           target)
+        raise CheckFailure(
+            "refused", "nothing listens at %s: connection refused%s until the deadline" % (target, src_txt), target
+        )
     why = {"timeout": "connect timed out, no answer", None: "no time left to try"}.get(last, last)
     raise CheckFailure("unreachable", "could not reach %s%s (%s)" % (target, src_txt, why), target)
 
@@ -334,9 +384,11 @@ def tcp_rendezvous(a, deadline):
                 left = deadline - _now()
                 if left <= 0:
                     missing = sorted(set(range(a.world)) - set(peers))
-                    raise CheckFailure("peer_missing", "waited %g s at %s:%d: %d/%d ranks joined (missing ranks: %s)"
-                                       % (a.timeout, a.addr, a.port, len(peers), a.world,
-                                          ",".join(map(str, missing))))
+                    raise CheckFailure(
+                        "peer_missing",
+                        "waited %g s at %s:%d: %d/%d ranks joined (missing ranks: %s)"
+                        % (a.timeout, a.addr, a.port, len(peers), a.world, ",".join(map(str, missing))),
+                    )
                 srv.settimeout(left)
                 try:
                     c, _ = srv.accept()
@@ -362,8 +414,10 @@ def tcp_rendezvous(a, deadline):
             try:
                 roster = _recv(c, deadline, "the other ranks")
             except socket.timeout:
-                raise CheckFailure("peer_missing", "joined %s:%d but not all %d ranks joined within %g s"
-                                   % (a.addr, a.port, a.world, a.timeout))
+                raise CheckFailure(
+                    "peer_missing",
+                    "joined %s:%d but not all %d ranks joined within %g s" % (a.addr, a.port, a.world, a.timeout),
+                )
             peers = {int(k): v for k, v in roster["peers"].items()}
         _stage("mesh")
         got, sizes = {}, {}
@@ -382,20 +436,33 @@ def tcp_rendezvous(a, deadline):
                 s.sendall(payload)
                 _recv(s, deadline, "rank %d's answer" % r)
             except socket.timeout:
-                raise CheckFailure("unreachable", "could not reach %s:%s (rank %d): the transfer stalled" % (ip, port, r),
-                                   "%s:%s" % (ip, port))
+                raise CheckFailure(
+                    "unreachable",
+                    "could not reach %s:%s (rank %d): the transfer stalled" % (ip, port, r),
+                    "%s:%s" % (ip, port),
+                )
             finally:
                 s.close()
             rates.append(len(payload) / max(_now() - t0, 1e-9) / 1e9)
         acceptor.join(max(0.0, deadline - _now()))
         missing = sorted(lower - set(got))
         if missing:
-            raise CheckFailure("peer_missing", "rank(s) %s never connected to this node's address %s:%d within %g s"
-                               % (",".join(map(str, missing)), host_ip, mesh_port, a.timeout))
+            raise CheckFailure(
+                "peer_missing",
+                "rank(s) %s never connected to this node's address %s:%d within %g s"
+                % (",".join(map(str, missing)), host_ip, mesh_port, a.timeout),
+            )
         rates += [sizes[r] / max(t, 1e-9) / 1e9 for r, t in got.items() if sizes.get(r)]
-        return {"ok": True, "path": "tcp", "transport": "tcp", "net": "tcp",
-                "bandwidth_gb_s": round(min(rates), 3) if rates else None, "bandwidth_what": "TCP stream",
-                "bytes": len(payload), "peers": {str(k): v[0] for k, v in sorted(peers.items())}}
+        return {
+            "ok": True,
+            "path": "tcp",
+            "transport": "tcp",
+            "net": "tcp",
+            "bandwidth_gb_s": round(min(rates), 3) if rates else None,
+            "bandwidth_what": "TCP stream",
+            "bytes": len(payload),
+            "peers": {str(k): v[0] for k, v in sorted(peers.items())},
+        }
     finally:
         for s in socks + [mesh]:
             try:
@@ -443,8 +510,13 @@ def nccl_rendezvous(a, deadline):
     # Leave room after the store's own timeout so its message, not our kill, ends a failed rendezvous.
     left = deadline - _now() - min(6.0, a.timeout * 0.2)
     host = "[%s]" % a.addr if ":" in a.addr else a.addr
-    kw = dict(backend="nccl", init_method="tcp://%s:%d" % (host, a.port), world_size=a.world, rank=a.rank,
-              timeout=datetime.timedelta(seconds=max(1.0, left)))
+    kw = dict(
+        backend="nccl",
+        init_method="tcp://%s:%d" % (host, a.port),
+        world_size=a.world,
+        rank=a.rank,
+        timeout=datetime.timedelta(seconds=max(1.0, left)),
+    )
     try:
         dist.init_process_group(device_id=dev, **kw)  # eager: NCCL's bootstrap runs here, inside the bound
     except TypeError:
@@ -466,8 +538,14 @@ def nccl_rendezvous(a, deadline):
     factor = 2.0 * (a.world - 1) / a.world if a.world > 1 else 1.0  # nccl-tests' bus bandwidth
     dist.barrier()  # every rank is past its all-reduces before any rank leaves
     _TEARDOWN.append(dist.destroy_process_group)  # after the result is out: a slow teardown cannot void it
-    info.update(ok=True, path="nccl", bandwidth_gb_s=round(n * 4 * factor / per / 1e9, 3),
-                bandwidth_what="all-reduce bus bandwidth", bytes=n * 4, allreduce_ms=round(per * 1000, 3))
+    info.update(
+        ok=True,
+        path="nccl",
+        bandwidth_gb_s=round(n * 4 * factor / per / 1e9, 3),
+        bandwidth_what="all-reduce bus bandwidth",
+        bytes=n * 4,
+        allreduce_ms=round(per * 1000, 3),
+    )
     return info
 
 
@@ -490,13 +568,17 @@ def work(a, deadline):
             raise CheckFailure("gpu", "the image has no torch: cannot test NCCL")
         return tcp_rendezvous(a, deadline)
     except CheckFailure as e:
-        return {"ok": False, "kind": e.kind, "error": str(e), "target": e.target,
-                "path": "nccl" if torch_here else "tcp"}
+        return {
+            "ok": False,
+            "kind": e.kind,
+            "error": str(e),
+            "target": e.target,
+            "path": "nccl" if torch_here else "tcp",
+        }
     except BaseException as e:  # noqa: BLE001 - any failure is a result, classified by the parent
         sys.stderr.write(traceback.format_exc())
         sys.stderr.flush()
-        return {"ok": False, "error": _short("%s: %s" % (type(e).__name__, e)),
-                "path": "nccl" if torch_here else "tcp"}
+        return {"ok": False, "error": _short("%s: %s" % (type(e).__name__, e)), "path": "nccl" if torch_here else "tcp"}
 
 
 def _noise(line):
@@ -510,9 +592,18 @@ def _short(text):
 
 
 def _interesting(line):
-    return "NCCL WARN" in line or ("NCCL INFO" in line and (
-        "NET/" in line or " via " in line or "Bootstrap" in line or "Using network" in line
-        or "NCCL version" in line or "Init COMPLETE" in line or "comm 0x" in line))
+    return "NCCL WARN" in line or (
+        "NCCL INFO" in line
+        and (
+            "NET/" in line
+            or " via " in line
+            or "Bootstrap" in line
+            or "Using network" in line
+            or "NCCL version" in line
+            or "Init COMPLETE" in line
+            or "comm 0x" in line
+        )
+    )
 
 
 def supervise(a, t0):
@@ -562,12 +653,12 @@ def supervise(a, t0):
             line = raw.decode("utf-8", "replace").rstrip("\r")
             if line.startswith(MARK):
                 try:
-                    result = json.loads(line[len(MARK):])
+                    result = json.loads(line[len(MARK) :])
                     hard = min(hard, _now() + TEARDOWN)
                 except ValueError:
                     tail.append(line)
             elif line.startswith(STAGE):
-                stage = line[len(STAGE):].strip()
+                stage = line[len(STAGE) :].strip()
                 timings[stage] = round(_now() - t0, 3)
             elif "NCCL " in line:
                 nccl_all.append(line)
@@ -595,9 +686,19 @@ def supervise(a, t0):
             res[k] = tr[k]
     res["transport_line"] = tr["line"]
     res["net_line"] = tr["net_line"]
-    res.update(rank=a.rank, world=a.world, host=socket.gethostname(), addr=a.addr, port=a.port,
-               bind=a.bind, iface=a.iface, stage=stage, timings=timings, nccl_lines=kept,
-               seconds=round(_now() - t0, 3))
+    res.update(
+        rank=a.rank,
+        world=a.world,
+        host=socket.gethostname(),
+        addr=a.addr,
+        port=a.port,
+        bind=a.bind,
+        iface=a.iface,
+        stage=stage,
+        timings=timings,
+        nccl_lines=kept,
+        seconds=round(_now() - t0, 3),
+    )
     if not res.get("ok"):
         res["tail"] = [x[:400] for x in warns + list(tail)][-25:]
         if not res.get("kind"):

@@ -6,6 +6,7 @@ management port). A half whose cable, switch port or firewall drops its traffic 
 weights have loaded. So each rail of the plan (fabric.rails: one per half's subnet and pair of nodes) is
 pinged from one end to the other out of that half's own interface: a few packets, a few seconds.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +23,11 @@ _REFUSED = re.compile(r"unreachable|Cannot assign requested address|No such devi
 def probe_command(iface: str, ip: str) -> str:
     """Ping ip out of iface only (-I), numeric, bounded; says when ping is missing rather than failing alike."""
     words = ["ping", "-n", "-q", "-c", str(COUNT), "-i", "0.2", "-w", str(DEADLINE), "-I", iface, ip]
-    return ("command -v ping >/dev/null || { echo 'ping: command not found'; exit 127; }; "
-            + " ".join(shlex.quote(w) for w in words) + " 2>&1")
+    return (
+        "command -v ping >/dev/null || { echo 'ping: command not found'; exit 127; }; "
+        + " ".join(shlex.quote(w) for w in words)
+        + " 2>&1"
+    )
 
 
 def received(text: str) -> int | None:
@@ -52,20 +56,30 @@ class HalfResult:
         if self.ok is not False:
             return None
         a, b = self.rail["ends"]
-        return (f"the fabric half {b['node']} {b['iface']} ({b['rdma']}) on {self.rail['subnet']} carries no traffic: "
-                f"0 of {COUNT} pings reached {a['node']} {a['iface']} {a['ip']} out of it. NCCL_IB_HCA lists "
-                f"{b['rdma']}, so NCCL would stall on it after the load. Fix: check that half's cable and "
-                f"`ip link show {b['iface']}` on {b['node']} and `ip link show {a['iface']}` on {a['node']} (state UP, "
-                f"an address on {self.rail['subnet']}), and any firewall rule on it (`sudo iptables -S`); "
-                f"or leave it out with --iface on the other half's subnet until it is fixed")
+        return (
+            f"the fabric half {b['node']} {b['iface']} ({b['rdma']}) on {self.rail['subnet']} carries no traffic: "
+            f"0 of {COUNT} pings reached {a['node']} {a['iface']} {a['ip']} out of it. NCCL_IB_HCA lists "
+            f"{b['rdma']}, so NCCL would stall on it after the load. Fix: check that half's cable and "
+            f"`ip link show {b['iface']}` on {b['node']} and `ip link show {a['iface']}` on {a['node']} (state UP, "
+            f"an address on {self.rail['subnet']}), and any firewall rule on it (`sudo iptables -S`); "
+            f"or leave it out with --iface on the other half's subnet until it is fixed"
+        )
 
     def to_json(self) -> dict:
-        return {"half": self.name(), "subnet": self.rail["subnet"], "received": self.received, "sent": COUNT,
-                "ok": self.ok, "error": self.error, "problem": self.problem()}
+        return {
+            "half": self.name(),
+            "subnet": self.rail["subnet"],
+            "received": self.received,
+            "sent": COUNT,
+            "ok": self.ok,
+            "error": self.error,
+            "problem": self.problem(),
+        }
 
 
 async def probe(cluster, rails: list[dict], timeout: float = DEADLINE + 12) -> list[HalfResult]:
     """Every rail at once (pings are a few packets: they do not compete as bandwidth tests would)."""
+
     async def one(rail: dict) -> HalfResult | None:
         a, b = rail["ends"]
         node = cluster.nodes.get(b["node"])

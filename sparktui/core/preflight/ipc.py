@@ -15,14 +15,19 @@ The look reads, in its one round trip: the SSH user's uid and name, whether syst
 live RemoveIPC (`loginctl show-session -p RemoveIPC`: the manager's property), the logind.conf files
 (for when loginctl cannot answer), and the user's linger flag file.
 """
+
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
 
 SYSTEM_UID_MAX = 999  # systemd's compile-time default; RemoveIPC never touches uids up to it
-DIRS = ("/usr/lib/systemd/logind.conf.d", "/usr/local/lib/systemd/logind.conf.d", "/run/systemd/logind.conf.d",
-        "/etc/systemd/logind.conf.d")  # lowest precedence first (for files of the same name)
+DIRS = (
+    "/usr/lib/systemd/logind.conf.d",
+    "/usr/local/lib/systemd/logind.conf.d",
+    "/run/systemd/logind.conf.d",
+    "/etc/systemd/logind.conf.d",
+)  # lowest precedence first (for files of the same name)
 MAIN = ("/etc/systemd/logind.conf", "/usr/lib/systemd/logind.conf")  # the first that exists is the main file
 FILE_MARK = "::file "
 
@@ -101,7 +106,7 @@ def parse_ipc(lines: list[str], root: str = "") -> IpcLook:
     cur: list[str] | None = None
     for line in lines:
         if line.startswith(FILE_MARK):
-            cur = files.setdefault(line[len(FILE_MARK):].strip(), [])
+            cur = files.setdefault(line[len(FILE_MARK) :].strip(), [])
             continue
         if cur is not None:
             cur.append(line)
@@ -179,16 +184,27 @@ def _uid_of(spec: str, look: IpcLook) -> int | None:
 
 def fix_for(user: str | None, node: str) -> str:
     who = shlex.quote(user) if user else "USER"
-    return (f"on {node}: `sudo loginctl enable-linger {who}` (keeps the user's IPC objects while no session is "
-            f"open), or set RemoveIPC=no under [Login] in /etc/systemd/logind.conf and "
-            f"`sudo systemctl restart systemd-logind`; or run the engine container as root (no --user)")
+    return (
+        f"on {node}: `sudo loginctl enable-linger {who}` (keeps the user's IPC objects while no session is "
+        f"open), or set RemoveIPC=no under [Login] in /etc/systemd/logind.conf and "
+        f"`sudo systemctl restart systemd-logind`; or run the engine container as root (no --user)"
+    )
 
 
 def judge_ipc(node: str, look: IpcLook, user_flag: str | None, image_user: str | None, ipc: str) -> IpcRisk:
     """Can logind remove the engine's semaphores and shared memory when sparktui's SSH session ends?"""
     spec = user_flag if user_flag is not None else (image_user or "root")
-    r = IpcRisk(node, False, "", user=look.user, uid=look.uid, container_user=spec, ipc=ipc,
-                remove_ipc=look.remove_ipc, linger=look.linger)
+    r = IpcRisk(
+        node,
+        False,
+        "",
+        user=look.user,
+        uid=look.uid,
+        container_user=spec,
+        ipc=ipc,
+        remove_ipc=look.remove_ipc,
+        linger=look.linger,
+    )
     uid = _uid_of(spec, look)
     if ipc != "host":
         r.why = f"the container has its own IPC namespace (--ipc {ipc}): logind does not see its objects"
@@ -201,15 +217,19 @@ def judge_ipc(node: str, look: IpcLook, user_flag: str | None, image_user: str |
     elif uid is not None and uid <= SYSTEM_UID_MAX:
         r.why = f"the engine runs as {'root' if uid == 0 else f'system uid {uid}'}, which RemoveIPC never touches"
     elif uid is None:
-        r.why = (f"the engine runs as {spec!r}, a name the node's SSH user does not have: its IPC objects go only "
-                 f"if that uid's own last session ends")
+        r.why = (
+            f"the engine runs as {spec!r}, a name the node's SSH user does not have: its IPC objects go only "
+            f"if that uid's own last session ends"
+        )
     elif look.uid is not None and uid != look.uid:
         r.why = f"the engine runs as uid {uid}, not the SSH user's ({look.uid}): sparktui's sessions do not end it"
     else:
         r.at_risk = True
-        r.why = (f"the engine runs as the SSH user {look.user or uid} (uid {uid}) with --ipc host, RemoveIPC is on and "
-                 f"lingering is off: when sparktui's SSH session ends, logind removes the engine's semaphores and "
-                 f"shared memory; workers then fail in SemLock._rebuild (FileNotFoundError) and the head waits for "
-                 f"them for ever (shm_broadcast: No available shared memory broadcast block found)")
+        r.why = (
+            f"the engine runs as the SSH user {look.user or uid} (uid {uid}) with --ipc host, RemoveIPC is on and "
+            f"lingering is off: when sparktui's SSH session ends, logind removes the engine's semaphores and "
+            f"shared memory; workers then fail in SemLock._rebuild (FileNotFoundError) and the head waits for "
+            f"them for ever (shm_broadcast: No available shared memory broadcast block found)"
+        )
         r.fix = fix_for(look.user, node)
     return r

@@ -7,6 +7,7 @@
 - Page cache (`Cached` in /proc/meminfo) on unified memory: a checkpoint just copied or read sits there
   and the GPU counts it as used; the drop-cache flow (`sparktui drop-caches NODE`) frees it.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,19 @@ from ..probes import parse_docker_ps
 CACHE_WORTH = 1 << 30  # less page cache than this is not worth naming
 RUNNING = ("running", "restarting", "paused")  # a container in these states is not stale
 _SIZE = re.compile(r"^\s*([\d.]+)\s*([KMGTP]?i?B)\s*$", re.I)
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
+_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "pb": 10**15,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "pib": 2**50,
+}
 
 
 def parse_size(text: str) -> int | None:
@@ -86,16 +98,22 @@ class Leftovers:
     def lines(self) -> list[str]:
         out = []
         if self.page_cache:
-            out.append(f"{self.node}: {gib(self.page_cache)} of page cache (a checkpoint copied or read): "
-                       f"`{self.drop_command}` frees it")
+            out.append(
+                f"{self.node}: {gib(self.page_cache)} of page cache (a checkpoint copied or read): "
+                f"`{self.drop_command}` frees it"
+            )
         for s in self.stale:
-            out.append(f"{self.node}: stale container {s.name} ({s.engine}, deployment {s.deployment}, {s.state}): "
-                       f"no process of it runs; `docker rm {shlex.quote(s.name)}` on {self.node} removes it")
+            out.append(
+                f"{self.node}: stale container {s.name} ({s.engine}, deployment {s.deployment}, {s.state}): "
+                f"no process of it runs; `docker rm {shlex.quote(s.name)}` on {self.node} removes it"
+            )
         for h in self.running:
             mem = f" holds {gib(h.memory)}" if h.memory is not None else " runs (its memory is not known)"
-            out.append(f"{self.node}: {h.name} of deployment {h.deployment} ({h.engine}){mem}; it is not stale: "
-                       f"stop that deployment if its memory is needed (`sparktui stop --deployment "
-                       f"{shlex.quote(h.deployment)}`)")
+            out.append(
+                f"{self.node}: {h.name} of deployment {h.deployment} ({h.engine}){mem}; it is not stale: "
+                f"stop that deployment if its memory is needed (`sparktui stop --deployment "
+                f"{shlex.quote(h.deployment)}`)"
+            )
         if self.error:
             out.append(f"{self.node}: sparktui's containers could not be listed: {self.error}")
         return out
@@ -107,8 +125,15 @@ class Leftovers:
         return d
 
 
-def leftovers_of(node: str, deployment: str, containers: list[str] | None, stats: list[str],
-                 memory: Memory | None, unified: bool, error: str | None = None) -> Leftovers:
+def leftovers_of(
+    node: str,
+    deployment: str,
+    containers: list[str] | None,
+    stats: list[str],
+    memory: Memory | None,
+    unified: bool,
+    error: str | None = None,
+) -> Leftovers:
     """Judge one node's look: stale containers (other deployments'), others' running ones, page cache."""
     out = Leftovers(node, error=error)
     if unified and memory is not None and (memory.cached_bytes or 0) >= CACHE_WORTH:

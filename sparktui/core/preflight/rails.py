@@ -8,6 +8,7 @@ rail is measured alone (eight QPs, a few seconds, as the PR does) and named with
 moves under half its share of the trained speed. NVIDIA Sync's Cluster Assistant passes a link (both halves of
 one cable) at 184 Gb/s.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,8 +30,7 @@ def _end(rail: dict, k: int) -> dict:
 
 
 def _words(end: dict, port: int) -> list[str]:
-    w = ["ib_write_bw", "-d", end["rdma"], "-q", str(QPS), "-D", str(SECONDS), "--report_gbits", "-F",
-         "-p", str(port)]
+    w = ["ib_write_bw", "-d", end["rdma"], "-q", str(QPS), "-D", str(SECONDS), "--report_gbits", "-F", "-p", str(port)]
     if end.get("gid_index") is not None:
         w += ["-x", str(end["gid_index"])]  # RoCEv2's IPv4 GID; perftest's default may pick RoCEv1
     return w
@@ -44,11 +44,13 @@ def server_command(rail: dict, port: int) -> str:
 def client_command(rail: dict, port: int) -> str:
     """The sending end, retrying until the server listens (it starts at the same moment), bounded too."""
     words = " ".join(shlex.quote(x) for x in _words(_end(rail, 1), port) + [_end(rail, 0)["ip"]])
-    return (f"command -v ib_write_bw >/dev/null || {{ echo 'ib_write_bw: command not found'; exit 127; }}; "
-            f"end=$(( $(date +%s) + {SECONDS + 9} )); "
-            f"while :; do out=$(timeout {SECONDS + 6} {words} 2>&1) && break; "
-            f"[ $(date +%s) -lt $end ] || break; sleep 0.3; done; "
-            f"printf '%s\\n' \"$out\"")
+    return (
+        f"command -v ib_write_bw >/dev/null || {{ echo 'ib_write_bw: command not found'; exit 127; }}; "
+        f"end=$(( $(date +%s) + {SECONDS + 9} )); "
+        f"while :; do out=$(timeout {SECONDS + 6} {words} 2>&1) && break; "
+        f"[ $(date +%s) -lt $end ] || break; sleep 0.3; done; "
+        f"printf '%s\\n' \"$out\""
+    )
 
 
 def parse_gbps(text: str) -> float | None:
@@ -84,19 +86,29 @@ class RailResult:
         if self.gbps is None or self.share is None or self.share >= FRACTION:
             return None
         speed = self.rail["speed_mbps"] / 1000
-        out = (f"rail {self.name()} on {self.rail['subnet']} moves {self.gbps:.1f} Gb/s of its {speed:.0f} Gb/s share "
-               f"({self.share * 100:.0f} %)")
+        out = (
+            f"rail {self.name()} on {self.rail['subnet']} moves {self.gbps:.1f} Gb/s of its {speed:.0f} Gb/s share "
+            f"({self.share * 100:.0f} %)"
+        )
         if DEGRADED[0] <= self.gbps <= DEGRADED[1]:
-            out += (": the link trained at full speed but the ConnectX-7 started degraded (NVIDIA/dgx-spark-playbooks "
-                    "PR #108: ~13 Gb/s at 200G); recover that node's ConnectX-7 as the PR documents, then check again")
+            out += (
+                ": the link trained at full speed but the ConnectX-7 started degraded (NVIDIA/dgx-spark-playbooks "
+                "PR #108: ~13 Gb/s at 200G); recover that node's ConnectX-7 as the PR documents, then check again"
+            )
         else:
             out += ": check its cable and both ends' `ethtool` speed and PCIe link (`sudo lspci -vv`, LnkSta)"
         return out
 
     def to_json(self) -> dict:
-        return {"rail": self.name(), "subnet": self.rail["subnet"], "speed_mbps": self.rail.get("speed_mbps"),
-                "gbps": self.gbps, "share": round(self.share, 3) if self.share is not None else None,
-                "error": self.error, "problem": self.problem()}
+        return {
+            "rail": self.name(),
+            "subnet": self.rail["subnet"],
+            "speed_mbps": self.rail.get("speed_mbps"),
+            "gbps": self.gbps,
+            "share": round(self.share, 3) if self.share is not None else None,
+            "error": self.error,
+            "problem": self.problem(),
+        }
 
 
 def links_short(results: list[RailResult]) -> list[str]:
@@ -110,8 +122,10 @@ def links_short(results: list[RailResult]) -> list[str]:
             continue
         total = sum(r.gbps or 0 for r in rs)
         if total < LINK_PASS_GBPS:
-            out.append(f"the link {a} - {b} moves {total:.1f} Gb/s over {len(rs)} rail(s): under NVIDIA Sync's "
-                       f"{LINK_PASS_GBPS:.0f} Gb/s per-link pass")
+            out.append(
+                f"the link {a} - {b} moves {total:.1f} Gb/s over {len(rs)} rail(s): under NVIDIA Sync's "
+                f"{LINK_PASS_GBPS:.0f} Gb/s per-link pass"
+            )
     return out
 
 
@@ -124,8 +138,9 @@ async def measure(cluster, rails: list[dict], timeout: float = SECONDS + 22) -> 
             continue
         port = BASE_PORT + k
         try:
-            server, client = await asyncio.gather(a.run(server_command(rail, port), timeout=timeout),
-                                             b.run(client_command(rail, port), timeout=timeout))
+            server, client = await asyncio.gather(
+                a.run(server_command(rail, port), timeout=timeout), b.run(client_command(rail, port), timeout=timeout)
+            )
         except Exception as e:  # noqa: BLE001 - one rail's surprise is that rail's result
             out.append(RailResult(rail, error=f"{type(e).__name__}: {e}"))
             continue

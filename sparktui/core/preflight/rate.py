@@ -4,6 +4,7 @@ The line rate comes from the plan (fabric.summary: each half in use contributes 
 speed); the likely causes are named in the order they cost the most: sockets instead of RDMA, one half
 of the port, a small MTU, then the NCCL build.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,10 @@ NCCL_KNOWN = {
 }
 # NVIDIA/dgx-spark-playbooks#102 and PR #103: a development build of NCCL 2.28.9 plateaued at 3.04 GB/s
 # busbw where a release build of the same version reached 23.74 GB/s on the same two Sparks.
-DEV_BUILD = ("a development NCCL build plateaued at 3.04 GB/s where a release build reached 23.74 GB/s "
-             "(NVIDIA/dgx-spark-playbooks#102): use the image's own NCCL, or a release build")
+DEV_BUILD = (
+    "a development NCCL build plateaued at 3.04 GB/s where a release build reached 23.74 GB/s "
+    "(NVIDIA/dgx-spark-playbooks#102): use the image's own NCCL, or a release build"
+)
 
 
 # NVIDIA's pass lines for all_gather_perf -b 16G -e 16G bus bandwidth (dgx-spark-playbooks
@@ -36,7 +39,7 @@ def pass_line(fabric: dict) -> float | None:
 
 
 def pass_words(bw: float, fabric: dict) -> str | None:
-    """"below NVIDIA's ... pass line for a ring (10.00 GB/s)" or "meets ..."; None without a line."""
+    """ "below NVIDIA's ... pass line for a ring (10.00 GB/s)" or "meets ..."; None without a line."""
     line = pass_line(fabric)
     if line is None:
         return None
@@ -70,16 +73,22 @@ def causes(transport: str | None, fabric: dict, nccl: str | None) -> list[str]:
     low = sorted(f"{n} {m}" for n, m in (fabric.get("mtu") or {}).items() if m and m < 9000)
     mtu = f"MTU {', '.join(low)}: `sudo ip link set IF mtu 9000` on every node"
     if transport == "tcp":  # the check's own TCP stream (no torch with a GPU): neither NCCL nor RDMA took part
-        return ["a plain TCP stream measured it (the image has no torch with a GPU): one connection over one "
-                "interface, without RDMA, so it tells reachability more than the link's rate"] + ([mtu] if low else [])
+        return [
+            "a plain TCP stream measured it (the image has no torch with a GPU): one connection over one "
+            "interface, without RDMA, so it tells reachability more than the link's rate"
+        ] + ([mtu] if low else [])
     if transport == "socket" and fabric.get("rdma"):
-        out.append("NCCL ran over TCP sockets although the fabric has RDMA: check /dev/infiniband on every node "
-                   "and NCCL_IB_HCA (the plan's env)")
+        out.append(
+            "NCCL ran over TCP sockets although the fabric has RDMA: check /dev/infiniband on every node "
+            "and NCCL_IB_HCA (the plan's env)"
+        )
     halves, of = fabric.get("halves_in_use") or {}, fabric.get("port_halves") or {}
     one = sorted(n for n, k in halves.items() if k < (of.get(n) or k))
     if one:
-        out.append(f"one half of the port in use on {', '.join(one)}: bring the other half up on its own subnet "
-                   "(the plan's warning names the commands)")
+        out.append(
+            f"one half of the port in use on {', '.join(one)}: bring the other half up on its own subnet "
+            "(the plan's warning names the commands)"
+        )
     if low and fabric.get("rdma"):
         out.append(mtu)
     flag = nccl_flag(nccl)

@@ -1,5 +1,6 @@
 """What the rendezvous check runs on a node: the look before (interfaces, addresses, image, free ports)
 and the `docker run` of the check program with the plan's own container flags and env."""
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,7 @@ def program_text() -> str:
         raise RuntimeError(f"{check_program.__file__} lost its line {_HOST_IP_LINE.strip()!r}")
     return text.replace(_HOST_IP_LINE, f"HOST_IP_VARS: tuple = {host_ip_vars()!r}\n", 1)
 
+
 _LOOK = """echo @@ip; ip -j addr 2>&1
 echo @@image; docker image inspect --format {fmt} {image} 2>&1; echo "@@rc $?"
 echo @@ib; if [ -e /dev/infiniband ]; then echo yes; else echo no; fi
@@ -52,9 +54,16 @@ def look_command(image: str, root: str = "") -> str:
     hold (`docker stats`), logind's IPC settings for the SSH user (ipc.py), and what a ring's transit needs
     (transit.py). root: where the system's
     files are read (a test's fake tree; "" on a node)."""
-    return script(_LOOK + IPC_SECTION + transit.SECTION, fmt="{{.Id}}", image=image,
-                  ufmt="{{.Config.User}}", label=f"label={LABEL_DEPLOYMENT}", jfmt="{{json .}}",
-                  sfmt="{{.Name}} {{.MemUsage}}", root=root)
+    return script(
+        _LOOK + IPC_SECTION + transit.SECTION,
+        fmt="{{.Id}}",
+        image=image,
+        ufmt="{{.Config.User}}",
+        label=f"label={LABEL_DEPLOYMENT}",
+        jfmt="{{json .}}",
+        sfmt="{{.Name}} {{.MemUsage}}",
+        root=root,
+    )
 
 
 @dataclass
@@ -119,8 +128,11 @@ def parse_look(text: str, root: str = "") -> Look:
             flags = [str(f).upper() for f in link.get("flags") or []]
             state = str(link.get("operstate") or "").upper()
             up = "NO-CARRIER" not in flags and (state == "UP" or (state in ("UNKNOWN", "") and "UP" in flags))
-            addrs = [a["local"] for a in link.get("addr_info") or []
-                     if isinstance(a, dict) and a.get("family") in ("inet", "inet6") and a.get("local")]
+            addrs = [
+                a["local"]
+                for a in link.get("addr_info") or []
+                if isinstance(a, dict) and a.get("family") in ("inet", "inet6") and a.get("local")
+            ]
             look.interfaces[link["ifname"]] = {"addrs": addrs, "up": up}
     else:
         look.notes.append("`ip -j addr` gave no JSON: interfaces not checked before the run")
@@ -166,8 +178,11 @@ def judge_look(n: NodePlan, look: Look) -> tuple[str | None, str, list[str]]:
     for var in IFNAME_VARS:
         spec = n.env.get(var)
         if spec and spec != MASK and not iface_matches(spec, names):
-            return ("interface_missing", f"no interface matches {var}={spec} on {n.name} (it has {', '.join(names)})",
-                    notes)
+            return (
+                "interface_missing",
+                f"no interface matches {var}={spec} on {n.name} (it has {', '.join(names)})",
+                notes,
+            )
     if n.ip and n.ip not in look.addresses:
         return "address_missing", f"{n.ip} is not an address of this node ({n.name})", notes
     for var in host_ip_vars():
@@ -191,20 +206,55 @@ def container_name(check_id: str, rank: int) -> str:
     return f"{PREFIX}{check_id}-r{rank}"
 
 
-def check_command(docker: DockerConfig, image: str, n: NodePlan, infiniband: bool, *, check_id: str, addr: str,
-                  port: int, world: int, timeout: float, mode: str = "auto") -> str:
+def check_command(
+    docker: DockerConfig,
+    image: str,
+    n: NodePlan,
+    infiniband: bool,
+    *,
+    check_id: str,
+    addr: str,
+    port: int,
+    world: int,
+    timeout: float,
+    mode: str = "auto",
+) -> str:
     """`docker run --rm -i` of the check program (fed on stdin) with the engine containers' flags and env.
 
     Masked values (secrets) are left out: the check needs none, and the plan only holds them masked.
     """
     env = {k: v for k, v in n.env.items() if v != MASK}
-    spot = Spot(name=n.name, rank=n.rank, role=n.role, iface=n.iface, ip=n.ip, rdma=n.rdma,
-                infiniband=infiniband, env=env)
-    words: list[Word] = ["docker", "run", "--rm", "-i", "--name", container_name(check_id, n.rank),
-                         "--label", f"{LABEL}={check_id}"]
+    spot = Spot(
+        name=n.name, rank=n.rank, role=n.role, iface=n.iface, ip=n.ip, rdma=n.rdma, infiniband=infiniband, env=env
+    )
+    words: list[Word] = [
+        "docker",
+        "run",
+        "--rm",
+        "-i",
+        "--name",
+        container_name(check_id, n.rank),
+        "--label",
+        f"{LABEL}={check_id}",
+    ]
     words += docker_flags(docker, spot)
-    words += [image, "python3", "-", "--rank", str(n.rank), "--world", str(world), "--addr", addr,
-              "--port", str(port), "--timeout", f"{timeout:g}", "--mode", mode]
+    words += [
+        image,
+        "python3",
+        "-",
+        "--rank",
+        str(n.rank),
+        "--world",
+        str(world),
+        "--addr",
+        addr,
+        "--port",
+        str(port),
+        "--timeout",
+        f"{timeout:g}",
+        "--mode",
+        mode,
+    ]
     if n.ip:
         words += ["--bind", n.ip]
     if n.iface:
@@ -222,7 +272,7 @@ def result_from_output(stdout: str) -> dict | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARK):
             try:
-                data = json.loads(line[len(MARK):])
+                data = json.loads(line[len(MARK) :])
             except ValueError:
                 return None
             return data if isinstance(data, dict) else None

@@ -8,6 +8,7 @@
    verdict should not wait out a timeout that can no longer change it.
 4. Whatever happens (cancel included), every container of this check is removed by name.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,18 @@ from ..config import Config
 from ..facts import Subnet
 from ..plan import NodePlan, Plan
 from ..ssh import Cluster
-from .remote import (Look, check_command, container_name, free_port, judge_look, look_command, parse_look,
-                     program_text, result_from_output, sweep_command)
+from .remote import (
+    Look,
+    check_command,
+    container_name,
+    free_port,
+    judge_look,
+    look_command,
+    parse_look,
+    program_text,
+    result_from_output,
+    sweep_command,
+)
 from ..engines.common import Spot, docker_flags
 from .ipc import IpcRisk, engine_identity, judge_ipc
 from .leftovers import leftovers_of
@@ -90,10 +101,12 @@ async def _check(cluster: Cluster, n: NodePlan, command: str, program: str, time
     if r.exit_status == 255 and not node.connected:
         return NodeResult.failed(n.name, n.rank, n.iface, n.ip, "ssh", r.stderr.strip() or str(node.error))
     if r.exit_status == 124:
-        return NodeResult.failed(n.name, n.rank, n.iface, n.ip, "timeout",
-                                 f"no result within {timeout + START_SLACK:g} s", text)
-    return NodeResult.failed(n.name, n.rank, n.iface, n.ip, None,
-                             f"the check exited {r.exit_status} without a result", text)
+        return NodeResult.failed(
+            n.name, n.rank, n.iface, n.ip, "timeout", f"no result within {timeout + START_SLACK:g} s", text
+        )
+    return NodeResult.failed(
+        n.name, n.rank, n.iface, n.ip, None, f"the check exited {r.exit_status} without a result", text
+    )
 
 
 async def _sweep(cluster: Cluster, names: dict[str, str]) -> None:
@@ -112,8 +125,15 @@ def _notify(on_node: Callable[[NodeResult], None] | None, r: NodeResult) -> None
             on_node(r)
 
 
-async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, str], timeout: float,
-                   names: dict[str, str], started: dict[str, str], on_node) -> dict[str, NodeResult]:
+async def _run_all(
+    cluster: Cluster,
+    order: list[NodePlan],
+    commands: dict[str, str],
+    timeout: float,
+    names: dict[str, str],
+    started: dict[str, str],
+    on_node,
+) -> dict[str, NodeResult]:
     program = program_text()
     tasks: dict[asyncio.Task, NodePlan] = {}
     for n in order:
@@ -151,9 +171,17 @@ async def _run_all(cluster: Cluster, order: list[NodePlan], commands: dict[str, 
     return results
 
 
-async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: float = DEFAULT_TIMEOUT, *,
-                        subnets: list[Subnet] | None = None, mode: str = "auto",
-                        on_node: Callable[[NodeResult], None] | None = None, rails: bool = False) -> Verdict:
+async def run_preflight(
+    cluster: Cluster,
+    config: Config,
+    plan: Plan,
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    subnets: list[Subnet] | None = None,
+    mode: str = "auto",
+    on_node: Callable[[NodeResult], None] | None = None,
+    rails: bool = False,
+) -> Verdict:
     """Check the plan's rendezvous on every node in the plan's image; bounded by about timeout + 12 s.
 
     subnets (the inventory's) lets a failed verdict suggest another subnet joining all nodes; mode is
@@ -167,9 +195,18 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
     t0 = time.monotonic()
     check_id = secrets.token_hex(4)
     order = sorted(plan.nodes, key=lambda n: n.rank)
-    setting = Setting(addr=plan.head_ip or "", port=0, subnet=plan.subnet, image=plan.image, timeout=timeout,
-                      engine=plan.engine, head=order[0].name, alternatives=_alternatives(subnets, plan),
-                      ranks={n.rank: n.name for n in order}, fabric=dict(plan.fabric))
+    setting = Setting(
+        addr=plan.head_ip or "",
+        port=0,
+        subnet=plan.subnet,
+        image=plan.image,
+        timeout=timeout,
+        engine=plan.engine,
+        head=order[0].name,
+        alternatives=_alternatives(subnets, plan),
+        ranks={n.rank: n.name for n in order},
+        fabric=dict(plan.fabric),
+    )
     verdict = Verdict(setting=setting, check_id=check_id)
     started: dict[str, str] = {}
     try:
@@ -182,11 +219,12 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
             port = free_port(head_look.listening, plan.dist_port, {plan.port, plan.ray_port, plan.dist_port})
             if port is None:
                 n = order[0]
-                early[n.name] = NodeResult.failed(n.name, n.rank, n.iface, n.ip, "port_in_use",
-                                                  f"no free port near {plan.dist_port} on {n.name}")
+                early[n.name] = NodeResult.failed(
+                    n.name, n.rank, n.iface, n.ip, "port_in_use", f"no free port near {plan.dist_port} on {n.name}"
+                )
         setting.port = port or plan.dist_port
         for n in order:
-            for note in (looks[n.name].notes if looks.get(n.name) else []):
+            for note in looks[n.name].notes if looks.get(n.name) else []:
                 verdict.warnings.append(note)
         if early:
             for n in order:
@@ -194,15 +232,27 @@ async def run_preflight(cluster: Cluster, config: Config, plan: Plan, timeout: f
                 verdict.nodes[n.name] = r
                 _notify(on_node, r)
         else:
-            commands = {n.name: check_command(config.docker, plan.image, n, looks[n.name].infiniband,
-                                              check_id=check_id, addr=setting.addr, port=setting.port,
-                                              world=len(order), timeout=timeout, mode=mode)
-                        for n in order}
+            commands = {
+                n.name: check_command(
+                    config.docker,
+                    plan.image,
+                    n,
+                    looks[n.name].infiniband,
+                    check_id=check_id,
+                    addr=setting.addr,
+                    port=setting.port,
+                    world=len(order),
+                    timeout=timeout,
+                    mode=mode,
+                )
+                for n in order
+            }
             names = {n.name: container_name(check_id, n.rank) for n in order}
             results = await _run_all(cluster, order, commands, timeout, names, started, on_node)
             for n in order:
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
-                    n.name, n.rank, n.iface, n.ip, "stopped", "no result")
+                    n.name, n.rank, n.iface, n.ip, "stopped", "no result"
+                )
         _judge(verdict, order, looks, plan, config)
         if plan.fabric.get("rails"):  # every half's subnet, not only the one the rendezvous crossed
             verdict.halves = await probe_halves(cluster, plan.fabric["rails"])
@@ -229,19 +279,18 @@ def _ipc_risks(order: list[NodePlan], looks: dict[str, Look | None], config: Con
     return out
 
 
-def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None], plan: Plan,
-           config: Config) -> None:
+def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None], plan: Plan, config: Config) -> None:
     """Reasons, fixes and warnings, once every node has a result."""
     s = verdict.setting
     plans = {n.name: n for n in order}
-    judge_memory(verdict, {k: lk.memory for k, lk in looks.items() if lk is not None}, plan.unified,
-                 plan.mem_fraction)
+    judge_memory(verdict, {k: lk.memory for k, lk in looks.items() if lk is not None}, plan.unified, plan.mem_fraction)
     judge_ipc_risks(verdict, _ipc_risks(order, looks, config))
     for n in order:
         lk = looks.get(n.name)
         if lk is not None:
-            lo = leftovers_of(n.name, plan.deployment, lk.containers, lk.stats, lk.memory, n.name in plan.unified,
-                              lk.containers_error)
+            lo = leftovers_of(
+                n.name, plan.deployment, lk.containers, lk.stats, lk.memory, n.name in plan.unified, lk.containers_error
+            )
             if lo.any:
                 verdict.leftovers[n.name] = lo
     ring = plan.fabric.get("ring") if plan.fabric else None
@@ -260,8 +309,12 @@ def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None
                 r.reason = f"{r.node} waited for {', '.join(who)}, which never joined ({r.line or r.error})"
         look = looks.get(r.node)
         if r.ok and r.transport == "socket" and n.rdma and look is not None and look.infiniband:
-            verdict.warnings.append(f"{r.node}: NCCL used sockets although the plan's data path is {n.rdma} "
-                                    f"(bootstrap {n.iface}): check NCCL_IB_HCA and /dev/infiniband")
+            verdict.warnings.append(
+                f"{r.node}: NCCL used sockets although the plan's data path is {n.rdma} "
+                f"(bootstrap {n.iface}): check NCCL_IB_HCA and /dev/infiniband"
+            )
     if any(r.ok and r.path == "tcp" for r in verdict.nodes.values()):
-        verdict.warnings.append("the image has no torch with a GPU: the check proved TCP reachability between "
-                                "the ranks on the plan's addresses, not NCCL itself")
+        verdict.warnings.append(
+            "the image has no torch with a GPU: the check proved TCP reachability between "
+            "the ranks on the plan's addresses, not NCCL itself"
+        )

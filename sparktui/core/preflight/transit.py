@@ -8,6 +8,7 @@ Installing Docker sets the FORWARD policy to DROP (spark-arena/sparkrun#157, #17
 ping, and every far address is silent, like a dead cable. The look gathers the three (SECTION), judge()
 names each failure with the command that fixes it.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -102,9 +103,16 @@ def judge(node: str, look: TransitLook | None, ring: dict) -> tuple[list[Problem
     devs = {lk["nodes"][node]["iface"] for lk in mine}
     problems, notes = [], []
     if look.ip_forward is False:
-        problems.append(Problem(node, "net.ipv4.ip_forward is 0: traffic for its neighbours' link is dropped here",
-                                ["sudo sysctl -w net.ipv4.ip_forward=1",
-                                 "echo net.ipv4.ip_forward=1 | sudo tee /etc/sysctl.d/60-fabric-forward.conf"]))
+        problems.append(
+            Problem(
+                node,
+                "net.ipv4.ip_forward is 0: traffic for its neighbours' link is dropped here",
+                [
+                    "sudo sysctl -w net.ipv4.ip_forward=1",
+                    "echo net.ipv4.ip_forward=1 | sudo tee /etc/sysctl.d/60-fabric-forward.conf",
+                ],
+            )
+        )
     elif look.ip_forward is None:
         notes.append(f"{node}: net.ipv4.ip_forward unreadable: check `sysctl net.ipv4.ip_forward` is 1")
     for lk in far:
@@ -115,20 +123,32 @@ def judge(node: str, look: TransitLook | None, ring: dict) -> tuple[list[Problem
         if hop is None:
             continue
         m, peer = hop
-        problems.append(Problem(node, f"no route to {lk['subnet']} (the link {' - '.join(lk['nodes'])}): its "
-                                      f"addresses are reached only through {peer}",
-                                [f"sudo ip route replace {lk['subnet']} via {m['nodes'][peer]['ip']} "
-                                 f"dev {m['nodes'][node]['iface']}"]))
+        problems.append(
+            Problem(
+                node,
+                f"no route to {lk['subnet']} (the link {' - '.join(lk['nodes'])}): its "
+                f"addresses are reached only through {peer}",
+                [f"sudo ip route replace {lk['subnet']} via {m['nodes'][peer]['ip']} dev {m['nodes'][node]['iface']}"],
+            )
+        )
     if look.policy is None:
-        notes.append(f"{node}: iptables' FORWARD chain unreadable (needs root): check `sudo iptables -S FORWARD`; "
-                     f"a DROP policy (Docker sets it) blocks the ring's transit")
+        notes.append(
+            f"{node}: iptables' FORWARD chain unreadable (needs root): check `sudo iptables -S FORWARD`; "
+            f"a DROP policy (Docker sets it) blocks the ring's transit"
+        )
     elif look.policy != "ACCEPT":
         # Relay directions: between interfaces that face different neighbours.
         faces = {lk["nodes"][node]["iface"]: next(p for p in lk["nodes"] if p != node) for lk in mine}
         pairs = [(a, b) for a in faces for b in faces if faces[a] != faces[b] and not _lets_through(look, a, b)]
         if pairs:
             fix = [f"sudo iptables -I DOCKER-USER 1 -i {a} -o {b} -j ACCEPT" for a, b in pairs]
-            problems.append(Problem(node, f"iptables' FORWARD policy is {look.policy} (installing Docker sets it) and "
-                                          f"no rule accepts the relays below between its ring interfaces: "
-                                          f"transit is silently dropped, like a dead cable", fix))
+            problems.append(
+                Problem(
+                    node,
+                    f"iptables' FORWARD policy is {look.policy} (installing Docker sets it) and "
+                    f"no rule accepts the relays below between its ring interfaces: "
+                    f"transit is silently dropped, like a dead cable",
+                    fix,
+                )
+            )
     return problems, notes

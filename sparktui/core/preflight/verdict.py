@@ -3,6 +3,7 @@
 Pure: results come in as the check program's JSON (or as a failure seen before it ran), reasons and
 fixes are plain sentences built from the error kind and the plan's addresses.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,9 +24,28 @@ from .transit import Problem
 
 # Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
 # or losing one (peer_failed) is what the other ranks see of someone else's failure.
-ROOT_ORDER = ("ssh", "image_missing", "python_missing", "docker", "interface_missing", "address_missing",
-              "port_in_use", "unreachable", "refused", "rdma", "gpu", "nccl", "timeout", "unknown", "memory", "ipc",
-              "peer_missing", "peer_failed", "stopped", "skipped")
+ROOT_ORDER = (
+    "ssh",
+    "image_missing",
+    "python_missing",
+    "docker",
+    "interface_missing",
+    "address_missing",
+    "port_in_use",
+    "unreachable",
+    "refused",
+    "rdma",
+    "gpu",
+    "nccl",
+    "timeout",
+    "unknown",
+    "memory",
+    "ipc",
+    "peer_missing",
+    "peer_failed",
+    "stopped",
+    "skipped",
+)
 SECONDARY = ("peer_missing", "peer_failed", "stopped", "skipped")  # never a reason to stop the others early
 _TARGET = (re.compile(r"\(([0-9A-Fa-f.:]+), (\d+)\)"), re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}):(\d+)\b"))
 
@@ -91,8 +111,21 @@ class NodeResult:
     def from_check(cls, node: str, rank: int, iface: str | None, ip: str | None, data: dict) -> "NodeResult":
         """From the check program's result line."""
         r = cls(node=node, rank=rank, iface=iface, ip=ip, ok=bool(data.get("ok")))
-        for k in ("path", "transport", "net", "transport_line", "bandwidth_gb_s", "bandwidth_what", "nccl", "kind",
-                  "error", "line", "target", "stage", "seconds"):
+        for k in (
+            "path",
+            "transport",
+            "net",
+            "transport_line",
+            "bandwidth_gb_s",
+            "bandwidth_what",
+            "nccl",
+            "kind",
+            "error",
+            "line",
+            "target",
+            "stage",
+            "seconds",
+        ):
             if data.get(k) is not None:
                 setattr(r, k, data[k])
         r.timings = dict(data.get("timings") or {})
@@ -108,15 +141,25 @@ class NodeResult:
         return r
 
     @classmethod
-    def failed(cls, node: str, rank: int, iface: str | None, ip: str | None, kind: str | None, error: str,
-               text: str = "") -> "NodeResult":
+    def failed(
+        cls, node: str, rank: int, iface: str | None, ip: str | None, kind: str | None, error: str, text: str = ""
+    ) -> "NodeResult":
         """A failure seen outside the check program (SSH, docker, the checks before it)."""
         line = None
         if kind is None:
             kind, line = classify("\n".join([error, text]))
         tail = [x for x in text.splitlines() if x.strip()][-25:]
-        return cls(node=node, rank=rank, iface=iface, ip=ip, ok=False, kind=kind or "unknown", error=error,
-                   line=line, tail=tail)
+        return cls(
+            node=node,
+            rank=rank,
+            iface=iface,
+            ip=ip,
+            ok=False,
+            kind=kind or "unknown",
+            error=error,
+            line=line,
+            tail=tail,
+        )
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -140,46 +183,69 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
     k, n = r.kind, r.node
     said = r.line or r.error or ""
     if k == "ssh":
-        return f"{n} could not be reached over SSH: {r.error}", "run `sparktui check` and fix the node's SSH access first"
+        return (
+            f"{n} could not be reached over SSH: {r.error}",
+            "run `sparktui check` and fix the node's SSH access first",
+        )
     if k == "image_missing":
         return f"image {s.image} is not on {n}", f"copy it to {n} first (`sparktui sync image`)"
     if k == "python_missing":
         return f"image {s.image} has no python3 to run the check on {n}", "use the engine's image (it ships python3)"
     if k == "docker":
-        fix = ("the NVIDIA container runtime is missing or docker.gpu_style does not match it "
-               "(gpus-all, runtime-nvidia, cdi)" if "device driver" in said else "fix docker on the node; see its message")
+        fix = (
+            "the NVIDIA container runtime is missing or docker.gpu_style does not match it "
+            "(gpus-all, runtime-nvidia, cdi)"
+            if "device driver" in said
+            else "fix docker on the node; see its message"
+        )
         return f"docker could not start the check on {n}: {said}", fix
     if k == "interface_missing":
-        return (f"{n} lacks the interface the plan names ({said})",
-                f"{s.other_subnet()}, or correct nodes[{n}].interfaces / NCCL_SOCKET_IFNAME")
+        return (
+            f"{n} lacks the interface the plan names ({said})",
+            f"{s.other_subnet()}, or correct nodes[{n}].interfaces / NCCL_SOCKET_IFNAME",
+        )
     if k == "address_missing":
-        return (f"{n}: {said}",
-                f"run `sparktui check` to refresh {n}'s addresses; {s.host_var} must be {n}'s own address"
-                + (f" on {s.subnet}" if s.subnet else "") + (f" ({r.ip})" if r.ip else ""))
+        return (
+            f"{n}: {said}",
+            f"run `sparktui check` to refresh {n}'s addresses; {s.host_var} must be {n}'s own address"
+            + (f" on {s.subnet}" if s.subnet else "")
+            + (f" ({r.ip})" if r.ip else ""),
+        )
     if k == "port_in_use":
         return f"{n}: the check's port is taken ({said})", "pass --dist-port with a free port, or stop what holds it"
     if k == "unreachable":
         where = f" on {r.iface}" if r.iface else ""
-        return (f"{_target(r, s)} is unreachable from {n} ({said})",
-                f"check the link{where} (cable, `ip link`, a firewall), or {s.other_subnet()}")
+        return (
+            f"{_target(r, s)} is unreachable from {n} ({said})",
+            f"check the link{where} (cable, `ip link`, a firewall), or {s.other_subnet()}",
+        )
     if k == "refused":
-        return (f"nothing listened at {_target(r, s)} when {n} called ({said})",
-                f"see why the head ({s.head}) did not listen there; is {_target(r, s)} the head's address?")
+        return (
+            f"nothing listened at {_target(r, s)} when {n} called ({said})",
+            f"see why the head ({s.head}) did not listen there; is {_target(r, s)} the head's address?",
+        )
     if k == "rdma":
         dev = f"NCCL_IB_HCA={rdma}" if rdma else "NCCL_IB_HCA"
-        return (f"NCCL's RDMA path failed on {n}: {said}",
-                f"check {dev} against `ibdev2netdev` and /dev/infiniband on {n}; "
-                "--env NCCL_IB_DISABLE=1 runs NCCL over sockets to confirm the rest works")
+        return (
+            f"NCCL's RDMA path failed on {n}: {said}",
+            f"check {dev} against `ibdev2netdev` and /dev/infiniband on {n}; "
+            "--env NCCL_IB_DISABLE=1 runs NCCL over sockets to confirm the rest works",
+        )
     if k == "gpu":
-        return (f"the check on {n} found no usable GPU: {said}",
-                "check docker.gpu_style (gpus-all, runtime-nvidia, cdi) and `nvidia-smi` on the node")
+        return (
+            f"the check on {n} found no usable GPU: {said}",
+            "check docker.gpu_style (gpus-all, runtime-nvidia, cdi) and `nvidia-smi` on the node",
+        )
     if k == "nccl":
         return f"NCCL failed on {n}: {said}", "read the NCCL lines of this node (NCCL_DEBUG=INFO is on)"
     if k == "timeout":
         stuck = f" (stuck in {r.stage})" if r.stage else ""
         if r.stage in ("all-reduce", "bandwidth"):
-            fix = ("NCCL joined but no data flows: check the RDMA device" + (f" {rdma}" if rdma else "")
-                   + " or try --env NCCL_IB_DISABLE=1")
+            fix = (
+                "NCCL joined but no data flows: check the RDMA device"
+                + (f" {rdma}" if rdma else "")
+                + " or try --env NCCL_IB_DISABLE=1"
+            )
         else:
             fix = s.other_subnet()
         return f"{n} got no answer within {s.timeout:g} s{stuck}", fix
@@ -199,14 +265,20 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
 
 
 def _memory_reason(m: FreeMemory) -> str:
-    why = (f"{gib(m.cached)} of it is page cache, which dropping would free" if m.cache_would_do else
-           f"the page cache ({gib(m.cached)}) would not make up for it")
-    return (f"{gib(m.free)} free for the GPU, the engine asks for {gib(m.need)} ({m.fraction:g} of memory) "
-            f"and would refuse to start; {why}")
+    why = (
+        f"{gib(m.cached)} of it is page cache, which dropping would free"
+        if m.cache_would_do
+        else f"the page cache ({gib(m.cached)}) would not make up for it"
+    )
+    return (
+        f"{gib(m.free)} free for the GPU, the engine asks for {gib(m.need)} ({m.fraction:g} of memory) "
+        f"and would refuse to start; {why}"
+    )
 
 
-def judge_memory(verdict: "Verdict", memory: dict[str, Memory | None], unified: list[str],
-                 fraction: float | None) -> None:
+def judge_memory(
+    verdict: "Verdict", memory: dict[str, Memory | None], unified: list[str], fraction: float | None
+) -> None:
     """Each node's free memory as read at the check, against what the engine will ask for.
 
     A node short of it fails the check like a rendezvous failure: on unified memory the engine
@@ -280,8 +352,10 @@ class Verdict:
     @property
     def root(self) -> NodeResult | None:
         """The failure to name first."""
+
         def order(r: NodeResult) -> tuple:
             return (ROOT_ORDER.index(r.kind) if r.kind in ROOT_ORDER else len(ROOT_ORDER), r.rank)
+
         bad = sorted(self.failed, key=order)
         return bad[0] if bad else None
 
@@ -363,8 +437,10 @@ class Verdict:
         out += [f"  link: {ln}" for ln in links_short(self.rails)]
         if measured and len(out) == 0:
             low = min(measured, key=lambda r: r.share or 0)
-            out.append(f"  rails: {len(measured)} measured alone, the slowest {low.name()} at {low.gbps:.1f} Gb/s "
-                       f"({(low.share or 0) * 100:.0f} % of its share)")
+            out.append(
+                f"  rails: {len(measured)} measured alone, the slowest {low.name()} at {low.gbps:.1f} Gb/s "
+                f"({(low.share or 0) * 100:.0f} % of its share)"
+            )
         return out
 
     def to_json(self) -> dict:
@@ -407,10 +483,12 @@ class Verdict:
             bw = self.bandwidth_gb_s
             what = next((r.bandwidth_what for r in self.nodes.values() if r.bandwidth_what), "bandwidth")
             sh, line = self.share, self.line_rate_gb_s
-            out = [f"preflight ok in {self.seconds:.1f} s: {len(self.nodes)} node(s) met at {s.addr}:{s.port}"
-                   + (f" over {self.transport}" if self.transport else "")
-                   + (f", {what} {bw:.2f} GB/s" if bw is not None else "")
-                   + (f" = {sh * 100:.0f} % of line rate ({line:.2f} GB/s)" if sh is not None and line else "")]
+            out = [
+                f"preflight ok in {self.seconds:.1f} s: {len(self.nodes)} node(s) met at {s.addr}:{s.port}"
+                + (f" over {self.transport}" if self.transport else "")
+                + (f", {what} {bw:.2f} GB/s" if bw is not None else "")
+                + (f" = {sh * 100:.0f} % of line rate ({line:.2f} GB/s)" if sh is not None and line else "")
+            ]
             if self.pass_line_gb_s is not None and bw is not None:
                 out.append(f"  {bw:.2f} GB/s {rate.pass_words(bw, s.fabric)}")
             if self.nccl:
@@ -428,8 +506,11 @@ class Verdict:
         for r in self.nodes.values():
             where = " ".join(x for x in (r.iface, r.ip) if x)
             if r.ok:
-                state = "ok" + (f", {r.transport}" if r.transport else "") + (
-                    f", {r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "")
+                state = (
+                    "ok"
+                    + (f", {r.transport}" if r.transport else "")
+                    + (f", {r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "")
+                )
             else:
                 state = f"failed ({r.kind}): {r.reason}"
             if r.memory is not None and r.kind != "memory":
@@ -441,8 +522,10 @@ class Verdict:
         out += [f"  half: {h.problem()}" for h in self.dead_halves if h is not self.dead_halves[0] or self.root]
         out += [f"  half not proven: {h.name()}: {h.error}" for h in self.halves if h.ok is None and h.error]
         if self.halves and not self.dead_halves and all(h.ok for h in self.halves):
-            out.append(f"  halves: {len(self.halves)} fabric subnet(s) carried traffic "
-                       f"({', '.join(sorted({h.rail['subnet'] for h in self.halves}))})")
+            out.append(
+                f"  halves: {len(self.halves)} fabric subnet(s) carried traffic "
+                f"({', '.join(sorted({h.rail['subnet'] for h in self.halves}))})"
+            )
         out += self._rail_lines()
         out += [f"  warning: {w}" for w in self.warnings]
         out += [f"  left over: {ln}" for lo in self.leftovers.values() for ln in lo.lines()]

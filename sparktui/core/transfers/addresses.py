@@ -1,4 +1,5 @@
 """The address each node is dialled at by its peers for transfers: its IP on the fabric subnet."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,7 +22,9 @@ async def node_facts(cluster, names: list[str], model_path: str) -> list[NodeFac
     return list(await asyncio.gather(*(one(n) for n in names)))
 
 
-async def fabric_addresses(cluster, config, names: list[str], subnet: str | None = None) -> tuple[dict[str, str], list[str]]:
+async def fabric_addresses(
+    cluster, config, names: list[str], subnet: str | None = None
+) -> tuple[dict[str, str], list[str]]:
     """node -> IP on the subnet joining `names` (the best one, or the one `subnet` names).
 
     Returns the addresses and notes for the user (e.g. a fall-back onto the management subnet).
@@ -45,12 +48,14 @@ async def fabric_addresses(cluster, config, names: list[str], subnet: str | None
     if fast_down and chosen is not None and not (chosen.rdma and chosen.up) and not subnet:
         # do not quietly fall back to a slower (or dead-end) network when the fabric is unplugged
         f = fast_down[0]
-        raise TransferError(f"the fabric {f.subnet} is down: " + "; ".join(f.notes or ["a link is down"])
-                            + ". Bring the link up, or name another subnet with --subnet CIDR")
+        raise TransferError(
+            f"the fabric {f.subnet} is down: "
+            + "; ".join(f.notes or ["a link is down"])
+            + ". Bring the link up, or name another subnet with --subnet CIDR"
+        )
     if chosen is None:
         raise TransferError("no subnet joins " + ", ".join(names) + ": " + "; ".join(network.warnings(found, facts)))
     notes = []
     if chosen.management:
-        notes.append(f"copying over {chosen.subnet}, the management subnet: no faster subnet joins "
-                     + ", ".join(names))
+        notes.append(f"copying over {chosen.subnet}, the management subnet: no faster subnet joins " + ", ".join(names))
     return {n: chosen.nodes[n].ip for n in names}, notes

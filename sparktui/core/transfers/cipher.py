@@ -9,6 +9,7 @@ SSH takes the first cipher of the CLIENT's list that the server also offers (RFC
 the sender lists its preference filtered by `ssh -Q cipher`, and the cipher ssh reports after key
 exchange (`ssh -v`: "kex: client->server cipher: ...") is what the peer accepted.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -17,10 +18,20 @@ from dataclasses import dataclass
 from . import remote
 from .options import TransferOptions
 
-AES_FIRST = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
-             "aes128-ctr", "aes256-ctr")
-CHACHA_FIRST = ("chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
-                "aes128-ctr", "aes256-ctr")
+AES_FIRST = (
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "chacha20-poly1305@openssh.com",
+    "aes128-ctr",
+    "aes256-ctr",
+)
+CHACHA_FIRST = (
+    "chacha20-poly1305@openssh.com",
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "aes128-ctr",
+    "aes256-ctr",
+)
 
 
 @dataclass
@@ -37,7 +48,7 @@ def host_facts(ssh: str) -> str:
     return (
         'printf "cores=%s\\n" "$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)"\n'
         'a=0; grep -qiw aes /proc/cpuinfo 2>/dev/null && a=1; printf "aes=%s\\n" "$a"\n'
-        f'printf "offer=%s\\n" "$({client} -Q cipher 2>/dev/null | tr \'\\n\' \' \')"\n'
+        f"printf \"offer=%s\\n\" \"$({client} -Q cipher 2>/dev/null | tr '\\n' ' ')\"\n"
     )
 
 
@@ -82,10 +93,12 @@ async def choose(node, user: str, addr: str, opts: TransferOptions) -> Choice:
     prefs = preference(aes, offer)
     best = (AES_FIRST if aes else CHACHA_FIRST)[0]
     if not prefs:
-        return Choice(None, None, f"{node.name}'s ssh offers none of {', '.join(AES_FIRST)}; ssh's default cipher",
-                      cores)
-    r = await node.run(negotiate(opts.ssh, user, addr, ",".join(prefs), opts.connect_timeout),
-                       timeout=opts.connect_timeout + 20)
+        return Choice(
+            None, None, f"{node.name}'s ssh offers none of {', '.join(AES_FIRST)}; ssh's default cipher", cores
+        )
+    r = await node.run(
+        negotiate(opts.ssh, user, addr, ",".join(prefs), opts.connect_timeout), timeout=opts.connect_timeout + 20
+    )
     kv = _kv(r.stdout)
     got = kv.get("cipher") or None
     if not got:

@@ -1,4 +1,5 @@
 """Transfer failures, each with a plain sentence for the user."""
+
 from __future__ import annotations
 
 

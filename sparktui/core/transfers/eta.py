@@ -3,6 +3,7 @@
 rsync's first updates come before its pace is known: after a first small file the rate it prints is
 that file's (469 bytes at 46 kB/s), and bytes left at it read as 23 minutes for a 2-second copy.
 """
+
 from __future__ import annotations
 
 MIN_SECONDS = 1.0  # rsync reports about once a second: sooner, no rate has been measured

@@ -2,6 +2,7 @@
 detached on a node that holds it, byte progress through a counter in the pipe (see remote.py),
 then the image ID must be the same on every node. Nodes already holding that ID are skipped.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,17 +52,37 @@ async def image_ids(cluster, names: list[str], image: str) -> tuple[dict[str, tu
     return dict(zip(names, found)), errors
 
 
-async def carry_on_image(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
-                         already_ended: bool) -> Outcome:
+async def carry_on_image(
+    cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions, already_ended: bool
+) -> Outcome:
     """Follow a started save | load to its end (unless already_ended), then compare image IDs."""
     if not already_ended:
         ended = await follow(cluster[meta.source], meta, emit, opts)
         if ended.rc != 0:
-            emit(TransferProgress(meta.id, "image", meta.source, meta.dest, ended.state, message=ended.message,
-                                  total_bytes=meta.total_bytes))
+            emit(
+                TransferProgress(
+                    meta.id,
+                    "image",
+                    meta.source,
+                    meta.dest,
+                    ended.state,
+                    message=ended.message,
+                    total_bytes=meta.total_bytes,
+                )
+            )
             return Outcome(meta.dest, False, ended.message or ended.state, meta.source, meta.id)
-    emit(TransferProgress(meta.id, "image", meta.source, meta.dest, "verifying", total_bytes=meta.total_bytes,
-                          bytes=meta.total_bytes or 0, message="comparing image IDs"))
+    emit(
+        TransferProgress(
+            meta.id,
+            "image",
+            meta.source,
+            meta.dest,
+            "verifying",
+            total_bytes=meta.total_bytes,
+            bytes=meta.total_bytes or 0,
+            message="comparing image IDs",
+        )
+    )
     found, errors = await image_ids(cluster, [meta.dest], meta.image or "")
     got = found[meta.dest]
     ok = got is not None and got[0] == meta.image_id
@@ -74,16 +95,34 @@ async def carry_on_image(cluster, meta: TransferMeta, emit: Emit, opts: Transfer
     else:
         msg = f"{meta.dest} has {meta.image} as {got[0]}, {meta.source} as {meta.image_id}"
     await cluster[meta.source].run(remote.write_verified(meta.id, {"ok": ok, "message": msg}), timeout=30)
-    emit(TransferProgress(meta.id, "image", meta.source, meta.dest, DONE if ok else FAILED,
-                          total_bytes=meta.total_bytes, bytes=meta.total_bytes or 0,
-                          percent=100.0 if ok else None, message=msg))
+    emit(
+        TransferProgress(
+            meta.id,
+            "image",
+            meta.source,
+            meta.dest,
+            DONE if ok else FAILED,
+            total_bytes=meta.total_bytes,
+            bytes=meta.total_bytes or 0,
+            percent=100.0 if ok else None,
+            message=msg,
+        )
+    )
     return Outcome(meta.dest, ok, msg, meta.source, meta.id)
 
 
-async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | None = None, *,
-                     emit: Emit | None = None, opts: TransferOptions | None = None,
-                     addrs: dict[str, str] | None = None, subnet: str | None = None,
-                     wait: bool = True) -> list[Outcome]:
+async def sync_image(
+    cluster,
+    config,
+    image_or_engine: str,
+    dests: list[str] | None = None,
+    *,
+    emit: Emit | None = None,
+    opts: TransferOptions | None = None,
+    addrs: dict[str, str] | None = None,
+    subnet: str | None = None,
+    wait: bool = True,
+) -> list[Outcome]:
     """Make `dests` (default: every node) hold the same image ID as the node that has it (the head
     first). Raises TransferError when no node has the image or a node cannot be asked.
     wait=False starts the transfers from that node and returns (ok = started)."""
@@ -100,8 +139,10 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
     source = next((n for n in order if ids[n] is not None), None)
     if source is None:
         asked = "; ".join(errors.values())
-        raise TransferError(f"no node has the image {image}; pull it on one of them first "
-                            f"(`docker pull {image}` on {config.head.name})" + (f" ({asked})" if asked else ""))
+        raise TransferError(
+            f"no node has the image {image}; pull it on one of them first "
+            f"(`docker pull {image}` on {config.head.name})" + (f" ({asked})" if asked else "")
+        )
     ref_id, size = ids[source]  # type: ignore[misc]
     outcomes: dict[str, Outcome] = {}
     todo = []
@@ -114,8 +155,16 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
             todo.append(d)
     if not todo:
         return [outcomes[d] for d in targets]
-    emit(TransferProgress("-", "image", source, "-", "preparing",
-                          message=f"{image} is {ref_id} on {source}; copying to {', '.join(todo)}"))
+    emit(
+        TransferProgress(
+            "-",
+            "image",
+            source,
+            "-",
+            "preparing",
+            message=f"{image} is {ref_id} on {source}; copying to {', '.join(todo)}",
+        )
+    )
     if addrs is None:
         addrs, notes = await fabric_addresses(cluster, config, list(dict.fromkeys([source, *todo])), subnet)
         for note in notes:
@@ -154,8 +203,17 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
         if busy is not None:
             e = TransferBusy(f"an image transfer to {dest} is already running ({busy.id})", busy.id)
             return Outcome(dest, False, str(e), sender, busy.id)
-        meta = TransferMeta(id=new_id("image", dest), kind="image", source=sender, dest=dest, addr=addrs[dest],
-                            user=users[dest], image=image, image_id=ref_id, total_bytes=size or None)
+        meta = TransferMeta(
+            id=new_id("image", dest),
+            kind="image",
+            source=sender,
+            dest=dest,
+            addr=addrs[dest],
+            user=users[dest],
+            image=image,
+            image_id=ref_id,
+            total_bytes=size or None,
+        )
         job = remote.image_job(image, users[dest], addrs[dest], opts.ssh, opts.connect_timeout)
         r = await cluster[sender].run(remote.start_detached(meta.id, meta.to_json(), job), timeout=60)
         if not r.ok:
@@ -175,10 +233,14 @@ async def sync_image(cluster, config, image_or_engine: str, dests: list[str] | N
         return await carry_on_image(cluster, started, emit, opts, already_ended=False)
 
     if not wait:
+
         async def start_only(d: str) -> None:
             started = await start(source, d)
-            outcomes[d] = started if isinstance(started, Outcome) else \
-                Outcome(d, True, f"started {started.id}", source, started.id)
+            outcomes[d] = (
+                started
+                if isinstance(started, Outcome)
+                else Outcome(d, True, f"started {started.id}", source, started.id)
+            )
 
         await asyncio.gather(*(start_only(d) for d in fresh))
         checked = await asyncio.gather(*adopted.values())  # only finished ones wait for verification here

@@ -3,6 +3,7 @@
 The source node runs rsync itself, detached (so the copy survives sparktui exiting), towards
 each peer's fabric address; nodes that finished become senders for the rest (see schedule.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,8 +41,13 @@ def parse_file_list(text: str) -> dict:
         if sep and size.isdigit():
             sizes[name] = int(size)
     links = links_line.partition("=")[2].strip()
-    return {"files": len(sizes), "links": int(links) if links.isdigit() else 0, "bytes": sum(sizes.values()),
-            "sizes": sizes, "incomplete": mark_line.partition("=")[2].strip() or None}
+    return {
+        "files": len(sizes),
+        "links": int(links) if links.isdigit() else 0,
+        "bytes": sum(sizes.values()),
+        "sizes": sizes,
+        "incomplete": mark_line.partition("=")[2].strip() or None,
+    }
 
 
 async def inventory(node, path: str) -> dict | None:
@@ -66,12 +72,17 @@ def compare_sizes(src: dict[str, int], dst: dict[str, int], limit: int = 3) -> l
         return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
     if short:
-        out.append(f"{len(short)} file(s) differ in size ({', '.join(f'{n}: {_size(dst[n])} of {_size(src[n])}' for n in short[:limit])}"
-                   + (f" and {len(short) - limit} more" if len(short) > limit else "") + ")")
+        out.append(
+            f"{len(short)} file(s) differ in size ({', '.join(f'{n}: {_size(dst[n])} of {_size(src[n])}' for n in short[:limit])}"
+            + (f" and {len(short) - limit} more" if len(short) > limit else "")
+            + ")"
+        )
     if missing:
         out.append(f"{len(missing)} file(s) missing ({some(missing)})")
     if extra:
-        out.append(f"{len(extra)} file(s) the source does not have ({some(extra)}; remove them or an engine may load them)")
+        out.append(
+            f"{len(extra)} file(s) the source does not have ({some(extra)}; remove them or an engine may load them)"
+        )
     return out
 
 
@@ -107,41 +118,73 @@ async def _preflight_dest(node, path: str, need_bytes: int) -> None:
         if missing > avail:
             raise TransferError(
                 f"not enough space on {node.name}: {_size(avail)} free at {kv.get('at', path)}, "
-                f"the model needs {_size(missing)} more ({_size(need_bytes)} in all)")
+                f"the model needs {_size(missing)} more ({_size(need_bytes)} in all)"
+            )
     m = await node.run(remote.make_dir(path), timeout=30)
     if not m.ok:
         raise TransferError(f"cannot create {path} on {node.name}: {m.stderr.strip() or m.exit_status}")
 
 
-async def start_model_transfer(cluster, source: str, dest: str, path: str, addr: str, user: str,
-                               opts: TransferOptions, total: dict | None = None,
-                               records: list | None = None) -> TransferMeta:
+async def start_model_transfer(
+    cluster,
+    source: str,
+    dest: str,
+    path: str,
+    addr: str,
+    user: str,
+    opts: TransferOptions,
+    total: dict | None = None,
+    records: list | None = None,
+) -> TransferMeta:
     """Start rsync source -> user@addr:path detached on `source`; refuses a second one to `dest`."""
     records = records if records is not None else await list_transfers(cluster)
     busy = running_to(records, dest, "model")
     if busy is not None:
-        raise TransferBusy(f"a model transfer to {dest} is already running ({busy.id} from {busy.meta.source}); "
-                           f"follow it with `sparktui sync status` or stop it with `sparktui sync cancel {busy.id}`",
-                           busy.id)
+        raise TransferBusy(
+            f"a model transfer to {dest} is already running ({busy.id} from {busy.meta.source}); "
+            f"follow it with `sparktui sync status` or stop it with `sparktui sync cancel {busy.id}`",
+            busy.id,
+        )
     total = total if total is not None else await inventory(cluster[source], path)
     have = await inventory(cluster[dest], path)
     choice = await cipher.choose(cluster[source], user, addr, opts)
     sizes = (total or {}).get("sizes", {})
     k = opts.rsync_streams or streams.stream_count(
-        choice.cores, sum(1 for s in sizes.values() if s >= opts.stream_file_bytes), opts.max_streams)
+        choice.cores, sum(1 for s in sizes.values() if s >= opts.stream_file_bytes), opts.max_streams
+    )
     plan = streams.plan(sizes, (have or {}).get("sizes"), k, opts.stream_file_bytes)
-    meta = TransferMeta(id=new_id("model", dest), kind="model", source=source, dest=dest, addr=addr, user=user,
-                        path=path, total_bytes=(total or {}).get("bytes"), total_files=(total or {}).get("files"),
-                        streams=plan.count, cipher=choice.cipher, cipher_note=choice.note)
+    meta = TransferMeta(
+        id=new_id("model", dest),
+        kind="model",
+        source=source,
+        dest=dest,
+        addr=addr,
+        user=user,
+        path=path,
+        total_bytes=(total or {}).get("bytes"),
+        total_files=(total or {}).get("files"),
+        streams=plan.count,
+        cipher=choice.cipher,
+        cipher_note=choice.note,
+    )
     # the directory counts as incomplete from before the first byte until verification passes
     note = f"copy {meta.id} from {source} started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(meta.started))}"
     m = await cluster[dest].run(remote.mark_incomplete(path, note), timeout=60)
     if not m.ok:
         raise TransferError(f"cannot prepare {path} on {dest}: {m.stderr.strip() or f'exit {m.exit_status}'}")
-    job = streams.job(plan, path, user, addr, path, remote.ssh_command(opts.ssh, opts.connect_timeout, choice.ciphers),
-                      opts.io_timeout, opts.bwlimit)
-    r = await cluster[source].run(remote.start_detached(meta.id, meta.to_json(), job, streams.state_files(plan)),
-                                  timeout=60)
+    job = streams.job(
+        plan,
+        path,
+        user,
+        addr,
+        path,
+        remote.ssh_command(opts.ssh, opts.connect_timeout, choice.ciphers),
+        opts.io_timeout,
+        opts.bwlimit,
+    )
+    r = await cluster[source].run(
+        remote.start_detached(meta.id, meta.to_json(), job, streams.state_files(plan)), timeout=60
+    )
     if not r.ok:
         raise TransferError(f"could not start rsync on {source}: {r.stderr.strip() or f'exit {r.exit_status}'}")
     return meta
@@ -152,22 +195,25 @@ async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> di
     destination's incomplete-copy mark goes. The result is stored in the transfer's state directory."""
     src, dst = cluster[meta.source], cluster[meta.dest]
     a, b = await asyncio.gather(inventory(src, meta.path), inventory(dst, meta.path))
-    result: dict = {"ok": False, "at": time.time(), "checksum": False,
-                    "source": _totals(a), "dest": _totals(b)}
+    result: dict = {"ok": False, "at": time.time(), "checksum": False, "source": _totals(a), "dest": _totals(b)}
     diffs = compare_sizes(a["sizes"], b["sizes"]) if a is not None and b is not None else []
     if a is None or b is None:
         result["message"] = f"{meta.path} is missing on {meta.source if a is None else meta.dest} after the copy"
     elif a["incomplete"]:
         result["message"] = f"{meta.source}'s own copy is incomplete ({a['incomplete']}); sync it first"
     elif diffs:
-        result["message"] = (f"{meta.dest} does not match {meta.source}: " + "; ".join(diffs)
-                             + " (did the source change during the copy?); run the sync again")
+        result["message"] = (
+            f"{meta.dest} does not match {meta.source}: "
+            + "; ".join(diffs)
+            + " (did the source change during the copy?); run the sync again"
+        )
     else:
         result["ok"] = True
         result["message"] = f"verified: {a['files']} files, {_size(a['bytes'])}, every size equal on both nodes"
     if result["ok"] and opts.checksum:
-        r = await src.run(remote.checksum_dry_run(meta.path, meta.user, meta.addr, meta.path, opts.ssh,
-                                                  opts.connect_timeout))
+        r = await src.run(
+            remote.checksum_dry_run(meta.path, meta.user, meta.addr, meta.path, opts.ssh, opts.connect_timeout)
+        )
         diffs = [ln for ln in r.stdout.splitlines() if ln[:1] in "<>ch*"]
         result["checksum"] = True
         if not r.ok:
@@ -175,16 +221,21 @@ async def verify_model(cluster, meta: TransferMeta, opts: TransferOptions) -> di
             result["message"] = f"checksum pass failed (rsync exit {r.exit_status}): {r.stderr.strip()[-300:]}"
         elif diffs:
             result["ok"] = False
-            result["message"] = (f"{len(diffs)} files differ by checksum, e.g. "
-                                 + ", ".join(d.split(" ", 1)[-1] for d in diffs[:3]) + "; run the sync again")
+            result["message"] = (
+                f"{len(diffs)} files differ by checksum, e.g. "
+                + ", ".join(d.split(" ", 1)[-1] for d in diffs[:3])
+                + "; run the sync again"
+            )
         else:
             result["message"] += ", contents equal by checksum"
     if result["ok"]:
         m = await dst.run(remote.mark_complete(meta.path), timeout=30)
         if not m.ok:
             result["ok"] = False
-            result["message"] = (f"verified, but the incomplete-copy mark on {meta.dest} could not be removed: "
-                                 f"{m.stderr.strip() or f'exit {m.exit_status}'}")
+            result["message"] = (
+                f"verified, but the incomplete-copy mark on {meta.dest} could not be removed: "
+                f"{m.stderr.strip() or f'exit {m.exit_status}'}"
+            )
     await src.run(remote.write_verified(meta.id, result), timeout=30)
     return result
 
@@ -198,36 +249,82 @@ def _how(meta: TransferMeta) -> dict:
 def _tell_cipher(meta: TransferMeta, emit: Emit) -> None:
     """A copy that could not use the preferred cipher says so (and which one it uses)."""
     if meta.cipher_note:
-        emit(TransferProgress("-", "model", meta.source, "-", "preparing",
-                              message=f"{meta.source} → {meta.dest}: {meta.cipher_note}"))
+        emit(
+            TransferProgress(
+                "-", "model", meta.source, "-", "preparing", message=f"{meta.source} → {meta.dest}: {meta.cipher_note}"
+            )
+        )
 
 
 def _totals(inv: dict | None) -> dict | None:
     return None if inv is None else {k: inv[k] for k in ("files", "links", "bytes")}
 
 
-async def carry_on_model(cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions,
-                         already_ended: bool = False) -> Outcome:
+async def carry_on_model(
+    cluster, meta: TransferMeta, emit: Emit, opts: TransferOptions, already_ended: bool = False
+) -> Outcome:
     """Follow a started rsync to its end (unless already_ended), then verify it."""
     if not already_ended:
         ended = await follow(cluster[meta.source], meta, emit, opts)
         if ended.rc != 0:
-            emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, ended.state, message=ended.message,
-                                  total_bytes=meta.total_bytes, **_how(meta)))
+            emit(
+                TransferProgress(
+                    meta.id,
+                    meta.kind,
+                    meta.source,
+                    meta.dest,
+                    ended.state,
+                    message=ended.message,
+                    total_bytes=meta.total_bytes,
+                    **_how(meta),
+                )
+            )
             return Outcome(meta.dest, False, ended.message or ended.state, meta.source, meta.id)
-    emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, "verifying", total_bytes=meta.total_bytes,
-                          bytes=meta.total_bytes or 0, percent=100.0, message="comparing both sides", **_how(meta)))
+    emit(
+        TransferProgress(
+            meta.id,
+            meta.kind,
+            meta.source,
+            meta.dest,
+            "verifying",
+            total_bytes=meta.total_bytes,
+            bytes=meta.total_bytes or 0,
+            percent=100.0,
+            message="comparing both sides",
+            **_how(meta),
+        )
+    )
     v = await verify_model(cluster, meta, opts)
     state = DONE if v["ok"] else FAILED
-    emit(TransferProgress(meta.id, meta.kind, meta.source, meta.dest, state, total_bytes=meta.total_bytes,
-                          bytes=meta.total_bytes or 0, percent=100.0 if v["ok"] else None,
-                          files_total=meta.total_files, message=v["message"], **_how(meta)))
+    emit(
+        TransferProgress(
+            meta.id,
+            meta.kind,
+            meta.source,
+            meta.dest,
+            state,
+            total_bytes=meta.total_bytes,
+            bytes=meta.total_bytes or 0,
+            percent=100.0 if v["ok"] else None,
+            files_total=meta.total_files,
+            message=v["message"],
+            **_how(meta),
+        )
+    )
     return Outcome(meta.dest, v["ok"], v["message"], meta.source, meta.id)
 
 
-async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: Emit | None = None,
-                     opts: TransferOptions | None = None, addrs: dict[str, str] | None = None,
-                     subnet: str | None = None, wait: bool = True) -> list[Outcome]:
+async def sync_model(
+    cluster,
+    config,
+    dests: list[str] | None = None,
+    *,
+    emit: Emit | None = None,
+    opts: TransferOptions | None = None,
+    addrs: dict[str, str] | None = None,
+    subnet: str | None = None,
+    wait: bool = True,
+) -> list[Outcome]:
     """Bring config.model.path to `dests` (default: every other node), verified.
 
     wait=False starts every copy from the source and returns at once (ok = started; no fan-out,
@@ -258,11 +355,15 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
     await require_rsync(src_node, f"{source} (the model's source)")
     total = await inventory(src_node, path)
     if total is None:
-        raise TransferError(f"model directory {path} not found on {source} (model.source); "
-                            f"put the checkpoint there or set model.source to the node that holds it")
+        raise TransferError(
+            f"model directory {path} not found on {source} (model.source); "
+            f"put the checkpoint there or set model.source to the node that holds it"
+        )
     if total["incomplete"]:
-        raise TransferError(f"the copy of {path} on {source} (model.source) is incomplete ({total['incomplete']}); "
-                            f"complete it first, or set model.source to the node that holds the whole checkpoint")
+        raise TransferError(
+            f"the copy of {path} on {source} (model.source) is incomplete ({total['incomplete']}); "
+            f"complete it first, or set model.source to the node that holds the whole checkpoint"
+        )
     if addrs is None:
         addrs, notes = await fabric_addresses(cluster, config, [source, *targets], subnet)
         for note in notes:
@@ -281,8 +382,17 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
         if rec is not None and rec.state == RUNNING and not wait:
             outcomes[d] = Outcome(d, True, f"already running from {rec.meta.source}", rec.meta.source, rec.id)
         elif rec is not None and rec.state == RUNNING:
-            emit(TransferProgress(rec.id, "model", rec.meta.source, d, RUNNING, total_bytes=rec.meta.total_bytes,
-                                  message=f"following the transfer already running from {rec.meta.source}"))
+            emit(
+                TransferProgress(
+                    rec.id,
+                    "model",
+                    rec.meta.source,
+                    d,
+                    RUNNING,
+                    total_bytes=rec.meta.total_bytes,
+                    message=f"following the transfer already running from {rec.meta.source}",
+                )
+            )
             adopted[d] = carry_on_model(cluster, rec.meta, emit, opts)
         elif rec is not None and rec.state == UNVERIFIED:
             adopted[d] = carry_on_model(cluster, rec.meta, emit, opts, already_ended=True)
@@ -303,8 +413,18 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
             emit(TransferProgress("-", "model", source, d, FAILED, message=str(e)))
 
     for d in todo:
-        emit(TransferProgress("-", "model", source, d, "preparing", total_bytes=total["bytes"],
-                              files_total=total["files"], message="checking the destination"))
+        emit(
+            TransferProgress(
+                "-",
+                "model",
+                source,
+                d,
+                "preparing",
+                total_bytes=total["bytes"],
+                files_total=total["files"],
+                message="checking the destination",
+            )
+        )
     await asyncio.gather(*(prepare(d) for d in todo))
     todo = [d for d in todo if d not in outcomes]
 
@@ -312,8 +432,13 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
         if sender != source:  # a fresh copy as sender: it needs its own trust towards dest
             reason = await trust.check(cluster[sender], users[dest], addrs[dest], opts)
             if reason:
-                return Outcome(dest, False, str(TrustMissing(sender, dest, remote.peer(users[dest], addrs[dest]),
-                                                             reason)), sender, blocked=True)
+                return Outcome(
+                    dest,
+                    False,
+                    str(TrustMissing(sender, dest, remote.peer(users[dest], addrs[dest]), reason)),
+                    sender,
+                    blocked=True,
+                )
         try:
             meta = await start_model_transfer(cluster, sender, dest, path, addrs[dest], users[dest], opts, total)
         except TransferBusy as e:
@@ -324,6 +449,7 @@ async def sync_model(cluster, config, dests: list[str] | None = None, *, emit: E
         return await carry_on_model(cluster, meta, emit, opts)
 
     if not wait:
+
         async def start_only(d: str) -> None:
             try:
                 meta = await start_model_transfer(cluster, source, d, path, addrs[d], users[d], opts, total)

@@ -1,4 +1,5 @@
 """Knobs of the transfer machinery (defaults fit real clusters; tests turn some of them)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

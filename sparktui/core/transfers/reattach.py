@@ -4,6 +4,7 @@ Running ones are followed to their end and verified; finished but unverified one
 the others are shown once as they ended. The TUI calls this when it opens, the CLI through
 `sync model|image` (which also adopt what they find).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,8 +21,9 @@ from .status import list_transfers
 Emit = Callable[[Any], None]
 
 
-async def reattach(cluster, emit: Emit | None = None, opts: TransferOptions | None = None,
-                   recent: float = 24 * 3600) -> list[Outcome]:
+async def reattach(
+    cluster, emit: Emit | None = None, opts: TransferOptions | None = None, recent: float = 24 * 3600
+) -> list[Outcome]:
     """Show every transfer of the last `recent` seconds again and see the live ones through."""
     opts = opts or TransferOptions()
     emit = emit or (lambda e: None)

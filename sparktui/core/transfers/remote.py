@@ -16,6 +16,7 @@ A destination's model directory holds MARKER from the moment a copy into it star
 is verified: probes, `check` and plans read it as "model incomplete", so a copy cut off by a dead
 link or a full disk is never taken for the model. rsync neither sends nor deletes it.
 """
+
 from __future__ import annotations
 
 import json
@@ -83,8 +84,16 @@ def ssh_command(ssh: str, connect_timeout: int, ciphers: str | None = None) -> l
     stays off whatever an ssh_config says: weights do not compress and it would cost a core."""
     extra = ["-o", f"Ciphers={ciphers}", "-o", "Compression=no"] if ciphers else []
     return [
-        *shlex.split(ssh), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={int(connect_timeout)}",
-        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4", *extra,
+        *shlex.split(ssh),
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"ConnectTimeout={int(connect_timeout)}",
+        "-o",
+        "ServerAliveInterval=15",
+        "-o",
+        "ServerAliveCountMax=4",
+        *extra,
     ]
 
 
@@ -101,15 +110,16 @@ def start_detached(tid: str, meta: dict, job: str, files: dict[str, str] | None 
     state directory; its exit status lands in rc (through a rename, so a reader never sees half).
     `files` (name -> text) are written there first: the lists of a copy's parallel streams.
     """
-    extra = "".join(f"printf '%s' {shlex.quote(text)} > {shlex.quote(check_id(name))}\n"
-                    for name, text in (files or {}).items())
+    extra = "".join(
+        f"printf '%s' {shlex.quote(text)} > {shlex.quote(check_id(name))}\n" for name, text in (files or {}).items()
+    )
     # the job runs in a subshell so that even an `exit` in it leaves the status to record
-    inner = f'echo $$ > pid; ( {job}\n); echo $? > rc.tmp; mv rc.tmp rc'
+    inner = f"echo $$ > pid; ( {job}\n); echo $? > rc.tmp; mv rc.tmp rc"
     return (
         "set -e\n"
         # ended transfers older than two weeks go; running, lost and recent ones stay listed
         f'find "$HOME"/{STATE_ROOT} -mindepth 2 -maxdepth 2 -name rc -mtime +{PRUNE_DAYS} 2>/dev/null '
-        "| while read -r f; do rm -rf -- \"${f%/rc}\"; done\n"
+        '| while read -r f; do rm -rf -- "${f%/rc}"; done\n'
         f"d={state_dir_word(tid)}\n"
         '[ ! -e "$d" ] || { echo "transfer directory exists: $d" >&2; exit 17; }\n'
         'mkdir -p "$d"\n'
@@ -122,8 +132,16 @@ def start_detached(tid: str, meta: dict, job: str, files: dict[str, str] | None 
     )
 
 
-def rsync_job(src_path: str, user: str, addr: str, dest_path: str, ssh: str, connect_timeout: int,
-              io_timeout: int = 300, bwlimit: str | None = None) -> str:
+def rsync_job(
+    src_path: str,
+    user: str,
+    addr: str,
+    dest_path: str,
+    ssh: str,
+    connect_timeout: int,
+    io_timeout: int = 300,
+    bwlimit: str | None = None,
+) -> str:
     """rsync from this node to user@addr; C locale keeps the progress numbers in one format. Links
     that leave the model directory (a Hugging Face snapshot's links into its blobs) arrive as the
     files they point to: the peer has no blobs for them to point at."""
@@ -170,9 +188,9 @@ def image_job(image: str, user: str, addr: str, ssh: str, connect_timeout: int) 
     remote = shlex.join([*ssh_command(ssh, connect_timeout), f"{user}@{addr}", "docker load"])
     return (
         f"if command -v python3 >/dev/null 2>&1; then c=python3; else c=cat; fi\n"
-        f'{{ docker save {shlex.quote(image)}; echo $? > save_rc; }} | '
+        f"{{ docker save {shlex.quote(image)}; echo $? > save_rc; }} | "
         f'if [ "$c" = python3 ]; then python3 -c {shlex.quote(COUNTER_PY)}; else cat; fi | {remote}\n'
-        'r=$?; s=$(cat save_rc 2>/dev/null || echo 1)\n'
+        "r=$?; s=$(cat save_rc 2>/dev/null || echo 1)\n"
         '[ "$r" -ne 0 ] || r=$s\n'
         '(exit "$r")'
     )
@@ -200,8 +218,8 @@ def read_state(tid: str, offset: int, limit: int = READ_CHUNK, wait: float = 0.0
         # about once a second), the end answered within a tick
         # small files are read with the shell's own `read`: no fork per file
         'p=; read -r p 2>/dev/null < pid; size=$(wc -c < log | tr -d " ")\n'
-        f"i=0; while [ \"$i\" -lt {ticks} ] && [ ! -f rc ] && alive \"$p\" && "
-        f"{{ [ \"$i\" -lt 5 ] || [ \"$size\" -le {off} ]; }}; "
+        f'i=0; while [ "$i" -lt {ticks} ] && [ ! -f rc ] && alive "$p" && '
+        f'{{ [ "$i" -lt 5 ] || [ "$size" -le {off} ]; }}; '
         "do if sleep 0.2 2>/dev/null; then i=$((i + 1)); else sleep 1; i=$((i + 5)); fi; "
         '[ $((i % 5)) -ne 0 ] || size=$(wc -c < log | tr -d " "); done\n'
         "rc=; [ ! -f rc ] || read -r rc 2>/dev/null < rc\n"
@@ -210,8 +228,8 @@ def read_state(tid: str, offset: int, limit: int = READ_CHUNK, wait: float = 0.0
         "count=; read -r count 2>/dev/null < count\n"
         "c=0; [ ! -e cancelled ] || c=1\n"
         "s0=; read -r s0 2>/dev/null < rc.0\n"
-        f"n=$((size - {off})); [ \"$n\" -gt 0 ] || n=0; [ \"$n\" -le {int(limit)} ] || n={int(limit)}\n"
-        "s=0; for f in log.[0-9]*; do [ ! -f \"$f\" ] || s=$((s + 1)); done\n"
+        f'n=$((size - {off})); [ "$n" -gt 0 ] || n=0; [ "$n" -le {int(limit)} ] || n={int(limit)}\n'
+        's=0; for f in log.[0-9]*; do [ ! -f "$f" ] || s=$((s + 1)); done\n'
         'printf "rc=%s alive=%s size=%s count=%s now=%s cancelled=%s n=%s streams=%s s0=%s\\n" '
         '"$rc" "$a" "$size" "$count" "$(date +%s)" "$c" "$n" "$s" "$s0"\n'
         f"{STREAM_LINES}"
@@ -236,7 +254,7 @@ def list_states(tail_bytes: int = TAIL_BYTES) -> str:
         f"{_ALIVE_FN}\n"
         f'root="$HOME"/{STATE_ROOT}\n'
         '[ -d "$root" ] || exit 0\n'
-        'now=$(date +%s)\n'
+        "now=$(date +%s)\n"
         'for d in "$root"/*; do\n'
         '  [ -f "$d/meta.json" ] || continue\n'
         '  rc=; [ ! -f "$d/rc" ] || rc=$(head -c 32 "$d/rc")\n'
@@ -307,7 +325,7 @@ def file_list(path: str) -> str:
         f"  find -L . -type f ! -path ./{MARKER} -printf '%s %P\\0'\n"
         "else\n"
         f"  find -L . -type f ! -path ./{MARKER} -exec sh -c "
-        "'for f; do printf \"%s %s\\0\" \"$(wc -c < \"$f\" | tr -d \" \")\" \"${f#./}\"; done' sh {} +\n"
+        '\'for f; do printf "%s %s\\0" "$(wc -c < "$f" | tr -d " ")" "${f#./}"; done\' sh {} +\n'
         "fi\n"
     )
 
@@ -315,8 +333,10 @@ def file_list(path: str) -> str:
 def mark_incomplete(path: str, note: str) -> str:
     """Create the model directory and put MARKER in it (before any byte of a copy lands there)."""
     d = home_word(path)
-    return (f"mkdir -p -- {d} && printf '%s\\n' {shlex.quote(note)} > {d}/{MARKER}.tmp "
-            f"&& mv -f {d}/{MARKER}.tmp {d}/{MARKER}\n")
+    return (
+        f"mkdir -p -- {d} && printf '%s\\n' {shlex.quote(note)} > {d}/{MARKER}.tmp "
+        f"&& mv -f {d}/{MARKER}.tmp {d}/{MARKER}\n"
+    )
 
 
 def mark_complete(path: str) -> str:

@@ -5,6 +5,7 @@ rsync writes one update about once a second, each starting with \\r (no \\n unti
 `\\r     62,914,560  39%   40.17MB/s    0:00:01 (xfr#2, to-chk=5/8)` after a file finished (the time is
 elapsed, the rate the average so far). Error messages from rsync or ssh end with \\n.
 """
+
 from __future__ import annotations
 
 import re
@@ -85,8 +86,9 @@ def _update(m: re.Match) -> RsyncUpdate:
     )
 
 
-def in_verifier_terms(u: RsyncUpdate, total_bytes: int | None, total_files: int | None,
-                      elapsed: float | None = None) -> tuple[int | None, int | None, float | None]:
+def in_verifier_terms(
+    u: RsyncUpdate, total_bytes: int | None, total_files: int | None, elapsed: float | None = None
+) -> tuple[int | None, int | None, float | None]:
     """(files done, files in all, ETA seconds) that agree with the verifier's count of regular files.
 
     rsync's to-chk total also counts directories and xfr# skips files already in place, so the

@@ -1,4 +1,5 @@
 """Drive a FanOut: start pairs as senders free up, follow transfers already running, collect outcomes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,8 +29,12 @@ class Outcome:
 Transfer = Callable[[str, str], Awaitable[Outcome]]
 
 
-async def run_fanout(fan: FanOut, transfer: Transfer, adopted: dict[str, Awaitable[Outcome]] | None = None,
-                     stranded_message: Callable[[str], str] | None = None) -> dict[str, Outcome]:
+async def run_fanout(
+    fan: FanOut,
+    transfer: Transfer,
+    adopted: dict[str, Awaitable[Outcome]] | None = None,
+    stranded_message: Callable[[str], str] | None = None,
+) -> dict[str, Outcome]:
     """Run every destination of `fan` through `transfer(sender, dest)`; `adopted` are transfers
     already running (from an earlier sparktui), whose destinations join as senders when they succeed."""
     outcomes: dict[str, Outcome] = {}

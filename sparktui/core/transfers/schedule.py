@@ -9,6 +9,7 @@ A node's streams share its one link. With `per_source=1` (the default) each copy
 link and the holders double every round: ceil(log2 N) rounds for N nodes. Two streams per sender
 halve each stream's speed, so the first copies land later and the doubling starts later.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -53,8 +54,7 @@ class FanOut:
         """Pairs (sender, dest) to start now; they count as running from here on."""
         out = []
         for dest in list(self.waiting):
-            free = [s for s in self._order
-                    if self._active[s] < self.per_source and (s, dest) not in self.blocked]
+            free = [s for s in self._order if self._active[s] < self.per_source and (s, dest) not in self.blocked]
             if not free:
                 continue
             # fewest running, then fewest served, then the most recent copy

@@ -1,4 +1,5 @@
 """What a transfer is (meta.json) and where it stands (read back from its state directory)."""
+
 from __future__ import annotations
 
 import re
@@ -71,12 +72,32 @@ class Unreadable:
 
     def to_dict(self) -> dict:
         """The keys of TransferRecord.to_dict, so `sync status` and `status --json` list it like the others."""
-        return {"id": self.id, "kind": None, "source": self.node or None, "dest": None, "state": UNREADABLE,
-                "rc": None, "started": None, "path": None, "image": None, "bytes": None, "total_bytes": None,
-                "percent": None, "rate": None, "eta": None, "elapsed": None, "files_done": None,
-                "files_total": None, "message": self.problem, "verified": None, "streams": None,
-                "stream_progress": None, "cipher": None, "cipher_note": None,
-                "summary": f"{self.id}: unreadable — {self.problem}"}
+        return {
+            "id": self.id,
+            "kind": None,
+            "source": self.node or None,
+            "dest": None,
+            "state": UNREADABLE,
+            "rc": None,
+            "started": None,
+            "path": None,
+            "image": None,
+            "bytes": None,
+            "total_bytes": None,
+            "percent": None,
+            "rate": None,
+            "eta": None,
+            "elapsed": None,
+            "files_done": None,
+            "files_total": None,
+            "message": self.problem,
+            "verified": None,
+            "streams": None,
+            "stream_progress": None,
+            "cipher": None,
+            "cipher_note": None,
+            "summary": f"{self.id}: unreadable — {self.problem}",
+        }
 
 
 def _int(text: str | None) -> int | None:
@@ -121,8 +142,16 @@ class TransferRecord:
 
     def progress(self) -> TransferProgress:
         m = self.meta
-        p = TransferProgress(id=m.id, kind=m.kind, source=m.source, dest=m.dest, state=self.state,
-                             total_bytes=m.total_bytes, files_total=m.total_files, message=self.message())
+        p = TransferProgress(
+            id=m.id,
+            kind=m.kind,
+            source=m.source,
+            dest=m.dest,
+            state=self.state,
+            total_bytes=m.total_bytes,
+            files_total=m.total_files,
+            message=self.message(),
+        )
         if self.state == RUNNING:
             p.elapsed = max(0.0, time.time() - m.started)
         if m.kind == "model":
@@ -135,8 +164,7 @@ class TransferRecord:
                 p.bytes, p.percent, p.rate = u.bytes, float(u.percent), u.rate
                 p.elapsed = u.elapsed if u.elapsed is not None else p.elapsed
                 p.files_left = u.files_left
-                p.files_done, p.files_total, p.eta = in_verifier_terms(u, m.total_bytes, m.total_files,
-                                                                       p.elapsed)
+                p.files_done, p.files_total, p.eta = in_verifier_terms(u, m.total_bytes, m.total_files, p.elapsed)
         elif self.count is not None:
             p.bytes = self.count
             if m.total_bytes:
@@ -148,13 +176,28 @@ class TransferRecord:
     def to_dict(self) -> dict:
         p = self.progress()
         d = {
-            "id": self.id, "kind": self.meta.kind, "source": self.meta.source, "dest": self.meta.dest,
-            "state": self.state, "rc": self.rc, "started": self.meta.started,
-            "path": self.meta.path, "image": self.meta.image,
-            "bytes": p.bytes, "total_bytes": p.total_bytes, "percent": p.percent, "rate": p.rate,
-            "eta": p.eta, "elapsed": p.elapsed, "files_done": p.files_done, "files_total": p.files_total,
-            "message": p.message, "verified": self.verified,
-            "streams": self.meta.streams, "stream_progress": p.streams, "cipher": self.meta.cipher,
+            "id": self.id,
+            "kind": self.meta.kind,
+            "source": self.meta.source,
+            "dest": self.meta.dest,
+            "state": self.state,
+            "rc": self.rc,
+            "started": self.meta.started,
+            "path": self.meta.path,
+            "image": self.meta.image,
+            "bytes": p.bytes,
+            "total_bytes": p.total_bytes,
+            "percent": p.percent,
+            "rate": p.rate,
+            "eta": p.eta,
+            "elapsed": p.elapsed,
+            "files_done": p.files_done,
+            "files_total": p.files_total,
+            "message": p.message,
+            "verified": self.verified,
+            "streams": self.meta.streams,
+            "stream_progress": p.streams,
+            "cipher": self.meta.cipher,
             "cipher_note": self.meta.cipher_note,
         }
         return d
@@ -165,12 +208,19 @@ def describe_end(meta: TransferMeta, state: str, rc: int | None, log: str, verif
     if state == RUNNING:
         return None
     if state == CANCELLED:
-        return (f"cancelled; {meta.dest} counts as model incomplete, its partial files are kept and the next "
-                f"sync resumes from them") if meta.kind == "model" \
+        return (
+            (
+                f"cancelled; {meta.dest} counts as model incomplete, its partial files are kept and the next "
+                f"sync resumes from them"
+            )
+            if meta.kind == "model"
             else "cancelled"
+        )
     if state == LOST:
-        return ("the transfer process is gone without an exit status "
-                f"(was {meta.source} rebooted or the process killed?); run the sync again")
+        return (
+            "the transfer process is gone without an exit status "
+            f"(was {meta.source} rebooted or the process killed?); run the sync again"
+        )
     if state == UNVERIFIED:
         return "copied; not verified yet"
     if state == DONE:
@@ -185,8 +235,11 @@ def describe_end(meta: TransferMeta, state: str, rc: int | None, log: str, verif
         head = f"ssh from {meta.source} to {meta.dest} ({meta.addr}) failed"
     else:
         head = f"docker save | docker load failed (exit {rc})"
-    tail = (f"; {meta.dest} counts as model incomplete until a sync completes it (partial files are kept)"
-            if meta.kind == "model" else "")
+    tail = (
+        f"; {meta.dest} counts as model incomplete until a sync completes it (partial files are kept)"
+        if meta.kind == "model"
+        else ""
+    )
     return head + (" — " + " | ".join(why) if why else "") + tail
 
 
@@ -199,8 +252,13 @@ def parse_listing(text: str, node: str = "", problems: list[Unreadable] | None =
         words = lines[0].split()
         head = dict(kv.split("=", 1) for kv in words[1:] if "=" in kv)
         body: dict[str, str] = {}
-        streams = [st for ln in lines[1:] if ln.startswith("stream=")
-                   for st in [parse_stream_line(ln[len("stream="):])] if st is not None]
+        streams = [
+            st
+            for ln in lines[1:]
+            if ln.startswith("stream=")
+            for st in [parse_stream_line(ln[len("stream=") :])]
+            if st is not None
+        ]
         for ln in lines[1:]:
             if "=" in ln:
                 k, v = ln.split("=", 1)
@@ -213,11 +271,19 @@ def parse_listing(text: str, node: str = "", problems: list[Unreadable] | None =
             if problems is not None:
                 problems.append(Unreadable(tid, node, e.line()))
             continue
-        out.append(TransferRecord(
-            meta=meta, rc=_int(head.get("rc")), alive=head.get("alive") == "1",
-            cancelled=head.get("cancelled") == "1", verified=_verified(body.get("verified")),
-            count=_int(body.get("count")), tail=body.get("tail", "").replace(RS, "\n"), now=_int(head.get("now")), streams=streams,
-        ))
+        out.append(
+            TransferRecord(
+                meta=meta,
+                rc=_int(head.get("rc")),
+                alive=head.get("alive") == "1",
+                cancelled=head.get("cancelled") == "1",
+                verified=_verified(body.get("verified")),
+                count=_int(body.get("count")),
+                tail=body.get("tail", "").replace(RS, "\n"),
+                now=_int(head.get("now")),
+                streams=streams,
+            )
+        )
     out.sort(key=lambda r: r.meta.started)
     return out
 
@@ -230,8 +296,11 @@ def _verified(text: str | None) -> dict | None:
         v = statefile.parse_json(text, "verified")
     except statefile.StateFileError:
         v = None
-    if not isinstance(v, dict) or not isinstance(v.get("ok"), bool) or \
-            not isinstance(v.get("message"), (str, type(None))):
+    if (
+        not isinstance(v, dict)
+        or not isinstance(v.get("ok"), bool)
+        or not isinstance(v.get("message"), (str, type(None)))
+    ):
         return {"ok": False, "message": "unreadable verification record"}
     return v
 
@@ -263,6 +332,15 @@ def parse_poll(stdout: str) -> Poll:
         st = parse_stream_line(line)
         if st is not None:
             streams.append(st)
-    return Poll(rc=_int(kv.get("rc")), alive=kv.get("alive") == "1", size=_int(kv.get("size")) or 0,
-                count=_int(kv.get("count")), now=_int(kv.get("now")), cancelled=kv.get("cancelled") == "1",
-                data=data, nbytes=_int(kv.get("n")) or 0, streams=streams, main_rc=_int(kv.get("s0")))
+    return Poll(
+        rc=_int(kv.get("rc")),
+        alive=kv.get("alive") == "1",
+        size=_int(kv.get("size")) or 0,
+        count=_int(kv.get("count")),
+        now=_int(kv.get("now")),
+        cancelled=kv.get("cancelled") == "1",
+        data=data,
+        nbytes=_int(kv.get("n")) or 0,
+        streams=streams,
+        main_rc=_int(kv.get("s0")),
+    )

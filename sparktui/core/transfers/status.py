@@ -1,4 +1,5 @@
 """Find transfers again from their state directories (after sparktui restarted), and cancel them."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,9 @@ from .errors import TransferError
 from .state import RUNNING, TransferRecord, Unreadable, parse_listing
 
 
-async def list_transfers(cluster, names: list[str] | None = None,
-                         problems: list[Unreadable] | None = None) -> list[TransferRecord]:
+async def list_transfers(
+    cluster, names: list[str] | None = None, problems: list[Unreadable] | None = None
+) -> list[TransferRecord]:
     """Every transfer recorded on the (reachable) nodes, oldest first; those whose state cannot be read go
     to `problems` when given (left out otherwise)."""
     names = names or list(cluster.nodes)

@@ -9,6 +9,7 @@ each carry a list of large files (--files-from). All run in the transfer's one j
 group: cancel stops them together), each retries a broken connection a few times, and the job
 fails with the first failing stream's status, naming every stream that fell short.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,8 +54,9 @@ def plan(src: dict[str, int], dst: dict[str, int] | None, k: int, large: int = L
     basis to diff against, so rsync's block search would only spend CPU.
     """
     dst = dst or {}
-    movable = sorted((n for n, s in src.items() if s >= large and n not in dst and not _UNSAFE.search(n)),
-                     key=lambda n: (-src[n], n))
+    movable = sorted(
+        (n for n, s in src.items() if s >= large and n not in dst and not _UNSAFE.search(n)), key=lambda n: (-src[n], n)
+    )
     k = max(1, min(k, len(movable) + 1))
     lists: list[list[str]] = [[] for _ in range(k)]
     load = [0] * k
@@ -98,8 +100,16 @@ def split_bwlimit(bwlimit: str | None, k: int) -> str | None:
     return f"{float(m[1]) / k:.3f}{m[2]}"
 
 
-def job(p: StreamPlan, src_path: str, user: str, addr: str, dest_path: str, ssh: list[str],
-        io_timeout: int = 300, bwlimit: str | None = None) -> str:
+def job(
+    p: StreamPlan,
+    src_path: str,
+    user: str,
+    addr: str,
+    dest_path: str,
+    ssh: list[str],
+    io_timeout: int = 300,
+    bwlimit: str | None = None,
+) -> str:
     """The job script: streams 1..k-1 in the background (log.i, rc.i), stream 0 in the foreground
     (the job's own log), then one exit status for them all."""
     e = shlex.join(ssh)
@@ -108,8 +118,16 @@ def job(p: StreamPlan, src_path: str, user: str, addr: str, dest_path: str, ssh:
     limit = split_bwlimit(bwlimit, p.count)
 
     def rsync(i: int) -> str:
-        words = ["rsync", "-a", "--copy-unsafe-links", "--partial", "--info=progress2", "-s",
-                 f"--timeout={int(io_timeout)}", f"--exclude=/{remote.MARKER}"]
+        words = [
+            "rsync",
+            "-a",
+            "--copy-unsafe-links",
+            "--partial",
+            "--info=progress2",
+            "-s",
+            f"--timeout={int(io_timeout)}",
+            f"--exclude=/{remote.MARKER}",
+        ]
         if p.whole_file[i]:
             words.append("--whole-file")
         if limit:
@@ -124,9 +142,11 @@ def job(p: StreamPlan, src_path: str, user: str, addr: str, dest_path: str, ssh:
     lines = [
         "LC_ALL=C; export LC_ALL",
         # one stream, retried while its connection is what failed; its status is the last try's
-        "st() { i=$1; shift; n=0; while :; do \"$@\"; r=$?; case $r in "
-        f"{codes}) if [ \"$n\" -lt {RETRIES} ]; then n=$((n + 1)); "
-        "printf '\\nstream %s: rsync exit %s, starting it again (%s of " f"{RETRIES}" ")\\n' \"$i\" \"$r\" \"$n\"; "
+        'st() { i=$1; shift; n=0; while :; do "$@"; r=$?; case $r in '
+        f'{codes}) if [ "$n" -lt {RETRIES} ]; then n=$((n + 1)); '
+        "printf '\\nstream %s: rsync exit %s, starting it again (%s of "
+        f"{RETRIES}"
+        ')\\n\' "$i" "$r" "$n"; '
         "sleep 1; continue; fi;; esac; return $r; done; }",
     ]
     for i in range(1, p.count):
@@ -139,16 +159,17 @@ def job(p: StreamPlan, src_path: str, user: str, addr: str, dest_path: str, ssh:
         lines.append(f"wait $p{i}; r{i}=$(cat rc.{i} 2>/dev/null || echo 1)")
         # a stream that fell short is named in the job's log, with its own last words
         lines.append(
-            f"if [ \"$r{i}\" -ne 0 ]; then printf '\\nstream {i} ({n_files} files, {size} bytes, from %s) failed: "
+            f'if [ "$r{i}" -ne 0 ]; then printf \'\\nstream {i} ({n_files} files, {size} bytes, from %s) failed: '
             f"rsync exit %s\\n' {first} \"$r{i}\"; tr '\\r' '\\n' < log.{i} | grep -v '^ *[0-9][0-9,.]* *[0-9]*%' "
-            f"| grep . | tail -n 4 | sed 's/^/stream {i}: /'; fi")
+            f"| grep . | tail -n 4 | sed 's/^/stream {i}: /'; fi"
+        )
     return "\n".join(lines) + "\n" + _finish(p.count)
 
 
 def _finish(k: int) -> str:
     # stream 0's status first, then the first extra stream that failed
-    pick = "".join(f"[ \"$rc\" -ne 0 ] || rc=$r{i}; " for i in range(1, k))
-    return f"rc=$r0; {pick}exit \"$rc\"\n"
+    pick = "".join(f'[ "$rc" -ne 0 ] || rc=$r{i}; ' for i in range(1, k))
+    return f'rc=$r0; {pick}exit "$rc"\n'
 
 
 @dataclass
@@ -171,8 +192,9 @@ def parse_stream_line(line: str) -> StreamState | None:
     return StreamState(int(parts[0]), updates[-1] if updates else None, rc, lines)
 
 
-def combine(main: RsyncUpdate | None, others: list[StreamState], total_bytes: int | None,
-            main_done: bool = False) -> RsyncUpdate | None:
+def combine(
+    main: RsyncUpdate | None, others: list[StreamState], total_bytes: int | None, main_done: bool = False
+) -> RsyncUpdate | None:
     """One update for the whole copy: bytes and files add up; the rate is that of the streams still
     running (a finished stream's last rate is its average, not what it sends now)."""
     ups = [main] + [s.update for s in others]
@@ -189,18 +211,41 @@ def combine(main: RsyncUpdate | None, others: list[StreamState], total_bytes: in
         return None if any(v is None for v in vals) else sum(vals)
 
     left = add("files_left")
-    eta = (max(0.0, (total_bytes - nbytes) / rate) if total_bytes and rate > 0 else None)
-    return RsyncUpdate(nbytes, min(100, pct), rate, eta, None, add("files_done"), left, add("files_total"),
-                       any(u.listing for u in have))
+    eta = max(0.0, (total_bytes - nbytes) / rate) if total_bytes and rate > 0 else None
+    return RsyncUpdate(
+        nbytes,
+        min(100, pct),
+        rate,
+        eta,
+        None,
+        add("files_done"),
+        left,
+        add("files_total"),
+        any(u.listing for u in have),
+    )
 
 
 def stream_rows(main: RsyncUpdate | None, others: list[StreamState], main_done: bool) -> list[dict]:
     """Per-stream figures for the display: index, bytes, percent, rate, and whether it ended."""
-    rows = [{"n": 0, "bytes": main.bytes if main else 0, "percent": main.percent if main else None,
-             "rate": None if main_done or main is None else main.rate, "done": main_done}]
+    rows = [
+        {
+            "n": 0,
+            "bytes": main.bytes if main else 0,
+            "percent": main.percent if main else None,
+            "rate": None if main_done or main is None else main.rate,
+            "done": main_done,
+        }
+    ]
     for s in sorted(others, key=lambda s: s.index):
         u = s.update
-        rows.append({"n": s.index, "bytes": u.bytes if u else 0, "percent": u.percent if u else None,
-                     "rate": None if s.rc is not None or u is None else u.rate, "done": s.rc is not None,
-                     "rc": s.rc})
+        rows.append(
+            {
+                "n": s.index,
+                "bytes": u.bytes if u else 0,
+                "percent": u.percent if u else None,
+                "rate": None if s.rc is not None or u is None else u.rate,
+                "done": s.rc is not None,
+                "rc": s.rc,
+            }
+        )
     return rows

@@ -9,6 +9,7 @@ Setting it up, for a sender S and a peer P reached at address A:
      only when it is a key P is known to hold: the one P presented to sparktui's own (verified)
      connection, or one in P's /etc/ssh. Whatever answers at A must be P.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,8 +58,9 @@ async def login_of(node) -> str:
 
 async def check(node, user: str, addr: str, opts: TransferOptions) -> str | None:
     """None when `node` reaches user@addr with no prompt, else why not."""
-    r = await node.run(remote.trust_check(opts.ssh, user, addr, opts.connect_timeout),
-                       timeout=opts.connect_timeout + 20)
+    r = await node.run(
+        remote.trust_check(opts.ssh, user, addr, opts.connect_timeout), timeout=opts.connect_timeout + 20
+    )
     if r.ok:
         return None
     if r.exit_status == 255 and not r.stderr.strip():
@@ -132,8 +134,10 @@ class TrustPlan:
         senders = sorted({s for s, _ in self.pairs})
         out = [f"on {s}: create an ed25519 key in ~/.ssh if none exists" for s in senders]
         for s, p in self.pairs:
-            out.append(f"add {s}'s public key to {p}'s ~/.ssh/authorized_keys; "
-                       f"record {p}'s host key at {self.addrs[p]} in {s}'s ~/.ssh/known_hosts")
+            out.append(
+                f"add {s}'s public key to {p}'s ~/.ssh/authorized_keys; "
+                f"record {p}'s host key at {self.addrs[p]} in {s}'s ~/.ssh/known_hosts"
+            )
         return out
 
 
@@ -145,8 +149,9 @@ async def setup(cluster, plan: TrustPlan, users: dict[str, str], opts: TransferO
 
     async def ensure_key(s: str) -> None:
         node = cluster[s]
-        r = await node.run(_ENSURE_KEY.format(names=" ".join(KEY_NAMES), comment=shlex.quote(f"sparktui@{s}")),
-                           timeout=60)
+        r = await node.run(
+            _ENSURE_KEY.format(names=" ".join(KEY_NAMES), comment=shlex.quote(f"sparktui@{s}")), timeout=60
+        )
         lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
         if not r.ok or len(lines) < 2 or _blob(lines[1]) is None:
             steps.append(TrustStep(s, f"could not find or create a key: {r.stderr.strip() or r.exit_status}", False))
@@ -171,13 +176,15 @@ async def setup(cluster, plan: TrustPlan, users: dict[str, str], opts: TransferO
             return
         addr = plan.addrs[p]
         key = keys[s]
-        r = await cluster[p].run(_AUTHORIZE.format(blob=shlex.quote(_blob(key) or key), line=shlex.quote(key)),
-                                 timeout=30)
+        r = await cluster[p].run(
+            _AUTHORIZE.format(blob=shlex.quote(_blob(key) or key), line=shlex.quote(key)), timeout=30
+        )
         if not r.ok:
             steps.append(TrustStep(p, f"could not add {s}'s key to authorized_keys: {r.stderr.strip()}", False))
             return
-        steps.append(TrustStep(p, f"{s}'s key {'was already' if 'present' in r.stdout else 'is now'} "
-                                  f"in authorized_keys"))
+        steps.append(
+            TrustStep(p, f"{s}'s key {'was already' if 'present' in r.stdout else 'is now'} in authorized_keys")
+        )
         await _record_host_key(cluster[s], p, addr, host_keys.get(p, set()), steps, opts)
 
     # one peer at a time per sender keeps the appends to a sender's known_hosts from interleaving
@@ -190,25 +197,37 @@ async def setup(cluster, plan: TrustPlan, users: dict[str, str], opts: TransferO
     return steps
 
 
-async def _record_host_key(snode, peer: str, addr: str, own: set[str], steps: list[TrustStep],
-                           opts: TransferOptions) -> None:
+async def _record_host_key(
+    snode, peer: str, addr: str, own: set[str], steps: list[TrustStep], opts: TransferOptions
+) -> None:
     s = snode.name
-    r = await snode.run(f"ssh-keyscan -T {int(opts.connect_timeout)} {shlex.quote(addr)} 2>/dev/null\n",
-                        timeout=opts.connect_timeout + 30)
+    r = await snode.run(
+        f"ssh-keyscan -T {int(opts.connect_timeout)} {shlex.quote(addr)} 2>/dev/null\n",
+        timeout=opts.connect_timeout + 30,
+    )
     scanned = [ln.strip() for ln in r.stdout.splitlines() if ln.strip() and not ln.startswith("#")]
     if not scanned and own:
         # no ssh-keyscan (or it could not connect): the keys P holds are the ones it presents
         scanned = [f"{addr} {t} {b}" for t, b in _typed(own)]
     if not scanned:
-        steps.append(TrustStep(s, f"could not read {peer}'s host key at {addr} (ssh-keyscan: "
-                                  f"{r.stderr.strip() or 'no answer'})", False))
+        steps.append(
+            TrustStep(
+                s, f"could not read {peer}'s host key at {addr} (ssh-keyscan: {r.stderr.strip() or 'no answer'})", False
+            )
+        )
         return
     if own:
         good = [ln for ln in scanned if _blob(ln) in own]
         strangers = [ln for ln in scanned if _blob(ln) not in own]
         if strangers and not good:
-            steps.append(TrustStep(s, f"the host key answering at {addr} is not one of {peer}'s keys: "
-                                      f"left known_hosts alone (is {addr} really {peer}?)", False))
+            steps.append(
+                TrustStep(
+                    s,
+                    f"the host key answering at {addr} is not one of {peer}'s keys: "
+                    f"left known_hosts alone (is {addr} really {peer}?)",
+                    False,
+                )
+            )
             return
         scanned = good
     k = await snode.run(_KNOWN.format(addr=shlex.quote(addr)), timeout=30)
@@ -220,8 +239,7 @@ async def _record_host_key(snode, peer: str, addr: str, own: set[str], steps: li
     # a recorded key for addr that is none of the peer's keys is stale (reinstall, readdressing):
     # the peer's current key was just confirmed through sparktui's own login, so replace it
     remove = f'ssh-keygen -R {shlex.quote(addr)} -f "$kh" >/dev/null 2>&1\n' if known else ""
-    w = await snode.run(_RECORD.format(remove=remove, lines=" ".join(shlex.quote(ln) for ln in scanned)),
-                        timeout=30)
+    w = await snode.run(_RECORD.format(remove=remove, lines=" ".join(shlex.quote(ln) for ln in scanned)), timeout=30)
     if not w.ok:
         steps.append(TrustStep(s, f"could not write known_hosts: {w.stderr.strip()}", False))
         return
@@ -235,7 +253,7 @@ def _typed(blobs) -> list[tuple[str, str]]:
         try:
             raw = base64.b64decode(b)
             n = struct.unpack(">I", raw[:4])[0]
-            out.append((raw[4:4 + n].decode(), b))
+            out.append((raw[4 : 4 + n].decode(), b))
         except (ValueError, struct.error, UnicodeDecodeError):
             continue
     return out

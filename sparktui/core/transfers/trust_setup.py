@@ -3,6 +3,7 @@
 Every node may become a sender (a node that got its copy passes it on), so by default each node
 trusts every other: its key on the others, their fabric host keys in its known_hosts.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,8 +15,14 @@ from .options import TransferOptions
 from .trust import TrustPlan, TrustStep
 
 
-async def trust_plan(cluster, config, senders: list[str] | None = None, peers: list[str] | None = None,
-                     subnet: str | None = None, addrs: dict[str, str] | None = None) -> TrustPlan:
+async def trust_plan(
+    cluster,
+    config,
+    senders: list[str] | None = None,
+    peers: list[str] | None = None,
+    subnet: str | None = None,
+    addrs: dict[str, str] | None = None,
+) -> TrustPlan:
     names = [n.name for n in config.nodes]
     senders = senders or names
     peers = peers or names

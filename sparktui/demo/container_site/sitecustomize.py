@@ -8,6 +8,7 @@ bind any 127.x address. This directory is put first on PYTHONPATH for container 
 the way the engine simulator already reads SPARKTUI_SIM_INTERFACES. Then it runs the
 sitecustomize it shadows, if any.
 """
+
 from __future__ import annotations
 
 

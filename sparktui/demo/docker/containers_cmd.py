@@ -1,4 +1,5 @@
 """docker run, ps, inspect, exec, logs, top, stop, kill, rm, start, restart, wait on a simulated node."""
+
 from __future__ import annotations
 
 import json
@@ -13,25 +14,68 @@ from . import images, listing, runtime, times
 from .flags import Spec, flag, last, parse
 from .store import Container, DockerError, Store, normalize_ref
 
-RUN = Spec("run", values={
-    "name": ("--name",), "env": ("-e", "--env"), "env-file": ("--env-file",), "label": ("-l", "--label"),
-    "label-file": ("--label-file",), "volume": ("-v", "--volume"), "mount": ("--mount",),
-    "network": ("--network", "--net"), "ipc": ("--ipc",), "pid": ("--pid",), "uts": ("--uts",),
-    "gpus": ("--gpus",), "runtime": ("--runtime",), "device": ("--device",), "ulimit": ("--ulimit",),
-    "cap-add": ("--cap-add",), "cap-drop": ("--cap-drop",), "shm-size": ("--shm-size",),
-    "entrypoint": ("--entrypoint",), "workdir": ("-w", "--workdir"), "user": ("-u", "--user"),
-    "publish": ("-p", "--publish"), "restart": ("--restart",), "security-opt": ("--security-opt",),
-    "hostname": ("-h", "--hostname"), "add-host": ("--add-host",), "group-add": ("--group-add",),
-    "memory": ("-m", "--memory"), "memory-swap": ("--memory-swap",), "cpus": ("--cpus",),
-    "cpuset-cpus": ("--cpuset-cpus",), "log-driver": ("--log-driver",), "log-opt": ("--log-opt",),
-    "platform": ("--platform",), "pull": ("--pull",), "stop-signal": ("--stop-signal",),
-    "stop-timeout": ("--stop-timeout",), "tmpfs": ("--tmpfs",), "dns": ("--dns",), "sysctl": ("--sysctl",),
-    "cgroupns": ("--cgroupns",), "expose": ("--expose",), "attach": ("-a", "--attach"), "cidfile": ("--cidfile",),
-}, bools={
-    "detach": ("-d", "--detach"), "rm": ("--rm",), "interactive": ("-i", "--interactive"), "tty": ("-t", "--tty"),
-    "privileged": ("--privileged",), "init": ("--init",), "read-only": ("--read-only",),
-    "publish-all": ("-P", "--publish-all"), "quiet": ("-q", "--quiet"), "sig-proxy": ("--sig-proxy",),
-}, interspersed=False)
+RUN = Spec(
+    "run",
+    values={
+        "name": ("--name",),
+        "env": ("-e", "--env"),
+        "env-file": ("--env-file",),
+        "label": ("-l", "--label"),
+        "label-file": ("--label-file",),
+        "volume": ("-v", "--volume"),
+        "mount": ("--mount",),
+        "network": ("--network", "--net"),
+        "ipc": ("--ipc",),
+        "pid": ("--pid",),
+        "uts": ("--uts",),
+        "gpus": ("--gpus",),
+        "runtime": ("--runtime",),
+        "device": ("--device",),
+        "ulimit": ("--ulimit",),
+        "cap-add": ("--cap-add",),
+        "cap-drop": ("--cap-drop",),
+        "shm-size": ("--shm-size",),
+        "entrypoint": ("--entrypoint",),
+        "workdir": ("-w", "--workdir"),
+        "user": ("-u", "--user"),
+        "publish": ("-p", "--publish"),
+        "restart": ("--restart",),
+        "security-opt": ("--security-opt",),
+        "hostname": ("-h", "--hostname"),
+        "add-host": ("--add-host",),
+        "group-add": ("--group-add",),
+        "memory": ("-m", "--memory"),
+        "memory-swap": ("--memory-swap",),
+        "cpus": ("--cpus",),
+        "cpuset-cpus": ("--cpuset-cpus",),
+        "log-driver": ("--log-driver",),
+        "log-opt": ("--log-opt",),
+        "platform": ("--platform",),
+        "pull": ("--pull",),
+        "stop-signal": ("--stop-signal",),
+        "stop-timeout": ("--stop-timeout",),
+        "tmpfs": ("--tmpfs",),
+        "dns": ("--dns",),
+        "sysctl": ("--sysctl",),
+        "cgroupns": ("--cgroupns",),
+        "expose": ("--expose",),
+        "attach": ("-a", "--attach"),
+        "cidfile": ("--cidfile",),
+    },
+    bools={
+        "detach": ("-d", "--detach"),
+        "rm": ("--rm",),
+        "interactive": ("-i", "--interactive"),
+        "tty": ("-t", "--tty"),
+        "privileged": ("--privileged",),
+        "init": ("--init",),
+        "read-only": ("--read-only",),
+        "publish-all": ("-P", "--publish-all"),
+        "quiet": ("-q", "--quiet"),
+        "sig-proxy": ("--sig-proxy",),
+    },
+    interspersed=False,
+)
 
 KNOWN_NETWORKS = ("host", "bridge", "none", "default")
 RUNTIMES = ("runc", "nvidia", "io.containerd.runc.v2")
@@ -71,17 +115,28 @@ def _mounts(opts: dict) -> tuple[list[str], list[dict]]:
             continue
         src, dst, mode = parts[0], parts[1], (parts[2] if len(parts) > 2 else "")
         if not dst.startswith("/"):
-            raise DockerError(f"docker: Error response from daemon: invalid volume specification: '{spec}': "
-                              "invalid mount config for type \"bind\": invalid mount path: "
-                              f"'{dst}' mount path must be absolute.", 125)
+            raise DockerError(
+                f"docker: Error response from daemon: invalid volume specification: '{spec}': "
+                'invalid mount config for type "bind": invalid mount path: '
+                f"'{dst}' mount path must be absolute.",
+                125,
+            )
         if src.startswith("/"):
             # docker creates a missing bind source (-v, not --mount)
             try:
                 os.makedirs(src, exist_ok=True)
             except OSError:
                 pass
-            mounts.append({"Type": "bind", "Source": src, "Destination": dst, "Mode": mode,
-                           "RW": "ro" not in mode.split(","), "Propagation": "rprivate"})
+            mounts.append(
+                {
+                    "Type": "bind",
+                    "Source": src,
+                    "Destination": dst,
+                    "Mode": mode,
+                    "RW": "ro" not in mode.split(","),
+                    "Propagation": "rprivate",
+                }
+            )
         else:
             mounts.append({"Type": "volume", "Name": src, "Destination": dst, "RW": "ro" not in mode.split(",")})
         binds.append(spec)
@@ -111,8 +166,11 @@ def _check_host_options(opts: dict) -> tuple[str, list[dict]]:
         if "=" in path and not path.startswith("/"):
             requests.append({"Driver": "cdi", "DeviceIDs": [path]})  # CDI name, e.g. nvidia.com/gpu=all
         elif not os.path.exists(path):
-            raise DockerError(f"docker: Error response from daemon: error gathering device information while adding "
-                              f"custom device \"{path}\": no such file or directory.", 125)
+            raise DockerError(
+                f"docker: Error response from daemon: error gathering device information while adding "
+                f'custom device "{path}": no such file or directory.',
+                125,
+            )
     return rt, requests
 
 
@@ -145,19 +203,40 @@ def cmd_run(store: Store, args: list[str]) -> int:
     env = list(img["Config"].get("Env") or []) + _env_list(opts)
     node = hardware.load()
     config = {
-        "Name": f"/{name}" if name else None, "Path": argv[0], "Args": argv[1:], "Image": img["Id"],
-        "Config": {"Hostname": node["hostname"], "Env": env, "Cmd": cmd or img["Config"].get("Cmd"),
-                   "Image": ref, "Entrypoint": entrypoint or None, "Labels": _labels(opts),
-                   "WorkingDir": last(opts, "workdir", img["Config"].get("WorkingDir", "")),
-                   "Tty": flag(opts, "tty"), "OpenStdin": flag(opts, "interactive"), "User": last(opts, "user", "")},
-        "HostConfig": {"NetworkMode": last(opts, "network", "default"), "IpcMode": last(opts, "ipc", "private"),
-                       "AutoRemove": flag(opts, "rm"), "Binds": binds, "Runtime": rt, "DeviceRequests": requests,
-                       "Devices": [d for d in opts.get("device", []) if d.startswith("/")],
-                       "Ulimits": [{"Name": u.split("=")[0], "Value": u.split("=", 1)[-1]} for u in opts.get("ulimit", [])],
-                       "CapAdd": opts.get("cap-add", []), "ShmSize": last(opts, "shm-size"),
-                       "Privileged": flag(opts, "privileged"), "RestartPolicy": {"Name": last(opts, "restart", "no")}},
-        "Mounts": mounts, "NetworkSettings": {"Networks": {last(opts, "network", "bridge") or "bridge": {}}},
-        "Driver": "overlay2", "Platform": "linux",
+        "Name": f"/{name}" if name else None,
+        "Path": argv[0],
+        "Args": argv[1:],
+        "Image": img["Id"],
+        "Config": {
+            "Hostname": node["hostname"],
+            "Env": env,
+            "Cmd": cmd or img["Config"].get("Cmd"),
+            "Image": ref,
+            "Entrypoint": entrypoint or None,
+            "Labels": _labels(opts),
+            "WorkingDir": last(opts, "workdir", img["Config"].get("WorkingDir", "")),
+            "Tty": flag(opts, "tty"),
+            "OpenStdin": flag(opts, "interactive"),
+            "User": last(opts, "user", ""),
+        },
+        "HostConfig": {
+            "NetworkMode": last(opts, "network", "default"),
+            "IpcMode": last(opts, "ipc", "private"),
+            "AutoRemove": flag(opts, "rm"),
+            "Binds": binds,
+            "Runtime": rt,
+            "DeviceRequests": requests,
+            "Devices": [d for d in opts.get("device", []) if d.startswith("/")],
+            "Ulimits": [{"Name": u.split("=")[0], "Value": u.split("=", 1)[-1]} for u in opts.get("ulimit", [])],
+            "CapAdd": opts.get("cap-add", []),
+            "ShmSize": last(opts, "shm-size"),
+            "Privileged": flag(opts, "privileged"),
+            "RestartPolicy": {"Name": last(opts, "restart", "no")},
+        },
+        "Mounts": mounts,
+        "NetworkSettings": {"Networks": {last(opts, "network", "bridge") or "bridge": {}}},
+        "Driver": "overlay2",
+        "Platform": "linux",
     }
     c = store.create(config)
     if flag(opts, "detach"):
@@ -171,23 +250,32 @@ def cmd_run(store: Store, args: list[str]) -> int:
 
 
 def cmd_ps(store: Store, args: list[str]) -> int:
-    spec = Spec("ps", values={"filter": ("-f", "--filter"), "format": ("--format",), "last": ("-n", "--last")},
-                bools={"all": ("-a", "--all"), "quiet": ("-q", "--quiet"), "no-trunc": ("--no-trunc",),
-                       "size": ("-s", "--size"), "latest": ("-l", "--latest")})
+    spec = Spec(
+        "ps",
+        values={"filter": ("-f", "--filter"), "format": ("--format",), "last": ("-n", "--last")},
+        bools={
+            "all": ("-a", "--all"),
+            "quiet": ("-q", "--quiet"),
+            "no-trunc": ("--no-trunc",),
+            "size": ("-s", "--size"),
+            "latest": ("-l", "--latest"),
+        },
+    )
     opts, _ = parse(spec, args)
     cs = store.containers(all_=flag(opts, "all") or bool(opts.get("last")) or flag(opts, "latest"))
     cs = [c for c in cs if all(_matches(c, f) for f in opts.get("filter", []))]
     if flag(opts, "latest"):
         cs = cs[:1]
     if opts.get("last"):
-        cs = cs[:int(last(opts, "last") or 0)]
+        cs = cs[: int(last(opts, "last") or 0)]
     no_trunc = flag(opts, "no-trunc")
     if flag(opts, "quiet"):
         sys.stdout.write("".join((c.id if no_trunc else c.id[:12]) + "\n" for c in cs))
         return 0
     rows = [listing.ps_row(c, no_trunc) for c in cs]
-    sys.stdout.write(listing.render(rows, last(opts, "format"),
-                                    ["ID", "Image", "Command", "RunningFor", "Status", "Ports", "Names"]))
+    sys.stdout.write(
+        listing.render(rows, last(opts, "format"), ["ID", "Image", "Command", "RunningFor", "Status", "Ports", "Names"])
+    )
     return 0
 
 
@@ -227,14 +315,16 @@ def cmd_inspect(store: Store, args: list[str], kind: str | None = None) -> int:
             obj = {k: v for k, v in img.items() if not k.startswith("_") and k != "CreatedNs"} if img else None
         if obj is None:
             what = {"image": "No such image", "container": "No such container"}.get(kind or "", "No such object")
-            sys.stderr.write(f"Error: {what}: {n}\n" if kind != "container" else
-                             f"Error response from daemon: {what}: {n}\n")
+            sys.stderr.write(
+                f"Error: {what}: {n}\n" if kind != "container" else f"Error response from daemon: {what}: {n}\n"
+            )
             code = 1
             continue
         found.append(obj)
     fmt = last(opts, "format")
     if fmt:
         from . import gotemplate
+
         try:
             sys.stdout.write("".join(gotemplate.render(fmt, o) + "\n" for o in found))
         except gotemplate.TemplateError as e:
@@ -245,21 +335,38 @@ def cmd_inspect(store: Store, args: list[str], kind: str | None = None) -> int:
 
 
 def cmd_exec(store: Store, args: list[str]) -> int:
-    spec = Spec("exec", values={"env": ("-e", "--env"), "env-file": ("--env-file",), "workdir": ("-w", "--workdir"),
-                                "user": ("-u", "--user"), "detach-keys": ("--detach-keys",)},
-                bools={"detach": ("-d", "--detach"), "interactive": ("-i", "--interactive"), "tty": ("-t", "--tty"),
-                       "privileged": ("--privileged",)}, interspersed=False)
+    spec = Spec(
+        "exec",
+        values={
+            "env": ("-e", "--env"),
+            "env-file": ("--env-file",),
+            "workdir": ("-w", "--workdir"),
+            "user": ("-u", "--user"),
+            "detach-keys": ("--detach-keys",),
+        },
+        bools={
+            "detach": ("-d", "--detach"),
+            "interactive": ("-i", "--interactive"),
+            "tty": ("-t", "--tty"),
+            "privileged": ("--privileged",),
+        },
+        interspersed=False,
+    )
     opts, rest = parse(spec, args)
     if len(rest) < 2:
         raise DockerError("docker: 'docker exec' requires at least 2 arguments.\nSee 'docker exec --help'.", 1)
     c = store.find(rest[0])
-    return runtime.exec_in(c, rest[1:], _env_list(opts), flag(opts, "detach"), flag(opts, "interactive"),
-                           last(opts, "workdir"))
+    return runtime.exec_in(
+        c, rest[1:], _env_list(opts), flag(opts, "detach"), flag(opts, "interactive"), last(opts, "workdir")
+    )
 
 
 def cmd_logs(store: Store, args: list[str]) -> int:
-    spec = Spec("logs", values={"since": ("--since",), "until": ("--until",), "tail": ("-n", "--tail")},
-                bools={"follow": ("-f", "--follow"), "timestamps": ("-t", "--timestamps"), "details": ("--details",)})
+    spec = Spec(
+        "logs",
+        values={"since": ("--since",), "until": ("--until",), "tail": ("-n", "--tail")},
+        bools={"follow": ("-f", "--follow"), "timestamps": ("-t", "--timestamps"), "details": ("--details",)},
+    )
     opts, rest = parse(spec, args)
     if len(rest) != 1:
         raise DockerError("docker: 'docker logs' requires exactly 1 argument.\nSee 'docker logs --help'.", 1)
@@ -357,21 +464,35 @@ def cmd_top(store: Store, args: list[str]) -> int:
         cols = ps_opts[1].split(",")
         names = {"pid": "PID", "args": "COMMAND", "cmd": "CMD", "comm": "COMMAND", "user": "USER", "time": "TIME"}
         if any(col not in names for col in cols):
-            raise DockerError(f"Error response from daemon: ps: error: unknown user-defined format specifier "
-                              f"\"{next(x for x in cols if x not in names)}\"")
+            raise DockerError(
+                f"Error response from daemon: ps: error: unknown user-defined format specifier "
+                f'"{next(x for x in cols if x not in names)}"'
+            )
 
         def cell(col: str, p: tuple[int, str, float]) -> str:
-            return {"pid": str(p[0]), "args": p[1], "cmd": p[1], "comm": p[1].split(" ")[0].rsplit("/", 1)[-1],
-                    "user": "root", "time": f"{int(p[2]) // 60}:{int(p[2]) % 60:02d}"}[col]
+            return {
+                "pid": str(p[0]),
+                "args": p[1],
+                "cmd": p[1],
+                "comm": p[1].split(" ")[0].rsplit("/", 1)[-1],
+                "user": "root",
+                "time": f"{int(p[2]) // 60}:{int(p[2]) % 60:02d}",
+            }[col]
 
         rows = [[names[col] for col in cols]] + [[cell(col, p) for col in cols] for p in procs]
     else:
         rows = [["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"]]
-        rows += [["root", str(p[0]), "0", "0", "00:00", "?", f"00:{int(p[2]) // 60:02d}:{int(p[2]) % 60:02d}", p[1]]
-                 for p in procs]
+        rows += [
+            ["root", str(p[0]), "0", "0", "00:00", "?", f"00:{int(p[2]) // 60:02d}:{int(p[2]) % 60:02d}", p[1]]
+            for p in procs
+        ]
     width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    sys.stdout.write("".join("".join(v.ljust(max(width[i] + 4, 20)) if i < len(r) - 1 else v
-                                     for i, v in enumerate(r)) + "\n" for r in rows))
+    sys.stdout.write(
+        "".join(
+            "".join(v.ljust(max(width[i] + 4, 20)) if i < len(r) - 1 else v for i, v in enumerate(r)) + "\n"
+            for r in rows
+        )
+    )
     return 0
 
 
@@ -413,8 +534,9 @@ def cmd_kill(store: Store, args: list[str]) -> int:
 
     def kill(c: Container) -> None:
         if not c.running:
-            raise DockerError(f"Error response from daemon: cannot kill container: {c.name}: "
-                              f"container {c.id} is not running")
+            raise DockerError(
+                f"Error response from daemon: cannot kill container: {c.name}: container {c.id} is not running"
+            )
         runtime.signal_container(c, sig)
         if sig == signal.SIGKILL:
             runtime.wait_stopped(store, c, 10.0)
@@ -424,6 +546,7 @@ def cmd_kill(store: Store, args: list[str]) -> int:
 
 def cmd_pause(store: Store, args: list[str]) -> int:
     """Freeze every process of the container (dockerd uses the cgroup freezer; SIGSTOP to the tree here)."""
+
     def pause(c: Container) -> None:
         if not c.running:
             raise DockerError(f"Error response from daemon: container {c.id} is not running")
@@ -446,14 +569,17 @@ def cmd_unpause(store: Store, args: list[str]) -> int:
 
 
 def cmd_rm(store: Store, args: list[str]) -> int:
-    opts, names = parse(Spec("rm", bools={"force": ("-f", "--force"), "volumes": ("-v", "--volumes"),
-                                          "link": ("-l", "--link")}), args)
+    opts, names = parse(
+        Spec("rm", bools={"force": ("-f", "--force"), "volumes": ("-v", "--volumes"), "link": ("-l", "--link")}), args
+    )
 
     def rm(c: Container) -> None:
         if c.running:
             if not flag(opts, "force"):
-                raise DockerError(f"Error response from daemon: cannot remove container \"/{c.name}\": container is "
-                                  "running: stop the container before removing or force remove")
+                raise DockerError(
+                    f'Error response from daemon: cannot remove container "/{c.name}": container is '
+                    "running: stop the container before removing or force remove"
+                )
             runtime.signal_container(c, signal.SIGKILL)
             runtime.wait_stopped(store, c, 10.0)
         store.remove(c)
@@ -462,8 +588,9 @@ def cmd_rm(store: Store, args: list[str]) -> int:
 
 
 def cmd_start(store: Store, args: list[str]) -> int:
-    opts, names = parse(Spec("start", bools={"attach": ("-a", "--attach"), "interactive": ("-i", "--interactive")}),
-                        args)
+    opts, names = parse(
+        Spec("start", bools={"attach": ("-a", "--attach"), "interactive": ("-i", "--interactive")}), args
+    )
 
     def start(c: Container) -> None:
         if not c.running:

@@ -1,4 +1,5 @@
 """Command-line flags the way docker's CLI (cobra) reads them: --flag=value, --flag value, -abc, -eK=V."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -59,7 +60,9 @@ def parse(spec: Spec, args: list[str]) -> tuple[dict[str, list[str]], list[str]]
             if takes:
                 if not eq:
                     if i >= len(args):
-                        raise DockerError(f"flag needs an argument: {name_part}\nSee 'docker {spec.command} --help'.", 125)
+                        raise DockerError(
+                            f"flag needs an argument: {name_part}\nSee 'docker {spec.command} --help'.", 125
+                        )
                     val = args[i]
                     i += 1
                 opts.setdefault(name, []).append(val)
@@ -77,13 +80,14 @@ def parse(spec: Spec, args: list[str]) -> tuple[dict[str, list[str]], list[str]]
                 opts.setdefault(name, []).append("true")
                 j += 1
                 continue
-            rest = a[j + 1:]
+            rest = a[j + 1 :]
             if rest.startswith("="):
                 rest = rest[1:]
             if not rest:
                 if i >= len(args):
-                    raise DockerError(f"flag needs an argument: '{a[j]}' in -{a[j]}\n"
-                                      f"See 'docker {spec.command} --help'.", 125)
+                    raise DockerError(
+                        f"flag needs an argument: '{a[j]}' in -{a[j]}\nSee 'docker {spec.command} --help'.", 125
+                    )
                 rest = args[i]
                 i += 1
             opts.setdefault(name, []).append(rest)

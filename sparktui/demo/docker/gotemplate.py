@@ -5,6 +5,7 @@ parentheses, string/number literals, `{{- -}}` trimming, `if`/`else`/`range`/`en
 functions json, index, join, split, lower, upper, title, len, print, println, printf, truncate, pad.
 Values print like Go's: true/false, [a b], map[k:v], <no value>.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,9 +50,13 @@ def _index(v: Any, *keys: Any) -> Any:
 
 def _printf(fmt: str, *args: Any) -> str:
     conv = iter(args)
-    return re.sub(r"%[-+ #0]*\d*(?:\.\d+)?([vsdqf%])",
-                  lambda m: "%" if m[1] == "%" else (json.dumps(go_str(next(conv, None))) if m[1] == "q"
-                                                      else go_str(next(conv, None))), fmt)
+    return re.sub(
+        r"%[-+ #0]*\d*(?:\.\d+)?([vsdqf%])",
+        lambda m: (
+            "%" if m[1] == "%" else (json.dumps(go_str(next(conv, None))) if m[1] == "q" else go_str(next(conv, None)))
+        ),
+        fmt,
+    )
 
 
 FUNCS = {
@@ -66,12 +71,14 @@ FUNCS = {
     "print": lambda *a: "".join(go_str(x) for x in a),
     "println": lambda *a: " ".join(go_str(x) for x in a) + "\n",
     "printf": _printf,
-    "truncate": lambda s, n: go_str(s)[:int(n)],
+    "truncate": lambda s, n: go_str(s)[: int(n)],
     "pad": lambda s, a, b: " " * int(a) + go_str(s) + " " * int(b),
 }
 
-_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|(`[^`]*`)|(-?\d+(?:\.\d+)?)|(\|)|(\()|(\))|'
-                    r'((?:\.[A-Za-z_][A-Za-z0-9_]*)+|\.)|([A-Za-z_][A-Za-z0-9_]*))')
+_TOKEN = re.compile(
+    r'\s*(?:("(?:[^"\\]|\\.)*")|(`[^`]*`)|(-?\d+(?:\.\d+)?)|(\|)|(\()|(\))|'
+    r"((?:\.[A-Za-z_][A-Za-z0-9_]*)+|\.)|([A-Za-z_][A-Za-z0-9_]*))"
+)
 
 
 def _tokens(src: str) -> list[tuple[str, str]]:
@@ -202,7 +209,7 @@ def _parse(template: str) -> list:
     pieces: list = []
     pos = 0
     for m in _ACTION.finditer(template):
-        text = template[pos:m.start()]
+        text = template[pos : m.start()]
         if m[1]:
             text = text.rstrip()
         pieces.append(text)
@@ -233,7 +240,7 @@ def _parse(template: str) -> list:
                     other, i, end = block(i + 1, ("end",))
                 if end != "end":
                     raise TemplateError(f"unexpected EOF: missing {{{{end}}}} for {word}")
-                nodes.append((word, src[len(word):].strip(), body, other))
+                nodes.append((word, src[len(word) :].strip(), body, other))
                 i += 1
                 continue
             if word in ("else", "end"):

@@ -4,6 +4,7 @@ An image's layer is pseudo-random bytes seeded by its name, so every node produc
 without storing them; its Id is the sha256 of its config, as docker's is, so a saved and loaded
 image has the same Id on every node (the launch checks compare Ids).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,43 +24,83 @@ CATALOG = {
     # the default: NVIDIA's SGLang playbook image (nvidia/sglang/README.md), the newest SGLang the
     # contract tier pins (tests/contract/venvs.py)
     "lmsysorg/sglang:latest-cu130": {
-        "created": "2026-11-28T03:40:17.220914533Z", "workdir": "/sgl-workspace", "cmd": ["/bin/bash"],
-        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "PYTHONUNBUFFERED=1", "SPARKTUI_SIM_SGLANG_VERSION=0.5.23"],
+        "created": "2026-11-28T03:40:17.220914533Z",
+        "workdir": "/sgl-workspace",
+        "cmd": ["/bin/bash"],
+        "env": [
+            f"PATH={BASE_PATH}",
+            "NVIDIA_VISIBLE_DEVICES=all",
+            "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+            "PYTHONUNBUFFERED=1",
+            "SPARKTUI_SIM_SGLANG_VERSION=0.5.23",
+        ],
         "labels": {"org.opencontainers.image.source": "https://github.com/sgl-project/sglang"},
     },
     "lmsysorg/sglang:spark": {
-        "created": "2025-11-18T09:12:44.503218771Z", "workdir": "/sgl-workspace", "cmd": ["/bin/bash"],
-        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "PYTHONUNBUFFERED=1", "SPARKTUI_SIM_SGLANG_VERSION=0.5.3.post3"],
+        "created": "2025-11-18T09:12:44.503218771Z",
+        "workdir": "/sgl-workspace",
+        "cmd": ["/bin/bash"],
+        "env": [
+            f"PATH={BASE_PATH}",
+            "NVIDIA_VISIBLE_DEVICES=all",
+            "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+            "PYTHONUNBUFFERED=1",
+            "SPARKTUI_SIM_SGLANG_VERSION=0.5.3.post3",
+        ],
         "labels": {"org.opencontainers.image.source": "https://github.com/sgl-project/sglang"},
     },
     "nvcr.io/nvidia/vllm:25.11-py3": {
-        "created": "2025-11-21T17:40:02.118220546Z", "workdir": "/workspace", "cmd": ["/bin/bash"],
-        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "NVIDIA_VLLM_VERSION=25.11", "SPARKTUI_SIM_VLLM_VERSION=0.11.0"],
+        "created": "2025-11-21T17:40:02.118220546Z",
+        "workdir": "/workspace",
+        "cmd": ["/bin/bash"],
+        "env": [
+            f"PATH={BASE_PATH}",
+            "NVIDIA_VISIBLE_DEVICES=all",
+            "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+            "NVIDIA_VLLM_VERSION=25.11",
+            "SPARKTUI_SIM_VLLM_VERSION=0.11.0",
+        ],
         "labels": {"com.nvidia.build.id": "229112401"},
     },
     "nvcr.io/nvidia/vllm:26.10-py3": {
-        "created": "2026-10-24T06:12:51.730114902Z", "workdir": "/workspace", "cmd": ["/bin/bash"],
-        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "NVIDIA_VLLM_VERSION=26.10", "SPARKTUI_SIM_VLLM_VERSION=0.31.0"],
+        "created": "2026-10-24T06:12:51.730114902Z",
+        "workdir": "/workspace",
+        "cmd": ["/bin/bash"],
+        "env": [
+            f"PATH={BASE_PATH}",
+            "NVIDIA_VISIBLE_DEVICES=all",
+            "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+            "NVIDIA_VLLM_VERSION=26.10",
+            "SPARKTUI_SIM_VLLM_VERSION=0.31.0",
+        ],
         "labels": {},
     },
     # vLLM's own image: its entrypoint is the server, as in vllm-project/vllm's docker/Dockerfile
     "vllm/vllm-openai:v0.33.0": {
-        "created": "2026-11-20T08:31:12.402318113Z", "workdir": "/vllm-workspace", "cmd": None,
+        "created": "2026-11-20T08:31:12.402318113Z",
+        "workdir": "/vllm-workspace",
+        "cmd": None,
         "entrypoint": ["vllm", "serve"],
-        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "SPARKTUI_SIM_VLLM_VERSION=0.33.0"],
+        "env": [
+            f"PATH={BASE_PATH}",
+            "NVIDIA_VISIBLE_DEVICES=all",
+            "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+            "SPARKTUI_SIM_VLLM_VERSION=0.33.0",
+        ],
         "labels": {"org.opencontainers.image.source": "https://github.com/vllm-project/vllm"},
     },
     # NVIDIA's two-Spark TensorRT-LLM image (dgx-spark-playbooks nvidia/trt-llm/README.md); the simulator's
     # mpirun, trtllm-llmapi-launch, trtllm-serve and sshd stand in for its tools
     "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc5": {
-        "created": "2026-09-30T11:02:37.514006118Z", "workdir": "/app/tensorrt_llm", "cmd": ["/bin/bash"],
-        "env": [f"PATH={BASE_PATH}", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                "SPARKTUI_SIM_TRTLLM_VERSION=1.3.0rc5"],
+        "created": "2026-09-30T11:02:37.514006118Z",
+        "workdir": "/app/tensorrt_llm",
+        "cmd": ["/bin/bash"],
+        "env": [
+            f"PATH={BASE_PATH}",
+            "NVIDIA_VISIBLE_DEVICES=all",
+            "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+            "SPARKTUI_SIM_TRTLLM_VERSION=1.3.0rc5",
+        ],
         "labels": {"org.opencontainers.image.source": "https://github.com/NVIDIA/TensorRT-LLM"},
     },
 }
@@ -71,11 +112,17 @@ def config_blob(ref: str) -> bytes:
     config = {"Env": c["env"], "Cmd": c["cmd"], "WorkingDir": c["workdir"], "Labels": c["labels"]}
     if c.get("entrypoint"):
         config["Entrypoint"] = c["entrypoint"]
-    return json.dumps({
-        "architecture": "arm64", "os": "linux", "created": c["created"],
-        "config": config,
-        "rootfs": {"type": "layers", "diff_ids": ["sha256:" + _layer_seed(ref)]},
-    }, sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "architecture": "arm64",
+            "os": "linux",
+            "created": c["created"],
+            "config": config,
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + _layer_seed(ref)]},
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    ).encode()
 
 
 def _layer_seed(ref: str) -> str:
@@ -93,12 +140,23 @@ def record(ref: str, payload: int = DEFAULT_PAYLOAD) -> dict:
     blob = config_blob(ref)
     cfg = json.loads(blob)
     hexid = hashlib.sha256(blob).hexdigest()
-    manifest = json.dumps([{"Config": f"{hexid}.json", "RepoTags": [ref],
-                            "Layers": [f"{_layer_seed(ref)}/layer.tar"]}]).encode()
+    manifest = json.dumps(
+        [{"Config": f"{hexid}.json", "RepoTags": [ref], "Layers": [f"{_layer_seed(ref)}/layer.tar"]}]
+    ).encode()
     size = _tar_size([len(manifest), len(blob), payload])
-    return {"Id": "sha256:" + hexid, "RepoTags": [ref], "RepoDigests": [], "Created": cfg["created"],
-            "CreatedNs": times.parse_stamp(cfg["created"]) or 0, "Size": size, "Architecture": "arm64",
-            "Os": "linux", "Config": cfg["config"], "_payload": payload, "_catalog": ref}
+    return {
+        "Id": "sha256:" + hexid,
+        "RepoTags": [ref],
+        "RepoDigests": [],
+        "Created": cfg["created"],
+        "CreatedNs": times.parse_stamp(cfg["created"]) or 0,
+        "Size": size,
+        "Architecture": "arm64",
+        "Os": "linux",
+        "Config": cfg["config"],
+        "_payload": payload,
+        "_catalog": ref,
+    }
 
 
 class _Layer(io.RawIOBase):
@@ -136,8 +194,14 @@ def save(store: Store, refs: list[str], out: BinaryIO, rate: float = 0.0) -> Non
         if img is None or not img.get("_catalog"):
             raise DockerError(f"Error response from daemon: reference does not exist: {ref}")
         images.append(img)
-    entries = [{"Config": img["Id"].removeprefix("sha256:") + ".json", "RepoTags": [img["_catalog"]],
-                "Layers": [f"{_layer_seed(img['_catalog'])}/layer.tar"]} for img in images]
+    entries = [
+        {
+            "Config": img["Id"].removeprefix("sha256:") + ".json",
+            "RepoTags": [img["_catalog"]],
+            "Layers": [f"{_layer_seed(img['_catalog'])}/layer.tar"],
+        }
+        for img in images
+    ]
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.USTAR_FORMAT) as tar:
         _add(tar, "manifest.json", json.dumps(entries).encode())
         for img in images:
@@ -175,8 +239,11 @@ def load(store: Store, src: BinaryIO) -> list[str]:
                         n += len(chunk)
                     layer_sizes[m.name] = n
     except (tarfile.TarError, OSError, ValueError) as e:
-        raise DockerError(f"Error: unexpected EOF ({e})" if "EOF" in str(e) or "truncated" in str(e).lower()
-                          else f"Error processing tar file: {e}") from None
+        raise DockerError(
+            f"Error: unexpected EOF ({e})"
+            if "EOF" in str(e) or "truncated" in str(e).lower()
+            else f"Error processing tar file: {e}"
+        ) from None
     if not manifest:
         raise DockerError("open /var/lib/docker/tmp/docker-import/repositories: no such file or directory")
     loaded = []
@@ -202,13 +269,17 @@ def pull(store: Store, ref: str, payload: int, out=sys.stdout) -> dict:
     want = normalize_ref(ref)
     if want not in CATALOG:
         repo = want.rsplit(":", 1)[0]
-        raise DockerError(f"Error response from daemon: pull access denied for {repo}, repository does not exist "
-                          "or may require 'docker login': denied: requested access to the resource is denied")
+        raise DockerError(
+            f"Error response from daemon: pull access denied for {repo}, repository does not exist "
+            "or may require 'docker login': denied: requested access to the resource is denied"
+        )
     tag = want.rsplit(":", 1)[1]
     rec = record(want, payload)
     digest = hashlib.sha256(rec["Id"].encode()).hexdigest()
-    out.write(f"{tag}: Pulling from {want.rsplit(':', 1)[0]}\n{_layer_seed(want)[:12]}: Pull complete\n"
-              f"Digest: sha256:{digest}\nStatus: Downloaded newer image for {want}\n{want}\n")
+    out.write(
+        f"{tag}: Pulling from {want.rsplit(':', 1)[0]}\n{_layer_seed(want)[:12]}: Pull complete\n"
+        f"Digest: sha256:{digest}\nStatus: Downloaded newer image for {want}\n{want}\n"
+    )
     store.add_image(rec)
     return rec
 

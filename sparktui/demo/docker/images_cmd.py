@@ -1,4 +1,5 @@
 """docker images, image inspect/rm, save, load, pull, tag, version and info on a simulated node."""
+
 from __future__ import annotations
 
 import json
@@ -24,16 +25,24 @@ def _link_rate() -> float:
 
 
 def cmd_images(store: Store, args: list[str]) -> int:
-    spec = Spec("images", values={"format": ("--format",), "filter": ("-f", "--filter")},
-                bools={"quiet": ("-q", "--quiet"), "no-trunc": ("--no-trunc",), "all": ("-a", "--all"),
-                       "digests": ("--digests",)})
+    spec = Spec(
+        "images",
+        values={"format": ("--format",), "filter": ("-f", "--filter")},
+        bools={
+            "quiet": ("-q", "--quiet"),
+            "no-trunc": ("--no-trunc",),
+            "all": ("-a", "--all"),
+            "digests": ("--digests",),
+        },
+    )
     opts, pos = parse(spec, args)
     rows = listing.image_rows(store.images(), flag(opts, "no-trunc"), pos[0] if pos else None)
     if flag(opts, "quiet"):
         sys.stdout.write("".join(dict.fromkeys(r["ID"] + "\n" for r in rows)))
         return 0
-    sys.stdout.write(listing.render(rows, last(opts, "format"), ["Repository", "Tag", "ID", "CreatedSince", "Size"],
-                                    images=True))
+    sys.stdout.write(
+        listing.render(rows, last(opts, "format"), ["Repository", "Tag", "ID", "CreatedSince", "Size"], images=True)
+    )
     return 0
 
 
@@ -48,9 +57,11 @@ def cmd_rmi(store: Store, args: list[str]) -> int:
             continue
         users = [c for c in store.containers() if c.config["Image"] == img["Id"]]
         if users and not flag(opts, "force"):
-            sys.stderr.write(f"Error response from daemon: conflict: unable to remove repository reference "
-                             f"\"{ref}\" (must force) - container {users[0].id[:12]} is using its referenced image "
-                             f"{img['Id'].removeprefix('sha256:')[:12]}\n")
+            sys.stderr.write(
+                f"Error response from daemon: conflict: unable to remove repository reference "
+                f'"{ref}" (must force) - container {users[0].id[:12]} is using its referenced image '
+                f"{img['Id'].removeprefix('sha256:')[:12]}\n"
+            )
             code = 1
             continue
         store.remove_image(img)
@@ -91,8 +102,14 @@ def cmd_load(store: Store, args: list[str]) -> int:
 
 
 def cmd_pull(store: Store, args: list[str]) -> int:
-    opts, refs = parse(Spec("pull", values={"platform": ("--platform",)},
-                            bools={"quiet": ("-q", "--quiet"), "all-tags": ("-a", "--all-tags")}), args)
+    opts, refs = parse(
+        Spec(
+            "pull",
+            values={"platform": ("--platform",)},
+            bools={"quiet": ("-q", "--quiet"), "all-tags": ("-a", "--all-tags")},
+        ),
+        args,
+    )
     if len(refs) != 1:
         raise DockerError("docker: 'docker pull' requires 1 argument.\nSee 'docker pull --help'.", 1)
     images.pull(store, refs[0], _payload())
@@ -112,9 +129,17 @@ def cmd_tag(store: Store, args: list[str]) -> int:
 
 
 def _version_data() -> dict:
-    return {"Client": {"Version": VERSION, "ApiVersion": API, "Os": "linux", "Arch": "arm64"},
-            "Server": {"Version": VERSION, "ApiVersion": API, "MinAPIVersion": "1.24", "Os": "linux",
-                       "Arch": "arm64", "KernelVersion": "6.11.0-1016-nvidia"}}
+    return {
+        "Client": {"Version": VERSION, "ApiVersion": API, "Os": "linux", "Arch": "arm64"},
+        "Server": {
+            "Version": VERSION,
+            "ApiVersion": API,
+            "MinAPIVersion": "1.24",
+            "Os": "linux",
+            "Arch": "arm64",
+            "KernelVersion": "6.11.0-1016-nvidia",
+        },
+    }
 
 
 def _fmt(fmt: str | None, data: dict, plain: str) -> int:
@@ -131,9 +156,11 @@ def _fmt(fmt: str | None, data: dict, plain: str) -> int:
 def cmd_version(store: Store, args: list[str]) -> int:
     opts, _ = parse(Spec("version", values={"format": ("-f", "--format")}), args)
     v = _version_data()
-    plain = (f"Client:\n Version:           {VERSION}\n API version:       {API}\n OS/Arch:           linux/arm64\n\n"
-             f"Server: Docker Engine - Community\n Engine:\n  Version:          {VERSION}\n"
-             f"  API version:      {API} (minimum version 1.24)\n  OS/Arch:          linux/arm64\n")
+    plain = (
+        f"Client:\n Version:           {VERSION}\n API version:       {API}\n OS/Arch:           linux/arm64\n\n"
+        f"Server: Docker Engine - Community\n Engine:\n  Version:          {VERSION}\n"
+        f"  API version:      {API} (minimum version 1.24)\n  OS/Arch:          linux/arm64\n"
+    )
     return _fmt(last(opts, "format"), v, plain)
 
 
@@ -141,26 +168,47 @@ def cmd_info(store: Store, args: list[str]) -> int:
     opts, _ = parse(Spec("info", values={"format": ("-f", "--format")}), args)
     cs = store.containers()
     running = sum(1 for c in cs if c.running)
-    data = {"ServerVersion": VERSION, "Containers": len(cs), "ContainersRunning": running,
-            "ContainersStopped": len(cs) - running, "Images": len(store.images()), "Driver": "overlay2",
-            "DefaultRuntime": "runc", "Runtimes": {"io.containerd.runc.v2": {}, "nvidia": {}, "runc": {}},
-            "OperatingSystem": "Ubuntu 24.04.3 LTS", "Architecture": "aarch64", "NCPU": 20,
-            "MemTotal": hardware.MEM_TOTAL_KB * 1024, "Name": hardware.load()["hostname"], "CgroupDriver": "systemd"}
-    plain = (f"Server:\n Containers: {len(cs)}\n  Running: {running}\n  Stopped: {len(cs) - running}\n"
-             f" Images: {data['Images']}\n Server Version: {VERSION}\n Storage Driver: overlay2\n"
-             f" Cgroup Driver: systemd\n Runtimes: io.containerd.runc.v2 nvidia runc\n Default Runtime: runc\n"
-             f" Operating System: Ubuntu 24.04.3 LTS\n Architecture: aarch64\n Name: {data['Name']}\n")
+    data = {
+        "ServerVersion": VERSION,
+        "Containers": len(cs),
+        "ContainersRunning": running,
+        "ContainersStopped": len(cs) - running,
+        "Images": len(store.images()),
+        "Driver": "overlay2",
+        "DefaultRuntime": "runc",
+        "Runtimes": {"io.containerd.runc.v2": {}, "nvidia": {}, "runc": {}},
+        "OperatingSystem": "Ubuntu 24.04.3 LTS",
+        "Architecture": "aarch64",
+        "NCPU": 20,
+        "MemTotal": hardware.MEM_TOTAL_KB * 1024,
+        "Name": hardware.load()["hostname"],
+        "CgroupDriver": "systemd",
+    }
+    plain = (
+        f"Server:\n Containers: {len(cs)}\n  Running: {running}\n  Stopped: {len(cs) - running}\n"
+        f" Images: {data['Images']}\n Server Version: {VERSION}\n Storage Driver: overlay2\n"
+        f" Cgroup Driver: systemd\n Runtimes: io.containerd.runc.v2 nvidia runc\n Default Runtime: runc\n"
+        f" Operating System: Ubuntu 24.04.3 LTS\n Architecture: aarch64\n Name: {data['Name']}\n"
+    )
     return _fmt(last(opts, "format"), data, plain)
 
 
 def cmd_image(store: Store, args: list[str]) -> int:
     """`docker image ls|inspect|rm|save|load|pull|tag`."""
     sub, rest = (args[0], args[1:]) if args else ("", [])
-    table = {"ls": cmd_images, "list": cmd_images, "rm": cmd_rmi, "save": cmd_save, "load": cmd_load,
-             "pull": cmd_pull, "tag": cmd_tag}
+    table = {
+        "ls": cmd_images,
+        "list": cmd_images,
+        "rm": cmd_rmi,
+        "save": cmd_save,
+        "load": cmd_load,
+        "pull": cmd_pull,
+        "tag": cmd_tag,
+    }
     if sub == "inspect":
         return cmd_inspect(store, rest, kind="image")
     if sub not in table:
-        raise DockerError(f"docker: unknown command: docker image {sub}\n\nRun 'docker image --help' for more "
-                          "information", 1)
+        raise DockerError(
+            f"docker: unknown command: docker image {sub}\n\nRun 'docker image --help' for more information", 1
+        )
     return table[sub](store, rest)

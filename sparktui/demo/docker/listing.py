@@ -1,4 +1,5 @@
 """Rows of `docker ps` and `docker images`, shaped like docker's own (`{{json .}}` keys, tables)."""
+
 from __future__ import annotations
 
 import shlex
@@ -43,22 +44,24 @@ def ps_row(c: Container, no_trunc: bool) -> PsRow:
         cmd = cmd[:19] + "…"
     labels = c.config["Config"].get("Labels") or {}
     mounts = [m.get("Name") or m.get("Source", "") for m in c.config.get("Mounts", [])]
-    row = PsRow({
-        "Command": f'"{cmd}"',
-        "CreatedAt": times.created_at(c.config.get("CreatedNs", 0)),
-        "ID": c.id if no_trunc else c.id[:12],
-        "Image": c.config["Config"]["Image"],
-        "Labels": ",".join(f"{k}={v}" for k, v in labels.items()),
-        "LocalVolumes": str(sum(1 for m in c.config.get("Mounts", []) if m.get("Type") == "volume")),
-        "Mounts": ",".join(m if no_trunc else m[:15] + ("…" if len(m) > 15 else "") for m in mounts),
-        "Names": c.name,
-        "Networks": c.config["HostConfig"].get("NetworkMode", "default"),
-        "Ports": "",
-        "RunningFor": times.human((times.now_ns() - c.config.get("CreatedNs", 0)) / 1e9) + " ago",
-        "Size": "0B",
-        "State": c.state.get("Status", "created"),
-        "Status": status_text(c),
-    })
+    row = PsRow(
+        {
+            "Command": f'"{cmd}"',
+            "CreatedAt": times.created_at(c.config.get("CreatedNs", 0)),
+            "ID": c.id if no_trunc else c.id[:12],
+            "Image": c.config["Config"]["Image"],
+            "Labels": ",".join(f"{k}={v}" for k, v in labels.items()),
+            "LocalVolumes": str(sum(1 for m in c.config.get("Mounts", []) if m.get("Type") == "volume")),
+            "Mounts": ",".join(m if no_trunc else m[:15] + ("…" if len(m) > 15 else "") for m in mounts),
+            "Names": c.name,
+            "Networks": c.config["HostConfig"].get("NetworkMode", "default"),
+            "Ports": "",
+            "RunningFor": times.human((times.now_ns() - c.config.get("CreatedNs", 0)) / 1e9) + " ago",
+            "Size": "0B",
+            "State": c.state.get("Status", "created"),
+            "Status": status_text(c),
+        }
+    )
     row.labels = labels
     return row
 
@@ -68,10 +71,16 @@ def image_row(img: dict, tag: str, no_trunc: bool) -> dict:
     created = img.get("CreatedNs", 0)
     hexid = img["Id"].removeprefix("sha256:")
     return {
-        "Containers": "N/A", "CreatedAt": times.created_at(created),
-        "CreatedSince": times.human((time.time_ns() - created) / 1e9) + " ago", "Digest": "<none>",
-        "ID": img["Id"] if no_trunc else hexid[:12], "Repository": repo or "<none>", "SharedSize": "N/A",
-        "Size": _size(img.get("Size", 0)), "Tag": t or "<none>", "UniqueSize": "N/A",
+        "Containers": "N/A",
+        "CreatedAt": times.created_at(created),
+        "CreatedSince": times.human((time.time_ns() - created) / 1e9) + " ago",
+        "Digest": "<none>",
+        "ID": img["Id"] if no_trunc else hexid[:12],
+        "Repository": repo or "<none>",
+        "SharedSize": "N/A",
+        "Size": _size(img.get("Size", 0)),
+        "Tag": t or "<none>",
+        "UniqueSize": "N/A",
         "VirtualSize": _size(img.get("Size", 0)),
     }
 
@@ -88,10 +97,25 @@ def image_rows(images: list[dict], no_trunc: bool, want: str | None = None) -> l
     return rows
 
 
-PS_HEADERS = {"ID": "CONTAINER ID", "Image": "IMAGE", "Command": "COMMAND", "CreatedAt": "CREATED AT",
-              "RunningFor": "CREATED", "Status": "STATUS", "Ports": "PORTS", "Names": "NAMES", "State": "STATE",
-              "Labels": "LABELS", "Mounts": "MOUNTS", "Networks": "NETWORKS", "Size": "SIZE",
-              "Repository": "REPOSITORY", "Tag": "TAG", "CreatedSince": "CREATED", "Digest": "DIGEST"}
+PS_HEADERS = {
+    "ID": "CONTAINER ID",
+    "Image": "IMAGE",
+    "Command": "COMMAND",
+    "CreatedAt": "CREATED AT",
+    "RunningFor": "CREATED",
+    "Status": "STATUS",
+    "Ports": "PORTS",
+    "Names": "NAMES",
+    "State": "STATE",
+    "Labels": "LABELS",
+    "Mounts": "MOUNTS",
+    "Networks": "NETWORKS",
+    "Size": "SIZE",
+    "Repository": "REPOSITORY",
+    "Tag": "TAG",
+    "CreatedSince": "CREATED",
+    "Digest": "DIGEST",
+}
 
 
 def _table(rows: list[dict], cols: list[str], headers: dict[str, str]) -> str:
@@ -111,7 +135,7 @@ def render(rows: list[dict], fmt: str | None, default_cols: list[str], images: b
         fmt = "{{json .}}"
     try:
         if fmt.startswith("table "):
-            body = fmt[len("table "):].replace("\\t", "\t")
+            body = fmt[len("table ") :].replace("\\t", "\t")
             header = gotemplate.render(body, {k: headers.get(k, k.upper()) for k in (rows[0] if rows else headers)})
             return header + "\n" + "".join(gotemplate.render(body, r) + "\n" for r in rows)
         return "".join(gotemplate.render(fmt, r) + "\n" for r in rows)

@@ -14,6 +14,7 @@ With $SPARKTUI_SIM_MEMINFO set (the node's stand-in meminfo), binds it over the 
 /proc/meminfo too. Execs COMMAND (which stays the container's PID 1); exit 125 with the reason when a directory cannot be
 set up. Stdlib only: it runs at every container start.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -29,8 +30,12 @@ MS_BIND, MS_REC = 0x1000, 0x4000
 
 
 def _mount(libc, src: str, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    if libc.mount(src.encode(), dst.encode(), fstype.encode() if fstype else None, flags,
-                  data.encode() if data else None) != 0:
+    if (
+        libc.mount(
+            src.encode(), dst.encode(), fstype.encode() if fstype else None, flags, data.encode() if data else None
+        )
+        != 0
+    ):
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e))
 
@@ -80,7 +85,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: rootfs TARGET MINE ... -- COMMAND\n")
         return 125
     cut = argv.index("--")
-    pairs, command = argv[:cut], argv[cut + 1:]
+    pairs, command = argv[:cut], argv[cut + 1 :]
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     for target, mine in zip(pairs[::2], pairs[1::2]):
         try:

@@ -7,6 +7,7 @@ from the SSH session like containerd's shim) pumps stdout/stderr into log.json w
 times, and writes the exit status down. `--network host` is the only network there is: all nodes
 share this machine's loopback, each with its own addresses.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -83,11 +84,17 @@ def process_env(c: Container, extra: list[str] | None = None) -> dict[str, str]:
         k, _, v = kv.partition("=")
         env[k] = v
     container_bin = hardware.demo_root() / "container-bin"
-    env["PATH"] = os.pathsep.join([str(sim.SHIMS_DIR / "bin"), str(container_bin),
-                                   env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"])
+    env["PATH"] = os.pathsep.join(
+        [
+            str(sim.SHIMS_DIR / "bin"),
+            str(container_bin),
+            env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        ]
+    )
     # container_site: Python in the container sees the node's NICs (its sitecustomize.py says how)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CONTAINER_SITE), str(sim.SHIMS_DIR), str(sim.PACKAGE_ROOT),
-                                                    env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(CONTAINER_SITE), str(sim.SHIMS_DIR), str(sim.PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p
+    )
     return env
 
 
@@ -98,9 +105,11 @@ def _which(cmd: str, env: dict[str, str]) -> str | None:
 
 
 def _not_found(cmd: str) -> str:
-    return (f"failed to create task for container: failed to create shim task: OCI runtime create failed: runc "
-            f"create failed: unable to start container process: exec: \"{cmd}\": executable file not found in "
-            f"$PATH: unknown")
+    return (
+        f"failed to create task for container: failed to create shim task: OCI runtime create failed: runc "
+        f'create failed: unable to start container process: exec: "{cmd}": executable file not found in '
+        f"$PATH: unknown"
+    )
 
 
 def _children(pid: int) -> list[int]:
@@ -151,8 +160,9 @@ class _LogWriter:
     def _write(self, entries: list[tuple[str, bytes, str]]) -> None:
         if not entries:
             return
-        text = "".join(json.dumps({"log": b.decode("utf-8", "replace"), "stream": s, "time": t}) + "\n"
-                       for s, b, t in entries)
+        text = "".join(
+            json.dumps({"log": b.decode("utf-8", "replace"), "stream": s, "time": t}) + "\n" for s, b, t in entries
+        )
         with contextlib.suppress(OSError):
             os.write(self.fd, text.encode())
 
@@ -172,9 +182,14 @@ def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False
     unshare = shutil.which("unshare") or "unshare"
     # the container's own /etc, /root and /run (rootfs.py), then its command, exec'd: still PID 1
     setup = [sys.executable, "-S", "-m", "sparktui.demo.docker.rootfs", *_own_dirs(c), "--"]
-    proc = subprocess.Popen([unshare, *UNSHARE[1:], *setup, *argv], stdin=None if stdin else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd="/")
+    proc = subprocess.Popen(
+        [unshare, *UNSHARE[1:], *setup, *argv],
+        stdin=None if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd="/",
+    )
     pid1 = 0
     for _ in range(200):  # the container's PID 1 is unshare's child, up within milliseconds
         kids = _children(proc.pid)
@@ -183,9 +198,18 @@ def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False
             break
         time.sleep(0.01)
     _wait_own_dirs(pid1, proc)
-    store.set_state(c, Status="running", Running=True, Pid=pid1, ExitCode=0, Error="",
-                    StartedAt=times.rfc3339(times.now_ns()), FinishedAt=times.ZERO,
-                    _ticks=proc_start_ticks(pid1) if pid1 else None, _supervisor=os.getpid())
+    store.set_state(
+        c,
+        Status="running",
+        Running=True,
+        Pid=pid1,
+        ExitCode=0,
+        Error="",
+        StartedAt=times.rfc3339(times.now_ns()),
+        FinishedAt=times.ZERO,
+        _ticks=proc_start_ticks(pid1) if pid1 else None,
+        _supervisor=os.getpid(),
+    )
     if tee:  # an attached `docker run` passes Ctrl-C and TERM on to the container, as docker's sig-proxy does
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, lambda s, _f: pid1 and _kill(pid1, s))
@@ -205,8 +229,9 @@ def supervise(store: Store, c: Container, tee: bool = False, stdin: bool = False
     rc = proc.wait()
     code = rc if rc >= 0 else 128 - rc
     hostmem.release_ledger(c.dir / MEMORY_LEDGER)  # a killed engine's memory comes back with its exit
-    store.set_state(c, Status="exited", Running=False, Pid=0, ExitCode=code,
-                    FinishedAt=times.rfc3339(times.now_ns()), _ticks=None)
+    store.set_state(
+        c, Status="exited", Running=False, Pid=0, ExitCode=code, FinishedAt=times.rfc3339(times.now_ns()), _ticks=None
+    )
     if c.config["HostConfig"].get("AutoRemove"):
         store.remove(c)
     return code
@@ -221,9 +246,15 @@ def start_detached(store: Store, c: Container) -> Container:
     """Start the supervisor away from this command (it outlives the SSH session) and wait for the
     container's process to be up (or to have failed)."""
     with open(c.dir / "supervisor.log", "ab") as err:
-        subprocess.Popen([sys.executable, "-S", "-m", "sparktui.demo.docker.runtime", str(store.root), c.id],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                         start_new_session=True, env=dict(os.environ), cwd="/")
+        subprocess.Popen(
+            [sys.executable, "-S", "-m", "sparktui.demo.docker.runtime", str(store.root), c.id],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            env=dict(os.environ),
+            cwd="/",
+        )
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
         fresh = store.reload(c)
@@ -285,18 +316,28 @@ def exec_argv(c: Container, argv: list[str], workdir: str | None) -> list[str]:
     return [nsenter, "-t", str(c.state["Pid"]), "-p", "-m", f"--wd={workdir or '/'}", "--", *argv]
 
 
-def exec_in(c: Container, argv: list[str], env_extra: list[str], detach: bool, interactive: bool,
-            workdir: str | None) -> int:
+def exec_in(
+    c: Container, argv: list[str], env_extra: list[str], detach: bool, interactive: bool, workdir: str | None
+) -> int:
     if not c.running or not c.state.get("Pid"):
         raise DockerError(f"Error response from daemon: container {c.id} is not running")
     env = process_env(c, env_extra)
     if _which(argv[0], env) is None:
-        raise DockerError(f"OCI runtime exec failed: exec failed: unable to start container process: exec: "
-                          f"\"{argv[0]}\": executable file not found in $PATH: unknown", 127)
+        raise DockerError(
+            f"OCI runtime exec failed: exec failed: unable to start container process: exec: "
+            f'"{argv[0]}": executable file not found in $PATH: unknown',
+            127,
+        )
     full = exec_argv(c, argv, workdir)
     if detach:
-        subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env=env, start_new_session=True)
+        subprocess.Popen(
+            full,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         return 0
     proc = subprocess.Popen(full, stdin=None if interactive else subprocess.DEVNULL, env=env)
     try:

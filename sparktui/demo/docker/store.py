@@ -9,6 +9,7 @@ NODE_DIR/docker/
                                simulated engines hold of the node's memory: sim/hostmem.py)
 A container being removed is first renamed to .rm-<id>, so listings never show half of one.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,7 +42,7 @@ def normalize_ref(ref: str) -> str:
     r = ref
     for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/", "index.docker.io/"):
         if r.startswith(prefix):
-            r = r[len(prefix):]
+            r = r[len(prefix) :]
             break
     last = r.rsplit("/", 1)[-1]
     if "@" not in r and ":" not in last:
@@ -105,9 +106,19 @@ class Container:
 
 
 def new_state() -> dict:
-    return {"Status": "created", "Running": False, "Paused": False, "Restarting": False, "OOMKilled": False,
-            "Dead": False, "Pid": 0, "ExitCode": 0, "Error": "", "StartedAt": times.ZERO,
-            "FinishedAt": times.ZERO}
+    return {
+        "Status": "created",
+        "Running": False,
+        "Paused": False,
+        "Restarting": False,
+        "OOMKilled": False,
+        "Dead": False,
+        "Pid": 0,
+        "ExitCode": 0,
+        "Error": "",
+        "StartedAt": times.ZERO,
+        "FinishedAt": times.ZERO,
+    }
 
 
 class Store:
@@ -180,8 +191,9 @@ class Store:
         if sup and proc_start_ticks(sup) is not None:
             return  # the supervisor is still writing the exit down
         hostmem.release_ledger(c.dir / MEMORY_LEDGER)  # nobody else is left to give the memory back
-        c.state.update(Status="exited", Running=False, Pid=0, ExitCode=137,
-                       FinishedAt=times.rfc3339(times.now_ns()), Error="")
+        c.state.update(
+            Status="exited", Running=False, Pid=0, ExitCode=137, FinishedAt=times.rfc3339(times.now_ns()), Error=""
+        )
         with contextlib.suppress(OSError):
             write_json(c.dir / "state.json", c.state)
 
@@ -216,10 +228,12 @@ class Store:
             taken = {c.name: c for c in self.containers()}
             name = config.get("Name") or "/" + _random_name(taken)
             for c in [taken[name.lstrip("/")]] if name.lstrip("/") in taken else []:
-                    raise DockerError(
-                        f'docker: Error response from daemon: Conflict. The container name "{name}" is already in '
-                        f'use by container "{c.id}". You have to remove (or rename) that container to be able to '
-                        f"reuse that name.", 125)
+                raise DockerError(
+                    f'docker: Error response from daemon: Conflict. The container name "{name}" is already in '
+                    f'use by container "{c.id}". You have to remove (or rename) that container to be able to '
+                    f"reuse that name.",
+                    125,
+                )
             d = self.containers_dir / cid
             (d / "root").mkdir(parents=True)
             (d / "tmp").mkdir()
@@ -248,10 +262,43 @@ class Store:
         shutil.rmtree(gone, ignore_errors=True)
 
 
-_LEFT = ("admiring", "brave", "clever", "eager", "focused", "gifted", "happy", "jolly", "keen", "lucid",
-         "modest", "nifty", "quirky", "serene", "trusting", "vibrant", "wizardly", "zealous")
-_RIGHT = ("babbage", "curie", "dijkstra", "euler", "fermi", "gauss", "hopper", "knuth", "lovelace", "noether",
-          "pascal", "ritchie", "shannon", "turing", "wozniak")
+_LEFT = (
+    "admiring",
+    "brave",
+    "clever",
+    "eager",
+    "focused",
+    "gifted",
+    "happy",
+    "jolly",
+    "keen",
+    "lucid",
+    "modest",
+    "nifty",
+    "quirky",
+    "serene",
+    "trusting",
+    "vibrant",
+    "wizardly",
+    "zealous",
+)
+_RIGHT = (
+    "babbage",
+    "curie",
+    "dijkstra",
+    "euler",
+    "fermi",
+    "gauss",
+    "hopper",
+    "knuth",
+    "lovelace",
+    "noether",
+    "pascal",
+    "ritchie",
+    "shannon",
+    "turing",
+    "wozniak",
+)
 
 
 def _random_name(taken) -> str:

@@ -1,4 +1,5 @@
 """Times as docker prints them: RFC3339Nano stamps, `--since` values, "Up 2 minutes" durations."""
+
 from __future__ import annotations
 
 import calendar
@@ -20,8 +21,15 @@ def rfc3339(ns: int) -> str:
 
 _STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\s*(Z|z|[+-]\d\d:?\d\d)?\Z")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000,
-            "h": 3_600_000_000_000}
+_UNIT_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
 
 
 def parse_stamp(text: str) -> int | None:

@@ -4,6 +4,7 @@ Reading, and the few changes the plan's fixes name: `ip link set DEV up|down|mtu
 CIDR dev DEV` rewrite the node's description (hardware.save), as root on a Spark would change its NICs.
 Anything else that would change the network answers "Operation not permitted".
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -33,10 +34,19 @@ def _brd(i: dict) -> str | None:
 
 
 def _link_json(n: int, i: dict) -> dict:
-    d = {"ifindex": n, "ifname": i["name"], "flags": _flags(i), "mtu": i["mtu"],
-         "qdisc": "noqueue" if i["kind"] == "loopback" else "mq", "operstate": _state(i), "group": "default",
-         "txqlen": 1000, "link_type": i["kind"], "address": i["mac"],
-         "broadcast": "00:00:00:00:00:00" if i["kind"] == "loopback" else "ff:ff:ff:ff:ff:ff"}
+    d = {
+        "ifindex": n,
+        "ifname": i["name"],
+        "flags": _flags(i),
+        "mtu": i["mtu"],
+        "qdisc": "noqueue" if i["kind"] == "loopback" else "mq",
+        "operstate": _state(i),
+        "group": "default",
+        "txqlen": 1000,
+        "link_type": i["kind"],
+        "address": i["mac"],
+        "broadcast": "00:00:00:00:00:00" if i["kind"] == "loopback" else "ff:ff:ff:ff:ff:ff",
+    }
     return d
 
 
@@ -47,20 +57,34 @@ def _addr_json(n: int, i: dict, v4: bool, v6: bool) -> dict:
         a = {"family": "inet", "local": i["ipv4"][0], "prefixlen": i["ipv4"][1]}
         if _brd(i):
             a["broadcast"] = _brd(i)
-        a.update(scope="host" if i["kind"] == "loopback" else "global", label=i["name"],
-                 valid_life_time=FOREVER, preferred_life_time=FOREVER)
+        a.update(
+            scope="host" if i["kind"] == "loopback" else "global",
+            label=i["name"],
+            valid_life_time=FOREVER,
+            preferred_life_time=FOREVER,
+        )
         info.append(a)
     if i["kind"] == "loopback" and v6:
-        info.append({"family": "inet6", "local": "::1", "prefixlen": 128, "scope": "host",
-                     "valid_life_time": FOREVER, "preferred_life_time": FOREVER})
+        info.append(
+            {
+                "family": "inet6",
+                "local": "::1",
+                "prefixlen": 128,
+                "scope": "host",
+                "valid_life_time": FOREVER,
+                "preferred_life_time": FOREVER,
+            }
+        )
     d["addr_info"] = info
     return d
 
 
 def _head(n: int, i: dict) -> str:
     qdisc = "noqueue" if i["kind"] == "loopback" else "mq"
-    return (f"{n}: {i['name']}: <{','.join(_flags(i))}> mtu {i['mtu']} qdisc {qdisc} state {_state(i)} "
-            f"group default qlen 1000")
+    return (
+        f"{n}: {i['name']}: <{','.join(_flags(i))}> mtu {i['mtu']} qdisc {qdisc} state {_state(i)} "
+        f"group default qlen 1000"
+    )
 
 
 def _inet(i: dict) -> str:
@@ -85,8 +109,9 @@ def show(obj: str, opts: set[str], ifaces: list[dict]) -> str:
     out = []
     for n, i in rows:
         if "-br" in opts:
-            addrs = (f"{i['ipv4'][0]}/{i['ipv4'][1]} " if i["ipv4"] and v4 else "") + \
-                    ("::1/128 " if i["kind"] == "loopback" and v6 else "")
+            addrs = (f"{i['ipv4'][0]}/{i['ipv4'][1]} " if i["ipv4"] and v4 else "") + (
+                "::1/128 " if i["kind"] == "loopback" and v6 else ""
+            )
             if obj == "addr":
                 out.append(f"{i['name']:<16} {_state(i):<14} {addrs}")
             else:
@@ -114,11 +139,25 @@ def routes(ifaces: list[dict], opts: set[str]) -> str:
         if not i["ipv4"] or i["kind"] == "loopback" or not i["up"]:
             continue
         net = ipaddress.IPv4Network(f"{i['ipv4'][0]}/{i['ipv4'][1]}", strict=False)
-        nets.append({"dst": str(net), "dev": i["name"], "protocol": "kernel", "scope": "link",
-                     "prefsrc": i["ipv4"][0], "flags": []})
+        nets.append(
+            {
+                "dst": str(net),
+                "dev": i["name"],
+                "protocol": "kernel",
+                "scope": "link",
+                "prefsrc": i["ipv4"][0],
+                "flags": [],
+            }
+        )
         if i["name"] == DEFAULT_ROUTE:
-            default = {"dst": "default", "gateway": str(net.network_address + 1), "dev": i["name"],
-                       "protocol": "dhcp", "metric": 600, "flags": []}
+            default = {
+                "dst": "default",
+                "gateway": str(net.network_address + 1),
+                "dev": i["name"],
+                "protocol": "dhcp",
+                "metric": 600,
+                "flags": [],
+            }
     table = ([default] if default else []) + nets
     if "-j" in opts:
         return json.dumps(table, separators=(",", ":")) + "\n"
@@ -140,8 +179,12 @@ def route_get(target: str, ifaces: list[dict]) -> str:
         if i["ipv4"] and i["ipv4"][0] == target:
             return f"local {target} dev lo src {target} uid 0 \n    cache <local> \n"
     for i in ifaces:
-        if i["ipv4"] and i["kind"] != "loopback" and i["up"] and \
-                ip in ipaddress.IPv4Network(f"{i['ipv4'][0]}/{i['ipv4'][1]}", strict=False):
+        if (
+            i["ipv4"]
+            and i["kind"] != "loopback"
+            and i["up"]
+            and ip in ipaddress.IPv4Network(f"{i['ipv4'][0]}/{i['ipv4'][1]}", strict=False)
+        ):
             return f"{target} dev {i['name']} src {i['ipv4'][0]} uid 0 \n    cache \n"
     wlan = next((i for i in ifaces if i["name"] == DEFAULT_ROUTE and i["ipv4"]), None)
     if wlan is None:
@@ -199,11 +242,37 @@ def addr_change(node: dict, cmd: str, args: list[str]) -> None:
     save(node)
 
 
-OBJECTS = {"a": "addr", "ad": "addr", "addr": "addr", "address": "addr", "l": "link", "li": "link", "link": "link",
-           "r": "route", "ro": "route", "route": "route"}
-OPTIONS = {"-j": "-j", "-json": "-j", "--json": "-j", "-4": "-4", "-6": "-6", "-o": "-o", "-oneline": "-o",
-           "-br": "-br", "-brief": "-br", "-p": "-p", "-pretty": "-p", "-d": "-d", "-details": "-d",
-           "-s": "-s", "-stats": "-s", "-c": "-c", "-color": "-c"}
+OBJECTS = {
+    "a": "addr",
+    "ad": "addr",
+    "addr": "addr",
+    "address": "addr",
+    "l": "link",
+    "li": "link",
+    "link": "link",
+    "r": "route",
+    "ro": "route",
+    "route": "route",
+}
+OPTIONS = {
+    "-j": "-j",
+    "-json": "-j",
+    "--json": "-j",
+    "-4": "-4",
+    "-6": "-6",
+    "-o": "-o",
+    "-oneline": "-o",
+    "-br": "-br",
+    "-brief": "-br",
+    "-p": "-p",
+    "-pretty": "-p",
+    "-d": "-d",
+    "-details": "-d",
+    "-s": "-s",
+    "-stats": "-s",
+    "-c": "-c",
+    "-color": "-c",
+}
 
 
 def main(argv: list[str]) -> int:

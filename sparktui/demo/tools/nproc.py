@@ -4,6 +4,7 @@ Copies size their parallel streams by the sender's cores (core/transfers/streams
 the node's link model (demo/link.py) is what holds each stream, not this machine's cores.
 `nproc --all` and `--ignore=N` answer as GNU nproc would for that many cores.
 """
+
 from __future__ import annotations
 
 import sys

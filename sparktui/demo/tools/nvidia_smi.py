@@ -1,6 +1,7 @@
 """`nvidia-smi` on a simulated DGX Spark (GB10): memory reads [N/A] / "Not Supported", as NVML says
 NOT_SUPPORTED for unified memory; utilization, temperature and power read normally. The engines
 running in the node's containers are its compute apps."""
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,38 @@ from ..hardware import load, node_dir
 NA = "[N/A]"
 FIELDS = {
     # field: (value, unit shown without nounits)
-    "index": ("0", ""), "count": ("1", ""), "name": (None, ""), "gpu_name": (None, ""), "uuid": (None, ""),
-    "gpu_uuid": (None, ""), "pci.bus_id": (None, ""), "gpu_bus_id": (None, ""), "driver_version": (None, ""),
-    "memory.total": (NA, ""), "memory.used": (NA, ""), "memory.free": (NA, ""), "memory.reserved": (NA, ""),
-    "utilization.gpu": (None, " %"), "utilization.memory": (NA, ""), "temperature.gpu": (None, ""),
-    "power.draw": (None, " W"), "power.limit": (NA, ""), "power.max_limit": (NA, ""), "pstate": (None, ""),
-    "compute_cap": ("12.1", ""), "persistence_mode": ("Enabled", ""), "fan.speed": (NA, ""),
-    "clocks.sm": (None, " MHz"), "clocks.max.sm": ("3003", " MHz"), "clocks.mem": (NA, ""),
-    "serial": ("1654925001234", ""), "vbios_version": (NA, ""), "mig.mode.current": (NA, ""),
-    "display_active": ("Enabled", ""), "ecc.mode.current": (NA, ""), "compute_mode": ("Default", ""),
+    "index": ("0", ""),
+    "count": ("1", ""),
+    "name": (None, ""),
+    "gpu_name": (None, ""),
+    "uuid": (None, ""),
+    "gpu_uuid": (None, ""),
+    "pci.bus_id": (None, ""),
+    "gpu_bus_id": (None, ""),
+    "driver_version": (None, ""),
+    "memory.total": (NA, ""),
+    "memory.used": (NA, ""),
+    "memory.free": (NA, ""),
+    "memory.reserved": (NA, ""),
+    "utilization.gpu": (None, " %"),
+    "utilization.memory": (NA, ""),
+    "temperature.gpu": (None, ""),
+    "power.draw": (None, " W"),
+    "power.limit": (NA, ""),
+    "power.max_limit": (NA, ""),
+    "pstate": (None, ""),
+    "compute_cap": ("12.1", ""),
+    "persistence_mode": ("Enabled", ""),
+    "fan.speed": (NA, ""),
+    "clocks.sm": (None, " MHz"),
+    "clocks.max.sm": ("3003", " MHz"),
+    "clocks.mem": (NA, ""),
+    "serial": ("1654925001234", ""),
+    "vbios_version": (NA, ""),
+    "mig.mode.current": (NA, ""),
+    "display_active": ("Enabled", ""),
+    "ecc.mode.current": (NA, ""),
+    "compute_mode": ("Default", ""),
 }
 APP_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid", "gpu_name", "gpu_bus_id")
 _MEM_USE = re.compile(r"mem usage=(\d+(?:\.\d+)?) GB|model weights took (\d+(?:\.\d+)?) GiB")
@@ -57,11 +81,20 @@ def _engines() -> list[dict]:
 def _values(node: dict, busy: bool) -> dict[str, str]:
     g = node["gpu"]
     util = "3" if busy else "0"
-    return {"name": g["name"], "gpu_name": g["name"], "uuid": g["uuid"], "gpu_uuid": g["uuid"],
-            "pci.bus_id": g["bus_id"], "gpu_bus_id": g["bus_id"], "driver_version": g["driver"],
-            "utilization.gpu": util, "temperature.gpu": "47" if busy else "41",
-            "power.draw": "24.31" if busy else "4.12", "pstate": "P0" if busy else "P8",
-            "clocks.sm": "2418" if busy else "208"}
+    return {
+        "name": g["name"],
+        "gpu_name": g["name"],
+        "uuid": g["uuid"],
+        "gpu_uuid": g["uuid"],
+        "pci.bus_id": g["bus_id"],
+        "gpu_bus_id": g["bus_id"],
+        "driver_version": g["driver"],
+        "utilization.gpu": util,
+        "temperature.gpu": "47" if busy else "41",
+        "power.draw": "24.31" if busy else "4.12",
+        "pstate": "P0" if busy else "P8",
+        "clocks.sm": "2418" if busy else "208",
+    }
 
 
 def query(fields: list[str], fmt: set[str], node: dict) -> str:
@@ -75,8 +108,11 @@ def query(fields: list[str], fmt: set[str], node: dict) -> str:
         v, unit = FIELDS[f]
         v = vals.get(f, v) if v is None else v
         row.append(v if "nounits" in fmt or v.startswith("[") else v + unit)
-    out = "" if "noheader" in fmt else ", ".join(f + (f" [{FIELDS[f][1].strip()}]" if FIELDS[f][1] else "")
-                                                  for f in fields) + "\n"
+    out = (
+        ""
+        if "noheader" in fmt
+        else ", ".join(f + (f" [{FIELDS[f][1].strip()}]" if FIELDS[f][1] else "") for f in fields) + "\n"
+    )
     return out + ", ".join(row) + "\n"
 
 
@@ -87,9 +123,14 @@ def apps(fields: list[str], fmt: set[str], node: dict) -> str:
         raise SystemExit(2)
     lines = [] if "noheader" in fmt else [", ".join(f + (" [MiB]" if f == "used_memory" else "") for f in fields)]
     for e in _engines():
-        vals = {"pid": str(e["pid"]), "process_name": e["name"],
-                "used_memory": str(e["mib"]) + ("" if "nounits" in fmt else " MiB"),
-                "gpu_uuid": node["gpu"]["uuid"], "gpu_name": node["gpu"]["name"], "gpu_bus_id": node["gpu"]["bus_id"]}
+        vals = {
+            "pid": str(e["pid"]),
+            "process_name": e["name"],
+            "used_memory": str(e["mib"]) + ("" if "nounits" in fmt else " MiB"),
+            "gpu_uuid": node["gpu"]["uuid"],
+            "gpu_name": node["gpu"]["name"],
+            "gpu_bus_id": node["gpu"]["bus_id"],
+        }
         lines.append(", ".join(vals[f] for f in fields))
     return "".join(line + "\n" for line in lines)
 
@@ -100,22 +141,27 @@ def table(node: dict) -> str:
     busy = bool(engines)
     v = _values(node, busy)
     bar = "+-----------------------------------------------------------------------------------------+"
-    out = [time.strftime("%a %b %d %H:%M:%S %Y       "), bar,
-           f"| NVIDIA-SMI {g['driver']:<22} Driver Version: {g['driver']:<14} CUDA Version: {g['cuda']:<9}|",
-           "+-----------------------------------------+------------------------+----------------------+",
-           "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
-           "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
-           "|                                         |                        |               MIG M. |",
-           "|=========================================+========================+======================|",
-           f"|   0  {g['name']:<26}  On  |   {g['bus_id']}  On |                  N/A |",
-           f"| N/A   {v['temperature.gpu']}C    {v['pstate']}           {float(v['power.draw']):>5.0f}W /  N/A  | "
-           f"Not Supported          | {v['utilization.gpu']:>6}%      Default |",
-           "|                                         |                        |                  N/A |",
-           "+-----------------------------------------+------------------------+----------------------+", "", bar,
-           "| Processes:                                                                              |",
-           "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
-           "|        ID   ID                                                               Usage      |",
-           "|=========================================================================================|"]
+    out = [
+        time.strftime("%a %b %d %H:%M:%S %Y       "),
+        bar,
+        f"| NVIDIA-SMI {g['driver']:<22} Driver Version: {g['driver']:<14} CUDA Version: {g['cuda']:<9}|",
+        "+-----------------------------------------+------------------------+----------------------+",
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                        |               MIG M. |",
+        "|=========================================+========================+======================|",
+        f"|   0  {g['name']:<26}  On  |   {g['bus_id']}  On |                  N/A |",
+        f"| N/A   {v['temperature.gpu']}C    {v['pstate']}           {float(v['power.draw']):>5.0f}W /  N/A  | "
+        f"Not Supported          | {v['utilization.gpu']:>6}%      Default |",
+        "|                                         |                        |                  N/A |",
+        "+-----------------------------------------+------------------------+----------------------+",
+        "",
+        bar,
+        "| Processes:                                                                              |",
+        "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
+        "|        ID   ID                                                               Usage      |",
+        "|=========================================================================================|",
+    ]
     if not engines:
         out.append("|  No running processes found                                                             |")
     for e in engines:

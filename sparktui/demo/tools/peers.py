@@ -1,4 +1,5 @@
 """Which demo node answers at an address or name: read from the demo's demo.json (ssh, ssh-keyscan)."""
+
 from __future__ import annotations
 
 import json

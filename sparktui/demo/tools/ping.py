@@ -3,6 +3,7 @@
 Packets leave only through an interface that is up with an address on the target's subnet, and arrive only
 where a node's interface holding that address is up: what `ip link set ... down` on either node changes.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -54,10 +55,13 @@ def main(argv: list[str]) -> int:
         return 2
     there = _holder(target)
     same = mine is None or ipaddress.ip_address(target) in ipaddress.ip_network(
-        f"{mine['ipv4'][0]}/{mine['ipv4'][1]}", strict=False)
+        f"{mine['ipv4'][0]}/{mine['ipv4'][1]}", strict=False
+    )
     got = count if there is not None and there["up"] and same else 0
-    sys.stdout.write(f"PING {target}\n--- {target} ping statistics ---\n{count} packets transmitted, {got} received, "
-                     f"{100 - 100 * got // count}% packet loss, time {200 * count}ms\n")
+    sys.stdout.write(
+        f"PING {target}\n--- {target} ping statistics ---\n{count} packets transmitted, {got} received, "
+        f"{100 - 100 * got // count}% packet loss, time {200 * count}ms\n"
+    )
     return 0 if got else 1
 
 

@@ -5,6 +5,7 @@ paces it to the node's one link, shared by every copy leaving the node (demo/lin
 transfer shows its progress the way a real link would. A local copy (no remote side) is held to
 the link's speed with --bwlimit, unless the command sets one.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,9 @@ from ..hardware import demo_root
 
 def main(argv: list[str]) -> int:
     here = os.environ.get("SPARKTUI_DEMO_BIN", "")
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                           if p and os.path.abspath(p) != os.path.abspath(here))
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.abspath(p) != os.path.abspath(here)
+    )
     real = shutil.which("rsync", path=path)
     if real is None:
         sys.stderr.write("rsync: not installed on this machine\n")

@@ -6,6 +6,7 @@ the port and to check the host key under the address the user gave (HostKeyAlias
 node's own ~/.ssh (HOME, not the passwd entry). Anything else is refused here: nothing is dialled
 outside the demo.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,9 @@ def real_ssh() -> str | None:
     """The OpenSSH client, skipping this launcher's directory on PATH."""
     here = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else ""
     mine = os.environ.get("SPARKTUI_DEMO_BIN", here)
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                           if p and os.path.abspath(p) != os.path.abspath(mine))
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.abspath(p) != os.path.abspath(mine)
+    )
     return shutil.which("ssh", path=path)
 
 
@@ -52,7 +54,7 @@ def split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
         i += 1
     if i >= len(argv):
         return opts, None, []
-    return opts, argv[i], argv[i + 1:]
+    return opts, argv[i], argv[i + 1 :]
 
 
 def main(argv: list[str]) -> int:
@@ -64,8 +66,10 @@ def main(argv: list[str]) -> int:
             return 127
         os.execv(client, [client, *argv])
     if dest is None:
-        sys.stderr.write("usage: ssh [-46AaCfGgKkMNnqsTtVvXxYy] [-B bind_interface] [-b bind_address] ... destination "
-                         "[command [argument ...]]\n")
+        sys.stderr.write(
+            "usage: ssh [-46AaCfGgKkMNnqsTtVvXxYy] [-B bind_interface] [-b bind_address] ... destination "
+            "[command [argument ...]]\n"
+        )
         return 255
     user, _, host = dest.rpartition("@")
     host = host.strip("[]")
@@ -85,10 +89,26 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("ssh: the OpenSSH client is not installed on this machine\n")
         return 127
     home = os.environ.get("HOME", "")
-    ours = ["-F", "/dev/null", "-p", str(entry["port"]),
-            "-o", f"HostKeyAlias={host}", "-o", f"UserKnownHostsFile={home}/.ssh/known_hosts",
-            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "IdentityAgent=none", "-o", "UpdateHostKeys=no",
-            "-o", "ControlMaster=no", "-o", "ControlPath=none"]
+    ours = [
+        "-F",
+        "/dev/null",
+        "-p",
+        str(entry["port"]),
+        "-o",
+        f"HostKeyAlias={host}",
+        "-o",
+        f"UserKnownHostsFile={home}/.ssh/known_hosts",
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "IdentityAgent=none",
+        "-o",
+        "UpdateHostKeys=no",
+        "-o",
+        "ControlMaster=no",
+        "-o",
+        "ControlPath=none",
+    ]
     for name in ("id_ed25519", "id_ecdsa", "id_rsa"):
         ours += ["-o", f"IdentityFile={home}/.ssh/{name}"]
     target = f"{user}@{host}" if user else host
@@ -123,8 +143,9 @@ def _paced(argv: list[str], rate: float) -> int:
 
     def feed() -> None:
         try:
-            link.pump(sys.stdin.fileno(), proc.stdin.fileno(), rate, Path(node_dir) / "link",
-                      _link_rate("stream_bytes_per_s"))
+            link.pump(
+                sys.stdin.fileno(), proc.stdin.fileno(), rate, Path(node_dir) / "link", _link_rate("stream_bytes_per_s")
+            )
         except OSError:
             pass  # the peer went away: ssh says why
         finally:

@@ -1,4 +1,5 @@
 """`ssh-keyscan` on a simulated node: the host key of the demo node at each address asked for."""
+
 from __future__ import annotations
 
 import sys
@@ -24,8 +25,9 @@ def main(argv: list[str]) -> int:
     for h in hosts:
         entry = peers.get(h)
         if not entry:
-            sys.stderr.write(f"{h}: Connection refused\n" if h[:1].isdigit() else
-                             f"getaddrinfo {h}: Name or service not known\n")
+            sys.stderr.write(
+                f"{h}: Connection refused\n" if h[:1].isdigit() else f"getaddrinfo {h}: Name or service not known\n"
+            )
             continue
         sys.stderr.write(f"# {h}:22 SSH-2.0-AsyncSSH_2 {entry['name']}\n")
         sys.stdout.write(f"{h} {entry['host_key']}\n")

@@ -2,6 +2,7 @@
 
 Pure functions; the form widget only displays them and turns the user's picks into PlanOptions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ norm_image = _norm_image  # the plan's own reading of image names, so the form a
 
 # (label, (engine, mode)) for every engine and mode in the registry: "SGLang", "vLLM (Ray)", "vLLM (native)"
 ENGINES: list[tuple[str, tuple[str, str]]] = [
-    (e.choice_label(m), (e.name, m)) for e in REGISTRY.values() for m in e.modes]
+    (e.choice_label(m), (e.name, m)) for e in REGISTRY.values() for m in e.modes
+]
 
 
 def engine_key(engine: str, mode: str) -> str:
@@ -125,12 +127,20 @@ def subnet_detail(s: Subnet | None, nodes: list[str], subnets: list[Subnet] = ()
         if a is None:
             lines.append(Content.assemble((n, "bold"), " ", ("not on this subnet", "$error")))
             continue
-        lines.append(Content.assemble((n, "bold"), f" {a.iface} {a.ip} ",
-                                      (a.rdma or "no RDMA", "$success" if a.rdma else "$warning")))
+        lines.append(
+            Content.assemble(
+                (n, "bold"), f" {a.iface} {a.ip} ", (a.rdma or "no RDMA", "$success" if a.rdma else "$warning")
+            )
+        )
     data = data_subnet(s, list(subnets), nodes) if s.management else None
     if s.management and data is not None:
-        lines.append(Content.styled(f"management subnet: NCCL bootstraps here, its data goes over RDMA on "
-                                    f"{data.subnet} (NCCL_IB_HCA), as NVIDIA's cluster setup runs it", "$success"))
+        lines.append(
+            Content.styled(
+                f"management subnet: NCCL bootstraps here, its data goes over RDMA on "
+                f"{data.subnet} (NCCL_IB_HCA), as NVIDIA's cluster setup runs it",
+                "$success",
+            )
+        )
     elif s.management:
         lines.append(Content.styled("⚠ management subnet: NCCL would run over TCP here", "$warning"))
     for note in s.notes:
@@ -241,24 +251,34 @@ def parse_form(v: FormValues, nodes: list[str], refused: Refused | None = None) 
                 errors["mem_fraction"] = "memory fraction must be above 0 and at most 1"
                 mem = None
     opts = PlanOptions(
-        engine=engine, mode=mode or None, image=v.image or None, tp=int(tp_s or 1), pp=int(pp_s or 1),
-        nodes=list(nodes), rendezvous=None if v.rendezvous in (None, "", AUTO) else v.rendezvous,
+        engine=engine,
+        mode=mode or None,
+        image=v.image or None,
+        tp=int(tp_s or 1),
+        pp=int(pp_s or 1),
+        nodes=list(nodes),
+        rendezvous=None if v.rendezvous in (None, "", AUTO) else v.rendezvous,
         port=_port(v.port, "HTTP port", errors, "port"),
         dist_port=_port(v.dist_port, "rendezvous port", errors, "dist_port"),
         ray_port=_port(v.ray_port, "Ray port", errors, "ray_port"),
-        mem_fraction=mem, kv_cache_bytes=_kv_cache(v.kv_cache, refused.kv_cache, errors),
-        max_model_len=max_len, max_model_len_auto=auto_len,
+        mem_fraction=mem,
+        kv_cache_bytes=_kv_cache(v.kv_cache, refused.kv_cache, errors),
+        max_model_len=max_len,
+        max_model_len_auto=auto_len,
     )
     return Parsed(opts, errors)
 
 
 def defaults(config: Config, engine: str) -> FormValues:
     e = config.engine
-    return FormValues(engine=engine_key(engine, default_mode(engine)),
-                      image=config.image_for(engine) or "",
-                      port=str(config.port_for(engine)),
-                      dist_port=str(e.dist_port), ray_port=str(e.ray_port),
-                      mem_fraction=f"{default_fraction(engine, e.mem_fraction):g}")
+    return FormValues(
+        engine=engine_key(engine, default_mode(engine)),
+        image=config.image_for(engine) or "",
+        port=str(config.port_for(engine)),
+        dist_port=str(e.dist_port),
+        ray_port=str(e.ray_port),
+        mem_fraction=f"{default_fraction(engine, e.mem_fraction):g}",
+    )
 
 
 def node_order(config: Config) -> list[str]:

@@ -4,6 +4,7 @@ see every node's commands and the fit estimate change as you type, and launch.
 Only valid choices are offered (TP×PP products matching the GPUs, subnets joining all nodes);
 what is typed (ports, fraction) is checked inline, and make_plan's own errors block the launch.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,10 @@ def fit_text(plan: Plan) -> Content:
     """The engine release the plan is written for (found in the image, or not), then the fit estimate."""
     # short enough for one line at 80x24; `sparktui plan` says where the release came from
     word = engine_label(plan.engine)
-    engine = Content.assemble(("engine: ", "bold"), (f"{word} {plan.engine_version}", "") if plan.engine_version
-                              else (f"{word}, version unknown", "$text-muted"))
+    engine = Content.assemble(
+        ("engine: ", "bold"),
+        (f"{word} {plan.engine_version}", "") if plan.engine_version else (f"{word}, version unknown", "$text-muted"),
+    )
     f = plan.fit
     if f is None:
         fit = Content.styled("fit: not estimated", "$text-muted")
@@ -48,12 +51,15 @@ def support_text(plan: Plan) -> Content:
     s = plan.support or {}
     if s.get("status") == "supported":
         word = engine_label(plan.engine)
-        return Content.styled(f"✓ loads {s.get('model_type') or 'the model'} ({word} {s.get('engine_version')})",
-                              "$success")
+        return Content.styled(
+            f"✓ loads {s.get('model_type') or 'the model'} ({word} {s.get('engine_version')})", "$success"
+        )
     if s.get("status") == "unsupported":
         return Content.styled(f"✗ cannot load {s.get('model_type') or 'the model'}: see the checks", "$error")
-    return Content.styled("⚠ model support: " + ("Transformers backend only" if s.get("status") == "fallback"
-                                                 else "could not check"), "$warning")
+    return Content.styled(
+        "⚠ model support: " + ("Transformers backend only" if s.get("status") == "fallback" else "could not check"),
+        "$warning",
+    )
 
 
 def issues_text(plan: Plan) -> Content:
@@ -109,12 +115,15 @@ class LaunchForm(ModalScreen[Result | None]):
     LaunchForm #image-support { height: auto; margin-top: -1; margin-bottom: 1; padding-left: 11; }
     LaunchForm #image-support.-hidden { display: none; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="form.cancel"),
-                Binding("ctrl+s", "submit", "Launch", id="form.submit"),
-                Binding("ctrl+k", "check", "Check", id="form.check")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "submit", "Launch", id="form.submit"),
+        Binding("ctrl+k", "check", "Check", id="form.check"),
+    ]
 
-    def __init__(self, config: Config, inventory: Inventory, planner, engine: str = DEFAULT_ENGINE, check=None,
-                 drop=None) -> None:
+    def __init__(
+        self, config: Config, inventory: Inventory, planner, engine: str = DEFAULT_ENGINE, check=None, drop=None
+    ) -> None:
         super().__init__()
         self.check = check  # PlanOptions -> None: runs the preflight on these choices (the app's)
         self.drop = drop  # (nodes, what the plan check found) -> None: the app's confirmed drop-caches
@@ -152,29 +161,45 @@ class LaunchForm(ModalScreen[Result | None]):
         v.parallel = par[0][1]
         imgs = C.image_options(self.facts, self.nodes, v.image or "", engine)
         with Vertical(id="form-box"):
-            yield Static(f"Launch {self.config.model.name} on {', '.join(self.nodes)}  ({gpus or '?'} GPUs)",
-                         id="form-title", markup=False)
+            yield Static(
+                f"Launch {self.config.model.name} on {', '.join(self.nodes)}  ({gpus or '?'} GPUs)",
+                id="form-title",
+                markup=False,
+            )
             with Horizontal(id="form-body"):
                 with VerticalScroll(id="fields"):
-                    yield self._row("Engine", Select(C.engine_options(), value=v.engine, allow_blank=False,
-                                                     compact=True, id="engine"), "engine")
-                    yield self._row("Image", Select(imgs, value=v.image, allow_blank=False, compact=True,
-                                                    id="image"), "image")
+                    yield self._row(
+                        "Engine",
+                        Select(C.engine_options(), value=v.engine, allow_blank=False, compact=True, id="engine"),
+                        "engine",
+                    )
+                    yield self._row(
+                        "Image", Select(imgs, value=v.image, allow_blank=False, compact=True, id="image"), "image"
+                    )
                     yield Static(id="image-support", classes="-hidden")
-                    yield self._row("TP × PP", Select(par, value=v.parallel, allow_blank=False, compact=True,
-                                                      id="parallel"), "parallel")
+                    yield self._row(
+                        "TP × PP",
+                        Select(par, value=v.parallel, allow_blank=False, compact=True, id="parallel"),
+                        "parallel",
+                    )
                     if rdv:
                         rsel = Select(rdv, value=v.rendezvous, allow_blank=False, compact=True, id="rendezvous")
                     else:
                         rsel = Select([], prompt="no subnet joins all nodes", compact=True, id="rendezvous")
                     yield self._row("Rendezvous", rsel, "rendezvous")
                     yield Static(id="rdv-detail")
-                    for key, label in (("port", "HTTP port"), ("dist_port", "Dist port"), ("ray_port", "Ray port"),
-                                       ("mem_fraction", "Mem frac")):
+                    for key, label in (
+                        ("port", "HTTP port"),
+                        ("dist_port", "Dist port"),
+                        ("ray_port", "Ray port"),
+                        ("mem_fraction", "Mem frac"),
+                    ):
                         yield self._row(label, Input(getattr(v, key), id=key, compact=True), key)
                         yield Static(id=f"{key}-error", classes="error")
-                    for key, label, hint in (("kv_cache", "KV cache", "e.g. 20G; empty: mem frac"),
-                                             ("context", "Context", "tokens; empty: config")):
+                    for key, label, hint in (
+                        ("kv_cache", "KV cache", "e.g. 20G; empty: mem frac"),
+                        ("context", "Context", "tokens; empty: config"),
+                    ):
                         yield self._row(label, Input(getattr(v, key), placeholder=hint, id=key, compact=True), key)
                         yield Static(id=f"{key}-error", classes="error")
                         if key == "kv_cache":  # why it is greyed out, when it is
@@ -245,8 +270,9 @@ class LaunchForm(ModalScreen[Result | None]):
         note.update(Content(refused.kv_cache.partition(": ")[0] if refused.kv_cache else ""))
         note.set_class(refused.kv_cache is not None, "-shown")
         # auto is offered only where the release has it; a length works everywhere, so the field stays
-        self.query_one("#context", Input).placeholder = "tokens; empty: config" if refused.auto_len \
-            else "tokens or auto; empty: config"
+        self.query_one("#context", Input).placeholder = (
+            "tokens; empty: config" if refused.auto_len else "tokens or auto; empty: config"
+        )
 
     def update_inventory(self, inventory: Inventory) -> None:
         """The app's fresh inventory (a copy finished, a node came back): the same choices, checked again."""

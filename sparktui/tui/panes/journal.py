@@ -1,5 +1,6 @@
 """Journal pane: every remote command that ran, newest at the bottom (Journal.listeners feed it);
 Enter on a row shows the whole entry."""
+
 from __future__ import annotations
 
 from textual.widgets import DataTable

@@ -1,4 +1,5 @@
 """Launch pane: deployment state, the milestones timeline, logs (merged and per node), problems."""
+
 from __future__ import annotations
 
 from textual import on
@@ -94,8 +95,9 @@ class LaunchPane(Vertical):
         self.milestones.append(m)
         self.query_one("#timeline", Static).update(timeline(self.milestones, self.nodes))
 
-    def set_serving(self, stats: dict, series: dict, unavailable: str | None = None,
-                    cannot_tell: str | None = None) -> None:
+    def set_serving(
+        self, stats: dict, series: dict, unavailable: str | None = None, cannot_tell: str | None = None
+    ) -> None:
         """From READY on: the engine's metrics (tokens/s, requests, KV cache, latency) with sparklines."""
         self.set_class(True, "-serving")
         self.query_one("#serving", Static).update(serving_block(stats, series, unavailable, cannot_tell))
@@ -192,7 +194,8 @@ class LaunchPane(Vertical):
         hung = any(p.kind == "rendezvous_hang" for p in self.problems.values())
         first = [Content.styled(f"→ {self.advice}", "$warning bold")] if hung and self.advice else []
         self.query_one("#problems", Static).update(
-            Content("\n").join(first + [problem_lines(p) for p in self.problems.values()]))
+            Content("\n").join(first + [problem_lines(p) for p in self.problems.values()])
+        )
 
     # -- logs -------------------------------------------------------------------------------
     def add_lines(self, node: str, lines: list[str], stamps: list | None = None, ack=None) -> None:

@@ -1,4 +1,5 @@
 """Nodes pane: a card per configured node."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -33,8 +34,7 @@ class NodesPane(VerticalScroll):
         if any(n.name == facts.name for n in self.config.nodes):
             card = self.card(facts.name)
             card.facts = facts
-            card.missing = ([n for n in tool_needs(facts, self.config) if n.status == "fail"]
-                            if facts.reachable else [])
+            card.missing = [n for n in tool_needs(facts, self.config) if n.status == "fail"] if facts.reachable else []
             card.redraw()
 
     @handles(NodeUpdated)
@@ -54,8 +54,11 @@ class NodesPane(VerticalScroll):
     def set_paths(self, paths: dict | None) -> None:
         """The launched plan's bootstrap interface and data HCAs, per node (core/paths.py)."""
         for card in self.query(NodeCard):
-            card.paths_words = describe_paths(paths, card.node_name) if paths and card.node_name in (
-                paths.get("bootstrap", {}).get("nodes") or {}) else ""
+            card.paths_words = (
+                describe_paths(paths, card.node_name)
+                if paths and card.node_name in (paths.get("bootstrap", {}).get("nodes") or {})
+                else ""
+            )
             card.redraw()
 
     def set_subnets(self, subnets: list[Subnet], chosen: str | None = None) -> None:

@@ -1,4 +1,5 @@
 """Transfers pane: one bar per destination (model and image), with rate, ETA, state and verify result."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult

@@ -1,4 +1,5 @@
 """The deployment as text: a state badge, a milestones timeline per node, problems with their hints."""
+
 from __future__ import annotations
 
 from textual.content import Content
@@ -9,13 +10,33 @@ from ...core.states import State
 from ...core.words import milestone_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
-STEPS = ("container_started", "ray_started", "ray_connected", "dist_init_begin", "dist_init_end",
-         "nccl_transport", "nccl_net", "weights_loading", "slow_load", "kv_cache", "cuda_graph", "ready")
+STEPS = (
+    "container_started",
+    "ray_started",
+    "ray_connected",
+    "dist_init_begin",
+    "dist_init_end",
+    "nccl_transport",
+    "nccl_net",
+    "weights_loading",
+    "slow_load",
+    "kv_cache",
+    "cuda_graph",
+    "ready",
+)
 
 STATE_STYLE = {
-    State.IDLE: "$text-muted", State.STARTING: "$accent", State.LOADING: "$accent", State.READY: "$success bold",
-    State.HUNG: "$error bold", State.FAILED: "$error bold", State.STOPPING: "$warning", State.STOPPED: "$text-muted",
-    State.UNHEALTHY: "$error bold", State.WEDGED: "$error bold", State.PREFLIGHT: "$accent",
+    State.IDLE: "$text-muted",
+    State.STARTING: "$accent",
+    State.LOADING: "$accent",
+    State.READY: "$success bold",
+    State.HUNG: "$error bold",
+    State.FAILED: "$error bold",
+    State.STOPPING: "$warning",
+    State.STOPPED: "$text-muted",
+    State.UNHEALTHY: "$error bold",
+    State.WEDGED: "$error bold",
+    State.PREFLIGHT: "$accent",
     State.REFUSED: "$error bold",
 }
 
@@ -105,11 +126,18 @@ def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
         for i, m in enumerate(shown):
             parts += ([" › "] if i else []) + [(milestone_label(m), milestone_style(m))]
         # the NCCL transport a worker's ranks use reaches the head's log too: it still follows the head
-        if head is not None and node != head and kinds.keys() & {"ray_started", "ray_connected"} \
-                and kinds.keys() - {"nccl_net"} <= RAY_ONLY:
+        if (
+            head is not None
+            and node != head
+            and kinds.keys() & {"ray_started", "ray_connected"}
+            and kinds.keys() - {"nccl_net"} <= RAY_ONLY
+        ):
             if "ready" in by_node[head]:
-                parts += [" › ", ("serving", "$success bold"),
-                          (f" (Ray worker: its ranks log on {head})", "$text-muted")]
+                parts += [
+                    " › ",
+                    ("serving", "$success bold"),
+                    (f" (Ray worker: its ranks log on {head})", "$text-muted"),
+                ]
             else:
                 parts += [" › ", (f"its ranks log on {head} (Ray worker)", "$text-muted")]
         lines.append(Content.assemble(*parts))
@@ -126,8 +154,9 @@ def state_badge(state: State, detail: str | None = None) -> Content:
 def problem_lines(p: Problem) -> Content:
     where = f"{p.node}: " if p.node else ""
     tag = "suspected " if p.provisional else ""
-    first = Content.assemble(("✗ ", "$error bold"), (f"{where}{tag}{p.kind.replace('_', ' ')}", "$error bold"),
-                             f" — {p.message}")
+    first = Content.assemble(
+        ("✗ ", "$error bold"), (f"{where}{tag}{p.kind.replace('_', ' ')}", "$error bold"), f" — {p.message}"
+    )
     return Content("\n").join([first, Content.assemble(("  fix: ", "$warning bold"), p.hint)])
 
 

@@ -1,4 +1,5 @@
 """Small formatters shared by the panes: sizes, rates, durations and text bars."""
+
 from __future__ import annotations
 
 GIB = 1024**3

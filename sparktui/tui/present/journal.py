@@ -1,4 +1,5 @@
 """A journal entry (one remote command) as table cells."""
+
 from __future__ import annotations
 
 import time
@@ -25,7 +26,12 @@ def entry_cells(e: Entry, command_width: int = 60) -> tuple:
     command = " ".join(e.command.split())  # newlines of scripts would break the row
     if e.error and e.exit_status not in (None, 0):
         command = f"{command}  [{e.error}]"
-    return (time.strftime("%H:%M:%S", time.localtime(e.started)), e.node, exit_cell(e),
-            fmt.duration(e.duration) if e.duration is not None and e.duration >= 1 else
-            (f"{e.duration * 1000:.0f}ms" if e.duration is not None else "—"),
-            fmt.ellipsize(command, command_width))
+    return (
+        time.strftime("%H:%M:%S", time.localtime(e.started)),
+        e.node,
+        exit_cell(e),
+        fmt.duration(e.duration)
+        if e.duration is not None and e.duration >= 1
+        else (f"{e.duration * 1000:.0f}ms" if e.duration is not None else "—"),
+        fmt.ellipsize(command, command_width),
+    )

@@ -1,4 +1,5 @@
 """The memory lines of the launch pane: one per node, MemAvailable's sparkline and the guard's level. Pure."""
+
 from __future__ import annotations
 
 from textual.content import Content
@@ -6,7 +7,7 @@ from textual.content import Content
 from ...core.events import NodeMemory
 from .serving import sparkline
 
-GIB = 1024 ** 3
+GIB = 1024**3
 WIDTH = 24  # readings shown: ~50 s at the default 2 s pace, and the line fits 80 columns
 STYLE = {"ok": "$success", "warn": "$warning", "stop": "$error", "unwatched": "$text-muted"}
 
@@ -20,5 +21,9 @@ def memory_line(e: NodeMemory, history: list[float], name_width: int = 0) -> Con
     if s.available is None or not s.total:
         return Content.assemble(head, ("not read", style), " ", (sparkline(history, WIDTH, s.total or None), style))
     psi = "" if s.psi_full is None else f" psi {s.psi_full:g}%"
-    return Content.assemble(head, (sparkline(history, WIDTH, float(s.total)), style),
-                            f" {s.available / GIB:.1f} of {s.total / GIB:.1f} GiB free{psi} ", (e.level, style))
+    return Content.assemble(
+        head,
+        (sparkline(history, WIDTH, float(s.total)), style),
+        f" {s.available / GIB:.1f} of {s.total / GIB:.1f} GiB free{psi} ",
+        (e.level, style),
+    )

@@ -2,6 +2,7 @@
 
 Styles name theme variables ($success, $error, ...) so every theme colours the cards its own way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -128,14 +129,30 @@ def port_lines(facts: NodeFacts) -> list[Content]:
                 continue
             what = ("up" if h.up else (h.state or "down")) + ("" if h.ipv4 else ", no address")
             mtu = f" MTU {h.mtu}" if h.mtu else ""
-            out.append(Content.assemble(("  PORT ", "bold"), f"{port.key} ", (f"{h.name} ({h.rdma}) {what}{mtu}",
-                                        "$warning"), "  ", ("idle half: about half the link", "$warning")))
+            out.append(
+                Content.assemble(
+                    ("  PORT ", "bold"),
+                    f"{port.key} ",
+                    (f"{h.name} ({h.rdma}) {what}{mtu}", "$warning"),
+                    "  ",
+                    ("idle half: about half the link", "$warning"),
+                )
+            )
     return out
 
 
-def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Link,
-              subnets: list[Subnet], fabric: str | None, missing: list[Need] = (), layout: str = "",
-              paths: str = "") -> Content:
+def node_card(
+    name: str,
+    host: str,
+    role: str,
+    facts: NodeFacts | None,
+    link: Link,
+    subnets: list[Subnet],
+    fabric: str | None,
+    missing: list[Need] = (),
+    layout: str = "",
+    paths: str = "",
+) -> Content:
     """The whole card as lines of Content (joined by newlines); layout is the fabric's, as every node's
     addresses describe it ("ring, per-half subnets")."""
     sym, style, words = status(facts, link)
@@ -146,9 +163,13 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
     disk = fmt.size(facts.disk_free_bytes) + " free" if facts.disk_free_bytes is not None else "?"
     model: str | tuple[str, str] = ""
     if facts.model is not None:
-        model = (f"  model {fmt.size(facts.model.bytes)}" if facts.model.present
-                 else (f"  model incomplete ({fmt.size(facts.model.bytes)})", "$error") if facts.model.incomplete
-                 else "  model missing")
+        model = (
+            f"  model {fmt.size(facts.model.bytes)}"
+            if facts.model.present
+            else (f"  model incomplete ({fmt.size(facts.model.bytes)})", "$error")
+            if facts.model.incomplete
+            else "  model missing"
+        )
     lines.append(Content.assemble(memory_line(facts), ("  DISK ", "bold"), disk, model))
     ctrs = container_words(facts)
     if ctrs:
@@ -160,8 +181,9 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
         lines.append(Content.assemble(("CTR ", "bold"), ("none", "$text-muted")))
     idle = 0
     halves = port_lines(facts)
-    paired = {h.name for p in ports(facts) if len(p.halves) > 1 and any(x.up and x.ipv4 for x in p.halves)
-              for h in p.halves}
+    paired = {
+        h.name for p in ports(facts) if len(p.halves) > 1 and any(x.up and x.ipv4 for x in p.halves) for h in p.halves
+    }
     for iface in facts.interfaces:
         if iface.name == "lo":
             continue
@@ -177,8 +199,9 @@ def node_card(name: str, host: str, role: str, facts: NodeFacts | None, link: Li
     if paths:  # bootstrap and data apart: a management bootstrap with RDMA data is NVIDIA's own setup
         lines.append(Content.assemble(("  PATHS ", "bold"), paths))
     if idle:
-        lines.append(Content.styled(f"  +{idle} idle interface{'s' if idle > 1 else ''} (down, no address)",
-                                    "$text-muted"))
+        lines.append(
+            Content.styled(f"  +{idle} idle interface{'s' if idle > 1 else ''} (down, no address)", "$text-muted")
+        )
     for note in facts.notes[:2]:
         lines.append(Content.assemble(("  note: ", "$warning"), note))
     for need in missing:  # what the node lacks, with the fix (sparktui check lists all of them)

@@ -1,4 +1,5 @@
 """The serving block of the launch pane: what the engine's /metrics say, with sparklines. Pure."""
+
 from __future__ import annotations
 
 from textual.content import Content
@@ -36,13 +37,27 @@ def serving_block(stats: dict, series: dict, unavailable: str | None = None, can
     gen, prompt = stats.get("generation_tokens_per_s"), stats.get("prompt_tokens_per_s")
     kv = stats.get("kv_cache_usage")
     lines = [
-        Content.assemble(("gen ", "bold"), f"{_n(gen, ' tok/s', 1):>13} ", (sparkline(series.get("generation_tokens", [])),
-                         "$success"), "  ", ("prompt ", "bold"), _n(prompt, " tok/s", 1)),
-        Content.assemble(("reqs ", "bold"), f"{_n(stats.get('running'))} running · {_n(stats.get('waiting'))} waiting  ",
-                         ("KV ", "bold"), f"{_n(None if kv is None else kv * 100, ' %')} ",
-                         (sparkline(series.get("kv_cache_usage", []), top=1.0), "$accent")),
-        Content.assemble(("TTFT ", "bold"), f"p50 {_ms(stats.get('ttft_p50_s'))} p90 {_ms(stats.get('ttft_p90_s'))}  ",
-                         ("ITL ", "bold"), f"p50 {_ms(stats.get('itl_p50_s'))} p90 {_ms(stats.get('itl_p90_s'))}"),
+        Content.assemble(
+            ("gen ", "bold"),
+            f"{_n(gen, ' tok/s', 1):>13} ",
+            (sparkline(series.get("generation_tokens", [])), "$success"),
+            "  ",
+            ("prompt ", "bold"),
+            _n(prompt, " tok/s", 1),
+        ),
+        Content.assemble(
+            ("reqs ", "bold"),
+            f"{_n(stats.get('running'))} running · {_n(stats.get('waiting'))} waiting  ",
+            ("KV ", "bold"),
+            f"{_n(None if kv is None else kv * 100, ' %')} ",
+            (sparkline(series.get("kv_cache_usage", []), top=1.0), "$accent"),
+        ),
+        Content.assemble(
+            ("TTFT ", "bold"),
+            f"p50 {_ms(stats.get('ttft_p50_s'))} p90 {_ms(stats.get('ttft_p90_s'))}  ",
+            ("ITL ", "bold"),
+            f"p50 {_ms(stats.get('itl_p50_s'))} p90 {_ms(stats.get('itl_p90_s'))}",
+        ),
     ]
     notes = []
     if stats.get("missing"):

@@ -1,4 +1,5 @@
 """The first-run screen's cells and lines, as pure functions of what the core found."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -30,8 +31,14 @@ def found_cell(facts: NodeFacts | None) -> str:
 
 def row(draft: NodeDraft, test: SshTest | None, facts: NodeFacts | None, rejected: bool = False) -> tuple:
     host = draft.host + (f":{draft.port}" if draft.port else "")
-    return (draft.name, host, draft.user or "", draft.identity_file or "agent", ssh_cell(test, rejected),
-            found_cell(facts))
+    return (
+        draft.name,
+        host,
+        draft.user or "",
+        draft.identity_file or "agent",
+        ssh_cell(test, rejected),
+        found_cell(facts),
+    )
 
 
 def problems(tests: dict[str, SshTest], rejected: set[str]) -> list[str]:

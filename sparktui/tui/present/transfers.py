@@ -1,4 +1,5 @@
 """A transfer's progress as two lines: a bar with rate and ETA, then its state and verify result."""
+
 from __future__ import annotations
 
 from textual.content import Content
@@ -7,8 +8,13 @@ from ...core.events import TransferProgress
 from . import fmt
 
 STATE_STYLE = {
-    "preparing": "$text-muted", "running": "$accent", "verifying": "$warning", "done": "$success bold",
-    "failed": "$error bold", "cancelled": "$warning", "lost": "$error",
+    "preparing": "$text-muted",
+    "running": "$accent",
+    "verifying": "$warning",
+    "done": "$success bold",
+    "failed": "$error bold",
+    "cancelled": "$warning",
+    "lost": "$error",
 }
 ACTIVE = ("preparing", "running", "verifying")
 

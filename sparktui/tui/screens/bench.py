@@ -4,6 +4,7 @@ While the client runs, its progress (read from its log on the head) is shown; es
 core's cancellation removes the client, see core/bench/run.py). Once done, the new rows, and after a pivot
 the previous engine's latest rows beside them, for comparing.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,9 +23,14 @@ from textual.worker import Worker, WorkerState
 
 from ...core.bench.client import Progress, Workload
 
-COLUMNS = [("conc", "concurrency", "{}"), ("TTFT p50", "ttft_p50_ms", "{:.0f} ms"),
-           ("TTFT p99", "ttft_p99_ms", "{:.0f} ms"), ("ITL p50", "itl_p50_ms", "{:.1f} ms"),
-           ("out tok/s", "output_tokens_per_s", "{:.1f}"), ("req/s", "requests_per_s", "{:.2f}")]
+COLUMNS = [
+    ("conc", "concurrency", "{}"),
+    ("TTFT p50", "ttft_p50_ms", "{:.0f} ms"),
+    ("TTFT p99", "ttft_p99_ms", "{:.0f} ms"),
+    ("ITL p50", "itl_p50_ms", "{:.1f} ms"),
+    ("out tok/s", "output_tokens_per_s", "{:.1f}"),
+    ("req/s", "requests_per_s", "{:.2f}"),
+]
 
 
 def rows_table(rows: list[Any], title: str) -> Table:
@@ -72,8 +78,12 @@ class BenchScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             c = ",".join(map(str, self.workload.concurrency))
-            yield Static(f"Benchmark on the head node · concurrency {c} · {self.workload.input_len}/"
-                         f"{self.workload.output_len} tokens", id="bench-title", markup=False)
+            yield Static(
+                f"Benchmark on the head node · concurrency {c} · {self.workload.input_len}/"
+                f"{self.workload.output_len} tokens",
+                id="bench-title",
+                markup=False,
+            )
             yield Static("starting the client on the head…", id="bench-body", markup=False)
             yield Static("esc stops the client on the node", id="bench-hint", markup=False)
 

@@ -2,6 +2,7 @@
 
 An optional third answer (alt) offers another way out, e.g. dropping the page cache instead of
 launching past a failed memory check; the dialog then answers "alt"."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -23,9 +24,11 @@ class ConfirmScreen(ModalScreen["bool | str"]):
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
     ConfirmScreen Button { margin-left: 2; }
     """
-    BINDINGS = [Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"),
-                Binding("y", "ok", "Yes", id="confirm.ok"),
-                Binding("d", "alt", "Other", id="confirm.alt")]
+    BINDINGS = [
+        Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"),
+        Binding("y", "ok", "Yes", id="confirm.ok"),
+        Binding("d", "alt", "Other", id="confirm.alt"),
+    ]
 
     def __init__(self, preview: OpPreview, verb: str, alt: str | None = None) -> None:
         super().__init__()
@@ -37,8 +40,7 @@ class ConfirmScreen(ModalScreen["bool | str"]):
         with Vertical():
             yield Static(self.preview.title + "?", id="confirm-title")
             with VerticalScroll():
-                yield Static("\n".join(self.preview.lines()) or "nothing runs now", id="confirm-body",
-                             markup=False)
+                yield Static("\n".join(self.preview.lines()) or "nothing runs now", id="confirm-body", markup=False)
             with Horizontal():
                 yield Button("Cancel (n)", id="cancel", compact=True)
                 if self.alt:

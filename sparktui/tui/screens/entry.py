@@ -1,4 +1,5 @@
 """Enter on a journal row: the whole entry (the row cuts the command to the pane's width)."""
+
 from __future__ import annotations
 
 import time
@@ -17,8 +18,11 @@ from ..present.journal import exit_cell
 
 def entry_text(e: Entry) -> Content:
     """Every field of the entry, the command as recorded (secrets already masked), nothing cut."""
-    took = fmt.duration(e.duration) if e.duration is not None and e.duration >= 1 else \
-        (f"{e.duration * 1000:.0f}ms" if e.duration is not None else "still running")
+    took = (
+        fmt.duration(e.duration)
+        if e.duration is not None and e.duration >= 1
+        else (f"{e.duration * 1000:.0f}ms" if e.duration is not None else "still running")
+    )
     rows: list[Content] = [
         Content.assemble(("node     ", "bold"), e.node + (f"  (cluster {e.cluster})" if e.cluster else "")),
         Content.assemble(("started  ", "bold"), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.started))),

@@ -2,6 +2,7 @@
 
 The notes wrap inside their column and the list scrolls, so nothing is cut at 80x24.
 """
+
 from __future__ import annotations
 
 from rich.table import Table
@@ -12,8 +13,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-NOTES = ("Keys that cannot act now are greyed out in the footer; pressed anyway, they say why. "
-         "ctrl+p lists every action too. Remap a key with keymap: {ID: KEY} in the config.")
+NOTES = (
+    "Keys that cannot act now are greyed out in the footer; pressed anyway, they say why. "
+    "ctrl+p lists every action too. Remap a key with keymap: {ID: KEY} in the config."
+)
 
 
 def help_table(rows: list[tuple[str, str, str, str]]) -> Table:

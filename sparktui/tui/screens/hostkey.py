@@ -1,4 +1,5 @@
 """An unknown host key, shown with its fingerprint: trusting it is the user's explicit choice."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -26,8 +27,10 @@ class HostKeyScreen(ModalScreen[bool]):
     HostKeyScreen Horizontal { height: auto; align-horizontal: right; }
     HostKeyScreen Button { margin-left: 2; }
     """
-    BINDINGS = [Binding("escape,n", "reject", "Reject", id="hostkey.reject"),
-                Binding("y", "trust", "Trust", id="hostkey.trust")]
+    BINDINGS = [
+        Binding("escape,n", "reject", "Reject", id="hostkey.reject"),
+        Binding("y", "trust", "Trust", id="hostkey.trust"),
+    ]
 
     def __init__(self, key: HostKey) -> None:
         super().__init__()
@@ -40,8 +43,11 @@ class HostKeyScreen(ModalScreen[bool]):
             yield Static(f"Unknown host key: {k.node}", id="hostkey-title", markup=False)
             yield Static(f"{where} presents a key that {k.known_hosts} does not list:", markup=False)
             yield Static(f"{k.algorithm}  {k.fingerprint}", id="hostkey-fp", markup=False)
-            yield Static(f"Compare it with the node's own, on its console: ssh-keygen -lf {key_file_hint(k.algorithm)}"
-                         f"\nTrust it only if they match; it is then added to {k.known_hosts}.", markup=False)
+            yield Static(
+                f"Compare it with the node's own, on its console: ssh-keygen -lf {key_file_hint(k.algorithm)}"
+                f"\nTrust it only if they match; it is then added to {k.known_hosts}.",
+                markup=False,
+            )
             with Horizontal():
                 yield Button("Reject (n)", id="reject", compact=True)
                 yield Button("Trust and add (y)", id="trust", variant="warning", compact=True)

@@ -4,6 +4,7 @@ Every check and every network step is the core's (core/firstrun.py, core/configw
 screen only gathers what the user types and shows what came back. SSH runs in workers, so the
 screen answers keys while nodes are dialled.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,7 +36,7 @@ HINTS = {
     "key": "private key file on this machine; empty = the agent or ~/.ssh/config",
     "nodes": "delete removes the selected node; ctrl+t tests SSH to every node",
     "model-path": "model path: the checkpoint folder, the same absolute path on every node",
-    "model-name": "served model name (the OpenAI \"model\" field); empty = the folder's name",
+    "model-name": 'served model name (the OpenAI "model" field); empty = the folder\'s name',
     "cluster": "cluster name, shown in the title and in --json output",
     "fabric": "the subnet joining the nodes: each node's interface on it goes into the config",
 }
@@ -96,16 +97,28 @@ class SetupScreen(Screen[Path | None]):
             yield table
             yield Static("", id="ssh-notes", classes="note", markup=False)
             yield Static("Model and images", classes="section")
-            for label, wid, value in (("model path", "model-path", ""), ("served name", "model-name", ""),
-                                      ("cluster name", "cluster", "sparks"),
-                                      *((f"{e.label} image", f"image-{e.name}", default_image(e.name) or "")
-                                        for e in ENGINES.values())):
+            for label, wid, value in (
+                ("model path", "model-path", ""),
+                ("served name", "model-name", ""),
+                ("cluster name", "cluster", "sparks"),
+                *((f"{e.label} image", f"image-{e.name}", default_image(e.name) or "") for e in ENGINES.values()),
+            ):
                 with Horizontal():
                     yield Label(label)
-                    placeholder = "/models/NAME, the same on every node" if wid == "model-path" else \
-                        "default: the folder's name" if wid == "model-name" else ""
-                    yield Input(value, placeholder=placeholder, id=wid, compact=True,
-                                classes="field image" if wid.startswith("image-") else "field")
+                    placeholder = (
+                        "/models/NAME, the same on every node"
+                        if wid == "model-path"
+                        else "default: the folder's name"
+                        if wid == "model-name"
+                        else ""
+                    )
+                    yield Input(
+                        value,
+                        placeholder=placeholder,
+                        id=wid,
+                        compact=True,
+                        classes="field image" if wid.startswith("image-") else "field",
+                    )
             yield Static("", id="found", classes="note", markup=False)
             yield Static("Fabric (the subnet joining the nodes)", classes="section")
             yield Select([], prompt="test SSH first: the probe finds the subnets", id="fabric", compact=True)
@@ -130,7 +143,8 @@ class SetupScreen(Screen[Path | None]):
     def _title(self) -> None:
         doing = f" · {self.busy}…" if self.busy else ""
         self.query_one("#setup-title", Static).update(
-            f"sparktui first run: no config found. This writes {self.target}{doing}")
+            f"sparktui first run: no config found. This writes {self.target}{doing}"
+        )
 
     def _say(self, text: str, error: bool = False) -> None:
         msg = self.query_one("#message", Static)
@@ -143,10 +157,13 @@ class SetupScreen(Screen[Path | None]):
     def add_node(self) -> None:
         value = {f: self.query_one(f"#{f}", Input).value.strip() for f in NODE_FIELDS}
         # one word is enough for a node reached through a ~/.ssh/config alias of the same name
-        draft = firstrun.NodeDraft(name=value["name"] or value["host"], host=value["host"] or value["name"],
-                                   user=value["user"] or None,
-                                   port=int(value["port"]) if value["port"].lstrip("-").isdigit() else None,
-                                   identity_file=value["key"] or None)
+        draft = firstrun.NodeDraft(
+            name=value["name"] or value["host"],
+            host=value["host"] or value["name"],
+            user=value["user"] or None,
+            port=int(value["port"]) if value["port"].lstrip("-").isdigit() else None,
+            identity_file=value["key"] or None,
+        )
         if value["port"] and draft.port is None:
             self._say(f"port {value['port']!r} is not a number", error=True)
             return
@@ -159,8 +176,11 @@ class SetupScreen(Screen[Path | None]):
         for f in ("name", "host", "port"):  # user and key are usually the same for the next node
             self.query_one(f"#{f}", Input).value = ""
         self.query_one("#name", Input).focus()
-        self._say(f"added {draft.name}" + (" (the head)" if len(self.drafts) == 1 else "") +
-                  ". Add the next node, or ctrl+t to test SSH.")
+        self._say(
+            f"added {draft.name}"
+            + (" (the head)" if len(self.drafts) == 1 else "")
+            + ". Add the next node, or ctrl+t to test SSH."
+        )
 
     def action_remove(self) -> None:
         table = self.query_one("#nodes", DataTable)
@@ -212,8 +232,9 @@ class SetupScreen(Screen[Path | None]):
                     try:
                         firstrun.trust(t)
                     except OSError as e:
-                        self._say(f"cannot add {d.name}'s key to {t.unknown_key.known_hosts}: {e.strerror or e}",
-                                  error=True)
+                        self._say(
+                            f"cannot add {d.name}'s key to {t.unknown_key.known_hosts}: {e.strerror or e}", error=True
+                        )
                         return
                     self.tests[d.name] = await firstrun.test_ssh(d, self.ssh, self.journal)
                 else:
@@ -245,8 +266,13 @@ class SetupScreen(Screen[Path | None]):
 
     def _draft_config(self):
         v = self._value
-        config = firstrun.draft_config(self.drafts, v("model-path") or "/nonexistent-model-path", self.ssh,
-                                       v("cluster") or "sparks", v("model-name") or None)
+        config = firstrun.draft_config(
+            self.drafts,
+            v("model-path") or "/nonexistent-model-path",
+            self.ssh,
+            v("cluster") or "sparks",
+            v("model-name") or None,
+        )
         for engine in ENGINES:  # one field per registered engine; an empty one keeps the engine's default
             if ref := v(f"image-{engine}"):
                 config.set_image(engine, ref)
@@ -272,8 +298,9 @@ class SetupScreen(Screen[Path | None]):
         select.set_options(choices)
         if choices:
             select.value = choices[0][1]
-        self.query_one("#net-notes", Static).update("\n".join(self.warnings) or
-                                                   ("" if choices else "no subnet joins every node"))
+        self.query_one("#net-notes", Static).update(
+            "\n".join(self.warnings) or ("" if choices else "no subnet joins every node")
+        )
         self._show_found(config)
         self._say("probed. Check the model path, images and fabric, then ctrl+s writes the config.")
 
@@ -308,8 +335,11 @@ class SetupScreen(Screen[Path | None]):
         elif not self.drafts:
             self._say("add the nodes first", error=True)
         elif not self._all_ok():
-            self._say("every node must answer over SSH before writing (ctrl+t); "
-                      "`sparktui init --no-probe` writes a config without connecting", error=True)
+            self._say(
+                "every node must answer over SSH before writing (ctrl+t); "
+                "`sparktui init --no-probe` writes a config without connecting",
+                error=True,
+            )
         elif not path.startswith("/"):
             self._say("the model path must be absolute, the same folder on every node", error=True)
             self.query_one("#model-path", Input).focus()

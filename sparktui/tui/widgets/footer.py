@@ -1,5 +1,6 @@
 """The footer, fitted to the screen's width: full words when they fit, the registry's short words
 when not, and only then the least essential keys left out (help and the palette keep them all)."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult

@@ -1,5 +1,6 @@
 """What the log filter box means: `node:NAME` (or `node:a,b`) picks nodes, the other words are
 one case-insensitive phrase that a line must contain."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ still be sorted in, are in lists. A tuple of strings and numbers is dropped from
 collector's watch, while a list is walked item by item on every full collection: a 100k-line ring
 held in lists cost each pass 10-90 ms, keys and frames waiting behind it.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right

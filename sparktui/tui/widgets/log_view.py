@@ -11,6 +11,7 @@
   costs no relayout.
 - A filter (case-insensitive words; `node:NAME` picks nodes) and a node tab narrow the view.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -75,7 +76,7 @@ class NodeHighlighter(Highlighter):
             style = self.styles.get(plain[:cut].strip())
             if style is not None:
                 text.stylize(style, 0, cut)
-            if self.is_problem(plain[cut + len(SEP):]):
+            if self.is_problem(plain[cut + len(SEP) :]):
                 text.stylize(self.problem, cut + len(SEP))
 
 
@@ -150,8 +151,13 @@ class _Lines(ScrollView, can_focus=True):
             text = _CONTROL.sub("\ufffd", text.expandtabs())
         style = hl.styles.get(node)
         body = base + hl.problem if hl.is_problem(text) else base
-        return Strip([Segment(f"{node:<{self.owner.name_width}}", base + style if style else base),
-                      Segment(SEP, base), Segment(text, body)])
+        return Strip(
+            [
+                Segment(f"{node:<{self.owner.name_width}}", base + style if style else base),
+                Segment(SEP, base),
+                Segment(text, body),
+            ]
+        )
 
     @staticmethod
     def _plain(words: str, style: Style, width: int) -> Strip:
@@ -175,8 +181,16 @@ class LogView(Vertical):
             self.view = view
             self.following = following
 
-    def __init__(self, max_lines: int = 100_000, flush_interval: float = 0.05, nodes: Iterable[str] = (),
-                 *, backlog: int | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        max_lines: int = 100_000,
+        flush_interval: float = 0.05,
+        nodes: Iterable[str] = (),
+        *,
+        backlog: int | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.max_lines = max_lines
         self.flush_interval = flush_interval
@@ -228,8 +242,9 @@ class LogView(Vertical):
     def nodes(self) -> list[str]:
         return list(self._node_names)
 
-    def add(self, node: str, lines: Iterable[str], stamps: list | None = None,
-            ack: Callable[[], None] | None = None) -> None:
+    def add(
+        self, node: str, lines: Iterable[str], stamps: list | None = None, ack: Callable[[], None] | None = None
+    ) -> None:
         """Queue lines from `node` (with docker's time per line in ns when known): O(1) here; they are
         sorted in at the next flush, and `ack` is called then."""
         batch = lines if isinstance(lines, list) else list(lines)
@@ -329,8 +344,9 @@ class LogView(Vertical):
                     batch, ack = batch[:room], None
                 self._inbox_lines -= len(batch)
                 if any(map(contains, batch, repeat("\r"))):  # progress bars: each \r-separated part is a line
-                    pairs = [(k, p) for k, t in zip(self._stamped(ix, stamps, batch), batch)
-                             for p in t.split("\r") if p]
+                    pairs = [
+                        (k, p) for k, t in zip(self._stamped(ix, stamps, batch), batch) for p in t.split("\r") if p
+                    ]
                     batch, stamps = [p for _, p in pairs], [k for k, _ in pairs]
                     if not batch:
                         continue
@@ -343,7 +359,7 @@ class LogView(Vertical):
                 self.received += taken
                 changed = at if changed is None else min(changed, at)
                 if self._rshown is not None:
-                    del self._rshown[bisect_left(self._rshown, at):]
+                    del self._rshown[bisect_left(self._rshown, at) :]
                     self._rshown += self._matches(at)
                 removed += self._trim()
             for ack in acks:
@@ -424,7 +440,9 @@ class LogView(Vertical):
         return f" {words} — press f to follow"
 
     def dropped_text(self) -> str:
-        return f" … {self.dropped_top:,} earlier lines dropped from the top (the view keeps the last {self.max_lines:,})"
+        return (
+            f" … {self.dropped_top:,} earlier lines dropped from the top (the view keeps the last {self.max_lines:,})"
+        )
 
     # -- view -------------------------------------------------------------------------------
     def _rebuild(self) -> None:

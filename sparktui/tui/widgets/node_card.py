@@ -1,4 +1,5 @@
 """One node's card (a Static fed by present.nodes.node_card)."""
+
 from __future__ import annotations
 
 from textual.widgets import Static
@@ -33,5 +34,17 @@ class NodeCard(Static):
     def redraw(self) -> None:
         down = self.link.connected is False or (self.facts is not None and not self.facts.reachable)
         self.set_class(down, "-down")
-        self.update(node_card(self.node_name, self.host, self.role, self.facts, self.link, self.subnets, self.fabric,
-                              self.missing, self.layout_words, self.paths_words))
+        self.update(
+            node_card(
+                self.node_name,
+                self.host,
+                self.role,
+                self.facts,
+                self.link,
+                self.subnets,
+                self.fabric,
+                self.missing,
+                self.layout_words,
+                self.paths_words,
+            )
+        )

@@ -1,4 +1,5 @@
 """Entry point of `python3 -m sglang.launch_server`, answered by the engine simulator."""
+
 import sys
 
 from sparktui.sim.sglang_server import main

@@ -3,6 +3,7 @@ NCCL path), so the demo's check runs as on a Spark: one GB10, a NCCL process gro
 all-reduces that really sum across ranks and take the time the simulated fabric's bus bandwidth says
 (sparktui.sim.timing.busbw_gbps: halves in NCCL_IB_HCA, MTU, sockets). No GPU and no NCCL are involved.
 """
+
 from __future__ import annotations
 
 from . import cuda, distributed  # noqa: F401 - torch.cuda and torch.distributed are attributes of torch

@@ -1,4 +1,5 @@
 """torch.cuda as a DGX Spark shows it: one GB10."""
+
 from __future__ import annotations
 
 import types

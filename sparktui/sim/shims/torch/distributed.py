@@ -1,6 +1,7 @@
 """torch.distributed's process group over "tcp://host:port", as the preflight uses it: rank 0 listens, the
 others connect; all_reduce sums over those connections, then waits out what the simulated fabric needs for
 the tensor's bytes (nccl-tests' bus bandwidth: busbw = bytes / time * 2 (n-1) / n)."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """Simulated transformers (see sparktui/sim/support.py): its version and AutoConfig's answer on a model
 directory, as the support check asks them. The message is transformers' own (models/auto/configuration_auto.py)."""
+
 import json as _json
 import os as _os
 
@@ -18,5 +19,6 @@ class AutoConfig:
             raise ValueError(
                 f"The checkpoint you are trying to load has model type `{mt}` but Transformers does not recognize "
                 "this architecture. This could be because of an issue with the checkpoint, or because your "
-                "version of Transformers is out of date.")
+                "version of Transformers is out of date."
+            )
         return cfg

@@ -1,4 +1,5 @@
 """The `ray` console script's target, answered by the engine simulator."""
+
 import sys
 
 from sparktui.sim.ray_cli import main

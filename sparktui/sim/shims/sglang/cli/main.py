@@ -1,5 +1,6 @@
 """The `sglang` command (sglang/cli/main.py): `sglang serve ...` runs what `python3 -m sglang.launch_server ...`
 runs; `sglang version` prints the release. Releases before 0.5.5 have no such command."""
+
 import sys
 
 from sparktui.sim.metrics_catalog import _key as release_order
@@ -17,8 +18,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sglang version: {VERSION}")
         return 0
     if argv[:1] != ["serve"]:
-        sys.stderr.write("usage: sglang [-h] {serve,generate,version} ...\n"
-                         "sglang: error: the following arguments are required: subcommand\n")
+        sys.stderr.write(
+            "usage: sglang [-h] {serve,generate,version} ...\n"
+            "sglang: error: the following arguments are required: subcommand\n"
+        )
         return 2
     rest = argv[1:]
     if rest and not rest[0].startswith("-"):  # `sglang serve MODEL` (0.5.23 cli/serve.py)

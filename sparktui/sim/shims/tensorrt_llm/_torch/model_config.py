@@ -1,6 +1,7 @@
 """The quantization formats ModelConfig.load_hf_quant_config reads from config.json's quantization_config, in
 the shape of tensorrt_llm/_torch/model_config.py (main as read for docs/trtllm.md); ModelOpt checkpoints are
 read from their hf_quant_config.json."""
+
 from __future__ import annotations
 
 HF_QUANT_CONFIG = "hf_quant_config.json"

@@ -1,4 +1,5 @@
 """Simulated SGLang model registry: the architectures the played release lists (sparktui/sim/support.py)."""
+
 from sparktui.sim.support import archs
 
 

@@ -1,2 +1,3 @@
 """Simulated: SGLang's own configs for model types transformers lacks; the simulator plays none."""
+
 _CONFIG_REGISTRY = {}

@@ -1,5 +1,6 @@
 """AutoModelForCausalLM's lookup as tensorrt_llm/_torch/models/modeling_auto.py does it: architectures[0] only,
 as "EAGLE3" + the name (its "Eagle3" removed) for an Eagle3 draft checkpoint (one with draft_vocab_size)."""
+
 from .modeling_utils import MODEL_CLASS_MAPPING
 
 

@@ -1,4 +1,5 @@
 """Registers LlamaForCausalLM, as tensorrt_llm/_torch/models/modeling_llama.py does."""
+
 from .modeling_utils import DecoderModelForCausalLM, register_auto_model
 
 

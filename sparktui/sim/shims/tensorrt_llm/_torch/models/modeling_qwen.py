@@ -1,4 +1,5 @@
 """Registers Qwen2ForCausalLM, as tensorrt_llm/_torch/models/modeling_qwen.py does."""
+
 from .modeling_utils import DecoderModelForCausalLM, register_auto_model
 
 

@@ -1,4 +1,5 @@
 """Registers Qwen3ForCausalLM, as tensorrt_llm/_torch/models/modeling_qwen3.py does."""
+
 from .modeling_utils import DecoderModelForCausalLM, register_auto_model
 
 

@@ -1,4 +1,5 @@
 """Registers Qwen3MoeForCausalLM, as tensorrt_llm/_torch/models/modeling_qwen3_moe.py does."""
+
 from .modeling_utils import DecoderModelForCausalLM, register_auto_model
 
 

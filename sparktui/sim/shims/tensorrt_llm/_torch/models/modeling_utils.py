@@ -1,4 +1,5 @@
 """The registry as tensorrt_llm/_torch/models/modeling_utils.py keeps it: architecture name -> model class."""
+
 MODEL_CLASS_MAPPING = {}
 
 

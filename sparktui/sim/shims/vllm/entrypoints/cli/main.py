@@ -1,4 +1,5 @@
 """The `vllm` console script's target, answered by the engine simulator."""
+
 import sys
 
 from sparktui.sim.vllm_server import cli_main as main
