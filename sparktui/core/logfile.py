@@ -5,6 +5,9 @@ The file is read in binary chunks and decoded line by line with replacement, so 
 is long because it serves: once the engine serves and nothing is in doubt, a chunk made only of
 serving lines (request and throughput lines) changes nothing but the line count, so it is
 counted in C (bytes.count) instead of being parsed line by line.
+
+What `sparktui logs` prints (`NODE │ line`, every node's lines in one file) is read per node: each
+node's silence and phases are its own, and a problem names the node it came from.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from .engines import ENGINES
 CHUNK = 256 << 10  # fits the CPU caches: counting runs fastest at this size
 MAX_LINE = 1 << 20  # a longer "line" is cut there (binary junk must not grow memory)
 GUESS_BYTES = 1 << 20  # how much of the start is kept to guess the engine
+NODE_MARK = " \u2502 ".encode()  # `sparktui logs` writes "NODE │ line"
+NODE_NAME_MAX = 64
 # Serving lines: one of these per line, and nothing else on such a line is ever a problem.
 SERVING = (
     b"Avg prompt throughput:",
@@ -79,14 +84,35 @@ def read_head(stream: BinaryIO) -> bytes:
     return head or b""
 
 
+def node_prefixed(head: bytes) -> bool:
+    """Whether the log is `sparktui logs` output: its first line starts with a node's name and " │ "."""
+    return split_node(head.split(b"\n", 1)[0])[0] is not None
+
+
+def split_node(line: bytes) -> tuple[str | None, bytes]:
+    """(node, its line) for a "NODE │ line" line; (None, line) for any other."""
+    name, mark, rest = line.partition(NODE_MARK)
+    if mark and 0 < len(name) <= NODE_NAME_MAX and b" " not in name:
+        return name.decode("utf-8", "replace"), rest
+    return None, line
+
+
+def _feed(d: Diagnoser, line: bytes, prefixed: bool) -> None:
+    node, line = split_node(line) if prefixed else (None, line)
+    d.feed(line.decode("utf-8", "replace"), node=node)
+
+
 def diagnose_stream(stream: BinaryIO, d: Diagnoser, head: bytes = b"") -> Diagnoser:
     tail = b""
+    prefixed = None
     order = list(SERVING)
     for chunk in _chunks(stream, head):
         buf = tail + chunk if tail else chunk
+        if prefixed is None:
+            prefixed = node_prefixed(buf)
         cut = buf.rfind(b"\n")
         if cut < 0:
-            tail = buf if len(buf) < MAX_LINE else _feed_line(d, buf)
+            tail = buf if len(buf) < MAX_LINE else _feed_line(d, buf, prefixed)
             continue
         n = _all_serving(buf, cut + 1, order) if d.quiet_serving else 0
         if n:
@@ -101,13 +127,13 @@ def diagnose_stream(stream: BinaryIO, d: Diagnoser, head: bytes = b"") -> Diagno
             if d.quiet_serving and any(t in line for t in SERVING):
                 d.skip(1, line.decode("utf-8", "replace"))
             else:
-                d.feed(line.decode("utf-8", "replace"))
+                _feed(d, line, prefixed)
     if tail:
-        d.feed(tail.decode("utf-8", "replace"))
+        _feed(d, tail, bool(prefixed))
     d.finish()
     return d
 
 
-def _feed_line(d: Diagnoser, buf: bytes) -> bytes:
-    d.feed(buf[:MAX_LINE].decode("utf-8", "replace"))
+def _feed_line(d: Diagnoser, buf: bytes, prefixed: bool) -> bytes:
+    _feed(d, buf[:MAX_LINE], prefixed)
     return b""

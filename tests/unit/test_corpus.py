@@ -74,8 +74,10 @@ def test_every_corpus_file_says_where_it_comes_from_and_what_it_must_get(path):
 def _line_by_line(engine: str, log: bytes) -> dict:
     d = Diagnoser(engine)
     lines = log.split(b"\n")
+    prefixed = logfile.node_prefixed(log)  # saved by `sparktui logs`: "NODE │ line"
     for line in lines[:-1] if lines[-1] == b"" else lines:
-        d.feed(line.decode("utf-8", "replace"))
+        node, line = logfile.split_node(line) if prefixed else (None, line)
+        d.feed(line.decode("utf-8", "replace"), node=node)
     d.finish()
     return d.to_json()
 

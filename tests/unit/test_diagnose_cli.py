@@ -94,3 +94,23 @@ def test_phase_limits_come_from_the_config_checked_and_written_back(tmp_path):
     path.write_text(example.replace("phase_limits: {}", "phase_limits: {weights: -1}"))
     with pytest.raises(ConfigError, match="weights"):
         load_config(path)
+
+
+def test_what_sparktui_logs_saved_is_read_per_node(capsys, tmp_path):
+    """`sparktui logs -t > FILE` writes "NODE │ line" with every node's lines in turn: each node's silence and
+    ranks are its own (the real CPU vLLM, rendezvous on a subnet that drops the peer's packets)."""
+    log = corpus_log("vllm_cpu_native_rendezvous_on_dropped_subnet.log", tmp_path)
+    assert main(["diagnose", "--json", str(log)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["state"] == "hung"
+    [hang, *_] = [p for p in doc["problems"] if p["kind"] == "rendezvous_hang"]
+    assert hang["node"] == "node2" and hang["rank"] == 1 and "no output for 133 s" in hang["message"]
+    begun = {m["node"] for m in doc["milestones"] if m["kind"] == "dist_init_begin"}
+    assert begun == {"node1", "node2"}
+    # a line whose "node" part has a space is not a node's: read whole, as before
+    plain = tmp_path / "plain.log"
+    plain.write_text("a b │ (Worker pid=1) INFO [parallel_state.py:1906] world_size=2 rank=1\n")
+    main(["diagnose", "--engine", "vllm", "--json", str(plain)])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["problems"] and {p["node"] for p in doc["problems"]} == {None}
+    assert {m["node"] for m in doc["milestones"]} == {None}
