@@ -58,6 +58,7 @@ class Diagnoser(BatchFeed):
         limits: dict[str, float | None] | None = None,
         expect: Iterable[str] = (),
         env_set: Iterable[str] = (),
+        hang_fix: str = "",
     ):
         eng = find_engine(engine)
         if eng is None:
@@ -71,6 +72,10 @@ class Diagnoser(BatchFeed):
         self.expected = set(expect)  # nodes of the deployment: a rendezvous waits until each has started
         # variables the plan set on every node: a hint asking for them gives way to the next cause
         self.hang_hint = eng.hang_hint(frozenset(env_set))
+        # what the plan knows better than the log: the rendezvous on a subnet that is not the fabric
+        self.hang_fix = hang_fix
+        if hang_fix:
+            self.hang_hint = f"{hang_fix}. If that subnet is meant: {self.hang_hint}"
         self.dropped_milestones = 0
         self.model_path = model_path
         self.clock = clock
@@ -601,6 +606,8 @@ class Diagnoser(BatchFeed):
                 return []  # every rank prints the same failure
         if len(self.problems) >= MAX_PROBLEMS:
             return []
+        if p.kind == "rendezvous_hang" and self.hang_fix and self.hang_fix not in p.hint:
+            p.hint = f"{self.hang_fix}. {p.hint}"
         self.problems.append(p)
         return [p]
 

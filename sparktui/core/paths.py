@@ -62,3 +62,21 @@ def describe_paths(paths: dict | None, node: str | None = None) -> str:
     if data.get("transport") == "rdma" and hcas:
         return f"{words}, data RDMA {hcas}"
     return f"{words}, data over sockets"
+
+
+def rendezvous_fix(paths: dict | None) -> str:
+    """What to try first when the rendezvous hangs on a subnet that is neither the management port (NVIDIA's
+    bootstrap) nor the fabric: the fabric joins every node by construction, a third network (a wlan, a
+    docker bridge, a second LAN) may look joined and drop every packet. "" when nothing better is known."""
+    if not paths:
+        return ""
+    boot, data = paths.get("bootstrap") or {}, paths.get("data") or {}
+    subnet, fabric = boot.get("subnet"), data.get("subnet")
+    if not subnet or not fabric or subnet == fabric or boot.get("management"):
+        return ""
+    ifaces = sorted({a["iface"] for a in (boot.get("nodes") or {}).values() if a and a.get("iface")})
+    on = f" ({', '.join(ifaces)})" if ifaces else ""
+    return (
+        f"the rendezvous sits on {subnet}{on}, not on the fabric {fabric} that joins every node: relaunch with "
+        f"--iface {fabric} (`sparktui preflight --iface {subnet}` shows whether the nodes reach each other there)"
+    )

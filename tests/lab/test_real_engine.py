@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import _build
 from .labtools import get, metric, until
@@ -34,6 +37,7 @@ WEDGE_AFTER = 10
 # the real head waits in silence for its peer while that one starts (~30 s on two busy cores): longer than
 # that, and the simulated SGLang's hang is still flagged within a minute
 SEED_HANG_AFTER = 60
+DROPPED_HANG_AFTER = 60
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +277,67 @@ def test_the_seed_story_sglang_hangs_at_its_rendezvous_and_a_pivot_lands_on_the_
             n.name, ["docker", "ps", "--filter", "label=sparktui.deployment=seed", "--format", "{{.Image}}"]
         ).stdout.split()
         assert out == [engine_image.DEFAULT_TAG], out
+
+
+def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric_as_fix(site):
+    """Both nodes have an address on the lab's wlan, whose packets to the peer vanish: the real rank 1 dials
+    the head there and goes silent (the preflight would have caught it; --no-preflight lets it through)."""
+    lab, path, state = site
+    cli(path.parent / "seed.yaml", state, "stop", "--yes")  # the same ports
+    data = yaml.safe_load(path.read_text())
+    data["cluster"] = "dropped"
+    data["engine"] = {**data["engine"], "hang_after": DROPPED_HANG_AFTER}
+    dropped = lab.write_config(data, path.parent / "dropped.yaml")
+    wlan, fabric = lab.wlan_subnet, lab.fabric_subnet
+    try:
+        started = time.monotonic()
+        rc, out, err = cli(
+            dropped,
+            state,
+            "launch",
+            "--engine",
+            "vllm",
+            "--mode",
+            "native",
+            "--tp",
+            "2",
+            "--iface",
+            wlan,
+            "--yes",
+            "--wait",
+            "--no-preflight",
+            "--timeout",
+            str(START_S),
+            "--arg=--enforce-eager",
+            "--json",
+            timeout=START_S + 60,
+        )
+        took = time.monotonic() - started
+        doc = json.loads(out) if out.strip().startswith("{") else {}
+        assert rc == 1 and doc.get("state") == "hung", (out[-3000:], err[-3000:])
+        [hang, *_] = [p for p in doc["problems"] if p["kind"] == "rendezvous_hang"]
+        # the fix first: the plan knows the fabric joins every node, the log alone does not
+        assert hang["hint"].startswith(f"the rendezvous sits on {wlan} (wlan0), not on the fabric {fabric}"), hang
+        assert f"--iface {fabric}" in hang["hint"]
+        # flagged within its window: the start (~1 min on two busy cores) plus the window and a watchdog tick
+        assert took < START_S and "no output for" in hang["message"], (took, hang)
+
+        # the real engine's own words come later: torch's store client gives up a round and retries
+        def retried():
+            rc, out, err = cli(dropped, state, "logs", "--timestamps", timeout=120)
+            return "has timed out, will retry" in out, out
+
+        saved = path.parent / "dropped.log"
+        saved.write_text(until(retried, 300, "rank 1's store client to say it will retry"))
+        read = subprocess.run(
+            [sys.executable, "-m", "sparktui", "diagnose", "--json", str(saved)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        doc = json.loads(read.stdout)
+        assert read.returncode == 1 and doc["state"] == "hung", doc
+        hangs = [p for p in doc["problems"] if p["kind"] == "rendezvous_hang"]
+        assert hangs and {p["node"] for p in hangs} == {lab.nodes[1].name}, doc["problems"]
+    finally:
+        cli(dropped, state, "stop", "--yes")

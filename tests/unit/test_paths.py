@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sparktui.core.diagnose import Diagnoser
+from sparktui.core.facts import Interface
 from sparktui.core.network import subnets
-from sparktui.core.paths import describe_paths
+from sparktui.core.paths import describe_paths, rendezvous_fix
 from sparktui.core.plan import PlanOptions, make_plan
 
 from .test_fabric import spark_facts
@@ -99,3 +101,48 @@ def test_the_preflight_says_the_data_path_beside_a_management_bootstrap():
     on_fabric = _plan(_sync_pair())
     s.fabric = on_fabric.fabric
     assert "paths:" not in v.summary()  # one subnet carries both: the node lines say it all
+
+
+def _with_wlan(facts):
+    """Both Sparks also on a Wi-Fi subnet: every node has an address there, nothing says it carries traffic."""
+    for i, f in enumerate(facts.values()):
+        f.interfaces.append(Interface("wlP9s9", [f"10.9.0.{11 + i}/24"], up=True, state=""))
+    return facts
+
+
+def test_a_rendezvous_on_a_third_network_gets_the_fabric_as_its_fix():
+    plan = _plan(_with_wlan(_sync_pair()), rendezvous="wlP9s9")
+    assert not plan.errors and plan.subnet == "10.9.0.0/24"
+    fix = rendezvous_fix(plan.fabric["paths"])
+    assert fix.startswith("the rendezvous sits on 10.9.0.0/24 (wlP9s9), not on the fabric 192.168.100.0/24")
+    assert "relaunch with --iface 192.168.100.0/24" in fix and "preflight --iface 10.9.0.0/24" in fix
+
+
+def test_the_fabric_or_the_management_port_as_rendezvous_needs_no_fix():
+    facts = _with_wlan(_sync_pair())
+    assert rendezvous_fix(_plan(facts).fabric["paths"]) == ""  # the fabric itself
+    assert rendezvous_fix(_plan(facts, rendezvous=MGMT).fabric["paths"]) == ""  # NVIDIA's bootstrap
+    assert rendezvous_fix(None) == "" and rendezvous_fix({}) == ""
+
+
+def test_a_hang_on_that_rendezvous_names_the_fix_first_live_and_from_a_sign():
+    fix = rendezvous_fix(_plan(_with_wlan(_sync_pair()), rendezvous="wlP9s9").fabric["paths"])
+    clock = [0.0]
+    d = Diagnoser("vllm", hang_after=30, clock=lambda: clock[0], hang_fix=fix)
+    # rank 1's own lines in the real CPU build: it dials the head, then nothing
+    d.feed(
+        "(Worker pid=23) INFO 12-06 13:10:00 [parallel_state.py:1906] world_size=2 rank=1 local_rank=0 "
+        "distributed_init_method=tcp://10.9.0.11:29500 backend=gloo",
+        node="spark2",
+    )
+    clock[0] = 40.0
+    d.tick()
+    [hang] = [p for p in d.problems if p.kind == "rendezvous_hang"]
+    assert hang.node == "spark2" and hang.hint.startswith(fix + ". If that subnet is meant:")
+    d.feed(
+        "[W1206 13:12:13.644088194 socket.cpp:938] [c10d] The server socket on [21f::]:13039 has timed out, "
+        "will retry.",
+        node="spark1",
+    )
+    [sign] = [p for p in d.problems if p.node == "spark1"]
+    assert sign.kind == "rendezvous_hang" and sign.hint.startswith(fix)

@@ -22,6 +22,7 @@ from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
 from ..engines import logsigns as S
 from ..fabric_live import Live
+from ..paths import rendezvous_fix
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
 from ..events import (
@@ -345,6 +346,7 @@ class Deployer:
         # where it stood carries over until the launch or reattach says otherwise; the endpoint is proven anew
         self.current = cur.but(state=self.current.state, detail=self.current.detail, endpoint=None)
         self.name = cur.deployment
+        plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
         self.diagnoser = Diagnoser(
             cur.engine,
             self.hang_after,
@@ -353,11 +355,11 @@ class Deployer:
             expect=() if runs_ray(cur.engine, cur.mode) else cur.containers,
             limits=self.config.engine.phase_limits,
             env_set=self._env_everywhere(cur),
+            hang_fix=rendezvous_fix(plan.fabric.get("paths")) if plan is not None else "",
         )
         self.check = None
         self.last_check = None
         self.own_problems = []
-        plan = self.plan if self.plan is not None and self.plan.plan_id == cur.plan_id else None
         nodes = plan.nodes if plan is not None else []
         self.fabric = Live(
             {n.name: n.env.get("NCCL_IB_HCA", "") for n in nodes},
