@@ -142,6 +142,19 @@ def test_native_tp2_reaches_ready_from_the_engines_own_lines_answers_and_its_met
     # the engine's own counter moved by what it answered
     assert metric(base, "vllm:generation_tokens_total") >= answer["usage"]["completion_tokens"]
 
+    # the benchmark with the image's own client (`vllm bench serve` of the real image, run on the head)
+    before = metric(base, "vllm:generation_tokens_total")
+    rc, out, err = cli(
+        path, state, "bench", "--concurrency", "1,4", "--input-len", "32", "--output-len", "8", "--json", timeout=900
+    )
+    assert rc == 0, (out[-2000:], err[-3000:])
+    rows = json.loads(out)["rows"]
+    assert [(r["engine"], r["concurrency"], r["failed"]) for r in rows] == [("vllm", 1, 0), ("vllm", 4, 0)], rows
+    for r in rows:
+        assert r["completed"] > 0 and 0 < r["ttft_p50_ms"] <= r["ttft_p99_ms"] and r["output_tokens_per_s"] > 0, r
+    # what the client counted, the engine generated
+    assert metric(base, "vllm:generation_tokens_total") - before >= sum(r["completed"] for r in rows), rows
+
 
 def worker_container(lab: Lab) -> str:
     out = lab.sh(
