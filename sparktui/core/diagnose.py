@@ -156,7 +156,7 @@ class Diagnoser(BatchFeed):
             self.ready
             and not self.problems
             and self.phases.node_phase(None) == "first_request"
-            and all(ns.dist != "in" and ns.tb is None for ns in self._nodes.values())
+            and all(ns.dist != "in" and ns.tb is None and not ns.waits for ns in self._nodes.values())
         )
 
     def skip(self, count: int, last_line: str, node: str | None = None) -> None:
@@ -387,10 +387,18 @@ class Diagnoser(BatchFeed):
             if not self.ready and ("/v1/" in seg or "Avg prompt throughput" in seg or "Decode batch" in seg):
                 self.ready = True
                 out.append(self._milestone("ready", n, node, at, seg, {"from": "requests"}))
-            for each in self._nodes.values():
-                each.waits = 0
-            out += self._withdraw(None, "the server went on serving requests")
+            if S.PROGRESS.search(seg):
+                for each in self._nodes.values():
+                    each.waits = 0
+                out += self._withdraw(None, "the server went on serving requests")
+            else:  # an answer, no proof of tokens: /health and /v1/models answer while a rank is frozen
+                out += self._withdraw(None, "the server went on answering", keep=self._worker_wait)
         return out
+
+    @staticmethod
+    def _worker_wait(p: Problem) -> bool:
+        """A doubt only tokens produced can lift: the engine waiting for a worker (or wedged behind one)."""
+        return p.kind == "wedged" or (p.kind == "stalled" and S.WORKER_WAIT in p.text)
 
     def _transport(self, ns: _Node, node, n: int, at: float, seg: str) -> list[Event]:
         m = S.NCCL_RDMA.search(seg)
@@ -628,11 +636,12 @@ class Diagnoser(BatchFeed):
             )
         )
 
-    def _withdraw(self, node, reason: str) -> list[Event]:
-        """Progress on node (None: anywhere) clears its provisional problems and suspected hangs."""
+    def _withdraw(self, node, reason: str, keep: Callable[[Problem], bool] | None = None) -> list[Event]:
+        """Progress on node (None: anywhere) clears its provisional problems and suspected hangs (but those
+        `keep` holds to)."""
         out: list[Event] = []
         for p in list(self.problems):
-            if p.provisional and (node is None or p.node == node):
+            if p.provisional and (node is None or p.node == node) and not (keep and keep(p)):
                 self.problems.remove(p)
                 c = ProblemCleared(p, reason)
                 if len(self.cleared) < MAX_PROBLEMS:

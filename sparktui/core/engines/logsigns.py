@@ -84,6 +84,10 @@ NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
 SERVING = _re(
     r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] #running-req'
 )
+# Of the serving lines, those that prove tokens were produced: a stats line with a throughput above zero
+# (vLLM logs one more all-zero line after the last request, and polls of /health, /metrics or /v1/models
+# answer 200 while a rank is frozen) or an SGLang batch line (it ran a batch).
+PROGRESS = _re(r"Avg (?:prompt|generation) throughput: (?!0\.0 )\d|Decode batch|Prefill batch")
 # vLLM's engine waiting on a worker (vllm/distributed/device_communicators/shm_broadcast.py), logged every
 # 60 s while it waits: a frozen TP rank of a ready engine shows this and nothing else in the log.
 WORKER_WAIT = "No available shared memory broadcast block found"
