@@ -114,11 +114,11 @@ class Diagnoser(BatchFeed):
 
     def ordered_problems(self) -> list[Problem]:
         """Causes first: failures, then suspicions, then provisional doubts; "the engine died" follows
-        whatever killed it even when it was printed first."""
+        whatever killed it even when it was printed first, unless it names that cause itself."""
 
         def rank(p: Problem) -> int:
             if p.kind == "engine_died":
-                return 3
+                return 0 if p.cause else 3  # with its cause folded in, the death is the verdict
             return 0 if not p.provisional else 1 if p.kind in S.SUSPECT else 2
 
         return sorted(self.problems, key=rank)
@@ -326,6 +326,8 @@ class Diagnoser(BatchFeed):
         if tb is None or tb["classified"]:
             return []
         msg = tb["msg"] or "a Python traceback (cut off)"
+        if self._echo_of_death(msg):
+            return []
         return self._problem(
             Problem("traceback", tb["line"], msg[:300], S.TRACEBACK_HINT, node, tb["at"], msg, provisional=True)
         )
@@ -520,23 +522,49 @@ class Diagnoser(BatchFeed):
                 p.phase = "first_request"  # it broke while serving, not while starting
                 p.message += " while serving"
             if sign.kind == "engine_died":
-                return self._classified(ns, p) + self._fold_cause(p)
+                if any(q.kind == "engine_died" and q.cause for q in self.problems):
+                    if ns.tb is not None:
+                        ns.tb["classified"] = True
+                    return []  # the death already named with its cause, told again on the way down
+                return self._fold_cause(p, self._classified(ns, p))
             return self._classified(ns, p)
         return []
 
-    def _fold_cause(self, died: Problem) -> list[Event]:
-        """The engine died after an error nothing else named (vLLM: a worker's RuntimeError, then EngineDeadError):
-        that error was no harmless doubt but the cause, and the death says so in its own words."""
+    def _fold_cause(self, died: Problem, events: list[Event]) -> list[Event]:
+        """The engine died after an error nothing else named: that error was no harmless doubt but the cause,
+        and the death says so in its own words. Before ready that error stays the verdict (a start-up that
+        crashed, with its exception). While serving the death is the verdict (vLLM: a worker's RuntimeError in
+        execute_model, then "Worker proc ... died" or EngineDeadError): it names the first error printed and
+        replaces its traceback and the later ones quoting it (the engine core's "Worker failed with error")."""
         if died not in self.problems:
-            return []
-        cause = next((q for q in self.problems if q.kind == "traceback" and q.provisional), None)
-        if cause is None:
-            return []
-        cause.provisional = False
-        cause.phase = died.phase
+            return events
+        tbs = [q for q in self.problems if q.kind == "traceback" and q.provisional]
+        if not tbs:
+            return events
+        cause = tbs[0]
         died.message += f": {cause.message}"
         died.hint = S.DIED_OF_HINT
-        return []
+        if died.phase != "first_request":
+            cause.provisional = False
+            cause.phase = died.phase
+            return events
+        words = cause.message.split(": ", 1)[-1]  # the error's own words, without its exception class
+        out: list[Event] = []
+        for q in tbs:
+            if q is cause or words in q.message:
+                self.problems.remove(q)
+                out.append(ProblemCleared(q, "it killed the engine: named in the engine's death"))
+        died.cause = cause.text or cause.message
+        return out + events
+
+    def _echo_of_death(self, msg: str) -> bool:
+        """A traceback quoting the error an engine death already names (printed after the death)."""
+        for q in self.problems:
+            if q.kind == "engine_died" and q.cause:
+                words = q.cause.split(": ", 1)[-1]
+                if words and words in msg:
+                    return True
+        return False
 
     def _trap(self, node, n: int, at: float, body: str) -> list[Event]:
         """A worker's lost semaphore and the head's wait for workers, on any nodes: the semaphore trap. It

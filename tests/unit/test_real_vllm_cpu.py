@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.diagnose import Diagnoser, Milestone, Problem
+from sparktui.core.diagnose import Diagnoser, Milestone, Problem, ProblemCleared
 from sparktui.core.logevents import parse_docker_ts
 from sparktui.core.phases import DEFAULT_LIMITS
 
@@ -162,15 +162,18 @@ DIES = "vllm_cpu_tp2_head_dim_16_dies_at_first_request.log"
 CAUSE = "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2 kv_cache_idx=0"
 
 
-def test_an_engine_that_dies_after_ready_fails_with_its_own_error_as_the_cause():
+def test_an_engine_that_dies_after_ready_fails_with_its_workers_error_as_the_cause():
     d = Diagnoser("vllm")
-    replay(DIES, d)
+    events = replay(DIES, d)
     assert d.ready and d.state == "failed"
-    first, *_, died = d.ordered_problems()
-    assert (first.kind, first.message, first.provisional, first.phase) == ("traceback", CAUSE, False, "first_request")
-    assert died.kind == "engine_died" and died.message == f"the engine process died while serving: {CAUSE}"
-    assert "own error" in died.hint
-    assert d.problems[0] is first  # what a live deployment's failed state quotes: the first in arrival order
+    (died,) = d.ordered_problems()  # the workers' tracebacks and the engine core's echo are folded into it
+    assert died.kind == "engine_died" and died.phase == "first_request"
+    assert died.message == f"the engine process died while serving: {CAUSE}"
+    assert died.cause == CAUSE and "own error" in died.hint  # the worker's line, not EngineDeadError's
+    assert "EngineDeadError" in died.text
+    folded = [e.problem.message for e in events if isinstance(e, ProblemCleared)]
+    assert folded[0] == CAUSE and "Worker failed with error 'Unsupported CPU attention" in folded[1]
+    assert d.problems[0] is died  # what a live deployment's failed state quotes: the first in arrival order
     assert lines(DIES)[-1].endswith("[core_client.py:777] [shutdown] MPClient: complete")  # the API server left too
 
 
