@@ -493,7 +493,7 @@ class Diagnoser(BatchFeed):
                 continue
             groups = [g if g is not None else "?" for g in m.groups()]
             message = sign.message.format(*groups) if sign.message else body[:300]
-            hint = sign.hint
+            hint = self.hang_hint if sign.rendezvous else sign.hint
             if sign.kind == "ray_resources" and self._ray_local:
                 # the engine whose log this is runs Ray: name it as its users write it
                 hint = (

@@ -44,6 +44,9 @@ class Sign:
     message: str = ""  # may use {0}, {1}... from the match groups; empty = the matched line
     hint: str = ""
     provisional: bool = False  # withdrawn if the server later shows progress or serves requests
+    # its hint is the engine's own rendezvous advice (Engine.hang_hint: the engine's host-IP and interface
+    # variables, or the next likely cause once the plan set them all)
+    rendezvous: bool = False
 
 
 def _re(p: str, flags: int = 0) -> quickre.Quick:
@@ -206,10 +209,9 @@ SIGNS: list[Sign] = [
     Sign(
         "nccl_error",
         _re(r"Gloo connectFullMesh failed with (.*)"),
-        message="Gloo could not connect the ranks ({0}): a rank offered an address or interface its peers cannot reach",
-        hint="set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to each node's own interface on the rendezvous subnet "
-        "and VLLM_HOST_IP to its address there; a hostname that resolves to 127.0.1.1 makes Gloo bind loopback "
-        "(sparktui plans set the interfaces per node)",
+        message="Gloo could not connect the ranks ({0}): the rendezvous handed out an address or interface its "
+        "peers cannot use (a hostname resolving to 127.0.1.1 makes Gloo bind loopback)",
+        rendezvous=True,
     ),
     Sign(
         "nccl_error",
