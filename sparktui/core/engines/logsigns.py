@@ -228,7 +228,8 @@ SIGNS: list[Sign] = [
     Sign(
         "nccl_error",
         _re(
-            r"(DistBackendError|NCCL error)[:\s].*|nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"
+            r"(DistBackendError|NCCL error)[:\s].*|NCCL Error \d+: |"
+            r"nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"
         ),
         hint="run with NCCL_DEBUG=INFO (sparktui plans do) and read the NET/ lines; if RDMA is the suspect, "
         "retry with NCCL_IB_DISABLE=1 to confirm",
@@ -452,6 +453,8 @@ EXCEPTION_LINE = _re(
 PREFIXES = [
     _re(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?"),  # vLLM/Ray process tag: (EngineCore_DP0 pid=12)
     _re(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]+\] ?"),  # vLLM logger
+    # older vLLM (0.5, vllm-project/vllm#5828) wrote the logger's file unbracketed: "ERROR 06-25 15:28:30 worker_base.py:148] "
+    _re(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w.]+:\d+\] ?"),
     _re(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z]+\d+)*\] ?"),  # SGLang: [2025-04-01 09:58:02 TP0]
     _re(r"^\[rank\d+\]: ?"),  # torch elastic
     _re(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+[A-Z]+ \S+ -- "),  # Ray's logging
