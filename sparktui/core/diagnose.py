@@ -119,11 +119,11 @@ class Diagnoser(BatchFeed):
 
     def ordered_problems(self) -> list[Problem]:
         """Causes first: failures, then suspicions, then provisional doubts; "the engine died" follows
-        whatever killed it even when it was printed first."""
+        whatever killed it even when it was printed first, unless it names that cause itself."""
 
         def rank(p: Problem) -> int:
             if p.kind == "engine_died":
-                return 3
+                return 0 if p.cause else 3  # with its cause folded in, the death is the verdict
             return 0 if not p.provisional else 1 if p.kind in S.SUSPECT else 2
 
         return sorted(self.problems, key=rank)
@@ -161,7 +161,7 @@ class Diagnoser(BatchFeed):
             self.ready
             and not self.problems
             and self.phases.node_phase(None) == "first_request"
-            and all(ns.dist != "in" and ns.tb is None for ns in self._nodes.values())
+            and all(ns.dist != "in" and ns.tb is None and not ns.waits for ns in self._nodes.values())
         )
 
     def skip(self, count: int, last_line: str, node: str | None = None) -> None:
@@ -331,6 +331,8 @@ class Diagnoser(BatchFeed):
         if tb is None or tb["classified"]:
             return []
         msg = tb["msg"] or "a Python traceback (cut off)"
+        if self._echo_of_death(msg):
+            return []
         return self._problem(
             Problem("traceback", tb["line"], msg[:300], S.TRACEBACK_HINT, node, tb["at"], msg, provisional=True)
         )
@@ -392,10 +394,18 @@ class Diagnoser(BatchFeed):
             if not self.ready and ("/v1/" in seg or "Avg prompt throughput" in seg or "Decode batch" in seg):
                 self.ready = True
                 out.append(self._milestone("ready", n, node, at, seg, {"from": "requests"}))
-            for each in self._nodes.values():
-                each.waits = 0
-            out += self._withdraw(None, "the server went on serving requests")
+            if S.PROGRESS.search(seg):
+                for each in self._nodes.values():
+                    each.waits = 0
+                out += self._withdraw(None, "the server went on serving requests")
+            else:  # an answer, no proof of tokens: /health and /v1/models answer while a rank is frozen
+                out += self._withdraw(None, "the server went on answering", keep=self._worker_wait)
         return out
+
+    @staticmethod
+    def _worker_wait(p: Problem) -> bool:
+        """A doubt only tokens produced can lift: the engine waiting for a worker (or wedged behind one)."""
+        return p.kind == "wedged" or (p.kind == "stalled" and S.WORKER_WAIT in p.text)
 
     def _transport(self, ns: _Node, node, n: int, at: float, seg: str) -> list[Event]:
         m = S.NCCL_RDMA.search(seg)
@@ -488,7 +498,7 @@ class Diagnoser(BatchFeed):
                 continue
             groups = [g if g is not None else "?" for g in m.groups()]
             message = sign.message.format(*groups) if sign.message else body[:300]
-            hint = sign.hint
+            hint = self.hang_hint if sign.rendezvous else sign.hint
             if sign.kind == "ray_resources" and self._ray_local:
                 # the engine whose log this is runs Ray: name it as its users write it
                 hint = (
@@ -517,23 +527,49 @@ class Diagnoser(BatchFeed):
                 p.phase = "first_request"  # it broke while serving, not while starting
                 p.message += " while serving"
             if sign.kind == "engine_died":
-                return self._classified(ns, p) + self._fold_cause(p)
+                if any(q.kind == "engine_died" and q.cause for q in self.problems):
+                    if ns.tb is not None:
+                        ns.tb["classified"] = True
+                    return []  # the death already named with its cause, told again on the way down
+                return self._fold_cause(p, self._classified(ns, p))
             return self._classified(ns, p)
         return []
 
-    def _fold_cause(self, died: Problem) -> list[Event]:
-        """The engine died after an error nothing else named (vLLM: a worker's RuntimeError, then EngineDeadError):
-        that error was no harmless doubt but the cause, and the death says so in its own words."""
+    def _fold_cause(self, died: Problem, events: list[Event]) -> list[Event]:
+        """The engine died after an error nothing else named: that error was no harmless doubt but the cause,
+        and the death says so in its own words. Before ready that error stays the verdict (a start-up that
+        crashed, with its exception). While serving the death is the verdict (vLLM: a worker's RuntimeError in
+        execute_model, then "Worker proc ... died" or EngineDeadError): it names the first error printed and
+        replaces its traceback and the later ones quoting it (the engine core's "Worker failed with error")."""
         if died not in self.problems:
-            return []
-        cause = next((q for q in self.problems if q.kind == "traceback" and q.provisional), None)
-        if cause is None:
-            return []
-        cause.provisional = False
-        cause.phase = died.phase
+            return events
+        tbs = [q for q in self.problems if q.kind == "traceback" and q.provisional]
+        if not tbs:
+            return events
+        cause = tbs[0]
         died.message += f": {cause.message}"
         died.hint = S.DIED_OF_HINT
-        return []
+        if died.phase != "first_request":
+            cause.provisional = False
+            cause.phase = died.phase
+            return events
+        words = cause.message.split(": ", 1)[-1]  # the error's own words, without its exception class
+        out: list[Event] = []
+        for q in tbs:
+            if q is cause or words in q.message:
+                self.problems.remove(q)
+                out.append(ProblemCleared(q, "it killed the engine: named in the engine's death"))
+        died.cause = cause.text or cause.message
+        return out + events
+
+    def _echo_of_death(self, msg: str) -> bool:
+        """A traceback quoting the error an engine death already names (printed after the death)."""
+        for q in self.problems:
+            if q.kind == "engine_died" and q.cause:
+                words = q.cause.split(": ", 1)[-1]
+                if words and words in msg:
+                    return True
+        return False
 
     def _trap(self, node, n: int, at: float, body: str) -> list[Event]:
         """A worker's lost semaphore and the head's wait for workers, on any nodes: the semaphore trap. It
@@ -635,11 +671,12 @@ class Diagnoser(BatchFeed):
             )
         )
 
-    def _withdraw(self, node, reason: str) -> list[Event]:
-        """Progress on node (None: anywhere) clears its provisional problems and suspected hangs."""
+    def _withdraw(self, node, reason: str, keep: Callable[[Problem], bool] | None = None) -> list[Event]:
+        """Progress on node (None: anywhere) clears its provisional problems and suspected hangs (but those
+        `keep` holds to)."""
         out: list[Event] = []
         for p in list(self.problems):
-            if p.provisional and (node is None or p.node == node):
+            if p.provisional and (node is None or p.node == node) and not (keep and keep(p)):
                 self.problems.remove(p)
                 c = ProblemCleared(p, reason)
                 if len(self.cleared) < MAX_PROBLEMS:

@@ -41,11 +41,14 @@ class Problem:
 
     phase: str | None = None  # for a log that stops: the phase and rank it stopped in
     rank: int | None = None
+    cause: str = ""  # the error line that caused it, printed earlier (an engine's death: a worker's error)
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "line": self.line, "message": self.message, "hint": self.hint, "node": self.node}
         if self.phase:
             d.update(phase=self.phase, rank=self.rank)
+        if self.cause:
+            d["cause"] = self.cause
         return d
 
 

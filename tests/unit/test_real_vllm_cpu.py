@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from sparktui.core.diagnose import Diagnoser, Milestone, Problem
+import pytest
+
+from sparktui.core.diagnose import Diagnoser, Milestone, Problem, ProblemCleared
 from sparktui.core.logevents import parse_docker_ts
 from sparktui.core.phases import DEFAULT_LIMITS
 
@@ -127,29 +129,51 @@ def test_a_frozen_rank_is_a_doubt_at_the_first_wait_and_a_wedge_at_the_second_wh
     assert '"GET /health HTTP/1.1" 200 OK' in lines(FROZEN)[wait - 1]  # /health answered all along
 
 
-def test_a_request_served_after_a_wait_clears_the_doubt():
+def test_tokens_produced_after_a_wait_clear_the_doubt():
     d = Diagnoser("vllm")
     shm = [line for line in lines(FROZEN) if "shm_broadcast.py" in line]
-    for line in lines(START) + shm[:1]:
+    served = next(line for line in lines(FROZEN) if "Avg prompt throughput: 2.3 tokens/s" in line)
+    for line in lines(START) + shm[:1] + [served]:  # it went on
         d.feed(line)
-    d.feed('INFO:     127.0.0.1:36388 - "POST /v1/chat/completions HTTP/1.1" 200 OK')  # it went on
     d.feed(shm[1])
     assert d.state == "ready" and [p.kind for p in d.problems] == ["stalled"]
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        'INFO:     127.0.0.1:36380 - "GET /v1/models HTTP/1.1" 200 OK',  # sparktui's own readiness poll
+        'INFO:     127.0.0.1:36374 - "GET /health HTTP/1.1" 200 OK',
+        'INFO:     127.0.0.1:36388 - "POST /v1/chat/completions HTTP/1.1" 200 OK',  # a stream starts before tokens
+        "(APIServer pid=20717) INFO 12-06 04:23:45 [loggers.py:335] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        "Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, CPU KV cache usage: 0.0%, "
+        "Prefix cache hit rate: 0.0%",  # the stats line after the last tokens
+    ],
+)
+def test_answers_without_tokens_between_two_waits_still_make_a_wedge(between):
+    d = Diagnoser("vllm")
+    shm = [line for line in lines(FROZEN) if "shm_broadcast.py" in line]
+    for line in lines(START) + [shm[0], between, between, shm[1]]:
+        d.feed(line)
+    assert d.state == "wedged" and [p.kind for p in d.problems] == ["wedged"]
 
 
 DIES = "vllm_cpu_tp2_head_dim_16_dies_at_first_request.log"
 CAUSE = "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2 kv_cache_idx=0"
 
 
-def test_an_engine_that_dies_after_ready_fails_with_its_own_error_as_the_cause():
+def test_an_engine_that_dies_after_ready_fails_with_its_workers_error_as_the_cause():
     d = Diagnoser("vllm")
-    replay(DIES, d)
+    events = replay(DIES, d)
     assert d.ready and d.state == "failed"
-    first, *_, died = d.ordered_problems()
-    assert (first.kind, first.message, first.provisional, first.phase) == ("traceback", CAUSE, False, "first_request")
-    assert died.kind == "engine_died" and died.message == f"the engine process died while serving: {CAUSE}"
-    assert "own error" in died.hint
-    assert d.problems[0] is first  # what a live deployment's failed state quotes: the first in arrival order
+    (died,) = d.ordered_problems()  # the workers' tracebacks and the engine core's echo are folded into it
+    assert died.kind == "engine_died" and died.phase == "first_request"
+    assert died.message == f"the engine process died while serving: {CAUSE}"
+    assert died.cause == CAUSE and "own error" in died.hint  # the worker's line, not EngineDeadError's
+    assert "EngineDeadError" in died.text
+    folded = [e.problem.message for e in events if isinstance(e, ProblemCleared)]
+    assert folded[0] == CAUSE and "Worker failed with error 'Unsupported CPU attention" in folded[1]
+    assert d.problems[0] is died  # what a live deployment's failed state quotes: the first in arrival order
     assert lines(DIES)[-1].endswith("[core_client.py:777] [shutdown] MPClient: complete")  # the API server left too
 
 

@@ -44,6 +44,9 @@ class Sign:
     message: str = ""  # may use {0}, {1}... from the match groups; empty = the matched line
     hint: str = ""
     provisional: bool = False  # withdrawn if the server later shows progress or serves requests
+    # its hint is the engine's own rendezvous advice (Engine.hang_hint: the engine's host-IP and interface
+    # variables, or the next likely cause once the plan set them all)
+    rendezvous: bool = False
 
 
 def _re(p: str, flags: int = 0) -> quickre.Quick:
@@ -84,6 +87,10 @@ NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
 SERVING = _re(
     r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200|Avg prompt throughput:|Decode batch(?: \[\d+\])?[.,] #running-req'
 )
+# Of the serving lines, those that prove tokens were produced: a stats line with a throughput above zero
+# (vLLM logs one more all-zero line after the last request, and polls of /health, /metrics or /v1/models
+# answer 200 while a rank is frozen) or an SGLang batch line (it ran a batch).
+PROGRESS = _re(r"Avg (?:prompt|generation) throughput: (?!0\.0 )\d|Decode batch|Prefill batch")
 # vLLM's engine waiting on a worker (vllm/distributed/device_communicators/shm_broadcast.py), logged every
 # 60 s while it waits: a frozen TP rank of a ready engine shows this and nothing else in the log.
 WORKER_WAIT = "No available shared memory broadcast block found"
@@ -202,10 +209,9 @@ SIGNS: list[Sign] = [
     Sign(
         "nccl_error",
         _re(r"Gloo connectFullMesh failed with (.*)"),
-        message="Gloo could not connect the ranks ({0}): a rank offered an address or interface its peers cannot reach",
-        hint="set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to each node's own interface on the rendezvous subnet "
-        "and VLLM_HOST_IP to its address there; a hostname that resolves to 127.0.1.1 makes Gloo bind loopback "
-        "(sparktui plans set the interfaces per node)",
+        message="Gloo could not connect the ranks ({0}): the rendezvous handed out an address or interface its "
+        "peers cannot use (a hostname resolving to 127.0.1.1 makes Gloo bind loopback)",
+        rendezvous=True,
     ),
     Sign(
         "nccl_error",
@@ -222,7 +228,8 @@ SIGNS: list[Sign] = [
     Sign(
         "nccl_error",
         _re(
-            r"(DistBackendError|NCCL error)[:\s].*|nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"
+            r"(DistBackendError|NCCL error)[:\s].*|NCCL Error \d+: |"
+            r"nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"
         ),
         hint="run with NCCL_DEBUG=INFO (sparktui plans do) and read the NET/ lines; if RDMA is the suspect, "
         "retry with NCCL_IB_DISABLE=1 to confirm",
@@ -446,6 +453,8 @@ EXCEPTION_LINE = _re(
 PREFIXES = [
     _re(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?"),  # vLLM/Ray process tag: (EngineCore_DP0 pid=12)
     _re(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]+\] ?"),  # vLLM logger
+    # older vLLM (0.5, vllm-project/vllm#5828) wrote the logger's file unbracketed: "ERROR 06-25 15:28:30 worker_base.py:148] "
+    _re(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w.]+:\d+\] ?"),
     _re(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z]+\d+)*\] ?"),  # SGLang: [2025-04-01 09:58:02 TP0]
     _re(r"^\[rank\d+\]: ?"),  # torch elastic
     _re(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+[A-Z]+ \S+ -- "),  # Ray's logging
