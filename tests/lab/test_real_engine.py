@@ -2,7 +2,8 @@
 tools/build_engine_image.py makes, serving a tiny Qwen3-MoE with random weights (tools/tiny_checkpoint.py).
 Two nodes, one rank each, the rendezvous on the fabric subnet, ranks joined over gloo.
 
-sparktui recognises the CPU build from the image's own release and plans for it; `launch --wait` reads READY
+sparktui recognises the CPU build from the image's own release and plans for it (natively: it has no Ray
+executor); `launch --wait` reads READY
 from the engine's own lines; a chat completion is answered and the engine's metrics are live; a paused rank
 turns the deployment wedged while /health answers 200, and unpausing it brings it back.
 
@@ -98,6 +99,18 @@ def test_the_plan_recognises_the_cpu_build_from_the_image(site):
         run = next(c for c in node["commands"] if "--entrypoint vllm" in c)  # a worker's wait step follows it
         assert "--gpus" not in run and "--gpu-memory-utilization" not in run
         assert node["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+
+
+def test_ray_mode_is_refused_for_the_cpu_build_and_native_is_its_default(site):
+    """vLLM's CPU platform has no Ray executor: with Ray in the image and both nodes joined, vllm serve
+    stops at "current platform cpu does not support ray." (tests/corpus/vllm_cpu_ray_tp2_refused.log)."""
+    lab, path, state = site
+    rc, out, err = cli(path, state, "plan", "--engine", "vllm", "--mode", "ray", "--tp", "2", "--json")
+    plan = json.loads(out)
+    assert rc != 0 and plan["engine_version"] == f"{engine_image.VLLM_CPU}+cpu", (out[-2000:], err[-2000:])
+    assert any("CPU build" in e and e.endswith("use --mode native") for e in plan["errors"]), plan["errors"]
+    rc, out, err = cli(path, state, "plan", "--engine", "vllm", "--tp", "2", "--json")
+    assert rc == 0 and json.loads(out)["mode"] == "native", (out[-2000:], err[-2000:])
 
 
 def test_native_tp2_reaches_ready_from_the_engines_own_lines_answers_and_its_metrics_are_live(site):

@@ -5,6 +5,11 @@ platform from a "cpu" in its own version string. Such a build sizes its KV cache
 memory (VLLM_CPU_KVCACHE_SPACE, vllm/platforms/cpu.py) and reads `--gpu-memory-utilization` as a
 fraction of the host's memory, which it refuses when other processes hold more than the rest
 (vllm/v1/worker/cpu_worker.py); it has no GPU to hand to the container, and its ranks talk over gloo.
+
+It has no Ray mode: the CPU platform names no Ray device (CpuPlatform.ray_device_key is "" in
+vllm/platforms/cpu.py, 0.32.0), and the Ray executor refuses it once the cluster is up ("current platform
+cpu does not support ray.", vllm/v1/executor/ray_utils.py initialize_ray_cluster), with Ray in the image
+and every node joined (seen in the lab). Native multi-node is its way across nodes.
 """
 
 from __future__ import annotations
@@ -18,6 +23,13 @@ def is_cpu_build(version: str | None) -> bool:
     if not version or "+" not in version:
         return False
     return "cpu" in version.split("+", 1)[1].lower()
+
+
+def ray_refusal(version: str | None) -> str | None:
+    """Why a CPU build cannot run vLLM's Ray mode; None for any other release."""
+    if not is_cpu_build(version):
+        return None
+    return f"vLLM's CPU build ({version}) has no Ray executor (its CPU platform names no Ray device): use --mode native"
 
 
 def kv_env(extra_args: list[str], kv_flag: str | None) -> dict[str, str]:

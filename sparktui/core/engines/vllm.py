@@ -19,6 +19,7 @@ import re
 import shlex
 
 from .. import quickre
+from . import cpubuild
 from .base import CommunityImage, Engine
 from .logsigns import Sign
 from .versions import at_least
@@ -370,6 +371,14 @@ SIGNS = (
         hint="--node-ip-address must be an address this node holds on the fabric (`ip -4 addr`); "
         "sparktui takes it from the node's fabric interface, so check the probed facts",
     ),
+    # vLLM's Ray executor on a platform that names no Ray device (its CPU build, 0.32.0: ray_utils.py
+    # initialize_ray_cluster), once every node has joined (captured in the lab, tests/corpus/vllm_cpu_ray_tp2_refused.log)
+    Sign(
+        "ray_unsupported",
+        _q(r"current platform (\w+) does not support ray"),
+        message="vLLM has no Ray executor on its {0} platform",
+        hint="this build cannot run the Ray mode: use --mode native",
+    ),
     Sign(
         "ray_missing",
         _q(
@@ -633,17 +642,22 @@ class VLLM(Engine):
     def pick_mode(self, info, version: str | None) -> tuple[str, str]:
         """Native in an image without Ray whose release runs natively. NGC's vLLM images ship without Ray from
         26.05-py3 (NVIDIA/dgx-spark-playbooks nvidia/vllm/README.md, commit 0db7c14: "The 26.05-py3 NGC image
-        ships without ray")."""
+        ships without ray"). Native too for a CPU build, which has no Ray executor (cpubuild.ray_refusal)."""
+        release = version or (info.version(self.package) if info is not None else None)
         if info is not None and info.has("ray") is False:
-            if vllm_native_refusal(version or info.version(self.package)) is None:
+            if vllm_native_refusal(release) is None:
                 return "native", f"mode native: {info.ref} has no Ray"
+        if cpubuild.is_cpu_build(release) and vllm_native_refusal(release) is None:
+            return "native", f"mode native: {release} is a CPU build, which has no Ray executor"
         return self.modes[0], ""
 
     def refusals(self, mode: str, image: str, info, version: str | None) -> list[str]:
         out = []
         if mode == "native" and (why := vllm_native_refusal(version)):
             out.append(why)
-        if mode == "ray" and info is not None and info.has("ray") is False:
+        if mode == "ray" and (why := cpubuild.ray_refusal(version)):
+            out.append(why)
+        elif mode == "ray" and info is not None and info.has("ray") is False:
             out.append(
                 f"{image} has no Ray, which vLLM's Ray mode runs in every container: add it to the image "
                 f"(pip install 'ray[default]'), use another image, or use --mode native"
