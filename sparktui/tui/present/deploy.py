@@ -213,14 +213,21 @@ def problem_key(p: Problem) -> tuple:
     return (p.kind, p.node, p.line)
 
 
-def preflight_text(head: str, nodes: list[str], rows: dict, verdict=None, error: str | None = None) -> Content:
-    """The preflight as rows: node, transport, seconds, bandwidth, verdict; then the reason and fix."""
+PREFLIGHT_STAGES = {"starting": "starting the check container…", "rendezvous": "rendezvous…"}
+
+
+def preflight_text(
+    head: str, nodes: list[str], rows: dict, verdict=None, error: str | None = None, stages: dict | None = None
+) -> Content:
+    """The preflight as rows: node, transport, seconds, bandwidth, verdict; then the reason and fix. A node
+    without a row yet says what its check waits for (stages: node -> starting | rendezvous)."""
     lines = [Content.assemble(("preflight ", "bold"), head)]
     width = max((len(n) for n in nodes), default=4)
     for n in nodes:
         r = rows.get(n)
         if r is None:
-            lines.append(Content.assemble(f"  {n.ljust(width)}  ", ("checking…", "$accent")))
+            waiting = PREFLIGHT_STAGES.get((stages or {}).get(n, ""), "checking…")
+            lines.append(Content.assemble(f"  {n.ljust(width)}  ", (waiting, "$accent")))
             continue
         transport = r.transport or r.path or "-"
         took = f"{r.seconds:.1f} s" if r.seconds is not None else "-"
