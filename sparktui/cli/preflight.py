@@ -62,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 STAGE_WORDS = {"starting": "starting the check container", "rendezvous": "rendezvous"}
 
 
-def _progress(e: object) -> None:
+def progress(e: object) -> None:
+    """A line on stderr per node as its check starts its container, reaches the rendezvous, then ends."""
     if isinstance(e, PreflightStage):
         err_console.print(f"{e.node}: {STAGE_WORDS.get(e.stage, e.stage)}...", markup=False)
     elif isinstance(e, PreflightNode):
@@ -101,7 +102,7 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
                 soft_wrap=True,
             )
         if not args.json:
-            ops.bus.subscribe(_progress)
+            ops.bus.subscribe(progress)
         try:
             verdict = await ops.preflight(
                 p, args.timeout, mode=args.via, rails=args.rails, start_window=args.start_window

@@ -510,6 +510,7 @@ class Verdict:
             "rendezvous": {"addr": s.addr, "port": s.port, "subnet": s.subnet},
             "image": s.image,
             "timeout": s.timeout,
+            "start_window": s.start_window,
             "transport": self.transport,
             "bandwidth_gb_s": self.bandwidth_gb_s,
             "line_rate_gb_s": self.line_rate_gb_s,
