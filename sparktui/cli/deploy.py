@@ -45,6 +45,7 @@ from ..core.ssh import Cluster
 from ..core.statefile import StateFileError
 from ..core.words import milestone_words
 from . import check
+from .preflight import progress as preflight_progress
 from .common import (
     CliExit,
     add_config_arg,
@@ -421,6 +422,7 @@ async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:
     assert plan is not None
     if not args.json:
         err_console.print(f"preflight: checking the rendezvous at {plan.head_ip} on {plan.subnet}...", markup=False)
+        ops.bus.subscribe(preflight_progress)
     try:
         verdict = await ops.preflight(p, PREFLIGHT_TIMEOUT)
     except Exception as e:  # noqa: BLE001 - the check's own refusal (PreflightError) or a node lost meanwhile

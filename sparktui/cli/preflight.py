@@ -7,8 +7,8 @@ import argparse
 
 from ..core import argcheck
 from ..core.deploy.operations import Choices, Operations
-from ..core.events import EventBus, PreflightNode
-from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
+from ..core.events import EventBus, PreflightNode, PreflightStage
+from ..core.preflight import DEFAULT_START_WINDOW, DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
 from ..core.ssh import Cluster
 from .common import (
     CliExit,
@@ -33,7 +33,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=checked(argcheck.seconds),
         default=DEFAULT_TIMEOUT,
         metavar="S",
-        help=f"seconds the check may take on the nodes (default {DEFAULT_TIMEOUT:g})",
+        help=f"seconds the check may take on the nodes, from the moment it runs there (default {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--start-window",
+        type=checked(argcheck.seconds, "--start-window"),
+        default=DEFAULT_START_WINDOW,
+        metavar="S",
+        help="seconds each node's check container may take to start before the check runs: a large image "
+        f"on slow storage can take minutes (default {DEFAULT_START_WINDOW:g})",
     )
     p.add_argument(
         "--via",
@@ -51,14 +59,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_preflight)
 
 
-def _progress(r: NodeResult) -> None:
-    err_console.print(f"{r.node}: {'ok' if r.ok else 'failed (' + str(r.kind) + ')'}", markup=False)
+STAGE_WORDS = {"starting": "starting the check container", "rendezvous": "rendezvous"}
+
+
+def progress(e: object) -> None:
+    """A line on stderr per node as its check starts its container, reaches the rendezvous, then ends."""
+    if isinstance(e, PreflightStage):
+        err_console.print(f"{e.node}: {STAGE_WORDS.get(e.stage, e.stage)}...", markup=False)
+    elif isinstance(e, PreflightNode):
+        r: NodeResult = e.result
+        err_console.print(f"{r.node}: {'ok' if r.ok else 'failed (' + str(r.kind) + ')'}", markup=False)
 
 
 async def cmd_preflight(args: argparse.Namespace) -> int:
     config = get_config(args)
     if not args.timeout > 0:
         raise CliExit(2, f"--timeout must be positive (got {args.timeout:g})")
+    if not args.start_window > 0:
+        raise CliExit(2, f"--start-window must be positive (got {args.start_window:g})")
     opts, notes = options_from_args(args, config)
     async with Cluster(config, journal=journal()) as cluster:
         ops = Operations(cluster, config, EventBus())
@@ -79,14 +97,16 @@ async def cmd_preflight(args: argparse.Namespace) -> int:
         if not args.json:
             err_console.print(
                 f"checking {len(plan.nodes)} node(s) at {plan.head_ip} on {plan.subnet} in {plan.image} "
-                f"(up to {args.timeout:g} s)...",
+                f"(up to {args.start_window:g} s for each container to start, then {args.timeout:g} s)...",
                 markup=False,
                 soft_wrap=True,
             )
         if not args.json:
-            ops.bus.subscribe(lambda e: _progress(e.result) if isinstance(e, PreflightNode) else None)
+            ops.bus.subscribe(progress)
         try:
-            verdict = await ops.preflight(p, args.timeout, mode=args.via, rails=args.rails)
+            verdict = await ops.preflight(
+                p, args.timeout, mode=args.via, rails=args.rails, start_window=args.start_window
+            )
         except PreflightError as e:
             raise CliExit(2, str(e)) from None
         notes = [w for w in p.warnings]

@@ -408,6 +408,11 @@ class Diagnoser(BatchFeed):
         return p.kind == "wedged" or (p.kind == "stalled" and S.WORKER_WAIT in p.text)
 
     def _transport(self, ns: _Node, node, n: int, at: float, seg: str) -> list[Event]:
+        if ("transport", "gloo") in ns.seen:
+            return []  # gloo carries this rank's collectives: no NCCL line may claim them
+        if S.GLOO_BACKEND.search(seg):
+            ns.seen.add(("transport", "gloo"))
+            return [self._milestone("nccl_transport", n, node, at, seg, {"transport": "gloo", "backend": "gloo"})]
         m = S.NCCL_RDMA.search(seg)
         if m and ("transport", "rdma") not in ns.seen:
             ns.seen.add(("transport", "rdma"))

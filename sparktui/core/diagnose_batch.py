@@ -83,6 +83,7 @@ class BatchFeed:
                 S.GRAPH_END,
                 S.NCCL_RDMA,
                 S.NCCL_SOCKET,
+                S.GLOO_BACKEND,
                 S.SERVING,
                 NODE_TAG,
                 *(rx for _, rx in self.phases.signs),

@@ -223,6 +223,15 @@ class PreflightNode:
 
 
 @dataclass
+class PreflightStage:
+    """What a node's check waits for now: "starting" (its check container) or "rendezvous"."""
+
+    deployment: str
+    node: str
+    stage: str
+
+
+@dataclass
 class PreflightFinished:
     """The check's verdict (a preflight.Verdict; None when it could not run) and its summary."""
 

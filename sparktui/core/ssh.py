@@ -531,6 +531,15 @@ class Session:
     def send(self, line: str) -> None:
         self._proc.stdin.write(line + "\n")
 
+    def end_input(self) -> None:
+        """EOF on the command's stdin (what it was fed is complete); its output can still be read."""
+        with contextlib.suppress(Exception):
+            self._proc.stdin.write_eof()
+
+    @property
+    def exit_status(self) -> int | None:
+        return self._proc.exit_status
+
     async def readuntil(self, marker: str) -> str:
         """Everything up to and with `marker`; without it (what came before) once the command ended or the
         link dropped."""

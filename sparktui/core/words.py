@@ -51,6 +51,8 @@ def milestone_words(kind: str, data: dict | None = None) -> str:
     if kind == "dist_init_end":
         return "distributed init done"
     if kind == "nccl_transport":
+        if d.get("transport") == "gloo":
+            return "collectives over gloo (a CPU build: no NCCL)"
         if d.get("transport") == "rdma":
             dev = f" ({d['device']})" if d.get("device") else ""
             return f"NCCL over RDMA{dev}"

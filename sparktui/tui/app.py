@@ -528,7 +528,8 @@ class SparkApp(App):
         if self._history(m.at):
             return
         if m.kind in NOTIFY_MILESTONES or (m.kind == "weights_loading" and m.data.get("percent") == 100):
-            severity = "warning" if m.kind == "nccl_transport" and m.data.get("transport") != "rdma" else "information"
+            slow = m.kind == "nccl_transport" and m.data.get("transport") == "socket"  # NCCL fell back to TCP
+            severity = "warning" if slow else "information"
             self.notify(f"{m.node or 'engine'}: {milestone_words(m.kind, m.data)}", severity=severity, markup=False)
 
     @handles(Problem)

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Protocol
 from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import Choices, Preview
 from ..core.engines import DEFAULT_ENGINE, ENGINES
-from ..core.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStarted
+from ..core.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStage, PreflightStarted
 from ..core.inventory import Inventory
 from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan import Plan, PlanOptions, make_plan
@@ -336,7 +336,7 @@ class OperationsFlow:
         self._sync(Op.SYNC_IMAGE, Choices(engine_or_image=plan.engine if plan else DEFAULT_ENGINE))
 
     # -- core events (the launch pane draws the rows first; routing.py) ---------------------------
-    @handles(PreflightStarted, PreflightNode)
+    @handles(PreflightStarted, PreflightNode, PreflightStage)
     def _preflight_progress(self, _e: Any) -> None:
         self._forward_check()
 

@@ -25,12 +25,18 @@ import pytest
 import yaml
 
 from .conftest import _build
-from .labtools import get, metric, until
+from .labtools import REPO, get, metric, until
 from .labtools import state_cli as cli
 from .netlab import Lab
 from .realengine import EngineUnavailable, engine_image, engine_parts
 
 pytestmark = pytest.mark.lab
+
+
+def flat(screen: str) -> str:
+    """A screen's text on one line: a notice wraps wherever the terminal's width puts it."""
+    return " ".join(screen.split())
+
 
 REFUSED = "tiny-head-dim-16"  # loads and serves /health, then the CPU attention refuses its first request
 START_S = 900  # a cold start on two shared cores: imports, gloo join, load, warm-up (~2 min when quiet)
@@ -367,3 +373,58 @@ def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric
         assert hangs and {p["node"] for p in hangs} == {lab.nodes[1].name}, doc["problems"]
     finally:
         cli(dropped, state, "stop", "--yes")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_seed_story_by_keys_in_the_tui_lands_on_the_real_vllm(site, tmp_path):
+    """The same story as a user lives it: the TUI in a terminal, SGLang launched from the form, its hang
+    flagged with the pivot offered, `p` and `y`, and the real vLLM serving on both nodes."""
+    from ..tmuxterm import Tmux, app_command
+
+    lab, path, state = site
+    seed = path.parent / "seed.yaml"
+    for name in ("sparktui.yaml", "refused.yaml", "seed.yaml"):  # the same ports
+        cli(path.parent / name, state, "stop", "--yes")
+    env = {
+        "PYTHONPATH": str(REPO),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_STATE_HOME": str(state),
+        "TERM": "xterm-256color",
+    }
+    tmux = Tmux(
+        app_command(env, sys.executable, "-m", "sparktui", "--config", str(seed), unset=("SPARKTUI_CONFIG",)),
+        120,
+        40,
+        prefix="sparktui-lab",
+    )
+    try:
+        tmux.wait_for("2/2 nodes up", 60)
+        tmux.keys("l")
+        form = tmux.wait_for("Launch (ctrl+s)", 60)
+        assert "SGLang" in form, form  # the first engine is the form's default
+        tmux.keys("C-s")
+        tmux.wait_for(lambda s: "Press p to pivot" in flat(s), 300, "the hang and the pivot it offers")
+        tmux.keys("p")
+        tmux.wait_for("Pivot (y)", 60)
+        tmux.keys("y")
+        tmux.wait_for(lambda s: "READY" in s and "vLLM" in s, START_S, "vLLM ready after the pivot")
+        tmux.keys("q")
+        tmux.wait_exit(30)
+    finally:
+        tmux.close()
+    rc, out, err = cli(seed, state, "status", "--json")
+    [dep] = [d for d in json.loads(out)["deployments"] if d["name"] == "seed"]
+    assert (dep["engine"], dep["mode"], dep["serving"]) == ("vllm", "native", "ready"), dep
+    base = dep["endpoint"].removesuffix("/v1")
+    code, body = get(
+        f"{base}/v1/chat/completions",
+        {"model": lab.model, "max_tokens": 8, "messages": [{"role": "user", "content": "Say hello."}]},
+        timeout=120,
+    )
+    assert code == 200 and json.loads(body)["usage"]["completion_tokens"] > 0, body[-2000:]
+    for n in lab.nodes:
+        out = lab.sh(
+            n.name, ["docker", "ps", "--filter", "label=sparktui.deployment=seed", "--format", "{{.Image}}"]
+        ).stdout.split()
+        assert out == [engine_image.DEFAULT_TAG], out
+    cli(seed, state, "stop", "--yes")

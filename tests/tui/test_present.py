@@ -10,7 +10,7 @@ from sparktui.core.facts import Container, ModelDir, NodeFacts
 from sparktui.core.inventory import analyse
 from sparktui.core.journal import Entry
 from sparktui.tui.present import fmt
-from sparktui.tui.present.deploy import hang_notice, milestone_style, problem_lines, timeline
+from sparktui.tui.present.deploy import hang_notice, milestone_label, milestone_style, problem_lines, timeline
 from sparktui.tui.present.journal import entry_cells
 from sparktui.tui.present.nodes import Link, fabric_subnet, memory_used, node_card, status
 from sparktui.tui.present.transfers import fraction, summary, transfer_lines
@@ -200,6 +200,8 @@ def test_a_ray_worker_row_follows_the_head_to_serving():
 def test_tcp_transport_is_a_warning():
     assert milestone_style(_m("nccl_transport", transport="socket")) == "$warning"
     assert milestone_style(_m("nccl_transport", transport="rdma")) != "$warning"
+    gloo = _m("nccl_transport", transport="gloo", backend="gloo")  # a CPU build: gloo is its only path
+    assert milestone_label(gloo) == "gloo" and milestone_style(gloo) != "$warning"
 
 
 def test_live_transport_per_node_in_the_timeline_flagged_against_the_plan():

@@ -26,8 +26,10 @@ def fake(monkeypatch, tmp_path):
     _, facts, subnets = cluster(2)
     record: dict = {}
 
-    async def fake_run(cl, config, plan, timeout, *, subnets=None, mode="auto", on_node=None, rails=False):
-        record.update(plan=plan, timeout=timeout, mode=mode, subnets=subnets, rails=rails)
+    async def fake_run(
+        cl, config, plan, timeout, *, subnets=None, mode="auto", on_node=None, rails=False, start_window, on_stage
+    ):
+        record.update(plan=plan, timeout=timeout, mode=mode, subnets=subnets, rails=rails, start_window=start_window)
         s = Setting(addr=plan.head_ip, port=plan.dist_port + 1, subnet=plan.subnet, image=plan.image, timeout=timeout)
         v = Verdict(setting=s, seconds=1.5, check_id="abc")
         for n in plan.nodes:
@@ -67,6 +69,8 @@ def test_plan_options_reach_the_check_and_ok_exits_0(fake, capsys):
                 "29600",
                 "--timeout",
                 "12",
+                "--start-window",
+                "45",
                 "--via",
                 "tcp",
                 "--json",
@@ -81,6 +85,7 @@ def test_plan_options_reach_the_check_and_ok_exits_0(fake, capsys):
     plan = record["plan"]
     assert plan.dist_port == 29600 and [n.name for n in plan.nodes] == ["spark1", "spark2"]
     assert (record["timeout"], record["mode"], record["rails"]) == (12.0, "tcp", False)
+    assert record["start_window"] == 45.0
     assert record["subnets"]  # the inventory's subnets, so a failure can suggest another
     assert main(["preflight", "--config", str(cfg_file), "--rails", "--json"]) == 0
     assert record["rails"] is True  # each RDMA half measured alone after the check

@@ -49,6 +49,10 @@ if args[:1] == ["run"]:
     if os.environ.get("FAKE_RUN_ERROR"):
         sys.stderr.write(os.environ["FAKE_RUN_ERROR"] + "\n")
         sys.exit(125)
+    if os.environ.get("FAKE_HOLD"):  # a slow start: the daemon answers once the test writes to this fifo
+        with open(os.path.join(state, "held-" + os.environ["FAKE_NODE"]), "w") as f:
+            f.write(str(os.getpid()))
+        open(os.environ["FAKE_HOLD"]).read()
     valued = {"--name", "--label", "--network", "--ipc", "--gpus", "--ulimit", "--cap-add", "--device", "-v",
               "--shm-size", "-e", "--runtime"}
     i, name, env = 1, None, dict(os.environ)
@@ -291,3 +295,65 @@ async def test_cancelling_the_check_still_removes_its_containers(nodes):
             await task
     assert leftovers(state) == []
     assert {c["node"] for c in docker_calls(state) if c["args"][:2] == ["rm", "-f"]} == {"node1", "node2"}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+async def test_a_container_that_never_starts_gets_its_own_verdict_and_is_killed(nodes, tmp_path):
+    hold = tmp_path / "hold"
+    os.mkfifo(hold)  # nobody ever writes: node2's container never starts
+    config, state = await nodes(node2={"FAKE_HOLD": str(hold)})
+    stages: list[tuple[str, str]] = []
+    async with Cluster(config) as cluster:
+        v = await run_preflight(
+            cluster, config, make_plan(), timeout=20, start_window=2, on_stage=lambda *a: stages.append(a)
+        )
+    assert (v.root.node, v.root.kind) == ("node2", "not_started")
+    assert v.reason.startswith("the container did not start within 2 s on node2")
+    assert "--iface" not in v.fix and "subnet" not in v.fix and "sparktui sync image" in v.fix
+    assert v.nodes["node1"].kind == "stopped"  # not blamed for the peer it could not meet
+    assert v.seconds < 2 + runner.EARLY_GRACE + 8  # not node1's 20 s
+    assert ("node2", "starting") in stages and ("node2", "rendezvous") not in stages
+    assert stages.index(("node1", "starting")) < stages.index(("node1", "rendezvous"))
+    assert not alive(int((state / "held-node2").read_text()))  # the held `docker run` was killed
+    assert leftovers(state) == []
+
+
+async def test_the_timeout_counts_from_the_program_not_from_docker_run(nodes, tmp_path, monkeypatch):
+    # Both starts are held longer than the whole budget the old single timeout gave (timeout + slack).
+    monkeypatch.setattr(runner, "START_SLACK", 0.5)
+    holds = {n: tmp_path / f"hold-{n}" for n in ("node1", "node2")}
+    for h in holds.values():
+        os.mkfifo(h)
+    config, state = await nodes(**{n: {"FAKE_HOLD": str(h)} for n, h in holds.items()})
+    both_waiting = asyncio.Event()
+    waiting: set[str] = set()
+
+    def stage(node: str, what: str) -> None:
+        if what == "starting":
+            waiting.add(node)
+            if len(waiting) == 2:
+                both_waiting.set()
+
+    def release(h: Path) -> None:
+        with open(h, "w"):  # opens once the held start reads it; closing lets it go
+            pass
+
+    async def slow_start() -> None:
+        await both_waiting.wait()
+        await asyncio.sleep(3)  # the simulated slow start itself (longer than timeout + slack), not a sync
+        await asyncio.gather(*(asyncio.to_thread(release, h) for h in holds.values()))
+
+    async with Cluster(config) as cluster:
+        releasing = asyncio.create_task(slow_start())
+        v = await run_preflight(cluster, config, make_plan(), timeout=2, start_window=30, on_stage=stage)
+        await releasing
+    assert v.ok, v.summary()
+    assert all(r.start_seconds is not None and r.start_seconds >= 3 for r in v.nodes.values())
+    assert leftovers(state) == []

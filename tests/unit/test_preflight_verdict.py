@@ -7,6 +7,7 @@ import pytest
 
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain
 from sparktui.core.preflight.check_program import classify, iface_matches, transport
+from sparktui.core.preflight.verdict import judge_late_peers
 
 # Lines as printed by torch 2.11 / NCCL 2.28.9 on two H200s (see REFERENCE.md) and by docker.
 NO_IFACE = (
@@ -267,3 +268,56 @@ def test_an_ok_verdict_reports_the_slowest_transport_and_bandwidth():
         "preflight ok in 8.2 s: 2 node(s) met at 10.0.100.1:29501 over socket, all-reduce bus bandwidth 1.10 GB/s"
     )
     assert Verdict(setting=s).ok is False  # no node checked is no verdict of health
+
+
+def _failed(node: str, rank: int, kind: str, error: str = "") -> NodeResult:
+    return NodeResult(node=node, rank=rank, ok=False, kind=kind, error=error or kind)
+
+
+def test_a_container_that_never_started_is_named_with_a_docker_fix_and_no_subnet():
+    s = _setting(start_window=240.0)
+    slow = _failed("node2", 1, "not_started", "the container did not start within 240 s")
+    slow.tail = ["Loaded image: img:1"]
+    slow.reason, slow.fix = explain(slow, s)
+    v = Verdict(setting=s, nodes={"node1": _failed("node1", 0, "stopped"), "node2": slow})
+    assert v.root is slow
+    assert v.reason.startswith("the container did not start within 240 s on node2")
+    assert "Loaded image: img:1" in v.reason
+    assert "docker run --rm img:1 true" in v.fix and "docker info" in v.fix and "--start-window" in v.fix
+    assert "--iface" not in v.fix and "subnet" not in v.fix
+
+
+def test_a_rendezvous_that_waited_for_a_container_still_starting_blames_the_start():
+    head = _failed("node1", 0, "peer_missing", STORE_WAIT)
+    results = {"node1": head, "node2": _failed("node2", 1, "not_started")}
+    judge_late_peers(results, {"node1": (0.0, 31.0)})
+    assert head.kind == "peer_late" and "node2's container never started" in head.error
+    s = _setting()
+    for r in results.values():
+        r.reason, r.fix = explain(r, s)
+    assert Verdict(setting=s, nodes=results).root.node == "node2"
+
+
+def test_ranks_whose_checks_never_overlapped_are_late_peers_not_network_failures():
+    # node1's program ran 0..31 s (gave up waiting), node2's started at 60 s and found nobody listening
+    head = _failed("node1", 0, "timeout", "no answer within 30 s: hung in rendezvous")
+    worker = _failed("node2", 1, "refused", "nothing listens at 10.0.100.1:29501")
+    results = {"node1": head, "node2": worker}
+    judge_late_peers(results, {"node1": (0.0, 31.0), "node2": (60.0, 91.0)})
+    assert head.kind == worker.kind == "peer_late"
+    assert "node2's container started 60 s after node1's" in head.error
+    assert "node2's container started 60 s after node1's, when that check was over" in worker.error
+    s = _setting()
+    worker.reason, worker.fix = explain(worker, s)
+    assert "--iface" not in worker.fix and "--timeout" in worker.fix
+
+
+def test_ranks_that_overlapped_keep_their_rendezvous_verdict():
+    head = _failed("node1", 0, "timeout", "no answer within 30 s")
+    worker = _failed("node2", 1, "unreachable", "No route to host")
+    results = {"node1": head, "node2": worker}
+    judge_late_peers(results, {"node1": (0.0, 31.0), "node2": (5.0, 36.0)})
+    assert (head.kind, worker.kind) == ("timeout", "unreachable")
+    s = _setting()
+    head.reason, head.fix = explain(head, s)
+    assert head.reason == "node1 got no answer within 30 s" and "--iface 10.0.0.0/24" in head.fix

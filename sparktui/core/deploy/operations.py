@@ -17,7 +17,7 @@ from typing import Any, Callable
 from .. import labels as L
 from ..config import Config
 from ..engines import DEFAULT_ENGINE
-from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
+from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStage, PreflightStarted
 from .. import facts_store
 from .. import inventory as _inventory
 from .. import modelconfig
@@ -417,10 +417,15 @@ class Operations:
 
     # -- preflight ----------------------------------------------------------------------------------
     async def preflight(
-        self, p: Prepared, timeout: float = PREFLIGHT_TIMEOUT, mode: str = "auto", rails: bool = False
+        self,
+        p: Prepared,
+        timeout: float = PREFLIGHT_TIMEOUT,
+        mode: str = "auto",
+        rails: bool = False,
+        start_window: float | None = None,
     ) -> Any:
-        """The rendezvous check of the prepared plan; every node's row is an event as it arrives."""
-        from ..preflight import NodeResult, run_preflight
+        """The rendezvous check of the prepared plan; every node's row and stage is an event as it arrives."""
+        from ..preflight import DEFAULT_START_WINDOW, NodeResult, run_preflight
 
         plan = p.plan
         if plan is None:
@@ -442,6 +447,8 @@ class Operations:
                 mode=mode,
                 on_node=row,
                 rails=rails,
+                start_window=start_window or DEFAULT_START_WINDOW,
+                on_stage=lambda node, stage: self.bus.emit(PreflightStage(p.deployment, node, stage)),
             )
         except Exception as e:
             self.bus.emit(PreflightFinished(p.deployment, None, f"the check could not run: {e}"))

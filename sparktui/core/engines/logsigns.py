@@ -78,6 +78,8 @@ GRAPH_END = _re(r"Capture cuda graph end\. Time elapsed: ([\d.]+) s|Graph captur
 
 NCCL_RDMA = _re(r"NET/IB\s*:\s*Using\s+\[\d+\]([\w.-]+):\d+/(RoCE|IB)|via NET/IB\S*|GDRDMA")
 NCCL_SOCKET = _re(r"NET/Socket\s*:\s*Using\s+\[\d+\]([\w.-]+):|via NET/Socket")
+# A CPU build of vLLM: the ranks' collectives run over gloo, never NCCL ("... backend=gloo" per rank).
+GLOO_BACKEND = _re(r"distributed_init_method=\S+ backend=gloo\b")
 
 # A request served: not emitted, but it proves the server kept working (and is ready). Both forms of
 # each engine's periodic stats: SGLang "Decode batch. #running-req" (<= 0.4) and "Decode batch,

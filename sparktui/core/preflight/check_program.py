@@ -10,7 +10,10 @@ the plan's address, ranks and interface env, then an all-reduce, reporting the t
 (from NCCL_DEBUG=INFO) and the bus bandwidth. Otherwise a plain TCP rendezvous between all ranks, each
 bound to its own address, which still proves that every rank reaches every other on that subnet.
 
-It prints one line on stdout: `SPARKTUI-PREFLIGHT {json}`. The work runs in a forked child with its
+Its first line, before anything else is imported, is `SPARKTUI-STARTED`: the runner waits for it within a
+start window of its own (a large image on slow storage can take minutes to start) and only then counts
+the check's timeout, which this program also times from that moment. Its last line on stdout is
+`SPARKTUI-PREFLIGHT {json}`. The work runs in a forked child with its
 output captured, so a hang inside NCCL's C code is bounded too: at the deadline the parent kills the
 child and still reports, naming the stage it was stuck in. Keep this file importable by old Pythons
 (3.8): it runs on whatever the image has. sparktui.core.preflight imports classify() and transport()
@@ -19,20 +22,28 @@ from here to judge output that never reached the result line (docker failed, no 
 
 from __future__ import annotations
 
-import argparse
-import collections
-import errno
-import importlib.util
-import json
-import os
-import re
-import select
-import signal
-import socket
 import sys
-import threading
 import time
-import traceback
+
+STARTED = "SPARKTUI-STARTED"  # the first line: the container runs (the runner's start window ends here)
+if __name__ == "__main__":  # run as the check (python3 -), not imported by sparktui to classify
+    sys.stdout.write(STARTED + "\n")
+    sys.stdout.flush()
+T0 = time.monotonic()  # the check's own deadline counts from here, not from `docker run`
+
+# The imports below come after the first line on purpose: the runner is told the program runs first.
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import errno  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
 
 MARK = "SPARKTUI-PREFLIGHT "  # the result line
 STAGE = "SPARKTUI-STAGE "  # progress lines from the child to the parent
@@ -733,9 +744,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    t0 = _now()
     a = parse_args(argv)
-    res = supervise(a, t0)
+    res = supervise(a, T0)
     sys.stdout.write(MARK + json.dumps(res) + "\n")
     sys.stdout.flush()
     return 0 if res.get("ok") else 1

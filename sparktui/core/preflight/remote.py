@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
+from typing import Iterable
 from pathlib import Path
 
 from . import check_program
@@ -262,9 +263,36 @@ def check_command(
     return render(words, "run")
 
 
-def sweep_command(names: list[str]) -> str:
-    """Remove this check's containers whatever state they are in (no error when already gone)."""
-    return "docker rm -f " + " ".join(shlex.quote(x) for x in names) + " >/dev/null 2>&1; true"
+PID = "SPARKTUI-PID "  # the first line of a held check: the process group that `docker run` leads on the node
+
+
+def held_command(command: str) -> str:
+    """`command` in a process group of its own whose id it prints first, with stderr on stdout.
+
+    A `docker run` still waiting on the daemon (a large image on slow storage) has no container that
+    `docker rm -f` could remove yet: the sweep kills this group instead, so nothing that was started
+    keeps going on the node. setsid -w keeps the channel open until the command ends; without setsid
+    the shell that sshd starts leads a session of its own already.
+    """
+    inner = 'echo "' + PID + '$$"; exec ' + command + " 2>&1"
+    return script(
+        "if command -v setsid >/dev/null 2>&1; then exec setsid -w sh -c {inner} 2>&1; else exec sh -c {inner} 2>&1; fi",
+        inner=inner,
+    )
+
+
+def pid_from_line(line: str) -> int | None:
+    if line.startswith(PID) and line[len(PID) :].strip().isdigit():
+        return int(line[len(PID) :].strip())
+    return None
+
+
+def sweep_command(names: list[str], pids: Iterable[int] = ()) -> str:
+    """Remove this check's containers whatever state they are in (no error when already gone), then
+    kill what is left of the process groups of their `docker run` (pids from held_command) where known:
+    a client still waiting for the daemon to start the container."""
+    kills = "".join(f"; kill -KILL -- -{int(p)} 2>/dev/null || kill -KILL {int(p)} 2>/dev/null" for p in pids)
+    return "docker rm -f " + " ".join(shlex.quote(x) for x in names) + " >/dev/null 2>&1" + kills + "; true"
 
 
 def result_from_output(stdout: str) -> dict | None:

@@ -3,7 +3,10 @@
 1. One look per node (interfaces, addresses, image, /dev/infiniband, ports): a missing interface or
    address fails at once, before any container starts.
 2. The check program in the plan's image on every node, with the plan's container flags and env,
-   against the head's address and a free port near the dist port.
+   against the head's address and a free port near the dist port. A node's container gets a start
+   window of its own (a large image on slow storage can take minutes before Python runs); the check's
+   timeout counts from the program's first line on that node. A container that never starts is that
+   node's failure, not the rendezvous's.
 3. As soon as one node fails on its own, the others get a moment to report, then are stopped: the
    verdict should not wait out a timeout that can no longer change it.
 4. Whatever happens (cancel included), every container of this check is removed by name.
@@ -21,15 +24,18 @@ from typing import Callable
 from ..config import Config
 from ..facts import Subnet
 from ..plan import NodePlan, Plan
-from ..ssh import Cluster
+from ..ssh import Cluster, SshError
+from .check_program import STARTED
 from .remote import (
     Look,
     check_command,
     container_name,
     free_port,
+    held_command,
     judge_look,
     look_command,
     parse_look,
+    pid_from_line,
     program_text,
     result_from_output,
     sweep_command,
@@ -40,11 +46,23 @@ from .leftovers import leftovers_of
 from . import transit
 from .halves import probe as probe_halves
 from .rails import measure as measure_rails
-from .verdict import SECONDARY, NodeResult, Setting, Verdict, explain, judge_ipc_risks, judge_memory
+from .verdict import (
+    LOCAL,
+    SECONDARY,
+    NodeResult,
+    Setting,
+    Verdict,
+    explain,
+    judge_ipc_risks,
+    judge_late_peers,
+    judge_memory,
+)
 
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_START_WINDOW = 300.0  # docker run until the program's first line: minutes for a big image on slow disks
 LOOK_TIMEOUT = 10.0  # the look is one small script
-START_SLACK = 12.0  # docker and python start-up plus the program's own grace, on top of its timeout
+START_SLACK = 12.0  # the program's own grace, its output and the container's removal, on top of its timeout
+STARTING, RENDEZVOUS = "starting", "rendezvous"  # what a node's check waits for (on_stage)
 EARLY_GRACE = 3.0  # after a node fails on its own, what the others get to say why before they are stopped
 SWEEP_TIMEOUT = 15.0
 _MISSING = re.compile(r"(?:missing ranks: |rank\(s\) )([\d,]+)")
@@ -91,30 +109,103 @@ async def _look(cluster: Cluster, n: NodePlan, image: str) -> tuple[Look | None,
     return look, None
 
 
-async def _check(cluster: Cluster, n: NodePlan, command: str, program: str, timeout: float) -> NodeResult:
+async def _lines(session, out: list[str], deadline: float, until: str | None, seen) -> str:
+    """Read lines into out until the line `until` ("stop"), the end of output ("eof") or the deadline ("late")."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "late"
+        try:
+            line = await asyncio.wait_for(session.readuntil("\n"), left)
+        except asyncio.TimeoutError:
+            return "late"
+        if not line:
+            return "eof"
+        line = line.rstrip("\r\n")
+        seen(line)
+        out.append(line)
+        if until is not None and line == until:
+            return "stop"
+
+
+async def _check(
+    cluster: Cluster,
+    n: NodePlan,
+    command: str,
+    name: str,
+    program: str,
+    timeout: float,
+    start_window: float,
+    pids: dict[str, int],
+    on_stage: Callable[[str, str], None],
+) -> NodeResult:
     node = cluster[n.name]
-    r = await node.run(command, timeout=timeout + START_SLACK, input=program)
-    data = result_from_output(r.stdout)
+
+    def fail(kind: str | None, error: str, text: str = "") -> NodeResult:
+        return NodeResult.failed(n.name, n.rank, n.iface, n.ip, kind, error, text)
+
+    def seen(line: str) -> None:
+        pid = pid_from_line(line)
+        if pid is not None:
+            pids[n.name] = pid
+
+    t0 = time.monotonic()
+    try:
+        session = await node.session(held_command(command), slot_timeout=start_window)
+    except asyncio.TimeoutError:
+        return fail("ssh", f"no SSH channel free on {n.name} within {start_window:g} s: {node.channel_note()}")
+    except SshError as e:
+        return fail("ssh", str(e))
+    out: list[str] = []
+    start_s: float | None = None
+    try:
+        session.send(program)
+        session.end_input()
+        _stage(on_stage, n.name, STARTING)
+        how = await _lines(session, out, t0 + start_window, STARTED, seen)
+        if how == "stop":
+            start_s = time.monotonic() - t0
+            _stage(on_stage, n.name, RENDEZVOUS)
+            how = await _lines(session, out, time.monotonic() + timeout + START_SLACK, None, seen)
+        if how == "late":
+            with contextlib.suppress(Exception):  # stop it now: its group, then its container
+                await node.run(sweep_command([name], _pid(pids, n.name)), timeout=SWEEP_TIMEOUT)
+    finally:
+        await session.close()
+    text = "\n".join(x for x in out if pid_from_line(x) is None and x != STARTED)
+    if start_s is None and how == "late":
+        r = fail("not_started", f"the container did not start within {start_window:g} s", text)
+        r.stage = "container start"
+        return r
+    data = result_from_output(text)
     if data is not None:
-        return NodeResult.from_check(n.name, n.rank, n.iface, n.ip, data)
-    text = "\n".join(x for x in (r.stdout, r.stderr) if x)
-    if r.exit_status == 255 and not node.connected:
-        return NodeResult.failed(n.name, n.rank, n.iface, n.ip, "ssh", r.stderr.strip() or str(node.error))
-    if r.exit_status == 124:
-        return NodeResult.failed(
-            n.name, n.rank, n.iface, n.ip, "timeout", f"no result within {timeout + START_SLACK:g} s", text
-        )
-    return NodeResult.failed(
-        n.name, n.rank, n.iface, n.ip, None, f"the check exited {r.exit_status} without a result", text
-    )
+        r = NodeResult.from_check(n.name, n.rank, n.iface, n.ip, data)
+    elif how == "late":
+        r = fail("timeout", f"no result within {timeout + START_SLACK:g} s of the check's start", text)
+    elif session.exit_status is None and not node.connected:
+        r = fail("ssh", str(node.error or "the connection dropped"), text)
+    else:
+        r = fail(None, f"the check exited {session.exit_status} without a result", text)
+    r.start_seconds = round(start_s, 3) if start_s is not None else None
+    return r
 
 
-async def _sweep(cluster: Cluster, names: dict[str, str]) -> None:
+def _pid(pids: dict[str, int], name: str) -> list[int]:
+    return [pids[name]] if name in pids else []
+
+
+def _stage(on_stage: Callable[[str, str], None] | None, node: str, stage: str) -> None:
+    if on_stage is not None:
+        with contextlib.suppress(Exception):  # a display callback must not break the check
+            on_stage(node, stage)
+
+
+async def _sweep(cluster: Cluster, names: dict[str, str], pids: dict[str, int] | None = None) -> None:
     async def one(node_name: str, name: str) -> None:
         node = cluster.nodes.get(node_name)
         if node is not None:
             with contextlib.suppress(Exception):
-                await node.run(sweep_command([name]), timeout=SWEEP_TIMEOUT)
+                await node.run(sweep_command([name], _pid(pids or {}, node_name)), timeout=SWEEP_TIMEOUT)
 
     await asyncio.gather(*(one(k, v) for k, v in names.items()), return_exceptions=True)
 
@@ -130,15 +221,30 @@ async def _run_all(
     order: list[NodePlan],
     commands: dict[str, str],
     timeout: float,
+    start_window: float,
     names: dict[str, str],
     started: dict[str, str],
+    pids: dict[str, int],
     on_node,
+    on_stage,
 ) -> dict[str, NodeResult]:
     program = program_text()
+    starting: set[str] = set()
+    ran: dict[str, tuple[float, float]] = {}  # node -> (when its program started, when its result came)
+    began: dict[str, float] = {}
+
+    def stage(node: str, what: str) -> None:
+        (starting.add if what == STARTING else starting.discard)(node)
+        if what == RENDEZVOUS:
+            began[node] = time.monotonic()
+        _stage(on_stage, node, what)
+
     tasks: dict[asyncio.Task, NodePlan] = {}
     for n in order:
         started[n.name] = names[n.name]
-        tasks[asyncio.create_task(_check(cluster, n, commands[n.name], program, timeout))] = n
+        starting.add(n.name)
+        check = _check(cluster, n, commands[n.name], names[n.name], program, timeout, start_window, pids, stage)
+        tasks[asyncio.create_task(check)] = n
     results: dict[str, NodeResult] = {}
     stopped: set[str] = set()
     stop_at: float | None = None
@@ -151,23 +257,29 @@ async def _run_all(
             done, pending = await asyncio.wait(pending, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
                 n = tasks[t]
+                starting.discard(n.name)
                 try:
                     r = t.result()
                 except Exception as e:  # noqa: BLE001 - one node's surprise is that node's failure
                     r = NodeResult.failed(n.name, n.rank, n.iface, n.ip, "unknown", f"{type(e).__name__}: {e}")
                 if n.name in stopped and not r.ok and r.stage is None:  # killed by the sweep: no result line
                     r.kind, r.error = "stopped", "stopped after another node failed"
+                if n.name in began:
+                    ran[n.name] = (began[n.name], time.monotonic())
                 results[r.node] = r
                 _notify(on_node, r)
-                if not r.ok and r.kind not in SECONDARY and stop_at is None:
+                # A rendezvous that failed while a peer's container is still starting says nothing yet:
+                # that peer gets its start window before anyone is stopped.
+                if not r.ok and r.kind not in SECONDARY and stop_at is None and (r.kind in LOCAL or not starting):
                     stop_at = time.monotonic() + EARLY_GRACE
             if pending and stop_at is not None and time.monotonic() >= stop_at and not stopped:
                 late = [tasks[t] for t in pending]
                 stopped.update(n.name for n in late)
-                await _sweep(cluster, {n.name: started[n.name] for n in late})
+                await _sweep(cluster, {n.name: started[n.name] for n in late}, pids)
     finally:
         for t in pending:
             t.cancel()
+    judge_late_peers(results, ran)
     return results
 
 
@@ -181,12 +293,16 @@ async def run_preflight(
     mode: str = "auto",
     on_node: Callable[[NodeResult], None] | None = None,
     rails: bool = False,
+    start_window: float = DEFAULT_START_WINDOW,
+    on_stage: Callable[[str, str], None] | None = None,
 ) -> Verdict:
-    """Check the plan's rendezvous on every node in the plan's image; bounded by about timeout + 12 s.
+    """Check the plan's rendezvous on every node in the plan's image; bounded by about start_window +
+    timeout + 12 s (each container's start, then its check).
 
     subnets (the inventory's) lets a failed verdict suggest another subnet joining all nodes; mode is
     the check program's (auto: NCCL where torch sees a GPU, plain TCP otherwise); on_node is called
-    with each node's result as it arrives; rails measures each RDMA half of the plan alone afterwards
+    with each node's result as it arrives, on_stage with (node, STARTING | RENDEZVOUS) as its check
+    waits for its container, then for the rendezvous; rails measures each RDMA half of the plan alone afterwards
     (ib_write_bw, a few seconds each). Raises PreflightError when the plan gives nothing to check.
     """
     problems = checkable(plan)
@@ -201,6 +317,7 @@ async def run_preflight(
         subnet=plan.subnet,
         image=plan.image,
         timeout=timeout,
+        start_window=start_window,
         engine=plan.engine,
         head=order[0].name,
         alternatives=_alternatives(subnets, plan),
@@ -209,6 +326,7 @@ async def run_preflight(
     )
     verdict = Verdict(setting=setting, check_id=check_id)
     started: dict[str, str] = {}
+    pids: dict[str, int] = {}  # node -> the process group of its `docker run`
     try:
         looked = await asyncio.gather(*(_look(cluster, n, plan.image) for n in order))
         looks = {n.name: lk for n, (lk, _) in zip(order, looked)}
@@ -248,7 +366,9 @@ async def run_preflight(
                 for n in order
             }
             names = {n.name: container_name(check_id, n.rank) for n in order}
-            results = await _run_all(cluster, order, commands, timeout, names, started, on_node)
+            results = await _run_all(
+                cluster, order, commands, timeout, start_window, names, started, pids, on_node, on_stage
+            )
             for n in order:
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
                     n.name, n.rank, n.iface, n.ip, "stopped", "no result"
@@ -260,7 +380,7 @@ async def run_preflight(
             verdict.rails = await measure_rails(cluster, plan.fabric["rails"])
     finally:
         if started:
-            await _sweep(cluster, started)
+            await _sweep(cluster, started, pids)
         verdict.seconds = time.monotonic() - t0
     return verdict
 

@@ -29,6 +29,7 @@ ROOT_ORDER = (
     "image_missing",
     "python_missing",
     "docker",
+    "not_started",
     "interface_missing",
     "address_missing",
     "port_in_use",
@@ -41,12 +42,31 @@ ROOT_ORDER = (
     "unknown",
     "memory",
     "ipc",
+    "peer_late",
     "peer_missing",
     "peer_failed",
     "stopped",
     "skipped",
 )
-SECONDARY = ("peer_missing", "peer_failed", "stopped", "skipped")  # never a reason to stop the others early
+SECONDARY = (
+    "peer_late",
+    "peer_missing",
+    "peer_failed",
+    "stopped",
+    "skipped",
+)  # never a reason to stop the others early
+# Failures of the node itself: whatever its peers do, they stand (the others may be stopped at once).
+LOCAL = (
+    "ssh",
+    "image_missing",
+    "python_missing",
+    "docker",
+    "not_started",
+    "interface_missing",
+    "address_missing",
+    "port_in_use",
+    "gpu",
+)
 _TARGET = (re.compile(r"\(([0-9A-Fa-f.:]+), (\d+)\)"), re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}):(\d+)\b"))
 
 
@@ -59,6 +79,7 @@ class Setting:
     subnet: str | None
     image: str
     timeout: float
+    start_window: float = 300.0  # how long each node's check container had to start
     engine: str = DEFAULT_ENGINE
     head: str = ""
     alternatives: list[str] = field(default_factory=list)  # other subnets joining all nodes, best first
@@ -100,6 +121,7 @@ class NodeResult:
     target: str | None = None  # address:port that could not be reached
     stage: str | None = None  # where the check was when it ended
     seconds: float | None = None
+    start_seconds: float | None = None  # from `docker run` to the check program's first line
     timings: dict[str, float] = field(default_factory=dict)
     nccl_lines: list[str] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)  # last output lines of a failed check
@@ -199,6 +221,17 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
             else "fix docker on the node; see its message"
         )
         return f"docker could not start the check on {n}: {said}", fix
+    if k == "not_started":
+        last = f" (its last words: {r.tail[-1]})" if r.tail else ""
+        return (
+            f"the container did not start within {s.start_window:g} s on {n}: docker ran no program in "
+            f"{s.image} yet{last}",
+            f"time `docker run --rm {s.image} true` on {n}: load the image there first (`sparktui sync image`) "
+            "rather than pulling it at start, check docker's storage driver and disk (`docker info`), "
+            "or give it longer (--start-window)",
+        )
+    if k == "peer_late":
+        return f"{n}: {r.error}", "run the preflight again (the image now starts faster) or raise --timeout"
     if k == "interface_missing":
         return (
             f"{n} lacks the interface the plan names ({said})",
@@ -262,6 +295,31 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
     if k == "skipped":
         return f"{n} was not started: another node failed its checks first", "see the failing node"
     return f"{n}: {r.error or 'the check failed'}", "see the output lines of this node"
+
+
+def judge_late_peers(results: dict[str, NodeResult], ran: dict[str, tuple[float, float]]) -> None:
+    """A rank whose rendezvous failed while a peer's container had not started yet (or started only
+    after this rank's check was over) never had anyone to meet: that is the peer's slow start, not the
+    network. ran: node -> (when its program started, when its result came), on one clock."""
+    for r in results.values():
+        if r.ok or r.kind in LOCAL or r.kind in ("stopped", "skipped") or r.node not in ran:
+            continue
+        began, ended = ran[r.node]
+        late = []
+        for other in results.values():
+            if other.node == r.node:
+                continue
+            if other.kind == "not_started":
+                late.append(f"{other.node}'s container never started")
+            elif other.node in ran and ran[other.node][0] >= ended:
+                gap = ran[other.node][0] - began
+                late.append(f"{other.node}'s container started {gap:.0f} s after {r.node}'s, when its check was over")
+            elif other.node in ran and ran[other.node][1] <= began:
+                gap = began - ran[other.node][0]
+                late.append(f"{r.node}'s container started {gap:.0f} s after {other.node}'s, when that check was over")
+        if late:
+            r.kind = "peer_late"
+            r.error = f"no peer to meet: {'; '.join(late)} ({r.line or r.error})"
 
 
 def _memory_reason(m: FreeMemory) -> str:
@@ -452,6 +510,7 @@ class Verdict:
             "rendezvous": {"addr": s.addr, "port": s.port, "subnet": s.subnet},
             "image": s.image,
             "timeout": s.timeout,
+            "start_window": s.start_window,
             "transport": self.transport,
             "bandwidth_gb_s": self.bandwidth_gb_s,
             "line_rate_gb_s": self.line_rate_gb_s,

@@ -9,7 +9,14 @@ from textual.content import Content
 from textual.widgets import Input, Static, Tab, Tabs
 
 from ...core.diagnose import Milestone, Problem, ProblemCleared
-from ...core.events import NodeMemory, PreflightFinished, PreflightNode, PreflightStarted, ServingStats
+from ...core.events import (
+    NodeMemory,
+    PreflightFinished,
+    PreflightNode,
+    PreflightStage,
+    PreflightStarted,
+    ServingStats,
+)
 from ..controller import LogDrain
 from ..present.deploy import preflight_text, problem_key, problem_lines, speed_note, state_badge, timeline
 from ..present.memory import WIDTH as MEM_WIDTH
@@ -131,12 +138,17 @@ class LaunchPane(Vertical):
 
     # -- the preflight, a row per node ----------------------------------------------------------------
     def preflight_begin(self, nodes: list[str], head: str) -> None:
-        self._pf = {"nodes": nodes, "head": head, "rows": {}, "verdict": None, "error": None}
+        self._pf = {"nodes": nodes, "head": head, "rows": {}, "stages": {}, "verdict": None, "error": None}
         self._draw_preflight()
 
     def preflight_row(self, result) -> None:
         if self._pf is not None:
             self._pf["rows"][result.node] = result
+            self._draw_preflight()
+
+    def preflight_stage(self, node: str, stage: str) -> None:
+        if self._pf is not None:
+            self._pf["stages"][node] = stage
             self._draw_preflight()
 
     def preflight_done(self, verdict, error: str | None = None) -> None:
@@ -154,13 +166,21 @@ class LaunchPane(Vertical):
     def _preflight_node(self, e: PreflightNode) -> None:
         self.preflight_row(e.result)
 
+    @handles(PreflightStage)
+    def _preflight_stage(self, e: PreflightStage) -> None:
+        self.preflight_stage(e.node, e.stage)
+
     @handles(PreflightFinished)
     def _preflight_finished(self, e: PreflightFinished) -> None:
         self.preflight_done(e.verdict, None if e.verdict is not None else e.summary)
 
     def preflight_content(self):
         pf = self._pf
-        return None if pf is None else preflight_text(pf["head"], pf["nodes"], pf["rows"], pf["verdict"], pf["error"])
+        return (
+            None
+            if pf is None
+            else preflight_text(pf["head"], pf["nodes"], pf["rows"], pf["verdict"], pf["error"], pf["stages"])
+        )
 
     def _draw_preflight(self) -> None:
         content = self.preflight_content()

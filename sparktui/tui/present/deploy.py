@@ -50,6 +50,8 @@ def milestone_label(m: Milestone) -> str:
     if m.kind == "dist_init_end":
         return "dist init ✓"
     if m.kind == "nccl_transport":
+        if d.get("transport") == "gloo":
+            return "gloo"
         return "NCCL RDMA" if d.get("transport") == "rdma" else "NCCL TCP"
     if m.kind == "nccl_net":  # what this rank's NCCL uses (core/fabric_live), flagged against the plan
         return (d.get("label") or "NCCL net") + (" ⚠" if d.get("flags") else "")
@@ -78,8 +80,8 @@ def milestone_label(m: Milestone) -> str:
 def milestone_style(m: Milestone) -> str:
     if m.kind == "ready":
         return "$success bold"
-    if m.kind == "nccl_transport" and m.data.get("transport") != "rdma":
-        return "$warning"  # TCP works but is the slow path
+    if m.kind == "nccl_transport" and m.data.get("transport") == "socket":
+        return "$warning"  # NCCL over TCP works but is the slow path (gloo on a CPU build has no other)
     if m.kind == "slow_load" or (m.kind == "nccl_net" and (m.data.get("flags") or m.data.get("net") == "socket")):
         return "$warning"
     return "$success" if m.kind.endswith("_end") or m.kind in ("container_started", "ray_connected") else "$accent"
@@ -213,14 +215,21 @@ def problem_key(p: Problem) -> tuple:
     return (p.kind, p.node, p.line)
 
 
-def preflight_text(head: str, nodes: list[str], rows: dict, verdict=None, error: str | None = None) -> Content:
-    """The preflight as rows: node, transport, seconds, bandwidth, verdict; then the reason and fix."""
+PREFLIGHT_STAGES = {"starting": "starting the check container…", "rendezvous": "rendezvous…"}
+
+
+def preflight_text(
+    head: str, nodes: list[str], rows: dict, verdict=None, error: str | None = None, stages: dict | None = None
+) -> Content:
+    """The preflight as rows: node, transport, seconds, bandwidth, verdict; then the reason and fix. A node
+    without a row yet says what its check waits for (stages: node -> starting | rendezvous)."""
     lines = [Content.assemble(("preflight ", "bold"), head)]
     width = max((len(n) for n in nodes), default=4)
     for n in nodes:
         r = rows.get(n)
         if r is None:
-            lines.append(Content.assemble(f"  {n.ljust(width)}  ", ("checking…", "$accent")))
+            waiting = PREFLIGHT_STAGES.get((stages or {}).get(n, ""), "checking…")
+            lines.append(Content.assemble(f"  {n.ljust(width)}  ", (waiting, "$accent")))
             continue
         transport = r.transport or r.path or "-"
         took = f"{r.seconds:.1f} s" if r.seconds is not None else "-"
