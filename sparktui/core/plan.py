@@ -708,6 +708,14 @@ def make_plan(
     # PyTorch's CUDA allocator has nothing to say on a CPU build
     alloc, expandable, alloc_note = _alloc_conf(config, opts, engine_mod) if not cpu else (None, False, "")
     cpu_env = cpubuild.kv_env(list(opts.extra_args), getattr(engine_mod, "kv_bytes_flag", None)) if cpu else {}
+    if cpu:  # its KV cache is host memory, allocated whole at start-up: it must fit what each node has free
+        kv_flag = getattr(engine_mod, "kv_bytes_flag", None)
+        asked = cpubuild.kv_asked(list(opts.extra_args), {**cpu_env, **config.docker.env, **opts.env}, kv_flag)
+        for name in order:
+            f = facts.get(name)
+            misfit = cpubuild.kv_misfit(asked, name, f.memory.available_bytes if f is not None else None)
+            if misfit:
+                c.error(misfit)
     rooms: list[NodeRoom] = []
     fit = None
     # a CPU build's memory is the host's, not a GPU's: the GPU fit and its fraction don't apply
