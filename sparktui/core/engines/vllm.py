@@ -399,6 +399,15 @@ SIGNS = (
         hint="this vLLM has no model class for config.json's `architectures`: use an image with a vLLM that "
         "supports it (or fix `architectures` if it is misspelt)",
     ),
+    # a checkpoint directory without weight files (vllm/model_executor/model_loader/default_loader.py, 0.32.0,
+    # tests/corpus/vllm_cpu_checkpoint_without_weights.log): the worker's own sentence names the path
+    Sign(
+        "model_not_found",
+        _q(r"(Cannot find any model weights with `[^`]*`)"),
+        message="{0}",
+        hint="the model directory holds no weight files (*.safetensors, *.bin) on that node: copy the whole "
+        "checkpoint there (`sparktui sync model` completes and verifies the copy)",
+    ),
     # the CPU build's KV cache in host memory (vllm/v1/worker/cpu_worker.py determine_available_memory, 0.32.0)
     Sign(
         "out_of_memory",
