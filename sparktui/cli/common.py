@@ -197,6 +197,8 @@ def release(code: int, command: str | None) -> None:
 def problem_fields(doc: dict, code: int, command: str | None) -> dict:
     """error / reason / fix for a result document that ended in exit `code`, from what it holds."""
     said = [str(doc[k]) for k in ("error", "message") if isinstance(doc.get(k), str) and doc[k]]
+    if not said and isinstance(doc.get("reason"), str) and doc["reason"]:
+        said = [doc["reason"]]  # the document's own verdict names the failing node; its list of nodes may not
     said += [str(e) for e in doc.get("errors") or [] if isinstance(doc.get("errors"), list)]
     raw = doc.get("unreachable")
     if isinstance(raw, dict):

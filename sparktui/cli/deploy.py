@@ -311,6 +311,17 @@ def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict
     }
 
 
+def outcome_fields(d: Deployer, remove: str) -> dict:
+    """error / reason / fix of a launch that failed or hung: the first problem in the engine's own words, its
+    hint, and how to remove what the launch left (its containers stay for their logs)."""
+    cur = d.current
+    if cur.state not in ("failed", "hung") or not d.problems:
+        return {}
+    p = d.problems[0]
+    fix = p.hint + (f"; its containers stay for their logs: {remove} removes them" if remove else "")
+    return {"error": cur.detail, "reason": p.message, "fix": fix}
+
+
 def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
     cur = d.current
     if cur.state == "ready" and d.check:
@@ -393,11 +404,16 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
         with contextlib.suppress(Exception):
             left = await d.leftovers()
     if args.json:
+        dep = "" if d.name == safe_name(get_config(args).cluster) else f" --deployment {shlex.quote(d.name)}"
         print_json(
             result_doc(
                 d,
                 printer,
-                {**(extra or {}), "left_on_nodes": [{"node": n, "container": c, "state": s} for n, c, s in left]},
+                {
+                    **(extra or {}),
+                    **outcome_fields(d, f"`{_again(args, 'stop')}{dep}`" if left else ""),
+                    "left_on_nodes": [{"node": n, "container": c, "state": s} for n, c, s in left],
+                },
             )
         )
     else:

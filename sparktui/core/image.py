@@ -293,6 +293,19 @@ def default_mode(engine: str, modes: tuple[str, ...], info: ImageInfo | None, gi
     return get_engine(engine).pick_mode(info, given)
 
 
+_NO_PYTHON = ("exited 127", "executable file not found")  # docker run's words when the image has no python3
+
+
+def _engine_absent(info: ImageInfo, package: str) -> str | None:
+    """Why the image plainly lacks the engine (python3 ran and found no package, or there is no python3);
+    None when the image may hold it and only the reading failed (a timeout, a busy daemon)."""
+    if info.has(package) is False:
+        return f"python3 in it finds no {package} package"
+    if info.problem and info.id and any(w in info.problem for w in _NO_PYTHON):
+        return "no python3 in it"
+    return None
+
+
 def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, given: str | None) -> Release:
     """Given (PlanOptions.engine_version) wins; else what the head's inspection found; unknown is planned
     as the newest release, and said so."""
@@ -306,11 +319,14 @@ def engine_release(engine: str, mode: str, image: str, info: ImageInfo | None, g
         r.version = info.version(package)
         # the same words whether read now or from the node's cache: the plan must not depend on which
         r.note = f"{word} {r.version} in {image} on {info.node}"
+    elif info is not None and (absent := _engine_absent(info, package)):
+        r.note = f"{word} not found in {image}"
+        r.errors.append(
+            f"{image} has no {word} ({absent}): its release could not be read and the engine cannot start; "
+            f"set images.{engine} to an image of {word} (or pass --image)"
+        )
     elif info is not None and info.problem:
         r.note = f"{word} version unknown ({info.problem}): planned for the newest release"
-    elif info is not None and info.has(package) is False:
-        r.note = f"{word} not found in {image}: planned for the newest release"
-        r.warnings.append(f"{image} has no {package} Python package that python3 in it finds: the engine may not start")
     else:
         r.note = f"{word} version not read: planned for the newest release"
     known = recognise(image)

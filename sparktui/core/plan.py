@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from dataclasses import dataclass, field, replace
 from ipaddress import IPv4Network
 from typing import Union
@@ -429,18 +430,24 @@ def _check_model(path: str, order: list[str], facts: dict[str, NodeFacts], c: _C
             c.error(f"{name}: model directory {path} is missing (copy the checkpoint there first)")
 
 
+def missing_image(image: str, node: str, has_it: bool) -> str:
+    """One line: the node lacks the image, and the way to put it there (a copy from a node that has it,
+    else a pull or load on the node itself)."""
+    q = shlex.quote(image)
+    if has_it:
+        return f"{node}: image {image} is not there: copy it with `sparktui sync image {q} --to {node}` (or `docker load` it there)"
+    return f"{node}: image {image} is not there: `docker pull {q}` or `docker load` it on {node}"
+
+
 def _check_image(image: str, order: list[str], facts: dict[str, NodeFacts], c: _Checks) -> None:
     live = [n for n in order if n in facts and facts[n].reachable]
     if live and not any(facts[n].docker.images for n in live):
         c.warn(f"image {image} not checked: no node listed its images")
         return
-    ids = {}
+    ids = {n: iid for n in live if (iid := _image_id(facts[n].docker.images, image)) is not None}
     for n in live:
-        iid = _image_id(facts[n].docker.images, image)
-        if iid is None:
-            c.error(f"{n}: image {image} is not there (copy it first)")
-        else:
-            ids[n] = iid
+        if n not in ids:
+            c.error(missing_image(image, n, has_it=bool(ids)))
     names = list(ids)
     if any(not _same_id(ids[names[0]], ids[n]) for n in names[1:]):
         per = ", ".join(f"{n} {ids[n].removeprefix('sha256:')[:12]}" for n in names)
@@ -701,6 +708,14 @@ def make_plan(
     # PyTorch's CUDA allocator has nothing to say on a CPU build
     alloc, expandable, alloc_note = _alloc_conf(config, opts, engine_mod) if not cpu else (None, False, "")
     cpu_env = cpubuild.kv_env(list(opts.extra_args), getattr(engine_mod, "kv_bytes_flag", None)) if cpu else {}
+    if cpu:  # its KV cache is host memory, allocated whole at start-up: it must fit what each node has free
+        kv_flag = getattr(engine_mod, "kv_bytes_flag", None)
+        asked = cpubuild.kv_asked(list(opts.extra_args), {**cpu_env, **config.docker.env, **opts.env}, kv_flag)
+        for name in order:
+            f = facts.get(name)
+            misfit = cpubuild.kv_misfit(asked, name, f.memory.available_bytes if f is not None else None)
+            if misfit:
+                c.error(misfit)
     rooms: list[NodeRoom] = []
     fit = None
     # a CPU build's memory is the host's, not a GPU's: the GPU fit and its fraction don't apply

@@ -92,6 +92,13 @@ try:
     out["archs_known"] = {a: a in have for a in asked}
 except Exception as e:
     out["registry_error"] = short(e)
+try:  # vLLM's Transformers fallback needs the class in transformers, or the checkpoint's own code (auto_map)
+    import transformers
+    amap = cfg.get("auto_map")
+    out["archs_in_transformers"] = {a: hasattr(transformers, a) for a in out["architectures"]}
+    out["auto_map_model"] = isinstance(amap, dict) and any(str(k).startswith("AutoModel") for k in amap)
+except Exception as e:
+    out["transformers_error"] = short(e)
 if out["quant_method"]:
     try:
         out["quant_known"] = out["quant_method"] in quant_methods()
@@ -298,7 +305,13 @@ def classify(s: Support, raw: dict) -> Support:
     arch_list = " / ".join(s.architectures)
     newer_fix = f"an image whose {word} lists {s.architectures[0]}" + (f", e.g. {newer}" if newer else "")
     if not any(v is True for v in archs.values()):
-        if config_ok and getattr(ENGINES.get(s.engine), "transformers_fallback", True):
+        in_tf = raw.get("archs_in_transformers")
+        # answered: no class of that name in transformers and no code of its own (an older answer did not say)
+        no_class = (
+            isinstance(in_tf, dict) and not any(v is True for v in in_tf.values()) and not raw.get("auto_map_model")
+        )
+        falls_back = getattr(ENGINES.get(s.engine), "transformers_fallback", True)
+        if config_ok and not no_class and falls_back:
             s.status = "fallback"
             s.reason = (
                 f"{arch_list} is not in the model registry of {release} ({word} would fall back to its "
@@ -308,6 +321,10 @@ def classify(s: Support, raw: dict) -> Support:
             return s
         s.status = "unsupported"
         s.reason = f"{release} has no {arch_list} in its model registry"
+        if no_class and config_ok and falls_back:
+            s.reason += f", nor has transformers {s.transformers} such a class for its Transformers backend"
+            s.fix = f"{newer_fix}, or correct `architectures` in config.json if it is misspelt"
+            return s
         if config_ok is False:
             s.reason += f", and transformers {s.transformers} there does not know model type {s.model_type!r}"
         s.fix = newer_fix

@@ -15,6 +15,7 @@ and every node joined (seen in the lab). Native multi-node is its way across nod
 from __future__ import annotations
 
 KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
+GIB = 1 << 30
 KV_GIB = 1  # a small KV cache unless the plan sizes it: the host's memory is the node's working memory too
 
 
@@ -48,4 +49,38 @@ def note(version: str, kv: dict[str, str], kv_flag: str | None) -> str:
     return (
         f"CPU build of the engine ({version}): no GPU is handed to the containers, the ranks talk over gloo, "
         f"the fit is host memory: {sized}"
+    )
+
+
+def kv_asked(extra_args: list[str], env: dict[str, str], kv_flag: str | None) -> tuple[int, str] | None:
+    """(bytes, what asked them) of the KV cache the CPU build allocates; None when that cannot be told.
+
+    VLLM_CPU_KVCACHE_SPACE, once set, wins over the flag: vLLM applies it last (vllm/platforms/cpu.py
+    check_and_update_config, 0.32.0, "Legacy setting"), and reads it as whole GiB."""
+    raw = env.get(KV_ENV)
+    if raw not in (None, ""):
+        return (int(raw) * GIB, KV_ENV) if str(raw).strip().isdigit() else None
+    args = [str(a) for a in extra_args]
+    for i, a in enumerate(args):
+        if kv_flag and a == kv_flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif kv_flag and a.startswith(kv_flag + "="):
+            value = a.split("=", 1)[1]
+        else:
+            continue
+        return (int(value), kv_flag) if value.isdigit() else None
+    return None
+
+
+def kv_misfit(asked: tuple[int, str] | None, node: str, available: int | None) -> str | None:
+    """One line when the asked KV cache is more than the node's available memory (MemAvailable), which
+    vLLM's CPU worker refuses at start-up ("Available memory on node 0 ... is less than requested memory
+    for kv"); None when it fits or either number is unknown."""
+    if asked is None or available is None or asked[0] <= available:
+        return None
+    size, source = asked
+    return (
+        f"{node}: the KV cache asked ({size / GIB:.1f} GiB by {source}) does not fit the {available / GIB:.1f} GiB "
+        f"of memory available there: pass a smaller --kv-cache-bytes (below {available / GIB:.0f}G, leaving room "
+        f"for the weights)"
     )

@@ -389,6 +389,36 @@ SIGNS = (
         hint="recent NVIDIA vLLM images ship without Ray: build one with pip install 'ray[default]', "
         "or use --mode native",
     ),
+    # vLLM's model registry refusing config.json's `architectures` (pydantic's "Value error, Model architectures
+    # ['X'] are not supported for now. Supported architectures: dict_keys([...hundreds...])", 0.32.0 in the lab,
+    # tests/corpus/vllm_cpu_unknown_architecture.log): its own sentence, without the list that follows
+    Sign(
+        "unsupported_model",
+        _q(r"(Model architectures \[[^\]]*\] are not supported for now)"),
+        message="{0}",
+        hint="this vLLM has no model class for config.json's `architectures`: use an image with a vLLM that "
+        "supports it (or fix `architectures` if it is misspelt)",
+    ),
+    # a checkpoint directory without weight files (vllm/model_executor/model_loader/default_loader.py, 0.32.0,
+    # tests/corpus/vllm_cpu_checkpoint_without_weights.log): the worker's own sentence names the path
+    Sign(
+        "model_not_found",
+        _q(r"(Cannot find any model weights with `[^`]*`)"),
+        message="{0}",
+        hint="the model directory holds no weight files (*.safetensors, *.bin) on that node: copy the whole "
+        "checkpoint there (`sparktui sync model` completes and verifies the copy)",
+    ),
+    # the CPU build's KV cache in host memory (vllm/v1/worker/cpu_worker.py determine_available_memory, 0.32.0)
+    Sign(
+        "out_of_memory",
+        _q(
+            r"(Available memory on node \d+ \(\S+ GiB\) on kv cache allocation is less than requested memory "
+            r"for kv \([^)]*\))"
+        ),
+        message="{0}",
+        hint="the KV cache asked does not fit the host's free memory: pass a smaller --kv-cache-bytes "
+        "(or VLLM_CPU_KVCACHE_SPACE), or free memory on the node",
+    ),
     # vLLM's multiprocessing executor bounds each step's RPC to its workers by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
     # (300 s; vllm/v1/executor/multiproc_executor.py collective_rpc): a rank stuck in a collective ends there
     Sign(

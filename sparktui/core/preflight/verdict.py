@@ -7,6 +7,7 @@ fixes are plain sentences built from the error kind and the plan's addresses.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import asdict, dataclass, field
 
 from .check_program import classify
@@ -210,7 +211,9 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
             "run `sparktui check` and fix the node's SSH access first",
         )
     if k == "image_missing":
-        return f"image {s.image} is not on {n}", f"copy it to {n} first (`sparktui sync image`)"
+        return f"image {s.image} is not on {n}", (
+            f"copy it with `sparktui sync image {shlex.quote(s.image)} --to {n}` (or `docker load` it there)"
+        )
     if k == "python_missing":
         return f"image {s.image} has no python3 to run the check on {n}", "use the engine's image (it ships python3)"
     if k == "docker":
