@@ -8,7 +8,7 @@ import re
 import sys
 
 from .. import __version__
-from ..core.statefile import StateFileError
+from ..core.state.statefile import StateFileError
 
 # Each module adds its subcommands with register(subparsers).
 COMMAND_MODULES = [

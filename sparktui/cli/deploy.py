@@ -39,11 +39,11 @@ from ..core.deploy.orchestrator import READY_TIMEOUT_S
 from ..core.diagnose import Milestone, Problem, ProblemCleared
 from ..core.engines import ENGINES, find_engine, label
 from ..core.engines.common import safe_name
-from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
+from ..core.state.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.memory.status import memory_json
 from ..core.ssh import Cluster
-from ..core.statefile import StateFileError
-from ..core.words import milestone_words
+from ..core.state.statefile import StateFileError
+from ..core.state.words import milestone_words
 from . import check
 from .common import (
     CliExit,

@@ -195,7 +195,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         plan = plan_without_nodes(config, opts, args.facts)
     else:
         from ..core.deploy.operations import Operations  # the probe layer, only needed here
-        from ..core.events import EventBus
+        from ..core.state.events import EventBus
         from ..core.ssh import Cluster
 
         async with Cluster(config, journal=journal()) as cluster:

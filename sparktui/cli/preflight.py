@@ -7,7 +7,7 @@ import argparse
 
 from ..core import argcheck
 from ..core.deploy.operations import Choices, Operations
-from ..core.events import EventBus, PreflightNode
+from ..core.state.events import EventBus, PreflightNode
 from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
 from ..core.ssh import Cluster
 from .common import (

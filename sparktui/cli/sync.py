@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from ..core import argcheck
 from ..core.config import Config
 from ..core.engines import ENGINES
-from ..core.events import TransferProgress
+from ..core.state.events import TransferProgress
 from ..core.ssh import Cluster
 from ..core.yamlpos import unknown_names
 from ..core.transfers import (

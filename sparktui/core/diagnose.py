@@ -21,7 +21,7 @@ from .engines import ENGINES, find_engine, label, logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
 from .diagnose_batch import BatchFeed
 from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
-from .states import State
+from .state.states import State
 
 __all__ = ["Diagnoser", "Event", "Milestone", "Problem", "ProblemCleared", "parse_docker_ts", "strip_prefixes"]
 

@@ -17,7 +17,7 @@ from . import network
 from .config import NO_SPACE, NODE_NAME, Config, ImagesConfig, ModelConfig, NodeConfig, SshConfig
 from .facts import NodeFacts, Subnet
 from .inventory import Inventory, analyse, probe_node
-from .journal import Journal
+from .state.journal import Journal
 from .ssh import Node, SshError, append_known_host, known_hosts_line, known_hosts_path
 
 NAME_RULE = "letters, digits, '.', '_' or '-', starting with a letter or digit"

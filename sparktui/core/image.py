@@ -15,7 +15,7 @@ import json
 import shlex
 from dataclasses import asdict, dataclass, field
 
-from . import statefile
+from .state import statefile
 from .engines import ENGINES, get_engine, label
 from .image_community import recognise
 

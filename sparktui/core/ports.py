@@ -13,7 +13,7 @@ import asyncio
 import re
 from dataclasses import asdict, dataclass
 
-from . import labels as L
+from .state import labels as L
 from .engines import runs_ray
 from .plan import Plan
 from .probes import parse_docker_ps

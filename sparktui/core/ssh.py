@@ -17,7 +17,7 @@ from typing import AsyncIterator, Callable, Sequence
 
 from .channels import OPEN_RETRIES, Slots, busy_note, count_sessions, shortfall
 from .config import Config, NodeConfig, SshConfig
-from .journal import Journal
+from .state.journal import Journal
 from .secrets import shorten
 from .sshlib import asyncssh
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass, field
 
-from . import statefile
+from .state import statefile
 from .engines import ENGINES, label as _label
 
 RUN_TIMEOUT_S = 180  # importing vLLM's registry takes ~20 s on a CPU; a cold image start some more

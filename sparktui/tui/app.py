@@ -25,9 +25,9 @@ from textual.widgets import Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, WorkerState
 
 from ..core.config import Config
-from ..core.deployment import Deployment
+from ..core.state.deployment import Deployment
 from ..core.diagnose import Milestone, Problem, ProblemCleared
-from ..core.events import (
+from ..core.state.events import (
     ConnectionChanged,
     DeploymentChanged,
     EndpointChecked,
@@ -37,8 +37,8 @@ from ..core.events import (
 )
 from ..core.inventory import Inventory
 from ..core.plan import Plan
-from ..core.states import Op, State
-from ..core.words import milestone_words, operation_name
+from ..core.state.states import Op, State
+from ..core.state.words import milestone_words, operation_name
 from . import actions
 from . import messages as M
 from .controller import Controller, InventoryRound

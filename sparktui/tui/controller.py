@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.config import Config
-from ..core.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
+from ..core.state.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
 from ..core.facts import NodeFacts
 from ..core.image import inspect_configured
 from ..core.support import support_configured
 from ..core.inventory import Inventory
-from ..core.journal import Entry, Journal, default_journal_path
-from ..core import labels as L
+from ..core.state.journal import Entry, Journal, default_journal_path
+from ..core.state import labels as L
 from .corethread import CoreThread
 
 if TYPE_CHECKING:  # names for annotations only: Textual loads when the first message is built

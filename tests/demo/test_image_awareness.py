@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sparktui.core.config import load_config
 from sparktui.core.deploy.operations import Operations
-from sparktui.core.events import EventBus
+from sparktui.core.state.events import EventBus
 from sparktui.core.image import inspect_image
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster, sh

@@ -25,7 +25,7 @@ import pytest
 
 from sparktui.core.config import Config, load_config
 from sparktui.core.deploy import Deployer
-from sparktui.core.events import EventBus, LogLines
+from sparktui.core.state.events import EventBus, LogLines
 from sparktui.core.ssh import Cluster
 from tests.simhelpers import make_model
 

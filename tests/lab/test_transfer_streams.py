@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from sparktui.core.config import load_config
-from sparktui.core.events import TransferProgress
+from sparktui.core.state.events import TransferProgress
 from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import TransferOptions, list_transfers, sync_model
 from sparktui.core.transfers.cipher import preference

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sparktui.core.deploy import DeployError, Deployer, DeploymentExists, load_record
-from sparktui.core.events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, LaunchStep
+from sparktui.core.state.events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, LaunchStep
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster
 

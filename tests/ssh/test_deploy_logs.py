@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
 from sparktui.core.diagnose import Problem, ProblemCleared
-from sparktui.core.events import DeploymentChanged, EventBus, LogLines
+from sparktui.core.state.events import DeploymentChanged, EventBus, LogLines
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster
 

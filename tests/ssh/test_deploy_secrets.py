@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.events import EventBus
+from sparktui.core.state.events import EventBus
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster
 

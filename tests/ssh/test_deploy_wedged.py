@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from sparktui.core.deploy import Deployer
 from sparktui.core.diagnose import Problem, ProblemCleared
-from sparktui.core.events import EventBus, ServingStats
+from sparktui.core.state.events import EventBus, ServingStats
 from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Cluster
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from sparktui.core.journal import Journal
+from sparktui.core.state.journal import Journal
 from sparktui.core.ssh import Cluster, HostKeyError, Node, NodeUnreachable, script, sh
 
 

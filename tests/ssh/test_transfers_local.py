@@ -19,7 +19,7 @@ import asyncssh
 import pytest
 
 from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
-from sparktui.core.events import TransferProgress
+from sparktui.core.state.events import TransferProgress
 from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import (
     TransferBusy,

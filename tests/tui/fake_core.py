@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sparktui.core.config import Config
 from sparktui.core.diagnose import Diagnoser
-from sparktui.core.events import (
+from sparktui.core.state.events import (
     ConnectionChanged,
     DeploymentChanged,
     LaunchStep,
@@ -25,10 +25,10 @@ from sparktui.core.events import (
 )
 from sparktui.core.facts import NodeFacts
 from sparktui.core.inventory import analyse
-from sparktui.core.journal import Journal
+from sparktui.core.state.journal import Journal
 from sparktui.core.plan import Plan, PlanOptions
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
-from sparktui.core.events import PreflightFinished, PreflightNode, PreflightStarted
+from sparktui.core.state.events import PreflightFinished, PreflightNode, PreflightStarted
 from sparktui.core.preflight.leftovers import Leftovers, Stale
 from sparktui.core.plan import make_plan
 from sparktui.core.memfree import DROP_SCRIPT

@@ -6,10 +6,10 @@ import asyncio
 from types import SimpleNamespace
 
 from sparktui.core.diagnose import Milestone, Problem
-from sparktui.core.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
+from sparktui.core.state.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
 from sparktui.core.facts import Container
 from sparktui.core.inventory import analyse
-from sparktui.core.journal import Entry, Journal
+from sparktui.core.state.journal import Entry, Journal
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.tui import messages as M
@@ -260,7 +260,7 @@ async def test_a_round_begun_earlier_never_lands_after_a_later_one(monkeypatch):
     """Rounds overlap (the poll, the end of a copy, ctrl+r): a slow round that probed before the model was
     copied must not replace, when it ends, what a later round already showed (the form refused to launch
     with "model directory is missing" while the cards showed the model on both nodes)."""
-    from sparktui.core.events import NodeUpdated
+    from sparktui.core.state.events import NodeUpdated
 
     c, posted, _ = make()
     before, after = analyse(c.config, spark_facts(model_on_spark2=False)), analyse(c.config, spark_facts())

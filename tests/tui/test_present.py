@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from sparktui.core.diagnose import Milestone, Problem
-from sparktui.core.events import TransferProgress
+from sparktui.core.state.events import TransferProgress
 from sparktui.core.facts import Container, ModelDir, NodeFacts
 from sparktui.core.inventory import analyse
-from sparktui.core.journal import Entry
+from sparktui.core.state.journal import Entry
 from sparktui.tui.present import fmt
 from sparktui.tui.present.deploy import hang_notice, milestone_style, problem_lines, timeline
 from sparktui.tui.present.journal import entry_cells

@@ -10,8 +10,8 @@ import pytest
 
 from sparktui.cli import deploy, sync
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
-from sparktui.core.deployment import Deployment
-from sparktui.core.states import State
+from sparktui.core.state.deployment import Deployment
+from sparktui.core.state.states import State
 
 
 def test_an_interrupted_launch_names_what_runs_on_which_node_and_how_to_stop_it(tmp_path, capsys, monkeypatch):

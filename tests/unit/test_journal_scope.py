@@ -6,7 +6,7 @@ import json
 
 from sparktui.cli import main
 from sparktui.core.config import load_config
-from sparktui.core.journal import Journal, default_journal_path, read_journal
+from sparktui.core.state.journal import Journal, default_journal_path, read_journal
 from sparktui.core.ssh import Cluster
 
 CONFIG = """cluster: {name}

@@ -7,7 +7,7 @@ import json
 import shlex
 
 from sparktui.core.config import DockerConfig
-from sparktui.core.journal import MASK
+from sparktui.core.state.journal import MASK
 from sparktui.core.plan import NodePlan
 from sparktui.core.preflight.remote import (
     check_command,

@@ -17,7 +17,7 @@ import asyncssh
 import pytest
 
 from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
-from sparktui.core.journal import MASK
+from sparktui.core.state.journal import MASK
 from sparktui.core.plan import NodePlan, Plan
 from sparktui.core.preflight import PreflightError, run_preflight
 from sparktui.core.preflight import runner

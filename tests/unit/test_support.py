@@ -266,8 +266,8 @@ async def test_a_model_copy_is_prepared_with_each_image_that_cannot_load_it(monk
     """`t` and `sync model` ask the images before the weights move: a refusal makes the copy futile (a front
     asks first), a doubt is a warning, a supported image says nothing; an image copy asks nothing."""
     from sparktui.core.deploy.operations import Operations
-    from sparktui.core.events import EventBus
-    from sparktui.core.states import Op
+    from sparktui.core.state.events import EventBus
+    from sparktui.core.state.states import Op
 
     from ..fakes import FakeCluster
 

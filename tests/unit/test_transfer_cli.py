@@ -9,7 +9,7 @@ import pytest
 
 from sparktui.cli import build_parser
 from sparktui.cli import sync as sync_cli
-from sparktui.core.events import TransferProgress
+from sparktui.core.state.events import TransferProgress
 from sparktui.core.transfers import Outcome
 
 MiB = 1 << 20

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import statefile
+from ..state import statefile
 from ..config import Config
 from ..deploy.metrics_read import MetricsUnavailable, Target, http_get, locate, scrape
 from ..deploy.options import api_key_of

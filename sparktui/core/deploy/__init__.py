@@ -16,7 +16,7 @@ from __future__ import annotations
 from .containers import Found, find_all, summarize
 from .logstream import LogBatch, LogFollower, LogLine, split_ts
 from .options import Planner, inventory_planner, options_of, other_engine, pivot_options, read_model_config
-from ..deployment import Deployment
+from ..state.deployment import Deployment
 from .orchestrator import DeployError, Deployer, DeploymentExists
 from .readiness import Check, check_endpoint
 from .record import Record, load_record, save_record

@@ -10,7 +10,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 
-from .. import labels as L
+from ..state import labels as L
 from ..facts import Container
 from ..probes import parse_docker_ps
 from ..ssh import Cluster, Node, script

@@ -15,7 +15,7 @@ from operator import le
 from typing import Callable, Iterator, NamedTuple
 
 from .. import dockerts
-from ..events import Gate
+from ..state.events import Gate
 from ..secrets import mask, needs_mask
 from ..ssh import Node
 

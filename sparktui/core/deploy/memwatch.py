@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..diagnose import Problem, ProblemCleared
 from ..engines import find_engine
-from ..events import NodeMemory
+from ..state.events import NodeMemory
 from ..memory.guard import Guard, Verdict, advice
 from ..memory.reader import MEMINFO, PRESSURE, MemReader
 from ..memory.sample import MemSample

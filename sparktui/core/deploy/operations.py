@@ -14,10 +14,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import labels as L
+from ..state import labels as L
 from ..config import Config
 from ..engines import DEFAULT_ENGINE
-from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
+from ..state.events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
 from .. import facts_store
 from .. import inventory as _inventory
 from .. import modelconfig
@@ -26,11 +26,11 @@ from ..inventory import Inventory
 from ..plan import Plan, PlanOptions, make_plan
 from ..ports import Holder, port_conflicts, ports_of
 from ..ssh import Cluster
-from ..statefile import parse_json
-from ..states import Op
+from ..state.statefile import parse_json
+from ..state.states import Op
 from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
-from ..deployment import Deployment
+from ..state.deployment import Deployment
 from .record import read_command, record_path
 from . import lock as _lock
 

@@ -16,7 +16,7 @@ import re
 import time
 from typing import Callable
 
-from .. import labels as L
+from ..state import labels as L
 from ..channels import SESSIONS_NEEDED
 from ..config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
@@ -24,7 +24,7 @@ from ..engines import logsigns as S
 from ..fabric_live import Live
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
-from ..events import (
+from ..state.events import (
     DeploymentChanged,
     EndpointChecked,
     EndpointHealth,
@@ -38,8 +38,8 @@ from ..events import (
 from ..facts import Container
 from ..plan import Plan, PlanOptions
 from ..ssh import Cluster, Node
-from ..statefile import StateFileError
-from ..states import SETTLED, State
+from ..state.statefile import StateFileError
+from ..state.states import SETTLED, State
 from . import containers as C
 from . import stopmark
 from .logstream import LogBatch, LogFollower
@@ -49,7 +49,7 @@ from .memwatch import MemFiles, watch_memory
 from .metrics_read import Target
 from .readiness import Check, check_endpoint
 from .serving import LOOK_AT, ServingWatch
-from ..deployment import Deployment
+from ..state.deployment import Deployment
 from .record import STATE_DIR, load_record, save_record
 from .watchdog import tick_interval, watch
 

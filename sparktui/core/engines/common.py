@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Union
 
-from .. import labels as L
+from ..state import labels as L
 from ..config import DockerConfig
 from ..secrets import MASK, add_values, is_secret_name
 

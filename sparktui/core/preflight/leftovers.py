@@ -14,7 +14,7 @@ import re
 import shlex
 from dataclasses import asdict, dataclass, field
 
-from .. import labels as L
+from ..state import labels as L
 from ..facts import Memory
 from ..fit import gib
 from ..probes import parse_docker_ps

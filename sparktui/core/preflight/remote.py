@@ -18,7 +18,7 @@ from ..engines.common import Spot, Word, docker_flags, render
 from ..facts import Memory
 from ..probes import parse_meminfo
 from ..secrets import MASK
-from ..labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
+from ..state.labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
 from ..plan import NodePlan
 from ..ssh import script
 

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
 from ...core.config import Config
-from ...core.events import ConnectionChanged, NodeUpdated
+from ...core.state.events import ConnectionChanged, NodeUpdated
 from ...core.facts import NodeFacts, Subnet
 from ...core.requirements import tool_needs
 from ...core.fabric import fabric_layout

@@ -6,8 +6,8 @@ from textual.content import Content
 
 from ...core.diagnose import Milestone, Problem
 from ...core.engines import ENGINES, label, next_engine
-from ...core.states import State
-from ...core.words import milestone_words
+from ...core.state.states import State
+from ...core.state.words import milestone_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
 STEPS = (

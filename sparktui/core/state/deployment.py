@@ -13,8 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from . import statefile
-from .plan import Plan, PlanOptions
-from .secrets import MASK, add_values, mask_data
+from ..plan import Plan, PlanOptions
+from ..secrets import MASK, add_values, mask_data
 from .states import State
 
 VERSION = 1

@@ -11,8 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .facts import NodeFacts
-from .memory.sample import MemSample
+from ..facts import NodeFacts
+from ..memory.sample import MemSample
 from .states import State
 
 
