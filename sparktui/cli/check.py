@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from ..core.config import Config
+from ..core.config.config import Config
 from ..core.inventory import Inventory, take_inventory
 from ..core.requirements import Need, node_needs, unmet
 from ..core.ring import describe_layout

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..core.config import Config
+    from ..core.config.config import Config
     from ..core.state.journal import Journal
 
 console: "Console"  # made on first use (see __getattr__): `--version` needs no rich
@@ -134,7 +134,7 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 def get_config(args: argparse.Namespace) -> Config:
     """The config named by --config (or found), or exit 2 with FILE:LINE:COL: message."""
-    from ..core.config import ConfigError, find_config, load_config
+    from ..core.config.config import ConfigError, find_config, load_config
 
     try:
         return load_config(find_config(getattr(args, "config", None)))

@@ -20,8 +20,8 @@ import humanize
 
 from rich.text import Text
 
-from ..core import argcheck
-from ..core.config import Config
+from ..core.config import argcheck
+from ..core.config.config import Config
 from ..core.deploy import (
     DeployError,
     Deployer,
@@ -670,7 +670,7 @@ async def cmd_logs(args: argparse.Namespace) -> int:
     config = get_config(args)
     name = safe_name(args.deployment or config.cluster)
     if args.node is not None and args.node not in [n.name for n in config.nodes]:
-        from ..core.yamlpos import unknown_names
+        from ..core.config.yamlpos import unknown_names
 
         raise CliExit(2, unknown_names("node", [args.node], [n.name for n in config.nodes]))
     printer = Printer(config, config_file=getattr(args, "config", None))

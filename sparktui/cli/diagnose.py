@@ -16,7 +16,7 @@ from ..core.diagnose import Diagnoser
 from ..core.engines import ENGINES
 from ..core.logfile import diagnose_stream, guess_engine, read_head
 from ..core.phases import LABELS, PHASES
-from ..core.secrets import mask_data
+from ..core.config.secrets import mask_data
 from .common import CliExit, console, print_json
 
 

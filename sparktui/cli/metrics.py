@@ -11,7 +11,7 @@ import asyncio
 
 from rich.table import Table
 
-from ..core import argcheck
+from ..core.config import argcheck
 from ..core.deploy.metrics_read import MetricsUnavailable, Target, locate, scrape
 from ..core.engines.common import safe_name
 from ..core.metrics import Serving

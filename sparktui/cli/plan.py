@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..core.config import Config
+from ..core.config.config import Config
 from ..core.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from ..core.export import write_export
 from ..core.fit import gib

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..core import argcheck
+from ..core.config import argcheck
 from ..core.deploy.operations import Choices, Operations
 from ..core.state.events import EventBus, PreflightNode
 from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable

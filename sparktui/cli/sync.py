@@ -10,12 +10,12 @@ import time
 import humanize
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
-from ..core import argcheck
-from ..core.config import Config
+from ..core.config import argcheck
+from ..core.config.config import Config
 from ..core.engines import ENGINES
 from ..core.state.events import TransferProgress
 from ..core.ssh import Cluster
-from ..core.yamlpos import unknown_names
+from ..core.config.yamlpos import unknown_names
 from ..core.transfers import (
     Outcome,
     TransferError,

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.config import ConfigNotFound, find_config, user_config_path
+from ..core.config.config import ConfigNotFound, find_config, user_config_path
 from .common import CliExit, get_config
 
 

@@ -8,7 +8,7 @@ from typing import Callable
 
 from . import facts_store, network, probes
 from .fabric import fabric_layout
-from .config import Config
+from .config.config import Config
 from .facts import NodeFacts, Subnet
 from .channels import SESSIONS_NEEDED
 from .ssh import Cluster, Node

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from ipaddress import IPv4Network
 from typing import Union
 
-from .config import Config
+from .config.config import Config
 from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
 from .engines import cpubuild
 from .engines.base import ALLOC_CONF
@@ -27,8 +27,8 @@ from .plan_collectives import judge as judge_collectives
 from .support import plan_checks, support_of_info
 from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
 from .memfree import shortfalls
-from .secrets import MASK, mask
-from .yamlpos import unknown_names
+from .config.secrets import MASK, mask
+from .config.yamlpos import unknown_names
 from .plan_sizing import sizing_words
 from .ring import boot_note, layout, ring_of, ring_used
 from .paths import data_subnet, paths_of, split_note

@@ -22,8 +22,8 @@ from . import recipe_mods
 from .engines import ENGINES
 from .plan import PlanOptions
 from .recipe_rules import defaults_to_flags, resolve_runtime, switch
-from .secrets import shorten
-from .yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
+from .config.secrets import shorten
+from .config.yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
 
 # sparkrun runtime (after resolve_runtime) -> (engine, mode): each engine's Engine.recipe_runtimes
 RUNTIMES = {rt: (e.name, mode) for e in ENGINES.values() for rt, mode in e.recipe_runtimes.items()}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .plan_files import MAX_FILE_BYTES
-from .secrets import shorten
+from .config.secrets import shorten
 
 INSIDE = "/sparktui/mods"  # where carried files are mounted in the container
 _SET = re.compile(r"set(\s+-[a-zA-Z]+|\s+-o\s+\w+|\s+\+[a-zA-Z]+)*\Z")

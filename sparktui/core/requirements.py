@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .config import Config
+from .config.config import Config
 from .facts import NodeFacts
 from .inventory import Inventory
 from .plan import _image_id

@@ -24,7 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, WorkerState
 
-from ..core.config import Config
+from ..core.config.config import Config
 from ..core.state.deployment import Deployment
 from ..core.diagnose import Milestone, Problem, ProblemCleared
 from ..core.state.events import (

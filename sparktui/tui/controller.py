@@ -18,7 +18,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..core.config import Config
+from ..core.config.config import Config
 from ..core.state.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
 from ..core.facts import NodeFacts
 from ..core.image import inspect_configured

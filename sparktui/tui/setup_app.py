@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from ..core.config import SshConfig
+from ..core.config.config import SshConfig
 from ..core.state.journal import Journal
 from .screens.setup import SetupScreen
 

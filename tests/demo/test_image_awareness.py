@@ -3,7 +3,7 @@ what the real one refuses: a plan that forgot the version gate fails on the demo
 
 from __future__ import annotations
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.deploy.operations import Operations
 from sparktui.core.state.events import EventBus
 from sparktui.core.image import inspect_image

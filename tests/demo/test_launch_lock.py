@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.deploy import find_all
 from sparktui.core.ssh import Cluster
 from sparktui.demo.runner import ThreadedDemo

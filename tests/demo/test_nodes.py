@@ -12,7 +12,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.ssh import Cluster
 from sparktui.demo import checkpoint
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import ConfigError, load_config
+from sparktui.core.config.config import ConfigError, load_config
 from sparktui.core.ssh import Cluster, script, sh
 
 from .labtools import REPO, wait_for

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.deploy.operations import Choices, Op
 from sparktui.core.state.journal import Journal
 from sparktui.core.plan import PlanOptions

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparktui.cli import main
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.inventory import take_inventory
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.core.preflight import run_preflight

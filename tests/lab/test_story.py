@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import Config, load_config
+from sparktui.core.config.config import Config, load_config
 from sparktui.core.deploy import Deployer
 from sparktui.core.state.events import EventBus, LogLines
 from sparktui.core.ssh import Cluster

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.state.events import TransferProgress
 from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import TransferOptions, list_transfers, sync_model

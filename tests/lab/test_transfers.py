@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.state.events import TransferProgress
 from sparktui.core.ssh import Cluster
 from sparktui.core.transfers import (

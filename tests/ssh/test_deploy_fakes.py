@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import Config, EngineDefaults, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.config.config import Config, EngineDefaults, ModelConfig, NodeConfig, SshConfig
 from sparktui.core.state.events import EventBus
 from sparktui.core.facts import DockerInfo, Gpu, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
 from sparktui.core.plan import Plan, PlanOptions, make_plan

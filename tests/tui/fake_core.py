@@ -13,7 +13,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 from pathlib import Path
 
-from sparktui.core.config import Config
+from sparktui.core.config.config import Config
 from sparktui.core.diagnose import Diagnoser
 from sparktui.core.state.events import (
     ConnectionChanged,

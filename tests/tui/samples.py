@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparktui.core.config import Config, EngineDefaults
+from sparktui.core.config.config import Config, EngineDefaults
 from sparktui.core.facts import NodeFacts
 from sparktui.core.probes import parse_probe
 

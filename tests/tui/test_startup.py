@@ -101,7 +101,7 @@ def test_a_start_begun_before_textual_loads_hands_over_what_it_saw(tmp_path):
         f"model: {{name: m, path: /models/m}}\nssh: {{known_hosts: {tmp_path / 'kh'}, ssh_config: []}}\n"
     )
     probe = (
-        "import asyncio, sys\nfrom sparktui.core.config import load_config\n"
+        "import asyncio, sys\nfrom sparktui.core.config.config import load_config\n"
         "from sparktui.core.state.journal import Journal\nfrom sparktui.tui.controller import Controller\n"
         "c = Controller(load_config(sys.argv[1]), journal=Journal(), poll_interval=3600)\nc.prestart()\n"
         "import sparktui.tui.app\nc._early_start.result(30)\nposted = []\nc.attach(posted.append)\n"

@@ -22,7 +22,7 @@ from sparktui.core.plan import PlanOptions
 from sparktui.core.ssh import Result
 from sparktui.core.state.statefile import StateFileError
 
-from sparktui.core.config import Config, ModelConfig, NodeConfig
+from sparktui.core.config.config import Config, ModelConfig, NodeConfig
 from sparktui.core.facts import DockerInfo, Gpu, ModelDir, NodeAddr, NodeFacts, Subnet
 from sparktui.core.plan import make_plan
 
@@ -336,7 +336,7 @@ def test_log_lines_that_echo_a_secret_are_masked_before_anyone_sees_them():
 
 
 def test_reading_a_record_back_teaches_this_process_its_secrets():
-    from sparktui.core import secrets
+    from sparktui.core.config import secrets
 
     secrets.forget()
     opts = PlanOptions(

@@ -239,7 +239,7 @@ def test_vllm_defaults_to_native_where_the_image_has_no_ray():
 
 
 def test_default_images_follow_nvidias_playbooks():
-    from sparktui.core.config import ImagesConfig
+    from sparktui.core.config.config import ImagesConfig
 
     assert ImagesConfig().sglang == "lmsysorg/sglang:latest-cu130"
     root = Path(__file__).resolve().parents[2]

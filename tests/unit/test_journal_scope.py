@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from sparktui.cli import main
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.state.journal import Journal, default_journal_path, read_journal
 from sparktui.core.ssh import Cluster
 

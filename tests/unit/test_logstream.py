@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktui.core.deploy.logstream import Deduper, LogFollower, LogLine, split_ts
-from sparktui.core.secrets import needs_mask
+from sparktui.core.config.secrets import needs_mask
 
 
 def follower() -> tuple[LogFollower, list[LogLine]]:

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from sparktui.core.config import Config
+from sparktui.core.config.config import Config
 from sparktui.core.engines.vllm import count_ray_nodes
 from sparktui.core.facts import DockerInfo, Gpu, Interface, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
 from sparktui.core.plan import PlanOptions, make_plan

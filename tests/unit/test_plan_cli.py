@@ -14,7 +14,7 @@ from rich.console import Console
 from sparktui.cli import build_parser, main
 from sparktui.cli.common import CliExit
 from sparktui.cli.plan import options_from_args, render_plan
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.core.ssh import Result
 

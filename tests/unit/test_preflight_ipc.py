@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from sparktui.core.config import DockerConfig
+from sparktui.core.config.config import DockerConfig
 from sparktui.core.engines.common import Spot, docker_flags
 from sparktui.core.preflight.ipc import SECTION, IpcLook, configured_remove_ipc, engine_identity, judge_ipc, parse_ipc
 from sparktui.core.ssh import script

@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.config.config import Config, ModelConfig, NodeConfig, SshConfig
 from sparktui.core.state.journal import MASK
 from sparktui.core.plan import NodePlan, Plan
 from sparktui.core.preflight import PreflightError, run_preflight

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from sparktui.core.config import Config, DockerConfig, ImagesConfig, ModelConfig, NodeConfig
+from sparktui.core.config.config import Config, DockerConfig, ImagesConfig, ModelConfig, NodeConfig
 from sparktui.core.inventory import analyse
 from sparktui.core.probe_needs import parse_rsync_version, parse_runtimes, parse_toolkit
 from sparktui.core.probes import parse_probe, probe_script

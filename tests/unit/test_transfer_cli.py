@@ -141,7 +141,7 @@ def test_exit_code_and_json_of_outcomes(capsys):
 
 def test_unknown_destination_is_bad_input():
     from sparktui.cli.common import CliExit
-    from sparktui.core.config import Config, ModelConfig, NodeConfig
+    from sparktui.core.config.config import Config, ModelConfig, NodeConfig
 
     cfg = Config(
         cluster="c",
@@ -155,7 +155,7 @@ def test_unknown_destination_is_bad_input():
 
 def test_a_destination_in_the_wrong_case_is_named_with_its_spelling():
     from sparktui.cli.common import CliExit
-    from sparktui.core.config import Config, ModelConfig, NodeConfig
+    from sparktui.core.config.config import Config, ModelConfig, NodeConfig
 
     cfg = Config(
         cluster="c",

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from sparktui.core.config import DockerConfig
+from sparktui.core.config.config import DockerConfig
 from sparktui.core.engines import ENGINES, trtllm
 from sparktui.core.engines.common import Context, Secret, Spot
 

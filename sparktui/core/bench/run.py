@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..state import statefile
-from ..config import Config
+from ..config.config import Config
 from ..deploy.metrics_read import MetricsUnavailable, Target, http_get, locate, scrape
 from ..deploy.options import api_key_of
 from ..deploy.record import Record, load_record

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from ..config import Config
+from ..config.config import Config
 from ..engines import Engine, find_engine
 from ..metrics import Scrape, parse
 from ..ssh import Cluster, Node

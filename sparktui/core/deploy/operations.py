@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..state import labels as L
-from ..config import Config
+from ..config.config import Config
 from ..engines import DEFAULT_ENGINE
 from ..state.events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
 from .. import facts_store

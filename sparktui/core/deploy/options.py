@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from .. import modelconfig
-from ..config import Config
+from ..config.config import Config
 from ..engines import ENGINES, find_engine, label, next_engine
 from ..engines.base import TERMS
 from ..plan import Plan, PlanOptions, make_plan

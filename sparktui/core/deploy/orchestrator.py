@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..state import labels as L
 from ..channels import SESSIONS_NEEDED
-from ..config import Config
+from ..config.config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
 from ..engines import logsigns as S
 from ..fabric_live import Live

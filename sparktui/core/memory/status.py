@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ..config import MemoryConfig
+from ..config.config import MemoryConfig
 from ..ssh import Cluster
 from .guard import GIB, Guard
 from .reader import MemReader

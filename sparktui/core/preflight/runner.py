@@ -18,7 +18,7 @@ import secrets
 import time
 from typing import Callable
 
-from ..config import Config
+from ..config.config import Config
 from ..facts import Subnet
 from ..plan import NodePlan, Plan
 from ..ssh import Cluster

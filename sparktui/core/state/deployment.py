@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import statefile
 from ..plan import Plan, PlanOptions
-from ..secrets import MASK, add_values, mask_data
+from ..config.secrets import MASK, add_values, mask_data
 from .states import State
 
 VERSION = 1

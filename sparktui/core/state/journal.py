@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import statefile
-from ..secrets import MASK, is_secret_name, mask  # noqa: F401  (MASK, is_secret_name: re-exported)
+from ..config.secrets import MASK, is_secret_name, mask  # noqa: F401  (MASK, is_secret_name: re-exported)
 
 MAX_BYTES = 32 * 1024 * 1024  # rotate past this: some 100,000 commands, far more than anyone scrolls
 BLOCK = 64 * 1024  # read back this much at a time

@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from ...core.config import Config
+from ...core.config.config import Config
 from ...core.facts import NodeFacts, Subnet
 from ...core.inventory import Inventory
 from ...core.engines import DEFAULT_ENGINE, label as engine_label

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
-from ...core.config import Config
+from ...core.config.config import Config
 from ...core.state.events import ConnectionChanged, NodeUpdated
 from ...core.facts import NodeFacts, Subnet
 from ...core.requirements import tool_needs

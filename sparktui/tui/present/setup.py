@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ...core.facts import NodeFacts
-from ...core.firstrun import NodeDraft, SshTest
+from ...core.config.firstrun import NodeDraft, SshTest
 
 
 def ssh_cell(test: SshTest | None, rejected: bool = False) -> Text:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 import yaml
 
-from sparktui.core.secrets import add_names, shorten
-from sparktui.core.yamlpos import MAX_BYTES, EMPTY, NULL, STR, ConfigError, Source, at, did_you_mean, kind
+from sparktui.core.config.secrets import add_names, shorten
+from sparktui.core.config.yamlpos import MAX_BYTES, EMPTY, NULL, STR, ConfigError, Source, at, did_you_mean, kind
 
 __all__ = [
     "GPU_STYLES",
@@ -216,7 +216,7 @@ class Config:
 
     def engine_images(self) -> dict[str, str]:
         """engine -> its image, for every engine in the registry that has one, in registry order."""
-        from .engines import ENGINES  # the engines import this module (DockerConfig)
+        from ..engines import ENGINES  # the engines import this module (DockerConfig)
 
         return {e: ref for e in ENGINES if (ref := self.image_for(e))}
 
@@ -224,7 +224,7 @@ class Config:
         """engine -> its image for the engines this config names (an `images:` key, which the two first
         engines always have, or an `engines:` entry): what the nodes are asked to hold. A registered engine
         the config never names is not required on every node; its image is needed when it is launched."""
-        from .engines import ENGINES
+        from ..engines import ENGINES
 
         return {e: ref for e in ENGINES if (e in _IMAGE_KEYS or e in self.engines) and (ref := self.image_for(e))}
 
@@ -259,7 +259,7 @@ def default_image(engine: str) -> str | None:
 
 
 def _engine_default(engine: str, what: str):
-    from .engines import find_engine  # the engines import this module (DockerConfig)
+    from ..engines import find_engine  # the engines import this module (DockerConfig)
 
     e = find_engine(engine)
     return getattr(e, what, None) if e is not None else None
@@ -400,7 +400,7 @@ def _engines(
     src: Source, node: yaml.Node, images: tuple[ImagesConfig, dict], defaults: tuple[EngineDefaults, dict]
 ) -> dict[str, EngineSettings]:
     """The `engines:` map: engine -> {image, port}; a value also written under images:/engine: must agree."""
-    from .engines import ENGINES  # the engines import this module (DockerConfig)
+    from ..engines import ENGINES  # the engines import this module (DockerConfig)
 
     def name(k: yaml.Node) -> str:
         n = src.text(k, "engine name", expected="an engine name")
@@ -548,7 +548,7 @@ def _ssh(src: Source, node: yaml.Node) -> SshConfig:
 
 
 def _amount(src: Source, node: yaml.Node, what: str) -> str:
-    from .memory.limits import SIZE_HINT, parse_amount
+    from ..memory.limits import SIZE_HINT, parse_amount
 
     text = src.text(node, what, expected=SIZE_HINT)  # a bare number (no unit) is refused below
     try:
@@ -574,7 +574,7 @@ def _memory(src: Source, node: yaml.Node) -> MemoryConfig:
 
 
 def _phase(src: Source, node: yaml.Node) -> str:
-    from .phases import PHASES  # the start-up phases that silence limits apply to
+    from ..phases import PHASES  # the start-up phases that silence limits apply to
 
     name = src.text(node, "a phase name", expected="a phase name")
     if name not in PHASES:

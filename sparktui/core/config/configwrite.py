@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from .config import Config, ConfigError, EngineDefaults, ImagesConfig, MemoryConfig, load_config_text
-from .engines import ENGINES
+from ..engines import ENGINES
 
 COMMENT_COLUMN = 37  # 0-based column of '#', as in config.example.yaml
 

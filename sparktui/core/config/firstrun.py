@@ -13,12 +13,12 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import network
+from .. import network
 from .config import NO_SPACE, NODE_NAME, Config, ImagesConfig, ModelConfig, NodeConfig, SshConfig
-from .facts import NodeFacts, Subnet
-from .inventory import Inventory, analyse, probe_node
-from .state.journal import Journal
-from .ssh import Node, SshError, append_known_host, known_hosts_line, known_hosts_path
+from ..facts import NodeFacts, Subnet
+from ..inventory import Inventory, analyse, probe_node
+from ..state.journal import Journal
+from ..ssh import Node, SshError, append_known_host, known_hosts_line, known_hosts_path
 
 NAME_RULE = "letters, digits, '.', '_' or '-', starting with a letter or digit"
 
