@@ -28,7 +28,7 @@ async def probe_rounds(config_path: str, repeat: int) -> list[float]:
     from sparktui.core.config.config import load_config
     from sparktui.core.inventory import take_inventory
     from sparktui.core.state.journal import Journal
-    from sparktui.core.ssh import Cluster
+    from sparktui.core.remote.ssh import Cluster
 
     cfg = load_config(config_path)
     out = []

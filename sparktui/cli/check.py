@@ -10,7 +10,7 @@ from ..core.config.config import Config
 from ..core.inventory import Inventory, take_inventory
 from ..core.requirements import Need, node_needs, unmet
 from ..core.ring import describe_layout
-from ..core.ssh import Cluster
+from ..core.remote.ssh import Cluster
 from ..core.support import line_of as support_line
 from . import common
 from .common import add_config_arg, add_json_arg, get_config, journal, print_json

@@ -88,7 +88,7 @@ def _fields(error: str, reason: str | None, fix: str | None) -> dict:
 
 def _dial_words(text: str) -> tuple[str | None, str | None]:
     """Why a node was not reached and the way out, when `text` says one was not."""
-    from ..core.reach import why_unreachable
+    from ..core.remote.reach import why_unreachable
 
     return why_unreachable([text])
 

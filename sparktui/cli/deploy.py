@@ -41,7 +41,7 @@ from ..core.engines import ENGINES, find_engine, label
 from ..core.engines.common import safe_name
 from ..core.state.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.memory.status import memory_json
-from ..core.ssh import Cluster
+from ..core.remote.ssh import Cluster
 from ..core.state.statefile import StateFileError
 from ..core.state.words import milestone_words
 from . import check

@@ -196,7 +196,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     else:
         from ..core.deploy.operations import Operations  # the probe layer, only needed here
         from ..core.state.events import EventBus
-        from ..core.ssh import Cluster
+        from ..core.remote.ssh import Cluster
 
         async with Cluster(config, journal=journal()) as cluster:
             ops = Operations(cluster, config, EventBus())  # the planner `launch` and the TUI use

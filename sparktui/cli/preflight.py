@@ -9,7 +9,7 @@ from ..core.config import argcheck
 from ..core.deploy.operations import Choices, Operations
 from ..core.state.events import EventBus, PreflightNode
 from ..core.preflight import DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
-from ..core.ssh import Cluster
+from ..core.remote.ssh import Cluster
 from .common import (
     CliExit,
     add_config_arg,

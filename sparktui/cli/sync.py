@@ -14,7 +14,7 @@ from ..core.config import argcheck
 from ..core.config.config import Config
 from ..core.engines import ENGINES
 from ..core.state.events import TransferProgress
-from ..core.ssh import Cluster
+from ..core.remote.ssh import Cluster
 from ..core.config.yamlpos import unknown_names
 from ..core.transfers import (
     Outcome,

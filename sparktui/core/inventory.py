@@ -10,8 +10,8 @@ from . import facts_store, network, probes
 from .fabric import fabric_layout
 from .config.config import Config
 from .facts import NodeFacts, Subnet
-from .channels import SESSIONS_NEEDED
-from .ssh import Cluster, Node
+from .remote.channels import SESSIONS_NEEDED
+from .remote.ssh import Cluster, Node
 
 
 async def probe_node(node: Node, model_path: str) -> NodeFacts:

@@ -17,7 +17,7 @@ from .state import labels as L
 from .engines import runs_ray
 from .plan import Plan
 from .probes import parse_docker_ps
-from .ssh import Cluster
+from .remote.ssh import Cluster
 
 _SCRIPT = r"""echo @@ss; ss -Hltnp 2>/dev/null || echo @@noss
 echo @@tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null

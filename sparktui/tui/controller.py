@@ -120,7 +120,7 @@ class Controller:
         self._listen()
         # what the core thread imports on the way is imported here first, for the same reason
         from ..core.deploy import operations  # noqa: F401
-        from ..core.ssh import Cluster  # noqa: F401
+        from ..core.remote.ssh import Cluster  # noqa: F401
 
         self._core.start()
         self._early_start = asyncio.run_coroutine_threadsafe(self._start(), self._core.loop)
@@ -193,7 +193,7 @@ class Controller:
     async def _start(self) -> None:
         """Connect to and probe every node at once (each card filled as its node answers: a probe
         connects first, then is one round trip), pick up a running deployment, then poll."""
-        from ..core.ssh import Cluster
+        from ..core.remote.ssh import Cluster
 
         if self.cluster is None:
             self.cluster = Cluster(self.config, self.journal, on_change=self._link)

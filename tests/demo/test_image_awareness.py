@@ -8,7 +8,7 @@ from sparktui.core.deploy.operations import Operations
 from sparktui.core.state.events import EventBus
 from sparktui.core.image import inspect_image
 from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster, sh
+from sparktui.core.remote.ssh import Cluster, sh
 
 from .conftest import cli_env, sparktui, until  # noqa: F401 - cli_env is a fixture
 

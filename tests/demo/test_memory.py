@@ -7,7 +7,7 @@ import json
 import re
 
 from sparktui.core.config.config import load_config
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from sparktui.demo import configfile, hardware
 from sparktui.demo.cluster import DemoCluster
 

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 from sparktui.core.config.config import load_config
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 
 from .conftest import sparktui
 

@@ -26,7 +26,7 @@ import pytest
 from sparktui.core.config.config import Config, load_config
 from sparktui.core.deploy import Deployer
 from sparktui.core.state.events import EventBus, LogLines
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from tests.simhelpers import make_model
 
 from .netlab import SIM_IMAGE, Lab

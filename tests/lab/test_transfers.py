@@ -17,7 +17,7 @@ import pytest
 
 from sparktui.core.config.config import load_config
 from sparktui.core.state.events import TransferProgress
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from sparktui.core.transfers import (
     TransferError,
     TransferOptions,

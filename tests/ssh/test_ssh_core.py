@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from sparktui.core.state.journal import Journal
-from sparktui.core.ssh import Cluster, HostKeyError, Node, NodeUnreachable, script, sh
+from sparktui.core.remote.ssh import Cluster, HostKeyError, Node, NodeUnreachable, script, sh
 
 
 async def test_run_returns_status_and_output(ssh_env):

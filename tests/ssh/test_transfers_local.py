@@ -20,7 +20,7 @@ import pytest
 
 from sparktui.core.config.config import Config, ModelConfig, NodeConfig, SshConfig
 from sparktui.core.state.events import TransferProgress
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from sparktui.core.transfers import (
     TransferBusy,
     TransferError,

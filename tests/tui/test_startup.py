@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from sparktui.core.state.events import ConnectionChanged, NodeUpdated
 from sparktui.core.state.journal import Journal
-from sparktui.core.ssh import Result
+from sparktui.core.remote.ssh import Result
 from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller, InventoryRound
 

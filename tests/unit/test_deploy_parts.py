@@ -19,7 +19,7 @@ from sparktui.core.deploy.record import load_record, save_command
 from sparktui.core.facts import Container
 from sparktui.core.state.journal import Journal
 from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Result
+from sparktui.core.remote.ssh import Result
 from sparktui.core.state.statefile import StateFileError
 
 from sparktui.core.config.config import Config, ModelConfig, NodeConfig

@@ -7,7 +7,7 @@ import json
 from sparktui.cli import main
 from sparktui.core.config.config import load_config
 from sparktui.core.state.journal import Journal, default_journal_path, read_journal
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 
 CONFIG = """cluster: {name}
 nodes: [{{name: a, host: 127.0.0.1}}]

@@ -21,7 +21,7 @@ from sparktui.core.state.journal import MASK
 from sparktui.core.plan import NodePlan, Plan
 from sparktui.core.preflight import PreflightError, run_preflight
 from sparktui.core.preflight import runner
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from sparktui.demo.sshserver import LocalSshServer
 
 FAKE_DOCKER = r"""#!PYTHON

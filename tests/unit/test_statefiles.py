@@ -110,7 +110,7 @@ class _Node:
         self.stdout = stdout
 
     async def run(self, cmd, timeout=None):
-        from sparktui.core.ssh import Result
+        from sparktui.core.remote.ssh import Result
 
         return Result(0, self.stdout, "", 0.0)
 

@@ -254,7 +254,7 @@ def test_plan_json_refusal_carries_the_fix(monkeypatch, tmp_path, capsys):
     async def plan(self, opts, last_subnet=None):
         return make_plan(config, facts, subnets, PlanOptions(engine="sglang", support=s, tp=3))
 
-    monkeypatch.setattr("sparktui.core.ssh.Cluster", FakeCluster)
+    monkeypatch.setattr("sparktui.core.remote.ssh.Cluster", FakeCluster)
     monkeypatch.setattr(Operations, "plan", plan)
     assert main(["plan", "--config", str(cfg_file), "--engine", "sglang", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)

@@ -18,7 +18,7 @@ from .config import NO_SPACE, NODE_NAME, Config, ImagesConfig, ModelConfig, Node
 from ..facts import NodeFacts, Subnet
 from ..inventory import Inventory, analyse, probe_node
 from ..state.journal import Journal
-from ..ssh import Node, SshError, append_known_host, known_hosts_line, known_hosts_path
+from ..remote.ssh import Node, SshError, append_known_host, known_hosts_line, known_hosts_path
 
 NAME_RULE = "letters, digits, '.', '_' or '-', starting with a letter or digit"
 

@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from ..config.config import Config
-from ..ssh import Cluster
+from ..remote.ssh import Cluster
 from .readiness import _call
 from .record import load_record
 

@@ -17,7 +17,7 @@ from typing import Callable, Iterator, NamedTuple
 from .. import dockerts
 from ..state.events import Gate
 from ..config.secrets import mask, needs_mask
-from ..ssh import Node
+from ..remote.ssh import Node
 
 # docker logs -t: RFC3339Nano in UTC ("2026-01-02T03:04:05.123456789Z"); older clients trim zeros.
 

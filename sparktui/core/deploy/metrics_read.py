@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..config.config import Config
 from ..engines import Engine, find_engine
 from ..metrics import Scrape, parse
-from ..ssh import Cluster, Node
+from ..remote.ssh import Cluster, Node
 from .containers import find_all, summarize
 from .health import _port_of
 from .record import load_record

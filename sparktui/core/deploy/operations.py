@@ -25,7 +25,7 @@ from ..image import inspect_for_plan
 from ..inventory import Inventory
 from ..plan import Plan, PlanOptions, make_plan
 from ..ports import Holder, port_conflicts, ports_of
-from ..ssh import Cluster
+from ..remote.ssh import Cluster
 from ..state.statefile import parse_json
 from ..state.states import Op
 from .containers import Found

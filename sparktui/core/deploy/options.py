@@ -18,7 +18,7 @@ from ..config.config import Config
 from ..engines import ENGINES, find_engine, label, next_engine
 from ..engines.base import TERMS
 from ..plan import Plan, PlanOptions, make_plan
-from ..ssh import Cluster
+from ..remote.ssh import Cluster
 from .record import Record
 
 Planner = Callable[[PlanOptions], Awaitable[Plan]]

@@ -17,7 +17,7 @@ import time
 from typing import Callable
 
 from ..state import labels as L
-from ..channels import SESSIONS_NEEDED
+from ..remote.channels import SESSIONS_NEEDED
 from ..config.config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
 from ..engines import logsigns as S
@@ -37,7 +37,7 @@ from ..state.events import (
 )
 from ..facts import Container
 from ..plan import Plan, PlanOptions
-from ..ssh import Cluster, Node
+from ..remote.ssh import Cluster, Node
 from ..state.statefile import StateFileError
 from ..state.states import SETTLED, State
 from . import containers as C

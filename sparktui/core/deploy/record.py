@@ -13,7 +13,7 @@ import json
 from ..state import statefile
 from ..state.deployment import FIX, VERSION, Deployment, learn_secrets, options_from_json, options_to_json
 from ..config.secrets import mask_data
-from ..ssh import Node, script
+from ..remote.ssh import Node, script
 
 __all__ = [
     "FIX",

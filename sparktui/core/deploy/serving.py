@@ -13,7 +13,7 @@ import time
 
 from ..liveness import LOOK_AT, Liveness
 from ..metrics import Serving
-from ..ssh import Node
+from ..remote.ssh import Node
 from .metrics_read import MetricsUnavailable, Target, scrape
 from .readiness import _call, _json
 

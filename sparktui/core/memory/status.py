@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from ..config.config import MemoryConfig
-from ..ssh import Cluster
+from ..remote.ssh import Cluster
 from .guard import GIB, Guard
 from .reader import MemReader
 from .sample import MemSample

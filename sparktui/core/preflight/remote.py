@@ -20,7 +20,7 @@ from ..probes import parse_meminfo
 from ..config.secrets import MASK
 from ..state.labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
 from ..plan import NodePlan
-from ..ssh import script
+from ..remote.ssh import script
 
 PREFIX = "sparktui-preflight-"
 PORT_SPAN = 200  # how far above the dist port a free port is looked for

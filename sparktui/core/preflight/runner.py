@@ -21,7 +21,7 @@ from typing import Callable
 from ..config.config import Config
 from ..facts import Subnet
 from ..plan import NodePlan, Plan
-from ..ssh import Cluster
+from ..remote.ssh import Cluster
 from .remote import (
     Look,
     check_command,

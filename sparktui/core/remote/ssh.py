@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import AsyncIterator, Callable, Sequence
 
 from .channels import OPEN_RETRIES, Slots, busy_note, count_sessions, shortfall
-from .config.config import Config, NodeConfig, SshConfig
-from .state.journal import Journal
-from .config.secrets import shorten
+from ..config.config import Config, NodeConfig, SshConfig
+from ..state.journal import Journal
+from ..config.secrets import shorten
 from .sshlib import asyncssh
 
 RECONNECT_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)  # backoff; the last value repeats
