@@ -219,8 +219,8 @@ async def cmd_plan(args: argparse.Namespace) -> int:
 def plan_without_nodes(config: Config, opts: PlanOptions, facts_file: str | None) -> Plan:
     """A plan from kept facts (--offline) or a facts file (--facts): no node is asked. The model's
     config.json is not read (it lives on the nodes), so TP is not checked against its heads."""
-    from ..core import facts_store
-    from ..core.inventory import analyse
+    from ..core.nodes import facts_store
+    from ..core.nodes.inventory import analyse
     from ..core.plan import make_plan
 
     names = [n.name for n in config.nodes]

@@ -37,7 +37,7 @@ import math
 import re
 
 from .engines import ENGINES
-from .facts import NodeFacts
+from .nodes.facts import NodeFacts
 from .memory.limits import amount_bytes
 
 GIB = 1024**3

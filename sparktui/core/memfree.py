@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .facts import Memory, NodeFacts
+from .nodes.facts import Memory, NodeFacts
 from .fit import gib
-from .probes import parse_meminfo
+from .nodes.probes import parse_meminfo
 
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
 HOW = "as root, or through sudo -n (never a password prompt)"

@@ -19,7 +19,7 @@ from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray
 from .engines import cpubuild
 from .engines.base import ALLOC_CONF
 from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
-from .facts import NodeFacts, Subnet
+from .nodes.facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
 from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, rails, summary, topology, topology_env
 from .image import default_mode, engine_release, info_for

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from .state import labels as L
 from .engines import runs_ray
 from .plan import Plan
-from .probes import parse_docker_ps
+from .nodes.probes import parse_docker_ps
 from .remote.ssh import Cluster
 
 _SCRIPT = r"""echo @@ss; ss -Hltnp 2>/dev/null || echo @@noss

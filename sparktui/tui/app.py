@@ -35,7 +35,7 @@ from ..core.state.events import (
     NodeUpdated,
     TransferProgress,
 )
-from ..core.inventory import Inventory
+from ..core.nodes.inventory import Inventory
 from ..core.plan import Plan
 from ..core.state.states import Op, State
 from ..core.state.words import milestone_words, operation_name

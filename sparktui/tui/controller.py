@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.config.config import Config
 from ..core.state.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
-from ..core.facts import NodeFacts
+from ..core.nodes.facts import NodeFacts
 from ..core.image import inspect_configured
 from ..core.support import support_configured
-from ..core.inventory import Inventory
+from ..core.nodes.inventory import Inventory
 from ..core.state.journal import Entry, Journal, default_journal_path
 from ..core.state import labels as L
 from .corethread import CoreThread
@@ -206,7 +206,7 @@ class Controller:
     async def _refresh(self, first: bool = False) -> Inventory:
         """One inventory round. Rounds overlap (the poll, the end of a copy, ctrl+r); a round that began
         earlier but ends later holds older facts, so it never replaces what a later round already told."""
-        from ..core.inventory import take_inventory
+        from ..core.nodes.inventory import take_inventory
 
         self._rounds_begun += 1
         seq = self._rounds_begun

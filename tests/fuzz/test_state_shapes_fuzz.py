@@ -17,7 +17,7 @@ from rich.console import Console
 
 from sparktui.cli.bench import run_title, table
 from sparktui.cli.plan import plan_without_nodes, render_plan
-from sparktui.core import facts_store
+from sparktui.core.nodes import facts_store
 from sparktui.core.bench import results
 from sparktui.core.deploy.record import Record
 from sparktui.core.state.journal import Journal, tail_journal

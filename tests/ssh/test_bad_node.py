@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.inventory import take_inventory
+from sparktui.core.nodes.inventory import take_inventory
 from sparktui.core.remote.ssh import Cluster
 
 

@@ -23,8 +23,8 @@ from sparktui.core.state.events import (
     NodeUpdated,
     TransferProgress,
 )
-from sparktui.core.facts import NodeFacts
-from sparktui.core.inventory import analyse
+from sparktui.core.nodes.facts import NodeFacts
+from sparktui.core.nodes.inventory import analyse
 from sparktui.core.state.journal import Journal
 from sparktui.core.plan import Plan, PlanOptions
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
@@ -33,7 +33,7 @@ from sparktui.core.preflight.leftovers import Leftovers, Stale
 from sparktui.core.plan import make_plan
 from sparktui.core.memfree import DROP_SCRIPT
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
-from sparktui.core.probes import parse_meminfo
+from sparktui.core.nodes.probes import parse_meminfo
 from sparktui.tui.controller import Controller, InventoryRound
 from sparktui.tui.messages import CoreEvent
 from tests.fakes import FakeCluster, FakeNode

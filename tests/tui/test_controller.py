@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 from sparktui.core.diagnose import Milestone, Problem
 from sparktui.core.state.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
-from sparktui.core.facts import Container
-from sparktui.core.inventory import analyse
+from sparktui.core.nodes.facts import Container
+from sparktui.core.nodes.inventory import analyse
 from sparktui.core.state.journal import Entry, Journal
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
 from sparktui.core.plan import PlanOptions, make_plan
@@ -194,7 +194,7 @@ async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch)
     async def take_inventory(cluster, config, on_facts=None):
         return analyse(config, facts)
 
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", take_inventory)
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", take_inventory)
     c.cluster = Cluster()
     await c.start()
     assert stubs and stubs[0].calls == [("reattach",)]
@@ -279,7 +279,7 @@ async def test_a_round_begun_earlier_never_lands_after_a_later_one(monkeypatch):
             on_facts(None, f)
         return inv
 
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", take_inventory)
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", take_inventory)
     c.cluster = FakeCluster()  # no node answers: no image is inspected
     slow = asyncio.ensure_future(c._refresh())
     await entered.wait()

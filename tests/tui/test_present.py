@@ -6,8 +6,8 @@ import dataclasses
 
 from sparktui.core.diagnose import Milestone, Problem
 from sparktui.core.state.events import TransferProgress
-from sparktui.core.facts import Container, ModelDir, NodeFacts
-from sparktui.core.inventory import analyse
+from sparktui.core.nodes.facts import Container, ModelDir, NodeFacts
+from sparktui.core.nodes.inventory import analyse
 from sparktui.core.state.journal import Entry
 from sparktui.tui.present import fmt
 from sparktui.tui.present.deploy import hang_notice, milestone_style, problem_lines, timeline

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sparktui.core.facts import Interface, NodeFacts
+from sparktui.core.nodes.facts import Interface, NodeFacts
 from sparktui.core.fabric import line_rate_mbps, in_use, ports, topology, topology_env
 from sparktui.core.network import subnets
 from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.probes import parse_ib_gid, parse_ibdev2netdev, parse_ip_addr, parse_probe, parse_speeds
+from sparktui.core.nodes.probes import parse_ib_gid, parse_ibdev2netdev, parse_ip_addr, parse_probe, parse_speeds
 
 from .test_plan import make_config, make_facts, node_name
 

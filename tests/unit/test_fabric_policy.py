@@ -4,7 +4,7 @@ is used only when chosen, with its cost said."""
 
 from __future__ import annotations
 
-from sparktui.core.inventory import analyse
+from sparktui.core.nodes.inventory import analyse
 from sparktui.core.network import TCP_VS_ROCE
 from sparktui.core.plan import PlanOptions, make_plan
 

@@ -4,7 +4,7 @@ SGLang's --mem-fraction-static: weights + KV pool, activations outside)."""
 
 from __future__ import annotations
 
-from sparktui.core.facts import Gpu, Memory, NodeFacts
+from sparktui.core.nodes.facts import Gpu, Memory, NodeFacts
 from sparktui.core.fit import GIB, LOW_HEADROOM, RUNTIME_OVERHEAD, estimate_fit, fit_from_facts, replicated_params
 
 MEM = 100 * GIB  # round numbers keep the boundaries exact

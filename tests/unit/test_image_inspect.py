@@ -98,7 +98,7 @@ def test_a_given_version_wins_over_the_image():
 async def test_configured_images_are_asked_about_again_only_when_their_id_changes():
     from types import SimpleNamespace
 
-    from sparktui.core.facts import DockerInfo, NodeFacts
+    from sparktui.core.nodes.facts import DockerInfo, NodeFacts
     from sparktui.core.image import inspect_configured
 
     asked: list[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparktui.core.memfree import DROP_SCRIPT, shortfalls
 from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.probes import parse_meminfo
+from sparktui.core.nodes.probes import parse_meminfo
 
 from .test_plan import GIB, cluster
 

@@ -51,7 +51,7 @@ def fake_cluster(monkeypatch, tmp_path):
         return Result(0, json.dumps(MODEL_CONFIG), "", 0.01)
 
     monkeypatch.setattr("sparktui.core.remote.ssh.Cluster", FakeCluster.replacing(answer))
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fixed_inventory(facts, subnets))
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", fixed_inventory(facts, subnets))
     return cfg_file, calls, facts
 
 

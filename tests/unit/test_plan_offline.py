@@ -10,8 +10,8 @@ import time
 import pytest
 
 from sparktui.cli import main
-from sparktui.core import facts_store
-from sparktui.core.inventory import Inventory
+from sparktui.core.nodes import facts_store
+from sparktui.core.nodes.inventory import Inventory
 
 from .test_plan import MODEL, cluster
 

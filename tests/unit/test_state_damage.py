@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sparktui.cli import main
-from sparktui.core import facts_store
+from sparktui.core.nodes import facts_store
 from sparktui.core.bench import results
 from sparktui.core.state.journal import Journal, tail_journal
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .. import network
 from .config import NO_SPACE, NODE_NAME, Config, ImagesConfig, ModelConfig, NodeConfig, SshConfig
-from ..facts import NodeFacts, Subnet
-from ..inventory import Inventory, analyse, probe_node
+from ..nodes.facts import NodeFacts, Subnet
+from ..nodes.inventory import Inventory, analyse, probe_node
 from ..state.journal import Journal
 from ..remote.ssh import Node, SshError, append_known_host, known_hosts_line, known_hosts_path
 

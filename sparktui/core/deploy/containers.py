@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 
 from ..state import labels as L
-from ..facts import Container
-from ..probes import parse_docker_ps
+from ..nodes.facts import Container
+from ..nodes.probes import parse_docker_ps
 from ..remote.ssh import Cluster, Node, script
 
 LABEL = L.DEPLOYMENT

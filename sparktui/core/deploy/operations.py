@@ -18,11 +18,11 @@ from ..state import labels as L
 from ..config.config import Config
 from ..engines import DEFAULT_ENGINE
 from ..state.events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
-from .. import facts_store
-from .. import inventory as _inventory
+from ..nodes import facts_store
+from ..nodes import inventory as _inventory
 from .. import modelconfig
 from ..image import inspect_for_plan
-from ..inventory import Inventory
+from ..nodes.inventory import Inventory
 from ..plan import Plan, PlanOptions, make_plan
 from ..ports import Holder, port_conflicts, ports_of
 from ..remote.ssh import Cluster

@@ -205,7 +205,7 @@ async def read_model_config(cluster: Cluster, config: Config, path: str) -> dict
 
 def inventory_planner(cluster: Cluster, config: Config) -> Planner:
     """Probe every node, then make_plan: what pivot and redeploy use unless given another planner."""
-    from ..inventory import take_inventory
+    from ..nodes.inventory import take_inventory
 
     async def plan(opts: PlanOptions) -> Plan:
         inv = await take_inventory(cluster, config)

@@ -35,7 +35,7 @@ from ..state.events import (
     NodeMemory,
     ServingStats,
 )
-from ..facts import Container
+from ..nodes.facts import Container
 from ..plan import Plan, PlanOptions
 from ..remote.ssh import Cluster, Node
 from ..state.statefile import StateFileError

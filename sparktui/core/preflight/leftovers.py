@@ -15,9 +15,9 @@ import shlex
 from dataclasses import asdict, dataclass, field
 
 from ..state import labels as L
-from ..facts import Memory
+from ..nodes.facts import Memory
 from ..fit import gib
-from ..probes import parse_docker_ps
+from ..nodes.probes import parse_docker_ps
 
 CACHE_WORTH = 1 << 30  # less page cache than this is not worth naming
 RUNNING = ("running", "restarting", "paused")  # a container in these states is not stale

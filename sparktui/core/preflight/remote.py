@@ -15,8 +15,8 @@ from . import transit
 from ..config.config import DockerConfig
 from ..engines import host_ip_vars
 from ..engines.common import Spot, Word, docker_flags, render
-from ..facts import Memory
-from ..probes import parse_meminfo
+from ..nodes.facts import Memory
+from ..nodes.probes import parse_meminfo
 from ..config.secrets import MASK
 from ..state.labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
 from ..plan import NodePlan

@@ -19,7 +19,7 @@ import time
 from typing import Callable
 
 from ..config.config import Config
-from ..facts import Subnet
+from ..nodes.facts import Subnet
 from ..plan import NodePlan, Plan
 from ..remote.ssh import Cluster
 from .remote import (

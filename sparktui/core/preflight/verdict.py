@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from .check_program import classify
 from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..fit import gib
-from ..facts import Memory
+from ..nodes.facts import Memory
 from ..memfree import FreeMemory, measure
 from ..paths import describe_paths
 from . import rate

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..facts import NodeFacts
+from ..nodes.facts import NodeFacts
 from ..memory.sample import MemSample
 from .states import State
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from textual.content import Content
 
 from ...core.config.config import Config
-from ...core.facts import NodeFacts, Subnet
+from ...core.nodes.facts import NodeFacts, Subnet
 from ...core.engines import DEFAULT_ENGINE, ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
 from ...core.engines import uses_dist_port as engine_uses_dist_port
 from ...core.fit import default_fraction

@@ -18,8 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from ...core.config.config import Config
-from ...core.facts import NodeFacts, Subnet
-from ...core.inventory import Inventory
+from ...core.nodes.facts import NodeFacts, Subnet
+from ...core.nodes.inventory import Inventory
 from ...core.engines import DEFAULT_ENGINE, label as engine_label
 from ...core.fit import default_fraction
 from ...core.memfree import FreeMemory, shortfalls

@@ -7,8 +7,8 @@ from textual.containers import VerticalScroll
 
 from ...core.config.config import Config
 from ...core.state.events import ConnectionChanged, NodeUpdated
-from ...core.facts import NodeFacts, Subnet
-from ...core.requirements import tool_needs
+from ...core.nodes.facts import NodeFacts, Subnet
+from ...core.nodes.requirements import tool_needs
 from ...core.fabric import fabric_layout
 from ...core.paths import describe_paths
 from ...core.ring import describe_layout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...core.facts import NodeFacts
+from ...core.nodes.facts import NodeFacts
 from ...core.config.firstrun import NodeDraft, SshTest
 
 

@@ -21,7 +21,7 @@ from ...core.config import firstrun
 from ...core.config.config import ConfigError, SshConfig, default_image
 from ...core.engines import ENGINES, label as engine_label
 from ...core.config.configwrite import ConfigExists, checked_text, default_header, write_config_file
-from ...core.facts import NodeFacts, Subnet
+from ...core.nodes.facts import NodeFacts, Subnet
 from ...core.state.journal import Journal
 from ..present import setup as present
 from .hostkey import HostKeyScreen

@@ -1,5 +1,5 @@
 """Parsers for the probe sections that tell what a node has of what sparktui needs (docker usable by
-the SSH user, the NVIDIA container toolkit, rsync); core/requirements.py judges them. Pure, never raise."""
+the SSH user, the NVIDIA container toolkit, rsync); core/nodes/requirements.py judges them. Pure, never raise."""
 
 from __future__ import annotations
 

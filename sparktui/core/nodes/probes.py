@@ -12,7 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from .state.labels import DEPLOYMENT as LABEL  # on every container sparktui starts
+from ..state.labels import DEPLOYMENT as LABEL  # on every container sparktui starts
 from .facts import Container, DockerInfo, Gpu, Interface, Memory, ModelDir, NodeFacts
 from .probe_needs import docker_problem, parse_rsync_version, parse_runtimes, parse_toolkit
 

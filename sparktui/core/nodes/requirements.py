@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .config.config import Config
+from ..config.config import Config
 from .facts import NodeFacts
 from .inventory import Inventory
-from .plan import _image_id
+from ..plan import _image_id
 from .probe_needs import DOCKER_DENIED, DOCKER_DOWN
 
 TOOLKIT_FIX = (

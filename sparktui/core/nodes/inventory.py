@@ -6,12 +6,13 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import facts_store, network, probes
-from .fabric import fabric_layout
-from .config.config import Config
+from . import facts_store, probes
+from .. import network
+from ..fabric import fabric_layout
+from ..config.config import Config
 from .facts import NodeFacts, Subnet
-from .remote.channels import SESSIONS_NEEDED
-from .remote.ssh import Cluster, Node
+from ..remote.channels import SESSIONS_NEEDED
+from ..remote.ssh import Cluster, Node
 
 
 async def probe_node(node: Node, model_path: str) -> NodeFacts:
