@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from sparktui.core.nodes.facts import NodeFacts, Subnet
 from sparktui.core.nodes.inventory import Inventory
-from sparktui.core.network import subnets as find_subnets
+from sparktui.core.network.network import subnets as find_subnets
 
 Answer = Callable[[str, str], Any]  # (node name, command) -> a Result-like (ok, stdout, stderr, exit_status)
 

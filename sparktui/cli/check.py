@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..core.config.config import Config
 from ..core.nodes.inventory import Inventory, take_inventory
 from ..core.nodes.requirements import Need, node_needs, unmet
-from ..core.ring import describe_layout
+from ..core.network.ring import describe_layout
 from ..core.remote.ssh import Cluster
 from ..core.support import line_of as support_line
 from . import common

@@ -17,7 +17,7 @@ from ..core.config.config import Config
 from ..core.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from ..core.export import write_export
 from ..core.fit import gib
-from ..core.paths import describe_paths
+from ..core.network.paths import describe_paths
 from ..core.plan import Plan, PlanOptions
 from ..core.plan_sizing import parse_bytes
 from ..core.recipe import RecipeError, apply_recipe, load_recipe

@@ -21,7 +21,17 @@ from .engines.base import ALLOC_CONF
 from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
 from .nodes.facts import NodeFacts, Subnet
 from . import modelconfig, plan_files
-from .fabric import gid_index, idle_halves, idle_warning, in_use, mtu_checks, rails, summary, topology, topology_env
+from .network.fabric import (
+    gid_index,
+    idle_halves,
+    idle_warning,
+    in_use,
+    mtu_checks,
+    rails,
+    summary,
+    topology,
+    topology_env,
+)
 from .image import default_mode, engine_release, info_for
 from .plan_collectives import judge as judge_collectives
 from .support import plan_checks, support_of_info
@@ -30,9 +40,9 @@ from .memfree import shortfalls
 from .config.secrets import MASK, mask
 from .config.yamlpos import unknown_names
 from .plan_sizing import sizing_words
-from .ring import boot_note, layout, ring_of, ring_used
-from .paths import data_subnet, paths_of, split_note
-from .network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
+from .network.ring import boot_note, layout, ring_of, ring_used
+from .network.paths import data_subnet, paths_of, split_note
+from .network.network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.

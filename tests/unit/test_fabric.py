@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from sparktui.core.nodes.facts import Interface, NodeFacts
-from sparktui.core.fabric import line_rate_mbps, in_use, ports, topology, topology_env
-from sparktui.core.network import subnets
+from sparktui.core.network.fabric import line_rate_mbps, in_use, ports, topology, topology_env
+from sparktui.core.network.network import subnets
 from sparktui.core.plan import PlanOptions, make_plan
 from sparktui.core.nodes.probes import parse_ib_gid, parse_ibdev2netdev, parse_ip_addr, parse_probe, parse_speeds
 

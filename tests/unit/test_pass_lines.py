@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.network import subnets
+from sparktui.core.network.network import subnets
 from sparktui.core.plan import PlanOptions, make_plan
 
 from .ring_nodes import ring

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sparktui.core.network import subnets
-from sparktui.core.paths import describe_paths
+from sparktui.core.network.network import subnets
+from sparktui.core.network.paths import describe_paths
 from sparktui.core.plan import PlanOptions, make_plan
 
 from .test_fabric import spark_facts

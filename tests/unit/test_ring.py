@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sparktui.core.fabric import topology
-from sparktui.core.network import subnets
+from sparktui.core.network.fabric import topology
+from sparktui.core.network.network import subnets
 from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.ring import describe_layout, layout, ring_of
+from sparktui.core.network.ring import describe_layout, layout, ring_of
 
 from .ring_nodes import ring
 from .test_plan import make_config, make_facts

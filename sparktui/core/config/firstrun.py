@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import network
+from ..network import network
 from .config import NO_SPACE, NODE_NAME, Config, ImagesConfig, ModelConfig, NodeConfig, SshConfig
 from ..nodes.facts import NodeFacts, Subnet
 from ..nodes.inventory import Inventory, analyse, probe_node

@@ -24,7 +24,7 @@ from .. import modelconfig
 from ..image import inspect_for_plan
 from ..nodes.inventory import Inventory
 from ..plan import Plan, PlanOptions, make_plan
-from ..ports import Holder, port_conflicts, ports_of
+from ..network.ports import Holder, port_conflicts, ports_of
 from ..remote.ssh import Cluster
 from ..state.statefile import parse_json
 from ..state.states import Op

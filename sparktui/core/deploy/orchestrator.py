@@ -21,7 +21,7 @@ from ..remote.channels import SESSIONS_NEEDED
 from ..config.config import Config
 from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
 from ..engines import logsigns as S
-from ..fabric_live import Live
+from ..network.fabric_live import Live
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
 from ..state.events import (

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import facts_store, probes
-from .. import network
-from ..fabric import fabric_layout
+from ..network import network
+from ..network.fabric import fabric_layout
 from ..config.config import Config
 from .facts import NodeFacts, Subnet
 from ..remote.channels import SESSIONS_NEEDED

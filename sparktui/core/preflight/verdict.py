@@ -14,7 +14,7 @@ from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..fit import gib
 from ..nodes.facts import Memory
 from ..memfree import FreeMemory, measure
-from ..paths import describe_paths
+from ..network.paths import describe_paths
 from . import rate
 from .ipc import IpcRisk
 from .leftovers import Leftovers

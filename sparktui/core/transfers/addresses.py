@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .. import network
+from ..network import network
 from ..nodes import probes
 from ..nodes.facts import NodeFacts
 from .errors import TransferError

@@ -14,7 +14,7 @@ from ...core.nodes.facts import NodeFacts, Subnet
 from ...core.engines import DEFAULT_ENGINE, ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
 from ...core.engines import uses_dist_port as engine_uses_dist_port
 from ...core.fit import default_fraction
-from ...core.paths import data_subnet
+from ...core.network.paths import data_subnet
 from ...core.plan import PlanOptions, _norm_image
 from ...core.plan_sizing import AUTO as AUTO_LEN, parse_bytes, refusals
 

@@ -51,7 +51,7 @@ def milestone_label(m: Milestone) -> str:
         return "dist init ✓"
     if m.kind == "nccl_transport":
         return "NCCL RDMA" if d.get("transport") == "rdma" else "NCCL TCP"
-    if m.kind == "nccl_net":  # what this rank's NCCL uses (core/fabric_live), flagged against the plan
+    if m.kind == "nccl_net":  # what this rank's NCCL uses (core/network/fabric_live), flagged against the plan
         return (d.get("label") or "NCCL net") + (" ⚠" if d.get("flags") else "")
     if m.kind == "weights_loading":
         pct = d.get("percent")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from textual.content import Content
 
-from ...core.fabric import JUMBO, ports
+from ...core.network.fabric import JUMBO, ports
 from ...core.nodes.facts import Interface, NodeFacts, Subnet
 from ...core.nodes.requirements import Need
 from . import fmt

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
-from .nodes.facts import NodeFacts
+from ..nodes.facts import NodeFacts
 
 # Host-local bridges carry one address on every node (network.py says why they are no shared subnet).
 _LOCAL_BRIDGE = re.compile(r"^(docker\d+|br-[0-9a-f]{12}|virbr\d+|cni\d+|podman\d+|lxc?br\d+|lxdbr\d+)$")

@@ -12,7 +12,7 @@ Pure functions over Subnets; no SSH here.
 
 from __future__ import annotations
 
-from .nodes.facts import Subnet
+from ..nodes.facts import Subnet
 
 
 def data_subnet(chosen: Subnet, subnets: list[Subnet], order: list[str]) -> Subnet | None:

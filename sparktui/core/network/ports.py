@@ -13,11 +13,11 @@ import asyncio
 import re
 from dataclasses import asdict, dataclass
 
-from .state import labels as L
-from .engines import runs_ray
-from .plan import Plan
-from .nodes.probes import parse_docker_ps
-from .remote.ssh import Cluster
+from ..state import labels as L
+from ..engines import runs_ray
+from ..plan import Plan
+from ..nodes.probes import parse_docker_ps
+from ..remote.ssh import Cluster
 
 _SCRIPT = r"""echo @@ss; ss -Hltnp 2>/dev/null || echo @@noss
 echo @@tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null

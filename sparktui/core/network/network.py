@@ -10,7 +10,7 @@ import ipaddress
 import re
 from ipaddress import IPv4Address, IPv4Network
 
-from .nodes.facts import Interface, NodeAddr, NodeFacts, Subnet
+from ..nodes.facts import Interface, NodeAddr, NodeFacts, Subnet
 
 # Host-local bridges carry the same address on every node (docker0 is 172.17.0.1/16 everywhere):
 # they look like a shared subnet and are not one.

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 
-from .nodes.facts import Interface, NodeFacts, Subnet
+from ..nodes.facts import Interface, NodeFacts, Subnet
 from .ring import fabric_links, layout, ring_of
 
 # enp1s0f1np1 / enP2p1s0f1np1: one port, the second half in PCI domain 2 (network.py's twins).
