@@ -36,7 +36,7 @@ from ..core.deploy import stopmark
 from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
-from ..core.diagnose import Milestone, Problem, ProblemCleared
+from ..core.diagnosis.diagnose import Milestone, Problem, ProblemCleared
 from ..core.engines import ENGINES, find_engine, label
 from ..core.engines.common import safe_name
 from ..core.state.events import DeploymentChanged, EventBus, LaunchStep, LogLines

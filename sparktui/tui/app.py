@@ -26,7 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from ..core.config.config import Config
 from ..core.state.deployment import Deployment
-from ..core.diagnose import Milestone, Problem, ProblemCleared
+from ..core.diagnosis.diagnose import Milestone, Problem, ProblemCleared
 from ..core.state.events import (
     ConnectionChanged,
     DeploymentChanged,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.diagnose import Problem, ProblemCleared
+from sparktui.core.diagnosis.diagnose import Problem, ProblemCleared
 from sparktui.core.state.events import DeploymentChanged, EventBus, LogLines
 from sparktui.core.plan import PlanOptions
 from sparktui.core.remote.ssh import Cluster

@@ -8,7 +8,7 @@ import pytest
 
 from sparktui.cli.deploy import deployments_section
 from sparktui.core.deploy import Deployer, stopmark
-from sparktui.core.diagnose import Problem
+from sparktui.core.diagnosis.diagnose import Problem
 from sparktui.core.state.events import EventBus, NodeMemory
 from sparktui.core.plan import PlanOptions
 from sparktui.core.remote.ssh import Cluster

@@ -15,7 +15,7 @@ import json
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.diagnose import Problem, ProblemCleared
+from sparktui.core.diagnosis.diagnose import Problem, ProblemCleared
 from sparktui.core.state.events import EventBus, ServingStats
 from sparktui.core.plan import PlanOptions
 from sparktui.core.remote.ssh import Cluster

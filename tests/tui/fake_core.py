@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from pathlib import Path
 
 from sparktui.core.config.config import Config
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 from sparktui.core.state.events import (
     ConnectionChanged,
     DeploymentChanged,

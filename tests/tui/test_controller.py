@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from sparktui.core.diagnose import Milestone, Problem
+from sparktui.core.diagnosis.diagnose import Milestone, Problem
 from sparktui.core.state.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
 from sparktui.core.nodes.facts import Container
 from sparktui.core.nodes.inventory import analyse

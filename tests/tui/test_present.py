@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sparktui.core.diagnose import Milestone, Problem
+from sparktui.core.diagnosis.diagnose import Milestone, Problem
 from sparktui.core.state.events import TransferProgress
 from sparktui.core.nodes.facts import Container, ModelDir, NodeFacts
 from sparktui.core.nodes.inventory import analyse

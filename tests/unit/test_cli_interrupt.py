@@ -169,7 +169,7 @@ def test_a_hint_names_its_commands_with_the_config_given(tmp_path, capsys):
     import shlex
 
     from sparktui.cli import build_parser
-    from sparktui.core.diagnose import Problem
+    from sparktui.core.diagnosis.diagnose import Problem
     from sparktui.core.engines import get_engine
 
     cfg = tmp_path / "my cluster.yaml"

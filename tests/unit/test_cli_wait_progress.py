@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from sparktui.cli import deploy
 from sparktui.cli.common import print_json
-from sparktui.core.diagnose import Milestone, Problem
+from sparktui.core.diagnosis.diagnose import Milestone, Problem
 from sparktui.core.state.events import DeploymentChanged, LaunchStep, LogLines
 
 NODES = SimpleNamespace(nodes=[SimpleNamespace(name="spark1"), SimpleNamespace(name="spark2")])

@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from sparktui.core.diagnose import Diagnoser, Milestone, Problem
-from sparktui.core.logevents import parse_docker_ts
-from sparktui.core.phases import DEFAULT_LIMITS
+from sparktui.core.diagnosis.diagnose import Diagnoser, Milestone, Problem
+from sparktui.core.diagnosis.logevents import parse_docker_ts
+from sparktui.core.diagnosis.phases import DEFAULT_LIMITS
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"

@@ -314,7 +314,7 @@ def test_describe_names_head_ranks_port_and_served_name():
 
 
 def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
-    from sparktui.core.diagnose import Diagnoser
+    from sparktui.core.diagnosis.diagnose import Diagnoser
 
     d = Diagnoser("trtllm", clock=lambda: 0.0)
     d.feed_lines(
@@ -359,7 +359,7 @@ def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_
 
 
 def test_a_node_without_the_named_interface_gets_trtllms_own_hint_not_torchs():
-    from sparktui.core.diagnose import Diagnoser
+    from sparktui.core.diagnosis.diagnose import Diagnoser
 
     d = Diagnoser("trtllm", clock=lambda: 0.0)
     d.feed_lines(

@@ -157,7 +157,7 @@ class EngineDefaults:
     max_model_len: int | None = None  # context length cap; None = engine default
     hang_after: float = 90.0  # seconds of silence in distributed init before a hang is flagged
     wedge_after: float = 60.0  # seconds of requests pending with no token generated before a ready endpoint is wedged
-    phase_limits: dict[str, float] = field(default_factory=dict)  # silence allowed in a later phase (core/phases.py)
+    phase_limits: dict[str, float] = field(default_factory=dict)  # silence allowed in a later phase (diagnosis/phases)
 
 
 @dataclass
@@ -574,7 +574,7 @@ def _memory(src: Source, node: yaml.Node) -> MemoryConfig:
 
 
 def _phase(src: Source, node: yaml.Node) -> str:
-    from ..phases import PHASES  # the start-up phases that silence limits apply to
+    from ..diagnosis.phases import PHASES  # the start-up phases that silence limits apply to
 
     name = src.text(node, "a phase name", expected="a phase name")
     if name not in PHASES:

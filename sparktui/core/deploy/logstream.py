@@ -14,7 +14,7 @@ from itertools import islice
 from operator import le
 from typing import Callable, Iterator, NamedTuple
 
-from .. import dockerts
+from ..diagnosis import dockerts
 from ..state.events import Gate
 from ..config.secrets import mask, needs_mask
 from ..remote.ssh import Node

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from ..diagnose import Problem, ProblemCleared
+from ..diagnosis.diagnose import Problem, ProblemCleared
 from ..engines import find_engine
 from ..state.events import NodeMemory
 from ..memory.guard import Guard, Verdict, advice

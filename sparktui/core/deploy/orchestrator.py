@@ -19,7 +19,7 @@ from typing import Callable
 from ..state import labels as L
 from ..remote.channels import SESSIONS_NEEDED
 from ..config.config import Config
-from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
+from ..diagnosis.diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
 from ..engines import logsigns as S
 from ..network.fabric_live import Live
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Mapping
 
-from .. import quickre
+from ..diagnosis import quickre
 from . import common, metricnames
 from .common import Context, Spot, Step
 from .logrules import LogRules, compile_rules

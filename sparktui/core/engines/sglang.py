@@ -7,7 +7,7 @@ Workers start first and the head last (SGLang's own multi-node recipe); only ran
 
 from __future__ import annotations
 
-from .. import quickre
+from ..diagnosis import quickre
 from .base import Engine
 from .logsigns import Sign
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt

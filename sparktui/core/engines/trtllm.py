@@ -22,7 +22,7 @@ import dataclasses
 import posixpath
 import shlex
 
-from .. import quickre
+from ..diagnosis import quickre
 from . import common
 from .base import Engine
 from .logsigns import Sign

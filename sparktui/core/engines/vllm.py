@@ -18,7 +18,7 @@ import json
 import re
 import shlex
 
-from .. import quickre
+from ..diagnosis import quickre
 from .base import CommunityImage, Engine
 from .logsigns import Sign
 from .versions import at_least

@@ -48,7 +48,7 @@ class State(_Word):
 
 SETTLED = (State.READY, State.FAILED, State.HUNG, State.STOPPED)
 ACTIVE = (State.STARTING, State.LOADING, State.READY, State.UNHEALTHY, State.WEDGED, State.HUNG, State.FAILED)
-# What the log diagnoser can tell on its own (core/diagnose.py); the rest comes from the orchestrator.
+# What the log diagnoser can tell on its own (core/diagnosis/diagnose.py); the rest comes from the orchestrator.
 FROM_LOGS = (State.STARTING, State.LOADING, State.READY, State.WEDGED, State.FAILED, State.HUNG)
 
 

@@ -8,7 +8,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Input, Static, Tab, Tabs
 
-from ...core.diagnose import Milestone, Problem, ProblemCleared
+from ...core.diagnosis.diagnose import Milestone, Problem, ProblemCleared
 from ...core.state.events import NodeMemory, PreflightFinished, PreflightNode, PreflightStarted, ServingStats
 from ..controller import LogDrain
 from ..present.deploy import preflight_text, problem_key, problem_lines, speed_note, state_badge, timeline

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from ...core.diagnose import Milestone, Problem
+from ...core.diagnosis.diagnose import Milestone, Problem
 from ...core.engines import ENGINES, label, next_engine
 from ...core.state.states import State
 from ...core.state.words import milestone_words

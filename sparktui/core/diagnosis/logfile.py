@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import BinaryIO, Iterator
 
 from .diagnose import Diagnoser
-from .engines import ENGINES
+from ..engines import ENGINES
 
 CHUNK = 256 << 10  # fits the CPU caches: counting runs fastest at this size
 MAX_LINE = 1 << 20  # a longer "line" is cut there (binary junk must not grow memory)

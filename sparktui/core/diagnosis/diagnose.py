@@ -17,11 +17,11 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from .engines import ENGINES, find_engine, label, logsigns as S
+from ..engines import ENGINES, find_engine, label, logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
 from .diagnose_batch import BatchFeed
 from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
-from .state.states import State
+from ..state.states import State
 
 __all__ = ["Diagnoser", "Event", "Milestone", "Problem", "ProblemCleared", "parse_docker_ts", "strip_prefixes"]
 

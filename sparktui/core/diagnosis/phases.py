@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import quickre
-from .engines import ENGINES
+from ..engines import ENGINES
 
 PHASES = (
     "container",

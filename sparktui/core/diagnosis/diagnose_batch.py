@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .engines import logsigns as S
+from ..engines import logsigns as S
 from .phases import NODE_TAG
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from . import dockerts
-from .engines import logsigns as S
+from ..engines import logsigns as S
 
 
 @dataclass
