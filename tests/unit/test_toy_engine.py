@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from sparktui.core import engines as registry
-from sparktui.core import metrics
+from sparktui.core.serving import metrics
 from sparktui.core.diagnosis import phases, quickre
 from sparktui.core.diagnosis.diagnose import Diagnoser, Problem, ProblemCleared
 from sparktui.core.engines.base import Engine

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..config.config import Config
 from ..engines import Engine, find_engine
-from ..metrics import Scrape, parse
+from ..serving.metrics import Scrape, parse
 from ..remote.ssh import Cluster, Node
 from .containers import find_all, summarize
 from .health import _port_of

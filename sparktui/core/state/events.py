@@ -233,14 +233,14 @@ class PreflightFinished:
 
 @dataclass
 class ServingStats:
-    """A ready deployment's serving metrics after a scrape (core/metrics.py Serving.to_json, and the
+    """A ready deployment's serving metrics after a scrape (core/serving/metrics.py Serving.to_json, and the
     recent per-scrape series for sparklines), or why there are none (`unavailable`)."""
 
     deployment: str
     stats: dict
     series: dict = field(default_factory=dict)  # generation_tokens / prompt_tokens (tok/s), kv_cache_usage ...
     unavailable: str | None = None
-    cannot_tell: str | None = None  # a silent probe these metrics cannot judge (core/liveness.py)
+    cannot_tell: str | None = None  # a silent probe these metrics cannot judge (core/serving/liveness.py)
 
 
 @dataclass

@@ -23,7 +23,7 @@ class State(_Word):
     LOADING = "loading"  # the engine is loading weights
     READY = "ready"  # the endpoint answered a chat completion
     UNHEALTHY = "unhealthy"  # was ready; the endpoint stopped answering its health check
-    WEDGED = "wedged"  # was ready; /health answers but no token comes out (core/liveness.py)
+    WEDGED = "wedged"  # was ready; /health answers but no token comes out (core/serving/liveness.py)
     FAILED = "failed"
     HUNG = "hung"  # silent in distributed init past the hang threshold
     STOPPING = "stopping"

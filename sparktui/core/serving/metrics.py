@@ -18,8 +18,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from .engines import find_engine
-from .engines.metricnames import KINDS
+from ..engines import find_engine
+from ..engines.metricnames import KINDS
 
 WINDOW_S = 60.0  # rates and quantiles over about the last minute
 KEEP_S = 600.0  # sparklines: the last ten minutes
