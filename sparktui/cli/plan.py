@@ -15,11 +15,11 @@ from rich.text import Text
 
 from ..core.config.config import Config
 from ..core.engines import DEFAULT_ENGINE, ENGINES, get_engine
-from ..core.export import write_export
-from ..core.fit import gib
+from ..core.plan.export import write_export
+from ..core.plan.fit import gib
 from ..core.network.paths import describe_paths
-from ..core.plan import Plan, PlanOptions
-from ..core.plan_sizing import parse_bytes
+from ..core.plan.plan import Plan, PlanOptions
+from ..core.plan.sizing import parse_bytes
 from ..core.recipe import RecipeError, apply_recipe, load_recipe
 from .common import CliExit, add_config_arg, console, get_config, journal, print_json
 
@@ -221,7 +221,7 @@ def plan_without_nodes(config: Config, opts: PlanOptions, facts_file: str | None
     config.json is not read (it lives on the nodes), so TP is not checked against its heads."""
     from ..core.nodes import facts_store
     from ..core.nodes.inventory import analyse
-    from ..core.plan import make_plan
+    from ..core.plan.plan import make_plan
 
     names = [n.name for n in config.nodes]
     hosts = {n.name: n.host for n in config.nodes}

@@ -286,7 +286,7 @@ async def _run_sync(args: argparse.Namespace, start) -> int:
 async def _warn_support(cluster, config) -> None:
     """Before the weights move: say which configured image cannot load the model (the image answers, on
     the model's node); a warning on stderr, so `--json` keeps its one document on stdout."""
-    from ..core.support import before_copy, support_of_config
+    from ..core.plan.support import before_copy, support_of_config
 
     refusals, warnings = before_copy(await support_of_config(cluster, config))
     for words in refusals + warnings:

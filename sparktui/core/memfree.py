@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from .nodes.facts import Memory, NodeFacts
-from .fit import gib
+from .plan.fit import gib
 from .nodes.probes import parse_meminfo
 
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"

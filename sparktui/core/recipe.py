@@ -20,7 +20,7 @@ import yaml
 
 from . import recipe_mods
 from .engines import ENGINES
-from .plan import PlanOptions
+from .plan.plan import PlanOptions
 from .recipe_rules import defaults_to_flags, resolve_runtime, switch
 from .config.secrets import shorten
 from .config.yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source

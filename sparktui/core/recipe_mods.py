@@ -22,7 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .plan_files import MAX_FILE_BYTES
+from .plan.files import MAX_FILE_BYTES
 from .config.secrets import shorten
 
 INSIDE = "/sparktui/mods"  # where carried files are mounted in the container

@@ -36,7 +36,7 @@ from ..core.state.events import (
     TransferProgress,
 )
 from ..core.nodes.inventory import Inventory
-from ..core.plan import Plan
+from ..core.plan.plan import Plan
 from ..core.state.states import Op, State
 from ..core.state.words import milestone_words, operation_name
 from . import actions

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..core.config.config import Config
 from ..core.state.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
 from ..core.nodes.facts import NodeFacts
-from ..core.image import inspect_configured
-from ..core.support import support_configured
+from ..core.plan.image import inspect_configured
+from ..core.plan.support import support_configured
 from ..core.nodes.inventory import Inventory
 from ..core.state.journal import Entry, Journal, default_journal_path
 from ..core.state import labels as L
@@ -288,7 +288,7 @@ class Controller:
         present = source is not None and source.model is not None and source.model.present
         if self._ops().model_config is None and present:
             with contextlib.suppress(Exception):
-                from ..core.plan import PlanOptions
+                from ..core.plan.plan import PlanOptions
 
                 await self._ops()._read_model_config(PlanOptions())
 

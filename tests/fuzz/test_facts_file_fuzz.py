@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from sparktui.core.nodes import facts_store
 from sparktui.core.nodes.inventory import Inventory, analyse
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from ..unit.test_plan import cluster
 from .strategies import budget, mutated, scalars

@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.recipe import RecipeError, apply_recipe, parse_recipe
 
 from ..unit.test_plan import MODEL, cluster

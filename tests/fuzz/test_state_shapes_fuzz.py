@@ -21,7 +21,7 @@ from sparktui.core.nodes import facts_store
 from sparktui.core.bench import results
 from sparktui.core.deploy.record import Record
 from sparktui.core.state.journal import Journal, tail_journal
-from sparktui.core.plan import PlanOptions
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.state.statefile import StateFileError
 from sparktui.core.transfers.state import Unreadable, parse_listing
 

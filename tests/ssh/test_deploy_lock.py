@@ -14,7 +14,7 @@ from sparktui.core.deploy import Deployer
 from sparktui.core.deploy.lock import LockHeld
 from sparktui.core.deploy.operations import Choices, Operations
 from sparktui.core.state.events import DeploymentChanged, EventBus
-from sparktui.core.plan import PlanOptions
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.remote.ssh import Cluster
 from sparktui.core.state.states import Op
 

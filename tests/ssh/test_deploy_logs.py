@@ -5,7 +5,7 @@ from __future__ import annotations
 from sparktui.core.deploy import Deployer
 from sparktui.core.diagnosis.diagnose import Problem, ProblemCleared
 from sparktui.core.state.events import DeploymentChanged, EventBus, LogLines
-from sparktui.core.plan import PlanOptions
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.remote.ssh import Cluster
 
 from .test_deploy_fakes import Recorder, fake_cluster, now_ts, plan_for  # noqa: F401 (fixture)

@@ -26,11 +26,11 @@ from sparktui.core.state.events import (
 from sparktui.core.nodes.facts import NodeFacts
 from sparktui.core.nodes.inventory import analyse
 from sparktui.core.state.journal import Journal
-from sparktui.core.plan import Plan, PlanOptions
+from sparktui.core.plan.plan import Plan, PlanOptions
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
 from sparktui.core.state.events import PreflightFinished, PreflightNode, PreflightStarted
 from sparktui.core.preflight.leftovers import Leftovers, Stale
-from sparktui.core.plan import make_plan
+from sparktui.core.plan.plan import make_plan
 from sparktui.core.memfree import DROP_SCRIPT
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
 from sparktui.core.nodes.probes import parse_meminfo

@@ -11,7 +11,7 @@ from sparktui.core.nodes.facts import Container
 from sparktui.core.nodes.inventory import analyse
 from sparktui.core.state.journal import Entry, Journal
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.tui import messages as M
 from sparktui.tui.controller import Controller, InventoryRound, LogDrain
 
@@ -220,7 +220,7 @@ async def test_core_work_runs_off_the_callers_loop():
 
 
 async def test_a_pivot_to_an_image_that_cannot_load_the_model_is_refused_in_its_confirmation(monkeypatch):
-    from sparktui.core.support import Support
+    from sparktui.core.plan.support import Support
 
     c, _, stubs = make()
     image = c.config.images.vllm

@@ -131,7 +131,7 @@ async def test_a_nodes_fresh_facts_recheck_the_form_before_the_round_ends(config
 async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native_on_0_11(config, core):
     from textual.widgets import Static
 
-    from sparktui.core.image import ImageInfo
+    from sparktui.core.plan.image import ImageInfo
 
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -156,8 +156,8 @@ async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native
 async def test_the_line_under_the_image_says_whether_it_loads_the_model(config, core):
     from textual.widgets import Static
 
-    from sparktui.core.image import ImageInfo
-    from sparktui.core.support import Support
+    from sparktui.core.plan.image import ImageInfo
+    from sparktui.core.plan.support import Support
 
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -18,13 +18,13 @@ from sparktui.core.deploy.orchestrator import exec_signature
 from sparktui.core.deploy.record import load_record, save_command
 from sparktui.core.nodes.facts import Container
 from sparktui.core.state.journal import Journal
-from sparktui.core.plan import PlanOptions
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.remote.ssh import Result
 from sparktui.core.state.statefile import StateFileError
 
 from sparktui.core.config.config import Config, ModelConfig, NodeConfig
 from sparktui.core.nodes.facts import DockerInfo, Gpu, ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.plan import make_plan
+from sparktui.core.plan.plan import make_plan
 
 
 def two_node_plan(engine: str, mode: str | None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sparktui.core.deploy.orchestrator import Deployer
 from sparktui.core.state.deployment import Deployment
 from sparktui.core.state.events import DeploymentChanged, EventBus
-from sparktui.core.plan import PlanOptions
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.state.states import State
 
 from .test_plan import plan_for

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sparktui.core.state.deployment import Deployment
-from sparktui.core.plan import PlanOptions
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.state.states import State
 from sparktui.core.state.statefile import StateFileError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sparktui.core.nodes.inventory import analyse
 from sparktui.core.network.network import TCP_VS_ROCE
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_plan import cluster
 

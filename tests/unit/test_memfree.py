@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparktui.core.memfree import DROP_SCRIPT, shortfalls
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.nodes.probes import parse_meminfo
 
 from .test_plan import GIB, cluster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparktui.core.network.network import subnets
 from sparktui.core.network.paths import describe_paths
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_fabric import spark_facts
 from .test_plan import make_config

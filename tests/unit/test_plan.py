@@ -15,7 +15,7 @@ import pytest
 from sparktui.core.config.config import Config
 from sparktui.core.engines.vllm import count_ray_nodes
 from sparktui.core.nodes.facts import DockerInfo, Gpu, Interface, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from tests.configs import MODEL, make_config, node_name
 

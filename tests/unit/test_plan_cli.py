@@ -15,7 +15,7 @@ from sparktui.cli import build_parser, main
 from sparktui.cli.common import CliExit
 from sparktui.cli.plan import options_from_args, render_plan
 from sparktui.core.config.config import load_config
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.remote.ssh import Result
 
 from tests.fakes import FakeCluster, fixed_inventory

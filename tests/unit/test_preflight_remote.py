@@ -8,7 +8,7 @@ import shlex
 
 from sparktui.core.config.config import DockerConfig
 from sparktui.core.state.journal import MASK
-from sparktui.core.plan import NodePlan
+from sparktui.core.plan.plan import NodePlan
 from sparktui.core.preflight.remote import (
     check_command,
     free_port,

@@ -18,7 +18,7 @@ import pytest
 
 from sparktui.core.config.config import Config, ModelConfig, NodeConfig, SshConfig
 from sparktui.core.state.journal import MASK
-from sparktui.core.plan import NodePlan, Plan
+from sparktui.core.plan.plan import NodePlan, Plan
 from sparktui.core.preflight import PreflightError, run_preflight
 from sparktui.core.preflight import runner
 from sparktui.core.remote.ssh import Cluster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparktui.core.network.fabric import topology
 from sparktui.core.network.network import subnets
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.network.ring import describe_layout, layout, ring_of
 
 from .ring_nodes import ring

@@ -143,8 +143,8 @@ secrets: [LICENSE_BLOB, --license]
 
 def test_names_listed_in_the_config_are_masked_in_the_plan(tmp_path):
     from sparktui.core.config.config import load_config
-    from sparktui.core.plan import PlanOptions, make_plan
-    from sparktui.core.export import export_files
+    from sparktui.core.plan.plan import PlanOptions, make_plan
+    from sparktui.core.plan.export import export_files
 
     from .test_plan import cluster
 

@@ -11,7 +11,7 @@ import pytest
 
 from sparktui.cli.sync import status_rows
 from sparktui.core.state import statefile
-from sparktui.core.image import parse_inspection
+from sparktui.core.plan.image import parse_inspection
 from sparktui.core.state.statefile import StateFileError
 from sparktui.core.transfers.state import UNREADABLE, TransferMeta, Unreadable, parse_listing
 from sparktui.core.transfers.status import transfer_status

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.support import Support, check_support, classify, parse_support
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.plan.support import Support, check_support, classify, parse_support
 
 from .test_plan import SGLANG_IMAGE, cluster
 
@@ -290,7 +290,7 @@ async def test_a_model_copy_is_prepared_with_each_image_that_cannot_load_it(monk
         asked.append(cfg)
         return {"sglang": lacks, "vllm": loads}
 
-    monkeypatch.setattr("sparktui.core.support.support_of_config", found)
+    monkeypatch.setattr("sparktui.core.plan.support.support_of_config", found)
     ops = Operations(FakeCluster(), config, EventBus())
     p = await ops.prepare(Op.SYNC_MODEL)
     assert len(p.futile) == 1 and not p.warnings and p.ok

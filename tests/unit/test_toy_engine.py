@@ -14,7 +14,7 @@ from sparktui.core.engines.base import Engine
 from sparktui.core.engines.common import docker_run, make_step
 from sparktui.core.engines.logsigns import Sign
 from sparktui.core.diagnosis.logfile import guess_engine
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.state.states import State
 from tests.unit.test_plan import IMAGE_ID, cluster, fabric_ip
 

@@ -336,7 +336,7 @@ def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
 
 def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_names_the_rest():
     from sparktui.core.deploy.options import pivot_notes, pivot_options
-    from sparktui.core.plan import PlanOptions
+    from sparktui.core.plan.plan import PlanOptions
 
     o = PlanOptions(
         engine="vllm",

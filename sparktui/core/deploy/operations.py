@@ -20,10 +20,10 @@ from ..engines import DEFAULT_ENGINE
 from ..state.events import EventBus, PreflightFinished, PreflightNode, PreflightStarted
 from ..nodes import facts_store
 from ..nodes import inventory as _inventory
-from .. import modelconfig
-from ..image import inspect_for_plan
+from ..plan import modelconfig
+from ..plan.image import inspect_for_plan
 from ..nodes.inventory import Inventory
-from ..plan import Plan, PlanOptions, make_plan
+from ..plan.plan import Plan, PlanOptions, make_plan
 from ..network.ports import Holder, port_conflicts, ports_of
 from ..remote.ssh import Cluster
 from ..state.statefile import parse_json
@@ -250,8 +250,8 @@ class Operations:
         return make_plan(self.config, inv.facts, inv.subnets, opts, last_subnet=last_subnet)
 
     async def support(self, opts: PlanOptions, inv: Inventory | None = None):
-        """The support check (core/support.py) for the image these options would run, on their head."""
-        from ..support import support_for
+        """The support check (core/plan/support.py) for the image these options would run, on their head."""
+        from ..plan.support import support_for
 
         head = (opts.nodes or [self.config.head.name])[0]
         f = (inv or self.inventory).facts.get(head) if (inv or self.inventory) else None
@@ -312,7 +312,7 @@ class Operations:
         what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or DEFAULT_ENGINE}"
         p = Prepared(op, self.config.cluster, ch, Preview(f"Copy {what} to the nodes"))
         if op is Op.SYNC_MODEL:  # each configured image is asked before any weights move
-            from ..support import before_copy, support_of_config
+            from ..plan.support import before_copy, support_of_config
 
             p.futile, p.warnings = before_copy(await support_of_config(self.cluster, self.config))
         return p

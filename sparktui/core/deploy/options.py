@@ -13,11 +13,11 @@ import copy
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from .. import modelconfig
+from ..plan import modelconfig
 from ..config.config import Config
 from ..engines import ENGINES, find_engine, label, next_engine
 from ..engines.base import TERMS
-from ..plan import Plan, PlanOptions, make_plan
+from ..plan.plan import Plan, PlanOptions, make_plan
 from ..remote.ssh import Cluster
 from .record import Record
 

@@ -36,7 +36,7 @@ from ..state.events import (
     ServingStats,
 )
 from ..nodes.facts import Container
-from ..plan import Plan, PlanOptions
+from ..plan.plan import Plan, PlanOptions
 from ..remote.ssh import Cluster, Node
 from ..state.statefile import StateFileError
 from ..state.states import SETTLED, State

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from ..state import labels as L
 from ..engines import runs_ray
-from ..plan import Plan
+from ..plan.plan import Plan
 from ..nodes.probes import parse_docker_ps
 from ..remote.ssh import Cluster
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ..image import ImageInfo
+from ..plan.image import ImageInfo
 
 
 @dataclass

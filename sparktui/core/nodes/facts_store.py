@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .facts import Container, DockerInfo, Gpu, Interface, Memory, ModelDir, NodeFacts
-from ..image import ImageInfo
+from ..plan.image import ImageInfo
 
 VERSION = 1
 MAX_FILE = 64 << 20  # a check --json of 32 nodes with every container is well under 1 MiB

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from ..config.config import Config
 from .facts import NodeFacts
 from .inventory import Inventory
-from ..plan import _image_id
+from ..plan.plan import _image_id
 from .probe_needs import DOCKER_DENIED, DOCKER_DOWN
 
 TOOLKIT_FIX = (

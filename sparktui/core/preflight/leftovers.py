@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..state import labels as L
 from ..nodes.facts import Memory
-from ..fit import gib
+from ..plan.fit import gib
 from ..nodes.probes import parse_docker_ps
 
 CACHE_WORTH = 1 << 30  # less page cache than this is not worth naming

@@ -19,7 +19,7 @@ from ..nodes.facts import Memory
 from ..nodes.probes import parse_meminfo
 from ..config.secrets import MASK
 from ..state.labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
-from ..plan import NodePlan
+from ..plan.plan import NodePlan
 from ..remote.ssh import script
 
 PREFIX = "sparktui-preflight-"

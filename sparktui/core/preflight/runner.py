@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..config.config import Config
 from ..nodes.facts import Subnet
-from ..plan import NodePlan, Plan
+from ..plan.plan import NodePlan, Plan
 from ..remote.ssh import Cluster
 from .remote import (
     Look,

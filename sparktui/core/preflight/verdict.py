@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from .check_program import classify
 from ..engines import DEFAULT_ENGINE, find_engine, get_engine
-from ..fit import gib
+from ..plan.fit import gib
 from ..nodes.facts import Memory
 from ..memfree import FreeMemory, measure
 from ..network.paths import describe_paths

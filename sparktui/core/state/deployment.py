@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from . import statefile
-from ..plan import Plan, PlanOptions
+from ..plan.plan import Plan, PlanOptions
 from ..config.secrets import MASK, add_values, mask_data
 from .states import State
 

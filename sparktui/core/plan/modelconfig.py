@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from .state import statefile
+from ..state import statefile
 
 MAX_BYTES = 4 << 20  # real config.json files are a few KiB; a multimodal one with a tokenizer map, some 100 KiB
 MAX_DEPTH = 32  # real ones nest 3 or 4 levels

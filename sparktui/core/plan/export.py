@@ -10,7 +10,7 @@ import math
 import shlex
 from pathlib import Path
 
-from .engines.common import Step, render_lines
+from ..engines.common import Step, render_lines
 from .plan import Plan
 
 

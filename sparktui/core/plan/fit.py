@@ -36,9 +36,9 @@ from dataclasses import asdict, dataclass, field
 import math
 import re
 
-from .engines import ENGINES
-from .nodes.facts import NodeFacts
-from .memory.limits import amount_bytes
+from ..engines import ENGINES
+from ..nodes.facts import NodeFacts
+from ..memory.limits import amount_bytes
 
 GIB = 1024**3
 RUNTIME_OVERHEAD = 3 * GIB

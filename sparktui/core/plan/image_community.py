@@ -2,7 +2,7 @@
 inspection (its engine source, Ray, NCCL, the variables it reads, and for a nightly tag its build date).
 
 The facts live with each engine (Engine.community_images); this module only matches a reference to them.
-A name is a claim, not a proof: the inspection of the image (core/image.py) still says which release it
+A name is a claim, not a proof: the inspection of the image (core/plan/image.py) still says which release it
 holds, and wins where they differ.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .engines import ENGINES
-from .engines.base import CommunityImage
+from ..engines import ENGINES
+from ..engines.base import CommunityImage
 
 _NIGHTLY = re.compile(r"nightly-(\d{4})(\d{2})(\d{2})\Z")
 _HOSTS = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")

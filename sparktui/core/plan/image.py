@@ -15,8 +15,8 @@ import json
 import shlex
 from dataclasses import asdict, dataclass, field
 
-from .state import statefile
-from .engines import ENGINES, get_engine, label
+from ..state import statefile
+from ..engines import ENGINES, get_engine, label
 from .image_community import recognise
 
 RUN_TIMEOUT_S = 60  # the one-shot version run; a cold image start on a slow disk takes some seconds
@@ -57,7 +57,7 @@ class ImageInfo:
     cached: bool = False  # the versions came from the node's cache (no container ran)
     unread: bool = False  # the image is there, its versions are not cached and no container was to run
     problem: str | None = None  # why the image or its versions could not be read
-    support: dict | None = None  # whether it loads the config's model (core/support.py Support.to_json), if asked
+    support: dict | None = None  # whether it loads the config's model (core/plan/support.py Support.to_json), if asked
 
     def version(self, package: str) -> str | None:
         v = self.versions.get(package)

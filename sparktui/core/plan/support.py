@@ -2,7 +2,7 @@
 
 One round trip to the head: the model's config.json is hashed there, the image's ID read, and a cached
 answer for that (image ID, config hash, engine) returned from ~/.cache/sparktui/support/ (written to a
-temporary file and renamed, as core/image.py caches the engine release). Without one, a one-shot
+temporary file and renamed, as core/plan/image.py caches the engine release). Without one, a one-shot
 container (`--entrypoint python3`, no network, the model directory mounted read-only at its own path,
 bounded by `timeout`) runs PROBE: it reads config.json (model_type, architectures,
 quantization_config.quant_method), asks the image's transformers (AutoConfig.from_pretrained on the
@@ -17,8 +17,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass, field
 
-from .state import statefile
-from .engines import ENGINES, label as _label
+from ..state import statefile
+from ..engines import ENGINES, label as _label
 
 RUN_TIMEOUT_S = 180  # importing vLLM's registry takes ~20 s on a CPU; a cold image start some more
 CACHE_DIR = "$HOME/.cache/sparktui/support"
@@ -422,7 +422,7 @@ def support_of_info(info) -> Support | None:
 
 
 async def support_configured(cluster, config, facts: dict) -> bool:
-    """Keep, with each configured image's inspection in the head's facts (core/image.inspect_configured), whether
+    """Keep, with each configured image's inspection in the head's facts (core/plan/image.inspect_configured), whether
     it loads the config's model: what the launch form shows under the image. An inspection that already holds
     an answer is not asked again (a new image ID brings a new inspection). True when something was learnt."""
     f = facts.get(config.head.name)

@@ -14,7 +14,7 @@ import hashlib
 import posixpath
 import shlex
 
-from .engines.common import Step
+from ..engines.common import Step
 
 MAX_FILE_BYTES = 64 * 1024  # base64 makes it ~87 KiB, under the 128 KiB of one argument
 BASE = ".cache/sparktui/files"

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field, replace
 from ipaddress import IPv4Network
 from typing import Union
 
-from .config.config import Config
-from .engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
-from .engines import cpubuild
-from .engines.base import ALLOC_CONF
-from .engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
-from .nodes.facts import NodeFacts, Subnet
-from . import modelconfig, plan_files
-from .network.fabric import (
+from ..config.config import Config
+from ..engines import DEFAULT_ENGINE, ENGINES, get_engine, host_ip_vars, runs_ray, uses_dist_port
+from ..engines import cpubuild
+from ..engines.base import ALLOC_CONF
+from ..engines.common import Context, Joined, Secret, Spot, Step, env_value, protect_args, render, safe_name
+from ..nodes.facts import NodeFacts, Subnet
+from . import modelconfig, files as plan_files
+from ..network.fabric import (
     gid_index,
     idle_halves,
     idle_warning,
@@ -33,16 +33,16 @@ from .network.fabric import (
     topology_env,
 )
 from .image import default_mode, engine_release, info_for
-from .plan_collectives import judge as judge_collectives
+from .collectives import judge as judge_collectives
 from .support import plan_checks, support_of_info
 from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
-from .memfree import shortfalls
-from .config.secrets import MASK, mask
-from .config.yamlpos import unknown_names
-from .plan_sizing import sizing_words
-from .network.ring import boot_note, layout, ring_of, ring_used
-from .network.paths import data_subnet, paths_of, split_note
-from .network.network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
+from ..memfree import shortfalls
+from ..config.secrets import MASK, mask
+from ..config.yamlpos import unknown_names
+from .sizing import sizing_words
+from ..network.ring import boot_note, layout, ring_of, ring_used
+from ..network.paths import data_subnet, paths_of, split_note
+from ..network.network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by sparktui per node; overriding one from config or --env applies the same value on every node.
@@ -143,9 +143,9 @@ class Plan:
     mem_fraction: float | None = None  # of each GPU's total memory, as the engine flag says
     unified: list[str] = field(default_factory=list)  # nodes whose GPU takes system memory (the free-memory check)
     fabric: dict = field(default_factory=dict)  # topology, line rate, halves and MTU in use (fabric.summary)
-    collectives: dict | None = None  # the image's family and what carries TP all-reduces (plan_collectives.py)
+    collectives: dict | None = None  # the image's family and what carries TP all-reduces (collectives.py)
     collectives_line: str | None = None  # the same in one line, when not NCCL alone
-    support: dict | None = None  # the image's answer on loading the model (core/support.py), when asked
+    support: dict | None = None  # the image's answer on loading the model (core/plan/support.py), when asked
     after_load: list[NodeRoom] = field(default_factory=list)  # per node sharing system memory: what stays after load
     notes: list[str] = field(default_factory=list)  # what the plan chose on its own and why (the preview shows them)
     expandable: bool = False  # PyTorch's expandable segments are on in the containers (set by the plan or the user)
@@ -497,7 +497,7 @@ def _fabric_checks(
 ) -> dict:
     """Both halves of the port, the MTU, the topology's NCCL settings and each node's GID index; returns
     what the preflight measures against (fabric.summary). nccl_scope: what NCCL still carries when another
-    collective takes decode's all-reduces (plan_collectives.py)."""
+    collective takes decode's all-reduces (collectives.py)."""
     idle = idle_halves(facts, subnet, subnets, order)
     if idle and subnet.rdma:
         c.warn(idle_warning(idle, subnet) + (f" ({nccl_scope})" if nccl_scope else ""))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .engines.versions import at_least
+from ..engines.versions import at_least
 
 AUTO = "auto"
 
