@@ -20,7 +20,7 @@ from ..core.plan.fit import gib
 from ..core.network.paths import describe_paths
 from ..core.plan.plan import Plan, PlanOptions
 from ..core.plan.sizing import parse_bytes
-from ..core.recipe import RecipeError, apply_recipe, load_recipe
+from ..core.recipes.recipe import RecipeError, apply_recipe, load_recipe
 from .common import CliExit, add_config_arg, console, get_config, journal, print_json
 
 

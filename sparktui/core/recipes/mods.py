@@ -22,8 +22,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .plan.files import MAX_FILE_BYTES
-from .config.secrets import shorten
+from ..plan.files import MAX_FILE_BYTES
+from ..config.secrets import shorten
 
 INSIDE = "/sparktui/mods"  # where carried files are mounted in the container
 _SET = re.compile(r"set(\s+-[a-zA-Z]+|\s+-o\s+\w+|\s+\+[a-zA-Z]+)*\Z")

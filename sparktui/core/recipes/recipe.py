@@ -1,4 +1,4 @@
-"""Recipes as a starting point for a plan: sparkrun's, and NVIDIA's (recipe_nvidia.py, told apart by their keys).
+"""Recipes as a starting point for a plan: sparkrun's, and NVIDIA's (nvidia.py, told apart by their keys).
 
 A recipe (YAML) names a model, a runtime (vllm | sglang | ...), a container, `defaults` (port,
 tensor_parallel, gpu_memory_utilization, max_model_len, served_model_name, ... and any key its
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import yaml
 
-from . import recipe_mods
-from .engines import ENGINES
-from .plan.plan import PlanOptions
-from .recipe_rules import defaults_to_flags, resolve_runtime, switch
-from .config.secrets import shorten
-from .config.yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
+from . import mods as recipe_mods
+from ..engines import ENGINES
+from ..plan.plan import PlanOptions
+from .rules import defaults_to_flags, resolve_runtime, switch
+from ..config.secrets import shorten
+from ..config.yamlpos import FLOAT, INT, MAX_BYTES, ConfigError, Source
 
 # sparkrun runtime (after resolve_runtime) -> (engine, mode): each engine's Engine.recipe_runtimes
 RUNTIMES = {rt: (e.name, mode) for e in ENGINES.values() for rt, mode in e.recipe_runtimes.items()}
@@ -109,9 +109,9 @@ class Recipe:
     max_nodes: int | None = None
     metadata: dict = field(default_factory=dict)
     extra_args: list[str] = field(default_factory=list)  # template flags the plan does not write itself
-    mods: list[str] = field(default_factory=list)  # sparkrun mods, as the recipe names them (recipe_mods.py)
+    mods: list[str] = field(default_factory=list)  # sparkrun mods, as the recipe names them (mods.py)
     trust_remote_code: bool = False
-    kind: str = "sparkrun"  # the file's format: "sparkrun", or "nvidia" (recipe_nvidia.py)
+    kind: str = "sparkrun"  # the file's format: "sparkrun", or "nvidia" (nvidia.py)
     hardware: str | None = None  # the NVIDIA recipe's hardware id (dgx-spark-2gpu)
     min_memory_gb: int | None = None  # memory each node needs (an NVIDIA recipe's min_vidmem_gb)
     warnings: list[str] = field(default_factory=list)
@@ -311,7 +311,7 @@ def parse_recipe(text: str, path: str = "<recipe>", environ: dict[str, str] | No
     data, root = _read(text, path)
     if not isinstance(data, dict):
         raise RecipeError(f"{path}: a recipe is a mapping (model, runtime, container, defaults, command)")
-    from . import recipe_nvidia  # here, not above: it imports this module
+    from . import nvidia as recipe_nvidia  # here, not above: it imports this module
 
     if recipe_nvidia.is_nvidia(data):
         return recipe_nvidia.parse(data, root, text, path, environ)

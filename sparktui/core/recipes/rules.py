@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import re
 
-from .engines import ENGINES, get_engine
-from .config.secrets import shorten
+from ..engines import ENGINES, get_engine
+from ..config.secrets import shorten
 
 # sparkrun 0.4.2, core/recipe.py: _CMD_VLLM_RE, _CMD_SGLANG_RE, _CMD_LLAMA_CPP_RE, _CMD_TRTLLM_RE; an engine's own
 # hint is its Engine.recipe_command_hint, the runtimes sparktui does not run are listed here

@@ -24,7 +24,7 @@ import shlex
 import yaml
 
 from .recipe import PROGRAMS, RUNTIMES, Recipe, adopt_managed, expand_env, split_command
-from .config.secrets import shorten
+from ..config.secrets import shorten
 
 SCHEMAS = (3, 4)
 _HARDWARE = re.compile(r"dgx-spark(?:-(\d+)gpu)?\Z")
