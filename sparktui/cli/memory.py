@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def cmd_drop_caches(args: argparse.Namespace) -> int:
-    from ..core.memfree import DropPreview, drop_caches
+    from ..core.memory.free import DropPreview, drop_caches
     from ..core.config.yamlpos import unknown_names
     from ..core.remote.ssh import Cluster
 

@@ -307,7 +307,7 @@ class Controller:
             await self._refresh_quietly()  # the cards show the new containers, the form the copies
 
     async def _drop_caches(self, names: list[str]) -> list[Any]:
-        from ..core.memfree import drop_caches
+        from ..core.memory.free import drop_caches
 
         results = await asyncio.gather(*(drop_caches(self.cluster[n]) for n in names))
         await self._refresh_quietly()  # the plan checks read the fresh free memory

@@ -17,7 +17,7 @@ from ..core.deploy.operations import Choices, Preview
 from ..core.engines import DEFAULT_ENGINE, ENGINES
 from ..core.state.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStarted
 from ..core.nodes.inventory import Inventory
-from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
+from ..core.memory.free import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan.plan import Plan, PlanOptions, make_plan
 from ..core.state.states import Op, State
 from . import actions

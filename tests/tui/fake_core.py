@@ -31,7 +31,7 @@ from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, star
 from sparktui.core.state.events import PreflightFinished, PreflightNode, PreflightStarted
 from sparktui.core.preflight.leftovers import Leftovers, Stale
 from sparktui.core.plan.plan import make_plan
-from sparktui.core.memfree import DROP_SCRIPT
+from sparktui.core.memory.free import DROP_SCRIPT
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
 from sparktui.core.nodes.probes import parse_meminfo
 from sparktui.tui.controller import Controller, InventoryRound

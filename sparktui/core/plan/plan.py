@@ -36,7 +36,7 @@ from .image import default_mode, engine_release, info_for
 from .collectives import judge as judge_collectives
 from .support import plan_checks, support_of_info
 from .fit import Fit, NodeRoom, after_load, default_fraction, fit_from_facts
-from ..memfree import shortfalls
+from ..memory.free import shortfalls
 from ..config.secrets import MASK, mask
 from ..config.yamlpos import unknown_names
 from .sizing import sizing_words

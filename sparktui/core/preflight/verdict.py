@@ -13,7 +13,7 @@ from .check_program import classify
 from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..plan.fit import gib
 from ..nodes.facts import Memory
-from ..memfree import FreeMemory, measure
+from ..memory.free import FreeMemory, measure
 from ..network.paths import describe_paths
 from . import rate
 from .ipc import IpcRisk

@@ -22,7 +22,7 @@ from ...core.nodes.facts import NodeFacts, Subnet
 from ...core.nodes.inventory import Inventory
 from ...core.engines import DEFAULT_ENGINE, label as engine_label
 from ...core.plan.fit import default_fraction
-from ...core.memfree import FreeMemory, shortfalls
+from ...core.memory.free import FreeMemory, shortfalls
 from ...core.plan.plan import Plan, PlanOptions
 from . import choices as C
 

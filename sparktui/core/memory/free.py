@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .nodes.facts import Memory, NodeFacts
-from .plan.fit import gib
-from .nodes.probes import parse_meminfo
+from ..nodes.facts import Memory, NodeFacts
+from ..plan.fit import gib
+from ..nodes.probes import parse_meminfo
 
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
 HOW = "as root, or through sudo -n (never a password prompt)"
