@@ -42,8 +42,8 @@ def node_cpu(pid: int) -> float:
 
 def openssh_loop(config_path: str) -> tuple[float, float]:
     """(seconds, CPU seconds) of probing every node one after the other with the OpenSSH client."""
-    from sparktui.core.config import load_config
-    from sparktui.core.probes import probe_command
+    from sparktui.core.config.config import load_config
+    from sparktui.core.nodes.probes import probe_command
 
     cfg = load_config(config_path)
     cpu0, t0 = children_cpu(), time.perf_counter()

@@ -65,7 +65,7 @@ class Demo:
 
 TUI_CHILD = r"""
 import resource, sys, time
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.tui.controller import Controller
 
 config = load_config(sys.argv[1]); idle = float(sys.argv[2])

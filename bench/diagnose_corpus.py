@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sparktui.core.diagnose import Diagnoser  # noqa: E402
-from sparktui.core.logfile import diagnose_stream  # noqa: E402
+from sparktui.core.diagnosis.diagnose import Diagnoser  # noqa: E402
+from sparktui.core.diagnosis.logfile import diagnose_stream  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
 

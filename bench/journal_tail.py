@@ -27,7 +27,7 @@ WHOLE_FILE = """
 import json, sys
 from dataclasses import asdict
 from pathlib import Path
-from sparktui.core.journal import Entry
+from sparktui.core.state.journal import Entry
 path, limit, cluster = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None
 out = []
 for line in reversed(path.read_text(encoding="utf-8", errors="replace").splitlines()):

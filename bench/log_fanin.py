@@ -124,9 +124,9 @@ async def raw_read(config, lines: int) -> tuple[int, float]:
 
 def build_app(config, lines: int, reader: str):
     from sparktui.core.deploy.logstream import LogFollower
-    from sparktui.core.events import ConnectionChanged, Gate, LogLines
-    from sparktui.core.journal import Journal
-    from sparktui.core.ssh import Cluster
+    from sparktui.core.state.events import ConnectionChanged, Gate, LogLines
+    from sparktui.core.state.journal import Journal
+    from sparktui.core.remote.ssh import Cluster
     from sparktui.tui.app import SparkApp
     from sparktui.tui.controller import Controller
 

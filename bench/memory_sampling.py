@@ -4,7 +4,7 @@ connections held with nothing read.
     python bench/memory_sampling.py [--nodes 8] [--window 20] [--repeat 3] [--interval 2] [--json]
 
 The sampler is the guard's own reader (sparktui/core/memory/reader.py, `MemReader`) over sparktui's own
-connections (core/ssh.py `Cluster`): per node one long-lived remote shell (one SSH channel) that answers each
+connections (core/remote/ssh.py `Cluster`): per node one long-lived remote shell (one SSH channel) that answers each
 request line with /proc/meminfo and /proc/pressure/memory, using shell builtins only (no process started per
 sample); every `--interval` seconds (config `memory.interval`, default 2 s) it asks each node.
 
@@ -65,7 +65,7 @@ async def _sample(samplers: list, interval: float, seconds: float) -> int:
 
 
 async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
-    from sparktui.core.ssh import Cluster
+    from sparktui.core.remote.ssh import Cluster
 
     with tempfile.TemporaryDirectory(prefix="sparktui-memsample-") as tmp:
         root = Path(tmp)

@@ -25,10 +25,10 @@ from demo_nodes import Demo, median, tui_to_facts  # noqa: E402
 
 
 async def probe_rounds(config_path: str, repeat: int) -> list[float]:
-    from sparktui.core.config import load_config
-    from sparktui.core.inventory import take_inventory
-    from sparktui.core.journal import Journal
-    from sparktui.core.ssh import Cluster
+    from sparktui.core.config.config import load_config
+    from sparktui.core.nodes.inventory import take_inventory
+    from sparktui.core.state.journal import Journal
+    from sparktui.core.remote.ssh import Cluster
 
     cfg = load_config(config_path)
     out = []

@@ -176,7 +176,7 @@ async def _poll(watches: list, interval: float, seconds: float, metrics: bool) -
 async def bench(n: int, window: float, repeat: int, interval: float) -> dict:
     from sparktui.core.deploy.metrics_read import Target
     from sparktui.core.deploy.serving import ServingWatch
-    from sparktui.core.ssh import Cluster
+    from sparktui.core.remote.ssh import Cluster
 
     with tempfile.TemporaryDirectory(prefix="sparktui-serving-bench-") as tmp:
         root = Path(tmp)

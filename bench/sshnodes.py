@@ -52,7 +52,7 @@ def start_child(argv: list[str], what: str, env: dict[str, str] | None = None) -
 
 def nodes_config(root: Path, model_path: str):
     """A sparktui Config for the nodes serve_nodes wrote under root (host keys checked)."""
-    from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
+    from sparktui.core.config.config import Config, ModelConfig, NodeConfig, SshConfig
 
     nodes = json.loads((root / "nodes.json").read_text())
     return Config(

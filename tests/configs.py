@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from sparktui.core.config import Config, EngineDefaults, ModelConfig, NodeConfig
+from sparktui.core.config.config import Config, EngineDefaults, ModelConfig, NodeConfig
 
 MODEL = "/models/Qwen3.5-122B-A10B-FP8"
 _OMIT = object()

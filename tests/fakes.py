@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from sparktui.core.facts import NodeFacts, Subnet
-from sparktui.core.inventory import Inventory
-from sparktui.core.network import subnets as find_subnets
+from sparktui.core.nodes.facts import NodeFacts, Subnet
+from sparktui.core.nodes.inventory import Inventory
+from sparktui.core.network.network import subnets as find_subnets
 
 Answer = Callable[[str, str], Any]  # (node name, command) -> a Result-like (ok, stdout, stderr, exit_status)
 

@@ -15,8 +15,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from sparktui.core.deploy.record import STATE_DIR as DEPLOYMENTS, Record
-from sparktui.core.journal import Entry
-from sparktui.core.plan import PlanOptions
+from sparktui.core.state.journal import Entry
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.transfers.remote import STATE_ROOT as TRANSFERS
 from sparktui.core.transfers.state import TransferMeta
 

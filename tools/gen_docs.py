@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sparktui.cli import build_parser  # noqa: E402
-from sparktui.core import config as cfg  # noqa: E402
-from sparktui.core.configwrite import NODE_NOTES, NOTES  # noqa: E402
+from sparktui.core.config import config as cfg  # noqa: E402
+from sparktui.core.config.configwrite import NODE_NOTES, NOTES  # noqa: E402
 
 PAGES = ("docs/cli.md", "docs/config.md")
 REGENERATE = "python3 tools/gen_docs.py"
@@ -118,7 +118,9 @@ def _default(f: dataclasses.Field) -> str:
 def _row(prefix: str, f: dataclasses.Field, notes: dict[str, str], key: str | None = None) -> str:
     note = notes.get(key or f.name)
     if note is None:
-        raise SystemExit(f"no note for config key {prefix}{f.name}: add it to NOTES in sparktui/core/configwrite.py")
+        raise SystemExit(
+            f"no note for config key {prefix}{f.name}: add it to NOTES in sparktui/core/config/configwrite.py"
+        )
     return f"| `{prefix}{f.name}` | `{_cell(str(f.type))}` | {_default(f)} | {_cell(note)} |"
 
 

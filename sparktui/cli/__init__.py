@@ -8,7 +8,7 @@ import re
 import sys
 
 from .. import __version__
-from ..core.statefile import StateFileError
+from ..core.state.statefile import StateFileError
 
 # Each module adds its subcommands with register(subparsers).
 COMMAND_MODULES = [
@@ -85,12 +85,12 @@ class _Parser(argparse.ArgumentParser):
     last_error: str | None = None  # for the --json error document (main)
 
     def error(self, message: str):
-        from ..core.secrets import shorten
+        from ..core.config.secrets import shorten
 
         _Parser.last_error = shorten(message, 400)
         bad = _INVALID_CHOICE.match(message)
         if bad:  # one line that names the likely choice, not the whole usage block above it
-            from ..core.yamlpos import did_you_mean
+            from ..core.config.yamlpos import did_you_mean
 
             choices = re.findall(r"'([^']*)'", bad.group(3))
             line = (

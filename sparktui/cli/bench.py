@@ -17,7 +17,7 @@ from rich.text import Text
 from ..core.bench import client, results
 from ..core.bench.run import BenchError, prepare, run
 from ..core.engines.common import safe_name
-from ..core.ssh import Cluster
+from ..core.remote.ssh import Cluster
 from .deploy import _Term
 from .common import CliExit, add_config_arg, add_json_arg, console, err_console, get_config, journal, print_json
 

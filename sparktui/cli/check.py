@@ -6,12 +6,12 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from ..core.config import Config
-from ..core.inventory import Inventory, take_inventory
-from ..core.requirements import Need, node_needs, unmet
-from ..core.ring import describe_layout
-from ..core.ssh import Cluster
-from ..core.support import line_of as support_line
+from ..core.config.config import Config
+from ..core.nodes.inventory import Inventory, take_inventory
+from ..core.nodes.requirements import Need, node_needs, unmet
+from ..core.network.ring import describe_layout
+from ..core.remote.ssh import Cluster
+from ..core.plan.support import line_of as support_line
 from . import common
 from .common import add_config_arg, add_json_arg, get_config, journal, print_json
 
@@ -216,7 +216,7 @@ async def _images(cluster: Cluster, config: Config) -> dict[str, dict]:
     ID); check runs no image, and asks while the probe runs so it costs no extra time."""
     import asyncio
 
-    from ..core.image import holds, inspect_image
+    from ..core.plan.image import holds, inspect_image
 
     node = cluster.nodes.get(config.head.name)
     if node is None:
@@ -265,7 +265,7 @@ async def cmd_check(args: argparse.Namespace) -> int:
     async with Cluster(config, journal=journal()) as cluster:
         import asyncio
 
-        from ..core.support import support_of_config
+        from ..core.plan.support import support_of_config
 
         inv, images, support = await asyncio.gather(
             take_inventory(cluster, config), _images(cluster, config), support_of_config(cluster, config)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..core.config import Config
-    from ..core.journal import Journal
+    from ..core.config.config import Config
+    from ..core.state.journal import Journal
 
 console: "Console"  # made on first use (see __getattr__): `--version` needs no rich
 err_console: "Console"
@@ -69,7 +69,7 @@ def error_document(
     why, way_out = _dial_words(message)
     reason = reason or rest or why
     if fix is None:
-        from ..core.statefile import fix_in
+        from ..core.state.statefile import fix_in
 
         fix = fix_in(message) or way_out
     if fix is None and code == 2:
@@ -88,7 +88,7 @@ def _fields(error: str, reason: str | None, fix: str | None) -> dict:
 
 def _dial_words(text: str) -> tuple[str | None, str | None]:
     """Why a node was not reached and the way out, when `text` says one was not."""
-    from ..core.reach import why_unreachable
+    from ..core.remote.reach import why_unreachable
 
     return why_unreachable([text])
 
@@ -134,7 +134,7 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 def get_config(args: argparse.Namespace) -> Config:
     """The config named by --config (or found), or exit 2 with FILE:LINE:COL: message."""
-    from ..core.config import ConfigError, find_config, load_config
+    from ..core.config.config import ConfigError, find_config, load_config
 
     try:
         return load_config(find_config(getattr(args, "config", None)))
@@ -143,7 +143,7 @@ def get_config(args: argparse.Namespace) -> Config:
 
 
 def journal() -> Journal:
-    from ..core.journal import Journal, default_journal_path
+    from ..core.state.journal import Journal, default_journal_path
 
     return Journal(default_journal_path(), on_problem=_journal_problem)
 
@@ -217,7 +217,7 @@ def problem_fields(doc: dict, code: int, command: str | None) -> dict:
             said += [part[k] for k in ("error", "reason") if isinstance(part.get(k), str) and part[k]][:1]
             fix = fix or (part["fix"] if isinstance(part.get("fix"), str) else None)
     if said and fix is None:
-        from ..core.statefile import fix_in
+        from ..core.state.statefile import fix_in
 
         fix = next((f for f in map(fix_in, said) if f), None)  # a damaged state file's way out
     why, way_out = _dial_words("; ".join(said + down))

@@ -244,7 +244,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _tui(options, args: argparse.Namespace) -> int:
-    from ..core.config import load_config
+    from ..core.config.config import load_config
     from ..demo.runner import ThreadedDemo
     from .tui import need_terminal, run_app
 

@@ -20,8 +20,8 @@ import humanize
 
 from rich.text import Text
 
-from ..core import argcheck
-from ..core.config import Config
+from ..core.config import argcheck
+from ..core.config.config import Config
 from ..core.deploy import (
     DeployError,
     Deployer,
@@ -36,14 +36,14 @@ from ..core.deploy import stopmark
 from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import PREFLIGHT_TIMEOUT, Choices, Op, Operations, Prepared, Preview
 from ..core.deploy.orchestrator import READY_TIMEOUT_S
-from ..core.diagnose import Milestone, Problem, ProblemCleared
+from ..core.diagnosis.diagnose import Milestone, Problem, ProblemCleared
 from ..core.engines import ENGINES, find_engine, label
 from ..core.engines.common import safe_name
-from ..core.events import DeploymentChanged, EventBus, LaunchStep, LogLines
+from ..core.state.events import DeploymentChanged, EventBus, LaunchStep, LogLines
 from ..core.memory.status import memory_json
-from ..core.ssh import Cluster
-from ..core.statefile import StateFileError
-from ..core.words import milestone_words
+from ..core.remote.ssh import Cluster
+from ..core.state.statefile import StateFileError
+from ..core.state.words import milestone_words
 from . import check
 from .preflight import progress as preflight_progress
 from .common import (
@@ -688,7 +688,7 @@ async def cmd_logs(args: argparse.Namespace) -> int:
     config = get_config(args)
     name = safe_name(args.deployment or config.cluster)
     if args.node is not None and args.node not in [n.name for n in config.nodes]:
-        from ..core.yamlpos import unknown_names
+        from ..core.config.yamlpos import unknown_names
 
         raise CliExit(2, unknown_names("node", [args.node], [n.name for n in config.nodes]))
     printer = Printer(config, config_file=getattr(args, "config", None))

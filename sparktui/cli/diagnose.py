@@ -12,11 +12,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..core.diagnose import Diagnoser
+from ..core.diagnosis.diagnose import Diagnoser
 from ..core.engines import ENGINES
-from ..core.logfile import diagnose_stream, guess_engine, read_head
-from ..core.phases import LABELS, PHASES
-from ..core.secrets import mask_data
+from ..core.diagnosis.logfile import diagnose_stream, guess_engine, read_head
+from ..core.diagnosis.phases import LABELS, PHASES
+from ..core.config.secrets import mask_data
 from .common import CliExit, console, print_json
 
 

@@ -8,10 +8,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..core import firstrun
-from ..core.config import ConfigError, SshConfig, default_image, user_config_path
+from ..core.config import firstrun
+from ..core.config.config import ConfigError, SshConfig, default_image, user_config_path
 from ..core.engines import ENGINES
-from ..core.configwrite import ConfigExists, checked_text, default_header, example_text, write_config_file
+from ..core.config.configwrite import ConfigExists, checked_text, default_header, example_text, write_config_file
 from .common import CliExit, add_json_arg, err_console, journal, print_json
 
 NODE_HELP = (

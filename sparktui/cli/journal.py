@@ -12,9 +12,9 @@ from dataclasses import asdict
 from rich.table import Table
 from rich.text import Text
 
-from ..core import argcheck
-from ..core.journal import default_journal_path, tail_journal
-from ..core.statefile import StateFileError
+from ..core.config import argcheck
+from ..core.state.journal import default_journal_path, tail_journal
+from ..core.state.statefile import StateFileError
 from .common import CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, print_json
 
 

@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def cmd_drop_caches(args: argparse.Namespace) -> int:
-    from ..core.memfree import DropPreview, drop_caches
-    from ..core.yamlpos import unknown_names
-    from ..core.ssh import Cluster
+    from ..core.memory.free import DropPreview, drop_caches
+    from ..core.config.yamlpos import unknown_names
+    from ..core.remote.ssh import Cluster
 
     config = get_config(args)
     known = [n.name for n in config.nodes]

@@ -11,11 +11,11 @@ import asyncio
 
 from rich.table import Table
 
-from ..core import argcheck
+from ..core.config import argcheck
 from ..core.deploy.metrics_read import MetricsUnavailable, Target, locate, scrape
 from ..core.engines.common import safe_name
-from ..core.metrics import Serving
-from ..core.ssh import Cluster
+from ..core.serving.metrics import Serving
+from ..core.remote.ssh import Cluster
 from .common import CliExit, add_config_arg, add_json_arg, checked, console, err_console, get_config, journal
 from .deploy import print_json_line
 

@@ -13,14 +13,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..core.config import Config
+from ..core.config.config import Config
 from ..core.engines import DEFAULT_ENGINE, ENGINES, get_engine
-from ..core.export import write_export
-from ..core.fit import gib
-from ..core.paths import describe_paths
-from ..core.plan import Plan, PlanOptions
-from ..core.plan_sizing import parse_bytes
-from ..core.recipe import RecipeError, apply_recipe, load_recipe
+from ..core.plan.export import write_export
+from ..core.plan.fit import gib
+from ..core.network.paths import describe_paths
+from ..core.plan.plan import Plan, PlanOptions
+from ..core.plan.sizing import parse_bytes
+from ..core.recipes.recipe import RecipeError, apply_recipe, load_recipe
 from .common import CliExit, add_config_arg, console, get_config, journal, print_json
 
 
@@ -195,8 +195,8 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         plan = plan_without_nodes(config, opts, args.facts)
     else:
         from ..core.deploy.operations import Operations  # the probe layer, only needed here
-        from ..core.events import EventBus
-        from ..core.ssh import Cluster
+        from ..core.state.events import EventBus
+        from ..core.remote.ssh import Cluster
 
         async with Cluster(config, journal=journal()) as cluster:
             ops = Operations(cluster, config, EventBus())  # the planner `launch` and the TUI use
@@ -219,9 +219,9 @@ async def cmd_plan(args: argparse.Namespace) -> int:
 def plan_without_nodes(config: Config, opts: PlanOptions, facts_file: str | None) -> Plan:
     """A plan from kept facts (--offline) or a facts file (--facts): no node is asked. The model's
     config.json is not read (it lives on the nodes), so TP is not checked against its heads."""
-    from ..core import facts_store
-    from ..core.inventory import analyse
-    from ..core.plan import make_plan
+    from ..core.nodes import facts_store
+    from ..core.nodes.inventory import analyse
+    from ..core.plan.plan import make_plan
 
     names = [n.name for n in config.nodes]
     hosts = {n.name: n.host for n in config.nodes}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..core import argcheck
+from ..core.config import argcheck
 from ..core.deploy.operations import Choices, Operations
-from ..core.events import EventBus, PreflightNode, PreflightStage
+from ..core.state.events import EventBus, PreflightNode, PreflightStage
 from ..core.preflight import DEFAULT_START_WINDOW, DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
-from ..core.ssh import Cluster
+from ..core.remote.ssh import Cluster
 from .common import (
     CliExit,
     add_config_arg,

@@ -10,12 +10,12 @@ import time
 import humanize
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
-from ..core import argcheck
-from ..core.config import Config
+from ..core.config import argcheck
+from ..core.config.config import Config
 from ..core.engines import ENGINES
-from ..core.events import TransferProgress
-from ..core.ssh import Cluster
-from ..core.yamlpos import unknown_names
+from ..core.state.events import TransferProgress
+from ..core.remote.ssh import Cluster
+from ..core.config.yamlpos import unknown_names
 from ..core.transfers import (
     Outcome,
     TransferError,
@@ -286,7 +286,7 @@ async def _run_sync(args: argparse.Namespace, start) -> int:
 async def _warn_support(cluster, config) -> None:
     """Before the weights move: say which configured image cannot load the model (the image answers, on
     the model's node); a warning on stderr, so `--json` keeps its one document on stdout."""
-    from ..core.support import before_copy, support_of_config
+    from ..core.plan.support import before_copy, support_of_config
 
     refusals, warnings = before_copy(await support_of_config(cluster, config))
     for words in refusals + warnings:

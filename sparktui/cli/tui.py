@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.config import ConfigNotFound, find_config, user_config_path
+from ..core.config.config import ConfigNotFound, find_config, user_config_path
 from .common import CliExit, get_config
 
 
@@ -111,7 +111,7 @@ def run_tui(args: argparse.Namespace) -> int:
     target = first_run_target(args)
     if target is not None:
         need_terminal("`sparktui init` writes a config without one")
-        from ..core.journal import Journal, default_journal_path
+        from ..core.state.journal import Journal, default_journal_path
         from ..tui.setup_app import SetupApp
 
         written = run_app(SetupApp(target, journal=Journal(default_journal_path())))

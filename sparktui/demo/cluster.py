@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.sshlib import asyncssh
+from ..core.remote.sshlib import asyncssh
 from . import checkpoint, configfile, hardware, launchers, proc, registry
 from .docker import images as docker_images
 from .docker.store import Store

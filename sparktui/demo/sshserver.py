@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.sshlib import asyncssh
+from ..core.remote.sshlib import asyncssh
 
 
 @dataclass

@@ -6,7 +6,7 @@ contract tier (tests/contract/test_support_probe.py checks the same answers agai
 - model type qwen3_5_moe: transformers 5 (5.17.0/5.19.0/5.20.2 in those releases' environments) knows it,
   4.57.x does not ("does not recognize this architecture").
 The shims (shims/transformers, vllm.model_executor..., sglang.srt...) answer from here, as the real packages
-answer the support check's probe (core/support.py). TensorRT-LLM's registry is the shim package itself
+answer the support check's probe (core/plan/support.py). TensorRT-LLM's registry is the shim package itself
 (shims/tensorrt_llm/_torch/models: a few architectures registered by decorator, read by the probe from the
 source as from a real image, and looked up by the simulated trtllm-serve).
 """

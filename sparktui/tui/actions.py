@@ -12,7 +12,7 @@ from typing import Callable, Protocol
 
 from textual.binding import Binding
 
-from ..core.states import Op, State
+from ..core.state.states import Op, State
 
 
 class UiState(Protocol):

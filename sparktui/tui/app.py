@@ -24,10 +24,10 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, WorkerState
 
-from ..core.config import Config
-from ..core.deployment import Deployment
-from ..core.diagnose import Milestone, Problem, ProblemCleared
-from ..core.events import (
+from ..core.config.config import Config
+from ..core.state.deployment import Deployment
+from ..core.diagnosis.diagnose import Milestone, Problem, ProblemCleared
+from ..core.state.events import (
     ConnectionChanged,
     DeploymentChanged,
     EndpointChecked,
@@ -35,10 +35,10 @@ from ..core.events import (
     NodeUpdated,
     TransferProgress,
 )
-from ..core.inventory import Inventory
-from ..core.plan import Plan
-from ..core.states import Op, State
-from ..core.words import milestone_words, operation_name
+from ..core.nodes.inventory import Inventory
+from ..core.plan.plan import Plan
+from ..core.state.states import Op, State
+from ..core.state.words import milestone_words, operation_name
 from . import actions
 from . import messages as M
 from .controller import Controller, InventoryRound

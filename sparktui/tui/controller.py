@@ -18,14 +18,14 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..core.config import Config
-from ..core.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
-from ..core.facts import NodeFacts
-from ..core.image import inspect_configured
-from ..core.support import support_configured
-from ..core.inventory import Inventory
-from ..core.journal import Entry, Journal, default_journal_path
-from ..core import labels as L
+from ..core.config.config import Config
+from ..core.state.events import ConnectionChanged, EventBus, LogLines, NodeUpdated
+from ..core.nodes.facts import NodeFacts
+from ..core.plan.image import inspect_configured
+from ..core.plan.support import support_configured
+from ..core.nodes.inventory import Inventory
+from ..core.state.journal import Entry, Journal, default_journal_path
+from ..core.state import labels as L
 from .corethread import CoreThread
 
 if TYPE_CHECKING:  # names for annotations only: Textual loads when the first message is built
@@ -120,7 +120,7 @@ class Controller:
         self._listen()
         # what the core thread imports on the way is imported here first, for the same reason
         from ..core.deploy import operations  # noqa: F401
-        from ..core.ssh import Cluster  # noqa: F401
+        from ..core.remote.ssh import Cluster  # noqa: F401
 
         self._core.start()
         self._early_start = asyncio.run_coroutine_threadsafe(self._start(), self._core.loop)
@@ -193,7 +193,7 @@ class Controller:
     async def _start(self) -> None:
         """Connect to and probe every node at once (each card filled as its node answers: a probe
         connects first, then is one round trip), pick up a running deployment, then poll."""
-        from ..core.ssh import Cluster
+        from ..core.remote.ssh import Cluster
 
         if self.cluster is None:
             self.cluster = Cluster(self.config, self.journal, on_change=self._link)
@@ -206,7 +206,7 @@ class Controller:
     async def _refresh(self, first: bool = False) -> Inventory:
         """One inventory round. Rounds overlap (the poll, the end of a copy, ctrl+r); a round that began
         earlier but ends later holds older facts, so it never replaces what a later round already told."""
-        from ..core.inventory import take_inventory
+        from ..core.nodes.inventory import take_inventory
 
         self._rounds_begun += 1
         seq = self._rounds_begun
@@ -288,7 +288,7 @@ class Controller:
         present = source is not None and source.model is not None and source.model.present
         if self._ops().model_config is None and present:
             with contextlib.suppress(Exception):
-                from ..core.plan import PlanOptions
+                from ..core.plan.plan import PlanOptions
 
                 await self._ops()._read_model_config(PlanOptions())
 
@@ -307,7 +307,7 @@ class Controller:
             await self._refresh_quietly()  # the cards show the new containers, the form the copies
 
     async def _drop_caches(self, names: list[str]) -> list[Any]:
-        from ..core.memfree import drop_caches
+        from ..core.memory.free import drop_caches
 
         results = await asyncio.gather(*(drop_caches(self.cluster[n]) for n in names))
         await self._refresh_quietly()  # the plan checks read the fresh free memory

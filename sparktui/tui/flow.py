@@ -15,11 +15,11 @@ from typing import Any, Awaitable, Protocol
 from ..core.deploy.lock import LockHeld
 from ..core.deploy.operations import Choices, Preview
 from ..core.engines import DEFAULT_ENGINE, ENGINES
-from ..core.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStage, PreflightStarted
-from ..core.inventory import Inventory
-from ..core.memfree import DropPreview, FreeMemory, measure, shortfalls
-from ..core.plan import Plan, PlanOptions, make_plan
-from ..core.states import Op, State
+from ..core.state.events import EndpointHealth, PreflightFinished, PreflightNode, PreflightStage, PreflightStarted
+from ..core.nodes.inventory import Inventory
+from ..core.memory.free import DropPreview, FreeMemory, measure, shortfalls
+from ..core.plan.plan import Plan, PlanOptions, make_plan
+from ..core.state.states import Op, State
 from . import actions
 from . import messages as M
 from .forms.launch_form import LaunchForm, Result

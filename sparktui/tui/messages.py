@@ -1,6 +1,6 @@
 """Textual messages: one for everything the core says, and the few the screen says to itself.
 
-`CoreEvent` carries a core event (sparktui.core.events, diagnose's milestones and problems), a journal
+`CoreEvent` carries a core event (sparktui.core.state.events, diagnose's milestones and problems), a journal
 entry, an inventory round or the log drain (controller.py); the app routes it to the widget that owns
 its data (routing.py). post_message is safe from any thread.
 """

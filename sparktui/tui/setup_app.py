@@ -7,8 +7,8 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from ..core.config import SshConfig
-from ..core.journal import Journal
+from ..core.config.config import SshConfig
+from ..core.state.journal import Journal
 from .screens.setup import SetupScreen
 
 

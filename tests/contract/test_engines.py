@@ -11,8 +11,8 @@ from sparktui.core.engines import get_engine
 from sparktui.core.engines.common import Nested, render
 from sparktui.core.engines.sglang import sglang_program
 from sparktui.core.engines.vllm import VLLM_AUTO_LEN_SINCE, VLLM_KV_BYTES_SINCE, VLLM_NATIVE_SINCE
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.recipe import apply_recipe, parse_recipe
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.recipes.recipe import apply_recipe, parse_recipe
 
 from ..unit.test_plan import MODEL, SGLANG_IMAGE, VLLM_IMAGE, cluster, parse_run
 from ..unit.test_recipe import SGLANG_RECIPE, VLLM_RECIPE

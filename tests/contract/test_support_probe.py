@@ -1,4 +1,4 @@
-"""The support check's probe program (core/support.py + the engine's support_probe) run by the real vLLM and
+"""The support check's probe program (core/plan/support.py + the engine's support_probe) run by the real vLLM and
 SGLang of every release in the matrix: it must name a supported architecture supported and one the release
 lacks unsupported. Qwen3.5 (Qwen3_5MoeForConditionalGeneration, model type qwen3_5_moe) is the seed's case:
 SGLang 0.5.3.post3 (lmsysorg/sglang:spark) and vLLM 0.11.0 lack it; SGLang 0.5.23 and vLLM 0.31.0/0.33.0
@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from sparktui.core.support import _JSON, Support, classify, probe_program
+from sparktui.core.plan.support import _JSON, Support, classify, probe_program
 
 from .conftest import releases
 from .venvs import Release, python_of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.config import load_config_text
+from sparktui.core.config.config import load_config_text
 from sparktui.demo import configfile
 
 PORTS = {"sglang": 31000, "vllm": 31001, "dist": 31002, "ray": 31003, "trtllm": 31004}

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sparktui.core.probes import parse_docker_ps, parse_labels
+from sparktui.core.nodes.probes import parse_docker_ps, parse_labels
 from sparktui.demo.docker import gotemplate, times
 from sparktui.demo.docker.flags import Spec, parse
 from sparktui.demo.docker.listing import PsRow

@@ -7,9 +7,9 @@ import json
 import re
 import urllib.request
 
-from sparktui.core.config import load_config
-from sparktui.core.probes import parse_docker_ps
-from sparktui.core.ssh import Cluster, sh
+from sparktui.core.config.config import load_config
+from sparktui.core.nodes.probes import parse_docker_ps
+from sparktui.core.remote.ssh import Cluster, sh
 
 from .conftest import until
 

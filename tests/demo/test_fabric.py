@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sparktui.core.config import load_config
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.remote.ssh import Cluster
 from sparktui.demo.checkpoint import CONFIG as DEMO_CONFIG, FULL_SIZE as DEMO_SIZE
 from sparktui.sim import timing
 

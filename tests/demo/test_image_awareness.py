@@ -3,12 +3,12 @@ what the real one refuses: a plan that forgot the version gate fails on the demo
 
 from __future__ import annotations
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.deploy.operations import Operations
-from sparktui.core.events import EventBus
-from sparktui.core.image import inspect_image
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster, sh
+from sparktui.core.state.events import EventBus
+from sparktui.core.plan.image import inspect_image
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster, sh
 
 from .conftest import cli_env, sparktui, until  # noqa: F401 - cli_env is a fixture
 

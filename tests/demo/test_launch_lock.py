@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.deploy import find_all
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from sparktui.demo.runner import ThreadedDemo
 
 from .conftest import require_namespaces, small, sparktui

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import load_config
-from sparktui.core.ssh import Cluster, sh
+from sparktui.core.config.config import load_config
+from sparktui.core.remote.ssh import Cluster, sh
 from sparktui.demo import namespaces
 from sparktui.demo.cluster import DemoCluster
 from sparktui.demo.errors import DemoError

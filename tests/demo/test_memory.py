@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 
-from sparktui.core.config import load_config
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.remote.ssh import Cluster
 from sparktui.demo import configfile, hardware
 from sparktui.demo.cluster import DemoCluster
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.config import load_config
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.remote.ssh import Cluster
 from sparktui.demo import checkpoint
 
 from .conftest import sparktui

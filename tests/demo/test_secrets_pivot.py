@@ -8,8 +8,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from sparktui.core.config import load_config
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.remote.ssh import Cluster
 
 from .conftest import sparktui
 

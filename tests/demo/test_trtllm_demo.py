@@ -11,8 +11,8 @@ import urllib.request
 
 from textual.widgets import Select
 
-from sparktui.core.config import load_config
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.remote.ssh import Cluster
 from sparktui.tui.app import SparkApp
 from sparktui.tui.forms.launch_form import LaunchForm
 

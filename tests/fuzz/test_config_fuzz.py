@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core.config import ConfigError, load_config_text
+from sparktui.core.config.config import ConfigError, load_config_text
 
 from .strategies import budget, mutated, scalars
 

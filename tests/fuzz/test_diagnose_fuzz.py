@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 
 from .strategies import budget, mutated
 

@@ -8,9 +8,9 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core import facts_store
-from sparktui.core.inventory import Inventory, analyse
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.nodes import facts_store
+from sparktui.core.nodes.inventory import Inventory, analyse
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from ..unit.test_plan import cluster
 from .strategies import budget, mutated, scalars

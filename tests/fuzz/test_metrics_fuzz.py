@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from sparktui.core.metrics import Serving, parse
+from sparktui.core.serving.metrics import Serving, parse
 
 from .strategies import budget, mutated
 

@@ -9,9 +9,9 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core import modelconfig
-from sparktui.core.fit import replicated_params
-from sparktui.core.plan import PlanOptions, make_plan, model_dims
+from sparktui.core.plan import modelconfig
+from sparktui.core.plan.fit import replicated_params
+from sparktui.core.plan.plan import PlanOptions, make_plan, model_dims
 
 from ..unit.test_plan import cluster
 from .strategies import bounded, deep_text, hostile_values, mutated

@@ -8,8 +8,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.recipe import RecipeError, apply_recipe, parse_recipe
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.recipes.recipe import RecipeError, apply_recipe, parse_recipe
 
 from ..unit.test_plan import MODEL, cluster
 from ..unit.test_recipe import SGLANG_RECIPE

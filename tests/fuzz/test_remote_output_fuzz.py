@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core import dockerts
-from sparktui.core.probes import parse_docker_images, parse_docker_ps, parse_image_ids, parse_labels, parse_probe
+from sparktui.core.diagnosis import dockerts
+from sparktui.core.nodes.probes import parse_docker_images, parse_docker_ps, parse_image_ids, parse_labels, parse_probe
 from sparktui.core.transfers.model_sync import parse_file_list
 from sparktui.core.transfers.rsync_progress import ProgressParser, parse_log
 from sparktui.core.transfers.state import TransferMeta, parse_listing, parse_poll

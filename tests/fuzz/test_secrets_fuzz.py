@@ -8,8 +8,8 @@ import shlex
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from sparktui.core import secrets
-from sparktui.core.secrets import MASK, mask, mask_data
+from sparktui.core.config import secrets
+from sparktui.core.config.secrets import MASK, mask, mask_data
 
 from .strategies import budget
 

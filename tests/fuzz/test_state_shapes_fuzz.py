@@ -17,12 +17,12 @@ from rich.console import Console
 
 from sparktui.cli.bench import run_title, table
 from sparktui.cli.plan import plan_without_nodes, render_plan
-from sparktui.core import facts_store
+from sparktui.core.nodes import facts_store
 from sparktui.core.bench import results
 from sparktui.core.deploy.record import Record
-from sparktui.core.journal import Journal, tail_journal
-from sparktui.core.plan import PlanOptions
-from sparktui.core.statefile import StateFileError
+from sparktui.core.state.journal import Journal, tail_journal
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.state.statefile import StateFileError
 from sparktui.core.transfers.state import Unreadable, parse_listing
 
 from ..unit.test_plan import cluster

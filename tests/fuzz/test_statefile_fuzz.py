@@ -12,13 +12,13 @@ from dataclasses import asdict
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparktui.core import statefile
+from sparktui.core.state import statefile
 from sparktui.core.deploy.options import pivot_options
 from sparktui.core.deploy.record import Record, options_to_json
-from sparktui.core.image import PACKAGES, parse_inspection
-from sparktui.core.journal import _lines_backwards, tail_journal
-from sparktui.core.plan import PlanOptions
-from sparktui.core.statefile import StateFileError
+from sparktui.core.plan.image import PACKAGES, parse_inspection
+from sparktui.core.state.journal import _lines_backwards, tail_journal
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.state.statefile import StateFileError
 from sparktui.core.transfers.state import Unreadable, parse_listing
 
 from ..unit.test_deploy_parts import two_node_plan

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import ConfigError, load_config
-from sparktui.core.ssh import Cluster, script, sh
+from sparktui.core.config.config import ConfigError, load_config
+from sparktui.core.remote.ssh import Cluster, script, sh
 
 from .labtools import REPO, wait_for
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select
 
-from sparktui.core.config import SshConfig, load_config
+from sparktui.core.config.config import SshConfig, load_config
 from sparktui.tui.screens.hostkey import HostKeyScreen
 from sparktui.tui.setup_app import SetupApp
 

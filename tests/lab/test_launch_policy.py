@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from sparktui.core.deploy.operations import Choices, Op
-from sparktui.core.journal import Journal
-from sparktui.core.plan import PlanOptions
+from sparktui.core.state.journal import Journal
+from sparktui.core.plan.plan import PlanOptions
 from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller
 from sparktui.tui.forms import choices as C

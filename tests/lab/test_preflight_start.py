@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import load_config
-from sparktui.core.inventory import take_inventory
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.config.config import load_config
+from sparktui.core.nodes.inventory import take_inventory
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.preflight import runner, run_preflight
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 
 from .netlab import Lab, LabNode
 from .test_preflight import leftover_containers, sim  # noqa: F401 - sim is the fixture with the simulator image

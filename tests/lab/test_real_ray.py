@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 from sparktui.core.engines.vllm import count_ray_nodes
-from sparktui.core.logfile import diagnose_stream
+from sparktui.core.diagnosis.logfile import diagnose_stream
 
 from ..unit.test_plan import plan_for
 from .conftest import _build

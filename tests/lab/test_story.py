@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import Config, load_config
+from sparktui.core.config.config import Config, load_config
 from sparktui.core.deploy import Deployer
-from sparktui.core.events import EventBus, LogLines
-from sparktui.core.ssh import Cluster
+from sparktui.core.state.events import EventBus, LogLines
+from sparktui.core.remote.ssh import Cluster
 from tests.simhelpers import make_model
 
 from .netlab import SIM_IMAGE, Lab

@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from sparktui.core.config import load_config
-from sparktui.core.events import TransferProgress
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.state.events import TransferProgress
+from sparktui.core.remote.ssh import Cluster
 from sparktui.core.transfers import TransferOptions, list_transfers, sync_model
 from sparktui.core.transfers.cipher import preference
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import load_config
-from sparktui.core.events import TransferProgress
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.state.events import TransferProgress
+from sparktui.core.remote.ssh import Cluster
 from sparktui.core.transfers import (
     TransferError,
     TransferOptions,

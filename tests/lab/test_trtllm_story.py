@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 
 from .netlab import SIM_IMAGE
 from .test_story import Story, cli_json, story  # noqa: F401 - the module's story fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.config.config import Config, ModelConfig, NodeConfig, SshConfig
 from sparktui.demo.sshserver import LocalSshServer
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.inventory import take_inventory
-from sparktui.core.ssh import Cluster
+from sparktui.core.nodes.inventory import take_inventory
+from sparktui.core.remote.ssh import Cluster
 
 
 @pytest.mark.parametrize(

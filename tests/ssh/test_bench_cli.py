@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import ImagesConfig
+from sparktui.core.config.config import ImagesConfig
 
 from tests.benchclient import client_bin, model_with_tokenizer, sim_engine
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from sparktui.core.deploy import DeployError, Deployer, DeploymentExists, load_record
-from sparktui.core.events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, LaunchStep
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster
+from sparktui.core.state.events import DeploymentChanged, EndpointChecked, EndpointHealth, EventBus, LaunchStep
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster
 
 from .test_deploy_fakes import FABRIC, Recorder, fake_cluster, plan_for, planner_for  # noqa: F401 (fixture)
 

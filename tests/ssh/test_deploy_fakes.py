@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import Config, EngineDefaults, ModelConfig, NodeConfig, SshConfig
-from sparktui.core.events import EventBus
-from sparktui.core.facts import DockerInfo, Gpu, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.plan import Plan, PlanOptions, make_plan
+from sparktui.core.config.config import Config, EngineDefaults, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.state.events import EventBus
+from sparktui.core.nodes.facts import DockerInfo, Gpu, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
+from sparktui.core.plan.plan import Plan, PlanOptions, make_plan
 from sparktui.demo.sshserver import LocalSshServer
 
 IMAGE = "img/sim:1"

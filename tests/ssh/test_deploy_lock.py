@@ -13,10 +13,10 @@ import pytest
 from sparktui.core.deploy import Deployer
 from sparktui.core.deploy.lock import LockHeld
 from sparktui.core.deploy.operations import Choices, Operations
-from sparktui.core.events import DeploymentChanged, EventBus
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster
-from sparktui.core.states import Op
+from sparktui.core.state.events import DeploymentChanged, EventBus
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster
+from sparktui.core.state.states import Op
 
 from .test_deploy_cli import ours, sparktui, write_config
 from .test_deploy_fakes import Recorder, fake_cluster, plan_for, planner_for  # noqa: F401 (fixture)

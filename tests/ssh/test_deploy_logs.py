@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.diagnose import Problem, ProblemCleared
-from sparktui.core.events import DeploymentChanged, EventBus, LogLines
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster
+from sparktui.core.diagnosis.diagnose import Problem, ProblemCleared
+from sparktui.core.state.events import DeploymentChanged, EventBus, LogLines
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster
 
 from .test_deploy_fakes import Recorder, fake_cluster, now_ts, plan_for  # noqa: F401 (fixture)
 

@@ -8,10 +8,10 @@ import pytest
 
 from sparktui.cli.deploy import deployments_section
 from sparktui.core.deploy import Deployer, stopmark
-from sparktui.core.diagnose import Problem
-from sparktui.core.events import EventBus, NodeMemory
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster
+from sparktui.core.diagnosis.diagnose import Problem
+from sparktui.core.state.events import EventBus, NodeMemory
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster
 
 from .test_deploy_fakes import Recorder, fake_cluster, plan_for  # noqa: F401 (fixture)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.events import EventBus
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster
+from sparktui.core.state.events import EventBus
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster
 
 from .test_deploy_fakes import fake_cluster, plan_for  # noqa: F401 (fixture)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.diagnose import Milestone, Problem
-from sparktui.core.events import DeploymentChanged, EventBus
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster
+from sparktui.core.diagnosis.diagnose import Milestone, Problem
+from sparktui.core.state.events import DeploymentChanged, EventBus
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster
 
 from .test_deploy_fakes import Recorder, fake_cluster, plan_for  # noqa: F401 (fixture)
 

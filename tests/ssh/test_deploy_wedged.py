@@ -15,10 +15,10 @@ import json
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from sparktui.core.deploy import Deployer
-from sparktui.core.diagnose import Problem, ProblemCleared
-from sparktui.core.events import EventBus, ServingStats
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Cluster
+from sparktui.core.diagnosis.diagnose import Problem, ProblemCleared
+from sparktui.core.state.events import EventBus, ServingStats
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Cluster
 
 from .test_deploy_fakes import Recorder, fake_cluster, plan_for  # noqa: F401 (fixture)
 

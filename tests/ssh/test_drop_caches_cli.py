@@ -6,7 +6,7 @@ import json
 import os
 
 
-from sparktui.core.memfree import DropPreview
+from sparktui.core.memory.free import DropPreview
 
 from .test_check_cli import sparktui, write_config
 

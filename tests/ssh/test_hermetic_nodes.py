@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from tests import userstate
 
 REPO = Path(__file__).resolve().parents[2]

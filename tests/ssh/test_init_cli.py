@@ -11,7 +11,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 from tests.tui.sshnodes import start_nodes, stop_nodes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -253,7 +253,7 @@ async def test_without_output_it_writes_the_file_sparktui_reads_next(tmp_path):
 
 
 async def test_images_are_named_per_engine_and_the_older_flags_still_work(tmp_path):
-    from sparktui.core.config import default_image
+    from sparktui.core.config.config import default_image
     from sparktui.core.engines import ENGINES
 
     first, *rest = ENGINES

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from sparktui.cli import main
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 from tests.simhelpers import SimProcess, free_port, http, launcher_argv, make_model, module_argv
 
 SPEED = 50

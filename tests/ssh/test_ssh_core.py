@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from sparktui.core.journal import Journal
-from sparktui.core.ssh import Cluster, HostKeyError, Node, NodeUnreachable, script, sh
+from sparktui.core.state.journal import Journal
+from sparktui.core.remote.ssh import Cluster, HostKeyError, Node, NodeUnreachable, script, sh
 
 
 async def test_run_returns_status_and_output(ssh_env):
@@ -187,7 +187,7 @@ async def test_connect_timeout_is_honoured():
     # 127.0.0.1 port with a listener that never speaks SSH: the handshake times out
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    from sparktui.core.config import NodeConfig, SshConfig
+    from sparktui.core.config.config import NodeConfig, SshConfig
 
     node = Node(NodeConfig(name="mute", host="127.0.0.1", port=port), SshConfig(connect_timeout=1, ssh_config=[]))
     loop = asyncio.get_running_loop()
@@ -210,7 +210,7 @@ async def test_ssh_config_alias_and_proxyjump_are_honoured(ssh_env, tmp_path):
         f"Host behind\n  HostName 127.0.0.1\n  Port {servers[1].port}\n  User root\n  IdentityFile {key}\n"
         f"  ProxyJump jumpbox\n"
     )
-    from sparktui.core.config import NodeConfig, SshConfig
+    from sparktui.core.config.config import NodeConfig, SshConfig
 
     ssh = SshConfig(known_hosts=cfg.ssh.known_hosts, connect_timeout=3, ssh_config=[str(conf)])
     node = Node(NodeConfig(name="behind", host="behind"), ssh)

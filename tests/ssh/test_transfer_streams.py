@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 
-from sparktui.core.events import TransferProgress
-from sparktui.core.ssh import Cluster
+from sparktui.core.state.events import TransferProgress
+from sparktui.core.remote.ssh import Cluster
 from sparktui.core.transfers import cancel_transfer, list_transfers, sync_model
 from sparktui.core.transfers.model_sync import inventory
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
-from sparktui.core.events import TransferProgress
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import Config, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.state.events import TransferProgress
+from sparktui.core.remote.ssh import Cluster
 from sparktui.core.transfers import (
     TransferBusy,
     TransferError,

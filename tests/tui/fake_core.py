@@ -13,9 +13,9 @@ from dataclasses import replace
 from types import SimpleNamespace
 from pathlib import Path
 
-from sparktui.core.config import Config
-from sparktui.core.diagnose import Diagnoser
-from sparktui.core.events import (
+from sparktui.core.config.config import Config
+from sparktui.core.diagnosis.diagnose import Diagnoser
+from sparktui.core.state.events import (
     ConnectionChanged,
     DeploymentChanged,
     LaunchStep,
@@ -23,17 +23,17 @@ from sparktui.core.events import (
     NodeUpdated,
     TransferProgress,
 )
-from sparktui.core.facts import NodeFacts
-from sparktui.core.inventory import analyse
-from sparktui.core.journal import Journal
-from sparktui.core.plan import Plan, PlanOptions
+from sparktui.core.nodes.facts import NodeFacts
+from sparktui.core.nodes.inventory import analyse
+from sparktui.core.state.journal import Journal
+from sparktui.core.plan.plan import Plan, PlanOptions
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
-from sparktui.core.events import PreflightFinished, PreflightNode, PreflightStarted
+from sparktui.core.state.events import PreflightFinished, PreflightNode, PreflightStarted
 from sparktui.core.preflight.leftovers import Leftovers, Stale
-from sparktui.core.plan import make_plan
-from sparktui.core.memfree import DROP_SCRIPT
+from sparktui.core.plan.plan import make_plan
+from sparktui.core.memory.free import DROP_SCRIPT
 from sparktui.core.preflight import NodeResult, Setting, Verdict, explain, judge_memory
-from sparktui.core.probes import parse_meminfo
+from sparktui.core.nodes.probes import parse_meminfo
 from sparktui.tui.controller import Controller, InventoryRound
 from sparktui.tui.messages import CoreEvent
 from tests.fakes import FakeCluster, FakeNode

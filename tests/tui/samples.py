@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparktui.core.config import Config, EngineDefaults
-from sparktui.core.facts import NodeFacts
-from sparktui.core.probes import parse_probe
+from sparktui.core.config.config import Config, EngineDefaults
+from sparktui.core.nodes.facts import NodeFacts
+from sparktui.core.nodes.probes import parse_probe
 
 from tests.configs import make_config
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import asyncssh
 
-from sparktui.core.config import Config, EngineDefaults, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.config.config import Config, EngineDefaults, ModelConfig, NodeConfig, SshConfig
 from sparktui.demo.sshserver import LocalSshServer
 
 from tests import configs

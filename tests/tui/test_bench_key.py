@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from sparktui.core.bench import client, results
-from sparktui.core.events import DeploymentChanged
+from sparktui.core.state.events import DeploymentChanged
 from sparktui.tui.app import SparkApp
 from sparktui.tui.screens.bench import BenchScreen
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.inventory import analyse
+from sparktui.core.nodes.inventory import analyse
 from sparktui.tui.forms import choices as C
 
 from .samples import spark_config, spark_facts

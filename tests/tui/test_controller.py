@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from sparktui.core.diagnose import Milestone, Problem
-from sparktui.core.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
-from sparktui.core.facts import Container
-from sparktui.core.inventory import analyse
-from sparktui.core.journal import Entry, Journal
+from sparktui.core.diagnosis.diagnose import Milestone, Problem
+from sparktui.core.state.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
+from sparktui.core.nodes.facts import Container
+from sparktui.core.nodes.inventory import analyse
+from sparktui.core.state.journal import Entry, Journal
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.tui import messages as M
 from sparktui.tui.controller import Controller, InventoryRound, LogDrain
 
@@ -194,7 +194,7 @@ async def test_start_reattaches_when_containers_of_a_deployment_run(monkeypatch)
     async def take_inventory(cluster, config, on_facts=None):
         return analyse(config, facts)
 
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", take_inventory)
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", take_inventory)
     c.cluster = Cluster()
     await c.start()
     assert stubs and stubs[0].calls == [("reattach",)]
@@ -220,7 +220,7 @@ async def test_core_work_runs_off_the_callers_loop():
 
 
 async def test_a_pivot_to_an_image_that_cannot_load_the_model_is_refused_in_its_confirmation(monkeypatch):
-    from sparktui.core.support import Support
+    from sparktui.core.plan.support import Support
 
     c, _, stubs = make()
     image = c.config.images.vllm
@@ -260,7 +260,7 @@ async def test_a_round_begun_earlier_never_lands_after_a_later_one(monkeypatch):
     """Rounds overlap (the poll, the end of a copy, ctrl+r): a slow round that probed before the model was
     copied must not replace, when it ends, what a later round already showed (the form refused to launch
     with "model directory is missing" while the cards showed the model on both nodes)."""
-    from sparktui.core.events import NodeUpdated
+    from sparktui.core.state.events import NodeUpdated
 
     c, posted, _ = make()
     before, after = analyse(c.config, spark_facts(model_on_spark2=False)), analyse(c.config, spark_facts())
@@ -279,7 +279,7 @@ async def test_a_round_begun_earlier_never_lands_after_a_later_one(monkeypatch):
             on_facts(None, f)
         return inv
 
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", take_inventory)
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", take_inventory)
     c.cluster = FakeCluster()  # no node answers: no image is inspected
     slow = asyncio.ensure_future(c._refresh())
     await entered.wait()

@@ -4,7 +4,7 @@ core's drop_caches, says before and after, and the check runs again before the l
 
 from __future__ import annotations
 
-from sparktui.core.memfree import DROP_SCRIPT, DropPreview
+from sparktui.core.memory.free import DROP_SCRIPT, DropPreview
 from sparktui.tui.app import SparkApp
 from sparktui.tui.forms.launch_form import LaunchForm
 from sparktui.tui.screens.confirm import ConfirmScreen

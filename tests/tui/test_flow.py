@@ -299,7 +299,7 @@ async def test_filter_and_follow_keys_on_the_launch_pane(config, core):
 
 
 async def test_odd_node_and_cluster_names_render_as_written():
-    from sparktui.core.config import Config, ModelConfig, NodeConfig
+    from sparktui.core.config.config import Config, ModelConfig, NodeConfig
 
     from .fake_core import ScriptedCore
     from .samples import spark_facts

@@ -112,7 +112,7 @@ async def test_an_open_form_rechecks_when_new_facts_arrive(config):
 async def test_a_nodes_fresh_facts_recheck_the_form_before_the_round_ends(config):
     """The card and the form agree: one node's answer reaches the form without waiting for the
     slower rest of the round (the model's config, the other nodes)."""
-    from sparktui.core.events import NodeUpdated
+    from sparktui.core.state.events import NodeUpdated
 
     from .fake_core import ScriptedCore
     from .samples import spark_facts
@@ -131,7 +131,7 @@ async def test_a_nodes_fresh_facts_recheck_the_form_before_the_round_ends(config
 async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native_on_0_11(config, core):
     from textual.widgets import Static
 
-    from sparktui.core.image import ImageInfo
+    from sparktui.core.plan.image import ImageInfo
 
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -156,8 +156,8 @@ async def test_the_form_names_the_engine_release_in_the_image_and_refuses_native
 async def test_the_line_under_the_image_says_whether_it_loads_the_model(config, core):
     from textual.widgets import Static
 
-    from sparktui.core.image import ImageInfo
-    from sparktui.core.support import Support
+    from sparktui.core.plan.image import ImageInfo
+    from sparktui.core.plan.support import Support
 
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -200,7 +200,7 @@ async def test_the_form_holds_the_apps_own_inventory_and_follows_each_replacemen
 
     from textual.widgets import Static
 
-    from sparktui.core.events import NodeUpdated
+    from sparktui.core.state.events import NodeUpdated
     from sparktui.tui.controller import InventoryRound
     from sparktui.tui.messages import CoreEvent
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import Button, Input, Select, Static
 
-from sparktui.core.image import ImageInfo
+from sparktui.core.plan.image import ImageInfo
 from sparktui.tui.app import SparkApp
 
 from .test_form import open_form

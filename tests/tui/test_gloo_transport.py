@@ -3,7 +3,7 @@ notice, and does not warn as it does for NCCL fallen back to TCP."""
 
 from __future__ import annotations
 
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 from sparktui.tui.app import SparkApp
 
 from .conftest import wait_for

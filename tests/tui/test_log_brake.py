@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.events import Gate, LogLines
+from sparktui.core.state.events import Gate, LogLines
 from sparktui.tui.app import SparkApp
 
 from .conftest import wait_for

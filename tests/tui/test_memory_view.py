@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.events import NodeMemory
+from sparktui.core.state.events import NodeMemory
 from sparktui.core.memory.sample import MemSample
 from sparktui.tui.app import SparkApp
 from sparktui.tui.present.memory import memory_line

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from sparktui.core.events import DeploymentChanged
+from sparktui.core.state.events import DeploymentChanged
 from sparktui.tui.app import PANES, SparkApp
 from sparktui.tui.screens.help import HelpScreen
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.probes import parse_probe
+from sparktui.core.nodes.probes import parse_probe
 from sparktui.tui.app import SparkApp
 
 from .conftest import settled_text, wait_for

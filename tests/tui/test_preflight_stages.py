@@ -3,7 +3,7 @@ rendezvous (a large image can take minutes to start; that is not the network's f
 
 from __future__ import annotations
 
-from sparktui.core.events import PreflightStage, PreflightStarted
+from sparktui.core.state.events import PreflightStage, PreflightStarted
 from sparktui.tui.app import SparkApp
 
 from .conftest import wait_for

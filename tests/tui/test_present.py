@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from sparktui.core.diagnose import Milestone, Problem
-from sparktui.core.events import TransferProgress
-from sparktui.core.facts import Container, ModelDir, NodeFacts
-from sparktui.core.inventory import analyse
-from sparktui.core.journal import Entry
+from sparktui.core.diagnosis.diagnose import Milestone, Problem
+from sparktui.core.state.events import TransferProgress
+from sparktui.core.nodes.facts import Container, ModelDir, NodeFacts
+from sparktui.core.nodes.inventory import analyse
+from sparktui.core.state.journal import Entry
 from sparktui.tui.present import fmt
 from sparktui.tui.present.deploy import hang_notice, milestone_label, milestone_style, problem_lines, timeline
 from sparktui.tui.present.journal import entry_cells

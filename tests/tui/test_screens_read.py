@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.events import DeploymentChanged, EndpointChecked
+from sparktui.core.state.events import DeploymentChanged, EndpointChecked
 from sparktui.tui.app import NARROW_TIMEOUT, SparkApp
 from sparktui.tui.panes.journal import JournalPane
 from sparktui.tui.screens.entry import EntryScreen

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.events import DeploymentChanged, ServingStats
+from sparktui.core.state.events import DeploymentChanged, ServingStats
 from sparktui.tui.app import SparkApp
 from sparktui.tui.present.serving import serving_block, sparkline
 

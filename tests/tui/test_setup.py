@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable, Input, Select
 
 from sparktui.cli.tui import first_run_target
-from sparktui.core.config import SshConfig, load_config
+from sparktui.core.config.config import SshConfig, load_config
 from sparktui.tui.screens.hostkey import HostKeyScreen
 from sparktui.tui.screens.setup import SetupScreen
 from sparktui.tui.setup_app import SetupApp
@@ -246,7 +246,7 @@ async def test_a_known_hosts_file_that_cannot_be_written_is_said_not_crashed(tmp
 async def test_every_registered_engine_gets_an_image_field(tmp_path, monkeypatch):
     """A new engine in the registry has its own image field; what is typed there is the image its config names."""
     from sparktui.core import engines as registry
-    from sparktui.core.config import default_image
+    from sparktui.core.config.config import default_image
     from tests.unit.test_engines import Toy
 
     monkeypatch.setitem(registry.ENGINES, "toy", Toy())

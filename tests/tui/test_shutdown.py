@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sparktui.core.events import TransferProgress
+from sparktui.core.state.events import TransferProgress
 from sparktui.tui import messages as M
 from sparktui.tui.app import SparkApp
 from sparktui.tui.panes.transfers import TransfersPane

@@ -6,7 +6,7 @@ import asyncio
 
 from textual.widgets import Select
 
-from sparktui.core.journal import Journal
+from sparktui.core.state.journal import Journal
 from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller
 from sparktui.tui.forms.launch_form import LaunchForm

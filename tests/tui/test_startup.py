@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from sparktui.core.events import ConnectionChanged, NodeUpdated
-from sparktui.core.journal import Journal
-from sparktui.core.ssh import Result
+from sparktui.core.state.events import ConnectionChanged, NodeUpdated
+from sparktui.core.state.journal import Journal
+from sparktui.core.remote.ssh import Result
 from sparktui.tui.app import SparkApp
 from sparktui.tui.controller import Controller, InventoryRound
 
@@ -101,8 +101,8 @@ def test_a_start_begun_before_textual_loads_hands_over_what_it_saw(tmp_path):
         f"model: {{name: m, path: /models/m}}\nssh: {{known_hosts: {tmp_path / 'kh'}, ssh_config: []}}\n"
     )
     probe = (
-        "import asyncio, sys\nfrom sparktui.core.config import load_config\n"
-        "from sparktui.core.journal import Journal\nfrom sparktui.tui.controller import Controller\n"
+        "import asyncio, sys\nfrom sparktui.core.config.config import load_config\n"
+        "from sparktui.core.state.journal import Journal\nfrom sparktui.tui.controller import Controller\n"
         "c = Controller(load_config(sys.argv[1]), journal=Journal(), poll_interval=3600)\nc.prestart()\n"
         "import sparktui.tui.app\nc._early_start.result(30)\nposted = []\nc.attach(posted.append)\n"
         "print(sorted({type(m).__name__ + ':' + type(m.event).__name__ for m in posted}))\nc.abandon()\n"

@@ -3,10 +3,10 @@ deployment snapshot following the core's events."""
 
 from __future__ import annotations
 
-from sparktui.core.deployment import Deployment
-from sparktui.core.events import DeploymentChanged, EndpointChecked
-from sparktui.core.states import Op, State
-from sparktui.core.words import operation_doing
+from sparktui.core.state.deployment import Deployment
+from sparktui.core.state.events import DeploymentChanged, EndpointChecked
+from sparktui.core.state.states import Op, State
+from sparktui.core.state.words import operation_doing
 from sparktui.tui.app import SparkApp
 from sparktui.tui.present.deploy import STATE_STYLE
 

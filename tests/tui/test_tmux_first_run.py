@@ -8,7 +8,7 @@ import sys
 import asyncssh
 import yaml
 
-from sparktui.core.config import load_config
+from sparktui.core.config.config import load_config
 
 from ..tmuxterm import Tmux, app_command
 from .test_tmux import REPO, pytestmark, running_nodes  # noqa: F401 - skips without tmux

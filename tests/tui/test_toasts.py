@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from sparktui.core.events import DeploymentChanged
-from sparktui.core.logevents import Milestone, Problem
+from sparktui.core.state.events import DeploymentChanged
+from sparktui.core.diagnosis.logevents import Milestone, Problem
 from sparktui.tui.app import NARROW_KEEP, SparkApp
 from sparktui.tui.toasts import MAX_TOASTS
 

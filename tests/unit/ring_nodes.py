@@ -4,7 +4,7 @@ pair of nodes gets 192.168.2k.x/24 on one half and 192.168.2k+1.x/24 on the othe
 
 from __future__ import annotations
 
-from sparktui.core.facts import Interface, NodeFacts
+from sparktui.core.nodes.facts import Interface, NodeFacts
 
 from .test_plan import make_facts
 

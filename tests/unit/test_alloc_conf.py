@@ -4,7 +4,7 @@ allocator, never where its own allocator refuses it or a user set their own, and
 from __future__ import annotations
 
 from sparktui.core.engines.base import ALLOC_CONF, EXPANDABLE
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from tests.unit.test_plan import cluster
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core import statefile
+from sparktui.core.state import statefile
 from sparktui.core.bench import client, results
 
 SAMPLES = Path(__file__).parent / "samples" / "bench"

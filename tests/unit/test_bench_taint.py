@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from sparktui.core.bench import results, taint
 from sparktui.core.deploy.metrics_read import Target
-from sparktui.core.metrics import parse
+from sparktui.core.serving.metrics import parse
 
 VLLM = Target("lab", "vllm", "n1", 8000)
 

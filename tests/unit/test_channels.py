@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from sparktui.core.channels import Slots, busy_note, shortfall
+from sparktui.core.remote.channels import Slots, busy_note, shortfall
 
 
 async def test_a_slot_is_waited_for_only_as_long_as_asked():

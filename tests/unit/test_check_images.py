@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from sparktui.cli import check, main
-from sparktui.core.image import ImageInfo, holds
-from sparktui.core.support import Support
+from sparktui.core.plan.image import ImageInfo, holds
+from sparktui.core.plan.support import Support
 
 from .test_check_piped import piped  # noqa: F401 (fixture)
 
@@ -50,7 +50,7 @@ def unread_image(monkeypatch):
         }
 
     monkeypatch.setattr(check, "_images", images)
-    monkeypatch.setattr("sparktui.core.support.support_of_config", support)
+    monkeypatch.setattr("sparktui.core.plan.support.support_of_config", support)
 
 
 def test_check_says_what_the_model_check_read_and_only_the_rest_as_not_read(piped, capsys, monkeypatch):

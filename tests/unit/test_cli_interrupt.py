@@ -10,8 +10,8 @@ import pytest
 
 from sparktui.cli import deploy, sync
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview
-from sparktui.core.deployment import Deployment
-from sparktui.core.states import State
+from sparktui.core.state.deployment import Deployment
+from sparktui.core.state.states import State
 
 
 def test_an_interrupted_launch_names_what_runs_on_which_node_and_how_to_stop_it(tmp_path, capsys, monkeypatch):
@@ -169,7 +169,7 @@ def test_a_hint_names_its_commands_with_the_config_given(tmp_path, capsys):
     import shlex
 
     from sparktui.cli import build_parser
-    from sparktui.core.diagnose import Problem
+    from sparktui.core.diagnosis.diagnose import Problem
     from sparktui.core.engines import get_engine
 
     cfg = tmp_path / "my cluster.yaml"

@@ -42,7 +42,7 @@ def test_the_command_word_is_found_past_global_options(argv, word):
 def test_version_loads_no_ssh_rich_or_tui_code():
     probe = (
         "import sys\nfrom sparktui.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('asyncssh', 'rich', 'textual', 'yaml', 'sparktui.core.ssh') if m in sys.modules))"
+        "print(sorted(m for m in ('asyncssh', 'rich', 'textual', 'yaml', 'sparktui.core.remote.ssh') if m in sys.modules))"
     )
     r = subprocess.run(
         [sys.executable, "-c", probe],

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core import argcheck
+from sparktui.core.config import argcheck
 
 ROOT = Path(__file__).resolve().parents[2]
 # A node nobody answers for: if the command got as far as dialling, the journal would show it.

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from sparktui.cli import deploy
 from sparktui.cli.common import print_json
-from sparktui.core.diagnose import Milestone, Problem
-from sparktui.core.events import DeploymentChanged, LaunchStep, LogLines
+from sparktui.core.diagnosis.diagnose import Milestone, Problem
+from sparktui.core.state.events import DeploymentChanged, LaunchStep, LogLines
 
 NODES = SimpleNamespace(nodes=[SimpleNamespace(name="spark1"), SimpleNamespace(name="spark2")])
 RAW = [f"INFO 06-12 10:00:{i:02d} [model_runner.py:{i}] Loading safetensors shard {i}/180" for i in range(180)]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sparktui.core import config as cfgmod
-from sparktui.core.config import (
+from sparktui.core.config import config as cfgmod
+from sparktui.core.config.config import (
     GPU_STYLES,
     ConfigError,
     ConfigNotFound,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import ConfigError, ConfigNotFound, find_config, load_config, load_config_text
+from sparktui.core.config.config import ConfigError, ConfigNotFound, find_config, load_config, load_config_text
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = """cluster: c

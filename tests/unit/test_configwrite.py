@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.config import (
+from sparktui.core.config.config import (
     Config,
     ConfigError,
     DockerConfig,
@@ -21,7 +21,7 @@ from sparktui.core.config import (
     load_config,
     load_config_text,
 )
-from sparktui.core.configwrite import (
+from sparktui.core.config.configwrite import (
     COMMENT_COLUMN,
     EXAMPLE_HEADER,
     ConfigExists,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core import logfile
-from sparktui.core.diagnose import Diagnoser
-from sparktui.core.phases import PHASES
+from sparktui.core.diagnosis import logfile
+from sparktui.core.diagnosis.diagnose import Diagnoser
+from sparktui.core.diagnosis.phases import PHASES
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"

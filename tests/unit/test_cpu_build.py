@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 from sparktui.core.engines.cpubuild import KV_ENV, is_cpu_build, kv_env
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_plan import parse_run, plan_for
 
@@ -72,7 +72,7 @@ def test_ray_mode_on_a_cpu_build_is_refused_at_the_plan_naming_native():
 
 
 def test_a_cpu_build_defaults_to_native_even_with_ray_in_its_image():
-    from sparktui.core.image import ImageInfo
+    from sparktui.core.plan.image import ImageInfo
 
     from .test_fabric import make_config, make_facts, node_name, subnets
     from .test_plan import VLLM_IMAGE

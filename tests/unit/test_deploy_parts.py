@@ -16,15 +16,15 @@ from sparktui.core.deploy.containers import Found, remove_command
 from sparktui.core.deploy.logstream import Deduper
 from sparktui.core.deploy.orchestrator import exec_signature
 from sparktui.core.deploy.record import load_record, save_command
-from sparktui.core.facts import Container
-from sparktui.core.journal import Journal
-from sparktui.core.plan import PlanOptions
-from sparktui.core.ssh import Result
-from sparktui.core.statefile import StateFileError
+from sparktui.core.nodes.facts import Container
+from sparktui.core.state.journal import Journal
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.remote.ssh import Result
+from sparktui.core.state.statefile import StateFileError
 
-from sparktui.core.config import Config, ModelConfig, NodeConfig
-from sparktui.core.facts import DockerInfo, Gpu, ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.plan import make_plan
+from sparktui.core.config.config import Config, ModelConfig, NodeConfig
+from sparktui.core.nodes.facts import DockerInfo, Gpu, ModelDir, NodeAddr, NodeFacts, Subnet
+from sparktui.core.plan.plan import make_plan
 
 
 def two_node_plan(engine: str, mode: str | None):
@@ -336,7 +336,7 @@ def test_log_lines_that_echo_a_secret_are_masked_before_anyone_sees_them():
 
 
 def test_reading_a_record_back_teaches_this_process_its_secrets():
-    from sparktui.core import secrets
+    from sparktui.core.config import secrets
 
     secrets.forget()
     opts = PlanOptions(
@@ -353,9 +353,9 @@ def test_reading_a_record_back_teaches_this_process_its_secrets():
 
 def test_the_hang_hint_knows_what_the_launched_plan_set_on_every_node():
     from sparktui.core.deploy.orchestrator import Deployer
-    from sparktui.core.deployment import Deployment
+    from sparktui.core.state.deployment import Deployment
     from sparktui.core.engines import get_engine
-    from sparktui.core.events import EventBus
+    from sparktui.core.state.events import EventBus
 
     from .test_plan import make_config, plan_for
 

@@ -4,10 +4,10 @@ each change, never beside it in attributes of its own."""
 from __future__ import annotations
 
 from sparktui.core.deploy.orchestrator import Deployer
-from sparktui.core.deployment import Deployment
-from sparktui.core.events import DeploymentChanged, EventBus
-from sparktui.core.plan import PlanOptions
-from sparktui.core.states import State
+from sparktui.core.state.deployment import Deployment
+from sparktui.core.state.events import DeploymentChanged, EventBus
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.state.states import State
 
 from .test_plan import plan_for
 from tests.configs import make_config

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from sparktui.core.deployment import Deployment
-from sparktui.core.plan import PlanOptions
-from sparktui.core.states import State
-from sparktui.core.statefile import StateFileError
+from sparktui.core.state.deployment import Deployment
+from sparktui.core.plan.plan import PlanOptions
+from sparktui.core.state.states import State
+from sparktui.core.state.statefile import StateFileError
 
 from .test_deploy_parts import two_node_plan
 

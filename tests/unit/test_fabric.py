@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sparktui.core.facts import Interface, NodeFacts
-from sparktui.core.fabric import line_rate_mbps, in_use, ports, topology, topology_env
-from sparktui.core.network import subnets
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.probes import parse_ib_gid, parse_ibdev2netdev, parse_ip_addr, parse_probe, parse_speeds
+from sparktui.core.nodes.facts import Interface, NodeFacts
+from sparktui.core.network.fabric import line_rate_mbps, in_use, ports, topology, topology_env
+from sparktui.core.network.network import subnets
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.nodes.probes import parse_ib_gid, parse_ibdev2netdev, parse_ip_addr, parse_probe, parse_speeds
 
 from .test_plan import make_config, make_facts, node_name
 
@@ -218,7 +218,7 @@ def test_node_json_carries_mtu_and_gid():
 
 
 def test_vllm_defaults_to_native_where_the_image_has_no_ray():
-    from sparktui.core.image import ImageInfo
+    from sparktui.core.plan.image import ImageInfo
 
     from .test_plan import VLLM_IMAGE
 
@@ -239,7 +239,7 @@ def test_vllm_defaults_to_native_where_the_image_has_no_ray():
 
 
 def test_default_images_follow_nvidias_playbooks():
-    from sparktui.core.config import ImagesConfig
+    from sparktui.core.config.config import ImagesConfig
 
     assert ImagesConfig().sglang == "lmsysorg/sglang:latest-cu130"
     root = Path(__file__).resolve().parents[2]
@@ -303,7 +303,7 @@ def test_a_nccl_release_with_known_multi_node_hangs_is_flagged():
 
 
 def test_check_says_what_an_image_holds():
-    from sparktui.core.image import ImageInfo, holds
+    from sparktui.core.plan.image import ImageInfo, holds
 
     info = ImageInfo(
         "nvcr.io/nvidia/vllm:26.10-py3",
@@ -324,7 +324,7 @@ def test_check_says_what_an_image_holds():
 
 
 def test_check_reads_only_the_cache_and_an_old_cache_entry_leaves_torch_unknown():
-    from sparktui.core.image import inspect_script, parse_inspection
+    from sparktui.core.plan.image import inspect_script, parse_inspection
 
     script = inspect_script("img:1", 30, run_image=False)
     assert "docker run" not in script.split("uncached")[0] and "uncached'; exit 0" in script

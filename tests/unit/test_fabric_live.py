@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.fabric_live import RankNet, flags
+from sparktui.core.network.fabric_live import RankNet, flags
 
 # https://github.com/NVIDIA/nccl/issues/1537
 IB_TWO = (
@@ -49,7 +49,7 @@ def test_fewer_halves_than_planned_and_sockets_beside_rdma_are_flagged():
 
 
 def test_live_labels_each_node_and_flags_a_missing_half_once():
-    from sparktui.core.fabric_live import Live
+    from sparktui.core.network.fabric_live import Live
 
     live = Live(
         {"spark1": "rocep1s0f1,roceP2p1s0f1", "spark2": "rocep1s0f1,roceP2p1s0f1"}, {"spark1": True, "spark2": True}
@@ -72,7 +72,7 @@ def test_live_labels_each_node_and_flags_a_missing_half_once():
 
 
 def test_with_ray_a_remote_ranks_lines_in_the_heads_log_count_for_its_node():
-    from sparktui.core.fabric_live import Live
+    from sparktui.core.network.fabric_live import Live
 
     live = Live({"spark1": "rocep1s0f1", "spark2": "rocep1s0f1"}, {}, {"192.168.100.11": "spark2"})
     # Ray's prefix for a worker's output (docs.ray.io "Logging": "(MyActor pid=..., ip=...)"), vLLM's tag before it
@@ -82,7 +82,7 @@ def test_with_ray_a_remote_ranks_lines_in_the_heads_log_count_for_its_node():
 
 
 def test_live_flags_sockets_where_the_node_has_rdma():
-    from sparktui.core.fabric_live import Live
+    from sparktui.core.network.fabric_live import Live
 
     v = Live({"n1": "mlx5_0"}, {"n1": True}).feed("n1", [SOCKET])["n1"]
     assert v["label"] == "NET/Socket (lo)" and "TCP sockets" in v["flags"][0]
@@ -91,7 +91,7 @@ def test_live_flags_sockets_where_the_node_has_rdma():
 
 def test_the_simulators_nccl_lines_read_as_real_ones(tmp_path):
     """The simulated engines and the demo's torch print what fabric_live and the preflight parse."""
-    from sparktui.core.fabric_live import Live
+    from sparktui.core.network.fabric_live import Live
     from sparktui.core.preflight.check_program import transport
     from sparktui.sim import nccl_lines
     from sparktui.sim.fabric_env import FabricPath

@@ -4,9 +4,9 @@ is used only when chosen, with its cost said."""
 
 from __future__ import annotations
 
-from sparktui.core.inventory import analyse
-from sparktui.core.network import TCP_VS_ROCE
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.nodes.inventory import analyse
+from sparktui.core.network.network import TCP_VS_ROCE
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_plan import cluster
 

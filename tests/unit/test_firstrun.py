@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sparktui.core.config import SshConfig
-from sparktui.core.facts import DockerInfo, ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.firstrun import (
+from sparktui.core.config.config import SshConfig
+from sparktui.core.nodes.facts import DockerInfo, ModelDir, NodeAddr, NodeFacts, Subnet
+from sparktui.core.config.firstrun import (
     NodeDraft,
     draft_config,
     draft_problems,

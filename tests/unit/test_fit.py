@@ -4,8 +4,8 @@ SGLang's --mem-fraction-static: weights + KV pool, activations outside)."""
 
 from __future__ import annotations
 
-from sparktui.core.facts import Gpu, Memory, NodeFacts
-from sparktui.core.fit import GIB, LOW_HEADROOM, RUNTIME_OVERHEAD, estimate_fit, fit_from_facts, replicated_params
+from sparktui.core.nodes.facts import Gpu, Memory, NodeFacts
+from sparktui.core.plan.fit import GIB, LOW_HEADROOM, RUNTIME_OVERHEAD, estimate_fit, fit_from_facts, replicated_params
 
 MEM = 100 * GIB  # round numbers keep the boundaries exact
 EVEN = (0, "none")  # nothing replicated: the boundaries below are exact
@@ -100,7 +100,7 @@ def test_json_shape():
 
 
 def test_small_sizes_read_in_mib_not_as_zero_gib():
-    from sparktui.core.fit import GIB, gib
+    from sparktui.core.plan.fit import GIB, gib
 
     assert gib(5 << 20) == "5.0 MiB"
     assert gib(GIB // 2) == "0.5 GiB"
@@ -171,14 +171,14 @@ def test_each_engine_fraction_covers_what_its_help_says():
 
 
 def test_defaults_are_nvidias_per_engine_unless_configured():
-    from sparktui.core.fit import default_fraction
+    from sparktui.core.plan.fit import default_fraction
 
     assert default_fraction("vllm") == 0.8 and default_fraction("sglang") == 0.75
     assert default_fraction("vllm", 0.7) == 0.7 and default_fraction("sglang", 0.9) == 0.9
 
 
 def test_the_plan_counts_replicated_parameters_from_the_model_config():
-    from sparktui.core.plan import PlanOptions, make_plan
+    from sparktui.core.plan.plan import PlanOptions, make_plan
 
     from .test_plan import cluster
 

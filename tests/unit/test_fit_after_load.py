@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from sparktui.core.engines.base import ALLOC_CONF
-from sparktui.core.facts import Gpu, Memory, NodeFacts
-from sparktui.core.fit import FRAGMENTATION, GIB, HOST_RESERVE, RUNTIME_OVERHEAD, after_load, gib, kv_bytes_arg
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.nodes.facts import Gpu, Memory, NodeFacts
+from sparktui.core.plan.fit import FRAGMENTATION, GIB, HOST_RESERVE, RUNTIME_OVERHEAD, after_load, gib, kv_bytes_arg
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from tests.unit.test_plan import cluster
 

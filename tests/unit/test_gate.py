@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sparktui.core.events import Gate
+from sparktui.core.state.events import Gate
 
 
 async def test_a_braked_reader_waits_for_every_held_line_and_runs_on_once_released():

@@ -12,7 +12,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.journal import default_journal_path
+from sparktui.core.state.journal import default_journal_path
 from sparktui.demo.sshserver import LocalSshServer
 from tests import hermetic, userstate
 
@@ -22,7 +22,7 @@ SAMPLE = """
 import os
 from pathlib import Path
 
-from sparktui.core.journal import Journal, default_journal_path
+from sparktui.core.state.journal import Journal, default_journal_path
 
 USER = Path(os.environ["SAMPLE_USER_HOME"])
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.image import ImageInfo, engine_release, holds
-from sparktui.core.image_community import recognise
+from sparktui.core.plan.image import ImageInfo, engine_release, holds
+from sparktui.core.plan.image_community import recognise
 
 
 @pytest.mark.parametrize(

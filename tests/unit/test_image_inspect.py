@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sparktui.core.image import ImageInfo, engine_release, inspect_script, parse_inspection
+from sparktui.core.plan.image import ImageInfo, engine_release, inspect_script, parse_inspection
 
 M = "@@sparktui-image "
 CONFIG = {"Entrypoint": ["vllm", "serve"], "Cmd": None, "Labels": {"org.opencontainers.image.source": "x"}}
@@ -98,8 +98,8 @@ def test_a_given_version_wins_over_the_image():
 async def test_configured_images_are_asked_about_again_only_when_their_id_changes():
     from types import SimpleNamespace
 
-    from sparktui.core.facts import DockerInfo, NodeFacts
-    from sparktui.core.image import inspect_configured
+    from sparktui.core.nodes.facts import DockerInfo, NodeFacts
+    from sparktui.core.plan.image import inspect_configured
 
     asked: list[str] = []
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sparktui.cli import main
-from sparktui.core.journal import Journal, default_journal_path, read_journal, tail_journal
-from sparktui.core.statefile import StateFileError
+from sparktui.core.state.journal import Journal, default_journal_path, read_journal, tail_journal
+from sparktui.core.state.statefile import StateFileError
 
 
 def _strict(text: str):
@@ -165,7 +165,7 @@ def test_processes_appending_at_once_rotate_once_and_lose_no_line(jpath):
     jpath.parent.mkdir(parents=True)
     # 3 x 150 lines of some 130 bytes: one rotation at 40,000 bytes, which all three writers see coming
     code = (
-        "import sys; from pathlib import Path; from sparktui.core.journal import Journal\n"
+        "import sys; from pathlib import Path; from sparktui.core.state.journal import Journal\n"
         "j = Journal(Path(sys.argv[1]), max_bytes=40000)\n"
         "for i in range(150): j.finish(j.start('n', f'{sys.argv[2]} {i}'), 0)\n"
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from sparktui.cli import main
-from sparktui.core.config import load_config
-from sparktui.core.journal import Journal, default_journal_path, read_journal
-from sparktui.core.ssh import Cluster
+from sparktui.core.config.config import load_config
+from sparktui.core.state.journal import Journal, default_journal_path, read_journal
+from sparktui.core.remote.ssh import Cluster
 
 CONFIG = """cluster: {name}
 nodes: [{{name: a, host: 127.0.0.1}}]

@@ -153,7 +153,7 @@ def link_down(monkeypatch, tmp_path):
         raise AssertionError("the check ran on a plan that cannot rendezvous")
 
     monkeypatch.setattr("sparktui.cli.preflight.Cluster", FakeCluster.replacing())
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fixed_inventory(facts))
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", fixed_inventory(facts))
     monkeypatch.setattr("sparktui.core.preflight.run_preflight", never)
     return cfg_file
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sparktui.core.liveness import Liveness
-from sparktui.core.metrics import Scrape
+from sparktui.core.serving.liveness import Liveness
+from sparktui.core.serving.metrics import Scrape
 
 
 def scrape(at: float, gen: float, running: int = 0, waiting: int = 0) -> Scrape:

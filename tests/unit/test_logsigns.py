@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.diagnose import Diagnoser
-from sparktui.core.logfile import guess_engine
+from sparktui.core.diagnosis.diagnose import Diagnoser
+from sparktui.core.diagnosis.logfile import guess_engine
 
 
 def diag(engine: str, *lines: str) -> Diagnoser:

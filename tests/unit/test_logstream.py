@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktui.core.deploy.logstream import Deduper, LogFollower, LogLine, split_ts
-from sparktui.core.secrets import needs_mask
+from sparktui.core.config.secrets import needs_mask
 
 
 def follower() -> tuple[LogFollower, list[LogLine]]:
@@ -42,7 +42,7 @@ def test_a_resumed_read_skips_exactly_the_lines_already_taken_at_the_boundary():
 
 
 def test_a_chunk_splits_into_columns_whatever_form_the_timestamp_takes():
-    from sparktui.core.dockerts import split, split_many
+    from sparktui.core.diagnosis.dockerts import split, split_many
 
     raws = [
         "2026-01-01T10:00:00.000000005Z today's form\r",

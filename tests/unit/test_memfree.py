@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sparktui.core.memfree import DROP_SCRIPT, shortfalls
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.probes import parse_meminfo
+from sparktui.core.memory.free import DROP_SCRIPT, shortfalls
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.nodes.probes import parse_meminfo
 
 from .test_plan import GIB, cluster
 
@@ -58,7 +58,7 @@ def test_the_drop_never_waits_for_a_password():
 
 # -- the preflight's verdict on free memory --------------------------------------------------------
 
-from sparktui.core.memfree import DROP_CACHES, DropPreview, measure, parse_drop  # noqa: E402
+from sparktui.core.memory.free import DROP_CACHES, DropPreview, measure, parse_drop  # noqa: E402
 from sparktui.core.preflight import NodeResult, Setting, Verdict, judge_memory  # noqa: E402
 from sparktui.core.preflight.remote import parse_look  # noqa: E402
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.config import ConfigError, load_config_text
+from sparktui.core.config.config import ConfigError, load_config_text
 from sparktui.core.memory.limits import amount_bytes, parse_amount
 
 BASE = "cluster: c\nnodes: [{name: a, host: 127.0.0.1}]\nmodel: {name: m, path: /m}\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktui.core.config import MemoryConfig
+from sparktui.core.config.config import MemoryConfig
 from sparktui.core.memory.guard import ALLOC_ENV, Guard, advice
 from sparktui.core.memory.sample import MemSample
 

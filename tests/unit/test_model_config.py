@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparktui.core import modelconfig
+from sparktui.core.plan import modelconfig
 from sparktui.core.deploy.operations import model_config_of
 from sparktui.core.deploy.options import read_model_config
-from sparktui.core.fit import replicated_params
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.fit import replicated_params
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from tests.fakes import FakeCluster, FakeNode
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.facts import Interface, NodeFacts
-from sparktui.core.network import best_subnet, resolve, subnets, warnings
-from sparktui.core.probes import parse_ibdev2netdev, parse_ip_addr, parse_speeds
+from sparktui.core.nodes.facts import Interface, NodeFacts
+from sparktui.core.network.network import best_subnet, resolve, subnets, warnings
+from sparktui.core.nodes.probes import parse_ibdev2netdev, parse_ip_addr, parse_speeds
 
 SAMPLES = Path(__file__).parent / "samples" / "probes"
 

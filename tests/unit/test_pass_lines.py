@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sparktui.core.network import subnets
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.network.network import subnets
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .ring_nodes import ring
 from .test_fabric import _verdict, plan_of, spark_facts

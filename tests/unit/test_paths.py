@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sparktui.core.diagnose import Diagnoser
-from sparktui.core.facts import Interface
-from sparktui.core.network import subnets
-from sparktui.core.paths import describe_paths, rendezvous_fix
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.diagnosis.diagnose import Diagnoser
+from sparktui.core.nodes.facts import Interface
+from sparktui.core.network.network import subnets
+from sparktui.core.network.paths import describe_paths, rendezvous_fix
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_fabric import spark_facts
 from .test_plan import make_config

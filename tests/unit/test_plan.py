@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from sparktui.core.config import Config
+from sparktui.core.config.config import Config
 from sparktui.core.engines.vllm import count_ray_nodes
-from sparktui.core.facts import DockerInfo, Gpu, Interface, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.nodes.facts import DockerInfo, Gpu, Interface, Memory, ModelDir, NodeAddr, NodeFacts, Subnet
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from tests.configs import MODEL, make_config, node_name
 

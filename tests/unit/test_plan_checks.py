@@ -9,7 +9,7 @@ import pytest
 
 from sparktui.core.engines.common import EnvFlag, Home, Joined, render, volume_word
 from sparktui.core.engines.vllm import rank_wait_words
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_plan import (
     GIB,

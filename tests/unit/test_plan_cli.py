@@ -14,9 +14,9 @@ from rich.console import Console
 from sparktui.cli import build_parser, main
 from sparktui.cli.common import CliExit
 from sparktui.cli.plan import options_from_args, render_plan
-from sparktui.core.config import load_config
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.ssh import Result
+from sparktui.core.config.config import load_config
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.remote.ssh import Result
 
 from tests.fakes import FakeCluster, fixed_inventory
 from .test_plan import MODEL, cluster, make_config
@@ -50,8 +50,8 @@ def fake_cluster(monkeypatch, tmp_path):
         calls.append((node, cmd))
         return Result(0, json.dumps(MODEL_CONFIG), "", 0.01)
 
-    monkeypatch.setattr("sparktui.core.ssh.Cluster", FakeCluster.replacing(answer))
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fixed_inventory(facts, subnets))
+    monkeypatch.setattr("sparktui.core.remote.ssh.Cluster", FakeCluster.replacing(answer))
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", fixed_inventory(facts, subnets))
     return cfg_file, calls, facts
 
 

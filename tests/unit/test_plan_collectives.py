@@ -3,7 +3,7 @@ bandwidth for decode speed there."""
 
 from __future__ import annotations
 
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.preflight import rate
 
 from .test_fabric import plan_of, spark_facts

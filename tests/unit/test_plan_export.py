@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparktui.core.export import export_files, write_export
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.export import export_files, write_export
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_plan import cluster, make_config
 

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from sparktui.cli import main
-from sparktui.core import facts_store
-from sparktui.core.inventory import Inventory
+from sparktui.core.nodes import facts_store
+from sparktui.core.nodes.inventory import Inventory
 
 from .test_plan import MODEL, cluster
 
@@ -36,7 +36,7 @@ def env(tmp_path, monkeypatch):
     def no_dial(*a, **k):
         raise AssertionError("an offline plan dialled a node")
 
-    monkeypatch.setattr("sparktui.core.ssh.Cluster", no_dial)
+    monkeypatch.setattr("sparktui.core.remote.ssh.Cluster", no_dial)
     from sparktui.cli import common
 
     monkeypatch.setattr(common.err_console, "width", 1000)  # a message is one line: no wrapping to read past

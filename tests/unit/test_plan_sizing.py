@@ -6,8 +6,8 @@ import pytest
 
 from sparktui.cli.common import CliExit
 from sparktui.cli.plan import options_from_args
-from sparktui.core.fit import kv_bytes_arg
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.plan.fit import kv_bytes_arg
+from sparktui.core.plan.plan import PlanOptions, make_plan
 
 from .test_plan import cluster, flags, make_config, parse_run, plan_for
 from .test_plan_cli import _args
@@ -74,7 +74,7 @@ def test_an_engine_without_them_refuses_rather_than_passing_a_foreign_flag():
 
 def test_refusals_name_the_release_that_has_each_flag_as_the_plan_does():
     from sparktui.core.engines import ENGINES
-    from sparktui.core.plan_sizing import parse_bytes, refusals
+    from sparktui.core.plan.sizing import parse_bytes, refusals
 
     vllm, sglang = ENGINES["vllm"], ENGINES["sglang"]
     assert refusals(vllm, "0.14.0") == (None, None) and refusals(vllm, None) == (None, None)

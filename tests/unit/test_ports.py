@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from sparktui.core.ports import parse_holders
+from sparktui.core.network.ports import parse_holders
 
 OWN = "a" * 64
 OTHER = "b" * 64

@@ -52,7 +52,7 @@ def fake(monkeypatch, tmp_path):
         return v
 
     monkeypatch.setattr("sparktui.cli.preflight.Cluster", FakeCluster.replacing())
-    monkeypatch.setattr("sparktui.core.inventory.take_inventory", fixed_inventory(facts, subnets))
+    monkeypatch.setattr("sparktui.core.nodes.inventory.take_inventory", fixed_inventory(facts, subnets))
     monkeypatch.setattr("sparktui.core.preflight.run_preflight", fake_run)
     return cfg_file, record
 

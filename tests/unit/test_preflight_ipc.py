@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
-from sparktui.core.config import DockerConfig
+from sparktui.core.config.config import DockerConfig
 from sparktui.core.engines.common import Spot, docker_flags
 from sparktui.core.preflight.ipc import SECTION, IpcLook, configured_remove_ipc, engine_identity, judge_ipc, parse_ipc
-from sparktui.core.ssh import script
+from sparktui.core.remote.ssh import script
 
 
 def test_the_last_remove_ipc_in_systemd_order_wins():

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from sparktui.core.facts import Memory
+from sparktui.core.nodes.facts import Memory
 from sparktui.core.preflight import NodeResult, Setting, Verdict
 from sparktui.core.preflight.ipc import IpcLook, judge_ipc
 from sparktui.core.preflight.leftovers import leftovers_of, parse_size, parse_stats

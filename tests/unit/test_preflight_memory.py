@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparktui.core.preflight import run_preflight
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 
 from .test_preflight_run import docker_calls, leftovers, make_plan, nodes  # noqa: F401 - the fixture
 

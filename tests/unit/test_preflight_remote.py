@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import shlex
 
-from sparktui.core.config import DockerConfig
-from sparktui.core.journal import MASK
-from sparktui.core.plan import NodePlan
+from sparktui.core.config.config import DockerConfig
+from sparktui.core.state.journal import MASK
+from sparktui.core.plan.plan import NodePlan
 from sparktui.core.preflight.remote import (
     check_command,
     free_port,

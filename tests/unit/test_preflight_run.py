@@ -16,12 +16,12 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from sparktui.core.config import Config, ModelConfig, NodeConfig, SshConfig
-from sparktui.core.journal import MASK
-from sparktui.core.plan import NodePlan, Plan
+from sparktui.core.config.config import Config, ModelConfig, NodeConfig, SshConfig
+from sparktui.core.state.journal import MASK
+from sparktui.core.plan.plan import NodePlan, Plan
 from sparktui.core.preflight import PreflightError, run_preflight
 from sparktui.core.preflight import runner
-from sparktui.core.ssh import Cluster
+from sparktui.core.remote.ssh import Cluster
 from sparktui.demo.sshserver import LocalSshServer
 
 FAKE_DOCKER = r"""#!PYTHON

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core import probes
-from sparktui.core.probes import (
+from sparktui.core.nodes import probes
+from sparktui.core.nodes.probes import (
     parse_df,
     parse_docker_images,
     parse_docker_ps,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # the modules that need the newest interpreter, what they need it for, and since which version
-NEEDS = {"sparktui.core.quickre": ((3, 11), "re._parser and re._constants")}
+NEEDS = {"sparktui.core.diagnosis.quickre": ((3, 11), "re._parser and re._constants")}
 
 
 def floor() -> tuple[int, int]:

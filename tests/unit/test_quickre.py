@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparktui.core import phases, quickre
+from sparktui.core.diagnosis import phases, quickre
 from sparktui.core.engines import ENGINES, logsigns as S
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ configuration reference reproduces the example file itself."""
 
 from pathlib import Path
 
-from sparktui.core.config import load_config_text
+from sparktui.core.config.config import load_config_text
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktui.core.diagnose import Diagnoser, Milestone, Problem, ProblemCleared
-from sparktui.core.logevents import parse_docker_ts
-from sparktui.core.phases import DEFAULT_LIMITS
+from sparktui.core.diagnosis.diagnose import Diagnoser, Milestone, Problem, ProblemCleared
+from sparktui.core.diagnosis.logevents import parse_docker_ts
+from sparktui.core.diagnosis.phases import DEFAULT_LIMITS
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -233,7 +233,7 @@ def test_two_native_ranks_joining_over_gloo_end_init_on_both_nodes_and_their_com
 
 
 def test_the_transport_of_a_cpu_build_is_gloo_on_every_rank_and_never_nccl():
-    from sparktui.core.words import milestone_words
+    from sparktui.core.state.words import milestone_words
 
     d = Diagnoser("vllm")
     for node, name in (("spark1", "vllm_cpu_native_head_ready.log"), ("spark2", "vllm_cpu_native_headless_ready.log")):

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.recipe import RecipeError, apply_recipe, load_recipe, parse_recipe
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.recipes.recipe import RecipeError, apply_recipe, load_recipe, parse_recipe
 
 from .test_plan import MODEL, cluster, flags, parse_run
 

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.recipe import apply_recipe, load_recipe
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.recipes.recipe import apply_recipe, load_recipe
 
 from .test_plan import MODEL, cluster, flags, parse_run
 

@@ -10,8 +10,8 @@ import pytest
 
 from sparktui.cli.common import CliExit
 from sparktui.cli.plan import options_from_args
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.recipe import apply_recipe, load_recipe, parse_recipe
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.recipes.recipe import apply_recipe, load_recipe, parse_recipe
 
 from .test_plan import MODEL, cluster, flags, make_config, parse_run
 from .test_plan_cli import _args

@@ -1,5 +1,5 @@
 """What the nodes need, judged from probe output: real command output (tests/unit/samples/probes)
-through the real probe parser, then core/requirements.py; every unmet need names its fix."""
+through the real probe parser, then core/nodes/requirements.py; every unmet need names its fix."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from sparktui.core.config import Config, DockerConfig, ImagesConfig, ModelConfig, NodeConfig
-from sparktui.core.inventory import analyse
-from sparktui.core.probe_needs import parse_rsync_version, parse_runtimes, parse_toolkit
-from sparktui.core.probes import parse_probe, probe_script
-from sparktui.core.requirements import TOOLKIT_FIX, node_needs, unmet
+from sparktui.core.config.config import Config, DockerConfig, ImagesConfig, ModelConfig, NodeConfig
+from sparktui.core.nodes.inventory import analyse
+from sparktui.core.nodes.probe_needs import parse_rsync_version, parse_runtimes, parse_toolkit
+from sparktui.core.nodes.probes import parse_probe, probe_script
+from sparktui.core.nodes.requirements import TOOLKIT_FIX, node_needs, unmet
 
 SAMPLES = Path(__file__).parent / "samples" / "probes"
 MODEL = "/models/m"
@@ -138,7 +138,7 @@ def test_gpu_style_picks_what_counts_as_the_toolkit():
 
 def test_unreachable_node_gets_one_ssh_need():
     facts = {"spark1": parse_probe("spark1", HOSTS["spark1"], probe("spark1"))}
-    from sparktui.core.facts import NodeFacts
+    from sparktui.core.nodes.facts import NodeFacts
 
     facts["spark2"] = NodeFacts("spark2", HOSTS["spark2"], reachable=False, error="Connection refused")
     rows = [n for n in node_needs(config(), analyse(config(), facts)) if n.node == "spark2"]
@@ -228,7 +228,7 @@ def test_check_prints_every_unmet_need_whole_at_80_columns(monkeypatch):
 
 
 def test_an_unreachable_node_does_not_take_the_fabric_from_the_others():
-    from sparktui.core.facts import NodeFacts
+    from sparktui.core.nodes.facts import NodeFacts
 
     cfg = Config(
         cluster="c",

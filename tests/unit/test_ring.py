@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sparktui.core.fabric import topology
-from sparktui.core.network import subnets
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.ring import describe_layout, layout, ring_of
+from sparktui.core.network.fabric import topology
+from sparktui.core.network.network import subnets
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.network.ring import describe_layout, layout, ring_of
 
 from .ring_nodes import ring
 from .test_plan import make_config, make_facts
@@ -75,7 +75,7 @@ def test_two_sparks_back_to_back_are_direct_and_get_no_ring_settings():
 
 
 def test_the_inventory_says_the_layout_and_a_ring_draws_no_fabric_warnings():
-    from sparktui.core.inventory import analyse
+    from sparktui.core.nodes.inventory import analyse
 
     inv = analyse(make_config(3), ring())
     assert inv.layout == {"topology": "ring", "subnets": "per-half"} and inv.to_json()["layout"] == inv.layout
@@ -87,7 +87,7 @@ def test_the_inventory_says_the_layout_and_a_ring_draws_no_fabric_warnings():
 
 def test_check_prints_the_layout_it_sees(capsys):
     from sparktui.cli.check import print_inventory
-    from sparktui.core.inventory import analyse
+    from sparktui.core.nodes.inventory import analyse
 
     config = make_config(3)
     print_inventory(config, analyse(config, ring()))

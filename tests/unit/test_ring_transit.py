@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from sparktui.core.network import subnets
-from sparktui.core.plan import PlanOptions, make_plan
+from sparktui.core.network.network import subnets
+from sparktui.core.plan.plan import PlanOptions, make_plan
 from sparktui.core.preflight.remote import look_command, parse_look
 from sparktui.core.preflight.transit import judge
 from sparktui.core.preflight.verdict import Setting, Verdict

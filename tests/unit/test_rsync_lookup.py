@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from sparktui.core.ssh import Result
+from sparktui.core.remote.ssh import Result
 from sparktui.core.transfers.errors import TransferError
 from sparktui.core.transfers.model_sync import require_rsync
 from tests.fakes import FakeNode

@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 
-from sparktui.core import secrets
-from sparktui.core.secrets import MASK, add_names, add_values, is_secret_name, mask, mask_data, shorten
+from sparktui.core.config import secrets
+from sparktui.core.config.secrets import MASK, add_names, add_values, is_secret_name, mask, mask_data, shorten
 
 
 @pytest.fixture(autouse=True)
@@ -142,9 +142,9 @@ secrets: [LICENSE_BLOB, --license]
 
 
 def test_names_listed_in_the_config_are_masked_in_the_plan(tmp_path):
-    from sparktui.core.config import load_config
-    from sparktui.core.plan import PlanOptions, make_plan
-    from sparktui.core.export import export_files
+    from sparktui.core.config.config import load_config
+    from sparktui.core.plan.plan import PlanOptions, make_plan
+    from sparktui.core.plan.export import export_files
 
     from .test_plan import cluster
 
@@ -162,7 +162,7 @@ def test_names_listed_in_the_config_are_masked_in_the_plan(tmp_path):
 
 
 def test_a_bad_secret_name_is_a_config_error():
-    from sparktui.core.config import ConfigError, load_config_text
+    from sparktui.core.config.config import ConfigError, load_config_text
 
     with pytest.raises(ConfigError, match=r"<config>:5:11: secrets item 'A B' is not allowed"):
         load_config_text(CONFIG.replace("[LICENSE_BLOB, --license]", "[A B]"))

@@ -285,7 +285,7 @@ def test_trtllm_page_is_what_prometheus_clients_multiprocess_collector_writes(tm
 
 
 async def test_sparktuis_reader_gets_ttft_and_itl_from_it_and_names_what_the_release_lacks():
-    from sparktui.core.metrics import Serving, parse as read
+    from sparktui.core.serving.metrics import Serving, parse as read
 
     api, port = await trtllm_api()
     try:

@@ -381,7 +381,7 @@ def _get(base: str, path: str) -> tuple[int, bytes]:
 def test_a_frozen_rank_stalls_serving_while_health_answers_until_the_hang_detector_fires(tmp_path):
     import signal
     import threading
-    from sparktui.core.diagnose import Diagnoser
+    from sparktui.core.diagnosis.diagnose import Diagnoser
 
     speed = 40.0  # the hang detector's 300 s are 7.5 s here
     env = sim_env(speed=speed)

@@ -32,7 +32,7 @@ def test_importing_the_ssh_layer_runs_no_compiler_and_leaves_ctypes_as_it_was(tm
     assert control.returncode == 0 and (tmp_path / "ran").exists()  # the plain lookup does run them
     os.remove(tmp_path / "ran")
     r = _run(
-        "import ctypes.util; f = ctypes.util.find_library\nimport sparktui.core.ssh, asyncssh\n"
+        "import ctypes.util; f = ctypes.util.find_library\nimport sparktui.core.remote.ssh, asyncssh\n"
         "assert ctypes.util.find_library is f\nprint(asyncssh.__version__)",
         tmp_path,
     )

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparktui.core import statefile
+from sparktui.core.state import statefile
 from sparktui.core.deploy.record import MAX_BYTES, load_record
 from sparktui.core.transfers.remote import list_states
 

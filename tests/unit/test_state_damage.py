@@ -8,9 +8,9 @@ import json
 import pytest
 
 from sparktui.cli import main
-from sparktui.core import facts_store
+from sparktui.core.nodes import facts_store
 from sparktui.core.bench import results
-from sparktui.core.journal import Journal, tail_journal
+from sparktui.core.state.journal import Journal, tail_journal
 
 from .test_bench import row
 from .test_plan_offline import env  # noqa: F401  (the fixture)

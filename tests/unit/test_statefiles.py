@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from sparktui.cli.sync import status_rows
-from sparktui.core import statefile
-from sparktui.core.image import parse_inspection
-from sparktui.core.statefile import StateFileError
+from sparktui.core.state import statefile
+from sparktui.core.plan.image import parse_inspection
+from sparktui.core.state.statefile import StateFileError
 from sparktui.core.transfers.state import UNREADABLE, TransferMeta, Unreadable, parse_listing
 from sparktui.core.transfers.status import transfer_status
 
@@ -110,7 +110,7 @@ class _Node:
         self.stdout = stdout
 
     async def run(self, cmd, timeout=None):
-        from sparktui.core.ssh import Result
+        from sparktui.core.remote.ssh import Result
 
         return Result(0, self.stdout, "", 0.0)
 

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.support import Support, check_support, classify, parse_support
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.plan.support import Support, check_support, classify, parse_support
 
 from .test_plan import SGLANG_IMAGE, cluster
 
@@ -254,7 +254,7 @@ def test_plan_json_refusal_carries_the_fix(monkeypatch, tmp_path, capsys):
     async def plan(self, opts, last_subnet=None):
         return make_plan(config, facts, subnets, PlanOptions(engine="sglang", support=s, tp=3))
 
-    monkeypatch.setattr("sparktui.core.ssh.Cluster", FakeCluster)
+    monkeypatch.setattr("sparktui.core.remote.ssh.Cluster", FakeCluster)
     monkeypatch.setattr(Operations, "plan", plan)
     assert main(["plan", "--config", str(cfg_file), "--engine", "sglang", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
@@ -266,8 +266,8 @@ async def test_a_model_copy_is_prepared_with_each_image_that_cannot_load_it(monk
     """`t` and `sync model` ask the images before the weights move: a refusal makes the copy futile (a front
     asks first), a doubt is a warning, a supported image says nothing; an image copy asks nothing."""
     from sparktui.core.deploy.operations import Operations
-    from sparktui.core.events import EventBus
-    from sparktui.core.states import Op
+    from sparktui.core.state.events import EventBus
+    from sparktui.core.state.states import Op
 
     from ..fakes import FakeCluster
 
@@ -290,7 +290,7 @@ async def test_a_model_copy_is_prepared_with_each_image_that_cannot_load_it(monk
         asked.append(cfg)
         return {"sglang": lacks, "vllm": loads}
 
-    monkeypatch.setattr("sparktui.core.support.support_of_config", found)
+    monkeypatch.setattr("sparktui.core.plan.support.support_of_config", found)
     ops = Operations(FakeCluster(), config, EventBus())
     p = await ops.prepare(Op.SYNC_MODEL)
     assert len(p.futile) == 1 and not p.warnings and p.ok

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from sparktui.core.engines import trtllm
-from sparktui.core.diagnose import Diagnoser
-from sparktui.core.support import _JSON, Support, classify, probe_program
+from sparktui.core.diagnosis.diagnose import Diagnoser
+from sparktui.core.plan.support import _JSON, Support, classify, probe_program
 from sparktui.sim import sim_env
 
 from . import test_support

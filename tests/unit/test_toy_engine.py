@@ -7,14 +7,15 @@ import shlex
 import pytest
 
 from sparktui.core import engines as registry
-from sparktui.core import metrics, phases, quickre
-from sparktui.core.diagnose import Diagnoser, Problem, ProblemCleared
+from sparktui.core.serving import metrics
+from sparktui.core.diagnosis import phases, quickre
+from sparktui.core.diagnosis.diagnose import Diagnoser, Problem, ProblemCleared
 from sparktui.core.engines.base import Engine
 from sparktui.core.engines.common import docker_run, make_step
 from sparktui.core.engines.logsigns import Sign
-from sparktui.core.logfile import guess_engine
-from sparktui.core.plan import PlanOptions, make_plan
-from sparktui.core.states import State
+from sparktui.core.diagnosis.logfile import guess_engine
+from sparktui.core.plan.plan import PlanOptions, make_plan
+from sparktui.core.state.states import State
 from tests.unit.test_plan import IMAGE_ID, cluster, fabric_ip
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from sparktui.cli import build_parser
 from sparktui.cli import sync as sync_cli
-from sparktui.core.events import TransferProgress
+from sparktui.core.state.events import TransferProgress
 from sparktui.core.transfers import Outcome
 
 MiB = 1 << 20
@@ -141,7 +141,7 @@ def test_exit_code_and_json_of_outcomes(capsys):
 
 def test_unknown_destination_is_bad_input():
     from sparktui.cli.common import CliExit
-    from sparktui.core.config import Config, ModelConfig, NodeConfig
+    from sparktui.core.config.config import Config, ModelConfig, NodeConfig
 
     cfg = Config(
         cluster="c",
@@ -155,7 +155,7 @@ def test_unknown_destination_is_bad_input():
 
 def test_a_destination_in_the_wrong_case_is_named_with_its_spelling():
     from sparktui.cli.common import CliExit
-    from sparktui.core.config import Config, ModelConfig, NodeConfig
+    from sparktui.core.config.config import Config, ModelConfig, NodeConfig
 
     cfg = Config(
         cluster="c",

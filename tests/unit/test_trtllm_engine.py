@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from sparktui.core.config import DockerConfig
+from sparktui.core.config.config import DockerConfig
 from sparktui.core.engines import ENGINES, trtllm
 from sparktui.core.engines.common import Context, Secret, Spot
 
@@ -314,7 +314,7 @@ def test_describe_names_head_ranks_port_and_served_name():
 
 
 def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
-    from sparktui.core.diagnose import Diagnoser
+    from sparktui.core.diagnosis.diagnose import Diagnoser
 
     d = Diagnoser("trtllm", clock=lambda: 0.0)
     d.feed_lines(
@@ -336,7 +336,7 @@ def test_diagnosis_reads_a_trtllm_log_to_ready_and_names_an_unreachable_rank():
 
 def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_names_the_rest():
     from sparktui.core.deploy.options import pivot_notes, pivot_options
-    from sparktui.core.plan import PlanOptions
+    from sparktui.core.plan.plan import PlanOptions
 
     o = PlanOptions(
         engine="vllm",
@@ -359,7 +359,7 @@ def test_pivot_between_vllm_and_trtllm_keeps_model_tp_interface_and_context_and_
 
 
 def test_a_node_without_the_named_interface_gets_trtllms_own_hint_not_torchs():
-    from sparktui.core.diagnose import Diagnoser
+    from sparktui.core.diagnosis.diagnose import Diagnoser
 
     d = Diagnoser("trtllm", clock=lambda: 0.0)
     d.feed_lines(

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sparktui.core.words import milestone_words, operation_doing, operation_name
+from sparktui.core.state.words import milestone_words, operation_doing, operation_name
 
 ID = re.compile(r"[a-z]+_[a-z_]+")  # snake_case: an internal identifier
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..engines import ENGINES
 
 # the transfers' "any live process in group $g" (reads /proc with the shell's own `read`)
-from ..procgroup import GROUP_ALIVE_FN
+from ..remote.procgroup import GROUP_ALIVE_FN
 
 # the engine whose image carries the client (vLLM's `vllm bench serve`): the same client for every engine
 CLIENT_ENGINE = next(e for e in ENGINES.values() if e.bench_client)

@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .. import statefile
+from ..state import statefile
 
 MAX_LINE = 64 * 1024  # a row is some 400 bytes; a longer line is damage
 STARTED = (0.0, 1e11)  # unix times a row can hold (time.localtime refuses far beyond)

@@ -13,12 +13,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import statefile
-from ..config import Config
+from ..state import statefile
+from ..config.config import Config
 from ..deploy.metrics_read import MetricsUnavailable, Target, http_get, locate, scrape
 from ..deploy.options import api_key_of
 from ..deploy.record import Record, load_record
-from ..ssh import Cluster, Node
+from ..remote.ssh import Cluster, Node
 from . import client, taint
 from .results import Row, from_client
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..deploy.metrics_read import Target
-from ..metrics import Scrape
+from ..serving.metrics import Scrape
 
 
 @dataclass

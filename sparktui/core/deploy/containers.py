@@ -10,10 +10,10 @@ import asyncio
 import json
 from dataclasses import dataclass
 
-from .. import labels as L
-from ..facts import Container
-from ..probes import parse_docker_ps
-from ..ssh import Cluster, Node, script
+from ..state import labels as L
+from ..nodes.facts import Container
+from ..nodes.probes import parse_docker_ps
+from ..remote.ssh import Cluster, Node, script
 
 LABEL = L.DEPLOYMENT
 STOP_GRACE_S = 10  # docker stop -t: engines flush and release the GPU on SIGTERM

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..config import Config
-from ..ssh import Cluster
+from ..config.config import Config
+from ..remote.ssh import Cluster
 from .readiness import _call
 from .record import load_record
 

@@ -16,7 +16,7 @@ import secrets
 import socket
 from dataclasses import dataclass
 
-from ..ssh import Node, script
+from ..remote.ssh import Node, script
 from .orchestrator import DeployError
 
 LOCK_DIR = ".local/state/sparktui/locks"  # under the head's $HOME

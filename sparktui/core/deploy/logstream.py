@@ -14,10 +14,10 @@ from itertools import islice
 from operator import le
 from typing import Callable, Iterator, NamedTuple
 
-from .. import dockerts
-from ..events import Gate
-from ..secrets import mask, needs_mask
-from ..ssh import Node
+from ..diagnosis import dockerts
+from ..state.events import Gate
+from ..config.secrets import mask, needs_mask
+from ..remote.ssh import Node
 
 # docker logs -t: RFC3339Nano in UTC ("2026-01-02T03:04:05.123456789Z"); older clients trim zeros.
 

@@ -12,9 +12,9 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from ..diagnose import Problem, ProblemCleared
+from ..diagnosis.diagnose import Problem, ProblemCleared
 from ..engines import find_engine
-from ..events import NodeMemory
+from ..state.events import NodeMemory
 from ..memory.guard import Guard, Verdict, advice
 from ..memory.reader import MEMINFO, PRESSURE, MemReader
 from ..memory.sample import MemSample

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from ..config import Config
+from ..config.config import Config
 from ..engines import Engine, find_engine
-from ..metrics import Scrape, parse
-from ..ssh import Cluster, Node
+from ..serving.metrics import Scrape, parse
+from ..remote.ssh import Cluster, Node
 from .containers import find_all, summarize
 from .health import _port_of
 from .record import load_record

@@ -14,23 +14,23 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import labels as L
-from ..config import Config
+from ..state import labels as L
+from ..config.config import Config
 from ..engines import DEFAULT_ENGINE
-from ..events import EventBus, PreflightFinished, PreflightNode, PreflightStage, PreflightStarted
-from .. import facts_store
-from .. import inventory as _inventory
-from .. import modelconfig
-from ..image import inspect_for_plan
-from ..inventory import Inventory
-from ..plan import Plan, PlanOptions, make_plan
-from ..ports import Holder, port_conflicts, ports_of
-from ..ssh import Cluster
-from ..statefile import parse_json
-from ..states import Op
+from ..state.events import EventBus, PreflightFinished, PreflightNode, PreflightStage, PreflightStarted
+from ..nodes import facts_store
+from ..nodes import inventory as _inventory
+from ..plan import modelconfig
+from ..plan.image import inspect_for_plan
+from ..nodes.inventory import Inventory
+from ..plan.plan import Plan, PlanOptions, make_plan
+from ..network.ports import Holder, port_conflicts, ports_of
+from ..remote.ssh import Cluster
+from ..state.statefile import parse_json
+from ..state.states import Op
 from .containers import Found
 from .orchestrator import READY_TIMEOUT_S, DeployError, Deployer
-from ..deployment import Deployment
+from ..state.deployment import Deployment
 from .record import read_command, record_path
 from . import lock as _lock
 
@@ -250,8 +250,8 @@ class Operations:
         return make_plan(self.config, inv.facts, inv.subnets, opts, last_subnet=last_subnet)
 
     async def support(self, opts: PlanOptions, inv: Inventory | None = None):
-        """The support check (core/support.py) for the image these options would run, on their head."""
-        from ..support import support_for
+        """The support check (core/plan/support.py) for the image these options would run, on their head."""
+        from ..plan.support import support_for
 
         head = (opts.nodes or [self.config.head.name])[0]
         f = (inv or self.inventory).facts.get(head) if (inv or self.inventory) else None
@@ -312,7 +312,7 @@ class Operations:
         what = "the model" if op is Op.SYNC_MODEL else f"image {ch.engine_or_image or DEFAULT_ENGINE}"
         p = Prepared(op, self.config.cluster, ch, Preview(f"Copy {what} to the nodes"))
         if op is Op.SYNC_MODEL:  # each configured image is asked before any weights move
-            from ..support import before_copy, support_of_config
+            from ..plan.support import before_copy, support_of_config
 
             p.futile, p.warnings = before_copy(await support_of_config(self.cluster, self.config))
         return p

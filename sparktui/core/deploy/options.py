@@ -13,12 +13,12 @@ import copy
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from .. import modelconfig
-from ..config import Config
+from ..plan import modelconfig
+from ..config.config import Config
 from ..engines import ENGINES, find_engine, label, next_engine
 from ..engines.base import TERMS
-from ..plan import Plan, PlanOptions, make_plan
-from ..ssh import Cluster
+from ..plan.plan import Plan, PlanOptions, make_plan
+from ..remote.ssh import Cluster
 from .record import Record
 
 Planner = Callable[[PlanOptions], Awaitable[Plan]]
@@ -205,7 +205,7 @@ async def read_model_config(cluster: Cluster, config: Config, path: str) -> dict
 
 def inventory_planner(cluster: Cluster, config: Config) -> Planner:
     """Probe every node, then make_plan: what pivot and redeploy use unless given another planner."""
-    from ..inventory import take_inventory
+    from ..nodes.inventory import take_inventory
 
     async def plan(opts: PlanOptions) -> Plan:
         inv = await take_inventory(cluster, config)

@@ -16,16 +16,16 @@ import re
 import time
 from typing import Callable
 
-from .. import labels as L
-from ..channels import SESSIONS_NEEDED
-from ..config import Config
-from ..diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
+from ..state import labels as L
+from ..remote.channels import SESSIONS_NEEDED
+from ..config.config import Config
+from ..diagnosis.diagnose import Diagnoser, Event, Milestone, Problem, ProblemCleared, strip_prefixes
 from ..engines import logsigns as S
-from ..fabric_live import Live
-from ..paths import rendezvous_fix
+from ..network.fabric_live import Live
+from ..network.paths import rendezvous_fix
 from ..engines import DEFAULT_ENGINE, ENGINES, default_mode, runs_ray
 from ..engines.common import Nested, Step, safe_name
-from ..events import (
+from ..state.events import (
     DeploymentChanged,
     EndpointChecked,
     EndpointHealth,
@@ -36,11 +36,11 @@ from ..events import (
     NodeMemory,
     ServingStats,
 )
-from ..facts import Container
-from ..plan import Plan, PlanOptions
-from ..ssh import Cluster, Node
-from ..statefile import StateFileError
-from ..states import SETTLED, State
+from ..nodes.facts import Container
+from ..plan.plan import Plan, PlanOptions
+from ..remote.ssh import Cluster, Node
+from ..state.statefile import StateFileError
+from ..state.states import SETTLED, State
 from . import containers as C
 from . import stopmark
 from .logstream import LogBatch, LogFollower
@@ -50,7 +50,7 @@ from .memwatch import MemFiles, watch_memory
 from .metrics_read import Target
 from .readiness import Check, check_endpoint
 from .serving import LOOK_AT, ServingWatch
-from ..deployment import Deployment
+from ..state.deployment import Deployment
 from .record import STATE_DIR, load_record, save_record
 from .watchdog import tick_interval, watch
 

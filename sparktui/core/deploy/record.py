@@ -1,4 +1,4 @@
-"""The deployment record: a Deployment's JSON form (core/deployment.py), kept on the head node so another
+"""The deployment record: a Deployment's JSON form (core/state/deployment.py), kept on the head node so another
 process can act on it.
 
 ~/.local/state/sparktui/deployments/NAME.json on the head holds what was launched, so `pivot` and
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from .. import statefile
-from ..deployment import FIX, VERSION, Deployment, learn_secrets, options_from_json, options_to_json
-from ..secrets import mask_data
-from ..ssh import Node, script
+from ..state import statefile
+from ..state.deployment import FIX, VERSION, Deployment, learn_secrets, options_from_json, options_to_json
+from ..config.secrets import mask_data
+from ..remote.ssh import Node, script
 
 __all__ = [
     "FIX",

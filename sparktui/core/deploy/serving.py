@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ..liveness import LOOK_AT, Liveness
-from ..metrics import Serving
-from ..ssh import Node
+from ..serving.liveness import LOOK_AT, Liveness
+from ..serving.metrics import Serving
+from ..remote.ssh import Node
 from .metrics_read import MetricsUnavailable, Target, scrape
 from .readiness import _call, _json
 

@@ -11,7 +11,7 @@ a `stop` clears it.
 
 from __future__ import annotations
 
-from ..ssh import Node, script
+from ..remote.ssh import Node, script
 from .record import STATE_DIR
 
 

@@ -1,6 +1,6 @@
 """Silence counts: tick the Diagnoser so a rank quiet for too long in its phase is flagged.
 
-The judgement is Diagnoser.tick's, on the phase model (core/phases.py) that `sparktui diagnose`
+The judgement is Diagnoser.tick's, on the phase model (core/diagnosis/phases.py) that `sparktui diagnose`
 uses too: silence counts from each node's last line, against the limit of the phase that node is
 in (distributed and NCCL init: hang_after, flagged as a rendezvous hang; later phases: their own
 limits, flagged as stalled). This only makes time pass for it while no line arrives, which is
@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
-from ..diagnose import Diagnoser, Event
+from ..diagnosis.diagnose import Diagnoser, Event
 
 
 def tick_interval(hang_after: float) -> float:

@@ -1,6 +1,17 @@
 """The registry of engines sparktui can launch; each module's `ENGINE` (base.Engine) holds what is its own.
 
 A new engine: one module under core/engines/ with an Engine subclass, and one line below (or `register()`).
+
+- `base` — `Engine`: what an engine module provides (identity, launch, flags, logs, metrics, fit, recipes)
+- `common` — what every engine's commands share: words, `docker_run`, per-node env, steps
+- `sglang` — SGLang multi-node: the same server command on every rank with its own --node-rank
+- `vllm` — vLLM multi-node, with Ray or natively: its `docker run` lines (`steps_ray`, `steps_native`)
+- `trtllm` — TensorRT-LLM multi-node: OpenMPI over SSH between the nodes, `trtllm-serve` on every rank
+- `cpubuild` — CPU builds of an engine (upstream vLLM built for CPUs)
+- `versions` — release numbers read and compared, for the release gates in each engine's module
+- `logsigns` — what log lines mean: progress milestones and the engine-neutral failure signs
+- `logrules` — one engine's log reading, its own lines and the shared signs put together once
+- `metricnames` — which Prometheus series carry what the serving view shows, per release
 """
 
 from __future__ import annotations

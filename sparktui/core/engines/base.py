@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Mapping
 
-from .. import quickre
+from ..diagnosis import quickre
 from . import common, metricnames
 from .common import Context, Spot, Step
 from .logrules import LogRules, compile_rules
@@ -21,7 +21,7 @@ from .logsigns import Sign
 
 @dataclass(frozen=True)
 class CommunityImage:
-    """A family of community-built images known by name (core/image_community.py recognises a reference)."""
+    """A family of community-built images known by name (core/plan/image_community.py recognises a reference)."""
 
     repos: tuple[str, ...]  # Docker Hub repositories, without a registry host
     local_tags: tuple[str, ...] = ()  # what the builder's own script tags a pulled image as
@@ -78,7 +78,7 @@ class Engine(ABC):
     default_image: ClassVar[str | None] = None  # for engines the config's `images:` section has no key for
     image_note: ClassVar[str] = ""  # where its image comes from, for the written config's comment
     package: ClassVar[str]  # the Python distribution whose version is the engine release in an image
-    # the support check (core/support.py): Python run by the image's python3 that defines registry_archs(),
+    # the support check (core/plan/support.py): Python run by the image's python3 that defines registry_archs(),
     # quant_methods() and config_types(); None: this engine's images are not asked ("could not check")
     support_probe: ClassVar[str | None] = None
     # whether the pivot key (a pivot without --to) steps onto this engine; one that a launch must choose on
@@ -108,7 +108,7 @@ class Engine(ABC):
     activations_in_budget: ClassVar[bool] = True
     kv_cache_bytes_flag: ClassVar[str | None] = None  # a flag that sizes the KV cache in bytes (memory advice)
     embeddings_replicated_by: ClassVar[str | None] = None  # a flag that makes every GPU hold the embeddings
-    # what the engine holds once loaded (core/fit.py after_load): whether the fraction is a share of the memory
+    # what the engine holds once loaded (core/plan/fit.py after_load): whether the fraction is a share of the memory
     # free after the weights (TensorRT-LLM) rather than of the total, and a flag that sizes the KV cache in bytes
     # instead of the fraction (None: the engine has none)
     fraction_of_free: ClassVar[bool] = False

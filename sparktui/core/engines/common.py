@@ -13,9 +13,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Union
 
-from .. import labels as L
-from ..config import DockerConfig
-from ..secrets import MASK, add_values, is_secret_name
+from ..state import labels as L
+from ..config.config import DockerConfig
+from ..config.secrets import MASK, add_values, is_secret_name
 
 MODES = ("run", "show", "export")
 HOST_ALL = "0.0.0.0"  # only rank 0 serves HTTP, and other machines must reach it

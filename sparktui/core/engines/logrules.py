@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import quickre
+from ..diagnosis import quickre
 from .logsigns import ALL, SIGNS, Sign
 
 if TYPE_CHECKING:

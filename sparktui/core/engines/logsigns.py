@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import quickre
+from ..diagnosis import quickre
 
 
 class _Every:

@@ -7,7 +7,7 @@ Workers start first and the head last (SGLang's own multi-node recipe); only ran
 
 from __future__ import annotations
 
-from .. import quickre
+from ..diagnosis import quickre
 from .base import Engine
 from .logsigns import Sign
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
@@ -97,7 +97,7 @@ def steps(ctx: Context) -> list[Step]:
     return out
 
 
-# -- the support check (core/support.py): how to ask an SGLang image what it can load, run by its python3.
+# -- the support check (core/plan/support.py): how to ask an SGLang image what it can load, run by its python3.
 # SGLang's ModelRegistry (sglang/srt/models/registry.py, 0.5.3.post3 and 0.5.23) is the EntryClass names of
 # the modules of sglang.srt.models, less SGLANG_DISABLED_MODEL_ARCHS; importing them needs the GPU stack, so
 # the source is read the same way without importing (ast), and the imported registry is asked only where

@@ -22,7 +22,7 @@ import dataclasses
 import posixpath
 import shlex
 
-from .. import quickre
+from ..diagnosis import quickre
 from . import common
 from .base import Engine
 from .logsigns import Sign
@@ -456,7 +456,7 @@ SIGNS = [
 IGNORE = _q(r"UCX\s+WARN\s+network device '\S+' is not available")
 
 
-# ---- the support check (core/support.py): how to ask a TensorRT-LLM image what it can load ---------------
+# ---- the support check (core/plan/support.py): how to ask a TensorRT-LLM image what it can load ---------------
 # The PyTorch backend's registry (tensorrt_llm/_torch/models/modeling_utils.py): `@register_auto_model("Arch")`
 # on each model class fills MODEL_CLASS_MAPPING; AutoModelForCausalLM (modeling_auto.py) looks up
 # architectures[0] only, as "EAGLE3" + the name (its "Eagle3" removed) when config.json has draft_vocab_size, and

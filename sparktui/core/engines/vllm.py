@@ -18,7 +18,7 @@ import json
 import re
 import shlex
 
-from .. import quickre
+from ..diagnosis import quickre
 from . import cpubuild
 from .base import CommunityImage, Engine
 from .logsigns import Sign
@@ -279,7 +279,7 @@ def steps(ctx: Context) -> list[Step]:
     return steps_ray(ctx) if ctx.mode == "ray" else steps_native(ctx)
 
 
-# -- the support check (core/support.py): how to ask a vLLM image what it can load, run by its python3.
+# -- the support check (core/plan/support.py): how to ask a vLLM image what it can load, run by its python3.
 # vLLM's ModelRegistry imports on a CPU without loading a model class (vllm/model_executor/models/registry.py,
 # get_supported_archs, 0.11.0 to 0.33.0); QUANTIZATION_METHODS in vllm/model_executor/layers/quantization;
 # its own configs for model types transformers lacks: _CONFIG_REGISTRY in vllm/transformers_utils/config.py.

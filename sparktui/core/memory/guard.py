@@ -15,7 +15,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from ..config import MemoryConfig
+from ..config.config import MemoryConfig
 from .limits import amount_bytes
 from .sample import MemSample
 

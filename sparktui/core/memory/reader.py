@@ -14,8 +14,8 @@ import asyncio
 import time
 from typing import Protocol
 
-from ..channels import SESSIONS_NEEDED
-from ..ssh import Node, SshError, sh
+from ..remote.channels import SESSIONS_NEEDED
+from ..remote.ssh import Node, SshError, sh
 from .sample import MemSample, parse_sample
 
 MEMINFO = "/proc/meminfo"

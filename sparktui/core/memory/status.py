@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from ..config import MemoryConfig
-from ..ssh import Cluster
+from ..config.config import MemoryConfig
+from ..remote.ssh import Cluster
 from .guard import GIB, Guard
 from .reader import MemReader
 from .sample import MemSample

@@ -14,10 +14,10 @@ import re
 import shlex
 from dataclasses import asdict, dataclass, field
 
-from .. import labels as L
-from ..facts import Memory
-from ..fit import gib
-from ..probes import parse_docker_ps
+from ..state import labels as L
+from ..nodes.facts import Memory
+from ..plan.fit import gib
+from ..nodes.probes import parse_docker_ps
 
 CACHE_WORTH = 1 << 30  # less page cache than this is not worth naming
 RUNNING = ("running", "restarting", "paused")  # a container in these states is not stale

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..ring import TOPOLOGY_WORDS
+from ..network.ring import TOPOLOGY_WORDS
 
 SHORT = 0.6  # below this share of the line rate the verdict names a likely cause
 # NCCL releases with known multi-node trouble on Sparks, each with its source.

@@ -13,15 +13,15 @@ from . import check_program
 from .check_program import IFNAME_VARS, MARK, classify, iface_matches
 from .ipc import SECTION as IPC_SECTION, IpcLook, parse_ipc
 from . import transit
-from ..config import DockerConfig
+from ..config.config import DockerConfig
 from ..engines import host_ip_vars
 from ..engines.common import Spot, Word, docker_flags, render
-from ..facts import Memory
-from ..probes import parse_meminfo
-from ..secrets import MASK
-from ..labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
-from ..plan import NodePlan
-from ..ssh import script
+from ..nodes.facts import Memory
+from ..nodes.probes import parse_meminfo
+from ..config.secrets import MASK
+from ..state.labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
+from ..plan.plan import NodePlan
+from ..remote.ssh import script
 
 PREFIX = "sparktui-preflight-"
 PORT_SPAN = 200  # how far above the dist port a free port is looked for

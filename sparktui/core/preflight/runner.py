@@ -21,10 +21,10 @@ import secrets
 import time
 from typing import Callable
 
-from ..config import Config
-from ..facts import Subnet
-from ..plan import NodePlan, Plan
-from ..ssh import Cluster, SshError
+from ..config.config import Config
+from ..nodes.facts import Subnet
+from ..plan.plan import NodePlan, Plan
+from ..remote.ssh import Cluster, SshError
 from .check_program import STARTED
 from .remote import (
     Look,

@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass, field
 
 from .check_program import classify
 from ..engines import DEFAULT_ENGINE, find_engine, get_engine
-from ..fit import gib
-from ..facts import Memory
-from ..memfree import FreeMemory, measure
-from ..paths import describe_paths
+from ..plan.fit import gib
+from ..nodes.facts import Memory
+from ..memory.free import FreeMemory, measure
+from ..network.paths import describe_paths
 from . import rate
 from .ipc import IpcRisk
 from .leftovers import Leftovers

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from .. import network, probes
-from ..facts import NodeFacts
+from ..network import network
+from ..nodes import probes
+from ..nodes.facts import NodeFacts
 from .errors import TransferError
 
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..events import TransferProgress
+from ..state.events import TransferProgress
 from . import remote
 from .eta import eta
 from .options import TransferOptions

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
-from ..events import TransferProgress
+from ..state.events import TransferProgress
 from . import remote, trust
 from .addresses import fabric_addresses
 from .errors import TransferBusy, TransferError, TrustMissing

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import humanize
 
-from ..events import TransferProgress
+from ..state.events import TransferProgress
 from . import cipher, remote, streams, trust
 from .addresses import fabric_addresses
 from .errors import TransferBusy, TransferError, TrustMissing

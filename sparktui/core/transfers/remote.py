@@ -23,7 +23,7 @@ import json
 import re
 import shlex
 
-from ..procgroup import GROUP_ALIVE_FN
+from ..remote.procgroup import GROUP_ALIVE_FN
 
 STATE_ROOT = ".local/state/sparktui/transfers"  # under $HOME of the source node's login
 READ_CHUNK = 1 << 20  # most log bytes fetched per poll; a flood of errors is read over several polls

@@ -7,8 +7,8 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 
-from .. import statefile
-from ..events import TransferProgress
+from ..state import statefile
+from ..state.events import TransferProgress
 from .remote import RS, STATE_ROOT
 from .rsync_progress import in_verifier_terms, parse_log, rsync_exit_message, telling_lines
 from .streams import StreamState, combine, parse_stream_line, stream_rows

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 
 from textual.content import Content
 
-from ...core.config import Config
-from ...core.facts import NodeFacts, Subnet
+from ...core.config.config import Config
+from ...core.nodes.facts import NodeFacts, Subnet
 from ...core.engines import DEFAULT_ENGINE, ENGINES as REGISTRY, default_mode, runs_ray as engine_runs_ray
 from ...core.engines import uses_dist_port as engine_uses_dist_port
-from ...core.fit import default_fraction
-from ...core.paths import data_subnet
-from ...core.plan import PlanOptions, _norm_image
-from ...core.plan_sizing import AUTO as AUTO_LEN, parse_bytes, refusals
+from ...core.plan.fit import default_fraction
+from ...core.network.paths import data_subnet
+from ...core.plan.plan import PlanOptions, _norm_image
+from ...core.plan.sizing import AUTO as AUTO_LEN, parse_bytes, refusals
 
 norm_image = _norm_image  # the plan's own reading of image names, so the form and the checks agree
 
@@ -166,7 +166,7 @@ class FormValues:
 
 @dataclass
 class Refused:
-    """What the image's release cannot do, in the plan's words (core/plan_sizing.py); None where it can."""
+    """What the image's release cannot do, in the plan's words (core/plan/sizing.py); None where it can."""
 
     kv_cache: str | None = None
     auto_len: str | None = None

@@ -17,13 +17,13 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from ...core.config import Config
-from ...core.facts import NodeFacts, Subnet
-from ...core.inventory import Inventory
+from ...core.config.config import Config
+from ...core.nodes.facts import NodeFacts, Subnet
+from ...core.nodes.inventory import Inventory
 from ...core.engines import DEFAULT_ENGINE, label as engine_label
-from ...core.fit import default_fraction
-from ...core.memfree import FreeMemory, shortfalls
-from ...core.plan import Plan, PlanOptions
+from ...core.plan.fit import default_fraction
+from ...core.memory.free import FreeMemory, shortfalls
+from ...core.plan.plan import Plan, PlanOptions
 from . import choices as C
 
 Result = tuple[Plan, PlanOptions]
@@ -47,7 +47,7 @@ def fit_text(plan: Plan) -> Content:
 
 
 def support_text(plan: Plan) -> Content:
-    """The line under the image: whether it loads the model, as the image answered (core/support.py)."""
+    """The line under the image: whether it loads the model, as the image answered (core/plan/support.py)."""
     s = plan.support or {}
     if s.get("status") == "supported":
         word = engine_label(plan.engine)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from ...core.journal import Entry
+from ...core.state.journal import Entry
 from ..present.journal import COLUMNS, entry_cells
 from ..routing import handles
 

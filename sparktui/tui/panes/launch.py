@@ -8,8 +8,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Input, Static, Tab, Tabs
 
-from ...core.diagnose import Milestone, Problem, ProblemCleared
-from ...core.events import (
+from ...core.diagnosis.diagnose import Milestone, Problem, ProblemCleared
+from ...core.state.events import (
     NodeMemory,
     PreflightFinished,
     PreflightNode,

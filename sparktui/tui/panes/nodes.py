@@ -5,13 +5,13 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
-from ...core.config import Config
-from ...core.events import ConnectionChanged, NodeUpdated
-from ...core.facts import NodeFacts, Subnet
-from ...core.requirements import tool_needs
-from ...core.fabric import fabric_layout
-from ...core.paths import describe_paths
-from ...core.ring import describe_layout
+from ...core.config.config import Config
+from ...core.state.events import ConnectionChanged, NodeUpdated
+from ...core.nodes.facts import NodeFacts, Subnet
+from ...core.nodes.requirements import tool_needs
+from ...core.network.fabric import fabric_layout
+from ...core.network.paths import describe_paths
+from ...core.network.ring import describe_layout
 from ..present.nodes import Link, fabric_subnet
 from ..ids import widget_id
 from ..routing import handles
@@ -52,7 +52,7 @@ class NodesPane(VerticalScroll):
             card.redraw()
 
     def set_paths(self, paths: dict | None) -> None:
-        """The launched plan's bootstrap interface and data HCAs, per node (core/paths.py)."""
+        """The launched plan's bootstrap interface and data HCAs, per node (core/network/paths.py)."""
         for card in self.query(NodeCard):
             card.paths_words = (
                 describe_paths(paths, card.node_name)

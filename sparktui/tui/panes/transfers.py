@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from ...core.events import TransferProgress
+from ...core.state.events import TransferProgress
 from ..ids import widget_id
 from ..routing import handles
 from ..present.transfers import key, summary, transfer_lines

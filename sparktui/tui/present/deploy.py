@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from ...core.diagnose import Milestone, Problem
+from ...core.diagnosis.diagnose import Milestone, Problem
 from ...core.engines import ENGINES, label, next_engine
-from ...core.states import State
-from ...core.words import milestone_words
+from ...core.state.states import State
+from ...core.state.words import milestone_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
 STEPS = (
@@ -53,7 +53,7 @@ def milestone_label(m: Milestone) -> str:
         if d.get("transport") == "gloo":
             return "gloo"
         return "NCCL RDMA" if d.get("transport") == "rdma" else "NCCL TCP"
-    if m.kind == "nccl_net":  # what this rank's NCCL uses (core/fabric_live), flagged against the plan
+    if m.kind == "nccl_net":  # what this rank's NCCL uses (core/network/fabric_live), flagged against the plan
         return (d.get("label") or "NCCL net") + (" ⚠" if d.get("flags") else "")
     if m.kind == "weights_loading":
         pct = d.get("percent")

@@ -6,7 +6,7 @@ import time
 
 from textual.content import Content
 
-from ...core.journal import Entry
+from ...core.state.journal import Entry
 from . import fmt
 
 COLUMNS = ("time", "node", "exit", "took", "command (enter: the whole entry)")

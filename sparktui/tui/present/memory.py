@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from ...core.events import NodeMemory
+from ...core.state.events import NodeMemory
 from .serving import sparkline
 
 GIB = 1024**3

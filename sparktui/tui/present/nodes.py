@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from textual.content import Content
 
-from ...core.fabric import JUMBO, ports
-from ...core.facts import Interface, NodeFacts, Subnet
-from ...core.requirements import Need
+from ...core.network.fabric import JUMBO, ports
+from ...core.nodes.facts import Interface, NodeFacts, Subnet
+from ...core.nodes.requirements import Need
 from . import fmt
 
 # Host-local bridges hold the same address on every node and say nothing about the node's links.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...core.facts import NodeFacts
-from ...core.firstrun import NodeDraft, SshTest
+from ...core.nodes.facts import NodeFacts
+from ...core.config.firstrun import NodeDraft, SshTest
 
 
 def ssh_cell(test: SshTest | None, rejected: bool = False) -> Text:

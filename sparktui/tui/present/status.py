@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from ...core.words import operation_doing
+from ...core.state.words import operation_doing
 from .fmt import ellipsize
 
 

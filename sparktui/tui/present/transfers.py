@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from ...core.events import TransferProgress
+from ...core.state.events import TransferProgress
 from . import fmt
 
 STATE_STYLE = {

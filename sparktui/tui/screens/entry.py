@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ...core.journal import Entry
+from ...core.state.journal import Entry
 from ..present import fmt
 from ..present.journal import exit_cell
 

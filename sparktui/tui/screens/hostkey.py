@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ...core.firstrun import HostKey
+from ...core.config.firstrun import HostKey
 
 
 def key_file_hint(algorithm: str) -> str:

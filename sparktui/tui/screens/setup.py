@@ -1,6 +1,6 @@
 """First run: add nodes, test SSH (unknown host keys asked about), probe, choose model and images, write.
 
-Every check and every network step is the core's (core/firstrun.py, core/configwrite.py); this
+Every check and every network step is the core's (core/config/firstrun.py, core/config/configwrite.py); this
 screen only gathers what the user types and shows what came back. SSH runs in workers, so the
 screen answers keys while nodes are dialled.
 """
@@ -17,12 +17,12 @@ from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 
-from ...core import firstrun
-from ...core.config import ConfigError, SshConfig, default_image
+from ...core.config import firstrun
+from ...core.config.config import ConfigError, SshConfig, default_image
 from ...core.engines import ENGINES, label as engine_label
-from ...core.configwrite import ConfigExists, checked_text, default_header, write_config_file
-from ...core.facts import NodeFacts, Subnet
-from ...core.journal import Journal
+from ...core.config.configwrite import ConfigExists, checked_text, default_header, write_config_file
+from ...core.nodes.facts import NodeFacts, Subnet
+from ...core.state.journal import Journal
 from ..present import setup as present
 from .hostkey import HostKeyScreen
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from ...core.facts import NodeFacts, Subnet
-from ...core.requirements import Need
+from ...core.nodes.facts import NodeFacts, Subnet
+from ...core.nodes.requirements import Need
 from ..present.nodes import Link, node_card
 
 
@@ -26,7 +26,7 @@ class NodeCard(Static):
         self.fabric: str | None = None
         self.layout_words = ""  # the fabric's layout, every node's addresses read together (panes/nodes.py)
         self.paths_words = ""  # the launched plan's bootstrap interface and data path (panes/nodes.py)
-        self.missing: list[Need] = []  # unmet tool needs (core/requirements.py), shown with their fix
+        self.missing: list[Need] = []  # unmet tool needs (core/nodes/requirements.py), shown with their fix
 
     def on_mount(self) -> None:
         self.redraw()
