@@ -31,6 +31,26 @@ async def test_writes_are_batched():
         assert view.shown[0].endswith("line 0") and view.shown[-1].endswith("line 199")  # arrival order
 
 
+async def test_a_flood_repaints_at_most_every_interval_and_then_shows_every_line(monkeypatch):
+    from sparktui.tui.widgets import log_view
+
+    monkeypatch.setattr(log_view, "REPAINT", 1.0)  # wide enough that the held repaint is not due by itself
+    app = Host(nodes=["a"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        view.add("a", ["first"])
+        view._flush()  # a slice of sorting-in, as the flood's timer runs it: the first repaint is at once
+        assert view.log.virtual_size.height == 1
+        view.add("a", [f"line {i}" for i in range(100)])
+        view._flush()
+        assert view.rows == 101 and view.log.virtual_size.height == 1  # sorted in, the repaint held
+        await wait_for(pilot, lambda: view.log.virtual_size.height == 101, what="the held repaint")
+        await wait_for(pilot, lambda: view.log.is_vertical_scroll_end, what="following to the end")
+        view.add("a", ["last"])
+        view.flush_now()  # tests, a rebuild, shutdown: shown at once
+        assert view.log.virtual_size.height == 102
+
+
 async def test_one_bounded_ring_says_how_many_lines_left_the_top():
     app = Host(nodes=["quiet", "chatty"], max_lines=50)
     async with app.run_test(size=(80, 24)) as pilot:

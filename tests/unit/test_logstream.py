@@ -29,6 +29,26 @@ def test_a_chunk_becomes_stamped_lines_and_an_echoed_secret_is_masked():
     assert got[0].key == split_ts("2026-01-01T10:00:00.5Z x").key and got[0].seconds is not None
 
 
+class ChunkNode:
+    """A node whose `docker logs` comes in the given chunks."""
+
+    def __init__(self, chunks: list[str]) -> None:
+        self.chunks = chunks
+
+    async def stream_chunks(self, argv):
+        for chunk in self.chunks:
+            yield chunk
+
+
+async def test_a_secret_cut_by_a_chunk_boundary_is_still_masked():
+    line = "2026-01-01T10:00:01.000000001Z export HF_TOKEN=hf_abcdefgh\n"
+    cut = line.index("TOKEN") + 2  # neither chunk holds the whole name
+    got: list[LogLine] = []
+    f = LogFollower(ChunkNode([line[:cut], line[cut:]]), "c", got.extend, batch_interval=0.0)  # type: ignore[arg-type]
+    assert await f._one_pass() == (1, False)
+    assert [ln.text for ln in got] == ["export HF_TOKEN=****"]
+
+
 def test_a_resumed_read_skips_exactly_the_lines_already_taken_at_the_boundary():
     d = Deduper()
     first = [split_ts(f"2026-01-01T00:00:0{s}Z {t}") for s, t in ((1, "a"), (2, "b"), (2, "b"), (2, "c"))]

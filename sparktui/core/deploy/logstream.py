@@ -186,10 +186,13 @@ class LogFollower:
             argv += ["--since", since]
         return argv + [self.container]
 
-    def _take(self, raws: list[str], masked: bool) -> int:
+    def _take(self, raws: list[str], masked: bool | None = None) -> int:
         """Split, de-duplicate and queue complete lines; a batch goes out when it is big or old enough.
-        Secrets are masked per line, and only where the chunk showed any (`masked`)."""
+        Secrets are masked per line, and only where the lines show any (`masked`, else one search of
+        their texts: whole lines, so a name cut by a chunk boundary is found, and no timestamps)."""
         ts, keys, texts = dockerts.split_many(raws)
+        if masked is None:
+            masked = needs_mask("\n".join(texts))
         if masked:
             texts = [mask(t) for t in texts]
         ts, keys, texts = self.dedupe.take_columns(ts, keys, texts)
@@ -230,14 +233,14 @@ class LogFollower:
                 parts = (rest + chunk).split("\n") if rest else chunk.split("\n")
                 rest = parts.pop()
                 if parts:
-                    got += self._take(parts, needs_mask(chunk))
+                    got += self._take(parts)
                 if self.gate is not None and self.gate.over:
                     self.flush()
                     await self.gate.wait()
                 else:
                     await asyncio.sleep(0)  # a buffered flood never yields by itself: let others in
             if rest:
-                got += self._take([rest], True)
+                got += self._take([rest])
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a dropped link surfaces as many exception types

@@ -3,8 +3,9 @@
 - Each line is stored once (its sort key, node and text, in a Ring: log_ring.py); the screen
   formats and highlights only the rows it shows. Nodes are merged by docker's timestamps (arrival order where a line has none).
 - Arrivals are queued and sorted in every `flush_interval` (~50 ms), in slices of a few ms, so keys
-  and frames never wait behind a flood. A batch that came with an `ack` is acknowledged once it is
-  in the ring: the reader on the node holds back while too many of its lines wait here.
+  and frames never wait behind a flood; new lines repaint the view at most every `REPAINT` seconds.
+  A batch that came with an `ack` is acknowledged once it is in the ring: the reader on the node holds
+  back while too many of its lines wait here.
 - The ring keeps the last `max_lines` lines; the top row then says how many were dropped.
 - Following pauses when the user scrolls up; the bottom row counts the lines that arrived meanwhile.
   Scrolling back to the end, or `follow()`, resumes. Nothing here changes the layout, so a flood
@@ -52,6 +53,10 @@ SEP = " │ "
 SLICE = 0.004  # seconds of sorting-in per turn of the loop before keys and frames get theirs
 CHUNK = 2000  # lines sorted in at once (a big batch is cut so the time check runs often enough)
 REORDER = 2_000  # a late line is placed by its timestamp among at most this many newest lines
+# Seconds between repaints for new lines. Each is a full render of the view (5-6 ms of the screen's
+# interpreter time for 40 rows): at the screen's frame rate a flood spent about 40 % of the screen's
+# time drawing rows no one can read, time the readers and the keys then waited for.
+REPAINT = 0.1
 _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\t]")
 
 
@@ -206,6 +211,9 @@ class LogView(Vertical):
         self._inbox: deque[tuple[int, list, list[str], Callable[[], None] | None]] = deque()
         self._inbox_lines = 0
         self._scheduled = False
+        self._shown_at = 0.0  # when new lines were last shown (perf_counter)
+        self._held: tuple[int, int] | None = None  # (rows before, rows removed) not shown yet
+        self._show_timer = None
         self._wide = 0  # longest text seen (characters), for the horizontal scroll range
         self.name_width = 4
         self.filter = LogFilter()
@@ -369,7 +377,7 @@ class LogView(Vertical):
                 break
         if changed is not None:
             self.flushes += 1
-            self._show(rows_before, removed)
+            self._show_soon(rows_before, removed, at_once=budget is None)
         if self._inbox and not self._scheduled:
             self._scheduled = True
             # Through the event loop, not call_later: a callback this widget posts to itself runs
@@ -385,7 +393,38 @@ class LogView(Vertical):
         except Exception as error:  # noqa: BLE001 - as a handler's error would be: the app reports it
             self.app._handle_exception(error)
 
+    def _show_soon(self, rows_before: int, removed: int, at_once: bool) -> None:
+        """Show new lines now, or once REPAINT has passed since the last time (what comes meanwhile
+        joins them)."""
+        if self._held is not None:
+            rows_before, removed = self._held[0], self._held[1] + removed
+        if self.is_mounted:
+            self.log.forget()  # a late line may have been sorted in among rows already drawn
+        wait = self._shown_at + REPAINT - time.perf_counter()
+        if at_once or wait <= 0:
+            self._show_held_drop()
+            self._show(rows_before, removed)
+            return
+        self._held = (rows_before, removed)
+        if self._show_timer is None:
+            self._show_timer = self.set_timer(wait, self._show_held)
+
+    def _show_held(self) -> None:
+        self._show_timer = None
+        if self._held is not None:
+            rows_before, removed = self._held
+            self._held = None
+            self._show(rows_before, removed)
+
+    def _show_held_drop(self) -> None:
+        """Forget new lines held for the next repaint (they are being shown now)."""
+        self._held = None
+        if self._show_timer is not None:
+            self._show_timer.stop()
+            self._show_timer = None
+
     def _show(self, rows_before: int, removed: int) -> None:
+        self._shown_at = time.perf_counter()
         if not self.is_mounted:
             return
         lines = self.log
@@ -451,6 +490,7 @@ class LogView(Vertical):
         narrowed = self.node is not None or not self.filter.empty
         self._rshown = self._matches(self._ring.base) if narrowed else None
         self.new_lines = 0
+        self._show_held_drop()
         if self.is_mounted:
             self._show(self.rows, 0)
             if not self.following:
