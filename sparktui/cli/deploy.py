@@ -43,6 +43,7 @@ from ..core.state.events import DeploymentChanged, EventBus, LaunchStep, LogLine
 from ..core.memory.status import memory_json
 from ..core.remote.ssh import Cluster
 from ..core.state.statefile import StateFileError
+from ..core.state.states import State
 from ..core.state.words import milestone_words
 from . import check
 from .preflight import progress as preflight_progress
@@ -259,7 +260,7 @@ class Printer:
             print_problem(e, self.config_file)
         elif isinstance(e, ProblemCleared):
             console.print(Text(f"  (withdrawn: {e.problem.kind} on {e.problem.node}: {e.reason})", style="dim"))
-        elif isinstance(e, DeploymentChanged) and e.state not in ("failed", "hung"):  # the outcome says those
+        elif isinstance(e, DeploymentChanged) and e.state not in (State.FAILED, State.HUNG):  # the outcome says those
             console.print(
                 Text.assemble(
                     ("deployment ", "bold"),
@@ -300,7 +301,7 @@ def result_doc(d: Deployer, printer: Printer, extra: dict | None = None) -> dict
         "plan_id": cur.plan_id if cur.known else None,
         "state": cur.state,
         "detail": cur.detail,
-        "endpoint": cur.endpoint if cur.state == "ready" else None,
+        "endpoint": cur.endpoint if cur.state == State.READY else None,
         "check": asdict(d.check) if d.check else None,
         "problems": [p.to_json() for p in d.problems],
         "milestones": [m.to_json() for m in d.milestones],
@@ -315,7 +316,7 @@ def outcome_fields(d: Deployer, remove: str) -> dict:
     """error / reason / fix of a launch that failed or hung: the first problem in the engine's own words, its
     hint, and how to remove what the launch left (its containers stay for their logs)."""
     cur = d.current
-    if cur.state not in ("failed", "hung") or not d.problems:
+    if cur.state not in (State.FAILED, State.HUNG) or not d.problems:
         return {}
     p = d.problems[0]
     fix = p.hint + (f"; its containers stay for their logs: {remove} removes them" if remove else "")
@@ -324,19 +325,19 @@ def outcome_fields(d: Deployer, remove: str) -> dict:
 
 def print_outcome(d: Deployer, args: argparse.Namespace | None = None) -> None:
     cur = d.current
-    if cur.state == "ready" and d.check:
+    if cur.state == State.READY and d.check:
         c = d.check
         rate = f", {c.tokens_per_s:.1f} tok/s" if c.tokens_per_s else ""
         console.print(Text.assemble(("ready: ", "bold green"), c.endpoint, f"  (model {c.model})"))
         console.print(f"  chat completion: {c.latency_s:.2f} s, {c.completion_tokens} tokens{rate}", markup=False)
         console.print(f"  endpoint (stays up after this command exits): {c.endpoint}", markup=False)
         console.print(f"  SSH forward from this machine, only while this command runs: {c.local}", markup=False)
-    elif cur.state == "stopped":
+    elif cur.state == State.STOPPED:
         console.print(Text.assemble(("stopped: ", "bold yellow"), cur.detail))
-    elif cur.state in ("failed", "hung"):
+    elif cur.state in (State.FAILED, State.HUNG):
         console.print(Text.assemble((f"{cur.state}: ", "bold red"), cur.detail))
         eng = find_engine(cur.engine)
-        if cur.state == "hung" and eng is not None and eng.hang_pivot:
+        if cur.state == State.HUNG and eng is not None and eng.hang_pivot:
             to, why = eng.hang_pivot
             dep = (
                 f" --deployment {shlex.quote(d.name)}"
@@ -396,11 +397,14 @@ def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") 
 
 async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra: dict | None = None) -> int:
     """After a launch: wait when asked, print the outcome, exit 0 (ready or launched) or 1 (a problem)."""
-    if args.wait and d.current.state not in ("failed",):
+    if args.wait and d.current.state != State.FAILED:
         # readiness has its own deadline; "stopped": a `sparktui stop` from elsewhere ended it
         await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung", "stopped"))
     left: list[tuple[str, str, str]] = []
-    if d.current.state in ("failed", "hung"):  # a failed launch does not remove its containers: say which still run
+    if d.current.state in (
+        State.FAILED,
+        State.HUNG,
+    ):  # a failed launch does not remove its containers: say which still run
         with contextlib.suppress(Exception):
             left = await d.leftovers()
     if args.json:
@@ -417,7 +421,7 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
             )
         )
     else:
-        if not args.wait and d.current.state not in ("failed", "hung"):
+        if not args.wait and d.current.state not in (State.FAILED, State.HUNG):
             console.print(f"launched {d.name}; `sparktui logs -f` follows it, `sparktui status` shows it", markup=False)
         print_outcome(d, args)
         if left:
@@ -427,7 +431,9 @@ async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra
             lines += [f"  read them: {_again(args, 'logs')}{dep}   remove them: {_again(args, 'stop')}{dep}"]
             console.print("\n".join(lines), markup=False, soft_wrap=True)
     state = d.current.state
-    return 0 if state not in ("failed", "hung", "stopped") and (state == "ready" or not args.wait) else 1
+    return (
+        0 if state not in (State.FAILED, State.HUNG, State.STOPPED) and (state == State.READY or not args.wait) else 1
+    )
 
 
 async def _preflight(ops: Operations, p: Prepared, args) -> dict | None:

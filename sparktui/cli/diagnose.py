@@ -16,6 +16,7 @@ from ..core.diagnosis.diagnose import Diagnoser
 from ..core.engines import ENGINES
 from ..core.diagnosis.logfile import diagnose_stream, guess_engine, read_head
 from ..core.diagnosis.phases import LABELS, PHASES
+from ..core.state.states import State
 from ..core.config.secrets import mask_data
 from .common import CliExit, console, print_json
 
@@ -110,7 +111,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print_json(mask_data(d.to_json()))  # quoted log lines may carry a secret the engine echoed
     else:
         console.print(render_diagnosis(d))
-    return 1 if d.problems and d.state != "ready" else 0  # doubts while serving (a soft watchdog) are not failures
+    return 1 if d.problems and d.state != State.READY else 0  # doubts while serving (a soft watchdog) are not failures
 
 
 def _detail(m: dict) -> str:

@@ -101,7 +101,7 @@ ACTIONS: tuple[Action, ...] = (
         "bench",
         "Benchmark",
         short="Bench",
-        enabled=lambda s: _free(s, "bench") and s.deploy_state in ("ready", "wedged", "unhealthy"),
+        enabled=lambda s: _free(s, "bench") and s.deploy_state in (State.READY, State.WEDGED, State.UNHEALTHY),
         why="needs a deployment that serves (READY)",
     ),
     Action(

@@ -571,24 +571,24 @@ class SparkApp(App):
             d = d.but(endpoint=None, local=None)
         self.deployment = d  # the watcher redraws the status line and the keys
         detail = ev.detail or None
-        if ev.state == "ready" and self._local():
+        if ev.state == State.READY and self._local():
             detail = f"{detail or 'ready'}\n{endpoint_words(self.endpoint, self._local())}"
         self.launch_pane.set_state(ev.state, detail)
         if not self._settled:
             pass  # the state found at start-up shows in the status line, not as news
-        elif ev.state == "ready":
+        elif ev.state == State.READY:
             self.notify(
                 f"ready: {endpoint_words(ev.endpoint, self._local()) if ev.endpoint else ev.detail}",
                 title="Deployment",
                 markup=False,
             )
-        elif ev.state == "hung" and self._hang_told:
+        elif ev.state == State.HUNG and self._hang_told:
             pass  # the hang notice said it, with the fix
-        elif ev.state in ("failed", "hung"):
+        elif ev.state in (State.FAILED, State.HUNG):
             self.notify(ev.detail or ev.state, title=f"Deployment {ev.state}", severity="error", markup=False)
-        elif ev.state == "unhealthy":
+        elif ev.state == State.UNHEALTHY:
             self.notify(ev.detail or ev.state, title="Endpoint unhealthy", severity="error", timeout=30, markup=False)
-        elif ev.state == "wedged":  # the problem event carries what to look at; r redeploys
+        elif ev.state == State.WEDGED:  # the problem event carries what to look at; r redeploys
             self.notify(
                 f"{ev.detail} — r redeploys", title="Endpoint wedged", severity="error", timeout=30, markup=False
             )

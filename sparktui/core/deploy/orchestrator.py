@@ -164,7 +164,7 @@ class Deployer:
         self.current = cur = cur.but(state=state, detail=detail, endpoint=endpoint)
         self._emit(
             DeploymentChanged(
-                self.name, cur.engine, cur.mode, state, detail, cur.endpoint if state == "ready" else None
+                self.name, cur.engine, cur.mode, state, detail, cur.endpoint if state == State.READY else None
             )
         )
         self._changed.set()
@@ -203,20 +203,20 @@ class Deployer:
     def _on_diag(self, events: list[Event]) -> None:
         for e in events:
             self._emit(e)
-        if not events or self.diagnoser is None or self.current.state in ("stopping", "stopped"):
+        if not events or self.diagnoser is None or self.current.state in (State.STOPPING, State.STOPPED):
             return
         d = self.diagnoser
-        if d.state == "failed":
-            if self.current.state == "failed":
+        if d.state == State.FAILED:
+            if self.current.state == State.FAILED:
                 return
             p = next(p for p in d.problems if p.kind != "rendezvous_hang")
             # a stop from another terminal makes the engines fail on their way out: ask the head first
             self._spawn("stopped?", self._fail_unless_stopped(_problem_words(p)))
-        elif d.state == "hung":
+        elif d.state == State.HUNG:
             self._set("hung", _problem_words(d.problems[0]))
-        elif self.current.state in ("failed", "hung") and any(isinstance(e, ProblemCleared) for e in events):
+        elif self.current.state in (State.FAILED, State.HUNG) and any(isinstance(e, ProblemCleared) for e in events):
             self._set(d.state, "the engine went on after all")
-        elif self.current.state == "starting" and d.state == "loading":
+        elif self.current.state == State.STARTING and d.state == State.LOADING:
             self._set("loading", "the engine is loading")
 
     def _on_lines(self, node: str, container: str, lines: LogBatch, gate: Gate | None = None) -> None:
@@ -279,7 +279,7 @@ class Deployer:
 
     async def _run_follower(self, node: str, container: str, f: LogFollower) -> None:
         why = await f.run()
-        if self.current.state in ("stopping", "stopped"):
+        if self.current.state in (State.STOPPING, State.STOPPED):
             return
         if why == "lost":
             self._problem(
@@ -288,7 +288,7 @@ class Deployer:
                 f"lost {container}'s log: {node} stayed unreachable",
                 "check the node's link; `sparktui logs` reads the log again once it is back",
             )
-        elif why in ("exited", "removed") and self.current.state != "failed":
+        elif why in ("exited", "removed") and self.current.state != State.FAILED:
             if await self._stopped_elsewhere():
                 return
             code = await self._exit_words(node, container) if why == "exited" else "was removed"
@@ -300,13 +300,13 @@ class Deployer:
 
     async def _stopped_elsewhere(self) -> bool:
         """When `sparktui stop` ran from another process since this launch: say "stopped", and true."""
-        if self.current.state in ("stopping", "stopped"):
+        if self.current.state in (State.STOPPING, State.STOPPED):
             return True
         try:
             asked = await stopmark.stopped(self.cluster[self.config.head.name], self.name)
         except Exception:  # noqa: BLE001 - the head cannot say: judge by the logs alone
             asked = False
-        if asked and self.current.state not in ("stopping", "stopped"):
+        if asked and self.current.state not in (State.STOPPING, State.STOPPED):
             self._set(
                 "stopped",
                 "stopped from elsewhere: `sparktui stop` removed its containers (the engines' "
@@ -315,7 +315,11 @@ class Deployer:
         return asked
 
     async def _fail_unless_stopped(self, words: str) -> None:
-        if not await self._stopped_elsewhere() and self.current.state not in ("failed", "stopping", "stopped"):
+        if not await self._stopped_elsewhere() and self.current.state not in (
+            State.FAILED,
+            State.STOPPING,
+            State.STOPPED,
+        ):
             self._set("failed", words)
 
     async def _exit_words(self, node: str, container: str) -> str:
@@ -416,7 +420,7 @@ class Deployer:
         deadline = self._deadline if self._deadline is not None else time.monotonic() + self.ready_timeout
         local: int | None = None
         while time.monotonic() < deadline:
-            if self.current.state in ("failed", "stopping", "stopped"):
+            if self.current.state in (State.FAILED, State.STOPPING, State.STOPPED):
                 return
             if local is None:
                 try:
@@ -449,7 +453,7 @@ class Deployer:
             if chk.refused:
                 local = None  # the forward died with the old connection
             await asyncio.sleep(self.poll_interval)
-        if self.current.state not in ("failed", "stopping", "stopped"):
+        if self.current.state not in (State.FAILED, State.STOPPING, State.STOPPED):
             why = self.last_check.detail if self.last_check else "no answer"
             self._problem(
                 "not_ready",
@@ -590,7 +594,7 @@ class Deployer:
             return
         if not ok:
             return
-        if self.current.state == "starting":
+        if self.current.state == State.STARTING:
             self._set("starting", "every step ran; waiting for the engine")
         self._spawn("ready", self._readiness(cur))
 
@@ -631,7 +635,7 @@ class Deployer:
     async def _run_steps(self, plan: Plan, resume: dict[str, set[str]]) -> bool:
         total = len(plan.steps)
         for i, step in enumerate(plan.steps):
-            if self.current.state in ("failed", "stopping"):
+            if self.current.state in (State.FAILED, State.STOPPING):
                 return False
             node = self.cluster[step.node]
 
@@ -645,7 +649,7 @@ class Deployer:
                 self._set("failed", msg)
                 return False
             tell("running")
-            if self.current.state in ("starting", "loading"):
+            if self.current.state in (State.STARTING, State.LOADING):
                 self._set(self.current.state, f"step {i + 1}/{total} on {step.node}: {step.description}")
             if step.kind in ("run", "exec") and resume:
                 skip = await self._already_done(node, step, resume)
@@ -736,7 +740,7 @@ class Deployer:
             if left <= 0:
                 why = "" if limit >= own else " (the launch's timeout)"
                 return False, f"gave up after {limit:g} s{why}" + (f"; last answer: {last}" if last else "")
-            if self.current.state == "failed":
+            if self.current.state == State.FAILED:
                 return False, "the engine failed meanwhile"
             r = await node.run(step.command, timeout=max(1.0, min(60.0, left)), shown=step.display or None)
             if r.ok and step.matches(r.stdout):
@@ -752,7 +756,7 @@ class Deployer:
 
     async def stop(self) -> int:
         """Remove this deployment's containers (by label) on every node; returns how many went."""
-        if self.current.state not in ("stopped",):
+        if self.current.state != State.STOPPED:
             self._set("stopping", f"removing {self.name}'s containers")
         await self.close()
         with contextlib.suppress(Exception):  # only words for a launch watching elsewhere: never blocks a stop

@@ -110,7 +110,7 @@ class Diagnoser(BatchFeed):
     def to_json(self) -> dict:
         return {
             "engine": self.engine,
-            "ready": self.state == "ready",
+            "ready": self.state == State.READY,
             "state": self.state.value,
             "milestones": [m.to_json() for m in self.milestones],
             "problems": [p.to_json() for p in self.ordered_problems()],

@@ -17,6 +17,7 @@ from ...core.state.events import (
     PreflightStarted,
     ServingStats,
 )
+from ...core.state.states import State
 from ..controller import LogDrain
 from ..present.deploy import preflight_text, problem_key, problem_lines, speed_note, state_badge, timeline
 from ..present.memory import WIDTH as MEM_WIDTH
@@ -85,7 +86,7 @@ class LaunchPane(Vertical):
     # -- state from the app -------------------------------------------------------------------
     def set_state(self, state: str, detail: str | None = None) -> None:
         self.state, self.detail = state, detail
-        if state in ("idle", "starting", "stopping", "stopped"):
+        if state in (State.IDLE, State.STARTING, State.STOPPING, State.STOPPED):
             self.set_class(False, "-serving")  # nothing serves: old numbers would mislead
         self.query_one("#deploy-state", Static).update(state_badge(state, detail))
 
