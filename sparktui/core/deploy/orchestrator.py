@@ -150,7 +150,7 @@ class Deployer:
     def _emit(self, event) -> None:
         self.bus.emit(event)
 
-    def _set(self, state: State | str, detail: str = "", endpoint: str | None = None) -> None:
+    def _set(self, state: State, detail: str = "", endpoint: str | None = None) -> None:
         """A new snapshot where the deployment stands now; an event when its state or detail changed."""
         state = State(state)
         cur = self.current
@@ -213,11 +213,11 @@ class Deployer:
             # a stop from another terminal makes the engines fail on their way out: ask the head first
             self._spawn("stopped?", self._fail_unless_stopped(_problem_words(p)))
         elif d.state == State.HUNG:
-            self._set("hung", _problem_words(d.problems[0]))
+            self._set(State.HUNG, _problem_words(d.problems[0]))
         elif self.current.state in (State.FAILED, State.HUNG) and any(isinstance(e, ProblemCleared) for e in events):
             self._set(d.state, "the engine went on after all")
         elif self.current.state == State.STARTING and d.state == State.LOADING:
-            self._set("loading", "the engine is loading")
+            self._set(State.LOADING, "the engine is loading")
 
     def _on_lines(self, node: str, container: str, lines: LogBatch, gate: Gate | None = None) -> None:
         self._emit(LogLines(node, container, lines.texts, lines.keys, flow=gate))  # the columns, not copies
@@ -296,7 +296,7 @@ class Deployer:
             if self.diagnoser is not None and self.diagnoser.ready:
                 msg += " while serving"  # it had started: this is not a start-up failure
             self._problem("container_exited", node, msg, "read its last log lines above (sparktui logs)")
-            self._set("failed", msg)
+            self._set(State.FAILED, msg)
 
     async def _stopped_elsewhere(self) -> bool:
         """When `sparktui stop` ran from another process since this launch: say "stopped", and true."""
@@ -320,7 +320,7 @@ class Deployer:
             State.STOPPING,
             State.STOPPED,
         ):
-            self._set("failed", words)
+            self._set(State.FAILED, words)
 
     async def _exit_words(self, node: str, container: str) -> str:
         r = await self.cluster[node].run(
@@ -447,7 +447,7 @@ class Deployer:
                 self.check = ev
                 self._emit(ev)
                 rate = f", {chk.tokens_per_s:.1f} tok/s" if chk.tokens_per_s else ""
-                self._set("ready", f"{chk.model} answered in {chk.latency_s:.2f} s{rate}", self._endpoint_url(cur))
+                self._set(State.READY, f"{chk.model} answered in {chk.latency_s:.2f} s{rate}", self._endpoint_url(cur))
                 self._spawn("health", self._health(cur, local))
                 return
             if chk.refused:
@@ -461,7 +461,7 @@ class Deployer:
                 f"not ready after {self.ready_timeout:g} s ({why})",
                 "the log shows how far loading got; a large checkpoint may need a longer --timeout",
             )
-            self._set("failed", f"not ready after {self.ready_timeout:g} s: {why}")
+            self._set(State.FAILED, f"not ready after {self.ready_timeout:g} s: {why}")
 
     async def _health(self, cur: Deployment, local: int | None) -> None:
         """While ready (or unhealthy, or wedged), poll /health so an engine that dies later shows at once, and
@@ -595,7 +595,7 @@ class Deployer:
         if not ok:
             return
         if self.current.state == State.STARTING:
-            self._set("starting", "every step ran; waiting for the engine")
+            self._set(State.STARTING, "every step ran; waiting for the engine")
         self._spawn("ready", self._readiness(cur))
 
     async def _prepare(self, plan: Plan, if_exists: str) -> dict[str, set[str]] | None:
@@ -646,7 +646,7 @@ class Deployer:
                 msg = f"the launch's timeout of {self.ready_timeout:g} s ran out before step {i + 1}/{total}"
                 tell("failed", msg)
                 self._problem("launch_timeout", step.node, msg, "a longer --timeout, or see which step was slow above")
-                self._set("failed", msg)
+                self._set(State.FAILED, msg)
                 return False
             tell("running")
             if self.current.state in (State.STARTING, State.LOADING):
@@ -678,7 +678,7 @@ class Deployer:
                 tell("failed", detail)
                 msg = f"step {i + 1}/{total} on {step.node} failed ({step.description}): {detail}"
                 self._problem("launch_step_failed", step.node, msg, _step_hint(step, detail))
-                self._set("failed", msg)
+                self._set(State.FAILED, msg)
                 return False
             tell("done", detail)
         return True
@@ -757,15 +757,15 @@ class Deployer:
     async def stop(self) -> int:
         """Remove this deployment's containers (by label) on every node; returns how many went."""
         if self.current.state != State.STOPPED:
-            self._set("stopping", f"removing {self.name}'s containers")
+            self._set(State.STOPPING, f"removing {self.name}'s containers")
         await self.close()
         with contextlib.suppress(Exception):  # only words for a launch watching elsewhere: never blocks a stop
             await stopmark.mark(self.cluster[self.config.head.name], self.name)
         removed, errors = await self._remove_all()
         if errors:
-            self._set("failed", "could not remove every container: " + "; ".join(errors))
+            self._set(State.FAILED, "could not remove every container: " + "; ".join(errors))
             raise DeployError("could not remove every container: " + "; ".join(errors))
-        self._set("stopped", f"removed {removed} container(s)")
+        self._set(State.STOPPED, f"removed {removed} container(s)")
         return removed
 
     async def _remove_all(self, grace: int | None = None) -> tuple[int, list[str]]:
@@ -777,13 +777,13 @@ class Deployer:
         """Remove this deployment's containers on every node and leave it failed with `reason`: the memory
         guard's stop. No stop mark: nobody asked for it, and a watcher elsewhere should say failed, and why."""
         self._halted = reason
-        self._set("stopping", f"{reason}; removing {self.name}'s containers")
+        self._set(State.STOPPING, f"{reason}; removing {self.name}'s containers")
         await self.close()
         removed, errors = await self._remove_all(grace=0)  # no grace: the host may wedge within seconds
         left = f"; could not remove every container: {'; '.join(errors)}" if errors else ""
         with contextlib.suppress(Exception):  # words for `status` elsewhere: never delays or blocks the stop
             await stopmark.mark_guarded(self.cluster[self.config.head.name], self.name, reason)
-        self._set("failed", f"{reason}; stopped: removed {removed} container(s){left}")
+        self._set(State.FAILED, f"{reason}; stopped: removed {removed} container(s){left}")
 
     async def leftovers(self) -> list[tuple[str, str, str]]:
         """(node, container, state) of this deployment's containers still on the nodes: after a failed
@@ -851,7 +851,7 @@ class Deployer:
         if not ours:
             # nothing to watch; where it stood carries over to the _set below, as in _begin
             self.current = Deployment.empty(self.name).but(state=self.current.state, detail=self.current.detail)
-            self._set("stopped", f"no containers of {self.name}")
+            self._set(State.STOPPED, f"no containers of {self.name}")
             return False
         try:
             rec = await load_record(self.cluster[self.config.head.name], self.name)
@@ -868,7 +868,7 @@ class Deployer:
         for n, c in ours:
             self._follow(n, c.name)
         running = [c for _, c in ours if c.state == "running"]
-        self._set("starting", f"reattached to {len(running)} running container(s) of {len(ours)}")
+        self._set(State.STARTING, f"reattached to {len(running)} running container(s) of {len(ours)}")
         head_running = any(n == cur.head and c.state == "running" for n, c in ours)
         if head_running:
             self._spawn("ready", self._readiness(cur))
