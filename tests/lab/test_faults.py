@@ -346,7 +346,8 @@ def test_cut_off_image_load_is_reported_and_never_counted(lab, model_path):
 async def test_max_sessions_1_bounds_every_wait_and_launch_refuses_within_its_timeout(lab, model_path):
     for n in ("node1", "node2"):
         make_model(lab, n, model_path, [1])
-    cfg = config_for(lab, model_path)
+    # an image that holds the engine: one without it is refused before the sessions are counted
+    cfg = config_for(lab, model_path, image=lab.sim_image())
     for n in ("node1", "node2"):
         lab.start_sshd(n, max_sessions=1)
     try:
