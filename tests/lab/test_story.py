@@ -241,8 +241,9 @@ def test_replacing_a_running_deployment_asks_first_naming_what_stops_and_starts_
         # node by node: what stops there, then what starts there (the core's one preview)
         assert f"node1:\n    stop  sparktui-{dep}-vllm-0" in err and f"node2:\n    stop  sparktui-{dep}-vllm-1" in err
         if args[0] in ("launch", "pivot"):
-            assert f"    start sparktui-{dep}-sglang-0" in err.split("node1:")[1].split("node2:")[0], err
-            assert f"    start sparktui-{dep}-sglang-1" in err.split("node2:")[1], err
+            # the preview's node headers end their line; the preflight's progress lines name nodes too
+            assert f"    start sparktui-{dep}-sglang-0" in err.split("node1:\n")[1].split("node2:\n")[0], err
+            assert f"    start sparktui-{dep}-sglang-1" in err.split("node2:\n")[1], err
         assert "--yes" in err
     assert {c["ID"] for n in lab.nodes for c in containers(lab, n.name)} == before
 
