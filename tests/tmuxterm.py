@@ -84,6 +84,11 @@ def app_command(env: dict[str, str], *argv: str, unset: tuple[str, ...] = ()) ->
     return f"env {drop} " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(argv)
 
 
+def flat(screen: str) -> str:
+    """A screen's text on one line: a notice wraps wherever the terminal's width puts it."""
+    return " ".join(screen.split())
+
+
 def footer(screen: str) -> str:
     """The bottom line of a capture (capture-pane prints every row, blank ones too)."""
     lines = screen.splitlines()

