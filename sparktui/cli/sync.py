@@ -29,6 +29,7 @@ from ..core.transfers import (
 )
 from .common import (
     CliExit,
+    add_config_arg,
     add_json_arg,
     checked,
     confirm,
@@ -90,6 +91,7 @@ def _add_trust_parser(subparsers) -> None:
     )
     t.add_argument("--subnet", metavar="CIDR|IP|IFACE", help="the subnet transfers use (default: the fastest)")
     add_json_arg(t)
+    add_config_arg(t)
     t.set_defaults(func=cmd_trust)
 
 
@@ -112,6 +114,7 @@ def register(subparsers) -> None:
         "on a sender with fewer cores or fewer large files)",
     )
     m.set_defaults(func=cmd_model)
+    add_config_arg(m)
 
     i = sub.add_parser("image", help="docker save | docker load an image onto the nodes that lack it")
     i.add_argument(
@@ -119,14 +122,17 @@ def register(subparsers) -> None:
     )
     _add_transfer_args(i)
     i.set_defaults(func=cmd_image)
+    add_config_arg(i)
 
     s = sub.add_parser("status", help="transfers running or finished on the nodes")
     add_json_arg(s)
+    add_config_arg(s)
     s.set_defaults(func=cmd_status)
 
     c = sub.add_parser("cancel", help="stop a transfer (partial files stay; the next sync resumes)")
     c.add_argument("id", help="transfer id (see sync status)")
     add_json_arg(c)
+    add_config_arg(c)
     c.set_defaults(func=cmd_cancel)
 
     _add_trust_parser(subparsers)
