@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from .conftest import _build
-from .labtools import REPO, get, metric, until
+from .labtools import REPO, get, metric, sums, until
 from .labtools import state_cli as cli
 from .netlab import Lab
 from .realengine import EngineUnavailable, engine_image, engine_parts
@@ -40,7 +40,11 @@ WEDGE_AFTER = 10
 # the real head waits in silence for its peer while that one starts (~30 s on two busy cores): longer than
 # that, and the simulated SGLang's hang is still flagged within a minute
 SEED_HANG_AFTER = 60
-DROPPED_HANG_AFTER = 60
+# every rank is already in the rendezvous when this window starts (silence counts from the last to begin)
+DROPPED_HANG_AFTER = 30
+# the kernel's SYN retries bound how long rank 1's connect waits before torch says it will retry: 6 (the
+# default) is ~127 s, 5 is ~63 s -- still well after the window above
+DROPPED_SYN_RETRIES = 5
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +57,11 @@ def site(tmp_path_factory):
     work = tmp_path_factory.mktemp("real")
     try:
         lab.load_image(tar)
+        # the model lies on the head only: `sync model` brings it to the worker (the `synced` fixture)
+        shutil.copytree(checkpoint, lab.nodes[0].path / "models" / lab.model)
         for n in lab.nodes:
-            shutil.copytree(checkpoint, n.path / "models" / lab.model)
             shutil.copytree(refused, n.path / "models" / REFUSED)
+        lab.trust("node1", "node2")
         data = lab.config_data()
         data["cluster"] = "real"
         data["images"]["vllm"] = engine_image.DEFAULT_TAG
@@ -81,6 +87,16 @@ def site(tmp_path_factory):
             cli(work / name, work / "state", "stop", "--yes")
     finally:
         lab.destroy()
+
+
+@pytest.fixture(scope="module")
+def synced(site):
+    """The site once `sparktui sync model` has copied the checkpoint from the head to the worker; the
+    outcome is kept for the story that checks it."""
+    lab, path, state = site
+    rc, out, err = cli(path, state, "sync", "model", "--wait", "--json", timeout=300)
+    assert rc == 0, (out[-2000:], err[-2000:])
+    return lab, path, state, json.loads(out)
 
 
 def launch_native(cfg: Path, state: Path, *extra: str) -> tuple[int, dict, str, str]:
@@ -117,8 +133,8 @@ def status(path: Path, state: Path) -> dict:
     return dep
 
 
-def test_the_plan_recognises_the_cpu_build_from_the_image(site):
-    lab, path, state = site
+def test_the_plan_recognises_the_cpu_build_from_the_image(synced):
+    lab, path, state, _ = synced
     rc, out, err = cli(path, state, "plan", "--engine", "vllm", "--mode", "native", "--tp", "2", "--json")
     assert rc == 0, (out[-2000:], err[-2000:])
     plan = json.loads(out)
@@ -130,10 +146,10 @@ def test_the_plan_recognises_the_cpu_build_from_the_image(site):
         assert node["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
 
 
-def test_ray_mode_is_refused_for_the_cpu_build_and_native_is_its_default(site):
+def test_ray_mode_is_refused_for_the_cpu_build_and_native_is_its_default(synced):
     """vLLM's CPU platform has no Ray executor: with Ray in the image and both nodes joined, vllm serve
     stops at "current platform cpu does not support ray." (tests/corpus/vllm_cpu_ray_tp2_refused.log)."""
-    lab, path, state = site
+    lab, path, state, _ = synced
     rc, out, err = cli(path, state, "plan", "--engine", "vllm", "--mode", "ray", "--tp", "2", "--json")
     plan = json.loads(out)
     assert rc != 0 and plan["engine_version"] == f"{engine_image.VLLM_CPU}+cpu", (out[-2000:], err[-2000:])
@@ -142,8 +158,13 @@ def test_ray_mode_is_refused_for_the_cpu_build_and_native_is_its_default(site):
     assert rc == 0 and json.loads(out)["mode"] == "native", (out[-2000:], err[-2000:])
 
 
-def test_native_tp2_reaches_ready_from_the_engines_own_lines_answers_and_its_metrics_are_live(site):
-    lab, path, state = site
+def test_sync_model_then_native_tp2_reaches_ready_from_the_engines_own_lines_answers_and_its_metrics_are_live(
+    synced,
+):
+    lab, path, state, copied = synced
+    # the copy went head -> worker, checked file by file
+    assert [(o["ok"], o["source"], o["dest"]) for o in copied] == [(True, lab.nodes[0].name, lab.nodes[1].name)], copied
+    assert sums(lab, lab.nodes[0].name, f"/models/{lab.model}") == sums(lab, lab.nodes[1].name, f"/models/{lab.model}")
     rc, doc, out, err = launch_native(path, state)
     assert rc == 0 and doc.get("state") == "ready", (out[-3000:], err[-3000:])
     dep = status(path, state)
@@ -187,8 +208,8 @@ def worker_container(lab: Lab) -> str:
     return names[0]
 
 
-def test_a_paused_rank_is_wedged_while_health_answers_then_ready_after_unpause(site):
-    lab, path, state = site
+def test_a_paused_rank_is_wedged_while_health_answers_then_ready_after_unpause(synced):
+    lab, path, state, _ = synced
     dep = status(path, state)
     assert dep["serving"] == "ready", dep
     base = dep["endpoint"].removesuffix("/v1")
@@ -256,8 +277,8 @@ def test_an_engine_that_dies_at_its_first_request_fails_the_launch_with_its_own_
     assert head == [], head
 
 
-def test_the_seed_story_sglang_hangs_at_its_rendezvous_and_a_pivot_lands_on_the_real_vllm(site):
-    lab, path, state = site
+def test_the_seed_story_sglang_hangs_at_its_rendezvous_and_a_pivot_lands_on_the_real_vllm(synced):
+    lab, path, state, _ = synced
     for name in ("sparktui.yaml", "refused.yaml"):  # the same ports, and two real engines are what these cores hold
         cli(path.parent / name, state, "stop", "--yes")
     seed = path.parent / "seed.yaml"
@@ -295,17 +316,22 @@ def test_the_seed_story_sglang_hangs_at_its_rendezvous_and_a_pivot_lands_on_the_
         assert out == [engine_image.DEFAULT_TAG], out
 
 
-def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric_as_fix(site):
+def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric_as_fix(synced):
     """Both nodes have an address on the lab's wlan, whose packets to the peer vanish: the real rank 1 dials
     the head there and goes silent (the preflight would have caught it; --no-preflight lets it through)."""
-    lab, path, state = site
-    cli(path.parent / "seed.yaml", state, "stop", "--yes")  # the same ports
+    lab, path, state, _ = synced
+    for name in ("sparktui.yaml", "refused.yaml", "seed.yaml"):  # the same ports
+        cli(path.parent / name, state, "stop", "--yes")
     data = yaml.safe_load(path.read_text())
     data["cluster"] = "dropped"
     data["engine"] = {**data["engine"], "hang_after": DROPPED_HANG_AFTER}
     dropped = lab.write_config(data, path.parent / "dropped.yaml")
     wlan, fabric = lab.wlan_subnet, lab.fabric_subnet
+    syn = "net.ipv4.tcp_syn_retries"
+    kept = {n.name: lab.sh(n.name, ["sysctl", "-n", syn]).stdout.strip() for n in lab.nodes}
     try:
+        for n in lab.nodes:  # the engine runs in the node's network (--network host)
+            lab.sh(n.name, ["sysctl", "-qw", f"{syn}={DROPPED_SYN_RETRIES}"])
         started = time.monotonic()
         rc, doc, out, err = launch_native(dropped, state, "--iface", wlan)
         took = time.monotonic() - started
@@ -336,15 +362,17 @@ def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric
         assert hangs and {p["node"] for p in hangs} == {lab.nodes[1].name}, doc["problems"]
     finally:
         cli(dropped, state, "stop", "--yes")
+        for name, value in kept.items():
+            lab.sh(name, ["sysctl", "-qw", f"{syn}={value}"], check=False)
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_the_seed_story_by_keys_in_the_tui_lands_on_the_real_vllm(site, tmp_path):
+def test_the_seed_story_by_keys_in_the_tui_lands_on_the_real_vllm(synced, tmp_path):
     """The same story as a user lives it: the TUI in a terminal, SGLang launched from the form, its hang
     flagged with the pivot offered, `p` and `y`, and the real vLLM serving on both nodes."""
     from ..tmuxterm import Tmux, app_command, flat
 
-    lab, path, state = site
+    lab, path, state, _ = synced
     seed = path.parent / "seed.yaml"
     for name in ("sparktui.yaml", "refused.yaml", "seed.yaml"):  # the same ports
         cli(path.parent / name, state, "stop", "--yes")
