@@ -21,7 +21,7 @@ def events():
     for node in ("spark1", "spark2"):
         yield LogLines(node, f"sparktui-lab-vllm-{node[-1]}", RAW[:90])
     yield DeploymentChanged("lab", "vllm", "ray", "loading", "the engine is loading")
-    yield Milestone("weights_loaded", 120, "spark1")
+    yield Milestone("weights_loading", 120, "spark1", data={"percent": 100})
     yield Problem(
         "nccl_error",
         150,
@@ -79,6 +79,6 @@ def test_wait_prints_the_memory_warning_as_passing_and_the_guards_stop_with_its_
         )
     )
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "! memory_low on spark2: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor"
-    assert out[2].startswith("✗ memory_floor on spark2: spark2: 3.1 GiB available, under the 4.0 GiB floor, falling")
+    assert out[0] == "! memory low on spark2: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor"
+    assert out[2].startswith("✗ memory floor on spark2: spark2: 3.1 GiB available, under the 4.0 GiB floor, falling")
     assert out[3] == "  hint: lower --gpu-memory-utilization from 0.8 to 0.7"
