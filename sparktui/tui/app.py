@@ -562,13 +562,11 @@ class SparkApp(App):
 
     @handles(DeploymentChanged)
     def _deployment(self, ev: DeploymentChanged) -> None:
-        d = self.deployment.but(
-            deployment=ev.id, engine=ev.engine, mode=ev.mode, state=State(ev.state), detail=ev.detail
-        )
-        if ev.endpoint:
-            d = d.but(endpoint=ev.endpoint)
-        elif ev.state in (State.STOPPED, State.FAILED):
-            d = d.but(endpoint=None, local=None)
+        d = ev.deployment  # the core's snapshot itself, replaced whole
+        if ev.state in (State.STOPPED, State.FAILED):
+            d = d.but(endpoint=None, local=None)  # nothing answers there now: no key offers it
+        elif d.local is None:
+            d = d.but(local=self.deployment.local)  # the forward this app was told of (EndpointChecked)
         self.deployment = d  # the watcher redraws the status line and the keys
         detail = ev.detail or None
         if ev.state == State.READY and self._local():

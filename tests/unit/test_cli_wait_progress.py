@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+from tests.deployments import changed
 from sparktui.cli import deploy
 from sparktui.cli.common import print_json
 from sparktui.core.diagnosis.diagnose import Milestone, Problem
-from sparktui.core.state.events import DeploymentChanged, LaunchStep, LogLines
+from sparktui.core.state.events import LaunchStep, LogLines
 
 NODES = SimpleNamespace(nodes=[SimpleNamespace(name="spark1"), SimpleNamespace(name="spark2")])
 RAW = [f"INFO 06-12 10:00:{i:02d} [model_runner.py:{i}] Loading safetensors shard {i}/180" for i in range(180)]
@@ -20,7 +21,7 @@ def events():
     yield LaunchStep("lab", "spark1", 0, 2, "exec", "start vllm serve in the head container", "done")
     for node in ("spark1", "spark2"):
         yield LogLines(node, f"sparktui-lab-vllm-{node[-1]}", RAW[:90])
-    yield DeploymentChanged("lab", "vllm", "ray", "loading", "the engine is loading")
+    yield changed("lab", "vllm", "ray", "loading", "the engine is loading")
     yield Milestone("weights_loading", 120, "spark1", data={"percent": 100})
     yield Problem(
         "nccl_error",

@@ -163,11 +163,7 @@ class Deployer:
         if state in (State.FAILED, State.HUNG) and self._resumed and cur.state not in (State.FAILED, State.HUNG):
             self._resume_failed()
         self.current = cur = cur.but(state=state, detail=detail, endpoint=endpoint)
-        self._emit(
-            DeploymentChanged(
-                self.name, cur.engine, cur.mode, state, detail, cur.endpoint if state == State.READY else None
-            )
-        )
+        self._emit(DeploymentChanged(cur))  # the snapshot itself: the next change is another one
         self._changed.set()
 
     def _resume_failed(self) -> None:
