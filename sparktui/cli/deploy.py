@@ -44,7 +44,7 @@ from ..core.memory.status import memory_json
 from ..core.remote.ssh import Cluster
 from ..core.state.statefile import StateFileError
 from ..core.state.states import State
-from ..core.state.words import milestone_words
+from ..core.state.words import milestone_words, problem_words
 from . import check
 from .preflight import progress as preflight_progress
 from .common import (
@@ -259,7 +259,9 @@ class Printer:
         elif isinstance(e, Problem):
             print_problem(e, self.config_file)
         elif isinstance(e, ProblemCleared):
-            console.print(Text(f"  (withdrawn: {e.problem.kind} on {e.problem.node}: {e.reason})", style="dim"))
+            console.print(
+                Text(f"  (withdrawn: {problem_words(e.problem.kind)} on {e.problem.node}: {e.reason})", style="dim")
+            )
         elif isinstance(e, DeploymentChanged) and e.state not in (State.FAILED, State.HUNG):  # the outcome says those
             console.print(
                 Text.assemble(
@@ -273,13 +275,15 @@ class Printer:
 
 
 def _state_style(state: str) -> str:
-    return {"ready": "bold green", "failed": "bold red", "hung": "bold red", "stopped": "dim"}.get(state, "bold")
+    return {State.READY: "bold green", State.FAILED: "bold red", State.HUNG: "bold red", State.STOPPED: "dim"}.get(
+        state, "bold"
+    )
 
 
 def print_problem(p: Problem, config_file: str | None = None) -> None:
     where = f" on {p.node}" if p.node else ""
     mark, style = ("! ", "bold yellow") if p.provisional else ("✗ ", "bold red")  # a warning may yet pass
-    console.print(Text.assemble((mark, style), (p.kind, style), where, ": ", p.message))
+    console.print(Text.assemble((mark, style), (problem_words(p.kind), style), where, ": ", p.message))
     if p.hint:
         # the terminal wraps it: a command in the hint stays one line to copy
         console.print(Text.assemble(("  hint: ", "yellow"), with_config(p.hint, config_file)), soft_wrap=True)

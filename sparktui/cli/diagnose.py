@@ -15,8 +15,9 @@ from rich.text import Text
 from ..core.diagnosis.diagnose import Diagnoser
 from ..core.engines import ENGINES
 from ..core.diagnosis.logfile import diagnose_stream, guess_engine, read_head
-from ..core.diagnosis.phases import LABELS, PHASES
-from ..core.state.states import State
+from ..core.diagnosis.phases import PHASES
+from ..core.state.states import Phase, State
+from ..core.state.words import phase_words, problem_words
 from ..core.config.secrets import mask_data
 from .common import CliExit, console, print_json
 
@@ -55,15 +56,15 @@ def _seconds(what: str, text: str) -> float:
     return v
 
 
-def _limits(items: list[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _limits(items: list[str]) -> dict[Phase, float]:
+    out: dict[Phase, float] = {}
     for item in items:
         phase, sep, value = item.partition("=")
         if not sep or phase not in PHASES:
             raise CliExit(
                 2, f"--limit: expected PHASE=SECONDS with PHASE one of {', '.join(PHASES)}, got {item[:60]!r}"
             )
-        out[phase] = _seconds(f"--limit {phase}", value)
+        out[Phase(phase)] = _seconds(f"--limit {phase}", value)
     return out
 
 
@@ -121,7 +122,9 @@ def _detail(m: dict) -> str:
 
 def render_diagnosis(d: Diagnoser) -> Group:
     data = mask_data(d.to_json())
-    colour = {"ready": "green", "failed": "red", "hung": "red", "wedged": "red"}.get(data["state"], "yellow")
+    colour = {State.READY: "green", State.FAILED: "red", State.HUNG: "red", State.WEDGED: "red"}.get(
+        data["state"], "yellow"
+    )
     parts: list = [Text.assemble(("state ", "bold"), (data["state"], f"bold {colour}"), f"  ({d.engine})")]
     if data["milestones"]:
         t = Table(title="milestones", title_justify="left", show_edge=False)
@@ -136,14 +139,14 @@ def render_diagnosis(d: Diagnoser) -> Group:
             last = n["last_line"]
             parts.append(
                 Text(
-                    f"{n['node'] or 'log'}: reached {LABELS[n['phase']]}{rank}; last line {last['line']}: "
+                    f"{n['node'] or 'log'}: reached {phase_words(n['phase'])}{rank}; last line {last['line']}: "
                     f"{last['text'][:120]}",
                     style="dim",
                 )
             )
     for p in data["problems"]:
         where = f"line {p['line']}" + (f" on {p['node']}" if p["node"] else "")
-        parts.append(Text.assemble((f"{p['kind']}", "bold red"), f" ({where}): {p['message']}"))
+        parts.append(Text.assemble((problem_words(p["kind"]), "bold red"), f" ({where}): {p['message']}"))
         parts.append(Text("  hint: " + p["hint"], style="yellow"))
     if not data["problems"]:
         parts.append(Text("no problems found", style="green"))

@@ -37,8 +37,8 @@ from ..core.state.events import (
 )
 from ..core.nodes.inventory import Inventory
 from ..core.plan.plan import Plan
-from ..core.state.states import Op, State
-from ..core.state.words import milestone_words, operation_name
+from ..core.state.states import MilestoneKind, Op, ProblemKind, State
+from ..core.state.words import milestone_words, operation_name, problem_words
 from . import actions
 from . import messages as M
 from .controller import Controller, InventoryRound
@@ -58,7 +58,7 @@ from .widgets.footer import FitFooter
 
 PANES = ("pane-nodes", "pane-transfers", "pane-launch", "pane-journal")
 # Milestones worth a notification (the timeline shows all of them).
-NOTIFY_MILESTONES = ("dist_init_end", "nccl_transport", "ready")
+NOTIFY_MILESTONES = (MilestoneKind.DIST_INIT_END, MilestoneKind.TRANSPORT, MilestoneKind.READY)
 HISTORY_S = 120.0  # a log line this much older than the app (node clocks drift a little) is history
 BRAKE = 0.1  # seconds the log readers run in step with the screen after a key press
 # Below this width a toast would take half the screen: it spans the bottom instead, compact (a title
@@ -527,21 +527,21 @@ class SparkApp(App):
     def _milestone(self, m: Milestone) -> None:
         if self._history(m.at):
             return
-        if m.kind in NOTIFY_MILESTONES or (m.kind == "weights_loading" and m.data.get("percent") == 100):
-            slow = m.kind == "nccl_transport" and m.data.get("transport") == "socket"  # NCCL fell back to TCP
+        if m.kind in NOTIFY_MILESTONES or (m.kind == MilestoneKind.WEIGHTS_LOADING and m.data.get("percent") == 100):
+            slow = m.kind == MilestoneKind.TRANSPORT and m.data.get("transport") == "socket"  # NCCL fell back to TCP
             severity = "warning" if slow else "information"
             self.notify(f"{m.node or 'engine'}: {milestone_words(m.kind, m.data)}", severity=severity, markup=False)
 
     @handles(Problem)
     def _problem(self, p: Problem) -> None:
         key = actions.display_keys(actions.keys_for("pivot", self.config.keymap))
-        if p.kind == "rendezvous_hang":
+        if p.kind == ProblemKind.RENDEZVOUS_HANG:
             self.launch_pane.set_advice(pivot_advice(self.deployment.engine, key))
         if self._history(p.at):
-            self._hang_told = self._hang_told or p.kind == "rendezvous_hang"
+            self._hang_told = self._hang_told or p.kind == ProblemKind.RENDEZVOUS_HANG
             self.refresh_bindings()
             return
-        if p.kind == "rendezvous_hang":
+        if p.kind == ProblemKind.RENDEZVOUS_HANG:
             if not self._hang_told:  # every rank hangs together: one notice per start, not one per node
                 self._hang_told = True
                 self.notify(hang_notice(p, key), title="Hang", severity="error", timeout=30, markup=False)
@@ -550,7 +550,7 @@ class SparkApp(App):
             where = f"{p.node}: " if p.node else ""
             self.notify(
                 f"{where}{p.message}\nfix: {p.hint}",
-                title=p.kind.replace("_", " "),
+                title=problem_words(p.kind),
                 severity="warning" if p.provisional else "error",
                 timeout=15,
                 markup=False,
@@ -558,17 +558,15 @@ class SparkApp(App):
 
     @handles(ProblemCleared)
     def _cleared(self, e: ProblemCleared) -> None:
-        self.notify(f"withdrawn: {e.problem.kind.replace('_', ' ')} ({e.reason})", markup=False)
+        self.notify(f"withdrawn: {problem_words(e.problem.kind)} ({e.reason})", markup=False)
 
     @handles(DeploymentChanged)
     def _deployment(self, ev: DeploymentChanged) -> None:
-        d = self.deployment.but(
-            deployment=ev.id, engine=ev.engine, mode=ev.mode, state=State(ev.state), detail=ev.detail
-        )
-        if ev.endpoint:
-            d = d.but(endpoint=ev.endpoint)
-        elif ev.state in (State.STOPPED, State.FAILED):
-            d = d.but(endpoint=None, local=None)
+        d = ev.deployment  # the core's snapshot itself, replaced whole
+        if ev.state in (State.STOPPED, State.FAILED):
+            d = d.but(endpoint=None, local=None)  # nothing answers there now: no key offers it
+        elif d.local is None:
+            d = d.but(local=self.deployment.local)  # the forward this app was told of (EndpointChecked)
         self.deployment = d  # the watcher redraws the status line and the keys
         detail = ev.detail or None
         if ev.state == State.READY and self._local():

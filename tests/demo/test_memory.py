@@ -93,9 +93,9 @@ async def test_the_memory_scenario_warns_then_the_guard_stops_the_launch_and_the
             assert rc == 1, out + err
             said = out + err
             # the line falls shard by shard: first the warning, then the stop with its reason and numbers
-            warn, stop = said.find("memory_low on spark2"), said.find("memory_floor on spark2")
+            warn, stop = said.find("memory low on spark2"), said.find("memory floor on spark2")
             assert 0 <= warn < stop, said
-            assert re.search(r"memory_floor on spark2: \d+\.\d GiB available, under the 4\.0 GiB floor", said), said
+            assert re.search(r"memory floor on spark2: \d+\.\d GiB available, under the 4\.0 GiB floor", said), said
             # while it loads: the weights were coming in at the warning, and it never served
             assert "spark2 loading weights" in said[:warn] and "spark2 weights loaded" not in said[:warn]
             assert not re.search(r"deployment \S+ ready\b", said), said

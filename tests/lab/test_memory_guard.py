@@ -130,7 +130,7 @@ def test_a_node_under_the_floor_stops_the_loading_deployment_and_nothing_else(si
         # no container is left, yet status from another process says what stopped it, and why
         [dep] = [d for d in json.loads(out).get("deployments", []) if d.get("name") == NAME]
         assert dep["state"] == "failed" and dep["stopped_by"] == "memory guard", dep
-        assert dep["reason"].startswith(f"memory_floor on {worker}: ") and "floor" in dep["reason"], dep
+        assert dep["reason"].startswith(f"memory floor on {worker}: ") and "floor" in dep["reason"], dep
         # stopped on every node, the other deployment's container untouched, the node still answers
         for n in lab.nodes:
             assert containers(lab, n.name, NAME) == [], n.name

@@ -82,7 +82,7 @@ async def test_silence_inside_distributed_init_is_flagged_as_a_hang_with_the_sgl
                 )
             hang = await rec.wait_for(lambda e: isinstance(e, Problem) and e.kind == "rendezvous_hang")
             await rec.wait_for(lambda e: isinstance(e, DeploymentChanged) and e.state == "hung")
-            assert d.current.state == "hung" and d.current.detail.startswith(f"rendezvous_hang on {hang.node}")
+            assert d.current.state == "hung" and d.current.detail.startswith(f"rendezvous hang on {hang.node}")
             # a late "ends" proves the suspicion wrong: the problem is withdrawn and the state moves on
             fc[hang.node].write_log(
                 plan.nodes[0].container if hang.node == "n1" else plan.nodes[1].container,

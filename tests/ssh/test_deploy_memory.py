@@ -55,7 +55,7 @@ async def test_a_node_under_the_floor_stops_this_deployment_everywhere_and_leave
             await rec.wait_for(lambda e: isinstance(e, NodeMemory) and e.sample.node == "n2" and e.level == "ok")
             (tmp_path / "n2-meminfo").write_text(meminfo(3.0))  # the weights land: 3 GiB left, under 4 GiB
             assert await d.wait(20, until=("failed",)) == "failed"
-            assert "memory_floor on n2: 3.0 GiB available" in d.current.detail
+            assert "memory floor on n2: 3.0 GiB available" in d.current.detail
             assert fc["n1"].names() == fc["n2"].names() == ["user-db"]  # ours went on every node, nothing else
             p = next(p for p in rec.of(Problem) if p.kind == "memory_floor")
             # the plan already set the allocator for SGLang: the advice goes on to what is left to change
@@ -70,7 +70,7 @@ async def test_a_node_under_the_floor_stops_this_deployment_everywhere_and_leave
             rows = await deployments_section(cluster, fc.config)
             [row] = [r for r in rows if r.get("name") == "lab"]
             assert row["state"] == "failed" and row["stopped_by"] == "memory guard"
-            assert row["reason"].startswith("memory_floor on n2: 3.0 GiB available") and row["containers"] == []
+            assert row["reason"].startswith("memory floor on n2: 3.0 GiB available") and row["containers"] == []
             await d.stop()  # asked for: the guard's line goes with it
             assert await stopmark.guarded(cluster["n1"]) == []
         finally:

@@ -25,7 +25,9 @@ from sparktui.core.state.events import (
 )
 from sparktui.core.nodes.facts import NodeFacts
 from sparktui.core.nodes.inventory import analyse
+from sparktui.core.state.deployment import Deployment
 from sparktui.core.state.journal import Journal
+from sparktui.core.state.states import State
 from sparktui.core.plan.plan import Plan, PlanOptions
 from sparktui.core.deploy.operations import Choices, Op, Prepared, Preview, starts_of
 from sparktui.core.state.events import PreflightFinished, PreflightNode, PreflightStarted
@@ -59,6 +61,7 @@ class ScriptedCore(Controller):
     def __init__(self, config: Config, facts: dict[str, NodeFacts]) -> None:
         super().__init__(config, journal=Journal(), threaded=False)  # replays on the app's loop
         self._facts = facts
+        self._snapshot: Deployment | None = None  # where the scripted deployment stands (Deployer.current)
         self.calls: list[tuple[str, object]] = []
         self.now = 1_764_000_000.0  # the Diagnoser's clock: advanced by the script, never by waiting
         self.release = asyncio.Event()  # set by a test to let a held step go on
@@ -101,7 +104,12 @@ class ScriptedCore(Controller):
 
     # -- deployments ----------------------------------------------------------------------------
     def _state(self, plan: Plan, state: str, detail: str = "", endpoint: str | None = None) -> None:
-        self.bus.emit(DeploymentChanged(plan.deployment, plan.engine, plan.mode, state, detail, endpoint))
+        """A new snapshot, as the Deployer makes one: a launch's own, keeping the endpoint it proved."""
+        cur = self._snapshot
+        if cur is None or cur.plan_id != plan.plan_id:
+            cur = Deployment.from_plan(plan, PlanOptions(engine=plan.engine))
+        self._snapshot = cur.but(state=State(state), detail=detail, endpoint=endpoint or cur.endpoint)
+        self.bus.emit(DeploymentChanged(self._snapshot))
 
     async def _replay(self, plan: Plan, name: str) -> None:
         self._state(plan, "starting", f"starting {plan.engine} on {len(plan.nodes)} nodes")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tests.deployments import changed
 from sparktui.core.bench import client, results
-from sparktui.core.state.events import DeploymentChanged
 from sparktui.tui.app import SparkApp
 from sparktui.tui.screens.bench import BenchScreen
 
@@ -36,7 +36,7 @@ def rows(engine: str) -> list[results.Row]:
 
 async def ready(pilot, app, core) -> None:
     await wait_for(pilot, lambda: app.inventory_ready)
-    core.bus.emit(DeploymentChanged("sparks", "vllm", "native", "ready", "ready"))
+    core.bus.emit(changed("sparks", "vllm", "native", "ready", "ready"))
     await wait_for(pilot, lambda: app.check_action("bench", ()) is True, what="b enabled once ready")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+from tests.deployments import changed
 from sparktui.core.diagnosis.diagnose import Milestone, Problem
 from sparktui.core.state.events import ConnectionChanged, DeploymentChanged, LogLines, TransferProgress
 from sparktui.core.nodes.facts import Container
@@ -108,7 +109,7 @@ def test_core_events_become_messages():
         TransferProgress("t", "model", "spark1", "spark2", "running"),
         Milestone("ready", 1, "spark1"),
         Problem("oom", 1, "m", "h", "spark1"),
-        DeploymentChanged("sparks", "sglang", "native", "ready", "serving", "http://x/v1"),
+        changed("sparks", "sglang", "native", "ready", "serving", "http://x/v1"),
         object(),
     ]
     for e in events:

@@ -22,7 +22,7 @@ SHM = (
 async def test_gloo_is_shown_as_gloo_without_a_warning(config, core):
     d = Diagnoser("vllm")
     milestones = [e for line in (GLOO, SHM) for e in d.feed(line, node="spark2")]
-    assert [m.data.get("transport") for m in milestones if m.kind == "nccl_transport"] == ["gloo"]
+    assert [m.data.get("transport") for m in milestones if m.kind == "transport"] == ["gloo"]
     app = SparkApp(config, controller=core)
     async with app.run_test(size=(100, 32)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready, what="first inventory")

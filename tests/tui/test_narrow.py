@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from sparktui.core.state.events import DeploymentChanged
+from tests.deployments import changed
 from sparktui.tui.app import PANES, SparkApp
 from sparktui.tui.screens.help import HelpScreen
 
@@ -45,7 +45,7 @@ async def test_the_status_line_keeps_the_endpoint_at_80_columns():
     app = SparkApp(cfg, controller=core)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.inventory_ready)
-        core.bus.emit(DeploymentChanged("d1", "vllm", "ray", "ready", "serving", ENDPOINT))
+        core.bus.emit(changed("d1", "vllm", "ray", "ready", "serving", ENDPOINT))
         app.running = frozenset({"sync_model"})
         await wait_for(pilot, lambda: app.deploy_state == "ready")
         app._draw_status()

@@ -198,9 +198,9 @@ def test_a_ray_worker_row_follows_the_head_to_serving():
 
 
 def test_tcp_transport_is_a_warning():
-    assert milestone_style(_m("nccl_transport", transport="socket")) == "$warning"
-    assert milestone_style(_m("nccl_transport", transport="rdma")) != "$warning"
-    gloo = _m("nccl_transport", transport="gloo", backend="gloo")  # a CPU build: gloo is its only path
+    assert milestone_style(_m("transport", transport="socket")) == "$warning"
+    assert milestone_style(_m("transport", transport="rdma")) != "$warning"
+    gloo = _m("transport", transport="gloo", backend="gloo")  # a CPU build: gloo is its only path
     assert milestone_label(gloo) == "gloo" and milestone_style(gloo) != "$warning"
 
 

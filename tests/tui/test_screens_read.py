@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparktui.core.state.events import DeploymentChanged, EndpointChecked
+from tests.deployments import changed
+from sparktui.core.state.events import EndpointChecked
 from sparktui.tui.app import NARROW_TIMEOUT, SparkApp
 from sparktui.tui.panes.journal import JournalPane
 from sparktui.tui.screens.entry import EntryScreen
@@ -62,7 +63,7 @@ async def test_ready_says_which_url_is_which(config, core, size):
         await wait_for(pilot, lambda: app.inventory_ready)
         app._settled = True
         core.bus.emit(EndpointChecked("d1", NODE_URL, LOCAL_URL, "qwen", 0.2, 16, 80.0))
-        core.bus.emit(DeploymentChanged("d1", "vllm", "ray", "ready", "qwen answered in 0.20 s", NODE_URL))
+        core.bus.emit(changed("d1", "vllm", "ray", "ready", "qwen answered in 0.20 s", NODE_URL))
         await wait_for(pilot, lambda: app.deploy_state == "ready" and app.local_endpoint == LOCAL_URL)
         app.show_pane("pane-launch")
         await pilot.pause()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sparktui.core.state.events import DeploymentChanged, ServingStats
+from tests.deployments import changed
+from sparktui.core.state.events import ServingStats
 from sparktui.tui.app import SparkApp
 from sparktui.tui.present.serving import serving_block, sparkline
 
@@ -63,12 +64,12 @@ async def test_the_launch_pane_shows_metrics_once_they_come_and_wedged_in_the_ba
         await wait_for(pilot, lambda: pane.has_class("-serving"), what="the serving block")
         shown = str(pane.query_one("#serving").render())
         assert "123.4 tok/s" in shown and "▂▅█" in shown  # 10, 60, 120 of 120
-        core.bus.emit(DeploymentChanged("sparks", "vllm", "native", "wedged", "wedged: 3 request(s) running ..."))
+        core.bus.emit(changed("sparks", "vllm", "native", "wedged", "wedged: 3 request(s) running ..."))
         await wait_for(pilot, lambda: "WEDGED" in str(pane.query_one("#deploy-state").render()), what="the badge")
         await wait_for(pilot, lambda: any("r redeploys" in n.message for n in app._notifications), what="the toast")
         assert "deployment wedged" in str(app.query_one("#status").render())  # the header
         assert app.check_action("redeploy", ()) is True  # r redeploys a wedged deployment (ACTIVE_STATES)
-        core.bus.emit(DeploymentChanged("sparks", "vllm", "native", "stopped", "stopped"))
+        core.bus.emit(changed("sparks", "vllm", "native", "stopped", "stopped"))
         await wait_for(pilot, lambda: not pane.has_class("-serving"), what="the block hidden once stopped")
 
 

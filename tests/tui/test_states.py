@@ -3,8 +3,9 @@ deployment snapshot following the core's events."""
 
 from __future__ import annotations
 
+from tests.deployments import changed
 from sparktui.core.state.deployment import Deployment
-from sparktui.core.state.events import DeploymentChanged, EndpointChecked
+from sparktui.core.state.events import EndpointChecked
 from sparktui.core.state.states import Op, State
 from sparktui.core.state.words import operation_doing
 from sparktui.tui.app import SparkApp
@@ -33,7 +34,7 @@ async def test_the_app_holds_one_snapshot_replaced_by_each_event(config, core):
         await wait_for(pilot, lambda: app.inventory_ready, what="first inventory")
         first = app.deployment
         assert isinstance(first, Deployment) and first.state is State.IDLE
-        core.bus.emit(DeploymentChanged("sparks", "vllm", "ray", State.READY, "serving", NODES_URL))
+        core.bus.emit(changed("sparks", "vllm", "ray", State.READY, "serving", NODES_URL))
         await wait_for(pilot, lambda: app.deploy_state == "ready", what="ready")
         ready = app.deployment
         assert ready is not first and first.state is State.IDLE  # replaced, never mutated
@@ -42,7 +43,7 @@ async def test_the_app_holds_one_snapshot_replaced_by_each_event(config, core):
         await wait_for(pilot, lambda: app.local_endpoint == LOCAL_URL, what="the forward")
         assert f"local {LOCAL_URL}" in screen_text(app).splitlines()[0]  # the status line follows the snapshot
         assert app.check_action("stop", ()) is True  # a ready deployment is active: it can be stopped
-        core.bus.emit(DeploymentChanged("sparks", "vllm", "ray", State.STOPPED, "removed 2 container(s)"))
+        core.bus.emit(changed("sparks", "vllm", "ray", State.STOPPED, "removed 2 container(s)"))
         await wait_for(pilot, lambda: app.deploy_state == "stopped", what="stopped")
         assert (app.endpoint, app.local_endpoint) == (None, None)
         assert app.check_action("stop", ()) is None  # nothing runs any more

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sparktui.core.state.events import DeploymentChanged
+from tests.deployments import changed
 from sparktui.core.diagnosis.logevents import Milestone, Problem
 from sparktui.tui.app import NARROW_KEEP, SparkApp
 from sparktui.tui.toasts import MAX_TOASTS
@@ -43,7 +43,7 @@ class Reopened(ScriptedCore):
         old = time.time() - 3600
         self.bus.emit(Milestone("dist_init_begin", 10, "spark1", old))
         self.bus.emit(Problem("rendezvous_hang", 12, "no output for 92 s", "pivot", "spark1", old + 92))
-        self.bus.emit(DeploymentChanged("d1", "sglang", "native", "hung", "distributed init stalled"))
+        self.bus.emit(changed("d1", "sglang", "native", "hung", "distributed init stalled"))
 
 
 async def test_reopening_does_not_replay_old_news():

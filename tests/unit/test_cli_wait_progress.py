@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+from tests.deployments import changed
 from sparktui.cli import deploy
 from sparktui.cli.common import print_json
 from sparktui.core.diagnosis.diagnose import Milestone, Problem
-from sparktui.core.state.events import DeploymentChanged, LaunchStep, LogLines
+from sparktui.core.state.events import LaunchStep, LogLines
 
 NODES = SimpleNamespace(nodes=[SimpleNamespace(name="spark1"), SimpleNamespace(name="spark2")])
 RAW = [f"INFO 06-12 10:00:{i:02d} [model_runner.py:{i}] Loading safetensors shard {i}/180" for i in range(180)]
@@ -20,8 +21,8 @@ def events():
     yield LaunchStep("lab", "spark1", 0, 2, "exec", "start vllm serve in the head container", "done")
     for node in ("spark1", "spark2"):
         yield LogLines(node, f"sparktui-lab-vllm-{node[-1]}", RAW[:90])
-    yield DeploymentChanged("lab", "vllm", "ray", "loading", "the engine is loading")
-    yield Milestone("weights_loaded", 120, "spark1")
+    yield changed("lab", "vllm", "ray", "loading", "the engine is loading")
+    yield Milestone("weights_loading", 120, "spark1", data={"percent": 100})
     yield Problem(
         "nccl_error",
         150,
@@ -79,6 +80,6 @@ def test_wait_prints_the_memory_warning_as_passing_and_the_guards_stop_with_its_
         )
     )
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "! memory_low on spark2: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor"
-    assert out[2].startswith("✗ memory_floor on spark2: spark2: 3.1 GiB available, under the 4.0 GiB floor, falling")
+    assert out[0] == "! memory low on spark2: spark2: 9.0 GiB available, 5.0 GiB above the 4.0 GiB floor"
+    assert out[2].startswith("✗ memory floor on spark2: spark2: 3.1 GiB available, under the 4.0 GiB floor, falling")
     assert out[3] == "  hint: lower --gpu-memory-utilization from 0.8 to 0.7"

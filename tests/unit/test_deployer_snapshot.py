@@ -42,6 +42,7 @@ async def test_state_detail_and_endpoint_are_the_snapshots_and_a_ready_snapshot_
             (State.READY, "qwen answered in 0.20 s", URL),
         ]
         assert seen[-1].engine == ready.engine == "sglang"
+        assert [e.deployment for e in seen] == [starting, ready] and seen[-1].deployment is ready  # the snapshots
 
         d._set("unhealthy", f"{URL}: refused")  # the endpoint stays known; only a ready event tells it
         assert d.current.endpoint == URL and seen[-1].endpoint is None

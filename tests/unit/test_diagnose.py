@@ -50,7 +50,7 @@ def test_sglang_ready_path():
     for k in (
         "container_started",
         "dist_init_begin",
-        "nccl_transport",
+        "transport",
         "dist_init_end",
         "weights_loading",
         "kv_cache",
@@ -63,7 +63,7 @@ def test_sglang_ready_path():
     assert pct == [0, 26, 51, 77, 100]  # the repeated 100 % line is not a new milestone
     kv = next(m for m in d.milestones if m.kind == "kv_cache")
     assert kv.data == {"tokens": 1462784, "size_gb": 39.06}
-    transport = next(m for m in d.milestones if m.kind == "nccl_transport")
+    transport = next(m for m in d.milestones if m.kind == "transport")
     assert transport.data == {"transport": "rdma", "device": "rocep1s0f1", "link": "RoCE"}
     # SGLang's own uvicorn "Application startup complete." comes before warm-up: not ready yet
     ready = next(m for m in d.milestones if m.kind == "ready")
@@ -78,7 +78,7 @@ def test_vllm_ray_ready_path():
         "ray_started",
         "dist_init_begin",
         "ray_connected",
-        "nccl_transport",
+        "transport",
         "dist_init_end",
         "weights_loading",
         "slow_load",
@@ -96,7 +96,7 @@ def test_vllm_ray_ready_path():
 def test_vllm_native_ready_path_over_sockets():
     d = run("vllm_native_ready.log")
     assert d.state == "ready" and d.problems == []
-    transport = [m.data for m in d.milestones if m.kind == "nccl_transport"]
+    transport = [m.data for m in d.milestones if m.kind == "transport"]
     assert transport == [{"transport": "socket", "iface": "enp1s0f1np1"}]
     assert [m.data["percent"] for m in d.milestones if m.kind == "weights_loading"] == [0, 51, 100]
 
@@ -329,7 +329,7 @@ def test_cli_reads_stdin_and_prints_text(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO(text))
     assert main(["diagnose", "-"]) == 1
     out = capsys.readouterr().out
-    assert "port_in_use" in out and "hint" in out
+    assert "port in use" in out and "port_in_use" not in out and "hint" in out  # the kind in words
 
 
 def test_cli_bad_input_exits_2(capsys, tmp_path):

@@ -67,7 +67,7 @@ def test_a_real_start_reads_as_init_load_kv_cache_ready_with_nothing_wrong():
     assert kinds == [
         "container_started",
         "dist_init_begin",
-        "nccl_transport",
+        "transport",
         "dist_init_end",
         "weights_loading",
         "weights_loading",
@@ -239,7 +239,7 @@ def test_the_transport_of_a_cpu_build_is_gloo_on_every_rank_and_never_nccl():
     for node, name in (("spark1", "vllm_cpu_native_head_ready.log"), ("spark2", "vllm_cpu_native_headless_ready.log")):
         for line in lines(name):
             d.feed(line, node=node)
-    got = {m.node: m for m in d.milestones if m.kind == "nccl_transport"}
+    got = {m.node: m for m in d.milestones if m.kind == "transport"}
     assert set(got) == {"spark1", "spark2"}
     for m in got.values():
         assert m.data == {"transport": "gloo", "backend": "gloo"}
@@ -249,4 +249,4 @@ def test_the_transport_of_a_cpu_build_is_gloo_on_every_rank_and_never_nccl():
         assert "gloo" in words and "over RDMA" not in words and "TCP sockets" not in words
     # an NCCL line after gloo took the rank (not printed by a CPU build) does not turn it into NCCL
     d.feed("NCCL INFO NET/Socket : Using [0]enp1s0f1np1:192.168.100.11<0>", node="spark2")
-    assert [m.data["transport"] for m in d.milestones if m.kind == "nccl_transport"] == ["gloo", "gloo"]
+    assert [m.data["transport"] for m in d.milestones if m.kind == "transport"] == ["gloo", "gloo"]

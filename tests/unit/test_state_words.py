@@ -1,11 +1,11 @@
-"""A deployment's state is compared with `State` members, never with the raw word: a typo in a literal
-("stoped") silently never matches, while a misspelt member fails at import."""
+"""A deployment's state, phases, milestone kinds and problem kinds are compared with members, never with the
+raw word: a typo in a literal ("stoped") silently never matches, while a misspelt member fails at import."""
 
 import ast
 from pathlib import Path
 
 import sparktui
-from sparktui.core.state.states import State
+from sparktui.core.state.states import MilestoneKind, Phase, ProblemKind, State
 
 ROOT = Path(sparktui.__file__).parent
 WORDS = {s.value for s in State}
@@ -90,3 +90,83 @@ def test_every_allowed_entry_is_still_needed():
             and any(_state_words(s) for s in [n.left, *n.comparators])
         ]
         assert excused, f"{rel}: nothing compares {holder}.state with a State word; drop it from ALLOWED"
+
+
+# ---- phases, milestone kinds and problem kinds ---------------------------------------------------
+
+KIND_WORDS = {k.value for k in (*MilestoneKind, *ProblemKind)}
+PHASE_WORDS = {p.value for p in Phase}
+# Other vocabularies held in a `.kind` that share a word with these, by file and holder.
+KIND_ALLOWED = {
+    ("core/preflight/verdict.py", "r"): "a preflight row's failure: stopped/skipped/memory/... (preflight/verdict.py)",
+}
+
+
+def _vocab_side(node: ast.expr) -> tuple[str, set[str]] | None:
+    """(holder, the words it may hold) of a kind- or phase-named value; None when `node` names neither."""
+    if isinstance(node, ast.Name):
+        name, holder = node.id, ""
+    elif isinstance(node, ast.Attribute):
+        name, holder = node.attr, ast.unparse(node.value)
+    else:
+        return None
+    if name == "kind" or name.endswith("_kind"):
+        return holder, KIND_WORDS
+    if name == "phase" or name.endswith("_phase"):
+        return holder, PHASE_WORDS
+    return None
+
+
+def raw_vocab_compares(source: str, rel: str) -> list[str]:
+    """`rel:line: code` for each comparison of a kind or phase with a literal word of its vocabulary."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, a, b in zip(node.ops, sides, sides[1:]):
+            if not isinstance(op, OPS):
+                continue
+            for named, other in ((a, b), (b, a)):
+                side = _vocab_side(named)
+                if side is None or (rel, side[0]) in KIND_ALLOWED:
+                    continue
+                items = other.elts if isinstance(other, (ast.Tuple, ast.List, ast.Set)) else [other]
+                if any(isinstance(i, ast.Constant) and i.value in side[1] for i in items):
+                    found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_raw_phase_milestone_or_problem_words_in_compares():
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        found += raw_vocab_compares(path.read_text(), path.relative_to(ROOT).as_posix())
+    assert not found, "compare with members (ProblemKind.WEDGED, Phase.WEIGHTS), not words:\n" + "\n".join(found)
+
+
+def test_the_vocabulary_check_finds_a_planted_compare():
+    planted = (
+        "if p.kind == 'rendezvous_hang': pass\n"
+        "if m.kind in ('dist_init_end', 'transport'): pass\n"
+        "ok = 'weights' != self.phase\n"
+        "ok = sign.kind == ProblemKind.WEDGED\n"  # a member: fine
+        "ok = step.kind == 'wait'\n"  # not a word of these vocabularies: fine
+        "ok = node_phase == 'first_request'\n"
+        "ok = t.kind == 'model'\n"  # a transfer's kind: fine
+    )
+    found = raw_vocab_compares(planted, "planted.py")
+    assert [f.split(":")[1] for f in found] == ["1", "2", "3", "6"], found
+
+
+def test_every_kind_allowance_is_still_needed():
+    for rel, holder in KIND_ALLOWED:
+        tree = ast.parse((ROOT / rel).read_text())
+        excused = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Compare)
+            and any((_vocab_side(s) or ("?",))[0] == holder for s in [n.left, *n.comparators])
+        ]
+        assert excused and raw_vocab_compares(ast.unparse(tree), "elsewhere.py"), (
+            f"{rel}: drop {holder} from KIND_ALLOWED"
+        )

@@ -19,7 +19,7 @@ ID = re.compile(r"[a-z]+_[a-z_]+")  # snake_case: an internal identifier
         ("kv_cache", {"size_gib": 70.41}, "KV cache 70.4 GiB"),
         ("kv_cache", {"tokens": 123456}, "KV cache 123,456 tokens"),
         (
-            "nccl_transport",
+            "transport",
             {"transport": "socket", "iface": "enp1s0f1np1"},
             "NCCL over TCP sockets on enp1s0f1np1 (slow path)",
         ),
@@ -44,7 +44,7 @@ def test_milestones_read_as_words(kind, data, text):
         "ray_connected",
         "dist_init_begin",
         "dist_init_end",
-        "nccl_transport",
+        "transport",
         "weights_loading",
         "slow_load",
         "kv_cache",
@@ -61,3 +61,32 @@ def test_operations_in_words():
     assert operation_doing("sync_model") == "syncing model"
     assert operation_name("prepare_pivot") == "Pivot"
     assert not ID.search(operation_doing("some_new_op")) and not ID.search(operation_name("some_new_op"))
+
+
+def test_the_transport_milestone_reads_its_old_word():
+    """It carried gloo too, so `nccl_transport` became `transport`; output saved before still reads."""
+    from sparktui.core.diagnosis.logevents import Milestone
+    from sparktui.core.state.states import MilestoneKind
+
+    data = {"transport": "gloo", "backend": "gloo"}
+    assert MilestoneKind("nccl_transport") is MilestoneKind.TRANSPORT
+    assert Milestone("nccl_transport", 3, data=data).kind is MilestoneKind.TRANSPORT
+    assert (
+        milestone_words("nccl_transport", data)
+        == milestone_words("transport", data)
+        == ("collectives over gloo (a CPU build: no NCCL)")
+    )
+    with pytest.raises(ValueError):
+        MilestoneKind("nccl_transprot")  # only the old word is read, not anything near it
+
+
+def test_phases_and_problem_kinds_read_as_words():
+    from sparktui.core.state.states import Phase, ProblemKind
+    from sparktui.core.state.words import phase_words, problem_words
+
+    assert phase_words(Phase.WEIGHTS) == phase_words("weights") == "weight loading"
+    assert problem_words(ProblemKind.RENDEZVOUS_HANG) == "rendezvous hang"
+    assert problem_words(ProblemKind.NCCL_ERROR) == "NCCL error"
+    assert problem_words("peer_lost") == "peer lost"  # an engine's own kind
+    for word in [*(phase_words(p) for p in Phase), *(problem_words(k) for k in ProblemKind)]:
+        assert not ID.search(word), word

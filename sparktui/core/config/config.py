@@ -574,12 +574,12 @@ def _memory(src: Source, node: yaml.Node) -> MemoryConfig:
 
 
 def _phase(src: Source, node: yaml.Node) -> str:
-    from ..diagnosis.phases import PHASES  # the start-up phases that silence limits apply to
+    from ..state.states import Phase  # the start-up phases that silence limits apply to
 
     name = src.text(node, "a phase name", expected="a phase name")
-    if name not in PHASES:
-        raise src.error(node, f"unknown phase '{shorten(name)}'", did_you_mean(name, PHASES))
-    return name
+    if name not in tuple(Phase):
+        raise src.error(node, f"unknown phase '{shorten(name)}'", did_you_mean(name, [p.value for p in Phase]))
+    return name  # the plain word: the config is written back as YAML, which knows no enum
 
 
 def _engine(src: Source, node: yaml.Node) -> tuple[EngineDefaults, dict]:

@@ -18,6 +18,8 @@ from ..state.events import NodeMemory
 from ..memory.guard import Guard, Verdict, advice
 from ..memory.reader import MEMINFO, PRESSURE, MemReader
 from ..memory.sample import MemSample
+from ..state.states import ProblemKind as PK
+from ..state.words import problem_words
 
 if TYPE_CHECKING:
     from .orchestrator import Deployer
@@ -74,7 +76,7 @@ async def watch_memory(d: "Deployer", nodes: list[str], files: dict[str, MemFile
 
 def _warn_or_clear(d: "Deployer", s: MemSample, v: Verdict, low: dict[str, Problem]) -> None:
     if v.level == "warn" and s.node not in low:
-        p = Problem(v.kind or "memory_low", 0, v.detail, hint_for(d, s), s.node, s.at, provisional=True)
+        p = Problem(v.kind or PK.MEMORY_LOW, 0, v.detail, hint_for(d, s), s.node, s.at, provisional=True)
         low[s.node] = p
         d.own_problems.append(p)
         d._emit(p)
@@ -87,4 +89,4 @@ def _warn_or_clear(d: "Deployer", s: MemSample, v: Verdict, low: dict[str, Probl
 
 async def _stop(d: "Deployer", s: MemSample, v: Verdict) -> None:
     d._problem(v.kind, s.node, v.detail, hint_for(d, s))
-    await d.stop_for(f"{v.kind} on {s.node}: {v.detail}")
+    await d.stop_for(f"{problem_words(v.kind)} on {s.node}: {v.detail}")

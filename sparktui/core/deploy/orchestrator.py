@@ -40,7 +40,7 @@ from ..nodes.facts import Container
 from ..plan.plan import Plan, PlanOptions
 from ..remote.ssh import Cluster, Node
 from ..state.statefile import StateFileError
-from ..state.states import SETTLED, State
+from ..state.states import SETTLED, MilestoneKind, ProblemKind as PK, State
 from . import containers as C
 from . import stopmark
 from .logstream import LogBatch, LogFollower
@@ -51,6 +51,7 @@ from .metrics_read import Target
 from .readiness import Check, check_endpoint
 from .serving import LOOK_AT, ServingWatch
 from ..state.deployment import Deployment
+from ..state.words import problem_words
 from .record import STATE_DIR, load_record, save_record
 from .watchdog import tick_interval, watch
 
@@ -162,17 +163,13 @@ class Deployer:
         if state in (State.FAILED, State.HUNG) and self._resumed and cur.state not in (State.FAILED, State.HUNG):
             self._resume_failed()
         self.current = cur = cur.but(state=state, detail=detail, endpoint=endpoint)
-        self._emit(
-            DeploymentChanged(
-                self.name, cur.engine, cur.mode, state, detail, cur.endpoint if state == State.READY else None
-            )
-        )
+        self._emit(DeploymentChanged(cur))  # the snapshot itself: the next change is another one
         self._changed.set()
 
     def _resume_failed(self) -> None:
         # launching the same plan again would resume the same broken containers and fail again
         self._problem(
-            "resumed_broken",
+            PK.RESUMED_BROKEN,
             self.current.head or None,
             f"this launch resumed {self._resumed} container(s) already running this plan and started "
             f"nothing anew: what runs there is broken, and launching again resumes it again",
@@ -209,7 +206,7 @@ class Deployer:
         if d.state == State.FAILED:
             if self.current.state == State.FAILED:
                 return
-            p = next(p for p in d.problems if p.kind != "rendezvous_hang")
+            p = next(p for p in d.problems if p.kind != PK.RENDEZVOUS_HANG)
             # a stop from another terminal makes the engines fail on their way out: ask the head first
             self._spawn("stopped?", self._fail_unless_stopped(_problem_words(p)))
         elif d.state == State.HUNG:
@@ -232,11 +229,11 @@ class Deployer:
                 if S.WORKER_WAIT in text:
                     self._watch.live.worker_stalled(strip_prefixes(text))
         for who, view in self.fabric.feed(node, lines.texts).items():  # what each rank's NCCL uses (fabric_live)
-            m = Milestone("nccl_net", 0, who, time.time(), view, view["label"])
+            m = Milestone(MilestoneKind.NCCL_NET, 0, who, time.time(), view, view["label"])
             self.net_milestones.append(m)
             self._emit(m)
 
-    def _problem(self, kind: str, node: str | None, message: str, hint: str) -> None:
+    def _problem(self, kind: PK, node: str | None, message: str, hint: str) -> None:
         p = Problem(kind, 0, message, hint, node, time.time())
         self.own_problems.append(p)
         self._emit(p)
@@ -283,7 +280,7 @@ class Deployer:
             return
         if why == "lost":
             self._problem(
-                "log_stream_lost",
+                PK.LOG_STREAM_LOST,
                 node,
                 f"lost {container}'s log: {node} stayed unreachable",
                 "check the node's link; `sparktui logs` reads the log again once it is back",
@@ -295,7 +292,7 @@ class Deployer:
             msg = f"{container} on {node} {code}"
             if self.diagnoser is not None and self.diagnoser.ready:
                 msg += " while serving"  # it had started: this is not a start-up failure
-            self._problem("container_exited", node, msg, "read its last log lines above (sparktui logs)")
+            self._problem(PK.CONTAINER_EXITED, node, msg, "read its last log lines above (sparktui logs)")
             self._set(State.FAILED, msg)
 
     async def _stopped_elsewhere(self) -> bool:
@@ -308,7 +305,7 @@ class Deployer:
             asked = False
         if asked and self.current.state not in (State.STOPPING, State.STOPPED):
             self._set(
-                "stopped",
+                State.STOPPED,
                 "stopped from elsewhere: `sparktui stop` removed its containers (the engines' "
                 "errors above are from being stopped)",
             )
@@ -456,7 +453,7 @@ class Deployer:
         if self.current.state not in (State.FAILED, State.STOPPING, State.STOPPED):
             why = self.last_check.detail if self.last_check else "no answer"
             self._problem(
-                "not_ready",
+                PK.NOT_READY,
                 cur.head,
                 f"not ready after {self.ready_timeout:g} s ({why})",
                 "the log shows how far loading got; a large checkpoint may need a longer --timeout",
@@ -511,7 +508,7 @@ class Deployer:
             if fails == FAILS_BEFORE_UNHEALTHY and self.current.state in (State.READY, State.WEDGED):
                 self._emit(EndpointHealth(cur.deployment, url, False, detail))
                 self._problem(
-                    "endpoint_unhealthy",
+                    PK.ENDPOINT_UNHEALTHY,
                     cur.head,
                     f"{url} stopped answering ({detail})",
                     "the engine may have died: its last log lines say why (sparktui logs)",
@@ -530,10 +527,10 @@ class Deployer:
         if self.current.state not in (State.READY, State.WEDGED):
             return
         if why and self.current.state is State.READY:
-            self._problem("wedged", cur.head, f"{url} is wedged: {why}", LOOK_AT)
+            self._problem(PK.WEDGED, cur.head, f"{url} is wedged: {why}", LOOK_AT)
             self._set(State.WEDGED, f"wedged: {why}", url)
         elif not why and self.current.state is State.WEDGED:
-            for p in [p for p in self.own_problems if p.kind == "wedged"]:
+            for p in [p for p in self.own_problems if p.kind == PK.WEDGED]:
                 self.own_problems.remove(p)
                 self._emit(ProblemCleared(p, "tokens flow again"))
             self._set(State.READY, "tokens flow again", url)
@@ -582,7 +579,7 @@ class Deployer:
             )
         started = self._resumed = sum(len(v) for v in resume.values())
         self._set(
-            "starting",
+            State.STARTING,
             f"resuming: {started} container(s) of this plan already run"
             if started
             else f"{len(plan.steps)} steps on {len(plan.nodes)} node(s)",
@@ -645,7 +642,7 @@ class Deployer:
             if self._left() <= 0:
                 msg = f"the launch's timeout of {self.ready_timeout:g} s ran out before step {i + 1}/{total}"
                 tell("failed", msg)
-                self._problem("launch_timeout", step.node, msg, "a longer --timeout, or see which step was slow above")
+                self._problem(PK.LAUNCH_TIMEOUT, step.node, msg, "a longer --timeout, or see which step was slow above")
                 self._set(State.FAILED, msg)
                 return False
             tell("running")
@@ -677,7 +674,7 @@ class Deployer:
             if not ok:
                 tell("failed", detail)
                 msg = f"step {i + 1}/{total} on {step.node} failed ({step.description}): {detail}"
-                self._problem("launch_step_failed", step.node, msg, _step_hint(step, detail))
+                self._problem(PK.LAUNCH_STEP_FAILED, step.node, msg, _step_hint(step, detail))
                 self._set(State.FAILED, msg)
                 return False
             tell("done", detail)
@@ -908,7 +905,7 @@ _SEE_HELP = re.compile(r"^See '.*--help'\.?$")
 def _problem_words(p: Problem) -> str:
     """The state's detail; the hint travels with the Problem event (and in problems of --json)."""
     where = f" on {p.node}" if p.node else ""
-    return f"{p.kind}{where}: {p.message}"
+    return f"{problem_words(p.kind)}{where}: {p.message}"
 
 
 def _last_line(text: str) -> str:

@@ -20,8 +20,9 @@ from typing import Callable, Iterable
 from ..engines import ENGINES, find_engine, label, logsigns as S
 from .logevents import Event, Milestone, Problem, ProblemCleared, parse_docker_ts, strip_prefixes
 from .diagnose_batch import BatchFeed
-from .phases import DEFAULT_LIMITS, INIT_PHASES, LABELS, PhaseTracker
-from ..state.states import State
+from .phases import DEFAULT_LIMITS, INIT_PHASES, PhaseTracker
+from ..state.states import MilestoneKind as M, Phase, ProblemKind as PK, State
+from ..state.words import phase_words
 
 __all__ = ["Diagnoser", "Event", "Milestone", "Problem", "ProblemCleared", "parse_docker_ts", "strip_prefixes"]
 
@@ -98,7 +99,7 @@ class Diagnoser(BatchFeed):
         # While serving, a doubt (a soft watchdog's stack dump, an NCCL warning) leaves the server ready.
         problems = [p for p in self.problems if not (p.provisional and p.kind in S.TRANSIENT)]
         if self.ready and all(p.provisional for p in problems):
-            return State.WEDGED if any(p.kind == "wedged" for p in problems) else State.READY
+            return State.WEDGED if any(p.kind == PK.WEDGED for p in problems) else State.READY
         if any(not (p.kind in S.SUSPECT and p.provisional) for p in problems):
             return State.FAILED
         if problems:
@@ -122,7 +123,7 @@ class Diagnoser(BatchFeed):
         whatever killed it even when it was printed first, unless it names that cause itself."""
 
         def rank(p: Problem) -> int:
-            if p.kind == "engine_died":
+            if p.kind == PK.ENGINE_DIED:
                 return 0 if p.cause else 3  # with its cause folded in, the death is the verdict
             return 0 if not p.provisional else 1 if p.kind in S.SUSPECT else 2
 
@@ -160,7 +161,7 @@ class Diagnoser(BatchFeed):
         return (
             self.ready
             and not self.problems
-            and self.phases.node_phase(None) == "first_request"
+            and self.phases.node_phase(None) == Phase.FIRST_REQUEST
             and all(ns.dist != "in" and ns.tb is None and not ns.waits for ns in self._nodes.values())
         )
 
@@ -208,7 +209,7 @@ class Diagnoser(BatchFeed):
             )
         phase = self.phases.node_phase(node)
         if phase in INIT_PHASES and ns.dist == "done" and not self.phases.nccl_open(node):
-            phase = "weights"  # init is over: what comes next is loading, with its own (longer) limit
+            phase = Phase.WEIGHTS  # init is over: what comes next is loading, with its own (longer) limit
         limit = self.limits.get(phase) if phase else None
         if phase in INIT_PHASES:
             limit = init_limit
@@ -217,15 +218,15 @@ class Diagnoser(BatchFeed):
         if limit is None or quiet < limit or self.ready:
             return []
         if phase in INIT_PHASES:
-            return self._hang(ns, node, f"no output for {quiet:.0f} s in {LABELS[phase]}", line, ns.last_at)
-        if any(p.kind == "stalled" and p.node == node for p in self.problems):
+            return self._hang(ns, node, f"no output for {quiet:.0f} s in {phase_words(phase)}", line, ns.last_at)
+        if any(p.kind == PK.STALLED and p.node == node for p in self.problems):
             return []
         where = f" on {node}" if node else ""
         return self._problem(
             Problem(
-                "stalled",
+                PK.STALLED,
                 line,
-                f"no output for {quiet:.0f} s during {LABELS[phase]}{where}",
+                f"no output for {quiet:.0f} s during {phase_words(phase)}{where}",
                 S.STALL_HINT.get(phase, S.TRACEBACK_HINT),
                 node,
                 ns.last_at,
@@ -247,17 +248,17 @@ class Diagnoser(BatchFeed):
         if self.ready or self.problems:
             return []  # a failure, a doubt or a proven silence already says more than where it ended
         v = self.phases.verdict()
-        if v is None or v[0] == "first_request":
+        if v is None or v[0] == Phase.FIRST_REQUEST:
             return []
         phase, rank, node = v
         ns = self.phases.nodes[node]
         who = f" on rank {rank}" if rank is not None else ""
         who += f" ({node})" if node else ""
         rs = ns.ranks.get(rank)
-        if phase == "nccl_init" and rs is not None and not rs.nccl_open:
+        if phase == Phase.NCCL_INIT and rs is not None and not rs.nccl_open:
             msg = f"stopped after NCCL communicator init{who}, before weight loading"
         else:
-            msg = f"stopped during {LABELS[phase]}{who}"
+            msg = f"stopped during {phase_words(phase)}{who}"
         if phase in INIT_PHASES:
             msg += " — if the log is no longer growing, this is a rendezvous hang"
             hint = self.hang_hint
@@ -269,7 +270,7 @@ class Diagnoser(BatchFeed):
             msg += " (after 'Custom allreduce is disabled because this process group spans across nodes.')"
         return self._problem(
             Problem(
-                "stopped",
+                PK.STOPPED,
                 ns.lines,
                 msg,
                 hint,
@@ -289,7 +290,7 @@ class Diagnoser(BatchFeed):
         n = ns.lines
         if "started" not in ns.seen:
             ns.seen.add("started")
-            out.append(self._milestone("container_started", n, node, at, seg))
+            out.append(self._milestone(M.CONTAINER_STARTED, n, node, at, seg))
         out += self._traceback(ns, node, seg, at)
         out += self._progress(ns, node, seg, at)
         out += self._problems(ns, node, seg, at)
@@ -334,7 +335,7 @@ class Diagnoser(BatchFeed):
         if self._echo_of_death(msg):
             return []
         return self._problem(
-            Problem("traceback", tb["line"], msg[:300], S.TRACEBACK_HINT, node, tb["at"], msg, provisional=True)
+            Problem(PK.TRACEBACK, tb["line"], msg[:300], S.TRACEBACK_HINT, node, tb["at"], msg, provisional=True)
         )
 
     def _progress(self, ns: _Node, node, seg: str, at: float) -> list[Event]:
@@ -344,12 +345,12 @@ class Diagnoser(BatchFeed):
         if rules.dist_begin is not None and rules.dist_begin.search(seg) and ns.dist != "in":
             ns.dist, ns.dist_line = "in", n
             ns.dist_at = at if at is not None else ns.last_at
-            out.append(self._milestone("dist_init_begin", n, node, at, seg))
+            out.append(self._milestone(M.DIST_INIT_BEGIN, n, node, at, seg))
         if S.CUSTOM_ALLREDUCE_OFF.search(seg):
             ns.allreduce_off = True
         if rules.dist_end is not None and rules.dist_end.search(seg):
-            out += self._advance(ns, node, n, at, seg, "dist_init_end")
-        for kind, sign in (("ray_started", S.RAY_STARTED), ("ray_connected", S.RAY_CONNECTED)):
+            out += self._advance(ns, node, n, at, seg, M.DIST_INIT_END)
+        for kind, sign in ((M.RAY_STARTED, S.RAY_STARTED), (M.RAY_CONNECTED, S.RAY_CONNECTED)):
             if sign.search(seg):
                 joined = self._once(ns, kind, n, node, at, seg)
                 # this node's Ray reached the GCS after all: its "cannot reach the GCS yet" is over
@@ -364,36 +365,36 @@ class Diagnoser(BatchFeed):
         elif S.WEIGHTS_END.search(seg):
             out += self._weights(ns, node, n, at, seg, 100, {})
         if S.SLOW_LOAD.search(seg):
-            out += self._once(ns, "slow_load", n, node, at, seg)
+            out += self._once(ns, M.SLOW_LOAD, n, node, at, seg)
         m = S.KV_SGLANG.search(seg)
         if m:
             out += self._advance(
-                ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1]), "size_gb": round(float(m[2]) + float(m[3]), 2)}
+                ns, node, n, at, seg, M.KV_CACHE, {"tokens": int(m[1]), "size_gb": round(float(m[2]) + float(m[3]), 2)}
             )
         m = S.KV_SGLANG_MLA.search(seg)
         if m:
-            out += self._advance(ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1]), "size_gb": float(m[2])})
+            out += self._advance(ns, node, n, at, seg, M.KV_CACHE, {"tokens": int(m[1]), "size_gb": float(m[2])})
         m = S.KV_TOKENS.search(seg)
         if m:
-            out += self._advance(ns, node, n, at, seg, "kv_cache", {"tokens": int(m[1].replace(",", ""))})
+            out += self._advance(ns, node, n, at, seg, M.KV_CACHE, {"tokens": int(m[1].replace(",", ""))})
         m = S.KV_MEMORY.search(seg)
         if m:
-            out += self._advance(ns, node, n, at, seg, "kv_cache", {"size_gib": float(m[1])})
+            out += self._advance(ns, node, n, at, seg, M.KV_CACHE, {"size_gib": float(m[1])})
         m = S.GRAPH_END.search(seg)
         if m:
             secs = m[1] or m[2]
-            out += self._advance(ns, node, n, at, seg, "cuda_graph", {"phase": "end", "seconds": float(secs)})
-        elif S.GRAPH_BEGIN.search(seg) and ("cuda_graph", "begin") not in ns.seen:
-            ns.seen.add(("cuda_graph", "begin"))
-            out += self._advance(ns, node, n, at, seg, "cuda_graph", {"phase": "begin"})
+            out += self._advance(ns, node, n, at, seg, M.CUDA_GRAPH, {"phase": "end", "seconds": float(secs)})
+        elif S.GRAPH_BEGIN.search(seg) and (M.CUDA_GRAPH, "begin") not in ns.seen:
+            ns.seen.add((M.CUDA_GRAPH, "begin"))
+            out += self._advance(ns, node, n, at, seg, M.CUDA_GRAPH, {"phase": "begin"})
         out += self._transport(ns, node, n, at, seg)
         if rules.ready.search(seg) and not self.ready:
             self.ready = True
-            out += self._advance(ns, node, n, at, seg, "ready")
+            out += self._advance(ns, node, n, at, seg, M.READY)
         if S.SERVING.search(seg):
             if not self.ready and ("/v1/" in seg or "Avg prompt throughput" in seg or "Decode batch" in seg):
                 self.ready = True
-                out.append(self._milestone("ready", n, node, at, seg, {"from": "requests"}))
+                out.append(self._milestone(M.READY, n, node, at, seg, {"from": "requests"}))
             if S.PROGRESS.search(seg):
                 for each in self._nodes.values():
                     each.waits = 0
@@ -405,45 +406,43 @@ class Diagnoser(BatchFeed):
     @staticmethod
     def _worker_wait(p: Problem) -> bool:
         """A doubt only tokens produced can lift: the engine waiting for a worker (or wedged behind one)."""
-        return p.kind == "wedged" or (p.kind == "stalled" and S.WORKER_WAIT in p.text)
+        return p.kind == PK.WEDGED or (p.kind == PK.STALLED and S.WORKER_WAIT in p.text)
 
     def _transport(self, ns: _Node, node, n: int, at: float, seg: str) -> list[Event]:
         if ("transport", "gloo") in ns.seen:
             return []  # gloo carries this rank's collectives: no NCCL line may claim them
         if S.GLOO_BACKEND.search(seg):
             ns.seen.add(("transport", "gloo"))
-            return [self._milestone("nccl_transport", n, node, at, seg, {"transport": "gloo", "backend": "gloo"})]
+            return [self._milestone(M.TRANSPORT, n, node, at, seg, {"transport": "gloo", "backend": "gloo"})]
         m = S.NCCL_RDMA.search(seg)
         if m and ("transport", "rdma") not in ns.seen:
             ns.seen.add(("transport", "rdma"))
             data = {"transport": "rdma"}
             if m.group(1):
                 data.update(device=m.group(1), link=m.group(2))
-            return [self._milestone("nccl_transport", n, node, at, seg, data)]
+            return [self._milestone(M.TRANSPORT, n, node, at, seg, data)]
         m = S.NCCL_SOCKET.search(seg)
         if m and not ns.seen & {("transport", "rdma"), ("transport", "socket")}:
             ns.seen.add(("transport", "socket"))
             data = {"transport": "socket"}
             if m.group(1):
                 data["iface"] = m.group(1)
-            return [self._milestone("nccl_transport", n, node, at, seg, data)]
+            return [self._milestone(M.TRANSPORT, n, node, at, seg, data)]
         return []
 
     def _weights(self, ns: _Node, node, n: int, at: float, seg: str, pct: int, extra: dict) -> list[Event]:
         if pct == ns.weights_pct:
             return []
         ns.weights_pct = pct
-        return self._advance(ns, node, n, at, seg, "weights_loading", {"percent": pct, **extra})
+        return self._advance(ns, node, n, at, seg, M.WEIGHTS_LOADING, {"percent": pct, **extra})
 
-    def _once(self, ns: _Node, kind: str, n: int, node, at: float, seg: str) -> list[Event]:
+    def _once(self, ns: _Node, kind: M, n: int, node, at: float, seg: str) -> list[Event]:
         if kind in ns.seen:
             return []
         ns.seen.add(kind)
         return [self._milestone(kind, n, node, at, seg)]
 
-    def _advance(
-        self, ns: _Node, node, n: int, at: float, seg: str, kind: str, data: dict | None = None
-    ) -> list[Event]:
+    def _advance(self, ns: _Node, node, n: int, at: float, seg: str, kind: M, data: dict | None = None) -> list[Event]:
         """A step past distributed init: it closes init if still open and proves earlier doubts wrong."""
         data = data or {}
         out: list[Event] = []
@@ -451,22 +450,22 @@ class Diagnoser(BatchFeed):
             ns.dist = "done"
             out.append(
                 self._milestone(
-                    "dist_init_end", n, node, at, seg, {} if kind == "dist_init_end" else {"implied_by": kind}
+                    M.DIST_INIT_END, n, node, at, seg, {} if kind == M.DIST_INIT_END else {"implied_by": kind}
                 )
             )
-        elif kind == "dist_init_end":
+        elif kind == M.DIST_INIT_END:
             return out
-        if kind != "dist_init_end":
+        if kind != M.DIST_INIT_END:
             key = (kind, tuple(sorted(data.items())))
             if key not in ns.seen:
                 ns.seen.add(key)
                 out.append(self._milestone(kind, n, node, at, seg, data))
-        if kind != "container_started":
+        if kind != M.CONTAINER_STARTED:
             self._loading = True
         out += self._withdraw(node, f"{node or 'the engine'} went on ({kind})")
         return out
 
-    def _milestone(self, kind: str, n: int, node, at: float, seg: str, data: dict | None = None) -> Milestone:
+    def _milestone(self, kind: M, n: int, node, at: float, seg: str, data: dict | None = None) -> Milestone:
         m = Milestone(kind, n, node, at, dict(data or {}), seg.strip()[:300])
         if len(self.milestones) < MAX_MILESTONES:
             self.milestones.append(m)
@@ -490,7 +489,13 @@ class Diagnoser(BatchFeed):
             return self._classified(
                 ns,
                 Problem(
-                    "model_not_found", n, f"{self.model_path} is missing in the container", S.MODEL_HINT, node, at, body
+                    PK.MODEL_NOT_FOUND,
+                    n,
+                    f"{self.model_path} is missing in the container",
+                    S.MODEL_HINT,
+                    node,
+                    at,
+                    body,
                 ),
             )
         if S.WORKER_WAIT in seg:
@@ -504,35 +509,35 @@ class Diagnoser(BatchFeed):
             groups = [g if g is not None else "?" for g in m.groups()]
             message = sign.message.format(*groups) if sign.message else body[:300]
             hint = self.hang_hint if sign.rendezvous else sign.hint
-            if sign.kind == "ray_resources" and self._ray_local:
+            if sign.kind == PK.RAY_RESOURCES and self._ray_local:
                 # the engine whose log this is runs Ray: name it as its users write it
                 hint = (
                     f"{label(self.engine)} started its own Ray instead of joining the cluster: run it inside "
                     "the head container with RAY_ADDRESS=HEAD_IP:RAY_PORT (sparktui plans do)"
                 )
-            if sign.kind == "bad_arguments" and (eng := find_engine(self.engine)) is not None:
+            if sign.kind == PK.BAD_ARGUMENTS and (eng := find_engine(self.engine)) is not None:
                 hint = eng.bad_arguments_hint(seg) or hint
-            if sign.kind == "watchdog_timeout" and ns.dist == "in":
+            if sign.kind == PK.WATCHDOG_TIMEOUT and ns.dist == "in":
                 message += " during distributed init"
                 hint = self.hang_hint
-            if sign.kind == "stalled" and self.ready and S.WORKER_WAIT in seg:
+            if sign.kind == PK.STALLED and self.ready and S.WORKER_WAIT in seg:
                 ns.waits += 1
                 if ns.waits >= 2:  # once can be a slow step; again with nothing served between is a wedge
                     return self._wedged(node, n, at, ns.waits * int(groups[0] or 60), body)
             p = Problem(sign.kind, n, message, hint, node, at, body[:300], sign.provisional)
-            if sign.kind == "semaphore_lost":
+            if sign.kind == PK.SEMAPHORE_LOST:
                 self._semlock = True
                 if self._worker_waits:
                     if ns.tb is not None:
                         ns.tb["classified"] = True  # the traceback is this trap's
                     return self._trap(node, n, at, body)
-            if sign.kind == "watchdog_timeout" and "collective" in message and not self._collective(ns, p, seg):
+            if sign.kind == PK.WATCHDOG_TIMEOUT and "collective" in message and not self._collective(ns, p, seg):
                 return []  # every rank reports the same timed-out collective: the first one names it
             if self.ready and not p.provisional:
-                p.phase = "first_request"  # it broke while serving, not while starting
+                p.phase = Phase.FIRST_REQUEST  # it broke while serving, not while starting
                 p.message += " while serving"
-            if sign.kind == "engine_died":
-                if any(q.kind == "engine_died" and q.cause for q in self.problems):
+            if sign.kind == PK.ENGINE_DIED:
+                if any(q.kind == PK.ENGINE_DIED and q.cause for q in self.problems):
                     if ns.tb is not None:
                         ns.tb["classified"] = True
                     return []  # the death already named with its cause, told again on the way down
@@ -548,13 +553,13 @@ class Diagnoser(BatchFeed):
         replaces its traceback and the later ones quoting it (the engine core's "Worker failed with error")."""
         if died not in self.problems:
             return events
-        tbs = [q for q in self.problems if q.kind == "traceback" and q.provisional]
+        tbs = [q for q in self.problems if q.kind == PK.TRACEBACK and q.provisional]
         if not tbs:
             return events
         cause = tbs[0]
         died.message += f": {cause.message}"
         died.hint = S.DIED_OF_HINT
-        if died.phase != "first_request":
+        if died.phase != Phase.FIRST_REQUEST:
             cause.provisional = False
             cause.phase = died.phase
             return events
@@ -570,7 +575,7 @@ class Diagnoser(BatchFeed):
     def _echo_of_death(self, msg: str) -> bool:
         """A traceback quoting the error an engine death already names (printed after the death)."""
         for q in self.problems:
-            if q.kind == "engine_died" and q.cause:
+            if q.kind == PK.ENGINE_DIED and q.cause:
                 words = q.cause.split(": ", 1)[-1]
                 if words and words in msg:
                     return True
@@ -579,27 +584,27 @@ class Diagnoser(BatchFeed):
     def _trap(self, node, n: int, at: float, body: str) -> list[Event]:
         """A worker's lost semaphore and the head's wait for workers, on any nodes: the semaphore trap. It
         replaces the lost semaphore's own problem and the wait's stall or wedge, which it explains."""
-        if any(q.kind == "semaphore_trap" for q in self.problems):
+        if any(q.kind == PK.SEMAPHORE_TRAP for q in self.problems):
             return []
         out: list[Event] = []
-        for q in [q for q in self.problems if q.kind in ("semaphore_lost", "stalled", "wedged")]:
+        for q in [q for q in self.problems if q.kind in (PK.SEMAPHORE_LOST, PK.STALLED, PK.WEDGED)]:
             self.problems.remove(q)
             out.append(
                 ProblemCleared(q, "a worker lost its semaphore while the engine waits for it: the semaphore trap")
             )
         return out + self._problem(
-            Problem("semaphore_trap", n, S.SEMAPHORE_TRAP_MESSAGE, S.SEMAPHORE_HINT, node, at, body[:300])
+            Problem(PK.SEMAPHORE_TRAP, n, S.SEMAPHORE_TRAP_MESSAGE, S.SEMAPHORE_HINT, node, at, body[:300])
         )
 
     def _wedged(self, node, n: int, at: float, waited: int, body: str) -> list[Event]:
         """The wedge replaces the first wait's doubt on that node: it is the same stall, now proven."""
         out: list[Event] = []
-        for q in [q for q in self.problems if q.kind == "stalled" and q.node == node]:
+        for q in [q for q in self.problems if q.kind == PK.STALLED and q.node == node]:
             self.problems.remove(q)
             out.append(ProblemCleared(q, "the wait repeated: a wedge"))
         return out + self._problem(
             Problem(
-                "wedged",
+                PK.WEDGED,
                 n,
                 S.WEDGED_MESSAGE.format(waited),
                 S.WEDGED_HINT,
@@ -607,7 +612,7 @@ class Diagnoser(BatchFeed):
                 at,
                 body[:300],
                 provisional=True,
-                phase="first_request",
+                phase=Phase.FIRST_REQUEST,
             )
         )
 
@@ -647,13 +652,13 @@ class Diagnoser(BatchFeed):
                 return []  # every rank prints the same failure
         if len(self.problems) >= MAX_PROBLEMS:
             return []
-        if p.kind == "rendezvous_hang" and self.hang_fix and self.hang_fix not in p.hint:
+        if p.kind == PK.RENDEZVOUS_HANG and self.hang_fix and self.hang_fix not in p.hint:
             p.hint = f"{self.hang_fix}. {p.hint}"
         self.problems.append(p)
         return [p]
 
     def _hang(self, ns: _Node, node, why: str, line: int, at: float | None) -> list[Event]:
-        if any(p.kind == "rendezvous_hang" and p.node == node for p in self.problems):
+        if any(p.kind == PK.RENDEZVOUS_HANG and p.node == node for p in self.problems):
             return []
         where = f" on {node}" if node else ""
         msg = f"distributed init stalled{where}: {why}"
@@ -664,14 +669,14 @@ class Diagnoser(BatchFeed):
         lag = self.phases.laggard(node) or (None, None, None)
         return self._problem(
             Problem(
-                "rendezvous_hang",
+                PK.RENDEZVOUS_HANG,
                 line,
                 msg,
                 self.hang_hint,
                 node,
                 at,
                 provisional=True,
-                phase=lag[0] if lag[0] in INIT_PHASES else "dist_init",
+                phase=lag[0] if lag[0] in INIT_PHASES else Phase.DIST_INIT,
                 rank=lag[1],
             )
         )

@@ -10,16 +10,20 @@ from typing import Union
 
 from . import dockerts
 from ..engines import logsigns as S
+from ..state.states import MilestoneKind, Phase, ProblemKind
 
 
 @dataclass
 class Milestone:
-    kind: str  # container_started | dist_init_begin | dist_init_end | nccl_transport | weights_loading | ...
+    kind: MilestoneKind
     line: int
     node: str | None = None
     at: float | None = None  # unix time of the line: its docker timestamp, or the `now` it was fed with
     data: dict = field(default_factory=dict)  # percent, transport, tokens, ...
     text: str = ""
+
+    def __post_init__(self) -> None:
+        self.kind = MilestoneKind(self.kind)  # a saved word from before a rename reads as the kind it names now
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "line": self.line, "node": self.node, "at": self.at}
@@ -30,7 +34,7 @@ class Milestone:
 
 @dataclass
 class Problem:
-    kind: str
+    kind: ProblemKind | str  # a plain word only for an engine's own sign (Engine.signs)
     line: int
     message: str
     hint: str
@@ -39,9 +43,13 @@ class Problem:
     text: str = ""
     provisional: bool = False  # withdrawn if the engine goes on loading or serving
 
-    phase: str | None = None  # for a log that stops: the phase and rank it stopped in
+    phase: Phase | None = None  # for a log that stops: the phase and rank it stopped in
     rank: int | None = None
     cause: str = ""  # the error line that caused it, printed earlier (an engine's death: a worker's error)
+
+    def __post_init__(self) -> None:
+        self.kind = problem_kind(self.kind)
+        self.phase = Phase(self.phase) if self.phase is not None else None
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "line": self.line, "message": self.message, "hint": self.hint, "node": self.node}
@@ -58,6 +66,14 @@ class ProblemCleared:
 
     problem: Problem
     reason: str
+
+
+def problem_kind(word: str) -> ProblemKind | str:
+    """The member a known word names; an engine's own kind stays its word."""
+    try:
+        return ProblemKind(word)
+    except ValueError:
+        return word
 
 
 Event = Union[Milestone, Problem, ProblemCleared]

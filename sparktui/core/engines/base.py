@@ -138,7 +138,7 @@ class Engine(ABC):
     signs: ClassVar[tuple[Sign, ...]] = ()  # failure signatures only its logs hold, tried before the shared ones
     # phase (phases.PHASES) -> a regex of its own lines that show a rank reached it; every registered engine's
     # join the shared ones, since a saved log's engine is not always known (phases.phase_signs)
-    phase_signs: ClassVar[Mapping[str, str]] = {}
+    phase_signs: ClassVar[Mapping[str, str]] = {}  # keyed by states.Phase (or its plain word)
     # what to check when distributed init goes silent; the variables that advice asks for; and the next likely
     # cause once the plan set them all on every node (only a check across the nodes tells the path apart)
     hang_advice: ClassVar[str] = (

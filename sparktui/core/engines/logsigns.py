@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..diagnosis import quickre
+from ..state.states import Phase, ProblemKind as PK
 
 
 class _Every:
@@ -38,7 +39,7 @@ ALL = _Every()  # engine-neutral signs (OOM, NCCL, tracebacks) read every log
 
 @dataclass(frozen=True)
 class Sign:
-    kind: str
+    kind: PK | str  # a plain word: a kind of the engine's own, which reads as its words
     pattern: quickre.Quick
     engines: tuple[str, ...] | _Every = ALL  # whose logs it reads; an Engine's own signs read only its logs
     message: str = ""  # may use {0}, {1}... from the match groups; empty = the matched line
@@ -155,20 +156,20 @@ DIED_OF_HINT = (
 SIGNS: list[Sign] = [
     # rendezvous
     Sign(
-        "rendezvous_hang",
+        PK.RENDEZVOUS_HANG,
         _re(r"Timed out after (\d+) seconds waiting for (?:clients|workers)\. (\d+)/(\d+) (?:clients|workers) joined"),
         message="rendezvous timed out after {0} s: only {1} of {2} ranks reached the store",
         hint="the other ranks cannot reach the head's rendezvous address: check the head IP and port are on the "
         "fabric subnet and reachable from every node",
     ),
     Sign(
-        "rendezvous_hang",
+        PK.RENDEZVOUS_HANG,
         _re(r"client socket has timed out after (\d+ ?(?:ms|s|min)?) while trying to connect to \(([^,]+), (\d+)\)"),
         message="could not reach the rendezvous at {1}:{2} (gave up after {0})",
         hint="this node cannot reach that address: the head IP must be on a subnet this node shares (the fabric)",
     ),
     Sign(
-        "rendezvous_hang",
+        PK.RENDEZVOUS_HANG,
         _re(
             r"Timed out initializing process group in store based barrier|connect\(\) timed out|"
             r"\[c10d\].*?timed out after \d+ ?(?:ms|s|sec|seconds|min|minutes)\b|"
@@ -180,7 +181,7 @@ SIGNS: list[Sign] = [
     ),
     # torch c10d retries these itself: a suspicion until the log stops or the store gives up
     Sign(
-        "rendezvous_hang",
+        PK.RENDEZVOUS_HANG,
         _re(
             r"The server socket on (\S+) has timed out, will retry|"
             r"TCP client failed to connect/validate to host (\S+) - retrying"
@@ -192,7 +193,7 @@ SIGNS: list[Sign] = [
     ),
     # NCCL and Gloo: interface names
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _re(
             r"Bootstrap : no socket interface found|no NCCL_SOCKET_IFNAME interface found|"
             r"ncclSocketInit: connecting to address\s+with family"
@@ -201,7 +202,7 @@ SIGNS: list[Sign] = [
         hint=_IFACE_HINT,
     ),
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _re(r"Unable to find address for:? (\S+)"),
         message="Gloo found no interface named {0} on this node (GLOO_SOCKET_IFNAME takes one real name)",
         hint=_IFACE_HINT,
@@ -209,26 +210,26 @@ SIGNS: list[Sign] = [
     # Gloo reached the store but not its peers: a rank published an address they cannot use (a hostname that
     # resolves to loopback, the wrong interface); vllm-project/vllm#7074 shows it after torch's loopback warning
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _re(r"Gloo connectFullMesh failed with (.*)"),
         message="Gloo could not connect the ranks ({0}): the rendezvous handed out an address or interface its "
         "peers cannot use (a hostname resolving to 127.0.1.1 makes Gloo bind loopback)",
         rendezvous=True,
     ),
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _re(r"socketProgress: Connection closed by remote peer|Got completion from peer \S+ with status=(\d+)"),
         message="an NCCL connection to a peer broke (the peer died or the link failed)",
         hint="look for the first error on the other node; if none, check the fabric link and RDMA (NCCL_IB_DISABLE=1 to confirm)",
     ),
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _re(r"store->get\('\d+'\) got error: Failed to recv"),
         message="lost the rendezvous peer (it probably failed first: read the other node's log)",
         hint="look for the first error on the other node",
     ),
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _re(
             r"(DistBackendError|NCCL error)[:\s].*|NCCL Error \d+: |"
             r"nccl(?:SystemError|InternalError|RemoteError|UnhandledCudaError|InvalidUsage)"
@@ -237,14 +238,14 @@ SIGNS: list[Sign] = [
         "retry with NCCL_IB_DISABLE=1 to confirm",
     ),
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _re(r"NCCL WARN .*"),
         provisional=True,
         hint="an NCCL warning; harmless if loading goes on, otherwise " + _IFACE_HINT,
     ),
     # memory: Ray's monitor kills workers when host (unified) memory looks full
     Sign(
-        "host_oom",
+        PK.HOST_OOM,
         _re(
             r"killed due to memory pressure \(OOM\)|were killed due to the node running low on memory|"
             r"Task was killed due to the node running low on memory|exceeds the memory usage threshold of [\d.]+\. Ray killed"
@@ -254,7 +255,7 @@ SIGNS: list[Sign] = [
         "RAY_memory_monitor_refresh_ms=0 (NVIDIA's Spark playbooks do), or free host memory",
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(
             r"Free memory on device \S* ?\(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization"
         ),
@@ -263,58 +264,58 @@ SIGNS: list[Sign] = [
         "the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) or lower --gpu-memory-utilization",
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(r"The memory capacity is unbalanced"),
         message="SGLang found less free memory on some GPU than on the others",
         hint="something else holds memory on one node: stop it, or set SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 "
         "(older releases: SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1) if the difference is expected",
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(r"Not enough GPU memory for hybrid state cache"),
         message="SGLang has no memory left for the hybrid (mamba/linear attention) state cache",
         hint=_OOM_HINT,
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(r"is larger than the maximum number of tokens that can be stored in KV cache"),
         message="the KV cache cannot hold one request at this context length",
         hint="lower --max-model-len or raise the memory fraction",
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(r"larger than the available KV cache memory|estimated maximum model length is (\d+)"),
         message="the KV cache cannot hold one request at this context length",
         hint="lower --max-model-len (the log gives the largest that fits) or raise the memory fraction",
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(r"No available memory for the cache blocks"),
         message="no memory left for the KV cache",
         hint=_OOM_HINT,
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(r"Not enough memory\. Please try to increase --mem-fraction-static"),
         message="SGLang has not enough memory for the KV cache",
         hint=_OOM_HINT,
     ),
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _re(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"),
         message="CUDA out of memory",
         hint=_OOM_HINT,
     ),
     # watchdogs
     Sign(
-        "watchdog_timeout",
+        PK.WATCHDOG_TIMEOUT,
         _re(r"Watchdog caught collective operation(?:.*?Timeout\(ms\)=(\d+))?"),
         message="a collective operation timed out (torch NCCL watchdog, timeout {0} ms)",
         hint="one rank stopped answering inside an all-reduce: check every node is alive and the fabric link is up",
     ),
     # the same, hard-wrapped by the page it was copied from, or told by torch's later summary lines
     Sign(
-        "watchdog_timeout",
+        PK.WATCHDOG_TIMEOUT,
         _re(
             r"WorkNCCL\(SeqNum=\d+, OpType=(\w+).*?ran for (\d+) milliseconds before timing out|"
             r"Some NCCL operations have failed or timed out|Timeout at NCCL work: \d+"
@@ -323,21 +324,21 @@ SIGNS: list[Sign] = [
         hint="one rank stopped answering inside a collective: check every node is alive and the fabric link is up",
     ),
     Sign(
-        "watchdog_timeout",
+        PK.WATCHDOG_TIMEOUT,
         _re(r"Timed out waiting (\d+) ?ms for (?:send|recv) operation to complete"),
         message="a Gloo collective timed out after {0} ms",
         hint="one rank stopped answering: check every node is alive and GLOO_SOCKET_IFNAME names a reachable interface",
     ),
     # a worker spawned after its semaphore was removed (alone: not yet proven to be logind; see SEMLOCK)
     Sign(
-        "semaphore_lost",
+        PK.SEMAPHORE_LOST,
         SEMLOCK,
         message="a worker could not open a semaphore its parent made (SemLock._rebuild: FileNotFoundError)",
         hint="the semaphore was gone before the worker started: its parent exited first, or " + SEMAPHORE_HINT,
     ),
     # a rank waiting on the others (vLLM's message queue between the engine and its workers)
     Sign(
-        "stalled",
+        PK.STALLED,
         _re(r"No available shared memory broadcast block found in (\d+) seconds"),
         provisional=True,
         message="the engine waited {0} s for its workers: a rank is hanging or busy (compilation)",
@@ -346,7 +347,7 @@ SIGNS: list[Sign] = [
     # warm-up: the first request, sent by the server to itself once distributed init completed
     # (plain http: the engine's own server; downloads go to https:// hosts)
     Sign(
-        "warmup_timeout",
+        PK.WARMUP_TIMEOUT,
         _re(
             r"HTTPConnectionPool\(host='[^']+', port=(\d+)\): Read timed out|"
             r"Initialization failed\. warmup error"
@@ -357,13 +358,13 @@ SIGNS: list[Sign] = [
     ),
     # ports
     Sign(
-        "port_in_use",
+        PK.PORT_IN_USE,
         _re(r"error while attempting to bind on address \(([^)]*)\).*address already in use", re.I),
         message="the HTTP port is taken ({0})",
         hint=_PORT_HINT,
     ),
     Sign(
-        "port_in_use",
+        PK.PORT_IN_USE,
         _re(
             r"\[Errno 98\]|Address already in use|Port (\d+) is (?:already )?in use|is already running at .*different port"
         ),
@@ -372,13 +373,13 @@ SIGNS: list[Sign] = [
     ),
     # model
     Sign(
-        "checkpoint_incomplete",
+        PK.CHECKPOINT_INCOMPLETE,
         _re(r"SafetensorError|MetadataIncompleteBuffer|incomplete metadata|HeaderTooLarge"),
         message="a checkpoint file is truncated or corrupt",
         hint="the copy did not finish: run it again (rsync resumes) and compare sizes between nodes",
     ),
     Sign(
-        "model_not_found",
+        PK.MODEL_NOT_FOUND,
         _re(
             r"does not appear to have a file named config\.json|Repo id must be in the form|"
             r"\(invalid repository id\)|Repo id must use alphanumeric|"
@@ -390,7 +391,7 @@ SIGNS: list[Sign] = [
         hint=MODEL_HINT,
     ),
     Sign(
-        "unsupported_model",
+        PK.UNSUPPORTED_MODEL,
         _re(
             r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|failed to be inspected|Error in inspecting model architecture|"
             r"does not recognize this architecture|Unsupported architectures?:|"
@@ -400,19 +401,19 @@ SIGNS: list[Sign] = [
         hint="use an image whose engine version supports this architecture, or try the other engine",
     ),
     Sign(
-        "bad_arguments",
+        PK.BAD_ARGUMENTS,
         _re(r": error: (unrecognized arguments: .*|argument .*|the following arguments are required.*)"),
         message="the engine rejected its arguments: {0}",
         hint="the engine version in the image does not take this flag: check `--help` inside the image",
     ),
     Sign(
-        "bad_arguments",
+        PK.BAD_ARGUMENTS,
         _re(r"must be divisible by (?:the )?(?:tensor|pipeline) parallel size"),
         hint="pick a TP that divides the model's attention heads",
     ),
     # the engine process died (usually after one of the above)
     Sign(
-        "engine_died",
+        PK.ENGINE_DIED,
         _re(
             r"Rank \d+ scheduler (?:is dead|died)|Received sigquit from a child proc|"
             r"EngineCore failed to start|Engine core initialization failed|EngineDeadError|"
@@ -424,24 +425,24 @@ SIGNS: list[Sign] = [
 ]
 
 STALL_HINT = {
-    "container": "the engine has not started: check the image and the command (docker logs on that node)",
-    "ray_join": "the Ray cluster is not complete: `ray status` in the head container must list every node and GPU",
-    "weights": "loading stopped: check the disk and that every node has the whole model (a truncated copy stalls or "
+    Phase.CONTAINER: "the engine has not started: check the image and the command (docker logs on that node)",
+    Phase.RAY_JOIN: "the Ray cluster is not complete: `ray status` in the head container must list every node and GPU",
+    Phase.WEIGHTS: "loading stopped: check the disk and that every node has the whole model (a truncated copy stalls or "
     "fails); a first load of ~120 GB takes 15 minutes on a Spark, so give it time while progress shows",
-    "kv_cache": "sizing the KV cache stopped: a rank may be waiting for another; read every node's log",
-    "graphs": "CUDA graph capture can take minutes; if it never ends, retry with --disable-cuda-graph (SGLang) or "
+    Phase.KV_CACHE: "sizing the KV cache stopped: a rank may be waiting for another; read every node's log",
+    Phase.GRAPHS: "CUDA graph capture can take minutes; if it never ends, retry with --disable-cuda-graph (SGLang) or "
     "--enforce-eager (vLLM)",
-    "http_up": "the server is up but its first (warm-up) request never finished: a collective across nodes hangs",
+    Phase.HTTP_UP: "the server is up but its first (warm-up) request never finished: a collective across nodes hangs",
 }
 TRACEBACK_HINT = "read the traceback; if the server keeps serving afterwards it was harmless"
 # Lines that look alarming but are not: NCCL's RAS listener failing to bind is only a missing debug service.
 IGNORE = _re(r"ras/client_support\.cc|RAS failed to establish")
 # Problem kinds that are suspicions (silence, a log that stops), not failures.
-SUSPECT = ("rendezvous_hang", "stopped", "stalled", "wedged")
+SUSPECT = (PK.RENDEZVOUS_HANG, PK.STOPPED, PK.STALLED, PK.WEDGED)
 # Provisional problems that only say "not yet": shown, but they change no state. A Ray worker started
 # while the head's GCS still comes up logs "Failed to connect to GCS" and joins seconds later; Ray
 # itself retries for ever, so a GCS that never answers ends in the launch's own wait for the nodes.
-TRANSIENT = ("ray_connect",)
+TRANSIENT = (PK.RAY_CONNECT,)
 
 # ---- reading lines --------------------------------------------------------------------------
 

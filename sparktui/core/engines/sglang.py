@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..diagnosis import quickre
 from .base import Engine
 from .logsigns import Sign
+from ..state.states import Phase, ProblemKind as PK
 from .common import HOST_ALL, Context, Spot, Step, Word, docker_run, make_step, opt
 from .versions import at_least
 
@@ -178,14 +179,14 @@ _q = quickre.compile  # a substring prefilter in front of each: every line is tr
 SIGNS = (
     # SGLang's soft watchdog only dumps stacks; the server goes on
     Sign(
-        "watchdog_timeout",
+        PK.WATCHDOG_TIMEOUT,
         _q(r"atchdog timeout \(self\.watchdog_timeout=([\d.]+), self\.soft=True"),
         provisional=True,
         message="SGLang's soft watchdog dumped the scheduler's stacks after {0} s without progress",
         hint="a slow step, not a failure, if serving goes on; otherwise read the dump for where it waits",
     ),
     Sign(
-        "watchdog_timeout",
+        PK.WATCHDOG_TIMEOUT,
         _q(r"(?:Scheduler w|W)atchdog timeout \(self\.watchdog_timeout=([\d.]+)"),
         message="SGLang's watchdog killed the scheduler after {0} s without progress",
         hint="the scheduler was stuck; read the lines before it for where",
@@ -193,11 +194,11 @@ SIGNS = (
 )
 # phase -> its own lines there (phases.py holds the shared ones): "[.. TP0] Load weight begin", ...
 PHASE_SIGNS = {
-    "first_request": r"Decode batch(?: \[\d+\])?[.,] |The server is fired up and ready to roll",
-    "graphs": r"Capture cuda graph|cuda graph begin",
-    "kv_cache": r"KV Cache is allocated|Memory pool end",
-    "weights": r"Load weight begin|Load weight end",
-    "dist_init": r"Init torch distributed begin|Init torch distributed ends",
+    Phase.FIRST_REQUEST: r"Decode batch(?: \[\d+\])?[.,] |The server is fired up and ready to roll",
+    Phase.GRAPHS: r"Capture cuda graph|cuda graph begin",
+    Phase.KV_CACHE: r"KV Cache is allocated|Memory pool end",
+    Phase.WEIGHTS: r"Load weight begin|Load weight end",
+    Phase.DIST_INIT: r"Init torch distributed begin|Init torch distributed ends",
 }
 # The rendezvous hang: SGLang's cross-node message queue picks an address of its own without SGLANG_HOST_IP
 # (REFERENCE.md "Rendezvous" names the variables the advice asks for).

@@ -26,6 +26,7 @@ from ..diagnosis import quickre
 from . import common
 from .base import Engine
 from .logsigns import Sign
+from ..state.states import ProblemKind as PK
 from .common import HOST_ALL, Break, Context, ExportOnly, Nested, Spot, Step, Word, docker_run, make_step, secrets_in
 
 NAME = "trtllm"
@@ -384,7 +385,7 @@ PROGRESS = {
 
 SIGNS = [
     Sign(
-        "rank_unreachable",
+        PK.RANK_UNREACHABLE,
         _q(
             r"ssh: connect to host (\S+) port (\d+): (Connection (?:refused|timed out)|"
             r"No route to host)"
@@ -393,7 +394,7 @@ SIGNS = [
         hint=_MPI_HINT,
     ),
     Sign(
-        "rank_unreachable",
+        PK.RANK_UNREACHABLE,
         _q(
             r"Connection timed out during banner exchange|"
             r"ORTE was unable to reliably start one or more daemons"
@@ -402,19 +403,19 @@ SIGNS = [
         hint=_MPI_HINT,
     ),
     Sign(
-        "engine_died",
+        PK.ENGINE_DIED,
         _q(r"mpirun detected that one or more processes exited with non-zero status"),
         message="a rank exited with an error and mpirun ended the job",
         hint="the first error is in the failing rank's node log (Process name: [[job,1],RANK] names it)",
     ),
     Sign(
-        "engine_died",
+        PK.ENGINE_DIED,
         _q(r"ORTE has lost communication with a remote daemon"),
         message="a remote rank's container went away while the job ran",
         hint="read that node's container log for the first error; then restart the launch",
     ),
     Sign(
-        "nccl_error",
+        PK.NCCL_ERROR,
         _q(
             r"UCX\s+ERROR .*|no NCCL_SOCKET_IFNAME interface found|"
             r"Bootstrap : no socket interface found"
@@ -422,14 +423,14 @@ SIGNS = [
         hint=_IFACE_HINT,
     ),
     Sign(
-        "port_in_use",
+        PK.PORT_IN_USE,
         _q(r"Failed to bind socket to (\S+?):(\d+): .*[Aa]ddress already in use"),
         message="the HTTP port {1} is taken",
         hint="another server holds the port: stop it or pick another --port",
     ),
     # tensorrt_llm/_torch/models/modeling_auto.py: the image's model registry lacks the checkpoint's architecture
     Sign(
-        "unsupported_model",
+        PK.UNSUPPORTED_MODEL,
         _q(r"Unknown architecture for AutoModelForCausalLM: (\S+)"),
         message="TensorRT-LLM in this image has no {0} in its model registry",
         hint="use an image whose TensorRT-LLM release lists this architecture (`sparktui check` asks the image), "
@@ -437,7 +438,7 @@ SIGNS = [
     ),
     # tensorrt_llm/_torch/pyexecutor/hang_detector.py (logger.error), then PyExecutor's on_detected error text
     Sign(
-        "watchdog_timeout",
+        PK.WATCHDOG_TIMEOUT,
         _q(r"\[TRT-LLM\] \[E\] Hang detected after (\d+) seconds"),
         message="TensorRT-LLM's hang detector: an executor iteration made no progress for {0} s; the requests in "
         "flight ended with an error and the executor serves no more",
@@ -446,7 +447,7 @@ SIGNS = [
         "(r, or `sparktui redeploy`)",
     ),
     Sign(
-        "bad_arguments",
+        PK.BAD_ARGUMENTS,
         _q(r"Error: No such option: (\S+)"),
         message="trtllm-serve does not take {0}",
         hint="the TensorRT-LLM release in the image does not have this option: check `trtllm-serve --help`",

@@ -22,6 +22,7 @@ from ..diagnosis import quickre
 from . import cpubuild
 from .base import CommunityImage, Engine
 from .logsigns import Sign
+from ..state.states import Phase, ProblemKind as PK
 from .versions import at_least
 from .common import (
     HOST_ALL,
@@ -329,13 +330,13 @@ _q = quickre.compile  # a substring prefilter in front of each: every line is tr
 SIGNS = (
     # Ray
     Sign(
-        "ray_resources",
+        PK.RAY_RESOURCES,
         _q(r"The number of required GPUs exceeds the total number of available GPUs in the placement group"),
         message="Ray has fewer GPUs than TP x PP needs",
         hint="every node must have joined the Ray cluster (`ray status` lists N nodes / N GPUs) before vllm serve",
     ),
     Sign(
-        "ray_resources",
+        PK.RAY_RESOURCES,
         _q(
             r"No available node types can fulfill resource request|Cannot provide a placement group|"
             r"pending placement groups?|Waiting for creating a placement group"
@@ -344,19 +345,19 @@ SIGNS = (
         hint="check `ray status` in the head container lists every node and GPU",
     ),
     Sign(
-        "ray_resources",
+        PK.RAY_RESOURCES,
         _q(r"Ray does not allocate any GPUs on the driver node"),
         message="Ray gave no GPU to the node running vllm serve",
         hint="run vllm serve inside the head container, on a node whose GPU is in the Ray cluster",
     ),
     Sign(
-        "ray_resources",
+        PK.RAY_RESOURCES,
         _q(r"Current node has no GPU available"),
         message="Ray sees no free GPU on the node running vllm serve",
         hint="another job holds the GPUs in this Ray cluster, or the container was started without GPUs",
     ),
     Sign(
-        "ray_connect",
+        PK.RAY_CONNECT,
         _q(r"Failed to connect to GCS|Unable to connect to GCS at (\S+)"),
         provisional=True,
         message="Ray cannot reach the head's GCS yet",
@@ -365,7 +366,7 @@ SIGNS = (
     # Ray 2.60 `ray start` when --node-ip-address is not an address of this node: the raylet never
     # registers, and after ~30 s the CLI raises this (captured in the lab, tests/corpus/ray_worker_wrong_node_ip.log).
     Sign(
-        "ray_node_ip",
+        PK.RAY_NODE_IP,
         _q(r"The current node timed out during startup"),
         message="this node's Ray did not come up (its raylet never registered with the GCS)",
         hint="--node-ip-address must be an address this node holds on the fabric (`ip -4 addr`); "
@@ -374,13 +375,13 @@ SIGNS = (
     # vLLM's Ray executor on a platform that names no Ray device (its CPU build, 0.32.0: ray_utils.py
     # initialize_ray_cluster), once every node has joined (captured in the lab, tests/corpus/vllm_cpu_ray_tp2_refused.log)
     Sign(
-        "ray_unsupported",
+        PK.RAY_UNSUPPORTED,
         _q(r"current platform (\w+) does not support ray"),
         message="vLLM has no Ray executor on its {0} platform",
         hint="this build cannot run the Ray mode: use --mode native",
     ),
     Sign(
-        "ray_missing",
+        PK.RAY_MISSING,
         _q(
             r"ray: (?:command )?not found|No module named '?ray'?|"
             r"executable file not found in \$PATH.*\bray\b|\"ray\": executable file not found"
@@ -393,7 +394,7 @@ SIGNS = (
     # ['X'] are not supported for now. Supported architectures: dict_keys([...hundreds...])", 0.32.0 in the lab,
     # tests/corpus/vllm_cpu_unknown_architecture.log): its own sentence, without the list that follows
     Sign(
-        "unsupported_model",
+        PK.UNSUPPORTED_MODEL,
         _q(r"(Model architectures \[[^\]]*\] are not supported for now)"),
         message="{0}",
         hint="this vLLM has no model class for config.json's `architectures`: use an image with a vLLM that "
@@ -402,7 +403,7 @@ SIGNS = (
     # a checkpoint directory without weight files (vllm/model_executor/model_loader/default_loader.py, 0.32.0,
     # tests/corpus/vllm_cpu_checkpoint_without_weights.log): the worker's own sentence names the path
     Sign(
-        "model_not_found",
+        PK.MODEL_NOT_FOUND,
         _q(r"(Cannot find any model weights with `[^`]*`)"),
         message="{0}",
         hint="the model directory holds no weight files (*.safetensors, *.bin) on that node: copy the whole "
@@ -410,7 +411,7 @@ SIGNS = (
     ),
     # the CPU build's KV cache in host memory (vllm/v1/worker/cpu_worker.py determine_available_memory, 0.32.0)
     Sign(
-        "out_of_memory",
+        PK.OUT_OF_MEMORY,
         _q(
             r"(Available memory on node \d+ \(\S+ GiB\) on kv cache allocation is less than requested memory "
             r"for kv \([^)]*\))"
@@ -422,7 +423,7 @@ SIGNS = (
     # vLLM's multiprocessing executor bounds each step's RPC to its workers by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS
     # (300 s; vllm/v1/executor/multiproc_executor.py collective_rpc): a rank stuck in a collective ends there
     Sign(
-        "watchdog_timeout",
+        PK.WATCHDOG_TIMEOUT,
         _q(r"RPC call to (execute_model|sample_tokens) timed out"),
         message="a step's workers did not answer within VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS ({0} RPC timed out)",
         hint="a rank stopped answering inside a collective (a frozen, paused or unplugged node, or the fabric link): "
@@ -431,14 +432,14 @@ SIGNS = (
 )
 # phase -> its own lines there (phases.py holds the shared ones)
 PHASE_SIGNS = {
-    "first_request": r"Avg prompt throughput:",
-    "http_up": r"Starting vLLM (?:API )?server",
+    Phase.FIRST_REQUEST: r"Avg prompt throughput:",
+    Phase.HTTP_UP: r"Starting vLLM (?:API )?server",
     # vLLM on CPUs compiles instead of capturing
-    "graphs": r"Capturing CUDA graph|Graph capturing finished|Warming up model for the compilation",
-    "kv_cache": r"[GC]PU KV cache size|Available KV cache memory|# GPU blocks:|Maximum concurrency for",
-    "weights": r"Starting to load model|Loading weights took|Loading model weights took|Auto-prefetch is disabled|"
+    Phase.GRAPHS: r"Capturing CUDA graph|Graph capturing finished|Warming up model for the compilation",
+    Phase.KV_CACHE: r"[GC]PU KV cache size|Available KV cache memory|# GPU blocks:|Maximum concurrency for",
+    Phase.WEIGHTS: r"Starting to load model|Loading weights took|Loading model weights took|Auto-prefetch is disabled|"
     r"Filesystem type for checkpoints|Prefetching checkpoint files|Model loading took",
-    "dist_init": r"Initializing an? (?:V\d )?LLM engine|world_size=\d+ rank=\d+|distributed_init_method=|"
+    Phase.DIST_INIT: r"Initializing an? (?:V\d )?LLM engine|world_size=\d+ rank=\d+|distributed_init_method=|"
     r"is using nccl==",
 }
 HANG_ADVICE = (

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..config.config import MemoryConfig
 from .limits import amount_bytes
 from .sample import MemSample
+from ..state.states import ProblemKind as PK
 
 GIB = 1024**3
 HISTORY_S = 15.0  # the fall rate is measured over about this long
@@ -28,7 +29,7 @@ ALLOC_ENV = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 class Verdict:
     level: str  # "ok", "warn", "stop" or "unwatched"
     detail: str = ""  # what is wrong on the node, in words without its name (the Problem carries it)
-    kind: str = ""  # the Problem's kind: memory_low (warn), memory_floor or memory_pressure (stop)
+    kind: PK | None = None  # the Problem's kind: MEMORY_LOW (warn), MEMORY_FLOOR or MEMORY_PRESSURE (stop)
     falling: float | None = None  # bytes/s MemAvailable is falling (negative: rising); None: not known yet
 
 
@@ -75,25 +76,25 @@ class Guard:
         floor = amount_bytes(self.cfg.floor, s.total) or 0
         band = floor + (amount_bytes(self.cfg.warn, s.total) or 0)
         falling = f", falling {gib(rate)}/s" if rate is not None and rate >= GIB / 10 else ""
-        level, kind, words = "ok", "", ""
+        level, kind, words = "ok", None, ""
         notes = []
         if s.psi_some is None and s.psi_full is None:
             notes.append(self._once(f"{s.node}:psi", f"no /proc/pressure on {s.node}: pressure not watched"))
         limit = self.cfg.pressure
         if s.available < floor:
-            level, kind = "stop", "memory_floor"
+            level, kind = "stop", PK.MEMORY_FLOOR
             words = f"{gib(s.available)} available, under the {gib(floor)} floor{falling}"
         elif s.psi_full is not None and s.psi_full > limit:
-            level, kind = "stop", "memory_pressure"
+            level, kind = "stop", PK.MEMORY_PRESSURE
             words = (
                 f"memory pressure {s.psi_full:g}% (full avg10), over the {limit:g}% limit; "
                 f"{gib(s.available)} available{falling}"
             )
         elif s.available < band:
-            level, kind = "warn", "memory_low"
+            level, kind = "warn", PK.MEMORY_LOW
             words = f"{gib(s.available)} available, {gib(s.available - floor)} above the {gib(floor)} floor{falling}"
         elif s.psi_full is not None and s.psi_full > limit / 2:
-            level, kind = "warn", "memory_low"
+            level, kind = "warn", PK.MEMORY_LOW
             words = f"memory pressure {s.psi_full:g}% (full avg10), half way to the {limit:g}% limit"
         if level == "stop" and not self.cfg.guard:
             level = "warn"

@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..nodes.facts import NodeFacts
 from ..memory.sample import MemSample
 from .states import State
+
+if TYPE_CHECKING:  # deployment.py reads the plan: events stay light to import
+    from .deployment import Deployment
 
 
 @dataclass
@@ -163,16 +166,38 @@ class TransferProgress:
     cipher: str | None = None  # what the copy's ssh encrypts with
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeploymentChanged:
-    """Where a deployment (the engine containers of one launch) stands."""
+    """Where a deployment (the engine containers of one launch) stands: the Deployer's snapshot itself
+    (core/state/deployment.py), which no one changes once it is sent (a change is a new snapshot and a
+    new event). A front holds it as it is; the properties read the fields most readers want."""
 
-    id: str  # deployment name (container label sparktui.deployment)
-    engine: str  # sglang | vllm
-    mode: str  # native | ray
-    state: State  # the Deployer's (never IDLE, PREFLIGHT or REFUSED)
-    detail: str = ""  # plain words: the step running, the problem and its hint, ...
-    endpoint: str | None = None  # http://HEAD:PORT/v1 once ready
+    deployment: Deployment
+
+    @property
+    def id(self) -> str:  # its name (container label sparktui.deployment)
+        return self.deployment.deployment
+
+    @property
+    def engine(self) -> str:
+        return self.deployment.engine
+
+    @property
+    def mode(self) -> str:
+        return self.deployment.mode
+
+    @property
+    def state(self) -> State:  # the Deployer's (never IDLE, PREFLIGHT or REFUSED)
+        return self.deployment.state
+
+    @property
+    def detail(self) -> str:  # plain words: the step running, the problem, ...
+        return self.deployment.detail
+
+    @property
+    def endpoint(self) -> str | None:
+        """http://HEAD:PORT/v1 while ready (the snapshot keeps a known one past that: it was, not is)."""
+        return self.deployment.endpoint if self.state == State.READY else None
 
 
 @dataclass

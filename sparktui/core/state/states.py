@@ -1,5 +1,6 @@
-"""A deployment's states and the operations in flight, each as one enum (a str, so JSON, the journal and
-older comparisons read the plain word: `State.READY == "ready"`)."""
+"""The deployment's vocabularies, each as one enum: its states, the operations in flight, the start-up
+phases, the milestones and the problems the logs show. Each is a str, so JSON, the journal and older
+comparisons read the plain word (`State.READY == "ready"`); `words.py` says each in plain words."""
 
 from __future__ import annotations
 
@@ -80,3 +81,84 @@ class Op(_Word):
     def preparing(self) -> "Op":
         """The step before it runs: planned, checked and confirmed (`prepare_launch` for a launch)."""
         return Op(f"prepare_{self.value}")
+
+
+class Phase(_Word):
+    """A start-up phase of a distributed engine, in the order every start walks them (core/diagnosis/phases.py)."""
+
+    CONTAINER = "container"
+    RAY_JOIN = "ray_join"
+    DIST_INIT = "dist_init"
+    NCCL_INIT = "nccl_init"
+    WEIGHTS = "weights"
+    KV_CACHE = "kv_cache"
+    GRAPHS = "graphs"
+    HTTP_UP = "http_up"
+    FIRST_REQUEST = "first_request"  # serving
+
+
+class MilestoneKind(_Word):
+    """How far a start got, as the logs show it (core/diagnosis/diagnose.py)."""
+
+    CONTAINER_STARTED = "container_started"
+    RAY_STARTED = "ray_started"
+    RAY_CONNECTED = "ray_connected"
+    DIST_INIT_BEGIN = "dist_init_begin"
+    DIST_INIT_END = "dist_init_end"
+    TRANSPORT = "transport"  # what carries the collectives: NCCL over RDMA or sockets, or gloo (CPU builds)
+    NCCL_NET = "nccl_net"  # the network a rank's NCCL uses, against the plan (core/network/fabric_live.py)
+    WEIGHTS_LOADING = "weights_loading"
+    SLOW_LOAD = "slow_load"
+    KV_CACHE = "kv_cache"
+    CUDA_GRAPH = "cuda_graph"
+    READY = "ready"
+
+    @classmethod
+    def _missing_(cls, value: object) -> "MilestoneKind | None":
+        return _OLD_MILESTONES.get(value) if isinstance(value, str) else None
+
+
+# Words written before a rename, still read from saved output: the transport milestone also names gloo.
+_OLD_MILESTONES = {"nccl_transport": MilestoneKind.TRANSPORT}
+
+
+class ProblemKind(_Word):
+    """What went wrong: the log signs' (core/engines/logsigns.py and each engine's own), the diagnoser's and
+    the orchestrator's. An engine may name a kind of its own in its `signs`; it reads as its plain word."""
+
+    # read in the logs
+    BAD_ARGUMENTS = "bad_arguments"
+    CHECKPOINT_INCOMPLETE = "checkpoint_incomplete"
+    ENGINE_DIED = "engine_died"
+    HOST_OOM = "host_oom"
+    MODEL_NOT_FOUND = "model_not_found"
+    NCCL_ERROR = "nccl_error"
+    OUT_OF_MEMORY = "out_of_memory"
+    PORT_IN_USE = "port_in_use"
+    RANK_UNREACHABLE = "rank_unreachable"
+    RAY_CONNECT = "ray_connect"
+    RAY_MISSING = "ray_missing"
+    RAY_NODE_IP = "ray_node_ip"
+    RAY_RESOURCES = "ray_resources"
+    RAY_UNSUPPORTED = "ray_unsupported"
+    RENDEZVOUS_HANG = "rendezvous_hang"
+    SEMAPHORE_LOST = "semaphore_lost"
+    SEMAPHORE_TRAP = "semaphore_trap"
+    STALLED = "stalled"
+    STOPPED = "stopped"  # a saved log that ends before serving
+    TRACEBACK = "traceback"
+    UNSUPPORTED_MODEL = "unsupported_model"
+    WARMUP_TIMEOUT = "warmup_timeout"
+    WATCHDOG_TIMEOUT = "watchdog_timeout"
+    WEDGED = "wedged"
+    # seen by the orchestrator and its memory guard
+    CONTAINER_EXITED = "container_exited"
+    ENDPOINT_UNHEALTHY = "endpoint_unhealthy"
+    LAUNCH_STEP_FAILED = "launch_step_failed"
+    LAUNCH_TIMEOUT = "launch_timeout"
+    LOG_STREAM_LOST = "log_stream_lost"
+    MEMORY_FLOOR = "memory_floor"
+    MEMORY_LOW = "memory_low"
+    MEMORY_PRESSURE = "memory_pressure"
+    NOT_READY = "not_ready"
+    RESUMED_BROKEN = "resumed_broken"

@@ -1,4 +1,5 @@
-"""Milestones and operations in plain words, for every front (the CLI's lines, the TUI's notices).
+"""The deployment's vocabularies in plain words, for every front (the CLI's lines, the TUI's notices):
+milestones, start-up phases, problem kinds and operations.
 
 Internal ids (`weights_loading`, `size_gib`) never reach the user: a known milestone has its own
 sentence, and an unknown one still reads as words with units ("KV cache 70.4 GiB").
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .states import Op
+from .states import MilestoneKind as K, Op, Phase, ProblemKind as P
 
 # A data key's unit (suffix) and how it reads.
 _UNITS = (("_gib", "GiB"), ("_gb", "GB"), ("_mib", "MiB"), ("_s", "s"), ("seconds", "s"), ("percent", "%"))
@@ -38,19 +39,20 @@ def data_words(data: dict) -> str:
     return ", ".join(parts)
 
 
+def _milestone(kind: str) -> str:
+    """Its member: a saved word from before a rename reads as the milestone it names now."""
+    try:
+        return K(kind)
+    except ValueError:
+        return kind  # an unknown one still reads as its words
+
+
 def milestone_words(kind: str, data: dict | None = None) -> str:
     d = dict(data or {})
-    if kind == "container_started":
-        return "container started"
-    if kind == "ray_started":
-        return "Ray started"
-    if kind == "ray_connected":
-        return "joined the Ray cluster"
-    if kind == "dist_init_begin":
-        return "distributed init started"
-    if kind == "dist_init_end":
-        return "distributed init done"
-    if kind == "nccl_transport":
+    kind = _milestone(kind)
+    if kind in _MILESTONES:
+        return _MILESTONES[kind]
+    if kind == K.TRANSPORT:
         if d.get("transport") == "gloo":
             return "collectives over gloo (a CPU build: no NCCL)"
         if d.get("transport") == "rdma":
@@ -58,9 +60,9 @@ def milestone_words(kind: str, data: dict | None = None) -> str:
             return f"NCCL over RDMA{dev}"
         iface = f" on {d['iface']}" if d.get("iface") else ""
         return f"NCCL over TCP sockets{iface} (slow path)"
-    if kind == "nccl_net":
+    if kind == K.NCCL_NET:
         return f"NCCL uses {d.get('label') or 'an unknown network'}" + "".join(f"; {f}" for f in d.get("flags") or [])
-    if kind == "weights_loading":
+    if kind == K.WEIGHTS_LOADING:
         pct = d.get("percent")
         return (
             "weights loaded"
@@ -69,21 +71,100 @@ def milestone_words(kind: str, data: dict | None = None) -> str:
             if pct is not None
             else "loading weights"
         )
-    if kind == "slow_load":
-        return "weights loading slowly"
-    if kind == "kv_cache":
+    if kind == K.KV_CACHE:
         size = [f"{d[k]:.1f} GiB" for k in ("size_gib",) if k in d] + [f"{d[k]:.1f} GB" for k in ("size_gb",) if k in d]
         tokens = [f"{d['tokens']:,} tokens"] if "tokens" in d else []
         return "KV cache " + ", ".join(size + tokens) if size or tokens else "KV cache allocated"
-    if kind == "cuda_graph":
+    if kind == K.CUDA_GRAPH:
         if d.get("phase") == "end":
             secs = f" in {d['seconds']:.1f} s" if isinstance(d.get("seconds"), (int, float)) else ""
             return f"CUDA graphs captured{secs}"
         return "capturing CUDA graphs"
-    if kind == "ready":
+    if kind == K.READY:
         return "ready" + (" (serving requests)" if d.get("from") == "requests" else "")
     rest = data_words(d)
     return kind.replace("_", " ") + (f" {rest}" if rest else "")
+
+
+def milestone_short(kind: str, data: dict | None = None) -> str:
+    """A milestone as a timeline's step: "dist init ✓", "NCCL RDMA", "KV 70.4 GiB"."""
+    d = dict(data or {})
+    kind = _milestone(kind)
+    if kind in _SHORT:
+        return _SHORT[kind]
+    if kind == K.TRANSPORT:
+        if d.get("transport") == "gloo":
+            return "gloo"
+        return "NCCL RDMA" if d.get("transport") == "rdma" else "NCCL TCP"
+    if kind == K.NCCL_NET:  # what this rank's NCCL uses (core/network/fabric_live), flagged against the plan
+        return (d.get("label") or "NCCL net") + (" ⚠" if d.get("flags") else "")
+    if kind == K.WEIGHTS_LOADING:
+        pct = d.get("percent")
+        return "weights ✓" if pct == 100 else f"weights {pct}%"
+    if kind == K.KV_CACHE:
+        if "size_gib" in d:
+            return f"KV {d['size_gib']:.1f} GiB"
+        if "tokens" in d:
+            return f"KV {d['tokens']:,} tok"
+        return "KV cache"
+    if kind == K.CUDA_GRAPH:
+        return "graphs ✓" if d.get("phase") == "end" else "graphs…"
+    return milestone_words(kind, d)
+
+
+_SHORT = {
+    K.CONTAINER_STARTED: "started",
+    K.DIST_INIT_BEGIN: "dist init…",
+    K.DIST_INIT_END: "dist init ✓",
+    K.RAY_STARTED: "ray up",
+    K.RAY_CONNECTED: "ray joined",
+    K.SLOW_LOAD: "slow load",
+    K.READY: "READY",
+}
+
+# The milestones whose words carry no data.
+_MILESTONES = {
+    K.CONTAINER_STARTED: "container started",
+    K.RAY_STARTED: "Ray started",
+    K.RAY_CONNECTED: "joined the Ray cluster",
+    K.DIST_INIT_BEGIN: "distributed init started",
+    K.DIST_INIT_END: "distributed init done",
+    K.SLOW_LOAD: "weights loading slowly",
+}
+
+# A start-up phase as a noun: "stopped during {weight loading}", "reached {KV cache allocation}".
+PHASES = {
+    Phase.CONTAINER: "container start",
+    Phase.RAY_JOIN: "Ray join",
+    Phase.DIST_INIT: "distributed init",
+    Phase.NCCL_INIT: "NCCL communicator init",
+    Phase.WEIGHTS: "weight loading",
+    Phase.KV_CACHE: "KV cache allocation",
+    Phase.GRAPHS: "CUDA graph capture or compile warm-up",
+    Phase.HTTP_UP: "HTTP start-up (warm-up)",
+    Phase.FIRST_REQUEST: "serving",
+}
+
+
+def phase_words(phase: str) -> str:
+    return PHASES.get(phase) or phase.replace("_", " ")  # a plain word finds its member: the same hash
+
+
+# A problem's kind as a title ("rendezvous hang on spark2: ..."); the rest read as their words.
+PROBLEMS = {
+    P.HOST_OOM: "host out of memory",
+    P.NCCL_ERROR: "NCCL error",
+    P.RAY_CONNECT: "Ray connect",
+    P.RAY_MISSING: "Ray missing",
+    P.RAY_NODE_IP: "Ray node IP",
+    P.RAY_RESOURCES: "Ray resources",
+    P.RAY_UNSUPPORTED: "Ray unsupported",
+}
+
+
+def problem_words(kind: str) -> str:
+    """rendezvous_hang -> 'rendezvous hang'; an engine's own kind reads as its words too."""
+    return PROBLEMS.get(kind) or kind.replace("_", " ")
 
 
 # Operation ids (what runs) in words, as a noun ("Sync model failed") and as a doing ("syncing model").

@@ -17,7 +17,7 @@ from ...core.state.events import (
     PreflightStarted,
     ServingStats,
 )
-from ...core.state.states import State
+from ...core.state.states import ProblemKind, State
 from ..controller import LogDrain
 from ..present.deploy import preflight_text, problem_key, problem_lines, speed_note, state_badge, timeline
 from ..present.memory import WIDTH as MEM_WIDTH
@@ -212,7 +212,7 @@ class LaunchPane(Vertical):
         from textual.content import Content
 
         self.set_class(bool(self.problems), "-problems")
-        hung = any(p.kind == "rendezvous_hang" for p in self.problems.values())
+        hung = any(p.kind == ProblemKind.RENDEZVOUS_HANG for p in self.problems.values())
         first = [Content.styled(f"→ {self.advice}", "$warning bold")] if hung and self.advice else []
         self.query_one("#problems", Static).update(
             Content("\n").join(first + [problem_lines(p) for p in self.problems.values()])

@@ -6,23 +6,23 @@ from textual.content import Content
 
 from ...core.diagnosis.diagnose import Milestone, Problem
 from ...core.engines import ENGINES, label, next_engine
-from ...core.state.states import State
-from ...core.state.words import milestone_words
+from ...core.state.states import MilestoneKind as K, State
+from ...core.state.words import milestone_short, problem_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
 STEPS = (
-    "container_started",
-    "ray_started",
-    "ray_connected",
-    "dist_init_begin",
-    "dist_init_end",
-    "nccl_transport",
-    "nccl_net",
-    "weights_loading",
-    "slow_load",
-    "kv_cache",
-    "cuda_graph",
-    "ready",
+    K.CONTAINER_STARTED,
+    K.RAY_STARTED,
+    K.RAY_CONNECTED,
+    K.DIST_INIT_BEGIN,
+    K.DIST_INIT_END,
+    K.TRANSPORT,
+    K.NCCL_NET,
+    K.WEIGHTS_LOADING,
+    K.SLOW_LOAD,
+    K.KV_CACHE,
+    K.CUDA_GRAPH,
+    K.READY,
 )
 
 STATE_STYLE = {
@@ -42,49 +42,17 @@ STATE_STYLE = {
 
 
 def milestone_label(m: Milestone) -> str:
-    d = m.data
-    if m.kind == "container_started":
-        return "started"
-    if m.kind == "dist_init_begin":
-        return "dist init…"
-    if m.kind == "dist_init_end":
-        return "dist init ✓"
-    if m.kind == "nccl_transport":
-        if d.get("transport") == "gloo":
-            return "gloo"
-        return "NCCL RDMA" if d.get("transport") == "rdma" else "NCCL TCP"
-    if m.kind == "nccl_net":  # what this rank's NCCL uses (core/network/fabric_live), flagged against the plan
-        return (d.get("label") or "NCCL net") + (" ⚠" if d.get("flags") else "")
-    if m.kind == "weights_loading":
-        pct = d.get("percent")
-        return "weights ✓" if pct == 100 else f"weights {pct}%"
-    if m.kind == "kv_cache":
-        if "size_gib" in d:
-            return f"KV {d['size_gib']:.1f} GiB"
-        if "tokens" in d:
-            return f"KV {d['tokens']:,} tok"
-        return "KV cache"
-    if m.kind == "cuda_graph":
-        return "graphs ✓" if d.get("phase") == "end" else "graphs…"
-    if m.kind == "ray_started":
-        return "ray up"
-    if m.kind == "ray_connected":
-        return "ray joined"
-    if m.kind == "slow_load":
-        return "slow load"
-    if m.kind == "ready":
-        return "READY"
-    return milestone_words(m.kind, d)
+    return milestone_short(m.kind, m.data)
 
 
 def milestone_style(m: Milestone) -> str:
-    if m.kind == "ready":
+    if m.kind == K.READY:
         return "$success bold"
-    if m.kind == "nccl_transport" and m.data.get("transport") == "socket":
+    if m.kind == K.TRANSPORT and m.data.get("transport") == "socket":
         return "$warning"  # NCCL over TCP works but is the slow path (gloo on a CPU build has no other)
-    if m.kind == "slow_load" or (m.kind == "nccl_net" and (m.data.get("flags") or m.data.get("net") == "socket")):
+    if m.kind == K.SLOW_LOAD or (m.kind == K.NCCL_NET and (m.data.get("flags") or m.data.get("net") == "socket")):
         return "$warning"
-    return "$success" if m.kind.endswith("_end") or m.kind in ("container_started", "ray_connected") else "$accent"
+    return "$success" if m.kind in (K.DIST_INIT_END, K.CONTAINER_STARTED, K.RAY_CONNECTED) else "$accent"
 
 
 def latest_by_node(milestones: list[Milestone]) -> dict[str | None, dict[str, Milestone]]:
@@ -95,7 +63,7 @@ def latest_by_node(milestones: list[Milestone]) -> dict[str | None, dict[str, Mi
     return out
 
 
-RAY_ONLY = {"container_started", "ray_started", "ray_connected"}
+RAY_ONLY = {K.CONTAINER_STARTED, K.RAY_STARTED, K.RAY_CONNECTED}
 
 
 def ray_head(by_node: dict[str | None, dict[str, Milestone]]) -> str | None:
@@ -105,7 +73,7 @@ def ray_head(by_node: dict[str | None, dict[str, Milestone]]) -> str | None:
     https://docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html), so a worker
     node's own log stops at `ray start`."""
     for node, kinds in by_node.items():
-        if node is not None and kinds.keys() & {"ray_started", "ray_connected"} and kinds.keys() - RAY_ONLY:
+        if node is not None and kinds.keys() & {K.RAY_STARTED, K.RAY_CONNECTED} and kinds.keys() - RAY_ONLY:
             return node
     return None
 
@@ -121,8 +89,8 @@ def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
         kinds = by_node.get(node, {})
         parts: list = [(f"{node:<{width}} ", "bold")]
         shown = [kinds[k] for k in STEPS if k in kinds]
-        if "dist_init_end" in kinds:
-            shown = [m for m in shown if m.kind != "dist_init_begin"]
+        if K.DIST_INIT_END in kinds:
+            shown = [m for m in shown if m.kind != K.DIST_INIT_BEGIN]
         if not shown:
             parts.append(("waiting", "$text-muted"))
         for i, m in enumerate(shown):
@@ -131,8 +99,8 @@ def timeline(milestones: list[Milestone], nodes: list[str]) -> Content:
         if (
             head is not None
             and node != head
-            and kinds.keys() & {"ray_started", "ray_connected"}
-            and kinds.keys() - {"nccl_net"} <= RAY_ONLY
+            and kinds.keys() & {K.RAY_STARTED, K.RAY_CONNECTED}
+            and kinds.keys() - {K.NCCL_NET} <= RAY_ONLY
         ):
             if "ready" in by_node[head]:
                 parts += [
@@ -157,7 +125,7 @@ def problem_lines(p: Problem) -> Content:
     where = f"{p.node}: " if p.node else ""
     tag = "suspected " if p.provisional else ""
     first = Content.assemble(
-        ("✗ ", "$error bold"), (f"{where}{tag}{p.kind.replace('_', ' ')}", "$error bold"), f" — {p.message}"
+        ("✗ ", "$error bold"), (f"{where}{tag}{problem_words(p.kind)}", "$error bold"), f" — {p.message}"
     )
     return Content("\n").join([first, Content.assemble(("  fix: ", "$warning bold"), p.hint)])
 
