@@ -17,7 +17,7 @@ from ..core.engines import ENGINES
 from ..core.diagnosis.logfile import diagnose_stream, guess_engine, read_head
 from ..core.diagnosis.phases import PHASES
 from ..core.state.states import Phase, State
-from ..core.state.words import phase_words, problem_words
+from ..core.state.words import milestone_words, phase_words, problem_words
 from ..core.config.secrets import mask_data
 from .common import CliExit, console, print_json
 
@@ -115,9 +115,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 1 if d.problems and d.state != State.READY else 0  # doubts while serving (a soft watchdog) are not failures
 
 
+def _data(m: dict) -> dict:
+    """A milestone's own data, from its JSON (where it sits beside the kind, line, node, time and text)."""
+    return {k: v for k, v in m.items() if k not in ("kind", "line", "node", "at", "text")}
+
+
 def _detail(m: dict) -> str:
-    skip = {"kind", "line", "node", "at", "text"}
-    return ", ".join(f"{k}={v}" for k, v in m.items() if k not in skip)
+    return ", ".join(f"{k}={v}" for k, v in _data(m).items())
 
 
 def render_diagnosis(d: Diagnoser) -> Group:
@@ -131,7 +135,7 @@ def render_diagnosis(d: Diagnoser) -> Group:
         for col in ("line", "node", "milestone", "detail"):
             t.add_column(col)
         for m in data["milestones"]:
-            t.add_row(str(m["line"]), m["node"] or "", m["kind"], _detail(m))
+            t.add_row(str(m["line"]), m["node"] or "", milestone_words(m["kind"], _data(m)), _detail(m))
         parts.append(t)
     for n in data["nodes"]:
         if n["phase"] and not data["ready"]:

@@ -8,6 +8,7 @@ import argparse
 from ..core.config import argcheck
 from ..core.deploy.operations import Choices, Operations
 from ..core.state.events import EventBus, PreflightNode, PreflightStage
+from ..core.state.words import check_words
 from ..core.preflight import DEFAULT_START_WINDOW, DEFAULT_TIMEOUT, NodeResult, PreflightError, checkable
 from ..core.remote.ssh import Cluster
 from .common import (
@@ -68,7 +69,8 @@ def progress(e: object) -> None:
         err_console.print(f"{e.node}: {STAGE_WORDS.get(e.stage, e.stage)}...", markup=False)
     elif isinstance(e, PreflightNode):
         r: NodeResult = e.result
-        err_console.print(f"{r.node}: {'ok' if r.ok else 'failed (' + str(r.kind) + ')'}", markup=False)
+        said = "ok" if r.ok else f"failed ({check_words(r.kind)})"
+        err_console.print(f"{r.node}: {said}", markup=False)
 
 
 async def cmd_preflight(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from ..core.state.events import EndpointHealth, PreflightFinished, PreflightNode
 from ..core.nodes.inventory import Inventory
 from ..core.memory.free import DropPreview, FreeMemory, measure, shortfalls
 from ..core.plan.plan import Plan, PlanOptions, make_plan
-from ..core.state.states import Op, State
+from ..core.state.states import CheckKind, Op, State
 from . import actions
 from . import messages as M
 from .forms.launch_form import LaunchForm, Result
@@ -129,7 +129,7 @@ class OperationsFlow:
             if not verdict.ok:
                 likely = (
                     "the engine will most likely refuse to start for want of free memory"
-                    if verdict.root.kind == "memory"
+                    if verdict.root.kind == CheckKind.MEMORY
                     else "the engines will most likely hang at their rendezvous"
                 )
                 anyway = Preview(

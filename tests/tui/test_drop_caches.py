@@ -28,7 +28,7 @@ async def test_a_preflight_short_of_memory_offers_drop_caches_and_checks_again(c
         await submit_form(pilot, app)
         refusal = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         rows = str(app.launch_pane.preflight_content())
-        assert "✗ memory" in rows and "✓ ok" in rows
+        assert "✗ low memory" in rows and "✓ ok" in rows
         why = next(ln for ln in refusal.preview.lines() if ln.startswith("why: "))
         assert why.startswith("why: spark2: 9.4 GiB free for the GPU") and "would refuse to start" in why
         assert str(refusal.query_one("#alt").label) == "Drop caches on spark2 (d)"

@@ -56,6 +56,9 @@ def test_text_output_names_where_each_node_got(capsys, tmp_path):
     assert main(["diagnose", "--engine", "sglang", str(log)]) == 1
     out = capsys.readouterr().out
     assert "stopped" in out and "reached weight loading" in out
+    # the milestones in words, as everywhere else; --json keeps the ids
+    assert "container started" in out and "loading weights 98 %" in out
+    assert "container_started" not in out and "weights_loading" not in out
 
 
 def test_invalid_utf8_on_stdin_under_a_strict_locale_is_read_with_replacement():

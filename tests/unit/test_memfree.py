@@ -88,7 +88,7 @@ def test_a_node_short_of_free_memory_fails_the_preflight_and_says_a_drop_would_d
     assert v.droppable == ["spark2"]
     lines = v.summary().splitlines()
     assert any(ln.startswith("  spark1") and "memory ok" in ln for ln in lines)
-    assert any(ln.startswith("  spark2") and "failed (memory)" in ln for ln in lines)
+    assert any(ln.startswith("  spark2") and "failed (low memory)" in ln for ln in lines)
     j = v.to_json()
     assert j["drop_caches"] == ["spark2"] and j["nodes"][1]["memory"]["cache_would_do"] is True
 

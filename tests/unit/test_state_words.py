@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 import sparktui
-from sparktui.core.state.states import MilestoneKind, Phase, ProblemKind, State
+from sparktui.core.state.states import CheckKind, MilestoneKind, Phase, ProblemKind, State
 
 ROOT = Path(sparktui.__file__).parent
 WORDS = {s.value for s in State}
@@ -92,13 +92,13 @@ def test_every_allowed_entry_is_still_needed():
         assert excused, f"{rel}: nothing compares {holder}.state with a State word; drop it from ALLOWED"
 
 
-# ---- phases, milestone kinds and problem kinds ---------------------------------------------------
+# ---- phases, milestone, problem and check kinds ---------------------------------------------------
 
-KIND_WORDS = {k.value for k in (*MilestoneKind, *ProblemKind)}
+KIND_WORDS = {k.value for k in (*MilestoneKind, *ProblemKind, *CheckKind)}
 PHASE_WORDS = {p.value for p in Phase}
 # Other vocabularies held in a `.kind` that share a word with these, by file and holder.
 KIND_ALLOWED = {
-    ("core/preflight/verdict.py", "r"): "a preflight row's failure: stopped/skipped/memory/... (preflight/verdict.py)",
+    ("core/preflight/check_program.py", ""): "the check program: stdlib only in any image, it names CheckKind's words",
 }
 
 
@@ -153,9 +153,11 @@ def test_the_vocabulary_check_finds_a_planted_compare():
         "ok = step.kind == 'wait'\n"  # not a word of these vocabularies: fine
         "ok = node_phase == 'first_request'\n"
         "ok = t.kind == 'model'\n"  # a transfer's kind: fine
+        "if verdict.root.kind in ('peer_late', 'skipped'): pass\n"  # a preflight row's
+        "ok = r.kind != CheckKind.MEMORY\n"  # a member: fine
     )
     found = raw_vocab_compares(planted, "planted.py")
-    assert [f.split(":")[1] for f in found] == ["1", "2", "3", "6"], found
+    assert [f.split(":")[1] for f in found] == ["1", "2", "3", "6", "8"], found
 
 
 def test_every_kind_allowance_is_still_needed():
@@ -170,3 +172,60 @@ def test_every_kind_allowance_is_still_needed():
         assert excused and raw_vocab_compares(ast.unparse(tree), "elsewhere.py"), (
             f"{rel}: drop {holder} from KIND_ALLOWED"
         )
+
+
+# ---- the check program's words ------------------------------------------------------------------
+
+
+def _names_kind(node: ast.expr) -> bool:
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "kind"
+    return (node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)) == "kind"
+
+
+def _words(node: ast.expr) -> set[str]:
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+    return {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
+
+
+def program_kind_words(source: str) -> set[str]:
+    """The words a source names as a kind: raised in a CheckFailure, compared with, or-ed with, assigned to or
+    keyed by `kind`."""
+    words: set[str] = set()
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "CheckFailure" and n.args:
+            words |= _words(n.args[0])
+        elif isinstance(n, (ast.Compare, ast.BoolOp)):
+            parts = [n.left, *n.comparators] if isinstance(n, ast.Compare) else n.values
+            if any(_names_kind(p) for p in parts):
+                words |= set().union(*(_words(p) for p in parts))
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                both = isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple)
+                pairs = zip(t.elts, n.value.elts) if both else [(t, n.value)]
+                words |= set().union(*(_words(v) for k, v in pairs if _names_kind(k)))
+        elif isinstance(n, ast.Dict):
+            words |= set().union(*(_words(v) for k, v in zip(n.keys, n.values) if _words(k) == {"kind"}))
+    return words
+
+
+def test_the_check_program_names_only_check_kinds():
+    """It runs in any image and cannot import the enum (hence its allowance above): every word it names for a
+    kind is a CheckKind, so the verdict reads each as its member."""
+    from sparktui.core.preflight import check_program
+
+    named = program_kind_words(Path(check_program.__file__).read_text()) | set(check_program.KINDS)
+    assert {"gpu", "timeout", "unknown", "peer_failed", "address_missing"} <= named  # it finds them at all
+    assert named <= {k.value for k in CheckKind}, named - {k.value for k in CheckKind}
+
+
+def test_the_program_words_check_finds_planted_words():
+    planted = (
+        "raise CheckFailure('timout', 'x')\n"
+        "if kind in (None, 'hung'): pass\n"
+        "kind, line = 'stuck', None\n"
+        "res['kind'] = kind or 'unknwon'\n"
+        "out = {'kind': 'lost', 'error': 'gpu'}\n"
+        "ok = stage == 'rendezvous'\n"  # not a kind
+    )
+    assert program_kind_words(planted) == {"timout", "hung", "stuck", "unknwon", "lost"}

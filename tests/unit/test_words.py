@@ -90,3 +90,18 @@ def test_phases_and_problem_kinds_read_as_words():
     assert problem_words("peer_lost") == "peer lost"  # an engine's own kind
     for word in [*(phase_words(p) for p in Phase), *(problem_words(k) for k in ProblemKind)]:
         assert not ID.search(word), word
+
+
+def test_preflight_check_kinds_read_as_words():
+    from sparktui.core.preflight import NodeResult
+    from sparktui.core.state.states import CheckKind
+    from sparktui.core.state.words import check_words
+
+    assert check_words(CheckKind.PORT_IN_USE) == check_words("port_in_use") == "port in use"
+    assert check_words(CheckKind.IPC) == "semaphore trap"
+    assert check_words(None) == check_words(CheckKind.UNKNOWN) == "failed"
+    for kind in CheckKind:
+        assert not ID.search(check_words(kind)), kind
+    assert NodeResult("spark1", 0, kind="peer_late").kind is CheckKind.PEER_LATE  # a word reads as its member
+    with pytest.raises(ValueError):
+        NodeResult("spark1", 0, kind="peer_lat")  # a misspelt kind fails where it is made

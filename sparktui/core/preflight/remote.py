@@ -10,7 +10,8 @@ from typing import Iterable
 from pathlib import Path
 
 from . import check_program
-from .check_program import IFNAME_VARS, MARK, classify, iface_matches
+from .check_program import IFNAME_VARS, MARK, iface_matches
+from .verdict import classified
 from .ipc import SECTION as IPC_SECTION, IpcLook, parse_ipc
 from . import transit
 from ..config.config import DockerConfig
@@ -19,6 +20,7 @@ from ..engines.common import Spot, Word, docker_flags, render
 from ..nodes.facts import Memory
 from ..nodes.probes import parse_meminfo
 from ..config.secrets import MASK
+from ..state.states import CheckKind as C
 from ..state.labels import DEPLOYMENT as LABEL_DEPLOYMENT, PREFLIGHT as LABEL
 from ..plan.plan import NodePlan
 from ..remote.ssh import script
@@ -163,33 +165,33 @@ def parse_look(text: str, root: str = "") -> Look:
     return look
 
 
-def judge_look(n: NodePlan, look: Look) -> tuple[str | None, str, list[str]]:
+def judge_look(n: NodePlan, look: Look) -> tuple[C | None, str, list[str]]:
     """(kind, error, notes) for what the plan needs on this node; kind None when it may run."""
     notes = list(look.notes)
     if look.image_error:
-        kind = classify(look.image_error)[0]
-        if kind not in ("image_missing", "docker"):
-            kind = "docker" if "command not found" in look.image_error else "image_missing"
+        kind = classified(look.image_error)[0]
+        if kind not in (C.IMAGE_MISSING, C.DOCKER):
+            kind = C.DOCKER if "command not found" in look.image_error else C.IMAGE_MISSING
         return kind, look.image_error.splitlines()[-1], notes
     if not look.interfaces:
         return None, "", notes
     names = list(look.interfaces)
     if n.iface and n.iface not in look.interfaces:
-        return "interface_missing", f"no interface named {n.iface} on {n.name} (it has {', '.join(names)})", notes
+        return C.INTERFACE_MISSING, f"no interface named {n.iface} on {n.name} (it has {', '.join(names)})", notes
     for var in IFNAME_VARS:
         spec = n.env.get(var)
         if spec and spec != MASK and not iface_matches(spec, names):
             return (
-                "interface_missing",
+                C.INTERFACE_MISSING,
                 f"no interface matches {var}={spec} on {n.name} (it has {', '.join(names)})",
                 notes,
             )
     if n.ip and n.ip not in look.addresses:
-        return "address_missing", f"{n.ip} is not an address of this node ({n.name})", notes
+        return C.ADDRESS_MISSING, f"{n.ip} is not an address of this node ({n.name})", notes
     for var in host_ip_vars():
         v = n.env.get(var)
         if v and v != MASK and v not in look.addresses:
-            return "address_missing", f"{var} {v} is not an address of this node ({n.name})", notes
+            return C.ADDRESS_MISSING, f"{var} {v} is not an address of this node ({n.name})", notes
     if n.iface and not look.interfaces[n.iface]["up"]:
         notes.append(f"{n.iface} on {n.name} is down or has no carrier (cable unplugged?)")
     return None, "", notes

@@ -46,6 +46,7 @@ from .leftovers import leftovers_of
 from . import transit
 from .halves import probe as probe_halves
 from .rails import measure as measure_rails
+from ..state.states import CheckKind as C
 from .verdict import (
     LOCAL,
     SECONDARY,
@@ -95,10 +96,10 @@ def _alternatives(subnets: list[Subnet] | None, plan: Plan) -> list[str]:
 async def _look(cluster: Cluster, n: NodePlan, image: str) -> tuple[Look | None, NodeResult | None]:
     node = cluster.nodes.get(n.name)
     if node is None:
-        return None, NodeResult.failed(n.name, n.rank, n.iface, n.ip, "ssh", f"{n.name} is not in the config")
+        return None, NodeResult.failed(n.name, n.rank, n.iface, n.ip, C.SSH, f"{n.name} is not in the config")
     r = await node.run(look_command(image), timeout=LOOK_TIMEOUT)
     if r.exit_status == 255 and not r.stdout:
-        return None, NodeResult.failed(n.name, n.rank, n.iface, n.ip, "ssh", r.stderr.strip() or str(node.error))
+        return None, NodeResult.failed(n.name, n.rank, n.iface, n.ip, C.SSH, r.stderr.strip() or str(node.error))
     look = parse_look(r.stdout)
     kind, error, notes = judge_look(n, look)
     if kind:
@@ -141,7 +142,7 @@ async def _check(
 ) -> NodeResult:
     node = cluster[n.name]
 
-    def fail(kind: str | None, error: str, text: str = "") -> NodeResult:
+    def fail(kind: C | None, error: str, text: str = "") -> NodeResult:
         return NodeResult.failed(n.name, n.rank, n.iface, n.ip, kind, error, text)
 
     def seen(line: str) -> None:
@@ -153,9 +154,9 @@ async def _check(
     try:
         session = await node.session(held_command(command), slot_timeout=start_window)
     except asyncio.TimeoutError:
-        return fail("ssh", f"no SSH channel free on {n.name} within {start_window:g} s: {node.channel_note()}")
+        return fail(C.SSH, f"no SSH channel free on {n.name} within {start_window:g} s: {node.channel_note()}")
     except SshError as e:
-        return fail("ssh", str(e))
+        return fail(C.SSH, str(e))
     out: list[str] = []
     start_s: float | None = None
     try:
@@ -174,16 +175,16 @@ async def _check(
         await session.close()
     text = "\n".join(x for x in out if pid_from_line(x) is None and x != STARTED)
     if start_s is None and how == "late":
-        r = fail("not_started", f"the container did not start within {start_window:g} s", text)
+        r = fail(C.NOT_STARTED, f"the container did not start within {start_window:g} s", text)
         r.stage = "container start"
         return r
     data = result_from_output(text)
     if data is not None:
         r = NodeResult.from_check(n.name, n.rank, n.iface, n.ip, data)
     elif how == "late":
-        r = fail("timeout", f"no result within {timeout + START_SLACK:g} s of the check's start", text)
+        r = fail(C.TIMEOUT, f"no result within {timeout + START_SLACK:g} s of the check's start", text)
     elif session.exit_status is None and not node.connected:
-        r = fail("ssh", str(node.error or "the connection dropped"), text)
+        r = fail(C.SSH, str(node.error or "the connection dropped"), text)
     else:
         r = fail(None, f"the check exited {session.exit_status} without a result", text)
     r.start_seconds = round(start_s, 3) if start_s is not None else None
@@ -261,9 +262,9 @@ async def _run_all(
                 try:
                     r = t.result()
                 except Exception as e:  # noqa: BLE001 - one node's surprise is that node's failure
-                    r = NodeResult.failed(n.name, n.rank, n.iface, n.ip, "unknown", f"{type(e).__name__}: {e}")
+                    r = NodeResult.failed(n.name, n.rank, n.iface, n.ip, C.UNKNOWN, f"{type(e).__name__}: {e}")
                 if n.name in stopped and not r.ok and r.stage is None:  # killed by the sweep: no result line
-                    r.kind, r.error = "stopped", "stopped after another node failed"
+                    r.kind, r.error = C.STOPPED, "stopped after another node failed"
                 if n.name in began:
                     ran[n.name] = (began[n.name], time.monotonic())
                 results[r.node] = r
@@ -338,7 +339,7 @@ async def run_preflight(
             if port is None:
                 n = order[0]
                 early[n.name] = NodeResult.failed(
-                    n.name, n.rank, n.iface, n.ip, "port_in_use", f"no free port near {plan.dist_port} on {n.name}"
+                    n.name, n.rank, n.iface, n.ip, C.PORT_IN_USE, f"no free port near {plan.dist_port} on {n.name}"
                 )
         setting.port = port or plan.dist_port
         for n in order:
@@ -346,7 +347,7 @@ async def run_preflight(
                 verdict.warnings.append(note)
         if early:
             for n in order:
-                r = early.get(n.name) or NodeResult(node=n.name, rank=n.rank, iface=n.iface, ip=n.ip, kind="skipped")
+                r = early.get(n.name) or NodeResult(node=n.name, rank=n.rank, iface=n.iface, ip=n.ip, kind=C.SKIPPED)
                 verdict.nodes[n.name] = r
                 _notify(on_node, r)
         else:
@@ -371,7 +372,7 @@ async def run_preflight(
             )
             for n in order:
                 verdict.nodes[n.name] = results.get(n.name) or NodeResult.failed(
-                    n.name, n.rank, n.iface, n.ip, "stopped", "no result"
+                    n.name, n.rank, n.iface, n.ip, C.STOPPED, "no result"
                 )
         _judge(verdict, order, looks, plan, config)
         if plan.fabric.get("rails"):  # every half's subnet, not only the one the rendezvous crossed
@@ -424,7 +425,7 @@ def _judge(verdict: Verdict, order: list[NodePlan], looks: dict[str, Look | None
         if not r.ok:
             r.reason, r.fix = explain(r, s, rdma=n.rdma)
             m = _MISSING.search(r.error or "")
-            if r.kind == "peer_missing" and m:
+            if r.kind == C.PEER_MISSING and m:
                 who = [s.ranks.get(int(x), f"rank {x}") for x in m[1].split(",") if x.isdigit()]
                 r.reason = f"{r.node} waited for {', '.join(who)}, which never joined ({r.line or r.error})"
         look = looks.get(r.node)

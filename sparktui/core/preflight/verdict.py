@@ -11,6 +11,8 @@ import shlex
 from dataclasses import asdict, dataclass, field
 
 from .check_program import classify
+from ..state.states import CheckKind as C
+from ..state.words import check_words
 from ..engines import DEFAULT_ENGINE, find_engine, get_engine
 from ..plan.fit import gib
 from ..nodes.facts import Memory
@@ -23,52 +25,43 @@ from .halves import HalfResult
 from .rails import RailResult, links_short
 from .transit import Problem
 
-# Root causes first: the failure the verdict names. Waiting for a peer that never came (peer_missing)
-# or losing one (peer_failed) is what the other ranks see of someone else's failure.
-ROOT_ORDER = (
-    "ssh",
-    "image_missing",
-    "python_missing",
-    "docker",
-    "not_started",
-    "interface_missing",
-    "address_missing",
-    "port_in_use",
-    "unreachable",
-    "refused",
-    "rdma",
-    "gpu",
-    "nccl",
-    "timeout",
-    "unknown",
-    "memory",
-    "ipc",
-    "peer_late",
-    "peer_missing",
-    "peer_failed",
-    "stopped",
-    "skipped",
-)
+# Root causes first, as CheckKind lists them: the failure the verdict names. Waiting for a peer that never
+# came (peer_missing) or losing one (peer_failed) is what the other ranks see of someone else's failure.
+ROOT_ORDER = tuple(C)
 SECONDARY = (
-    "peer_late",
-    "peer_missing",
-    "peer_failed",
-    "stopped",
-    "skipped",
+    C.PEER_LATE,
+    C.PEER_MISSING,
+    C.PEER_FAILED,
+    C.STOPPED,
+    C.SKIPPED,
 )  # never a reason to stop the others early
 # Failures of the node itself: whatever its peers do, they stand (the others may be stopped at once).
 LOCAL = (
-    "ssh",
-    "image_missing",
-    "python_missing",
-    "docker",
-    "not_started",
-    "interface_missing",
-    "address_missing",
-    "port_in_use",
-    "gpu",
+    C.SSH,
+    C.IMAGE_MISSING,
+    C.PYTHON_MISSING,
+    C.DOCKER,
+    C.NOT_STARTED,
+    C.INTERFACE_MISSING,
+    C.ADDRESS_MISSING,
+    C.PORT_IN_USE,
+    C.GPU,
 )
 _TARGET = (re.compile(r"\(([0-9A-Fa-f.:]+), (\d+)\)"), re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}):(\d+)\b"))
+
+
+def _member(word: object) -> C | None:
+    """The kind the check program named, as its member; None for no word or one no kind has."""
+    try:
+        return C(word) if word else None
+    except ValueError:
+        return None
+
+
+def classified(text: str) -> tuple[C | None, str | None]:
+    """classify() with its kind as a member: the check program, stdlib only in any image, names words."""
+    kind, line = classify(text)
+    return _member(kind), line
 
 
 @dataclass
@@ -114,7 +107,7 @@ class NodeResult:
     bandwidth_gb_s: float | None = None
     bandwidth_what: str | None = None  # "all-reduce bus bandwidth" | "TCP stream"
     nccl: str | None = None  # the NCCL release the image's torch loads (torch.cuda.nccl.version())
-    kind: str | None = None  # error kind (see ROOT_ORDER)
+    kind: C | None = None  # what it failed of (see ROOT_ORDER)
     reason: str | None = None  # a sentence naming what failed
     fix: str | None = None  # what to try
     error: str | None = None  # the error text as seen
@@ -130,6 +123,10 @@ class NodeResult:
     memory: FreeMemory | None = None  # free memory read at the check (unified memory only)
     ipc: IpcRisk | None = None  # whether logind can remove the engine's IPC objects (the semaphore trap)
 
+    def __post_init__(self) -> None:
+        if self.kind is not None:
+            self.kind = C(self.kind)  # a word that names no kind fails here, not in a compare that never matches
+
     @classmethod
     def from_check(cls, node: str, rank: int, iface: str | None, ip: str | None, data: dict) -> "NodeResult":
         """From the check program's result line."""
@@ -142,7 +139,6 @@ class NodeResult:
             "bandwidth_gb_s",
             "bandwidth_what",
             "nccl",
-            "kind",
             "error",
             "line",
             "target",
@@ -156,21 +152,21 @@ class NodeResult:
         r.tail = [str(x) for x in data.get("tail") or []]
         if data.get("note"):
             r.notes.append(str(data["note"]))
-        if r.ok:
-            r.kind = None
-        elif not r.kind or r.kind == "unknown":
-            r.kind, r.line = classify("\n".join([r.error or ""] + r.tail))
-            r.kind = r.kind or "unknown"
+        if not r.ok:
+            r.kind = _member(data.get("kind"))
+            if r.kind in (None, C.UNKNOWN):
+                r.kind, r.line = classified("\n".join([r.error or ""] + r.tail))
+                r.kind = r.kind or C.UNKNOWN
         return r
 
     @classmethod
     def failed(
-        cls, node: str, rank: int, iface: str | None, ip: str | None, kind: str | None, error: str, text: str = ""
+        cls, node: str, rank: int, iface: str | None, ip: str | None, kind: C | None, error: str, text: str = ""
     ) -> "NodeResult":
         """A failure seen outside the check program (SSH, docker, the checks before it)."""
         line = None
         if kind is None:
-            kind, line = classify("\n".join([error, text]))
+            kind, line = classified("\n".join([error, text]))
         tail = [x for x in text.splitlines() if x.strip()][-25:]
         return cls(
             node=node,
@@ -178,7 +174,7 @@ class NodeResult:
             iface=iface,
             ip=ip,
             ok=False,
-            kind=kind or "unknown",
+            kind=kind or C.UNKNOWN,
             error=error,
             line=line,
             tail=tail,
@@ -203,20 +199,20 @@ def _target(r: NodeResult, s: Setting) -> str:
 
 def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, str]:
     """(reason, fix) for a failed node."""
-    k, n = r.kind, r.node
+    kind, n = r.kind, r.node
     said = r.line or r.error or ""
-    if k == "ssh":
+    if kind == C.SSH:
         return (
             f"{n} could not be reached over SSH: {r.error}",
             "run `sparktui check` and fix the node's SSH access first",
         )
-    if k == "image_missing":
+    if kind == C.IMAGE_MISSING:
         return f"image {s.image} is not on {n}", (
             f"copy it with `sparktui sync image {shlex.quote(s.image)} --to {n}` (or `docker load` it there)"
         )
-    if k == "python_missing":
+    if kind == C.PYTHON_MISSING:
         return f"image {s.image} has no python3 to run the check on {n}", "use the engine's image (it ships python3)"
-    if k == "docker":
+    if kind == C.DOCKER:
         fix = (
             "the NVIDIA container runtime is missing or docker.gpu_style does not match it "
             "(gpus-all, runtime-nvidia, cdi)"
@@ -224,7 +220,7 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
             else "fix docker on the node; see its message"
         )
         return f"docker could not start the check on {n}: {said}", fix
-    if k == "not_started":
+    if kind == C.NOT_STARTED:
         last = f" (its last words: {r.tail[-1]})" if r.tail else ""
         return (
             f"the container did not start within {s.start_window:g} s on {n}: docker ran no program in "
@@ -233,48 +229,48 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
             "rather than pulling it at start, check docker's storage driver and disk (`docker info`), "
             "or give it longer (--start-window)",
         )
-    if k == "peer_late":
+    if kind == C.PEER_LATE:
         return f"{n}: {r.error}", "run the preflight again (the image now starts faster) or raise --timeout"
-    if k == "interface_missing":
+    if kind == C.INTERFACE_MISSING:
         return (
             f"{n} lacks the interface the plan names ({said})",
             f"{s.other_subnet()}, or correct nodes[{n}].interfaces / NCCL_SOCKET_IFNAME",
         )
-    if k == "address_missing":
+    if kind == C.ADDRESS_MISSING:
         return (
             f"{n}: {said}",
             f"run `sparktui check` to refresh {n}'s addresses; {s.host_var} must be {n}'s own address"
             + (f" on {s.subnet}" if s.subnet else "")
             + (f" ({r.ip})" if r.ip else ""),
         )
-    if k == "port_in_use":
+    if kind == C.PORT_IN_USE:
         return f"{n}: the check's port is taken ({said})", "pass --dist-port with a free port, or stop what holds it"
-    if k == "unreachable":
+    if kind == C.UNREACHABLE:
         where = f" on {r.iface}" if r.iface else ""
         return (
             f"{_target(r, s)} is unreachable from {n} ({said})",
             f"check the link{where} (cable, `ip link`, a firewall), or {s.other_subnet()}",
         )
-    if k == "refused":
+    if kind == C.REFUSED:
         return (
             f"nothing listened at {_target(r, s)} when {n} called ({said})",
             f"see why the head ({s.head}) did not listen there; is {_target(r, s)} the head's address?",
         )
-    if k == "rdma":
+    if kind == C.RDMA:
         dev = f"NCCL_IB_HCA={rdma}" if rdma else "NCCL_IB_HCA"
         return (
             f"NCCL's RDMA path failed on {n}: {said}",
             f"check {dev} against `ibdev2netdev` and /dev/infiniband on {n}; "
             "--env NCCL_IB_DISABLE=1 runs NCCL over sockets to confirm the rest works",
         )
-    if k == "gpu":
+    if kind == C.GPU:
         return (
             f"the check on {n} found no usable GPU: {said}",
             "check docker.gpu_style (gpus-all, runtime-nvidia, cdi) and `nvidia-smi` on the node",
         )
-    if k == "nccl":
+    if kind == C.NCCL:
         return f"NCCL failed on {n}: {said}", "read the NCCL lines of this node (NCCL_DEBUG=INFO is on)"
-    if k == "timeout":
+    if kind == C.TIMEOUT:
         stuck = f" (stuck in {r.stage})" if r.stage else ""
         if r.stage in ("all-reduce", "bandwidth"):
             fix = (
@@ -285,17 +281,17 @@ def explain(r: NodeResult, s: Setting, rdma: str | None = None) -> tuple[str, st
         else:
             fix = s.other_subnet()
         return f"{n} got no answer within {s.timeout:g} s{stuck}", fix
-    if k == "memory" and r.memory is not None:
+    if kind == C.MEMORY and r.memory is not None:
         return f"{n}: {_memory_reason(r.memory)}", r.memory.fix()
-    if k == "ipc" and r.ipc is not None:
+    if kind == C.IPC and r.ipc is not None:
         return f"{n}: {r.ipc.why}", r.ipc.fix
-    if k == "peer_missing":
+    if kind == C.PEER_MISSING:
         return f"{n} waited for ranks that never came ({said})", "see the nodes that did not join"
-    if k == "peer_failed":
+    if kind == C.PEER_FAILED:
         return f"{n} lost a peer ({said})", "see the other nodes' reasons"
-    if k == "stopped":
+    if kind == C.STOPPED:
         return f"{n} was stopped after another node failed", "see the failing node"
-    if k == "skipped":
+    if kind == C.SKIPPED:
         return f"{n} was not started: another node failed its checks first", "see the failing node"
     return f"{n}: {r.error or 'the check failed'}", "see the output lines of this node"
 
@@ -305,14 +301,14 @@ def judge_late_peers(results: dict[str, NodeResult], ran: dict[str, tuple[float,
     after this rank's check was over) never had anyone to meet: that is the peer's slow start, not the
     network. ran: node -> (when its program started, when its result came), on one clock."""
     for r in results.values():
-        if r.ok or r.kind in LOCAL or r.kind in ("stopped", "skipped") or r.node not in ran:
+        if r.ok or r.kind in LOCAL or r.kind in (C.STOPPED, C.SKIPPED) or r.node not in ran:
             continue
         began, ended = ran[r.node]
         late = []
         for other in results.values():
             if other.node == r.node:
                 continue
-            if other.kind == "not_started":
+            if other.kind == C.NOT_STARTED:
                 late.append(f"{other.node}'s container never started")
             elif other.node in ran and ran[other.node][0] >= ended:
                 gap = ran[other.node][0] - began
@@ -321,7 +317,7 @@ def judge_late_peers(results: dict[str, NodeResult], ran: dict[str, tuple[float,
                 gap = began - ran[other.node][0]
                 late.append(f"{r.node}'s container started {gap:.0f} s after {other.node}'s, when that check was over")
         if late:
-            r.kind = "peer_late"
+            r.kind = C.PEER_LATE
             r.error = f"no peer to meet: {'; '.join(late)} ({r.line or r.error})"
 
 
@@ -354,7 +350,7 @@ def judge_memory(
         if r.memory is None or not r.memory.short:
             continue
         if r.ok:
-            r.ok, r.kind = False, "memory"
+            r.ok, r.kind = False, C.MEMORY
             r.reason, r.fix = explain(r, verdict.setting)
         else:
             verdict.warnings.append(f"free memory: {r.memory.message()}")
@@ -372,7 +368,7 @@ def judge_ipc_risks(verdict: "Verdict", risks: dict[str, IpcRisk]) -> None:
         if not risk.at_risk:
             continue
         if r.ok:
-            r.ok, r.kind = False, "ipc"
+            r.ok, r.kind = False, C.IPC
             r.reason, r.fix = explain(r, verdict.setting)
         else:
             verdict.warnings.append(f"{r.node}: {risk.why} (fix {risk.fix})")
@@ -574,8 +570,8 @@ class Verdict:
                     + (f", {r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "")
                 )
             else:
-                state = f"failed ({r.kind}): {r.reason}"
-            if r.memory is not None and r.kind != "memory":
+                state = f"failed ({check_words(r.kind)}): {r.reason}"
+            if r.memory is not None and r.kind != C.MEMORY:
                 state += f"; {r.memory.brief()}"
             out.append(f"  {r.node} (rank {r.rank}{', ' + where if where else ''}): {state}")
             if r.transport_line and r.ok:

@@ -1,5 +1,5 @@
 """The deployment's vocabularies, each as one enum: its states, the operations in flight, the start-up
-phases, the milestones and the problems the logs show. Each is a str, so JSON, the journal and older
+phases, the milestones and the problems the logs show, and what a node's preflight check failed of. Each is a str, so JSON, the journal and older
 comparisons read the plain word (`State.READY == "ready"`); `words.py` says each in plain words."""
 
 from __future__ import annotations
@@ -162,3 +162,35 @@ class ProblemKind(_Word):
     MEMORY_PRESSURE = "memory_pressure"
     NOT_READY = "not_ready"
     RESUMED_BROKEN = "resumed_broken"
+
+
+class CheckKind(_Word):
+    """What a node's preflight check failed of (core/preflight/verdict.py), root causes first. The check
+    program, run in any image on the node, names its kinds as these words (core/preflight/check_program.py)."""
+
+    # the node itself: whatever its peers do, these stand
+    SSH = "ssh"
+    IMAGE_MISSING = "image_missing"
+    PYTHON_MISSING = "python_missing"
+    DOCKER = "docker"
+    NOT_STARTED = "not_started"  # the check's container did not start within its start window
+    INTERFACE_MISSING = "interface_missing"
+    ADDRESS_MISSING = "address_missing"
+    PORT_IN_USE = "port_in_use"
+    # the rendezvous and the collectives
+    UNREACHABLE = "unreachable"
+    REFUSED = "refused"
+    RDMA = "rdma"
+    GPU = "gpu"
+    NCCL = "nccl"
+    TIMEOUT = "timeout"
+    UNKNOWN = "unknown"
+    # found beside the rendezvous, on a node that met its peers
+    MEMORY = "memory"  # short of the free memory the engine will ask for
+    IPC = "ipc"  # logind would remove the engine's IPC objects (the semaphore trap)
+    # what the other ranks see of someone else's failure
+    PEER_LATE = "peer_late"
+    PEER_MISSING = "peer_missing"
+    PEER_FAILED = "peer_failed"
+    STOPPED = "stopped"  # stopped after another node failed
+    SKIPPED = "skipped"  # not started: another node failed its checks first

@@ -1,5 +1,5 @@
 """The deployment's vocabularies in plain words, for every front (the CLI's lines, the TUI's notices):
-milestones, start-up phases, problem kinds and operations.
+milestones, start-up phases, problem kinds, the preflight's check kinds and operations.
 
 Internal ids (`weights_loading`, `size_gib`) never reach the user: a known milestone has its own
 sentence, and an unknown one still reads as words with units ("KV cache 70.4 GiB").
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .states import MilestoneKind as K, Op, Phase, ProblemKind as P
+from .states import CheckKind as C, MilestoneKind as K, Op, Phase, ProblemKind as P
 
 # A data key's unit (suffix) and how it reads.
 _UNITS = (("_gib", "GiB"), ("_gb", "GB"), ("_mib", "MiB"), ("_s", "s"), ("seconds", "s"), ("percent", "%"))
@@ -165,6 +165,28 @@ PROBLEMS = {
 def problem_words(kind: str) -> str:
     """rendezvous_hang -> 'rendezvous hang'; an engine's own kind reads as its words too."""
     return PROBLEMS.get(kind) or kind.replace("_", " ")
+
+
+# What a node's preflight check failed of, as its row's mark ("✗ port in use") and in the verdict's lines.
+CHECKS = {
+    C.SSH: "SSH",
+    C.PYTHON_MISSING: "no python3",
+    C.DOCKER: "docker error",
+    C.NOT_STARTED: "container not started",
+    C.REFUSED: "connection refused",
+    C.RDMA: "RDMA error",
+    C.GPU: "no usable GPU",
+    C.NCCL: "NCCL error",
+    C.TIMEOUT: "timed out",
+    C.UNKNOWN: "failed",
+    C.MEMORY: "low memory",
+    C.IPC: "semaphore trap",
+}
+
+
+def check_words(kind: str | None) -> str:
+    """port_in_use -> 'port in use'; ipc -> 'semaphore trap'; no kind -> 'failed'."""
+    return CHECKS.get(kind or C.UNKNOWN) or (kind or "").replace("_", " ")
 
 
 # Operation ids (what runs) in words, as a noun ("Sync model failed") and as a doing ("syncing model").

@@ -7,7 +7,7 @@ from textual.content import Content
 from ...core.diagnosis.diagnose import Milestone, Problem
 from ...core.engines import ENGINES, label, next_engine
 from ...core.state.states import MilestoneKind as K, State
-from ...core.state.words import milestone_short, problem_words
+from ...core.state.words import check_words, milestone_short, problem_words
 
 # The order a start goes through; the timeline shows each step once per node, latest data wins.
 STEPS = (
@@ -202,7 +202,7 @@ def preflight_text(
         transport = r.transport or r.path or "-"
         took = f"{r.seconds:.1f} s" if r.seconds is not None else "-"
         bw = f"{r.bandwidth_gb_s:.2f} GB/s" if r.bandwidth_gb_s is not None else "-"
-        mark = ("✓ ok", "$success") if r.ok else (f"✗ {(r.kind or 'failed').replace('_', ' ')}", "$error bold")
+        mark = ("✓ ok", "$success") if r.ok else (f"✗ {check_words(r.kind)}", "$error bold")
         lines.append(Content.assemble(f"  {n.ljust(width)}  {transport:<7} {took:>7}  {bw:>11}  ", mark))
     if error:
         lines.append(Content.styled(f"  ✗ the check could not run: {error}", "$error"))
