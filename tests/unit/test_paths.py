@@ -146,3 +146,22 @@ def test_a_hang_on_that_rendezvous_names_the_fix_first_live_and_from_a_sign():
     )
     [sign] = [p for p in d.problems if p.node == "spark1"]
     assert sign.kind == "rendezvous_hang" and sign.hint.startswith(fix)
+
+
+def test_a_cpu_build_says_gloo_carries_the_data_where_it_bootstraps_and_keeps_the_fabric_fix():
+    """vLLM's CPU build joins its ranks over gloo (`backend=gloo` in its own log): no NCCL, no HCA."""
+    plan = _plan(_with_wlan(_sync_pair()), rendezvous=MGMT, engine="vllm", mode="native", engine_version="0.32.0+cpu")
+    assert not any("NCCL_IB_HCA" in n or "data over RDMA" in n for n in plan.notes), plan.notes
+    [note] = [n for n in plan.notes if n.startswith("collectives over gloo")]
+    assert f"on the management port ({MGMT}" in note and "--iface 192.168.100.0/24" in note
+    paths = plan.fabric["paths"]
+    assert paths["data"] == {"transport": "gloo", "subnet": MGMT, "nodes": {"spark1": None, "spark2": None}}
+    assert describe_paths(paths, "spark2") == "bootstrap enP7s7 (management), data over gloo there"
+    # a rendezvous on a third network still gets the fabric as its fix
+    wlan = _plan(_with_wlan(_sync_pair()), rendezvous="wlP9s9", engine="vllm", engine_version="0.32.0+cpu")
+    assert rendezvous_fix(wlan.fabric["paths"]).startswith(
+        "the rendezvous sits on 10.9.0.0/24 (wlP9s9), not on the fabric 192.168.100.0/24"
+    )
+    # the same release built for GPUs keeps its RDMA data path
+    gpu = _plan(_sync_pair(), rendezvous=MGMT, engine="vllm", mode="native", engine_version="0.32.0")
+    assert gpu.fabric["paths"]["data"]["transport"] == "rdma"

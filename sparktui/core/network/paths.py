@@ -33,19 +33,44 @@ def split_note(boot: Subnet, data: Subnet) -> str:
     )
 
 
-def paths_of(boot: Subnet, data: Subnet | None, order: list[str], hcas: dict[str, str | None]) -> dict:
-    """What plan.fabric says about the two paths, per node: {"bootstrap": {...}, "data": {...}}."""
+def gloo_note(boot: Subnet, fabric: Subnet) -> str:
+    """Said in a CPU build's plan whose rendezvous is not the fabric: gloo carries the tensors where it
+    bootstraps, so the fabric's HCAs carry nothing."""
+    where = "the management port" if boot.management else boot.subnet
+    return (
+        f"collectives over gloo on {where} ({boot.subnet}: GLOO_SOCKET_IFNAME): a CPU build has no NCCL, so the "
+        f"fabric {fabric.subnet} carries nothing unless the rendezvous is there (--iface {fabric.subnet})"
+    )
+
+
+def paths_of(
+    boot: Subnet, data: Subnet | None, order: list[str], hcas: dict[str, str | None], gloo: bool = False
+) -> dict:
+    """What plan.fabric says about the two paths, per node: {"bootstrap": {...}, "data": {...}, "fabric": ...}.
+    With gloo (a CPU build) the data goes where the bootstrap is, over sockets; "fabric" still names the
+    subnet that joins every node with RDMA (what a hang's fix points at)."""
+    if gloo:
+        return {
+            "bootstrap": _bootstrap(boot, order),
+            "data": {"transport": "gloo", "subnet": boot.subnet, "nodes": {n: None for n in order}},
+            "fabric": data.subnet if data is not None else None,
+        }
     return {
-        "bootstrap": {
-            "subnet": boot.subnet,
-            "management": boot.management,
-            "nodes": {n: {"iface": a.iface, "ip": a.ip} for n, a in boot.nodes.items() if n in order},
-        },
+        "bootstrap": _bootstrap(boot, order),
         "data": {
             "transport": "rdma" if any(hcas.values()) else "sockets",
             "subnet": data.subnet if data is not None else None,  # None: a ring's links, or sockets
             "nodes": {n: hcas.get(n) for n in order},
         },
+        "fabric": data.subnet if data is not None else None,
+    }
+
+
+def _bootstrap(boot: Subnet, order: list[str]) -> dict:
+    return {
+        "subnet": boot.subnet,
+        "management": boot.management,
+        "nodes": {n: {"iface": a.iface, "ip": a.ip} for n, a in boot.nodes.items() if n in order},
     }
 
 
@@ -61,6 +86,8 @@ def describe_paths(paths: dict | None, node: str | None = None) -> str:
     hcas = (data.get("nodes") or {}).get(name) if name else None
     if data.get("transport") == "rdma" and hcas:
         return f"{words}, data RDMA {hcas}"
+    if data.get("transport") == "gloo":
+        return f"{words}, data over gloo there"
     return f"{words}, data over sockets"
 
 
@@ -71,7 +98,7 @@ def rendezvous_fix(paths: dict | None) -> str:
     if not paths:
         return ""
     boot, data = paths.get("bootstrap") or {}, paths.get("data") or {}
-    subnet, fabric = boot.get("subnet"), data.get("subnet")
+    subnet, fabric = boot.get("subnet"), paths.get("fabric", data.get("subnet"))
     if not subnet or not fabric or subnet == fabric or boot.get("management"):
         return ""
     ifaces = sorted({a["iface"] for a in (boot.get("nodes") or {}).values() if a and a.get("iface")})

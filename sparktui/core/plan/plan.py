@@ -42,7 +42,7 @@ from ..config.secrets import MASK, mask
 from ..config.yamlpos import unknown_names
 from .sizing import sizing_words
 from ..network.ring import boot_note, layout, ring_of, ring_used
-from ..network.paths import data_subnet, paths_of, split_note
+from ..network.paths import data_subnet, gloo_note, paths_of, split_note
 from ..network.network import TCP_VS_ROCE, describe, fabric_fix, fabric_nets, fabric_problems, resolve
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -800,7 +800,7 @@ def make_plan(
     # The bootstrap (rendezvous) subnet need not carry the data: NCCL moves it over the HCAs it is given.
     data = data_subnet(subnet, subnets, order) if subnet is not None and ring is None else None
     if subnet is not None and data is not None and data is not subnet:
-        plan.notes.append(split_note(subnet, data))
+        plan.notes.append(gloo_note(subnet, data) if cpu else split_note(subnet, data))
     for rank, name in enumerate(order):
         addr = subnet.nodes.get(name) if subnet else None
         f = facts.get(name)
@@ -831,7 +831,8 @@ def make_plan(
     plan.collectives, plan.collectives_line = coll.to_json(), coll.line()
     if subnet is not None:
         plan.fabric = _fabric_checks(facts, data or subnet, subnets, order, spots, c, coll.nccl_scope())
-        plan.fabric["paths"] = paths_of(subnet, data, order, {s.name: s.rdma if s.infiniband else None for s in spots})
+        hcas = {s.name: s.rdma if s.infiniband else None for s in spots}
+        plan.fabric["paths"] = paths_of(subnet, data, order, hcas, gloo=cpu)
         if coll.active:  # the preflight's bandwidth verdict reads it (preflight/rate.py)
             plan.fabric["nccl_scope"] = coll.nccl_scope()
     # Secret env values by name: a secret flag whose variable name they use gets its own name in exports.
