@@ -3,6 +3,7 @@ parser and answers, for each argv given on stdin, whether it parses; lists the e
 that release reads. Prints one JSON object.
 
     python probe.py vllm|sglang|ray < {"argvs": [[...], ...], "env": ["NAME", ...]}
+    python probe.py vllm|sglang|ray --serve   # one such request per line, one answer line each
 """
 
 import argparse
@@ -104,27 +105,31 @@ def ray_check(argv):
     sub.make_context(f"ray {argv[1]}", list(argv[2:]))
 
 
-def main():
-    engine = sys.argv[1]
-    req = json.load(sys.stdin)
-    out = {"engine": engine, "results": [], "env_read": {}}
+ANSWER = "PROBE-ANSWER "  # --serve: the line that carries an answer (an import may print lines of its own)
+
+
+def load(engine):
+    """Import the release once: (version, parser factory, argv -> args, env names it reads)."""
     if engine == "vllm":
         import vllm
 
-        out["version"] = vllm.__version__
-        parser, to_args, known = vllm_parser(), vllm_args, vllm_env() | package_strings("vllm")
-    elif engine == "sglang":
+        return vllm.__version__, vllm_parser, vllm_args, vllm_env() | package_strings("vllm")
+    if engine == "sglang":
         import sglang
 
-        out["version"] = getattr(sglang, "__version__", "?")
-        parser, to_args, known = sglang_parser(), sglang_args, package_strings("sglang")
-    elif engine == "ray":
+        return getattr(sglang, "__version__", "?"), sglang_parser, sglang_args, package_strings("sglang")
+    if engine == "ray":
         import ray
 
-        out["version"] = ray.__version__
-        parser, to_args, known = None, None, package_strings("ray")
-    else:
-        raise SystemExit(f"unknown engine {engine}")
+        return ray.__version__, None, None, package_strings("ray")
+    raise SystemExit(f"unknown engine {engine}")
+
+
+def answer(engine, loaded, req):
+    """One request's answer, from a parser built for it alone (as a process of its own would)."""
+    version, make_parser, to_args, known = loaded
+    parser = make_parser() if make_parser else None
+    out = {"engine": engine, "version": version, "results": [], "env_read": {}}
     for argv in req["argvs"]:
         err = io.StringIO()
         try:
@@ -142,7 +147,20 @@ def main():
     out["env_read"] = {n: n in known for n in req["env"]}
     # every option string the parser knows: the engine's flags for the shared vocabulary must be among them
     out["options"] = sorted(parser._option_string_actions) if parser is not None else []
-    print(json.dumps(out))
+    return out
+
+
+def main():
+    engine = sys.argv[1]
+    if sys.argv[2:] == ["--serve"]:
+        # one request per line, each answered on one line, until stdin closes: the release is imported
+        # once for all the questions a test run asks it (an import of vLLM takes seconds)
+        loaded = load(engine)
+        for line in sys.stdin:
+            print(ANSWER + json.dumps(answer(engine, loaded, json.loads(line))), flush=True)
+        return
+    req = json.load(sys.stdin)
+    print(json.dumps(answer(engine, load(engine), req)))
 
 
 if __name__ == "__main__":

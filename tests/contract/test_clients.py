@@ -9,6 +9,7 @@ comes from the hub (HF_HUB_OFFLINE=1).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -169,9 +170,14 @@ def test_vllm_clients_against_the_simulated_vllm(vllm_release, tmp_path):
     python_or_skip(r)
     tok = tokenizer(r, tmp_path)
     with engine(r, tmp_path) as base:
-        completions = vllm_bench(r, base, tok, tmp_path, "openai", "/v1/completions")
-        chat = vllm_bench(r, base, tok, tmp_path, "openai-chat", "/v1/chat/completions")
-        check_openai(r, base, tmp_path)
+        # three clients of their own, side by side (each is seconds of imports); /metrics after all of them
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            runs = [
+                pool.submit(vllm_bench, r, base, tok, tmp_path, "openai", "/v1/completions"),
+                pool.submit(vllm_bench, r, base, tok, tmp_path, "openai-chat", "/v1/chat/completions"),
+                pool.submit(check_openai, r, base, tmp_path),
+            ]
+            completions, chat, _ = [run.result() for run in runs]  # a skip or failure in one is raised here
         fams = check_metrics(
             r,
             base,

@@ -378,15 +378,22 @@ async def fake_cluster(tmp_path: Path, client_key):
     import asyncio
     import contextlib
 
+    async def channels_closed(s: LocalSshServer) -> None:
+        deadline = time.monotonic() + 5
+        while s.stats.open_channels and time.monotonic() < deadline:  # every command's handler has ended
+            await asyncio.sleep(0.02)
+
     for s in servers:
+        # first the commands whose client has gone end on their own: a log follower's shell sees its stdin
+        # close and stops the follower it started under setsid; a kill of its group would leave that
+        # follower holding the pipes (and the reaping below waiting its 5 s out)
+        await channels_closed(s)
         procs = list(s._procs)
         await s.stop()  # also kills the stand-in processes a follower left behind
         for p in procs:  # reap them while the loop still runs
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(p.wait(), 5)
-        deadline = time.monotonic() + 5
-        while s.stats.open_channels and time.monotonic() < deadline:  # every command's handler has ended
-            await asyncio.sleep(0.02)
+        await channels_closed(s)
 
 
 class Recorder:

@@ -93,9 +93,11 @@ def test_form_in_a_real_terminal(tmp_path):
             tmux.close()
 
 
-def _start_demo(speed: int) -> tuple[subprocess.Popen, dict]:
+def _start_demo(speed: int, model_mb: int = 16) -> tuple[subprocess.Popen, dict]:
+    """`sparktui demo up` with engines `speed` times faster than real ones and a checkpoint of `model_mb`
+    (the default 64 MB takes seconds to copy at the demo's link pace; the stories need a copy, not its length)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sparktui", "demo", "up", "--json", "--speed", str(speed)],
+        [sys.executable, "-m", "sparktui", "demo", "up", "--json", "--speed", str(speed), "--model-mb", str(model_mb)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -115,7 +117,7 @@ def _start_demo(speed: int) -> tuple[subprocess.Popen, dict]:
 
 def test_demo_story_in_a_real_terminal(tmp_path):
     """sync the model, launch SGLang from the form, see the hang, pivot to vLLM with Ray, reach READY."""
-    demo, info = _start_demo(speed=20)
+    demo, info = _start_demo(speed=40)
     tmux = _app(tmp_path, 110, 34, "--config", str(info["config"]))
     try:
         tmux.wait_for("2/2 nodes up", 60)
