@@ -43,7 +43,9 @@ async def head_with_sim_client(fake_cluster, tmp_path: Path):  # noqa: F811
     return fc, write_config(fc.config, tmp_path / "c.yaml")
 
 
-def slow_vllm(model: str, speed: float = 10.0) -> SimProcess:
+def slow_vllm(model: str, speed: float = 50.0) -> SimProcess:
+    """A simulated vLLM (not started) and its port. At 50x it starts in ~1 s (~4 s at 10x); its answers are
+    slow by their length: a request of the default --output-len 4000 lasts seconds."""
     port = free_port()
     return SimProcess(
         launcher_argv(

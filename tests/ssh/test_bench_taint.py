@@ -24,8 +24,8 @@ async def test_a_bench_beside_other_traffic_is_kept_tainted_and_said(fake_cluste
     with eng:
         eng.wait_for("Application startup complete.", timeout=120)
         serve(fc, conf, "vllm", port)
-        # 8 requests of 30 tokens at 10x: seconds of client run, where the 3 others below take ~0.1 s
-        p, _, _, seen = await start_bench(conf, "--output-len", "30", "--json")
+        # 8 requests of 150 tokens at 50x: seconds of client run, where the 3 others below take ~0.1 s
+        p, _, _, seen = await start_bench(conf, "--output-len", "150", "--json")
         for _ in range(3):  # served while the bench's client runs
             await asyncio.to_thread(other_client, port)
         out, err = await asyncio.wait_for(p.communicate(), 300)

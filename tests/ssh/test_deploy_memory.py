@@ -13,6 +13,8 @@ from sparktui.core.state.events import EventBus, NodeMemory
 from sparktui.core.plan.plan import PlanOptions
 from sparktui.core.remote.ssh import Cluster
 
+from tests.simhelpers import free_port
+
 from .test_deploy_fakes import Recorder, fake_cluster, plan_for  # noqa: F401 (fixture)
 
 PSI = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
@@ -106,7 +108,12 @@ async def test_status_reads_each_nodes_memory_once_for_its_deployments(fake_clus
 
     fc = await fake_cluster(2)
     for n in ("n1", "n2"):
-        fc[n].add_container(f"sparktui-lab-sglang-{n}", {"sparktui.deployment": "lab", "sparktui.rank": n[-1]})
+        labels = {"sparktui.deployment": "lab", "sparktui.engine": "sglang", "sparktui.rank": n[-1]}
+        fc[n].add_container(f"sparktui-lab-sglang-{n}", labels)
+    # status asks the head's engine (labelled, as sparktui's containers are) for /health too: a port nothing
+    # serves, through a forward the head allows, answers at once; without them the probe waits out its 5 s
+    fc.nodes[0].server.forwarding = True
+    fc.config.engine.sglang_port = free_port()
     async with Cluster(fc.config) as cluster:
         (d,) = await deployments_section(cluster, fc.config)
     assert set(d["memory"]) == {"n1", "n2"}
