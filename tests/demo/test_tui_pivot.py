@@ -30,7 +30,7 @@ def env(tmp_path) -> dict[str, str]:
 def test_pivot_story_with_keys(tmp_path, env):
     require_namespaces()
     cmd = (
-        f"{shlex.join(sparktui_argv())} demo --scenario pivot --speed 40 --model-mb 2 "
+        f"{shlex.join(sparktui_argv())} demo --scenario pivot --speed 20 --model-mb 2 "
         f"--link-mbps 100; echo DEMO-EXITED rc=$?; sleep 60"
     )
     tui = Tmux(cmd, WIDTH, HEIGHT, env, prefix="sparktui-demo-test")

@@ -117,7 +117,7 @@ def _start_demo(speed: int, model_mb: int = 16) -> tuple[subprocess.Popen, dict]
 
 def test_demo_story_in_a_real_terminal(tmp_path):
     """sync the model, launch SGLang from the form, see the hang, pivot to vLLM with Ray, reach READY."""
-    demo, info = _start_demo(speed=40)
+    demo, info = _start_demo(speed=20)
     tmux = _app(tmp_path, 110, 34, "--config", str(info["config"]))
     try:
         tmux.wait_for("2/2 nodes up", 60)
