@@ -191,17 +191,23 @@ def docker_calls(state: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def leftovers(state: Path) -> list[int]:
-    """Check processes still alive (by the pid files the stand-in docker keeps while one runs)."""
-    alive = []
-    for pf in state.glob("*.pid"):
-        try:
-            pid = int(pf.read_text())
-            os.kill(pid, 0)
-            alive.append(pid)
-        except (OSError, ValueError):
-            pass
-    return alive
+def leftovers(state: Path, within: float = 5.0) -> list[int]:
+    """Check processes still alive (by the pid files the stand-in docker keeps while one runs). A process
+    killed a moment ago may not have died yet (SIGKILL is delivered asynchronously; its parent reaps it
+    later): wait for that, within a bound, before calling it left behind. A zombie is dead."""
+    deadline = time.monotonic() + within
+    while True:
+        found = []
+        for pf in state.glob("*.pid"):
+            try:
+                pid = int(pf.read_text())
+            except (OSError, ValueError):
+                continue
+            if alive(pid):
+                found.append(pid)
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)  # polling a condition, bounded by the deadline above
 
 
 async def test_two_nodes_meet_and_nothing_is_left(nodes):
@@ -300,9 +306,9 @@ async def test_cancelling_the_check_still_removes_its_containers(nodes):
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except OSError:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:  # gone, or gone between the two looks
         return False
-    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
 
 
 async def test_a_container_that_never_starts_gets_its_own_verdict_and_is_killed(nodes, tmp_path):
