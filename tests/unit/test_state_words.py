@@ -36,20 +36,25 @@ def _state_words(node: ast.expr) -> list[str]:
     return [i.value for i in items if isinstance(i, ast.Constant) and i.value in WORDS]
 
 
-def raw_state_compares(source: str, rel: str) -> list[str]:
-    """`rel:line: code` for each comparison of a state-named value with a literal State word."""
-    found = []
+def _compared(source: str):
+    """(compare node, one side, the other side) for each ==, !=, in, not in of the source, both ways round."""
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Compare):
             continue
         sides = [node.left, *node.comparators]
         for op, a, b in zip(node.ops, sides, sides[1:]):
-            if not isinstance(op, OPS):
-                continue
-            for named, other in ((a, b), (b, a)):
-                holder = _state_side(named)
-                if holder is not None and (rel, holder) not in ALLOWED and _state_words(other):
-                    found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+            if isinstance(op, OPS):
+                yield node, a, b
+                yield node, b, a
+
+
+def raw_state_compares(source: str, rel: str) -> list[str]:
+    """`rel:line: code` for each comparison of a state-named value with a literal State word."""
+    found = []
+    for node, named, other in _compared(source):
+        holder = _state_side(named)
+        if holder is not None and (rel, holder) not in ALLOWED and _state_words(other):
+            found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return found
 
 
@@ -120,20 +125,13 @@ def _vocab_side(node: ast.expr) -> tuple[str, set[str]] | None:
 def raw_vocab_compares(source: str, rel: str) -> list[str]:
     """`rel:line: code` for each comparison of a kind or phase with a literal word of its vocabulary."""
     found = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Compare):
+    for node, named, other in _compared(source):
+        side = _vocab_side(named)
+        if side is None or (rel, side[0]) in KIND_ALLOWED:
             continue
-        sides = [node.left, *node.comparators]
-        for op, a, b in zip(node.ops, sides, sides[1:]):
-            if not isinstance(op, OPS):
-                continue
-            for named, other in ((a, b), (b, a)):
-                side = _vocab_side(named)
-                if side is None or (rel, side[0]) in KIND_ALLOWED:
-                    continue
-                items = other.elts if isinstance(other, (ast.Tuple, ast.List, ast.Set)) else [other]
-                if any(isinstance(i, ast.Constant) and i.value in side[1] for i in items):
-                    found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+        items = other.elts if isinstance(other, (ast.Tuple, ast.List, ast.Set)) else [other]
+        if any(isinstance(i, ast.Constant) and i.value in side[1] for i in items):
+            found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return found
 
 
