@@ -174,7 +174,25 @@ def memory_hog(
         )
         yield name
     finally:
-        lab.sh(node, ["docker", "rm", "-f", name], check=False, timeout=60)
+        remove_container(lab, node, name)
+
+
+def remove_container(lab: Lab, node: str, name: str, timeout: float = 60) -> None:
+    """`docker rm -f` until docker no longer lists the container: a daemon under load can answer that
+    the kill had no exit event yet, and a hog left running would hold its memory until hold_s."""
+    said = ""
+
+    def gone() -> bool:
+        nonlocal said
+        said = lab.sh(node, ["docker", "rm", "-f", name], check=False, timeout=timeout).stderr.strip()
+        listed = lab.sh(node, ["docker", "ps", "-aq", "--filter", f"name=^/{name}$"], check=False)
+        return listed.returncode == 0 and not listed.stdout.strip()
+
+    deadline = time.monotonic() + timeout
+    while not gone():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{name} still listed on {node} after {timeout} s of docker rm -f: {said}")
+        time.sleep(0.2)  # the daemon's own kill wait; bounded by the deadline
 
 
 # -- an engine's HTTP endpoint on the lab, and waiting on the CLI's answers

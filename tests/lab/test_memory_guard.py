@@ -45,7 +45,8 @@ def test_the_hog_takes_real_memory_on_the_node_and_gives_it_back(site):
             assert lab.sh(node, ["docker", "ps", "-q", "--filter", f"name={hog}"]).stdout.strip()
             held = node_available_mib(lab, node)
             assert before - held >= mib // 2, (before, held, mib)  # other tests share this machine's memory
-        wait_for(lambda: node_available_mib(lab, node) > held + mib // 2, 30, "the hog's memory back")
+        back = f"the hog's memory back (MiB available: {before} before, {held} held, hog {mib})"
+        wait_for(lambda: node_available_mib(lab, node) > held + mib // 2, 30, back)
     # the stand-in Spark meminfo is back in place
     assert node_available_mib(lab, node) > 100 * 1024
 
