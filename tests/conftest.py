@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import hermetic
+from tests import hermetic, sidebyside
 
 HERE = Path(__file__).resolve().parent
 TIERS = ("unit", "ssh", "tui", "lab", "contract", "fuzz", "demo", "install", "gpu")
@@ -53,6 +53,13 @@ def pytest_collection_modifyitems(config, items):
         tier = _tier(Path(str(item.path)))
         if tier:
             item.add_marker(tier)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # side by side: the longest units first (tests/sidebyside.py)
+        items.sort(key=lambda item: sidebyside.rank(item.nodeid))  # stable: a unit's tests keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return sidebyside.scheduler(config, log)
 
 
 # -- CI: a skipped lab test fails ----------------------------------------------------------------
