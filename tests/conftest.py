@@ -88,6 +88,10 @@ def pytest_make_collect_report(collector):
 
 # -- hermetic homes and the guard ----------------------------------------------------------------
 def pytest_configure(config):
+    # sparktui's CLI takes COLUMNS as a width asked for; the suite's outputs must not depend on where it
+    # runs (a shell that exports it, or pytest -n's workers, which start with COLUMNS=80)
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     home = hermetic.user_home()
     cache = hermetic.pin_contract_cache()
     engine = hermetic.pin_engine_cache()
