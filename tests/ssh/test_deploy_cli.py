@@ -45,6 +45,19 @@ def ours(dep: str, rank: int, engine: str = "sglang") -> dict:
     }
 
 
+async def test_status_of_a_container_without_an_engine_label_names_no_port_and_asks_nothing(fake_cluster, tmp_path):
+    """A container that carries sparktui's deployment label but not its engine (a label edited by hand, an
+    older sparktui): no port is known, so status shows no endpoint and does not wait on a probe."""
+    fc = await fake_cluster(1)
+    conf = write_config(fc.config, tmp_path / "c.yaml")
+    labels = {k: v for k, v in ours("bare", 0).items() if k != "sparktui.engine"}
+    fc["n1"].add_container("sparktui-bare-0", labels)
+    rc, out, err = await sparktui("status", "--config", str(conf), "--json")
+    [dep] = json.loads(out)["deployments"]
+    assert "endpoint" not in dep and "None" not in dep["summary"], dep
+    assert dep["health"] == "unknown: sparktui-bare-0 has no sparktui.engine label, so its port is not known"
+
+
 async def test_stop_names_what_it_removes_asks_first_and_spares_other_containers(fake_cluster, tmp_path):
     fc = await fake_cluster(2)
     conf = write_config(fc.config, tmp_path / "c.yaml")

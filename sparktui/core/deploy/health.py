@@ -74,8 +74,11 @@ async def health_of(cluster: Cluster, config: Config, deployments: list[dict]) -
         except Exception:  # noqa: BLE001 - no record: the engine's default port
             rec = None
         port = _port_of(config, engine, rec)
-        d["endpoint"] = f"http://{config.node(head['node']).host}:{port}/v1"
-        if head.get("state") != "running":
+        if port is not None:
+            d["endpoint"] = f"http://{config.node(head['node']).host}:{port}/v1"
+        if port is None:  # no engine label and no record: no port to ask, and no endpoint to show
+            d["health"] = f"unknown: {head['name']} has no sparktui.engine label, so its port is not known"
+        elif head.get("state") != "running":
             d["health"] = f"down: {head['name']} on {head['node']} is {head.get('state')}"
         else:
             try:
@@ -88,7 +91,7 @@ async def health_of(cluster: Cluster, config: Config, deployments: list[dict]) -
                 d["health"] = "healthy" if ok else f"unhealthy: {detail}"
                 if ok:
                     await _liveness(cluster, config, d, head["node"], engine, port, base, rec)
-        d["summary"] += f" · {d['endpoint']} {d['health']}"
+        d["summary"] += " · " + " ".join(filter(None, (d.get("endpoint"), d["health"])))
         if "look_at" in d:
             d["summary"] += f"\n    look at: {d['look_at']}"
 
