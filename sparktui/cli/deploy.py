@@ -402,13 +402,10 @@ def _refuse(p: Prepared, args: argparse.Namespace, what: str = "cannot launch") 
 async def _finish(d: Deployer, printer: Printer, args: argparse.Namespace, extra: dict | None = None) -> int:
     """After a launch: wait when asked, print the outcome, exit 0 (ready or launched) or 1 (a problem)."""
     if args.wait and d.current.state != State.FAILED:
-        # readiness has its own deadline; "stopped": a `sparktui stop` from elsewhere ended it
-        await d.wait(d.ready_timeout + 60, until=("ready", "failed", "hung", "stopped"))
+        # until settled (readiness has its own deadline; stopped: a `sparktui stop` from elsewhere ended it)
+        await d.wait(d.ready_timeout + 60)
     left: list[tuple[str, str, str]] = []
-    if d.current.state in (
-        State.FAILED,
-        State.HUNG,
-    ):  # a failed launch does not remove its containers: say which still run
+    if d.current.state in (State.FAILED, State.HUNG):  # a failed launch does not remove its containers: say which run
         with contextlib.suppress(Exception):
             left = await d.leftovers()
     if args.json:

@@ -176,7 +176,7 @@ class Deployer:
             "`sparktui redeploy` stops them and starts this plan afresh",
         )
 
-    async def wait(self, timeout: float | None = None, until: tuple[str, ...] = SETTLED) -> State:
+    async def wait(self, timeout: float | None = None, until: tuple[State, ...] = SETTLED) -> State:
         """The state once it is one of `until` (or whatever it is when `timeout` runs out)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.current.state not in until:
