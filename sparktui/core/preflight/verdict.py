@@ -349,11 +349,7 @@ def judge_memory(
         r.memory = measure(r.node, memory.get(r.node), fraction)
         if r.memory is None or not r.memory.short:
             continue
-        if r.ok:
-            r.ok, r.kind = False, C.MEMORY
-            r.reason, r.fix = explain(r, verdict.setting)
-        else:
-            verdict.warnings.append(f"free memory: {r.memory.message()}")
+        _fail_or_warn(verdict, r, C.MEMORY, f"free memory: {r.memory.message()}")
 
 
 def judge_ipc_risks(verdict: "Verdict", risks: dict[str, IpcRisk]) -> None:
@@ -367,11 +363,17 @@ def judge_ipc_risks(verdict: "Verdict", risks: dict[str, IpcRisk]) -> None:
         r.ipc = risk
         if not risk.at_risk:
             continue
-        if r.ok:
-            r.ok, r.kind = False, C.IPC
-            r.reason, r.fix = explain(r, verdict.setting)
-        else:
-            verdict.warnings.append(f"{r.node}: {risk.why} (fix {risk.fix})")
+        _fail_or_warn(verdict, r, C.IPC, f"{r.node}: {risk.why} (fix {risk.fix})")
+
+
+def _fail_or_warn(verdict: "Verdict", r: NodeResult, kind: C, warning: str) -> None:
+    """A node that passed so far fails with kind (its reason and fix explained); one that failed otherwise
+    keeps that failure, the first cause, and this becomes a warning."""
+    if r.ok:
+        r.ok, r.kind = False, kind
+        r.reason, r.fix = explain(r, verdict.setting)
+    else:
+        verdict.warnings.append(warning)
 
 
 @dataclass
