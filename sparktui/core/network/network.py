@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from typing import Iterator
 
 from ..nodes.facts import Interface, NodeAddr, NodeFacts, Subnet
 
@@ -22,9 +23,9 @@ TCP_VS_ROCE = "decode measured ~12.7 tok/s over TCP vs ~20 tok/s over RoCE for a
 Seen = dict[IPv4Network, list[tuple[Interface, IPv4Address]]]
 
 
-def _addresses(f: NodeFacts) -> Seen:
-    """Network -> (interface, address) in the order `ip addr` listed them."""
-    seen: Seen = {}
+def host_addresses(f: NodeFacts) -> Iterator[tuple[Interface, IPv4Interface]]:
+    """Each interface's IPv4 addresses with their prefix, in the order `ip addr` listed them; host-local
+    bridges, and what does not parse as IPv4, left out."""
     for iface in f.interfaces:
         if _LOCAL_BRIDGE.match(iface.name):
             continue
@@ -33,8 +34,15 @@ def _addresses(f: NodeFacts) -> Seen:
                 ipi = ipaddress.ip_interface(cidr)
             except ValueError:
                 continue
-            if ipi.version == 4:
-                seen.setdefault(ipi.network, []).append((iface, ipi.ip))
+            if isinstance(ipi, IPv4Interface):
+                yield iface, ipi
+
+
+def _addresses(f: NodeFacts) -> Seen:
+    """Network -> (interface, address) in the order `ip addr` listed them."""
+    seen: Seen = {}
+    for iface, ipi in host_addresses(f):
+        seen.setdefault(ipi.network, []).append((iface, ipi.ip))
     return seen
 
 
@@ -267,13 +275,9 @@ def fabric_nets(
     for f in facts:
         if not f.reachable:
             continue
-        for iface in f.interfaces:
-            if not iface.rdma or _LOCAL_BRIDGE.match(iface.name):
-                continue
-            for cidr in iface.ipv4:
-                net = _net(cidr)
-                if net is not None:
-                    out.setdefault(net, f"RDMA device {iface.rdma} on {f.name} {iface.name}")
+        for iface, ipi in host_addresses(f):
+            if iface.rdma:
+                out.setdefault(ipi.network, f"RDMA device {iface.rdma} on {f.name} {iface.name}")
     for node, by_net in (overrides or {}).items():
         for cidr, ifname in by_net.items():
             net = _net(cidr)

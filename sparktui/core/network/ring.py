@@ -10,15 +10,12 @@ NCCL carries the data over every HCA of the ring. Pure functions over NodeFacts;
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
 from ..nodes.facts import NodeFacts
-
-# Host-local bridges carry one address on every node (network.py says why they are no shared subnet).
-_LOCAL_BRIDGE = re.compile(r"^(docker\d+|br-[0-9a-f]{12}|virbr\d+|cni\d+|podman\d+|lxc?br\d+|lxdbr\d+)$")
+from .network import host_addresses
 
 
 @dataclass
@@ -72,16 +69,9 @@ class Ring:
 def _fabric_ends(f: NodeFacts) -> dict[IPv4Network, End]:
     """The node's RDMA interfaces that are up, by the subnet each has an address on."""
     out: dict[IPv4Network, End] = {}
-    for iface in f.interfaces:
-        if not iface.rdma or not iface.up or _LOCAL_BRIDGE.match(iface.name):
-            continue
-        for cidr in iface.ipv4:
-            try:
-                ipi = ipaddress.ip_interface(cidr)
-            except ValueError:
-                continue
-            if ipi.version == 4:
-                out.setdefault(ipi.network, End(iface.name, str(ipi.ip), iface.rdma))
+    for iface, ipi in host_addresses(f):
+        if iface.rdma and iface.up:
+            out.setdefault(ipi.network, End(iface.name, str(ipi.ip), iface.rdma))
     return out
 
 
