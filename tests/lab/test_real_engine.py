@@ -340,10 +340,16 @@ def test_a_rendezvous_on_a_subnet_that_drops_the_peer_is_flagged_with_the_fabric
         # the fix first: the plan knows the fabric joins every node, the log alone does not
         assert hang["hint"].startswith(f"the rendezvous sits on {wlan} (wlan0), not on the fabric {fabric}"), hang
         assert f"--iface {fabric}" in hang["hint"]
-        # flagged within its window: the start (~1 min on two busy cores) plus the window and a watchdog tick
-        assert took < START_S and "no output for" in hang["message"], (took, hang)
+        # flagged live within its window: the start (~1 min on two busy cores) plus the window and a watchdog
+        # tick; by the silence, or by torch's own retry line (a suspicion) that the silence then confirmed,
+        # whichever comes first on these cores: SYN retries give up ~63 s into the wait
+        by = hang["message"]
+        assert took < START_S and ("no output for" in by or by == "this rank keeps retrying the rendezvous store"), (
+            took,
+            hang,
+        )
 
-        # the real engine's own words come later: torch's store client gives up a round and retries
+        # the real engine's own words, in its saved logs: torch's store client gives up a round and retries
         def retried():
             rc, out, err = cli(dropped, state, "logs", "--timestamps", timeout=120)
             return "has timed out, will retry" in out, out
