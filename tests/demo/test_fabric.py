@@ -39,6 +39,14 @@ async def _preflight(demo, env) -> dict:
     return pre
 
 
+async def _best_preflight(demo, env, tries: int = 3) -> dict:
+    """Of a few preflights, the one that measured the most bandwidth: the demo's all-reduces are timed on
+    this machine, and a busy one (other tests side by side) only slows them, so the best reading is the
+    link's."""
+    runs = [await _preflight(demo, env) for _ in range(tries)]
+    return max(runs, key=lambda pre: pre["bandwidth_gb_s"])
+
+
 async def test_plan_on_a_fresh_spark_then_after_the_printed_fixes(demo, cli_env):
     """The fixes the plan prints, played on the nodes: MTU 9000 lifts the preflight's share of line rate,
     the twin half then lifts its bandwidth, and the engine's prefill speed follows both."""
@@ -52,7 +60,7 @@ async def test_plan_on_a_fresh_spark_then_after_the_printed_fixes(demo, cli_env)
     assert "spark1 enP2p1s0f1np1 (roceP2p1s0f1)" in idle and "about half the link" in idle
     assert _has(warns, "MTU below 9000", "spark1 enp1s0f1np1 1500", "spark2 enp1s0f1np1 1500")
 
-    fresh = await _preflight(demo, cli_env)
+    fresh = await _best_preflight(demo, cli_env)
     assert fresh["line_rate_gb_s"] == 12.5  # one half of the 200 Gb/s port
     before = _serving(demo, env)
     config = load_config(demo.config_path)
@@ -60,7 +68,7 @@ async def test_plan_on_a_fresh_spark_then_after_the_printed_fixes(demo, cli_env)
         for node in ("spark1", "spark2"):
             r = await cluster[node].run("sudo ip link set enp1s0f1np1 mtu 9000", timeout=30)
             assert r.ok, r.stderr
-    jumbo = await _preflight(demo, cli_env)
+    jumbo = await _best_preflight(demo, cli_env)
     assert jumbo["line_rate_gb_s"] == fresh["line_rate_gb_s"]  # still one half of the port
     assert jumbo["line_rate_share"] > fresh["line_rate_share"] + 0.05, (fresh, jumbo)
 
@@ -78,7 +86,7 @@ async def test_plan_on_a_fresh_spark_then_after_the_printed_fixes(demo, cli_env)
     assert out["nodes"][0]["env"]["NCCL_IB_HCA"] == "rocep1s0f1,roceP2p1s0f1"
     assert out["nodes"][1]["env"]["NCCL_IB_HCA"] == "rocep1s0f1,roceP2p1s0f1"
     assert out["nodes"][1]["env"]["NCCL_IB_GID_INDEX"] == "3"  # the twin's address gave it a RoCEv2 entry too
-    both = await _preflight(demo, cli_env)
+    both = await _best_preflight(demo, cli_env)
     assert both["line_rate_gb_s"] == 2 * fresh["line_rate_gb_s"]  # both halves in use
     assert both["bandwidth_gb_s"] > 1.3 * jumbo["bandwidth_gb_s"] and jumbo["bandwidth_gb_s"] > fresh["bandwidth_gb_s"]
     after = _serving(demo, out["nodes"][0]["env"])
